@@ -1,0 +1,1 @@
+"""Wayline verification harness: fault-injection drills. Not built yet."""
