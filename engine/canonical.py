@@ -1,0 +1,44 @@
+"""Canonical JSON, digests and instants: what makes fingerprints portable.
+
+Canonical JSON is ``json.dumps`` with sorted keys, no insignificant white space,
+UTF-8 output and no NaN/Infinity. Every fingerprint in the engine is the SHA-256 hex
+digest of such bytes, so the same value gives the same fingerprint in any process on
+any machine. Instants are normalised to UTC with microsecond precision (what
+PostgreSQL stores) before they take part in anything fingerprinted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a JSON-compatible value."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def digest(value: Any) -> str:
+    """SHA-256 hex of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def utc(instant: datetime) -> datetime:
+    """The same instant in UTC; naive datetimes are refused, not guessed."""
+    if instant.tzinfo is None or instant.utcoffset() is None:
+        raise ValueError("instants must carry a time zone")
+    return instant.astimezone(UTC)
+
+
+def format_instant(instant: datetime) -> str:
+    """ISO 8601 in UTC with exactly six fractional digits, e.g. 2026-01-02T03:04:05.000006Z."""
+    return utc(instant).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_instant(text: str) -> datetime:
+    """Parse an ISO 8601 instant with a zone (``Z`` or an offset) into UTC."""
+    return utc(datetime.fromisoformat(text))

@@ -1,0 +1,33 @@
+"""The `wayline` command line.
+
+Each subcommand is a thin shell over an engine function: parse arguments, call it,
+print the result, and map known errors to a clear message and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from engine import cli_definitions, cli_store
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(prog="wayline", description="Durable workflows on PostgreSQL.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cli_definitions.register(commands)
+    cli_store.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `wayline` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Every bound the engine enforces, in one place.
+
+Each limit is checked before anything is allocated or written, and every error that
+names a limit says what was wrong and what is allowed. Values follow the reference
+model (go-workflow §a.14) unless a docstring below says why we differ.
+"""
+
+from datetime import timedelta
+
+KIB = 1024
+MIB = 1024 * KIB
+
+MAX_PAYLOAD_BYTES = 16 * MIB
+"""Any single input, result, event data or work payload."""
+
+MAX_STEPS = 10_000
+"""Steps per definition; also the largest fan-out of a parallel or race."""
+
+MAX_FAN_OUT = 10_000
+
+MAX_IDENTIFIER_LENGTH = 200
+"""Names, versions, instance ids, step names, targets, keys, actors."""
+
+MAX_REASON_LENGTH = 500
+"""Operator reasons; the whole audit record must still fit MAX_OPERATOR_AUDIT_BYTES."""
+
+MAX_OPERATOR_AUDIT_BYTES = 1 * KIB
+
+MAX_DISPATCH_BYTES = 1 * KIB
+"""Activity, child and compensation work payloads (a small JSON dispatch)."""
+
+MAX_TRANSITION_EVENTS = 100
+MAX_TRANSITION_WORK = 1_000
+MAX_TRANSITION_BYTES = 16 * MIB
+"""Sum of event data and work payloads in one transition."""
+
+MAX_RETRY_ATTEMPTS = 1_000
+MAX_STEP_TIMEOUT = timedelta(days=365)
+"""Activity, signal, approval, child and compensation timeouts, and timer durations."""
+
+MAX_RETRY_DELAY = timedelta(days=30)
+
+MAX_WORK_CLAIM_ITEMS = 100
+MAX_LEASE_DURATION = timedelta(minutes=15)
+MAX_WORKER_CONCURRENCY = 1_000
+MAX_WORKER_POLL_INTERVAL = timedelta(minutes=1)
+
+MAX_PAGE_ITEMS = 100
+"""Instance lists and dead-letter pages."""
+
+MAX_HISTORY_PAGE_EVENTS = 1_000
+MAX_INSPECTION_HISTORY_EVENTS = 100_000
+
+MAX_SEQUENCE = 2**63 - 1
+"""PostgreSQL bigint."""
+
+MAX_ATTEMPT = 2**32 - 1
