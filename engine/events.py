@@ -22,7 +22,7 @@ from typing import Any
 from engine.canonical import canonical_json, format_instant, parse_instant, utc
 from engine.definitions import DefinitionRef
 from engine.errors import EventInvalid
-from engine.identifiers import id_problem, name_problem
+from engine.identifiers import id_problem, key_problem, name_problem
 from engine.limits import MAX_ATTEMPT, MAX_OPERATOR_AUDIT_BYTES, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
 
 
@@ -206,8 +206,8 @@ def _check_values(event: Event, where: str) -> None:
         ("successor id", event.successor_id),
         ("idempotency key", event.idempotency_key),
     ):
-        if value and id_problem(value):
-            raise EventInvalid(f"{where}: {label} {id_problem(value)}")
+        if value and key_problem(value):
+            raise EventInvalid(f"{where}: {label} {key_problem(value)}")
     if (
         event.due_at is not None
         and event.kind

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from engine.limits import MAX_IDENTIFIER_LENGTH
+from engine.limits import MAX_IDENTIFIER_LENGTH, MAX_KEY_LENGTH
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
@@ -34,10 +34,18 @@ def id_problem(value: object) -> str | None:
     return _problem(value, ID_PATTERN, ID_RULE)
 
 
-def _problem(value: object, pattern: re.Pattern[str], rule: str) -> str | None:
+def key_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid derived key (an id up to MAX_KEY_LENGTH), or None."""
+    rule = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
+    return _problem(value, ID_PATTERN, rule, MAX_KEY_LENGTH)
+
+
+def _problem(
+    value: object, pattern: re.Pattern[str], rule: str, limit: int = MAX_IDENTIFIER_LENGTH
+) -> str | None:
     if not isinstance(value, str):
         return f"must be a string of {rule}"
-    if len(value) > MAX_IDENTIFIER_LENGTH or not pattern.match(value):
+    if len(value) > limit or not pattern.match(value):
         return f"must be {rule}"
     return None
 

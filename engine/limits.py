@@ -21,6 +21,9 @@ MAX_FAN_OUT = 10_000
 MAX_IDENTIFIER_LENGTH = 200
 """Names, versions, instance ids, step names, targets, keys, actors."""
 
+MAX_KEY_LENGTH = 512
+"""Derived identities: idempotency keys, child instance ids, work and transition ids."""
+
 MAX_REASON_LENGTH = 500
 """Operator reasons; the whole audit record must still fit MAX_OPERATOR_AUDIT_BYTES."""
 
@@ -55,3 +58,7 @@ MAX_SEQUENCE = 2**63 - 1
 """PostgreSQL bigint."""
 
 MAX_ATTEMPT = 2**32 - 1
+
+WORK_CLAIM_WINDOW = timedelta(days=1)
+"""How long due work may wait for a worker beyond its own timeout before its deadline
+passes and it becomes a dead letter (code ``deadline-exceeded``) instead of running late."""

@@ -1,0 +1,61 @@
+"""Lifecycle decisions: start, complete, fail, cancel, continue as new.
+
+Pause, resume, cancel requests, termination and migration are operator commands
+(``engine.operator_commands``); these are the ones the engine itself makes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from engine.definitions import Definition, DefinitionRef
+from engine.events import EventKind, json_data
+from engine.identifiers import require_id
+from engine.registry import Registry
+from engine.transitions import Draft, Transition
+
+K = EventKind
+
+
+def start_draft(
+    registry: Registry, definition: Definition, instance_id: str, now: datetime, input: Any = None
+) -> Draft:
+    """A draft whose first event starts the instance; decide() can add its first step."""
+    require_id(instance_id, "instance id")
+    draft = Draft(registry, None, now, instance_id)
+    draft.add(K.INSTANCE_STARTED, definition=definition.ref, data=json_data(input))
+    return draft
+
+
+def start_transition_id(instance_id: str) -> str:
+    """Starting is idempotent per instance id: one id for every attempt to start it."""
+    return f"{instance_id}#start"
+
+
+def complete(draft: Draft, result: Any = None) -> None:
+    draft.add(K.COMPLETED, data=json_data(result))
+
+
+def fail(draft: Draft, step: str, code: str) -> None:
+    draft.add(K.FAILED, step=step, code=code)
+
+
+def begin_failing(draft: Draft, step: str, code: str) -> None:
+    """A terminal failure with completed work to compensate: unwind, then fail."""
+    draft.add(K.INSTANCE_FAILING, step=step, code=code)
+
+
+def cancelled(draft: Draft) -> None:
+    draft.add(K.CANCELLED)
+
+
+def continue_as_new(
+    draft: Draft, successor_id: str, definition: DefinitionRef, input: Any = None
+) -> Transition:
+    """End this instance in favour of a new one (started by its own transition)."""
+    require_id(successor_id, "successor id")
+    draft.add(
+        K.CONTINUED_AS_NEW, successor_id=successor_id, definition=definition, data=json_data(input)
+    )
+    return draft.build("continued-as-new")
