@@ -1,0 +1,68 @@
+"""Fixtures for tests against a real PostgreSQL.
+
+One server per test session: a private cluster started with `EmbeddedPostgres` under
+pytest's tmp dir (random port, its own socket dir, so it never clashes with a server on
+5432), or the server named by `WAYLINE_TEST_DSN`. Each test gets its own freshly migrated
+schema, which is much cheaper than a database per test and still fully isolated.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from engine.embedded import EmbeddedPostgres
+from engine.migrations import apply_migrations
+
+TEST_DSN_ENV = "WAYLINE_TEST_DSN"
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A DSN for the session's PostgreSQL server."""
+    external = os.environ.get(TEST_DSN_ENV)
+    if external:
+        yield external
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("postgres") / "data")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def schema_name(pg_dsn: str) -> Iterator[str]:
+    """A unique schema name, not created; whatever the test creates under it is dropped."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def schema(pg_dsn: str, schema_name: str) -> str:
+    """A fresh schema with every migration applied."""
+    apply_migrations(pg_dsn, schema_name)
+    return schema_name
+
+
+@pytest.fixture
+def conn(pg_dsn: str, schema: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection whose search_path is the test's schema."""
+    with psycopg.connect(pg_dsn, autocommit=True) as connection:
+        connection.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        yield connection
+
+
+@pytest.fixture
+async def aconn(pg_dsn: str, schema: str) -> AsyncIterator[psycopg.AsyncConnection]:
+    """An async autocommit connection whose search_path is the test's schema."""
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as connection:
+        await connection.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        yield connection
