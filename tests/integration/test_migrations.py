@@ -1,0 +1,288 @@
+"""Migrations against a real PostgreSQL: apply, ledger checks, concurrency, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from engine.migrations import (
+    MIGRATIONS_DIR,
+    MigrationError,
+    SchemaBehindError,
+    apply_migrations,
+    check_schema_current,
+    check_schema_current_async,
+    load_migrations,
+)
+
+WAYLINE = Path(sys.executable).parent / "wayline"
+CORE_TABLES = {
+    "definitions",
+    "history",
+    "instances",
+    "schema_migrations",
+    "transitions",
+    "work",
+    "work_resolutions",
+    "workers",
+}
+FINGERPRINT = "f" * 64
+
+
+def _write(directory: Path, files: dict[str, str]) -> Path:
+    directory.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    return directory
+
+
+def _ledger(pg_dsn: str, schema: str) -> list[tuple[int, str, str]]:
+    with psycopg.connect(pg_dsn) as conn:
+        query = sql.SQL("SELECT version, name, checksum FROM {} ORDER BY version")
+        return conn.execute(query.format(sql.Identifier(schema, "schema_migrations"))).fetchall()
+
+
+def _tables(pg_dsn: str, schema: str) -> set[str]:
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            (schema,),
+        ).fetchall()
+    return {name for (name,) in rows}
+
+
+def test_migrations_apply_once_and_then_are_a_no_op(pg_dsn: str, schema_name: str) -> None:
+    assert apply_migrations(pg_dsn, schema_name) == ["0001_core.sql"]
+    assert apply_migrations(pg_dsn, schema_name) == []
+
+    assert _tables(pg_dsn, schema_name) == CORE_TABLES
+    checksum = hashlib.sha256((MIGRATIONS_DIR / "0001_core.sql").read_bytes()).hexdigest()
+    assert _ledger(pg_dsn, schema_name) == [(1, "0001_core.sql", checksum)]
+    check_schema_current(pg_dsn, schema_name)
+
+
+def test_load_migrations_orders_by_version_and_rejects_bad_names(tmp_path: Path) -> None:
+    _write(tmp_path, {"0002_b.sql": "SELECT 2", "0001_a.sql": "SELECT 1", "notes.md": ""})
+    assert [m.name for m in load_migrations(tmp_path)] == ["0001_a.sql", "0002_b.sql"]
+    _write(tmp_path, {"2_c.sql": "SELECT 3"})
+    with pytest.raises(MigrationError, match=r"2_c\.sql is not named NNNN_name\.sql"):
+        load_migrations(tmp_path)
+
+
+def test_a_changed_applied_file_is_an_error_naming_it(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    directory = _write(tmp_path, {"0001_first.sql": "CREATE TABLE first (n int);"})
+    apply_migrations(pg_dsn, schema_name, directory=directory)
+    _write(directory, {"0001_first.sql": "CREATE TABLE first (n bigint);"})
+
+    with pytest.raises(MigrationError, match=r"migration 0001_first\.sql was changed"):
+        apply_migrations(pg_dsn, schema_name, directory=directory)
+    with pytest.raises(MigrationError, match=r"0001_first\.sql was changed"):
+        check_schema_current(pg_dsn, schema_name, directory=directory)
+
+
+def test_an_applied_version_without_a_file_is_an_error(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    newer = _write(tmp_path / "newer", {"0001_a.sql": "SELECT 1;", "0002_b.sql": "SELECT 2;"})
+    apply_migrations(pg_dsn, schema_name, directory=newer)
+    older = _write(tmp_path / "older", {"0001_a.sql": "SELECT 1;"})
+
+    with pytest.raises(MigrationError, match=r"migration 2 \(0002_b\.sql\) applied.*no such file"):
+        apply_migrations(pg_dsn, schema_name, directory=older)
+
+
+def test_a_new_file_numbered_below_an_applied_one_is_an_error(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    directory = _write(tmp_path, {"0001_a.sql": "SELECT 1;", "0003_c.sql": "SELECT 3;"})
+    apply_migrations(pg_dsn, schema_name, directory=directory)
+    _write(directory, {"0002_b.sql": "SELECT 2;"})
+
+    with pytest.raises(MigrationError, match=r"0002_b\.sql is numbered below migration 3"):
+        apply_migrations(pg_dsn, schema_name, directory=directory)
+
+
+def test_a_failing_file_is_named_and_leaves_nothing_behind(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    directory = _write(
+        tmp_path,
+        {
+            "0001_good.sql": "CREATE TABLE good (n int);",
+            "0002_bad.sql": "CREATE TABLE half (n int);\nSELECT 1 / 0;",
+        },
+    )
+    with pytest.raises(MigrationError, match=r"0002_bad\.sql failed .*SQLSTATE 22012"):
+        apply_migrations(pg_dsn, schema_name, directory=directory)
+
+    assert [name for _, name, _ in _ledger(pg_dsn, schema_name)] == ["0001_good.sql"]
+    assert _tables(pg_dsn, schema_name) == {"good", "schema_migrations"}
+
+
+def test_concurrent_migrators_apply_each_file_exactly_once(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    # The first file holds its transaction open, so the migrators overlap for sure.
+    directory = _write(
+        tmp_path,
+        {
+            "0001_slow.sql": "CREATE TABLE runs (n int); SELECT pg_sleep(0.3);",
+            "0002_fill.sql": "INSERT INTO runs VALUES (1);",
+        },
+    )
+    start = threading.Barrier(4)
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def migrate() -> None:
+        start.wait()
+        try:
+            results.append(apply_migrations(pg_dsn, schema_name, directory=directory))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=migrate) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert sorted(name for applied in results for name in applied) == [
+        "0001_slow.sql",
+        "0002_fill.sql",
+    ]
+    with psycopg.connect(pg_dsn) as conn:
+        query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema_name, "runs"))
+        assert conn.execute(query).fetchone() == (1,)
+
+
+def test_check_schema_current_says_to_run_wayline_migrate(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    advice = f"schema {schema_name} is behind: run `wayline migrate`"
+    with pytest.raises(SchemaBehindError) as missing:
+        check_schema_current(pg_dsn, schema_name)
+    assert str(missing.value) == advice
+
+    directory = _write(tmp_path, {"0001_a.sql": "SELECT 1;"})
+    apply_migrations(pg_dsn, schema_name, directory=directory)
+    check_schema_current(pg_dsn, schema_name, directory=directory)
+
+    _write(directory, {"0002_b.sql": "SELECT 2;"})
+    with psycopg.connect(pg_dsn) as conn, pytest.raises(SchemaBehindError) as behind:
+        check_schema_current(conn, schema_name, directory=directory)
+    assert str(behind.value) == advice
+
+
+async def test_check_schema_current_async(
+    aconn: psycopg.AsyncConnection, schema: str, schema_name: str
+) -> None:
+    await check_schema_current_async(aconn, schema)
+    with pytest.raises(SchemaBehindError, match=r"run `wayline migrate`"):
+        await check_schema_current_async(aconn, "t_never_created")
+    assert aconn.info.transaction_status is psycopg.pq.TransactionStatus.IDLE
+
+
+def test_core_schema_rejects_a_retry_resolution_without_times(conn: psycopg.Connection) -> None:
+    conn.execute(
+        "INSERT INTO instances VALUES ('i1', 'd', '1', %s, 1, 1, '', now(), now(), NULL)",
+        (FINGERPRINT,),
+    )
+    conn.execute(
+        "INSERT INTO history (instance_id, sequence, kind, occurred_at) VALUES ('i1', 1, 1, now())"
+    )
+    conn.execute(
+        "INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, state)"
+        " VALUES ('w1', 1, 'i1', 1, now(), now() + interval '1 hour', 4)"
+    )
+    with pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute(
+            "INSERT INTO work_resolutions (command_id, fingerprint, work_id, lease_token,"
+            " action, actor, reason, occurred_at) VALUES ('c1', %s, 'w1', 1, 1, 'ann', 'x', now())",
+            (FINGERPRINT,),
+        )
+
+
+def test_core_schema_rejects_a_lease_without_owner(conn: psycopg.Connection) -> None:
+    conn.execute(
+        "INSERT INTO instances VALUES ('i1', 'd', '1', %s, 1, 1, '', now(), now(), NULL)",
+        (FINGERPRINT,),
+    )
+    conn.execute(
+        "INSERT INTO history (instance_id, sequence, kind, occurred_at) VALUES ('i1', 1, 1, now())"
+    )
+    with pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute(
+            "INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline,"
+            " state, lease_expires_at) VALUES"
+            " ('w1', 1, 'i1', 1, now(), now() + interval '1 hour', 2, now())"
+        )
+
+
+@pytest.mark.parametrize("name", ["Wayline", "1st", "a-b", "a;drop", "", "x" * 64])
+def test_a_bad_schema_name_is_rejected_clearly(pg_dsn: str, name: str) -> None:
+    with pytest.raises(ValueError, match=r"invalid schema name .*use 1-63 characters"):
+        apply_migrations(pg_dsn, name)
+    with pytest.raises(ValueError, match="invalid schema name"):
+        check_schema_current(pg_dsn, name)
+
+
+def _wayline(*args: str, dsn_env: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "WAYLINE_DSN"}
+    if dsn_env is not None:
+        env["WAYLINE_DSN"] = dsn_env
+    return subprocess.run(
+        [str(WAYLINE), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_cli_migrate_applies_then_reports_up_to_date(pg_dsn: str, schema_name: str) -> None:
+    first = _wayline("migrate", "--dsn", pg_dsn, "--schema", schema_name)
+    assert (first.returncode, first.stderr) == (0, "")
+    assert first.stdout == f"applied 0001_core.sql to schema {schema_name}\n"
+
+    again = _wayline("migrate", "--schema", schema_name, dsn_env=pg_dsn)
+    assert (again.returncode, again.stdout) == (0, f"schema {schema_name} is up to date\n")
+    check_schema_current(pg_dsn, schema_name)
+
+
+def test_cli_migrate_without_a_dsn_says_how_to_give_one() -> None:
+    result = _wayline("migrate")
+    assert result.returncode == 2
+    assert "pass --dsn or set WAYLINE_DSN" in result.stderr
+
+
+def test_cli_migrate_cannot_connect_without_leaking_the_dsn() -> None:
+    result = _wayline("migrate", "--dsn", "host=127.0.0.1 port=1 password=hunter2")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "wayline migrate: could not connect to PostgreSQL (check --dsn or WAYLINE_DSN)\n"
+    )
+    assert "hunter2" not in result.stdout + result.stderr
+
+
+def test_cli_migrate_reports_a_ledger_mismatch(
+    pg_dsn: str, schema: str, conn: psycopg.Connection
+) -> None:
+    conn.execute("INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 'x')")
+    result = _wayline("migrate", "--schema", schema, dsn_env=pg_dsn)
+    assert result.returncode == 1
+    assert "9999_future.sql" in result.stderr
+    assert result.stderr.startswith("wayline migrate: schema ")
+
+
+def test_cli_migrate_rejects_a_bad_schema_name(pg_dsn: str) -> None:
+    result = _wayline("migrate", "--dsn", pg_dsn, "--schema", "Bad-Name")
+    assert result.returncode == 2
+    assert "invalid schema name 'Bad-Name'" in result.stderr
