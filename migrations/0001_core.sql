@@ -7,8 +7,8 @@ CREATE TABLE instances (
     definition_version     text NOT NULL,
     definition_fingerprint text NOT NULL CHECK (length(definition_fingerprint) = 64),
     -- 1 running, 2 paused, 3 cancelling, 4 completed, 5 failed, 6 cancelled,
-    -- 7 terminated, 8 continued_as_new
-    status                 smallint NOT NULL CHECK (status BETWEEN 1 AND 8),
+    -- 7 terminated, 8 continued_as_new, 9 failing (compensating before it fails)
+    status                 smallint NOT NULL CHECK (status BETWEEN 1 AND 9),
     sequence               bigint NOT NULL CHECK (sequence >= 0),
     tenant_id              text NOT NULL DEFAULT '',
     created_at             timestamptz NOT NULL,

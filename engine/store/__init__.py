@@ -1,0 +1,1 @@
+"""The PostgreSQL half of the engine: transitions, history, instances, work, dead letters."""

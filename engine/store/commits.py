@@ -1,0 +1,273 @@
+"""Committing transitions: one PostgreSQL transaction, all of it or none.
+
+The order inside the transaction, each one statement:
+1. read the transaction id (``pg_current_xact_id``, kept to settle an unknown COMMIT)
+   and the ledger row of the transition id: same fingerprint = exact replay (success,
+   nothing written); another fingerprint = DuplicateTransition;
+2. create the instance row (a start) or lock it ``FOR UPDATE`` and check the expected
+   sequence and pinned definition; a mismatch is re-checked against the ledger (a
+   concurrent commit of the very same transition is an exact replay, not a conflict);
+3. insert the ledger row, the history rows, the work rows;
+4. move the instance: position, status, pinned definition (after a migration), and
+   the archive time when the last event is terminal, guarded by the expected sequence;
+5. ``NOTIFY`` when work was created (a wake-up hint only), then COMMIT.
+
+Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
+settled: ``pg_xact_status`` on the transaction id from a fresh connection says
+committed or aborted; if the server cannot say, the ledger is consulted
+(``reconcile``); if nothing answers, CommitUnknown is raised and the caller must
+reconcile before doing anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import psycopg
+
+from engine.store.errors import (
+    CommitUnknown,
+    DuplicateTransition,
+    InstanceExists,
+    InstanceNotFound,
+    Reconciliation,
+    SequenceConflict,
+    StoreError,
+)
+from engine.store.rows import HISTORY_COLUMNS, event_row, status_after, work_row
+from engine.transitions import Transition
+
+LEDGER_LOOKUP = """
+SELECT pg_current_xact_id()::text,
+       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s)
+"""
+LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
+CREATE_INSTANCE = """
+INSERT INTO instances (instance_id, definition_name, definition_version,
+                       definition_fingerprint, status, sequence, tenant_id, created_at,
+                       updated_at)
+VALUES (%(instance)s, %(name)s, %(version)s, %(fingerprint)s, 1, 0, %(tenant)s, %(at)s, %(at)s)
+ON CONFLICT (instance_id) DO NOTHING
+RETURNING 1
+"""
+LOCK_INSTANCE = """
+SELECT sequence, definition_name, definition_version, definition_fingerprint
+FROM instances WHERE instance_id = %(instance)s
+FOR UPDATE
+"""
+INSERT_LEDGER = """
+INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
+                         committed_sequence, xact_id)
+VALUES (%(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
+        pg_current_xact_id())
+ON CONFLICT (transition_id) DO NOTHING
+RETURNING 1
+"""
+INSERT_EVENT = f"""
+INSERT INTO history ({HISTORY_COLUMNS})
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+INSERT_WORK = """
+INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, payload,
+                  tenant_id, correlation_id)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+ADVANCE_INSTANCE = """
+UPDATE instances
+SET sequence = %(committed)s,
+    updated_at = %(at)s,
+    status = COALESCE(%(status)s, status),
+    definition_name = %(name)s,
+    definition_version = %(version)s,
+    definition_fingerprint = %(fingerprint)s,
+    archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s) ELSE archived_at END
+WHERE instance_id = %(instance)s AND sequence = %(expected)s
+"""
+NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
+XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
+
+SETTLE_ATTEMPTS = 20
+SETTLE_INTERVAL_SECONDS = 0.1
+"""How long to wait for the old backend to finish before calling an outcome unknown."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """A committed transition. ``replayed``: it had been committed before (exact replay)."""
+
+    transition_id: str
+    replayed: bool = False
+
+
+async def stage(
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str = ""
+) -> tuple[bool, str]:
+    """Write ``transition`` in the caller's open transaction; never commits.
+
+    Returns (written, xid): ``written`` is False for an exact replay (nothing written).
+    Raises a NOT_COMMITTED StoreError for conflicts; the caller's transaction must then
+    be rolled back.
+    """
+    params = {"id": transition.transition_id}
+    row = await (await conn.execute(LEDGER_LOOKUP, params)).fetchone()
+    xid, existing = row
+    if existing is not None:
+        _check_replay(transition, existing)
+        return False, xid
+    if not await _claim_position(conn, transition):
+        return False, xid
+    await _write(conn, transition, channel)
+    return True, xid
+
+
+def _check_replay(transition: Transition, fingerprint: str) -> None:
+    if fingerprint != transition.fingerprint:
+        raise DuplicateTransition(
+            f"transition {transition.transition_id} was already committed with other content"
+        )
+
+
+async def _claim_position(conn: psycopg.AsyncConnection, transition: Transition) -> bool:
+    """Create or lock the instance row at the expected position; False = exact replay."""
+    ref = transition.definition
+    first = transition.events[0]
+    if transition.expected_sequence == 0:
+        created = await (
+            await conn.execute(
+                CREATE_INSTANCE,
+                {
+                    "instance": transition.instance_id,
+                    "name": ref.name,
+                    "version": ref.version,
+                    "fingerprint": ref.fingerprint,
+                    "tenant": "",
+                    "at": first.occurred_at,
+                },
+            )
+        ).fetchone()
+        if created is None:
+            return await _recheck(
+                conn,
+                transition,
+                InstanceExists(f"instance {transition.instance_id} already exists"),
+            )
+        return True
+    row = await (await conn.execute(LOCK_INSTANCE, {"instance": transition.instance_id})).fetchone()
+    if row is None:
+        raise InstanceNotFound(f"instance {transition.instance_id} does not exist")
+    sequence, name, version, fingerprint = row
+    if sequence != transition.expected_sequence:
+        return await _recheck(
+            conn,
+            transition,
+            SequenceConflict(
+                f"instance {transition.instance_id} is at {sequence}, not "
+                f"{transition.expected_sequence}: another transition committed first"
+            ),
+        )
+    if (name, version, fingerprint) != (ref.name, ref.version, ref.fingerprint):
+        raise SequenceConflict(
+            f"instance {transition.instance_id} is pinned to {name}@{version}, not {ref}"
+        )
+    return True
+
+
+async def _recheck(
+    conn: psycopg.AsyncConnection, transition: Transition, conflict: StoreError
+) -> bool:
+    """After losing a race: our own transition committed meanwhile is an exact replay."""
+    row = await (await conn.execute(LEDGER_READ, {"id": transition.transition_id})).fetchone()
+    if row is None:
+        raise conflict
+    _check_replay(transition, row[0])
+    return False
+
+
+async def _write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
+    ref = transition.migration_target or transition.definition
+    last = transition.events[-1]
+    status = status_after(transition)
+    inserted = await (
+        await conn.execute(
+            INSERT_LEDGER,
+            {
+                "id": transition.transition_id,
+                "instance": transition.instance_id,
+                "fingerprint": transition.fingerprint,
+                "expected": transition.expected_sequence,
+                "committed": transition.committed_sequence,
+            },
+        )
+    ).fetchone()
+    if inserted is None:  # the same id committed meanwhile for another instance
+        raise DuplicateTransition(
+            f"transition {transition.transition_id} was already committed with other content"
+        )
+    async with conn.cursor() as cur:
+        await cur.executemany(INSERT_EVENT, [event_row(e) for e in transition.events])
+        if transition.work:
+            await cur.executemany(INSERT_WORK, [work_row(w) for w in transition.work])
+    moved = await conn.execute(
+        ADVANCE_INSTANCE,
+        {
+            "committed": transition.committed_sequence,
+            "at": last.occurred_at,
+            "status": None if status is None else int(status),
+            "name": ref.name,
+            "version": ref.version,
+            "fingerprint": ref.fingerprint,
+            "terminal": transition.terminal,
+            "instance": transition.instance_id,
+            "expected": transition.expected_sequence,
+        },
+    )
+    if moved.rowcount != 1:
+        raise SequenceConflict(f"instance {transition.instance_id} moved during the commit")
+    if transition.work and channel:
+        await conn.execute(NOTIFY_WORK, {"channel": channel})
+
+
+async def reconcile_on(
+    conn: psycopg.AsyncConnection, transition_id: str, fingerprint: str
+) -> Reconciliation:
+    """What the ledger holds for ``transition_id``: missing, committed or conflicting."""
+    row = await (await conn.execute(LEDGER_READ, {"id": transition_id})).fetchone()
+    if row is None:
+        return Reconciliation.MISSING
+    return Reconciliation.COMMITTED if row[0] == fingerprint else Reconciliation.CONFLICTING
+
+
+async def xact_status(conn: psycopg.AsyncConnection, xid: str) -> str | None:
+    """``committed``, ``aborted``, ``in progress`` or None (too old to tell)."""
+    row = await (await conn.execute(XACT_STATUS, {"xid": xid})).fetchone()
+    return row[0]
+
+
+async def settle(connect, transition: Transition, xid: str) -> CommitResult:
+    """Decide an unknown COMMIT: success, or raise NOT_COMMITTED / CommitUnknown."""
+    try:
+        async with connect() as conn:
+            for _ in range(SETTLE_ATTEMPTS):
+                status = await xact_status(conn, xid)
+                if status != "in progress":
+                    break
+                await asyncio.sleep(SETTLE_INTERVAL_SECONDS)
+            verdict = await reconcile_on(conn, transition.transition_id, transition.fingerprint)
+    except (psycopg.Error, OSError, TimeoutError) as exc:
+        raise CommitUnknown(
+            f"commit of transition {transition.transition_id} has an unknown "
+            "outcome: reconcile it before retrying"
+        ) from exc
+    if status == "in progress":
+        raise CommitUnknown(
+            f"commit of transition {transition.transition_id} is still in "
+            "progress: reconcile it before retrying"
+        )
+    if verdict is Reconciliation.COMMITTED:
+        return CommitResult(transition.transition_id)
+    if verdict is Reconciliation.CONFLICTING:
+        raise DuplicateTransition(f"transition {transition.transition_id} id holds other content")
+    raise StoreError(
+        f"commit of transition {transition.transition_id} did not take effect: it is safe to retry"
+    )

@@ -1,0 +1,114 @@
+"""Converting events and work between engine values and table rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.definitions import DefinitionRef
+from engine.errors import EventInvalid
+from engine.events import Event, EventKind, make_event
+from engine.instance import InstanceStatus
+from engine.store.errors import CorruptStore
+from engine.transitions import Transition, WorkItem
+
+HISTORY_COLUMNS = (
+    "instance_id, sequence, kind, occurred_at, definition_name, definition_version, "
+    "definition_fingerprint, successor_id, step_name, attempt, idempotency_key, due_at, "
+    "code, retryable, data"
+)
+
+STATUS_AFTER = {
+    EventKind.INSTANCE_STARTED: InstanceStatus.RUNNING,
+    EventKind.PAUSED: InstanceStatus.PAUSED,
+    EventKind.RESUMED: InstanceStatus.RUNNING,
+    EventKind.CANCELLATION_REQUESTED: InstanceStatus.CANCELLING,
+    EventKind.INSTANCE_FAILING: InstanceStatus.FAILING,
+    EventKind.CANCELLED: InstanceStatus.CANCELLED,
+    EventKind.COMPLETED: InstanceStatus.COMPLETED,
+    EventKind.FAILED: InstanceStatus.FAILED,
+    EventKind.TERMINATED: InstanceStatus.TERMINATED,
+    EventKind.CONTINUED_AS_NEW: InstanceStatus.CONTINUED_AS_NEW,
+}
+"""The instance status each lifecycle event leads to (kept in the instances row for lists)."""
+
+
+def event_row(event: Event) -> tuple[Any, ...]:
+    ref = event.definition
+    return (
+        event.instance_id,
+        event.sequence,
+        int(event.kind),
+        event.occurred_at,
+        ref.name if ref else "",
+        ref.version if ref else "",
+        ref.fingerprint if ref else "",
+        event.successor_id,
+        event.step,
+        event.attempt,
+        event.idempotency_key,
+        event.due_at,
+        event.code,
+        event.retryable,
+        None if event.data is None else event.data.encode(),
+    )
+
+
+def event_from_row(row: tuple[Any, ...]) -> Event:
+    """Decode a history row; rows that break the model are CorruptStore, never guessed."""
+    (
+        instance_id,
+        sequence,
+        kind,
+        occurred_at,
+        d_name,
+        d_version,
+        d_fp,
+        successor_id,
+        step,
+        attempt,
+        key,
+        due_at,
+        code,
+        retryable,
+        data,
+    ) = row
+    try:
+        return make_event(
+            sequence=sequence,
+            instance_id=instance_id,
+            kind=EventKind(kind),
+            occurred_at=occurred_at,
+            definition=DefinitionRef(d_name, d_version, d_fp) if d_name else None,
+            successor_id=successor_id,
+            step=step,
+            attempt=attempt,
+            idempotency_key=key,
+            due_at=due_at,
+            code=code,
+            retryable=retryable,
+            data=None if data is None else bytes(data).decode(),
+        )
+    except (EventInvalid, ValueError, UnicodeDecodeError) as exc:
+        raise CorruptStore(f"history row {sequence} of an instance is not a valid event") from exc
+
+
+def work_row(item: WorkItem) -> tuple[Any, ...]:
+    return (
+        item.work_id,
+        int(item.kind),
+        item.instance_id,
+        item.sequence,
+        item.available_at,
+        item.deadline,
+        None if item.payload is None else item.payload.encode(),
+        item.tenant_id,
+        item.correlation_id,
+    )
+
+
+def status_after(transition: Transition) -> InstanceStatus | None:
+    """The instance status after the transition, or None when it does not change."""
+    status = None
+    for event in transition.events:
+        status = STATUS_AFTER.get(event.kind, status)
+    return status

@@ -1,0 +1,151 @@
+"""The PostgreSQL store: a connection pool on one schema, and the operations on it.
+
+``Store.open`` refuses a schema that is behind the migrations. Every connection's
+``search_path`` is the store's schema, so SQL is written unqualified and a test or a
+drill can run the same engine in an isolated schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from engine.migrations import check_schema_current_async, validate_schema_name
+from engine.store import commits
+from engine.store.clock import Clock, DatabaseClock
+from engine.store.commits import CommitResult
+from engine.store.errors import (
+    CommitUnknown,
+    Reconciliation,
+    StoreError,
+    StoreUnavailable,
+)
+from engine.transitions import Transition
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+"""How long an operation waits for a pooled connection before it reports the store
+unavailable (nothing was written)."""
+
+DEFAULT_POOL_SIZE = 10
+
+
+class Store:
+    """Durable operations on one schema. Create with ``await Store.open(...)``."""
+
+    def __init__(self, pool: AsyncConnectionPool, schema: str, clock: Clock) -> None:
+        self.pool = pool
+        self.schema = schema
+        self.clock = clock
+        self.channel = f"{schema}_work"
+
+    @classmethod
+    async def open(
+        cls,
+        conninfo: str,
+        schema: str = "wayline",
+        *,
+        clock: Clock | None = None,
+        max_size: int = DEFAULT_POOL_SIZE,
+    ) -> Store:
+        """Open a pool on ``schema``; SchemaBehindError when migrations are missing."""
+        validate_schema_name(schema)
+        pool = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"options": f"-c search_path={schema}"},
+            timeout=CONNECT_TIMEOUT_SECONDS,
+        )
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+        except Exception as exc:
+            await pool.close()
+            raise StoreUnavailable("cannot connect to the database") from exc
+        store = cls(pool, schema, clock or DatabaseClock())
+        try:
+            async with store.connection() as conn:
+                await check_schema_current_async(conn, schema)
+        except BaseException:
+            await pool.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection; failing to get one is StoreUnavailable (nothing written)."""
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable("the database is unavailable") from exc
+
+    async def commit(self, transition: Transition) -> CommitResult:
+        """Commit all of ``transition`` or nothing; see ``engine.store.commits``."""
+        try:
+            conn = await self.pool.getconn()
+        except Exception as exc:
+            raise StoreUnavailable("the database is unavailable; nothing was written") from exc
+        try:
+            return await self._commit_on(conn, transition)
+        finally:
+            await self.pool.putconn(conn)
+
+    async def _commit_on(
+        self, conn: psycopg.AsyncConnection, transition: Transition
+    ) -> CommitResult:
+        try:
+            written, xid = await commits.stage(conn, transition, self.channel)
+        except StoreError:
+            await _rollback(conn)
+            raise
+        except psycopg.Error as exc:
+            await _rollback(conn)
+            raise StoreError(
+                f"transition {transition.transition_id} was not committed: "
+                "the database refused it; it is safe to retry"
+            ) from exc
+        if not written:
+            await _rollback(conn)
+            return CommitResult(transition.transition_id, replayed=True)
+        try:
+            await conn.commit()
+        except psycopg.Error as exc:
+            try:
+                return await commits.settle(self.pool.connection, transition, xid)
+            except CommitUnknown as unknown:
+                raise unknown from exc
+        return CommitResult(transition.transition_id)
+
+    async def stage(self, conn: psycopg.AsyncConnection, transition: Transition) -> bool:
+        """Write ``transition`` inside the caller's transaction, never committing it.
+
+        True when rows were written, False for an exact replay. The caller commits
+        (then, if COMMIT fails, reconciles the transition id) or rolls back.
+        """
+        try:
+            written, _ = await commits.stage(conn, transition, self.channel)
+        except psycopg.Error as exc:
+            raise StoreError(f"transition {transition.transition_id} could not be staged") from exc
+        return written
+
+    async def reconcile(self, transition_id: str, fingerprint: str) -> Reconciliation:
+        """Missing (safe to retry), committed, or conflicting (the id holds other content)."""
+        async with self.connection() as conn:
+            try:
+                return await commits.reconcile_on(conn, transition_id, fingerprint)
+            except psycopg.Error as exc:
+                raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+async def _rollback(conn: psycopg.AsyncConnection) -> None:
+    # A broken connection is discarded by the pool; nothing was committed either way.
+    with contextlib.suppress(psycopg.Error):
+        await conn.rollback()
