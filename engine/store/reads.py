@@ -1,0 +1,241 @@
+"""Reading history and instances: keyset pages, bounded inspection, streaming export.
+
+History pages ask for one row more than they return, so ``has_more`` is true only when
+a later event exists (an exactly full page says false), and a cursor is a sequence
+number, which concurrent appends never shift. Every page is re-validated: contiguous,
+of the right instance. Instance lists are keyset-paged on (created_at, instance_id);
+no page view counts rows or uses OFFSET.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+import psycopg
+
+from engine.definitions import DefinitionRef
+from engine.events import Event, EventKind
+from engine.instance import Instance, InstanceStatus
+from engine.limits import MAX_HISTORY_PAGE_EVENTS, MAX_INSPECTION_HISTORY_EVENTS, MAX_PAGE_ITEMS
+from engine.registry import Registry
+from engine.replay import apply
+from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
+from engine.store.rows import HISTORY_COLUMNS, event_from_row
+from engine.store.store import Store
+
+INSTANCE_EXISTS = "SELECT 1 FROM instances WHERE instance_id = %(instance)s"
+HISTORY_PAGE = f"""
+SELECT {HISTORY_COLUMNS} FROM history
+WHERE instance_id = %(instance)s AND sequence > %(after)s
+  AND (%(kinds)s::smallint[] IS NULL OR kind = ANY(%(kinds)s::smallint[]))
+  AND (%(step)s::text IS NULL OR step_name = %(step)s)
+ORDER BY sequence
+LIMIT %(limit)s
+"""
+INSTANCE_COLUMNS = (
+    "instance_id, definition_name, definition_version, definition_fingerprint, status, "
+    "sequence, tenant_id, created_at, updated_at, archived_at"
+)
+INSTANCE_ROW = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = %(instance)s"
+INSTANCE_PAGE = f"""
+SELECT {INSTANCE_COLUMNS} FROM instances
+WHERE (%(view)s = 'all'
+       OR (%(view)s = 'active' AND archived_at IS NULL)
+       OR (%(view)s = 'archived' AND archived_at IS NOT NULL))
+  AND (%(name)s::text IS NULL OR definition_name = %(name)s)
+  AND (%(version)s::text IS NULL OR definition_version = %(version)s)
+  AND (%(status)s::smallint IS NULL OR status = %(status)s)
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (created_at, instance_id) > (%(after_at)s, %(after_id)s))
+ORDER BY created_at, instance_id
+LIMIT %(limit)s
+"""
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    events: tuple[Event, ...]
+    has_more: bool
+
+    @property
+    def next_after(self) -> int | None:
+        """The cursor for the next page, or None at the end."""
+        return self.events[-1].sequence if self.has_more and self.events else None
+
+
+class InstanceView(StrEnum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    ALL = "all"
+
+
+@dataclass(frozen=True)
+class InstanceRow:
+    """What the instances table knows without replaying history."""
+
+    instance_id: str
+    definition: DefinitionRef
+    status: InstanceStatus
+    sequence: int
+    tenant_id: str
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None
+
+
+@dataclass(frozen=True)
+class InstancePage:
+    rows: tuple[InstanceRow, ...]
+    next_cursor: tuple[datetime, str] | None
+
+
+async def history_page(
+    store: Store,
+    instance_id: str,
+    after: int = 0,
+    limit: int = MAX_HISTORY_PAGE_EVENTS,
+    kinds: list[EventKind] | None = None,
+    step: str | None = None,
+) -> HistoryPage:
+    """Events after sequence ``after``, at most ``limit``; filters narrow the page."""
+    if not 1 <= limit <= MAX_HISTORY_PAGE_EVENTS:
+        raise ValueError(f"limit must be from 1 to {MAX_HISTORY_PAGE_EVENTS}")
+    filtered = kinds is not None or step is not None
+    async with store.connection() as conn:
+        await _require_instance(conn, instance_id)
+        cur = await conn.execute(
+            HISTORY_PAGE,
+            {
+                "instance": instance_id,
+                "after": after,
+                "limit": limit + 1,
+                "step": step,
+                "kinds": None if kinds is None else [int(k) for k in kinds],
+            },
+        )
+        rows = await cur.fetchall()
+    events = tuple(event_from_row(r) for r in rows[:limit])
+    _check_page(instance_id, after, events, contiguous=not filtered)
+    return HistoryPage(events, has_more=len(rows) > limit)
+
+
+async def _require_instance(conn: psycopg.AsyncConnection, instance_id: str) -> None:
+    if await (await conn.execute(INSTANCE_EXISTS, {"instance": instance_id})).fetchone() is None:
+        raise InstanceNotFound(f"instance {instance_id} does not exist")
+
+
+def _check_page(instance_id: str, after: int, events: tuple[Event, ...], contiguous: bool) -> None:
+    previous = after
+    for event in events:
+        if (
+            event.instance_id != instance_id
+            or event.sequence <= previous
+            or (contiguous and event.sequence != previous + 1)
+        ):
+            raise CorruptStore(
+                f"history of instance {instance_id} is not contiguous at {previous + 1}"
+            )
+        previous = event.sequence
+
+
+async def export_history(
+    store: Store, instance_id: str, page_size: int = MAX_HISTORY_PAGE_EVENTS
+) -> AsyncIterator[Event]:
+    """Every event in order, one page in memory at a time."""
+    after = 0
+    while True:
+        page = await history_page(store, instance_id, after, page_size)
+        for event in page.events:
+            yield event
+        if not page.has_more:
+            return
+        after = page.events[-1].sequence
+
+
+async def inspect(
+    store: Store,
+    registry: Registry,
+    instance_id: str,
+    max_events: int = MAX_INSPECTION_HISTORY_EVENTS,
+) -> Instance:
+    """Replay an instance through pages; HistoryLimitExceeded past ``max_events``."""
+    state: Instance | None = None
+    count = 0
+    async for event in export_history(store, instance_id):
+        count += 1
+        if count > max_events:
+            raise HistoryLimitExceeded(
+                f"instance {instance_id} has more than {max_events} "
+                "events; continue it as new to keep it inspectable"
+            )
+        state = apply(registry, state, event)
+    if state is None:
+        raise CorruptStore(f"instance {instance_id} has no history")
+    return state
+
+
+async def get_instance(store: Store, instance_id: str) -> InstanceRow:
+    async with store.connection() as conn:
+        row = await (await conn.execute(INSTANCE_ROW, {"instance": instance_id})).fetchone()
+    if row is None:
+        raise InstanceNotFound(f"instance {instance_id} does not exist")
+    return _instance_row(row)
+
+
+async def list_instances(
+    store: Store,
+    view: InstanceView = InstanceView.ACTIVE,
+    after: tuple[datetime, str] | None = None,
+    limit: int = MAX_PAGE_ITEMS,
+    definition_name: str | None = None,
+    definition_version: str | None = None,
+    status: InstanceStatus | None = None,
+) -> InstancePage:
+    """One keyset page of instances, oldest first, with optional filters."""
+    if not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
+    async with store.connection() as conn:
+        cur = await conn.execute(
+            INSTANCE_PAGE,
+            {
+                "view": InstanceView(view).value,
+                "name": definition_name,
+                "version": definition_version,
+                "status": None if status is None else int(status),
+                "after_at": after[0] if after else None,
+                "after_id": after[1] if after else None,
+                "limit": limit + 1,
+            },
+        )
+        rows = await cur.fetchall()
+    page = tuple(_instance_row(r) for r in rows[:limit])
+    cursor = (page[-1].created_at, page[-1].instance_id) if len(rows) > limit else None
+    return InstancePage(page, cursor)
+
+
+def _instance_row(row: tuple) -> InstanceRow:
+    (
+        instance_id,
+        name,
+        version,
+        fingerprint,
+        status,
+        sequence,
+        tenant,
+        created,
+        updated,
+        archived,
+    ) = row
+    return InstanceRow(
+        instance_id,
+        DefinitionRef(name, version, fingerprint),
+        InstanceStatus(status),
+        sequence,
+        tenant,
+        created,
+        updated,
+        archived,
+    )
