@@ -6,9 +6,11 @@ that lacks a field its kind needs or carries one it does not allow, before anyth
 is fingerprinted or written. Instants are UTC with microsecond precision; ``data`` is
 canonical JSON text (or None) so an event round-trips exactly through JSON and SQL.
 
-Kinds 1-36 follow the reference model. Two are ours: ``activity_resolved`` (an
-operator settles an unknown activity outcome) and ``instance_failing`` (a known
-terminal failure starts compensating before the instance fails).
+Kinds 1-36 follow the reference model; ``instance_started`` of a child also names its
+parent in ``successor_id`` and the parent's step in ``step``. Two kinds are ours:
+``activity_resolved`` (an operator settles an unknown activity outcome) and
+``instance_failing`` (a known terminal failure starts compensating before the
+instance fails).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ _START = frozenset({"step", "attempt", "idempotency_key", "due_at"})
 _RETRY = frozenset({"step", "attempt", "idempotency_key", "due_at"})
 _FAILURE = frozenset({"step", "attempt", "code"})
 FIELD_RULES: dict[EventKind, tuple[frozenset[str], frozenset[str]]] = {
-    K.INSTANCE_STARTED: (frozenset({"definition"}), frozenset({"data"})),
+    K.INSTANCE_STARTED: (frozenset({"definition"}), frozenset({"data", "successor_id", "step"})),
     K.PAUSED: (frozenset(), frozenset()),
     K.RESUMED: (frozenset(), frozenset()),
     K.CANCELLATION_REQUESTED: (frozenset(), frozenset()),

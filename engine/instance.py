@@ -171,6 +171,8 @@ class Instance:
     failure_code: str = ""
     failure_step: str = ""
     successor_id: str = ""
+    parent_id: str = ""
+    parent_step: str = ""
     activities: Mapping[str, AttemptProgress] = field(default_factory=dict)
     compensations: Mapping[str, AttemptProgress] = field(default_factory=dict)
     timers: Mapping[str, TimerProgress] = field(default_factory=dict)
@@ -206,6 +208,8 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
         "failure_code": instance.failure_code,
         "failure_step": instance.failure_step,
         "successor_id": instance.successor_id,
+        "parent_id": instance.parent_id,
+        "parent_step": instance.parent_step,
         "activities": [_record(p) for p in instance.activities.values()],
         "compensations": [_record(p) for p in instance.compensations.values()],
         "timers": [_record(p) for p in instance.timers.values()],

@@ -19,12 +19,27 @@ K = EventKind
 
 
 def start_draft(
-    registry: Registry, definition: Definition, instance_id: str, now: datetime, input: Any = None
+    registry: Registry,
+    definition: Definition,
+    instance_id: str,
+    now: datetime,
+    input: Any = None,
+    parent: tuple[str, str] = ("", ""),
 ) -> Draft:
-    """A draft whose first event starts the instance; decide() can add its first step."""
+    """A draft whose first event starts the instance; decide() can add its first step.
+
+    A child instance names ``parent`` = (parent instance id, the parent's child step), so
+    its outcome can be reported back and the studio can link both ways.
+    """
     require_id(instance_id, "instance id")
     draft = Draft(registry, None, now, instance_id)
-    draft.add(K.INSTANCE_STARTED, definition=definition.ref, data=json_data(input))
+    draft.add(
+        K.INSTANCE_STARTED,
+        definition=definition.ref,
+        data=json_data(input),
+        successor_id=parent[0],
+        step=parent[1],
+    )
     return draft
 
 

@@ -78,6 +78,8 @@ def _start(registry: Registry, event: Event) -> Instance:
         updated_at=event.occurred_at,
         sequence=1,
         input=event.data,
+        parent_id=event.successor_id,
+        parent_step=event.step,
         spec=spec,
     )
 
