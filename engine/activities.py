@@ -1,0 +1,139 @@
+"""Activities: plain Python callables, registered by target name in an explicit registry.
+
+A handler receives an ActivityRequest and either returns a result (success), raises
+ActivityFailure (a known failure, retryable or not), or returns UnknownOutcome (it
+cannot tell whether its effect happened). A handler that exceeds its timeout or raises
+anything else is recorded as *unknown*, never as a clean failure: its effect may have
+happened. Handlers may be sync (run in a thread, so they cannot block the event loop)
+or async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engine.identifiers import name_problem
+
+Handler = Callable[["ActivityRequest"], Any]
+
+
+@dataclass(frozen=True)
+class ActivityRequest:
+    """What a handler knows about the attempt it runs.
+
+    ``idempotency_key`` is stable across lease redeliveries of one attempt (and across
+    ``retry_same_key`` retries): pass it to the external system to deduplicate effects.
+    ``compensation`` is True when the handler runs as a compensation.
+    """
+
+    instance_id: str
+    step: str
+    target: str
+    attempt: int
+    idempotency_key: str
+    deadline: datetime
+    input: Any
+    compensation: bool = False
+
+
+class ActivityFailure(Exception):
+    """A known failure: the effect did not happen (``retryable``: trying again may work)."""
+
+    def __init__(
+        self, code: str, message: str = "", retryable: bool = True, details: Any = None
+    ) -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.retryable = retryable
+        self.details = details
+
+
+@dataclass(frozen=True)
+class UnknownOutcome:
+    """Returned by a handler that cannot tell whether its effect happened."""
+
+    code: str = "activity-outcome-unknown"
+    details: Any = None
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    result: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    code: str
+    retryable: bool
+    details: Any = None
+
+
+@dataclass(frozen=True)
+class Unknown:
+    code: str
+    details: Any = None
+
+
+Outcome = Succeeded | Failed | Unknown
+TIMEOUT_CODE = "activity-timeout"
+CRASH_CODE = "activity-panic"
+
+
+class ActivityRegistry:
+    """Maps activity targets to handlers. Build one explicitly; nothing registers itself."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+
+    def register(self, target: str, handler: Handler) -> None:
+        problem = name_problem(target)
+        if problem:
+            raise ValueError(f"activity target {problem}")
+        if target in self._handlers:
+            raise ValueError(f"activity target {target} is registered twice")
+        self._handlers[target] = handler
+
+    def activity(self, target: str) -> Callable[[Handler], Handler]:
+        """Decorator form of ``register`` (on this registry object, not a global one)."""
+
+        def decorate(handler: Handler) -> Handler:
+            self.register(target, handler)
+            return handler
+
+        return decorate
+
+    def get(self, target: str) -> Handler | None:
+        return self._handlers.get(target)
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.targets)
+
+
+async def run_handler(handler: Handler, request: ActivityRequest, timeout: float) -> Outcome:
+    """Run one attempt and classify what happened; never raises for handler behaviour."""
+    try:
+        async with asyncio.timeout(timeout):
+            if inspect.iscoroutinefunction(handler):
+                value = await handler(request)
+            else:
+                value = await asyncio.to_thread(handler, request)
+    except ActivityFailure as failure:
+        return Failed(failure.code, failure.retryable, failure.details)
+    except TimeoutError:
+        return Unknown(TIMEOUT_CODE)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the effect may have happened: unknown, never a failure
+        return Unknown(CRASH_CODE, {"error": type(exc).__name__})
+    if isinstance(value, UnknownOutcome):
+        return Unknown(value.code, value.details)
+    return Succeeded(value)

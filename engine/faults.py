@@ -1,0 +1,103 @@
+"""Named fault boundaries: every persistence step of the worker, in one list.
+
+The worker and processors call ``faults.reach(Boundary.X)`` at each boundary. Unarmed,
+that is a counter increment and a dictionary lookup. A FaultPlan (from the drill
+harness, or the ``WAYLINE_FAULT_PLAN`` environment variable as JSON) arms a boundary
+at its n-th hit with an action: kill the process (SIGKILL), exit, raise a connection
+error before COMMIT is sent, pause the process (SIGSTOP), or ask a proxy to sever the
+connection around the next COMMIT. Every boundary counts how often it was reached,
+armed or not, so a drill can prove it exercised what it planned to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+FAULT_PLAN_ENV = "WAYLINE_FAULT_PLAN"
+EXIT_STATUS = 86
+"""Exit status of the ``exit`` action, so a drill can tell it from a real crash."""
+
+
+class Boundary(StrEnum):
+    BEFORE_COMMIT = "before_commit"
+    AFTER_COMMIT = "after_commit"
+    AFTER_CLAIM = "after_claim"
+    AFTER_ATTEMPT_START = "after_attempt_start"
+    AFTER_HANDLER = "after_handler"
+    AFTER_TIMER_FIRE = "after_timer_fire"
+    BEFORE_SIGNAL_ACK = "before_signal_ack"
+    IN_LEASE_RENEWAL = "in_lease_renewal"
+    IN_RECOVERY = "in_recovery"
+
+
+class Action(StrEnum):
+    KILL = "kill"
+    EXIT = "exit"
+    RAISE = "raise"
+    PAUSE = "pause"
+    SEVER_BEFORE_COMMIT = "sever_before_commit"
+    SEVER_AFTER_COMMIT = "sever_after_commit"
+
+
+class InjectedFault(ConnectionError):
+    """Raised by the ``raise`` action: looks like a connection lost before COMMIT."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    boundary: Boundary
+    hit: int
+    action: Action
+
+
+class Faults:
+    """Counts boundary hits and fires the planned faults. One per process."""
+
+    def __init__(
+        self, plan: list[Fault] = (), sever: Callable[[Action], None] | None = None
+    ) -> None:
+        self._armed = {(f.boundary, f.hit): f.action for f in plan}
+        self._sever = sever
+        self.counts: Counter[str] = Counter()
+
+    @classmethod
+    def from_env(cls) -> Faults:
+        """The plan in WAYLINE_FAULT_PLAN (a JSON list of {boundary, hit, action})."""
+        text = os.environ.get(FAULT_PLAN_ENV, "")
+        if not text:
+            return cls()
+        try:
+            items = json.loads(text)
+            plan = [
+                Fault(Boundary(i["boundary"]), int(i["hit"]), Action(i["action"])) for i in items
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{FAULT_PLAN_ENV} must be a JSON list of objects with boundary, hit and action"
+            ) from exc
+        return cls(plan)
+
+    def reach(self, boundary: Boundary) -> None:
+        """Count a hit at ``boundary`` and act when the plan says so."""
+        self.counts[boundary.value] += 1
+        action = self._armed.get((boundary, self.counts[boundary.value]))
+        if action is not None:
+            self._act(boundary, action)
+
+    def _act(self, boundary: Boundary, action: Action) -> None:
+        if action is Action.KILL:
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif action is Action.EXIT:
+            os._exit(EXIT_STATUS)
+        elif action is Action.RAISE:
+            raise InjectedFault(f"fault injected at {boundary.value}")
+        elif action is Action.PAUSE:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        elif self._sever is not None:
+            self._sever(action)

@@ -1,0 +1,132 @@
+"""Published definition versions: immutable, pinned by fingerprint.
+
+Publishing the same content again is a no-op; the same name and version with other
+content is a conflict (a version is never edited: publish a new one). ``deprecated``
+here is the catalog flag: set after publication, it refuses new instances while
+existing ones still resolve, and it does not change the pinned fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from psycopg.types.json import Jsonb
+
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition, definition_to_json
+from engine.errors import DefinitionNotFound
+from engine.registry import Registry
+from engine.store.errors import StoreError
+from engine.store.store import Store
+
+PUBLISH = """
+INSERT INTO definitions (name, version, fingerprint, spec, deprecated, published_by)
+VALUES (%(name)s, %(version)s, %(fingerprint)s, %(spec)s, %(deprecated)s, %(actor)s)
+ON CONFLICT (name, version) DO NOTHING
+RETURNING published_at
+"""
+FINGERPRINT_OF = (
+    "SELECT fingerprint FROM definitions WHERE name = %(name)s AND version = %(version)s"
+)
+ALL_VERSIONS = """
+SELECT spec, deprecated, published_at, published_by FROM definitions
+ORDER BY name, published_at, version
+"""
+LATEST_ACTIVE = """
+SELECT spec FROM definitions WHERE name = %(name)s AND NOT deprecated
+ORDER BY published_at DESC, version DESC LIMIT 1
+"""
+ONE_VERSION = (
+    "SELECT spec, deprecated FROM definitions WHERE name = %(name)s AND version = %(version)s"
+)
+DEPRECATE = """
+UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
+RETURNING 1
+"""
+
+
+class DefinitionConflict(StoreError):
+    """This name and version are already published with other content."""
+
+
+@dataclass(frozen=True)
+class PublishedVersion:
+    definition: Definition
+    deprecated: bool
+    published_at: datetime
+    published_by: str
+
+
+async def publish(store: Store, definition: Definition, actor: str = "") -> bool:
+    """Publish a version; True when new, False when the same content was already there."""
+    async with store.connection() as conn:
+        row = await (
+            await conn.execute(
+                PUBLISH,
+                {
+                    "name": definition.name,
+                    "version": definition.version,
+                    "fingerprint": definition.fingerprint,
+                    "spec": Jsonb(definition_to_json(definition)),
+                    "deprecated": definition.deprecated,
+                    "actor": actor,
+                },
+            )
+        ).fetchone()
+        if row is not None:
+            await conn.commit()
+            return True
+        existing = await (
+            await conn.execute(
+                FINGERPRINT_OF, {"name": definition.name, "version": definition.version}
+            )
+        ).fetchone()
+        await conn.rollback()
+    if existing and existing[0] == definition.fingerprint:
+        return False
+    raise DefinitionConflict(
+        f"{definition.ref} is already published with other content; publish a new version instead"
+    )
+
+
+async def versions(store: Store) -> list[PublishedVersion]:
+    """Every published version, grouped by name, oldest first."""
+    async with store.connection() as conn:
+        rows = await (await conn.execute(ALL_VERSIONS)).fetchall()
+    return [PublishedVersion(_load(spec), deprecated, at, by) for spec, deprecated, at, by in rows]
+
+
+async def load_registry(store: Store) -> Registry:
+    """A registry of every published version (what workers replay against)."""
+    return Registry(v.definition for v in await versions(store))
+
+
+async def resolve_for_start(store: Store, name: str, version: str | None) -> Definition:
+    """The version to start: the given one (refused if deprecated) or the latest active."""
+    async with store.connection() as conn:
+        if version is None:
+            row = await (await conn.execute(LATEST_ACTIVE, {"name": name})).fetchone()
+            if row is None:
+                raise DefinitionNotFound(f"no active version of {name} is published")
+            return _load(row[0])
+        row = await (await conn.execute(ONE_VERSION, {"name": name, "version": version})).fetchone()
+    if row is None:
+        raise DefinitionNotFound(f"{name}@{version} is not published")
+    if row[1]:
+        raise DefinitionNotFound(f"{name}@{version} is deprecated and refuses new instances")
+    return _load(row[0])
+
+
+async def deprecate(store: Store, name: str, version: str) -> None:
+    async with store.connection() as conn:
+        row = await (await conn.execute(DEPRECATE, {"name": name, "version": version})).fetchone()
+        await conn.commit()
+    if row is None:
+        raise DefinitionNotFound(f"{name}@{version} is not published")
+
+
+def _load(spec: object) -> Definition:
+    document = json.loads(spec) if isinstance(spec, str) else spec
+    return parse_definition(document)
