@@ -30,10 +30,6 @@ LIFECYCLE_EFFECTS = {
 }
 
 
-def command_transition_id(instance_id: str, command_id: str) -> str:
-    return f"{instance_id}#command#{command_id}"
-
-
 def record_command(
     draft: Draft, command_id: str, action: Action, actor: str, reason: str, **effect: Any
 ) -> None:

@@ -8,7 +8,7 @@ NULL. Tests and drills install a ManualClock whose instant is passed instead.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from engine.canonical import utc
 
@@ -16,10 +16,21 @@ NOW_SQL = "COALESCE(%(now)s::timestamptz, statement_timestamp())"
 
 
 class DatabaseClock:
-    """PostgreSQL's clock: the parameter is NULL and SQL reads the server time."""
+    """PostgreSQL's clock: the parameter is NULL and SQL reads the server time.
+
+    Event times (which the pure core needs as values) follow the server too: the
+    store measures the offset between this machine's clock and the server's when it
+    opens, and ``now`` applies it, so no extra round trip is needed per decision.
+    """
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
 
     def sql_now(self) -> datetime | None:
         return None
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
 
 
 class ManualClock:

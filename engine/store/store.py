@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -31,6 +32,7 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 unavailable (nothing was written)."""
 
 DEFAULT_POOL_SIZE = 10
+SERVER_TIME = "SELECT clock_timestamp()"
 
 
 class Store:
@@ -70,10 +72,22 @@ class Store:
         try:
             async with store.connection() as conn:
                 await check_schema_current_async(conn, schema)
+                await store._measure_clock(conn)
         except BaseException:
             await pool.close()
             raise
         return store
+
+    async def _measure_clock(self, conn: psycopg.AsyncConnection) -> None:
+        if isinstance(self.clock, DatabaseClock):
+            before = datetime.now(UTC)
+            server = (await (await conn.execute(SERVER_TIME)).fetchone())[0]
+            after = datetime.now(UTC)
+            self.clock.offset = server - (before + (after - before) / 2)
+
+    def now(self) -> datetime:
+        """The store's clock as a value, for event times built by the pure core."""
+        return self.clock.now()
 
     async def close(self) -> None:
         await self.pool.close()

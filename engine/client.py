@@ -1,0 +1,167 @@
+"""The client API: what applications, the CLI and the studio call.
+
+Every mutation is one transition built from the replayed instance plus the decision
+that follows it, committed atomically. Optimistic conflicts (another transition moved
+the instance first) are retried on the reloaded instance a bounded number of times.
+
+Idempotency, as a caller sees it:
+- ``start`` with the same instance id, definition and input returns the existing
+  instance (even after it advanced); anything different is StartConflict.
+- ``signal`` is deduplicated by signal id: a repeat with the same payload is success,
+  another payload is SignalConflict. Never accepted while cancelling or after the end.
+- operator commands are deduplicated by command id (found in the audit trail).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from engine import decisions, lifecycle
+from engine.definitions import Definition
+from engine.errors import DecisionRejected, ReplayRejected, WaylineError
+from engine.events import json_data
+from engine.faults import Boundary, Faults
+from engine.instance import Instance
+from engine.instance_cache import InstanceCache, RegistrySource
+from engine.operator_actions import Action
+from engine.operator_commands import record_command
+from engine.orchestration import decide
+from engine.store import catalog, reads
+from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
+from engine.store.store import Store
+from engine.transitions import Draft
+
+MAX_CONFLICT_RETRIES = 20
+"""Reload-and-retry rounds after optimistic conflicts before giving up with an error."""
+
+
+class StartConflict(WaylineError):
+    """An instance with this id exists with another definition or input."""
+
+
+class SignalConflict(WaylineError):
+    """This signal step already holds another signal, or this signal id other payload."""
+
+
+class Client:
+    """Start, signal, command and read instances on one store."""
+
+    def __init__(
+        self, store: Store, registries: RegistrySource | None = None, faults: Faults | None = None
+    ) -> None:
+        self.store = store
+        self.registries = registries or RegistrySource(store)
+        self.cache = InstanceCache(store, self.registries)
+        self.faults = faults or Faults()
+
+    async def publish(self, definition: Definition, actor: str = "") -> bool:
+        """Publish a version (True when new); refreshes this client's registry."""
+        created = await catalog.publish(self.store, definition, actor)
+        await self.registries.refresh()
+        return created
+
+    async def start(
+        self, name: str, instance_id: str, input: Any = None, version: str | None = None
+    ) -> Instance:
+        """Start an instance of ``name`` (latest active version unless pinned)."""
+        definition = await catalog.resolve_for_start(self.store, name, version)
+        registry = await self.registries.get()
+        if registry.get(definition.name, definition.version) is None:
+            registry = await self.registries.refresh()
+        draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
+        decide(draft)
+        try:
+            await self.store.commit(draft.build("start"))
+        except (InstanceExists, DuplicateTransition):
+            return await self._existing_start(instance_id, definition, input)
+        assert draft.state is not None
+        self.cache.put(draft.state)
+        return draft.state
+
+    async def _existing_start(
+        self, instance_id: str, definition: Definition, input: Any
+    ) -> Instance:
+        existing = await self.inspect(instance_id)
+        if existing.definition != definition.ref or existing.input != json_data(input):
+            raise StartConflict(
+                f"instance {instance_id} already exists with another definition or input"
+            )
+        return existing
+
+    async def signal(
+        self, instance_id: str, step: str, signal_id: str, payload: Any = None
+    ) -> Instance:
+        """Deliver a signal once; acknowledge (return) only after it is durable."""
+
+        def build(draft: Draft) -> tuple[str, ...] | None:
+            state = draft.state
+            existing = state.signals.get(step)
+            if existing is not None:
+                if existing.signal_id == signal_id and existing.data == json_data(payload):
+                    return None
+                raise SignalConflict(
+                    f"step {step} already received signal {existing.signal_id}"
+                    if existing.signal_id != signal_id
+                    else f"signal {signal_id} carried another payload"
+                )
+            decisions.accept_signal(draft, step, signal_id, payload)
+            return ("signal", signal_id)
+
+        state = await self._mutate(instance_id, build)
+        self.faults.reach(Boundary.BEFORE_SIGNAL_ACK)
+        return state
+
+    async def command(
+        self,
+        instance_id: str,
+        action: Action,
+        actor: str,
+        reason: str,
+        command_id: str | None = None,
+        **effect: Any,
+    ) -> Instance:
+        """An audited operator command (pause, resume, cancel, terminate, retry, ...)."""
+        command_id = command_id or uuid.uuid4().hex
+
+        def build(draft: Draft) -> tuple[str, ...] | None:
+            if any(a.command_id == command_id for a in draft.state.audit):
+                return None
+            record_command(draft, command_id, Action(action), actor, reason, **effect)
+            return ("command", command_id)
+
+        return await self._mutate(instance_id, build)
+
+    async def _mutate(
+        self, instance_id: str, build: Callable[[Draft], tuple[str, ...] | None]
+    ) -> Instance:
+        """Build (on the latest state) and commit, retrying optimistic conflicts."""
+        for _ in range(MAX_CONFLICT_RETRIES):
+            state = await self.cache.load(instance_id)
+            draft = Draft(await self.registries.get(), state, self._now(state))
+            try:
+                id_parts = build(draft)
+                if id_parts is None:
+                    return state
+                decide(draft)
+            except ReplayRejected as exc:
+                raise DecisionRejected(exc.reason) from None
+            try:
+                await self.store.commit(draft.build(*id_parts))
+            except (SequenceConflict, DuplicateTransition):
+                self.cache.forget(instance_id)
+                continue
+            assert draft.state is not None
+            self.cache.put(draft.state)
+            return draft.state
+        raise SequenceConflict(f"instance {instance_id} kept changing; try again")
+
+    def _now(self, state: Instance) -> datetime:
+        """The store's clock, never before the instance's last event."""
+        return max(self.store.now(), state.updated_at)
+
+    async def inspect(self, instance_id: str) -> Instance:
+        """The replayed instance (bounded; see reads.inspect)."""
+        return await reads.inspect(self.store, await self.registries.get(), instance_id)
