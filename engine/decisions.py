@@ -63,7 +63,19 @@ def _dispatch_work(
     payload = {"step": step, "attempt": attempt, "key": key, **(extra or {})}
     work_id = "#".join([draft.instance_id, str(event.sequence), kind.label, step])
     deadline = available_at + timeout + WORK_CLAIM_WINDOW
-    draft.add_work(work_id, kind, event, available_at, deadline, payload)
+    draft.add_work(
+        work_id, kind, event, available_at, deadline, payload, _target(draft, kind, step)
+    )
+
+
+def _target(draft: Draft, kind: WorkKind, name: str) -> str:
+    """The handler a worker needs for this work: the activity's or its compensation's."""
+    step = _step(draft, name)
+    if kind is WorkKind.ACTIVITY:
+        return step.target
+    if kind is WorkKind.COMPENSATION and step.compensation is not None:
+        return step.compensation.target
+    return ""
 
 
 # Activities ---------------------------------------------------------------------------

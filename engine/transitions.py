@@ -67,6 +67,8 @@ class WorkItem:
     payload: str | None = None
     tenant_id: str = ""
     correlation_id: str = ""
+    target: str = ""
+    """The activity target this work runs ("" when any worker can process it)."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ def work_to_json(item: WorkItem) -> dict[str, Any]:
         "payload": item.payload,
         "tenant_id": item.tenant_id,
         "correlation_id": item.correlation_id,
+        "target": item.target,
     }
 
 
@@ -258,6 +261,7 @@ class Draft:
         available_at: datetime,
         deadline: datetime,
         payload: Any = None,
+        target: str = "",
     ) -> None:
         """Work created by ``event``; ``payload`` is a JSON value (canonicalised here)."""
         text = None if payload is None else canonical_json(payload)
@@ -270,6 +274,7 @@ class Draft:
                 utc(available_at),
                 utc(deadline),
                 text,
+                target=target,
             )
         )
 

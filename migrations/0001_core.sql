@@ -75,6 +75,9 @@ CREATE TABLE work (
     payload          bytea,
     tenant_id        text NOT NULL DEFAULT '',
     correlation_id   text NOT NULL DEFAULT '',
+    -- the activity or compensation target the work runs, so workers claim only what
+    -- they can run ('' for timers and children, which every worker can process)
+    target           text NOT NULL DEFAULT '',
     -- 1 available, 2 leased, 3 completed, 4 dead-lettered
     state            smallint NOT NULL DEFAULT 1 CHECK (state BETWEEN 1 AND 4),
     attempts         bigint NOT NULL DEFAULT 0 CHECK (attempts >= 0),

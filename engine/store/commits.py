@@ -70,8 +70,8 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_WORK = """
 INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, payload,
-                  tenant_id, correlation_id)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  tenant_id, correlation_id, target)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 ADVANCE_INSTANCE = """
 UPDATE instances

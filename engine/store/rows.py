@@ -103,6 +103,7 @@ def work_row(item: WorkItem) -> tuple[Any, ...]:
         None if item.payload is None else item.payload.encode(),
         item.tenant_id,
         item.correlation_id,
+        item.target,
     )
 
 
