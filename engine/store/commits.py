@@ -10,7 +10,9 @@ The order inside the transaction, each one statement:
 3. insert the ledger row, the history rows, the work rows;
 4. move the instance: position, status, pinned definition (after a migration), and
    the archive time when the last event is terminal, guarded by the expected sequence;
-5. ``NOTIFY`` when work was created (a wake-up hint only), then COMMIT.
+5. on ``resumed``, make the instance's parked work (processors park work that arrives
+   while the instance is paused) available again at once;
+6. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled: ``pg_xact_status`` on the transaction id from a fresh connection says
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from engine.events import EventKind
 from engine.store.errors import (
     CommitUnknown,
     DuplicateTransition,
@@ -83,6 +86,10 @@ SET sequence = %(committed)s,
     definition_fingerprint = %(fingerprint)s,
     archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s) ELSE archived_at END
 WHERE instance_id = %(instance)s AND sequence = %(expected)s
+"""
+REARM_PARKED_WORK = """
+UPDATE work SET available_at = %(at)s
+WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
 """
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
@@ -224,7 +231,14 @@ async def _write(conn: psycopg.AsyncConnection, transition: Transition, channel:
     )
     if moved.rowcount != 1:
         raise SequenceConflict(f"instance {transition.instance_id} moved during the commit")
-    if transition.work and channel:
+    rearmed = 0
+    if any(e.kind is EventKind.RESUMED for e in transition.events):
+        rearmed = (
+            await conn.execute(
+                REARM_PARKED_WORK, {"at": last.occurred_at, "instance": transition.instance_id}
+            )
+        ).rowcount
+    if (transition.work or rearmed) and channel:
         await conn.execute(NOTIFY_WORK, {"channel": channel})
 
 
