@@ -98,8 +98,13 @@ def read_step(reader: SpecReader, raw: Any, path: str) -> Step | None:
     kind = _enum(reader, obj, "kind", path, StepKind)
     if kind is None:
         return None
-    for key in sorted(set(obj) - KIND_FIELDS[kind] - {"name", "kind"}):
-        reader.error(join(path, key), f"is not allowed on {_article(kind)} step")
+    allowed = KIND_FIELDS[kind] | {"name", "kind"}
+    # Fields no kind has were already reported as unknown by reader.object.
+    for key in sorted((set(obj) & ALL_STEP_FIELDS) - allowed):
+        reader.error(
+            join(path, key),
+            f"is not allowed on {_article(kind)} step; allowed: {', '.join(sorted(allowed))}",
+        )
     fields = _KIND_READERS[kind](reader, obj, path)
     if name is None or fields is None:
         return None

@@ -65,9 +65,11 @@ class RetryPolicy:
         """Delay before the attempt after ``attempt`` (attempt counts from 1)."""
         if attempt < 1:
             raise ValueError("attempt counts from 1")
-        if attempt > 64:  # 2^63 microseconds overflow any timedelta; max_delay wins long before
-            return self.max_delay
-        return min(self.initial_delay * 2 ** (attempt - 1), self.max_delay)
+        # Exact integer microseconds: initial * 2^(n-1) overflows a timedelta long before
+        # attempt 1,000. Past max_delay's bit length the product exceeds it, so stop there.
+        limit = to_micros(self.max_delay)
+        delay = to_micros(self.initial_delay) << min(attempt - 1, limit.bit_length())
+        return self.max_delay if delay >= limit else timedelta(microseconds=delay)
 
 
 @dataclass(frozen=True)

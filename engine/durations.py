@@ -17,16 +17,19 @@ UNITS = {
     "h": timedelta(hours=1),
     "d": timedelta(days=1),
 }
-_PATTERN = re.compile(r"^([0-9]{1,12})(ms|s|m|h|d)$")
+_PATTERN = re.compile(r"([0-9]{1,12})(ms|s|m|h|d)")
 ALLOWED = "a whole number followed by ms, s, m, h or d, e.g. 500ms, 30s, 5m, 72h, 7d"
 
 
 def parse_duration(text: str) -> timedelta:
     """Parse a duration string; raise ValueError saying what is allowed."""
-    match = _PATTERN.match(text) if isinstance(text, str) else None
+    match = _PATTERN.fullmatch(text) if isinstance(text, str) else None
     if not match:
         raise ValueError(f"expected a duration: {ALLOWED}")
-    return int(match.group(1)) * UNITS[match.group(2)]
+    try:
+        return int(match.group(1)) * UNITS[match.group(2)]
+    except OverflowError as exc:  # e.g. 999999999999d: more days than a timedelta holds
+        raise ValueError(f"is too long: at most {timedelta.max.days} days") from exc
 
 
 def format_duration(value: timedelta) -> str:
