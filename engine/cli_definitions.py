@@ -1,0 +1,83 @@
+"""`wayline definition …`: work with definition files in the JSON exchange format.
+
+``definition check FILE.json`` validates a file without a database, so authors and CI
+can check a definition before anyone publishes it. It prints
+``ok <name>@<version> <fingerprint>`` and exits 0, or prints every problem as
+``<path>: <message>`` (one per line, on stdout, since the list is the command's answer;
+the path of the whole document is ``(document)``) and exits 1. A file that cannot be
+read or is not JSON gets one line on stderr and exit 1, never a traceback.
+
+Further actions (``publish``, ``list``) are siblings under ``definition``: register them
+in ``register`` next to ``check``; ``load_definition`` gives them the same reading and
+validation, and ``DefinitionFileError`` the same one-line failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition
+from engine.errors import DefinitionInvalid
+
+
+class DefinitionFileError(Exception):
+    """A definition file that cannot be used at all; the message is one line for users."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``definition`` and its actions to the ``wayline`` parser."""
+    definition = commands.add_parser(
+        "definition",
+        help="work with workflow definition files",
+        description="Work with workflow definitions in the JSON exchange format.",
+    )
+    actions = definition.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check",
+        help="validate a definition file and print its fingerprint",
+        description="Validate a definition file; list every problem with its JSON path.",
+    )
+    check.add_argument("file", type=Path, metavar="FILE.json")
+    check.set_defaults(run=run_check)
+
+
+def load_definition(path: Path) -> Definition:
+    """Read and validate a definition file.
+
+    Raises DefinitionFileError when the file is unreadable or not JSON, and
+    DefinitionInvalid (listing every problem) when the document is not a definition.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DefinitionFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DefinitionFileError(f"{path} is not UTF-8 text") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DefinitionFileError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except (ValueError, RecursionError) as exc:  # e.g. a 5,000-digit number, deep nesting
+        raise DefinitionFileError(f"{path} is not usable JSON: {exc}") from exc
+    return parse_definition(document)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """``wayline definition check``: 0 when the file is a valid definition, else 1."""
+    try:
+        definition = load_definition(args.file)
+    except DefinitionFileError as exc:
+        print(f"wayline definition check: {exc}", file=sys.stderr)
+        return 1
+    except DefinitionInvalid as exc:
+        for error in exc.errors:
+            print(f"{error.path or '(document)'}: {error.message}")
+        return 1
+    print(f"ok {definition.ref} {definition.fingerprint}")
+    return 0
