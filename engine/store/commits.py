@@ -93,6 +93,7 @@ WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
 """
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
+CURRENT_XACT = "SELECT pg_current_xact_id()::text"
 
 SETTLE_ATTEMPTS = 20
 SETTLE_INTERVAL_SECONDS = 0.1
@@ -258,8 +259,14 @@ async def xact_status(conn: psycopg.AsyncConnection, xid: str) -> str | None:
     return row[0]
 
 
-async def settle(connect, transition: Transition, xid: str) -> CommitResult:
-    """Decide an unknown COMMIT: success, or raise NOT_COMMITTED / CommitUnknown."""
+async def current_xact_id(conn: psycopg.AsyncConnection) -> str:
+    row = await (await conn.execute(CURRENT_XACT)).fetchone()
+    return row[0]
+
+
+async def settle(connect, written: list[Transition], xid: str) -> None:
+    """Decide an unknown COMMIT: return (committed), or raise NOT_COMMITTED / CommitUnknown."""
+    label = ", ".join(t.transition_id for t in written) or "lease update"
     try:
         async with connect() as conn:
             for _ in range(SETTLE_ATTEMPTS):
@@ -267,21 +274,17 @@ async def settle(connect, transition: Transition, xid: str) -> CommitResult:
                 if status != "in progress":
                     break
                 await asyncio.sleep(SETTLE_INTERVAL_SECONDS)
-            verdict = await reconcile_on(conn, transition.transition_id, transition.fingerprint)
+            verdicts = [await reconcile_on(conn, t.transition_id, t.fingerprint) for t in written]
     except (psycopg.Error, OSError, TimeoutError) as exc:
         raise CommitUnknown(
-            f"commit of transition {transition.transition_id} has an unknown "
-            "outcome: reconcile it before retrying"
+            f"commit of {label} has an unknown outcome: reconcile before retrying"
         ) from exc
     if status == "in progress":
-        raise CommitUnknown(
-            f"commit of transition {transition.transition_id} is still in "
-            "progress: reconcile it before retrying"
-        )
-    if verdict is Reconciliation.COMMITTED:
-        return CommitResult(transition.transition_id)
-    if verdict is Reconciliation.CONFLICTING:
-        raise DuplicateTransition(f"transition {transition.transition_id} id holds other content")
-    raise StoreError(
-        f"commit of transition {transition.transition_id} did not take effect: it is safe to retry"
-    )
+        raise CommitUnknown(f"commit of {label} is still in progress: reconcile before retrying")
+    if status == "committed" or (written and all(v is Reconciliation.COMMITTED for v in verdicts)):
+        return
+    if any(v is Reconciliation.CONFLICTING for v in verdicts):
+        raise DuplicateTransition(f"{label}: the id holds other content")
+    if status is None and not written:
+        raise CommitUnknown(f"commit of {label} has an unknown outcome")
+    raise StoreError(f"commit of {label} did not take effect: it is safe to retry")

@@ -8,9 +8,10 @@ drill can run the same engine in an isolated schema.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from typing import Protocol
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -33,6 +34,16 @@ unavailable (nothing was written)."""
 
 DEFAULT_POOL_SIZE = 10
 SERVER_TIME = "SELECT clock_timestamp()"
+
+
+class Fence(Protocol):
+    """A lease check run first, and a lease update run last, in a commit's transaction."""
+
+    async def check(self, conn: psycopg.AsyncConnection) -> None:
+        """Raise StaleLease unless the lease is still held (locking the work row)."""
+
+    async def finish(self, conn: psycopg.AsyncConnection) -> None:
+        """Complete (or otherwise settle) the lease."""
 
 
 class Store:
@@ -103,40 +114,70 @@ class Store:
 
     async def commit(self, transition: Transition) -> CommitResult:
         """Commit all of ``transition`` or nothing; see ``engine.store.commits``."""
+        return (await self.commit_all([transition]))[0]
+
+    async def commit_all(
+        self, transitions: Sequence[Transition], fence: Fence | None = None
+    ) -> list[CommitResult]:
+        """Commit several transitions (and a lease fence) in one PostgreSQL transaction.
+
+        A processor uses this to record an outcome, the decision that follows it and
+        (for a child) its parent's news, while proving it still holds its lease and
+        finishing the lease in the same transaction. Exact replays write nothing.
+        """
         try:
             conn = await self.pool.getconn()
         except Exception as exc:
             raise StoreUnavailable("the database is unavailable; nothing was written") from exc
         try:
-            return await self._commit_on(conn, transition)
+            return await self._commit_on(conn, transitions, fence)
         finally:
             await self.pool.putconn(conn)
 
     async def _commit_on(
-        self, conn: psycopg.AsyncConnection, transition: Transition
-    ) -> CommitResult:
+        self,
+        conn: psycopg.AsyncConnection,
+        transitions: Sequence[Transition],
+        fence: Fence | None,
+    ) -> list[CommitResult]:
+        names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
-            written, xid = await commits.stage(conn, transition, self.channel)
+            if fence is not None:
+                await fence.check(conn)
+            results, xid = await self._stage_all(conn, transitions)
+            if fence is not None:
+                await fence.finish(conn)
         except StoreError:
             await _rollback(conn)
             raise
         except psycopg.Error as exc:
             await _rollback(conn)
             raise StoreError(
-                f"transition {transition.transition_id} was not committed: "
-                "the database refused it; it is safe to retry"
+                f"{names} not committed: the database refused it; it is safe to retry"
             ) from exc
-        if not written:
+        written = [t for t, r in zip(transitions, results, strict=True) if not r.replayed]
+        if not written and fence is None:
             await _rollback(conn)
-            return CommitResult(transition.transition_id, replayed=True)
+            return results
         try:
             await conn.commit()
         except psycopg.Error as exc:
             try:
-                return await commits.settle(self.pool.connection, transition, xid)
+                await commits.settle(self.pool.connection, written, xid)
             except CommitUnknown as unknown:
                 raise unknown from exc
-        return CommitResult(transition.transition_id)
+        return results
+
+    async def _stage_all(
+        self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition]
+    ) -> tuple[list[CommitResult], str]:
+        results, xid = [], ""
+        for transition in transitions:
+            written, xid = await commits.stage(conn, transition, self.channel)
+            results.append(CommitResult(transition.transition_id, replayed=not written))
+        if not xid:
+            xid = await commits.current_xact_id(conn)
+        return results, xid
 
     async def stage(self, conn: psycopg.AsyncConnection, transition: Transition) -> bool:
         """Write ``transition`` inside the caller's transaction, never committing it.
