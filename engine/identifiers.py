@@ -45,7 +45,7 @@ def _problem(
 ) -> str | None:
     if not isinstance(value, str):
         return f"must be a string of {rule}"
-    if len(value) > limit or not pattern.match(value):
+    if len(value) > limit or not pattern.fullmatch(value):
         return f"must be {rule}"
     return None
 

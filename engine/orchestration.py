@@ -7,8 +7,10 @@ parallel or race that owns them. A known terminal failure, or a cancellation, un
 in-flight attempts settle first, then the succeeded activities that declare a
 compensation are compensated one at a time in reverse completion order, and only when
 every compensation has settled does the instance become Failed or Cancelled. An
-unknown activity outcome under the ``hold`` policy, and a failed or unknown
-compensation, wait for an operator; the reason says so.
+activity is scheduled with the instance input (a handler also sees the results of the
+activities before it); an input larger than the step's ``input_limit`` fails the
+instance with ``input-too-large``. An unknown activity outcome under the ``hold``
+policy, and a failed or unknown compensation, wait for an operator; the reason says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from engine.transitions import Draft
 
 A = AttemptStatus
 S = InstanceStatus
+INPUT_TOO_LARGE = "input-too-large"
+"""Failure code when the instance input exceeds an activity's input_limit."""
 
 
 class Outcome(StrEnum):
@@ -101,12 +105,22 @@ def _walk(draft: Draft) -> None:
 def _activity(draft: Draft, step: Step) -> None:
     progress = draft.state.activities.get(step.name)  # type: ignore[union-attr]
     if progress is None:
-        decisions.schedule_activity(draft, step.name)
+        _schedule(draft, step)
         raise _Stop(Decision(Outcome.SCHEDULED, f"activity {step.name}"))
     if _advance_activity(draft, step, progress):
         raise _Stop(Decision(Outcome.SCHEDULED, f"retry of {step.name}"))
     if progress.status is not A.SUCCEEDED:
         raise _Stop(Decision(Outcome.WAITING, _waiting_reason(step.name, progress)))
+
+
+def _schedule(draft: Draft, step: Step) -> None:
+    """Schedule an activity with the instance input; fail cleanly when it cannot fit."""
+    state = draft.state
+    assert state is not None
+    size = 0 if state.input is None else len(state.input.encode())
+    if size > step.input_limit:
+        _fail(draft, step.name, INPUT_TOO_LARGE)
+    decisions.schedule_activity(draft, step.name, state.value("input"))
 
 
 def _advance_activity(draft: Draft, step: Step, progress: AttemptProgress) -> bool:
@@ -179,7 +193,7 @@ def _parallel(draft: Draft, step: Step) -> None:
     spec = draft.state.spec  # type: ignore[union-attr]
     if not any(b in draft.state.activities for b in step.branches):  # type: ignore[union-attr]
         for branch in step.branches:
-            decisions.schedule_activity(draft, branch)
+            _schedule(draft, spec.step(branch))  # type: ignore[arg-type]
         raise _Stop(Decision(Outcome.SCHEDULED, f"{len(step.branches)} branches of {step.name}"))
     retried = False
     for branch in step.branches:
