@@ -227,9 +227,10 @@ def _check_data(event: Event, where: str) -> None:
         raise EventInvalid(f"{where}: data is {size} bytes; at most {MAX_PAYLOAD_BYTES} allowed")
     try:
         value = json.loads(event.data)
+        canonical = canonical_json(value)  # NaN and Infinity parse but are not JSON
     except ValueError:
         raise EventInvalid(f"{where}: data must be JSON") from None
-    if canonical_json(value) != event.data:
+    if canonical != event.data:
         raise EventInvalid(f"{where}: data must be canonical JSON")
     if event.kind is K.OPERATOR_COMMAND_RECORDED:
         _check_audit(value, size, where)

@@ -76,12 +76,7 @@ def _decide_once(draft: Draft) -> Decision:
     state = draft.state
     assert state is not None
     if state.status.terminal:
-        return Decision(
-            Outcome(state.status.label)
-            if state.status.label in Outcome.__members__.values()
-            else Outcome.WAITING,
-            f"instance is {state.status.label}",
-        )
+        return Decision(Outcome.ENDED, f"instance is {state.status.label}")
     if state.status is S.PAUSED:
         return Decision(Outcome.WAITING, "paused")
     if state.status in (S.CANCELLING, S.FAILING):
@@ -206,6 +201,9 @@ def _parallel(draft: Draft, step: Step) -> None:
 def _join(draft: Draft, step: Step) -> None:
     activities = draft.state.activities  # type: ignore[union-attr]
     pending = [b for b in step.branches if activities[b].status is not A.SUCCEEDED]
+    for branch in pending:  # a branch held on an unknown outcome needs an operator: say so
+        if activities[branch].status is A.UNKNOWN:
+            raise _Stop(Decision(Outcome.WAITING, _waiting_reason(branch, activities[branch])))
     if pending:
         raise _Stop(Decision(Outcome.WAITING, f"{step.name} waits for {', '.join(pending)}"))
 

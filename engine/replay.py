@@ -58,7 +58,10 @@ def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
             sequence=event.sequence,
             updated_at=event.occurred_at,
         )
-    new = HANDLERS[event.kind](state, event, registry, command)
+    handler = HANDLERS.get(event.kind)
+    if handler is None:  # instance_started: only the first event may start an instance
+        raise ReplayRejected(event.sequence, f"{event.kind.label} may only begin a history")
+    new = handler(state, event, registry, command)
     return replace(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
 
 
