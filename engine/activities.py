@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +39,8 @@ class ActivityRequest:
     deadline: datetime
     input: Any
     compensation: bool = False
+    results: Mapping[str, Any] = field(default_factory=dict)
+    """Results of the instance's activities that have succeeded so far, by step."""
 
 
 class ActivityFailure(Exception):

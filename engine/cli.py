@@ -10,15 +10,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from engine import cli_definitions, cli_store
+from engine import cli_definitions, cli_runtime, cli_store
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(prog="wayline", description="Durable workflows on PostgreSQL.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    cli_definitions.register(commands)
+    definition_actions = cli_definitions.register(commands)
+    cli_runtime.register_definition_actions(definition_actions)
     cli_store.register(commands)
+    cli_runtime.register(commands)
     return parser
 
 

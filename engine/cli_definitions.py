@@ -28,8 +28,8 @@ class DefinitionFileError(Exception):
     """A definition file that cannot be used at all; the message is one line for users."""
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    """Add ``definition`` and its actions to the ``wayline`` parser."""
+def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Add ``definition`` and ``check``; return its actions for database-backed siblings."""
     definition = commands.add_parser(
         "definition",
         help="work with workflow definition files",
@@ -43,6 +43,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument("file", type=Path, metavar="FILE.json")
     check.set_defaults(run=run_check)
+    return actions
 
 
 def load_definition(path: Path) -> Definition:

@@ -25,7 +25,13 @@ from engine.canonical import canonical_json, format_instant, parse_instant, utc
 from engine.definitions import DefinitionRef
 from engine.errors import EventInvalid
 from engine.identifiers import id_problem, key_problem, name_problem
-from engine.limits import MAX_ATTEMPT, MAX_OPERATOR_AUDIT_BYTES, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
+from engine.limits import (
+    MAX_ATTEMPT,
+    MAX_CODE_LENGTH,
+    MAX_OPERATOR_AUDIT_BYTES,
+    MAX_PAYLOAD_BYTES,
+    MAX_SEQUENCE,
+)
 
 
 class EventKind(IntEnum):
@@ -202,6 +208,10 @@ def _is_set(event: Event, name: str) -> bool:
 def _check_values(event: Event, where: str) -> None:
     if event.step and name_problem(event.step):
         raise EventInvalid(f"{where}: step {name_problem(event.step)}")
+    if len(event.code) > MAX_CODE_LENGTH:
+        raise EventInvalid(f"{where}: code is longer than {MAX_CODE_LENGTH} characters")
+    if not isinstance(event.retryable, bool):
+        raise EventInvalid(f"{where}: retryable must be true or false")
     if not 0 <= event.attempt <= MAX_ATTEMPT:
         raise EventInvalid(f"{where}: attempt must be from 1 to {MAX_ATTEMPT}")
     for label, value in (

@@ -24,6 +24,9 @@ MAX_IDENTIFIER_LENGTH = 200
 MAX_KEY_LENGTH = 512
 """Derived identities: idempotency keys, child instance ids, work and transition ids."""
 
+MAX_CODE_LENGTH = 200
+"""Failure and resolution codes on events (short machine-readable words)."""
+
 MAX_REASON_LENGTH = 500
 """Operator reasons; the whole audit record must still fit MAX_OPERATOR_AUDIT_BYTES."""
 

@@ -123,7 +123,7 @@ def _advance_activity(draft: Draft, step: Step, progress: AttemptProgress) -> bo
     assert step.retry is not None
     attempts_left = progress.attempt < step.retry.max_attempts
     if progress.status is A.FAILED:
-        if progress.retryable and attempts_left:
+        if _retryable(step, progress):
             decisions.schedule_activity_retry(draft, progress, same_key=False)
             return True
         _fail(draft, step.name, progress.code or "activity-failed")
@@ -135,6 +135,12 @@ def _advance_activity(draft: Draft, step: Step, progress: AttemptProgress) -> bo
         decisions.schedule_activity_retry(draft, progress, same_key=True)
         return True
     return False
+
+
+def _retryable(step: Step, progress: AttemptProgress) -> bool:
+    """A failed activity the policy retries: retryable, with attempts left."""
+    assert step.retry is not None
+    return progress.retryable and progress.attempt < step.retry.max_attempts
 
 
 def _waiting_reason(name: str, progress: AttemptProgress) -> str:
@@ -190,10 +196,13 @@ def _parallel(draft: Draft, step: Step) -> None:
         for branch in step.branches:
             _schedule(draft, spec.step(branch))  # type: ignore[arg-type]
         raise _Stop(Decision(Outcome.SCHEDULED, f"{len(step.branches)} branches of {step.name}"))
+    branches = [(spec.step(b), draft.state.activities[b]) for b in step.branches]  # type: ignore
+    for branch, progress in branches:  # a terminal failure first: no retry beside it
+        if progress.status is A.FAILED and not _retryable(branch, progress):
+            _fail(draft, branch.name, progress.code or "activity-failed")
     retried = False
-    for branch in step.branches:
-        progress = draft.state.activities[branch]  # type: ignore[union-attr]
-        retried |= _advance_activity(draft, spec.step(branch), progress)  # type: ignore[arg-type]
+    for branch, progress in branches:
+        retried |= _advance_activity(draft, branch, progress)
     if retried:
         raise _Stop(Decision(Outcome.SCHEDULED, f"retries in {step.name}"))
 

@@ -167,7 +167,14 @@ def _check_work(events: list[Event], work: list[WorkItem]) -> None:
         if item.work_id in seen or not item.work_id or len(item.work_id) > MAX_KEY_LENGTH * 2:
             raise TransitionInvalid(f"work id {item.work_id!r} is empty, too long or repeated")
         seen.add(item.work_id)
-        if utc(item.available_at) < event.occurred_at or item.deadline <= item.available_at:
+        try:
+            early = utc(item.available_at) < event.occurred_at
+            late = utc(item.deadline) <= utc(item.available_at)
+        except (ValueError, TypeError, AttributeError):
+            raise TransitionInvalid(
+                f"work {item.work_id!r} times must be instants with a time zone"
+            ) from None
+        if early or late:
             raise TransitionInvalid(
                 f"work {item.work_id!r} must become available no earlier "
                 "than its event and before its deadline"

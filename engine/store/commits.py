@@ -10,7 +10,9 @@ The order inside the transaction, each one statement:
 3. insert the ledger row, the history rows, the work rows;
 4. move the instance: position, status, pinned definition (after a migration), and
    the archive time when the last event is terminal, guarded by the expected sequence;
-5. on ``resumed``, make the instance's parked work (processors park work that arrives
+5. when the instance ends, retire its work that nobody holds (a losing race timer, a
+   retry that will never run): nothing is left waiting for an instance that is over;
+   on ``resumed``, make the instance's parked work (processors park work that arrives
    while the instance is paused) available again at once;
 6. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
@@ -90,6 +92,10 @@ WHERE instance_id = %(instance)s AND sequence = %(expected)s
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
+"""
+RETIRE_OPEN_WORK = """
+UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
+WHERE instance_id = %(instance)s AND state = 1
 """
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
@@ -232,6 +238,10 @@ async def _write(conn: psycopg.AsyncConnection, transition: Transition, channel:
     )
     if moved.rowcount != 1:
         raise SequenceConflict(f"instance {transition.instance_id} moved during the commit")
+    if transition.terminal:
+        await conn.execute(
+            RETIRE_OPEN_WORK, {"at": last.occurred_at, "instance": transition.instance_id}
+        )
     rearmed = 0
     if any(e.kind is EventKind.RESUMED for e in transition.events):
         rearmed = (

@@ -49,8 +49,11 @@ class Fence(Protocol):
 class Store:
     """Durable operations on one schema. Create with ``await Store.open(...)``."""
 
-    def __init__(self, pool: AsyncConnectionPool, schema: str, clock: Clock) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, schema: str, clock: Clock, conninfo: str = ""
+    ) -> None:
         self.pool = pool
+        self.conninfo = conninfo
         self.schema = schema
         self.clock = clock
         self.channel = f"{schema}_work"
@@ -79,7 +82,7 @@ class Store:
         except Exception as exc:
             await pool.close()
             raise StoreUnavailable("cannot connect to the database") from exc
-        store = cls(pool, schema, clock or DatabaseClock())
+        store = cls(pool, schema, clock or DatabaseClock(), conninfo)
         try:
             async with store.connection() as conn:
                 await check_schema_current_async(conn, schema)

@@ -1,0 +1,96 @@
+"""Starting a child instance: attempt recorded first, creation idempotent, then reported.
+
+The child lives in the same database, so whether it exists is never a guess: its start
+transition has a fixed id (``<child>#start``), and a redelivered start simply looks
+again. The parent records ``child_start_attempted`` before creating the child and
+``child_started`` after; a child id already taken by an unrelated instance is a known,
+non-retryable start failure.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from engine import decisions, lifecycle
+from engine.events import EventKind
+from engine.instance import ChildStatus, InstanceStatus
+from engine.orchestration import decide
+from engine.store import reads
+from engine.store.errors import DuplicateTransition, InstanceExists
+
+if TYPE_CHECKING:
+    from engine.processors import Context, Dispatch
+    from engine.store.work import Lease
+    from engine.transitions import Draft
+
+C = ChildStatus
+CHILD_ID_TAKEN = "child-id-taken"
+
+
+async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
+    from engine.processors import Obsolete, Park, commit
+
+    def attempt(draft: Draft) -> None:
+        state = draft.state
+        child = state.children.get(dispatch.step)
+        if state.status.terminal or child is None or child.attempt > dispatch.attempt:
+            raise Obsolete
+        if child.attempt == dispatch.attempt:
+            if child.status is not C.START_RUNNING:
+                raise Obsolete
+            return  # redelivered: the creation below is idempotent, look again
+        if state.status is InstanceStatus.PAUSED:
+            raise Park
+        if state.status is not InstanceStatus.RUNNING or child.status not in (
+            C.SCHEDULED,
+            C.RETRY_WAITING,
+        ):
+            raise Obsolete
+        decisions.start_child_attempt(draft, child, dispatch.attempt, dispatch.key)
+
+    state = await commit(ctx, lease, attempt, finish=False)
+    child = None if state is None else state.children.get(dispatch.step)
+    if child is None or child.status is not C.START_RUNNING:
+        return
+    outcome = await _create(ctx, state, child)
+
+    def report(draft: Draft) -> None:
+        current = draft.state.children.get(dispatch.step)
+        if current is None or current.status is not C.START_RUNNING:
+            raise Obsolete
+        if outcome is None:
+            decisions.record_child_start(draft, current, EventKind.CHILD_STARTED)
+        else:
+            decisions.record_child_start(
+                draft, current, EventKind.CHILD_START_FAILED, code=outcome, retryable=False
+            )
+
+    await commit(ctx, lease, report)
+
+
+async def _create(ctx: Context, parent, child) -> str | None:
+    """Create the child (or find it); a failure code when the id belongs to another."""
+    registry = await ctx.registries.get()
+    definition = registry.resolve(child.definition)
+    now = max(ctx.store.now(), parent.updated_at)
+    draft = lifecycle.start_draft(
+        registry,
+        definition,
+        child.child_id,
+        now,
+        _value(child.input),
+        (parent.instance_id, child.step),
+    )
+    decide(draft)
+    try:
+        await ctx.store.commit(draft.build("start"))
+    except (InstanceExists, DuplicateTransition):
+        existing = await reads.inspect(ctx.store, registry, child.child_id)
+        if (existing.parent_id, existing.parent_step) != (parent.instance_id, child.step):
+            return CHILD_ID_TAKEN
+    return None
+
+
+def _value(text: str | None) -> object:
+    return None if text is None else json.loads(text)

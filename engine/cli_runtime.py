@@ -1,0 +1,305 @@
+"""Commands that act on a running store: worker, start, signal, command, inspect, history,
+and ``definition publish`` / ``definition list``.
+
+Each opens the store (refusing a schema that is behind), calls the client API and
+prints a short answer, or ``--json`` for scripts. Known errors print one line on
+stderr and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.activities import ActivityRegistry
+from engine.canonical import format_instant
+from engine.cli_definitions import DefinitionFileError, load_definition
+from engine.cli_options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
+from engine.client import Client
+from engine.errors import DefinitionInvalid, WaylineError
+from engine.events import event_to_json
+from engine.instance import Instance, instance_to_json
+from engine.metrics import Metrics
+from engine.migrations import MigrationError
+from engine.operator_actions import Action
+from engine.store import catalog, reads
+from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+LIFECYCLE_ACTIONS = ("pause", "resume", "cancel", "terminate")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add the runtime commands to the ``wayline`` parser."""
+    _worker(commands)
+    register_demo(commands)
+    start = _command(commands, "start", "start an instance of NAME[@VERSION]", _start)
+    start.add_argument("definition", metavar="NAME[@VERSION]")
+    start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
+    start.add_argument("--input", default="null", type=_json_arg, help="input as JSON")
+    sig = _command(commands, "signal", "deliver a signal to a waiting step", _signal)
+    sig.add_argument("instance")
+    sig.add_argument("step")
+    sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
+    sig.add_argument("--payload", default="null", type=_json_arg, help="payload as JSON")
+    cmd = _command(commands, "command", "an audited operator command", _operator)
+    cmd.add_argument("instance")
+    cmd.add_argument("action", choices=LIFECYCLE_ACTIONS)
+    cmd.add_argument("--actor", required=True)
+    cmd.add_argument("--reason", required=True)
+    cmd.add_argument("--command-id", help="idempotency id (default: a new one)")
+    inspect = _command(commands, "inspect", "show an instance's replayed state", _inspect)
+    inspect.add_argument("instance")
+    inspect.add_argument("--json", action="store_true", help="print the full state as JSON")
+    history = _command(commands, "history", "print an instance's history", _history)
+    history.add_argument("instance")
+    history.add_argument("--json", action="store_true", help="one JSON event per line")
+
+
+def register_demo(commands: argparse._SubParsersAction) -> None:
+    """``wayline demo``: the example saga end to end (see examples/demo.py)."""
+    demo = commands.add_parser(
+        "demo",
+        help="run the order-fulfillment example end to end",
+        description="Run the example saga on a private PostgreSQL "
+        "(or --dsn) and print what happened.",
+    )
+    demo.add_argument("--dsn", help=f"use this PostgreSQL instead of a private one ({DSN_ENV})")
+    demo.add_argument("--schema", default="wayline", type=schema_name)
+    demo.set_defaults(run=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from examples import demo
+
+    return demo.run(args.dsn or os.environ.get(DSN_ENV), args.schema)
+
+
+def register_definition_actions(actions: argparse._SubParsersAction) -> None:
+    """``definition publish FILE.json`` and ``definition list``."""
+    publish = _command(actions, "publish", "publish a definition version", _publish)
+    publish.add_argument("file", type=Path, metavar="FILE.json")
+    publish.add_argument("--actor", default="cli")
+    _command(actions, "list", "list published definition versions", _list)
+
+
+def _command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+) -> Any:
+    parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
+    add_store_options(parser)
+    parser.set_defaults(run=lambda args: _run(args, action))
+    return parser
+
+
+def _worker(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "worker",
+        help="run a worker for an activity registry",
+        description="Claim and process due work until SIGTERM.",
+    )
+    add_store_options(parser)
+    parser.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:REGISTRY",
+        help="where the ActivityRegistry object is, e.g. examples.orders:app",
+    )
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
+    parser.add_argument("--lease-seconds", type=float, default=30.0)
+    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics here")
+    parser.set_defaults(run=lambda args: _run(args, _run_worker))
+
+
+def _run(
+    args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
+) -> int:
+    name = f"wayline {args.command}"
+    try:
+        dsn = resolve_dsn(args)
+        return asyncio.run(_with_client(dsn, args, action))
+    except UsageError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (WaylineError, MigrationError, DefinitionFileError, ValueError) as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+async def _with_client(
+    dsn: str,
+    args: argparse.Namespace,
+    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+) -> int:
+    store = await Store.open(dsn, args.schema)
+    try:
+        return await action(Client(store), args)
+    finally:
+        await store.close()
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be valid JSON") from None
+
+
+async def _publish(client: Client, args: argparse.Namespace) -> int:
+    try:
+        definition = load_definition(args.file)
+    except DefinitionInvalid as exc:
+        for error in exc.errors:
+            print(f"{error.path or '(document)'}: {error.message}")
+        return EXIT_FAILED
+    created = await client.publish(definition, args.actor)
+    verb = "published" if created else "already published"
+    print(f"{verb} {definition.ref} {definition.fingerprint}")
+    return 0
+
+
+async def _list(client: Client, args: argparse.Namespace) -> int:
+    for version in await catalog.versions(client.store):
+        d = version.definition
+        flag = " deprecated" if version.deprecated else ""
+        print(f"{d.name}@{d.version} {d.fingerprint[:12]} {len(d.steps)} steps{flag}")
+    return 0
+
+
+async def _start(client: Client, args: argparse.Namespace) -> int:
+    name, _, version = args.definition.partition("@")
+    state = await client.start(name, args.id, args.input, version or None)
+    print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    return 0
+
+
+async def _signal(client: Client, args: argparse.Namespace) -> int:
+    state = await client.signal(args.instance, args.step, args.signal_id, args.payload)
+    print(f"signal {args.signal_id} accepted by {state.instance_id} ({state.status.label})")
+    return 0
+
+
+async def _operator(client: Client, args: argparse.Namespace) -> int:
+    state = await client.command(
+        args.instance, Action(args.action), args.actor, args.reason, args.command_id
+    )
+    print(f"{args.action} recorded on {state.instance_id} ({state.status.label})")
+    return 0
+
+
+async def _inspect(client: Client, args: argparse.Namespace) -> int:
+    state = await client.inspect(args.instance)
+    if args.json:
+        print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
+    else:
+        print(describe(state))
+    return 0
+
+
+def describe(state: Instance) -> str:
+    """A human summary: status, pin, per-step progress, attempts, audit trail."""
+    lines = [
+        f"instance {state.instance_id}: {state.status.label}",
+        f"definition {state.definition} {state.definition.fingerprint}",
+        f"position {state.sequence}, updated {format_instant(state.updated_at)}",
+    ]
+    if state.failure_code:
+        lines.append(f"failure {state.failure_step}: {state.failure_code}")
+    for p in state.activities.values():
+        extra = f" code={p.code}" if p.code else ""
+        lines.append(
+            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
+            f"key={p.idempotency_key or '-'}{extra}"
+        )
+    for p in state.compensations.values():
+        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
+    for t in state.timers.values():
+        fired = f"fired {format_instant(t.fired_at)}" if t.fired_at else "pending"
+        lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {fired}")
+    for s in state.signals.values():
+        lines.append(f"  signal {s.step}: received {s.signal_id}")
+    for c in state.children.values():
+        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
+    for race, winner in state.race_winners.items():
+        lines.append(f"  race {race}: won by {winner}")
+    for a in state.audit:
+        lines.append(
+            f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "
+            f"{a.reason} ({a.command_id})"
+        )
+    return "\n".join(lines)
+
+
+async def _history(client: Client, args: argparse.Namespace) -> int:
+    async for event in reads.export_history(client.store, args.instance):
+        record = event_to_json(event)
+        if args.json:
+            print(json.dumps(record, sort_keys=True))
+        else:
+            detail = " ".join(
+                f"{k}={record[k]}" for k in ("step", "attempt", "code") if k in record
+            )
+            print(f"{record['sequence']:>6} {record['occurred_at']} {record['kind']} {detail}")
+    return 0
+
+
+async def _run_worker(client: Client, args: argparse.Namespace) -> int:
+    registry = load_app(args.app)
+    config = WorkerConfig(
+        concurrency=args.concurrency,
+        lease=timedelta(seconds=args.lease_seconds),
+        renew_every=timedelta(seconds=args.lease_seconds / 3),
+        **({"worker_id": args.worker_id} if args.worker_id else {}),
+    )
+    metrics = Metrics()
+    worker = Worker(client.store, registry, config, metrics=metrics)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    server = await metrics.serve("127.0.0.1", args.metrics_port) if args.metrics_port else None
+    print(
+        f"worker {config.worker_id} running {', '.join(registry.targets) or 'no targets'}",
+        flush=True,
+    )
+    try:
+        await worker.run(stop)
+    finally:
+        if server is not None:
+            server.close()
+    print(f"worker {config.worker_id} stopped", flush=True)
+    return 0
+
+
+def load_app(spec: str) -> ActivityRegistry:
+    """Import ``MODULE:NAME`` and return the ActivityRegistry it names."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError("--app must look like MODULE:REGISTRY")
+    if os.getcwd() not in sys.path:  # like other app runners: import from where it runs
+        sys.path.insert(0, os.getcwd())
+    try:
+        registry = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"cannot load {spec}: {type(exc).__name__}") from None
+    if not isinstance(registry, ActivityRegistry):
+        raise UsageError(f"{spec} is not an ActivityRegistry")
+    return registry

@@ -1,0 +1,341 @@
+"""Processors: what a worker does with one leased work item.
+
+Each processor reloads the instance (incrementally, from the cache), decides whether
+the work is still wanted, and commits what happened as transitions fenced by its
+lease: the lease is checked in the same PostgreSQL transaction, so a stale owner can
+never write. The decision that follows an outcome rides in that transaction too.
+
+Activities and compensations follow the bracket: commit ``attempt_started`` (lease
+kept), run the handler, commit the outcome plus the next decision and complete the
+lease. A redelivered lease whose attempt is durably started but has no outcome
+records *unknown* and never calls the handler again. Work that arrives while its
+instance is paused is parked (resuming re-arms it); work the instance no longer wants
+(it ended, or moved past that attempt) is completed without writing history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine import decisions
+from engine.activities import (
+    ActivityRegistry,
+    ActivityRequest,
+    Failed,
+    Outcome,
+    Succeeded,
+    Unknown,
+    run_handler,
+)
+from engine.child_outcomes import parent_transitions
+from engine.definitions import Mode
+from engine.errors import ReplayRejected
+from engine.events import EventKind, json_data
+from engine.faults import Boundary, Faults
+from engine.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
+from engine.instance_cache import InstanceCache, RegistrySource
+from engine.metrics import Metrics
+from engine.orchestration import decide
+from engine.store import work
+from engine.store.errors import DuplicateTransition, SequenceConflict
+from engine.store.fencing import LeaseFence
+from engine.store.store import Store
+from engine.transitions import Draft, WorkKind
+
+A = AttemptStatus
+S = InstanceStatus
+K = EventKind
+PARK_FOR = timedelta(hours=1)
+"""How far work for a paused instance is pushed back; resuming re-arms it at once."""
+MAX_CONFLICT_RETRIES = 20
+
+
+class Obsolete(Exception):
+    """The instance no longer wants this work: finish the lease, write no history."""
+
+
+class Park(Exception):
+    """The instance is paused: push the work back until it resumes."""
+
+
+@dataclass
+class Context:
+    """What processors share within one worker."""
+
+    store: Store
+    activities: ActivityRegistry
+    registries: RegistrySource
+    faults: Faults = field(default_factory=Faults)
+    metrics: Metrics = field(default_factory=Metrics)
+    cache: InstanceCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cache = InstanceCache(self.store, self.registries)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    step: str
+    attempt: int
+    key: str
+
+
+async def process(ctx: Context, lease: work.Lease) -> None:
+    """Run one leased work item to a committed result (or lose the lease trying)."""
+    handler = _PROCESSORS.get(WorkKind(lease.kind))
+    if handler is None:
+        await work.dead_letter(ctx.store, lease, "unsupported-work-kind")
+        return
+    await handler(ctx, lease)
+
+
+# Committing ---------------------------------------------------------------------------
+
+
+async def commit(
+    ctx: Context, lease: work.Lease, build: Callable[[Draft], None], finish: bool = True
+) -> Instance | None:
+    """Build on the latest state and commit fenced by the lease; retry on conflicts.
+
+    ``build`` raises Obsolete (finish the lease without history) or Park. Returns the
+    committed state, or None when nothing was written.
+    """
+    for _ in range(MAX_CONFLICT_RETRIES):
+        state = await ctx.cache.load(lease.instance_id)
+        draft = Draft(await ctx.registries.get(), state, _now(ctx, state))
+        try:
+            build(draft)
+        except Obsolete:
+            await ctx.store.commit_all([], LeaseFence(ctx.store, lease, finish=True))
+            return None
+        except Park:
+            await work.retry_at(ctx.store, lease, _now(ctx, state) + PARK_FOR, "paused")
+            return None
+        if not draft.events:
+            return state  # nothing new to record (e.g. a redelivered child start)
+        if draft.state.spec.mode is Mode.ORCHESTRATION:
+            decide(draft)
+        transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
+        ctx.faults.reach(Boundary.BEFORE_COMMIT)
+        try:
+            await ctx.store.commit_all(transitions, LeaseFence(ctx.store, lease, finish))
+        except (SequenceConflict, DuplicateTransition):
+            for transition in transitions:
+                ctx.cache.forget(transition.instance_id)
+            continue
+        ctx.faults.reach(Boundary.AFTER_COMMIT)
+        ctx.cache.put(draft.state)
+        return draft.state
+    raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+def _now(ctx: Context, state: Instance) -> datetime:
+    return max(ctx.store.now(), state.updated_at)
+
+
+def _dispatch(lease: work.Lease) -> Dispatch | None:
+    try:
+        payload = json.loads(lease.payload or "")
+        return Dispatch(str(payload["step"]), int(payload["attempt"]), str(payload["key"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# Activities and compensations ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Track:
+    """An attempt track: activities, or the compensations of activities."""
+
+    name: str
+    compensation: bool
+    statuses: frozenset[InstanceStatus]
+    start: Callable[..., Any]
+    outcome_kinds: tuple[EventKind, EventKind, EventKind]
+    unknown_code: str
+    poison_code: str
+
+    def progress(self, state: Instance, step: str) -> AttemptProgress | None:
+        track = state.compensations if self.compensation else state.activities
+        return track.get(step)
+
+    def target_and_timeout(self, state: Instance, step: str) -> tuple[str, timedelta]:
+        spec = state.spec.step(step)
+        if self.compensation:
+            return spec.compensation.target, spec.compensation.timeout
+        return spec.target, spec.timeout
+
+
+ACTIVITY = Track(
+    "activity",
+    False,
+    frozenset({S.RUNNING}),
+    decisions.start_activity_attempt,
+    (K.ATTEMPT_SUCCEEDED, K.ATTEMPT_FAILED, K.ATTEMPT_UNKNOWN),
+    decisions.ACTIVITY_OUTCOME_UNKNOWN,
+    "invalid-activity-dispatch",
+)
+COMPENSATION = Track(
+    "compensation",
+    True,
+    frozenset({S.RUNNING, S.CANCELLING, S.FAILING}),
+    decisions.start_compensation_attempt,
+    (K.COMPENSATION_SUCCEEDED, K.COMPENSATION_FAILED, K.COMPENSATION_UNKNOWN),
+    decisions.COMPENSATION_OUTCOME_UNKNOWN,
+    "invalid-compensation-dispatch",
+)
+
+
+async def process_attempt(ctx: Context, lease: work.Lease, track: Track) -> None:
+    dispatch = _dispatch(lease)
+    if dispatch is None:
+        await work.dead_letter(ctx.store, lease, track.poison_code)
+        return
+    started = await commit(ctx, lease, _start_or_settle(track, dispatch), finish=False)
+    if started is None or track.progress(started, dispatch.step).status is not A.RUNNING:
+        return
+    ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
+    outcome = await _run(ctx, started, track, dispatch)
+    ctx.faults.reach(Boundary.AFTER_HANDLER)
+    ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
+    await commit(ctx, lease, _record(track, dispatch, outcome))
+
+
+def _start_or_settle(track: Track, dispatch: Dispatch) -> Callable[[Draft], None]:
+    """Start the dispatched attempt, or settle a redelivery as unknown, or give up."""
+
+    def build(draft: Draft) -> None:
+        state = draft.state
+        progress = track.progress(state, dispatch.step)
+        if state.status.terminal or progress is None or progress.attempt > dispatch.attempt:
+            raise Obsolete
+        if progress.attempt == dispatch.attempt:
+            if progress.status is not A.RUNNING:
+                raise Obsolete
+            # Durably started by an earlier owner that vanished: its effect may exist.
+            _outcome(draft, track, dispatch, Unknown(track.unknown_code))
+            return
+        if state.status is S.PAUSED:
+            raise Park
+        if state.status not in track.statuses or progress.status not in (A.READY, A.RETRY_WAITING):
+            raise Obsolete
+        track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
+
+    return build
+
+
+def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Draft], None]:
+    def build(draft: Draft) -> None:
+        progress = track.progress(draft.state, dispatch.step)
+        if (
+            draft.state.status.terminal
+            or progress is None
+            or progress.status is not A.RUNNING
+            or progress.attempt != dispatch.attempt
+        ):
+            raise Obsolete
+        _outcome(draft, track, dispatch, outcome)
+
+    return build
+
+
+def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -> None:
+    succeeded, failed, unknown = track.outcome_kinds
+    fields: dict[str, Any] = {"step": dispatch.step, "attempt": dispatch.attempt}
+    if isinstance(outcome, Succeeded):
+        draft.add(succeeded, data=json_data(outcome.result), **fields)
+    elif isinstance(outcome, Failed):
+        draft.add(
+            failed,
+            code=outcome.code,
+            retryable=outcome.retryable,
+            data=json_data(outcome.details),
+            **fields,
+        )
+    else:
+        draft.add(unknown, code=outcome.code, data=json_data(outcome.details), **fields)
+
+
+async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:
+    progress = track.progress(state, dispatch.step)
+    target, timeout = track.target_and_timeout(state, dispatch.step)
+    handler = ctx.activities.get(target)
+    if handler is None:  # the attempt is started: without a handler its outcome is unknown
+        return Unknown("activity-handler-missing")
+    request = ActivityRequest(
+        instance_id=state.instance_id,
+        step=dispatch.step,
+        target=target,
+        attempt=dispatch.attempt,
+        idempotency_key=progress.idempotency_key,
+        deadline=progress.due_at,
+        input=_value(progress.input),
+        compensation=track.compensation,
+        results=_results(state),
+    )
+    return await run_handler(handler, request, timeout.total_seconds())
+
+
+def _value(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _results(state: Instance) -> dict[str, Any]:
+    return {p.step: _value(p.result) for p in state.activities.values() if p.status is A.SUCCEEDED}
+
+
+# Timers -------------------------------------------------------------------------------
+
+
+async def process_timer(ctx: Context, lease: work.Lease) -> None:
+    try:
+        step = str(json.loads(lease.payload or "")["step"])
+    except (ValueError, KeyError, TypeError):
+        await work.dead_letter(ctx.store, lease, "invalid-timer-dispatch")
+        return
+
+    def build(draft: Draft) -> None:
+        state = draft.state
+        timer = state.timers.get(step)
+        if state.status.terminal or timer is None or timer.fired_at is not None:
+            raise Obsolete
+        if state.status is S.PAUSED:
+            raise Park
+        owner = state.spec.owners.get(step)
+        if state.status is not S.RUNNING or (owner and owner in state.race_winners):
+            raise Obsolete  # the race was decided without this timer
+        if draft.now < timer.due_at:
+            draft.now = timer.due_at  # the work is due by the database clock
+        try:
+            decisions.fire_timer(draft, step)
+        except ReplayRejected:
+            raise Obsolete from None
+
+    await commit(ctx, lease, build)
+    ctx.faults.reach(Boundary.AFTER_TIMER_FIRE)
+
+
+# Children -----------------------------------------------------------------------------
+
+
+async def process_child(ctx: Context, lease: work.Lease) -> None:
+    from engine.child_starts import start_child
+
+    dispatch = _dispatch(lease)
+    if dispatch is None:
+        await work.dead_letter(ctx.store, lease, "invalid-child-dispatch")
+        return
+    await start_child(ctx, lease, dispatch)
+
+
+_PROCESSORS = {
+    WorkKind.ACTIVITY: lambda ctx, lease: process_attempt(ctx, lease, ACTIVITY),
+    WorkKind.COMPENSATION: lambda ctx, lease: process_attempt(ctx, lease, COMPENSATION),
+    WorkKind.TIMER: process_timer,
+    WorkKind.CHILD: process_child,
+}

@@ -1,0 +1,388 @@
+"""Dead letters: listing unresolved ones, and resolving each fence exactly once.
+
+A dead letter is a work row in state 4 (a processor gave up on it, or its deadline
+passed). Its fence is (work_id, lease_token). An operator resolves a fence with an
+audited command, retry (readmit at ``retry_at`` with a new deadline) or discard, and
+each fence is resolved at most once:
+
+- the command is fingerprinted over its complete content; the same command id with the
+  same fingerprint is an exact replay (success, nothing written, so a caller whose
+  COMMIT was lost simply sends the command again), with another fingerprint a
+  ResolutionConflict;
+- the work row is locked where it is still that fence's dead letter; otherwise the
+  token is stale (StaleLease), unless the command itself committed meanwhile;
+- a second, different command for a fence still dead-lettered conflicts on the
+  resolutions table's (work_id, lease_token) key.
+
+A retry returns the row to available with the new times and clears the failure; the
+token is unchanged, so the next claim bumps it, and if that lease dead-letters again it
+is a new fence that appears in the list again. Discarded dead letters stay in state 4
+with their resolution row; the list skips them (``NOT EXISTS`` on the resolutions key),
+which costs one index probe per discarded row scanned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+import psycopg
+
+from engine.canonical import digest, format_instant, utc
+from engine.identifiers import id_problem
+from engine.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.store.clock import NOW_SQL
+from engine.store.commits import NOTIFY_WORK
+from engine.store.errors import CorruptStore, StaleLease, StoreError
+from engine.store.store import Store
+from engine.store.work import WorkRequestInvalid, transact, work_kind
+from engine.transitions import WorkKind
+
+
+class ResolutionAction(StrEnum):
+    RETRY = "retry"
+    DISCARD = "discard"
+
+
+ACTION_CODES = {ResolutionAction.RETRY: 1, ResolutionAction.DISCARD: 2}
+"""How each action is stored in ``work_resolutions.action``."""
+
+
+class ResolutionConflict(StoreError):
+    """The command id or the fence was already used by a different resolution."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """An unresolved dead letter; ``token`` names the fence a resolution must present."""
+
+    work_id: str
+    kind: WorkKind | int
+    instance_id: str
+    sequence: int
+    tenant_id: str
+    target: str
+    token: int
+    attempts: int
+    failure_code: str
+    failed_at: datetime
+    deadline: datetime
+    payload: str | None
+
+
+@dataclass(frozen=True)
+class DeadLetterCursor:
+    """Where a page ended: the next page starts strictly after (failed_at, work_id)."""
+
+    failed_at: datetime
+    work_id: str
+
+
+@dataclass(frozen=True)
+class DeadLetterPage:
+    items: tuple[DeadLetter, ...]
+    next_cursor: DeadLetterCursor | None
+    """None when no later dead letter existed when the page was read."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """An audited resolution command; build with ``make_resolution`` so it is checked."""
+
+    command_id: str
+    work_id: str
+    token: int
+    action: ResolutionAction
+    actor: str
+    reason: str
+    occurred_at: datetime
+    retry_at: datetime | None = None
+    deadline: datetime | None = None
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the canonical JSON of the complete command."""
+        return digest(
+            {
+                "command_id": self.command_id,
+                "work_id": self.work_id,
+                "token": self.token,
+                "action": self.action.value,
+                "actor": self.actor,
+                "reason": self.reason,
+                "occurred_at": format_instant(self.occurred_at),
+                "retry_at": _instant(self.retry_at),
+                "deadline": _instant(self.deadline),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class ResolutionResult:
+    command_id: str
+    replayed: bool = False
+    """True when this exact command had been committed before (nothing was written)."""
+
+
+# SQL ----------------------------------------------------------------------------------
+
+DEAD_LETTER_PAGE = """
+SELECT w.work_id, w.kind, w.instance_id, w.sequence, w.tenant_id, w.target, w.lease_token,
+       w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload
+FROM work w
+WHERE w.state = 4 AND w.completed_at IS NOT NULL
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (w.completed_at, w.work_id) > (%(after_at)s::timestamptz, %(after_id)s::text))
+  AND NOT EXISTS (SELECT 1 FROM work_resolutions r
+                  WHERE r.work_id = w.work_id AND r.lease_token = w.lease_token)
+ORDER BY w.completed_at, w.work_id
+LIMIT %(limit)s
+"""
+RESOLUTION_BY_COMMAND = "SELECT fingerprint FROM work_resolutions WHERE command_id = %(command)s"
+LOCK_DEAD_LETTER = """
+SELECT 1 FROM work WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
+FOR UPDATE
+"""
+INSERT_RESOLUTION = """
+INSERT INTO work_resolutions (command_id, fingerprint, work_id, lease_token, action, actor,
+                              reason, occurred_at, retry_at, deadline)
+VALUES (%(command)s, %(fingerprint)s, %(work)s, %(token)s, %(action)s, %(actor)s,
+        %(reason)s, %(occurred_at)s, %(retry_at)s, %(deadline)s)
+ON CONFLICT DO NOTHING
+RETURNING 1
+"""
+READMIT_DEAD_LETTER = f"""
+UPDATE work
+SET state = 1, available_at = %(retry_at)s, deadline = %(deadline)s, failure_code = '',
+    completed_at = NULL, lease_owner = '', lease_expires_at = NULL
+WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
+RETURNING available_at <= {NOW_SQL}
+"""
+"""Returns whether the readmitted work is due now (then a NOTIFY wakes idle workers)."""
+
+
+# Listing ------------------------------------------------------------------------------
+
+
+async def list_dead_letters(
+    store: Store, after: DeadLetterCursor | None = None, limit: int = MAX_PAGE_ITEMS
+) -> DeadLetterPage:
+    """Unresolved dead letters after ``after``, oldest failure first, at most ``limit``.
+
+    Keyset-paged on (failed_at, work_id) with one row of look-ahead, so a page that is
+    exactly full says there is no next page. Membership can change between pages (a
+    resolution removes a row, a new dead letter is added at the end).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise WorkRequestInvalid(f"page limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
+    params = {
+        "after_at": None if after is None else utc(after.failed_at),
+        "after_id": None if after is None else after.work_id,
+        "limit": limit + 1,
+    }
+    async with store.connection() as conn:
+        rows = await (await conn.execute(DEAD_LETTER_PAGE, params)).fetchall()
+        await conn.rollback()
+    items = tuple(_dead_letter(row) for row in rows[:limit])
+    _check_order(after, items)
+    more = len(rows) > limit and items
+    cursor = DeadLetterCursor(items[-1].failed_at, items[-1].work_id) if more else None
+    return DeadLetterPage(items, cursor)
+
+
+def _dead_letter(row: tuple[Any, ...]) -> DeadLetter:
+    (work_id, kind, instance, sequence, tenant, target, token, attempts, code) = row[:9]
+    failed_at, deadline, payload = row[9:]
+    return DeadLetter(
+        work_id=work_id,
+        kind=work_kind(kind),
+        instance_id=instance,
+        sequence=sequence,
+        tenant_id=tenant,
+        target=target,
+        token=token,
+        attempts=attempts,
+        failure_code=code,
+        failed_at=utc(failed_at),
+        deadline=utc(deadline),
+        payload=None if payload is None else bytes(payload).decode(errors="replace"),
+    )
+
+
+def _check_order(after: DeadLetterCursor | None, items: tuple[DeadLetter, ...]) -> None:
+    """A page must be strictly ordered after its cursor; anything else is corruption."""
+    previous = None if after is None else (utc(after.failed_at), after.work_id)
+    for item in items:
+        key = (item.failed_at, item.work_id)
+        if previous is not None and key <= previous:
+            raise CorruptStore(f"dead-letter page is out of order at work {item.work_id}")
+        previous = key
+
+
+# Resolving ----------------------------------------------------------------------------
+
+
+def make_resolution(
+    command_id: str,
+    work_id: str,
+    token: int,
+    action: ResolutionAction | str,
+    actor: str,
+    reason: str,
+    occurred_at: datetime,
+    retry_at: datetime | None = None,
+    deadline: datetime | None = None,
+) -> Resolution:
+    """Check every field of a resolution command; WorkRequestInvalid names the first problem.
+
+    Retry needs ``occurred_at <= retry_at < deadline``; discard takes neither time.
+    """
+    for what, value in (("command id", command_id), ("actor", actor)):
+        problem = id_problem(value)
+        if problem:
+            raise WorkRequestInvalid(f"{what} {problem}")
+    if not isinstance(work_id, str) or not 1 <= len(work_id) <= 2 * MAX_KEY_LENGTH:
+        raise WorkRequestInvalid(f"work id must be 1 to {2 * MAX_KEY_LENGTH} characters")
+    if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+        raise WorkRequestInvalid("a dead letter's fencing token is an integer of at least 1")
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_LENGTH:
+        raise WorkRequestInvalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    try:
+        kind = ResolutionAction(action)
+    except ValueError:
+        raise WorkRequestInvalid("action must be 'retry' or 'discard'") from None
+    occurred_at = _aware(occurred_at, "occurred_at")
+    _check_times(kind, occurred_at, retry_at, deadline)
+    return Resolution(
+        command_id,
+        work_id,
+        token,
+        kind,
+        actor,
+        reason,
+        occurred_at,
+        None if retry_at is None else utc(retry_at),
+        None if deadline is None else utc(deadline),
+    )
+
+
+def _check_times(
+    action: ResolutionAction,
+    occurred_at: datetime,
+    retry_at: datetime | None,
+    deadline: datetime | None,
+) -> None:
+    if action is ResolutionAction.DISCARD:
+        if retry_at is not None or deadline is not None:
+            raise WorkRequestInvalid("a discard takes neither retry_at nor deadline")
+        return
+    if retry_at is None or deadline is None:
+        raise WorkRequestInvalid("a retry needs both retry_at and a new deadline")
+    retry_at = _aware(retry_at, "retry_at")
+    if retry_at < occurred_at:
+        raise WorkRequestInvalid("retry_at must not be before the command's occurred_at")
+    if _aware(deadline, "deadline") <= retry_at:
+        raise WorkRequestInvalid("the new deadline must be after retry_at")
+
+
+async def resolve(
+    store: Store,
+    command_id: str,
+    work_id: str,
+    token: int,
+    action: ResolutionAction | str,
+    actor: str,
+    reason: str,
+    occurred_at: datetime,
+    retry_at: datetime | None = None,
+    deadline: datetime | None = None,
+) -> ResolutionResult:
+    """Resolve the dead letter (work_id, token) once, in one transaction.
+
+    Exact replay of a committed command is success with ``replayed=True``. Raises
+    ResolutionConflict (command id or fence used by another command), StaleLease (the
+    token is not the work's current dead letter) or, when the COMMIT's answer was lost,
+    CommitUnknown: send the same command again to learn the outcome.
+    """
+    command = make_resolution(
+        command_id, work_id, token, action, actor, reason, occurred_at, retry_at, deadline
+    )
+    now = store.clock.sql_now()
+
+    async def body(conn: psycopg.AsyncConnection) -> bool:
+        return await _resolve_on(conn, command, now, store.channel)
+
+    replayed = await transact(store, f"resolution {command_id}", body)
+    return ResolutionResult(command_id, replayed)
+
+
+async def _resolve_on(
+    conn: psycopg.AsyncConnection, command: Resolution, now: datetime | None, channel: str
+) -> bool:
+    """The resolution's statements in order; True for an exact replay (nothing written)."""
+    if await _replayed(conn, command):
+        return True
+    fence = {"work": command.work_id, "token": command.token}
+    if await (await conn.execute(LOCK_DEAD_LETTER, fence)).fetchone() is None:
+        if await _replayed(conn, command):  # our own command committed meanwhile
+            return True
+        raise StaleLease(
+            f"work {command.work_id} has no dead letter with token {command.token}: it was "
+            "resolved, reclaimed or never dead-lettered"
+        )
+    inserted = await (await conn.execute(INSERT_RESOLUTION, _resolution_row(command))).fetchone()
+    if inserted is None:
+        if await _replayed(conn, command):
+            return True
+        raise ResolutionConflict(
+            f"dead letter {command.work_id} (token {command.token}) was already resolved "
+            "by another command"
+        )
+    if command.action is ResolutionAction.RETRY:
+        readmit = {**fence, "retry_at": command.retry_at, "deadline": command.deadline}
+        (due,) = await (await conn.execute(READMIT_DEAD_LETTER, {**readmit, "now": now})).fetchone()
+        if due:
+            await conn.execute(NOTIFY_WORK, {"channel": channel})
+    return False
+
+
+async def _replayed(conn: psycopg.AsyncConnection, command: Resolution) -> bool:
+    """True if this exact command is recorded; ResolutionConflict if its id holds another."""
+    row = await (
+        await conn.execute(RESOLUTION_BY_COMMAND, {"command": command.command_id})
+    ).fetchone()
+    if row is None:
+        return False
+    if row[0] != command.fingerprint:
+        raise ResolutionConflict(
+            f"command {command.command_id} was already used for a different resolution"
+        )
+    return True
+
+
+def _resolution_row(command: Resolution) -> dict[str, Any]:
+    return {
+        "command": command.command_id,
+        "fingerprint": command.fingerprint,
+        "work": command.work_id,
+        "token": command.token,
+        "action": ACTION_CODES[command.action],
+        "actor": command.actor,
+        "reason": command.reason,
+        "occurred_at": command.occurred_at,
+        "retry_at": command.retry_at,
+        "deadline": command.deadline,
+    }
+
+
+def _aware(instant: datetime, what: str) -> datetime:
+    if not isinstance(instant, datetime) or instant.utcoffset() is None:
+        raise WorkRequestInvalid(f"{what} must be an instant with a time zone")
+    return utc(instant)
+
+
+def _instant(instant: datetime | None) -> str | None:
+    return None if instant is None else format_instant(instant)

@@ -1,0 +1,248 @@
+"""The asyncio worker: claim due work under leases, process it, keep the leases alive.
+
+- Bounded concurrency: it claims only up to its free slots, and only work whose
+  target it has a handler for (timers and children need none).
+- Each lease is renewed on its own task well before it expires; a renewal that finds
+  the lease gone cancels the processor, which then records nothing.
+- It wakes on ``LISTEN`` (a hint) and otherwise polls at a bounded interval.
+- It holds a session-level advisory lock named by its id, so a recovery sweep can
+  expire the leases of a worker whose session is gone without waiting out the lease
+  (fencing still rejects that worker if it turns out to be alive).
+- On stop (SIGTERM/SIGINT in the CLI) it stops claiming, lets in-flight work finish up
+  to ``drain_timeout`` (decisions already made are committed), then cancels the rest,
+  whose leases expire and are redelivered as unknown outcomes where a handler ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import psycopg
+
+from engine import processors
+from engine.activities import ActivityRegistry
+from engine.errors import WaylineError
+from engine.faults import Boundary, Faults
+from engine.instance_cache import RegistrySource
+from engine.limits import (
+    MAX_LEASE_DURATION,
+    MAX_WORK_CLAIM_ITEMS,
+    MAX_WORKER_CONCURRENCY,
+    MAX_WORKER_POLL_INTERVAL,
+)
+from engine.metrics import Metrics
+from engine.store import work, workers
+from engine.store.errors import StaleLease, StoreError
+from engine.store.store import Store
+
+log = logging.getLogger("wayline.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Timing and capacity; every value is bounded (see ``check``)."""
+
+    worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    concurrency: int = 16
+    lease: timedelta = timedelta(seconds=30)
+    renew_every: timedelta = timedelta(seconds=10)
+    poll_interval: timedelta = timedelta(seconds=1)
+    drain_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_every: timedelta = timedelta(seconds=5)
+    sweep_every: timedelta = timedelta(seconds=2)
+
+    def check(self) -> None:
+        if not 1 <= self.concurrency <= MAX_WORKER_CONCURRENCY:
+            raise ValueError(f"concurrency must be from 1 to {MAX_WORKER_CONCURRENCY}")
+        if not timedelta(0) < self.lease <= MAX_LEASE_DURATION:
+            raise ValueError(f"lease must be more than 0 and at most {MAX_LEASE_DURATION}")
+        if not timedelta(0) < self.renew_every < self.lease:
+            raise ValueError("renew_every must be more than 0 and less than the lease")
+        if not timedelta(0) < self.poll_interval <= MAX_WORKER_POLL_INTERVAL:
+            raise ValueError(
+                f"poll_interval must be more than 0 and at most {MAX_WORKER_POLL_INTERVAL}"
+            )
+
+
+class Worker:
+    """One worker process's loop. ``await Worker(...).run(stop_event)``."""
+
+    def __init__(
+        self,
+        store: Store,
+        activities: ActivityRegistry,
+        config: WorkerConfig | None = None,
+        faults: Faults | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config or WorkerConfig()
+        self.config.check()
+        self.ctx = processors.Context(
+            store, activities, RegistrySource(store), faults or Faults(), metrics or Metrics()
+        )
+        self.tasks: set[asyncio.Task] = set()
+        self.wake = asyncio.Event()
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.ctx.metrics
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process work until ``stop`` is set, then drain."""
+        background = [
+            asyncio.create_task(self._listen(stop)),
+            asyncio.create_task(self._every(self.config.heartbeat_every, self._heartbeat, stop)),
+            asyncio.create_task(self._every(self.config.sweep_every, self._sweep, stop)),
+        ]
+        try:
+            await self._heartbeat()
+            await self._loop(stop)
+            await self._drain()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+
+    async def _loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            free = self.config.concurrency - len(self.tasks)
+            claimed = await self._claim(free) if free > 0 else []
+            if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
+                continue  # there may be more due right now
+            self.wake.clear()
+            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self.wake.wait())]
+            await asyncio.wait(
+                waiters,
+                timeout=self.config.poll_interval.total_seconds(),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _claim(self, free: int) -> list[work.Lease]:
+        started = time.perf_counter()
+        try:
+            leases = await work.claim(
+                self.store,
+                self.config.worker_id,
+                self.config.lease,
+                min(free, MAX_WORK_CLAIM_ITEMS),
+                targets=self.ctx.activities.targets,
+            )
+        except (StoreError, psycopg.Error, OSError):
+            self.metrics.count("claim_failures")
+            log.warning("claim failed; retrying after the poll interval", exc_info=True)
+            return []
+        self.metrics.observe("claim", time.perf_counter() - started)
+        self.metrics.count("claimed", len(leases))
+        for lease in leases:
+            self.ctx.faults.reach(Boundary.AFTER_CLAIM)
+            if lease.attempt > 1:
+                self.metrics.count("readmitted")
+            self._start(lease)
+        return leases
+
+    def _start(self, lease: work.Lease) -> None:
+        task = asyncio.create_task(self._process(lease))
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.tasks.discard(task)
+        self.wake.set()  # a slot is free
+
+    async def _process(self, lease: work.Lease) -> None:
+        started = time.perf_counter()
+        processor = asyncio.create_task(processors.process(self.ctx, lease))
+        renewer = asyncio.create_task(self._renew(lease, processor))
+        try:
+            await processor
+            self.metrics.count("completed", kind=str(lease.kind))
+        except StaleLease:
+            self.metrics.count("lease_lost")
+        except asyncio.CancelledError:
+            if renewer.done():
+                self.metrics.count("lease_lost")
+            else:
+                raise
+        except (WaylineError, psycopg.Error, OSError):
+            # The lease expires and the work is redelivered; an in-flight attempt then
+            # becomes unknown, so nothing is silently retried.
+            self.metrics.count("processing_failures")
+            log.warning("processing %s failed", lease.work_id, exc_info=True)
+        finally:
+            renewer.cancel()
+            self.metrics.observe("processing", time.perf_counter() - started)
+
+    async def _renew(self, lease: work.Lease, processor: asyncio.Task) -> None:
+        while True:
+            await asyncio.sleep(self.config.renew_every.total_seconds())
+            self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
+            try:
+                await work.renew(self.store, lease, self.config.lease)
+            except StaleLease:
+                processor.cancel()
+                return
+            except (StoreError, psycopg.Error, OSError):
+                self.metrics.count("renew_failures")
+
+    async def _drain(self) -> None:
+        if self.tasks:
+            _, pending = await asyncio.wait(
+                self.tasks, timeout=self.config.drain_timeout.total_seconds()
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """Wake on NOTIFY and hold the owner lock; reconnect after a failure."""
+        while not stop.is_set():
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.store.conninfo, autocommit=True
+                ) as conn:
+                    await work.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    await conn.execute(f"LISTEN {self.store.channel}")
+                    async for _ in conn.notifies():
+                        self.wake.set()
+            except (psycopg.Error, OSError):
+                self.metrics.count("listen_failures")
+                await asyncio.sleep(self.config.poll_interval.total_seconds())
+
+    async def _every(self, interval: timedelta, action, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval.total_seconds())
+            if not stop.is_set():
+                try:
+                    await action()
+                except (StoreError, psycopg.Error, OSError):
+                    log.warning("%s failed", action.__name__, exc_info=True)
+
+    async def _heartbeat(self) -> None:
+        await workers.heartbeat(
+            self.store,
+            self.config.worker_id,
+            self.ctx.activities.targets,
+            self.config.concurrency,
+            socket.gethostname(),
+            os.getpid(),
+        )
+
+    async def _sweep(self) -> None:
+        self.ctx.faults.reach(Boundary.IN_RECOVERY)
+        expired = await work.expire_leases_of_dead_owners(self.store)
+        dead = await work.sweep_expired_deadlines(self.store)
+        self.metrics.count("recovered_leases", expired)
+        self.metrics.count("dead_letters", dead)
+        if expired:
+            self.wake.set()
