@@ -125,6 +125,9 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
     parser.add_argument("--lease-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
+    )
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics here")
     parser.set_defaults(run=lambda args: _run(args, _run_worker))
 
