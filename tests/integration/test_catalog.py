@@ -1,0 +1,70 @@
+"""Published definitions: immutable versions, conflicts, deprecation, start resolution."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+
+from engine.client import Client, StartConflict
+from engine.errors import DefinitionNotFound
+from engine.store import catalog
+from engine.store.store import Store
+from tests.integration.transition_builders import single_definition
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+async def test_publishing_the_same_content_again_is_a_no_op(store: Store) -> None:
+    definition = single_definition("1")
+    assert await catalog.publish(store, definition, "alice") is True
+    assert await catalog.publish(store, definition, "bob") is False
+    [published] = await catalog.versions(store)
+    assert published.definition.fingerprint == definition.fingerprint
+    assert published.published_by == "alice"
+
+
+async def test_same_version_with_other_content_is_a_conflict(store: Store) -> None:
+    await catalog.publish(store, single_definition("1"))
+    other = replace(single_definition("1"), deprecated=True)  # another fingerprint
+    with pytest.raises(catalog.DefinitionConflict, match="publish a new version"):
+        await catalog.publish(store, other)
+
+
+async def test_latest_active_version_is_started_and_deprecated_ones_refuse(
+    store: Store,
+) -> None:
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    await client.publish(single_definition("2"))
+    state = await client.start("store-single", "latest")
+    assert state.definition.version == "2"
+    await catalog.deprecate(store, "store-single", "2")
+    assert (await client.start("store-single", "older")).definition.version == "1"
+    with pytest.raises(DefinitionNotFound, match="deprecated and refuses new instances"):
+        await client.start("store-single", "pinned", version="2")
+    registry = await catalog.load_registry(store)
+    assert registry.get("store-single", "2") is not None  # existing instances still resolve
+
+
+async def test_starting_is_idempotent_per_id(store: Store) -> None:
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    first = await client.start("store-single", "order-1", {"qty": 1})
+    again = await client.start("store-single", "order-1", {"qty": 1})
+    assert again.instance_id == first.instance_id and again.input == first.input
+    with pytest.raises(StartConflict, match="another definition or input"):
+        await client.start("store-single", "order-1", {"qty": 2})
+
+
+async def test_unknown_names_are_clear_errors(store: Store) -> None:
+    with pytest.raises(DefinitionNotFound, match="no active version of nothing"):
+        await catalog.resolve_for_start(store, "nothing", None)
+    with pytest.raises(DefinitionNotFound, match="nothing@1 is not published"):
+        await catalog.deprecate(store, "nothing", "1")
