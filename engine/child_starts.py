@@ -84,7 +84,8 @@ async def _create(ctx: Context, parent, child) -> str | None:
     )
     decide(draft)
     try:
-        await ctx.store.commit(draft.build("start"))
+        owner = await reads.get_instance(ctx.store, parent.instance_id)  # same team
+        await ctx.store.commit(draft.build("start"), owner.tenant_id)
     except (InstanceExists, DuplicateTransition):
         existing = await reads.inspect(ctx.store, registry, child.child_id)
         if (existing.parent_id, existing.parent_step) != (parent.instance_id, child.step):

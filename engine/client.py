@@ -64,9 +64,17 @@ class Client:
         return created
 
     async def start(
-        self, name: str, instance_id: str, input: Any = None, version: str | None = None
+        self,
+        name: str,
+        instance_id: str,
+        input: Any = None,
+        version: str | None = None,
+        tenant: str = "",
     ) -> Instance:
-        """Start an instance of ``name`` (latest active version unless pinned)."""
+        """Start an instance of ``name`` (latest active version unless pinned).
+
+        ``tenant`` is the owning team: lists filter by it and claims are fair across it.
+        """
         definition = await catalog.resolve_for_start(self.store, name, version)
         registry = await self.registries.get()
         if registry.get(definition.name, definition.version) is None:
@@ -74,7 +82,7 @@ class Client:
         draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
         decide(draft)
         try:
-            await self.store.commit(draft.build("start"))
+            await self.store.commit(draft.build("start"), tenant)
         except (InstanceExists, DuplicateTransition):
             return await self._existing_start(instance_id, definition, input)
         assert draft.state is not None

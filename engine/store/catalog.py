@@ -22,16 +22,19 @@ from engine.store.errors import StoreError
 from engine.store.store import Store
 
 PUBLISH = """
-INSERT INTO definitions (name, version, fingerprint, spec, deprecated, published_by)
-VALUES (%(name)s, %(version)s, %(fingerprint)s, %(spec)s, %(deprecated)s, %(actor)s)
+INSERT INTO definitions (name, version, fingerprint, spec, deprecated, published_by, team_id)
+SELECT %(name)s, %(version)s, %(fingerprint)s, %(spec)s, %(deprecated)s, %(actor)s, %(team)s
+WHERE NOT EXISTS (SELECT 1 FROM definitions WHERE name = %(name)s AND team_id <> %(team)s)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING published_at
 """
-FINGERPRINT_OF = (
-    "SELECT fingerprint FROM definitions WHERE name = %(name)s AND version = %(version)s"
-)
+EXISTING_VERSION = """
+SELECT fingerprint, team_id, version = %(version)s FROM definitions
+WHERE name = %(name)s ORDER BY (version = %(version)s) DESC LIMIT 1
+"""
 ALL_VERSIONS = """
-SELECT spec, deprecated, published_at, published_by FROM definitions
+SELECT spec, deprecated, published_at, published_by, team_id FROM definitions
+WHERE %(team)s::text IS NULL OR team_id = %(team)s
 ORDER BY name, published_at, version
 """
 LATEST_ACTIVE = """
@@ -57,45 +60,42 @@ class PublishedVersion:
     deprecated: bool
     published_at: datetime
     published_by: str
+    team_id: str = ""
 
 
-async def publish(store: Store, definition: Definition, actor: str = "") -> bool:
-    """Publish a version; True when new, False when the same content was already there."""
+async def publish(store: Store, definition: Definition, actor: str = "", team: str = "") -> bool:
+    """Publish a version; True when new, False when the same content was already there.
+
+    A name belongs to the team that first published it; another team gets a conflict.
+    """
+    params = {
+        "name": definition.name,
+        "version": definition.version,
+        "fingerprint": definition.fingerprint,
+        "spec": Jsonb(definition_to_json(definition)),
+        "deprecated": definition.deprecated,
+        "actor": actor,
+        "team": team,
+    }
     async with store.connection() as conn:
-        row = await (
-            await conn.execute(
-                PUBLISH,
-                {
-                    "name": definition.name,
-                    "version": definition.version,
-                    "fingerprint": definition.fingerprint,
-                    "spec": Jsonb(definition_to_json(definition)),
-                    "deprecated": definition.deprecated,
-                    "actor": actor,
-                },
-            )
-        ).fetchone()
-        if row is not None:
-            await conn.commit()
+        if await (await conn.execute(PUBLISH, params)).fetchone() is not None:
             return True
-        existing = await (
-            await conn.execute(
-                FINGERPRINT_OF, {"name": definition.name, "version": definition.version}
-            )
-        ).fetchone()
-        await conn.rollback()
-    if existing and existing[0] == definition.fingerprint:
+        existing = await (await conn.execute(EXISTING_VERSION, params)).fetchone()
+    fingerprint, owner, same_version = existing or ("", team, False)
+    if owner != team:
+        raise DefinitionConflict(f"the name {definition.name} belongs to another team")
+    if same_version and fingerprint == definition.fingerprint:
         return False
     raise DefinitionConflict(
         f"{definition.ref} is already published with other content; publish a new version instead"
     )
 
 
-async def versions(store: Store) -> list[PublishedVersion]:
-    """Every published version, grouped by name, oldest first."""
+async def versions(store: Store, team: str | None = None) -> list[PublishedVersion]:
+    """Every published version (of one team, when given), grouped by name, oldest first."""
     async with store.connection() as conn:
-        rows = await (await conn.execute(ALL_VERSIONS)).fetchall()
-    return [PublishedVersion(_load(spec), deprecated, at, by) for spec, deprecated, at, by in rows]
+        rows = await (await conn.execute(ALL_VERSIONS, {"team": team})).fetchall()
+    return [PublishedVersion(_load(spec), *rest) for spec, *rest in rows]
 
 
 async def load_registry(store: Store) -> Registry:

@@ -26,7 +26,7 @@ reconcile before doing anything else.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psycopg
 
@@ -57,7 +57,7 @@ ON CONFLICT (instance_id) DO NOTHING
 RETURNING 1
 """
 LOCK_INSTANCE = """
-SELECT sequence, definition_name, definition_version, definition_fingerprint
+SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
 FROM instances WHERE instance_id = %(instance)s
 FOR UPDATE
 """
@@ -115,13 +115,14 @@ class CommitResult:
 
 
 async def stage(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str = ""
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str = "", tenant: str = ""
 ) -> tuple[bool, str]:
     """Write ``transition`` in the caller's open transaction; never commits.
 
     Returns (written, xid): ``written`` is False for an exact replay (nothing written).
     Raises a NOT_COMMITTED StoreError for conflicts; the caller's transaction must then
-    be rolled back.
+    be rolled back. ``tenant`` (a team) is recorded when the transition creates the
+    instance; every work row takes its instance's tenant, which claims use for fairness.
     """
     params = {"id": transition.transition_id}
     row = await (await conn.execute(LEDGER_LOOKUP, params)).fetchone()
@@ -129,9 +130,10 @@ async def stage(
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
-    if not await _claim_position(conn, transition):
+    owner = await _claim_position(conn, transition, tenant)
+    if owner is None:
         return False, xid
-    await _write(conn, transition, channel)
+    await _write(conn, transition, channel, owner)
     return True, xid
 
 
@@ -142,8 +144,13 @@ def _check_replay(transition: Transition, fingerprint: str) -> None:
         )
 
 
-async def _claim_position(conn: psycopg.AsyncConnection, transition: Transition) -> bool:
-    """Create or lock the instance row at the expected position; False = exact replay."""
+async def _claim_position(
+    conn: psycopg.AsyncConnection, transition: Transition, tenant: str
+) -> str | None:
+    """Create or lock the instance row at the expected position.
+
+    Returns the instance's tenant, or None for an exact replay (nothing to write).
+    """
     ref = transition.definition
     first = transition.events[0]
     if transition.expected_sequence == 0:
@@ -155,7 +162,7 @@ async def _claim_position(conn: psycopg.AsyncConnection, transition: Transition)
                     "name": ref.name,
                     "version": ref.version,
                     "fingerprint": ref.fingerprint,
-                    "tenant": "",
+                    "tenant": tenant,
                     "at": first.occurred_at,
                 },
             )
@@ -166,11 +173,11 @@ async def _claim_position(conn: psycopg.AsyncConnection, transition: Transition)
                 transition,
                 InstanceExists(f"instance {transition.instance_id} already exists"),
             )
-        return True
+        return tenant
     row = await (await conn.execute(LOCK_INSTANCE, {"instance": transition.instance_id})).fetchone()
     if row is None:
         raise InstanceNotFound(f"instance {transition.instance_id} does not exist")
-    sequence, name, version, fingerprint = row
+    sequence, name, version, fingerprint, owner = row
     if sequence != transition.expected_sequence:
         return await _recheck(
             conn,
@@ -184,21 +191,22 @@ async def _claim_position(conn: psycopg.AsyncConnection, transition: Transition)
         raise SequenceConflict(
             f"instance {transition.instance_id} is pinned to {name}@{version}, not {ref}"
         )
-    return True
+    return owner
 
 
 async def _recheck(
     conn: psycopg.AsyncConnection, transition: Transition, conflict: StoreError
-) -> bool:
+) -> None:
     """After losing a race: our own transition committed meanwhile is an exact replay."""
     row = await (await conn.execute(LEDGER_READ, {"id": transition.transition_id})).fetchone()
     if row is None:
         raise conflict
     _check_replay(transition, row[0])
-    return False
 
 
-async def _write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
+async def _write(
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str
+) -> None:
     ref = transition.migration_target or transition.definition
     last = transition.events[-1]
     status = status_after(transition)
@@ -221,7 +229,9 @@ async def _write(conn: psycopg.AsyncConnection, transition: Transition, channel:
     async with conn.cursor() as cur:
         await cur.executemany(INSERT_EVENT, [event_row(e) for e in transition.events])
         if transition.work:
-            await cur.executemany(INSERT_WORK, [work_row(w) for w in transition.work])
+            await cur.executemany(
+                INSERT_WORK, [work_row(replace(w, tenant_id=tenant)) for w in transition.work]
+            )
     moved = await conn.execute(
         ADVANCE_INSTANCE,
         {

@@ -48,6 +48,7 @@ WHERE (%(view)s = 'all'
   AND (%(name)s::text IS NULL OR definition_name = %(name)s)
   AND (%(version)s::text IS NULL OR definition_version = %(version)s)
   AND (%(status)s::smallint IS NULL OR status = %(status)s)
+  AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
   AND (%(after_at)s::timestamptz IS NULL
        OR (created_at, instance_id) > (%(after_at)s, %(after_id)s))
 ORDER BY created_at, instance_id
@@ -193,6 +194,7 @@ async def list_instances(
     definition_name: str | None = None,
     definition_version: str | None = None,
     status: InstanceStatus | None = None,
+    tenant: str | None = None,
 ) -> InstancePage:
     """One keyset page of instances, oldest first, with optional filters."""
     if not 1 <= limit <= MAX_PAGE_ITEMS:
@@ -205,6 +207,7 @@ async def list_instances(
                 "name": definition_name,
                 "version": definition_version,
                 "status": None if status is None else int(status),
+                "tenant": tenant,
                 "after_at": after[0] if after else None,
                 "after_id": after[1] if after else None,
                 "limit": limit + 1,

@@ -115,12 +115,15 @@ class Store:
         except psycopg.OperationalError as exc:
             raise StoreUnavailable("the database is unavailable") from exc
 
-    async def commit(self, transition: Transition) -> CommitResult:
-        """Commit all of ``transition`` or nothing; see ``engine.store.commits``."""
-        return (await self.commit_all([transition]))[0]
+    async def commit(self, transition: Transition, tenant: str = "") -> CommitResult:
+        """Commit all of ``transition`` or nothing; see ``engine.store.commits``.
+
+        ``tenant`` (a team id) is recorded when the transition starts an instance.
+        """
+        return (await self.commit_all([transition], tenant=tenant))[0]
 
     async def commit_all(
-        self, transitions: Sequence[Transition], fence: Fence | None = None
+        self, transitions: Sequence[Transition], fence: Fence | None = None, tenant: str = ""
     ) -> list[CommitResult]:
         """Commit several transitions (and a lease fence) in one PostgreSQL transaction.
 
@@ -133,7 +136,7 @@ class Store:
         except Exception as exc:
             raise StoreUnavailable("the database is unavailable; nothing was written") from exc
         try:
-            return await self._commit_on(conn, transitions, fence)
+            return await self._commit_on(conn, transitions, fence, tenant)
         finally:
             await self.pool.putconn(conn)
 
@@ -142,12 +145,13 @@ class Store:
         conn: psycopg.AsyncConnection,
         transitions: Sequence[Transition],
         fence: Fence | None,
+        tenant: str,
     ) -> list[CommitResult]:
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             if fence is not None:
                 await fence.check(conn)
-            results, xid = await self._stage_all(conn, transitions)
+            results, xid = await self._stage_all(conn, transitions, tenant)
             if fence is not None:
                 await fence.finish(conn)
         except StoreError:
@@ -172,11 +176,11 @@ class Store:
         return results
 
     async def _stage_all(
-        self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition]
+        self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition], tenant: str
     ) -> tuple[list[CommitResult], str]:
         results, xid = [], ""
         for transition in transitions:
-            written, xid = await commits.stage(conn, transition, self.channel)
+            written, xid = await commits.stage(conn, transition, self.channel, tenant)
             results.append(CommitResult(transition.transition_id, replayed=not written))
         if not xid:
             xid = await commits.current_xact_id(conn)

@@ -9,7 +9,7 @@ import pytest
 
 from engine.client import Client, StartConflict
 from engine.errors import DefinitionNotFound
-from engine.store import catalog
+from engine.store import catalog, reads
 from engine.store.store import Store
 from tests.integration.transition_builders import single_definition
 
@@ -68,3 +68,25 @@ async def test_unknown_names_are_clear_errors(store: Store) -> None:
         await catalog.resolve_for_start(store, "nothing", None)
     with pytest.raises(DefinitionNotFound, match="nothing@1 is not published"):
         await catalog.deprecate(store, "nothing", "1")
+
+
+async def test_a_name_belongs_to_the_team_that_first_published_it(store: Store) -> None:
+    assert await catalog.publish(store, single_definition("1"), "alice", team="red")
+    with pytest.raises(catalog.DefinitionConflict, match="belongs to another team"):
+        await catalog.publish(store, single_definition("2"), "bob", team="blue")
+    assert [v.team_id for v in await catalog.versions(store, team="red")] == ["red"]
+    assert await catalog.versions(store, team="blue") == []
+
+
+async def test_instances_and_their_work_carry_the_starting_team(store: Store) -> None:
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    await client.start("store-single", "team-order", tenant="red")
+    row = await reads.get_instance(store, "team-order")
+    assert row.tenant_id == "red"
+    async with store.connection() as conn:
+        tenants = await (await conn.execute("SELECT DISTINCT tenant_id FROM work")).fetchall()
+    assert tenants == [("red",)]
+    listed = await reads.list_instances(store, tenant="red")
+    assert [r.instance_id for r in listed.rows] == ["team-order"]
+    assert (await reads.list_instances(store, tenant="blue")).rows == ()
