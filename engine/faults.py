@@ -7,6 +7,12 @@ at its n-th hit with an action: kill the process (SIGKILL), exit, raise a connec
 error before COMMIT is sent, pause the process (SIGSTOP), or ask a proxy to sever the
 connection around the next COMMIT. Every boundary counts how often it was reached,
 armed or not, so a drill can prove it exercised what it planned to.
+
+Two more variables serve drills that run workers as subprocesses:
+``WAYLINE_FAULT_REPORT`` names a file to which every hit is appended as one JSON line
+(before its action, so a SIGKILLed process still leaves the proof that its boundary was
+reached), and ``WAYLINE_FAULT_SEVER`` is the ``host:port`` of a proxy's control
+channel that the ``sever_*`` actions tell to cut the connection at the next COMMIT.
 """
 
 from __future__ import annotations
@@ -14,12 +20,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 FAULT_PLAN_ENV = "WAYLINE_FAULT_PLAN"
+FAULT_REPORT_ENV = "WAYLINE_FAULT_REPORT"
+FAULT_SEVER_ENV = "WAYLINE_FAULT_SEVER"
+SEVER_TIMEOUT_SECONDS = 5.0
 EXIT_STATUS = 86
 """Exit status of the ``exit`` action, so a drill can tell it from a real crash."""
 
@@ -60,10 +70,14 @@ class Faults:
     """Counts boundary hits and fires the planned faults. One per process."""
 
     def __init__(
-        self, plan: list[Fault] = (), sever: Callable[[Action], None] | None = None
+        self,
+        plan: list[Fault] = (),
+        sever: Callable[[Action], None] | None = None,
+        report: str | None = None,
     ) -> None:
         self._armed = {(f.boundary, f.hit): f.action for f in plan}
         self._sever = sever
+        self._report = report
         self.counts: Counter[str] = Counter()
 
     @classmethod
@@ -81,14 +95,32 @@ class Faults:
             raise ValueError(
                 f"{FAULT_PLAN_ENV} must be a JSON list of objects with boundary, hit and action"
             ) from exc
-        return cls(plan)
+        sever = os.environ.get(FAULT_SEVER_ENV, "")
+        report = os.environ.get(FAULT_REPORT_ENV) or None
+        return cls(plan, sever=proxy_severer(sever) if sever else None, report=report)
 
     def reach(self, boundary: Boundary) -> None:
         """Count a hit at ``boundary`` and act when the plan says so."""
         self.counts[boundary.value] += 1
         action = self._armed.get((boundary, self.counts[boundary.value]))
+        if self._report:
+            self._write_report(boundary, action)
         if action is not None:
             self._act(boundary, action)
+
+    def _write_report(self, boundary: Boundary, action: Action | None) -> None:
+        """Append this hit to the report file in one write, which survives a SIGKILL."""
+        record = {
+            "boundary": boundary.value,
+            "hit": self.counts[boundary.value],
+            "action": action.value if action else None,
+            "pid": os.getpid(),
+        }
+        fd = os.open(self._report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(record) + "\n").encode())
+        finally:
+            os.close(fd)
 
     def _act(self, boundary: Boundary, action: Action) -> None:
         if action is Action.KILL:
@@ -101,3 +133,18 @@ class Faults:
             os.kill(os.getpid(), signal.SIGSTOP)
         elif self._sever is not None:
             self._sever(action)
+
+
+def proxy_severer(address: str) -> Callable[[Action], None]:
+    """A ``sever`` callback that arms the proxy listening for commands at ``host:port``.
+
+    It blocks until the proxy confirms, so the very next COMMIT is the one cut.
+    """
+    host, _, port = address.rpartition(":")
+
+    def sever(action: Action) -> None:
+        with socket.create_connection((host, int(port)), timeout=SEVER_TIMEOUT_SECONDS) as conn:
+            conn.sendall(f"{action.value}\n".encode())
+            conn.recv(16)
+
+    return sever
