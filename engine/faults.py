@@ -84,10 +84,8 @@ class Faults:
     def from_env(cls) -> Faults:
         """The plan in WAYLINE_FAULT_PLAN (a JSON list of {boundary, hit, action})."""
         text = os.environ.get(FAULT_PLAN_ENV, "")
-        if not text:
-            return cls()
         try:
-            items = json.loads(text)
+            items = json.loads(text) if text else []
             plan = [
                 Fault(Boundary(i["boundary"]), int(i["hit"]), Action(i["action"])) for i in items
             ]
