@@ -1,0 +1,299 @@
+"""An asyncio TCP proxy between drill processes and PostgreSQL that breaks things on purpose.
+
+An unknown COMMIT outcome cannot be provoked from inside a client: the answer has to go
+missing on the wire. The proxy forwards bytes both ways and reads the protocol just far
+enough (see ``verification.wire``) to act around a COMMIT. Armed once (by the harness,
+or by a worker's ``sever_*`` fault through the control channel), it acts on the next
+COMMIT that passes through:
+
+- ``sever_after_commit``: the COMMIT reaches the server, the answer is swallowed and the
+  client is cut off (committed, unknown to the client). The proxy keeps reading the
+  server's answer, so the drill learns the truth the client could not.
+- ``sever_before_commit``: the COMMIT is never forwarded and both sides are cut (the
+  server rolls back; not committed, unknown to the client).
+
+Independently of COMMITs it can *blackhole* (stop forwarding in both directions and
+keep the sockets open, as a dead network does), *delay* every client message, and
+sever every connection at once. Each cut COMMIT is recorded as an AmbiguousCommit, the
+Jepsen ``:info`` operation, with the server's verdict once it is known.
+
+Clients must connect with ``sslmode=disable gssencmode=disable`` (``conninfo`` does
+that); the proxy also answers negotiation requests with "no" itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from verification import wire
+
+GONE = (OSError, asyncio.IncompleteReadError, ConnectionError)
+
+
+class Cut(StrEnum):
+    SEVER_BEFORE_COMMIT = "sever_before_commit"
+    SEVER_AFTER_COMMIT = "sever_after_commit"
+
+
+class Truth(StrEnum):
+    """What the server did with a COMMIT whose answer the client never got."""
+
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class AmbiguousCommit:
+    """One COMMIT the client saw fail without an answer (Jepsen ``:info``)."""
+
+    cut: Cut
+    backend_pid: int
+    cut_at: float = field(default_factory=time.monotonic)
+    truth: Truth = Truth.UNKNOWN
+    answered_after: float | None = None
+    """Seconds from the cut until the server's verdict was seen."""
+
+    def settle(self, truth: Truth) -> None:
+        self.truth = truth
+        self.answered_after = time.monotonic() - self.cut_at
+
+
+class _Link:
+    """One client connection and its server connection, pumped both ways."""
+
+    def __init__(
+        self,
+        proxy: DrillProxy,
+        client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        server: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    ) -> None:
+        self.proxy = proxy
+        self.client_reader, self.client_writer = client
+        self.server_reader, self.server_writer = server
+        self.tracker = wire.CommitTracker()
+        self.backend_pid = 0
+        self.pending: AmbiguousCommit | None = None
+        """The cut-after COMMIT whose answer is still to be read from the server."""
+
+    async def run(self) -> None:
+        downstream = asyncio.create_task(self._server_to_client())
+        try:
+            await self._client_to_server()
+        except GONE:
+            pass
+        finally:
+            self.client_writer.close()
+            if self.pending is None:
+                self.server_writer.close()
+            with contextlib.suppress(*GONE):
+                await downstream
+
+    def sever(self) -> None:
+        """Cut both sides now, whatever is in flight."""
+        self.client_writer.close()
+        self.server_writer.close()
+
+    async def _client_to_server(self) -> None:
+        if not await self._startup():
+            return
+        cut_at_sync = False
+        while True:
+            message = await wire.read_message(self.client_reader)
+            await self.proxy.gate()
+            cut = self.proxy.claim_cut() if self.tracker.executes_commit(message) else None
+            if cut is Cut.SEVER_BEFORE_COMMIT:
+                self.proxy.record(AmbiguousCommit(cut, self.backend_pid)).settle(Truth.ABORTED)
+                self.sever()
+                return
+            if cut is Cut.SEVER_AFTER_COMMIT:
+                self.pending = self.proxy.record(AmbiguousCommit(cut, self.backend_pid))
+                cut_at_sync = message.kind != wire.SIMPLE_QUERY
+            await self._send(self.server_writer, message.raw)
+            if self.pending is not None and (not cut_at_sync or message.kind == wire.SYNC):
+                self.client_writer.close()
+                return
+
+    async def _startup(self) -> bool:
+        """Refuse SSL/GSS negotiation, forward the startup packet; False for a cancel."""
+        while True:
+            code, packet = await wire.read_startup_packet(self.client_reader)
+            if code in wire.NEGOTIATION_CODES:
+                self.client_writer.write(b"N")
+                await self.client_writer.drain()
+                continue
+            await self._send(self.server_writer, packet)
+            return code != wire.CANCEL_REQUEST
+
+    async def _server_to_client(self) -> None:
+        buffer = b""
+        try:
+            while data := await self.server_reader.read(65536):
+                messages, buffer = wire.split_messages(buffer + data)
+                if await self._relay(messages):
+                    break
+        except GONE:
+            pass
+        finally:  # a cut COMMIT the server never answered stays Truth.UNKNOWN
+            self.server_writer.close()
+            self.client_writer.close()
+
+    async def _relay(self, messages: list[wire.Message]) -> bool:
+        """Forward (or, after a cut, judge) server messages; True when done."""
+        for message in messages:
+            if message.kind == wire.BACKEND_KEY:
+                self.backend_pid = wire.backend_pid(message)
+            if self.pending is None:
+                await self.proxy.wait_open()
+                await self._send(self.client_writer, message.raw)
+            elif message.kind == wire.COMMAND_COMPLETE:
+                committed = wire.command_tag(message) == "COMMIT"
+                self.pending.settle(Truth.COMMITTED if committed else Truth.ABORTED)
+                return True
+            elif message.kind == wire.ERROR_RESPONSE:
+                self.pending.settle(Truth.ABORTED)
+                return True
+        return False
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+
+
+class DrillProxy:
+    """Listens on 127.0.0.1 and forwards to the server of ``dsn``. Use ``async with``."""
+
+    def __init__(self, dsn: str) -> None:
+        params = conninfo_to_dict(dsn)
+        self.dsn = dsn
+        self.upstream_host = str(params.get("host") or "localhost")
+        self.upstream_port = int(params.get("port") or 5432)
+        self.port = 0
+        self.control_port = 0
+        self.delay_seconds = 0.0
+        self.ambiguous: list[AmbiguousCommit] = []
+        self.connections = 0
+        self._armed: Cut | None = None
+        self._open = asyncio.Event()
+        self._open.set()
+        self._links: set[_Link] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._servers: list[asyncio.Server] = []
+
+    async def __aenter__(self) -> DrillProxy:
+        data = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        control = await asyncio.start_server(self._control, "127.0.0.1", 0)
+        self._servers = [data, control]
+        self.port = data.sockets[0].getsockname()[1]
+        self.control_port = control.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._open.set()
+        for server in self._servers:
+            server.close()
+        self.sever_all()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+
+    def conninfo(self) -> str:
+        """``dsn`` pointed at the proxy, in plaintext so the proxy can read the protocol."""
+        return make_conninfo(
+            self.dsn, host="127.0.0.1", port=str(self.port), sslmode="disable", gssencmode="disable"
+        )
+
+    @property
+    def control_address(self) -> str:
+        """``host:port`` for WAYLINE_FAULT_SEVER: a worker's ``sever_*`` fault arms us here."""
+        return f"127.0.0.1:{self.control_port}"
+
+    def arm(self, cut: Cut) -> None:
+        """Act on the next COMMIT through this proxy (once)."""
+        self._armed = cut
+
+    def claim_cut(self) -> Cut | None:
+        """The armed cut, handed out at most once."""
+        cut, self._armed = self._armed, None
+        return cut
+
+    def record(self, commit: AmbiguousCommit) -> AmbiguousCommit:
+        self.ambiguous.append(commit)
+        return commit
+
+    def blackhole(self, on: bool) -> None:
+        """Stop (or resume) forwarding in both directions; sockets stay open."""
+        if on:
+            self._open.clear()
+        else:
+            self._open.set()
+
+    async def wait_open(self) -> None:
+        """Wait while blackholed."""
+        await self._open.wait()
+
+    async def gate(self) -> None:
+        """Wait while blackholed, then apply the configured delay (client messages)."""
+        await self._open.wait()
+        if self.delay_seconds:
+            await asyncio.sleep(self.delay_seconds)
+
+    def sever_all(self) -> None:
+        """Cut every connection through the proxy now (new ones still pass)."""
+        for link in list(self._links):
+            link.sever()
+
+    async def settled(self, timeout: float) -> bool:
+        """Wait until every cut-after COMMIT has the server's verdict (or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while any(c.truth is Truth.UNKNOWN for c in self.ambiguous):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._track(asyncio.current_task())
+        try:
+            server = await self._connect_upstream()
+        except OSError:
+            writer.close()
+            return
+        self.connections += 1
+        link = _Link(self, (reader, writer), server)
+        self._links.add(link)
+        try:
+            await link.run()
+        finally:
+            self._links.discard(link)
+
+    async def _control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One command per connection: a Cut name; answers ``ok`` once armed."""
+        self._track(asyncio.current_task())
+        try:
+            line = (await reader.readline()).decode().strip()
+            self.arm(Cut(line))
+            writer.write(b"ok\n")
+            await writer.drain()
+        except (ValueError, *GONE):
+            pass
+        finally:
+            writer.close()
+
+    def _track(self, task: asyncio.Task[None] | None) -> None:
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _connect_upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.upstream_host.startswith("/"):
+            path = f"{self.upstream_host}/.s.PGSQL.{self.upstream_port}"
+            return await asyncio.open_unix_connection(path)
+        return await asyncio.open_connection(self.upstream_host, self.upstream_port)

@@ -1,0 +1,108 @@
+"""Just enough of the PostgreSQL wire protocol (v3) for the drill proxy.
+
+The proxy has to recognise a COMMIT in the client's stream and the server's answer to
+it, and to read the backend's process id; everything else passes through as opaque
+bytes. Frontend messages after startup and all backend messages are framed as one
+type byte plus a 4-byte big-endian length that counts itself; the startup phase sends
+untyped packets (length first), possibly preceded by SSL or GSS negotiation requests,
+which the proxy answers itself with "no" so the rest of the stream stays plaintext.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass
+
+SSL_REQUEST = 80877103
+GSSENC_REQUEST = 80877104
+CANCEL_REQUEST = 80877102
+NEGOTIATION_CODES = frozenset({SSL_REQUEST, GSSENC_REQUEST})
+
+SIMPLE_QUERY, PARSE, BIND, EXECUTE, SYNC, TERMINATE = b"Q", b"P", b"B", b"E", b"S", b"X"
+COMMAND_COMPLETE, ERROR_RESPONSE, READY_FOR_QUERY, BACKEND_KEY = b"C", b"E", b"Z", b"K"
+
+COMMIT_STATEMENTS = frozenset(
+    {"COMMIT", "COMMIT WORK", "COMMIT TRANSACTION", "END", "END WORK", "END TRANSACTION"}
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One typed message: its type byte and body (without the length word)."""
+
+    kind: bytes
+    body: bytes
+
+    @property
+    def raw(self) -> bytes:
+        return self.kind + struct.pack("!I", len(self.body) + 4) + self.body
+
+
+async def read_message(reader: asyncio.StreamReader) -> Message:
+    """Read one typed message; IncompleteReadError when the peer has gone."""
+    header = await reader.readexactly(5)
+    length = struct.unpack("!I", header[1:5])[0]
+    return Message(header[:1], await reader.readexactly(length - 4))
+
+
+async def read_startup_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """Read one untyped startup-phase packet: (its request code, the raw packet)."""
+    length_word = await reader.readexactly(4)
+    body = await reader.readexactly(struct.unpack("!I", length_word)[0] - 4)
+    return struct.unpack("!I", body[:4])[0], length_word + body
+
+
+def split_messages(buffer: bytes) -> tuple[list[Message], bytes]:
+    """The complete messages at the front of ``buffer`` and the incomplete rest."""
+    messages = []
+    while len(buffer) >= 5:
+        length = struct.unpack("!I", buffer[1:5])[0]
+        if len(buffer) < 1 + length:
+            break
+        messages.append(Message(buffer[:1], buffer[5 : 1 + length]))
+        buffer = buffer[1 + length :]
+    return messages, buffer
+
+
+def cstrings(body: bytes, count: int) -> list[str]:
+    """The first ``count`` NUL-terminated strings of a message body."""
+    parts = body.split(b"\0", count)[:count]
+    return [part.decode(errors="replace") for part in parts] + [""] * (count - len(parts))
+
+
+def is_commit(sql: str) -> bool:
+    """Whether ``sql`` is a COMMIT (case, spacing and one trailing ';' ignored)."""
+    return " ".join(sql.strip().rstrip(";").split()).upper() in COMMIT_STATEMENTS
+
+
+def command_tag(message: Message) -> str:
+    """The tag of a CommandComplete message, e.g. ``COMMIT`` or ``ROLLBACK``."""
+    return cstrings(message.body, 1)[0]
+
+
+def backend_pid(message: Message) -> int:
+    """The process id carried by a BackendKeyData message."""
+    return struct.unpack("!I", message.body[:4])[0]
+
+
+class CommitTracker:
+    """Follows one client's statements so an Execute of a prepared COMMIT is recognised."""
+
+    def __init__(self) -> None:
+        self.statements: dict[str, str] = {}
+        self.portals: dict[str, str] = {}
+
+    def executes_commit(self, message: Message) -> bool:
+        """True when ``message`` runs a COMMIT (simple query, or Execute of one)."""
+        if message.kind == SIMPLE_QUERY:
+            return is_commit(cstrings(message.body, 1)[0])
+        if message.kind == PARSE:
+            name, sql = cstrings(message.body, 2)
+            self.statements[name] = sql
+        elif message.kind == BIND:
+            portal, statement = cstrings(message.body, 2)
+            self.portals[portal] = self.statements.get(statement, "")
+        elif message.kind == EXECUTE:
+            return is_commit(self.portals.get(cstrings(message.body, 1)[0], ""))
+        return False
