@@ -1,0 +1,74 @@
+"""The activities drills run: every effect goes to the ledger, behaviour is scripted.
+
+Run a worker for them with ``--app verification.drill_app:app``. What a handler does is
+scripted per step by the instance input, so one definition serves every drill:
+
+- ``{"fail": {"reserve": 1}}``: the first attempt of ``reserve`` fails cleanly
+  (retryable, *before* any effect, as a declined request would);
+- ``{"slow": {"work": 0.8}}``: ``work`` takes 0.8 s in its thread (the lease is renewed
+  meanwhile);
+- ``{"block": {"finish": 3}}``: the first attempt of ``finish`` (an async handler)
+  blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5).
+
+Importing this module also applies the broken engine build named by
+``WAYLINE_DRILL_MUTANT``, if any (see ``verification.mutants``): the self-test runs
+workers "built" that way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from verification import mutants
+from verification.effects import record_effect
+
+EFFECT_TARGET = "drill.effect"
+LOOP_TARGET = "drill.loop"
+UNDO_TARGET = "drill.undo"
+
+app = ActivityRegistry()
+
+
+def _script(request: ActivityRequest, name: str) -> Any:
+    """The instance input's setting ``name`` for this step (None when absent)."""
+    settings = request.input.get(name, {}) if isinstance(request.input, dict) else {}
+    return settings.get(request.step) if isinstance(settings, dict) else None
+
+
+def _fail_early(request: ActivityRequest) -> None:
+    failures = _script(request, "fail") or 0
+    if not request.compensation and request.attempt <= int(failures):
+        raise ActivityFailure("scripted-failure", "failed on purpose before any effect")
+
+
+def _result(request: ActivityRequest, applied: bool) -> dict[str, Any]:
+    return {"key": request.idempotency_key, "applied": applied}
+
+
+@app.activity(EFFECT_TARGET)
+def effect(request: ActivityRequest) -> dict[str, Any]:
+    """A synchronous external call (runs in a thread, so the event loop stays free)."""
+    _fail_early(request)
+    time.sleep(float(_script(request, "slow") or 0))
+    return _result(request, record_effect(request))
+
+
+@app.activity(LOOP_TARGET)
+async def loop_effect(request: ActivityRequest) -> dict[str, Any]:
+    """An async handler; scripted to block the event loop on its first attempt."""
+    _fail_early(request)
+    if request.attempt == 1:
+        time.sleep(float(_script(request, "block") or 0))  # deliberately blocks the loop
+    return _result(request, await asyncio.to_thread(record_effect, request))
+
+
+@app.activity(UNDO_TARGET)
+def undo(request: ActivityRequest) -> dict[str, Any]:
+    """A compensation: an effect of its own, keyed by the compensation attempt."""
+    return _result(request, record_effect(request))
+
+
+mutants.apply_from_env(app)

@@ -1,0 +1,90 @@
+"""The effects ledger: every real side effect a drill activity performs, with its key.
+
+A recorded outcome says what the engine *believes*; the ledger says what the outside
+world *saw*. Drill activities call ``record_effect`` instead of charging a card: it
+writes one row per handler call into ``drill_effect_calls`` (in the drill's own schema,
+over its own direct connection, like an external system would) and applies the effect
+at most once per idempotency key (``drill_effects_applied``), the way a payment gateway
+deduplicates by key. On entry it also asks whether the attempt's start is already
+durable in history, so "the handler ran before its attempt start was committed" is a
+fact in the ledger rather than a guess.
+
+The checker compares these rows with history (see ``verification.invariants``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import psycopg
+
+from engine.activities import ActivityRequest
+from engine.events import EventKind
+
+LEDGER_DSN_ENV = "WAYLINE_DRILL_LEDGER_DSN"
+"""Direct (never proxied) DSN of the drill schema, set for drill worker processes."""
+
+LEDGER_TABLES = """
+CREATE TABLE IF NOT EXISTS drill_effect_calls (
+    call_id         bigserial PRIMARY KEY,
+    idempotency_key text NOT NULL,
+    target          text NOT NULL,
+    instance_id     text NOT NULL,
+    step            text NOT NULL,
+    attempt         integer NOT NULL,
+    compensation    boolean NOT NULL,
+    start_durable   boolean NOT NULL,
+    applied         boolean NOT NULL,
+    pid             integer NOT NULL,
+    called_at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE IF NOT EXISTS drill_effects_applied (
+    idempotency_key text PRIMARY KEY,
+    instance_id     text NOT NULL,
+    step            text NOT NULL,
+    compensation    boolean NOT NULL
+);
+"""
+
+START_DURABLE = """
+SELECT EXISTS (SELECT 1 FROM history
+               WHERE instance_id = %(instance)s AND kind = %(kind)s AND step_name = %(step)s
+                 AND attempt = %(attempt)s AND idempotency_key = %(key)s)
+"""
+APPLY = """
+INSERT INTO drill_effects_applied (idempotency_key, instance_id, step, compensation)
+VALUES (%(key)s, %(instance)s, %(step)s, %(compensation)s)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING true
+"""
+CALL = """
+INSERT INTO drill_effect_calls (idempotency_key, target, instance_id, step, attempt,
+                                compensation, start_durable, applied, pid)
+VALUES (%(key)s, %(target)s, %(instance)s, %(step)s, %(attempt)s, %(compensation)s,
+        %(durable)s, %(applied)s, %(pid)s)
+"""
+
+
+def record_effect(request: ActivityRequest) -> bool:
+    """Perform the drill's external effect for ``request``; True when newly applied.
+
+    One short transaction on a fresh connection: a crash of the caller right after
+    this returns leaves the effect recorded, as with a real external call.
+    """
+    kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
+    started = kinds[request.compensation]
+    params = {
+        "key": request.idempotency_key,
+        "target": request.target,
+        "instance": request.instance_id,
+        "step": request.step,
+        "attempt": request.attempt,
+        "compensation": request.compensation,
+        "kind": int(started),
+        "pid": os.getpid(),
+    }
+    with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
+        params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
+        params["applied"] = conn.execute(APPLY, params).fetchone() is not None
+        conn.execute(CALL, params)
+    return params["applied"]

@@ -1,0 +1,113 @@
+"""The harness's own view of leases and fencing, independent of the engine's checks.
+
+Two sources, both in the drill schema:
+
+- ``drill_work_changes``: a trigger logs every change of a work row's state, owner,
+  token or expiry, with the database time. The checker reads claims, takeovers,
+  token order and "completed work changed again" (resurrection) from it.
+- ``drill_fenced_writes``: inside a drill worker, every lease-holder write (check,
+  complete, renew, retry, dead letter) is wrapped (``install_fencing_oracle``). Before
+  the engine's statement runs, the wrapper reads the row itself and decides whether the
+  writer still holds the lease (owner, token, unexpired, before the deadline, by the
+  same clock the statement uses). If the engine's statement then succeeds, a row is
+  inserted *in the same transaction*, so it is durable exactly when the write is. A
+  durable row with ``held = false`` is a stale-token write the engine accepted; the
+  invariant is that there are none. Attempts are also reported to the observation
+  file, so rejected stale writes can be counted too.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import psycopg
+
+from verification import observations
+
+AUDIT_TABLES = """
+CREATE TABLE IF NOT EXISTS drill_work_changes (
+    change_id   bigserial PRIMARY KEY,
+    work_id     text NOT NULL,
+    old_state   smallint NOT NULL,
+    new_state   smallint NOT NULL,
+    old_token   bigint NOT NULL,
+    new_token   bigint NOT NULL,
+    old_owner   text NOT NULL,
+    new_owner   text NOT NULL,
+    old_expires timestamptz,
+    new_expires timestamptz,
+    old_available timestamptz NOT NULL,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE IF NOT EXISTS drill_fenced_writes (
+    write_id  bigserial PRIMARY KEY,
+    work_id   text NOT NULL,
+    owner     text NOT NULL,
+    token     bigint NOT NULL,
+    statement text NOT NULL,
+    held      boolean NOT NULL,
+    pid       integer NOT NULL,
+    at        timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE OR REPLACE FUNCTION drill_log_work_change() RETURNS trigger AS $$
+BEGIN
+    INSERT INTO drill_work_changes (work_id, old_state, new_state, old_token, new_token,
+                                    old_owner, new_owner, old_expires, new_expires,
+                                    old_available)
+    VALUES (OLD.work_id, OLD.state, NEW.state, OLD.lease_token, NEW.lease_token,
+            OLD.lease_owner, NEW.lease_owner, OLD.lease_expires_at, NEW.lease_expires_at,
+            OLD.available_at);
+    RETURN NEW;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS drill_work_changes ON work;
+CREATE TRIGGER drill_work_changes AFTER UPDATE ON work FOR EACH ROW
+    WHEN (ROW(OLD.state, OLD.lease_token, OLD.lease_owner, OLD.lease_expires_at)
+          IS DISTINCT FROM ROW(NEW.state, NEW.lease_token, NEW.lease_owner, NEW.lease_expires_at))
+    EXECUTE FUNCTION drill_log_work_change();
+"""
+
+HOLDS = """
+SELECT w.state = 2 AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
+       AND w.lease_expires_at > COALESCE(%(now)s::timestamptz, statement_timestamp())
+       AND w.deadline > COALESCE(%(now)s::timestamptz, statement_timestamp())
+FROM work w WHERE w.work_id = %(work_id)s
+FOR UPDATE
+"""
+RECORD_WRITE = """
+INSERT INTO drill_fenced_writes (work_id, owner, token, statement, held, pid)
+VALUES (%(work_id)s, %(owner)s, %(token)s, %(statement)s, %(held)s, %(pid)s)
+"""
+
+
+def statement_name(statement: str) -> str:
+    """A short name for a fenced statement: its first keyword and table."""
+    words = statement.split()
+    return " ".join(words[:2]).lower() if words else "?"
+
+
+def install_fencing_oracle() -> None:
+    """Wrap the engine's single choke point for lease-holder writes (``work._fenced``)."""
+    from engine.store import work
+
+    original = work._fenced
+
+    async def fenced(
+        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
+    ) -> tuple[Any, ...]:
+        row = await (await conn.execute(HOLDS, params)).fetchone()
+        held = bool(row and row[0])
+        name = statement_name(statement)
+        try:
+            result = await original(conn, statement, params, lease)
+        except Exception:
+            observations.note("fenced", statement=name, held=held, accepted=False)
+            raise
+        await conn.execute(
+            RECORD_WRITE, {**params, "statement": name, "held": held, "pid": os.getpid()}
+        )
+        observations.note("fenced", statement=name, held=held, accepted=True)
+        return result
+
+    work._fenced = fenced

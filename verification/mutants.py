@@ -1,0 +1,227 @@
+"""Deliberately broken builds of the engine, for ``wayline drill self-test``.
+
+A drill that cannot fail proves nothing. Each mutant here breaks one promise of the
+engine by patching its functions inside a drill worker process (applied when
+``verification.drill_app`` is imported with ``WAYLINE_DRILL_MUTANT`` set), and names the
+drills that must catch it. The self-test passes only if every mutant is caught.
+
+Patches work on the engine's own names (module constants and functions); if the engine
+moves one, applying the mutant fails loudly (MutantNotApplicable) instead of silently
+testing an unbroken build.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.activities import ActivityRegistry
+
+MUTANT_ENV = "WAYLINE_DRILL_MUTANT"
+
+
+class MutantNotApplicable(RuntimeError):
+    """The engine no longer has what this mutant patches; update the mutant."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    breaks: str
+    """The promise it breaks, in a sentence."""
+    drills: tuple[str, ...]
+    """Drill ids that must catch it (any one failing counts as caught)."""
+    apply: Callable[[ActivityRegistry], None]
+
+
+def apply_from_env(app: ActivityRegistry) -> None:
+    """Patch this process's engine as ``WAYLINE_DRILL_MUTANT`` says (no-op when unset)."""
+    name = os.environ.get(MUTANT_ENV, "")
+    if name:
+        MUTANTS[name].apply(app)
+
+
+def _replace(module: Any, attribute: str, old: str, new: str) -> None:
+    text = getattr(module, attribute)
+    if old not in text:
+        raise MutantNotApplicable(f"{module.__name__}.{attribute} no longer contains {old!r}")
+    setattr(module, attribute, text.replace(old, new))
+
+
+# Completion without the token check ------------------------------------------------------
+
+
+def _no_token_check(app: ActivityRegistry) -> None:
+    from engine.store import work
+
+    for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE"):
+        _replace(work, statement, work.HELD, "w.work_id = %(work_id)s")
+
+
+# Start/redelivery decisions ---------------------------------------------------------------
+
+
+def _wrap_start_or_settle(
+    wrap: Callable[[Callable[[Any], None], Any, Any, Any], Callable[[Any], None]],
+) -> None:
+    """Replace ``processors._start_or_settle(track, dispatch)`` by ``wrap(original build)``."""
+    from engine import processors
+
+    original = getattr(processors, "_start_or_settle", None)
+    if original is None:
+        raise MutantNotApplicable("engine.processors._start_or_settle is gone")
+
+    def patched(track: Any, dispatch: Any) -> Callable[[Any], None]:
+        return wrap(original(track, dispatch), track, dispatch, processors)
+
+    processors._start_or_settle = patched
+
+
+def _in_flight(draft: Any, track: Any, dispatch: Any) -> bool:
+    """A redelivery of an attempt durably started by an earlier owner."""
+    from engine.instance import AttemptStatus
+
+    progress = track.progress(draft.state, dispatch.step)
+    return (
+        progress is not None
+        and progress.attempt == dispatch.attempt
+        and progress.status is AttemptStatus.RUNNING
+        and not draft.state.status.terminal
+    )
+
+
+def _redelivery_reruns(app: ActivityRegistry) -> None:
+    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+        def mutated(draft: Any) -> None:
+            if not _in_flight(draft, track, dispatch):
+                build(draft)  # an in-flight redelivery records nothing: the handler reruns
+
+        return mutated
+
+    _wrap_start_or_settle(wrap)
+
+
+def _unknown_as_failure(app: ActivityRegistry) -> None:
+    from engine.activities import Failed
+
+    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+        def mutated(draft: Any) -> None:
+            if _in_flight(draft, track, dispatch):
+                # "the worker died, so it failed": a retry with a new key follows
+                processors._outcome(draft, track, dispatch, Failed("worker-lost", True))
+                return
+            build(draft)
+
+        return mutated
+
+    _wrap_start_or_settle(wrap)
+
+
+def _handler_before_start(app: ActivityRegistry) -> None:
+    from engine.activities import ActivityRequest
+    from engine.events import EventKind
+
+    starts = {EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED}
+
+    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+        def mutated(draft: Any) -> None:
+            build(draft)
+            if not any(e.kind in starts for e in draft.events):
+                return
+            target, _ = track.target_and_timeout(draft.state, dispatch.step)
+            progress = track.progress(draft.state, dispatch.step)
+            handler = app.get(target)
+            if handler is None:
+                return
+            # the "optimisation": call out while the start is still only in memory
+            handler(
+                ActivityRequest(
+                    instance_id=draft.state.instance_id,
+                    step=dispatch.step,
+                    target=target,
+                    attempt=dispatch.attempt,
+                    idempotency_key=progress.idempotency_key,
+                    deadline=progress.due_at,
+                    input=draft.state.value("input"),
+                    compensation=track.compensation,
+                )
+            )
+
+        return mutated
+
+    _wrap_start_or_settle(wrap)
+
+
+# Terminal event without archive ------------------------------------------------------------
+
+
+def _terminal_without_archive(app: ActivityRegistry) -> None:
+    from engine.store import commits
+
+    text = commits.ADVANCE_INSTANCE
+    mutated = re.sub(r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S)
+    if mutated == text:
+        raise MutantNotApplicable("commits.ADVANCE_INSTANCE no longer sets archived_at by CASE")
+    commits.ADVANCE_INSTANCE = mutated
+
+
+# Settlement by guessing ----------------------------------------------------------------------
+
+
+def _settle_guesses_aborted(app: ActivityRegistry) -> None:
+    from engine.store import commits
+    from engine.store.errors import StoreError
+
+    if not hasattr(commits, "settle"):
+        raise MutantNotApplicable("engine.store.commits.settle is gone")
+
+    async def guess(connect: Any, written: list[Any], xid: str) -> None:
+        raise StoreError("commit failed; assuming it did not take effect")
+
+    commits.settle = guess
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant(
+            "complete-without-token-check",
+            "a lease holder's writes are accepted without checking owner, token and expiry",
+            ("D4-sigstop", "D5-blocked-loop"),
+            _no_token_check,
+        ),
+        Mutant(
+            "handler-before-start",
+            "the handler is called before the attempt start is durable",
+            ("D1-kill-after_handler-s0",),
+            _handler_before_start,
+        ),
+        Mutant(
+            "redelivery-reruns-handler",
+            "a redelivered in-flight attempt calls the handler again instead of unknown",
+            ("D1-kill-after_handler-s0", "D4-sigstop"),
+            _redelivery_reruns,
+        ),
+        Mutant(
+            "unknown-as-failure",
+            "an unknown outcome is recorded as a failure and retried with a new key",
+            ("D1-kill-after_handler-s0", "D1-exit-after_handler-s0"),
+            _unknown_as_failure,
+        ),
+        Mutant(
+            "terminal-without-archive",
+            "a terminal event commits without archiving its instance",
+            ("D1-kill-after_handler-s0",),
+            _terminal_without_archive,
+        ),
+        Mutant(
+            "settle-guesses-aborted",
+            "an unanswered COMMIT is assumed not committed instead of settled",
+            ("D3-sever_after_commit-before_commit-s0", "D3-sever_after_commit-before_commit-s1"),
+            _settle_guesses_aborted,
+        ),
+    )
+}
