@@ -1,0 +1,117 @@
+"""Entry point of drill subprocesses: ``python -m verification.process_main worker|signal``.
+
+Drill workers are real processes so that SIGKILL, SIGSTOP and restart are real. This
+runs the engine's own ``Worker`` (and, for ``signal``, the engine's ``Client``) with what
+a drill needs and ``wayline worker`` does not offer:
+
+- the fault plan from ``WAYLINE_FAULT_PLAN`` (with the hit report and the proxy's sever
+  channel, see ``engine.faults``);
+- short timings for every interval (lease, renewal, poll, sweep, heartbeat), so a drill
+  takes seconds;
+- the harness's observers: the fencing oracle (``verification.lease_audit``) and the
+  settlement recorder (``verification.observations``);
+- an optional shared file clock (``--clock-file``, D9) or a wall-clock jump after
+  start-up (``WAYLINE_DRILL_CLOCK_JUMP``, D19).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from datetime import timedelta
+
+from engine.cli_runtime import load_app
+from engine.client import Client
+from engine.faults import Faults
+from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
+from verification import clocks, lease_audit, observations
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return asyncio.run(args.run(args))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verification.process_main")
+    commands = parser.add_subparsers(required=True)
+    worker = commands.add_parser("worker")
+    _common(worker)
+    worker.add_argument("--app", default="verification.drill_app:app")
+    worker.add_argument("--worker-id", required=True)
+    worker.add_argument("--concurrency", type=int, default=4)
+    worker.add_argument("--lease-seconds", type=float, default=1.5)
+    worker.add_argument("--poll-seconds", type=float, default=0.1)
+    worker.add_argument("--sweep-seconds", type=float, default=0.25)
+    worker.add_argument("--drain-seconds", type=float, default=2.0)
+    worker.set_defaults(run=_worker)
+    sig = commands.add_parser("signal")
+    _common(sig)
+    sig.add_argument("--instance", required=True)
+    sig.add_argument("--step", required=True)
+    sig.add_argument("--signal-id", required=True)
+    sig.add_argument("--payload", default="null")
+    sig.set_defaults(run=_signal)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--schema", required=True)
+    parser.add_argument("--clock-file", help="a shared controllable clock (D9)")
+
+
+async def _open(args: argparse.Namespace) -> Store:
+    clock = clocks.FileClock(args.clock_file) if args.clock_file else None
+    store = await Store.open(args.dsn, args.schema, clock=clock)
+    clocks.jump_from_env()  # after the store measured its offset, as a real jump would be
+    return store
+
+
+async def _worker(args: argparse.Namespace) -> int:
+    registry = load_app(args.app)  # imports the drill app, which applies any mutant
+    lease_audit.install_fencing_oracle()
+    observations.install_settlement_recorder()
+    lease = timedelta(seconds=args.lease_seconds)
+    config = WorkerConfig(
+        worker_id=args.worker_id,
+        concurrency=args.concurrency,
+        lease=lease,
+        renew_every=lease / 3,
+        poll_interval=timedelta(seconds=args.poll_seconds),
+        drain_timeout=timedelta(seconds=args.drain_seconds),
+        heartbeat_every=timedelta(seconds=max(args.sweep_seconds, 0.5)),
+        sweep_every=timedelta(seconds=args.sweep_seconds),
+    )
+    store = await _open(args)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await Worker(store, registry, config, faults=Faults.from_env()).run(stop)
+    finally:
+        await store.close()
+    return 0
+
+
+async def _signal(args: argparse.Namespace) -> int:
+    observations.install_settlement_recorder()
+    store = await _open(args)
+    try:
+        client = Client(store, faults=Faults.from_env())
+        await client.signal(args.instance, args.step, args.signal_id, json.loads(args.payload))
+    finally:
+        await store.close()
+    print("acknowledged", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.getcwd())
+    sys.exit(main())

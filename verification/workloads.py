@@ -1,0 +1,105 @@
+"""What drills run: the drill definitions and the instances a workload starts.
+
+``drill.flow`` touches every worker boundary in a few seconds: an activity with a
+compensation and a clean scripted failure (``reserve``), a short timer (``cool``, so
+timer fires are reached), a signal (``go``, delivered by the harness or a signal
+subprocess), a slow activity whose lease is renewed (``work``), and an async activity
+that can block the event loop (``finish``). Unknown outcomes retry with the same key,
+so a crash never leaves an instance waiting for an operator and the quiet phase can
+demand that every instance ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition
+from verification.drill_app import EFFECT_TARGET, LOOP_TARGET, UNDO_TARGET
+
+FLOW = "drill.flow"
+SIGNAL_STEP = "go"
+RETRY = {"max_attempts": 8, "initial_delay": "100ms", "max_delay": "400ms"}
+
+
+def _activity(name: str, target: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "kind": "activity",
+        "target": target,
+        "timeout": "20s",
+        "input_limit": 4096,
+        "result_limit": 4096,
+        "retry": RETRY,
+        "on_unknown": "retry_same_key",
+        **extra,
+    }
+
+
+FLOW_DOCUMENT: dict[str, Any] = {
+    "name": FLOW,
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [
+        _activity(
+            "reserve",
+            EFFECT_TARGET,
+            compensation={
+                "target": UNDO_TARGET,
+                "timeout": "20s",
+                "result_limit": 4096,
+                "retry": RETRY,
+            },
+        ),
+        {"name": "cool", "kind": "timer", "timeout": "300ms"},
+        {
+            "name": SIGNAL_STEP,
+            "kind": "signal",
+            "target": "drill.go",
+            "timeout": "1h",
+            "input_limit": 1024,
+        },
+        _activity("work", EFFECT_TARGET),
+        _activity("finish", LOOP_TARGET),
+    ],
+}
+
+
+def definitions() -> list[Definition]:
+    """Every definition a drill schema gets."""
+    return [parse_definition(FLOW_DOCUMENT)]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One instance a workload starts, and the signal it will receive."""
+
+    instance_id: str
+    input: dict[str, Any]
+    signal_id: str
+
+    @property
+    def signal_payload(self) -> dict[str, Any]:
+        return {"from": self.signal_id}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A set of instances of ``drill.flow``; ``script`` shapes their handlers."""
+
+    prefix: str
+    count: int = 3
+    slow: float = 0.8
+    script: dict[str, Any] = field(default_factory=dict)
+
+    def instances(self) -> list[Planned]:
+        """Deterministic ids and inputs; the first instance also fails once cleanly."""
+        planned = []
+        for n in range(self.count):
+            data: dict[str, Any] = {"slow": {"work": self.slow}, **self.script}
+            if n == 0:
+                data.setdefault("fail", {"reserve": 1})
+            instance = f"{self.prefix}-{n}"
+            planned.append(Planned(instance, data, f"{instance}-go"))
+        return planned
