@@ -1,0 +1,248 @@
+"""The invariant checker: I1-I11 by SQL and replay, plus the harness's own promises.
+
+Run after a drill's quiet phase (``quiet=True``: liveness is demanded too) or in the
+middle of one (D9 checks safety after every rule). Every check counts what it checked
+and lists each violation in words a reader can act on. The invariants follow the
+reference (reliability.md section 2):
+
+I1 no lost work, I2 exactly-once checkpoint, I3 side effects within the activity's
+promise (ledger vs history), I4 terminal exactly once and archived with it, I5 fencing
+(zero stale-token writes accepted; claims bump the token by one and never steal a live
+lease), I6 history integrity (contiguous, ledger hash chain), I7 signal dedupe, I8 no
+orphan waits, I9 replay determinism, I10 no stranded ownership (no lease held by a
+dead owner), I11 queue conservation. Besides: every planned boundary was reached, and
+every ambiguous commit was resolved, truthfully.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from engine.events import EventKind
+from engine.faults import Fault
+from engine.instance import AttemptStatus, Instance, InstanceStatus
+from engine.registry import Registry
+from engine.store.store import Store
+from engine.transitions import WorkKind
+from verification import replay_check, sql_checks
+from verification.fault_plan import BoundaryReport
+from verification.proxy import AmbiguousCommit, Truth
+from verification.replay_check import History
+
+K = EventKind
+NAMES = {
+    "I1": "no lost work",
+    "I2": "checkpoint once",
+    "I3": "effects in bounds",
+    "I4": "terminal once",
+    "I5": "fencing",
+    "I6": "history chain",
+    "I7": "signal dedupe",
+    "I8": "no orphan waits",
+    "I9": "replay",
+    "I10": "ownership",
+    "I11": "conservation",
+    "B": "boundaries reached",
+    "A": "ambiguity resolved",
+}
+
+
+@dataclass
+class Check:
+    checked: int = 0
+    violations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Findings:
+    """Per-invariant counts and violations, plus the counts the scorecard prints."""
+
+    checks: dict[str, Check] = field(default_factory=lambda: {k: Check() for k in NAMES})
+    stats: Counter[str] = field(default_factory=Counter)
+
+    def add(self, invariant: str, checked: int, violations: list[str] = ()) -> None:
+        check = self.checks[invariant]
+        check.checked += checked
+        check.violations.extend(violations)
+
+    @property
+    def violations(self) -> list[str]:
+        return [f"{k} {NAMES[k]}: {v}" for k, c in self.checks.items() for v in c.violations]
+
+
+@dataclass
+class CheckContext:
+    """What the checker needs besides the schema."""
+
+    store: Store
+    registry: Registry
+    acked: list[str]
+    quiet: bool = True
+    db_clock: bool = True
+    live_owners: frozenset[str] = frozenset()
+    plan: list[Fault] = field(default_factory=list)
+    report: BoundaryReport = field(default_factory=BoundaryReport)
+    ambiguous: list[AmbiguousCommit] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    histories: list[History] = field(default_factory=list)
+
+
+async def check(ctx: CheckContext) -> Findings:
+    """Every invariant, on the store's schema."""
+    findings = Findings()
+    async with ctx.store.connection() as conn:
+        states = _replay_all(ctx, findings)
+        await _instances(conn, ctx, findings, states)
+        await sql_checks.checkpoints(conn, findings)
+        await sql_checks.effects(conn, findings)
+        await sql_checks.signals(conn, findings)
+        await sql_checks.work_changes(conn, findings, ctx.db_clock)
+        await sql_checks.fenced_writes(conn, findings, ctx.observations)
+        await _waits(conn, findings, states)
+        await sql_checks.ownership(conn, findings, ctx.quiet, ctx.live_owners)
+        await sql_checks.conservation(conn, findings, ctx.quiet)
+        await _settlements(conn, ctx, findings)
+    _boundaries(ctx, findings)
+    return findings
+
+
+def _replay_all(ctx: CheckContext, findings: Findings) -> dict[str, Instance]:
+    """I6 + I9 per captured history; returns the replayed states."""
+    states = {}
+    for history in ctx.histories:
+        verdict = replay_check.verify(ctx.registry, history)
+        findings.stats["events"] += len(history.events)
+        findings.stats["events_replayed"] += verdict.events
+        chain = [p for p in verdict.problems if "ledger" in p or "fingerprint" in p]
+        other = [p for p in verdict.problems if p not in chain]
+        findings.add("I6", len(history.events), [f"{history.instance_id}: {p}" for p in chain])
+        findings.add("I9", 1, [f"{history.instance_id}: {p}" for p in other])
+        if verdict.state is not None:
+            states[history.instance_id] = verdict.state
+    findings.stats["histories"] = len(ctx.histories)
+    return states
+
+
+INSTANCE_ROWS = "SELECT instance_id, status, sequence, archived_at IS NOT NULL FROM instances"
+DEAD_WORK = "SELECT DISTINCT instance_id FROM work WHERE state = 4"
+
+
+async def _instances(
+    conn: psycopg.AsyncConnection,
+    ctx: CheckContext,
+    findings: Findings,
+    states: dict[str, Instance],
+) -> None:
+    """I1 (acknowledged starts end), I4 (row agrees with history, archived iff terminal)."""
+    rows = {r[0]: r[1:] for r in await (await conn.execute(INSTANCE_ROWS)).fetchall()}
+    dead = {r[0] for r in await (await conn.execute(DEAD_WORK)).fetchall()}
+    problems = []
+    for instance, (status, sequence, archived) in rows.items():
+        state = states.get(instance)
+        if state is None:
+            continue
+        if InstanceStatus(status) is not state.status or sequence != state.sequence:
+            problems.append(
+                f"{instance}: row says {InstanceStatus(status).label}@{sequence}, "
+                f"history {state.status.label}@{state.sequence}"
+            )
+        if archived != state.status.terminal:
+            problems.append(f"{instance}: {state.status.label} but archived={archived}")
+    findings.add("I4", len(rows), problems)
+    _count_outcomes(findings, states, dead)
+    if ctx.quiet:
+        lost = [
+            f"{i}: {_where(states.get(i), rows.get(i))}"
+            for i in ctx.acked
+            if i not in dead and not (states.get(i) and states[i].status.terminal)
+        ]
+        findings.add("I1", len(ctx.acked), lost)
+
+
+def _where(state: Instance | None, row: Any) -> str:
+    if row is None:
+        return "acknowledged but absent"
+    if state is None:
+        return "history does not replay"
+    return f"still {state.status.label} at sequence {state.sequence}"
+
+
+def _count_outcomes(findings: Findings, states: dict[str, Instance], dead: set[str]) -> None:
+    for state in states.values():
+        findings.stats["instances"] += 1
+        findings.stats[state.status.label] += 1
+        findings.stats["dead_lettered"] += state.instance_id in dead
+
+
+async def _waits(
+    conn: psycopg.AsyncConnection, findings: Findings, states: dict[str, Instance]
+) -> None:
+    """I8: every pending timer and every unfinished attempt of a live instance has work."""
+    rows = await (
+        await conn.execute("SELECT instance_id, kind, payload FROM work WHERE state IN (1, 2)")
+    ).fetchall()
+    open_work = {(i, WorkKind(k), _step(p)) for i, k, p in rows}
+    problems, checked = [], 0
+    for state in states.values():
+        if state.status.terminal or state.status is InstanceStatus.PAUSED:
+            continue
+        for timer in state.timers.values():
+            if timer.fired_at is None:
+                checked += 1
+                if (state.instance_id, WorkKind.TIMER, timer.step) not in open_work:
+                    problems.append(f"{state.instance_id}: timer {timer.step} has no due work")
+        for progress in state.activities.values():
+            if progress.status in (AttemptStatus.READY, AttemptStatus.RETRY_WAITING):
+                checked += 1
+                if (state.instance_id, WorkKind.ACTIVITY, progress.step) not in open_work:
+                    problems.append(f"{state.instance_id}: {progress.step} has no due work")
+    findings.add("I8", checked, problems)
+
+
+def _step(payload: bytes | None) -> str:
+    import json
+
+    try:
+        return str(json.loads(bytes(payload or b"{}"))["step"])
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
+XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
+
+
+async def _settlements(
+    conn: psycopg.AsyncConnection, ctx: CheckContext, findings: Findings
+) -> None:
+    """Every ambiguous commit resolved, and the engine's settlements told the truth."""
+    problems = []
+    for commit in ctx.ambiguous:
+        findings.stats[f"ambiguous_{commit.truth.value}"] += 1
+        if commit.truth is Truth.UNKNOWN:
+            problems.append(f"a COMMIT cut {commit.cut.value} was never answered by the server")
+    settled = [o for o in ctx.observations if o.get("kind") == "settled"]
+    for record in settled:
+        findings.stats[f"settled_{record['verdict']}"] += 1
+        truth = (await (await conn.execute(XACT_STATUS, {"xid": record["xid"]})).fetchone())[0]
+        expected = {"committed": "committed", "aborted": "aborted"}.get(record["verdict"])
+        if expected is None:
+            problems.append(f"the engine left commit {record['xid']} {record['verdict']}")
+        elif truth != expected:
+            problems.append(
+                f"the engine settled commit {record['xid']} as {record['verdict']}, "
+                f"PostgreSQL says {truth}"
+            )
+    findings.add("A", len(ctx.ambiguous) + len(settled), problems)
+
+
+def _boundaries(ctx: CheckContext, findings: Findings) -> None:
+    unfired = ctx.report.unfired(ctx.plan)
+    findings.add(
+        "B",
+        len(ctx.plan),
+        [f"{f.action.value} at {f.boundary.value} hit {f.hit} never happened" for f in unfired],
+    )

@@ -1,0 +1,256 @@
+"""Replay checks of one captured history: determinism, decisions, and the ledger chain.
+
+A ``History`` is everything the store holds about one instance (events, the transition
+ledger rows, the work rows), in a form that can be saved as JSON and replayed later
+against another build (D7's corpus). ``verify`` asks of it:
+
+- **I9, replay determinism.** Replaying twice gives the same snapshot digest, and at
+  every position where the engine decides (``orchestration.decide``), the current
+  engine's decision equals what history recorded next, work rows included. This is
+  Temporal's replayer check: the commands reproduced from history must match the
+  commands recorded. Where the engine decides nothing, the next event must not be one
+  only a decision makes.
+- **I6, history integrity.** The ledger's transitions cover the events exactly,
+  contiguously from 0 to the last sequence, and each one's fingerprint, recomputed from
+  the events and work rows it wrote, equals the fingerprint committed with it: a hash
+  chain over the whole history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.canonical import digest
+from engine.definitions import DefinitionRef
+from engine.errors import DecisionRejected, ReplayRejected, TransitionInvalid
+from engine.events import Event, EventKind, event_from_json, event_to_json
+from engine.instance import Instance
+from engine.orchestration import decide
+from engine.registry import Registry
+from engine.replay import apply
+from engine.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
+
+K = EventKind
+DECISION_KINDS = frozenset(
+    {
+        K.ACTIVITY_SCHEDULED,
+        K.RETRY_SCHEDULED,
+        K.TIMER_SCHEDULED,
+        K.RACE_WON,
+        K.COMPLETED,
+        K.FAILED,
+        K.INSTANCE_FAILING,
+        K.CANCELLED,
+        K.COMPENSATION_SCHEDULED,
+        K.COMPENSATION_RETRY_SCHEDULED,
+        K.CHILD_SCHEDULED,
+        K.CHILD_START_RETRY_SCHEDULED,
+    }
+)
+"""Kinds only the orchestration decision (or an audited operator command) appends."""
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    transition_id: str
+    expected: int
+    committed: int
+    fingerprint: str
+
+
+@dataclass
+class History:
+    """One instance as stored: events, ledger rows and work rows, in sequence order."""
+
+    instance_id: str
+    events: list[Event]
+    ledger: list[LedgerRow] = field(default_factory=list)
+    work: list[WorkItem] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "events": [event_to_json(e) for e in self.events],
+            "ledger": [vars(row) for row in self.ledger],
+            "work": [work_to_json(w) for w in self.work],
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> History:
+        return cls(
+            document["instance_id"],
+            [event_from_json(e) for e in document["events"]],
+            [LedgerRow(**row) for row in document["ledger"]],
+            [work_from_json(w) for w in document["work"]],
+        )
+
+
+def work_from_json(document: dict[str, Any]) -> WorkItem:
+    from engine.canonical import parse_instant
+    from engine.transitions import WorkKind
+
+    return WorkItem(
+        work_id=document["work_id"],
+        kind=WorkKind[document["kind"].upper()],
+        instance_id=document["instance_id"],
+        sequence=document["sequence"],
+        available_at=parse_instant(document["available_at"]),
+        deadline=parse_instant(document["deadline"]),
+        payload=document["payload"],
+        tenant_id=document["tenant_id"],
+        correlation_id=document["correlation_id"],
+        target=document["target"],
+    )
+
+
+@dataclass
+class Verdict:
+    """What replaying one history found."""
+
+    state: Instance | None
+    events: int
+    problems: list[str] = field(default_factory=list)
+    pins: dict[int, DefinitionRef] = field(default_factory=dict)
+    """The pinned definition after each sequence (what a transition from there carries)."""
+
+    @property
+    def digest(self) -> str | None:
+        return self.state.digest if self.state is not None else None
+
+
+def verify(registry: Registry, history: History) -> Verdict:
+    """Replay ``history`` with decision checks, then check its ledger chain."""
+    verdict = _replay_with_decisions(registry, history)
+    if verdict.state is not None:
+        again = _replay(registry, history.events)
+        if again is None or again.digest != verdict.state.digest:
+            verdict.problems.append("a second replay gave another snapshot digest")
+        verdict.problems.extend(check_ledger(history, verdict.pins))
+    return verdict
+
+
+def _replay(registry: Registry, events: list[Event]) -> Instance | None:
+    state = None
+    try:
+        for event in events:
+            state = apply(registry, state, event)
+    except ReplayRejected:
+        return None
+    return state
+
+
+def _replay_with_decisions(registry: Registry, history: History) -> Verdict:
+    state: Instance | None = None
+    verdict = Verdict(None, 0)
+    work = {w.work_id: w for w in history.work}
+    for index, event in enumerate(history.events):
+        if state is not None:
+            problem = check_decision(registry, state, history.events[index:], work)
+            if problem:
+                verdict.problems.append(problem)
+                return verdict
+        try:
+            state = apply(registry, state, event)
+        except ReplayRejected as exc:
+            verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+            return verdict
+        verdict.events += 1
+        verdict.pins[state.sequence] = state.definition
+    if state is not None:
+        verdict.problems.extend(filter(None, [check_decision(registry, state, [], work)]))
+    verdict.state = state
+    return verdict
+
+
+def check_decision(
+    registry: Registry, state: Instance, rest: list[Event], work: dict[str, WorkItem]
+) -> str:
+    """Whether the engine, at ``state``, decides exactly what history recorded next."""
+    if state.status.terminal or state.pending_command is not None:
+        return ""
+    now = rest[0].occurred_at if rest else state.updated_at
+    draft = Draft(registry, state, now)
+    try:
+        decide(draft)
+    except (DecisionRejected, ReplayRejected, TransitionInvalid) as exc:
+        return f"at sequence {state.sequence} the engine cannot decide: {exc}"
+    where = f"after sequence {state.sequence}"
+    if not draft.events:
+        if rest and rest[0].kind in DECISION_KINDS:
+            return f"{where} history has {rest[0].kind.label} but the engine decides nothing"
+        return ""
+    if not rest:
+        return f"{where} the engine decides {draft.events[0].kind.label}, history has nothing"
+    for produced, recorded in zip(draft.events, rest, strict=False):
+        if event_to_json(produced) != event_to_json(recorded):
+            return (
+                f"{where} the engine decides {_describe(produced)}, "
+                f"history has {_describe(recorded)}"
+            )
+    if len(rest) < len(draft.events):
+        return f"{where} history ends inside a decision"
+    return _check_work(where, draft.work, work)
+
+
+def _describe(event: Event) -> str:
+    detail = ",".join(str(v) for v in (event.step, event.attempt or "", event.idempotency_key) if v)
+    return f"{event.kind.label}({detail})"
+
+
+def _check_work(where: str, produced: list[WorkItem], stored: dict[str, WorkItem]) -> str:
+    for item in produced:
+        row = stored.get(item.work_id)
+        if row is None:
+            return f"{where} the decision's work {item.work_id} is missing"
+        if _work_content(row) != _work_content(item):
+            return f"{where} work {item.work_id} differs from the decision's"
+    return ""
+
+
+def _work_content(item: WorkItem) -> dict[str, Any]:
+    content = work_to_json(item)
+    content.pop("tenant_id")
+    content.pop("correlation_id")
+    return content
+
+
+def check_ledger(history: History, pins: dict[int, DefinitionRef]) -> list[str]:
+    """The ledger covers the events contiguously and every fingerprint recomputes.
+
+    Work rows are put back in transition order by the sequence of the event that made
+    them (a decision adds each work item right after its event).
+    """
+    problems = []
+    position = 0
+    by_sequence = {e.sequence: e for e in history.events}
+    for row in sorted(history.ledger, key=lambda r: r.expected):
+        if row.expected != position:
+            problems.append(f"ledger jumps from {position} to {row.expected}")
+            break
+        events = [by_sequence[s] for s in range(row.expected + 1, row.committed + 1)]
+        work = [w for w in history.work if row.expected < w.sequence <= row.committed]
+        work.sort(key=lambda w: (w.sequence, w.work_id))
+        if _fingerprint(row, events, work, pins.get(row.expected)) != row.fingerprint:
+            problems.append(f"transition {row.transition_id} does not match its fingerprint")
+        position = row.committed
+    if position != len(history.events):
+        problems.append(f"ledger covers {position} of {len(history.events)} events")
+    return problems
+
+
+def _fingerprint(
+    row: LedgerRow, events: list[Event], work: list[WorkItem], pin: DefinitionRef | None
+) -> str:
+    if not events:
+        return ""
+    definition = events[0].definition if row.expected == 0 else pin
+    transition = Transition(
+        row.transition_id,
+        events[0].instance_id,
+        row.expected,
+        definition,  # type: ignore[arg-type]
+        tuple(events),
+        tuple(work),
+    )
+    return digest(transition_to_json(transition))
