@@ -1,0 +1,104 @@
+"""What the figures were measured on: the machine, the software versions, the engine commit.
+
+Benchmark figures mean little without these, and the engine changes quickly: the commit
+and any uncommitted engine files are recorded so a figure can be tied to the code that
+produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from bench.cluster import Cluster
+from bench.procs import DBOS_PYTHON, ROOT
+
+
+def machine_line() -> str:
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    memory = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal"):
+            memory = int(line.split()[1]) // 1024 // 1024
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {memory} GiB RAM, Linux {platform.release()}, "
+        f"{_virtualisation()}"
+    )
+
+
+def _virtualisation() -> str:
+    product = Path("/sys/class/dmi/id/product_name")
+    try:
+        name = product.read_text().strip()
+    except OSError:
+        name = ""
+    return f"VM ({name})" if name else "virtualisation unknown"
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def versions(cluster: Cluster) -> dict[str, str]:
+    found = {
+        "Python (Wayline)": platform.python_version(),
+        "psycopg": metadata.version("psycopg"),
+        "psycopg-pool": metadata.version("psycopg-pool"),
+    }
+    with cluster.connect() as conn:
+        found["PostgreSQL"] = conn.execute("SHOW server_version").fetchone()[0]
+    script = (
+        "import importlib.metadata as m, platform; "
+        "print(platform.python_version(), m.version('dbos'), m.version('sqlalchemy'), "
+        "m.version('psycopg'))"
+    )
+    out = subprocess.run(
+        [str(DBOS_PYTHON), "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
+    found["DBOS"] = f"{out[1]} (Python {out[0]}, SQLAlchemy {out[2]}, psycopg {out[3]})"
+    pgbench = subprocess.run(
+        [str(cluster.bin_dir / "pgbench"), "--version"], capture_output=True, text=True, check=True
+    )
+    found["pgbench"] = pgbench.stdout.strip()
+    return found
+
+
+def engine_revision(code: Path) -> tuple[str, list[str], str]:
+    """HEAD, the engine and migration files of ``code`` that differ from HEAD, a digest.
+
+    ``code`` is the snapshot the run executes, so the list says exactly which
+    uncommitted changes the figures include; the digest names that code.
+    """
+    head = _git("rev-parse", "--short", "HEAD").strip()
+    committed = {}
+    for line in _git("ls-tree", "-r", "HEAD", "engine", "migrations").splitlines():
+        meta, path = line.split("\t", 1)
+        committed[path] = meta.split()[2]
+    files = sorted(
+        p
+        for folder in ("engine", "migrations")
+        for p in (code / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    names = [str(p.relative_to(code)) for p in files]
+    hashes = _git("hash-object", *map(str, files)).split() if files else []
+    current = dict(zip(names, hashes, strict=True))
+    dirty = sorted(
+        name for name in set(current) | set(committed) if current.get(name) != committed.get(name)
+    )
+    listing = "\n".join(f"{name} {current[name]}" for name in sorted(current))
+    return head, dirty, hashlib.sha256(listing.encode()).hexdigest()[:12]
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout

@@ -1,0 +1,837 @@
+"""Render ``bench/RESULTS.md`` from one run's results.
+
+Everything in the file is computed from the run; nothing is typed in by hand, so a
+rerun replaces all of it. Medians are over runs; "min-max" in parentheses shows the spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from bench.cluster import Window
+from bench.w1 import STEPS_PER_INSTANCE, Throughput
+
+if TYPE_CHECKING:
+    from bench.main import Results
+
+DASH = "\u2013"  # an en dash, for ranges and empty cells
+
+
+def _num(value: float, digits: int = 0) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _spread(values: list[float], digits: int = 0) -> str:
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return _num(values[0], digits)
+    return (
+        f"{_num(statistics.median(values), digits)} "
+        f"({_num(min(values), digits)}{DASH}{_num(max(values), digits)})"
+    )
+
+
+def _median(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+def _ratio(ours: float | None, theirs: float | None, digits: int = 2) -> str:
+    if not ours or not theirs:
+        return "n/a"
+    return f"{ours / theirs:.{digits}f}x"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _query(text: str, width: int = 95) -> str:
+    flat = " ".join(text.split())
+    return "`" + (flat if len(flat) <= width else flat[: width - 1] + "…") + "`"
+
+
+class View:
+    """Aggregations over one run's results."""
+
+    def __init__(self, results: Results) -> None:
+        self.r = results
+
+    def runs(
+        self, engine: str, processes: int | None = None, concurrency: int | None = None
+    ) -> list[Throughput]:
+        return [
+            t
+            for t in self.r.throughput
+            if t.engine == engine
+            and (processes is None or t.processes == processes)
+            and (concurrency is None or t.concurrency == concurrency)
+        ]
+
+    def per_instance(self, engine: str, value: Callable[[Throughput], float]) -> float | None:
+        return _median(value(t) / t.instances for t in self.runs(engine))
+
+    def best(self, engine: str) -> tuple[tuple[int, int], float] | None:
+        """The configuration with the highest median instances/s, and that median."""
+        best = None
+        for processes, concurrency in self.r.sizes.configs:
+            median = _median(
+                t.instances_per_second for t in self.runs(engine, processes, concurrency)
+            )
+            if median is not None and (best is None or median > best[1]):
+                best = ((processes, concurrency), median)
+        return best
+
+    def representative(self, engine: str) -> Throughput | None:
+        """The 1-process, 16-slot run with the median throughput (for statement lists)."""
+        runs = sorted(self.runs(engine, 1, 16), key=lambda t: t.instances_per_second)
+        return runs[len(runs) // 2] if runs else None
+
+    def pgbench(self, clients: int) -> float | None:
+        return _median(
+            p.tps for p in [*self.r.pgbench_before, *self.r.pgbench_after] if p.clients == clients
+        )
+
+
+def render(results: Results) -> str:
+    v = View(results)
+    out: list[str] = []
+    out += _header(results)
+    out += _headline(v)
+    out += _goals(v)
+    out += _where_time_goes(v)
+    out += _throughput_detail(v)
+    out += _latency(v)
+    out += _recovery(v)
+    out += _claims(v)
+    out += _histories(v)
+    out += _pgbench(v)
+    out += _noise(v)
+    if results.errors:
+        out += ["## Sections that failed", ""]
+        out += [f"- **{name}**: {error}" for name, error in results.errors.items()]
+        out += [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _header(r: Results) -> list[str]:
+    s = r.sizes
+    dirty = ", ".join(r.dirty) if r.dirty else "none"
+    lines = [
+        "# Benchmarks: Wayline, DBOS and the PostgreSQL limit",
+        "",
+        f"Written by `bench/run`{' --quick' if r.mode == 'quick' else ''} on {r.started_at} "
+        f"in {r.duration_seconds / 60:.1f} minutes ({r.mode} mode). Issue 5 defines the "
+        "workloads; `bench/` holds the code. Regenerate with `bench/run` (about 20 minutes "
+        "on 2 cores) or `bench/run --quick` (small sizes, writes `bench/.data/`).",
+        "",
+        f"- **Machine:** {r.machine}. Load average {r.load_before} before the run, "
+        f"{r.load_after} after.",
+        f"- **Engine:** commit `{r.head}`; engine and migration files that differ from it in "
+        f"the code this run executed (a snapshot of the working tree, digest "
+        f"`{r.code_digest}`): {dirty}.",
+        "- **Versions:** " + "; ".join(f"{k} {val}" for k, val in r.versions.items()) + ".",
+        "- **PostgreSQL:** one private cluster made by `bench/run` with initdb defaults "
+        "(default durability), TCP on 127.0.0.1 for every client. Settings: "
+        + ", ".join(f"`{k}={val}`" for k, val in r.settings.items())
+        + ". `pg_stat_statements` (statement counts) and `wal_keep_size` (so `pg_waldump` "
+        "can count commit records) are the only additions; neither changes what a commit costs.",
+        f"- **Sizes:** W1 N = {s.instances:,} instances of 3 steps, {s.runs} run(s) per "
+        f"configuration, configurations (worker processes x concurrency) "
+        f"{', '.join(f'{p}x{c}' for p, c in s.configs)}; latency {s.latency_count} samples "
+        f"after {s.latency_warmup} warm-ups; recovery N = {s.recovery_instances:,}; W2 levels "
+        f"{', '.join(f'{n:,}' for n in s.claim_levels)} due rows; W3/W4 "
+        f"{3 * s.history_steps + 2:,}-event instance and {s.list_instances:,} instances.",
+        "- **Wayline workers:** `bench/wayline_worker.py` builds `engine.worker.Worker` as "
+        "`wayline worker` does (store pool of 10 connections, 30 s leases) with a 10 ms poll "
+        "interval; handlers are plain `def` functions (run in a thread). "
+        "**DBOS workers:** `bench/dbos_side.py`, a workflow of three `@DBOS.step`s on a queue "
+        "with `polling_interval_sec=0.01` and `worker_concurrency` = the concurrency; DBOS's "
+        "default pool (20). Both read their own instances' state only from PostgreSQL.",
+        "",
+    ]
+    return lines
+
+
+def _headline(v: View) -> list[str]:
+    lines = ["## Side by side", ""]
+    rows = []
+    for processes, concurrency in v.r.sizes.configs:
+        ours = [t.instances_per_second for t in v.runs("wayline", processes, concurrency)]
+        theirs = [t.instances_per_second for t in v.runs("dbos", processes, concurrency)]
+        rows.append(
+            [
+                f"W1 instances/s, {processes} process(es) x {concurrency}",
+                _spread(ours),
+                _spread(theirs),
+                DASH,
+                _ratio(_median(ours), _median(theirs)),
+            ]
+        )
+    ours_best, theirs_best = v.best("wayline"), v.best("dbos")
+    rows.append(
+        [
+            "W1 steps/s, best configuration",
+            f"{_num(STEPS_PER_INSTANCE * ours_best[1])} ({ours_best[0][0]}x{ours_best[0][1]})"
+            if ours_best
+            else "n/a",
+            f"{_num(STEPS_PER_INSTANCE * theirs_best[1])} ({theirs_best[0][0]}x{theirs_best[0][1]})"
+            if theirs_best
+            else "n/a",
+            DASH,
+            _ratio(ours_best[1] if ours_best else None, theirs_best[1] if theirs_best else None),
+        ]
+    )
+
+    def metric(
+        name: str, value: Callable[[Throughput], float], digits: int, scale: float = 1.0
+    ) -> None:
+        ours = v.per_instance("wayline", value)
+        theirs = v.per_instance("dbos", value)
+        rows.append(
+            [
+                name,
+                _num(ours * scale, digits) if ours is not None else "n/a",
+                _num(theirs * scale, digits) if theirs is not None else "n/a",
+                DASH,
+                _ratio(ours, theirs),
+            ]
+        )
+
+    metric(
+        "durable commits per instance (create + run)",
+        lambda t: t.creation.commit_records + t.processing.commit_records,
+        2,
+    )
+    metric("durable commits per instance while running", lambda t: t.processing.commit_records, 2)
+    metric(
+        "statements per instance (create + run)",
+        lambda t: t.creation.statement_calls + t.processing.statement_calls,
+        1,
+    )
+    metric(
+        "transactions per instance incl. read-only (create + run)",
+        lambda t: t.creation.xact_commit + t.processing.xact_commit,
+        1,
+    )
+    metric(
+        "WAL bytes per instance (create + run)",
+        lambda t: t.creation.wal_bytes + t.processing.wal_bytes,
+        0,
+    )
+    metric("worker CPU per instance, ms", lambda t: t.client_cpu, 2, 1000)
+    metric("server CPU per instance while running, ms", lambda t: t.processing.server_cpu, 2, 1000)
+    lat_ours, lat_theirs = v.r.latency.get("wayline"), v.r.latency.get("dbos")
+    for label, pick in (("median", 50), ("p90", 90), ("p99", 99)):
+        ours = lat_ours.percentile(pick) * 1000 if lat_ours else None
+        theirs = lat_theirs.percentile(pick) * 1000 if lat_theirs else None
+        rows.append(
+            [
+                f"latency of one instance on an idle system, {label}, ms",
+                _num(ours, 1) if ours is not None else "n/a",
+                _num(theirs, 1) if theirs is not None else "n/a",
+                DASH,
+                _ratio(ours, theirs),
+            ]
+        )
+    rec_ours, rec_theirs = v.r.recovery.get("wayline"), v.r.recovery.get("dbos")
+
+    def recovery(name: str, pick: Callable[..., float], digits: int = 2) -> None:
+        ours = pick(rec_ours) if rec_ours else None
+        theirs = pick(rec_theirs) if rec_theirs else None
+        rows.append(
+            [
+                name,
+                _num(ours, digits) if ours is not None else "n/a",
+                _num(theirs, digits) if theirs is not None else "n/a",
+                DASH,
+                _ratio(ours, theirs),
+            ]
+        )
+
+    recovery(
+        "recovery: SIGKILL → work in flight at the kill completed, s",
+        lambda x: x.in_flight_done_seconds,
+    )
+    recovery("recovery: SIGKILL → all instances completed, s", lambda x: x.all_done_seconds)
+    recovery("recovery: missing step executions", lambda x: x.missing, 0)
+    recovery(
+        "recovery: repeats announced by attempt_unknown (retry_same_key)",
+        lambda x: x.declared_repeats,
+        0,
+    )
+    recovery("recovery: silent repeats", lambda x: x.silent_repeats, 0)
+    for clients in (1, 8):
+        tps = v.pgbench(clients)
+        rows.append(
+            [
+                f"pgbench -N, {clients} client(s): transactions (= durable commits)/s",
+                DASH,
+                DASH,
+                _num(tps) if tps else "n/a",
+                DASH,
+            ]
+        )
+    limit = v.pgbench(8)
+    for engine in ("wayline", "dbos"):
+        best = v.best(engine)
+        commits = v.per_instance(engine, lambda t: t.processing.commit_records)
+        if best and commits and limit:
+            rate = best[1] * commits
+            rows.append(
+                [
+                    f"{engine}: durable commits/s at its best W1 configuration",
+                    _num(rate) if engine == "wayline" else DASH,
+                    _num(rate) if engine == "dbos" else DASH,
+                    _num(limit),
+                    f"{100 * rate / limit:.0f} % of pgbench -N (8 clients)",
+                ]
+            )
+    lines += _table(["measure", "Wayline", "DBOS", "pgbench", "ratio Wayline/DBOS"], rows)
+    lines += [
+        'Per-instance figures are medians over all W1 runs of an engine; "create" is the '
+        "window in which the N instances were started (Wayline `Client.start`, DBOS "
+        '`DBOS.enqueue_workflow`, 8 at a time), "run" is the timed window. Durable commits '
+        "are `Transaction/COMMIT` records in the WAL (`pg_waldump`), so read-only "
+        "transactions are not counted; statements are `pg_stat_statements` calls, including "
+        "BEGIN and COMMIT (each one client round trip unless pipelined). CPU is "
+        "`getrusage` of the worker processes from release to stop, and `/proc` of every "
+        "PostgreSQL process.",
+        "",
+    ]
+    return lines
+
+
+def _goals(v: View) -> list[str]:
+    ours, theirs = v.best("wayline"), v.best("dbos")
+    commits = v.per_instance(
+        "wayline", lambda t: t.creation.commit_records + t.processing.commit_records
+    )
+    lat_ours, lat_theirs = v.r.latency.get("wayline"), v.r.latency.get("dbos")
+    rec = v.r.recovery.get("wayline")
+    rows = []
+    if ours and theirs:
+        ratio = ours[1] / theirs[1]
+        rows.append(
+            [
+                "W1 instances/s at least 4x DBOS's (best configuration each)",
+                f"{ratio:.2f}x ({_num(ours[1])} vs {_num(theirs[1])})",
+                "met" if ratio >= 4 else "not met",
+            ]
+        )
+    if commits is not None:
+        rows.append(
+            [
+                "at most 4 durable commits per instance",
+                f"{commits:.2f}",
+                "met" if commits <= 4 else "not met",
+            ]
+        )
+    if lat_ours and lat_theirs:
+        ratio = lat_ours.median / lat_theirs.median
+        rows.append(
+            [
+                "end-to-end latency under half of DBOS's (median)",
+                f"{ratio:.2f} of DBOS's ({lat_ours.median * 1000:.1f} vs "
+                f"{lat_theirs.median * 1000:.1f} ms)",
+                "met" if ratio < 0.5 else "not met",
+            ]
+        )
+    if rec:
+        rows.append(
+            [
+                "recovery after SIGKILL under 2 s (work in flight at the kill completed)",
+                f"{rec.in_flight_done_seconds:.2f} s",
+                "met" if rec.in_flight_done_seconds < 2 else "not met",
+            ]
+        )
+    lines = ["## Design goals (issue 5)", ""]
+    lines += _table(["goal", "measured", "status"], rows)
+    lines += [
+        "Every Wayline step's outcome is durable before the next step starts: the outcome, "
+        "the next step's schedule and (with eager dispatch) its attempt start commit in one "
+        "transaction before the next handler runs. DBOS also commits each step's output "
+        "before the next step runs (one transaction per step).",
+        "",
+    ]
+    return lines
+
+
+def _statement_rows(window: Window, instances: int, limit: int) -> list[list[str]]:
+    total = sum(s.total_ms for s in window.statements) or 1.0
+    rows = []
+    for s in sorted(window.statements, key=lambda s: s.calls, reverse=True)[:limit]:
+        rows.append(
+            [
+                f"{s.calls / instances:.2f}",
+                f"{1000 * s.total_ms / s.calls:.0f}" if s.calls else "0",
+                f"{100 * s.total_ms / total:.0f} %",
+                _query(s.query),
+            ]
+        )
+    return rows
+
+
+def _where_time_goes(v: View) -> list[str]:
+    lines = ["## Where Wayline's time and commits go", ""]
+    rep = v.representative("wayline")
+    if rep:
+        w = rep.processing
+        n = rep.instances
+        lines += [
+            f"From the median 1x16 run ({_num(rep.instances_per_second)} instances/s): per "
+            f"instance {w.commit_records / n:.2f} durable commits, {w.xact_commit / n:.1f} "
+            f"transactions (read-only included), {w.statement_calls / n:.1f} statements, "
+            f"{w.wal_bytes / n:,.0f} WAL bytes, {1000 * rep.client_cpu / n:.2f} ms worker CPU "
+            f"and {1000 * w.server_cpu / n:.2f} ms server CPU; plus, to start it, "
+            f"{rep.creation.commit_records / n:.2f} commits and "
+            f"{rep.creation.statement_calls / n:.1f} statements. Statements while running, "
+            "per instance (mean server time per call in µs; share of all server statement "
+            "time):",
+            "",
+        ]
+        lines += _table(
+            ["calls/instance", "µs/call", "share", "statement"], _statement_rows(w, n, 22)
+        )
+        wal = sorted(w.wal_by_rmgr.items(), key=lambda item: item[1], reverse=True)
+        lines += [
+            "WAL per instance by resource manager: "
+            + ", ".join(f"{name} {size / n:,.0f} B" for name, size in wal[:6])
+            + ".",
+            "",
+        ]
+    cache = v.r.profile.get("cache") if v.r.profile else None
+    metrics = v.r.profile.get("metrics") if v.r.profile else None
+    if cache:
+        loads = cache["loads"] or 1
+        instances = v.r.sizes.instances
+        lines += [
+            f"Instance cache (profiled run, 1x16, {instances:,} instances, "
+            f"{v.r.profile_seconds:.1f} s under cProfile): {cache['loads']:,} loads "
+            f"({cache['loads'] / instances:.2f} per instance); the instance was in the cache "
+            f"for {100 * cache['found'] / loads:.0f} % of them and already current (no new "
+            f"events to read) for {100 * cache['current'] / loads:.0f} %; "
+            f"{cache['events_read'] / loads:.2f} events read per load. Every load still reads "
+            "the store (one history page after the cached position).",
+            "",
+        ]
+    if metrics:
+        lines += [
+            "Worker counters (profiled run): "
+            + ", ".join(f"`{k}` {val:,}" for k, val in sorted(metrics.items()))
+            + ".",
+            "",
+        ]
+    summary = v.r.profile_summary
+    if summary:
+        busy = sum(t for name, t in summary.groups if not name.startswith("idle"))
+        lines += [
+            "Event-loop CPU by area (cProfile self time; shares of the non-idle time; "
+            "cProfile inflates call-heavy Python code):",
+            "",
+        ]
+        lines += _table(
+            ["area", "seconds", "share"],
+            [
+                [
+                    name,
+                    f"{seconds:.2f}",
+                    "idle" if name.startswith("idle") else f"{100 * seconds / busy:.0f} %",
+                ]
+                for name, seconds in summary.groups
+            ],
+        )
+        lines += ["Functions with the most self time:", ""]
+        lines += _table(
+            ["function", "calls", "self s"],
+            [
+                [f"`{label}`", f"{calls:,}", f"{seconds:.2f}"]
+                for label, calls, seconds in summary.top_self
+            ],
+        )
+        lines += ["Engine functions by cumulative time:", ""]
+        lines += _table(
+            ["function", "calls", "cumulative s"],
+            [
+                [f"`{label}`", f"{calls:,}", f"{seconds:.2f}"]
+                for label, calls, seconds in summary.engine_cumulative
+            ],
+        )
+    dbos = v.representative("dbos")
+    if dbos:
+        n = dbos.instances
+        lines += [
+            f"For comparison, DBOS's statements per instance in its median 1x16 run "
+            f"({_num(dbos.instances_per_second)} instances/s; "
+            f"{dbos.processing.commit_records / n:.2f} durable commits, "
+            f"{dbos.processing.statement_calls / n:.1f} statements, "
+            f"{1000 * dbos.client_cpu / n:.2f} ms worker CPU per instance):",
+            "",
+        ]
+        lines += _table(
+            ["calls/instance", "µs/call", "share", "statement"],
+            _statement_rows(dbos.processing, n, 12),
+        )
+    return lines
+
+
+def _throughput_detail(v: View) -> list[str]:
+    rows = []
+    for t in v.r.throughput:
+        w = t.processing
+        other = max(0.0, w.machine_busy - t.client_cpu - w.server_cpu)
+        rows.append(
+            [
+                t.engine,
+                f"{t.processes}x{t.concurrency}",
+                f"{t.seconds:.2f}",
+                _num(t.instances_per_second),
+                _num(t.steps_per_second),
+                f"{w.commit_records / t.instances:.2f}",
+                f"{1000 * t.client_cpu / t.instances:.2f}",
+                f"{1000 * w.server_cpu / t.instances:.2f}",
+                f"{100 * w.machine_busy / (t.seconds * _cores()):.0f} %",
+                f"{other:.1f}",
+                f"{w.machine_steal:.1f}",
+                str(t.failed),
+            ]
+        )
+    lines = ["## W1 runs", ""]
+    lines += _table(
+        [
+            "engine",
+            "procs x conc",
+            "seconds",
+            "instances/s",
+            "steps/s",
+            "commits/inst",
+            "worker CPU ms/inst",
+            "server CPU ms/inst",
+            "machine busy",
+            "other CPU s",
+            "steal s",
+            "failed",
+        ],
+        rows,
+    )
+    lines += [
+        '"machine busy" is all CPU of the machine during the window over wall time x cores; '
+        '"other CPU" is what neither the workers nor PostgreSQL used (the probe, this '
+        "orchestrator, and anything else running on the machine).",
+        "",
+    ]
+    return lines
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def _latency(v: View) -> list[str]:
+    rows = []
+    for engine, latency in v.r.latency.items():
+        rows.append(
+            [
+                engine,
+                str(len(latency.samples)),
+                f"{1000 * latency.percentile(50):.1f}",
+                f"{1000 * latency.percentile(90):.1f}",
+                f"{1000 * latency.percentile(99):.1f}",
+                f"{1000 * min(latency.samples):.1f}",
+                f"{1000 * max(latency.samples):.1f}",
+                f"{1000 * statistics.median(latency.calls):.2f}" if latency.calls else "n/a",
+            ]
+        )
+    lines = ["## Latency of one instance, idle system", ""]
+    lines += _table(
+        [
+            "engine",
+            "samples",
+            "median ms",
+            "p90 ms",
+            "p99 ms",
+            "min ms",
+            "max ms",
+            "start call ms (median)",
+        ],
+        rows,
+    )
+    lines += [
+        "From the start call (`Client.start` / `DBOS.enqueue_workflow`) until a probe that "
+        "polls the instance's status every millisecond sees it completed; one worker process "
+        "with 16 slots. DBOS's queue is polled every 10 ms (`polling_interval_sec=0.01`); "
+        "Wayline's worker wakes on NOTIFY and polls every 10 ms.",
+        "",
+    ]
+    ours = v.r.latency.get("wayline")
+    if ours and ours.timeline:
+        lines += [
+            "Where one Wayline instance's time goes (median over the samples of the time "
+            "since the previous event; event times are the deciding worker's store clock, "
+            "taken before its commit, so each gap holds the previous commit, the wake-up or "
+            "the handler, and the reload):",
+            "",
+        ]
+        lines += _table(
+            ["position", "event", "step", "ms since previous event"],
+            [
+                [str(seq), f"`{kind}`", step or DASH, f"{ms:.2f}"]
+                for seq, kind, step, ms in ours.timeline
+            ],
+        )
+    return lines
+
+
+def _recovery(v: View) -> list[str]:
+    rows = []
+    for engine, rec in v.r.recovery.items():
+        rows.append(
+            [
+                engine,
+                f"{rec.executions_at_kill:,} after {rec.seconds_before_kill:.2f} s",
+                f"{rec.fresh_ready_seconds:.2f}",
+                str(rec.in_flight),
+                f"{rec.in_flight_done_seconds:.2f}",
+                f"{rec.all_done_seconds:.2f}",
+                f"{rec.expected_rest_seconds:.2f}",
+                str(rec.missing),
+                f"{rec.declared_repeats} ({rec.unknown_events} attempt_unknown events)"
+                if engine == "wayline"
+                else "n/a (no such record)",
+                str(rec.silent_repeats),
+                str(rec.same_key_repeats),
+                str(rec.failed),
+            ]
+        )
+    lines = ["## Recovery after SIGKILL", ""]
+    lines += _table(
+        [
+            "engine",
+            "executions at the kill",
+            "fresh worker ready, s",
+            "in flight at kill",
+            "kill → those done, s",
+            "kill → all done, s",
+            "rest at pre-kill rate, s",
+            "missing",
+            "repeats after recorded unknown",
+            "silent repeats",
+            "repeats with same key",
+            "failed",
+        ],
+        rows,
+    )
+    lines += [
+        "One worker process with 16 slots; each step inserts a row (instance, step, key) "
+        "into a side table in its own transaction. At half the executions the worker gets "
+        "SIGKILL and a fresh one starts at once (DBOS: same executor id, which is how DBOS "
+        "recovers its PENDING workflows without Conductor; Wayline: a new worker id). "
+        '"in flight" are the instances with a lease of the killed worker (Wayline) or '
+        'PENDING on its executor (DBOS). "rest at pre-kill rate" is how long the remaining '
+        'executions would take at the rate before the kill; the difference to "all done" '
+        "is the cost of the crash. A repeat is a second execution of the same step; Wayline "
+        "records `attempt_unknown` for an attempt whose outcome was lost and, since the "
+        "activities declare `on_unknown: retry_same_key`, runs it again with the same "
+        "idempotency key. DBOS re-runs a step whose output was not checkpointed without any "
+        "record that it ran before.",
+        "",
+    ]
+    return lines
+
+
+def _claims(v: View) -> list[str]:
+    if not v.r.claims:
+        return []
+    rows = [
+        [
+            f"{c.level:,}",
+            f"{c.due_before:,} → {c.due_after:,}",
+            f"{c.median(1):.2f}",
+            f"{c.p99(1):.2f}",
+            f"{c.median(16):.2f}",
+            f"{c.p99(16):.2f}",
+            f"{c.generate_seconds:.1f}",
+        ]
+        for c in v.r.claims
+    ]
+    lines = ["## W2: claim latency by backlog", ""]
+    lines += _table(
+        [
+            "due rows",
+            "due during the level",
+            "claim 1: median ms",
+            "p99 ms",
+            "claim 16: median ms",
+            "p99 ms",
+            "generating s",
+        ],
+        rows,
+    )
+    lines += [
+        "`engine.store.work.claim` as a worker calls it (its own committed transaction), "
+        f"{v.r.sizes.claim_samples} claims after 20 warm-ups per size, one tenant. The rows "
+        "are written by one `INSERT ... SELECT generate_series` (instance, its "
+        "`instance_started` and `activity_scheduled` events, the due work row), then "
+        "`VACUUM ANALYZE`.",
+        "",
+    ]
+    for c in v.r.claims:
+        lines += [
+            f"<details><summary>Executed plan of a 16-item claim at {c.level:,} due rows "
+            "(auto_explain, ANALYZE, BUFFERS)</summary>",
+            "",
+            "```",
+            c.plan,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    return lines
+
+
+def _histories(v: View) -> list[str]:
+    h = v.r.histories
+    if h is None:
+        return []
+    per = h.events / 1000
+    lines = ["## W3: replay cost", ""]
+    lines += _table(
+        ["measure", "value"],
+        [
+            ["events in the instance (activity steps)", f"{h.events:,} ({h.steps:,})"],
+            ["pure fold, first 1,000 events", f"{h.replay_first_1000_ms:.1f} ms"],
+            [
+                "pure fold, last 1,000 events (state already holds the earlier steps)",
+                f"{h.replay_last_1000_ms:.1f} ms",
+            ],
+            [
+                "pure fold, all events",
+                f"{h.replay_all_ms:.0f} ms ({h.replay_all_ms / per:.1f} ms per 1,000)",
+            ],
+            [
+                "cold load through InstanceCache (pages from the store + fold)",
+                f"{h.cold_load_ms:.0f} ms ({h.cold_load_ms / per:.1f} ms per 1,000)",
+            ],
+            ["one more event onto a cached instance, pure `apply`", f"{h.apply_one_us:.1f} µs"],
+            [
+                "one more event onto a cached instance, `InstanceCache.load` (one page read)",
+                f"{h.cached_load_ms:.2f} ms",
+            ],
+            [
+                "building the history with the pure core / committing it",
+                f"{h.build_seconds:.1f} s / {h.commit_seconds:.1f} s",
+            ],
+        ],
+    )
+    lines += ["## W4: the reads behind the studio's pages", ""]
+    lines += [
+        "The studio does not exist yet, so these are the store calls its pages will make "
+        f"(`engine.store.reads`), on the {h.events:,}-event instance and with "
+        f'{h.list_instances:,} instances in the schema. "caller" is wall time in Python '
+        '(pool checkout, round trips, decoding rows into events); "server" is PostgreSQL\'s '
+        "execution time of the call's statements (`pg_stat_statements`).",
+        "",
+    ]
+    rows = [
+        [
+            t.name,
+            str(t.calls),
+            f"{t.median_ms:.2f}",
+            f"{t.p99_ms:.2f}",
+            f"{t.server_ms:.3f}",
+            f"{t.statements:.0f}",
+        ]
+        for t in h.instance_page
+    ]
+    lines += ["Instance page:", ""]
+    lines += _table(
+        ["call", "calls", "caller median ms", "caller p99 ms", "server ms", "statements"], rows
+    )
+    rows = [
+        [
+            t.name,
+            str(t.calls),
+            f"{t.median_ms:.2f}",
+            f"{t.p99_ms:.2f}",
+            f"{t.server_ms:.3f}",
+            f"{t.statements:.0f}",
+        ]
+        for t in h.instance_list
+    ]
+    lines += [
+        f"Instance list (`reads.list_instances`, 100 per page, {h.list_instances:,} instances):",
+        "",
+    ]
+    lines += _table(
+        ["page", "calls", "caller median ms", "caller p99 ms", "server ms", "statements"], rows
+    )
+    return lines
+
+
+def _pgbench(v: View) -> list[str]:
+    rows = []
+    for when, runs in (("before", v.r.pgbench_before), ("after", v.r.pgbench_after)):
+        for p in runs:
+            n = p.transactions or 1
+            rows.append(
+                [
+                    when,
+                    str(p.clients),
+                    _num(p.tps),
+                    f"{p.latency_ms:.2f}",
+                    f"{p.window.commit_records / n:.2f}",
+                    f"{p.window.wal_bytes / n:,.0f}",
+                    f"{1000 * p.window.server_cpu / n:.3f}",
+                ]
+            )
+    lines = ["## pgbench -N on the same cluster", ""]
+    lines += _table(
+        ["when", "clients", "tps", "latency ms", "commits/txn", "WAL B/txn", "server CPU ms/txn"],
+        rows,
+    )
+    return lines
+
+
+def _noise(v: View) -> list[str]:
+    lines = ["## Noise", ""]
+    notes = [
+        f"The machine has {_cores()} cores shared by the workers, PostgreSQL, the probe and "
+        "whatever else runs on it; other sessions were active during this run (load average "
+        f'{v.r.load_before} before, {v.r.load_after} after). The "other CPU" and "steal" '
+        "columns of the W1 table show, per run, how much CPU went elsewhere.",
+    ]
+    for engine in ("wayline", "dbos"):
+        spreads = []
+        for processes, concurrency in v.r.sizes.configs:
+            rates = [t.instances_per_second for t in v.runs(engine, processes, concurrency)]
+            if len(rates) > 1:
+                spreads.append(max(rates) / min(rates))
+        if spreads:
+            notes.append(
+                f"{engine}: the fastest run of a configuration was up to "
+                f"{100 * (max(spreads) - 1):.0f} % faster than the slowest of the same "
+                "configuration."
+            )
+    for clients in (1, 8):
+        before = [p.tps for p in v.r.pgbench_before if p.clients == clients]
+        after = [p.tps for p in v.r.pgbench_after if p.clients == clients]
+        if before and after:
+            notes.append(
+                f"pgbench -N with {clients} client(s) gave {_num(before[0])} tps at the start "
+                f"and {_num(after[0])} at the end of the run."
+            )
+    notes.append(
+        "Each W1 window starts right after a CHECKPOINT, so full-page writes are the same "
+        "for every run; autovacuum may run during a window. Latency and recovery are single "
+        "runs."
+    )
+    lines += [f"- {note}" for note in notes]
+    return [*lines, ""]

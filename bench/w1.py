@@ -1,0 +1,665 @@
+"""W1 for Wayline and DBOS: throughput, idle latency, and recovery after SIGKILL.
+
+Throughput (copied from issue 5): an instance is 3 no-op activities in sequence; N
+instances are created first with the workers held back; the clock starts when the
+workers are released and stops when a separate connection, polling every 20 ms, sees
+the last instance's completion committed. Each run uses a fresh schema, so no run reads
+another's rows. Holding back means: Wayline worker processes wait for ``go`` on stdin
+with their store open; DBOS worker processes are launched with the queue's worker
+concurrency at 0 and are released by raising it in the database (they re-read it on
+every 10 ms poll).
+
+Latency: one instance at a time on an idle system (one worker process), from the start
+call until a probe polling every millisecond sees it complete.
+
+Recovery: the same shape, but each step inserts a row into a side table. When half of
+the 3 N step executions are in the table the worker gets SIGKILL and a fresh one is
+started at once; we report how long until all N completed, and the missing and
+duplicated executions. A Wayline re-execution that follows a recorded
+``attempt_unknown`` (the activity declares ``on_unknown: retry_same_key``) is counted
+apart from a silent one, which no record announces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench import procs
+from bench.app import EFFECTS_DSN_ENV, EFFECTS_TABLE_ENV, RECOVERY_DEFINITION, W1_DEFINITION
+from bench.app import definitions as wayline_definitions
+from bench.cluster import PROBE, Cluster, Meter, Window
+from engine.client import Client
+from engine.events import EventKind
+from engine.migrations import apply_migrations
+from engine.store.store import Store
+
+STEPS_PER_INSTANCE = 3
+POLL_SECONDS = 0.02
+LATENCY_POLL_SECONDS = 0.001
+RUN_TIMEOUT_SECONDS = 300.0
+CREATE_CONCURRENCY = 8
+COMPLETED = 4  # engine.instance.InstanceStatus.COMPLETED
+ENDED_BADLY = (5, 6, 7)  # failed, cancelled, terminated
+
+WAYLINE_PROGRESS = (
+    PROBE + " SELECT count(*) FILTER (WHERE status = 4), "
+    "count(*) FILTER (WHERE status IN (5, 6, 7)) FROM {schema}.instances"
+)
+DBOS_PROGRESS = (
+    PROBE + " SELECT count(*) FILTER (WHERE status = 'SUCCESS'), "
+    "count(*) FILTER (WHERE status IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) "
+    "FROM {schema}.workflow_status WHERE queue_name = %(queue)s"
+)
+DBOS_RELEASE = (
+    PROBE + " UPDATE {schema}.queues SET worker_concurrency = %(concurrency)s, "
+    "updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE name = %(queue)s"
+)
+"""What ``Queue.set_worker_concurrency`` writes; DBOS workers re-read it on every poll."""
+
+
+@dataclass
+class Throughput:
+    """One W1 run of one engine."""
+
+    engine: str
+    processes: int
+    concurrency: int
+    instances: int
+    seconds: float
+    client_cpu: float
+    processing: Window
+    creation: Window
+    creation_seconds: float
+    failed: int = 0
+    workers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def instances_per_second(self) -> float:
+        return self.instances / self.seconds
+
+    @property
+    def steps_per_second(self) -> float:
+        return STEPS_PER_INSTANCE * self.instances / self.seconds
+
+
+@dataclass
+class Latency:
+    engine: str
+    samples: list[float]
+    """Start call to completion seen by the probe, seconds."""
+    calls: list[float] = field(default_factory=list)
+    """How long the start call itself took (Client.start / enqueue_workflow), seconds."""
+    timeline: list[tuple[int, str, str, float]] = field(default_factory=list)
+    """Wayline: per history position, the event and the median ms since the previous one."""
+
+    def percentile(self, p: float) -> float:
+        """Nearest-rank percentile, in seconds."""
+        ordered = sorted(self.samples)
+        rank = max(1, min(len(ordered), round(p / 100 * len(ordered) + 0.5)))
+        return ordered[rank - 1]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+@dataclass
+class Recovery:
+    engine: str
+    instances: int
+    executions_at_kill: int
+    seconds_before_kill: float
+    fresh_ready_seconds: float
+    in_flight: int
+    in_flight_done_seconds: float
+    all_done_seconds: float
+    missing: int
+    declared_repeats: int
+    silent_repeats: int
+    same_key_repeats: int
+    unknown_events: int
+    failed: int
+
+    @property
+    def rate_before_kill(self) -> float:
+        """Step executions per second before the kill (for the expected remaining time)."""
+        return self.executions_at_kill / self.seconds_before_kill
+
+    @property
+    def expected_rest_seconds(self) -> float:
+        remaining = STEPS_PER_INSTANCE * self.instances - self.executions_at_kill
+        return remaining / self.rate_before_kill
+
+
+# Helpers -------------------------------------------------------------------------------
+
+
+def _wait_until_done(
+    conn: psycopg.Connection,
+    query: str,
+    params: dict[str, Any],
+    n: int,
+    started: float,
+    timeout: float = RUN_TIMEOUT_SECONDS,
+) -> tuple[float, int]:
+    """Poll every 20 ms until n instances ended; (seconds since ``started``, failures)."""
+    while True:
+        tick = time.perf_counter()
+        done, failed = conn.execute(query, params).fetchone()
+        if done + failed >= n:
+            return time.perf_counter() - started, failed
+        if tick - started > timeout:
+            raise TimeoutError(f"only {done} of {n} instances completed in {timeout:.0f} s")
+        time.sleep(max(0.0, POLL_SECONDS - (time.perf_counter() - tick)))
+
+
+def drop_schema(cluster: Cluster, schema: str) -> None:
+    """Start from nothing: a leftover schema of the same name would count old rows."""
+    with cluster.connect() as conn:
+        conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"{PROBE} DROP TABLE IF EXISTS {schema}_effects")
+
+
+def _finish_all(workers: list[procs.Worker]) -> list[dict[str, Any]]:
+    try:
+        return [w.finish() for w in workers]
+    except BaseException:
+        for w in workers:
+            w.kill()
+        raise
+
+
+async def _prepare_wayline(dsn: str, schema: str) -> None:
+    """A fresh schema with the benchmark's definitions published."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {schema} CASCADE")
+    await asyncio.to_thread(apply_migrations, dsn, schema)
+    store = await Store.open(dsn, schema)
+    try:
+        client = Client(store)
+        for definition in wayline_definitions():
+            await client.publish(definition, "bench")
+    finally:
+        await store.close()
+
+
+async def _create_wayline(dsn: str, schema: str, name: str, n: int) -> float:
+    """Start n instances (8 at a time) as a client would; returns the seconds taken."""
+    store = await Store.open(dsn, schema)
+    try:
+        client = Client(store)
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def start(k: int) -> None:
+            async with gate:
+                await client.start(name, f"i{k}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(start(k) for k in range(n)))
+        return time.perf_counter() - started
+    finally:
+        await store.close()
+
+
+def _dbos_setup(
+    cluster: Cluster,
+    meter: Meter | None,
+    schema: str,
+    queue: str,
+    workflow: str,
+    n: int,
+    worker_concurrency: int = 0,
+) -> tuple[float, Window | None]:
+    """Register the queue and enqueue n workflows; measured by ``meter`` when given."""
+    drop_schema(cluster, schema)
+    setup = procs.dbos(
+        f"{schema}-setup",
+        "setup",
+        *_dbos_args(cluster, schema, queue),
+        "--workflow",
+        workflow,
+        "--n",
+        str(n),
+        "--worker-concurrency",
+        str(worker_concurrency),
+    )
+    setup.expect("ready", timeout=120)
+    if meter:
+        meter.checkpoint()
+        meter.begin()
+    setup.send("go")
+    result = setup.result(timeout=300)
+    if meter:
+        meter.mark_end()
+        return float(result["enqueue_seconds"]), meter.finish()
+    return float(result["enqueue_seconds"]), None
+
+
+def _dbos_args(cluster: Cluster, schema: str, queue: str) -> list[str]:
+    return [
+        "--url",
+        cluster.url(),
+        "--schema",
+        schema,
+        "--queue",
+        queue,
+        "--effects-dsn",
+        cluster.dsn,
+    ]
+
+
+def _dbos_worker(cluster: Cluster, schema: str, queue: str, executor: str) -> procs.Worker:
+    return procs.dbos(
+        executor,
+        "worker",
+        *_dbos_args(cluster, schema, queue),
+        "--executor-id",
+        executor,
+        env={EFFECTS_TABLE_ENV: f"{schema}_effects"},
+    )
+
+
+# Throughput ----------------------------------------------------------------------------
+
+
+def wayline_throughput(
+    cluster: Cluster, meter: Meter, tag: str, n: int, processes: int, concurrency: int
+) -> Throughput:
+    schema = f"wl_{tag}"
+    asyncio.run(_prepare_wayline(cluster.dsn, schema))
+    meter.checkpoint()
+    meter.begin()
+    creation_seconds = asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
+    meter.mark_end()
+    creation = meter.finish()
+    workers = [
+        procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
+        for k in range(processes)
+    ]
+    with cluster.connect() as probe:
+        try:
+            for w in workers:
+                w.expect("ready")
+            meter.checkpoint()
+            meter.begin()
+            started = time.perf_counter()
+            for w in workers:
+                w.send("go")
+            query = WAYLINE_PROGRESS.format(schema=schema)
+            seconds, failed = _wait_until_done(probe, query, {}, n, started)
+            meter.mark_end()
+        except BaseException:
+            for w in workers:
+                w.kill()
+            raise
+    results = _finish_all(workers)
+    return Throughput(
+        "wayline",
+        processes,
+        concurrency,
+        n,
+        seconds,
+        sum(float(r["cpu"]) for r in results),
+        meter.finish(),
+        creation,
+        creation_seconds,
+        failed,
+        results,
+    )
+
+
+def dbos_throughput(
+    cluster: Cluster, meter: Meter, tag: str, n: int, processes: int, concurrency: int
+) -> Throughput:
+    schema, queue = f"dbos_{tag}", "w1"
+    creation_seconds, creation = _dbos_setup(cluster, meter, schema, queue, "w1", n)
+    assert creation is not None
+    workers = [_dbos_worker(cluster, schema, queue, f"{schema}-e{k}") for k in range(processes)]
+    with cluster.connect() as probe:
+        try:
+            for w in workers:
+                w.expect("ready", timeout=120)
+            meter.checkpoint()
+            meter.begin()
+            for w in workers:
+                w.send("go")  # starts their CPU clocks; they still dequeue nothing
+            started = time.perf_counter()
+            params = {"queue": queue, "concurrency": concurrency}
+            probe.execute(DBOS_RELEASE.format(schema=schema), params)
+            query = DBOS_PROGRESS.format(schema=schema)
+            seconds, failed = _wait_until_done(probe, query, params, n, started)
+            meter.mark_end()
+        except BaseException:
+            for w in workers:
+                w.kill()
+            raise
+    results = _finish_all(workers)
+    return Throughput(
+        "dbos",
+        processes,
+        concurrency,
+        n,
+        seconds,
+        sum(float(r["cpu"]) for r in results),
+        meter.finish(),
+        creation,
+        creation_seconds,
+        failed,
+        results,
+    )
+
+
+# Latency -------------------------------------------------------------------------------
+
+
+def wayline_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    schema = "wl_latency"
+    asyncio.run(_prepare_wayline(cluster.dsn, schema))
+    worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16)
+    try:
+        worker.expect("ready")
+        worker.send("go")
+        samples, calls = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
+    except BaseException:
+        worker.kill()
+        raise
+    worker.finish()
+    ids = [f"lat-{k}" for k in range(warmup, warmup + count)]
+    with cluster.connect() as conn:
+        rows = conn.execute(TIMELINE.format(schema=schema), [ids]).fetchall()
+    timeline = [(seq, EventKind(kind).label, step, float(ms)) for seq, kind, step, ms in rows]
+    return Latency("wayline", samples, calls, timeline)
+
+
+TIMELINE = (
+    PROBE
+    + """
+SELECT h.sequence, h.kind, h.step_name,
+       percentile_cont(0.5) WITHIN GROUP (
+           ORDER BY extract(epoch FROM h.occurred_at - p.occurred_at) * 1000)
+FROM {schema}.history h
+JOIN {schema}.history p ON p.instance_id = h.instance_id AND p.sequence = h.sequence - 1
+WHERE h.instance_id = ANY(%s)
+GROUP BY h.sequence, h.kind, h.step_name
+ORDER BY h.sequence
+"""
+)
+"""Event times are the deciding worker's clock (the store clock), taken before the commit."""
+
+
+async def _wayline_latency(
+    dsn: str, schema: str, count: int, warmup: int
+) -> tuple[list[float], list[float]]:
+    store = await Store.open(dsn, schema)
+    probe = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    status = f"{PROBE} SELECT status FROM {schema}.instances WHERE instance_id = %s"
+    samples, calls = [], []
+    try:
+        client = Client(store)
+        for k in range(warmup + count):
+            instance = f"lat-{k}"
+            started = time.perf_counter()
+            await client.start(W1_DEFINITION, instance)
+            started_call = time.perf_counter() - started
+            while True:
+                row = await (await probe.execute(status, [instance], prepare=True)).fetchone()
+                if row and row[0] == COMPLETED:
+                    break
+                if row and row[0] in ENDED_BADLY:
+                    raise RuntimeError(f"instance {instance} ended with status {row[0]}")
+                await asyncio.sleep(LATENCY_POLL_SECONDS)
+            if k >= warmup:
+                samples.append(time.perf_counter() - started)
+                calls.append(started_call)
+    finally:
+        await probe.close()
+        await store.close()
+    return samples, calls
+
+
+def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    schema, queue = "dbos_latency", "latency"
+    _dbos_setup(cluster, None, schema, queue, "w1", 0, worker_concurrency=16)
+    worker = _dbos_worker(cluster, schema, queue, f"{schema}-e0")
+    try:
+        worker.expect("ready", timeout=120)
+        worker.send("go")
+        driver = procs.dbos(
+            f"{schema}-driver",
+            "latency",
+            *_dbos_args(cluster, schema, queue),
+            "--count",
+            str(count),
+            "--warmup",
+            str(warmup),
+        )
+        result = driver.result(timeout=600)
+    except BaseException:
+        worker.kill()
+        raise
+    worker.finish()
+    return Latency(
+        "dbos", [float(s) for s in result["samples"]], [float(c) for c in result["calls"]]
+    )
+
+
+# Recovery ------------------------------------------------------------------------------
+
+EFFECTS_TABLE = """
+CREATE TABLE {table} (
+    id bigserial PRIMARY KEY,
+    instance text NOT NULL,
+    step text NOT NULL,
+    key text NOT NULL,
+    attempt integer NOT NULL,
+    pid integer NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+)
+"""
+EFFECTS_COUNT = PROBE + " SELECT count(*) FROM {table}"
+EFFECTS_AUDIT = (
+    PROBE
+    + """
+WITH expected AS (
+    SELECT 'i' || k AS instance, s AS step
+    FROM generate_series(0, %(n)s - 1) k, unnest(ARRAY['one', 'two', 'three']) s
+),
+seen AS (
+    SELECT instance, step, count(*) AS runs, count(DISTINCT key) AS keys
+    FROM {table} GROUP BY instance, step
+),
+joined AS (
+    SELECT x.instance, x.step, COALESCE(s.runs, 0) AS runs, COALESCE(s.keys, 0) AS keys,
+           {unknown} AS unknown
+    FROM expected x LEFT JOIN seen s USING (instance, step)
+)
+SELECT count(*) FILTER (WHERE runs = 0),
+       COALESCE(sum(runs - 1) FILTER (WHERE runs > 1 AND unknown), 0),
+       COALESCE(sum(runs - 1) FILTER (WHERE runs > 1 AND NOT unknown), 0),
+       COALESCE(sum(runs - 1) FILTER (WHERE runs > 1 AND keys = 1), 0)
+FROM joined
+"""
+)
+WAYLINE_UNKNOWN = (
+    "EXISTS (SELECT 1 FROM {schema}.history h WHERE h.instance_id = x.instance "
+    "AND h.step_name = x.step AND h.kind = 15)"
+)
+
+
+def wayline_recovery(cluster: Cluster, n: int) -> Recovery:
+    schema = "wl_recovery"
+    table = f"{schema}_effects"
+    drop_schema(cluster, schema)
+    asyncio.run(_prepare_wayline(cluster.dsn, schema))
+    with cluster.connect() as conn:
+        conn.execute(EFFECTS_TABLE.format(table=table))
+    asyncio.run(_create_wayline(cluster.dsn, schema, RECOVERY_DEFINITION, n))
+    env = {EFFECTS_DSN_ENV: cluster.dsn, EFFECTS_TABLE_ENV: table}
+
+    def start(worker_id: str) -> procs.Worker:
+        return procs.wayline_worker(
+            worker_id, cluster.dsn, schema, 16, worker_id=worker_id, env=env
+        )
+
+    in_flight_sql = (
+        f"{PROBE} SELECT DISTINCT instance_id FROM {schema}.work "
+        "WHERE state = 2 AND lease_owner = %s"
+    )
+    done_sql = (
+        f"{PROBE} SELECT count(*) FROM {schema}.instances "
+        "WHERE instance_id = ANY(%s) AND status = 4"
+    )
+    return _recovery(
+        cluster,
+        "wayline",
+        n,
+        table,
+        start,
+        in_flight=lambda conn: [r[0] for r in conn.execute(in_flight_sql, ["rec-a"]).fetchall()],
+        in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
+        progress=(WAYLINE_PROGRESS.format(schema=schema), {}),
+        unknown_sql=WAYLINE_UNKNOWN.format(schema=schema),
+        unknown_events=f"{PROBE} SELECT count(*) FROM {schema}.history WHERE kind = 15",
+        names=("rec-a", "rec-b"),
+    )
+
+
+def dbos_recovery(cluster: Cluster, n: int) -> Recovery:
+    schema, queue = "dbos_recovery", "recovery"
+    table = f"{schema}_effects"
+    _dbos_setup(cluster, None, schema, queue, "recovery", n)
+    with cluster.connect() as conn:
+        conn.execute(EFFECTS_TABLE.format(table=table))
+    executor = f"{schema}-e0"
+    in_flight_sql = (
+        f"{PROBE} SELECT workflow_uuid FROM {schema}.workflow_status "
+        "WHERE status = 'PENDING' AND executor_id = %s"
+    )
+    done_sql = (
+        f"{PROBE} SELECT count(*) FROM {schema}.workflow_status "
+        "WHERE workflow_uuid = ANY(%s) AND status = 'SUCCESS'"
+    )
+    return _recovery(
+        cluster,
+        "dbos",
+        n,
+        table,
+        lambda name: _dbos_worker(cluster, schema, queue, executor),
+        in_flight=lambda conn: [r[0] for r in conn.execute(in_flight_sql, [executor]).fetchall()],
+        in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
+        progress=(DBOS_PROGRESS.format(schema=schema), {"queue": queue}),
+        unknown_sql="false",
+        unknown_events="",
+        names=("dbos-rec-a", "dbos-rec-b"),
+        release=lambda conn: conn.execute(
+            DBOS_RELEASE.format(schema=schema), {"queue": queue, "concurrency": 16}
+        ),
+    )
+
+
+def _recovery(
+    cluster: Cluster,
+    engine: str,
+    n: int,
+    table: str,
+    start: Any,
+    *,
+    in_flight: Any,
+    in_flight_done: Any,
+    progress: tuple[str, dict[str, Any]],
+    unknown_sql: str,
+    unknown_events: str,
+    names: tuple[str, str],
+    release: Any = None,
+) -> Recovery:
+    """Run, SIGKILL at half the executions, start a fresh worker, audit the side table."""
+    half = STEPS_PER_INSTANCE * n // 2
+    first = start(names[0])
+    with cluster.connect() as probe:
+        try:
+            first.expect("ready", timeout=120)
+            started = time.perf_counter()
+            first.send("go")
+            if release:
+                release(probe)
+            count_sql = EFFECTS_COUNT.format(table=table)
+            while (executed := probe.execute(count_sql).fetchone()[0]) < half:
+                if time.perf_counter() - started > RUN_TIMEOUT_SECONDS:
+                    raise TimeoutError(f"{engine} recovery: {executed} executions before the kill")
+                time.sleep(0.005)
+        except BaseException:
+            first.kill()
+            raise
+        first.kill()
+        killed = time.perf_counter()
+        executed = probe.execute(count_sql).fetchone()[0]
+        stalled = in_flight(probe)
+        fresh = start(names[1])
+        try:
+            fresh.expect("ready", timeout=120)
+            ready = time.perf_counter() - killed
+            fresh.send("go")
+            in_flight_seconds = 0.0
+            query, params = progress
+            while True:
+                tick = time.perf_counter()
+                if not in_flight_seconds and in_flight_done(probe, stalled) == len(stalled):
+                    in_flight_seconds = tick - killed
+                done, failed = probe.execute(query, params).fetchone()
+                if done + failed >= n:
+                    all_seconds = tick - killed
+                    in_flight_seconds = in_flight_seconds or all_seconds
+                    break
+                if tick - killed > RUN_TIMEOUT_SECONDS:
+                    raise TimeoutError(f"{engine} recovery: only {done} of {n} completed")
+                time.sleep(max(0.0, POLL_SECONDS - (time.perf_counter() - tick)))
+        except BaseException:
+            fresh.kill()
+            raise
+        fresh.finish()
+        audit = EFFECTS_AUDIT.format(table=table, unknown=unknown_sql)
+        missing, declared, silent, same_key = probe.execute(audit, {"n": n}).fetchone()
+        unknowns = probe.execute(unknown_events).fetchone()[0] if unknown_events else 0
+    return Recovery(
+        engine,
+        n,
+        executed,
+        killed - started,
+        ready,
+        len(stalled),
+        in_flight_seconds,
+        all_seconds,
+        int(missing),
+        int(declared),
+        int(silent),
+        int(same_key),
+        int(unknowns),
+        int(failed),
+    )
+
+
+def profile_wayline(cluster: Cluster, n: int, out: Path) -> tuple[dict[str, Any], float]:
+    """An untimed run of one profiled worker (cProfile + cache counters)."""
+    schema = "wl_profile"
+    asyncio.run(_prepare_wayline(cluster.dsn, schema))
+    asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
+    worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16, profile=out)
+    with cluster.connect() as probe:
+        try:
+            worker.expect("ready")
+            started = time.perf_counter()
+            worker.send("go")
+            seconds, _ = _wait_until_done(
+                probe, WAYLINE_PROGRESS.format(schema=schema), {}, n, started
+            )
+        except BaseException:
+            worker.kill()
+            raise
+    return worker.finish(), seconds
