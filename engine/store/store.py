@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.migrations import check_schema_current_async, validate_schema_name
@@ -191,7 +192,15 @@ class Store:
 
         True when rows were written, False for an exact replay. The caller commits
         (then, if COMMIT fails, reconciles the transition id) or rolls back.
+        An autocommit connection outside a transaction block is refused: each statement
+        would commit on its own, and a failure half-way would leave a ledger row that
+        reconciles as committed beside a partial transition.
         """
+        if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
+            raise StoreError(
+                f"transition {transition.transition_id} was not staged: "
+                "stage() needs the caller's open transaction"
+            )
         try:
             written, _ = await commits.stage(conn, transition, self.channel)
         except psycopg.Error as exc:
