@@ -1,0 +1,252 @@
+"""The block structure of a definition document, read tolerantly.
+
+Definitions are a flat list of steps in which parallel and race steps name their
+branch steps and a join names the branches it waits for. People think of them as
+blocks: a sequence, a parallel that fans out and closes at its join, a race whose first
+branch wins. The graph, the outline and the editor's moves all need that tree, and they
+need it for drafts that do not validate yet, so this module never raises: whatever the
+document holds, every step lands in exactly one block, in document order.
+
+Rules (the same the engine walks by): a step named as a branch by an earlier parallel
+or race belongs to that owner; every other step is top level. A parallel's block ends
+at the first later top-level join that lists the same branches; top-level steps between
+the two run while the branches do and form one more column of the block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FORK_KINDS = ("parallel", "race")
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """What the structure needs of one raw step: position, name, kind and branch names."""
+
+    index: int
+    name: str
+    kind: str
+    branches: tuple[str, ...]
+    raw: dict[str, Any]
+
+    @property
+    def node_id(self) -> str:
+        """The element id of this step's node; stable while the step keeps its name."""
+        return step_node_id(self.name, self.index)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One step, or a fork: a parallel or race head, its columns and the closing join.
+
+    ``columns`` are sequences of blocks: one per branch, then (for a parallel with steps
+    between it and its join) the steps that run meanwhile. ``tail`` is the join.
+    """
+
+    head: StepShape
+    columns: tuple[tuple[Block, ...], ...] = ()
+    tail: StepShape | None = None
+    meanwhile: bool = False
+    """True when the last column holds the steps between a parallel and its join."""
+
+    @property
+    def is_fork(self) -> bool:
+        return self.head.kind in FORK_KINDS
+
+    def members(self) -> list[StepShape]:
+        """Every step of the block, head first, tail last."""
+        found = [self.head]
+        for column in self.columns:
+            for block in column:
+                found.extend(block.members())
+        if self.tail is not None:
+            found.append(self.tail)
+        return found
+
+    @property
+    def first_index(self) -> int:
+        return self.head.index
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The top-level sequence of blocks of one document, and its steps by position."""
+
+    blocks: tuple[Block, ...]
+    steps: tuple[StepShape, ...]
+    owners: dict[str, str] = field(default_factory=dict)
+    """Branch step name -> the parallel or race that owns it."""
+
+    def step(self, name: str) -> StepShape | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def fork_of(self, index: int) -> Block | None:
+        """The fork block headed by step ``index`` (a parallel or race), if any."""
+        found = self.block_of(index)
+        if found is None:
+            return None
+        block = found[0][found[1]]
+        return block if block.is_fork else None
+
+    def block_of(self, index: int) -> tuple[tuple[Block, ...], int] | None:
+        """The sequence holding the block headed by step ``index``, and its position there."""
+        return _find_block(self.blocks, index)
+
+    def insertion_after(self, index: int) -> int | None:
+        """Where a step inserted right after the block headed by ``index`` belongs.
+
+        Before the next block of the same sequence; at the end of the document after
+        the last top-level block; before the join after the last step that runs
+        meanwhile. None for branch steps (a fork gets new branches instead).
+        """
+        return _insertion_after(self.blocks, index, len(self.steps))
+
+    def normalized_order(self) -> list[int]:
+        """Step indexes in block order: each block's members together, heads first."""
+        order = [s.index for block in self.blocks for s in block.members()]
+        placed = set(order)
+        return order + [s.index for s in self.steps if s.index not in placed]
+
+
+def step_node_id(name: str, index: int) -> str:
+    """``step-<name>`` for a usable name, ``step-n<index>`` otherwise."""
+    usable = bool(name) and all(c.isalnum() or c in "._-" for c in name) and name.isascii()
+    return f"step-{name}" if usable else f"step-n{index}"
+
+
+def raw_steps(document: Any) -> list[Any]:
+    """The document's step list, or an empty list when it has none."""
+    steps = document.get("steps") if isinstance(document, dict) else None
+    return steps if isinstance(steps, list) else []
+
+
+def shape_of(index: int, raw: Any) -> StepShape:
+    """A step's shape; unusable fields become empty values instead of errors."""
+    obj = raw if isinstance(raw, dict) else {}
+    name = obj.get("name")
+    kind = obj.get("kind")
+    branches = obj.get("branches")
+    return StepShape(
+        index=index,
+        name=name if isinstance(name, str) else "",
+        kind=kind if isinstance(kind, str) else "",
+        branches=tuple(b for b in branches if isinstance(b, str))
+        if isinstance(branches, list)
+        else (),
+        raw=obj,
+    )
+
+
+def read_structure(document: Any) -> Structure:
+    """The block tree of ``document``; never raises."""
+    steps = tuple(shape_of(i, raw) for i, raw in enumerate(raw_steps(document)))
+    owners = _owners(steps)
+    builder = _Builder(steps, owners)
+    top = [s for s in steps if s.name not in owners or not s.name]
+    blocks = builder.sequence(top)
+    return Structure(tuple(blocks), steps, owners)
+
+
+def _owners(steps: tuple[StepShape, ...]) -> dict[str, str]:
+    """Branch name -> owner, for branches that exist and come after their owner."""
+    positions: dict[str, int] = {}
+    for step in steps:
+        if step.name:
+            positions.setdefault(step.name, step.index)
+    owners: dict[str, str] = {}
+    for step in steps:
+        if step.kind not in FORK_KINDS:
+            continue
+        for branch in step.branches:
+            if branch != step.name and positions.get(branch, -1) > step.index:
+                owners.setdefault(branch, step.name)
+    return owners
+
+
+class _Builder:
+    """Builds blocks, placing each step index once."""
+
+    def __init__(self, steps: tuple[StepShape, ...], owners: dict[str, str]) -> None:
+        self.steps = steps
+        self.owners = owners
+        self.placed: set[int] = set()
+        self.by_name: dict[str, StepShape] = {}
+        for step in steps:
+            if step.name:
+                self.by_name.setdefault(step.name, step)
+
+    def sequence(self, candidates: list[StepShape]) -> list[Block]:
+        blocks: list[Block] = []
+        position = 0
+        while position < len(candidates):
+            step = candidates[position]
+            position += 1
+            if step.index in self.placed:
+                continue
+            self.placed.add(step.index)
+            if step.kind == "parallel":
+                block, consumed = self._parallel(step, candidates[position:])
+                position += consumed
+            elif step.kind == "race":
+                block = Block(step, self._branch_columns(step))
+            else:
+                block = Block(step)
+            blocks.append(block)
+        return blocks
+
+    def _branch_columns(self, owner: StepShape) -> tuple[tuple[Block, ...], ...]:
+        columns = []
+        for name in owner.branches:
+            branch = self.by_name.get(name)
+            if branch is None or self.owners.get(name) != owner.name:
+                continue
+            if branch.index in self.placed:
+                continue
+            self.placed.add(branch.index)
+            columns.append((Block(branch),))
+        return tuple(columns)
+
+    def _parallel(self, head: StepShape, rest: list[StepShape]) -> tuple[Block, int]:
+        """The parallel's block, and how many of the following top-level steps it took."""
+        columns = self._branch_columns(head)
+        wanted = set(head.branches)
+        join_at = next(
+            (
+                i
+                for i, s in enumerate(rest)
+                if s.kind == "join" and set(s.branches) == wanted and s.index not in self.placed
+            ),
+            None,
+        )
+        if join_at is None:
+            return Block(head, columns), 0
+        tail = rest[join_at]
+        meanwhile = self.sequence(rest[:join_at])
+        self.placed.add(tail.index)
+        if meanwhile:
+            columns = (*columns, tuple(meanwhile))
+        return Block(head, columns, tail, meanwhile=bool(meanwhile)), join_at + 1
+
+
+def _find_block(blocks: tuple[Block, ...], index: int) -> tuple[tuple[Block, ...], int] | None:
+    for position, block in enumerate(blocks):
+        if block.head.index == index:
+            return blocks, position
+        for column in block.columns:
+            found = _find_block(column, index)
+            if found is not None:
+                return found
+    return None
+
+
+def _insertion_after(blocks: tuple[Block, ...], index: int, end: int) -> int | None:
+    for position, block in enumerate(blocks):
+        if block.head.index == index:
+            return blocks[position + 1].first_index if position + 1 < len(blocks) else end
+        if block.meanwhile and block.tail is not None:
+            found = _insertion_after(block.columns[-1], index, block.tail.index)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,48 @@
+"""Validation problems located on their step and field."""
+
+from __future__ import annotations
+
+from studio.problems import check_document
+
+DOC = {
+    "name": "d",
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [
+        {
+            "name": "charge",
+            "kind": "activity",
+            "target": "payments.charge",
+            "timeout": "30s",
+            "input_limit": 10,
+            "result_limit": 10,
+            "retry": {"max_attempts": 0, "initial_delay": "1s", "max_delay": "1m"},
+        },
+        {"name": "pause", "kind": "timer", "timeout": "soon"},
+    ],
+}
+
+
+def test_engine_errors_land_on_the_step_and_field() -> None:
+    problems = check_document(DOC)
+    assert problems.definition is None
+    located = {(p.step, p.field) for p in problems.errors}
+    assert located == {("charge", "retry.max_attempts"), ("pause", "timeout")}
+    assert problems.counts_by_step() == {"charge": 1, "pause": 1}
+    assert "duration" in problems.for_field(1, "timeout")[0].message
+
+
+def test_document_level_errors_have_no_step() -> None:
+    problems = check_document({**DOC, "name": "", "steps": []})
+    assert {p.path for p in problems.document_errors} == {"name", "steps"}
+
+
+def test_targets_no_worker_advertises_are_warnings_not_errors() -> None:
+    fixed = {
+        **DOC,
+        "steps": [{**DOC["steps"][0], "retry": {**DOC["steps"][0]["retry"], "max_attempts": 3}}],
+    }
+    problems = check_document(fixed, ["inventory.reserve"])
+    assert problems.definition is not None
+    assert [(p.step, p.field, p.warning) for p in problems.items] == [("charge", "target", True)]
+    assert check_document(fixed, ["payments.charge"]).items == ()
