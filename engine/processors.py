@@ -84,25 +84,36 @@ class Dispatch:
     key: str
 
 
-async def process(ctx: Context, lease: work.Lease) -> None:
+async def process(ctx: Context, current: LeaseHolder) -> None:
     """Run one leased work item to a committed result (or lose the lease trying)."""
-    handler = _PROCESSORS.get(WorkKind(lease.kind))
-    if handler is None:
+    lease = current.lease
+    kind = lease.kind
+    if kind in (WorkKind.ACTIVITY, WorkKind.COMPENSATION):
+        track = ACTIVITY if kind is WorkKind.ACTIVITY else COMPENSATION
+        await process_attempt(ctx, lease, track, current)
+    elif kind is WorkKind.TIMER:
+        await process_timer(ctx, lease)
+    elif kind is WorkKind.CHILD:
+        await process_child(ctx, lease)
+    else:
         await work.dead_letter(ctx.store, lease, "unsupported-work-kind")
-        return
-    await handler(ctx, lease)
 
 
 # Committing ---------------------------------------------------------------------------
 
 
 async def commit(
-    ctx: Context, lease: work.Lease, build: Callable[[Draft], None], finish: bool = True
+    ctx: Context,
+    lease: work.Lease,
+    build: Callable[[Draft], None],
+    finish: bool = True,
+    eager: Eager | None = None,
 ) -> Instance | None:
     """Build on the latest state and commit fenced by the lease; retry on conflicts.
 
     ``build`` raises Obsolete (finish the lease without history) or Park. Returns the
-    committed state, or None when nothing was written.
+    committed state, or None when nothing was written. With ``eager``, the next
+    activity this worker can run is started in the same transaction and leased to it.
     """
     for _ in range(MAX_CONFLICT_RETRIES):
         state = await ctx.cache.load(lease.instance_id)
@@ -119,18 +130,58 @@ async def commit(
             return state  # nothing new to record (e.g. a redelivered child start)
         if draft.state.spec.mode is Mode.ORCHESTRATION:
             decide(draft)
+        fence = LeaseFence(ctx.store, lease, finish)
+        if eager is not None:
+            eager.prepare(draft, fence)
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         try:
-            await ctx.store.commit_all(transitions, LeaseFence(ctx.store, lease, finish))
+            await ctx.store.commit_all(transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
             continue
         ctx.faults.reach(Boundary.AFTER_COMMIT)
         ctx.cache.put(draft.state)
+        if eager is not None:
+            eager.lease = fence.next_lease
         return draft.state
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+@dataclass
+class Eager:
+    """Eager dispatch of the next activity: start it in the outcome's transaction.
+
+    Only an activity this worker has a handler for and that is due now; at most one, so
+    it takes exactly the slot the finished attempt frees. Others wait for a claim.
+    """
+
+    ctx: Context
+    lease_for: timedelta
+    dispatch: Dispatch | None = None
+    lease: work.Lease | None = None
+
+    def prepare(self, draft: Draft, fence: LeaseFence) -> None:
+        self.dispatch = None
+        item = next(
+            (
+                w
+                for w in draft.work
+                if w.kind is WorkKind.ACTIVITY
+                and w.available_at <= draft.now
+                and self.ctx.activities.get(w.target)
+            ),
+            None,
+        )
+        if item is None or draft.state.status is not S.RUNNING:
+            return
+        payload = json.loads(item.payload or "{}")
+        self.dispatch = Dispatch(payload["step"], payload["attempt"], payload["key"])
+        decisions.start_activity_attempt(
+            draft, self.dispatch.step, self.dispatch.attempt, self.dispatch.key
+        )
+        fence.lease_next, fence.lease_for = item.work_id, self.lease_for
 
 
 def _now(ctx: Context, state: Instance) -> datetime:
@@ -191,19 +242,37 @@ COMPENSATION = Track(
 )
 
 
-async def process_attempt(ctx: Context, lease: work.Lease, track: Track) -> None:
+async def process_attempt(
+    ctx: Context, lease: work.Lease, track: Track, current: LeaseHolder
+) -> None:
     dispatch = _dispatch(lease)
     if dispatch is None:
         await work.dead_letter(ctx.store, lease, track.poison_code)
         return
-    started = await commit(ctx, lease, _start_or_settle(track, dispatch), finish=False)
-    if started is None or track.progress(started, dispatch.step).status is not A.RUNNING:
+    state = await commit(ctx, lease, _start_or_settle(track, dispatch), finish=False)
+    if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
-    ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
-    outcome = await _run(ctx, started, track, dispatch)
-    ctx.faults.reach(Boundary.AFTER_HANDLER)
-    ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
-    await commit(ctx, lease, _record(track, dispatch, outcome))
+    while True:
+        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
+        outcome = await _run(ctx, state, track, dispatch)
+        ctx.faults.reach(Boundary.AFTER_HANDLER)
+        ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
+        eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
+        state = await commit(ctx, lease, _record(track, dispatch, outcome), eager=eager)
+        if eager is None or eager.lease is None or state is None:
+            return
+        ctx.metrics.count("eager_dispatches")
+        lease, dispatch = eager.lease, eager.dispatch
+        current.lease = lease
+
+
+@dataclass
+class LeaseHolder:
+    """The lease a processor currently works under (eager dispatch moves it on), which
+    the worker's renewal task keeps alive."""
+
+    lease: work.Lease
+    lease_for: timedelta
 
 
 def _start_or_settle(track: Track, dispatch: Dispatch) -> Callable[[Draft], None]:
@@ -331,11 +400,3 @@ async def process_child(ctx: Context, lease: work.Lease) -> None:
         await work.dead_letter(ctx.store, lease, "invalid-child-dispatch")
         return
     await start_child(ctx, lease, dispatch)
-
-
-_PROCESSORS = {
-    WorkKind.ACTIVITY: lambda ctx, lease: process_attempt(ctx, lease, ACTIVITY),
-    WorkKind.COMPENSATION: lambda ctx, lease: process_attempt(ctx, lease, COMPENSATION),
-    WorkKind.TIMER: process_timer,
-    WorkKind.CHILD: process_child,
-}

@@ -161,8 +161,9 @@ class Worker:
 
     async def _process(self, lease: work.Lease) -> None:
         started = time.perf_counter()
-        processor = asyncio.create_task(processors.process(self.ctx, lease))
-        renewer = asyncio.create_task(self._renew(lease, processor))
+        current = processors.LeaseHolder(lease, self.config.lease)
+        processor = asyncio.create_task(processors.process(self.ctx, current))
+        renewer = asyncio.create_task(self._renew(current, processor))
         try:
             await processor
             self.metrics.count("completed", kind=str(lease.kind))
@@ -182,13 +183,17 @@ class Worker:
             renewer.cancel()
             self.metrics.observe("processing", time.perf_counter() - started)
 
-    async def _renew(self, lease: work.Lease, processor: asyncio.Task) -> None:
+    async def _renew(self, current: processors.LeaseHolder, processor: asyncio.Task) -> None:
+        """Keep whichever lease the processor works under alive; cancel it when lost."""
         while True:
             await asyncio.sleep(self.config.renew_every.total_seconds())
             self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
+            lease = current.lease
             try:
                 await work.renew(self.store, lease, self.config.lease)
             except StaleLease:
+                if current.lease is not lease:
+                    continue  # the processor finished that lease and moved on (eager)
                 processor.cancel()
                 return
             except (StoreError, psycopg.Error, OSError):
