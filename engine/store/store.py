@@ -7,8 +7,9 @@ drill can run the same engine in an isolated schema.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Protocol
@@ -167,6 +168,12 @@ class Store:
         if not written and fence is None:
             await _rollback(conn)
             return results
+        await _uncancellable(self._commit_and_settle(conn, written, xid))
+        return results
+
+    async def _commit_and_settle(
+        self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str
+    ) -> None:
         try:
             await conn.commit()
         except psycopg.Error as exc:
@@ -174,7 +181,6 @@ class Store:
                 await commits.settle(self.pool.connection, written, xid)
             except CommitUnknown as unknown:
                 raise unknown from exc
-        return results
 
     async def _stage_all(
         self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition], tenant: str
@@ -214,6 +220,23 @@ class Store:
                 return await commits.reconcile_on(conn, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+async def _uncancellable(operation: Awaitable[None]) -> None:
+    """Finish ``operation`` even if the caller is cancelled meanwhile, then re-raise.
+
+    A COMMIT abandoned half way would leave its outcome unknown and the connection in
+    use after it went back to the pool; so the commit and its settlement always run to
+    a classified end, and only then does cancellation take effect.
+    """
+    task = asyncio.ensure_future(operation)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception() from None
+        raise
 
 
 async def _rollback(conn: psycopg.AsyncConnection) -> None:
