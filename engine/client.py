@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from engine import decisions, lifecycle
+from engine.child_outcomes import parent_transitions
 from engine.definitions import Definition
 from engine.errors import DecisionRejected, ReplayRejected, WaylineError
 from engine.events import json_data
@@ -156,10 +157,15 @@ class Client:
                 decide(draft)
             except ReplayRejected as exc:
                 raise DecisionRejected(exc.reason) from None
+            transitions = [
+                draft.build(*id_parts),
+                *await parent_transitions(self.cache, self.registries, draft),
+            ]
             try:
-                await self.store.commit(draft.build(*id_parts))
+                await self.store.commit_all(transitions)
             except (SequenceConflict, DuplicateTransition):
-                self.cache.forget(instance_id)
+                for transition in transitions:
+                    self.cache.forget(transition.instance_id)
                 continue
             assert draft.state is not None
             self.cache.put(draft.state)
