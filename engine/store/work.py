@@ -10,21 +10,24 @@ manual clock's instant in tests, PostgreSQL's ``statement_timestamp()`` otherwis
 workers on different machines cannot skew each other's leases. Expiry is
 authoritative: at ``lease_expires_at`` the lease is gone even without a competitor.
 
-The claim is one statement (see ``CLAIM``):
+The claim is one statement (see ``CLAIM``) in two passes:
 
-- *Candidates* are read from two indexes: available rows that are due (per tenant, via a
-  skip scan over the tenants that have available work, reading each tenant's oldest
-  ``limit`` rows) and leased rows whose lease expired (the oldest ``limit`` expiries).
-  Work whose deadline has passed is never a candidate; ``sweep_expired_deadlines``
-  turns it into a dead letter (``deadline-exceeded``) so it is never stranded.
-- *Fairness*: candidates are ranked within their tenant by (available_at, work_id) and
-  taken in (rank, available_at, work_id) order, so a claim of N serves N tenants
-  round-robin before it takes a second item of any tenant.
-- *Locking* uses ``FOR UPDATE SKIP LOCKED`` and re-checks state, expiry and deadline on
-  the locked row at the locking query's own level, and again in the UPDATE's WHERE.
-  Under READ COMMITTED a row changed after the statement's snapshot is re-evaluated
-  (EvalPlanQual) against exactly those predicates, so a row completed, dead-lettered
-  or re-leased concurrently is skipped instead of resurrected (go-workflow gap f.1).
+- *Choosing* reads without locks from two indexes: each tenant's oldest ``limit`` due
+  rows (a skip scan over the tenants that have available work, then one index range
+  per tenant) and the oldest ``limit`` expired leases. They are ranked within their
+  tenant by (available_at, work_id) and the first ``limit`` in (rank, available_at,
+  work_id) order are chosen, so a claim of N serves N tenants round-robin before it
+  takes a second item of any tenant. That fixes each tenant's quota.
+- *Locking* takes each tenant's quota of due rows in due order with ``FOR UPDATE SKIP
+  LOCKED``, walking past rows other claimers hold (concurrent claimers take the next
+  rows instead of starving on one window), and the chosen expired leases by id. Both
+  locking queries state the eligibility predicates (state, due/expiry, deadline) at
+  their own level, and the UPDATE states them again: under READ COMMITTED a row
+  changed after the statement's snapshot is re-evaluated (EvalPlanQual) against
+  exactly those predicates, so a row completed, dead-lettered or re-leased
+  concurrently is skipped instead of resurrected (go-workflow gap f.1).
+- Work whose deadline has passed is never claimed; ``sweep_expired_deadlines`` turns
+  it into a dead letter (``deadline-exceeded``) so it is never stranded.
 
 Dead workers are noticed quickly: a worker holds a session-level advisory lock named by
 its owner id (``hold_owner_lock``) on a dedicated connection. ``expire_leases_of_dead_owners``
@@ -109,7 +112,8 @@ WANTED = """(%(kinds)s::smallint[] IS NULL OR w.kind = ANY(%(kinds)s::smallint[]
 ELIGIBLE = f"""((w.state = 1 AND w.available_at <= {NOW})
         OR (w.state = 2 AND w.lease_expires_at <= {NOW}))
     AND w.deadline > {NOW}"""
-"""Claimable now; re-checked on the locked row so a concurrent change is never undone."""
+"""Claimable now; the UPDATE re-checks it on the row it locked, so a change committed
+after the statement's snapshot is never undone."""
 
 HELD = f"""w.work_id = %(work_id)s AND w.state = 2
     AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
@@ -122,42 +126,57 @@ LEASE_COLUMNS = f"""w.work_id, w.kind, w.instance_id, w.sequence, w.payload, w.t
 
 CLAIM = f"""
 WITH RECURSIVE tenants AS (
-    (SELECT w.tenant_id FROM work w WHERE w.state = 1 ORDER BY w.tenant_id LIMIT 1)
+    (SELECT w.tenant_id FROM work w WHERE w.state < 2 ORDER BY w.tenant_id LIMIT 1)
     UNION ALL
     SELECT (SELECT w.tenant_id FROM work w
-            WHERE w.state = 1 AND w.tenant_id > t.tenant_id
+            WHERE w.state < 2 AND w.tenant_id > t.tenant_id
             ORDER BY w.tenant_id LIMIT 1)
     FROM tenants t
     WHERE t.tenant_id IS NOT NULL
 ),
 due AS (
-    SELECT d.work_id, d.tenant_id, d.available_at
-    FROM tenants t
+    SELECT d.* FROM tenants t
     CROSS JOIN LATERAL (
-        SELECT w.work_id, w.tenant_id, w.available_at FROM work w
-        WHERE w.state = 1 AND w.tenant_id = t.tenant_id
+        SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
+        WHERE w.state < 2 AND w.tenant_id = t.tenant_id
           AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
         ORDER BY w.available_at, w.work_id
         LIMIT %(limit)s
     ) d
 ),
 expired AS (
-    SELECT w.work_id, w.tenant_id, w.available_at FROM work w
+    SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
     WHERE w.state = 2 AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
     ORDER BY w.lease_expires_at, w.work_id
     LIMIT %(limit)s
 ),
-ranked AS (
-    SELECT c.work_id, c.available_at,
-           row_number() OVER (PARTITION BY c.tenant_id
-                              ORDER BY c.available_at, c.work_id) AS tenant_rank
-    FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) c
-),
-locked AS MATERIALIZED (
-    SELECT w.work_id FROM ranked r JOIN work w ON w.work_id = r.work_id
-    WHERE {ELIGIBLE}
-    ORDER BY r.tenant_rank, r.available_at, r.work_id
+chosen AS (
+    SELECT c.work_id, c.tenant_id, c.state FROM (
+        SELECT u.*, row_number() OVER (PARTITION BY u.tenant_id
+                                       ORDER BY u.available_at, u.work_id) AS tenant_rank
+        FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) u
+    ) c
+    ORDER BY c.tenant_rank, c.available_at, c.work_id
     LIMIT %(limit)s
+),
+quotas AS (
+    SELECT c.tenant_id, count(*) AS quota FROM chosen c WHERE c.state = 1 GROUP BY c.tenant_id
+),
+locked_due AS MATERIALIZED (
+    SELECT d.work_id FROM quotas q
+    CROSS JOIN LATERAL (
+        SELECT w.work_id FROM work w
+        WHERE w.state < 2 AND w.tenant_id = q.tenant_id
+          AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
+        ORDER BY w.available_at, w.work_id
+        LIMIT q.quota
+        FOR UPDATE OF w SKIP LOCKED
+    ) d
+),
+locked_expired AS MATERIALIZED (
+    SELECT w.work_id FROM chosen c JOIN work w ON w.work_id = c.work_id
+    WHERE c.state = 2
+      AND w.state = 2 AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
     FOR UPDATE OF w SKIP LOCKED
 ),
 claimed AS (
@@ -167,11 +186,23 @@ claimed AS (
         lease_token = w.lease_token + 1,
         lease_owner = %(owner)s,
         lease_expires_at = LEAST({NOW} + %(lease)s::interval, w.deadline)
-    FROM locked l
+    FROM (SELECT work_id FROM locked_due
+          UNION ALL SELECT work_id FROM locked_expired
+          LIMIT %(limit)s) l
     WHERE w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}
 )
 SELECT * FROM claimed ORDER BY available_at, work_id
+"""
+"""See the module docstring for the two passes. A claim costs index reads in proportion
+to the tenants that have available work (not-yet-due timers included) times ``limit``,
+never to the size of the backlog, and locks only what it claims.
+
+Per-tenant scans say ``state < 2`` (the same rows as ``state = 1``, by the table's
+CHECK) so that only ``work_tenant_due_idx`` matches them: with ``state = 1`` the planner
+may pick the global due index and filter by tenant, which walks a large tenant's whole
+backlog to find a small tenant's rows. The UPDATE's ``LIMIT`` changes nothing (at most
+``limit`` rows are locked) but tells the planner how few rows it joins.
 """
 
 RENEW_LEASE = f"""
@@ -185,7 +216,7 @@ CHECK_LEASE = f"SELECT 1 FROM work w WHERE {HELD} FOR UPDATE"
 COMPLETE_LEASE = f"""
 UPDATE work w SET state = 3, completed_at = {NOW}, lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
-RETURNING false
+RETURNING w.work_id
 """
 
 RETRY_LEASE = f"""
@@ -203,7 +234,7 @@ UPDATE work w
 SET state = 4, failure_code = %(code)s, completed_at = {NOW},
     lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
-RETURNING false
+RETURNING w.work_id
 """
 
 SWEEP_DEADLINES = f"""

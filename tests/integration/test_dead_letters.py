@@ -1,0 +1,222 @@
+"""Dead letters against a real PostgreSQL: listing, and one audited resolution per fence.
+
+Invariant 42 of the reference's section d: each dead-letter fence is resolved at most
+once, the same command replays as a no-op, a different command on the same fence
+conflicts, a stale token is rejected, and a retry readmits the work so that the next
+claim bumps the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from engine.store import work
+from engine.store.clock import ManualClock
+from engine.store.dead_letters import (
+    DeadLetterPage,
+    ResolutionConflict,
+    list_dead_letters,
+    resolve,
+)
+from engine.store.errors import StaleLease
+from engine.store.store import Store
+from engine.store.work import WorkRequestInvalid
+from tests.integration.factories import open_store, seed_work, work_row
+
+T0 = datetime(2031, 6, 7, 8, 9, 10, 654321, tzinfo=UTC)
+LEASE = timedelta(seconds=30)
+MINUTE = timedelta(minutes=1)
+DAY = timedelta(days=1)
+RESOLUTIONS = "SELECT command_id, lease_token, action FROM work_resolutions ORDER BY lease_token"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str, clock: ManualClock):
+    async with open_store(pg_dsn, schema, clock) as opened:
+        yield opened
+
+
+async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> list[work.Lease]:
+    """Seed, claim and dead-letter ``count`` work items; returns their (finished) leases."""
+    await seed_work(store, count)
+    leases = await work.claim(store, "worker", LEASE, count)
+    for lease in leases:
+        await work.dead_letter(store, lease, code)
+    return leases
+
+
+async def retry(store: Store, command: str, lease: work.Lease, at: datetime):
+    return await resolve(
+        store, command, lease.work_id, lease.token, "retry", "alice", "fixed", at, at, at + DAY
+    )
+
+
+async def discard(store: Store, command: str, lease: work.Lease, reason: str = "obsolete"):
+    return await resolve(
+        store, command, lease.work_id, lease.token, "discard", "bob", reason, store.now()
+    )
+
+
+def fences(page: DeadLetterPage) -> list[tuple[str, int]]:
+    return [(item.work_id, item.token) for item in page.items]
+
+
+async def resolution_rows(store: Store) -> list[tuple]:
+    async with store.connection() as conn:
+        rows = await (await conn.execute(RESOLUTIONS)).fetchall()
+        await conn.rollback()
+    return rows
+
+
+async def test_a_dead_letter_is_resolved_once_per_fence(
+    pg_dsn: str, store: Store, clock: ManualClock
+) -> None:
+    """42: the whole life: dead letter, list, retry, replay, stale, again, discard."""
+    (first,) = await dead_lettered(store)
+    page = await list_dead_letters(store)
+    assert fences(page) == [(first.work_id, 1)]
+    assert (page.items[0].failure_code, page.items[0].failed_at) == ("poison", T0)
+    assert page.next_cursor is None
+
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {store.channel}")
+        assert (await retry(store, "cmd-retry", first, T0)).replayed is False
+        async with asyncio.timeout(5):  # due now: idle workers are woken
+            assert [n async for n in listener.notifies(stop_after=1)]
+    assert (await retry(store, "cmd-retry", first, T0)).replayed is True
+    assert fences(await list_dead_letters(store)) == []
+    with pytest.raises(StaleLease):
+        await discard(store, "cmd-late-discard", first)
+    row = await work_row(store, first.work_id)
+    assert (row["state"], row["failure_code"], row["deadline"]) == (1, "", T0 + DAY)
+
+    second = (await work.claim(store, "worker", LEASE, 1))[0]
+    assert (second.work_id, second.token, second.attempt) == (first.work_id, 2, 2)
+    await work.dead_letter(store, second, "poison-again")
+    assert fences(await list_dead_letters(store)) == [(first.work_id, 2)]
+    assert (await discard(store, "cmd-discard", second)).replayed is False
+    assert fences(await list_dead_letters(store)) == []
+    assert (await work_row(store, first.work_id))["state"] == 4
+    assert await resolution_rows(store) == [("cmd-retry", 1, 1), ("cmd-discard", 2, 2)]
+    clock.advance(DAY)
+    assert await work.claim(store, "worker", LEASE, 1) == []
+
+
+async def test_other_commands_on_a_resolved_fence_conflict(store: Store) -> None:
+    """42: a different command for the same fence, or a reused command id, conflicts."""
+    (lease,) = await dead_lettered(store)
+    await discard(store, "cmd-1", lease)
+    with pytest.raises(ResolutionConflict, match="already resolved"):
+        await discard(store, "cmd-2", lease)
+    with pytest.raises(ResolutionConflict, match="already resolved"):
+        await retry(store, "cmd-3", lease, T0)
+    with pytest.raises(ResolutionConflict, match="cmd-1"):
+        await discard(store, "cmd-1", lease, reason="another reason")
+    assert await resolution_rows(store) == [("cmd-1", 1, 2)]
+
+
+async def test_a_stale_or_unknown_fence_is_rejected(store: Store) -> None:
+    (lease,) = await dead_lettered(store)
+    for work_id, token in ((lease.work_id, 2), ("no-such-work", 1)):
+        with pytest.raises(StaleLease):
+            await resolve(store, f"cmd-{token}", work_id, token, "discard", "bob", "x", T0)
+    live = (await seed_work(store, 1))[0]
+    with pytest.raises(StaleLease):  # available work is no dead letter
+        await resolve(store, "cmd-live", live, 1, "discard", "bob", "x", T0)
+    assert await resolution_rows(store) == []
+
+
+async def test_the_same_command_sent_twice_at_once_is_recorded_once(
+    pg_dsn: str, schema: str, store: Store, clock: ManualClock
+) -> None:
+    """42, 2: concurrent exact replays both succeed; one writes."""
+    (lease,) = await dead_lettered(store)
+    async with open_store(pg_dsn, schema, clock) as rival:
+        results = await asyncio.gather(
+            retry(store, "cmd-twice", lease, T0), retry(rival, "cmd-twice", lease, T0)
+        )
+    assert sorted(r.replayed for r in results) == [False, True]
+    assert await resolution_rows(store) == [("cmd-twice", 1, 1)]
+
+
+async def test_a_swept_deadline_is_a_dead_letter_that_can_be_retried(
+    store: Store, clock: ManualClock
+) -> None:
+    """Gap f.2: work that was never claimed gets fence 1; its retry readmits it."""
+    (work_id,) = await seed_work(store, 1, deadline=T0 + MINUTE)
+    clock.set(T0 + MINUTE)
+    assert await work.sweep_expired_deadlines(store) == 1
+    (item,) = (await list_dead_letters(store)).items
+    assert (item.work_id, item.token, item.failure_code) == (work_id, 1, work.DEADLINE_EXCEEDED)
+    later = T0 + 2 * MINUTE
+    await resolve(
+        store, "cmd", work_id, 1, "retry", "carol", "more time", clock.now(), later, later + DAY
+    )
+    assert await work.claim(store, "worker", LEASE, 1) == []
+    clock.set(later)
+    lease = (await work.claim(store, "worker", LEASE, 1))[0]
+    assert (lease.work_id, lease.token, lease.attempt) == (work_id, 2, 1)
+
+
+async def test_pages_are_keyset_ordered_and_exact(store: Store, clock: ManualClock) -> None:
+    """Keyset on (failed_at, work_id); an exactly full last page says there is no more."""
+    await seed_work(store, 5)
+    leases = await work.claim(store, "worker", LEASE, 5)
+    for lease in leases:
+        clock.advance(timedelta(microseconds=1) if lease is not leases[2] else timedelta(0))
+        await work.dead_letter(store, lease, "poison")
+    seen, cursor = [], None
+    for expected_size in (2, 2, 1):
+        page = await list_dead_letters(store, cursor, 2)
+        assert len(page.items) == expected_size
+        seen.extend(page.items)
+        cursor = page.next_cursor
+    assert cursor is None
+    keys = [(item.failed_at, item.work_id) for item in seen]
+    assert keys == sorted(keys) and len(set(keys)) == 5
+    exact = await list_dead_letters(store, None, 5)
+    assert len(exact.items) == 5 and exact.next_cursor is None
+
+
+async def test_invalid_commands_are_rejected_before_the_database() -> None:
+    nowhere = Store(None, "nowhere", ManualClock(T0))  # type: ignore[arg-type]
+    valid = {
+        "command_id": "cmd",
+        "work_id": "w",
+        "token": 1,
+        "action": "retry",
+        "actor": "alice",
+        "reason": "fixed",
+        "occurred_at": T0,
+        "retry_at": T0,
+        "deadline": T0 + DAY,
+    }
+    cases = [
+        ({"retry_at": T0 - timedelta(microseconds=1)}, "retry_at"),
+        ({"deadline": T0}, "deadline"),
+        ({"deadline": None}, "both"),
+        ({"action": "discard"}, "neither"),
+        ({"action": "delete"}, "action"),
+        ({"actor": ""}, "actor"),
+        ({"reason": " "}, "reason"),
+        ({"reason": "x" * 501}, "reason"),
+        ({"token": 0}, "token"),
+        ({"command_id": ""}, "command id"),
+        ({"occurred_at": datetime(2031, 1, 1)}, "time zone"),
+        ({"limit": 101}, "MAX_PAGE_ITEMS"),
+    ]
+    for change, fragment in cases:
+        with pytest.raises(WorkRequestInvalid, match=fragment):
+            if "limit" in change:
+                await list_dead_letters(nowhere, None, change["limit"])
+            else:
+                await resolve(nowhere, **{**valid, **change})
