@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from engine import cli_definitions, cli_runtime, cli_store
+from engine import cli_definitions, cli_runtime, cli_store, cli_studio
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runtime.register_definition_actions(definition_actions)
     cli_store.register(commands)
     cli_runtime.register(commands)
+    cli_studio.register(commands)
     return parser
 
 

@@ -1,0 +1,66 @@
+"""``wayline studio`` and ``wayline user create``: thin shells over ``studio.server``.
+
+The studio (and its web libraries) is imported inside the commands only, so importing
+``engine`` never pulls in a web framework.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from engine.cli_options import DSN_ENV, add_store_options
+
+ROLES = ("viewer", "author", "operator", "admin")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``studio`` and ``user`` to the ``wayline`` parser."""
+    studio = commands.add_parser(
+        "studio",
+        help="run the web studio",
+        description="Serve the studio. Uses WAYLINE_DSN when set, else a private PostgreSQL "
+        "in .data/studio-pg; runs a worker for the example activities.",
+    )
+    add_store_options(studio)
+    studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    studio.add_argument("--port", type=int, default=8080, help="port to listen on")
+    studio.set_defaults(run=_studio)
+
+    user = commands.add_parser("user", help="manage studio users")
+    actions = user.add_subparsers(dest="user_action", required=True, metavar="ACTION")
+    create = actions.add_parser(
+        "create",
+        help="create a studio user in a team",
+        description="Create a user and make them a member of TEAM (created when missing). "
+        "Without --password-stdin a one-time password is generated and printed.",
+    )
+    add_store_options(create)
+    create.add_argument("username")
+    create.add_argument("--team", default="default", help="team id (default: default)")
+    create.add_argument("--role", choices=ROLES, default="viewer")
+    create.add_argument("--display-name", default="")
+    create.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    create.set_defaults(run=_user_create)
+
+
+def _dsn(args: argparse.Namespace) -> str | None:
+    return args.dsn or os.environ.get(DSN_ENV) or None
+
+
+def _studio(args: argparse.Namespace) -> int:
+    from studio.server import run_studio
+
+    return run_studio(args.host, args.port, _dsn(args), args.schema)
+
+
+def _user_create(args: argparse.Namespace) -> int:
+    from studio.server import create_user
+
+    password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
+    return create_user(
+        _dsn(args), args.schema, args.username, args.team, args.role, args.display_name, password
+    )

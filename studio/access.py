@@ -1,0 +1,84 @@
+"""The one access check every route goes through.
+
+The route table (``studio.routes``) gives each route its required access; this guard
+enforces it: who is asking (session cookie or API token), the CSRF token of a session's
+state-changing request, a pending password change, and the role in the current team.
+A route without a rule is refused outright, so forgetting one fails closed.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers import BaseRouteHandler
+
+from studio import principal as principals
+from studio.errors import PasswordChangeRequired
+from studio.principal import Principal
+from studio.roles import Access, allows
+from studio.sessions import COOKIE
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CSRF_HEADER = "x-csrf-token"
+CSRF_FIELD = "_csrf"
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_UNRESOLVED = object()
+
+
+async def current_principal(connection: ASGIConnection) -> Principal | None:
+    """Who is asking, resolved once per request (a bearer token wins over a cookie)."""
+    state = connection.scope.setdefault("state", {})  # type: ignore[typeddict-item]
+    cached = state.get("principal", _UNRESOLVED)
+    if cached is not _UNRESOLVED:
+        return cached  # type: ignore[return-value]
+    store = connection.app.state.store
+    found = None
+    authorization = connection.headers.get("authorization", "")
+    if authorization:
+        found = await principals.from_bearer(store, authorization)
+    elif cookie := connection.cookies.get(COOKIE):
+        found = await principals.from_session(store, cookie)
+    state["principal"] = found
+    return found
+
+
+def route_access(handler: BaseRouteHandler) -> Access | None:
+    access = handler.opt.get("access")
+    return access if isinstance(access, Access) else None
+
+
+async def enforce_access(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+    """Guard: allow the request, or raise 401/403 (PasswordChangeRequired is a 403)."""
+    access = route_access(handler)
+    if access is None:
+        raise PermissionDeniedException("this route has no access rule")
+    principal = await current_principal(connection)
+    if access is Access.PUBLIC:
+        return
+    if principal is None:
+        raise NotAuthorizedException("sign in first")
+    if connection.scope.get("method", "GET") not in SAFE_METHODS and principal.session:
+        await check_csrf(connection, principal.session.csrf_token)
+    if principal.must_change_password and access is not Access.SIGNED_IN:
+        raise PasswordChangeRequired("choose a new password before you continue")
+    if not allows(principal.role, access):
+        raise PermissionDeniedException(
+            f"this needs the {access.value} role in the current team"
+            if principal.team
+            else "you are not a member of any team yet; ask an admin to add you"
+        )
+
+
+async def check_csrf(connection: ASGIConnection, expected: str) -> None:
+    """The session's token must come back in the header or the form; else 403."""
+    sent = connection.headers.get(CSRF_HEADER, "")
+    content_type = connection.headers.get("content-type", "")
+    if not sent and isinstance(connection, Request) and content_type.startswith(FORM_TYPES):
+        sent = (await connection.form()).get(CSRF_FIELD, "")
+    if not isinstance(sent, str) or not sent or not hmac.compare_digest(sent, expected):
+        raise PermissionDeniedException(
+            "the request is missing its CSRF token (reload the page and try again)"
+        )

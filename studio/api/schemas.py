@@ -1,0 +1,347 @@
+"""The JSON shapes of the API: what it accepts and returns (and OpenAPI documents).
+
+Values are converted from the service layer's records here, in one place, so the HTML
+pages and the API describe a version, a draft or a problem the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from engine.store.catalog import PublishedVersion
+from engine.store.dead_letters import DeadLetter
+from engine.store.reads import InstanceRow
+from engine.store.workers import WorkerInfo
+from studio.api_tokens import ApiToken
+from studio.diff import DefinitionDiff, FieldChange
+from studio.drafts import Draft
+from studio.people import Member
+from studio.problems import Problems, check_document
+from studio.services.definitions import DefinitionSummary, short_fingerprint
+
+
+@dataclass
+class ErrorOut:
+    error: str
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ProblemOut:
+    path: str
+    message: str
+    step: str
+    field: str
+    warning: bool
+
+
+@dataclass
+class VersionOut:
+    name: str
+    version: str
+    fingerprint: str
+    short_fingerprint: str
+    deprecated: bool
+    published_at: datetime
+    published_by: str
+    steps: int
+
+
+@dataclass
+class DefinitionOut:
+    name: str
+    latest: VersionOut
+    versions: int
+
+
+@dataclass
+class VersionDetailOut:
+    version: VersionOut
+    document: dict[str, Any]
+
+
+@dataclass
+class DocumentIn:
+    document: dict[str, Any]
+
+
+@dataclass
+class PublishOut:
+    name: str
+    version: str
+    fingerprint: str
+    short_fingerprint: str
+    created: bool
+    """False when identical content was already published (nothing changed)."""
+
+
+@dataclass
+class ValidationOut:
+    valid: bool
+    fingerprint: str | None
+    problems: list[ProblemOut]
+
+
+@dataclass
+class FieldChangeOut:
+    field: str
+    before: Any
+    after: Any
+
+
+@dataclass
+class StepChangeOut:
+    step: str
+    kind: str
+    change: str
+    fields: list[FieldChangeOut]
+
+
+@dataclass
+class DiffOut:
+    left: VersionOut
+    right: VersionOut
+    top: list[FieldChangeOut]
+    steps: list[StepChangeOut]
+
+
+@dataclass
+class DraftOut:
+    id: str
+    title: str
+    document: dict[str, Any]
+    based_on: str
+    revision: int
+    created_by: str
+    updated_by: str
+    created_at: datetime
+    updated_at: datetime
+    valid: bool
+    problems: list[ProblemOut]
+
+
+@dataclass
+class DraftIn:
+    """A new draft: from a document, or from a published ``from_name``@``from_version``."""
+
+    document: dict[str, Any] | None = None
+    from_name: str | None = None
+    from_version: str | None = None
+
+
+@dataclass
+class DraftReplaceIn:
+    revision: int
+    document: dict[str, Any]
+
+
+@dataclass
+class DraftEditIn:
+    """One editor operation, as the editor's buttons make them.
+
+    ``insert`` (at, kind), ``branch`` (index, kind), ``move`` (index, direction),
+    ``delete`` (index), ``update`` (index, fields: dotted path -> text),
+    ``header`` (name, version).
+    """
+
+    op: Literal["insert", "branch", "move", "delete", "update", "header"]
+    revision: int
+    at: int | None = None
+    kind: str | None = None
+    index: int | None = None
+    direction: Literal["up", "down"] | None = None
+    fields: dict[str, str] | None = None
+    name: str | None = None
+    version: str | None = None
+
+
+@dataclass
+class InstanceOut:
+    id: str
+    definition: str
+    version: str
+    fingerprint: str
+    status: str
+    sequence: int
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None
+
+
+@dataclass
+class InstancePageOut:
+    items: list[InstanceOut]
+    next: str | None
+
+
+@dataclass
+class DeadLetterOut:
+    work_id: str
+    instance_id: str
+    target: str
+    token: int
+    attempts: int
+    failure_code: str
+    failed_at: datetime
+
+
+@dataclass
+class DeadLetterPageOut:
+    items: list[DeadLetterOut]
+    next: str | None
+
+
+@dataclass
+class WorkerOut:
+    worker_id: str
+    targets: list[str]
+    started_at: datetime
+    heartbeat_at: datetime
+    concurrency: int
+    hostname: str
+
+
+@dataclass
+class MeOut:
+    actor: str
+    team: str | None
+    role: str | None
+    via: Literal["session", "token"]
+
+
+@dataclass
+class MemberOut:
+    user_id: str
+    username: str
+    display_name: str
+    role: str
+
+
+@dataclass
+class TokenIn:
+    label: str
+    role: str
+
+
+@dataclass
+class TokenOut:
+    id: str
+    label: str
+    role: str
+    created_by: str
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+@dataclass
+class TokenCreatedOut:
+    token: str
+    """The secret: shown this once, stored only as a hash."""
+    record: TokenOut
+
+
+def version_out(published: PublishedVersion) -> VersionOut:
+    d = published.definition
+    return VersionOut(
+        d.name,
+        d.version,
+        d.fingerprint,
+        short_fingerprint(d.fingerprint),
+        published.deprecated,
+        published.published_at,
+        published.published_by,
+        len(d.steps),
+    )
+
+
+def definition_out(summary: DefinitionSummary) -> DefinitionOut:
+    return DefinitionOut(summary.name, version_out(summary.latest), summary.versions)
+
+
+def problems_out(problems: Problems) -> list[ProblemOut]:
+    return [ProblemOut(p.path, p.message, p.step, p.field, p.warning) for p in problems.items]
+
+
+def draft_out(draft: Draft, targets: list[str] | None = None) -> DraftOut:
+    problems = check_document(draft.document, targets)
+    return DraftOut(
+        draft.draft_id,
+        draft.title,
+        draft.document,
+        draft.based_on,
+        draft.revision,
+        draft.created_by,
+        draft.updated_by,
+        draft.created_at,
+        draft.updated_at,
+        problems.definition is not None,
+        problems_out(problems),
+    )
+
+
+def _changes(changes: tuple[FieldChange, ...]) -> list[FieldChangeOut]:
+    return [FieldChangeOut(c.field, c.before, c.after) for c in changes]
+
+
+def diff_out(left: PublishedVersion, right: PublishedVersion, diff: DefinitionDiff) -> DiffOut:
+    return DiffOut(
+        version_out(left),
+        version_out(right),
+        _changes(diff.top),
+        [StepChangeOut(s.step, s.kind, s.change.value, _changes(s.fields)) for s in diff.steps],
+    )
+
+
+def instance_out(row: InstanceRow) -> InstanceOut:
+    return InstanceOut(
+        row.instance_id,
+        row.definition.name,
+        row.definition.version,
+        row.definition.fingerprint,
+        row.status.label,
+        row.sequence,
+        row.created_at,
+        row.updated_at,
+        row.archived_at,
+    )
+
+
+def dead_letter_out(item: DeadLetter) -> DeadLetterOut:
+    return DeadLetterOut(
+        item.work_id,
+        item.instance_id,
+        item.target,
+        item.token,
+        item.attempts,
+        item.failure_code,
+        item.failed_at,
+    )
+
+
+def worker_out(info: WorkerInfo) -> WorkerOut:
+    return WorkerOut(
+        info.worker_id,
+        list(info.targets),
+        info.started_at,
+        info.heartbeat_at,
+        info.concurrency,
+        info.hostname,
+    )
+
+
+def member_out(member: Member) -> MemberOut:
+    user = member.user
+    return MemberOut(user.user_id, user.username, user.display_name, member.role.value)
+
+
+def token_out(token: ApiToken) -> TokenOut:
+    return TokenOut(
+        token.token_id,
+        token.label,
+        token.role.value,
+        token.created_by,
+        token.created_at,
+        token.last_used_at,
+    )

@@ -1,0 +1,90 @@
+"""The studio's Litestar application: ``create_app(settings)``.
+
+The app opens one engine Store (a connection pool on the schema, refusing a schema
+that is behind its migrations) at startup and closes it at shutdown; when the settings
+name an activity registry it also runs a worker for it in the same event loop, which
+is how ``wayline studio`` gives a zero-setup studio that can run the examples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+from litestar import Litestar
+from litestar.datastructures import ResponseHeader, State
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.static_files import create_static_files_router
+
+from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
+from studio import passwords
+from studio.routes import route_handlers
+from studio.settings import StudioSettings
+from studio.web.failures import handle_error
+from studio.web.rendering import template_config
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+MAX_BODY_BYTES = 4_000_000
+SECURITY_HEADERS = (
+    ResponseHeader(
+        name="Content-Security-Policy",
+        value="default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+        "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
+    ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
+    ResponseHeader(name="Referrer-Policy", value="same-origin"),
+)
+
+
+def create_app(settings: StudioSettings) -> Litestar:
+    """A studio on the database and schema named by ``settings``."""
+    passwords.configure(settings.password_cost)
+    stop = asyncio.Event()
+    running: list[asyncio.Task[None]] = []
+
+    async def start(app: Litestar) -> None:
+        app.state.store = await Store.open(settings.dsn, settings.schema)
+        if settings.worker_activities is not None:
+            stop.clear()
+            config = WorkerConfig(
+                worker_id=settings.worker_id or f"studio-{socket.gethostname()}-{os.getpid()}",
+                lease=timedelta(seconds=30),
+                poll_interval=timedelta(milliseconds=500),
+            )
+            worker = Worker(app.state.store, settings.worker_activities, config)
+            running.append(asyncio.create_task(worker.run(stop)))
+
+    async def finish(app: Litestar) -> None:
+        stop.set()
+        for task in running:
+            await task
+        running.clear()
+        await app.state.store.close()
+
+    return Litestar(
+        route_handlers=[
+            *route_handlers(),
+            create_static_files_router(path="/static", directories=[STATIC]),
+        ],
+        on_startup=[start],
+        on_shutdown=[finish],
+        state=State({"settings": settings}),
+        template_config=template_config(),
+        exception_handlers={Exception: handle_error},
+        openapi_config=OpenAPIConfig(
+            title="Wayline studio API",
+            version="1",
+            path="/schema",
+            render_plugins=[JsonRenderPlugin()],
+            description="Everything the studio's pages do, for scripts and CI. Authenticate "
+            "with an API token: `Authorization: Bearer wl_...`.",
+        ),
+        response_headers=list(SECURITY_HEADERS),
+        request_max_body_size=MAX_BODY_BYTES,
+        logging_config=None,
+    )

@@ -1,0 +1,43 @@
+"""Errors the studio's service layer raises; HTML and API routes map them to responses.
+
+Each carries a message a person can act on. ``NotFound`` is also what another team's
+object looks like: possessing an id grants nothing, and a 404 does not even confirm
+that the object exists.
+"""
+
+from __future__ import annotations
+
+from engine.errors import WaylineError
+
+
+class StudioError(WaylineError):
+    """Base of the studio's expected errors."""
+
+    status = 400
+
+
+class NotFound(StudioError):
+    status = 404
+
+
+class Conflict(StudioError):
+    """The request clashes with what is stored (a version published with other content,
+    a draft changed in another window)."""
+
+    status = 409
+
+
+class Invalid(StudioError):
+    """The request's content is not acceptable; ``problems`` may say where."""
+
+    status = 422
+
+    def __init__(self, message: str, problems: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class PasswordChangeRequired(StudioError):
+    """Signed in with a one-time password: choose a new one before anything else."""
+
+    status = 403

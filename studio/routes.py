@@ -1,0 +1,130 @@
+"""The route table: every route of the studio, with the access it requires.
+
+This is the one place that says who may call what. The app builds its route handlers
+from it, the access guard reads each route's rule from it, and a test walks it to try
+every route with every role, so a route cannot exist without a rule. Access levels are
+explained in ``studio.roles``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from litestar.handlers import HTTPRouteHandler
+
+from studio.access import enforce_access
+from studio.api import definitions as api_definitions
+from studio.api import drafts as api_drafts
+from studio.api import operations as api_operations
+from studio.api import people as api_people
+from studio.roles import Access
+from studio.web import definitions, editor, operations, settings, signin
+
+P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
+DRAFT = "/drafts/{draft_id:str}"
+VERSION = "/definitions/{name:str}/versions/{version:str}"
+API_VERSION = "/api" + VERSION
+API_DRAFT = "/api" + DRAFT
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Callable[..., Any]
+    access: Access
+    status: int | None = None
+
+    @property
+    def is_api(self) -> bool:
+        return self.path.startswith("/api/")
+
+
+ROUTES: tuple[Route, ...] = (
+    # Signing in, and a person's own account
+    Route("GET", "/", signin.home, S),
+    Route("GET", "/login", signin.login_page, P),
+    Route("POST", "/login", signin.login, P),
+    Route("POST", "/logout", signin.logout, S),
+    Route("GET", "/account", signin.account_page, S),
+    Route("POST", "/account/password", signin.change_password, S),
+    Route("POST", "/account/team", signin.switch_team, S),
+    # Definitions and versions
+    Route("GET", "/definitions", definitions.list_page, V),
+    Route("GET", "/definitions/import", definitions.import_page, A),
+    Route("POST", "/definitions/import", definitions.import_preview, A),
+    Route("POST", "/definitions/import/save", definitions.import_save, A),
+    Route("GET", "/definitions/{name:str}", definitions.versions_page, V),
+    Route("GET", VERSION, definitions.version_page, V),
+    Route("GET", VERSION + "/export", definitions.export_version, V),
+    Route("POST", VERSION + "/draft", definitions.draft_from_version, A),
+    Route("POST", VERSION + "/deprecate", definitions.deprecate_version, A),
+    # The draft editor
+    Route("POST", "/drafts", editor.create_draft, A),
+    Route("GET", DRAFT, editor.show_draft, V),
+    Route("POST", DRAFT + "/insert", editor.insert_step, A),
+    Route("POST", DRAFT + "/branch", editor.add_branch, A),
+    Route("POST", DRAFT + "/update", editor.update_step, A),
+    Route("POST", DRAFT + "/move", editor.move_step, A),
+    Route("POST", DRAFT + "/delete-step", editor.delete_step, A),
+    Route("POST", DRAFT + "/header", editor.set_header, A),
+    Route("POST", DRAFT + "/json", editor.replace_json, A),
+    Route("POST", DRAFT + "/publish", editor.publish_draft, A),
+    Route("POST", DRAFT + "/discard", editor.discard_draft, A),
+    # Running work
+    Route("GET", "/instances", operations.instances_page, V),
+    Route("GET", "/dead-letters", operations.dead_letters_page, V),
+    Route("GET", "/drills", operations.drills_page, V),
+    Route("GET", "/workers", operations.workers_page, V),
+    # Team settings
+    Route("GET", "/settings", settings.settings_page, V),
+    Route("POST", "/settings/members", settings.add_member, ADM),
+    Route("POST", "/settings/members/{user_id:str}/role", settings.set_role, ADM),
+    Route("POST", "/settings/members/{user_id:str}/remove", settings.remove_member, ADM),
+    Route("POST", "/settings/tokens", settings.create_token, ADM),
+    Route("POST", "/settings/tokens/{token_id:str}/revoke", settings.revoke_token, ADM),
+    # The JSON API
+    Route("GET", "/api/me", api_people.me, S),
+    Route("GET", "/api/definitions", api_definitions.list_definitions, V),
+    Route("POST", "/api/definitions", api_definitions.publish, A),
+    Route("POST", "/api/definitions/validate", api_definitions.validate, A, 200),
+    Route("GET", "/api/definitions/{name:str}", api_definitions.list_versions, V),
+    Route("GET", "/api/definitions/{name:str}/diff", api_definitions.diff, V),
+    Route("GET", API_VERSION, api_definitions.get_version, V),
+    Route("POST", API_VERSION + "/deprecate", api_definitions.deprecate, A, 200),
+    Route("GET", "/api/drafts", api_drafts.list_drafts, V),
+    Route("POST", "/api/drafts", api_drafts.create_draft, A),
+    Route("GET", API_DRAFT, api_drafts.get_draft, V),
+    Route("PUT", API_DRAFT, api_drafts.replace_draft, A),
+    Route("DELETE", API_DRAFT, api_drafts.delete_draft, A),
+    Route("POST", API_DRAFT + "/edits", api_drafts.edit_draft, A, 200),
+    Route("POST", API_DRAFT + "/publish", api_drafts.publish_draft, A),
+    Route("GET", "/api/instances", api_operations.list_instances, V),
+    Route("GET", "/api/dead-letters", api_operations.list_dead_letters, V),
+    Route("GET", "/api/workers", api_operations.list_workers, V),
+    Route("GET", "/api/members", api_people.list_members, V),
+    Route("GET", "/api/tokens", api_people.list_tokens, ADM),
+    Route("POST", "/api/tokens", api_people.create_token, ADM),
+    Route("DELETE", "/api/tokens/{token_id:str}", api_people.revoke_token, ADM),
+)
+
+
+def route_handlers(routes: tuple[Route, ...] = ROUTES) -> list[HTTPRouteHandler]:
+    """Litestar handlers for the table; each carries its rule and the access guard."""
+    handlers = []
+    for route in routes:
+        handler = HTTPRouteHandler(
+            path=route.path,
+            http_method=route.method,
+            guards=[enforce_access],
+            opt={"access": route.access},
+            include_in_schema=route.is_api,
+            status_code=route.status,
+            name=f"{route.method} {route.path}",
+            tags=[route.path.split("/")[2]] if route.is_api else None,
+            operation_id=f"{route.method.lower()}_{route.handler.__name__}",
+        )
+        handlers.append(handler(route.handler))
+    return handlers

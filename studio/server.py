@@ -1,0 +1,153 @@
+"""``wayline studio`` and ``wayline user create``: run the studio, manage its users.
+
+Without ``WAYLINE_DSN`` the studio keeps its own PostgreSQL cluster in
+``.data/studio-pg`` (started on demand, stopped on exit), applies the migrations, and
+runs a worker for the example activities in the same process, so one command gives a
+studio that can author, publish and run workflows. The very first start creates the
+``default`` team and its ``admin`` with a one-time password printed once, and publishes
+the example order-fulfillment definition so the studio is not empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import uvicorn
+
+from engine.cli_definitions import load_definition
+from engine.embedded import EmbeddedPostgres, install_signal_handlers
+from engine.migrations import apply_migrations
+from engine.store import catalog
+from engine.store.catalog import DefinitionConflict
+from engine.store.store import Store
+from studio import people
+from studio.app import create_app
+from studio.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
+from studio.roles import Role
+from studio.settings import StudioSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = ROOT / ".data" / "studio-pg"
+EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
+T = TypeVar("T")
+
+
+@contextmanager
+def database(dsn: str | None, schema: str, *, keep_running: bool = False) -> Iterator[str]:
+    """A migrated database: ``dsn`` when given, else the studio's private cluster.
+
+    The private cluster is stopped on exit unless it was already running before (the
+    studio itself may be using it) or ``keep_running`` is set.
+    """
+    if dsn:
+        apply_migrations(dsn, schema)
+        yield dsn
+        return
+    server = EmbeddedPostgres(DATA_DIR)
+    already_running = (DATA_DIR / "postmaster.pid").exists()
+    started = server.start()
+    try:
+        apply_migrations(started, schema)
+        yield started
+    finally:
+        if not (already_running or keep_running):
+            server.stop()
+
+
+async def _with_store(dsn: str, schema: str, action: Callable[[Store], Awaitable[T]]) -> T:
+    store = await Store.open(dsn, schema)
+    try:
+        return await action(store)
+    finally:
+        await store.close()
+
+
+async def _first_start(store: Store) -> str | None:
+    """Create the first admin (and publish the example) on an empty studio."""
+    password = await people.bootstrap_admin(store)
+    if password is not None and EXAMPLE.is_file():
+        # When the example's name already belongs to another team, leave it there.
+        with contextlib.suppress(DefinitionConflict):
+            await catalog.publish(store, load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
+    return password
+
+
+def run_studio(host: str, port: int, dsn: str | None, schema: str) -> int:
+    """Serve the studio until interrupted; returns the exit status."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from examples.orders import app as example_activities
+
+    install_signal_handlers()
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    with database(dsn, schema) as ready:
+        password = asyncio.run(_with_store(ready, schema, _first_start))
+        _announce(host, port, dsn is None, password)
+        settings = StudioSettings(ready, schema, worker_activities=example_activities)
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    return 0
+
+
+def _announce(host: str, port: int, embedded: bool, password: str | None) -> None:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    where = f"a private PostgreSQL in {DATA_DIR}" if embedded else "WAYLINE_DSN"
+    lines = [
+        f"Wayline studio: http://{shown}:{port}/",
+        f"  database: {where}; a worker runs the example activities (examples/orders.py)",
+    ]
+    if password:
+        lines += [
+            f"  sign in as {FIRST_ADMIN} with this one-time password: {password}",
+            "  (shown only now; you choose your own password at the first sign-in)",
+        ]
+    else:
+        lines.append(
+            "  sign in with your account; add one with: "
+            "wayline user create NAME --team TEAM --role ROLE"
+        )
+    lines.append("  stop with Ctrl+C")
+    print("\n".join(lines), flush=True)
+
+
+def create_user(
+    dsn: str | None,
+    schema: str,
+    username: str,
+    team: str,
+    role: str,
+    display_name: str,
+    password: str | None,
+) -> int:
+    """Create (or add to a team) a studio user; prints a one-time password when generated."""
+    from studio.passwords import PasswordRejected, generate_password
+
+    generated = password is None
+    secret = password or generate_password()
+
+    async def action(store: Store) -> str:
+        await people.ensure_team(store, team, team)
+        user = await people.create_user(
+            store, username, secret, display_name, must_change_password=generated
+        )
+        await people.set_membership(store, user.user_id, team, Role(role))
+        return user.username
+
+    try:
+        with database(dsn, schema) as ready:
+            name = asyncio.run(_with_store(ready, schema, action))
+    except (PeopleError, PasswordRejected) as refused:
+        print(f"wayline user create: {refused}", file=sys.stderr)
+        return 1
+    print(f"created {name}: {role} in team {team}")
+    if generated:
+        print(f"one-time password: {secret} (to be changed at the first sign-in)")
+    return 0

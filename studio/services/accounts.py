@@ -1,0 +1,131 @@
+"""A person's own account (password, current team) and a team's people and tokens.
+
+Team management is for the team's admins: they add people (creating an account with a
+one-time password when the username is new), change roles and remove members, and
+issue or revoke API tokens. An admin cannot remove or demote themselves, so a team
+always keeps the admin who is acting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.store.store import Store
+from studio import api_tokens, people, sessions
+from studio.api_tokens import ApiToken, TokenRejected
+from studio.errors import Invalid, NotFound
+from studio.passwords import PasswordRejected, generate_password, verify_password
+from studio.people import Member, PeopleError, User
+from studio.principal import Principal
+from studio.roles import Role
+
+
+@dataclass(frozen=True)
+class AddedMember:
+    user: User
+    role: Role
+    one_time_password: str = ""
+    """Set when a new account was created: shown once to the admin."""
+
+
+async def change_password(
+    store: Store, principal: Principal, current: str, new: str, confirm: str
+) -> None:
+    """Set a new password after checking the current one; other sessions end."""
+    user = principal.user
+    if user is None or principal.session is None:
+        raise Invalid("only people signed in with a password can change it")
+    found = await people.find_login(store, user.username)
+    if found is None or not verify_password(found[1], current):
+        raise Invalid("the current password is wrong")
+    if new != confirm:
+        raise Invalid("the new password and its confirmation differ")
+    if new == current:
+        raise Invalid("choose a password different from the current one")
+    try:
+        await people.set_password(store, user.user_id, new)
+    except PasswordRejected as rejected:
+        raise Invalid(str(rejected)) from None
+    await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)
+
+
+async def switch_team(store: Store, principal: Principal, team_id: str) -> None:
+    if principal.session is None or not any(
+        m.team.team_id == team_id for m in principal.memberships
+    ):
+        raise NotFound("you are not a member of that team")
+    await sessions.switch_team(store, principal.session.session_hash, team_id)
+
+
+async def members(store: Store, team: str) -> list[Member]:
+    return await people.team_members(store, team)
+
+
+async def add_member(
+    store: Store, principal: Principal, username: str, role: str, display_name: str = ""
+) -> AddedMember:
+    """Add a person to the acting admin's team, creating their account if new."""
+    role_value = _role(role)
+    try:
+        name = people.normalize_username(username)
+        found = await people.find_login(store, name)
+        password = ""
+        if found is None:
+            password = generate_password()
+            user = await people.create_user(
+                store, name, password, display_name, must_change_password=True
+            )
+        else:
+            user = found[0]
+    except PeopleError as error:
+        raise Invalid(str(error)) from None
+    await people.set_membership(store, user.user_id, principal.team_id, role_value)
+    return AddedMember(user, role_value, password)
+
+
+async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> None:
+    await _member(store, principal, user_id)
+    if principal.user is not None and user_id == principal.user.user_id:
+        raise Invalid("you cannot change your own role")
+    await people.set_membership(store, user_id, principal.team_id, _role(role))
+
+
+async def remove_member(store: Store, principal: Principal, user_id: str) -> None:
+    await _member(store, principal, user_id)
+    if principal.user is not None and user_id == principal.user.user_id:
+        raise Invalid("you cannot remove yourself from the team")
+    await people.remove_membership(store, user_id, principal.team_id)
+
+
+async def tokens(store: Store, team: str) -> list[ApiToken]:
+    return await api_tokens.list_tokens(store, team)
+
+
+async def create_token(
+    store: Store, principal: Principal, label: str, role: str
+) -> tuple[str, ApiToken]:
+    try:
+        return await api_tokens.create_token(
+            store, principal.team_id, _role(role), label, principal.actor
+        )
+    except TokenRejected as rejected:
+        raise Invalid(str(rejected)) from None
+
+
+async def revoke_token(store: Store, team: str, token_id: str) -> None:
+    if not await api_tokens.revoke_token(store, team, token_id):
+        raise NotFound("no such token in this team")
+
+
+async def _member(store: Store, principal: Principal, user_id: str) -> Member:
+    for member in await people.team_members(store, principal.team_id):
+        if member.user.user_id == user_id:
+            return member
+    raise NotFound("no such member in this team")
+
+
+def _role(role: str) -> Role:
+    try:
+        return Role(role)
+    except ValueError:
+        raise Invalid(f"a role is one of {', '.join(r.value for r in Role)}") from None

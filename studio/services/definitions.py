@@ -1,0 +1,138 @@
+"""Published definitions of a team: list, versions, publish, deprecate, export, diff.
+
+Everything is read through the team: a name another team owns is not found here, and
+publishing it is a conflict (the catalog keeps a name to the team that first published
+it). Publishing the same content again is harmless and says so; the same name and
+version with other content is a conflict that names the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.definitions import Definition, DefinitionRef, definition_to_json
+from engine.store import catalog
+from engine.store.catalog import DefinitionConflict, PublishedVersion
+from engine.store.store import Store
+from studio.diff import DefinitionDiff, diff_documents
+from studio.errors import Conflict, Invalid, NotFound
+from studio.problems import Problems, check_document
+
+SHORT_FINGERPRINT = 12
+
+
+def short_fingerprint(fingerprint: str) -> str:
+    """The first 12 hex digits: enough to tell versions apart at a glance."""
+    return fingerprint[:SHORT_FINGERPRINT]
+
+
+@dataclass(frozen=True)
+class DefinitionSummary:
+    """One name of the team: its latest version and how many versions it has."""
+
+    name: str
+    latest: PublishedVersion
+    versions: int
+
+    @property
+    def definition(self) -> Definition:
+        return self.latest.definition
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    definition: Definition
+    created: bool
+    """False when exactly this content was already published (nothing changed)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    left: PublishedVersion
+    right: PublishedVersion
+    diff: DefinitionDiff
+
+
+async def team_versions(store: Store, team: str) -> list[PublishedVersion]:
+    return await catalog.versions(store, team)
+
+
+async def summaries(store: Store, team: str) -> list[DefinitionSummary]:
+    """The team's definitions by name, each with its latest published version."""
+    by_name: dict[str, list[PublishedVersion]] = {}
+    for version in await team_versions(store, team):
+        by_name.setdefault(version.definition.name, []).append(version)
+    return [DefinitionSummary(name, found[-1], len(found)) for name, found in by_name.items()]
+
+
+async def versions_of(store: Store, team: str, name: str) -> list[PublishedVersion]:
+    """Every version of ``name``, oldest first; NotFound unless the team has it."""
+    found = [v for v in await team_versions(store, team) if v.definition.name == name]
+    if not found:
+        raise NotFound(f"no definition named {name} in this team")
+    return found
+
+
+async def version_of(store: Store, team: str, name: str, version: str) -> PublishedVersion:
+    for published in await versions_of(store, team, name):
+        if published.definition.version == version:
+            return published
+    raise NotFound(f"{name}@{version} is not published in this team")
+
+
+def problems_payload(problems: Problems) -> list[dict[str, str]]:
+    return [{"path": p.path, "message": p.message} for p in problems.errors]
+
+
+async def publish(store: Store, team: str, actor: str, document: Any) -> PublishOutcome:
+    """Validate and publish ``document`` as an immutable version owned by ``team``."""
+    problems = check_document(document)
+    if problems.definition is None:
+        raise Invalid(
+            f"the definition has {len(problems.errors)} problem(s); fix them before publishing",
+            problems_payload(problems),
+        )
+    definition = problems.definition
+    try:
+        created = await catalog.publish(store, definition, actor, team)
+    except DefinitionConflict as clash:
+        raise Conflict(str(clash)) from None
+    return PublishOutcome(definition, created)
+
+
+async def deprecate(store: Store, team: str, name: str, version: str) -> None:
+    """Refuse new instances of a version; running ones keep it (its fingerprint stays)."""
+    await version_of(store, team, name, version)
+    await catalog.deprecate(store, name, version)
+
+
+def export_document(published: PublishedVersion) -> dict[str, Any]:
+    """The version in the exchange format, as ``wayline definition publish`` reads it."""
+    return definition_to_json(published.definition)
+
+
+async def compare(
+    store: Store, team: str, name: str, left: str | None, right: str | None
+) -> Comparison | None:
+    """A structural diff of two versions (default: the two latest); None with one version."""
+    versions = await versions_of(store, team, name)
+    by_version = {v.definition.version: v for v in versions}
+    if left is None and right is None:
+        if len(versions) < 2:
+            return None
+        older, newer = versions[-2], versions[-1]
+    else:
+        older = by_version.get(left or "") or _missing(name, left)
+        newer = by_version.get(right or "") or _missing(name, right)
+    diff = diff_documents(export_document(older), export_document(newer))
+    return Comparison(older, newer, diff)
+
+
+def _missing(name: str, version: str | None) -> PublishedVersion:
+    raise NotFound(f"{name}@{version} is not published in this team")
+
+
+async def child_choices(store: Store, team: str) -> list[DefinitionRef]:
+    """Versions a child step may pin: the team's published, not deprecated versions."""
+    return [v.definition.ref for v in await team_versions(store, team) if not v.deprecated]

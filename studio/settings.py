@@ -1,0 +1,25 @@
+"""How one studio process is configured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from engine.activities import ActivityRegistry
+from engine.migrations import DEFAULT_SCHEMA
+from studio.passwords import Argon2Cost
+from studio.signin_limits import SignInLimits
+
+
+@dataclass(frozen=True)
+class StudioSettings:
+    dsn: str
+    schema: str = DEFAULT_SCHEMA
+    secure_cookies: bool = False
+    """Mark cookies Secure; turn on whenever the studio is served over HTTPS."""
+    session_ttl: timedelta = timedelta(hours=12)
+    signin_limits: SignInLimits = field(default_factory=SignInLimits)
+    password_cost: Argon2Cost = field(default_factory=Argon2Cost)
+    worker_activities: ActivityRegistry | None = None
+    """When set, the studio runs a worker for these activities in its own process."""
+    worker_id: str = ""

@@ -1,0 +1,205 @@
+"""Definition pages: the list, a name's versions with a diff, one version, export, import.
+
+Published versions never change; what these pages do to them is deprecate one, export
+it, or start a new draft from it. Import reads JSON (pasted or uploaded), validates it
+and shows a preview (graph and problems) before it is saved as a draft or published.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response
+from litestar.datastructures import UploadFile
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from studio import draft_edits
+from studio.draft_edits import EditRejected
+from studio.errors import Conflict, Invalid
+from studio.graph import layout, node_classes
+from studio.problems import check_document
+from studio.services import definitions, drafts, workers
+from studio.structure import read_structure
+from studio.web.editor import draft_url
+from studio.web.rendering import form_values, go_to, page, principal_of, see_other, store_of
+
+PUBLISHED_NOTICES = {
+    "new": "Published. This version is now immutable.",
+    "same": "Identical content was already published as this version; nothing changed.",
+}
+MAX_UPLOAD_BYTES = draft_edits.MAX_DOCUMENT_CHARS
+
+
+def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the read-only graph macro needs for a document."""
+    graph = layout(document)
+    return {
+        "graph": graph,
+        "structure": read_structure(document),
+        "classes": lambda node: node_classes(node, None, marks),
+    }
+
+
+async def list_page(request: Request) -> Template:
+    principal = principal_of(request)
+    store = store_of(request)
+    return page(
+        request,
+        "definitions/list.html",
+        "definitions",
+        summaries=await definitions.summaries(store, principal.team_id),
+        drafts=await drafts.list_for_team(store, principal.team_id),
+    )
+
+
+async def versions_page(
+    request: Request,
+    name: FromPath[str],
+    left: FromQuery[str | None] = None,
+    right: FromQuery[str | None] = None,
+) -> Template:
+    principal = principal_of(request)
+    store = store_of(request)
+    versions = await definitions.versions_of(store, principal.team_id, name)
+    comparison = await definitions.compare(store, principal.team_id, name, left, right)
+    views = {}
+    if comparison is not None:
+        views = {
+            "left": graph_view(
+                definitions.export_document(comparison.left), comparison.diff.marks("left")
+            ),
+            "right": graph_view(
+                definitions.export_document(comparison.right), comparison.diff.marks("right")
+            ),
+        }
+    return page(
+        request,
+        "definitions/versions.html",
+        "definitions",
+        name=name,
+        versions=list(reversed(versions)),
+        comparison=comparison,
+        views=views,
+    )
+
+
+async def version_page(
+    request: Request,
+    name: FromPath[str],
+    version: FromPath[str],
+    published: FromQuery[str | None] = None,
+) -> Template:
+    principal = principal_of(request)
+    found = await definitions.version_of(store_of(request), principal.team_id, name, version)
+    document = definitions.export_document(found)
+    return page(
+        request,
+        "definitions/version.html",
+        "definitions",
+        published=found,
+        document=document,
+        view=graph_view(document),
+        notice=PUBLISHED_NOTICES.get(published or "", ""),
+    )
+
+
+async def export_version(request: Request, name: FromPath[str], version: FromPath[str]) -> Response:
+    principal = principal_of(request)
+    found = await definitions.version_of(store_of(request), principal.team_id, name, version)
+    body = json.dumps(definitions.export_document(found), indent=2) + "\n"
+    return Response(
+        content=body,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{name}@{version}.json"'},
+    )
+
+
+async def draft_from_version(
+    request: Request, name: FromPath[str], version: FromPath[str]
+) -> Redirect:
+    principal = principal_of(request)
+    draft = await drafts.create_from_version(
+        store_of(request), principal.team_id, principal.actor, name, version
+    )
+    return see_other(draft_url(draft.draft_id))
+
+
+async def deprecate_version(
+    request: Request, name: FromPath[str], version: FromPath[str]
+) -> Response:
+    principal = principal_of(request)
+    await definitions.deprecate(store_of(request), principal.team_id, name, version)
+    return go_to(request, f"/definitions/{name}")
+
+
+async def import_page(request: Request) -> Template:
+    return page(request, "definitions/import.html", "definitions", text="", preview=None)
+
+
+async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
+    """The JSON text from the upload (when a file was chosen) or the text box."""
+    form = await request.form()
+    values = {k: v for k, v in form.items() if isinstance(v, str)}
+    upload = form.get("file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        data = await upload.read(MAX_UPLOAD_BYTES + 1)
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise Invalid("the file is too large for a definition")
+        return data.decode("utf-8", errors="replace"), values
+    return values.get("document", ""), values
+
+
+async def import_preview(request: Request) -> Template:
+    text, _ = await _posted_document_text(request)
+    try:
+        document = draft_edits.parse_json(text)
+    except EditRejected as rejected:
+        return page(
+            request,
+            "definitions/import.html",
+            "definitions",
+            status=422,
+            text=text,
+            preview=None,
+            error=str(rejected),
+        )
+    targets = await workers.known_targets(store_of(request))
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        text=json.dumps(document, indent=2),
+        preview={"problems": check_document(document, targets), "view": graph_view(document)},
+    )
+
+
+async def import_save(request: Request) -> Template | Redirect:
+    """Save the previewed JSON as a draft, or publish it (valid content only)."""
+    values = await form_values(request)
+    principal = principal_of(request)
+    store = store_of(request)
+    text = values.get("document", "")
+    try:
+        document = draft_edits.parse_json(text)
+        if values.get("action") == "publish":
+            outcome = await definitions.publish(store, principal.team_id, principal.actor, document)
+            d = outcome.definition
+            state = "new" if outcome.created else "same"
+            return see_other(f"/definitions/{d.name}/versions/{d.version}?published={state}")
+    except (EditRejected, Invalid, Conflict) as refused:
+        problems = check_document(document) if not isinstance(refused, EditRejected) else None
+        return page(
+            request,
+            "definitions/import.html",
+            "definitions",
+            status=409 if isinstance(refused, Conflict) else 422,
+            text=text,
+            preview={"problems": problems, "view": graph_view(document)} if problems else None,
+            error=str(refused),
+        )
+    draft = await drafts.create_from_document(
+        store, principal.team_id, principal.actor, document, "import"
+    )
+    return see_other(draft_url(draft.draft_id))

@@ -1,0 +1,75 @@
+"""Turning errors into responses: JSON for the API, pages (or htmx redirects) for people.
+
+Expected errors carry a message meant for the person (the service layer's StudioError,
+Litestar's 401/403/404/405). Anything else is a 500 whose details go to the log only:
+driver text, SQL or payloads never reach a response.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    NotAuthorizedException,
+    ValidationException,
+)
+from litestar.response import Redirect, Template
+
+from engine.errors import DefinitionNotFound
+from studio.api.schemas import ErrorOut
+from studio.errors import Invalid, PasswordChangeRequired, StudioError
+from studio.web.rendering import is_htmx, page
+
+log = logging.getLogger("wayline.studio")
+
+
+def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
+    """Status, message and (for invalid content) located problems of an error."""
+    if isinstance(error, StudioError):
+        problems = error.problems if isinstance(error, Invalid) else []
+        return error.status, str(error), problems
+    if isinstance(error, DefinitionNotFound):
+        return 404, str(error), []
+    if isinstance(error, ValidationException):
+        return 400, "the request is not in the expected shape", _validation(error)
+    if isinstance(error, HTTPException):
+        return error.status_code, error.detail, []
+    log.exception("unexpected error", exc_info=error)
+    return 500, "something went wrong on the server; the details are in its log", []
+
+
+def _validation(error: ValidationException) -> list[dict[str, str]]:
+    extra = error.extra if isinstance(error.extra, list) else []
+    return [
+        {"path": str(item.get("key", "")), "message": str(item.get("message", ""))}
+        for item in extra
+        if isinstance(item, dict)
+    ]
+
+
+def handle_error(request: Request, error: Exception) -> Response:
+    status, message, problems = describe(error)
+    if request.url.path.startswith("/api/"):
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return Response(ErrorOut(message, problems), status_code=status, headers=headers)
+    if isinstance(error, NotAuthorizedException):
+        return _to("/login?next=" + quote(request.url.path), request, 401)
+    if isinstance(error, PasswordChangeRequired):
+        return _to("/account", request, 403)
+    return page(request, "error.html", status=status, status_code=status, message=message)
+
+
+def _to(target: str, request: Request, status: int) -> Response:
+    """Send the browser elsewhere: a redirect, or HX-Redirect for an htmx request."""
+    if is_htmx(request):
+        return Response(content="", status_code=status, headers={"HX-Redirect": target})
+    if request.method in ("GET", "HEAD"):
+        return Redirect(target, status_code=303)
+    return Template(
+        template_name="error.html",
+        context={"status_code": status, "message": "sign in first", "principal": None},
+        status_code=status,
+    )

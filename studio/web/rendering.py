@@ -1,0 +1,120 @@
+"""Rendering pages and fragments, and the small request helpers HTML routes share.
+
+Every page gets the principal (for the navigation, the team switcher and for hiding
+controls the role does not allow) and the session's CSRF token (for forms, and for
+htmx, which sends it as a header on every request from ``<body hx-headers>``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+from litestar import Request, Response
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect, Template
+from litestar.template.config import TemplateConfig
+
+from engine.store.store import Store
+from studio.errors import Invalid
+from studio.graph import shorten
+from studio.principal import Principal
+from studio.services.definitions import short_fingerprint
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+NAV = (
+    ("definitions", "Definitions", "/definitions"),
+    ("instances", "Instances", "/instances"),
+    ("dead-letters", "Dead letters", "/dead-letters"),
+    ("drills", "Drills", "/drills"),
+    ("workers", "Workers", "/workers"),
+    ("settings", "Settings", "/settings"),
+)
+
+
+def template_config() -> TemplateConfig:
+    return TemplateConfig(
+        directory=TEMPLATES, engine=JinjaTemplateEngine, engine_callback=_configure
+    )
+
+
+def _configure(engine: Any) -> None:
+    env: Environment = engine.engine
+    env.trim_blocks = True
+    env.lstrip_blocks = True
+    env.filters["short"] = short_fingerprint
+    env.filters["when"] = format_when
+    env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
+    env.globals["NAV"] = NAV
+    env.globals["shorten"] = shorten
+
+
+def format_when(value: datetime | None) -> str:
+    """A time as people read it in a table: UTC, to the second."""
+    if value is None:
+        return "—"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def store_of(request: Request) -> Store:
+    return request.app.state.store
+
+
+def principal_of(request: Request) -> Principal:
+    """The request's principal; routes needing one run after the access guard set it."""
+    found = request.scope.get("state", {}).get("principal")
+    assert found is not None, "route reached without a principal"
+    return found
+
+
+def maybe_principal(request: Request) -> Principal | None:
+    return request.scope.get("state", {}).get("principal")
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def page(
+    request: Request, template: str, section: str = "", status: int = 200, **context: Any
+) -> Template:
+    """A full page (or a fragment for htmx) with the shared context."""
+    principal = maybe_principal(request)
+    return Template(
+        template_name=template,
+        context={
+            "principal": principal,
+            "csrf_token": principal.csrf_token if principal else "",
+            "section": section,
+            **context,
+        },
+        status_code=status,
+    )
+
+
+def see_other(url: str) -> Redirect:
+    """Post/redirect/get: after a successful form post, show the result with a GET."""
+    return Redirect(url, status_code=303)
+
+
+def go_to(request: Request, url: str) -> Response:
+    """After a post: htmx follows ``HX-Redirect``, a plain form a 303 redirect."""
+    if is_htmx(request):
+        return Response(content="", status_code=200, headers={"HX-Redirect": url})
+    return see_other(url)
+
+
+async def form_values(request: Request) -> dict[str, str]:
+    """The posted form, first value of each field, as text."""
+    form = await request.form()
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+def int_field(values: dict[str, str], name: str) -> int:
+    try:
+        return int(values.get(name, ""))
+    except ValueError:
+        raise Invalid(f"the form field {name} must be a whole number") from None

@@ -1,0 +1,87 @@
+"""The Settings page: the team's members and API tokens (managed by admins)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.params import FromPath
+from litestar.response import Redirect, Template
+
+from studio.errors import Invalid
+from studio.roles import Access, Role
+from studio.services import accounts
+from studio.web.rendering import form_values, page, principal_of, see_other, store_of
+
+
+async def _settings(request: Request, status: int = 200, **extra: Any) -> Template:
+    principal = principal_of(request)
+    store = store_of(request)
+    is_admin = principal.can(Access.ADMIN)
+    return page(
+        request,
+        "settings/settings.html",
+        "settings",
+        status=status,
+        members=await accounts.members(store, principal.team_id),
+        tokens=await accounts.tokens(store, principal.team_id) if is_admin else [],
+        roles=[r.value for r in Role],
+        **extra,
+    )
+
+
+async def settings_page(request: Request) -> Template:
+    return await _settings(request)
+
+
+async def add_member(request: Request) -> Template:
+    values = await form_values(request)
+    try:
+        added = await accounts.add_member(
+            store_of(request),
+            principal_of(request),
+            values.get("username", ""),
+            values.get("role", ""),
+            values.get("display_name", ""),
+        )
+    except Invalid as invalid:
+        return await _settings(request, 422, error=str(invalid))
+    return await _settings(request, added=added)
+
+
+async def set_role(request: Request, user_id: FromPath[str]) -> Template | Redirect:
+    values = await form_values(request)
+    try:
+        await accounts.set_role(
+            store_of(request), principal_of(request), user_id, values.get("role", "")
+        )
+    except Invalid as invalid:
+        return await _settings(request, 422, error=str(invalid))
+    return see_other("/settings")
+
+
+async def remove_member(request: Request, user_id: FromPath[str]) -> Template | Redirect:
+    try:
+        await accounts.remove_member(store_of(request), principal_of(request), user_id)
+    except Invalid as invalid:
+        return await _settings(request, 422, error=str(invalid))
+    return see_other("/settings")
+
+
+async def create_token(request: Request) -> Template:
+    values = await form_values(request)
+    try:
+        secret, token = await accounts.create_token(
+            store_of(request),
+            principal_of(request),
+            values.get("label", ""),
+            values.get("role", ""),
+        )
+    except Invalid as invalid:
+        return await _settings(request, 422, error=str(invalid))
+    return await _settings(request, new_token=secret, new_token_record=token)
+
+
+async def revoke_token(request: Request, token_id: FromPath[str]) -> Redirect:
+    await accounts.revoke_token(store_of(request), principal_of(request).team_id, token_id)
+    return see_other("/settings")

@@ -1,0 +1,154 @@
+"""Sign-in, sign-out, and a person's own account page.
+
+The sign-in form is protected from login CSRF (a foreign site signing the browser into
+an attacker's account) by a double-submit token: a random cookie scoped to /login that
+the form must echo. The session cookie is HttpOnly and SameSite=Lax, and Secure when
+the studio says it is served over HTTPS.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+from litestar import Request
+from litestar.datastructures import Cookie
+from litestar.exceptions import PermissionDeniedException
+from litestar.params import FromQuery
+from litestar.response import Redirect, Template
+
+from studio.errors import Invalid
+from studio.services import accounts, signin
+from studio.sessions import COOKIE
+from studio.signin_limits import SignInThrottled
+from studio.web.rendering import (
+    form_values,
+    maybe_principal,
+    page,
+    principal_of,
+    see_other,
+    store_of,
+)
+
+LOGIN_COOKIE = "wayline_login"
+LOGIN_FIELD = "_login"
+
+
+def _safe_next(target: str | None) -> str:
+    """Only local paths: a sign-in link must not redirect anywhere else."""
+    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return "/definitions"
+
+
+def _login_page(
+    request: Request, next_path: str, error: str = "", status: int = 200, username: str = ""
+) -> Template:
+    token = secrets.token_urlsafe(24)
+    response = page(
+        request,
+        "signin/login.html",
+        status=status,
+        login_token=token,
+        next_path=next_path,
+        error=error,
+        username=username,
+    )
+    response.cookies.append(
+        Cookie(
+            key=LOGIN_COOKIE,
+            value=token,
+            path="/login",
+            httponly=True,
+            samesite="strict",
+            secure=request.app.state.settings.secure_cookies,
+        )
+    )
+    return response
+
+
+async def login_page(request: Request, next: FromQuery[str | None] = None) -> Template | Redirect:
+    if maybe_principal(request) is not None:
+        return see_other(_safe_next(next))
+    return _login_page(request, _safe_next(next))
+
+
+async def login(request: Request) -> Template | Redirect:
+    values = await form_values(request)
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    sent = values.get(LOGIN_FIELD, "")
+    if not expected or not hmac.compare_digest(sent, expected):
+        raise PermissionDeniedException("the sign-in form expired; reload the page and try again")
+    settings = request.app.state.settings
+    username = values.get("username", "")
+    next_path = _safe_next(values.get("next"))
+    client = request.client.host if request.client else "unknown"
+    try:
+        done = await signin.sign_in(
+            store_of(request),
+            settings.signin_limits,
+            settings.session_ttl,
+            username,
+            values.get("password", ""),
+            client,
+        )
+    except SignInThrottled as throttled:
+        response = _login_page(request, next_path, str(throttled).capitalize() + ".", 429, username)
+        response.headers["Retry-After"] = str(throttled.retry_after)
+        return response
+    except signin.SignInFailed:
+        return _login_page(request, next_path, "Wrong username or password.", 401, username)
+    target = "/account" if done.user.must_change_password else next_path
+    return Redirect(
+        target,
+        status_code=303,
+        cookies=[
+            Cookie(
+                key=COOKIE,
+                value=done.cookie,
+                path="/",
+                httponly=True,
+                samesite="lax",
+                secure=settings.secure_cookies,
+                max_age=int(settings.session_ttl.total_seconds()),
+            )
+        ],
+    )
+
+
+async def logout(request: Request) -> Redirect:
+    principal = principal_of(request)
+    if principal.session is not None:
+        await signin.sign_out(store_of(request), principal.session)
+    response = see_other("/login")
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+async def home(request: Request) -> Redirect:
+    return see_other("/definitions")
+
+
+async def account_page(request: Request) -> Template:
+    return page(request, "signin/account.html", "settings")
+
+
+async def change_password(request: Request) -> Template | Redirect:
+    values = await form_values(request)
+    try:
+        await accounts.change_password(
+            store_of(request),
+            principal_of(request),
+            values.get("current", ""),
+            values.get("new", ""),
+            values.get("confirm", ""),
+        )
+    except Invalid as invalid:
+        return page(request, "signin/account.html", "settings", status=422, error=str(invalid))
+    return see_other("/account?changed=1")
+
+
+async def switch_team(request: Request) -> Redirect:
+    values = await form_values(request)
+    await accounts.switch_team(store_of(request), principal_of(request), values.get("team", ""))
+    return see_other(_safe_next(values.get("next")))

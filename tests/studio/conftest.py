@@ -1,0 +1,16 @@
+"""Fixtures for studio tests: the session's PostgreSQL and a live studio on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.conftest import pg_dsn  # noqa: F401  (the session's PostgreSQL)
+from tests.studio.live import LiveStudio, serve_studio
+
+
+@pytest.fixture(scope="session")
+def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
+    with serve_studio(pg_dsn) as live:
+        yield live

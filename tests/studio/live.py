@@ -1,0 +1,208 @@
+"""A studio served by uvicorn in a thread, on a private schema, and ways to seed it.
+
+Shared by the HTTP tests (tests/studio) and the browser tests (tests/browser): both
+talk to a real server over a real socket, as a browser or a script would. Seeding goes
+through the studio's own modules on a separate thread with its own event loop, so the
+sync tests (and Playwright's sync API) never run inside an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import httpx
+import psycopg
+import uvicorn
+from psycopg import sql
+
+from engine.definition_validation import parse_definition
+from engine.migrations import apply_migrations
+from engine.store import catalog, workers
+from engine.store.store import Store
+from studio import people
+from studio.app import create_app
+from studio.passwords import Argon2Cost
+from studio.roles import Role
+from studio.settings import StudioSettings
+from studio.signin_limits import SignInLimits
+
+PASSWORD = "correct horse battery"
+T = TypeVar("T")
+ROLES = tuple(Role)
+TARGETS = [
+    "inventory.reserve",
+    "inventory.release",
+    "payments.charge",
+    "fraud.check",
+    "notifications.send",
+]
+
+
+class LiveStudio:
+    """The running studio's address and database, and seeding helpers for tests."""
+
+    def __init__(self, url: str, dsn: str, schema: str) -> None:
+        self.url = url
+        self.dsn = dsn
+        self.schema = schema
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._store: Store | None = None
+
+    def run(self, action: Callable[[Store], Awaitable[T]]) -> T:
+        """Run ``action`` with a store on this studio's schema (on the seeding loop)."""
+
+        async def with_store() -> T:
+            if self._store is None:
+                self._store = await Store.open(self.dsn, self.schema, max_size=2)
+            return await action(self._store)
+
+        return asyncio.run_coroutine_threadsafe(with_store(), self._loop).result()
+
+    def close(self) -> None:
+        if self._store is not None:
+            asyncio.run_coroutine_threadsafe(self._store.close(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def team(self, prefix: str = "team") -> str:
+        team_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.run(
+            lambda store: people.ensure_team(store, team_id, f"{prefix.title()} {team_id[-4:]}")
+        )
+        return team_id
+
+    def user(self, team: str, role: Role | str, *, must_change: bool = False) -> str:
+        """A member of ``team`` with ``role``; returns the username (password: PASSWORD)."""
+        username = f"{Role(role).value}-{uuid.uuid4().hex[:8]}"
+
+        async def create(store: Store) -> None:
+            user = await people.create_user(
+                store, username, PASSWORD, username.title(), must_change_password=must_change
+            )
+            await people.set_membership(store, user.user_id, team, Role(role))
+
+        self.run(create)
+        return username
+
+    def publish(self, team: str, document: dict[str, Any]) -> str:
+        definition = parse_definition(document)
+        self.run(lambda store: catalog.publish(store, definition, "seed", team))
+        return definition.fingerprint
+
+    def advertise(self, targets: list[str] = TARGETS) -> None:
+        """Pretend a worker is running and can execute ``targets``."""
+        self.run(
+            lambda store: workers.heartbeat(
+                store, f"test-{uuid.uuid4().hex[:6]}", targets, 4, "test", 1
+            )
+        )
+
+    def client(self, username: str | None = None) -> SignedInClient:
+        """An HTTP client, signed in as ``username`` when given."""
+        client = SignedInClient(base_url=self.url, follow_redirects=False, timeout=20)
+        if username is not None:
+            client.sign_in(username)
+        return client
+
+
+class SignedInClient(httpx.Client):
+    """An httpx client that signs in through the form and remembers the CSRF token."""
+
+    csrf: str = ""
+
+    def sign_in(self, username: str, password: str = PASSWORD) -> httpx.Response:
+        token = login_token(self.get("/login"))
+        response = self.post(
+            "/login", data={"_login": token, "username": username, "password": password}
+        )
+        if response.status_code == 303:
+            self.csrf = csrf_token(self.get("/account"))
+        return response
+
+    def form(self, path: str, data: dict[str, Any] | None = None, **kwargs: Any) -> httpx.Response:
+        """POST a form with the session's CSRF token, as the pages do."""
+        return self.post(path, data={"_csrf": self.csrf, **(data or {})}, **kwargs)
+
+
+def login_token(response: httpx.Response) -> str:
+    match = re.search(r'name="_login" value="([^"]+)"', response.text)
+    assert match, "the sign-in form has no login token"
+    return match.group(1)
+
+
+def csrf_token(response: httpx.Response) -> str:
+    match = re.search(r'"X-CSRF-Token": "([^"]+)"', response.text)
+    assert match, "the page carries no CSRF token"
+    return match.group(1)
+
+
+def definition(name: str, version: str = "1", timeout: str = "30s") -> dict[str, Any]:
+    """A small valid definition: an activity, a parallel of two with its join, a timer."""
+    retry = {"max_attempts": 3, "initial_delay": "1s", "max_delay": "1m"}
+    activity = {
+        "kind": "activity",
+        "timeout": timeout,
+        "input_limit": 1024,
+        "result_limit": 1024,
+        "retry": retry,
+    }
+    return {
+        "name": name,
+        "version": version,
+        "mode": "orchestration",
+        "steps": [
+            {"name": "reserve", "target": "inventory.reserve", **activity},
+            {
+                "name": "checks",
+                "kind": "parallel",
+                "branches": ["fraud", "stock"],
+                "fan_out_limit": 2,
+            },
+            {"name": "fraud", "target": "fraud.check", **activity},
+            {"name": "stock", "target": "inventory.reserve", **activity},
+            {"name": "checks_done", "kind": "join", "branches": ["fraud", "stock"]},
+            {"name": "cool_off", "kind": "timer", "timeout": "5m"},
+        ],
+    }
+
+
+@contextmanager
+def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
+    """A studio on a fresh schema, served on a free port until the block ends."""
+    schema = f"studio_{uuid.uuid4().hex[:12]}"
+    apply_migrations(dsn, schema)
+    limits = settings.pop("signin_limits", SignInLimits(per_username=5, per_client=100_000))
+    cost = Argon2Cost(time_cost=1, memory_cost_kib=1024, parallelism=1)  # fast, same code
+    app = create_app(
+        StudioSettings(dsn, schema, signin_limits=limits, password_cost=cost, **settings)
+    )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the studio did not start")
+        time.sleep(0.02)
+    live = LiveStudio(f"http://127.0.0.1:{port}", dsn, schema)
+    try:
+        yield live
+    finally:
+        live.close()
+        server.should_exit = True
+        thread.join(15)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
