@@ -32,7 +32,7 @@ from engine.metrics import Metrics
 from engine.migrations import MigrationError
 from engine.operator_actions import Action
 from engine.store import catalog, reads
-from engine.store.store import Store
+from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import Worker, WorkerConfig
 
 EXIT_FAILED = 1
@@ -152,7 +152,9 @@ async def _with_client(
     args: argparse.Namespace,
     action: Callable[[Client, argparse.Namespace], Awaitable[int]],
 ) -> int:
-    store = await Store.open(dsn, args.schema)
+    # A worker needs a connection per busy slot, plus claims, renewals and sweeps.
+    pool_size = max(DEFAULT_POOL_SIZE, getattr(args, "concurrency", 0) + 4)
+    store = await Store.open(dsn, args.schema, max_size=pool_size)
     try:
         return await action(Client(store), args)
     finally:
@@ -270,6 +272,7 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         lease=timedelta(seconds=args.lease_seconds),
         renew_every=timedelta(seconds=args.lease_seconds / 3),
+        poll_interval=timedelta(seconds=args.poll_seconds),
         **({"worker_id": args.worker_id} if args.worker_id else {}),
     )
     metrics = Metrics()

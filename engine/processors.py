@@ -51,6 +51,7 @@ S = InstanceStatus
 K = EventKind
 PARK_FOR = timedelta(hours=1)
 """How far work for a paused instance is pushed back; resuming re-arms it at once."""
+PARK_MARGIN = timedelta(seconds=1)
 MAX_CONFLICT_RETRIES = 20
 
 
@@ -124,7 +125,7 @@ async def commit(
             await ctx.store.commit_all([], LeaseFence(ctx.store, lease, finish=True))
             return None
         except Park:
-            await work.retry_at(ctx.store, lease, _now(ctx, state) + PARK_FOR, "paused")
+            await _park(ctx, lease, _now(ctx, state))
             return None
         if not draft.events:
             return state  # nothing new to record (e.g. a redelivered child start)
@@ -182,6 +183,17 @@ class Eager:
             draft, self.dispatch.step, self.dispatch.attempt, self.dispatch.key
         )
         fence.lease_next, fence.lease_for = item.work_id, self.lease_for
+
+
+async def _park(ctx: Context, lease: work.Lease, now: datetime) -> None:
+    """Push work back while its instance is paused (resuming re-arms it at once).
+
+    Never past the work's deadline: work that cannot wait that long keeps its lease
+    until it expires, and once the deadline passes it becomes a visible dead letter.
+    """
+    until = min(now + PARK_FOR, lease.deadline - PARK_MARGIN)
+    if until > now:
+        await work.retry_at(ctx.store, lease, until, "paused")
 
 
 def _now(ctx: Context, state: Instance) -> datetime:

@@ -90,6 +90,7 @@ class Worker:
         )
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
+        self.owner_locked = asyncio.Event()
 
     @property
     def metrics(self) -> Metrics:
@@ -114,11 +115,15 @@ class Worker:
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             free = self.config.concurrency - len(self.tasks)
-            claimed = await self._claim(free) if free > 0 else []
+            ready = self.owner_locked.is_set()
+            claimed = await self._claim(free) if free > 0 and ready else []
             if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
                 continue  # there may be more due right now
             self.wake.clear()
-            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self.wake.wait())]
+            waiters = [
+                asyncio.create_task(stop.wait()),
+                asyncio.create_task((self.wake if ready else self.owner_locked).wait()),
+            ]
             await asyncio.wait(
                 waiters,
                 timeout=self.config.poll_interval.total_seconds(),
@@ -209,19 +214,27 @@ class Worker:
             await asyncio.gather(*pending, return_exceptions=True)
 
     async def _listen(self, stop: asyncio.Event) -> None:
-        """Wake on NOTIFY and hold the owner lock; reconnect after a failure."""
+        """Hold the owner lock and wake on NOTIFY; reconnect after a failure.
+
+        Claims wait until the lock is held: a worker whose lock is free looks dead to the
+        recovery sweep, which would expire its leases under it.
+        """
         while not stop.is_set():
             try:
                 async with await psycopg.AsyncConnection.connect(
                     self.store.conninfo, autocommit=True
                 ) as conn:
                     await work.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
                     async for _ in conn.notifies():
                         self.wake.set()
-            except (psycopg.Error, OSError):
+            except (StoreError, psycopg.Error, OSError):
                 self.metrics.count("listen_failures")
-                await asyncio.sleep(self.config.poll_interval.total_seconds())
+            finally:
+                self.owner_locked.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.poll_interval.total_seconds())
 
     async def _every(self, interval: timedelta, action, stop: asyncio.Event) -> None:
         while not stop.is_set():
