@@ -4,9 +4,10 @@ The order inside the transaction, each one statement:
 1. read the transaction id (``pg_current_xact_id``, kept to settle an unknown COMMIT)
    and the ledger row of the transition id: same fingerprint = exact replay (success,
    nothing written); another fingerprint = DuplicateTransition;
-2. create the instance row (a start) or lock it ``FOR UPDATE`` and check the expected
-   sequence and pinned definition; a mismatch is re-checked against the ledger (a
-   concurrent commit of the very same transition is an exact replay, not a conflict);
+2. create the instance row (a start) or lock it ``FOR UPDATE`` (in the same statement
+   as step 1) and check the expected sequence and pinned definition; a mismatch is
+   re-checked against the ledger (a concurrent commit of the very same transition is
+   an exact replay, not a conflict);
 3. insert the ledger row, the history rows, the work rows;
 4. move the instance: position, status, pinned definition (after a migration), and
    the archive time when the last event is terminal, guarded by the expected sequence;
@@ -56,11 +57,19 @@ VALUES (%(instance)s, %(name)s, %(version)s, %(fingerprint)s, 1, 0, %(tenant)s, 
 ON CONFLICT (instance_id) DO NOTHING
 RETURNING 1
 """
-LOCK_INSTANCE = """
-SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
-FROM instances WHERE instance_id = %(instance)s
-FOR UPDATE
+LOOKUP_AND_LOCK = """
+WITH locked AS (
+    SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
+    FROM instances WHERE instance_id = %(instance)s
+    FOR UPDATE
+)
+SELECT pg_current_xact_id()::text,
+       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s),
+       locked.*
+FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
+"""Ledger lookup and instance lock in one round trip (after waiting for the lock, a
+concurrent commit of this very transition is found by the re-check, not missed)."""
 INSERT_LEDGER = """
 INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
                          committed_sequence, xact_id)
@@ -124,13 +133,16 @@ async def stage(
     be rolled back. ``tenant`` (a team) is recorded when the transition creates the
     instance; every work row takes its instance's tenant, which claims use for fairness.
     """
-    params = {"id": transition.transition_id}
-    row = await (await conn.execute(LEDGER_LOOKUP, params)).fetchone()
-    xid, existing = row
+    params = {"id": transition.transition_id, "instance": transition.instance_id}
+    lookup = LEDGER_LOOKUP if transition.expected_sequence == 0 else LOOKUP_AND_LOCK
+    xid, existing, *position = await (await conn.execute(lookup, params)).fetchone()
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
-    owner = await _claim_position(conn, transition, tenant)
+    if transition.expected_sequence == 0:
+        owner = await _create_instance(conn, transition, tenant)
+    else:
+        owner = await _check_position(conn, transition, *position)
     if owner is None:
         return False, xid
     await _write(conn, transition, channel, owner)
@@ -144,40 +156,49 @@ def _check_replay(transition: Transition, fingerprint: str) -> None:
         )
 
 
-async def _claim_position(
+async def _create_instance(
     conn: psycopg.AsyncConnection, transition: Transition, tenant: str
 ) -> str | None:
-    """Create or lock the instance row at the expected position.
+    """Create the instance row at position 0; None when it exists (an exact replay)."""
+    ref = transition.definition
+    created = await (
+        await conn.execute(
+            CREATE_INSTANCE,
+            {
+                "instance": transition.instance_id,
+                "name": ref.name,
+                "version": ref.version,
+                "fingerprint": ref.fingerprint,
+                "tenant": tenant,
+                "at": transition.events[0].occurred_at,
+            },
+        )
+    ).fetchone()
+    if created is None:
+        return await _recheck(
+            conn,
+            transition,
+            InstanceExists(f"instance {transition.instance_id} already exists"),
+        )
+    return tenant
+
+
+async def _check_position(
+    conn: psycopg.AsyncConnection,
+    transition: Transition,
+    sequence: int | None,
+    name: str,
+    version: str,
+    fingerprint: str,
+    owner: str,
+) -> str | None:
+    """Check the locked instance row is at the expected position and pin.
 
     Returns the instance's tenant, or None for an exact replay (nothing to write).
     """
     ref = transition.definition
-    first = transition.events[0]
-    if transition.expected_sequence == 0:
-        created = await (
-            await conn.execute(
-                CREATE_INSTANCE,
-                {
-                    "instance": transition.instance_id,
-                    "name": ref.name,
-                    "version": ref.version,
-                    "fingerprint": ref.fingerprint,
-                    "tenant": tenant,
-                    "at": first.occurred_at,
-                },
-            )
-        ).fetchone()
-        if created is None:
-            return await _recheck(
-                conn,
-                transition,
-                InstanceExists(f"instance {transition.instance_id} already exists"),
-            )
-        return tenant
-    row = await (await conn.execute(LOCK_INSTANCE, {"instance": transition.instance_id})).fetchone()
-    if row is None:
+    if sequence is None:
         raise InstanceNotFound(f"instance {transition.instance_id} does not exist")
-    sequence, name, version, fingerprint, owner = row
     if sequence != transition.expected_sequence:
         return await _recheck(
             conn,
