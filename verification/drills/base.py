@@ -1,0 +1,364 @@
+"""What every drill is made of: a spec, an environment, and a result.
+
+A ``DrillSpec`` names a drill (``D4-sigstop``), its family (``D4``), its seed and the
+scenario coroutine. The runner gives the scenario a ``DrillEnv``: a fresh schema on the
+target server (migrated, with the ledger and audit tables), the harness's own store and
+client, a seeded random source, and helpers to start workloads and processes and to
+wait for states with deadlines. A scenario has a *fault phase* (it breaks something)
+and a *quiet phase* (``env.quiesce``: every instance must end); the checker then runs.
+Drill-specific expectations (for example "a stale owner really tried to write") are
+recorded with ``env.expect``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from engine.client import Client
+from engine.faults import Fault
+from engine.migrations import apply_migrations
+from engine.orchestration import decide
+from engine.store import catalog, reads
+from engine.store.errors import StoreError
+from engine.store.store import Store
+from engine.transitions import Draft
+from verification import effects, lease_audit, processes
+from verification.clocks import FileClock
+from verification.processes import DrillProcess, ProcessEnv
+from verification.proxy import DrillProxy
+from verification.target import Target
+from verification.workloads import FLOW, SIGNAL_STEP, Planned, Workload, definitions
+
+POLL_SECONDS = 0.05
+
+
+class DrillNotRun(Exception):
+    """The drill cannot run here (e.g. it needs a server the harness owns)."""
+
+
+class DrillTimeout(AssertionError):
+    """A phase did not reach its state before its deadline; the message says where."""
+
+
+@dataclass(frozen=True)
+class DrillSpec:
+    id: str
+    family: str
+    title: str
+    seed: int
+    scenario: Callable[[DrillEnv], Awaitable[None]]
+    owned_server: bool = False
+    """Restarts, pauses or kills the server: only on a cluster the harness owns."""
+    exclusive: bool = False
+    """Disturbs the whole server: no other drill may run at the same time."""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Campaign:
+    """What the drills of one campaign share."""
+
+    campaign_id: str
+    target: Target
+    directory: Path
+    profile: Any
+    calibration: Counter[str] = field(default_factory=Counter)
+    mutant: str = ""
+
+    @property
+    def corpus(self) -> Path:
+        return self.directory / "corpus.jsonl"
+
+
+@dataclass
+class Record:
+    """What a drill did, for the scorecard (counts, environment faults, timings)."""
+
+    plan: list[Fault] = field(default_factory=list)
+    acked: list[str] = field(default_factory=list)
+    expectations: list[str] = field(default_factory=list)
+    stats: Counter[str] = field(default_factory=Counter)
+    env_faults: Counter[str] = field(default_factory=Counter)
+    recovery_seconds: list[float] = field(default_factory=list)
+    workload_started: float | None = None
+    busy_seconds: float | None = None
+    """From the first start to the end of the quiet phase: the workload's wall time."""
+    fault_class: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class DrillEnv:
+    """One drill's world. Create with ``await DrillEnv.open(...)``; always ``close``."""
+
+    def __init__(self, spec: DrillSpec, campaign: Campaign, schema: str) -> None:
+        self.spec = spec
+        self.campaign = campaign
+        self.target = campaign.target
+        self.schema = schema
+        self.directory = campaign.directory / spec.id
+        self.rng = random.Random(spec.seed)
+        self.record = Record()
+        self.processes: list[DrillProcess] = []
+        self.proxies: list[DrillProxy] = []
+        self.store: Store
+        self.client: Client
+        self.fault_at: float | None = None
+        self.clock_file = ""
+        self._stores: list[Store] = []
+
+    @classmethod
+    async def open(
+        cls, spec: DrillSpec, campaign: Campaign, schema: str, manual_clock: bool = False
+    ) -> DrillEnv:
+        """A fresh schema; with ``manual_clock`` every process shares a FileClock."""
+        env = cls(spec, campaign, schema)
+        env.directory.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
+        async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
+            await conn.execute(effects.LEDGER_TABLES.encode())
+            await conn.execute(lease_audit.AUDIT_TABLES.encode())
+        clock = None
+        if manual_clock:
+            clock = FileClock(env.directory / "clock.txt")
+            clock.set(datetime.now(UTC))
+            env.clock_file = str(clock.path)
+        await env.open_store(clock)
+        return env
+
+    async def open_store(self, clock: Any = None) -> None:
+        """The harness's store and client (direct, never through a proxy)."""
+        self.store = await Store.open(self.target.dsn, self.schema, clock=clock)
+        self.client = Client(self.store)
+        for definition in definitions():
+            await self.client.publish(definition, "drills")
+
+    @property
+    def ledger_dsn(self) -> str:
+        return make_conninfo(self.target.dsn, options=f"-c search_path={self.schema}")
+
+    @property
+    def process_env(self) -> ProcessEnv:
+        return ProcessEnv(
+            self.target.dsn,
+            self.schema,
+            self.directory,
+            self.ledger_dsn,
+            self.campaign.mutant,
+            self.clock_file,
+        )
+
+    async def side_store(self, dsn: str) -> Store:
+        """Another store on this drill's schema (e.g. through a proxy); closed with it."""
+        store = await Store.open(dsn, self.schema)
+        self._stores.append(store)
+        return store
+
+    async def close(self) -> None:
+        """Stop everything this drill started and drop its schema."""
+        await asyncio.gather(*(p.stop() for p in self.processes), return_exceptions=True)
+        for store in [*self._stores, self.store]:
+            await store.close()
+        for proxy in self.proxies:
+            await proxy.__aexit__(None, None, None)
+        async with await psycopg.AsyncConnection.connect(self.target.dsn, autocommit=True) as c:
+            await c.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
+
+    # Expectations ---------------------------------------------------------------------
+
+    def expect(self, condition: bool, failure: str) -> None:
+        """Record a drill-specific expectation; a false one fails the drill."""
+        if not condition:
+            self.record.expectations.append(failure)
+
+    # Workload -------------------------------------------------------------------------
+
+    async def start_workload(self, workload: Workload) -> list[Planned]:
+        """Start every instance; each acknowledged start is remembered for I1."""
+        planned = workload.instances()
+        self.record.workload_started = self.record.workload_started or time.monotonic()
+        for item in planned:
+            await self.client.start(FLOW, item.instance_id, item.input)
+            self.record.acked.append(item.instance_id)
+        self.record.stats["started"] += len(planned)
+        return planned
+
+    async def signal(self, item: Planned) -> None:
+        await self.client.signal(item.instance_id, SIGNAL_STEP, item.signal_id, item.signal_payload)
+        self.record.stats["signals_sent"] += 1
+
+    # Processes ------------------------------------------------------------------------
+
+    def worker(
+        self,
+        name: str,
+        plan: list[Fault] = (),
+        proxy: DrillProxy | None = None,
+        worker_id: str = "",
+        **options: Any,
+    ) -> DrillProcess:
+        """Start a worker subprocess (through ``proxy`` when given).
+
+        ``worker_id`` defaults to one derived from ``name``; D16 reuses an id on purpose.
+        """
+        worker_id = worker_id or self.worker_id(name)
+        dsn = proxy.conninfo() if proxy else self.target.dsn
+        sever = proxy.control_address if proxy else ""
+        self.record.plan.extend(plan)
+        process = processes.spawn_worker(
+            self.process_env,
+            worker_id,
+            make_conninfo(dsn, application_name=worker_id),
+            plan,
+            sever,
+            name=self.worker_id(name),
+            **options,
+        )
+        self.processes.append(process)
+        return process
+
+    def worker_id(self, name: str) -> str:
+        """The worker id (and application name) of this drill's worker ``name``."""
+        return f"{self.spec.id}-{name}"
+
+    async def proxy(self) -> DrillProxy:
+        proxy = await DrillProxy(self.target.dsn).__aenter__()
+        self.proxies.append(proxy)
+        return proxy
+
+    async def wait_ready(self, process: DrillProcess, timeout: float = 15.0) -> None:
+        """Until the worker registered itself (its first heartbeat is committed)."""
+
+        async def registered() -> bool:
+            async with self.store.connection() as conn:
+                row = await (
+                    await conn.execute(
+                        "SELECT 1 FROM workers WHERE worker_id = %s", (process.worker_id,)
+                    )
+                ).fetchone()
+            return row is not None or not process.alive
+
+        await self.until(registered, timeout, f"worker {process.name} to start")
+
+    # Waiting --------------------------------------------------------------------------
+
+    async def until(
+        self, condition: Callable[[], Awaitable[bool]], timeout: float, what: str
+    ) -> float:
+        """Poll ``condition`` until true; DrillTimeout naming ``what`` at the deadline."""
+        started = time.monotonic()
+        while not await self._holds(condition):
+            if time.monotonic() - started > timeout:
+                raise DrillTimeout(f"timed out after {timeout:.0f} s waiting for {what}")
+            await asyncio.sleep(POLL_SECONDS)
+        return time.monotonic() - started
+
+    @staticmethod
+    async def _holds(condition: Callable[[], Awaitable[bool]]) -> bool:
+        """A condition that cannot be evaluated right now (server restarting) is false."""
+        try:
+            return await condition()
+        except (StoreError, psycopg.Error, OSError):
+            return False
+
+    async def scalar(self, statement: str, params: Any = None) -> Any:
+        async with self.store.connection() as conn:
+            row = await (await conn.execute(statement, params)).fetchone()
+        return row[0] if row else None
+
+    def mark_fault(self, fault_class: str) -> None:
+        """The fault phase's fault happened now (recovery time is measured from here)."""
+        self.fault_at = self.fault_at or time.monotonic()
+        self.record.fault_class = self.record.fault_class or fault_class
+
+    async def quiesce(self, timeout: float | None = None) -> None:
+        """The quiet phase: wait until every instance ended and all work drained."""
+        timeout = timeout or self.campaign.profile.quiet_seconds
+        try:
+            await self.until(self._quiet, timeout, "every instance to end")
+        except DrillTimeout as exc:
+            raise DrillTimeout(f"{exc}: {await self.diagnose()}") from None
+        if self.fault_at is not None:
+            self.record.recovery_seconds.append(time.monotonic() - self.fault_at)
+        if self.record.workload_started is not None:
+            self.record.busy_seconds = time.monotonic() - self.record.workload_started
+
+    async def _quiet(self) -> bool:
+        running = await self.scalar(
+            "SELECT count(*) FROM instances WHERE status NOT IN (4,5,6,7,8)"
+        )
+        open_work = await self.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)")
+        return running == 0 and open_work == 0
+
+    async def diagnose(self) -> str:
+        """Why instances have not ended: each one's decision, and open work."""
+        async with self.store.connection() as conn:
+            ids = await (
+                await conn.execute(
+                    "SELECT instance_id FROM instances WHERE status NOT IN (4,5,6,7,8)"
+                )
+            ).fetchall()
+            work = await (
+                await conn.execute(
+                    "SELECT work_id, state, lease_owner, lease_token, available_at "
+                    "FROM work WHERE state IN (1, 2)"
+                )
+            ).fetchall()
+        registry = await catalog.load_registry(self.store)
+        reasons = []
+        for (instance,) in ids[:5]:
+            state = await reads.inspect(self.store, registry, instance)
+            draft = Draft(registry, state, state.updated_at)
+            reasons.append(f"{instance} {state.status.label}: {decide(draft).reason}")
+        opened = [f"{w} state={s} owner={o or '-'} token={t} at={a}" for w, s, o, t, a in work[:5]]
+        return "; ".join(reasons + opened + await self._open_transactions()) or "nothing open"
+
+    async def _open_transactions(self) -> list[str]:
+        """Sessions of this drill's workers sitting inside a transaction (holding locks)."""
+        async with self.store.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT application_name, state, now() - xact_start FROM pg_stat_activity "
+                    "WHERE application_name LIKE %s AND xact_start IS NOT NULL",
+                    (f"{self.spec.id}-%",),
+                )
+            ).fetchall()
+        return [f"session of {a} {s} in a transaction for {d}" for a, s, d in rows]
+
+    async def stop_processes(self) -> None:
+        """Stop every process (SIGCONT, SIGTERM, then SIGKILL at a deadline)."""
+        await asyncio.gather(*(p.stop() for p in self.processes))
+
+
+@dataclass
+class DrillResult:
+    """One drill's verdict and everything the scorecard needs from it."""
+
+    spec_id: str
+    family: str
+    title: str
+    seed: int
+    verdict: str
+    """``passed``, ``failed`` or ``not_run``."""
+    seconds: float
+    failures: list[str] = field(default_factory=list)
+    record: Record = field(default_factory=Record)
+    checks: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    stats: Counter[str] = field(default_factory=Counter)
+    reached: dict[str, int] = field(default_factory=dict)
+    fired: list[Fault] = field(default_factory=list)
+    artifacts: str = ""
+    known_bug: str = ""

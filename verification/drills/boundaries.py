@@ -1,0 +1,177 @@
+"""D1-D4 at every boundary: one planned fault at hit n of a named boundary.
+
+The fault matrix crosses every boundary of ``engine.faults.Boundary`` with every action:
+``kill`` and ``exit`` are worker crashes (D1), ``raise`` is a connection error before
+COMMIT (D2), ``sever_*`` lose a COMMIT's answer through the proxy (D3), ``pause``
+stops the process past its lease while another worker takes over (D4). Worker
+boundaries are planned into worker A; ``before_signal_ack`` is a client boundary, so
+the plan goes to one of the signal subprocesses, and a signal whose sender died or
+hung is redelivered by the harness, as a message broker would.
+
+Whatever happened, a fresh worker B is started for the quiet phase ("the harness
+restarts a worker") and every instance must end.
+"""
+
+from __future__ import annotations
+
+import json
+
+from engine.faults import Action, Boundary, Fault
+from verification import processes
+from verification.drills.base import DrillEnv, DrillTimeout
+from verification.fault_plan import BoundaryReport, choose_hit
+from verification.processes import DrillProcess
+from verification.proxy import DrillProxy
+from verification.workloads import Planned, Workload
+
+FAMILY = {
+    Action.KILL: "D1",
+    Action.EXIT: "D1",
+    Action.RAISE: "D2",
+    Action.SEVER_BEFORE_COMMIT: "D3",
+    Action.SEVER_AFTER_COMMIT: "D3",
+    Action.PAUSE: "D4",
+}
+SEVERS = (Action.SEVER_BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT)
+CUT_KINDS = {Boundary.IN_LEASE_RENEWAL: "renewal", Boundary.IN_RECOVERY: "sweep"}
+"""Which COMMIT a sever at a boundary is about: the renewal's, the sweep's, or else the
+transition (or lease-fenced outcome) the worker commits next."""
+FIRE_SECONDS = 20.0
+TAKEOVER_SECONDS = 3 * 1.5 + 2
+"""Three drill leases and some slack: a lease that expired is claimable at once."""
+
+
+def applicable(boundary: Boundary, action: Action) -> bool:
+    """A sever at the signal ack has no COMMIT left to cut: the signal committed already."""
+    return not (boundary is Boundary.BEFORE_SIGNAL_ACK and action in SEVERS)
+
+
+async def boundary_drill(env: DrillEnv) -> None:
+    boundary = Boundary(env.spec.params["boundary"])
+    action = Action(env.spec.params["action"])
+    planned = await env.start_workload(Workload(env.spec.id))
+    proxy = await env.proxy() if action in SEVERS else None
+    if proxy is not None:
+        proxy.target_kind = CUT_KINDS.get(boundary, "transition")
+    if boundary is Boundary.BEFORE_SIGNAL_ACK:
+        await _client_fault(env, planned, action)
+    else:
+        await _worker_fault(env, planned, boundary, action, proxy)
+    env.worker("b")
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _worker_fault(
+    env: DrillEnv,
+    planned: list[Planned],
+    boundary: Boundary,
+    action: Action,
+    proxy: DrillProxy | None,
+) -> None:
+    for item in planned:
+        await env.signal(item)
+    hit = env.spec.params.get("hit") or choose_hit(
+        env.rng, env.campaign.calibration.get(boundary.value, 1)
+    )
+    fault = Fault(boundary, hit, action)
+    worker = env.worker("a", plan=[fault], proxy=proxy)
+    await wait_fired(env, fault, worker)
+    env.mark_fault(action.value)
+    await react(env, worker, action)
+
+
+async def wait_fired(env: DrillEnv, fault: Fault, process: DrillProcess) -> None:
+    """Until the report shows the planned fault fired (or the process is gone)."""
+
+    async def fired() -> bool:
+        report = BoundaryReport.read(env.process_env.report)
+        return report.has_fired(fault) or not process.alive
+
+    await env.until(fired, FIRE_SECONDS, f"{fault.action.value} at {fault.boundary.value}")
+
+
+async def react(env: DrillEnv, process: DrillProcess, action: Action) -> None:
+    """What the harness does once the fault fired in ``process``."""
+    if action in (Action.KILL, Action.EXIT):
+        code = await process.wait_exit(10.0)
+        env.expect(code in (-9, 86), f"{process.name} ended with {code}, not by the fault")
+        env.record.env_faults["process_crashes"] += 1
+    elif action is Action.PAUSE:
+        await process.wait_paused(10.0)
+        await take_over(env, process)
+
+
+async def take_over(env: DrillEnv, stopped: DrillProcess) -> None:
+    """With ``stopped`` frozen, a second worker takes its leases over; then SIGCONT it."""
+    held = await _leases_of(env, stopped.worker_id)
+    env.worker("takeover")
+    env.record.env_faults["process_pauses"] += 1
+
+    async def taken() -> bool:
+        return not (await _leases_of(env, stopped.worker_id)) & held
+
+    try:
+        await env.until(taken, TAKEOVER_SECONDS, "another worker to take them over")
+    except DrillTimeout as exc:
+        held_by = ", ".join(w for w, _ in sorted(held))
+        env.expect(
+            False,
+            f"leases of stopped owner {stopped.worker_id} on {held_by}: {exc}; "
+            f"{await env.diagnose()}",
+        )
+    stopped.resume()
+
+
+async def _leases_of(env: DrillEnv, owner: str) -> set[tuple[str, int]]:
+    async with env.store.connection() as conn:
+        rows = await (
+            await conn.execute(
+                "SELECT work_id, lease_token FROM work WHERE state = 2 AND lease_owner = %s",
+                (owner,),
+            )
+        ).fetchall()
+    return {(w, t) for w, t in rows}
+
+
+async def _client_fault(env: DrillEnv, planned: list[Planned], action: Action) -> None:
+    """The fault in one signal sender; any signal not acknowledged is delivered again."""
+    env.worker("a")
+    chosen = env.rng.randrange(len(planned))
+    for index, item in enumerate(planned):
+        plan = [Fault(Boundary.BEFORE_SIGNAL_ACK, 1, action)] if index == chosen else []
+        sender = _sender(env, item, plan)
+        hung = False
+        if plan:
+            await wait_fired(env, plan[0], sender)
+            env.mark_fault(action.value)
+            if action is Action.PAUSE:
+                await sender.wait_paused(10.0)
+                hung = True
+            else:
+                await react(env, sender, action)
+        if hung or await sender.wait_exit(15.0) != 0:
+            await env.signal(item)  # the broker redelivers what was never acknowledged
+            env.record.stats["signals_redelivered"] += 1
+        sender.resume()
+        await sender.wait_exit(15.0)
+
+
+def _sender(env: DrillEnv, item: Planned, plan: list[Fault]) -> DrillProcess:
+    command = [
+        "signal",
+        "--instance",
+        item.instance_id,
+        "--step",
+        "go",
+        "--signal-id",
+        item.signal_id,
+        "--payload",
+        json.dumps(item.signal_payload),
+    ]
+    env.record.plan.extend(plan)
+    name = f"{env.spec.id}-signal-{item.signal_id}"
+    process = processes.spawn(env.process_env, name, command, plan=plan)
+    env.processes.append(process)
+    env.record.stats["signals_sent"] += 1
+    return process

@@ -1,0 +1,136 @@
+"""Every drill of a campaign, by id, with the seed it runs under.
+
+Ids are stable and readable: ``D1-kill-after_handler-s0`` is the first seed of a SIGKILL
+at the ``after_handler`` boundary; named drills read ``D4-sigstop``. A drill's seed is
+derived from the campaign's master seed and its id, so ``--drill ID --seed MASTER``
+reruns exactly that drill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from engine.faults import Action, Boundary
+from verification.drills import boundaries, leases, replay, server, signals, stateful
+from verification.drills.base import DrillSpec
+from verification.profiles import Profile
+
+NAMED = (
+    (
+        "D3-client-commit",
+        "D3",
+        "unknown COMMIT of a client's start, both ways",
+        signals.client_commit,
+    ),
+    ("D4-sigstop", "D4", "stale owner SIGSTOPped past its lease, then SIGCONT", leases.sigstop),
+    (
+        "D5-blocked-loop",
+        "D5",
+        "an activity blocks the worker's event loop past the lease",
+        leases.blocked_loop,
+    ),
+    ("D6-concurrent", "D6", "the same signal six times at once", signals.concurrent),
+    (
+        "D6-cut",
+        "D6",
+        "a signal again after its COMMIT answer was cut, both ways",
+        signals.after_cut,
+    ),
+    ("D6-after-end", "D6", "signals to an instance that has ended", signals.after_end),
+    (
+        "D10-pg-restart",
+        "D10",
+        "PostgreSQL stopped -m immediate mid-run and restarted",
+        server.restart,
+    ),
+    ("D11-backend-kill", "D11", "a worker's backends terminated mid-run", server.terminate),
+    ("D14-server-pause", "D14", "the server SIGSTOPped: every wait needs a deadline", server.pause),
+    ("D15-recovery-race", "D15", "recovery sweeps and claimers race live workers", leases.races),
+    (
+        "D16-same-identity",
+        "D16",
+        "a worker killed and restarted at once under its id",
+        leases.same_identity,
+    ),
+    ("D19-clock-forward", "D19", "a worker's wall clock jumps an hour ahead", leases.clock_forward),
+    ("D19-clock-back", "D19", "a worker's wall clock jumps an hour back", leases.clock_back),
+    (
+        "D9-stateful",
+        "D9",
+        "hypothesis state machine over starts, signals, crashes",
+        stateful.scenario,
+    ),
+    (
+        "D7-replay",
+        "D7",
+        "replay every history; mutated definitions must be caught",
+        replay.scenario,
+    ),
+)
+OWNED = frozenset({"D10-pg-restart", "D14-server-pause"})
+EXCLUSIVE = frozenset({"D10-pg-restart", "D14-server-pause", "D7-replay"})
+
+
+def drill_seed(master: int, drill_id: str) -> int:
+    return int(hashlib.sha256(f"{master}:{drill_id}".encode()).hexdigest()[:8], 16)
+
+
+def matrix(profile: Profile, master: int) -> list[DrillSpec]:
+    """Every boundary x action (where it applies), ``profile.seeds`` times."""
+    specs = []
+    for action in Action:
+        family = boundaries.FAMILY[action]
+        for boundary in Boundary:
+            if not boundaries.applicable(boundary, action):
+                continue
+            for n in range(profile.seeds):
+                drill_id = f"{family}-{action.value}-{boundary.value}-s{n}"
+                specs.append(
+                    DrillSpec(
+                        drill_id,
+                        family,
+                        f"{action.value} at {boundary.value}",
+                        drill_seed(master, drill_id),
+                        boundaries.boundary_drill,
+                        params={"boundary": boundary.value, "action": action.value},
+                    )
+                )
+    return specs
+
+
+def named(master: int) -> list[DrillSpec]:
+    return [
+        DrillSpec(
+            drill_id,
+            family,
+            title,
+            drill_seed(master, drill_id),
+            scenario,
+            owned_server=drill_id in OWNED,
+            exclusive=drill_id in EXCLUSIVE,
+        )
+        for drill_id, family, title, scenario in NAMED
+    ]
+
+
+def catalogue(profile: Profile, master: int) -> list[DrillSpec]:
+    return matrix(profile, master) + named(master)
+
+
+def select(specs: list[DrillSpec], wanted: list[str]) -> list[DrillSpec]:
+    """Drills matching any of ``wanted``: an id, a family (``D3``) or an id prefix."""
+    if not wanted:
+        return specs
+    chosen = [
+        s
+        for s in specs
+        if any(s.id == w or s.family == w or s.id.startswith(f"{w}-") for w in wanted)
+    ]
+    unknown = [
+        w
+        for w in wanted
+        if not any(s.id == w or s.family == w or s.id.startswith(f"{w}-") for s in specs)
+    ]
+    if unknown:
+        raise ValueError(f"no drill matches {', '.join(unknown)}: see `wayline drill list`")
+    return chosen

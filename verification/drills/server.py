@@ -1,0 +1,123 @@
+"""Server drills: restart (D10), backends terminated (D11), the whole server paused (D14).
+
+D10 and D14 act on the server itself, so they run only on a cluster the harness owns
+and alone (the runner sees to both). D11 only terminates the sessions of one drill's
+worker (found by its application name), so it runs anywhere.
+
+D14 asks whether every engine wait has a client-side deadline. A paused server never
+looks dead on loopback (the kernel keeps answering TCP), and ``statement_timeout`` runs
+on the server, which is stopped: only the client can give up. While the server is
+paused, the drill probes the engine's operations (a commit, a claim, an inspection,
+opening a store), each on the harness's warmed-up pool, and holds the pause a little
+longer than the engine's longest configured wait (its connect timeout). A probe still
+blocked when the pause ends has no deadline of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from engine.store import catalog, reads, work
+from engine.store.store import CONNECT_TIMEOUT_SECONDS, Store
+from verification.drills.base import DrillEnv
+from verification.target import terminate_backends
+from verification.workloads import FLOW, SIGNAL_STEP, Workload
+
+STARTED = "SELECT count(*) FROM history WHERE kind = 12"
+PAUSE_SECONDS = CONNECT_TIMEOUT_SECONDS + 2.0
+
+
+async def _running(env: DrillEnv, count: int, slow: float = 0.8) -> None:
+    """A signalled workload, two workers, and some attempts already started."""
+    for item in await env.start_workload(Workload(env.spec.id, count=count, slow=slow)):
+        await env.signal(item)
+    env.worker("a")
+    env.worker("b")
+
+    async def progressed() -> bool:
+        return await env.scalar(STARTED) >= 2
+
+    await env.until(progressed, 20.0, "attempts to start")
+
+
+async def restart(env: DrillEnv) -> None:
+    await _running(env, count=4)
+    down = await env.target.restart_immediate()
+    env.mark_fault("pg-restart")
+    env.record.env_faults["pg_restart_immediate"] += 1
+    env.record.extra["server_down_seconds"] = round(down, 3)
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def terminate(env: DrillEnv) -> None:
+    for item in await env.start_workload(Workload(env.spec.id, count=3, slow=1.0)):
+        await env.signal(item)
+    a = env.worker("a")
+    for _ in range(3):
+        if not await _holds_lease(env, a.worker_id):
+            break
+        killed = await terminate_backends(env.target.dsn, a.worker_id)
+        env.record.env_faults["backend_terminations"] += killed
+        env.mark_fault("backend-terminated")
+    env.expect(env.record.env_faults["backend_terminations"] > 0, "no backend was terminated")
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _holds_lease(env: DrillEnv, owner: str) -> bool:
+    """Until ``owner`` holds a lease (False when the workload ended first)."""
+
+    async def leasing_or_done() -> bool:
+        held = await env.scalar(
+            "SELECT count(*) FROM work WHERE state = 2 AND lease_owner = %s", (owner,)
+        )
+        left = await env.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)")
+        return held > 0 or left == 0
+
+    await env.until(leasing_or_done, 20.0, f"{owner} to hold a lease")
+    return await env.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)") > 0
+
+
+async def pause(env: DrillEnv) -> None:
+    await _running(env, count=2)
+    registry = await catalog.load_registry(env.store)
+    await asyncio.gather(*(env.scalar("SELECT pg_sleep(0.05)") for _ in range(4)))
+    probe_id = f"{env.spec.id}-probe"
+    probes = {
+        "commit (Client.start)": lambda: env.client.start(FLOW, probe_id, {}),
+        "claim (work.claim)": lambda: work.claim(env.store, "probe", timedelta(seconds=1), 1),
+        "read (reads.inspect)": lambda: reads.inspect(env.store, registry, env.record.acked[0]),
+        "connect (Store.open)": lambda: _open_and_close(env),
+    }
+    pids = env.target.pause()
+    env.mark_fault("server-pause")
+    started = time.monotonic()
+    tasks = {name: asyncio.create_task(probe()) for name, probe in probes.items()}
+    try:
+        await asyncio.wait(tasks.values(), timeout=PAUSE_SECONDS)
+    finally:
+        env.target.resume(pids)
+    held = time.monotonic() - started
+    env.record.env_faults["server_pauses"] += 1
+    env.record.extra["pause_seconds"] = round(held, 1)
+    for name, task in tasks.items():
+        env.expect(
+            task.done(),
+            f"engine wait without a client-side deadline: {name} was still blocked after "
+            f"{held:.1f} s on a paused server",
+        )
+    await asyncio.wait(tasks.values(), timeout=30.0)
+    started = tasks["commit (Client.start)"]
+    if started.done() and not started.exception():
+        env.record.acked.append(probe_id)
+        await env.client.signal(probe_id, SIGNAL_STEP, f"{probe_id}-go", None)
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _open_and_close(env: DrillEnv) -> None:
+    store = await Store.open(env.target.dsn, env.schema)
+    await store.close()

@@ -1,0 +1,228 @@
+"""D7's negative controls: mutated definitions, histories and decision code.
+
+Replaying a corpus proves little unless a changed definition or a doctored history is
+*caught*. Each mutation here takes a captured history (and the current definitions) and
+returns what replay should now reject, or None when the history does not exercise what
+the mutation changes (a retry policy change says nothing about a history without
+retries). Definition mutations re-pin the history to the mutated definition, as a
+deploy that edited a version in place would; history mutations edit the events, as a
+corrupted or hand-edited export would. Both are checked without the ledger, so the
+detection is replay's and the decisions', not the fingerprints'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition
+from engine.events import Event, EventKind
+from engine.registry import Registry
+from verification.replay_check import History
+from verification.workloads import FLOW_DOCUMENT
+
+K = EventKind
+Mutated = tuple[Registry, History] | None
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    apply: Callable[[History, random.Random], Mutated]
+
+
+# Definition mutations -------------------------------------------------------------------
+
+
+def _document(change: Callable[[dict[str, Any]], None]) -> Definition:
+    import copy
+
+    document = copy.deepcopy(FLOW_DOCUMENT)
+    change(document)
+    return parse_definition(document)
+
+
+def _repin(history: History, definition: Definition) -> History:
+    """The same history pinned to ``definition`` (as an in-place edit of the version)."""
+    events = [
+        replace(e, definition=definition.ref) if e.kind is K.INSTANCE_STARTED else e
+        for e in history.events
+    ]
+    return History(history.instance_id, events, [], history.work)
+
+
+def _definition_mutation(
+    change: Callable[[dict[str, Any]], None], exercised: Callable[[History], bool]
+) -> Callable[[History, random.Random], Mutated]:
+    def apply(history: History, rng: random.Random) -> Mutated:
+        if not exercised(history):
+            return None
+        definition = _document(change)
+        return Registry([definition]), _repin(history, definition)
+
+    return apply
+
+
+def _has(kind: EventKind, step: str | None = None) -> Callable[[History], bool]:
+    return lambda h: any(e.kind is kind and (step is None or e.step == step) for e in h.events)
+
+
+def _swap_first_steps(document: dict[str, Any]) -> None:
+    steps = document["steps"]
+    steps[0], steps[1] = steps[1], steps[0]
+
+
+def _insert_step(document: dict[str, Any]) -> None:
+    extra = dict(document["steps"][0], name="audit")
+    extra.pop("compensation", None)
+    document["steps"].insert(0, extra)
+
+
+def _longer_timeout(document: dict[str, Any]) -> None:
+    document["steps"][0]["timeout"] = "25s"
+
+
+def _slower_retry(document: dict[str, Any]) -> None:
+    document["steps"][0]["retry"] = dict(document["steps"][0]["retry"], initial_delay="150ms")
+
+
+def _hold_unknowns(document: dict[str, Any]) -> None:
+    for step in document["steps"]:
+        if step.get("on_unknown"):
+            step["on_unknown"] = "hold"
+
+
+def _drop_signal(document: dict[str, Any]) -> None:
+    document["steps"] = [s for s in document["steps"] if s["kind"] != "signal"]
+
+
+# History mutations ----------------------------------------------------------------------
+
+
+def _renumbered(history: History, events: list[Event]) -> History:
+    events = [replace(e, sequence=n) for n, e in enumerate(events, start=1)]
+    return History(history.instance_id, events, [], history.work)
+
+
+def _history_mutation(
+    edit: Callable[[list[Event], random.Random], list[Event] | None],
+) -> Callable[[History, random.Random], Mutated]:
+    def apply(history: History, rng: random.Random) -> Mutated:
+        from verification.workloads import definitions
+
+        edited = edit(list(history.events), rng)
+        if edited is None:
+            return None
+        return Registry(definitions()), _renumbered(history, edited)
+
+    return apply
+
+
+def _delete_event(events: list[Event], rng: random.Random) -> list[Event] | None:
+    if len(events) < 3:
+        return None
+    del events[rng.randrange(1, len(events) - 1)]
+    return events
+
+
+def _swap_events(events: list[Event], rng: random.Random) -> list[Event] | None:
+    pairs = [n for n in range(1, len(events) - 1) if events[n].kind != events[n + 1].kind]
+    if not pairs:
+        return None
+    n = rng.choice(pairs)
+    events[n], events[n + 1] = events[n + 1], events[n]
+    return events
+
+
+def _change_key(events: list[Event], rng: random.Random) -> list[Event] | None:
+    starts = [n for n, e in enumerate(events) if e.kind is K.ATTEMPT_STARTED]
+    if not starts:
+        return None
+    n = rng.choice(starts)
+    events[n] = replace(events[n], idempotency_key=f"{events[n].idempotency_key}-x")
+    return events
+
+
+def _duplicate_signal(events: list[Event], rng: random.Random) -> list[Event] | None:
+    signals = [n for n, e in enumerate(events) if e.kind is K.SIGNAL_RECEIVED]
+    if not signals:
+        return None
+    n = signals[0]
+    events.insert(n + 1, replace(events[n], idempotency_key="another-signal"))
+    return events
+
+
+def _time_backwards(events: list[Event], rng: random.Random) -> list[Event] | None:
+    if len(events) < 3:
+        return None
+    n = rng.randrange(2, len(events))
+    events[n] = replace(events[n], occurred_at=events[n - 1].occurred_at - timedelta(seconds=1))
+    return events
+
+
+def _change_last_result(events: list[Event], rng: random.Random) -> list[Event] | None:
+    last = [n for n, e in enumerate(events) if e.kind is K.ATTEMPT_SUCCEEDED]
+    if not last or events[-1].kind is not K.COMPLETED:
+        return None
+    n = last[-1]
+    events[n] = replace(events[n], data='{"doctored":true}')
+    return events
+
+
+# Decision code --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def random_keys(rng: random.Random) -> Iterator[None]:
+    """Decision code that draws randomness before an id (sdk-python #1109's mistake)."""
+    from engine import decisions
+
+    original = decisions.attempt_key
+
+    def drifting(instance_id: str, step: str, attempt: int, track: str = "") -> str:
+        return f"{original(instance_id, step, attempt, track)}-{rng.randrange(10**6)}"
+
+    decisions.attempt_key = drifting
+    try:
+        yield
+    finally:
+        decisions.attempt_key = original
+
+
+MUTATIONS = (
+    Mutation(
+        "definition: first two steps swapped",
+        _definition_mutation(_swap_first_steps, _has(K.ACTIVITY_SCHEDULED)),
+    ),
+    Mutation(
+        "definition: a step inserted first",
+        _definition_mutation(_insert_step, _has(K.ACTIVITY_SCHEDULED)),
+    ),
+    Mutation(
+        "definition: a timeout changed",
+        _definition_mutation(_longer_timeout, _has(K.ATTEMPT_STARTED, "reserve")),
+    ),
+    Mutation(
+        "definition: a retry delay changed",
+        _definition_mutation(_slower_retry, _has(K.RETRY_SCHEDULED, "reserve")),
+    ),
+    Mutation(
+        "definition: unknown outcomes held",
+        _definition_mutation(_hold_unknowns, _has(K.ATTEMPT_UNKNOWN)),
+    ),
+    Mutation(
+        "definition: the signal step removed",
+        _definition_mutation(_drop_signal, _has(K.SIGNAL_RECEIVED)),
+    ),
+    Mutation("history: an event deleted", _history_mutation(_delete_event)),
+    Mutation("history: two events swapped", _history_mutation(_swap_events)),
+    Mutation("history: an idempotency key changed", _history_mutation(_change_key)),
+    Mutation("history: a signal duplicated", _history_mutation(_duplicate_signal)),
+    Mutation("history: time goes backwards", _history_mutation(_time_backwards)),
+    Mutation("history: the last result doctored", _history_mutation(_change_last_result)),
+)
