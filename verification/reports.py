@@ -1,0 +1,163 @@
+"""Rendering a scorecard (``verification.scorecard.build``) as text and as JUnit XML.
+
+The text is for CI logs and the studio; its last line is exactly
+``drills: N passed, N failed``. JUnit XML gives CI one test case per drill, failures
+carrying the reproduction command, drills not run as skipped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+from xml.etree import ElementTree
+
+from verification.scorecard import ACTIONS, ANCHORS, SHORT
+
+
+def text(card: dict[str, Any]) -> str:
+    lines = [_identity(card), *_body(card), *_failures(card), *_not_run(card)]
+    summary = card["summary"]
+    lines.append(f"drills: {summary['passed']} passed, {summary['failed']} failed")
+    return "\n".join(lines)
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _identity(card: dict[str, Any]) -> str:
+    i = card["identity"]
+    head = (
+        f"== wayline drill campaign {i['campaign']}  sha {i['git_sha']}  pg {i['postgres']}  "
+        f"py {i['python']}  {i['cores']} cores/{i['ram_gib']} GiB  profile={i['profile']}  "
+        f"target={i['target']}{'  mutant=' + i['mutant'] if i['mutant'] else ''} =="
+    )
+    families = Counter(d["family"] for d in card["drills"])
+    mix = ", ".join(f"{f} {n}" for f, n in sorted(families.items(), key=_family_order))
+    return (
+        f"{head}\nseed {i['seed']}   wall {i['wall_seconds']:.0f} s   "
+        f"drills {len(card['drills'])} ({mix})"
+    )
+
+
+def _family_order(item: tuple[str, int]) -> tuple[int, str]:
+    family = item[0]
+    return (int(family[1:]) if family[1:].isdigit() else 99, family)
+
+
+def _body(card: dict[str, Any]) -> list[str]:
+    w, a, le, r, rp, p, c = (
+        card[k]
+        for k in ("workload", "ambiguity", "leases", "recovery", "replay", "property", "cost")
+    )
+    lines = [
+        f"workload   started {_n(w['started'])}  acked {_n(w['acknowledged'])}  completed "
+        f"{_n(w['completed'])}  failed {_n(w['failed'])}  dead-lettered {_n(w['dead_lettered'])}  "
+        f"checkpoints {_n(w['checkpoints'])}  events {_n(w['events'])}",
+        f"           signals sent {_n(w['signals_sent'])} accepted {_n(w['signals_accepted'])} "
+        f"deduplicated {_n(w['signals_deduplicated'])}  effects called {_n(w['effect_calls'])} "
+        f"applied {_n(w['effects_applied'])}  work items {_n(w['work_items'])}",
+        *_fault_table(card["faults"]),
+        "env        " + ("  ".join(f"{k} {v}" for k, v in card["environment"].items()) or "none"),
+        f"ambiguous  commits {a['ambiguous_commits']}  -> committed {a['committed']}  aborted "
+        f"{a['aborted']}  unknown {a['unknown']}   engine settled: committed "
+        f"{a['engine_settled_committed']} aborted {a['engine_settled_aborted']} unknown "
+        f"{a['engine_left_unknown']}",
+        f"leases     claims {_n(le['claims'])}  takeovers {_n(le['takeovers'])}  stale writes "
+        f"attempted {le['stale_writes_attempted']}  rejected {le['stale_writes_rejected']}  "
+        f"ACCEPTED {le['stale_writes_accepted']}  racing claims {le['racing_claims']}",
+        f"recovery   faults {r['faults']}  time-to-recover p50 {r['p50']} s  p95 {r['p95']} s  "
+        f"max {r['max']} s  sweeps {r['recovery_sweeps']}  stranded-after-quiet "
+        f"{r['stranded_after_quiet']}",
+        *_invariant_lines(card["invariants"]),
+        f"replay     histories {_n(rp['histories'])}  events replayed "
+        f"{_n(rp['events_replayed'])}  clean NDE {rp['clean_nondeterminism']}  mutants "
+        f"{rp['mutants_injected']} detected {rp['mutants_detected']} "
+        f"({rp['kill_rate'] if rp['kill_rate'] is not None else '-'}%)",
+        f"hypothesis examples {p['examples']}  steps {p['steps']}  shrinks {p['shrinks']}  "
+        f"failing blobs {len(p['failing_blobs'])}",
+        f"perf       instances/s under fault {c['instances_per_second_under_fault'] or '-'} "
+        f"(no-fault {c['instances_per_second_no_fault'] or '-'})",
+        f"anchors    {ANCHORS[0]}",
+        f"           {ANCHORS[1]}",
+    ]
+    return lines
+
+
+def _fault_table(faults: dict[str, Any]) -> list[str]:
+    header = "faults     " + f"{'boundary':<20}" + "".join(f"{SHORT[a.value]:>11}" for a in ACTIONS)
+    lines = [header + f"{'reached-runs':>14}  (fired/planned)"]
+    for boundary, cells in faults["per_boundary"].items():
+        row = "".join(
+            f"{c['fired']}/{c['planned']}".rjust(11) for c in (cells[a.value] for a in ACTIONS)
+        )
+        reached = faults["reached_runs"].get(boundary, 0)
+        lines.append(f"           {boundary:<20}{row}{reached:>14}")
+    never = ", ".join(faults["never_reached"]) or "-"
+    lines.append(f"           never reached: {never}")
+    return lines
+
+
+def _invariant_lines(invariants: dict[str, Any]) -> list[str]:
+    cells = [f"{k} {v['name']} {_n(v['checked'])}/{v['violations']}" for k, v in invariants.items()]
+    lines = []
+    for start in range(0, len(cells), 4):
+        prefix = "invariants " if start == 0 else "           "
+        lines.append(prefix + "  ".join(cells[start : start + 4]))
+    for key, value in invariants.items():
+        if value["first"]:
+            first = value["first"]
+            lines.append(
+                f"           first {key} violation: {first['drill']} seed {first['seed']}: "
+                f"{first['what']} ({first['artifacts']})"
+            )
+    return lines
+
+
+def _failures(card: dict[str, Any]) -> list[str]:
+    lines = []
+    for drill in card["drills"]:
+        if drill["verdict"] != "failed":
+            continue
+        tag = f" [known engine bug {drill['known_bug']}]" if drill["known_bug"] else ""
+        lines.append(f"FAILED     {drill['id']}{tag} seed {drill['seed']}: {drill['failures'][0]}")
+        lines.extend(f"             {f}" for f in drill["failures"][1:4])
+        lines.append(f"           reproduce: {drill['reproduce']}")
+    for bug in card["known_bugs"]:
+        lines.append(
+            f"known bug  {bug['id']}: {bug['title']} ({bug['where']}); drills: "
+            f"{', '.join(bug['drills'])}"
+        )
+    return lines
+
+
+def _not_run(card: dict[str, Any]) -> list[str]:
+    return [
+        f"NOT RUN    {d['id']}: {d['failures'][0]}"
+        for d in card["drills"]
+        if d["verdict"] == "not_run"
+    ]
+
+
+def junit(card: dict[str, Any]) -> str:
+    """One <testcase> per drill; failures carry the reproduction command."""
+    summary = card["summary"]
+    suite = ElementTree.Element(
+        "testsuite",
+        name=f"wayline drills {card['identity']['profile']}",
+        tests=str(len(card["drills"])),
+        failures=str(summary["failed"]),
+        skipped=str(summary["not_run"]),
+        time=str(card["identity"]["wall_seconds"]),
+    )
+    for drill in card["drills"]:
+        case = ElementTree.SubElement(
+            suite, "testcase", classname=f"drills.{drill['family']}", name=drill["id"],
+            time=str(drill["seconds"]),
+        )  # fmt: skip
+        if drill["verdict"] == "failed":
+            failure = ElementTree.SubElement(case, "failure", message=drill["failures"][0][:500])
+            failure.text = "\n".join([*drill["failures"], f"reproduce: {drill['reproduce']}"])
+        elif drill["verdict"] == "not_run":
+            ElementTree.SubElement(case, "skipped", message=drill["failures"][0])
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
