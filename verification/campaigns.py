@@ -1,0 +1,174 @@
+"""Running a campaign end to end: the function the CLI and the studio call.
+
+``run_drills`` picks the target (the given PostgreSQL, or a private embedded cluster the
+harness owns so that server drills can run), records the run in the store's schema as
+it goes (``verification.runs``), builds the scorecard and returns it. The studio lists
+and shows runs with ``verification.runs.list_runs`` and ``get_run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from engine.embedded import EmbeddedPostgres
+from engine.migrations import DEFAULT_SCHEMA, MigrationError, apply_migrations
+from engine.store.store import Store
+from verification import reports, runs, scorecard
+from verification.drills.base import DrillResult, DrillSpec
+from verification.drills.catalogue import catalogue, select
+from verification.profiles import PROFILES
+from verification.runner import new_campaign_id, run_campaign
+from verification.target import Target
+
+log = logging.getLogger("wayline.drills")
+DrillProgress = Callable[[int, int, dict[str, Any]], None]
+"""``progress(done, total, drill)``: ``drill`` is the scorecard entry of a finished drill."""
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    card: dict[str, Any]
+    text: str
+    recorded: bool
+
+    @property
+    def failed(self) -> int:
+        return self.card["summary"]["failed"]
+
+    def junit(self) -> str:
+        return reports.junit(self.card)
+
+
+def master_seed(seed: int | None) -> int:
+    return seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
+
+
+async def run_drills(
+    dsn: str | None,
+    drills: list[str] | None = None,
+    profile: str = "ci",
+    seed: int | None = None,
+    progress_callback: DrillProgress | None = None,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    artifacts: Path | None = None,
+    hit: int | None = None,
+    team: str = "",
+) -> Outcome:
+    """Run the selected drills (all of ``profile`` when None) and record the run.
+
+    ``dsn`` None means a private cluster the harness owns (server drills run);
+    otherwise drills run in fresh schemas on that server and server drills are not run.
+    The run is recorded in ``schema`` (its migrations must include drill runs).
+    """
+    chosen = PROFILES[profile]
+    seed = master_seed(seed)
+    specs = select(catalogue(chosen, seed), drills or [])
+    if hit is not None:
+        specs = [_with_hit(s, hit) for s in specs]
+    directory = artifacts or Path(tempfile.gettempdir()) / "wayline-drills"
+    async with target_for(dsn) as target:
+        recorder = await _recorder(target.dsn, schema, owned=target.owned)
+        run_id = new_campaign_id()
+        label = "owned cluster" if target.owned else "given server"
+        try:
+            if recorder:
+                await runs.start_run(
+                    recorder, run_id, profile, seed, drills or [], label, len(specs), team
+                )
+            progress = _Progress(recorder, run_id, seed, profile, progress_callback)
+            result = await run_campaign(
+                target, specs, chosen, seed, directory, progress, campaign_id=run_id
+            )
+            await progress.flush()
+            card = scorecard.build(result, await _server_version(target.dsn))
+            text = reports.text(card)
+            if recorder:
+                await runs.finish_run(recorder, run_id, card, text)
+        except BaseException as exc:
+            if recorder:
+                with contextlib.suppress(Exception):
+                    await runs.fail_run(recorder, run_id, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            if recorder:
+                await recorder.close()
+    return Outcome(run_id, card, text, recorder is not None)
+
+
+def _with_hit(spec: DrillSpec, hit: int) -> DrillSpec:
+    if "boundary" not in spec.params:
+        return spec
+    return replace(spec, params={**spec.params, "hit": hit})
+
+
+class _Progress:
+    """Records each finished drill (in the background) and tells the caller."""
+
+    def __init__(
+        self,
+        recorder: Store | None,
+        run_id: str,
+        seed: int,
+        profile: str,
+        callback: DrillProgress | None,
+    ) -> None:
+        self.recorder, self.run_id, self.seed, self.profile = recorder, run_id, seed, profile
+        self.callback = callback
+        self.pending: set[asyncio.Task[None]] = set()
+
+    def __call__(self, result: DrillResult, done: int, total: int) -> None:
+        entry = scorecard.drill_entry(result, self.seed, self.profile)
+        if self.recorder is not None:
+            task = asyncio.ensure_future(runs.add_result(self.recorder, self.run_id, entry))
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
+        if self.callback is not None:
+            self.callback(done, total, entry)
+
+    async def flush(self) -> None:
+        await asyncio.gather(*self.pending, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def target_for(dsn: str | None) -> AsyncIterator[Target]:
+    """The given server, or a private cluster in a temporary directory."""
+    if dsn:
+        yield Target(dsn)
+        return
+    directory = Path(tempfile.mkdtemp(prefix="wayline-drill-pg-"))
+    server = EmbeddedPostgres(directory / "data")
+    try:
+        yield Target(await asyncio.to_thread(server.start), server)
+    finally:
+        await asyncio.to_thread(server.stop)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+async def _recorder(dsn: str, schema: str, owned: bool) -> Store | None:
+    """Where the run is recorded; None (with a warning) when the schema cannot hold it."""
+    if owned:
+        await asyncio.to_thread(apply_migrations, dsn, schema)
+    try:
+        return await Store.open(dsn, schema)
+    except (MigrationError, psycopg.Error, Exception) as exc:
+        log.warning("the run is not recorded: schema %s is not usable (%s)", schema, exc)
+        return None
+
+
+async def _server_version(dsn: str) -> str:
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        row = await (await conn.execute("SHOW server_version")).fetchone()
+    return str(row[0]).split()[0] if row else "unknown"

@@ -1,0 +1,105 @@
+"""``wayline drill self-test``: the drills must catch deliberately broken engines.
+
+First the drills the mutants name run against the real engine (the control: they must
+pass, or fail only with known engine bugs). Then, for each mutant of
+``verification.mutants``, the same drills run with worker processes "built" that way
+(``WAYLINE_DRILL_MUTANT``). A mutant is caught when one of its drills fails with a
+failure no known engine bug explains. The self-test succeeds only if the control holds
+and every mutant is caught.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verification.campaigns import master_seed, target_for
+from verification.drills.base import DrillResult
+from verification.drills.catalogue import catalogue, select
+from verification.known_bugs import classify
+from verification.mutants import MUTANTS
+from verification.profiles import PROFILES
+from verification.runner import run_campaign
+
+
+@dataclass
+class MutantVerdict:
+    name: str
+    breaks: str
+    caught: bool
+    evidence: str
+    drills: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SelfTest:
+    control_ok: bool
+    control_failures: list[str]
+    verdicts: list[MutantVerdict]
+
+    @property
+    def passed(self) -> bool:
+        return self.control_ok and all(v.caught for v in self.verdicts)
+
+    def text(self) -> str:
+        lines = [f"control    {'ok' if self.control_ok else 'FAILED'}"]
+        lines += [f"           {f}" for f in self.control_failures[:5]]
+        for v in self.verdicts:
+            mark = "caught  " if v.caught else "MISSED  "
+            lines.append(f"{mark}   {v.name}: {v.breaks}")
+            lines.append(f"           by {', '.join(v.drills)}: {v.evidence}")
+        caught = sum(v.caught for v in self.verdicts)
+        lines.append(f"self-test: {caught} of {len(self.verdicts)} mutants caught")
+        return "\n".join(lines)
+
+
+def _unexplained(results: list[DrillResult]) -> list[str]:
+    """Failure lines of failed drills that no known engine bug explains."""
+    return [
+        f"{r.spec_id}: {r.failures[0]}"
+        for r in results
+        if r.verdict == "failed" and not classify(r.failures)
+    ]
+
+
+async def self_test(
+    dsn: str | None,
+    profile: str = "ci",
+    seed: int | None = None,
+    directory: Path = Path("/tmp/wayline-drills"),
+    progress: Callable[[str], None] | None = None,
+) -> SelfTest:
+    chosen = PROFILES[profile]
+    seed = master_seed(seed)
+    wanted = sorted({d for m in MUTANTS.values() for d in m.drills})
+    specs = select(catalogue(chosen, seed), wanted)
+    say = progress or (lambda _: None)
+    async with target_for(dsn) as target:
+        say("control: the mutants' drills on the real engine")
+        control = await run_campaign(target, specs, chosen, seed, directory)
+        failures = _unexplained(control.results)
+        verdicts = []
+        for mutant in MUTANTS.values():
+            say(f"mutant {mutant.name}")
+            mine = [s for s in specs if s.id in mutant.drills]
+            run = await run_campaign(
+                target, mine, chosen, seed, directory, mutant=mutant.name,
+                calibration=control.calibration,
+            )  # fmt: skip
+            evidence = _unexplained(run.results)
+            verdicts.append(
+                MutantVerdict(
+                    mutant.name,
+                    mutant.breaks,
+                    bool(evidence),
+                    evidence[0] if evidence else "every drill passed",
+                    list(mutant.drills),
+                )
+            )
+    return SelfTest(not failures, failures, verdicts)
+
+
+def run(dsn: str | None, profile: str, seed: int | None) -> SelfTest:
+    return asyncio.run(self_test(dsn, profile, seed))
