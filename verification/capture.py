@@ -1,14 +1,16 @@
 """Capturing a drill schema's histories: what the checker replays and D7 keeps.
 
-Three statements read every event, ledger row and work row of the schema (drill
-schemas are small), grouped per instance into ``replay_check.History`` values. The same
-values, saved as JSON lines, are the campaign's replay corpus.
+A few statements read every event, ledger row and work row of the schema (drill
+schemas are small, and carry the harness's work-change log), grouped per instance into
+``replay_check.History`` values. The same values, saved as JSON lines, are the
+campaign's replay corpus.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from engine.canonical import utc
@@ -27,6 +29,13 @@ SELECT work_id, kind, instance_id, sequence, available_at, deadline, payload, te
        correlation_id, target
 FROM work ORDER BY instance_id, sequence, work_id
 """
+ORIGINAL_AVAILABLE = """
+SELECT DISTINCT ON (work_id) work_id, old_available FROM drill_work_changes
+ORDER BY work_id, change_id
+"""
+"""A retry or a park moves ``available_at`` after the fact; the change log keeps the
+value the transition wrote (the first change's old value), which its fingerprint and
+its decision cover."""
 
 
 async def capture(store: Store) -> list[History]:
@@ -35,6 +44,7 @@ async def capture(store: Store) -> list[History]:
         events = await (await conn.execute(EVENTS)).fetchall()
         ledger = await (await conn.execute(LEDGER)).fetchall()
         work = await (await conn.execute(WORK)).fetchall()
+        original = dict(await (await conn.execute(ORIGINAL_AVAILABLE)).fetchall())
     histories: dict[str, History] = {}
     for row in events:
         event = event_from_row(row)
@@ -44,6 +54,8 @@ async def capture(store: Store) -> list[History]:
             histories[instance].ledger.append(LedgerRow(*rest))
     for row in work:
         item = _work_item(row)
+        if item.work_id in original:
+            item = replace(item, available_at=utc(original[item.work_id]))
         if item.instance_id in histories:
             histories[item.instance_id].work.append(item)
     return list(histories.values())

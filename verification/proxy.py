@@ -4,7 +4,7 @@ An unknown COMMIT outcome cannot be provoked from inside a client: the answer ha
 missing on the wire. The proxy forwards bytes both ways and reads the protocol just far
 enough (see ``verification.wire``) to act around a COMMIT. Armed once (by the harness,
 or by a worker's ``sever_*`` fault through the control channel), it acts on the next
-COMMIT that passes through:
+COMMIT of a writing transaction that passes through:
 
 - ``sever_after_commit``: the COMMIT reaches the server, the answer is swallowed and the
   client is cut off (committed, unknown to the client). The proxy keeps reading the
@@ -107,7 +107,10 @@ class _Link:
         while True:
             message = await wire.read_message(self.client_reader)
             await self.proxy.gate()
-            cut = self.proxy.claim_cut() if self.tracker.executes_commit(message) else None
+            cut = None
+            if self.tracker.executes_commit(message):
+                cut = self.proxy.claim_cut(self.tracker.kinds)
+                self.tracker.committed()
             if cut is Cut.SEVER_BEFORE_COMMIT:
                 self.proxy.record(AmbiguousCommit(cut, self.backend_pid)).settle(Truth.ABORTED)
                 self.sever()
@@ -181,6 +184,9 @@ class DrillProxy:
         self.ambiguous: list[AmbiguousCommit] = []
         self.connections = 0
         self._armed: Cut | None = None
+        self._armed_kind = "write"
+        self.target_kind = "transition"
+        """The kind of transaction a cut armed through the control channel waits for."""
         self._open = asyncio.Event()
         self._open.set()
         self._links: set[_Link] = set()
@@ -215,12 +221,22 @@ class DrillProxy:
         """``host:port`` for WAYLINE_FAULT_SEVER: a worker's ``sever_*`` fault arms us here."""
         return f"127.0.0.1:{self.control_port}"
 
-    def arm(self, cut: Cut) -> None:
-        """Act on the next COMMIT through this proxy (once)."""
-        self._armed = cut
+    def arm(self, cut: Cut, kind: str | None = None) -> None:
+        """Act on the next COMMIT of a transaction of ``kind`` (once).
 
-    def claim_cut(self) -> Cut | None:
-        """The armed cut, handed out at most once."""
+        ``kind`` defaults to ``target_kind``: a drill sets it to the kind of transaction
+        its fault is about (``transition``, ``renewal``, ``sweep``; ``write`` for any
+        that wrote). Read-only transactions commit too (a pooled connection commits on
+        return), and a worker's background sweeps commit every fraction of a second;
+        losing their answer is not what the drill asked for.
+        """
+        self._armed = cut
+        self._armed_kind = kind or self.target_kind
+
+    def claim_cut(self, kinds: set[str]) -> Cut | None:
+        """The armed cut, if this COMMIT's transaction is of the armed kind (at most once)."""
+        if self._armed is None or self._armed_kind not in kinds:
+            return None
         cut, self._armed = self._armed, None
         return cut
 
@@ -279,7 +295,7 @@ class DrillProxy:
         self._track(asyncio.current_task())
         try:
             line = (await reader.readline()).decode().strip()
-            self.arm(Cut(line))
+            self.arm(Cut(line))  # the kind the drill set as target_kind
             writer.write(b"ok\n")
             await writer.drain()
         except (ValueError, *GONE):

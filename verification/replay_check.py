@@ -141,15 +141,15 @@ def _replay(registry: Registry, events: list[Event]) -> Instance | None:
 
 
 def _replay_with_decisions(registry: Registry, history: History) -> Verdict:
+    """Replay to the end; check decisions until the first divergence (one is enough)."""
     state: Instance | None = None
     verdict = Verdict(None, 0)
     work = {w.work_id: w for w in history.work}
     for index, event in enumerate(history.events):
-        if state is not None:
+        if state is not None and not verdict.problems:
             problem = check_decision(registry, state, history.events[index:], work)
             if problem:
                 verdict.problems.append(problem)
-                return verdict
         try:
             state = apply(registry, state, event)
         except ReplayRejected as exc:
@@ -157,7 +157,7 @@ def _replay_with_decisions(registry: Registry, history: History) -> Verdict:
             return verdict
         verdict.events += 1
         verdict.pins[state.sequence] = state.definition
-    if state is not None:
+    if state is not None and not verdict.problems:
         verdict.problems.extend(filter(None, [check_decision(registry, state, [], work)]))
     verdict.state = state
     return verdict

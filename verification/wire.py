@@ -11,6 +11,7 @@ which the proxy answers itself with "no" so the rest of the stream stays plainte
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 from dataclasses import dataclass
 
@@ -25,6 +26,16 @@ COMMAND_COMPLETE, ERROR_RESPONSE, READY_FOR_QUERY, BACKEND_KEY = b"C", b"E", b"Z
 COMMIT_STATEMENTS = frozenset(
     {"COMMIT", "COMMIT WORK", "COMMIT TRANSACTION", "END", "END WORK", "END TRANSACTION"}
 )
+WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
+TRANSACTION_KINDS = {
+    "transition": re.compile(
+        r"INSERT\s+INTO\s+transitions|lease_token[\s\S]*FOR\s+UPDATE", re.IGNORECASE
+    ),
+    "renewal": re.compile(r"UPDATE\s+work\s+w\s+SET\s+lease_expires_at\s*=\s*LEAST", re.I),
+    "sweep": re.compile(r"pg_try_advisory_xact_lock|overdue", re.IGNORECASE),
+}
+"""What an engine transaction is, told by the statements it ran: a transition commit
+(history, or a lease-fenced outcome), a lease renewal, or a recovery sweep."""
 
 
 @dataclass(frozen=True)
@@ -87,16 +98,37 @@ def backend_pid(message: Message) -> int:
 
 
 class CommitTracker:
-    """Follows one client's statements so an Execute of a prepared COMMIT is recognised."""
+    """Follows one client's statements: recognises an Execute of a prepared COMMIT, and
+    what the transaction being committed did (``kinds``: ``write`` once it wrote, plus
+    the TRANSACTION_KINDS its statements match)."""
 
     def __init__(self) -> None:
         self.statements: dict[str, str] = {}
         self.portals: dict[str, str] = {}
+        self.kinds: set[str] = set()
 
     def executes_commit(self, message: Message) -> bool:
         """True when ``message`` runs a COMMIT (simple query, or Execute of one)."""
+        sql = self._statement(message)
+        if sql is None:
+            return False
+        if is_commit(sql):
+            return True
+        if " ".join(sql.split()).upper().startswith("ROLLBACK"):
+            self.kinds.clear()
+        elif WRITES.search(sql):
+            self.kinds.add("write")
+            self.kinds.update(k for k, pattern in TRANSACTION_KINDS.items() if pattern.search(sql))
+        return False
+
+    def committed(self) -> None:
+        """The COMMIT went by: the next transaction has done nothing yet."""
+        self.kinds.clear()
+
+    def _statement(self, message: Message) -> str | None:
+        """The SQL a message runs now (None for messages that run nothing)."""
         if message.kind == SIMPLE_QUERY:
-            return is_commit(cstrings(message.body, 1)[0])
+            return cstrings(message.body, 1)[0]
         if message.kind == PARSE:
             name, sql = cstrings(message.body, 2)
             self.statements[name] = sql
@@ -104,5 +136,5 @@ class CommitTracker:
             portal, statement = cstrings(message.body, 2)
             self.portals[portal] = self.statements.get(statement, "")
         elif message.kind == EXECUTE:
-            return is_commit(self.portals.get(cstrings(message.body, 1)[0], ""))
-        return False
+            return self.portals.get(cstrings(message.body, 1)[0], "")
+        return None
