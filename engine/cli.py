@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runtime.register_definition_actions(definition_actions)
     cli_store.register(commands)
     cli_runtime.register(commands)
+    cli_drills.register(commands)
     cli_studio.register(commands)
     return parser
 
