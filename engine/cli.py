@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from engine import cli_definitions, cli_runtime, cli_store, cli_studio
+from engine import cli_definitions, cli_drills, cli_runtime, cli_store, cli_studio
 
 
 def build_parser() -> argparse.ArgumentParser:
