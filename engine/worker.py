@@ -247,6 +247,7 @@ class Worker:
                     log.warning("%s failed", action.__name__, exc_info=True)
 
     async def _heartbeat(self) -> None:
+        await self.store.sync_clock()
         await workers.heartbeat(
             self.store,
             self.config.worker_id,

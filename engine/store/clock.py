@@ -8,6 +8,7 @@ NULL. Tests and drills install a ManualClock whose instant is passed instead.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 from engine.canonical import utc
@@ -18,19 +19,27 @@ NOW_SQL = "COALESCE(%(now)s::timestamptz, statement_timestamp())"
 class DatabaseClock:
     """PostgreSQL's clock: the parameter is NULL and SQL reads the server time.
 
-    Event times (which the pure core needs as values) follow the server too: the
-    store measures the offset between this machine's clock and the server's when it
-    opens, and ``now`` applies it, so no extra round trip is needed per decision.
+    Event times (which the pure core needs as values) follow the server too, without a
+    round trip per decision: the store reads the server's time (``sync``), and ``now``
+    adds the time elapsed since on this process's *monotonic* clock. A jump of the
+    machine's wall clock therefore moves nothing; the worker re-syncs periodically so
+    the two clocks' rates cannot drift apart.
     """
 
     def __init__(self) -> None:
-        self.offset = timedelta(0)
+        self._server = datetime.now(UTC)
+        self._at = time.monotonic()
+
+    def sync(self, server_time: datetime, local_monotonic: float) -> None:
+        """The server said ``server_time`` when the monotonic clock read ``local_monotonic``."""
+        self._server = utc(server_time)
+        self._at = local_monotonic
 
     def sql_now(self) -> datetime | None:
         return None
 
     def now(self) -> datetime:
-        return datetime.now(UTC) + self.offset
+        return self._server + timedelta(seconds=time.monotonic() - self._at)
 
 
 class ManualClock:

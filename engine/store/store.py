@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 import psycopg
@@ -35,6 +36,26 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 unavailable (nothing was written)."""
 
 DEFAULT_POOL_SIZE = 10
+CONNECT_TIMEOUT = 10
+"""Seconds libpq may spend establishing one connection."""
+OPERATION_TIMEOUT_SECONDS = 30.0
+"""Client-side deadline of every store operation: a paused or unreachable server makes
+the operation fail (not committed, or unknown for a COMMIT) instead of hanging; the
+server's own timeouts cannot fire while it is stopped."""
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000
+"""A session idle inside a transaction this long is ended by the server: a worker that
+is stopped mid-transaction must not keep work rows locked (claims skip locked rows),
+and engine transactions never wait on anything but the database."""
+
+
+def session_options(schema: str) -> str:
+    """Settings of every engine session: its schema, and the idle-transaction limit."""
+    return (
+        f"-c search_path={schema} "
+        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+    )
+
+
 SERVER_TIME = "SELECT clock_timestamp()"
 
 
@@ -76,7 +97,7 @@ class Store:
             min_size=1,
             max_size=max_size,
             open=False,
-            kwargs={"options": f"-c search_path={schema}"},
+            kwargs={"options": session_options(schema), "connect_timeout": CONNECT_TIMEOUT},
             timeout=CONNECT_TIMEOUT_SECONDS,
         )
         try:
@@ -96,10 +117,14 @@ class Store:
 
     async def _measure_clock(self, conn: psycopg.AsyncConnection) -> None:
         if isinstance(self.clock, DatabaseClock):
-            before = datetime.now(UTC)
+            before = time.monotonic()
             server = (await (await conn.execute(SERVER_TIME)).fetchone())[0]
-            after = datetime.now(UTC)
-            self.clock.offset = server - (before + (after - before) / 2)
+            self.clock.sync(server, (before + time.monotonic()) / 2)
+
+    async def sync_clock(self) -> None:
+        """Re-read the server's time (the worker does this with every heartbeat)."""
+        async with self.connection() as conn:
+            await self._measure_clock(conn)
 
     def now(self) -> datetime:
         """The store's clock as a value, for event times built by the pure core."""
@@ -112,10 +137,14 @@ class Store:
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection; failing to get one is StoreUnavailable (nothing written)."""
         try:
-            async with self.pool.connection() as conn:
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS), self.pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StoreUnavailable("the database is unavailable") from exc
+        except TimeoutError as exc:
+            raise StoreUnavailable(
+                f"the database did not answer within {OPERATION_TIMEOUT_SECONDS:g} s"
+            ) from exc
 
     async def commit(self, transition: Transition, tenant: str = "") -> CommitResult:
         """Commit all of ``transition`` or nothing; see ``engine.store.commits``.
@@ -151,11 +180,15 @@ class Store:
     ) -> list[CommitResult]:
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
-            if fence is not None:
-                await fence.check(conn)
-            results, xid = await self._stage_all(conn, transitions, tenant)
-            if fence is not None:
-                await fence.finish(conn)
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+                if fence is not None:
+                    await fence.check(conn)
+                results, xid = await self._stage_all(conn, transitions, tenant)
+                if fence is not None:
+                    await fence.finish(conn)
+        except TimeoutError as exc:
+            await _rollback(conn)
+            raise StoreUnavailable(f"{names} not committed: the database did not answer") from exc
         except StoreError:
             await _rollback(conn)
             raise
@@ -175,10 +208,17 @@ class Store:
         self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str
     ) -> None:
         try:
-            await conn.commit()
-        except psycopg.Error as exc:
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+                await conn.commit()
+        except (psycopg.Error, TimeoutError) as exc:
             try:
-                await commits.settle(self.pool.connection, written, xid)
+                async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+                    await commits.settle(self.pool.connection, written, xid)
+            except TimeoutError:
+                raise CommitUnknown(
+                    "the COMMIT's outcome is unknown and the database did not "
+                    "answer: reconcile before retrying"
+                ) from exc
             except CommitUnknown as unknown:
                 raise unknown from exc
 
