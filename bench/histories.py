@@ -125,7 +125,7 @@ def build_history(definition: Definition, registry: Registry) -> list[Transition
         transitions.append(draft.build())
         now += timedelta(milliseconds=1)
         draft = Draft(registry, draft.state, now)
-        decisions.record_activity_outcome(draft, step.name, 1, EventKind.ATTEMPT_SUCCEEDED)
+        decisions.record_outcome(draft, step.name, 1, EventKind.ATTEMPT_SUCCEEDED)
         decide(draft)
         transitions.append(draft.build())
         state = draft.state

@@ -104,7 +104,7 @@ def start_activity_attempt(draft: Draft, name: str, attempt: int, key: str) -> E
     )
 
 
-def record_activity_outcome(
+def record_outcome(
     draft: Draft,
     name: str,
     attempt: int,
@@ -113,7 +113,8 @@ def record_activity_outcome(
     code: str = "",
     retryable: bool = False,
 ) -> Event:
-    """Record succeeded / failed / unknown for an attempt in flight."""
+    """Record succeeded / failed / unknown for an attempt in flight (``kind`` names the
+    track: ``attempt_*`` for activities, ``compensation_*`` for compensations)."""
     return draft.add(
         kind, step=name, attempt=attempt, data=json_data(result), code=code, retryable=retryable
     )
@@ -164,20 +165,6 @@ def start_compensation_attempt(draft: Draft, name: str, attempt: int, key: str) 
         attempt=attempt,
         idempotency_key=key,
         due_at=draft.now + spec.timeout,
-    )
-
-
-def record_compensation_outcome(
-    draft: Draft,
-    name: str,
-    attempt: int,
-    kind: EventKind,
-    result: Any = None,
-    code: str = "",
-    retryable: bool = False,
-) -> Event:
-    return draft.add(
-        kind, step=name, attempt=attempt, data=json_data(result), code=code, retryable=retryable
     )
 
 

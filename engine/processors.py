@@ -327,19 +327,13 @@ def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Dra
 
 def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -> None:
     succeeded, failed, unknown = track.outcome_kinds
-    fields: dict[str, Any] = {"step": dispatch.step, "attempt": dispatch.attempt}
+    at = (draft, dispatch.step, dispatch.attempt)
     if isinstance(outcome, Succeeded):
-        draft.add(succeeded, data=json_data(outcome.result), **fields)
+        decisions.record_outcome(*at, succeeded, outcome.result)
     elif isinstance(outcome, Failed):
-        draft.add(
-            failed,
-            code=outcome.code,
-            retryable=outcome.retryable,
-            data=json_data(outcome.details),
-            **fields,
-        )
+        decisions.record_outcome(*at, failed, outcome.details, outcome.code, outcome.retryable)
     else:
-        draft.add(unknown, code=outcome.code, data=json_data(outcome.details), **fields)
+        decisions.record_outcome(*at, unknown, outcome.details, outcome.code)
 
 
 async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:

@@ -170,9 +170,7 @@ class Flow:
         """The running attempt of ``step`` succeeds, and the next decision rides with it."""
         draft = self._draft(state, at)
         attempt = state.activities[step].attempt
-        decisions.record_activity_outcome(
-            draft, step, attempt, EventKind.ATTEMPT_SUCCEEDED, result=result
-        )
+        decisions.record_outcome(draft, step, attempt, EventKind.ATTEMPT_SUCCEEDED, result=result)
         decide(draft)
         return draft.build()
 
@@ -186,9 +184,7 @@ class Flow:
         """The compensation succeeds and the unwinding instance settles (cancelled)."""
         draft = self._draft(state, None)
         attempt = state.compensations[step].attempt
-        decisions.record_compensation_outcome(
-            draft, step, attempt, EventKind.COMPENSATION_SUCCEEDED
-        )
+        decisions.record_outcome(draft, step, attempt, EventKind.COMPENSATION_SUCCEEDED)
         decide(draft)
         return draft.build()
 

@@ -260,12 +260,7 @@ class Run:
         if how == "succeeded" and result is None:
             result = {"done": step}
         draft = self.draft()
-        record = (
-            decisions.record_compensation_outcome
-            if compensation
-            else decisions.record_activity_outcome
-        )
-        record(
+        decisions.record_outcome(
             draft,
             step,
             progress.attempt,
