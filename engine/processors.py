@@ -34,7 +34,7 @@ from engine.activities import (
 from engine.child_outcomes import parent_transitions
 from engine.definitions import Mode
 from engine.errors import ReplayRejected
-from engine.events import EventKind, json_data
+from engine.events import EventKind
 from engine.faults import Boundary, Faults
 from engine.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
 from engine.instance_cache import InstanceCache, RegistrySource
