@@ -12,6 +12,7 @@ testing an unbroken build.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -137,20 +138,22 @@ def _handler_before_start(app: ActivityRegistry) -> None:
             if handler is None:
                 return
             # the "optimisation": call out while the start is still only in memory
-            handler(
-                ActivityRequest(
-                    instance_id=draft.state.instance_id,
-                    step=dispatch.step,
-                    target=target,
-                    attempt=dispatch.attempt,
-                    idempotency_key=progress.idempotency_key,
-                    deadline=progress.due_at,
-                    input=draft.state.value("input"),
-                    compensation=track.compensation,
-                )
-            )
+            with contextlib.suppress(Exception):
+                handler(early(draft, dispatch, target, progress, track))
 
         return mutated
+
+    def early(draft: Any, dispatch: Any, target: str, progress: Any, track: Any) -> Any:
+        return ActivityRequest(
+            instance_id=draft.state.instance_id,
+            step=dispatch.step,
+            target=target,
+            attempt=dispatch.attempt,
+            idempotency_key=progress.idempotency_key,
+            deadline=progress.due_at,
+            input=draft.state.value("input"),
+            compensation=track.compensation,
+        )
 
     _wrap_start_or_settle(wrap)
 

@@ -9,11 +9,14 @@ Waits poll the process (or ``/proc``) against a deadline; nothing sleeps a fixed
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,7 +117,7 @@ class DrillProcess:
             return await self.wait_exit(timeout)
 
 
-async def _until(condition, timeout: float, what: str) -> None:
+async def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -144,6 +147,15 @@ def _environment(env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str
     return values
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it when the harness dies, so no drill worker outlives it."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def spawn(
     env: ProcessEnv,
     name: str,
@@ -168,6 +180,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     return DrillProcess(name, popen, log)
 

@@ -29,6 +29,6 @@ class Profile:
 
 
 PROFILES = {
-    "ci": Profile("ci", 2, 3, 30.0, 120.0, 5, 8, True),
+    "ci": Profile("ci", 2, 4, 30.0, 120.0, 5, 8, True),
     "deep": Profile("deep", 5, 3, 60.0, 300.0, 40, 20, False),
 }

@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _parent(pid: int) -> int:
     return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
-async def _until(condition, timeout: float) -> None:
+async def _until(condition: Callable[[], bool], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

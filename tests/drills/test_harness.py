@@ -1,0 +1,61 @@
+"""Fast checks of the harness's own parts (no database): the wire reading the proxy
+relies on, and the marking of known engine bugs."""
+
+from __future__ import annotations
+
+import struct
+
+from verification import wire
+from verification.known_bugs import classify
+
+
+def _message(kind: bytes, *strings: str) -> wire.Message:
+    return wire.Message(kind, b"".join(s.encode() + b"\0" for s in strings))
+
+
+def test_commit_statements_are_recognised_in_any_spelling() -> None:
+    assert wire.is_commit("commit")
+    assert wire.is_commit("  COMMIT  WORK ;")
+    assert wire.is_commit("end transaction")
+    assert not wire.is_commit("COMMIT PREPARED 'x'")
+    assert not wire.is_commit("SELECT 'COMMIT'")
+
+
+def test_a_prepared_commit_is_recognised_at_execute() -> None:
+    tracker = wire.CommitTracker()
+    assert not tracker.executes_commit(_message(wire.PARSE, "s1", "COMMIT"))
+    assert not tracker.executes_commit(_message(wire.BIND, "p1", "s1"))
+    assert tracker.executes_commit(_message(wire.EXECUTE, "p1"))
+
+
+def _run(tracker: wire.CommitTracker, sql: str) -> None:
+    """Parse, bind and execute ``sql`` through the unnamed statement and portal."""
+    tracker.executes_commit(_message(wire.PARSE, "", sql))
+    tracker.executes_commit(_message(wire.BIND, "", ""))
+    tracker.executes_commit(_message(wire.EXECUTE, ""))
+
+
+def test_transactions_are_told_apart_by_what_they_ran() -> None:
+    tracker = wire.CommitTracker()
+    _run(tracker, "SELECT 1 FROM history")
+    assert tracker.kinds == set()
+    _run(tracker, "INSERT INTO transitions (a) VALUES ($1)")
+    assert {"write", "transition"} <= tracker.kinds
+    tracker.committed()
+    _run(tracker, "UPDATE work w SET lease_expires_at = LEAST($1, w.deadline)")
+    assert tracker.kinds == {"write", "renewal"}
+
+
+def test_split_messages_keeps_the_incomplete_tail() -> None:
+    complete = b"Z" + struct.pack("!I", 5) + b"I"
+    messages, rest = wire.split_messages(complete + b"C\x00\x00")
+    assert [m.kind for m in messages] == [b"Z"]
+    assert rest == b"C\x00\x00"
+
+
+def test_known_bugs_explain_only_their_own_failures() -> None:
+    stuck = "leases of stopped owner w on x: timed out; session of w idle in transaction"
+    assert classify([stuck, "I10 ownership: work x still leased to w"]) == "EB1"
+    assert classify([stuck, "I3 effects in bounds: key k: handler called 2 times"]) == ""
+    assert classify(["I10 ownership: work x still leased to w"]) == ""
+    assert classify([]) == ""
