@@ -1,1 +1,1 @@
-"""Wayline studio: the web app (Litestar + Jinja2 + htmx). Not built yet."""
+"""Wayline studio: the web app (Litestar + Jinja2 + htmx) and its JSON API."""

@@ -62,8 +62,9 @@ class DefinitionDiff:
         hidden = Change.ADDED if side == "left" else Change.REMOVED
         return {s.step: s.change.value for s in self.steps if s.change is not hidden}
 
-    def count(self, change: Change) -> int:
-        return sum(1 for s in self.steps if s.change is change)
+    def count(self, change: Change | str) -> int:
+        wanted = Change(change)
+        return sum(1 for s in self.steps if s.change is wanted)
 
 
 def diff_documents(left: Any, right: Any) -> DefinitionDiff:

@@ -16,7 +16,7 @@ element id of their step (``step-<name>``) so later pages can restyle them in pl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from studio.structure import Block, StepShape, read_structure
@@ -65,6 +65,13 @@ class Edge:
     points: tuple[tuple[float, float], ...]
     insert_at: int | None = None
     handle: tuple[float, float] | None = None
+    before: str = ""
+    """The name of the step a step inserted here goes before ('' at the end)."""
+
+    @property
+    def insert_label(self) -> str:
+        where = f"before {self.before}" if self.before else "at the end"
+        return f"Insert a step {where}"
 
     @property
     def path(self) -> str:
@@ -124,7 +131,14 @@ def layout(document: Any) -> Graph:
     if blocks:
         _connect(canvas, cx, bottom, end_y, end_at)
     height = end_y + TERMINAL + MARGIN
-    return Graph(tuple(canvas.nodes), tuple(canvas.edges), tuple(canvas.slots), width, height)
+    names = [s.name or f"step {s.index + 1}" for s in structure.steps]
+    edges = tuple(
+        replace(e, before=names[e.insert_at] if e.insert_at < len(names) else "")
+        if e.insert_at is not None
+        else e
+        for e in canvas.edges
+    )
+    return Graph(tuple(canvas.nodes), edges, tuple(canvas.slots), width, height)
 
 
 def describe(step: StepShape) -> str:

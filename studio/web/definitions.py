@@ -82,6 +82,7 @@ async def versions_page(
         versions=list(reversed(versions)),
         comparison=comparison,
         views=views,
+        latest_view=graph_view(definitions.export_document(versions[-1])),
     )
 
 

@@ -74,20 +74,26 @@ class LiveStudio:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
-    def team(self, prefix: str = "team") -> str:
+    def team(self, prefix: str = "team", name: str = "") -> str:
+        """A new team (its id is unique; its name defaults to one made from the id)."""
         team_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        self.run(
-            lambda store: people.ensure_team(store, team_id, f"{prefix.title()} {team_id[-4:]}")
-        )
+        label = name or f"{prefix.title()} {team_id[-4:]}"
+        self.run(lambda store: people.ensure_team(store, team_id, label))
         return team_id
 
-    def user(self, team: str, role: Role | str, *, must_change: bool = False) -> str:
+    def user(
+        self, team: str, role: Role | str, *, must_change: bool = False, display_name: str = ""
+    ) -> str:
         """A member of ``team`` with ``role``; returns the username (password: PASSWORD)."""
         username = f"{Role(role).value}-{uuid.uuid4().hex[:8]}"
 
         async def create(store: Store) -> None:
             user = await people.create_user(
-                store, username, PASSWORD, username.title(), must_change_password=must_change
+                store,
+                username,
+                PASSWORD,
+                display_name or username.title(),
+                must_change_password=must_change,
             )
             await people.set_membership(store, user.user_id, team, Role(role))
 

@@ -1,0 +1,70 @@
+"""Browser tests: Debian's Chromium driven by Playwright against a live studio.
+
+Chromium comes from apt (``/usr/bin/chromium``), never from ``playwright install``; the
+flags keep it from calling out to the network, which these machines refuse. The
+studio runs in a thread on a free port (see ``tests/studio/live.py``) with a worker
+advertising the example targets, so target suggestions and warnings are real.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.integration.conftest import pg_dsn  # noqa: F401  (the session's PostgreSQL)
+from tests.studio.live import PASSWORD, LiveStudio, serve_studio
+
+CHROMIUM = os.environ.get("WAYLINE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+TIMEOUT_MS = 20_000
+"""Generous: these machines are shared, and a loaded one is slow, not broken."""
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="session")
+def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
+    with serve_studio(pg_dsn) as live:
+        live.advertise()
+        yield live
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(
+            f"Chromium is missing at {CHROMIUM}: run WAYLINE_NEEDS_CHROMIUM=1 scripts/bootstrap.sh"
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, studio: LiveStudio) -> Iterator[Page]:
+    context = browser.new_context(viewport=VIEWPORT, base_url=studio.url, accept_downloads=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
+    """Sign in through the form, as a person would."""
+    page.goto("/login")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/definitions")
