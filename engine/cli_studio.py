@@ -26,6 +26,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_store_options(studio)
     studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
     studio.add_argument("--port", type=int, default=8080, help="port to listen on")
+    studio.add_argument(
+        "--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)"
+    )
     studio.set_defaults(run=_studio)
 
     user = commands.add_parser("user", help="manage studio users")
@@ -54,7 +57,7 @@ def _dsn(args: argparse.Namespace) -> str | None:
 def _studio(args: argparse.Namespace) -> int:
     from studio.server import run_studio
 
-    return run_studio(args.host, args.port, _dsn(args), args.schema)
+    return run_studio(args.host, args.port, _dsn(args), args.schema, args.secure_cookies)
 
 
 def _user_create(args: argparse.Namespace) -> int:

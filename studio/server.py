@@ -79,7 +79,9 @@ async def _first_start(store: Store) -> str | None:
     return password
 
 
-def run_studio(host: str, port: int, dsn: str | None, schema: str) -> int:
+def run_studio(
+    host: str, port: int, dsn: str | None, schema: str, secure_cookies: bool = False
+) -> int:
     """Serve the studio until interrupted; returns the exit status."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -92,7 +94,9 @@ def run_studio(host: str, port: int, dsn: str | None, schema: str) -> int:
     with database(dsn, schema) as ready:
         password = asyncio.run(_with_store(ready, schema, _first_start))
         _announce(host, port, dsn is None, password)
-        settings = StudioSettings(ready, schema, worker_activities=example_activities)
+        settings = StudioSettings(
+            ready, schema, secure_cookies=secure_cookies, worker_activities=example_activities
+        )
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
     return 0
 
