@@ -1,0 +1,157 @@
+"""End to end through the command line: every command is a ``wayline`` subprocess.
+
+What is checked is what a person at a terminal sees: the exit status, the one line a
+command answers with, and for bad input a one-line message on stderr (never a
+traceback, never driver text). A worker process runs the instances the CLI drives.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from engine.definitions import Definition, definition_to_json
+from engine.instance import InstanceStatus
+from tests.e2e import definitions as d
+from tests.e2e.app import Behaviour, script
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import CliResult, Harness
+
+S = InstanceStatus
+
+
+def one_line(result: CliResult) -> str:
+    """The single stderr line of a failed command (and nothing on stdout)."""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+async def publish(e2e: Harness, definition: Definition) -> CliResult:
+    """``wayline definition publish`` of ``definition`` written to a file."""
+    path = e2e.tmp / f"{definition.name}.json"
+    path.write_text(json.dumps(definition_to_json(definition)))
+    return await e2e.cli("definition", "publish", str(path))
+
+
+async def ok(e2e: Harness, *args: str) -> str:
+    """Run a command that must succeed; its stdout."""
+    result = await e2e.cli(*args)
+    assert result.code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+async def test_definition_publish_is_idempotent_and_listed(e2e: Harness) -> None:
+    definition = d.SIGNALLED
+    first = await publish(e2e, definition)
+    assert (first.code, first.stdout) == (
+        0,
+        f"published {definition.ref} {definition.fingerprint}\n",
+    )
+    again = await publish(e2e, definition)
+    assert (again.code, again.stdout) == (
+        0,
+        f"already published {definition.ref} {definition.fingerprint}\n",
+    )
+    listed = await ok(e2e, "definition", "list")
+    assert listed == f"{definition.ref} {definition.fingerprint[:12]} 2 steps\n"
+
+
+async def test_start_is_idempotent_and_refuses_other_input(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+    start = ("start", "e2e.signalled@1", "--id", "order-1", "--input", '{"n": 1}')
+    expected = "started order-1 on e2e.signalled@1 (running)\n"
+    assert await ok(e2e, *start) == expected
+    assert await ok(e2e, *start) == expected, "starting again with the same input is a no-op"
+
+    other = await e2e.cli("start", "e2e.signalled", "--id", "order-1", "--input", '{"n": 2}')
+    assert other.code == 1
+    assert one_line(other) == (
+        "wayline start: instance order-1 already exists with another definition or input"
+    )
+    assert len(await e2e.history("order-1")) == 1, "the refused start wrote nothing"
+
+
+async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+    await e2e.spawn()
+    await ok(e2e, "start", "e2e.signalled", "--id", "flow")
+    paused = await ok(e2e, "command", "flow", "pause", "--actor", "ops", "--reason", "hold on")
+    assert paused == "pause recorded on flow (paused)\n"
+    signalled = await ok(e2e, "signal", "flow", "go", "--signal-id", "go-1", "--payload", "{}")
+    assert signalled == "signal go-1 accepted by flow (paused)\n", "buffered while paused"
+
+    text = await ok(e2e, "inspect", "flow")
+    assert text.splitlines()[0] == "instance flow: paused"
+    assert "  signal go: received go-1" in text.splitlines()
+    (audit,) = [line for line in text.splitlines() if line.startswith("  audit ")]
+    assert " ops pause: hold on (" in audit, "who, what and why are on record"
+    assert not e2e.calls("flow"), "nothing runs while paused"
+
+    resumed = await ok(e2e, "command", "flow", "resume", "--actor", "ops", "--reason", "go on")
+    assert resumed == "resume recorded on flow (running)\n"
+    await e2e.settled("flow", S.COMPLETED)
+
+    state = json.loads(await ok(e2e, "inspect", "flow", "--json"))
+    assert state["status"] == "completed"
+    assert [(a["step"], a["status"]) for a in state["activities"]] == [("after", "succeeded")]
+    assert [a["action"] for a in state["audit"]] == ["pause", "resume"]
+    events = [
+        json.loads(line) for line in (await ok(e2e, "history", "flow", "--json")).splitlines()
+    ]
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "instance_started" and kinds[-1] == "completed"
+    assert kinds.index("paused") < kinds.index("signal_received") < kinds.index("resumed")
+
+
+async def test_cancel_from_the_command_line_compensates(e2e: Harness) -> None:
+    await publish(e2e, d.SAGA)
+    await e2e.spawn()
+    blocked = script({"ship": Behaviour(block=e2e.gate("ship"))})
+    await ok(e2e, "start", "e2e.saga", "--id", "cancel", "--input", json.dumps(blocked))
+    await e2e.until(lambda: e2e.calls("cancel", step="ship"), what="ship in flight")
+
+    cancelled = await ok(e2e, "command", "cancel", "cancel", "--actor", "ops", "--reason", "no")
+    assert cancelled == "cancel recorded on cancel (cancelling)\n"
+    e2e.release("ship")
+    await e2e.settled("cancel", S.CANCELLED)
+    text = (await ok(e2e, "inspect", "cancel")).splitlines()
+    assert text[0] == "instance cancel: cancelled"
+    for step in ("reserve", "charge", "ship"):
+        assert f"  compensation {step}: succeeded attempt 1" in text
+
+
+async def test_bad_input_gets_one_line_and_a_non_zero_exit(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+
+    bad_json = await e2e.cli("start", "e2e.signalled", "--id", "x", "--input", "{nope")
+    assert bad_json.code == 2 and "Traceback" not in bad_json.stderr
+    # argparse shows the usage synopsis, then the one line that says what is wrong.
+    assert bad_json.stderr.splitlines()[-1] == (
+        "wayline start: error: argument --input: must be valid JSON"
+    )
+
+    for command in (
+        ("inspect", "missing"),
+        ("history", "missing"),
+        ("signal", "missing", "go", "--signal-id", "s"),
+        ("command", "missing", "pause", "--actor", "ops", "--reason", "why"),
+    ):
+        result = await e2e.cli(*command)
+        assert result.code == 1
+        assert one_line(result) == f"wayline {command[0]}: instance missing does not exist"
+
+    unknown = await e2e.cli("start", "no.such.definition", "--id", "x")
+    assert unknown.code == 1
+    assert (
+        one_line(unknown) == "wayline start: no active version of no.such.definition is published"
+    )
+
+    no_dsn = await e2e.cli("inspect", "x", store=False)
+    assert no_dsn.code == 2
+    assert one_line(no_dsn) == "wayline inspect: no database given: pass --dsn or set WAYLINE_DSN"

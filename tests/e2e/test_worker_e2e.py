@@ -1,0 +1,430 @@
+"""End to end: instances driven through the client, run by real worker processes.
+
+Each test asserts what a user of Wayline would notice: the instance's final status,
+the order things happened in its history, and (through the effects file the handlers
+append to) how many times each side effect really happened, per idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from engine.cli_definitions import load_definition
+from engine.client import Client, SignalConflict
+from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
+from engine.definitions import Definition
+from engine.errors import DecisionRejected
+from engine.events import EventKind
+from engine.instance import AttemptStatus, ChildStatus, InstanceStatus
+from engine.operator_actions import Action
+from engine.store import work
+from engine.store.clock import ManualClock
+from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
+from examples.demo import DEFINITION as ORDER_DEFINITION
+from tests.e2e import definitions as d
+from tests.e2e.app import (
+    ACTIVITY_TARGET,
+    SCRIPTED_TERMINAL,
+    SCRIPTED_UNKNOWN,
+    Behaviour,
+    app,
+    script,
+)
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Harness
+
+K = EventKind
+S = InstanceStatus
+A = AttemptStatus
+
+
+WORK_IN_STATE = """
+SELECT 1 FROM work WHERE instance_id = %(instance)s AND state = %(state)s
+  AND (%(code)s::text IS NULL OR failure_code = %(code)s)
+"""
+
+
+def steps_of(events: list, kind: EventKind) -> list[str]:
+    """The step of each event of ``kind``, in history order."""
+    return [e.step for e in events if e.kind is kind]
+
+
+def assert_once_per_key(records: list[dict]) -> None:
+    """No idempotency key was acted on twice."""
+    twice = [key for key, n in Counter(r["key"] for r in records).items() if n > 1]
+    assert not twice, f"effects repeated for {twice}"
+
+
+async def test_example_order_saga_completes_with_every_effect_once(e2e: Harness) -> None:
+    definition = load_definition(ORDER_DEFINITION)
+    await e2e.publish(definition)
+    await e2e.spawn(app="examples.orders:app")
+    order = "order-e2e"
+    await e2e.client.start(definition.name, order, {"order": order, "amount": 42})
+    for check in ("fraud_check", "inventory_check"):  # the approval comes after them
+        await e2e.activity_reaches(order, check, A.SUCCEEDED)
+    await e2e.client.command(
+        order, Action.APPROVE, "manager", "within limits", step="manager_approval", payload={}
+    )
+    await e2e.client.signal(order, "shipped", f"{order}-shipped", {"carrier": "e2e-post"})
+    state = await e2e.settled(order, S.COMPLETED)
+
+    effects = e2e.records()
+    assert_once_per_key(effects)
+    assert sorted(r["target"] for r in effects) == sorted(
+        state.spec.step(p.step).target for p in state.activities.values()
+    )
+    assert {r["key"] for r in effects} == {p.idempotency_key for p in state.activities.values()}
+    assert state.race_winners == {"delivery": "shipped"}
+
+
+async def test_retryable_failure_backs_off_then_succeeds(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.RETRYING, "retry", script({"flaky": Behaviour(fail=3)}))
+    state = await e2e.settled("retry", S.COMPLETED)
+
+    starts = await e2e.kinds("retry", K.ATTEMPT_STARTED)
+    assert [e.attempt for e in starts] == [1, 2, 3, 4]
+    policy = d.RETRYING.step("flaky").retry
+    for n in (1, 2, 3):  # delay n = min(initial * 2^(n-1), max): 100, 200, 250 ms
+        assert starts[n].occurred_at - starts[n - 1].occurred_at >= policy.backoff(n)
+    calls = e2e.calls("retry")
+    assert [c["outcome"] for c in calls] == ["failed", "failed", "failed", "effect"]
+    assert len({c["key"] for c in calls}) == 4, "a policy retry is a new attempt, new key"
+    assert state.activities["flaky"].idempotency_key == calls[-1]["key"]
+
+
+async def test_terminal_failure_compensates_in_reverse_and_fails(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.SAGA, "saga", script({"ship": Behaviour(terminal=True)}))
+    state = await e2e.settled("saga", S.FAILED)
+
+    assert (state.failure_step, state.failure_code) == ("ship", SCRIPTED_TERMINAL)
+    history = await e2e.history("saga")
+    assert steps_of(history, K.ATTEMPT_SUCCEEDED) == ["reserve", "charge"]
+    assert steps_of(history, K.COMPENSATION_SUCCEEDED) == ["charge", "reserve"]
+    kinds = [e.kind for e in history]
+    assert kinds.index(K.INSTANCE_FAILING) < kinds.index(K.COMPENSATION_SCHEDULED)
+    assert kinds[-1] is K.FAILED
+    undone = [c["step"] for c in e2e.calls("saga", compensation=True)]
+    assert undone == ["charge", "reserve"], "ship failed, so there is nothing of it to undo"
+
+
+async def test_timer_fires_exactly_once_with_two_workers(e2e: Harness) -> None:
+    await e2e.spawn(2)
+    ids = [f"timer-{i}" for i in range(10)]
+    for instance in ids:
+        await e2e.start(d.TIMED, instance)
+    for instance in ids:
+        await e2e.settled(instance, S.COMPLETED)
+        scheduled, fired = await e2e.kinds(instance, K.TIMER_SCHEDULED, K.TIMER_FIRED)
+        assert fired.kind is K.TIMER_FIRED and fired.occurred_at >= scheduled.due_at
+        assert len(e2e.calls(instance)) == 1
+
+
+async def test_duplicate_signals_are_received_once(e2e: Harness) -> None:
+    await e2e.start(d.SIGNALLED, "sig")
+    callers = [Client(e2e.store) for _ in range(3)]
+    results = await asyncio.gather(*(c.signal("sig", "go", "signal-1", {"n": 1}) for c in callers))
+    assert all(r.signals["go"].signal_id == "signal-1" for r in results)
+    assert len(await e2e.kinds("sig", K.SIGNAL_RECEIVED)) == 1
+
+    with pytest.raises(SignalConflict, match="another payload"):
+        await e2e.client.signal("sig", "go", "signal-1", {"n": 2})
+    with pytest.raises(SignalConflict, match="already received"):
+        await e2e.client.signal("sig", "go", "signal-2", {"n": 1})
+
+    await e2e.spawn()
+    await e2e.settled("sig", S.COMPLETED)
+    assert len(await e2e.kinds("sig", K.SIGNAL_RECEIVED)) == 1
+    assert len(e2e.calls("sig")) == 1
+
+
+async def test_race_is_won_by_the_earliest_persisted_signal(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.RACING, "race-seq")
+    await e2e.client.signal("race-seq", "b", "b-1")  # b is second in definition order
+    await e2e.client.signal("race-seq", "a", "a-1")
+    state = await e2e.settled("race-seq", S.COMPLETED)
+    assert state.race_winners == {"first": "b"}
+
+    await e2e.start(d.RACING, "race-both")
+    await asyncio.gather(
+        Client(e2e.store).signal("race-both", "a", "a-1"),
+        Client(e2e.store).signal("race-both", "b", "b-1"),
+    )
+    state = await e2e.settled("race-both", S.COMPLETED)
+    received = await e2e.kinds("race-both", K.SIGNAL_RECEIVED)
+    assert state.race_winners == {"first": received[0].step}
+    for instance in ("race-seq", "race-both"):
+        assert not await e2e.kinds(instance, K.TIMER_FIRED), "the losing timer never fires"
+        assert len(e2e.calls(instance, step="after")) == 1
+
+
+async def test_parallel_branches_join_before_the_next_step(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.PARALLEL, "par")
+    await e2e.settled("par", S.COMPLETED)
+
+    history = await e2e.history("par")
+    assert sorted(steps_of(history, K.ACTIVITY_SCHEDULED)[:2]) == ["left", "right"]
+    succeeded = steps_of(history, K.ATTEMPT_SUCCEEDED)
+    assert sorted(succeeded[:2]) == ["left", "right"] and succeeded[2] == "after"
+    assert sorted(c["step"] for c in e2e.calls("par")) == ["after", "left", "right"]
+
+
+async def test_child_instance_completes_and_its_parent_continues(e2e: Harness) -> None:
+    await e2e.publish(d.CHILD)
+    await e2e.spawn()
+    await e2e.start(d.PARENT, "parent")
+    parent = await e2e.settled("parent", S.COMPLETED)
+
+    progress = parent.children["kid"]
+    assert progress.status is ChildStatus.SUCCEEDED
+    child = await e2e.state(progress.child_id)
+    assert child.status is S.COMPLETED
+    assert (child.parent_id, child.parent_step) == ("parent", "kid")
+    assert child.definition == d.CHILD.ref
+    (reported,) = await e2e.kinds("parent", K.CHILD_COMPLETED)
+    assert reported.value() == child.value("result")
+    order = [(c["instance"], c["step"]) for c in e2e.calls()]
+    assert order == [("parent", "before"), (child.instance_id, "inner"), ("parent", "after")]
+
+
+async def test_approval_by_an_audited_operator_command(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.APPROVED, "appr")
+    with pytest.raises(DecisionRejected):  # a plain signal cannot stand in for approval
+        await e2e.client.signal("appr", "sign", "forged")
+    await e2e.client.command(
+        "appr", Action.APPROVE, "alice", "checked", step="sign", payload={"ok": True}
+    )
+    state = await e2e.settled("appr", S.COMPLETED)
+
+    (audit,) = state.audit
+    assert (audit.action, audit.actor, audit.reason) == ("approve", "alice", "checked")
+    assert state.signals["sign"].signal_id == audit.command_id
+    assert len(e2e.calls("appr")) == 1
+
+
+async def test_cancel_mid_flight_compensates_in_reverse_and_cancels(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.SAGA, "cancel", script({"ship": Behaviour(block=e2e.gate("ship"))}))
+    await e2e.until(lambda: e2e.calls("cancel", step="ship"), what="ship in flight")
+
+    state = await e2e.client.command("cancel", Action.CANCEL, "ops", "customer changed mind")
+    assert state.status is S.CANCELLING
+    assert not await e2e.kinds("cancel", K.COMPENSATION_SCHEDULED), "ship is still in flight"
+    e2e.release("ship")
+    await e2e.settled("cancel", S.CANCELLED)
+
+    history = await e2e.history("cancel")
+    assert steps_of(history, K.ATTEMPT_SUCCEEDED) == ["reserve", "charge", "ship"]
+    assert steps_of(history, K.COMPENSATION_SUCCEEDED) == ["ship", "charge", "reserve"]
+    assert [c["step"] for c in e2e.calls("cancel", compensation=True)] == [
+        "ship",
+        "charge",
+        "reserve",
+    ]
+
+
+async def test_pause_holds_scheduled_work_until_resume(e2e: Harness) -> None:
+    await e2e.start(d.SINGLE, "pause")
+    await e2e.client.command("pause", Action.PAUSE, "ops", "hold on")
+    await e2e.spawn()
+
+    parked = {"instance": "pause", "state": 1, "code": "paused"}
+    await e2e.until(lambda: e2e.query(WORK_IN_STATE, parked), what="the worker parking it")
+    assert not await e2e.kinds("pause", K.ATTEMPT_STARTED)
+    assert not e2e.calls("pause")
+
+    await e2e.client.command("pause", Action.RESUME, "ops", "go on")
+    await e2e.settled("pause", S.COMPLETED)
+    assert len(e2e.calls("pause")) == 1
+
+
+async def test_terminate_ends_the_instance_and_discards_late_results(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.SINGLE, "term", script({"only": Behaviour(block=e2e.gate("only"))}))
+    await e2e.until(lambda: e2e.calls("term"), what="the handler running")
+
+    state = await e2e.client.command("term", Action.TERMINATE, "ops", "stop it now")
+    assert state.status is S.TERMINATED
+    e2e.release("only")
+    done = {"instance": "term", "state": 3, "code": None}
+    await e2e.until(lambda: e2e.query(WORK_IN_STATE, done), what="the late handler's lease ending")
+    history = await e2e.history("term")
+    assert history[-1].kind is K.TERMINATED, "nothing is recorded after the end"
+    assert (await e2e.state("term")).status is S.TERMINATED
+
+
+async def test_handler_timeout_and_unknown_outcome_are_held_as_unknown(e2e: Harness) -> None:
+    await e2e.spawn()
+    await e2e.start(d.TIMING_OUT, "slow", script({"slow": Behaviour(sleep=5.0)}))
+    await e2e.start(d.TIMING_OUT, "unsure", script({"slow": Behaviour(unknown=True)}))
+    for instance, code in (("slow", "activity-timeout"), ("unsure", SCRIPTED_UNKNOWN)):
+        state = await e2e.activity_reaches(instance, "slow", A.UNKNOWN)
+        assert state.activities["slow"].code == code
+        assert state.status is S.RUNNING, "an unknown outcome waits for an operator"
+        assert len(e2e.calls(instance)) == 1
+
+
+# Crashes, lost leases and shutdown -------------------------------------------------------
+
+
+async def crash_mid_handler(e2e: Harness, definition: Definition, instance: str) -> str:
+    """Kill a worker whose handler recorded its effect and is blocked, start another.
+
+    The release file exists before the second worker starts, so a handler called again
+    would not block: it would finish and show up as a second call in the effects file.
+    Returns the idempotency key of the interrupted attempt.
+    """
+    (first,) = await e2e.spawn()
+    await e2e.start(definition, instance, script({"risky": Behaviour(block=e2e.gate("risky"))}))
+    (call,) = await e2e.until(lambda: e2e.calls(instance), what="the handler running")
+    await first.kill()
+    e2e.release("risky")
+    await e2e.spawn()
+    return call["key"]
+
+
+async def test_crash_mid_handler_with_hold_records_unknown_and_never_reruns(
+    e2e: Harness,
+) -> None:
+    key = await crash_mid_handler(e2e, d.HOLD_ON_UNKNOWN, "crash-hold")
+    state = await e2e.activity_reaches("crash-hold", "risky", A.UNKNOWN)
+    progress = state.activities["risky"]
+    assert (progress.code, progress.attempt, progress.idempotency_key) == (
+        ACTIVITY_OUTCOME_UNKNOWN,
+        1,
+        key,
+    )
+    assert state.status is S.RUNNING
+    await asyncio.gather(*(w.stop() for w in e2e.workers[1:]))
+    lines = [r for r in e2e.records() if r["key"] == key]
+    assert len(lines) == 1, "the handler must not be called again"
+    assert len(await e2e.kinds("crash-hold", K.ATTEMPT_STARTED)) == 1
+
+
+async def test_crash_mid_handler_with_retry_same_key_reuses_the_key(e2e: Harness) -> None:
+    key = await crash_mid_handler(e2e, d.SAME_KEY_ON_UNKNOWN, "crash-same")
+    state = await e2e.settled("crash-same", S.COMPLETED)
+
+    (unknown,) = await e2e.kinds("crash-same", K.ATTEMPT_UNKNOWN)
+    assert unknown.code == ACTIVITY_OUTCOME_UNKNOWN
+    starts = await e2e.kinds("crash-same", K.ATTEMPT_STARTED)
+    assert [(e.attempt, e.idempotency_key) for e in starts] == [(1, key), (2, key)]
+    assert [(c["attempt"], c["key"]) for c in e2e.calls("crash-same")] == [(1, key), (2, key)]
+    assert state.activities["risky"].idempotency_key == key
+
+
+async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harness) -> None:
+    """In process, to see the worker's internals. Another owner claims the work as
+    expired: its store clock runs past any lease the victim can hold, so the claim
+    takes the lease over in one statement (forcing the expiry in a separate statement
+    first would leave the victim a window to reclaim its own work). The victim's next
+    renewal then finds the lease gone and cancels its processor mid-handler."""
+    config = WorkerConfig(
+        worker_id="victim",
+        concurrency=1,
+        lease=timedelta(seconds=3),
+        renew_every=timedelta(milliseconds=200),
+        poll_interval=timedelta(milliseconds=100),
+    )
+    victim = Worker(e2e.store, app, config)
+    stop = asyncio.Event()
+    running = asyncio.create_task(victim.run(stop))
+    try:
+        await e2e.start(d.SINGLE, "stolen", script({"only": Behaviour(block=e2e.gate("only"))}))
+        await e2e.until(lambda: e2e.calls("stolen"), what="the handler running")
+        ahead = ManualClock(e2e.store.now() + config.lease * 3)
+        thief = await Store.open(e2e.dsn, e2e.schema, clock=ahead)
+        try:
+            (stolen,) = await work.claim(
+                thief, "thief", timedelta(minutes=5), 1, targets=[ACTIVITY_TARGET]
+            )
+        finally:
+            await thief.close()
+        await e2e.until(lambda: victim.metrics.value("lease_lost"), what="the lease loss")
+        e2e.release("only")
+    finally:
+        stop.set()
+        await running
+
+    assert [r["event"] for r in e2e.records()] == ["call", "cancelled"]
+    history = await e2e.history("stolen")
+    assert history[-1].kind is K.ATTEMPT_STARTED, "the stale owner wrote no outcome"
+    (row,) = await e2e.query(
+        "SELECT state, lease_owner, lease_token FROM work WHERE instance_id = 'stolen'"
+    )
+    assert row == (2, "thief", stolen.token), "the thief's lease is untouched"
+
+
+async def test_sigterm_drains_the_in_flight_handler_before_exit(e2e: Harness) -> None:
+    (worker,) = await e2e.spawn()
+    await e2e.start(d.SINGLE, "drain", script({"only": Behaviour(block=e2e.gate("only"))}))
+    await e2e.until(lambda: e2e.calls("drain"), what="the handler running")
+
+    await worker.terminate()  # while the handler is blocked
+    e2e.release("only")
+    await worker.exited()
+    state = await e2e.state("drain")
+    assert state.status is S.COMPLETED, "the outcome was committed before the exit"
+    assert state.activities["only"].status is A.SUCCEEDED
+    assert [r["event"] for r in e2e.records()] == ["call"]
+
+
+# Load -----------------------------------------------------------------------------------
+
+INSTANCES = 500
+MISSHAPEN_HISTORIES = """
+SELECT i.instance_id FROM instances i
+JOIN (SELECT instance_id, count(*) AS events, min(sequence) AS first, max(sequence) AS last,
+             count(*) FILTER (WHERE kind = %(completed)s) AS completions,
+             count(*) FILTER (WHERE kind = %(started)s) AS starts
+      FROM history GROUP BY instance_id) h USING (instance_id)
+WHERE h.first <> 1 OR h.last <> h.events OR i.sequence <> h.last
+   OR h.completions <> 1 OR h.starts <> 3
+"""
+"""Instances whose history has a gap, disagrees with the instance row, did not complete
+exactly once, or started an attempt more than once per step."""
+COMPLETED_COUNT = "SELECT count(*) FROM instances WHERE status = %(status)s"
+
+
+async def test_many_instances_across_worker_processes_complete_exactly_once(
+    e2e: Harness,
+) -> None:
+    await e2e.publish(d.THREE_STEPS)
+    workers = await e2e.spawn(4, concurrency=16, lease=10.0)
+    ids = [f"load-{i:03d}" for i in range(INSTANCES)]
+    gate = asyncio.Semaphore(8)
+
+    async def start(instance: str) -> None:
+        async with gate:
+            await e2e.client.start(d.THREE_STEPS.name, instance)
+
+    await asyncio.gather(*(start(i) for i in ids))
+
+    async def all_completed() -> bool:
+        rows = await e2e.query(COMPLETED_COUNT, {"status": int(S.COMPLETED)})
+        return rows[0][0] == INSTANCES
+
+    # Unloaded, this takes a few seconds; the deadline only bounds a stall on a busy machine.
+    await e2e.until(all_completed, timeout=120.0, what=f"{INSTANCES} instances completing")
+    await asyncio.gather(*(w.stop() for w in workers))
+
+    params = {"completed": int(K.COMPLETED), "started": int(K.ATTEMPT_STARTED)}
+    assert await e2e.query(MISSHAPEN_HISTORIES, params) == []
+    calls = e2e.calls()
+    assert len(calls) == 3 * INSTANCES
+    assert_once_per_key(calls)
+    per_step = Counter((c["instance"], c["step"]) for c in calls)
+    assert set(per_step) == {(i, s) for i in ids for s in ("one", "two", "three")}
+    assert len({c["pid"] for c in calls}) > 1, "the work was spread over processes"
