@@ -159,7 +159,7 @@ def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited
     owner_name = structure.owners.get(shape.name) if shape.name else None
     if owner_name:
         _move_branch(doc, owner_name, shape.name, direction)
-        return Edited(doc, shape.name)
+        return Edited(doc, owner_name)  # branches are reordered from their owner's list
     found = structure.block_of(index)
     if found is None:
         raise EditRejected("this step cannot be moved on its own")

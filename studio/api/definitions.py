@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from litestar import Request
+from litestar import Request, Response
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from studio.api.schemas import (
@@ -16,12 +16,12 @@ from studio.api.schemas import (
     definition_out,
     diff_out,
     problems_out,
+    published,
     version_out,
 )
 from studio.errors import Invalid
 from studio.problems import check_document
 from studio.services import definitions, workers
-from studio.services.definitions import short_fingerprint
 from studio.web.rendering import principal_of, store_of
 
 
@@ -45,16 +45,13 @@ async def get_version(
     return VersionDetailOut(version_out(found), definitions.export_document(found))
 
 
-async def publish(request: Request, data: JSONBody[DocumentIn]) -> PublishOut:
+async def publish(request: Request, data: JSONBody[DocumentIn]) -> Response[PublishOut]:
     """Publish a definition document (201 when new, 200 when identical content existed)."""
     principal = principal_of(request)
     outcome = await definitions.publish(
         store_of(request), principal.team_id, principal.actor, data.document
     )
-    d = outcome.definition
-    return PublishOut(
-        d.name, d.version, d.fingerprint, short_fingerprint(d.fingerprint), outcome.created
-    )
+    return published(outcome)
 
 
 async def validate(request: Request, data: JSONBody[DocumentIn]) -> ValidationOut:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request
+from litestar import Request, Response
 from litestar.params import FromPath, JSONBody
 
 from studio import draft_edits
@@ -15,11 +15,11 @@ from studio.api.schemas import (
     DraftReplaceIn,
     PublishOut,
     draft_out,
+    published,
 )
 from studio.draft_edits import Edited
 from studio.errors import Invalid
 from studio.services import drafts, workers
-from studio.services.definitions import short_fingerprint
 from studio.web.rendering import principal_of, store_of
 
 
@@ -105,13 +105,10 @@ async def edit_draft(
     return await _out(request, draft)
 
 
-async def publish_draft(request: Request, draft_id: FromPath[str]) -> PublishOut:
+async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response[PublishOut]:
     principal = principal_of(request)
     outcome = await drafts.publish(store_of(request), principal.team_id, principal.actor, draft_id)
-    d = outcome.definition
-    return PublishOut(
-        d.name, d.version, d.fingerprint, short_fingerprint(d.fingerprint), outcome.created
-    )
+    return published(outcome)
 
 
 async def delete_draft(request: Request, draft_id: FromPath[str]) -> None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from litestar import Response
+
 from engine.store.catalog import PublishedVersion
 from engine.store.dead_letters import DeadLetter
 from engine.store.reads import InstanceRow
@@ -19,7 +21,7 @@ from studio.diff import DefinitionDiff, FieldChange
 from studio.drafts import Draft
 from studio.people import Member
 from studio.problems import Problems, check_document
-from studio.services.definitions import DefinitionSummary, short_fingerprint
+from studio.services.definitions import DefinitionSummary, PublishOutcome, short_fingerprint
 
 
 @dataclass
@@ -240,6 +242,15 @@ class TokenCreatedOut:
     token: str
     """The secret: shown this once, stored only as a hash."""
     record: TokenOut
+
+
+def published(outcome: PublishOutcome) -> Response[PublishOut]:
+    """201 for a new version; 200 when identical content was already published."""
+    d = outcome.definition
+    out = PublishOut(
+        d.name, d.version, d.fingerprint, short_fingerprint(d.fingerprint), outcome.created
+    )
+    return Response(out, status_code=201 if outcome.created else 200)
 
 
 def version_out(published: PublishedVersion) -> VersionOut:

@@ -1,0 +1,83 @@
+"""Team settings: members with one-time passwords, roles, switching teams; the CLI."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from engine.cli import main
+from studio import people
+from studio.roles import Role
+from tests.studio.live import LiveStudio, definition
+
+
+def test_an_admin_adds_a_person_who_must_choose_a_password(studio: LiveStudio) -> None:
+    team = studio.team("people")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    newcomer = f"grace-{uuid.uuid4().hex[:6]}"
+    page = admin.form(
+        "/settings/members", {"username": newcomer, "display_name": "Grace", "role": "author"}
+    )
+    assert page.status_code == 200
+    assert f"{newcomer}</strong> is now author" in page.text
+    password = re.search(r'id="one-time-password">([^<]+)<', page.text).group(1)
+    grace = studio.client()
+    assert grace.sign_in(newcomer, password).headers["location"] == "/account"
+
+    user_id = _user_id(studio, newcomer)
+    assert admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"}).status_code == 303
+    assert "viewer" in admin.get("/api/members").text
+    assert admin.form(f"/settings/members/{user_id}/remove").status_code == 303
+    assert newcomer not in admin.get("/settings").text
+
+
+def _user_id(studio: LiveStudio, username: str) -> str:
+    found = studio.run(lambda store: people.find_login(store, username))
+    assert found is not None
+    return found[0].user_id
+
+
+def test_an_admin_cannot_demote_or_remove_themselves(studio: LiveStudio) -> None:
+    team = studio.team("self")
+    username = studio.user(team, Role.ADMIN)
+    admin = studio.client(username)
+    me = _user_id(studio, username)
+    demoted = admin.form(f"/settings/members/{me}/role", {"role": "viewer"})
+    assert demoted.status_code == 422 and "cannot change your own role" in demoted.text
+    removed = admin.form(f"/settings/members/{me}/remove")
+    assert removed.status_code == 422
+
+
+def test_switching_teams_changes_what_is_visible(studio: LiveStudio) -> None:
+    first, second = studio.team("first", "Alpha"), studio.team("second", "Beta")
+    name = f"beta.only.{uuid.uuid4().hex[:6]}"
+    studio.publish(second, definition(name))
+    username = studio.user(first, Role.VIEWER)
+    user_id = _user_id(studio, username)
+    studio.run(lambda store: people.set_membership(store, user_id, second, Role.AUTHOR))
+    client = studio.client(username)
+    assert name not in client.get("/definitions").text
+    switched = client.form("/account/team", {"team": second, "next": "/definitions"})
+    assert switched.status_code == 303
+    page = client.get("/definitions")
+    assert name in page.text and ">author<" in page.text
+    stranger = studio.team("stranger")
+    assert client.form("/account/team", {"team": stranger}).status_code == 404
+
+
+def test_wayline_user_create_adds_an_account_with_a_one_time_password(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = f"cli-{uuid.uuid4().hex[:6]}"
+    name = f"cli-{uuid.uuid4().hex[:6]}"
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    status = main(["user", "create", name, "--team", team, "--role", "operator", *database])
+    out = capsys.readouterr().out
+    assert status == 0 and f"created {name}: operator in team {team}" in out
+    password = re.search(r"one-time password: (\S+)", out).group(1)
+    assert studio.client().sign_in(name, password).status_code == 303
+    again = main(["user", "create", name, *database])
+    assert again == 1
+    assert "is taken" in capsys.readouterr().err
