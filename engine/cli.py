@@ -7,6 +7,7 @@ print the result, and map known errors to a clear message and a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -28,9 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `wayline` console script; returns the exit status."""
+    _quiet_driver_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.run(args) or 0)
+
+
+def _quiet_driver_logs() -> None:
+    """Keep driver and pool diagnostics (which quote connection details) off the terminal.
+
+    Commands report failures as one classified line; the engine's own warnings remain.
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.getLogger("psycopg").setLevel(logging.CRITICAL)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ async def commit(
     ctx: Context,
     lease: work.Lease,
     build: Callable[[Draft], None],
-    finish: bool = True,
+    finish: bool | Callable[[], bool] = True,
     eager: Eager | None = None,
 ) -> Instance | None:
     """Build on the latest state and commit fenced by the lease; retry on conflicts.
@@ -131,7 +131,7 @@ async def commit(
             return state  # nothing new to record (e.g. a redelivered child start)
         if draft.state.spec.mode is Mode.ORCHESTRATION:
             decide(draft)
-        fence = LeaseFence(ctx.store, lease, finish)
+        fence = LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
         if eager is not None:
             eager.prepare(draft, fence)
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
@@ -261,7 +261,8 @@ async def process_attempt(
     if dispatch is None:
         await work.dead_letter(ctx.store, lease, track.poison_code)
         return
-    state = await commit(ctx, lease, _start_or_settle(track, dispatch), finish=False)
+    start = StartOrSettle(track, dispatch)
+    state = await commit(ctx, lease, start, finish=lambda: start.settled)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     while True:
@@ -287,12 +288,23 @@ class LeaseHolder:
     lease_for: timedelta
 
 
-def _start_or_settle(track: Track, dispatch: Dispatch) -> Callable[[Draft], None]:
-    """Start the dispatched attempt, or settle a redelivery as unknown, or give up."""
+class StartOrSettle:
+    """Start the dispatched attempt, or settle a redelivery as unknown, or give up.
 
-    def build(draft: Draft) -> None:
+    ``settled`` tells the commit to finish the lease: a settled redelivery has nothing
+    left to run, while a started attempt keeps its lease for the handler.
+    """
+
+    def __init__(self, track: Track, dispatch: Dispatch) -> None:
+        self.track = track
+        self.dispatch = dispatch
+        self.settled = False
+
+    def __call__(self, draft: Draft) -> None:
+        track, dispatch = self.track, self.dispatch
         state = draft.state
         progress = track.progress(state, dispatch.step)
+        self.settled = False
         if state.status.terminal or progress is None or progress.attempt > dispatch.attempt:
             raise Obsolete
         if progress.attempt == dispatch.attempt:
@@ -300,14 +312,16 @@ def _start_or_settle(track: Track, dispatch: Dispatch) -> Callable[[Draft], None
                 raise Obsolete
             # Durably started by an earlier owner that vanished: its effect may exist.
             _outcome(draft, track, dispatch, Unknown(track.unknown_code))
+            self.settled = True
             return
         if state.status is S.PAUSED:
             raise Park
-        if state.status not in track.statuses or progress.status not in (A.READY, A.RETRY_WAITING):
+        if state.status not in track.statuses or progress.status not in (
+            A.READY,
+            A.RETRY_WAITING,
+        ):
             raise Obsolete
         track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
-
-    return build
 
 
 def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Draft], None]:

@@ -92,6 +92,7 @@ class Store:
     ) -> Store:
         """Open a pool on ``schema``; SchemaBehindError when migrations are missing."""
         validate_schema_name(schema)
+        await _probe(conninfo)
         pool = AsyncConnectionPool(
             conninfo,
             min_size=1,
@@ -260,6 +261,16 @@ class Store:
                 return await commits.reconcile_on(conn, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+async def _probe(conninfo: str) -> None:
+    """Connect once, so an unreachable server fails at once instead of after the pool
+    has retried for its whole timeout."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        raise StoreUnavailable("cannot connect to the database") from exc
+    await conn.close()
 
 
 async def _uncancellable(operation: Awaitable[None]) -> None:
