@@ -33,7 +33,11 @@
 
   function restore(viewport) {
     var saved = views[viewport.dataset.zoomKey || ""];
-    if (!saved) return;
+    if (!saved) {
+      // A graph wider than its canvas opens centred, where its main line runs.
+      viewport.scrollLeft = (viewport.scrollWidth - viewport.clientWidth) / 2;
+      return;
+    }
     apply(viewport, saved.zoom);
     viewport.scrollLeft = saved.left;
     viewport.scrollTop = saved.top;

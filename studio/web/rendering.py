@@ -48,8 +48,20 @@ def _configure(engine: Any) -> None:
     env.filters["short"] = short_fingerprint
     env.filters["when"] = format_when
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
+    env.filters["shown"] = shown
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
+
+
+def shown(value: Any) -> str:
+    """A field value in a diff: lists as names, objects as JSON, nothing as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
 
 
 def format_when(value: datetime | None) -> str:

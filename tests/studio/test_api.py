@@ -125,3 +125,14 @@ def test_instances_are_listed_for_their_team_only(studio: LiveStudio) -> None:
     assert other.get("/api/instances").json()["items"] == []
     assert instance not in other.get("/instances").text
     assert other_team != team
+
+
+def test_the_editor_says_why_a_publish_clashes(studio: LiveStudio) -> None:
+    client, team = api_client(studio)
+    name = f"clash.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    draft = client.post("/api/drafts", json={"document": definition(name, timeout="7s")}).json()
+    page = client.post(f"/drafts/{draft['id']}/publish", headers={"HX-Request": "true"})
+    assert page.status_code == 409
+    assert f"{name}@1 is already published with other content" in page.text
+    assert 'id="workspace"' in page.text  # the editor stays, with the draft intact
