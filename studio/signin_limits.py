@@ -15,9 +15,13 @@ from datetime import timedelta
 
 from engine.store.store import Store
 
-RECENT = """
+RECENT_BY_USERNAME = """
 SELECT count(*), min(failed_at) FROM studio_signin_failures
-WHERE {column} = %s AND failed_at > now() - %s
+WHERE username = %s AND failed_at > now() - %s
+"""
+RECENT_BY_CLIENT = """
+SELECT count(*), min(failed_at) FROM studio_signin_failures
+WHERE client = %s AND failed_at > now() - %s
 """
 RETRY_AFTER = "SELECT extract(epoch FROM (%s::timestamptz + %s) - now())"
 RECORD = "INSERT INTO studio_signin_failures (username, client) VALUES (%s, %s)"
@@ -43,11 +47,10 @@ class SignInThrottled(Exception):
 async def check_allowed(store: Store, limits: SignInLimits, username: str, client: str) -> None:
     """Raise SignInThrottled when either the username or the client is over its limit."""
     async with store.connection() as conn:
-        for column, key, limit in (
-            ("username", username, limits.per_username),
-            ("client", client, limits.per_client),
+        for query, key, limit in (
+            (RECENT_BY_USERNAME, username, limits.per_username),
+            (RECENT_BY_CLIENT, client, limits.per_client),
         ):
-            query = RECENT.format(column=column)
             count, oldest = await (await conn.execute(query, (key, limits.window))).fetchone()
             if count >= limit:
                 row = await (await conn.execute(RETRY_AFTER, (oldest, limits.window))).fetchone()

@@ -117,20 +117,18 @@ async def compare(
 ) -> Comparison | None:
     """A structural diff of two versions (default: the two latest); None with one version."""
     versions = await versions_of(store, team, name)
-    by_version = {v.definition.version: v for v in versions}
     if left is None and right is None:
         if len(versions) < 2:
             return None
         older, newer = versions[-2], versions[-1]
     else:
-        older = by_version.get(left or "") or _missing(name, left)
-        newer = by_version.get(right or "") or _missing(name, right)
+        by_version = {v.definition.version: v for v in versions}
+        missing = [v for v in (left, right) if v not in by_version]
+        if missing:
+            raise NotFound(f"{name}@{missing[0]} is not published in this team")
+        older, newer = by_version[left or ""], by_version[right or ""]
     diff = diff_documents(export_document(older), export_document(newer))
     return Comparison(older, newer, diff)
-
-
-def _missing(name: str, version: str | None) -> PublishedVersion:
-    raise NotFound(f"{name}@{version} is not published in this team")
 
 
 async def child_choices(store: Store, team: str) -> list[DefinitionRef]:

@@ -184,23 +184,35 @@ async def import_save(request: Request) -> Template | Redirect:
     text = values.get("document", "")
     try:
         document = draft_edits.parse_json(text)
-        if values.get("action") == "publish":
-            outcome = await definitions.publish(store, principal.team_id, principal.actor, document)
-            d = outcome.definition
-            state = "new" if outcome.created else "same"
-            return see_other(f"/definitions/{d.name}/versions/{d.version}?published={state}")
-    except (EditRejected, Invalid, Conflict) as refused:
-        problems = check_document(document) if not isinstance(refused, EditRejected) else None
-        return page(
-            request,
-            "definitions/import.html",
-            "definitions",
-            status=409 if isinstance(refused, Conflict) else 422,
-            text=text,
-            preview={"problems": problems, "view": graph_view(document)} if problems else None,
-            error=str(refused),
+    except EditRejected as rejected:
+        return _import_refused(request, text, None, rejected, 422)
+    if values.get("action") != "publish":
+        draft = await drafts.create_from_document(
+            store, principal.team_id, principal.actor, document, "import"
         )
-    draft = await drafts.create_from_document(
-        store, principal.team_id, principal.actor, document, "import"
+        return see_other(draft_url(draft.draft_id))
+    try:
+        outcome = await definitions.publish(store, principal.team_id, principal.actor, document)
+    except (Invalid, Conflict) as refused:
+        return _import_refused(request, text, document, refused, refused.status)
+    d = outcome.definition
+    state = "new" if outcome.created else "same"
+    return see_other(f"/definitions/{d.name}/versions/{d.version}?published={state}")
+
+
+def _import_refused(
+    request: Request, text: str, document: Any, error: Exception, status: int
+) -> Template:
+    """The import page again, with the reason and (for a readable document) its preview."""
+    preview = None
+    if document is not None:
+        preview = {"problems": check_document(document), "view": graph_view(document)}
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        status=status,
+        text=text,
+        preview=preview,
+        error=str(error),
     )
-    return see_other(draft_url(draft.draft_id))
