@@ -54,6 +54,7 @@ def jump_from_env() -> None:
 
 
 def _install(jump: timedelta, at: float) -> None:
+    """Every wall-clock reading of this process jumps; monotonic time does not."""
     from engine.store import clock
 
     class JumpingDateTime(datetime):
@@ -64,4 +65,14 @@ def _install(jump: timedelta, at: float) -> None:
             real = datetime.now(tz or UTC)
             return real + jump if time.monotonic() >= at else real
 
+    real_time, real_ns = time.time, time.time_ns
+    offset = jump.total_seconds()
+
+    def jumped() -> float:
+        return real_time() + offset if time.monotonic() >= at else real_time()
+
+    def jumped_ns() -> int:
+        return real_ns() + int(offset * 1e9) if time.monotonic() >= at else real_ns()
+
     clock.datetime = JumpingDateTime
+    time.time, time.time_ns = jumped, jumped_ns

@@ -33,32 +33,22 @@ LIVENESS = ("I1 no lost work", "I10 ownership", "I11 conservation", "every insta
 KNOWN_BUGS = (
     KnownBug(
         "EB1",
-        "a worker stopped inside a transaction keeps its work row locked: no other worker "
-        "can take its expired lease (claims skip locked rows) until it resumes",
-        "engine/store/store.py (sessions have no idle_in_transaction_session_timeout); "
-        "engine/store/work.py CLAIM (FOR UPDATE SKIP LOCKED)",
+        "a worker stopped in the middle of a pipelined batch keeps its work rows locked: "
+        "psycopg's executemany (history and work rows in commits.stage) runs in pipeline "
+        "mode, and PostgreSQL arms idle_in_transaction_session_timeout only when it sends "
+        "ReadyForQuery (after Sync), so the 5 s limit never fires for such a session; claims "
+        "skip locked rows, so no other worker can take the stopped owner's expired lease "
+        "until it resumes (seen: a session idle in transaction for 9.6 s after INSERT INTO "
+        "history). Fix: write each batch with one statement (INSERT ... SELECT FROM unnest, "
+        "or multi-row VALUES) so the session is at ReadyForQuery between statements",
+        "engine/store/commits.py _write (cur.executemany for history and work rows)",
         ("idle in transaction",),
         LIVENESS,
     ),
-    KnownBug(
-        "EB2",
-        "engine waits without a client-side deadline: on a paused server, commits, claims "
-        "and reads over open connections block until it resumes (statement_timeout runs "
-        "on the stopped server), and Store.open can outlast its own 10 s connect timeout",
-        "engine/store/store.py, engine/store/work.py, engine/store/reads.py (no "
-        "asyncio.timeout around statements; no connect_timeout on pooled connections)",
-        ("engine wait without a client-side deadline",),
-    ),
-    KnownBug(
-        "EB3",
-        "event times follow the worker's wall clock: DatabaseClock measures its offset to "
-        "the server once, at open, so a clock jump after that shifts every event and "
-        "every due time it schedules",
-        "engine/store/clock.py (DatabaseClock.now uses datetime.now + a fixed offset)",
-        ("follow the worker's wall clock",),
-        (*LIVENESS, "timeout"),
-    ),
 )
+"""EB2 (no client-side deadlines) and EB3 (event times from the worker's wall clock),
+found by D14 and D19, were fixed in 363a138 together with the first half of EB1 (the
+idle-in-transaction limit), which D4 at boundaries showed was not enough."""
 
 
 def classify(failures: list[str]) -> str:

@@ -204,6 +204,7 @@ def _ambiguity(totals: Counter[str]) -> dict[str, int]:
         "unknown": totals.get("ambiguous_unknown", 0),
         "engine_settled_committed": totals.get("settled_committed", 0),
         "engine_settled_aborted": totals.get("settled_aborted", 0),
+        "engine_settled_conflicting": totals.get("settled_conflicting", 0),
         "engine_left_unknown": totals.get("settled_unknown", 0),
     }
 

@@ -37,6 +37,7 @@ from engine.transitions import Draft
 from verification import effects, lease_audit, processes
 from verification.clocks import FileClock
 from verification.processes import DrillProcess, ProcessEnv
+from verification.profiles import Profile
 from verification.proxy import DrillProxy
 from verification.target import Target
 from verification.workloads import FLOW, SIGNAL_STEP, Planned, Workload, definitions
@@ -73,7 +74,7 @@ class Campaign:
     campaign_id: str
     target: Target
     directory: Path
-    profile: Any
+    profile: Profile
     calibration: Counter[str] = field(default_factory=Counter)
     mutant: str = ""
 
@@ -331,12 +332,14 @@ class DrillEnv:
         async with self.store.connection() as conn:
             rows = await (
                 await conn.execute(
-                    "SELECT application_name, state, now() - xact_start FROM pg_stat_activity "
-                    "WHERE application_name LIKE %s AND xact_start IS NOT NULL",
+                    "SELECT application_name, state, now() - xact_start, "
+                    r"regexp_replace(left(query, 60), '\s+', ' ', 'g') FROM pg_stat_activity "
+                    "WHERE application_name LIKE %s AND xact_start IS NOT NULL "
+                    "AND pid <> pg_backend_pid()",
                     (f"{self.spec.id}-%",),
                 )
             ).fetchall()
-        return [f"session of {a} {s} in a transaction for {d}" for a, s, d in rows]
+        return [f"session of {a} {s} in a transaction for {d} after: {q}" for a, s, d, q in rows]
 
     async def stop_processes(self) -> None:
         """Stop every process (SIGCONT, SIGTERM, then SIGKILL at a deadline)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from engine.faults import Action, Boundary, Fault
+from engine.store import store as store_module
 from verification import processes
 from verification.drills.base import DrillEnv, DrillTimeout
 from verification.fault_plan import BoundaryReport, choose_hit
@@ -37,8 +38,13 @@ CUT_KINDS = {Boundary.IN_LEASE_RENEWAL: "renewal", Boundary.IN_RECOVERY: "sweep"
 """Which COMMIT a sever at a boundary is about: the renewal's, the sweep's, or else the
 transition (or lease-fenced outcome) the worker commits next."""
 FIRE_SECONDS = 20.0
-TAKEOVER_SECONDS = 3 * 1.5 + 2
-"""Three drill leases and some slack: a lease that expired is claimable at once."""
+
+
+def takeover_seconds(lease: float = 1.5) -> float:
+    """How long a takeover may take: the lease must expire, and a stopped owner's open
+    transaction must be ended by the server (the engine's idle-in-transaction limit)."""
+    idle = getattr(store_module, "IDLE_IN_TRANSACTION_TIMEOUT_MS", 0) / 1000
+    return max(3 * lease, idle + lease) + 3
 
 
 def applicable(boundary: Boundary, action: Action) -> bool:
@@ -112,7 +118,7 @@ async def take_over(env: DrillEnv, stopped: DrillProcess) -> None:
         return not (await _leases_of(env, stopped.worker_id)) & held
 
     try:
-        await env.until(taken, TAKEOVER_SECONDS, "another worker to take them over")
+        await env.until(taken, takeover_seconds(), "another worker to take them over")
     except DrillTimeout as exc:
         held_by = ", ".join(w for w, _ in sorted(held))
         env.expect(

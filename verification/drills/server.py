@@ -8,25 +8,33 @@ D14 asks whether every engine wait has a client-side deadline. A paused server n
 looks dead on loopback (the kernel keeps answering TCP), and ``statement_timeout`` runs
 on the server, which is stopped: only the client can give up. While the server is
 paused, the drill probes the engine's operations (a commit, a claim, an inspection,
-opening a store), each on the harness's warmed-up pool, and holds the pause a little
-longer than the engine's longest configured wait (its connect timeout). A probe still
-blocked when the pause ends has no deadline of its own.
+opening a store), each on the harness's warmed-up pool. To keep the pause short it sets
+the engine's configured deadlines (the store module's ``*_TIMEOUT*`` constants) to a
+few seconds for its own probes: the drill tests that every wait *has* a deadline, not
+its length. A probe still blocked when the pause ends has none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 from engine.store import catalog, reads, work
-from engine.store.store import CONNECT_TIMEOUT_SECONDS, Store
+from engine.store import store as store_module
+from engine.store.store import Store
 from verification.drills.base import DrillEnv
 from verification.target import terminate_backends
 from verification.workloads import FLOW, SIGNAL_STEP, Workload
 
 STARTED = "SELECT count(*) FROM history WHERE kind = 12"
-PAUSE_SECONDS = CONNECT_TIMEOUT_SECONDS + 2.0
+PROBE_DEADLINE = 3
+"""Seconds every configured store deadline is set to for the probes."""
+PAUSE_SECONDS = 4 * PROBE_DEADLINE + 2.0
+"""Long enough for a probe to meet a few deadlines in a row (wait for a connection,
+run, roll back) and still finish before the server resumes."""
 
 
 async def _running(env: DrillEnv, count: int, slow: float = 0.8) -> None:
@@ -92,14 +100,15 @@ async def pause(env: DrillEnv) -> None:
         "read (reads.inspect)": lambda: reads.inspect(env.store, registry, env.record.acked[0]),
         "connect (Store.open)": lambda: _open_and_close(env),
     }
-    pids = env.target.pause()
-    env.mark_fault("server-pause")
-    started = time.monotonic()
-    tasks = {name: asyncio.create_task(probe()) for name, probe in probes.items()}
-    try:
-        await asyncio.wait(tasks.values(), timeout=PAUSE_SECONDS)
-    finally:
-        env.target.resume(pids)
+    with short_deadlines(PROBE_DEADLINE):
+        pids = env.target.pause()
+        env.mark_fault("server-pause")
+        started = time.monotonic()
+        tasks = {name: asyncio.create_task(probe()) for name, probe in probes.items()}
+        try:
+            await asyncio.wait(tasks.values(), timeout=PAUSE_SECONDS)
+        finally:
+            env.target.resume(pids)
     held = time.monotonic() - started
     env.record.env_faults["server_pauses"] += 1
     env.record.extra["pause_seconds"] = round(held, 1)
@@ -110,12 +119,33 @@ async def pause(env: DrillEnv) -> None:
             f"{held:.1f} s on a paused server",
         )
     await asyncio.wait(tasks.values(), timeout=30.0)
+    failures = {n: t.exception() for n, t in tasks.items() if t.done()}
+    env.record.extra["probe_errors"] = {n: type(e).__name__ for n, e in failures.items() if e}
     started = tasks["commit (Client.start)"]
-    if started.done() and not started.exception():
+    if started.done() and not failures["commit (Client.start)"]:
         env.record.acked.append(probe_id)
         await env.client.signal(probe_id, SIGNAL_STEP, f"{probe_id}-go", None)
     await env.quiesce()
     await env.stop_processes()
+
+
+@contextlib.contextmanager
+def short_deadlines(seconds: int) -> Iterator[None]:
+    """Set the store module's client-side deadlines (``*TIMEOUT*`` numbers in seconds) to
+    ``seconds`` in this process, then restore them. Server-side settings (``*_MS``) stay."""
+    saved = {
+        name: value
+        for name, value in vars(store_module).items()
+        if "TIMEOUT" in name and name.isupper() and not name.endswith("_MS")
+        and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }  # fmt: skip
+    for name, value in saved.items():
+        setattr(store_module, name, type(value)(seconds))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(store_module, name, value)
 
 
 async def _open_and_close(env: DrillEnv) -> None:
