@@ -40,8 +40,13 @@ def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
         yield live
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium for one test module (about a second to start).
+
+    Not for the whole session: while Playwright's sync API is active its event loop
+    counts as running, and the async tests that run after this directory need theirs.
+    """
     if not os.path.exists(CHROMIUM):
         pytest.fail(
             f"Chromium is missing at {CHROMIUM}: run WAYLINE_NEEDS_CHROMIUM=1 scripts/bootstrap.sh"
