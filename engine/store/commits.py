@@ -27,7 +27,9 @@ reconcile before doing anything else.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import psycopg
 
@@ -78,15 +80,21 @@ VALUES (%(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
 ON CONFLICT (transition_id) DO NOTHING
 RETURNING 1
 """
-INSERT_EVENT = f"""
+INSERT_EVENTS = f"""
 INSERT INTO history ({HISTORY_COLUMNS})
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::bigint[], %s::smallint[], %s::timestamptz[], %s::text[],
+                     %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
+                     %s::timestamptz[], %s::text[], %s::boolean[], %s::bytea[])
 """
 INSERT_WORK = """
 INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, payload,
                   tenant_id, correlation_id, target)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::smallint[], %s::text[], %s::bigint[], %s::timestamptz[],
+                     %s::timestamptz[], %s::bytea[], %s::text[], %s::text[], %s::text[])
 """
+"""Rows go in as one statement per table (arrays zipped by unnest): one round trip, and
+the session is never left idle inside an unfinished pipeline, where PostgreSQL's
+idle-in-transaction limit would not apply."""
 ADVANCE_INSTANCE = """
 UPDATE instances
 SET sequence = %(committed)s,
@@ -247,12 +255,10 @@ async def _write(
         raise DuplicateTransition(
             f"transition {transition.transition_id} was already committed with other content"
         )
-    async with conn.cursor() as cur:
-        await cur.executemany(INSERT_EVENT, [event_row(e) for e in transition.events])
-        if transition.work:
-            await cur.executemany(
-                INSERT_WORK, [work_row(replace(w, tenant_id=tenant)) for w in transition.work]
-            )
+    await conn.execute(INSERT_EVENTS, _columns(event_row(e) for e in transition.events))
+    if transition.work:
+        rows = (work_row(replace(w, tenant_id=tenant)) for w in transition.work)
+        await conn.execute(INSERT_WORK, _columns(rows))
     moved = await conn.execute(
         ADVANCE_INSTANCE,
         {
@@ -282,6 +288,11 @@ async def _write(
         ).rowcount
     if (transition.work or rearmed) and channel:
         await conn.execute(NOTIFY_WORK, {"channel": channel})
+
+
+def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows turned into one list per column, the shape ``unnest`` zips back into rows."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 async def reconcile_on(
