@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 from tests.integration.conftest import pg_dsn  # noqa: F401  (the session's PostgreSQL)
 from tests.studio.live import PASSWORD, LiveStudio, serve_studio
@@ -62,8 +62,18 @@ def page(browser: Browser, studio: LiveStudio) -> Iterator[Page]:
     context = browser.new_context(viewport=VIEWPORT, base_url=studio.url, accept_downloads=True)
     context.set_default_timeout(TIMEOUT_MS)
     opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def console(message: ConsoleMessage) -> None:
+        # HTTP error statuses are the tests' own business; scripts and CSP are not.
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            problems.append(f"console: {message.text}")
+
+    opened.on("console", console)
     yield opened
     context.close()
+    assert not problems, "the page reported errors (script failures, CSP violations)"
 
 
 def sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
