@@ -22,12 +22,12 @@ from typing import Any
 import psycopg
 
 from engine.embedded import EmbeddedPostgres
-from engine.migrations import DEFAULT_SCHEMA, MigrationError, apply_migrations
+from engine.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
 from verification import reports, runs, scorecard
 from verification.drills.base import DrillResult, DrillSpec
 from verification.drills.catalogue import catalogue, select
-from verification.profiles import PROFILES
+from verification.profiles import PROFILES, Profile
 from verification.runner import new_campaign_id, run_campaign
 from verification.target import Target
 
@@ -81,30 +81,49 @@ async def run_drills(
     directory = artifacts or Path(tempfile.gettempdir()) / "wayline-drills"
     async with target_for(dsn) as target:
         recorder = await _recorder(target.dsn, schema, owned=target.owned)
-        run_id = new_campaign_id()
-        label = "owned cluster" if target.owned else "given server"
         try:
-            if recorder:
-                await runs.start_run(
-                    recorder, run_id, profile, seed, drills or [], label, len(specs), team
-                )
-            progress = _Progress(recorder, run_id, seed, profile, progress_callback)
-            result = await run_campaign(
-                target, specs, chosen, seed, directory, progress, campaign_id=run_id
-            )
-            await progress.flush()
-            card = scorecard.build(result, await _server_version(target.dsn))
-            text = reports.text(card)
-            if recorder:
-                await runs.finish_run(recorder, run_id, card, text)
-        except BaseException as exc:
-            if recorder:
-                with contextlib.suppress(Exception):
-                    await runs.fail_run(recorder, run_id, f"{type(exc).__name__}: {exc}")
-            raise
+            return await _recorded(
+                target, recorder, specs, chosen, seed, directory, progress_callback,
+                requested=drills or [], team=team,
+            )  # fmt: skip
         finally:
             if recorder:
                 await recorder.close()
+
+
+async def _recorded(
+    target: Target,
+    recorder: Store | None,
+    specs: list[DrillSpec],
+    profile: Profile,
+    seed: int,
+    directory: Path,
+    callback: DrillProgress | None,
+    requested: list[str],
+    team: str,
+) -> Outcome:
+    """The campaign, recorded as it starts, as each drill ends, and when it ends."""
+    run_id = new_campaign_id()
+    label = "owned cluster" if target.owned else "given server"
+    try:
+        if recorder:
+            await runs.start_run(
+                recorder, run_id, profile.name, seed, requested, label, len(specs), team
+            )
+        progress = _Progress(recorder, run_id, seed, profile.name, callback)
+        result = await run_campaign(
+            target, specs, profile, seed, directory, progress, campaign_id=run_id
+        )
+        await progress.flush()
+        card = scorecard.build(result, await _server_version(target.dsn))
+        text = reports.text(card)
+        if recorder:
+            await runs.finish_run(recorder, run_id, card, text)
+    except BaseException as exc:
+        if recorder:
+            with contextlib.suppress(Exception):
+                await runs.fail_run(recorder, run_id, f"{type(exc).__name__}: {exc}")
+        raise
     return Outcome(run_id, card, text, recorder is not None)
 
 
@@ -163,7 +182,7 @@ async def _recorder(dsn: str, schema: str, owned: bool) -> Store | None:
         await asyncio.to_thread(apply_migrations, dsn, schema)
     try:
         return await Store.open(dsn, schema)
-    except (MigrationError, psycopg.Error, Exception) as exc:
+    except Exception as exc:  # a schema behind, a server refusing: run, but unrecorded
         log.warning("the run is not recorded: schema %s is not usable (%s)", schema, exc)
         return None
 

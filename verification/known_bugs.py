@@ -17,6 +17,7 @@ class KnownBug:
     bug_id: str
     title: str
     where: str
+    detail: str
     signatures: tuple[str, ...]
     """A failure line naming the bug itself; at least one must be present."""
     consequences: tuple[str, ...] = ()
@@ -33,7 +34,8 @@ LIVENESS = ("I1 no lost work", "I10 ownership", "I11 conservation", "every insta
 KNOWN_BUGS = (
     KnownBug(
         "EB1",
-        "a worker stopped in the middle of a pipelined batch keeps its work rows locked: "
+        "a worker stopped mid-batch keeps its work rows locked past the idle-transaction limit",
+        "engine/store/commits.py _write (cur.executemany for history and work rows)",
         "psycopg's executemany (history and work rows in commits.stage) runs in pipeline "
         "mode, and PostgreSQL arms idle_in_transaction_session_timeout only when it sends "
         "ReadyForQuery (after Sync), so the 5 s limit never fires for such a session; claims "
@@ -41,7 +43,6 @@ KNOWN_BUGS = (
         "until it resumes (seen: a session idle in transaction for 9.6 s after INSERT INTO "
         "history). Fix: write each batch with one statement (INSERT ... SELECT FROM unnest, "
         "or multi-row VALUES) so the session is at ReadyForQuery between statements",
-        "engine/store/commits.py _write (cur.executemany for history and work rows)",
         ("idle in transaction",),
         LIVENESS,
     ),

@@ -16,6 +16,7 @@ import platform
 import statistics
 import subprocess
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def _plain(value: Any) -> bool:
     return isinstance(value, (int, float, str, list, dict, bool))
 
 
-def _sum(counters) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _sum(counters: Iterable[Counter[str]]) -> dict[str, int]:
     total: Counter[str] = Counter()
     for counter in counters:
         total.update(counter)
@@ -288,7 +289,7 @@ def _property(results: list[DrillResult]) -> dict[str, Any]:
     return {
         "examples": sum(r.stats.get("examples", 0) for r in d9),
         "steps": sum(r.stats.get("steps", 0) for r in d9),
-        "shrinks": "off in ci" if d9 and all(r.record.extra.get("no_shrink") for r in d9) else 0,
+        "shrinks": "on" if any(r.record.extra.get("shrinking") for r in d9) else "off",
         "failing_blobs": [b for r in d9 for b in r.record.extra.get("failing_blobs", [])],
     }
 
@@ -314,5 +315,13 @@ def _known(drills: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for bug in KNOWN_BUGS:
         hit = [d["id"] for d in drills if d["known_bug"] == bug.bug_id]
         if hit:
-            out.append({"id": bug.bug_id, "title": bug.title, "where": bug.where, "drills": hit})
+            out.append(
+                {
+                    "id": bug.bug_id,
+                    "title": bug.title,
+                    "where": bug.where,
+                    "detail": bug.detail,
+                    "drills": hit,
+                }
+            )
     return out

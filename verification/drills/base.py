@@ -126,16 +126,20 @@ class DrillEnv:
         """A fresh schema; with ``manual_clock`` every process shares a FileClock."""
         env = cls(spec, campaign, schema)
         env.directory.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
-        async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
-            await conn.execute(effects.LEDGER_TABLES.encode())
-            await conn.execute(lease_audit.AUDIT_TABLES.encode())
-        clock = None
-        if manual_clock:
-            clock = FileClock(env.directory / "clock.txt")
-            clock.set(datetime.now(UTC))
-            env.clock_file = str(clock.path)
-        await env.open_store(clock)
+        try:
+            await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
+            async with await psycopg.AsyncConnection.connect(env.ledger_dsn) as conn:
+                await conn.execute(effects.LEDGER_TABLES.encode())
+                await conn.execute(lease_audit.AUDIT_TABLES.encode())
+            clock = None
+            if manual_clock:
+                clock = FileClock(env.directory / "clock.txt")
+                clock.set(datetime.now(UTC))
+                env.clock_file = str(clock.path)
+            await env.open_store(clock)
+        except BaseException:
+            await env._drop_schema()  # a drill that never started leaves nothing behind
+            raise
         return env
 
     async def open_store(self, clock: Any = None) -> None:
@@ -169,10 +173,15 @@ class DrillEnv:
     async def close(self) -> None:
         """Stop everything this drill started and drop its schema."""
         await asyncio.gather(*(p.stop() for p in self.processes), return_exceptions=True)
-        for store in [*self._stores, self.store]:
+        for store in self._stores:
             await store.close()
+        if hasattr(self, "store"):
+            await self.store.close()
         for proxy in self.proxies:
             await proxy.__aexit__(None, None, None)
+        await self._drop_schema()
+
+    async def _drop_schema(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.target.dsn, autocommit=True) as c:
             await c.execute(
                 sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))

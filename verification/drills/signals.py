@@ -11,6 +11,7 @@ be reported as not committed (safe to retry), and redelivery must never duplicat
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from engine.client import Client
 from engine.errors import WaylineError
@@ -27,7 +28,9 @@ async def _proxied_client(env: DrillEnv) -> tuple[DrillProxy, Client]:
     return proxy, Client(await env.side_store(proxy.conninfo()))
 
 
-async def _cut_call(env: DrillEnv, proxy: DrillProxy, cut: Cut, call) -> str:
+async def _cut_call(
+    env: DrillEnv, proxy: DrillProxy, cut: Cut, call: Callable[[], Awaitable[object]]
+) -> str:
     """Run ``call`` with ``cut`` armed; compare the engine's answer with the truth."""
     before = len(proxy.ambiguous)
     proxy.arm(cut)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
@@ -32,7 +34,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from engine.faults import Action, Fault
+from engine.faults import Action, Boundary, Fault
 from engine.store import catalog
 from verification import capture, invariants, observations
 from verification.clocks import FileClock
@@ -40,6 +42,8 @@ from verification.drills.base import Campaign, DrillEnv, DrillSpec
 from verification.fault_plan import WORKER_BOUNDARIES
 from verification.processes import DrillProcess
 from verification.workloads import FLOW, SIGNAL_STEP, Planned
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -62,6 +66,7 @@ async def scenario(env: DrillEnv) -> None:
         env.record.stats["steps"] += stats.steps
         env.record.env_faults["process_crashes"] += stats.crashes
         env.record.extra["failing_blobs"] = stats.failing
+        env.record.extra["shrinking"] = not env.campaign.profile.derandomize
     env.expect(not stats.failing, f"hypothesis found a failing example: {stats.failing[:1]}")
 
 
@@ -107,7 +112,8 @@ class DrillMachine(RuleBasedStateMachine):
         self.signalled: list[Planned] = []
         self.names = itertools.count(1)
 
-    def _do(self, coroutine):  # type: ignore[no-untyped-def]
+    def _do(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run one coroutine on this example's loop (hypothesis drives us synchronously)."""
         return self.loop.run_until_complete(coroutine)
 
     def _step(self) -> None:
@@ -150,7 +156,7 @@ class DrillMachine(RuleBasedStateMachine):
         self.clock.advance(timedelta(seconds=seconds))
 
     @rule(boundary=st.sampled_from(WORKER_BOUNDARIES))
-    def crash(self, boundary) -> None:  # type: ignore[no-untyped-def]
+    def crash(self, boundary: Boundary) -> None:
         """Kill the worker now; its replacement kills itself at ``boundary``."""
         self._step()
         self.worker.kill()
