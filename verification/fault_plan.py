@@ -24,7 +24,6 @@ from engine.faults import Action, Boundary, Fault
 from verification import observations
 
 WORKER_BOUNDARIES = tuple(b for b in Boundary if b is not Boundary.BEFORE_SIGNAL_ACK)
-CLIENT_BOUNDARIES = (Boundary.BEFORE_SIGNAL_ACK,)
 
 
 def plan_json(plan: list[Fault]) -> str:

@@ -249,20 +249,6 @@ class DrillEnv:
         self.proxies.append(proxy)
         return proxy
 
-    async def wait_ready(self, process: DrillProcess, timeout: float = 15.0) -> None:
-        """Until the worker registered itself (its first heartbeat is committed)."""
-
-        async def registered() -> bool:
-            async with self.store.connection() as conn:
-                row = await (
-                    await conn.execute(
-                        "SELECT 1 FROM workers WHERE worker_id = %s", (process.worker_id,)
-                    )
-                ).fetchone()
-            return row is not None or not process.alive
-
-        await self.until(registered, timeout, f"worker {process.name} to start")
-
     # Waiting --------------------------------------------------------------------------
 
     async def until(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from engine.faults import Action, Boundary
-from verification.drills import boundaries, leases, replay, server, signals, stateful
+from verification.drills import boundaries, leases, network, replay, server, signals, stateful
 from verification.drills.base import DrillSpec
 from verification.profiles import Profile
 
@@ -44,6 +44,7 @@ NAMED = (
         server.restart,
     ),
     ("D11-backend-kill", "D11", "a worker's backends terminated mid-run", server.terminate),
+    ("D13-partition", "D13", "network slowed, then blackholed past the lease", network.partition),
     ("D14-server-pause", "D14", "the server SIGSTOPped: every wait needs a deadline", server.pause),
     ("D15-recovery-race", "D15", "recovery sweeps and claimers race live workers", leases.races),
     (
