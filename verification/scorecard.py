@@ -117,9 +117,7 @@ def _ram_gib() -> int:
 
 def reproduce(result: DrillResult, seed: int, profile: str) -> str:
     """One command that reruns exactly this drill (with the hit it fired at, if any)."""
-    hit = (
-        f" --hit {result.fired[0].hit}" if result.fired and "hit" not in result.record.extra else ""
-    )
+    hit = f" --hit {result.fired[0].hit}" if result.fired else ""
     return f"wayline drill run --drill {result.spec_id} --seed 0x{seed:X} --profile {profile}{hit}"
 
 
@@ -244,7 +242,9 @@ def _recovery(results: list[DrillResult]) -> dict[str, Any]:
         "max": round(max(times), 2) if times else 0.0,
         "per_class": {k: _percentile(v, 0.5) for k, v in sorted(per_class.items())},
         "stranded_after_quiet": stranded,
-        "recovery_sweeps": sum(r.stats.get("recovery_sweeps", 0) for r in results),
+        "recovery_sweeps": sum(
+            r.stats.get("recovery_sweeps", 0) + r.reached.get("in_recovery", 0) for r in results
+        ),
     }
 
 
