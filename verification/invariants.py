@@ -213,12 +213,24 @@ def _step(payload: bytes | None) -> str:
 
 
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
+LEDGER_XIDS = """
+SELECT transition_id, xact_id::text FROM transitions WHERE transition_id = ANY(%(ids)s)
+"""
+VERDICT_TRUTH = {"committed": "committed", "aborted": "aborted", "conflicting": "aborted"}
+"""What PostgreSQL must say about a settled COMMIT ("conflicting": not committed, and
+another transaction's content holds the id)."""
 
 
 async def _settlements(
     conn: psycopg.AsyncConnection, ctx: CheckContext, findings: Findings
 ) -> None:
-    """Every ambiguous commit resolved, and the engine's settlements told the truth."""
+    """Every ambiguous commit resolved, and the engine's settlements told the truth.
+
+    The proxy knows how the server answered each COMMIT it cut. The engine's own
+    settlements are compared with ``pg_xact_status`` and with the ledger (a committed
+    transition carries the xid that committed it). A COMMIT the engine had to leave
+    unknown (the server was gone) must be resolvable now, and the ledger must agree.
+    """
     problems = []
     for commit in ctx.ambiguous:
         findings.stats[f"ambiguous_{commit.truth.value}"] += 1
@@ -227,19 +239,30 @@ async def _settlements(
     settled = [o for o in ctx.observations if o.get("kind") == "settled"]
     for record in settled:
         findings.stats[f"settled_{record['verdict']}"] += 1
-        truth = (await (await conn.execute(XACT_STATUS, {"xid": record["xid"]})).fetchone())[0]
-        # "conflicting": not committed, and another transaction's content holds the id
-        expected = {"committed": "committed", "aborted": "aborted", "conflicting": "aborted"}.get(
-            record["verdict"]
-        )
-        if expected is None:
-            problems.append(f"the engine left commit {record['xid']} {record['verdict']}")
-        elif truth != expected:
-            problems.append(
-                f"the engine settled commit {record['xid']} as {record['verdict']}, "
-                f"PostgreSQL says {truth}"
-            )
+        problems.extend(await _settlement(conn, record, findings))
     findings.add("A", len(ctx.ambiguous) + len(settled), problems)
+
+
+async def _settlement(
+    conn: psycopg.AsyncConnection, record: dict[str, Any], findings: Findings
+) -> list[str]:
+    xid, verdict = record["xid"], record["verdict"]
+    truth = (await (await conn.execute(XACT_STATUS, {"xid": xid})).fetchone())[0]
+    expected = VERDICT_TRUTH.get(verdict, truth)
+    if truth not in ("committed", "aborted"):
+        return [f"commit {xid} (engine: {verdict}) is still {truth} after the quiet phase"]
+    if truth != expected:
+        return [f"the engine settled commit {xid} as {verdict}, PostgreSQL says {truth}"]
+    if verdict == "unknown":
+        findings.stats[f"resolved_later_{truth}"] += 1
+    rows = await (await conn.execute(LEDGER_XIDS, {"ids": record["transitions"]})).fetchall()
+    by_xid = {t for t, x in rows if x == xid}
+    missing = set(record["transitions"]) - by_xid
+    if truth == "committed" and missing:
+        return [f"commit {xid} committed but the ledger lacks {sorted(missing)}"]
+    if truth == "aborted" and by_xid:
+        return [f"commit {xid} aborted but the ledger holds {sorted(by_xid)} from it"]
+    return []
 
 
 def _boundaries(ctx: CheckContext, findings: Findings) -> None:
