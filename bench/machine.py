@@ -11,10 +11,11 @@ import hashlib
 import os
 import platform
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 
-from bench.cluster import Cluster
+from bench.cluster import Cluster, machine_cpu
 from bench.procs import DBOS_PYTHON, ROOT
 
 
@@ -41,6 +42,27 @@ def _virtualisation() -> str:
     except OSError:
         name = ""
     return f"VM ({name})" if name else "virtualisation unknown"
+
+
+def busy_fraction(seconds: float = 2.0) -> float:
+    """How busy the machine's cores were over the next ``seconds`` (0 idle, 1 saturated)."""
+    before = machine_cpu()[0]
+    time.sleep(seconds)
+    return (machine_cpu()[0] - before) / (seconds * (os.cpu_count() or 1))
+
+
+def wait_for_quiet(threshold: float = 0.25, patience: float = 20.0) -> float:
+    """Wait (at most ``patience`` s) until other work leaves the cores mostly idle.
+
+    The machine is shared: other sessions run tests on it. Starting a measurement when
+    it is quiet removes most of their effect on the figures; the busy fraction found
+    last is returned so the report can show how quiet it was.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        busy = busy_fraction()
+        if busy <= threshold or time.monotonic() > deadline:
+            return busy
 
 
 def load_average() -> str:

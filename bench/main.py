@@ -150,6 +150,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
                 ("dbos", w1.dbos_throughput),
             ):
                 tag = f"r{repetition}_p{processes}_c{concurrency}"
+                background = machine.wait_for_quiet()
                 done = _section(
                     results,
                     f"W1 {engine} {processes}x{concurrency} run {repetition + 1}",
@@ -158,6 +159,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
                     ),
                 )
                 if done:
+                    done.background = background
                     results.throughput.append(done)
                     _log(
                         f"  {done.instances_per_second:.0f} instances/s, "
@@ -165,6 +167,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
                     )
 
     for engine, measure in (("wayline", w1.wayline_latency), ("dbos", w1.dbos_latency)):
+        machine.wait_for_quiet()
         done = _section(
             results,
             f"latency {engine}",
@@ -173,6 +176,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
         if done:
             results.latency[engine] = done
     for engine, measure in (("wayline", w1.wayline_recovery), ("dbos", w1.dbos_recovery)):
+        machine.wait_for_quiet()
         done = _section(
             results,
             f"recovery {engine}",
@@ -182,13 +186,15 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
             results.recovery[engine] = done
 
     profile_path = DATA / "wayline-worker.prof"
+    profiled_instances = max(200, sizes.instances // 2)
     profiled = _section(
         results,
         "profile (untimed)",
-        lambda: w1.profile_wayline(cluster, sizes.instances, profile_path),
+        lambda: w1.profile_wayline(cluster, profiled_instances, profile_path),
     )
     if profiled:
         results.profile, results.profile_seconds = profiled
+        results.profile["instances"] = profiled_instances
         results.profile_summary = _section(
             results, "profile summary", lambda: summarise(profile_path)
         )
@@ -222,8 +228,29 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes, one run; writes bench/.data/"
     )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        metavar="RESULTS.json",
+        help="only render the report again from a saved run (no measuring)",
+    )
     args = parser.parse_args()
-    run(args.quick)
+    if args.render:
+        render(args.render)
+    else:
+        run(args.quick)
+
+
+def render(saved: Path) -> Path:
+    """Rebuild a saved run's results and write its report again."""
+    from bench import report
+    from bench import saved as saved_results
+
+    results = saved_results.load(Results, json.loads(saved.read_text()))
+    target = DATA / "RESULTS-quick.md" if results.mode == "quick" else ROOT / "bench" / "RESULTS.md"
+    target.write_text(report.render(results))
+    _log(f"wrote {target.relative_to(ROOT)} from {saved}")
+    return target
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Where a Wayline worker's CPU goes, from the cProfile stats of an untimed run.
 
 cProfile sees the event-loop thread (all engine code; sync handlers run in other threads
-and are no-ops here). Its overhead inflates call-heavy code, so the shares matter, not
-the absolute seconds. Waiting in ``epoll`` is idle time and is reported apart.
+and are no-ops here) and is timed by that thread's CPU time. Its overhead inflates
+call-heavy code, so the shares matter, not the absolute seconds. Time in ``epoll`` is
+reported apart (with a CPU-time timer it is the syscall's own cost).
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ def _label(key: tuple[str, int, str]) -> str:
     filename, line, name = key
     if filename == "~":
         return name
-    short = filename.split("/work/main/")[-1].split("site-packages/")[-1]
+    short = filename.split("site-packages/")[-1]
+    for root in ("/engine/", "/bench/"):
+        if root in short:
+            short = root[1:] + short.rsplit(root, 1)[1]
+            break
     return f"{short}:{line}({name})"
 
 

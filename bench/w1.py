@@ -79,6 +79,8 @@ class Throughput:
     creation_seconds: float
     failed: int = 0
     workers: list[dict[str, Any]] = field(default_factory=list)
+    background: float = 0.0
+    """Busy fraction of the machine's cores just before the run (other sessions' work)."""
 
     @property
     def instances_per_second(self) -> float:
@@ -118,6 +120,9 @@ class Recovery:
     seconds_before_kill: float
     fresh_ready_seconds: float
     in_flight: int
+    takeover_seconds: float
+    """Until every instance in flight at the kill recorded progress again (Wayline: the
+    lost attempt's unknown outcome; DBOS: the re-run step's checkpoint)."""
     in_flight_done_seconds: float
     all_done_seconds: float
     missing: int
@@ -509,12 +514,18 @@ def wayline_recovery(cluster: Cluster, n: int) -> Recovery:
         )
 
     in_flight_sql = (
-        f"{PROBE} SELECT DISTINCT instance_id FROM {schema}.work "
-        "WHERE state = 2 AND lease_owner = %s"
+        f"{PROBE} SELECT DISTINCT w.instance_id, i.sequence FROM {schema}.work w "
+        f"JOIN {schema}.instances i USING (instance_id) "
+        "WHERE w.state = 2 AND w.lease_owner = %s"
     )
     done_sql = (
         f"{PROBE} SELECT count(*) FROM {schema}.instances "
         "WHERE instance_id = ANY(%s) AND status = 4"
+    )
+    moved_sql = (
+        f"{PROBE} SELECT count(*) FROM {schema}.instances i "
+        "JOIN unnest(%s::text[], %s::bigint[]) k(id, mark) ON i.instance_id = k.id "
+        "WHERE i.sequence > k.mark"
     )
     return _recovery(
         cluster,
@@ -522,8 +533,11 @@ def wayline_recovery(cluster: Cluster, n: int) -> Recovery:
         n,
         table,
         start,
-        in_flight=lambda conn: [r[0] for r in conn.execute(in_flight_sql, ["rec-a"]).fetchall()],
+        in_flight=lambda conn: conn.execute(in_flight_sql, ["rec-a"]).fetchall(),
         in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
+        in_flight_moved=lambda conn, ids, marks: conn.execute(moved_sql, [ids, marks]).fetchone()[
+            0
+        ],
         progress=(WAYLINE_PROGRESS.format(schema=schema), {}),
         unknown_sql=WAYLINE_UNKNOWN.format(schema=schema),
         unknown_events=f"{PROBE} SELECT count(*) FROM {schema}.history WHERE kind = 15",
@@ -539,12 +553,18 @@ def dbos_recovery(cluster: Cluster, n: int) -> Recovery:
         conn.execute(EFFECTS_TABLE.format(table=table))
     executor = f"{schema}-e0"
     in_flight_sql = (
-        f"{PROBE} SELECT workflow_uuid FROM {schema}.workflow_status "
-        "WHERE status = 'PENDING' AND executor_id = %s"
+        f"{PROBE} SELECT s.workflow_uuid, (SELECT count(*) FROM {schema}.operation_outputs o "
+        "WHERE o.workflow_uuid = s.workflow_uuid) "
+        f"FROM {schema}.workflow_status s WHERE s.status = 'PENDING' AND s.executor_id = %s"
     )
     done_sql = (
         f"{PROBE} SELECT count(*) FROM {schema}.workflow_status "
         "WHERE workflow_uuid = ANY(%s) AND status = 'SUCCESS'"
+    )
+    moved_sql = (
+        f"{PROBE} SELECT count(*) FROM unnest(%s::text[], %s::bigint[]) k(id, mark) "
+        f"WHERE (SELECT count(*) FROM {schema}.operation_outputs o "
+        "WHERE o.workflow_uuid = k.id) > k.mark"
     )
     return _recovery(
         cluster,
@@ -552,8 +572,11 @@ def dbos_recovery(cluster: Cluster, n: int) -> Recovery:
         n,
         table,
         lambda name: _dbos_worker(cluster, schema, queue, executor),
-        in_flight=lambda conn: [r[0] for r in conn.execute(in_flight_sql, [executor]).fetchall()],
+        in_flight=lambda conn: conn.execute(in_flight_sql, [executor]).fetchall(),
         in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
+        in_flight_moved=lambda conn, ids, marks: conn.execute(moved_sql, [ids, marks]).fetchone()[
+            0
+        ],
         progress=(DBOS_PROGRESS.format(schema=schema), {"queue": queue}),
         unknown_sql="false",
         unknown_events="",
@@ -573,6 +596,7 @@ def _recovery(
     *,
     in_flight: Any,
     in_flight_done: Any,
+    in_flight_moved: Any,
     progress: tuple[str, dict[str, Any]],
     unknown_sql: str,
     unknown_events: str,
@@ -600,22 +624,27 @@ def _recovery(
         first.kill()
         killed = time.perf_counter()
         executed = probe.execute(count_sql).fetchone()[0]
-        stalled = in_flight(probe)
+        marked = in_flight(probe)
+        stalled = [row[0] for row in marked]
+        marks = [int(row[1]) for row in marked]
         fresh = start(names[1])
         try:
             fresh.expect("ready", timeout=120)
             ready = time.perf_counter() - killed
             fresh.send("go")
-            in_flight_seconds = 0.0
+            takeover_seconds = in_flight_seconds = 0.0
             query, params = progress
             while True:
                 tick = time.perf_counter()
+                if not takeover_seconds and in_flight_moved(probe, stalled, marks) == len(stalled):
+                    takeover_seconds = tick - killed
                 if not in_flight_seconds and in_flight_done(probe, stalled) == len(stalled):
                     in_flight_seconds = tick - killed
                 done, failed = probe.execute(query, params).fetchone()
                 if done + failed >= n:
                     all_seconds = tick - killed
                     in_flight_seconds = in_flight_seconds or all_seconds
+                    takeover_seconds = takeover_seconds or in_flight_seconds
                     break
                 if tick - killed > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: only {done} of {n} completed")
@@ -634,6 +663,7 @@ def _recovery(
         killed - started,
         ready,
         len(stalled),
+        takeover_seconds,
         in_flight_seconds,
         all_seconds,
         int(missing),
