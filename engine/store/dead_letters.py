@@ -134,6 +134,8 @@ SELECT w.work_id, w.kind, w.instance_id, w.sequence, w.tenant_id, w.target, w.le
        w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload
 FROM work w
 WHERE w.state = 4 AND w.completed_at IS NOT NULL
+  AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
+  AND (%(code)s::text IS NULL OR w.failure_code = %(code)s)
   AND (%(after_at)s::timestamptz IS NULL
        OR (w.completed_at, w.work_id) > (%(after_at)s::timestamptz, %(after_id)s::text))
   AND NOT EXISTS (SELECT 1 FROM work_resolutions r
@@ -141,6 +143,31 @@ WHERE w.state = 4 AND w.completed_at IS NOT NULL
 ORDER BY w.completed_at, w.work_id
 LIMIT %(limit)s
 """
+DEAD_LETTER_GROUPS = """
+SELECT d.failure_code, i.definition_name, i.definition_version, count(*),
+       min(d.completed_at), max(d.completed_at)
+FROM (SELECT w.instance_id, w.failure_code, w.completed_at FROM work w
+      WHERE w.state = 4 AND w.completed_at IS NOT NULL
+        AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
+        AND NOT EXISTS (SELECT 1 FROM work_resolutions r
+                        WHERE r.work_id = w.work_id AND r.lease_token = w.lease_token)
+      ORDER BY w.completed_at, w.work_id
+      LIMIT %(scan)s) d
+JOIN instances i ON i.instance_id = d.instance_id
+GROUP BY d.failure_code, i.definition_name, i.definition_version
+ORDER BY count(*) DESC, d.failure_code, i.definition_name, i.definition_version
+"""
+"""Unresolved dead letters by failure code and definition version, over at most the
+oldest ``scan`` of them: a bounded triage summary, never a count of the whole table."""
+RECENT_RESOLUTIONS = """
+SELECT r.command_id, r.work_id, w.instance_id, r.lease_token, r.action, r.actor, r.reason,
+       r.occurred_at, r.retry_at, r.deadline
+FROM work_resolutions r JOIN work w ON w.work_id = r.work_id
+WHERE (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
+ORDER BY r.occurred_at DESC, r.command_id DESC
+LIMIT %(limit)s
+"""
+"""The audit of resolutions, newest first (``work_resolutions_time_idx``)."""
 RESOLUTION_BY_COMMAND = "SELECT fingerprint FROM work_resolutions WHERE command_id = %(command)s"
 LOCK_DEAD_LETTER = """
 SELECT 1 FROM work WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
@@ -168,17 +195,24 @@ RETURNING available_at <= {NOW_SQL}
 
 
 async def list_dead_letters(
-    store: Store, after: DeadLetterCursor | None = None, limit: int = MAX_PAGE_ITEMS
+    store: Store,
+    after: DeadLetterCursor | None = None,
+    limit: int = MAX_PAGE_ITEMS,
+    tenant: str | None = None,
+    failure_code: str | None = None,
 ) -> DeadLetterPage:
     """Unresolved dead letters after ``after``, oldest failure first, at most ``limit``.
 
     Keyset-paged on (failed_at, work_id) with one row of look-ahead, so a page that is
     exactly full says there is no next page. Membership can change between pages (a
-    resolution removes a row, a new dead letter is added at the end).
+    resolution removes a row, a new dead letter is added at the end). ``tenant`` keeps
+    one team's (``work_tenant_dead_letter_idx``), ``failure_code`` one kind of failure.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
         raise WorkRequestInvalid(f"page limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
     params = {
+        "tenant": tenant,
+        "code": failure_code,
         "after_at": None if after is None else utc(after.failed_at),
         "after_id": None if after is None else after.work_id,
         "limit": limit + 1,
@@ -191,6 +225,83 @@ async def list_dead_letters(
     more = len(rows) > limit and items
     cursor = DeadLetterCursor(items[-1].failed_at, items[-1].work_id) if more else None
     return DeadLetterPage(items, cursor)
+
+
+@dataclass(frozen=True)
+class DeadLetterGroup:
+    """Unresolved dead letters sharing a failure code and a definition version."""
+
+    failure_code: str
+    definition_name: str
+    definition_version: str
+    count: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+
+
+DEFAULT_GROUP_SCAN = 1_000
+
+
+async def dead_letter_groups(
+    store: Store, tenant: str | None = None, scan: int = DEFAULT_GROUP_SCAN
+) -> list[DeadLetterGroup]:
+    """Groups of the oldest ``scan`` unresolved dead letters, largest group first."""
+    if isinstance(scan, bool) or not isinstance(scan, int) or not 1 <= scan <= 10_000:
+        raise WorkRequestInvalid("the group scan must be from 1 to 10000 dead letters")
+    async with store.connection() as conn:
+        cur = await conn.execute(DEAD_LETTER_GROUPS, {"tenant": tenant, "scan": scan})
+        rows = await cur.fetchall()
+    return [
+        DeadLetterGroup(code, name, version, count, utc(first), utc(last))
+        for code, name, version, count, first, last in rows
+    ]
+
+
+@dataclass(frozen=True)
+class ResolutionRecord:
+    """A committed resolution as the audit shows it."""
+
+    command_id: str
+    work_id: str
+    instance_id: str
+    token: int
+    action: ResolutionAction
+    actor: str
+    reason: str
+    occurred_at: datetime
+    retry_at: datetime | None
+    deadline: datetime | None
+
+
+async def recent_resolutions(
+    store: Store, tenant: str | None = None, limit: int = MAX_PAGE_ITEMS
+) -> list[ResolutionRecord]:
+    """The newest ``limit`` resolutions (of ``tenant``'s work when given)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise WorkRequestInvalid(f"limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
+    actions = {code: action for action, code in ACTION_CODES.items()}
+    async with store.connection() as conn:
+        cur = await conn.execute(RECENT_RESOLUTIONS, {"tenant": tenant, "limit": limit})
+        rows = await cur.fetchall()
+    return [_resolution_record(row, actions) for row in rows]
+
+
+def _resolution_record(
+    row: tuple[Any, ...], actions: dict[int, ResolutionAction]
+) -> ResolutionRecord:
+    command, work, instance, token, action, actor, reason, at, retry, deadline = row
+    return ResolutionRecord(
+        command,
+        work,
+        instance,
+        token,
+        actions[action],
+        actor,
+        reason,
+        utc(at),
+        None if retry is None else utc(retry),
+        None if deadline is None else utc(deadline),
+    )
 
 
 def _dead_letter(row: tuple[Any, ...]) -> DeadLetter:

@@ -9,7 +9,7 @@ no page view counts rows or uses OFFSET.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -49,11 +49,18 @@ WHERE (%(view)s = 'all'
   AND (%(version)s::text IS NULL OR definition_version = %(version)s)
   AND (%(status)s::smallint IS NULL OR status = %(status)s)
   AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
+  AND (%(instance)s::text IS NULL OR instance_id = %(instance)s)
+  AND (%(started_from)s::timestamptz IS NULL OR created_at >= %(started_from)s)
+  AND (%(started_before)s::timestamptz IS NULL OR created_at < %(started_before)s)
   AND (%(after_at)s::timestamptz IS NULL
        OR (created_at, instance_id) > (%(after_at)s, %(after_id)s))
 ORDER BY created_at, instance_id
 LIMIT %(limit)s
 """
+INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = ANY(%(ids)s)"
+"""Rows of several instances by id (primary-key probes): what a page of dead letters
+points at, or the positions of every instance a studio is following."""
+MAX_INSTANCE_ROWS = 1_000
 
 
 @dataclass(frozen=True)
@@ -196,8 +203,16 @@ async def list_instances(
     definition_version: str | None = None,
     status: InstanceStatus | None = None,
     tenant: str | None = None,
+    instance_id: str | None = None,
+    started_from: datetime | None = None,
+    started_before: datetime | None = None,
 ) -> InstancePage:
-    """One keyset page of instances, oldest first, with optional filters."""
+    """One keyset page of instances, oldest first, with optional filters.
+
+    ``started_from`` (inclusive) and ``started_before`` (exclusive) bound the creation
+    time, which is the leading column of every instance index after its filter, so a
+    range is an index range, never a scan of older rows.
+    """
     if not 1 <= limit <= MAX_PAGE_ITEMS:
         raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
     async with store.connection() as conn:
@@ -209,6 +224,9 @@ async def list_instances(
                 "version": definition_version,
                 "status": None if status is None else int(status),
                 "tenant": tenant,
+                "instance": instance_id,
+                "started_from": started_from,
+                "started_before": started_before,
                 "after_at": after[0] if after else None,
                 "after_id": after[1] if after else None,
                 "limit": limit + 1,
@@ -218,6 +236,19 @@ async def list_instances(
     page = tuple(_instance_row(r) for r in rows[:limit])
     cursor = (page[-1].created_at, page[-1].instance_id) if len(rows) > limit else None
     return InstancePage(page, cursor)
+
+
+async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str, InstanceRow]:
+    """The rows of the given instances that exist, by id (at most MAX_INSTANCE_ROWS ids)."""
+    ids = sorted(set(instance_ids))
+    if len(ids) > MAX_INSTANCE_ROWS:
+        raise ValueError(f"at most {MAX_INSTANCE_ROWS} instances at a time")
+    if not ids:
+        return {}
+    async with store.connection() as conn:
+        rows = await (await conn.execute(INSTANCE_ROWS, {"ids": ids})).fetchall()
+    found = (_instance_row(r) for r in rows)
+    return {r.instance_id: r for r in found}
 
 
 def _instance_row(row: tuple) -> InstanceRow:

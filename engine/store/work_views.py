@@ -1,0 +1,160 @@
+"""Read-only views of work rows for operators: an instance's work, and held leases.
+
+An operator looking at an attempt wants the row that carries it: due, leased (by whom,
+under which fencing token, until when) or dead-lettered. A worker page wants the
+leases each live worker holds. Both reads are bounded and ride existing indexes
+(``work_instance_idx``, ``work_lease_owner_idx``); nothing here writes or locks, and a
+row read here may already have moved on (it is a view, never a fence).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+from engine.canonical import utc
+from engine.store.store import Store
+from engine.store.work import work_kind
+from engine.transitions import WorkKind
+
+MAX_VIEW_ROWS = 500
+
+INSTANCE_WORK = """
+SELECT work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
+       lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
+       payload
+FROM work WHERE instance_id = %(instance)s
+ORDER BY sequence DESC, work_id DESC
+LIMIT %(limit)s
+"""
+"""The newest work rows of one instance (one row per scheduled attempt, timer or child
+start), newest first."""
+
+HELD_LEASES = """
+SELECT work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
+       lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
+       payload
+FROM work
+WHERE state = 2 AND lease_owner = ANY(%(owners)s)
+  AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
+ORDER BY lease_owner, lease_expires_at, work_id
+LIMIT %(limit)s
+"""
+"""Leases recorded for the given owners (expired ones included: until a claim takes
+them over, the row still names its last owner)."""
+
+
+class WorkState(IntEnum):
+    AVAILABLE = 1
+    LEASED = 2
+    COMPLETED = 3
+    DEAD_LETTERED = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    """One work row as an operator sees it."""
+
+    work_id: str
+    kind: WorkKind | int
+    instance_id: str
+    sequence: int
+    target: str
+    state: WorkState
+    deliveries: int
+    """How many times the row was claimed (each claim bumps the fencing token)."""
+    lease_owner: str
+    token: int
+    lease_expires_at: datetime | None
+    available_at: datetime
+    deadline: datetime
+    failure_code: str
+    completed_at: datetime | None
+    payload: dict[str, Any]
+
+    @property
+    def step(self) -> str:
+        return str(self.payload.get("step", ""))
+
+    @property
+    def attempt(self) -> int:
+        value = self.payload.get("attempt", 0)
+        return value if isinstance(value, int) else 0
+
+    def lease_live(self, now: datetime) -> bool:
+        """Leased and not yet expired at ``now`` (the store's clock)."""
+        return (
+            self.state is WorkState.LEASED
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
+
+
+async def instance_work(
+    store: Store, instance_id: str, limit: int = MAX_VIEW_ROWS
+) -> list[WorkRow]:
+    """The newest ``limit`` work rows of ``instance_id``, newest first."""
+    _check_limit(limit)
+    async with store.connection() as conn:
+        cur = await conn.execute(INSTANCE_WORK, {"instance": instance_id, "limit": limit})
+        rows = await cur.fetchall()
+    return [_work_row(r) for r in rows]
+
+
+async def held_leases(
+    store: Store, owners: Collection[str], tenant: str | None = None, limit: int = MAX_VIEW_ROWS
+) -> list[WorkRow]:
+    """Leases held by ``owners`` (only ``tenant``'s work when given), by owner and expiry."""
+    _check_limit(limit)
+    if not owners:
+        return []
+    params = {"owners": sorted(set(owners)), "tenant": tenant, "limit": limit}
+    async with store.connection() as conn:
+        rows = await (await conn.execute(HELD_LEASES, params)).fetchall()
+    return [_work_row(r) for r in rows]
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_VIEW_ROWS:
+        raise ValueError(f"limit must be from 1 to {MAX_VIEW_ROWS}")
+
+
+def _work_row(row: tuple[Any, ...]) -> WorkRow:
+    (work_id, kind, instance, sequence, target, state, attempts, owner, token) = row[:9]
+    expires, available, deadline, code, completed, payload = row[9:]
+    return WorkRow(
+        work_id=work_id,
+        kind=work_kind(kind),
+        instance_id=instance,
+        sequence=sequence,
+        target=target,
+        state=WorkState(state),
+        deliveries=attempts,
+        lease_owner=owner,
+        token=token,
+        lease_expires_at=None if expires is None else utc(expires),
+        available_at=utc(available),
+        deadline=utc(deadline),
+        failure_code=code,
+        completed_at=None if completed is None else utc(completed),
+        payload=_payload(payload),
+    )
+
+
+def _payload(raw: bytes | None) -> dict[str, Any]:
+    """The dispatch payload as a dict ({} when absent or not a JSON object)."""
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(bytes(raw).decode())
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
