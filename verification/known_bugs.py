@@ -31,30 +31,22 @@ class KnownBug:
 
 LIVENESS = ("I1 no lost work", "I10 ownership", "I11 conservation", "every instance to end")
 
-KNOWN_BUGS = (
-    KnownBug(
-        "EB1",
-        "a worker stopped mid-batch keeps its work rows locked past the idle-transaction limit",
-        "engine/store/commits.py _write (cur.executemany for history and work rows)",
-        "psycopg's executemany (history and work rows in commits.stage) runs in pipeline "
-        "mode, and PostgreSQL arms idle_in_transaction_session_timeout only when it sends "
-        "ReadyForQuery (after Sync), so the 5 s limit never fires for such a session; claims "
-        "skip locked rows, so no other worker can take the stopped owner's expired lease "
-        "until it resumes (seen: a session idle in transaction for 9.6 s after INSERT INTO "
-        "history). Fix: write each batch with one statement (INSERT ... SELECT FROM unnest, "
-        "or multi-row VALUES) so the session is at ReadyForQuery between statements",
-        ("idle in transaction",),
-        LIVENESS,
-    ),
-)
-"""EB2 (no client-side deadlines) and EB3 (event times from the worker's wall clock),
-found by D14 and D19, were fixed in 363a138 together with the first half of EB1 (the
-idle-in-transaction limit), which D4 at boundaries showed was not enough."""
+KNOWN_BUGS: tuple[KnownBug, ...] = ()
+"""None open. Found by the drills and fixed since:
+
+- EB1 (D4 at boundaries): a worker stopped inside a transaction kept its work rows
+  locked, and claims skip locked rows, so nobody could take its expired lease. Fixed by
+  an idle-in-transaction limit (363a138) and, because psycopg's pipelined executemany
+  escaped that limit (PostgreSQL arms it only at ReadyForQuery), one statement per
+  batch (7f8b959).
+- EB2 (D14): engine waits had no client-side deadline on a paused server (363a138).
+- EB3 (D19): event times followed the worker's wall clock after a jump (363a138).
+"""
 
 
-def classify(failures: list[str]) -> str:
+def classify(failures: list[str], bugs: tuple[KnownBug, ...] = KNOWN_BUGS) -> str:
     """The known bug explaining every failure line, or '' when any line is unexplained."""
-    for bug in KNOWN_BUGS:
+    for bug in bugs:
         if failures and bug.explains(failures):
             return bug.bug_id
     return ""
