@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.embedded import install_signal_handlers
 from engine.migrations import DEFAULT_SCHEMA
 
 EXIT_FAILED = 1
@@ -70,6 +71,7 @@ def _list(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from verification.campaigns import run_drills
 
+    install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
     wanted = [d.strip() for d in (args.drill or "").split(",") if d.strip()]
     try:
         outcome = asyncio.run(
@@ -113,6 +115,7 @@ class _Bar:
 def _self_test(args: argparse.Namespace) -> int:
     from verification.self_test import self_test
 
+    install_signal_handlers()
     result = asyncio.run(
         self_test(args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr))
     )

@@ -148,12 +148,15 @@ def _environment(env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str
 
 
 PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded in the parent: a forked child must not dlopen (another thread may hold the
+loader's lock at fork time)."""
 
 
 def _die_with_parent() -> None:
     """In the child: SIGKILL it when the harness dies, so no drill worker outlives it."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError, AttributeError):
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def spawn(
