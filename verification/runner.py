@@ -163,26 +163,45 @@ async def run_drill(spec: DrillSpec, campaign: Campaign) -> DrillResult:
     except Exception as exc:  # the drill never started: that is a failure, say why
         log.exception("drill %s could not be set up", spec.id)
         return _result(spec, "failed", started, [f"setup failed: {type(exc).__name__}: {exc}"])
-    failures: list[str] = []
-    quiet = True
     try:
-        await asyncio.wait_for(spec.scenario(env), campaign.profile.drill_seconds)
+        failures = await _scenario(env)
     except DrillNotRun as exc:
-        await env.close()
+        await _close(env)
         return _not_run(spec, str(exc))
-    except (DrillTimeout, TimeoutError) as exc:
-        failures.append(f"timeout: {exc or 'the drill exceeded its budget'}")
-        quiet = False
-    except Exception as exc:
-        failures.append(f"error: {type(exc).__name__}: {exc}")
-        (env.directory / "error.txt").write_text(traceback.format_exc())
-        quiet = False
     try:
         await env.stop_processes()
-        result = await _check(env, quiet, failures, started)
+        return await _check(env, not failures, failures, started)
+    except Exception as exc:  # the checker could not run: the drill proved nothing
+        _keep_traceback(env)
+        return _result(spec, "failed", started, [*failures, f"check failed: {exc!r}"])
     finally:
+        await _close(env)
+
+
+async def _scenario(env: DrillEnv) -> list[str]:
+    """Run the fault and quiet phases; their failures (a timeout, an error), if any."""
+    try:
+        await asyncio.wait_for(env.spec.scenario(env), env.campaign.profile.drill_seconds)
+    except (DrillTimeout, TimeoutError) as exc:
+        return [f"timeout: {exc or 'the drill exceeded its budget'}"]
+    except DrillNotRun:
+        raise
+    except Exception as exc:
+        _keep_traceback(env)
+        return [f"error: {type(exc).__name__}: {exc}"]
+    return []
+
+
+def _keep_traceback(env: DrillEnv) -> None:
+    (env.directory / "error.txt").write_text(traceback.format_exc())
+
+
+async def _close(env: DrillEnv) -> None:
+    """Clean up; a failure here is logged, never allowed to end the campaign."""
+    try:
         await env.close()
-    return result
+    except Exception:
+        log.exception("drill %s could not be cleaned up (schema %s)", env.spec.id, env.schema)
 
 
 async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float) -> DrillResult:
