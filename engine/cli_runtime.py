@@ -27,6 +27,7 @@ from engine.cli_options import DSN_ENV, UsageError, add_store_options, resolve_d
 from engine.client import Client
 from engine.errors import DefinitionInvalid, WaylineError
 from engine.events import event_to_json
+from engine.faults import Faults
 from engine.instance import Instance, instance_to_json
 from engine.metrics import Metrics
 from engine.migrations import MigrationError
@@ -276,7 +277,7 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
         **({"worker_id": args.worker_id} if args.worker_id else {}),
     )
     metrics = Metrics()
-    worker = Worker(client.store, registry, config, metrics=metrics)
+    worker = Worker(client.store, registry, config, faults=Faults.from_env(), metrics=metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
