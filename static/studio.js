@@ -104,6 +104,15 @@
     });
   }
 
+  // A group's checkbox chooses every item of its table (the dead-letters page).
+  document.addEventListener("change", function (event) {
+    var group = event.target.closest("[data-select-group]");
+    if (!group) return;
+    var table = document.getElementById(group.dataset.selectGroup);
+    if (!table) return;
+    table.querySelectorAll("tbody input[type=checkbox]").forEach(function (box) { box.checked = group.checked; });
+  });
+
   document.addEventListener("DOMContentLoaded", function () { setUp(document); });
   document.addEventListener("htmx:load", function (event) { setUp(event.target); });
 })();

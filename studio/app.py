@@ -24,6 +24,7 @@ from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from studio import passwords
 from studio.routes import route_handlers
+from studio.services.runtime import Runtime
 from studio.settings import StudioSettings
 from studio.web.failures import handle_error
 from studio.web.rendering import template_config
@@ -49,6 +50,7 @@ def create_app(settings: StudioSettings) -> Litestar:
 
     async def start(app: Litestar) -> None:
         app.state.store = await Store.open(settings.dsn, settings.schema)
+        app.state.runtime = Runtime.on(app.state.store, settings)
         if settings.worker_activities is not None:
             stop.clear()
             config = WorkerConfig(
@@ -61,6 +63,7 @@ def create_app(settings: StudioSettings) -> Litestar:
 
     async def finish(app: Litestar) -> None:
         stop.set()
+        await app.state.runtime.close()
         for task in running:
             await task
         running.clear()

@@ -15,18 +15,37 @@ from typing import Any
 from litestar.handlers import HTTPRouteHandler
 
 from studio.access import enforce_access
+from studio.api import dead_letters as api_dead_letters
 from studio.api import definitions as api_definitions
 from studio.api import drafts as api_drafts
-from studio.api import operations as api_operations
+from studio.api import drills as api_drills
+from studio.api import instances as api_instances
 from studio.api import people as api_people
+from studio.api import workers as api_workers
 from studio.roles import Access
-from studio.web import definitions, editor, operations, settings, signin
+from studio.web import (
+    dead_letters,
+    definitions,
+    drills,
+    editor,
+    instance_live,
+    instances,
+    interventions,
+    settings,
+    signin,
+    workers,
+)
 
 P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
+OP = Access.OPERATOR
 DRAFT = "/drafts/{draft_id:str}"
 VERSION = "/definitions/{name:str}/versions/{version:str}"
+INSTANCE = "/instances/{ref:str}"
+"""``ref`` is the instance id with each ``/`` written as ``~`` (``studio.instance_urls``)."""
+RUN = "/drills/runs/{run_id:str}"
 API_VERSION = "/api" + VERSION
 API_DRAFT = "/api" + DRAFT
+API_INSTANCE = "/api" + INSTANCE
 
 
 @dataclass(frozen=True)
@@ -73,11 +92,28 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", DRAFT + "/json", editor.replace_json, A),
     Route("POST", DRAFT + "/publish", editor.publish_draft, A),
     Route("POST", DRAFT + "/discard", editor.discard_draft, A),
-    # Running work
-    Route("GET", "/instances", operations.instances_page, V),
-    Route("GET", "/dead-letters", operations.dead_letters_page, V),
-    Route("GET", "/drills", operations.drills_page, V),
-    Route("GET", "/workers", operations.workers_page, V),
+    # Instances: list, start, inspect, follow, act
+    Route("GET", "/instances", instances.list_page, V),
+    Route("GET", "/instances/new", instances.start_page, OP),
+    Route("POST", "/instances", instances.start_instance, OP),
+    Route("GET", INSTANCE, instances.instance_page, V),
+    Route("GET", INSTANCE + "/state", instances.state_panel, V),
+    Route("GET", INSTANCE + "/history", instances.history, V),
+    Route("GET", INSTANCE + "/history.json", instances.export_history, V),
+    Route("GET", INSTANCE + "/live", instance_live.live, V),
+    Route("POST", INSTANCE + "/signals/{step:str}", interventions.send_signal, OP),
+    Route("GET", INSTANCE + "/actions/{action:str}", interventions.confirm_action, OP),
+    Route("POST", INSTANCE + "/actions/{action:str}", interventions.do_action, OP),
+    # Dead letters, drills, workers
+    Route("GET", "/dead-letters", dead_letters.dead_letters_page, V),
+    Route("POST", "/dead-letters/resolve", dead_letters.resolve, OP),
+    Route("GET", "/drills", drills.drills_page, V),
+    Route("POST", "/drills/runs", drills.start_run, OP),
+    Route("GET", "/drills/jobs/{job_id:str}", drills.job_page, V),
+    Route("GET", "/drills/compare", drills.compare_page, V),
+    Route("GET", RUN, drills.run_page, V),
+    Route("GET", RUN + "/drills/{drill_id:str}" + INSTANCE, drills.captured_instance, V),
+    Route("GET", "/workers", workers.workers_page, V),
     # Team settings
     Route("GET", "/settings", settings.settings_page, V),
     Route("POST", "/settings/members", settings.add_member, ADM),
@@ -101,9 +137,21 @@ ROUTES: tuple[Route, ...] = (
     Route("DELETE", API_DRAFT, api_drafts.delete_draft, A),
     Route("POST", API_DRAFT + "/edits", api_drafts.edit_draft, A, 200),
     Route("POST", API_DRAFT + "/publish", api_drafts.publish_draft, A),
-    Route("GET", "/api/instances", api_operations.list_instances, V),
-    Route("GET", "/api/dead-letters", api_operations.list_dead_letters, V),
-    Route("GET", "/api/workers", api_operations.list_workers, V),
+    Route("GET", "/api/instances", api_instances.list_instances, V),
+    Route("POST", "/api/instances", api_instances.start_instance, OP),
+    Route("GET", API_INSTANCE, api_instances.get_instance, V),
+    Route("GET", API_INSTANCE + "/history", api_instances.get_history, V),
+    Route("POST", API_INSTANCE + "/signals", api_instances.send_signal, OP, 200),
+    Route("POST", API_INSTANCE + "/actions", api_instances.command, OP, 200),
+    Route("GET", "/api/dead-letters", api_dead_letters.list_dead_letters, V),
+    Route("POST", "/api/dead-letters/resolve", api_dead_letters.resolve, OP, 200),
+    Route("GET", "/api/drills", api_drills.catalogue, V),
+    Route("GET", "/api/drills/runs", api_drills.list_runs, V),
+    Route("POST", "/api/drills/runs", api_drills.start_run, OP, 202),
+    Route("GET", "/api/drills/runs/{run_id:str}", api_drills.get_run, V),
+    Route("GET", "/api/drills/jobs/{job_id:str}", api_drills.get_job, V),
+    Route("GET", "/api/drills/compare", api_drills.compare, V),
+    Route("GET", "/api/workers", api_workers.list_workers, V),
     Route("GET", "/api/members", api_people.list_members, V),
     Route("GET", "/api/tokens", api_people.list_tokens, ADM),
     Route("POST", "/api/tokens", api_people.create_token, ADM),

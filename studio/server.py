@@ -36,6 +36,8 @@ from studio.settings import StudioSettings
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / ".data" / "studio-pg"
 EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""Live pages hold streams open; on Ctrl+C they are cut after this long."""
 T = TypeVar("T")
 
 
@@ -97,7 +99,13 @@ def run_studio(
         settings = StudioSettings(
             ready, schema, secure_cookies=secure_cookies, worker_activities=example_activities
         )
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
     return 0
 
 

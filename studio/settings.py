@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from engine.activities import ActivityRegistry
 from engine.migrations import DEFAULT_SCHEMA
@@ -23,3 +24,10 @@ class StudioSettings:
     worker_activities: ActivityRegistry | None = None
     """When set, the studio runs a worker for these activities in its own process."""
     worker_id: str = ""
+    live_interval: timedelta = timedelta(seconds=1)
+    """How often live instance pages look for change (one shared query per interval);
+    zero turns live updates off (pages then offer a refresh link)."""
+    live_stream_limit: timedelta = timedelta(minutes=10)
+    """A live stream ends after this long; the browser reconnects where it left off."""
+    drill_artifacts: Path | None = None
+    """Where drill campaigns keep logs and their replay corpus (default: the temp dir)."""

@@ -23,10 +23,11 @@ from engine.transitions import WorkKind
 
 MAX_VIEW_ROWS = 500
 
-INSTANCE_WORK = """
-SELECT work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
+COLUMNS = """work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
        lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
-       payload
+       payload, tenant_id"""
+INSTANCE_WORK = f"""
+SELECT {COLUMNS}
 FROM work WHERE instance_id = %(instance)s
 ORDER BY sequence DESC, work_id DESC
 LIMIT %(limit)s
@@ -34,10 +35,8 @@ LIMIT %(limit)s
 """The newest work rows of one instance (one row per scheduled attempt, timer or child
 start), newest first."""
 
-HELD_LEASES = """
-SELECT work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
-       lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
-       payload
+HELD_LEASES = f"""
+SELECT {COLUMNS}
 FROM work
 WHERE state = 2 AND lease_owner = ANY(%(owners)s)
   AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
@@ -46,6 +45,9 @@ LIMIT %(limit)s
 """
 """Leases recorded for the given owners (expired ones included: until a claim takes
 them over, the row still names its last owner)."""
+
+WORK_ROWS = f"SELECT {COLUMNS} FROM work WHERE work_id = ANY(%(ids)s)"
+"""Work rows by id (primary-key probes): what an operator is about to resolve."""
 
 
 class WorkState(IntEnum):
@@ -79,6 +81,7 @@ class WorkRow:
     failure_code: str
     completed_at: datetime | None
     payload: dict[str, Any]
+    tenant_id: str = ""
 
     @property
     def step(self) -> str:
@@ -122,6 +125,18 @@ async def held_leases(
     return [_work_row(r) for r in rows]
 
 
+async def work_rows(store: Store, work_ids: Collection[str]) -> dict[str, WorkRow]:
+    """The given work rows that exist, by id (at most MAX_VIEW_ROWS ids)."""
+    ids = sorted(set(work_ids))
+    _check_limit(max(len(ids), 1))
+    if not ids:
+        return {}
+    async with store.connection() as conn:
+        rows = await (await conn.execute(WORK_ROWS, {"ids": ids})).fetchall()
+    found = (_work_row(r) for r in rows)
+    return {r.work_id: r for r in found}
+
+
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_VIEW_ROWS:
         raise ValueError(f"limit must be from 1 to {MAX_VIEW_ROWS}")
@@ -129,7 +144,7 @@ def _check_limit(limit: int) -> None:
 
 def _work_row(row: tuple[Any, ...]) -> WorkRow:
     (work_id, kind, instance, sequence, target, state, attempts, owner, token) = row[:9]
-    expires, available, deadline, code, completed, payload = row[9:]
+    expires, available, deadline, code, completed, payload, tenant = row[9:]
     return WorkRow(
         work_id=work_id,
         kind=work_kind(kind),
@@ -146,6 +161,7 @@ def _work_row(row: tuple[Any, ...]) -> WorkRow:
         failure_code=code,
         completed_at=None if completed is None else utc(completed),
         payload=_payload(payload),
+        tenant_id=tenant,
     )
 
 

@@ -13,9 +13,6 @@ from typing import Any, Literal
 from litestar import Response
 
 from engine.store.catalog import PublishedVersion
-from engine.store.dead_letters import DeadLetter
-from engine.store.reads import InstanceRow
-from engine.store.workers import WorkerInfo
 from studio.api_tokens import ApiToken
 from studio.diff import DefinitionDiff, FieldChange
 from studio.drafts import Draft
@@ -160,52 +157,6 @@ class DraftEditIn:
 
 
 @dataclass
-class InstanceOut:
-    id: str
-    definition: str
-    version: str
-    fingerprint: str
-    status: str
-    sequence: int
-    created_at: datetime
-    updated_at: datetime
-    archived_at: datetime | None
-
-
-@dataclass
-class InstancePageOut:
-    items: list[InstanceOut]
-    next: str | None
-
-
-@dataclass
-class DeadLetterOut:
-    work_id: str
-    instance_id: str
-    target: str
-    token: int
-    attempts: int
-    failure_code: str
-    failed_at: datetime
-
-
-@dataclass
-class DeadLetterPageOut:
-    items: list[DeadLetterOut]
-    next: str | None
-
-
-@dataclass
-class WorkerOut:
-    worker_id: str
-    targets: list[str]
-    started_at: datetime
-    heartbeat_at: datetime
-    concurrency: int
-    hostname: str
-
-
-@dataclass
 class MeOut:
     actor: str
     team: str | None
@@ -302,43 +253,6 @@ def diff_out(left: PublishedVersion, right: PublishedVersion, diff: DefinitionDi
         version_out(right),
         _changes(diff.top),
         [StepChangeOut(s.step, s.kind, s.change.value, _changes(s.fields)) for s in diff.steps],
-    )
-
-
-def instance_out(row: InstanceRow) -> InstanceOut:
-    return InstanceOut(
-        row.instance_id,
-        row.definition.name,
-        row.definition.version,
-        row.definition.fingerprint,
-        row.status.label,
-        row.sequence,
-        row.created_at,
-        row.updated_at,
-        row.archived_at,
-    )
-
-
-def dead_letter_out(item: DeadLetter) -> DeadLetterOut:
-    return DeadLetterOut(
-        item.work_id,
-        item.instance_id,
-        item.target,
-        item.token,
-        item.attempts,
-        item.failure_code,
-        item.failed_at,
-    )
-
-
-def worker_out(info: WorkerInfo) -> WorkerOut:
-    return WorkerOut(
-        info.worker_id,
-        list(info.targets),
-        info.started_at,
-        info.heartbeat_at,
-        info.concurrency,
-        info.hostname,
     )
 
 

@@ -8,7 +8,6 @@ htmx, which sends it as a header on every request from ``<body hx-headers>``).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,16 @@ from litestar import Request, Response
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
+from markupsafe import Markup
 
 from engine.store.store import Store
 from studio.errors import Invalid
+from studio.formats import format_duration, format_when
 from studio.graph import shorten
+from studio.instance_urls import instance_ref, instance_url
 from studio.principal import Principal
 from studio.services.definitions import short_fingerprint
+from studio.services.runtime import Runtime
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 NAV = (
@@ -47,10 +50,14 @@ def _configure(engine: Any) -> None:
     env.lstrip_blocks = True
     env.filters["short"] = short_fingerprint
     env.filters["when"] = format_when
+    env.filters["duration"] = format_duration
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
     env.filters["shown"] = shown
+    env.filters["ref"] = instance_ref
+    env.filters["instance_url"] = instance_url
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
+    env.globals["instance_url"] = instance_url
 
 
 def shown(value: Any) -> str:
@@ -64,15 +71,12 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def format_when(value: datetime | None) -> str:
-    """A time as people read it in a table: UTC, to the second."""
-    if value is None:
-        return "—"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def store_of(request: Request) -> Store:
     return request.app.state.store
+
+
+def runtime_of(request: Request) -> Runtime:
+    return request.app.state.runtime
 
 
 def principal_of(request: Request) -> Principal:
@@ -105,6 +109,16 @@ def page(
         },
         status_code=status,
     )
+
+
+def fragment(request: Request, template: str, **context: Any) -> Markup:
+    """A template rendered to HTML outside a response (live updates, page sections)."""
+    principal = maybe_principal(request)
+    environment: Environment = request.app.template_engine.engine
+    html = environment.get_template(template).render(
+        principal=principal, csrf_token=principal.csrf_token if principal else "", **context
+    )
+    return Markup(html)
 
 
 def see_other(url: str) -> Redirect:

@@ -102,6 +102,9 @@ async def test_an_instances_work_rows_and_the_leases_workers_hold(store: Store) 
     assert [r.work_id for r in held] == [lease.work_id]
     assert await work_views.held_leases(store, ["worker-a"], tenant="blue") == []
     assert await work_views.held_leases(store, []) == []
+    rows_by_id = await work_views.work_rows(store, [lease.work_id, "missing"])
+    assert list(rows_by_id) == [lease.work_id] and rows_by_id[lease.work_id].tenant_id == "red"
+    assert await work_views.work_rows(store, []) == {}
     with pytest.raises(ValueError, match="limit"):
         await work_views.instance_work(store, instance, limit=0)
 

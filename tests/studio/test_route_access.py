@@ -16,14 +16,26 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
+from engine.client import Client
+from engine.operator_actions import Action
 from studio import api_tokens, drafts, people
 from studio.app import create_app
+from studio.instance_urls import instance_ref
 from studio.roles import Access, Role, allows
 from studio.routes import ROUTES, Route
 from studio.settings import StudioSettings
 from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
+from verification import runs
 
 CALLERS: tuple[Role | None, ...] = (None, *Role)
+PLACEHOLDERS = {
+    "{step:str}": "no_such_step",
+    "{action:str}": "pause",
+    "{job_id:str}": "no-such-job",
+    "{drill_id:str}": "D1-kill-after_handler-s0",
+}
+"""Path values that name nothing real: the answer is then 404/409/422, never 401/403
+for an allowed role (and never a server error)."""
 PUBLIC_PREFIXES = ("/static/", "/schema")
 
 
@@ -60,6 +72,12 @@ class World:
             path = path.replace("{draft_id:str}", draft.draft_id)
         if "{user_id:str}" in path:
             path = path.replace("{user_id:str}", self._member())
+        if "{ref:str}" in path:
+            path = path.replace("{ref:str}", self._instance())
+        if "{run_id:str}" in path:
+            path = path.replace("{run_id:str}", self._drill_run())
+        for name, value in PLACEHOLDERS.items():
+            path = path.replace(name, value)
         if "{token_id:str}" in path:
             _, token = self.studio.run(
                 lambda store: api_tokens.create_token(store, self.team, Role.VIEWER, "t", "seed")
@@ -67,6 +85,27 @@ class World:
             path = path.replace("{token_id:str}", token.token_id)
         assert "{" not in path, f"no value for a parameter of {route.path}"
         return path
+
+    def _instance(self) -> str:
+        """An ended instance of the team (so its live stream ends at once)."""
+        name = f"route.{uuid.uuid4().hex[:8]}"
+        self.studio.publish(self.team, definition(name))
+        instance_id = f"{name}/i-{uuid.uuid4().hex[:6]}"  # a '/' as child ids have
+
+        async def start(store) -> None:
+            client = Client(store)
+            await client.start(name, instance_id, {}, "1", tenant=self.team)
+            await client.command(instance_id, Action.TERMINATE, "seed", "routes test")
+
+        self.studio.run(start)
+        return instance_ref(instance_id)
+
+    def _drill_run(self) -> str:
+        run_id = f"c-route-{uuid.uuid4().hex[:8]}"
+        self.studio.run(
+            lambda store: runs.start_run(store, run_id, "ci", 1, [], "given server", 0, self.team)
+        )
+        return run_id
 
     def _member(self) -> str:
         async def create(store) -> str:

@@ -1,0 +1,278 @@
+"""The JSON shapes of dead letters, drills and workers in the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.store.dead_letters import DeadLetterGroup
+from engine.store.work_views import WorkRow
+from studio.services.dead_letters import DeadLetterView, ItemResult
+from studio.services.drill_jobs import DrillJob
+from studio.services.drills import Comparison, Family
+from studio.services.workers import WorkerView
+from verification.runs import RunDetail, RunSummary
+
+
+@dataclass
+class DeadLetterOut:
+    work_id: str
+    instance_id: str
+    definition: str | None
+    version: str | None
+    target: str
+    token: int
+    attempts: int
+    failure_code: str
+    failed_at: datetime
+    deadline: datetime
+
+
+@dataclass
+class DeadLetterGroupOut:
+    failure_code: str
+    definition: str
+    version: str
+    count: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+
+
+@dataclass
+class DeadLetterPageOut:
+    items: list[DeadLetterOut]
+    groups: list[DeadLetterGroupOut]
+    next: str | None
+
+
+@dataclass
+class FenceIn:
+    work_id: str
+    token: int
+
+
+@dataclass
+class ResolveIn:
+    """Resolve dead letters; each item gets its own result."""
+
+    action: str
+    """retry or discard"""
+    reason: str
+    items: list[FenceIn]
+    command_id: str | None = None
+    """Deduplicates: the same command id again only replays what was done."""
+    retry_in: str = "0s"
+    deadline_in: str = "1d"
+
+
+@dataclass
+class ItemResultOut:
+    work_id: str
+    token: int
+    instance_id: str
+    ok: bool
+    outcome: str
+    message: str
+
+
+@dataclass
+class DrillOut:
+    id: str
+    title: str
+    owned_server: bool
+
+
+@dataclass
+class DrillFamilyOut:
+    family: str
+    title: str
+    drills: list[DrillOut]
+
+
+@dataclass
+class DrillStartIn:
+    drills: list[str]
+    """Drill ids or families (``D1``), as ``wayline drill run --drill`` takes them."""
+    profile: str = "ci"
+
+
+@dataclass
+class DrillJobOut:
+    job_id: str
+    status: str
+    profile: str
+    seed: int
+    total: int
+    done: int
+    failed: int
+    run_id: str | None
+    error: str | None
+    finished: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class DrillRunOut:
+    run_id: str
+    status: str
+    profile: str
+    seed: int
+    requested: list[str]
+    target: str
+    started_at: datetime
+    finished_at: datetime | None
+    drills_total: int
+    passed: int
+    failed: int
+    not_run: int
+    error: str
+
+
+@dataclass
+class DrillRunPageOut:
+    items: list[DrillRunOut]
+    next: str | None
+
+
+@dataclass
+class DrillRunDetailOut:
+    run: DrillRunOut
+    drills: list[dict[str, Any]]
+    scorecard: dict[str, Any] | None
+    scorecard_text: str | None
+
+
+@dataclass
+class ComparisonOut:
+    left: DrillRunOut
+    right: DrillRunOut
+    drills: list[dict[str, str]]
+    figures: list[dict[str, Any]]
+
+
+@dataclass
+class LeaseOut:
+    work_id: str
+    instance_id: str
+    step: str
+    attempt: int
+    fencing_token: int
+    expires_at: datetime | None
+
+
+@dataclass
+class WorkerOut:
+    worker_id: str
+    targets: list[str]
+    started_at: datetime
+    heartbeat_at: datetime
+    concurrency: int
+    hostname: str
+    live: bool
+    leases: list[LeaseOut]
+
+
+def dead_letter_out(view: DeadLetterView) -> DeadLetterOut:
+    d, ref = view.item, view.definition
+    return DeadLetterOut(
+        d.work_id,
+        d.instance_id,
+        ref.name if ref else None,
+        ref.version if ref else None,
+        d.target,
+        d.token,
+        d.attempts,
+        d.failure_code,
+        d.failed_at,
+        d.deadline,
+    )
+
+
+def group_out(group: DeadLetterGroup) -> DeadLetterGroupOut:
+    return DeadLetterGroupOut(
+        group.failure_code,
+        group.definition_name,
+        group.definition_version,
+        group.count,
+        group.first_failed_at,
+        group.last_failed_at,
+    )
+
+
+def result_out(result: ItemResult) -> ItemResultOut:
+    return ItemResultOut(
+        result.work_id, result.token, result.instance_id, result.ok, result.outcome, result.message
+    )
+
+
+def family_out(family: Family) -> DrillFamilyOut:
+    drills = [DrillOut(d.drill_id, d.title, d.owned_server) for d in family.drills]
+    return DrillFamilyOut(family.family, family.title, drills)
+
+
+def job_out(job: DrillJob, run_id: str) -> DrillJobOut:
+    return DrillJobOut(
+        job.job_id,
+        job.status,
+        job.profile,
+        job.seed,
+        job.total,
+        job.done,
+        job.failed,
+        run_id or None,
+        job.error or None,
+        list(job.finished),
+    )
+
+
+def run_out(summary: RunSummary) -> DrillRunOut:
+    return DrillRunOut(
+        summary.run_id,
+        summary.status,
+        summary.profile,
+        summary.seed,
+        list(summary.requested),
+        summary.target,
+        summary.started_at,
+        summary.finished_at,
+        summary.drills_total,
+        summary.passed,
+        summary.failed,
+        summary.not_run,
+        summary.error,
+    )
+
+
+def run_detail_out(detail: RunDetail) -> DrillRunDetailOut:
+    return DrillRunDetailOut(
+        run_out(detail.summary), detail.results, detail.scorecard, detail.scorecard_text
+    )
+
+
+def comparison_out(comparison: Comparison) -> ComparisonOut:
+    return ComparisonOut(
+        run_out(comparison.left.summary),
+        run_out(comparison.right.summary),
+        [{"drill": d.drill_id, "left": d.left, "right": d.right} for d in comparison.drills],
+        [{"label": label, "left": a, "right": b} for label, a, b in comparison.numbers],
+    )
+
+
+def lease_out(row: WorkRow) -> LeaseOut:
+    return LeaseOut(
+        row.work_id, row.instance_id, row.step, row.attempt, row.token, row.lease_expires_at
+    )
+
+
+def worker_out(view: WorkerView) -> WorkerOut:
+    info = view.info
+    return WorkerOut(
+        info.worker_id,
+        list(info.targets),
+        info.started_at,
+        info.heartbeat_at,
+        info.concurrency,
+        info.hostname,
+        view.live,
+        [lease_out(lease) for lease in view.leases],
+    )

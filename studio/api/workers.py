@@ -1,0 +1,14 @@
+"""``/api/workers``: registered workers with their targets and the team's leases."""
+
+from __future__ import annotations
+
+from litestar import Request
+
+from studio.api.operations_schemas import WorkerOut, worker_out
+from studio.services import workers
+from studio.web.rendering import principal_of, store_of
+
+
+async def list_workers(request: Request) -> list[WorkerOut]:
+    principal = principal_of(request)
+    return [worker_out(v) for v in await workers.worker_views(store_of(request), principal.team_id)]

@@ -1,0 +1,45 @@
+"""What the studio's services share while the app runs: one place to reach the engine.
+
+The app builds one Runtime at startup on its store: an engine Client (starts, signals,
+operator commands, with its own instance cache), the replay cache the pages read, the
+watcher that live pages follow, and the drill jobs running in the background. HTML
+routes and the API take it from the app state, so both act through the same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from engine.client import Client
+from engine.store.store import Store
+from studio.live import InstanceWatcher
+from studio.replays import ReplayCache
+from studio.services.drill_jobs import DrillJobs
+from studio.settings import StudioSettings
+
+
+@dataclass
+class Runtime:
+    store: Store
+    client: Client
+    replays: ReplayCache
+    watcher: InstanceWatcher
+    drills: DrillJobs
+    settings: StudioSettings
+
+    @classmethod
+    def on(cls, store: Store, settings: StudioSettings) -> Runtime:
+        client = Client(store)
+        return cls(
+            store=store,
+            client=client,
+            replays=ReplayCache(store, client.registries),
+            watcher=InstanceWatcher(store, settings.live_interval or timedelta(seconds=1)),
+            drills=DrillJobs(store, settings),
+            settings=settings,
+        )
+
+    async def close(self) -> None:
+        await self.watcher.close()
+        await self.drills.close()

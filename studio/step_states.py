@@ -1,0 +1,238 @@
+"""What each step of a replayed instance is doing, as the graph and the steps table show it.
+
+Every step gets one state, which becomes its node's class (``state-<state>``) and a
+short note for its title: scheduled, running, succeeded, failed, unknown (the outcome
+of an attempt is in doubt), retry-waiting, compensating, compensated,
+compensation-failed, compensation-unknown, resolved (settled by an operator),
+waiting-signal, waiting-timer, waiting-approval, waiting (a join, race or child),
+skipped (a race branch that lost) or pending (not reached).
+
+Progress comes from the replayed state only. Which waits are *current* follows the
+orchestration walk (top-level steps in definition order; the first one not done is
+where the instance stands, a fork together with its branches): a signal step nobody
+has signalled is "waiting" only there, and "pending" before the instance reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.definitions import Step, StepKind
+from engine.instance import (
+    AttemptProgress,
+    AttemptStatus,
+    ChildStatus,
+    Instance,
+    InstanceStatus,
+)
+from studio.formats import format_when
+
+A = AttemptStatus
+ADVANCING = frozenset({InstanceStatus.RUNNING, InstanceStatus.PAUSED})
+ACTIVITY_STATES = {
+    A.READY: "scheduled",
+    A.RUNNING: "running",
+    A.SUCCEEDED: "succeeded",
+    A.FAILED: "failed",
+    A.UNKNOWN: "unknown",
+    A.RETRY_WAITING: "retry-waiting",
+    A.MANUALLY_RESOLVED: "resolved",
+}
+COMPENSATION_STATES = {
+    A.READY: "compensating",
+    A.RUNNING: "compensating",
+    A.RETRY_WAITING: "compensating",
+    A.SUCCEEDED: "compensated",
+    A.MANUALLY_RESOLVED: "compensated",
+    A.FAILED: "compensation-failed",
+    A.UNKNOWN: "compensation-unknown",
+}
+CHILD_STATES = {
+    ChildStatus.SCHEDULED: "scheduled",
+    ChildStatus.START_RUNNING: "running",
+    ChildStatus.ACTIVE: "running",
+    ChildStatus.START_FAILED: "failed",
+    ChildStatus.START_UNKNOWN: "unknown",
+    ChildStatus.RETRY_WAITING: "retry-waiting",
+    ChildStatus.SUCCEEDED: "succeeded",
+    ChildStatus.FAILED: "failed",
+}
+WAITS = {
+    StepKind.SIGNAL: "waiting-signal",
+    StepKind.APPROVAL: "waiting-approval",
+    StepKind.TIMER: "waiting-timer",
+}
+STATES = (
+    "pending", "scheduled", "running", "succeeded", "failed", "unknown", "retry-waiting",
+    "compensating", "compensated", "compensation-failed", "compensation-unknown", "resolved",
+    "waiting-signal", "waiting-timer", "waiting-approval", "waiting", "skipped",
+)  # fmt: skip
+"""Every state, in the order the legend lists them."""
+
+
+@dataclass(frozen=True)
+class StepState:
+    state: str
+    note: str
+
+    @property
+    def css(self) -> str:
+        return f"state-{self.state}"
+
+
+PENDING = StepState("pending", "not reached")
+
+
+def step_states(instance: Instance) -> dict[str, StepState]:
+    """The state of every step of the instance's pinned definition, by step name."""
+    spec = instance.spec
+    if spec is None:
+        return {}
+    current = frontier(instance)
+    return {step.name: _state_of(instance, step, step.name in current) for step in spec.steps}
+
+
+def frontier(instance: Instance) -> set[str]:
+    """The steps the instance is at: the first top-level step not done (a fork with its
+    branches). Empty once it has ended or while it unwinds."""
+    spec = instance.spec
+    if spec is None or instance.status not in ADVANCING:
+        return set()
+    for step in spec.steps:
+        if step.name in spec.owners or _done(instance, step):
+            continue
+        if step.kind in (StepKind.PARALLEL, StepKind.RACE):
+            return {step.name, *step.branches}
+        return {step.name}
+    return set()
+
+
+def _succeeded(progress: AttemptProgress | None) -> bool:
+    return progress is not None and progress.status is A.SUCCEEDED
+
+
+def _done(instance: Instance, step: Step) -> bool:
+    kind = step.kind
+    if kind is StepKind.ACTIVITY:
+        return _succeeded(instance.activities.get(step.name))
+    if kind is StepKind.TIMER:
+        timer = instance.timers.get(step.name)
+        return timer is not None and timer.fired_at is not None
+    if kind in (StepKind.SIGNAL, StepKind.APPROVAL):
+        return step.name in instance.signals
+    if kind is StepKind.CHILD:
+        child = instance.children.get(step.name)
+        return child is not None and child.status is ChildStatus.SUCCEEDED
+    if kind is StepKind.PARALLEL:
+        return all(b in instance.activities for b in step.branches)
+    if kind is StepKind.JOIN:
+        return all(_succeeded(instance.activities.get(b)) for b in step.branches)
+    return step.name in instance.race_winners  # a race
+
+
+def _state_of(instance: Instance, step: Step, current: bool) -> StepState:
+    lost = _lost_race(instance, step)
+    if lost:
+        return StepState("skipped", lost)
+    return _BY_KIND[step.kind](instance, step, current)
+
+
+def _lost_race(instance: Instance, step: Step) -> str:
+    """Why a race branch is skipped ('' when it is not a losing branch)."""
+    spec = instance.spec
+    assert spec is not None
+    owner = spec.owners.get(step.name)
+    if owner is None or spec.step(owner).kind is not StepKind.RACE:  # type: ignore[union-attr]
+        return ""
+    winner = instance.race_winners.get(owner)
+    return f"race {owner} was won by {winner}" if winner and winner != step.name else ""
+
+
+def _activity(instance: Instance, step: Step, current: bool) -> StepState:
+    progress = instance.activities.get(step.name)
+    if progress is None:
+        return PENDING
+    compensation = instance.compensations.get(step.name)
+    if compensation is not None:
+        state = COMPENSATION_STATES[compensation.status]
+        return StepState(state, f"compensation {compensation.status.label}")
+    return StepState(ACTIVITY_STATES[progress.status], _attempt_note(progress))
+
+
+def _attempt_note(progress: AttemptProgress) -> str:
+    attempt = f"attempt {progress.attempt}" if progress.attempt else "not started"
+    if progress.status is A.UNKNOWN:
+        return f"{attempt}: outcome unknown, needs an operator or a retry"
+    if progress.status is A.RETRY_WAITING:
+        return f"{attempt} {progress.code or 'failed'}; next at {format_when(progress.retry_at)}"
+    if progress.status is A.FAILED:
+        return f"{attempt} failed: {progress.code}"
+    return f"{attempt} {progress.status.label}"
+
+
+def _timer(instance: Instance, step: Step, current: bool) -> StepState:
+    timer = instance.timers.get(step.name)
+    if timer is None:
+        return PENDING
+    if timer.fired_at is not None:
+        return StepState("succeeded", f"fired at {format_when(timer.fired_at)}")
+    if instance.status.terminal:
+        return StepState("pending", f"was due at {format_when(timer.due_at)}")
+    return StepState("waiting-timer", f"due at {format_when(timer.due_at)}")
+
+
+def _signal(instance: Instance, step: Step, current: bool) -> StepState:
+    received = instance.signals.get(step.name)
+    if received is not None:
+        return StepState("succeeded", f"received {received.signal_id}")
+    if current:
+        return StepState(WAITS[step.kind], f"waiting for {step.kind.value}")
+    return PENDING
+
+
+def _child(instance: Instance, step: Step, current: bool) -> StepState:
+    child = instance.children.get(step.name)
+    if child is None:
+        return PENDING
+    return StepState(CHILD_STATES[child.status], f"child {child.child_id}: {child.status.label}")
+
+
+def _parallel(instance: Instance, step: Step, current: bool) -> StepState:
+    branches = [instance.activities.get(b) for b in step.branches]
+    done = sum(_succeeded(p) for p in branches)
+    if done == len(branches):
+        return StepState("succeeded", f"all {done} branches succeeded")
+    if any(p is not None for p in branches):
+        return StepState("running", f"{done} of {len(branches)} branches succeeded")
+    return PENDING
+
+
+def _join(instance: Instance, step: Step, current: bool) -> StepState:
+    done = sum(_succeeded(instance.activities.get(b)) for b in step.branches)
+    if done == len(step.branches):
+        return StepState("succeeded", "every branch succeeded")
+    if current:
+        return StepState("waiting", f"{done} of {len(step.branches)} branches succeeded")
+    return PENDING
+
+
+def _race(instance: Instance, step: Step, current: bool) -> StepState:
+    winner = instance.race_winners.get(step.name)
+    if winner:
+        return StepState("succeeded", f"won by {winner}")
+    if current:
+        return StepState("waiting", "no branch has finished yet")
+    return PENDING
+
+
+_BY_KIND: dict[StepKind, Callable[[Instance, Step, bool], StepState]] = {
+    StepKind.ACTIVITY: _activity,
+    StepKind.TIMER: _timer,
+    StepKind.SIGNAL: _signal,
+    StepKind.APPROVAL: _signal,
+    StepKind.CHILD: _child,
+    StepKind.PARALLEL: _parallel,
+    StepKind.JOIN: _join,
+    StepKind.RACE: _race,
+}
