@@ -161,7 +161,9 @@ def _activity(instance: Instance, step: Step, current: bool) -> StepState:
 
 
 def _attempt_note(progress: AttemptProgress) -> str:
-    attempt = f"attempt {progress.attempt}" if progress.attempt else "not started"
+    if not progress.attempt:
+        return "waiting for a worker to start it"
+    attempt = f"attempt {progress.attempt}"
     if progress.status is A.UNKNOWN:
         return f"{attempt}: outcome unknown, needs an operator or a retry"
     if progress.status is A.RETRY_WAITING:

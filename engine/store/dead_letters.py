@@ -168,6 +168,12 @@ ORDER BY r.occurred_at DESC, r.command_id DESC
 LIMIT %(limit)s
 """
 """The audit of resolutions, newest first (``work_resolutions_time_idx``)."""
+RESOLUTION_RECORD = """
+SELECT r.command_id, r.work_id, w.instance_id, r.lease_token, r.action, r.actor, r.reason,
+       r.occurred_at, r.retry_at, r.deadline
+FROM work_resolutions r JOIN work w ON w.work_id = r.work_id
+WHERE r.command_id = %(command)s
+"""
 RESOLUTION_BY_COMMAND = "SELECT fingerprint FROM work_resolutions WHERE command_id = %(command)s"
 LOCK_DEAD_LETTER = """
 SELECT 1 FROM work WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
@@ -284,6 +290,15 @@ async def recent_resolutions(
         cur = await conn.execute(RECENT_RESOLUTIONS, {"tenant": tenant, "limit": limit})
         rows = await cur.fetchall()
     return [_resolution_record(row, actions) for row in rows]
+
+
+async def find_resolution(store: Store, command_id: str) -> ResolutionRecord | None:
+    """The committed resolution with this command id, if any (a caller whose repeat was
+    refused as a conflict learns whether it was its own command that had acted)."""
+    actions = {code: action for action, code in ACTION_CODES.items()}
+    async with store.connection() as conn:
+        row = await (await conn.execute(RESOLUTION_RECORD, {"command": command_id})).fetchone()
+    return None if row is None else _resolution_record(row, actions)
 
 
 def _resolution_record(

@@ -210,10 +210,11 @@ async def _resolve_one(
     deadline: datetime | None,
 ) -> ItemResult:
     done = "retried" if action is ResolutionAction.RETRY else "discarded"
+    command_id = item_command_id(resolution.command_id, fence)
     try:
         outcome = await dead_letters.resolve(
             runtime.store,
-            item_command_id(resolution.command_id, fence),
+            command_id,
             fence.work_id,
             fence.token,
             action,
@@ -223,12 +224,30 @@ async def _resolve_one(
             retry_at,
             deadline,
         )
-    except StaleLease:
-        message = "no longer a dead letter with this token (resolved or reclaimed)"
-        return ItemResult(fence.work_id, fence.token, instance_id, False, "refused", message)
-    except (ResolutionConflict, WorkRequestInvalid) as refused:
+    except (StaleLease, ResolutionConflict) as refused:
+        return await _refused(runtime, fence, instance_id, command_id, refused)
+    except WorkRequestInvalid as refused:
         return ItemResult(fence.work_id, fence.token, instance_id, False, "refused", str(refused))
     if outcome.replayed:
-        message = "this command had already done it"
-        return ItemResult(fence.work_id, fence.token, instance_id, True, "unchanged", message)
+        return _unchanged(fence, instance_id)
     return ItemResult(fence.work_id, fence.token, instance_id, True, done)
+
+
+def _unchanged(fence: Fence, instance_id: str) -> ItemResult:
+    message = "this form had already resolved it"
+    return ItemResult(fence.work_id, fence.token, instance_id, True, "unchanged", message)
+
+
+async def _refused(
+    runtime: Runtime, fence: Fence, instance_id: str, command_id: str, error: Exception
+) -> ItemResult:
+    """A refused item: the same form posted again (its own command acted before, at
+    another time), or someone else resolved or reclaimed the work meanwhile."""
+    earlier = await dead_letters.find_resolution(runtime.store, command_id)
+    if earlier is not None and (earlier.work_id, earlier.token) == (fence.work_id, fence.token):
+        return _unchanged(fence, instance_id)
+    if isinstance(error, StaleLease):
+        message = "no longer a dead letter with this token (resolved or reclaimed)"
+    else:
+        message = str(error)
+    return ItemResult(fence.work_id, fence.token, instance_id, False, "refused", message)

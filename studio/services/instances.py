@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from engine.client import StartConflict
 from engine.definitions import Definition, Step, StepKind
-from engine.errors import DecisionRejected, DefinitionNotFound, RegistryError
+from engine.errors import DecisionRejected, DefinitionNotFound, RegistryError, ReplayRejected
 from engine.events import json_data
 from engine.identifiers import id_problem
 from engine.instance import AttemptStatus, ChildProgress, Instance, InstanceStatus
@@ -183,17 +183,29 @@ async def start(
     problem = id_problem(chosen)
     if problem:
         raise Invalid(f"the instance id {problem}")
+    taken = await reads.get_instances(runtime.store, [chosen])
+    if chosen in taken and taken[chosen].tenant_id != team:  # another team's instance
+        raise Conflict("this instance id is taken; choose another")
     try:
-        state = await runtime.client.start(name, chosen, value, version, tenant=team)
+        state = await _start(runtime, name, chosen, value, version, team)
     except StartConflict as clash:
         raise Conflict(f"{clash}; choose another instance id") from None
     except DefinitionNotFound as missing:
         raise NotFound(str(missing)) from None
-    row = await reads.get_instance(runtime.store, chosen)
-    if row.tenant_id != team:  # the id belongs to an instance of another team
-        raise Conflict("this instance id is taken; choose another")
     runtime.watcher.nudge()
     return state
+
+
+async def _start(
+    runtime: Runtime, name: str, instance_id: str, value: Any, version: str, team: str
+) -> Instance:
+    """``Client.start``; an existing instance of a version this process has not loaded
+    yet is compared after reloading the registry."""
+    try:
+        return await runtime.client.start(name, instance_id, value, version, tenant=team)
+    except ReplayRejected:
+        await runtime.client.registries.refresh()
+        return await runtime.client.start(name, instance_id, value, version, tenant=team)
 
 
 # One instance -------------------------------------------------------------------------

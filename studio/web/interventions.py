@@ -128,7 +128,7 @@ async def _after(request: Request, instance_id: str, message: str, anchor: str) 
         return see_other(instance_url(instance_id) + f"#instance-{anchor}")
     principal = principal_of(request)
     detail = await instances.detail(runtime_of(request), principal.team_id, instance_id)
-    return Response(_answer(request, detail, message), media_type="text/html")
+    return Response(_answer(request, detail, message), media_type="text/html", status_code=200)
 
 
 def _answer(request: Request, detail: InstanceDetail, message: str) -> Markup:

@@ -15,6 +15,7 @@ from engine.store import reads, work, work_views
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import (
     dead_letter_groups,
+    find_resolution,
     list_dead_letters,
     recent_resolutions,
     resolve,
@@ -81,6 +82,8 @@ async def test_dead_letters_are_listed_and_grouped_per_team(
         ("c-1", "alice", "obsolete", "discard")
     ]
     assert audit[0].instance_id == lease.instance_id
+    assert await find_resolution(store, "c-1") == audit[0]
+    assert await find_resolution(store, "c-2") is None
     assert await recent_resolutions(store, tenant="blue") == []
 
 

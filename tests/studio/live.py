@@ -23,9 +23,11 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
+from engine.client import Client
 from engine.definition_validation import parse_definition
 from engine.migrations import apply_migrations
-from engine.store import catalog, workers
+from engine.operator_actions import Action
+from engine.store import catalog, work, workers
 from engine.store.store import Store
 from studio import people
 from studio.app import create_app
@@ -35,6 +37,10 @@ from studio.settings import StudioSettings
 from studio.signin_limits import SignInLimits
 
 PASSWORD = "correct horse battery"
+OVERDUE = """
+UPDATE work SET available_at = now() - interval '2 days', deadline = now() - interval '1 day'
+WHERE instance_id = %(instance)s AND state IN (1, 2)
+"""
 T = TypeVar("T")
 ROLES = tuple(Role)
 TARGETS = [
@@ -112,6 +118,31 @@ class LiveStudio:
                 store, f"test-{uuid.uuid4().hex[:6]}", targets, 4, "test", 1
             )
         )
+
+    def start(
+        self, team: str, name: str, instance_id: str = "", input: Any = None, version: str = "1"
+    ) -> str:
+        """Start an instance of ``name`` for ``team`` through the engine; returns its id."""
+        chosen = instance_id or f"{name}-{uuid.uuid4().hex[:8]}"
+        self.run(lambda store: Client(store).start(name, chosen, input, version, tenant=team))
+        return chosen
+
+    def command(
+        self, instance_id: str, action: Action, reason: str = "test", **effect: Any
+    ) -> None:
+        self.run(lambda store: Client(store).command(instance_id, action, "seed", reason, **effect))
+
+    def overdue(self, instance_id: str) -> int:
+        """Make the instance's open work miss its deadline (as if no worker ran for a day)
+        and sweep it into dead letters (``deadline-exceeded``); returns how many."""
+
+        async def expire(store: Store) -> int:
+            async with store.connection() as conn:
+                await conn.execute(OVERDUE, {"instance": instance_id})
+                await conn.commit()
+            return await work.sweep_expired_deadlines(store)
+
+        return self.run(expire)
 
     def client(self, username: str | None = None) -> SignedInClient:
         """An HTTP client, signed in as ``username`` when given."""

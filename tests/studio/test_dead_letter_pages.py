@@ -1,0 +1,94 @@
+"""Dead letters over HTTP: triage groups, bulk resolution with a result per item, audit."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from studio.roles import Role
+from tests.studio.live import LiveStudio, definition
+
+
+def fences(html: str) -> list[str]:
+    return re.findall(r'name="item" value="([^"]+)"', html)
+
+
+def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) -> None:
+    team, other = studio.team("triage"), studio.team("others")
+    name, theirs = f"dl.{uuid.uuid4().hex[:6]}", f"dl.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    studio.publish(other, definition(theirs))
+    mine = [studio.start(team, name) for _ in range(2)]
+    foreign = studio.start(other, theirs)
+    assert sum(studio.overdue(i) for i in (*mine, foreign)) == 3
+
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    page = viewer.get("/dead-letters")
+    assert page.status_code == 200 and "deadline-exceeded" in page.text
+    assert f"{name}@1" in page.text and foreign not in page.text
+    assert len(fences(page.text)) == 2 and "Resolve chosen" not in page.text
+    groups = viewer.get("/api/dead-letters").json()["groups"]
+    assert [(g["failure_code"], g["definition"], g["count"]) for g in groups] == [
+        ("deadline-exceeded", name, 2)
+    ]
+
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    page = operator.get("/dead-letters")
+    first, second = fences(page.text)
+    command_id = re.search(r'name="command_id" value="(\w+)"', page.text).group(1)
+    foreign_fence = "1:" + studio.run(lambda store: foreign_work(store, foreign))
+    token, _, work_id = second.partition(":")
+    stale = f"{int(token) + 5}:{work_id}"
+    form = {
+        "action": "retry",
+        "reason": "the worker fleet is back",
+        "command_id": command_id,
+        "retry_in": "1h",
+        "deadline_in": "1d",
+    }
+    answer = operator.post(
+        "/dead-letters/resolve",
+        data={**form, "_csrf": operator.csrf, "item": [first, stale, foreign_fence]},
+    )
+    assert answer.status_code == 200
+    outcomes = re.findall(r'<span class="pill (?:ok|error)">(\w+)</span>', answer.text)
+    assert outcomes == ["retried", "refused", "refused"]
+    assert "no longer a dead letter with this token" in answer.text and "not found" in answer.text
+    assert fences(answer.text) == [second]  # the retried one left the list
+    assert "the worker fleet is back" in answer.text  # the audit beside the list
+
+    replay = operator.post(
+        "/dead-letters/resolve", data={**form, "_csrf": operator.csrf, "item": [first]}
+    )
+    assert re.findall(r'<span class="pill ok">(\w+)</span>', replay.text) == ["unchanged"]
+
+    no_reason = operator.post(
+        "/dead-letters/resolve",
+        data={**form, "reason": "", "_csrf": operator.csrf, "item": [second]},
+    )
+    assert no_reason.status_code == 422 and "a reason of 1 to 500" in no_reason.text
+
+    token, _, work_id = second.partition(":")
+    discarded = operator.post(
+        "/api/dead-letters/resolve",
+        json={
+            "action": "discard",
+            "reason": "obsolete order",
+            "items": [{"work_id": work_id, "token": int(token)}],
+        },
+        headers={"X-CSRF-Token": operator.csrf},
+    )
+    assert discarded.status_code == 200
+    assert [(r["ok"], r["outcome"]) for r in discarded.json()] == [(True, "discarded")]
+    assert operator.get("/api/dead-letters").json()["items"] == []
+
+    viewer_try = viewer.post(
+        "/dead-letters/resolve", data={**form, "_csrf": viewer.csrf, "item": [second]}
+    )
+    assert viewer_try.status_code == 403
+
+
+async def foreign_work(store, instance_id: str) -> str:
+    async with store.connection() as conn:
+        cur = await conn.execute("SELECT work_id FROM work WHERE instance_id = %s", (instance_id,))
+        return (await cur.fetchone())[0]

@@ -1,0 +1,134 @@
+"""Drill pages over HTTP: a recorded run's scorecard, a violation's link to the drill
+instance and event it names, two runs compared, and a campaign's start refused without
+drills. (A real campaign runs in the browser tests.)"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine.definitions import DefinitionRef
+from engine.events import EventKind, event_to_json, make_event
+from studio.roles import Role
+from tests.studio.live import LiveStudio
+from verification import runs
+
+T0 = datetime(2026, 11, 1, 12, tzinfo=UTC)
+DRILL = "D1-kill-after_handler-s0"
+VIOLATION = "I4 terminal once: i-7: row says completed@3, history running@2"
+
+
+def card(artifacts: Path, passed: int, failed: int) -> dict:
+    """The parts of a scorecard the pages read (as verification.scorecard builds it)."""
+    return {
+        "identity": {
+            "campaign": "c-test",
+            "git_sha": "abc1234",
+            "postgres": "15.2",
+            "python": "3.11.7",
+            "cores": 2,
+            "profile": "ci",
+            "seed": "0x7",
+            "artifacts": str(artifacts),
+            "wall_seconds": 5.0,
+        },
+        "invariants": {
+            "I4": {
+                "name": "terminal once",
+                "checked": 3,
+                "violations": failed,
+                "first": {"drill": DRILL, "what": "i-7: row says completed@3"} if failed else None,
+            }
+        },
+        "faults": {
+            "per_boundary": {"after_handler": {"kill": {"planned": 1, "fired": 1}}},
+            "reached_runs": {"after_handler": 1},
+        },
+        "leases": {"takeovers": 1, "stale_writes_accepted": 0},
+        "recovery": {"p50": 2.0, "p95": 2.0},
+        "summary": {"passed": passed, "failed": failed, "not_run": 0},
+    }
+
+
+def record(studio: LiveStudio, team: str, artifacts: Path, failed: bool) -> str:
+    run_id = f"c{uuid.uuid4().hex[:10]}"
+    entry = {
+        "id": DRILL,
+        "family": "D1",
+        "title": "kill at after_handler",
+        "seed": "0x00000007",
+        "verdict": "failed" if failed else "passed",
+        "seconds": 2.5,
+        "failures": [VIOLATION] if failed else [],
+        "known_bug": "",
+        "reproduce": f"wayline drill run --drill {DRILL} --seed 0x7" if failed else "",
+    }
+    scorecard = card(artifacts, 0 if failed else 1, 1 if failed else 0)
+
+    async def write(store) -> None:
+        await runs.start_run(store, run_id, "ci", 7, [DRILL], "given server", 1, team)
+        await runs.add_result(store, run_id, entry)
+        await runs.finish_run(store, run_id, scorecard, "drills: ...")
+
+    studio.run(write)
+    return run_id
+
+
+def corpus(directory: Path) -> None:
+    ref = DefinitionRef("flow", "1", "0" * 64)
+    events = [
+        make_event(sequence=1, instance_id="i-7", kind=EventKind.INSTANCE_STARTED,
+                   occurred_at=T0, definition=ref),
+        make_event(sequence=2, instance_id="i-7", kind=EventKind.ACTIVITY_SCHEDULED,
+                   occurred_at=T0, step="a"),
+        make_event(sequence=3, instance_id="i-7", kind=EventKind.COMPLETED, occurred_at=T0),
+    ]  # fmt: skip
+    line = {"drill": DRILL, "instance_id": "i-7", "events": [event_to_json(e) for e in events]}
+    (directory / "corpus.jsonl").write_text(json.dumps({**line, "ledger": [], "work": []}) + "\n")
+
+
+def test_a_scorecard_links_a_violation_to_the_drill_instance_and_event(
+    studio: LiveStudio, tmp_path: Path
+) -> None:
+    team = studio.team("drills")
+    corpus(tmp_path)
+    good = record(studio, team, tmp_path, failed=False)
+    bad = record(studio, team, tmp_path, failed=True)
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+
+    listing = viewer.get("/drills")
+    assert listing.status_code == 200 and good in listing.text and bad in listing.text
+    assert "Run the chosen drills" not in listing.text  # a viewer cannot start drills
+
+    page = viewer.get(f"/drills/runs/{bad}")
+    assert page.status_code == 200
+    assert "drills: 0 passed, 1 failed" in page.text
+    link = f"/drills/runs/{bad}/drills/{DRILL}/instances/i-7#event-3"
+    assert f'href="{link}"' in page.text
+    captured = viewer.get(link.split("#")[0])
+    assert captured.status_code == 200
+    assert 'id="event-3"' in captured.text and 'href="#event-3"' in captured.text
+    assert viewer.get(f"/drills/runs/{bad}/drills/{DRILL}/instances/i-9").status_code == 404
+
+    compared = viewer.get(f"/drills/compare?left={good}&right={bad}")
+    assert compared.status_code == 200 and "1 changed verdict" in compared.text
+    api = viewer.get(f"/api/drills/compare?left={good}&right={bad}").json()
+    assert api["drills"] == [{"drill": DRILL, "left": "passed", "right": "failed"}]
+    assert viewer.get(f"/api/drills/runs/{bad}").json()["drills"][0]["failures"] == [VIOLATION]
+
+    stranger = studio.client(studio.user(studio.team("strangers"), Role.ADMIN))
+    assert stranger.get(f"/drills/runs/{bad}").status_code == 404
+    assert bad not in stranger.get("/drills").text
+
+
+def test_a_campaign_needs_drills_that_exist(studio: LiveStudio) -> None:
+    team = studio.team("drillers")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    assert operator.form("/drills/runs", {"profile": "ci"}).status_code == 422
+    unknown = operator.form("/drills/runs", {"profile": "ci", "drill": "D99"})
+    assert unknown.status_code == 422 and "no drill matches D99" in unknown.text
+    catalogue = operator.get("/api/drills").json()
+    assert any(f["family"] == "D1" and len(f["drills"]) > 1 for f in catalogue)
+    assert operator.get("/api/drills/jobs/nothing").status_code == 404

@@ -1,0 +1,125 @@
+"""Following instances live: what it costs the database, and what the stream sends.
+
+The watcher serves every open page with one row probe per interval and nothing at all
+when no page is open; only a page whose instance moved reads history, and only the new
+events. The stream sends the node classes, the changed parts and the new history rows,
+then ``end`` when the instance has ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from engine.client import Client
+from engine.definition_validation import parse_definition
+from engine.operator_actions import Action
+from engine.store.store import Store
+from studio.live import InstanceWatcher
+from studio.replays import ReplayCache
+from studio.roles import Role
+from tests.studio.live import LiveStudio, SignedInClient, definition
+
+INTERVAL = timedelta(milliseconds=50)
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+async def started(store: Store) -> tuple[Client, str]:
+    client = Client(store)
+    await client.publish(parse_definition(definition("watched")))
+    await client.start("watched", "w-1", {})
+    return client, "w-1"
+
+
+async def test_idle_pages_share_one_row_probe_and_no_page_costs_nothing(store: Store) -> None:
+    client, instance_id = await started(store)
+    watcher = InstanceWatcher(store, INTERVAL)
+    replays = ReplayCache(store, client.registries)
+    first = await replays.load(instance_id)
+    read_at_start = replays.events_read
+    async with (
+        watcher.follow(instance_id, first.state.sequence) as one,
+        watcher.follow(instance_id, first.state.sequence) as two,
+    ):
+        await asyncio.sleep(0.5)
+        idle_polls = watcher.polls
+        assert 3 <= idle_polls <= 14  # about one per interval, for both pages together
+        assert not one.woken.is_set() and not two.woken.is_set()
+        assert replays.events_read == read_at_start  # no history read while idle
+
+        await client.command(instance_id, Action.PAUSE, "alice", "look")
+        assert await one.wait(2) and await two.wait(2)
+        moved = await replays.load(instance_id, at_least=one.known)
+        assert replays.events_read == read_at_start + 2  # just the two new events
+        assert moved.events_after(first.state.sequence) is not None
+        assert [e.kind.label for e in moved.events_after(first.state.sequence)] == [
+            "operator_command_recorded",
+            "paused",
+        ]
+    await asyncio.sleep(0.2)
+    after_leaving = watcher.polls
+    await asyncio.sleep(0.3)
+    assert watcher.polls == after_leaving  # nobody follows: no query at all
+    assert watcher.following == 0
+    await watcher.close()
+
+
+def read_stream(client: SignedInClient, url: str, found: list[tuple[str, str]]) -> None:
+    """Collect (event, data) pairs from an SSE stream until it ends."""
+    event, data = "", []
+    with client.stream("GET", url, timeout=httpx.Timeout(30.0)) as response:
+        found.append(("status", str(response.status_code)))
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                data.append(line.split(":", 1)[1].strip())
+            elif line == "" and event:
+                found.append((event, "\n".join(data)))
+                event, data = "", []
+                if found[-1][0] == "end":
+                    return
+
+
+def test_the_stream_sends_changed_parts_and_ends_with_the_instance(studio: LiveStudio) -> None:
+    team = studio.team("live")
+    name = f"live.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    instance_id = studio.start(team, name)
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    sequence = viewer.get(f"/api/instances/{instance_id}").json()["sequence"]
+    found: list[tuple[str, str]] = []
+    reader = threading.Thread(
+        target=read_stream,
+        args=(viewer, f"/instances/{instance_id}/live?after={sequence}", found),
+        daemon=True,
+    )
+    reader.start()
+    studio.command(instance_id, Action.PAUSE, "watch me")
+    studio.command(instance_id, Action.TERMINATE, "enough")
+    reader.join(20)
+    assert not reader.is_alive(), found
+    assert found[0] == ("status", "200") and found[-1][0] == "end"
+    updates = [json.loads(data) for event, data in found if event == "update"]
+    assert updates and updates[-1]["status"] == "terminated" and updates[-1]["terminal"]
+    audit = "".join(u["parts"].get("instance-audit", {}).get("html", "") for u in updates)
+    assert "watch me" in audit and "enough" in audit
+    assert any(n["id"] == "step-reserve" and "state-" in n["class"] for n in updates[0]["nodes"])
+    rows = [row for u in updates for row in (u["events"] or [])]
+    assert any('id="event-' in row and "kind-terminated" in row for row in rows)
+
+    ended = viewer.get(f"/instances/{instance_id}/live?after={updates[-1]['sequence']}")
+    assert "event: end" in ended.text  # an ended instance: the stream says so and stops
