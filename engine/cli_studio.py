@@ -29,6 +29,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     studio.add_argument(
         "--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)"
     )
+    studio.add_argument(
+        "--live-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often live instance pages look for change (0 turns live updates off)",
+    )
     studio.set_defaults(run=_studio)
 
     user = commands.add_parser("user", help="manage studio users")
@@ -57,7 +64,14 @@ def _dsn(args: argparse.Namespace) -> str | None:
 def _studio(args: argparse.Namespace) -> int:
     from studio.server import run_studio
 
-    return run_studio(args.host, args.port, _dsn(args), args.schema, args.secure_cookies)
+    return run_studio(
+        args.host,
+        args.port,
+        _dsn(args),
+        args.schema,
+        args.secure_cookies,
+        live_interval=max(args.live_interval, 0.0),
+    )
 
 
 def _user_create(args: argparse.Namespace) -> int:

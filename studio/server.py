@@ -16,6 +16,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
@@ -82,7 +83,12 @@ async def _first_start(store: Store) -> str | None:
 
 
 def run_studio(
-    host: str, port: int, dsn: str | None, schema: str, secure_cookies: bool = False
+    host: str,
+    port: int,
+    dsn: str | None,
+    schema: str,
+    secure_cookies: bool = False,
+    live_interval: float = 1.0,
 ) -> int:
     """Serve the studio until interrupted; returns the exit status."""
     if str(ROOT) not in sys.path:
@@ -97,7 +103,11 @@ def run_studio(
         password = asyncio.run(_with_store(ready, schema, _first_start))
         _announce(host, port, dsn is None, password)
         settings = StudioSettings(
-            ready, schema, secure_cookies=secure_cookies, worker_activities=example_activities
+            ready,
+            schema,
+            secure_cookies=secure_cookies,
+            worker_activities=example_activities,
+            live_interval=timedelta(seconds=live_interval),
         )
         uvicorn.run(
             create_app(settings),

@@ -117,6 +117,32 @@ def _minute_before(moment: datetime) -> datetime:
     return moment - timedelta(minutes=1)
 
 
+@dataclass(frozen=True)
+class ScorecardTables:
+    """The scorecard's keyed sections in the order the text report uses (the stored JSON
+    keeps keys sorted, which would put A and B before I1 and I10 before I2)."""
+
+    invariants: list[tuple[str, dict[str, Any]]]
+    boundaries: list[tuple[str, dict[str, Any]]]
+    actions: list[str]
+
+
+def scorecard_tables(card: dict[str, Any]) -> ScorecardTables:
+    from engine.faults import Action, Boundary
+    from verification.invariants import NAMES
+
+    invariants = card.get("invariants") or {}
+    ordered = [k for k in NAMES if k in invariants] + [k for k in invariants if k not in NAMES]
+    per_boundary = (card.get("faults") or {}).get("per_boundary") or {}
+    boundaries = [b.value for b in Boundary if b.value in per_boundary]
+    boundaries += [b for b in per_boundary if b not in boundaries]
+    return ScorecardTables(
+        [(k, invariants[k]) for k in ordered],
+        [(b, per_boundary[b]) for b in boundaries],
+        [a.value for a in Action],
+    )
+
+
 # Violations -----------------------------------------------------------------------------
 
 

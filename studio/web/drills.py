@@ -65,7 +65,9 @@ async def job_page(request: Request, job_id: FromPath[str]) -> Template:
 
 def _run_context(detail: Any) -> dict[str, Any]:
     findings = {d["id"]: drills.findings(d) for d in detail.results}
-    return {"run": detail, "card": detail.scorecard or {}, "findings": findings}
+    card = detail.scorecard or {}
+    tables = drills.scorecard_tables(card)
+    return {"run": detail, "card": card, "tables": tables, "findings": findings}
 
 
 async def run_page(request: Request, run_id: FromPath[str]) -> Template:

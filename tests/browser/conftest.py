@@ -2,20 +2,29 @@
 
 Chromium comes from apt (``/usr/bin/chromium``), never from ``playwright install``; the
 flags keep it from calling out to the network, which these machines refuse. The
-studio runs in a thread on a free port (see ``tests/studio/live.py``) with a worker
-advertising the example targets, so target suggestions and warnings are real.
+studio runs in a thread on a free port (see ``tests/studio/live.py``) with an
+in-process worker for the example activities (``examples/orders.py``), as ``wayline
+studio`` runs one, so instances started in the browser really run; it also advertises
+a few more targets, so target suggestions and warnings are real.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
+from examples.orders import app as example_activities
 from tests.integration.conftest import pg_dsn  # noqa: F401  (the session's PostgreSQL)
 from tests.studio.live import PASSWORD, LiveStudio, serve_studio
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 CHROMIUM = os.environ.get("WAYLINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -35,9 +44,18 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 @pytest.fixture(scope="session")
 def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
-    with serve_studio(pg_dsn) as live:
+    with serve_studio(pg_dsn, worker_activities=example_activities) as live:
         live.advertise()
         yield live
+
+
+@pytest.fixture(scope="session")
+def shop(studio: LiveStudio) -> str:
+    """The team that owns the example order-fulfillment definition (a name belongs to
+    the team that first published it, so every test that needs it shares this one)."""
+    team = studio.team("shop", "Shop")
+    studio.publish(team, json.loads(EXAMPLE.read_text()))
+    return team
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +101,17 @@ def sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/definitions")
+
+
+def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
+    """A PNG of the page for the README (``docs/<name>``) when
+    ``WAYLINE_UPDATE_SCREENSHOTS=1``, else in the test's temporary directory, so a test
+    run never changes the repository."""
+    update = os.environ.get("WAYLINE_UPDATE_SCREENSHOTS") == "1"
+    target = ROOT / "docs" / name if update else tmp_path / name
+    target.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(target))
+    assert target.read_bytes().startswith(PNG_SIGNATURE)
+    if not update and not (ROOT / "docs" / name).exists():
+        pytest.fail(f"docs/{name} is missing: run with WAYLINE_UPDATE_SCREENSHOTS=1")
+    return target

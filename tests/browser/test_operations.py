@@ -1,0 +1,252 @@
+"""Operating instances in the browser, against a studio whose worker really runs them.
+
+Start the example from the UI and watch its steps change colour without reloading;
+approve, send a signal from the form and see the race resolve; pause with a reason,
+see the audit row, resume; cancel and watch the compensations run latest first; force
+a dead letter, retry it and see the instance complete; run a crash drill and read its
+scorecard; and an operator action without the role is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from engine.client import Client
+from studio.roles import Role
+from studio.step_states import step_states
+from tests.browser.conftest import screenshot, sign_in
+from tests.studio.live import LiveStudio
+
+EXAMPLE = "order.fulfillment"
+WORK_SECONDS = 30_000
+"""How long real work (retries with backoff, compensations) may take to show, in ms."""
+SAME_DOCUMENT = "window.__sameDocument"
+
+
+def at_approval(studio: LiveStudio, team: str, input: object = None) -> str:
+    """An example instance that has run up to its approval (reserve and charge done)."""
+    instance_id = studio.start(team, EXAMPLE, f"order-{uuid.uuid4().hex[:8]}", input or {})
+    deadline = time.monotonic() + WORK_SECONDS / 1000
+    while time.monotonic() < deadline:
+        state = studio.run(lambda store: Client(store).inspect(instance_id))
+        if step_states(state)["manager_approval"].state == "waiting-approval":
+            return instance_id
+        time.sleep(0.2)
+    raise AssertionError(f"{instance_id} did not reach its approval")
+
+
+def open_as(page: Page, studio: LiveStudio, team: str, role: Role, instance_id: str) -> str:
+    username = studio.user(team, role)
+    sign_in(page, username)
+    page.goto(f"/instances/{instance_id}")
+    page.evaluate(f"{SAME_DOCUMENT} = true")
+    return username
+
+
+def act(page: Page, offer: str, reason: str) -> None:
+    """Open an action's confirmation, read its effect, give the reason and confirm."""
+    page.locator(f"[data-offer='{offer}']").click()
+    expect(page.locator("#confirm-effect")).to_be_visible()
+    page.get_by_label("Reason").fill(reason)
+    page.locator("#confirm-button").click()
+
+
+def still_same_document(page: Page) -> None:
+    assert page.evaluate(SAME_DOCUMENT) is True, "the page was reloaded"
+
+
+def test_start_the_example_and_watch_its_steps_change_colour(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    sign_in(page, studio.user(shop, Role.OPERATOR))
+    page.goto("/instances")
+    page.get_by_role("link", name="Start an instance").click()
+    page.get_by_label("Definition version").select_option(f"{EXAMPLE}@1")
+    instance_id = f"ui-{uuid.uuid4().hex[:8]}"
+    page.get_by_label("Instance id").fill(instance_id)
+    page.get_by_label("Input (JSON)").fill('{"fail": {"payments.charge": 2}}')
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_url(f"**/instances/{instance_id}")
+    page.evaluate(f"{SAME_DOCUMENT} = true")
+
+    charge = page.locator("#step-charge")
+    expect(charge).to_have_class(re.compile(r"\bstate-(retry-waiting|running|failed)\b"))
+    expect(charge).to_have_class(re.compile(r"\bstate-succeeded\b"), timeout=WORK_SECONDS)
+    expect(page.locator("#step-manager_approval")).to_have_class(
+        re.compile(r"\bstate-waiting-approval\b")
+    )
+    attempts = page.locator("#attempts-table")
+    expect(attempts.locator("tr[data-attempt='activity:charge:1']")).to_contain_text(
+        "scripted-failure"
+    )
+    expect(attempts.locator("tr[data-attempt='activity:charge:3']")).to_contain_text("succeeded")
+    expect(page.locator("#instance-position")).to_contain_text("waiting for approval")
+    expect(page.locator("#history-rows tr.kind-attempt_succeeded")).to_have_count(4)
+    still_same_document(page)
+
+
+def test_approve_then_send_a_signal_and_the_race_resolves(
+    page: Page, studio: LiveStudio, shop: str, tmp_path: Path
+) -> None:
+    instance_id = at_approval(studio, shop, {"fail": {"payments.charge": 1}})
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_as(page, studio, shop, Role.OPERATOR, instance_id)
+    expect(page.locator("#step-manager_approval")).to_have_class(
+        re.compile(r"state-waiting-approval")
+    )
+    page.get_by_role("button", name="Fit").click()
+    screenshot(page, "instance.png", tmp_path)
+
+    act(page, "approve:manager_approval", "approved on the phone")
+    expect(page.locator("#audit-table")).to_contain_text("approved on the phone")
+    expect(page.locator("#step-shipped")).to_have_class(re.compile(r"state-waiting-signal"))
+    expect(page.locator("#step-delivery_timeout")).to_have_class(re.compile(r"state-waiting-timer"))
+
+    page.get_by_label("Payload for shipped").fill('{"carrier": "DHL"}')
+    page.get_by_role("button", name="Send shipped").click()
+    expect(page.locator("#race-winner-delivery")).to_have_text("shipped")
+    expect(page.locator("#step-delivery_timeout")).to_have_class(re.compile(r"\bstate-skipped\b"))
+    expect(page.locator("#step-notify")).to_have_class(
+        re.compile(r"\bstate-succeeded\b"), timeout=WORK_SECONDS
+    )
+    expect(page.locator("#instance-status")).to_have_text("completed")
+    expect(page.locator("#live-badge")).to_have_text("ended")
+    still_same_document(page)
+
+
+def test_pause_with_a_reason_see_the_audit_row_and_resume(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    instance_id = at_approval(studio, shop)
+    username = open_as(page, studio, shop, Role.OPERATOR, instance_id)
+    act(page, "pause", "the customer asked us to wait")
+    newest = page.locator("#audit-table tbody tr").first
+    expect(newest).to_contain_text("the customer asked us to wait")
+    expect(newest).to_contain_text(username)
+    expect(newest).to_contain_text("pause")
+    expect(page.locator("#instance-status")).to_have_text("paused")
+    expect(page.locator("[data-offer='pause']")).to_have_count(0)
+
+    act(page, "resume", "the customer is ready")
+    expect(page.locator("#audit-table tbody tr").first).to_contain_text("resume")
+    expect(page.locator("#audit-table tbody tr")).to_have_count(2)
+    expect(page.locator("#instance-status")).to_have_text("running")
+    still_same_document(page)
+
+
+def test_cancel_and_watch_the_compensations_run_latest_first(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    instance_id = at_approval(studio, shop)
+    open_as(page, studio, shop, Role.OPERATOR, instance_id)
+    page.locator("[data-offer='cancel']").click()
+    expect(page.locator("#confirm-effect")).to_contain_text(
+        "charge (by payments.refund), then reserve (by inventory.release)"
+    )
+    expect(page.locator("#confirm-effect")).to_contain_text("Stops waiting for: manager_approval")
+    page.get_by_label("Reason").fill("the order was withdrawn")
+    page.locator("#confirm-button").click()
+
+    expect(page.locator("#instance-status")).to_have_text("cancelled", timeout=WORK_SECONDS)
+    ran = page.locator("#compensations-list li")
+    expect(ran).to_have_count(2)
+    expect(ran.nth(0)).to_have_attribute("data-step", "charge")
+    expect(ran.nth(1)).to_have_attribute("data-step", "reserve")
+    expect(ran.nth(0)).to_contain_text("succeeded")
+    expect(ran.nth(1)).to_contain_text("succeeded")
+    for step in ("charge", "reserve"):
+        expect(page.locator(f"#step-{step}")).to_have_class(re.compile(r"\bstate-compensated\b"))
+    settled = page.locator("#history-rows tr.kind-compensation_succeeded td:nth-child(4)")
+    expect(settled).to_have_text(["charge", "reserve"])
+    still_same_document(page)
+
+
+def test_force_a_dead_letter_retry_it_and_see_it_complete(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    name = f"dlq.demo-{uuid.uuid4().hex[:6]}"
+    studio.publish(shop, waiting_then_notify(name))
+    instance_id = studio.start(shop, name)
+    assert studio.overdue(instance_id) == 1  # as if no worker had run for a day
+    sign_in(page, studio.user(shop, Role.OPERATOR))
+    page.goto("/dead-letters")
+    expect(page.locator("#dead-letter-groups")).to_contain_text(f"{name}@1")
+    row = page.locator(f"tr[data-work^='{instance_id}#']")
+    expect(row).to_contain_text(instance_id)
+    row.locator("input[type=checkbox]").check()
+    page.get_by_label("Reason").fill("the workers are back")
+    page.get_by_role("button", name="Resolve chosen").click()
+    expect(page.locator("#resolve-results")).to_contain_text("retried")
+    expect(page.locator("#resolutions-table")).to_contain_text("the workers are back")
+
+    page.get_by_role("link", name=instance_id).first.click()
+    expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
+    expect(page.locator("#step-notify")).to_have_class(re.compile(r"\bstate-succeeded\b"))
+
+
+def waiting_then_notify(name: str) -> dict:
+    return {
+        "name": name,
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {"name": "cool_off", "kind": "timer", "timeout": "5s"},
+            {
+                "name": "notify",
+                "kind": "activity",
+                "target": "notifications.send",
+                "timeout": "10s",
+                "input_limit": 1024,
+                "result_limit": 1024,
+                "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "5s"},
+            },
+        ],
+    }
+
+
+def test_run_a_crash_drill_and_read_its_scorecard(
+    page: Page, studio: LiveStudio, shop: str, tmp_path: Path
+) -> None:
+    drill = "D1-kill-after_handler-s0"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    sign_in(page, studio.user(shop, Role.OPERATOR))
+    page.goto("/drills")
+    family = page.locator("fieldset.family").filter(has_text="D1 kill")
+    family.get_by_text("Choose single drills").click()
+    family.get_by_label(re.compile(re.escape(drill))).check()
+    page.get_by_role("button", name="Run the chosen drills").click()
+    page.wait_for_url("**/drills/jobs/*")
+    verdict = page.locator("#scorecard-verdict")
+    expect(verdict).to_contain_text("drills: 1 passed, 0 failed", timeout=120_000)
+    expect(page.locator(f"#drill-results tr[data-drill='{drill}']")).to_contain_text("passed")
+    expect(page.locator("#invariants-table")).to_contain_text("no lost work")
+    expect(page.locator("#faults-table")).to_contain_text("after_handler")
+    screenshot(page, "drill-scorecard.png", tmp_path)
+
+    page.goto("/drills")
+    expect(page.locator("#runs-table")).to_contain_text("1 passed, 0 failed")
+
+
+def test_an_operator_action_without_the_role_is_refused(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    instance_id = at_approval(studio, shop)
+    open_as(page, studio, shop, Role.VIEWER, instance_id)
+    expect(page.locator("#instance-actions")).to_contain_text("need the operator role")
+    expect(page.locator("[data-offer]")).to_have_count(0)
+    expect(page.locator(".signal-form")).to_have_count(0)
+    headers = page.locator("body").get_attribute("hx-headers") or ""
+    csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', headers).group(1)
+    forged = page.request.post(
+        f"/instances/{instance_id}/actions/cancel",
+        form={"_csrf": csrf, "reason": "not mine to cancel"},
+    )
+    assert forged.status == 403
+    page.reload()
+    expect(page.locator("#instance-status")).to_have_text("running")
+    expect(page.locator("#instance-audit")).to_contain_text("No operator has acted")
