@@ -280,8 +280,16 @@ def _headline(v: View) -> list[str]:
         )
 
     recovery(
+        "recovery: SIGKILL → no valid lease/ownership left with the killed worker, s",
+        lambda x: x.released_seconds,
+    )
+    recovery(
+        "recovery: SIGKILL → all of its work held by the fresh worker, s",
+        lambda x: x.reclaimed_seconds,
+    )
+    recovery(
         "recovery: SIGKILL → every instance in flight at the kill progressed again, s",
-        lambda x: x.takeover_seconds,
+        lambda x: x.progressed_seconds,
     )
     recovery(
         "recovery: SIGKILL → the instances in flight at the kill completed, s",
@@ -376,8 +384,9 @@ def _goals(v: View) -> list[str]:
             [
                 "recovery after SIGKILL under 2 s (every instance in flight at the kill "
                 "progressed again)",
-                f"{rec.takeover_seconds:.2f} s",
-                "met" if rec.takeover_seconds < 2 else "not met",
+                f"{rec.progressed_seconds:.2f} s (leases released after "
+                f"{rec.released_seconds:.2f} s)",
+                "met" if rec.progressed_seconds < 2 else "not met",
             ]
         )
     lines = ["## Design goals (issue 5)", ""]
@@ -632,7 +641,9 @@ def _recovery(v: View) -> list[str]:
                 f"{rec.executions_at_kill:,} after {rec.seconds_before_kill:.2f} s",
                 f"{rec.fresh_ready_seconds:.2f}",
                 str(rec.in_flight),
-                f"{rec.takeover_seconds:.2f}",
+                f"{rec.released_seconds:.2f}",
+                f"{rec.reclaimed_seconds:.2f}",
+                f"{rec.progressed_seconds:.2f}",
                 f"{rec.in_flight_done_seconds:.2f}",
                 f"{rec.all_done_seconds:.2f}",
                 f"{rec.expected_rest_seconds:.2f}",
@@ -652,6 +663,8 @@ def _recovery(v: View) -> list[str]:
             "executions at the kill",
             "fresh worker ready, s",
             "in flight at kill",
+            "kill → released, s",
+            "kill → reclaimed, s",
             "kill → those progressed, s",
             "kill → those done, s",
             "kill → all done, s",
@@ -670,10 +683,13 @@ def _recovery(v: View) -> list[str]:
         "SIGKILL and a fresh one starts at once (DBOS: same executor id, which is how DBOS "
         "recovers its PENDING workflows without Conductor; Wayline: a new worker id). "
         '"in flight" are the instances with a lease of the killed worker (Wayline) or '
-        'PENDING on its executor (DBOS); they "progressed" when Wayline recorded the lost '
-        "attempt's unknown outcome (its takeover) and when DBOS checkpointed the re-run step, "
-        'and are "done" when completed, which for Wayline also waits for the retried '
-        "attempts, queued behind the older due work (claims take the oldest first). "
+        "PENDING on its executor (DBOS). Stages after the kill: *released* when no lease "
+        "of the killed worker is valid any more (Wayline's dead-owner sweep expires them; "
+        "for DBOS, when a new execution owns each of those workflows), *reclaimed* when "
+        "the fresh worker holds all of that work (Wayline: it claimed the expired leases; "
+        "DBOS: same as released), *progressed* when each of those instances recorded "
+        "something new (Wayline: the lost attempt's unknown outcome; DBOS: the re-run "
+        "step's checkpoint), *done* when they completed. "
         '"rest at pre-kill rate" is how long the remaining '
         'executions would take at the rate before the kill; the difference to "all done" '
         "is the cost of the crash. A repeat is a second execution of the same step; Wayline "

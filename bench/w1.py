@@ -120,7 +120,12 @@ class Recovery:
     seconds_before_kill: float
     fresh_ready_seconds: float
     in_flight: int
-    takeover_seconds: float
+    released_seconds: float
+    """Until no lease of the killed worker was still valid (Wayline: the dead-owner sweep
+    expired them; DBOS: a new execution owned every workflow it had in flight)."""
+    reclaimed_seconds: float
+    """Until a live worker held all of that work (Wayline: the fresh worker claimed it)."""
+    progressed_seconds: float
     """Until every instance in flight at the kill recorded progress again (Wayline: the
     lost attempt's unknown outcome; DBOS: the re-run step's checkpoint)."""
     in_flight_done_seconds: float
@@ -498,6 +503,86 @@ WAYLINE_UNKNOWN = (
 )
 
 
+@dataclass(frozen=True)
+class Stages:
+    """How to see each recovery stage of the instances in flight at the kill.
+
+    ``in_flight`` returns (instance id, mark) rows read right after the SIGKILL; each
+    other query takes ``ids`` and ``marks`` (text arrays) and returns true once that
+    stage is reached for all of them.
+    """
+
+    in_flight: str
+    released: str
+    reclaimed: str
+    progressed: str
+    completed: str
+
+
+def _wayline_stages(schema: str, dead: str) -> Stages:
+    """Mark = the instance's position at the kill; the dead worker's leases by owner."""
+    held = f"FROM {schema}.work w WHERE w.state = 2 AND w.lease_owner = '{dead}'"
+    return Stages(
+        in_flight=(
+            f"{PROBE} SELECT DISTINCT w.instance_id, i.sequence::text FROM {schema}.work w "
+            f"JOIN {schema}.instances i USING (instance_id) "
+            f"WHERE w.state = 2 AND w.lease_owner = '{dead}'"
+        ),
+        released=(
+            f"{PROBE} SELECT NOT EXISTS (SELECT 1 {held} "
+            "AND w.lease_expires_at > statement_timestamp())"
+        ),
+        reclaimed=f"{PROBE} SELECT NOT EXISTS (SELECT 1 {held})",
+        progressed=(
+            f"{PROBE} SELECT count(*) = cardinality(%(ids)s::text[]) "
+            f"FROM {schema}.instances i "
+            "JOIN unnest(%(ids)s::text[], %(marks)s::text[]) k(id, mark) "
+            "ON i.instance_id = k.id WHERE i.sequence > k.mark::bigint"
+        ),
+        completed=(
+            f"{PROBE} SELECT count(*) = cardinality(%(ids)s::text[]) FROM {schema}.instances "
+            "WHERE instance_id = ANY(%(ids)s::text[]) AND status = 4"
+        ),
+    )
+
+
+def _dbos_stages(schema: str, executor: str) -> Stages:
+    """Mark = the execution that owned the workflow (owner_xid) and its checkpoints."""
+    return Stages(
+        in_flight=(
+            f"{PROBE} SELECT s.workflow_uuid, COALESCE(s.owner_xid, '') || ' ' || "
+            f"(SELECT count(*) FROM {schema}.operation_outputs o "
+            "WHERE o.workflow_uuid = s.workflow_uuid) "
+            f"FROM {schema}.workflow_status s "
+            f"WHERE s.status = 'PENDING' AND s.executor_id = '{executor}'"
+        ),
+        released=(
+            f"{PROBE} SELECT NOT EXISTS (SELECT 1 FROM {schema}.workflow_status s "
+            "JOIN unnest(%(ids)s::text[], %(marks)s::text[]) k(id, mark) "
+            "ON s.workflow_uuid = k.id "
+            "WHERE COALESCE(s.owner_xid, '') = split_part(k.mark, ' ', 1) "
+            "AND s.status = 'PENDING')"
+        ),
+        reclaimed=(
+            f"{PROBE} SELECT NOT EXISTS (SELECT 1 FROM {schema}.workflow_status s "
+            "JOIN unnest(%(ids)s::text[], %(marks)s::text[]) k(id, mark) "
+            "ON s.workflow_uuid = k.id "
+            "WHERE COALESCE(s.owner_xid, '') = split_part(k.mark, ' ', 1) "
+            "AND s.status = 'PENDING')"
+        ),
+        progressed=(
+            f"{PROBE} SELECT bool_and((SELECT count(*) FROM {schema}.operation_outputs o "
+            "WHERE o.workflow_uuid = k.id) > split_part(k.mark, ' ', 2)::bigint) "
+            "FROM unnest(%(ids)s::text[], %(marks)s::text[]) k(id, mark)"
+        ),
+        completed=(
+            f"{PROBE} SELECT count(*) = cardinality(%(ids)s::text[]) "
+            f"FROM {schema}.workflow_status "
+            "WHERE workflow_uuid = ANY(%(ids)s::text[]) AND status = 'SUCCESS'"
+        ),
+    )
+
+
 def wayline_recovery(cluster: Cluster, n: int) -> Recovery:
     schema = "wl_recovery"
     table = f"{schema}_effects"
@@ -513,31 +598,13 @@ def wayline_recovery(cluster: Cluster, n: int) -> Recovery:
             worker_id, cluster.dsn, schema, 16, worker_id=worker_id, env=env
         )
 
-    in_flight_sql = (
-        f"{PROBE} SELECT DISTINCT w.instance_id, i.sequence FROM {schema}.work w "
-        f"JOIN {schema}.instances i USING (instance_id) "
-        "WHERE w.state = 2 AND w.lease_owner = %s"
-    )
-    done_sql = (
-        f"{PROBE} SELECT count(*) FROM {schema}.instances "
-        "WHERE instance_id = ANY(%s) AND status = 4"
-    )
-    moved_sql = (
-        f"{PROBE} SELECT count(*) FROM {schema}.instances i "
-        "JOIN unnest(%s::text[], %s::bigint[]) k(id, mark) ON i.instance_id = k.id "
-        "WHERE i.sequence > k.mark"
-    )
     return _recovery(
         cluster,
         "wayline",
         n,
         table,
         start,
-        in_flight=lambda conn: conn.execute(in_flight_sql, ["rec-a"]).fetchall(),
-        in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
-        in_flight_moved=lambda conn, ids, marks: conn.execute(moved_sql, [ids, marks]).fetchone()[
-            0
-        ],
+        stages=_wayline_stages(schema, "rec-a"),
         progress=(WAYLINE_PROGRESS.format(schema=schema), {}),
         unknown_sql=WAYLINE_UNKNOWN.format(schema=schema),
         unknown_events=f"{PROBE} SELECT count(*) FROM {schema}.history WHERE kind = 15",
@@ -552,31 +619,13 @@ def dbos_recovery(cluster: Cluster, n: int) -> Recovery:
     with cluster.connect() as conn:
         conn.execute(EFFECTS_TABLE.format(table=table))
     executor = f"{schema}-e0"
-    in_flight_sql = (
-        f"{PROBE} SELECT s.workflow_uuid, (SELECT count(*) FROM {schema}.operation_outputs o "
-        "WHERE o.workflow_uuid = s.workflow_uuid) "
-        f"FROM {schema}.workflow_status s WHERE s.status = 'PENDING' AND s.executor_id = %s"
-    )
-    done_sql = (
-        f"{PROBE} SELECT count(*) FROM {schema}.workflow_status "
-        "WHERE workflow_uuid = ANY(%s) AND status = 'SUCCESS'"
-    )
-    moved_sql = (
-        f"{PROBE} SELECT count(*) FROM unnest(%s::text[], %s::bigint[]) k(id, mark) "
-        f"WHERE (SELECT count(*) FROM {schema}.operation_outputs o "
-        "WHERE o.workflow_uuid = k.id) > k.mark"
-    )
     return _recovery(
         cluster,
         "dbos",
         n,
         table,
         lambda name: _dbos_worker(cluster, schema, queue, executor),
-        in_flight=lambda conn: conn.execute(in_flight_sql, [executor]).fetchall(),
-        in_flight_done=lambda conn, ids: conn.execute(done_sql, [ids]).fetchone()[0],
-        in_flight_moved=lambda conn, ids, marks: conn.execute(moved_sql, [ids, marks]).fetchone()[
-            0
-        ],
+        stages=_dbos_stages(schema, executor),
         progress=(DBOS_PROGRESS.format(schema=schema), {"queue": queue}),
         unknown_sql="false",
         unknown_events="",
@@ -594,9 +643,7 @@ def _recovery(
     table: str,
     start: Any,
     *,
-    in_flight: Any,
-    in_flight_done: Any,
-    in_flight_moved: Any,
+    stages: Stages,
     progress: tuple[str, dict[str, Any]],
     unknown_sql: str,
     unknown_events: str,
@@ -624,27 +671,29 @@ def _recovery(
         first.kill()
         killed = time.perf_counter()
         executed = probe.execute(count_sql).fetchone()[0]
-        marked = in_flight(probe)
-        stalled = [row[0] for row in marked]
-        marks = [int(row[1]) for row in marked]
+        marked = probe.execute(stages.in_flight).fetchall()
+        marks = {"ids": [row[0] for row in marked], "marks": [row[1] for row in marked]}
         fresh = start(names[1])
+        reached: dict[str, float] = {}
+        checks = {
+            "released": stages.released,
+            "reclaimed": stages.reclaimed,
+            "progressed": stages.progressed,
+            "completed": stages.completed,
+        }
         try:
             fresh.expect("ready", timeout=120)
             ready = time.perf_counter() - killed
             fresh.send("go")
-            takeover_seconds = in_flight_seconds = 0.0
             query, params = progress
             while True:
                 tick = time.perf_counter()
-                if not takeover_seconds and in_flight_moved(probe, stalled, marks) == len(stalled):
-                    takeover_seconds = tick - killed
-                if not in_flight_seconds and in_flight_done(probe, stalled) == len(stalled):
-                    in_flight_seconds = tick - killed
+                for name, check in checks.items():
+                    if name not in reached and probe.execute(check, marks).fetchone()[0]:
+                        reached[name] = tick - killed
                 done, failed = probe.execute(query, params).fetchone()
                 if done + failed >= n:
                     all_seconds = tick - killed
-                    in_flight_seconds = in_flight_seconds or all_seconds
-                    takeover_seconds = takeover_seconds or in_flight_seconds
                     break
                 if tick - killed > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: only {done} of {n} completed")
@@ -662,9 +711,11 @@ def _recovery(
         executed,
         killed - started,
         ready,
-        len(stalled),
-        takeover_seconds,
-        in_flight_seconds,
+        len(marked),
+        reached.get("released", all_seconds),
+        reached.get("reclaimed", all_seconds),
+        reached.get("progressed", all_seconds),
+        reached.get("completed", all_seconds),
         all_seconds,
         int(missing),
         int(declared),
