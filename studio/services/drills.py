@@ -109,6 +109,7 @@ async def recorded_run(store: Store, job: DrillJob) -> str:
         return job.run_id
     for summary in await runs.list_runs(store, 20, None, job.team):
         if summary.seed == job.seed and summary.started_at >= _minute_before(job.started_at):
+            job.run_id = summary.run_id  # found once; later polls need no read
             return summary.run_id
     return ""
 

@@ -2,9 +2,9 @@
 
 Starting a campaign answers at once with its job page; the campaign runs in the
 background (``studio.services.drill_jobs``). The job page polls its own progress
-fragment once a second while the campaign runs (bounded: one in-memory read per
-poll, nothing from the database) and, when it ends, the fragment becomes the
-scorecard and the polling stops.
+fragment once a second while the campaign runs (bounded: the progress is in memory;
+the database is read only until the run's row is found) and, when it ends, the
+fragment becomes the scorecard and the polling stops.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ async def _stream(
     async with runtime.watcher.follow(row.instance_id, known) as follower:
         while (remaining := deadline - loop.time()) > 0:
             if not await follower.wait(min(KEEP_ALIVE_SECONDS, remaining)):
-                yield ServerSentEventMessage(comment="waiting")
+                yield ServerSentEventMessage(data=None, comment="waiting")
                 continue
             entry = await runtime.replays.load(row.instance_id, at_least=follower.known)
             update = await _update(request, runtime, row, entry, known, sent)

@@ -250,3 +250,41 @@ def test_an_operator_action_without_the_role_is_refused(
     page.reload()
     expect(page.locator("#instance-status")).to_have_text("running")
     expect(page.locator("#instance-audit")).to_contain_text("No operator has acted")
+
+
+def test_a_child_instance_links_to_its_parent_and_back(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    child = waiting_then_notify(f"child.demo-{uuid.uuid4().hex[:6]}")
+    child["steps"] = child["steps"][1:]  # just the notification
+    fingerprint = studio.publish(shop, child)
+    parent = {
+        "name": f"parent.demo-{uuid.uuid4().hex[:6]}",
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {
+                "name": "ship",
+                "kind": "child",
+                "target": child["name"],
+                "timeout": "1m",
+                "input_limit": 1024,
+                "result_limit": 1024,
+                "retry": {"max_attempts": 2, "initial_delay": "1s", "max_delay": "2s"},
+                "child_definition": {
+                    "name": child["name"],
+                    "version": "1",
+                    "fingerprint": fingerprint,
+                },
+            }
+        ],
+    }
+    studio.publish(shop, parent)
+    parent_id = studio.start(shop, parent["name"])
+    open_as(page, studio, shop, Role.VIEWER, parent_id)
+    expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
+    page.locator("#children-table").get_by_role("link", name=f"{parent_id}/ship").click()
+    expect(page.locator("h1")).to_contain_text(f"{parent_id}/ship")
+    expect(page.locator("#instance-status")).to_have_text("completed")
+    page.locator("#parent-link").click()
+    expect(page.locator("h1")).to_contain_text(parent_id)
