@@ -14,7 +14,7 @@ from typing import Any
 from engine.events import event_to_json
 from engine.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
-from studio.services.instances import AttemptRow, InstanceDetail
+from studio.services.instance_detail import AttemptRow, InstanceDetail
 
 
 @dataclass

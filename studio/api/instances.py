@@ -26,7 +26,7 @@ from studio.api.instance_schemas import (
     instance_out,
 )
 from studio.instance_urls import instance_id_of
-from studio.services import instance_history, instances, interventions
+from studio.services import instance_detail, instance_history, instances, interventions
 from studio.services.instance_history import HistoryFilter
 from studio.services.instances import InstanceFilters
 from studio.services.interventions import CommandForm
@@ -68,7 +68,7 @@ async def start_instance(request: Request, data: JSONBody[StartIn]) -> InstanceD
         data.instance_id or "",
         _text(data.input),
     )
-    return detail_out(await instances.detail(runtime, principal.team_id, started.instance_id))
+    return detail_out(await instance_detail.detail(runtime, principal.team_id, started.instance_id))
 
 
 def _text(value: Any) -> str:
@@ -83,7 +83,7 @@ async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOu
     """
     principal = principal_of(request)
     runtime = runtime_of(request)
-    return detail_out(await instances.detail(runtime, principal.team_id, instance_id_of(ref)))
+    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref)))
 
 
 async def get_history(
@@ -117,7 +117,7 @@ async def send_signal(
         data.signal_id or "",
         _text(data.payload),
     )
-    return detail_out(await instances.detail(runtime, principal.team_id, instance_id))
+    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id))
 
 
 async def command(
@@ -139,4 +139,4 @@ async def command(
         evidence=_text(data.evidence),
     )
     await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
-    return detail_out(await instances.detail(runtime, principal.team_id, instance_id))
+    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id))

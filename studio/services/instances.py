@@ -1,53 +1,38 @@
-"""A team's instances: the filtered list, starting one, and everything one instance shows.
+"""A team's instances: the filtered list, and starting one.
 
 Every read goes through the team: an instance of another team is not found. The list
 is keyset-paged with its filters in the URL; starting checks the input before the
 engine sees it (valid JSON, within the smallest input limit of the version's
-activities, since each activity receives the instance input); the detail is the
-replayed state (``studio.replays``) with each step's state, every attempt beside the
-work row that carries it (lease owner, fencing token, expiry), and the operator
-actions the state allows.
+activities, since each activity receives the instance input). One instance's detail
+is ``studio.services.instance_detail``.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from engine.client import StartConflict
-from engine.definitions import Definition, Step, StepKind
-from engine.errors import DecisionRejected, DefinitionNotFound, RegistryError, ReplayRejected
+from engine.definitions import Definition, StepKind
+from engine.errors import DefinitionNotFound, RegistryError, ReplayRejected
 from engine.events import json_data
 from engine.identifiers import id_problem
-from engine.instance import AttemptStatus, ChildProgress, Instance, InstanceStatus
+from engine.instance import Instance, InstanceStatus
 from engine.limits import MAX_PAYLOAD_BYTES
-from engine.orchestration import decide
-from engine.store import reads, work_views
+from engine.store import reads
 from engine.store.errors import InstanceNotFound
 from engine.store.reads import InstancePage, InstanceRow, InstanceView
-from engine.store.work_views import WorkRow
-from engine.transitions import Draft, WorkKind
-from studio.action_offers import Offer, offers
-from studio.attempts import ACTIVITY, COMPENSATION, AttemptRecord
 from studio.errors import Conflict, Invalid, NotFound
-from studio.replays import Replayed
 from studio.services import definitions
 from studio.services.paging import parse_cursor
 from studio.services.runtime import Runtime
-from studio.step_states import StepState, frontier, step_states
 
 PAGE_SIZE = 50
-WORK_SHOWN = 200
-AUDIT_SHOWN = 50
-INLINE_REPLAY_EVENTS = 2_000
-"""Above this many events (and not replayed yet) the page opens with its first history
-page and fetches the replayed state after it, so a long history never delays it."""
 VIEWS = {"active": "Running", "archived": "Finished", "all": "All"}
-TRACK_KINDS = {WorkKind.ACTIVITY: ACTIVITY, WorkKind.COMPENSATION: COMPENSATION}
 
 
 def parse_time(text: str, what: str) -> datetime | None:
@@ -206,182 +191,3 @@ async def _start(
     except ReplayRejected:
         await runtime.client.registries.refresh()
         return await runtime.client.start(name, instance_id, value, version, tenant=team)
-
-
-# One instance -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AttemptRow:
-    """An attempt as the table shows it: history's record and the work row carrying it."""
-
-    track: str
-    step: str
-    attempt: int
-    key: str
-    outcome: str
-    record: AttemptRecord | None
-    work: WorkRow | None
-    now: datetime
-
-    @property
-    def lease_live(self) -> bool:
-        return self.work is not None and self.work.lease_live(self.now)
-
-    @property
-    def css(self) -> str:
-        return "outcome-" + self.outcome.split(":")[0].replace(" ", "-")
-
-
-@dataclass(frozen=True)
-class SignalSlot:
-    """A signal step that has not received its signal yet (a send form)."""
-
-    step: Step
-    waiting: bool
-    """The instance is at this step now (else the signal is kept until it gets there)."""
-
-
-@dataclass(frozen=True)
-class InstanceDetail:
-    row: InstanceRow
-    replayed: Replayed
-    states: dict[str, StepState]
-    offers: list[Offer]
-    position: str
-    attempts: list[AttemptRow]
-    work: list[WorkRow]
-    now: datetime
-    signal_slots: list[SignalSlot] = field(default_factory=list)
-
-    @property
-    def state(self) -> Instance:
-        return self.replayed.state
-
-    @property
-    def definition(self) -> Definition:
-        assert self.state.spec is not None
-        return self.state.spec
-
-    @property
-    def compensations(self) -> list[Any]:
-        """Compensations in the order they were scheduled (the order unwinding ran)."""
-        return sorted(self.state.compensations.values(), key=lambda p: p.scheduled_sequence)
-
-    @property
-    def children(self) -> list[ChildProgress]:
-        return list(self.state.children.values())
-
-    @property
-    def audit(self) -> list[Any]:
-        """The newest audit entries first (the rest is in the history)."""
-        return list(reversed(self.state.audit))[:AUDIT_SHOWN]
-
-    @property
-    def dead_letters(self) -> list[WorkRow]:
-        return [w for w in self.work if w.state.label == "dead-lettered"]
-
-
-async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
-    row = await require_row(runtime, team, instance_id)
-    return row, await runtime.replays.load(instance_id, at_least=row.sequence)
-
-
-def needs_lazy_state(runtime: Runtime, row: InstanceRow) -> bool:
-    """Whether the page should fetch the replayed state after it opens."""
-    cached = runtime.replays.cached(row.instance_id)
-    fresh = cached is not None and cached.state.sequence >= row.sequence
-    return not fresh and row.sequence > INLINE_REPLAY_EVENTS
-
-
-async def detail(runtime: Runtime, team: str, instance_id: str) -> InstanceDetail:
-    """Everything the instance page shows, from the replay and the work rows."""
-    row, entry = await replayed(runtime, team, instance_id)
-    return await detail_of(runtime, row, entry)
-
-
-async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> InstanceDetail:
-    state = entry.state
-    now = runtime.store.now()
-    work = await work_views.instance_work(runtime.store, state.instance_id, WORK_SHOWN)
-    registry = await runtime.client.registries.get()
-    if row.sequence != state.sequence:  # the row moved on while we replayed
-        row = replace(row, sequence=state.sequence, status=state.status)
-    return InstanceDetail(
-        row=row,
-        replayed=entry,
-        states=step_states(state),
-        offers=offers(state, registry, now),
-        position=position(state, registry, now),
-        attempts=attempt_rows(entry, work, now),
-        work=work,
-        now=now,
-        signal_slots=signal_slots(state),
-    )
-
-
-def position(state: Instance, registry: Any, now: datetime) -> str:
-    """Where the instance stands, in the engine's own words (a decision on a dry run)."""
-    if state.status.terminal:
-        return f"ended {state.status.label}" + (
-            f" at {state.failure_step}: {state.failure_code}" if state.failure_code else ""
-        )
-    try:
-        decision = decide(Draft(registry, state, max(now, state.updated_at)))
-    except DecisionRejected as refused:
-        return str(refused)
-    if decision.outcome.value == "scheduled":
-        return f"due now: {decision.reason} (a worker picks it up)"
-    return decision.reason or decision.outcome.value
-
-
-def signal_slots(state: Instance) -> list[SignalSlot]:
-    if state.spec is None or state.status not in (InstanceStatus.RUNNING, InstanceStatus.PAUSED):
-        return []
-    current = frontier(state)
-    return [
-        SignalSlot(step, step.name in current)
-        for step in state.spec.steps
-        if step.kind is StepKind.SIGNAL and step.name not in state.signals
-    ]
-
-
-def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[AttemptRow]:
-    """Every attempt in history, plus scheduled ones not started yet, in step order."""
-    state = entry.state
-    carriers = {(TRACK_KINDS[w.kind], w.step, w.attempt): w for w in work if w.kind in TRACK_KINDS}
-    rows: list[AttemptRow] = []
-    seen: set[tuple[str, str, int]] = set()
-    for (track, step), records in entry.attempts.by_step.items():
-        for record in records:
-            key = (track, step, record.attempt)
-            seen.add(key)
-            outcome = record.outcome
-            rows.append(
-                AttemptRow(
-                    track, step, record.attempt, record.key, outcome, record, carriers.get(key), now
-                )
-            )
-    for key, carrier in carriers.items():
-        if key not in seen:
-            outcome = "dead-lettered" if carrier.state.label == "dead-lettered" else "scheduled"
-            rows.append(
-                AttemptRow(*key, str(carrier.payload.get("key", "")), outcome, None, carrier, now)
-            )
-    order = {s.name: i for i, s in enumerate(state.spec.steps)} if state.spec else {}
-    rows.sort(key=lambda r: (order.get(r.step, 0), r.track != ACTIVITY, r.attempt))
-    return rows
-
-
-def unknown_attempts(detail: InstanceDetail) -> list[AttemptRow]:
-    """Attempts whose outcome is still in doubt (the operator's to resolve)."""
-    state = detail.state
-    return [
-        r
-        for r in detail.attempts
-        if r.outcome == "unknown"
-        and r.track == ACTIVITY
-        and state.activities.get(r.step) is not None
-        and state.activities[r.step].status is AttemptStatus.UNKNOWN
-        and state.activities[r.step].attempt == r.attempt
-    ]

@@ -22,7 +22,8 @@ from engine.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
 from engine.operator_actions import Action
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.errors import Conflict, Invalid, NotFound
-from studio.services.instances import check_size, parse_json, replayed
+from studio.services.instance_detail import replayed
+from studio.services.instances import check_size, parse_json
 from studio.services.runtime import Runtime
 
 

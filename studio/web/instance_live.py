@@ -25,7 +25,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from engine.store.reads import InstanceRow
 from studio.instance_urls import instance_id_of
 from studio.replays import Replayed
-from studio.services import instance_history, instances
+from studio.services import instance_detail, instance_history, instances
 from studio.services.runtime import Runtime
 from studio.web.instance_sections import node_updates, render_sections
 from studio.web.rendering import fragment, principal_of, runtime_of
@@ -77,7 +77,7 @@ async def _update(
     sent: dict[str, str],
 ) -> dict[str, Any]:
     """What changed since ``known``: node classes, changed parts, new history rows."""
-    detail = await instances.detail_of(runtime, row, entry)
+    detail = await instance_detail.detail_of(runtime, row, entry)
     parts = {}
     for section in render_sections(request, detail).values():
         if sent.get(section.element_id) != section.digest:

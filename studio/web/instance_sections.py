@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from engine.definitions import definition_to_json
 from studio.graph import Graph, Node, layout, node_classes
-from studio.services.instances import InstanceDetail
+from studio.services.instance_detail import InstanceDetail
 from studio.step_states import STATES, StepState
 from studio.structure import read_structure
 from studio.web.rendering import fragment

@@ -20,9 +20,10 @@ from engine.events import EventKind
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
 from studio.roles import Access
-from studio.services import definitions, instance_history, instances
+from studio.services import definitions, instance_detail, instance_history, instances
+from studio.services.instance_detail import InstanceDetail
 from studio.services.instance_history import HistoryFilter
-from studio.services.instances import InstanceDetail, InstanceFilters
+from studio.services.instances import InstanceFilters
 from studio.services.paging import format_cursor
 from studio.web.instance_sections import (
     LEGEND,
@@ -143,9 +144,9 @@ async def instance_page(
     row = await instances.require_row(runtime, principal.team_id, instance_id)
     chosen = HistoryFilter(tuple(kind or ()), step, after)
     history = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
-    context: dict[str, Any] = {"row": row, "lazy": instances.needs_lazy_state(runtime, row)}
+    context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
     if not context["lazy"]:
-        detail = await instances.detail(runtime, principal.team_id, instance_id)
+        detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
         context |= _state_context(request, detail)
     steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
     return page(
@@ -162,7 +163,7 @@ async def state_panel(request: Request, ref: FromPath[str]) -> Template:
     """The replayed state of the page (graph, sections), fetched after a long history."""
     principal = principal_of(request)
     runtime = runtime_of(request)
-    detail = await instances.detail(runtime, principal.team_id, instance_id_of(ref))
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
     htmx = is_htmx(request)
     return page(
         request,

@@ -24,8 +24,8 @@ from engine.operator_actions import Action
 from studio.action_offers import KINDS, RESOLUTIONS, offer
 from studio.errors import Conflict, Invalid, StudioError
 from studio.instance_urls import instance_id_of, instance_url
-from studio.services import instances, interventions
-from studio.services.instances import InstanceDetail
+from studio.services import instance_detail, interventions
+from studio.services.instance_detail import InstanceDetail
 from studio.services.interventions import CommandForm, new_id, parse_action
 from studio.web.instance_sections import node_updates, render_sections
 from studio.web.rendering import (
@@ -58,7 +58,7 @@ async def _confirm(
 ) -> Template:
     principal = principal_of(request)
     runtime = runtime_of(request)
-    detail = await instances.detail(runtime, principal.team_id, instance_id)
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
     registry = await runtime.client.registries.get()
     offered = offer(detail.state, registry, runtime.store.now(), action, step)
     if offered is None and not error:
@@ -127,7 +127,7 @@ async def _after(request: Request, instance_id: str, message: str, anchor: str) 
     if not is_htmx(request):
         return see_other(instance_url(instance_id) + f"#instance-{anchor}")
     principal = principal_of(request)
-    detail = await instances.detail(runtime_of(request), principal.team_id, instance_id)
+    detail = await instance_detail.detail(runtime_of(request), principal.team_id, instance_id)
     return Response(_answer(request, detail, message), media_type="text/html", status_code=200)
 
 

@@ -53,11 +53,17 @@ def _configure(engine: Any) -> None:
     env.filters["duration"] = format_duration
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
     env.filters["shown"] = shown
+    env.filters["verdict_pill"] = verdict_pill
     env.filters["ref"] = instance_ref
     env.filters["instance_url"] = instance_url
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
     env.globals["instance_url"] = instance_url
+
+
+def verdict_pill(verdict: str) -> str:
+    """The pill class of a drill verdict or run status: passed, failed (or error), other."""
+    return {"passed": "ok", "failed": "error", "error": "error"}.get(verdict, "warn")
 
 
 def shown(value: Any) -> str:
