@@ -272,3 +272,47 @@ async def pad_history(store, instance_id: str, events: int) -> int:
         assert draft.state is not None
         state = draft.state
     return state.sequence
+
+
+def test_an_unknown_outcome_shows_as_such_and_an_operator_settles_it(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    from engine.store import catalog
+    from tests.unit.histories import RICH, Run
+
+    run = Run(RICH, instance_id=f"doubt-{uuid.uuid4().hex[:6]}")
+    run.start()
+    run.run_activity("a", "unknown")
+
+    async def commit(store) -> None:
+        await catalog.publish(store, RICH, "seed", team)
+        for transition in run.transitions:
+            await store.commit(transition, team)
+
+    studio.run(commit)
+    url = instance_url(run.instance_id)
+    page = operator.get(url)
+    assert re.search(r'id="step-a" class="node kind-activity state-unknown"', page.text)
+    assert "UNKNOWN (in doubt)" in page.text
+    assert 'data-offer="resolve_activity:a"' in page.text
+    assert 'data-offer="retry_activity:a"' in page.text
+    [attempt] = operator.get(f"/api{url}").json()["attempts"]
+    assert (attempt["step"], attempt["outcome"]) == ("a", "unknown")
+
+    confirm = operator.get(url + "/actions/resolve_activity?step=a")
+    assert "has an unknown outcome" in confirm.text and 'value="absent"' in confirm.text
+    no_choice = operator.form(url + "/actions/resolve_activity", {"step": "a", "reason": "x"})
+    assert no_choice.status_code == 422 and "choose a resolution" in no_choice.text
+    done = operator.form(
+        url + "/actions/resolve_activity",
+        {
+            "step": "a",
+            "reason": "the payment provider says it never arrived",
+            "resolution": "absent",
+        },
+    )
+    assert done.status_code == 303
+    after = operator.get(f"/api{url}").json()
+    assert after["attempts"][0]["outcome"] == "resolved: absent"
+    assert after["audit"][-1]["action"] == "resolve_activity"
+    assert {s["step"]: s["state"] for s in after["steps"]}["a"] == "retry-waiting"  # by policy
