@@ -103,11 +103,8 @@ class DrillJobs:
         except ValueError as unknown:
             raise Invalid(str(unknown)) from None
         with self._lock:
-            busy = self.running()
-            if busy is not None:
-                raise Conflict(
-                    f"a drill campaign is running (job {busy.job_id}); one runs at a time"
-                )
+            if self.running() is not None:
+                raise Conflict("a drill campaign is running; one runs at a time, try again later")
             job = DrillJob(
                 uuid.uuid4().hex[:12],
                 team,
