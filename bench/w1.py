@@ -572,7 +572,9 @@ def _dbos_stages(schema: str, executor: str) -> Stages:
         ),
         progressed=(
             f"{PROBE} SELECT bool_and((SELECT count(*) FROM {schema}.operation_outputs o "
-            "WHERE o.workflow_uuid = k.id) > split_part(k.mark, ' ', 2)::bigint) "
+            "WHERE o.workflow_uuid = k.id) > split_part(k.mark, ' ', 2)::bigint "
+            f"OR (SELECT s.status FROM {schema}.workflow_status s "
+            "WHERE s.workflow_uuid = k.id) = 'SUCCESS') "
             "FROM unnest(%(ids)s::text[], %(marks)s::text[]) k(id, mark)"
         ),
         completed=(
