@@ -13,6 +13,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+import psycopg
+
 from bench.cluster import PROBE, Cluster, Meter, Window
 
 DATABASE = "bench_pgbench"
@@ -37,6 +39,8 @@ def initialise(cluster: Cluster) -> None:
         conn.execute(f"{PROBE} DROP DATABASE IF EXISTS {DATABASE}")
         conn.execute(f"{PROBE} CREATE DATABASE {DATABASE}")
     _pgbench(cluster, "-i", "-q", "-s", str(SCALE))
+    with psycopg.connect(cluster.dsn, dbname=DATABASE, autocommit=True) as conn:
+        conn.execute(f"{PROBE} VACUUM FREEZE")
 
 
 def run(cluster: Cluster, meter: Meter, clients: int, seconds: int) -> PgbenchRun:
@@ -50,7 +54,11 @@ def run(cluster: Cluster, meter: Meter, clients: int, seconds: int) -> PgbenchRu
     latency = re.search(r"latency average = ([\d.]+) ms", output)
     if not tps or not latency:
         raise RuntimeError(f"unexpected pgbench output: {output[-500:]}")
-    return PgbenchRun(clients, seconds, float(tps[1]), float(latency[1]), meter.finish())
+    run = PgbenchRun(clients, seconds, float(tps[1]), float(latency[1]), meter.finish())
+    # Vacuum now, or autovacuum does it (with full-page images) during the next window.
+    with psycopg.connect(cluster.dsn, dbname=DATABASE, autocommit=True) as conn:
+        conn.execute(f"{PROBE} VACUUM")
+    return run
 
 
 def _pgbench(cluster: Cluster, *args: str) -> str:

@@ -917,8 +917,10 @@ def _noise(v: View) -> list[str]:
             )
     notes.append(
         "Each W1 window starts right after a CHECKPOINT, so full-page writes are the same "
-        "for every run; autovacuum may run during a window. Latency and recovery are single "
-        "runs."
+        "for every run. Each run's schema is dropped once it is measured and pgbench's "
+        "tables are vacuumed after pgbench, so autovacuum has little else to do during a "
+        "window (it can still visit the run's own tables, which then shows as Heap2 WAL). "
+        "Latency and recovery are single runs."
     )
     lines += [f"- {note}" for note in notes]
     return [*lines, ""]

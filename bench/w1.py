@@ -310,6 +310,8 @@ def wayline_throughput(
                 w.kill()
             raise
     results = _finish_all(workers)
+    processing = meter.finish()
+    drop_schema(cluster, schema)  # else autovacuum works on it during the next window
     return Throughput(
         "wayline",
         processes,
@@ -317,7 +319,7 @@ def wayline_throughput(
         n,
         seconds,
         sum(float(r["cpu"]) for r in results),
-        meter.finish(),
+        processing,
         creation,
         creation_seconds,
         failed,
@@ -351,6 +353,8 @@ def dbos_throughput(
                 w.kill()
             raise
     results = _finish_all(workers)
+    processing = meter.finish()
+    drop_schema(cluster, schema)  # else autovacuum works on it during the next window
     return Throughput(
         "dbos",
         processes,
@@ -358,7 +362,7 @@ def dbos_throughput(
         n,
         seconds,
         sum(float(r["cpu"]) for r in results),
-        meter.finish(),
+        processing,
         creation,
         creation_seconds,
         failed,
