@@ -27,8 +27,9 @@ EXPLAIN_ON = (
 )
 EXPLAIN_OFF = "SET auto_explain.log_min_duration = -1"
 PLAN_TOP = re.compile(r"^\S.*\(cost=")
-REPEAT = 7
-"""More than psycopg's prepare threshold (5) and PostgreSQL's custom-plan tries (5)."""
+REPEAT = 12
+"""Past psycopg's prepare threshold (5) plus PostgreSQL's five custom plans of a prepared
+statement, so the plan is the one a long-running worker gets."""
 
 
 async def executed_plans(

@@ -772,7 +772,7 @@ def _claims(v: View) -> list[str]:
     for c in v.r.claims:
         lines += [
             f"<details><summary>Executed plan of a 16-item claim at {c.level:,} due rows "
-            "(auto_explain, ANALYZE, BUFFERS)</summary>",
+            "(auto_explain, ANALYZE, BUFFERS, last of 12 claims)</summary>",
             "",
             "```",
             c.plan,
@@ -860,6 +860,18 @@ def _histories(v: View) -> list[str]:
     lines += _table(
         ["page", "calls", "caller median ms", "caller p99 ms", "server ms", "statements"], rows
     )
+    for name, found in h.plans.items():
+        lines += [
+            f"<details><summary>Executed plans of {name} "
+            "(auto_explain, last of 12 calls)</summary>",
+            "",
+            "```",
+            "\n\n".join(found) or "(no plan was reported)",
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     return lines
 
 
