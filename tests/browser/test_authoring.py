@@ -36,15 +36,33 @@ def select(page: Page, step: str) -> None:
     expect(page.locator("#selected-step")).to_have_text(step)
 
 
+ARM_SETTLED = """() => {
+    window.__settled = new Promise((done) => {
+        const saved = (event) => {
+            if (!event.detail.pathInfo.requestPath.endsWith("/update")) return;
+            document.removeEventListener("htmx:afterSettle", saved);
+            done(true);
+        };
+        document.addEventListener("htmx:afterSettle", saved);
+    });
+}"""
+
+
 def set_fields(page: Page, **values: str) -> None:
-    """Type into the selected step's form; each change is saved and re-validated."""
-    form = page.locator("#step-form")
+    """Type into the selected step's form; each change is saved and re-validated.
+
+    Each field waits until htmx has swapped in the workspace its save returned (an
+    earlier swap settling late does not count): the workspace drops a change made while
+    a save is still in flight (its revision would be stale), so the next field is typed
+    only into the fresh form, as a person does.
+    """
     for field, value in values.items():
-        box = form.locator(f"#field-{field.replace('__', '-')}")
-        with page.expect_response(lambda r: r.url.endswith("/update")):
-            box.fill(value)
-            box.press("Tab")
-    page.wait_for_load_state("networkidle")
+        page.evaluate(ARM_SETTLED)
+        box = page.locator(f"#step-form #field-{field.replace('__', '-')}")
+        box.fill(value)
+        box.press("Tab")
+        page.evaluate("() => window.__settled")
+        expect(box).to_have_value(value)  # the locator now finds the swapped-in form
 
 
 def test_author_publish_version_two_diff_export_and_import(page: Page, studio: LiveStudio) -> None:
