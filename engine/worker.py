@@ -56,7 +56,7 @@ class WorkerConfig:
     poll_interval: timedelta = timedelta(seconds=1)
     drain_timeout: timedelta = timedelta(seconds=30)
     heartbeat_every: timedelta = timedelta(seconds=5)
-    sweep_every: timedelta = timedelta(seconds=2)
+    sweep_every: timedelta = timedelta(milliseconds=500)
 
     def check(self) -> None:
         if not 1 <= self.concurrency <= MAX_WORKER_CONCURRENCY:
@@ -101,7 +101,7 @@ class Worker:
         background = [
             asyncio.create_task(self._listen(stop)),
             asyncio.create_task(self._every(self.config.heartbeat_every, self._heartbeat, stop)),
-            asyncio.create_task(self._every(self.config.sweep_every, self._sweep, stop)),
+            asyncio.create_task(self._every(self.config.sweep_every, self._sweep, stop, now=True)),
         ]
         try:
             await self._heartbeat()
@@ -236,10 +236,16 @@ class Worker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.config.poll_interval.total_seconds())
 
-    async def _every(self, interval: timedelta, action, stop: asyncio.Event) -> None:
+    async def _every(
+        self, interval: timedelta, action, stop: asyncio.Event, now: bool = False
+    ) -> None:
+        """Run ``action`` every ``interval`` (first at once when ``now``: a fresh worker
+        sweeps before its first wait, so a crashed predecessor's work is freed at once)."""
         while not stop.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval.total_seconds())
+            if not now:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), interval.total_seconds())
+            now = False
             if not stop.is_set():
                 try:
                     await action()

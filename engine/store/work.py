@@ -17,7 +17,9 @@ The claim is one statement (see ``CLAIM``) in two passes:
   per tenant) and the oldest ``limit`` expired leases. They are ranked within their
   tenant by (available_at, work_id) and the first ``limit`` in (rank, available_at,
   work_id) order are chosen, so a claim of N serves N tenants round-robin before it
-  takes a second item of any tenant. That fixes each tenant's quota.
+  takes a second item of any tenant. That fixes each tenant's quota. Within a tenant an
+  expired lease ranks before due rows: it is work an instance already started (a dead
+  worker's step), so a backlog of new work never holds a recovered instance back.
 - *Locking* takes each tenant's quota of due rows in due order with ``FOR UPDATE SKIP
   LOCKED``, walking past rows other claimers hold (concurrent claimers take the next
   rows instead of starving on one window), and the chosen expired leases by id. Both
@@ -153,10 +155,11 @@ expired AS (
 chosen AS (
     SELECT c.work_id, c.tenant_id, c.state FROM (
         SELECT u.*, row_number() OVER (PARTITION BY u.tenant_id
-                                       ORDER BY u.available_at, u.work_id) AS tenant_rank
+                                       ORDER BY u.state DESC, u.available_at, u.work_id)
+                    AS tenant_rank
         FROM (SELECT * FROM due UNION ALL SELECT * FROM expired) u
     ) c
-    ORDER BY c.tenant_rank, c.available_at, c.work_id
+    ORDER BY c.tenant_rank, c.state DESC, c.available_at, c.work_id
     LIMIT %(limit)s
 ),
 quotas AS (
@@ -186,8 +189,8 @@ claimed AS (
         lease_token = w.lease_token + 1,
         lease_owner = %(owner)s,
         lease_expires_at = LEAST({NOW} + %(lease)s::interval, w.deadline)
-    FROM (SELECT work_id FROM locked_due
-          UNION ALL SELECT work_id FROM locked_expired
+    FROM (SELECT work_id FROM locked_expired
+          UNION ALL SELECT work_id FROM locked_due
           LIMIT %(limit)s) l
     WHERE w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}

@@ -45,6 +45,8 @@ S = InstanceStatus
 A = AttemptStatus
 
 
+CRASH_LEASE_SECONDS = 600.0
+
 WORK_IN_STATE = """
 SELECT 1 FROM work WHERE instance_id = %(instance)s AND state = %(state)s
   AND (%(code)s::text IS NULL OR failure_code = %(code)s)
@@ -284,14 +286,16 @@ async def crash_mid_handler(e2e: Harness, definition: Definition, instance: str)
 
     The release file exists before the second worker starts, so a handler called again
     would not block: it would finish and show up as a second call in the effects file.
+    The lease outlasts every wait of the tests: the fresh worker must find the dead
+    one's work through its closed session, not by waiting for the lease to run out.
     Returns the idempotency key of the interrupted attempt.
     """
-    (first,) = await e2e.spawn()
+    (first,) = await e2e.spawn(lease=CRASH_LEASE_SECONDS)
     await e2e.start(definition, instance, script({"risky": Behaviour(block=e2e.gate("risky"))}))
     (call,) = await e2e.until(lambda: e2e.calls(instance), what="the handler running")
     await first.kill()
     e2e.release("risky")
-    await e2e.spawn()
+    await e2e.spawn(lease=CRASH_LEASE_SECONDS)
     return call["key"]
 
 

@@ -316,6 +316,18 @@ async def test_claims_are_fair_between_tenants(store: Store, clock: ManualClock)
     assert late in {lease.work_id for lease in claimed}
 
 
+async def test_an_expired_lease_is_claimed_before_a_backlog_of_new_work(
+    store: Store, clock: ManualClock
+) -> None:
+    """A started step whose worker died goes first: older due work does not starve it."""
+    (started,) = await seed_work(store, 1)
+    lease = await claim_one(store, owner="dead-worker")
+    await seed_work(store, 20, available_at=T0 - timedelta(hours=1))
+    clock.set(lease.expires_at)
+    claimed = await work.claim(store, "fresh-worker", LEASE, 2)
+    assert started in {c.work_id for c in claimed}
+
+
 # Finishing inside the caller's transaction --------------------------------------------
 
 
