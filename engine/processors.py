@@ -109,25 +109,40 @@ async def commit(
     build: Callable[[Draft], None],
     finish: bool | Callable[[], bool] = True,
     eager: Eager | None = None,
+    known: Instance | None = None,
 ) -> Instance | None:
     """Build on the latest state and commit fenced by the lease; retry on conflicts.
 
     ``build`` raises Obsolete (finish the lease without history) or Park. Returns the
     committed state, or None when nothing was written. With ``eager``, the next
     activity this worker can run is started in the same transaction and leased to it.
+
+    ``known`` is the state this processor's own previous commit ended in. It is tried
+    first without reading the store: if anything was committed since, the commit's
+    sequence check rejects it and the store is read (a stale guess costs a retry,
+    never a wrong write). A guess that would make the work obsolete, parked or
+    finished without writing is checked against the store before it is acted on.
     """
     for _ in range(MAX_CONFLICT_RETRIES):
-        state = await ctx.cache.load(lease.instance_id)
+        guessed = known is not None
+        state = known if known is not None else await ctx.cache.load(lease.instance_id)
+        known = None
         draft = Draft(await ctx.registries.get(), state, _now(ctx, state))
         try:
             build(draft)
         except Obsolete:
+            if guessed:
+                continue
             await ctx.store.commit_all([], LeaseFence(ctx.store, lease, finish=True))
             return None
         except Park:
+            if guessed:
+                continue
             await _park(ctx, lease, _now(ctx, state))
             return None
         if not draft.events:
+            if guessed:
+                continue
             return state  # nothing new to record (e.g. a redelivered child start)
         if draft.state.spec.mode is Mode.ORCHESTRATION:
             decide(draft)
@@ -271,7 +286,8 @@ async def process_attempt(
         ctx.faults.reach(Boundary.AFTER_HANDLER)
         ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
         eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
-        state = await commit(ctx, lease, _record(track, dispatch, outcome), eager=eager)
+        record = _record(track, dispatch, outcome)
+        state = await commit(ctx, lease, record, eager=eager, known=state)
         if eager is None or eager.lease is None or state is None:
             return
         ctx.metrics.count("eager_dispatches")

@@ -164,11 +164,11 @@ def _handler_before_start(app: ActivityRegistry) -> None:
 def _terminal_without_archive(app: ActivityRegistry) -> None:
     from engine.store import commits
 
-    text = commits.ADVANCE_INSTANCE
+    text = commits.WRITE_TRANSITION
     mutated = re.sub(r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S)
     if mutated == text:
-        raise MutantNotApplicable("commits.ADVANCE_INSTANCE no longer sets archived_at by CASE")
-    commits.ADVANCE_INSTANCE = mutated
+        raise MutantNotApplicable("commits.WRITE_TRANSITION no longer sets archived_at by CASE")
+    commits.WRITE_TRANSITION = mutated
 
 
 # Settlement by guessing ----------------------------------------------------------------------

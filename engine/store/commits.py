@@ -8,9 +8,10 @@ The order inside the transaction, each one statement:
    as step 1) and check the expected sequence and pinned definition; a mismatch is
    re-checked against the ledger (a concurrent commit of the very same transition is
    an exact replay, not a conflict);
-3. insert the ledger row, the history rows, the work rows;
-4. move the instance: position, status, pinned definition (after a migration), and
-   the archive time when the last event is terminal, guarded by the expected sequence;
+3. insert the ledger row, the history rows, the work rows, and move the instance:
+   position, status, pinned definition (after a migration), and the archive time when
+   the last event is terminal, guarded by the expected sequence (one statement,
+   ``WRITE_TRANSITION``, with the ``NOTIFY`` of step 6 when it made work);
 5. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over;
    on ``resumed``, make the instance's parked work (processors park work that arrives
@@ -72,40 +73,64 @@ FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
 """Ledger lookup and instance lock in one round trip (after waiting for the lock, a
 concurrent commit of this very transition is found by the re-check, not missed)."""
-INSERT_LEDGER = """
-INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
-                         committed_sequence, xact_id)
-VALUES (%(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
-        pg_current_xact_id())
-ON CONFLICT (transition_id) DO NOTHING
-RETURNING 1
+HISTORY_TYPES = (
+    *("text", "bigint", "smallint", "timestamptz", "text", "text", "text", "text", "text"),
+    *("bigint", "text", "timestamptz", "text", "boolean", "bytea"),
+)
+WORK_COLUMNS = (
+    "work_id, kind, instance_id, sequence, available_at, deadline, payload, tenant_id, "
+    "correlation_id, target"
+)
+WORK_TYPES = (
+    *("text", "smallint", "text", "bigint", "timestamptz", "timestamptz", "bytea", "text"),
+    *("text", "text"),
+)
+
+
+def _unnest(prefix: str, types: tuple[str, ...]) -> str:
+    """``unnest`` of one array parameter per column: rows go in zipped, in one statement."""
+    arrays = ", ".join(f"%({prefix}{i})s::{kind}[]" for i, kind in enumerate(types))
+    return f"SELECT * FROM unnest({arrays})"
+
+
+WRITE_TRANSITION = f"""
+WITH ledger AS (
+    INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
+                             committed_sequence, xact_id)
+    VALUES (%(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
+            pg_current_xact_id())
+    ON CONFLICT (transition_id) DO NOTHING
+    RETURNING 1
+),
+events AS (
+    INSERT INTO history ({HISTORY_COLUMNS})
+    {_unnest("h", HISTORY_TYPES)}
+),
+new_work AS (
+    INSERT INTO work ({WORK_COLUMNS})
+    {_unnest("w", WORK_TYPES)}
+),
+moved AS (
+    UPDATE instances
+    SET sequence = %(committed)s,
+        updated_at = %(at)s,
+        status = COALESCE(%(status)s, status),
+        definition_name = %(name)s,
+        definition_version = %(version)s,
+        definition_fingerprint = %(def_fingerprint)s,
+        archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s)
+                           ELSE archived_at END
+    WHERE instance_id = %(instance)s AND sequence = %(expected)s
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved),
+       CASE WHEN %(notify)s THEN pg_notify(%(channel)s, '') END
 """
-INSERT_EVENTS = f"""
-INSERT INTO history ({HISTORY_COLUMNS})
-SELECT * FROM unnest(%s::text[], %s::bigint[], %s::smallint[], %s::timestamptz[], %s::text[],
-                     %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
-                     %s::timestamptz[], %s::text[], %s::boolean[], %s::bytea[])
-"""
-INSERT_WORK = """
-INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, payload,
-                  tenant_id, correlation_id, target)
-SELECT * FROM unnest(%s::text[], %s::smallint[], %s::text[], %s::bigint[], %s::timestamptz[],
-                     %s::timestamptz[], %s::bytea[], %s::text[], %s::text[], %s::text[])
-"""
-"""Rows go in as one statement per table (arrays zipped by unnest): one round trip, and
-the session is never left idle inside an unfinished pipeline, where PostgreSQL's
-idle-in-transaction limit would not apply."""
-ADVANCE_INSTANCE = """
-UPDATE instances
-SET sequence = %(committed)s,
-    updated_at = %(at)s,
-    status = COALESCE(%(status)s, status),
-    definition_name = %(name)s,
-    definition_version = %(version)s,
-    definition_fingerprint = %(fingerprint)s,
-    archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s) ELSE archived_at END
-WHERE instance_id = %(instance)s AND sequence = %(expected)s
-"""
+"""The ledger row, the history rows, the work rows and the instance's move: one
+statement, one round trip, whatever the number of events and work items. Its parts
+cannot see each other's rows, and need not: each writes its own table. The counts say
+whether the ledger row went in (no: the id was taken meanwhile) and whether the
+instance moved (no: only a bug, since the row is locked at the expected position)."""
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
@@ -239,55 +264,39 @@ async def _write(
     ref = transition.migration_target or transition.definition
     last = transition.events[-1]
     status = status_after(transition)
-    inserted = await (
-        await conn.execute(
-            INSERT_LEDGER,
-            {
-                "id": transition.transition_id,
-                "instance": transition.instance_id,
-                "fingerprint": transition.fingerprint,
-                "expected": transition.expected_sequence,
-                "committed": transition.committed_sequence,
-            },
-        )
-    ).fetchone()
-    if inserted is None:  # the same id committed meanwhile for another instance
+    events = _columns(event_row(e) for e in transition.events)
+    work = _columns(work_row(replace(w, tenant_id=tenant)) for w in transition.work)
+    params = {
+        "id": transition.transition_id,
+        "instance": transition.instance_id,
+        "fingerprint": transition.fingerprint,
+        "expected": transition.expected_sequence,
+        "committed": transition.committed_sequence,
+        "at": last.occurred_at,
+        "status": None if status is None else int(status),
+        "name": ref.name,
+        "version": ref.version,
+        "def_fingerprint": ref.fingerprint,
+        "terminal": transition.terminal,
+        "notify": bool(transition.work and channel),
+        "channel": channel,
+        **{f"h{i}": column for i, column in enumerate(events)},
+        **{f"w{i}": work[i] if work else [] for i in range(len(WORK_TYPES))},
+    }
+    ledger, moved, _ = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+    if ledger != 1:  # the same id committed meanwhile for another instance
         raise DuplicateTransition(
             f"transition {transition.transition_id} was already committed with other content"
         )
-    await conn.execute(INSERT_EVENTS, _columns(event_row(e) for e in transition.events))
-    if transition.work:
-        rows = (work_row(replace(w, tenant_id=tenant)) for w in transition.work)
-        await conn.execute(INSERT_WORK, _columns(rows))
-    moved = await conn.execute(
-        ADVANCE_INSTANCE,
-        {
-            "committed": transition.committed_sequence,
-            "at": last.occurred_at,
-            "status": None if status is None else int(status),
-            "name": ref.name,
-            "version": ref.version,
-            "fingerprint": ref.fingerprint,
-            "terminal": transition.terminal,
-            "instance": transition.instance_id,
-            "expected": transition.expected_sequence,
-        },
-    )
-    if moved.rowcount != 1:
+    if moved != 1:
         raise SequenceConflict(f"instance {transition.instance_id} moved during the commit")
+    at = {"at": last.occurred_at, "instance": transition.instance_id}
     if transition.terminal:
-        await conn.execute(
-            RETIRE_OPEN_WORK, {"at": last.occurred_at, "instance": transition.instance_id}
-        )
-    rearmed = 0
+        await conn.execute(RETIRE_OPEN_WORK, at)
     if any(e.kind is EventKind.RESUMED for e in transition.events):
-        rearmed = (
-            await conn.execute(
-                REARM_PARKED_WORK, {"at": last.occurred_at, "instance": transition.instance_id}
-            )
-        ).rowcount
-    if (transition.work or rearmed) and channel:
-        await conn.execute(NOTIFY_WORK, {"channel": channel})
+        rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount
+        if rearmed and channel and not transition.work:
+            await conn.execute(NOTIFY_WORK, {"channel": channel})
 
 
 def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:

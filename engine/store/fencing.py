@@ -8,8 +8,9 @@ in the same transaction, so an outcome can never be durable while its work is st
 claimable, nor the work complete without its outcome.
 
 Eager dispatch: ``finish`` can also lease to the same owner a work row the transaction
-just created (the next activity, whose attempt start is in the same transition), so
-the worker runs it right after this commit without a claim round trip. Crash
+just created (the next activity, whose attempt start is in the same transition), in
+the statement that completes the finished lease, so the worker runs it right after
+this commit without a claim round trip. Crash
 semantics are unchanged: a lease never completed expires, the attempt is in flight,
 and redelivery records it as unknown.
 """
@@ -22,16 +23,20 @@ import psycopg
 
 from engine.store import work
 from engine.store.clock import NOW_SQL
-from engine.store.errors import StaleLease
 from engine.store.store import Store
 
-LEASE_NEW_WORK = f"""
+COMPLETE_AND_LEASE_NEXT = f"""
+WITH completed AS (
+    {work.COMPLETE_LEASE.strip()}
+)
 UPDATE work w
 SET state = 2, attempts = w.attempts + 1, lease_token = w.lease_token + 1,
     lease_owner = %(owner)s, lease_expires_at = LEAST({NOW_SQL} + %(lease)s::interval, w.deadline)
-WHERE w.work_id = %(work_id)s AND w.state = 1
+WHERE w.work_id = %(next_id)s AND w.state = 1 AND EXISTS (SELECT 1 FROM completed)
 RETURNING {work.LEASE_COLUMNS}
 """
+"""Complete the held lease and lease the next work row to the same owner; no row when
+the lease was no longer held (then nothing changed)."""
 
 
 class LeaseFence:
@@ -56,23 +61,19 @@ class LeaseFence:
         await work.check_on(conn, self.lease, self.store.clock.sql_now())
 
     async def finish(self, conn: psycopg.AsyncConnection) -> None:
-        if self.finish_lease:
+        if self.lease_next:  # the next lease takes the slot of the one it finishes
+            self.next_lease = await self._complete_and_lease_next(conn)
+        elif self.finish_lease:
             await work.complete_on(conn, self.lease, self.store.clock.sql_now())
-        if self.lease_next:
-            self.next_lease = await self._lease_next(conn)
 
-    async def _lease_next(self, conn: psycopg.AsyncConnection) -> work.Lease:
-        row = await (
-            await conn.execute(
-                LEASE_NEW_WORK,
-                {
-                    "work_id": self.lease_next,
-                    "owner": self.lease.owner,
-                    "lease": self.lease_for,
-                    "now": self.store.clock.sql_now(),
-                },
-            )
-        ).fetchone()
-        if row is None:  # created in this very transaction: only a bug could get here
-            raise StaleLease(f"work {self.lease_next} could not be leased eagerly")
-        return work._lease(row)  # the claim's own row decoding
+    async def _complete_and_lease_next(self, conn: psycopg.AsyncConnection) -> work.Lease:
+        """The usual end of an attempt with eager dispatch, in one round trip."""
+        params = {
+            "work_id": self.lease.work_id,
+            "owner": self.lease.owner,
+            "token": self.lease.token,
+            "now": self.store.clock.sql_now(),
+            "next_id": self.lease_next,
+            "lease": self.lease_for,
+        }
+        return work._lease(await work._fenced(conn, COMPLETE_AND_LEASE_NEXT, params, self.lease))
