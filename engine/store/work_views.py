@@ -3,8 +3,9 @@
 An operator looking at an attempt wants the row that carries it: due, leased (by whom,
 under which fencing token, until when) or dead-lettered. A worker page wants the
 leases each live worker holds. Both reads are bounded and ride existing indexes
-(``work_instance_idx``, ``work_lease_owner_idx``); nothing here writes or locks, and a
-row read here may already have moved on (it is a view, never a fence).
+(``work_instance_idx``, and ``work_lease_expiry_idx`` for the few leased rows);
+nothing here writes or locks, and a row read here may already have moved on (it is a
+view, never a fence).
 """
 
 from __future__ import annotations
