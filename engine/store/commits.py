@@ -128,7 +128,9 @@ SELECT (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved),
 """
 """The ledger row, the history rows, the work rows and the instance's move: one
 statement, one round trip, whatever the number of events and work items. Its parts
-cannot see each other's rows, and need not: each writes its own table. The counts say
+cannot see each other's rows, and need not: each writes its own table (the work rows'
+foreign key to history is checked at the end of the statement, when all the history
+rows are in). The counts say
 whether the ledger row went in (no: the id was taken meanwhile) and whether the
 instance moved (no: only a bug, since the row is locked at the expected position)."""
 REARM_PARKED_WORK = """

@@ -252,6 +252,28 @@ async def test_pause_holds_scheduled_work_until_resume(e2e: Harness) -> None:
     assert len(e2e.calls("pause")) == 1
 
 
+async def test_pause_mid_handler_records_the_outcome_and_holds_the_next_step(
+    e2e: Harness,
+) -> None:
+    """The worker's own view of the instance is stale when the handler returns (the
+    pause committed meanwhile): its commit is rejected, it rereads and records the
+    outcome on the paused instance without starting the next step."""
+    await e2e.spawn()
+    await e2e.start(d.THREE_STEPS, "pmid", script({"one": Behaviour(block=e2e.gate("one"))}))
+    await e2e.until(lambda: e2e.calls("pmid", step="one"), what="one in flight")
+    await e2e.client.command("pmid", Action.PAUSE, "ops", "hold on")
+    e2e.release("one")
+
+    state = await e2e.activity_reaches("pmid", "one", A.SUCCEEDED)
+    assert state.status is S.PAUSED
+    assert steps_of(await e2e.history("pmid"), K.ATTEMPT_STARTED) == ["one"]
+    assert not e2e.calls("pmid", step="two")
+
+    await e2e.client.command("pmid", Action.RESUME, "ops", "go on")
+    await e2e.settled("pmid", S.COMPLETED)
+    assert [c["step"] for c in e2e.calls("pmid")] == ["one", "two", "three"]
+
+
 async def test_terminate_ends_the_instance_and_discards_late_results(e2e: Harness) -> None:
     await e2e.spawn()
     await e2e.start(d.SINGLE, "term", script({"only": Behaviour(block=e2e.gate("only"))}))
