@@ -93,7 +93,7 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
 
 async def versions(store: Store, team: str | None = None) -> list[PublishedVersion]:
     """Every published version (of one team, when given), grouped by name, oldest first."""
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         rows = await (await conn.execute(ALL_VERSIONS, {"team": team})).fetchall()
     return [PublishedVersion(_load(spec), *rest) for spec, *rest in rows]
 
@@ -105,7 +105,7 @@ async def load_registry(store: Store) -> Registry:
 
 async def resolve_for_start(store: Store, name: str, version: str | None) -> Definition:
     """The version to start: the given one (refused if deprecated) or the latest active."""
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         if version is None:
             row = await (await conn.execute(LATEST_ACTIVE, {"name": name})).fetchone()
             if row is None:

@@ -112,7 +112,7 @@ async def history_page(
     if not 1 <= limit <= MAX_HISTORY_PAGE_EVENTS:
         raise ValueError(f"limit must be from 1 to {MAX_HISTORY_PAGE_EVENTS}")
     filtered = kinds is not None or step is not None
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         cur = await conn.execute(
             HISTORY_PAGE,
             {
@@ -187,7 +187,7 @@ async def inspect(
 
 
 async def get_instance(store: Store, instance_id: str) -> InstanceRow:
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         row = await (await conn.execute(INSTANCE_ROW, {"instance": instance_id})).fetchone()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} does not exist")
@@ -215,7 +215,7 @@ async def list_instances(
     """
     if not 1 <= limit <= MAX_PAGE_ITEMS:
         raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         cur = await conn.execute(
             INSTANCE_PAGE,
             {
@@ -245,7 +245,7 @@ async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str
         raise ValueError(f"at most {MAX_INSTANCE_ROWS} instances at a time")
     if not ids:
         return {}
-    async with store.connection() as conn:
+    async with store.reading() as conn:
         rows = await (await conn.execute(INSTANCE_ROWS, {"ids": ids})).fetchall()
     found = (_instance_row(r) for r in rows)
     return {r.instance_id: r for r in found}

@@ -100,6 +100,7 @@ class Store:
             open=False,
             kwargs={"options": session_options(schema), "connect_timeout": CONNECT_TIMEOUT},
             timeout=CONNECT_TIMEOUT_SECONDS,
+            reset=_transactional,
         )
         try:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
@@ -146,6 +147,15 @@ class Store:
             raise StoreUnavailable(
                 f"the database did not answer within {OPERATION_TIMEOUT_SECONDS:g} s"
             ) from exc
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection for reads only, in autocommit: a read costs its own round
+        trips and no BEGIN or COMMIT (each statement reads its own snapshot). The pool
+        takes it out of autocommit again when it comes back (``_transactional``)."""
+        async with self.connection() as conn:
+            await conn.set_autocommit(True)
+            yield conn
 
     async def commit(self, transition: Transition, tenant: str = "") -> CommitResult:
         """Commit all of ``transition`` or nothing; see ``engine.store.commits``.
@@ -271,6 +281,13 @@ async def _probe(conninfo: str) -> None:
     except psycopg.Error as exc:
         raise StoreUnavailable("cannot connect to the database") from exc
     await conn.close()
+
+
+async def _transactional(conn: psycopg.AsyncConnection) -> None:
+    """The pool's reset: every connection goes back out of autocommit (``reading`` sets
+    it), so a write never commits statement by statement."""
+    if conn.autocommit:
+        await conn.set_autocommit(False)
 
 
 async def _uncancellable(operation: Awaitable[None]) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 
 from engine.events import EventKind
 from engine.instance import InstanceStatus
@@ -13,6 +15,7 @@ from engine.operator_actions import Action
 from engine.store import reads
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
 from engine.store.store import Store
+from tests.integration.factories import open_store
 from tests.integration.transition_builders import BASE_TIME, Catalog, catalog
 
 
@@ -148,3 +151,22 @@ async def test_page_bounds_are_checked_before_the_database(store: Store) -> None
         await reads.history_page(store, "x", limit=1001)
     with pytest.raises(ValueError, match="limit must be from 1 to 100"):
         await reads.list_instances(store, limit=0)
+
+
+async def test_a_read_opens_no_transaction_and_the_connection_goes_back_transactional(
+    pg_dsn: str, schema: str
+) -> None:
+    """Reads skip BEGIN and COMMIT; the same pooled connection then writes in a
+    transaction again, even when the reader failed half-way."""
+    async with open_store(pg_dsn, schema, max_size=1) as store:
+        async with store.reading() as conn:
+            await conn.execute("SELECT 1")
+            assert conn.info.transaction_status is TransactionStatus.IDLE
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            async with store.reading() as conn:
+                await conn.execute("SELECT 1 / 0")
+        async with store.connection() as conn:
+            assert not conn.autocommit
+            await conn.execute("SELECT 1")
+            assert conn.info.transaction_status is TransactionStatus.INTRANS
+            await conn.rollback()
