@@ -4,19 +4,19 @@ The order inside the transaction, each one statement:
 1. read the transaction id (``pg_current_xact_id``, kept to settle an unknown COMMIT)
    and the ledger row of the transition id: same fingerprint = exact replay (success,
    nothing written); another fingerprint = DuplicateTransition;
-2. create the instance row (a start) or lock it ``FOR UPDATE`` (in the same statement
-   as step 1) and check the expected sequence and pinned definition; a mismatch is
+2. in the same statement as step 1, create the instance row (a start) or lock it
+   ``FOR UPDATE`` and check the expected sequence and pinned definition; a mismatch is
    re-checked against the ledger (a concurrent commit of the very same transition is
    an exact replay, not a conflict);
 3. insert the ledger row, the history rows, the work rows, and move the instance:
    position, status, pinned definition (after a migration), and the archive time when
    the last event is terminal, guarded by the expected sequence (one statement,
-   ``WRITE_TRANSITION``, with the ``NOTIFY`` of step 6 when it made work);
-5. when the instance ends, retire its work that nobody holds (a losing race timer, a
+   ``WRITE_TRANSITION``, with the ``NOTIFY`` of step 5 when it made work);
+4. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over;
    on ``resumed``, make the instance's parked work (processors park work that arrives
    while the instance is paused) available again at once;
-6. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
+5. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled: ``pg_xact_status`` on the transaction id from a fresh connection says
@@ -47,19 +47,23 @@ from engine.store.errors import (
 from engine.store.rows import HISTORY_COLUMNS, event_row, status_after, work_row
 from engine.transitions import Transition
 
-LEDGER_LOOKUP = """
-SELECT pg_current_xact_id()::text,
-       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s)
-"""
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
-CREATE_INSTANCE = """
-INSERT INTO instances (instance_id, definition_name, definition_version,
-                       definition_fingerprint, status, sequence, tenant_id, created_at,
-                       updated_at)
-VALUES (%(instance)s, %(name)s, %(version)s, %(fingerprint)s, 1, 0, %(tenant)s, %(at)s, %(at)s)
-ON CONFLICT (instance_id) DO NOTHING
-RETURNING 1
+CREATE_AND_LOOKUP = """
+WITH created AS (
+    INSERT INTO instances (instance_id, definition_name, definition_version,
+                           definition_fingerprint, status, sequence, tenant_id, created_at,
+                           updated_at)
+    VALUES (%(instance)s, %(name)s, %(version)s, %(fingerprint)s, 1, 0, %(tenant)s, %(at)s,
+            %(at)s)
+    ON CONFLICT (instance_id) DO NOTHING
+    RETURNING 1
+)
+SELECT pg_current_xact_id()::text,
+       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s),
+       (SELECT count(*) FROM created)
 """
+"""A start: the ledger lookup and the new instance row at position 0 in one round trip
+(a row that exists already is left alone and re-checked against the ledger)."""
 LOOKUP_AND_LOCK = """
 WITH locked AS (
     SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
@@ -168,20 +172,51 @@ async def stage(
     be rolled back. ``tenant`` (a team) is recorded when the transition creates the
     instance; every work row takes its instance's tenant, which claims use for fairness.
     """
-    params = {"id": transition.transition_id, "instance": transition.instance_id}
-    lookup = LEDGER_LOOKUP if transition.expected_sequence == 0 else LOOKUP_AND_LOCK
-    xid, existing, *position = await (await conn.execute(lookup, params)).fetchone()
-    if existing is not None:
-        _check_replay(transition, existing)
-        return False, xid
     if transition.expected_sequence == 0:
-        owner = await _create_instance(conn, transition, tenant)
+        xid, owner = await _open_new(conn, transition, tenant)
     else:
-        owner = await _check_position(conn, transition, *position)
+        xid, owner = await _open_existing(conn, transition)
     if owner is None:
         return False, xid
     await _write(conn, transition, channel, owner)
     return True, xid
+
+
+async def _open_new(
+    conn: psycopg.AsyncConnection, transition: Transition, tenant: str
+) -> tuple[str, str | None]:
+    """Create the instance row: (xid, its tenant), or (xid, None) for an exact replay."""
+    ref = transition.definition
+    params = {
+        "id": transition.transition_id,
+        "instance": transition.instance_id,
+        "name": ref.name,
+        "version": ref.version,
+        "fingerprint": ref.fingerprint,
+        "tenant": tenant,
+        "at": transition.events[0].occurred_at,
+    }
+    xid, existing, created = await (await conn.execute(CREATE_AND_LOOKUP, params)).fetchone()
+    if existing is not None:
+        _check_replay(transition, existing)
+        return xid, None
+    if created:
+        return xid, tenant
+    exists = InstanceExists(f"instance {transition.instance_id} already exists")
+    return xid, await _recheck(conn, transition, exists)
+
+
+async def _open_existing(
+    conn: psycopg.AsyncConnection, transition: Transition
+) -> tuple[str, str | None]:
+    """Lock the instance row at the expected position: (xid, its tenant), or (xid, None)
+    for an exact replay."""
+    params = {"id": transition.transition_id, "instance": transition.instance_id}
+    xid, existing, *position = await (await conn.execute(LOOKUP_AND_LOCK, params)).fetchone()
+    if existing is not None:
+        _check_replay(transition, existing)
+        return xid, None
+    return xid, await _check_position(conn, transition, *position)
 
 
 def _check_replay(transition: Transition, fingerprint: str) -> None:
@@ -189,33 +224,6 @@ def _check_replay(transition: Transition, fingerprint: str) -> None:
         raise DuplicateTransition(
             f"transition {transition.transition_id} was already committed with other content"
         )
-
-
-async def _create_instance(
-    conn: psycopg.AsyncConnection, transition: Transition, tenant: str
-) -> str | None:
-    """Create the instance row at position 0; None when it exists (an exact replay)."""
-    ref = transition.definition
-    created = await (
-        await conn.execute(
-            CREATE_INSTANCE,
-            {
-                "instance": transition.instance_id,
-                "name": ref.name,
-                "version": ref.version,
-                "fingerprint": ref.fingerprint,
-                "tenant": tenant,
-                "at": transition.events[0].occurred_at,
-            },
-        )
-    ).fetchone()
-    if created is None:
-        return await _recheck(
-            conn,
-            transition,
-            InstanceExists(f"instance {transition.instance_id} already exists"),
-        )
-    return tenant
 
 
 async def _check_position(

@@ -1,11 +1,14 @@
 """Fencing a commit by a lease: the lease must still be this owner's, in the same
 transaction that writes the outcome.
 
-``check`` locks the work row where owner, token, leased state and an unexpired lease
-all match, by the store's clock (``work.check_on``); no row means the lease was lost
-(expired, reclaimed, finished) and nothing is written. ``finish`` completes the lease
-in the same transaction, so an outcome can never be durable while its work is still
-claimable, nor the work complete without its outcome.
+``finish`` completes the lease in the same transaction, with the same predicates as a
+check (owner, token, leased state, unexpired by the store's clock), so an outcome can
+never be durable while its work is still claimable, nor the work complete without its
+outcome; no row means the lease was lost (expired, reclaimed, finished) and the whole
+transaction rolls back. The completion locks the work row until COMMIT, so nobody can
+reclaim it in between: for a commit that finishes its lease, that one statement is
+the fence. A commit that keeps its lease (an attempt start, whose handler runs next)
+has no finishing write, so ``check`` locks the work row first (``work.check_on``).
 
 Eager dispatch: ``finish`` can also lease to the same owner a work row the transaction
 just created (the next activity, whose attempt start is in the same transition), in
@@ -58,6 +61,8 @@ class LeaseFence:
         self.next_lease: work.Lease | None = None
 
     async def check(self, conn: psycopg.AsyncConnection) -> None:
+        if self.finish_lease:  # the finishing write proves the lease (see the docstring)
+            return
         await work.check_on(conn, self.lease, self.store.clock.sql_now())
 
     async def finish(self, conn: psycopg.AsyncConnection) -> None:
