@@ -13,9 +13,8 @@ has no finishing write, so ``check`` locks the work row first (``work.check_on``
 Eager dispatch: ``finish`` can also lease to the same owner a work row the transaction
 just created (the next activity, whose attempt start is in the same transition), in
 the statement that completes the finished lease, so the worker runs it right after
-this commit without a claim round trip. Crash
-semantics are unchanged: a lease never completed expires, the attempt is in flight,
-and redelivery records it as unknown.
+this commit without a claim round trip. Crash semantics are unchanged: a lease never
+completed expires, the attempt is in flight, and redelivery records it as unknown.
 """
 
 from __future__ import annotations

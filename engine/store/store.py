@@ -63,7 +63,8 @@ class Fence(Protocol):
     """A lease check run first, and a lease update run last, in a commit's transaction."""
 
     async def check(self, conn: psycopg.AsyncConnection) -> None:
-        """Raise StaleLease unless the lease is still held (locking the work row)."""
+        """Raise StaleLease unless the lease is still held (locking the work row); may do
+        nothing when ``finish`` re-checks the lease itself."""
 
     async def finish(self, conn: psycopg.AsyncConnection) -> None:
         """Complete (or otherwise settle) the lease."""
