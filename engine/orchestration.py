@@ -151,7 +151,7 @@ def _waiting_reason(name: str, progress: AttemptProgress) -> str:
 
 def _fail(draft: Draft, step: str, code: str) -> None:
     """End with a failure: unwind first when there is anything to compensate."""
-    if _compensable(draft.state):  # type: ignore[arg-type]
+    if compensable(draft.state):  # type: ignore[arg-type]
         lifecycle.begin_failing(draft, step, code)
         raise _Stop(Decision(Outcome.RECORDED, f"{step} failed: compensating"))
     lifecycle.fail(draft, step, code)
@@ -250,8 +250,9 @@ _STEP_DECIDERS = {
 }
 
 
-def _compensable(state: Instance) -> list[AttemptProgress]:
-    """Succeeded activities that declare a compensation, latest completion first."""
+def compensable(state: Instance) -> list[AttemptProgress]:
+    """Succeeded activities that declare a compensation, latest completion first: the
+    order unwinding compensates them in (the studio shows the same order)."""
     spec = state.spec
     assert spec is not None
     done = [
@@ -273,7 +274,7 @@ def _unwind(draft: Draft) -> Decision:
                 Outcome.WAITING,
                 f"activity {progress.step} outcome is unknown: resolve it before compensating",
             )
-    for activity in _compensable(state):
+    for activity in compensable(state):
         decision = _compensate(draft, activity.step)
         if decision is not None:
             return decision

@@ -20,7 +20,7 @@ from engine.errors import DecisionRejected, ReplayRejected, TransitionInvalid
 from engine.instance import AttemptProgress, AttemptStatus, Instance
 from engine.operator_actions import Action
 from engine.operator_commands import record_command
-from engine.orchestration import decide
+from engine.orchestration import compensable, decide
 from engine.registry import Registry
 from engine.transitions import Draft
 from studio.step_states import frontier
@@ -126,18 +126,13 @@ def candidates(instance: Instance) -> list[tuple[Action, str]]:
     found: list[tuple[Action, str]] = [
         (a, "") for a in (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
     ]
+    to_compensate = {progress.step for progress, _ in compensation_order(instance)}
     for progress in instance.activities.values():
         if progress.status in (A.FAILED, A.UNKNOWN):
             found.append((Action.RETRY_ACTIVITY, progress.step))
         if progress.status is A.UNKNOWN:
             found.append((Action.RESOLVE_ACTIVITY, progress.step))
-        step = spec.step(progress.step)
-        if (
-            progress.status is A.SUCCEEDED
-            and step is not None
-            and step.compensation is not None
-            and progress.step not in instance.compensations
-        ):
+        if progress.step in to_compensate:
             found.append((Action.COMPENSATE, progress.step))
     for progress in instance.compensations.values():
         if progress.status in (A.FAILED, A.UNKNOWN):
@@ -153,17 +148,11 @@ def compensation_order(instance: Instance) -> list[tuple[AttemptProgress, Step]]
     (latest completion first), each with its step."""
     spec = instance.spec
     assert spec is not None
-    done = []
-    for progress in instance.activities.values():
-        step = spec.step(progress.step)
-        if (
-            progress.status is A.SUCCEEDED
-            and step is not None
-            and step.compensation is not None
-            and progress.step not in instance.compensations
-        ):
-            done.append((progress, step))
-    return sorted(done, key=lambda pair: pair[0].completed_sequence, reverse=True)
+    return [
+        (progress, spec.step(progress.step))
+        for progress in compensable(instance)
+        if progress.step not in instance.compensations
+    ]
 
 
 def describe(instance: Instance, action: Action, step: str = "") -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from litestar import Litestar
 from litestar.datastructures import ResponseHeader, State
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.static_files import create_static_files_router
@@ -27,7 +28,7 @@ from studio.routes import route_handlers
 from studio.services.runtime import Runtime
 from studio.settings import StudioSettings
 from studio.web.failures import handle_error
-from studio.web.rendering import template_config
+from studio.web.rendering import instance_filters, template_config
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 MAX_BODY_BYTES = 4_000_000
@@ -74,6 +75,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             *route_handlers(),
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
+        dependencies={"filters": Provide(instance_filters, sync_to_thread=False)},
         on_startup=[start],
         on_shutdown=[finish],
         state=State({"settings": settings}),

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from engine.limits import MAX_HISTORY_PAGE_EVENTS
@@ -35,21 +36,10 @@ from studio.web.rendering import principal_of, runtime_of
 
 
 async def list_instances(
-    request: Request,
-    view: FromQuery[str] = "active",
-    definition: FromQuery[str] = "",
-    version: FromQuery[str] = "",
-    status: FromQuery[str] = "",
-    started_from: FromQuery[str] = "",
-    started_before: FromQuery[str] = "",
-    instance: FromQuery[str] = "",
-    after: FromQuery[str | None] = None,
+    request: Request, filters: NamedDependency[InstanceFilters], after: FromQuery[str | None] = None
 ) -> InstancePageOut:
     """A keyset page of the team's instances (filters as on the Instances page)."""
     principal = principal_of(request)
-    filters = InstanceFilters(
-        view, definition, version, status, started_from, started_before, instance
-    )
     found = await instances.list_page(runtime_of(request), principal.team_id, filters, after)
     return InstancePageOut(
         [instance_out(r) for r in found.rows], format_cursor(found.next_cursor) or None

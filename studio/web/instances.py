@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
@@ -47,21 +48,10 @@ PAGE = "instances/page.html"
 
 
 async def list_page(
-    request: Request,
-    view: FromQuery[str] = "active",
-    definition: FromQuery[str] = "",
-    version: FromQuery[str] = "",
-    status: FromQuery[str] = "",
-    started_from: FromQuery[str] = "",
-    started_before: FromQuery[str] = "",
-    instance: FromQuery[str] = "",
-    after: FromQuery[str | None] = None,
+    request: Request, filters: NamedDependency[InstanceFilters], after: FromQuery[str | None] = None
 ) -> Template:
     principal = principal_of(request)
     runtime = runtime_of(request)
-    filters = InstanceFilters(
-        view, definition, version, status, started_from, started_before, instance
-    )
     found = await instances.list_page(runtime, principal.team_id, filters, after)
     return page(
         request,

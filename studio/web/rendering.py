@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment
 from litestar import Request, Response
+from litestar.params import FromQuery
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
@@ -25,6 +26,7 @@ from studio.graph import shorten
 from studio.instance_urls import instance_ref, instance_url
 from studio.principal import Principal
 from studio.services.definitions import short_fingerprint
+from studio.services.instances import InstanceFilters
 from studio.services.runtime import Runtime
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -90,6 +92,22 @@ def principal_of(request: Request) -> Principal:
     found = request.scope.get("state", {}).get("principal")
     assert found is not None, "route reached without a principal"
     return found
+
+
+def instance_filters(
+    view: FromQuery[str] = "active",
+    definition: FromQuery[str] = "",
+    version: FromQuery[str] = "",
+    status: FromQuery[str] = "",
+    started_from: FromQuery[str] = "",
+    started_before: FromQuery[str] = "",
+    instance: FromQuery[str] = "",
+) -> InstanceFilters:
+    """The instance list's filters from the query string: the ``filters`` dependency of
+    the Instances page and of ``GET /api/instances``, which take the same URLs."""
+    return InstanceFilters(
+        view, definition, version, status, started_from, started_before, instance
+    )
 
 
 def maybe_principal(request: Request) -> Principal | None:

@@ -18,6 +18,9 @@ from psycopg import sql
 
 from engine.embedded import EmbeddedPostgres
 from engine.migrations import apply_migrations
+from engine.store.clock import ManualClock
+from engine.store.store import Store
+from tests.integration.factories import open_store
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
 
@@ -66,3 +69,17 @@ async def aconn(pg_dsn: str, schema: str) -> AsyncIterator[psycopg.AsyncConnecti
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as connection:
         await connection.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         yield connection
+
+
+@pytest.fixture
+def clock(request: pytest.FixtureRequest) -> ManualClock:
+    """A manual clock at the test module's ``T0``, for time-precise lease tests."""
+    return ManualClock(request.module.T0)
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str, clock: ManualClock) -> AsyncIterator[Store]:
+    """A store whose every statement reads ``clock``; modules that want PostgreSQL's
+    own clock define their own ``store``."""
+    async with open_store(pg_dsn, schema, clock) as opened:
+        yield opened

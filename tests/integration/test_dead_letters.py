@@ -34,17 +34,6 @@ DAY = timedelta(days=1)
 RESOLUTIONS = "SELECT command_id, lease_token, action FROM work_resolutions ORDER BY lease_token"
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-async def store(pg_dsn: str, schema: str, clock: ManualClock):
-    async with open_store(pg_dsn, schema, clock) as opened:
-        yield opened
-
-
 async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> list[work.Lease]:
     """Seed, claim and dead-letter ``count`` work items; returns their (finished) leases."""
     await seed_work(store, count)

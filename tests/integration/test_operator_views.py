@@ -23,21 +23,10 @@ from engine.store.dead_letters import (
 from engine.store.store import Store
 from engine.store.work_views import WorkState
 from engine.transitions import WorkKind
-from tests.integration.factories import DEFINITION, open_store, seed_work
+from tests.integration.factories import DEFINITION, seed_work
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-async def store(pg_dsn: str, schema: str, clock: ManualClock):
-    async with open_store(pg_dsn, schema, clock) as opened:
-        yield opened
 
 
 async def dead_letters_of(store: Store, tenant: str, code: str, count: int) -> list[work.Lease]:

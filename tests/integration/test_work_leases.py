@@ -36,17 +36,6 @@ WAIT_SECONDS = 10.0
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-async def store(pg_dsn: str, schema: str, clock: ManualClock):
-    async with open_store(pg_dsn, schema, clock) as opened:
-        yield opened
-
-
-@pytest.fixture
 async def db_store(pg_dsn: str, schema: str):
     """A store on PostgreSQL's clock."""
     async with open_store(pg_dsn, schema, DatabaseClock()) as opened:

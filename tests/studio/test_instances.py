@@ -102,6 +102,8 @@ def test_the_list_keeps_filters_in_the_url_and_pages_by_keyset(
     empty = viewer.get(f"/instances?definition={flow}&started_before=2000-01-01")
     assert "match these filters" in empty.text
     assert viewer.get("/instances?status=sleeping").status_code == 422
+    refused = viewer.get("/api/instances?status=sleeping")  # the same filters, the same rule
+    assert refused.status_code == 422 and "not an instance status" in refused.text
 
 
 def test_an_instance_page_shows_the_replayed_state_and_other_teams_get_404(
