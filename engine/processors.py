@@ -4,6 +4,8 @@ Each processor reloads the instance (incrementally, from the cache), decides whe
 the work is still wanted, and commits what happened as transitions fenced by its
 lease: the lease is checked in the same PostgreSQL transaction, so a stale owner can
 never write. The decision that follows an outcome rides in that transaction too.
+Commits of processors running at the same time share transactions (group commit,
+``engine.store.group_commit``); each keeps its own fence and its own answer.
 
 Activities and compensations follow the bracket: commit ``attempt_started`` (lease
 kept), run the handler, commit the outcome plus the next decision and complete the
@@ -43,6 +45,7 @@ from engine.orchestration import decide
 from engine.store import work
 from engine.store.errors import DuplicateTransition, SequenceConflict
 from engine.store.fencing import LeaseFence
+from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.transitions import Draft, WorkKind
 
@@ -73,9 +76,11 @@ class Context:
     faults: Faults = field(default_factory=Faults)
     metrics: Metrics = field(default_factory=Metrics)
     cache: InstanceCache = field(init=False)
+    commits: CommitGroup = field(init=False)
 
     def __post_init__(self) -> None:
         self.cache = InstanceCache(self.store, self.registries)
+        self.commits = CommitGroup(self.store)
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ async def commit(
         except Obsolete:
             if guessed:
                 continue
-            await ctx.store.commit_all([], LeaseFence(ctx.store, lease, finish=True))
+            await ctx.commits.commit_all([], LeaseFence(ctx.store, lease, finish=True))
             return None
         except Park:
             if guessed:
@@ -152,7 +157,7 @@ async def commit(
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         try:
-            await ctx.store.commit_all(transitions, fence)
+            await ctx.commits.commit_all(transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)

@@ -111,6 +111,7 @@ class Worker:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await self.ctx.commits.close()
 
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -69,6 +69,10 @@ class Fence(Protocol):
     async def finish(self, conn: psycopg.AsyncConnection) -> None:
         """Complete (or otherwise settle) the lease."""
 
+    @property
+    def lease_next(self) -> str:
+        """The id of a work row ``finish`` leases on to the same owner, or ''."""
+
 
 class Store:
     """Durable operations on one schema. Create with ``await Store.open(...)``."""
@@ -193,32 +197,29 @@ class Store:
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
-                if fence is not None:
-                    await fence.check(conn)
-                results, xid = await self._stage_all(conn, transitions, tenant)
-                if fence is not None:
-                    await fence.finish(conn)
+                results, xid = await self.stage_fenced(conn, transitions, fence, tenant)
         except TimeoutError as exc:
-            await _rollback(conn)
+            await rollback(conn)
             raise StoreUnavailable(f"{names} not committed: the database did not answer") from exc
         except StoreError:
-            await _rollback(conn)
+            await rollback(conn)
             raise
         except psycopg.Error as exc:
-            await _rollback(conn)
+            await rollback(conn)
             raise StoreError(
                 f"{names} not committed: the database refused it; it is safe to retry"
             ) from exc
-        written = [t for t, r in zip(transitions, results, strict=True) if not r.replayed]
+        written = newly_written(transitions, results)
         if not written and fence is None:
-            await _rollback(conn)
+            await rollback(conn)
             return results
-        await _uncancellable(self._commit_and_settle(conn, written, xid))
+        await uncancellable(self.commit_and_settle(conn, written, xid))
         return results
 
-    async def _commit_and_settle(
+    async def commit_and_settle(
         self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str
     ) -> None:
+        """COMMIT; if COMMIT itself fails, settle its outcome (see ``commits.settle``)."""
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
                 await conn.commit()
@@ -234,13 +235,31 @@ class Store:
             except CommitUnknown as unknown:
                 raise unknown from exc
 
-    async def _stage_all(
-        self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition], tenant: str
+    async def stage_fenced(
+        self,
+        conn: psycopg.AsyncConnection,
+        transitions: Sequence[Transition],
+        fence: Fence | None,
+        tenant: str = "",
+        xid: str = "",
     ) -> tuple[list[CommitResult], str]:
-        results, xid = [], ""
+        """Check the fence, write the transitions, finish the fence: all in the caller's
+        transaction (whose id ``xid`` is, when already known), which is not committed.
+
+        A transition whose only new work is the lease the fence hands on (eager
+        dispatch) sends no NOTIFY: no other worker could claim it.
+        """
+        if fence is not None:
+            await fence.check(conn)
+        handed_on = {fence.lease_next if fence is not None else ""}
+        results = []
         for transition in transitions:
-            written, xid = await commits.stage(conn, transition, self.channel, tenant)
+            quiet = all(w.work_id in handed_on for w in transition.work)
+            channel = "" if quiet else self.channel
+            written, xid = await commits.stage(conn, transition, channel, tenant)
             results.append(CommitResult(transition.transition_id, replayed=not written))
+        if fence is not None:
+            await fence.finish(conn)
         if not xid:
             xid = await commits.current_xact_id(conn)
         return results, xid
@@ -274,6 +293,13 @@ class Store:
                 raise StoreUnavailable("could not read the transition ledger") from exc
 
 
+def newly_written(
+    transitions: Sequence[Transition], results: Sequence[CommitResult]
+) -> list[Transition]:
+    """The transitions that wrote rows (not exact replays): what a COMMIT must settle."""
+    return [t for t, r in zip(transitions, results, strict=True) if not r.replayed]
+
+
 async def _probe(conninfo: str) -> None:
     """Connect once, so an unreachable server fails at once instead of after the pool
     has retried for its whole timeout."""
@@ -291,7 +317,7 @@ async def _transactional(conn: psycopg.AsyncConnection) -> None:
         await conn.set_autocommit(False)
 
 
-async def _uncancellable(operation: Awaitable[None]) -> None:
+async def uncancellable(operation: Awaitable[None]) -> None:
     """Finish ``operation`` even if the caller is cancelled meanwhile, then re-raise.
 
     A COMMIT abandoned half way would leave its outcome unknown and the connection in
@@ -308,7 +334,7 @@ async def _uncancellable(operation: Awaitable[None]) -> None:
         raise
 
 
-async def _rollback(conn: psycopg.AsyncConnection) -> None:
+async def rollback(conn: psycopg.AsyncConnection) -> None:
     # A broken connection is discarded by the pool; nothing was committed either way.
     with contextlib.suppress(psycopg.Error):
         await conn.rollback()

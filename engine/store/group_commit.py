@@ -1,0 +1,149 @@
+"""Group commit: the commits of one worker's processors share PostgreSQL transactions.
+
+Each processor still commits its own transitions fenced by its own lease, with the
+same checks in the same order (``Store.stage_fenced``); what changes is that commits
+arriving while an earlier group is being written wait and go together into the next
+transaction. On an idle worker a group has one member and nothing waits; under load
+one COMMIT (one WAL flush, one BEGIN and COMMIT round trip, one NOTIFY) serves many
+steps, while every step's outcome is still durable before its next step starts.
+
+All or nothing holds per group, so a member that fails before COMMIT (a sequence
+conflict, a lost lease, a deadlock) must not take the others down with it: the group
+is rolled back and every member is committed again on its own, exactly as without
+grouping, and gets its own answer. A failure of the COMMIT itself is settled once
+(``commits.settle``) and every member gets that verdict. A member cancelled before
+its group starts is dropped (nothing written); once its group has started it is
+committed with the group, like a solo COMMIT that cannot be abandoned half way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+
+from engine.store.commits import CommitResult
+from engine.store.errors import StoreError, StoreUnavailable
+from engine.store.store import (
+    OPERATION_TIMEOUT_SECONDS,
+    Fence,
+    Store,
+    newly_written,
+    rollback,
+    uncancellable,
+)
+from engine.transitions import Transition
+
+COMMIT_LANES = 2
+"""Groups one worker writes at the same time: while one waits for its WAL flush, the
+next is being written."""
+MAX_GROUP_MEMBERS = 32
+"""Commits in one transaction at most: bounds how long its row locks are held."""
+
+
+@dataclass
+class _Member:
+    transitions: Sequence[Transition]
+    fence: Fence | None
+    answer: asyncio.Future[list[CommitResult]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class CommitGroup:
+    """``commit_all`` like ``Store.commit_all``, with commits grouped (see the module)."""
+
+    def __init__(
+        self, store: Store, lanes: int = COMMIT_LANES, max_members: int = MAX_GROUP_MEMBERS
+    ) -> None:
+        self.store = store
+        self.lanes = lanes
+        self.max_members = max_members
+        self._waiting: list[_Member] = []
+        self._writers: set[asyncio.Task] = set()
+
+    async def commit_all(
+        self, transitions: Sequence[Transition], fence: Fence | None = None
+    ) -> list[CommitResult]:
+        """Commit ``transitions`` fenced by ``fence`` in the next group; its answer."""
+        member = _Member(transitions, fence)
+        self._waiting.append(member)
+        if len(self._writers) < self.lanes:
+            writer = asyncio.create_task(self._write_groups())
+            self._writers.add(writer)
+            writer.add_done_callback(self._writers.discard)
+        return await member.answer
+
+    async def close(self) -> None:
+        """Wait for the groups being written (their members may have been cancelled)."""
+        await asyncio.gather(*self._writers, return_exceptions=True)
+
+    async def _write_groups(self) -> None:
+        while self._waiting:
+            group = [m for m in self._waiting[: self.max_members] if not m.answer.done()]
+            del self._waiting[: self.max_members]
+            if not group:
+                continue
+            try:
+                await uncancellable(self._write(group))
+            except asyncio.CancelledError:
+                for member in group:
+                    member.answer.cancel()
+                raise
+            except Exception as exc:  # a bug must reach its members, not hang them
+                _answer_all(group, exc)
+
+    async def _write(self, group: list[_Member]) -> None:
+        if len(group) == 1:
+            await self._alone(group[0])
+            return
+        try:
+            conn = await self.store.pool.getconn()
+        except Exception:
+            _answer_all(group, StoreUnavailable("the database is unavailable; nothing was written"))
+            return
+        try:
+            await self._together(conn, group)
+        finally:
+            await self.store.pool.putconn(conn)
+
+    async def _together(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> None:
+        results, written, xid = [], [], ""
+        try:
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+                for member in group:
+                    staged, xid = await self.store.stage_fenced(
+                        conn, member.transitions, member.fence, xid=xid
+                    )
+                    results.append(staged)
+                    written += newly_written(member.transitions, staged)
+        except (StoreError, psycopg.Error, TimeoutError):
+            await rollback(conn)
+            await asyncio.gather(*(self._alone(member) for member in group))
+            return
+        try:
+            await self.store.commit_and_settle(conn, written, xid)
+        except StoreError as exc:
+            _answer_all(group, exc)
+            return
+        for member, staged in zip(group, results, strict=True):
+            _answer(member, staged)
+
+    async def _alone(self, member: _Member) -> None:
+        try:
+            _answer(member, await self.store.commit_all(member.transitions, member.fence))
+        except Exception as exc:
+            _answer_all([member], exc)
+
+
+def _answer(member: _Member, results: list[CommitResult]) -> None:
+    if not member.answer.done():
+        member.answer.set_result(results)
+
+
+def _answer_all(group: list[_Member], error: Exception) -> None:
+    for member in group:
+        if not member.answer.done():
+            member.answer.set_exception(error)

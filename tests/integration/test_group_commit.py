@@ -1,0 +1,199 @@
+"""Group commit against a real PostgreSQL: commits that wait share one transaction, and
+a member that fails takes nobody down with it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg import sql
+
+from engine.instance import AttemptStatus, Instance
+from engine.operator_actions import Action
+from engine.store import work
+from engine.store.commits import CommitResult
+from engine.store.errors import Reconciliation, SequenceConflict, StaleLease
+from engine.store.fencing import LeaseFence
+from engine.store.group_commit import CommitGroup
+from engine.store.store import Store
+from engine.transitions import Transition
+from tests.integration.test_commits import HOLD_INSTANCE, until_queued
+from tests.integration.transition_builders import BASE_TIME, Flow, catalog
+
+CATALOG = catalog()
+LEASE = timedelta(seconds=30)
+SHARED_XACTS = "SELECT count(DISTINCT xact_id) FROM transitions WHERE transition_id = ANY(%s)"
+MEMBERS = 5
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+async def started(
+    store: Store, prefix: str, count: int, at: datetime = BASE_TIME
+) -> list[tuple[Flow, Instance]]:
+    """``count`` started instances of the one-activity definition, with their states."""
+    flows = [CATALOG.flow(CATALOG.single, f"{prefix}-{k}") for k in range(count)]
+    for flow in flows:
+        await store.commit(flow.start(at=at))
+    return [(flow, await flow.load(store)) for flow in flows]
+
+
+async def transactions_of(aconn: psycopg.AsyncConnection, transitions: list[Transition]) -> int:
+    ids = [t.transition_id for t in transitions]
+    return (await (await aconn.execute(SHARED_XACTS, [ids])).fetchone())[0]
+
+
+async def test_commits_that_arrive_together_share_one_transaction(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    flows = await started(store, "share", MEMBERS)
+    transitions = [flow.attempt_started(state, "a") for flow, state in flows]
+    group = CommitGroup(store, lanes=1)
+
+    results = await asyncio.gather(*(group.commit_all([t]) for t in transitions))
+
+    assert results == [[CommitResult(t.transition_id)] for t in transitions]
+    assert await transactions_of(aconn, transitions) == 1
+    for flow, _ in flows:
+        assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(stale=st.sets(st.integers(0, MEMBERS - 1)))
+async def test_a_member_that_conflicts_fails_alone(
+    store: Store, aconn: psycopg.AsyncConnection, stale: set[int]
+) -> None:
+    """Whichever members were decided on a position that has moved on get their own
+    SequenceConflict; every other member of the group commits."""
+    flows = await started(store, f"conflict-{uuid.uuid4().hex[:8]}", MEMBERS)
+    for k in stale:
+        flow, state = flows[k]
+        await store.commit(flow.command(state, f"pause-{k}", Action.PAUSE))
+    transitions = [flow.attempt_started(state, "a") for flow, state in flows]
+
+    group = CommitGroup(store, lanes=1)
+
+    outcomes = await asyncio.gather(
+        *(group.commit_all([t]) for t in transitions), return_exceptions=True
+    )
+
+    for k, (transition, outcome) in enumerate(zip(transitions, outcomes, strict=True)):
+        if k in stale:
+            assert isinstance(outcome, SequenceConflict), outcome
+            verdict = await store.reconcile(transition.transition_id, transition.fingerprint)
+            assert verdict is Reconciliation.MISSING
+        else:
+            assert outcome == [CommitResult(transition.transition_id)]
+
+
+async def test_a_member_whose_lease_is_lost_fails_alone(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    """A stale owner's member is rejected by its own fence; the group's others commit."""
+    now = datetime.now(UTC)  # leases are taken on the database's clock: work must be due
+    flows = await started(store, "fenced", MEMBERS, at=now)
+    leases = {lease.instance_id: lease for lease in await work.claim(store, "w", LEASE, MEMBERS)}
+    fences = [LeaseFence(store, leases[flow.instance_id], finish=False) for flow, _ in flows]
+    fences[2].lease = replace(fences[2].lease, token=fences[2].lease.token + 1)
+    transitions = [flow.attempt_started(state, "a", at=now) for flow, state in flows]
+    group = CommitGroup(store, lanes=1)
+
+    outcomes = await asyncio.gather(
+        *(group.commit_all([t], f) for t, f in zip(transitions, fences, strict=True)),
+        return_exceptions=True,
+    )
+
+    assert isinstance(outcomes[2], StaleLease)
+    assert (await flows[2][0].load(store)).activities["a"].status is AttemptStatus.READY
+    others = [t for k, t in enumerate(transitions) if k != 2]
+    assert [o for k, o in enumerate(outcomes) if k != 2] == [
+        [CommitResult(t.transition_id)] for t in others
+    ]
+    # the group was rolled back and each member committed again on its own
+    assert await transactions_of(aconn, others) == len(others)
+
+
+async def test_a_member_cancelled_while_it_waits_writes_nothing(
+    store: Store, pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
+) -> None:
+    """A processor cancelled (its lease lost) before its group starts leaves no trace,
+    while the group ahead of it, held up by a lock, still commits."""
+    (first, first_state), (second, second_state) = await started(store, "cancel", 2)
+    ahead = first.attempt_started(first_state, "a")
+    behind = second.attempt_started(second_state, "a")
+    group = CommitGroup(store, lanes=1)
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as holder:
+        await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await holder.execute(HOLD_INSTANCE, {"id": first.instance_id})
+        writing = asyncio.ensure_future(group.commit_all([ahead]))
+        await until_queued(aconn, holder.info.backend_pid, [writing])
+        waiting = asyncio.ensure_future(group.commit_all([behind]))
+        await asyncio.sleep(0)  # let it join the queue behind the group being written
+        waiting.cancel()
+        await holder.rollback()
+
+    assert await writing == [CommitResult(ahead.transition_id)]
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await group.close()
+    verdict = await store.reconcile(behind.transition_id, behind.fingerprint)
+    assert verdict is Reconciliation.MISSING
+
+
+class HandOn:
+    """A fence that hands the given work row on to its owner (as eager dispatch does)."""
+
+    def __init__(self, work_id: str) -> None:
+        self.lease_next = work_id
+
+    async def check(self, conn: psycopg.AsyncConnection) -> None:
+        pass
+
+    async def finish(self, conn: psycopg.AsyncConnection) -> None:
+        pass
+
+
+async def wake_ups(
+    listener: psycopg.AsyncConnection, sender: psycopg.AsyncConnection, channel: str
+) -> int:
+    """How many work notifications arrived before a marker sent now (notifications
+    arrive in commit order, so everything committed earlier comes first)."""
+    await sender.execute("SELECT pg_notify(%s, 'marker')", [channel])
+    count = 0
+    async for notice in listener.notifies(timeout=10):
+        if notice.payload == "marker":
+            return count
+        count += 1
+    raise AssertionError("the marker never arrived")
+
+
+async def test_work_handed_on_by_the_fence_wakes_no_other_worker(
+    store: Store, pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
+) -> None:
+    """Eager dispatch leases the new work to its own worker in the same transaction, so
+    waking the others would only cost them a claim that finds nothing."""
+    quiet, loud = (CATALOG.flow(CATALOG.single, name).start() for name in ("quiet", "loud"))
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as listener:
+        await listener.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
+
+        await store.commit_all([quiet], HandOn(quiet.work[0].work_id))
+        assert await wake_ups(listener, aconn, store.channel) == 0
+        await store.commit_all([loud], HandOn("some-other-work"))
+        assert await wake_ups(listener, aconn, store.channel) == 1
