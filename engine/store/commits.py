@@ -28,8 +28,10 @@ reconcile before doing anything else.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -44,7 +46,7 @@ from engine.store.errors import (
     SequenceConflict,
     StoreError,
 )
-from engine.store.rows import HISTORY_COLUMNS, event_row, status_after, work_row
+from engine.store.rows import HISTORY_RECORD, WORK_RECORD, event_row, status_after, work_row
 from engine.transitions import Transition
 
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
@@ -77,24 +79,22 @@ FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
 """Ledger lookup and instance lock in one round trip (after waiting for the lock, a
 concurrent commit of this very transition is found by the re-check, not missed)."""
-HISTORY_TYPES = (
-    *("text", "bigint", "smallint", "timestamptz", "text", "text", "text", "text", "text"),
-    *("bigint", "text", "timestamptz", "text", "boolean", "bytea"),
-)
-WORK_COLUMNS = (
-    "work_id, kind, instance_id, sequence, available_at, deadline, payload, tenant_id, "
-    "correlation_id, target"
-)
-WORK_TYPES = (
-    *("text", "smallint", "text", "bigint", "timestamptz", "timestamptz", "bytea", "text"),
-    *("text", "text"),
-)
 
 
-def _unnest(prefix: str, types: tuple[str, ...]) -> str:
-    """``unnest`` of one array parameter per column: rows go in zipped, in one statement."""
-    arrays = ", ".join(f"%({prefix}{i})s::{kind}[]" for i, kind in enumerate(types))
-    return f"SELECT * FROM unnest({arrays})"
+def _insert_rows(table: str, record: tuple[tuple[str, str], ...], param: str) -> str:
+    """``INSERT`` of the rows sent as one JSON array of objects (``json_rows``): one
+    parameter whatever the number of rows and columns, cheap to send and to read.
+    Byte columns travel as hex text."""
+    names = ", ".join(name for name, _ in record)
+    values = ", ".join(
+        f"decode({name}, 'hex')" if kind == "bytea" else name for name, kind in record
+    )
+    columns = ", ".join(f"{name} {'text' if kind == 'bytea' else kind}" for name, kind in record)
+    return (
+        f"INSERT INTO {table} ({names})\n"
+        f"    SELECT {values}\n"
+        f"    FROM json_to_recordset(%({param})s::json) AS r({columns})"
+    )
 
 
 WRITE_TRANSITION = f"""
@@ -107,12 +107,10 @@ WITH ledger AS (
     RETURNING 1
 ),
 events AS (
-    INSERT INTO history ({HISTORY_COLUMNS})
-    {_unnest("h", HISTORY_TYPES)}
+    {_insert_rows("history", HISTORY_RECORD, "history")}
 ),
 new_work AS (
-    INSERT INTO work ({WORK_COLUMNS})
-    {_unnest("w", WORK_TYPES)}
+    {_insert_rows("work", WORK_RECORD, "work")}
 ),
 moved AS (
     UPDATE instances
@@ -274,8 +272,8 @@ async def _write(
     ref = transition.migration_target or transition.definition
     last = transition.events[-1]
     status = status_after(transition)
-    events = _columns(event_row(e) for e in transition.events)
-    work = _columns(work_row(replace(w, tenant_id=tenant)) for w in transition.work)
+    events = json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events))
+    work = json_rows(WORK_RECORD, (work_row(replace(w, tenant_id=tenant)) for w in transition.work))
     params = {
         "id": transition.transition_id,
         "instance": transition.instance_id,
@@ -290,8 +288,8 @@ async def _write(
         "terminal": transition.terminal,
         "notify": bool(transition.work and channel),
         "channel": channel,
-        **{f"h{i}": column for i, column in enumerate(events)},
-        **{f"w{i}": work[i] if work else [] for i in range(len(WORK_TYPES))},
+        "history": events,
+        "work": work,
     }
     ledger, moved, _ = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
     if ledger != 1:  # the same id committed meanwhile for another instance
@@ -309,9 +307,21 @@ async def _write(
             await conn.execute(NOTIFY_WORK, {"channel": channel})
 
 
-def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:
-    """Rows turned into one list per column, the shape ``unnest`` zips back into rows."""
-    return [list(column) for column in zip(*rows, strict=True)]
+def json_rows(record: tuple[tuple[str, str], ...], rows: Iterable[tuple[Any, ...]]) -> str:
+    """Rows as the JSON array of objects ``_insert_rows`` reads (times in ISO 8601 with
+    their offset, to the microsecond; bytes in hex; text as it is, so that it reaches the
+    server in the connection's encoding like any other text parameter)."""
+    names = [name for name, _ in record]
+    objects = [dict(zip(names, row, strict=True)) for row in rows]
+    return json.dumps(objects, ensure_ascii=False, default=_json_value)
+
+
+def _json_value(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"no JSON form for a {type(value).__name__} column value")
 
 
 async def reconcile_on(
