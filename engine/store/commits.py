@@ -1,22 +1,24 @@
 """Committing transitions: one PostgreSQL transaction, all of it or none.
 
-The order inside the transaction, each one statement:
-1. read the transaction id (``pg_current_xact_id``, kept to settle an unknown COMMIT)
-   and the ledger row of the transition id: same fingerprint = exact replay (success,
-   nothing written); another fingerprint = DuplicateTransition;
-2. in the same statement as step 1, create the instance row (a start) or lock it
-   ``FOR UPDATE`` and check the expected sequence and pinned definition; a mismatch is
-   re-checked against the ledger (a concurrent commit of the very same transition is
-   an exact replay, not a conflict);
-3. insert the ledger row, the history rows, the work rows, and move the instance:
-   position, status, pinned definition (after a migration), and the archive time when
-   the last event is terminal, guarded by the expected sequence (one statement,
-   ``WRITE_TRANSITION``, with the ``NOTIFY`` of step 5 when it made work);
-4. when the instance ends, retire its work that nobody holds (a losing race timer, a
+The order inside the transaction:
+1. a start only: the ledger row of the transition id is read and the instance row is
+   created at position 0, in one statement (``CREATE_AND_LOOKUP``); an existing ledger
+   row with the same fingerprint is an exact replay (success, nothing written), with
+   another fingerprint a DuplicateTransition;
+2. one statement, ``WRITE_TRANSITION``: lock the instance row ``FOR UPDATE``, read the
+   ledger row of the transition id and the transaction id (``pg_current_xact_id``, kept
+   to settle an unknown COMMIT), and only when the instance is at the expected sequence
+   and pinned definition and the id is new: insert the ledger row, the history rows, the
+   work rows (with the instance's tenant) and move the instance (position, status,
+   pinned definition after a migration, archive time when the last event is terminal),
+   with the ``NOTIFY`` of step 4 when it made work. What it returns says which case it
+   was; a position mismatch is re-checked against the ledger in a fresh statement (a
+   concurrent commit of the very same transition is an exact replay, not a conflict);
+3. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over;
    on ``resumed``, make the instance's parked work (processors park work that arrives
    while the instance is paused) available again at once;
-5. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
+4. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled: ``pg_xact_status`` on the transaction id from a fresh connection says
@@ -30,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -66,43 +68,51 @@ SELECT pg_current_xact_id()::text,
 """
 """A start: the ledger lookup and the new instance row at position 0 in one round trip
 (a row that exists already is left alone and re-checked against the ledger)."""
-LOOKUP_AND_LOCK = """
-WITH locked AS (
-    SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
-    FROM instances WHERE instance_id = %(instance)s
-    FOR UPDATE
-)
-SELECT pg_current_xact_id()::text,
-       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s),
-       locked.*
-FROM (SELECT 1) AS one LEFT JOIN locked ON true
-"""
-"""Ledger lookup and instance lock in one round trip (after waiting for the lock, a
-concurrent commit of this very transition is found by the re-check, not missed)."""
 
 
 def _insert_rows(table: str, record: tuple[tuple[str, str], ...], param: str) -> str:
     """``INSERT`` of the rows sent as one JSON array of objects (``json_rows``): one
     parameter whatever the number of rows and columns, cheap to send and to read.
-    Byte columns travel as hex text."""
+    Byte columns travel as hex text. Joined with ``ok``: no row goes in unless the
+    instance is where the transition expects it, and every row takes its tenant."""
     names = ", ".join(name for name, _ in record)
-    values = ", ".join(
-        f"decode({name}, 'hex')" if kind == "bytea" else name for name, kind in record
-    )
+    values = ", ".join(_read_column(name, kind) for name, kind in record)
     columns = ", ".join(f"{name} {'text' if kind == 'bytea' else kind}" for name, kind in record)
     return (
         f"INSERT INTO {table} ({names})\n"
         f"    SELECT {values}\n"
-        f"    FROM json_to_recordset(%({param})s::json) AS r({columns})"
+        f"    FROM json_to_recordset(%({param})s::json) AS r({columns}) CROSS JOIN ok"
     )
 
 
+def _read_column(name: str, kind: str) -> str:
+    if name == "tenant_id":
+        return "ok.tenant_id"
+    return f"decode(r.{name}, 'hex')" if kind == "bytea" else f"r.{name}"
+
+
 WRITE_TRANSITION = f"""
-WITH ledger AS (
+WITH locked AS MATERIALIZED (
+    SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
+    FROM instances WHERE instance_id = %(instance)s
+    FOR UPDATE
+),
+prior AS MATERIALIZED (
+    SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
+),
+ok AS MATERIALIZED (
+    SELECT tenant_id FROM locked
+    WHERE sequence = %(expected)s AND definition_name = %(pin_name)s
+      AND definition_version = %(pin_version)s
+      AND definition_fingerprint = %(pin_fingerprint)s
+      AND NOT EXISTS (SELECT 1 FROM prior)
+),
+ledger AS (
     INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
                              committed_sequence, xact_id)
-    VALUES (%(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
-            pg_current_xact_id())
+    SELECT %(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
+           pg_current_xact_id()
+    FROM ok
     ON CONFLICT (transition_id) DO NOTHING
     RETURNING 1
 ),
@@ -122,19 +132,25 @@ moved AS (
         definition_fingerprint = %(def_fingerprint)s,
         archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s)
                            ELSE archived_at END
-    WHERE instance_id = %(instance)s AND sequence = %(expected)s
+    WHERE instance_id = %(instance)s AND sequence = %(expected)s AND EXISTS (SELECT 1 FROM ok)
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved),
-       CASE WHEN %(notify)s THEN pg_notify(%(channel)s, '') END
+SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
+       locked.sequence, locked.definition_name, locked.definition_version,
+       locked.definition_fingerprint, locked.tenant_id,
+       (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved),
+       CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END
+FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
-"""The ledger row, the history rows, the work rows and the instance's move: one
-statement, one round trip, whatever the number of events and work items. Its parts
-cannot see each other's rows, and need not: each writes its own table (the work rows'
-foreign key to history is checked at the end of the statement, when all the history
-rows are in). The counts say
-whether the ledger row went in (no: the id was taken meanwhile) and whether the
-instance moved (no: only a bug, since the row is locked at the expected position)."""
+"""A transition in one statement, one round trip, whatever the number of events and
+work items: the instance lock, the ledger lookup and, only when both allow it
+(``ok``), the writes. The parts cannot see each other's rows, and need not: each
+writes its own table (the work rows' foreign key to history is checked at the end of
+the statement, when all the history rows are in). The ledger lookup reads the
+statement's snapshot, taken before the lock was granted: a commit of this very
+transition that the lock waited for shows as a position mismatch, which ``_recheck``
+settles in a fresh statement. The counts say whether the ledger row went in (no: the
+id was taken meanwhile) and whether the instance moved."""
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
@@ -171,19 +187,17 @@ async def stage(
     instance; every work row takes its instance's tenant, which claims use for fairness.
     """
     if transition.expected_sequence == 0:
-        xid, owner = await _open_new(conn, transition, tenant)
-    else:
-        xid, owner = await _open_existing(conn, transition)
-    if owner is None:
-        return False, xid
-    await _write(conn, transition, channel, owner)
-    return True, xid
+        xid, created = await _open_new(conn, transition, tenant)
+        if not created:
+            return False, xid
+    return await _write(conn, transition, channel)
 
 
 async def _open_new(
     conn: psycopg.AsyncConnection, transition: Transition, tenant: str
-) -> tuple[str, str | None]:
-    """Create the instance row: (xid, its tenant), or (xid, None) for an exact replay."""
+) -> tuple[str, bool]:
+    """Create the instance row at position 0: (xid, True), or (xid, False) for an exact
+    replay."""
     ref = transition.definition
     params = {
         "id": transition.transition_id,
@@ -197,24 +211,11 @@ async def _open_new(
     xid, existing, created = await (await conn.execute(CREATE_AND_LOOKUP, params)).fetchone()
     if existing is not None:
         _check_replay(transition, existing)
-        return xid, None
-    if created:
-        return xid, tenant
-    exists = InstanceExists(f"instance {transition.instance_id} already exists")
-    return xid, await _recheck(conn, transition, exists)
-
-
-async def _open_existing(
-    conn: psycopg.AsyncConnection, transition: Transition
-) -> tuple[str, str | None]:
-    """Lock the instance row at the expected position: (xid, its tenant), or (xid, None)
-    for an exact replay."""
-    params = {"id": transition.transition_id, "instance": transition.instance_id}
-    xid, existing, *position = await (await conn.execute(LOOKUP_AND_LOCK, params)).fetchone()
-    if existing is not None:
-        _check_replay(transition, existing)
-        return xid, None
-    return xid, await _check_position(conn, transition, *position)
+        return xid, False
+    if not created:
+        exists = InstanceExists(f"instance {transition.instance_id} already exists")
+        await _recheck(conn, transition, exists)
+    return xid, bool(created)
 
 
 def _check_replay(transition: Transition, fingerprint: str) -> None:
@@ -231,17 +232,14 @@ async def _check_position(
     name: str,
     version: str,
     fingerprint: str,
-    owner: str,
-) -> str | None:
-    """Check the locked instance row is at the expected position and pin.
-
-    Returns the instance's tenant, or None for an exact replay (nothing to write).
-    """
+) -> None:
+    """Raise unless the locked instance row is at the expected position and pin; return
+    when the mismatch is this very transition, committed meanwhile (an exact replay)."""
     ref = transition.definition
     if sequence is None:
         raise InstanceNotFound(f"instance {transition.instance_id} does not exist")
     if sequence != transition.expected_sequence:
-        return await _recheck(
+        await _recheck(
             conn,
             transition,
             SequenceConflict(
@@ -249,11 +247,12 @@ async def _check_position(
                 f"{transition.expected_sequence}: another transition committed first"
             ),
         )
+        return
     if (name, version, fingerprint) != (ref.name, ref.version, ref.fingerprint):
         raise SequenceConflict(
             f"instance {transition.instance_id} is pinned to {name}@{version}, not {ref}"
         )
-    return owner
+    raise StoreError(f"transition {transition.transition_id} was not written")
 
 
 async def _recheck(
@@ -267,19 +266,23 @@ async def _recheck(
 
 
 async def _write(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str
-) -> None:
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str
+) -> tuple[bool, str]:
+    """Run ``WRITE_TRANSITION``: (True, xid) when written, (False, xid) for an exact
+    replay; raises when the instance, the pin or the id do not allow it."""
     ref = transition.migration_target or transition.definition
+    pin = transition.definition
     last = transition.events[-1]
     status = status_after(transition)
-    events = json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events))
-    work = json_rows(WORK_RECORD, (work_row(replace(w, tenant_id=tenant)) for w in transition.work))
     params = {
         "id": transition.transition_id,
         "instance": transition.instance_id,
         "fingerprint": transition.fingerprint,
         "expected": transition.expected_sequence,
         "committed": transition.committed_sequence,
+        "pin_name": pin.name,
+        "pin_version": pin.version,
+        "pin_fingerprint": pin.fingerprint,
         "at": last.occurred_at,
         "status": None if status is None else int(status),
         "name": ref.name,
@@ -288,16 +291,21 @@ async def _write(
         "terminal": transition.terminal,
         "notify": bool(transition.work and channel),
         "channel": channel,
-        "history": events,
-        "work": work,
+        "history": json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events)),
+        "work": json_rows(WORK_RECORD, (work_row(w) for w in transition.work)),
     }
-    ledger, moved, _ = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+    row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+    xid, existing, *position, ledger, moved, _ = row
+    if existing is not None:
+        _check_replay(transition, existing)
+        return False, xid
+    if moved != 1:
+        await _check_position(conn, transition, *position[:4])
+        return False, xid
     if ledger != 1:  # the same id committed meanwhile for another instance
         raise DuplicateTransition(
             f"transition {transition.transition_id} was already committed with other content"
         )
-    if moved != 1:
-        raise SequenceConflict(f"instance {transition.instance_id} moved during the commit")
     at = {"at": last.occurred_at, "instance": transition.instance_id}
     if transition.terminal:
         await conn.execute(RETIRE_OPEN_WORK, at)
@@ -305,6 +313,7 @@ async def _write(
         rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount
         if rearmed and channel and not transition.work:
             await conn.execute(NOTIFY_WORK, {"channel": channel})
+    return True, xid
 
 
 def json_rows(record: tuple[tuple[str, str], ...], rows: Iterable[tuple[Any, ...]]) -> str:
