@@ -115,12 +115,14 @@ class Worker:
 
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            # Cleared before the claim: a wake-up that arrives while it runs (work
+            # committed after the claim's snapshot) must end the wait below at once.
+            self.wake.clear()
             free = self.config.concurrency - len(self.tasks)
             ready = self.owner_locked.is_set()
             claimed = await self._claim(free) if free > 0 and ready else []
             if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
                 continue  # there may be more due right now
-            self.wake.clear()
             waiters = [
                 asyncio.create_task(stop.wait()),
                 asyncio.create_task((self.wake if ready else self.owner_locked).wait()),

@@ -21,6 +21,7 @@ from engine.definitions import Definition
 from engine.errors import DecisionRejected
 from engine.events import EventKind
 from engine.instance import AttemptStatus, ChildStatus, InstanceStatus
+from engine.limits import MAX_WORKER_POLL_INTERVAL
 from engine.operator_actions import Action
 from engine.store import work
 from engine.store.clock import ManualClock
@@ -46,6 +47,7 @@ A = AttemptStatus
 
 
 CRASH_LEASE_SECONDS = 600.0
+MAX_POLL = MAX_WORKER_POLL_INTERVAL
 
 WORK_IN_STATE = """
 SELECT 1 FROM work WHERE instance_id = %(instance)s AND state = %(state)s
@@ -391,6 +393,37 @@ async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harne
         "SELECT state, lease_owner, lease_token FROM work WHERE instance_id = 'stolen'"
     )
     assert row == (2, "thief", stolen.token), "the thief's lease is untouched"
+
+
+async def test_work_committed_during_a_claim_is_claimed_without_waiting_for_the_poll(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process. The instance is started while the worker's first claim is running
+    (too early to see it); its NOTIFY reaches the worker before that claim returns
+    empty. The worker must claim again at once, not sleep out its one-minute poll."""
+    worker = Worker(e2e.store, app, WorkerConfig(worker_id="prompt", poll_interval=MAX_POLL))
+    claim = work.claim
+    claims: list[list[work.Lease]] = []
+    started = asyncio.Event()
+
+    async def claim_while_work_arrives(*args: object, **kwargs: object) -> list[work.Lease]:
+        leases = await claim(*args, **kwargs)
+        if not claims:
+            await e2e.start(d.SINGLE, "prompt", script({"only": Behaviour()}))
+            started.set()
+            await worker.wake.wait()  # the NOTIFY arrived while this claim was running
+        claims.append(leases)
+        return leases
+
+    monkeypatch.setattr(work, "claim", claim_while_work_arrives)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        await started.wait()
+        await e2e.settled("prompt", S.COMPLETED)  # gives up after 20 s, long before a poll
+    finally:
+        stop.set()
+        await running
 
 
 async def test_sigterm_drains_the_in_flight_handler_before_exit(e2e: Harness) -> None:
