@@ -152,6 +152,8 @@ class _Link:
         for message in messages:
             if message.kind == wire.BACKEND_KEY:
                 self.backend_pid = wire.backend_pid(message)
+            if wire.ends_transaction(message):  # e.g. a statement run in autocommit
+                self.tracker.committed()
             if self.pending is None:
                 await self.proxy.wait_open()
                 await self._send(self.client_writer, message.raw)

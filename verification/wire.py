@@ -92,6 +92,11 @@ def command_tag(message: Message) -> str:
     return cstrings(message.body, 1)[0]
 
 
+def ends_transaction(message: Message) -> bool:
+    """Whether ``message`` is a ReadyForQuery saying no transaction is open any more."""
+    return message.kind == READY_FOR_QUERY and message.body[:1] == b"I"
+
+
 def backend_pid(message: Message) -> int:
     """The process id carried by a BackendKeyData message."""
     return struct.unpack("!I", message.body[:4])[0]

@@ -15,7 +15,8 @@ The order inside the transaction:
    was; a position mismatch is re-checked against the ledger in a fresh statement (a
    concurrent commit of the very same transition is an exact replay, not a conflict);
 3. when the instance ends, retire its work that nobody holds (a losing race timer, a
-   retry that will never run): nothing is left waiting for an instance that is over;
+   retry that will never run): nothing is left waiting for an instance that is over
+   (in step 2's statement, or after it when the ending transition made work itself);
    on ``resumed``, make the instance's parked work (processors park work that arrives
    while the instance is paused) available again at once;
 4. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
@@ -121,6 +122,10 @@ events AS (
 ),
 new_work AS (
     {_insert_rows("work", WORK_RECORD, "work")}
+),
+retired AS (
+    UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
+    WHERE instance_id = %(instance)s AND state = 1 AND %(retire)s AND EXISTS (SELECT 1 FROM ok)
 ),
 moved AS (
     UPDATE instances
@@ -289,6 +294,7 @@ async def _write(
         "version": ref.version,
         "def_fingerprint": ref.fingerprint,
         "terminal": transition.terminal,
+        "retire": transition.terminal and not transition.work,
         "notify": bool(transition.work and channel),
         "channel": channel,
         "history": json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events)),
@@ -307,7 +313,7 @@ async def _write(
             f"transition {transition.transition_id} was already committed with other content"
         )
     at = {"at": last.occurred_at, "instance": transition.instance_id}
-    if transition.terminal:
+    if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(RETIRE_OPEN_WORK, at)
     if any(e.kind is EventKind.RESUMED for e in transition.events):
         rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount

@@ -331,7 +331,8 @@ async def claim(
     async def body(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
         return await (await conn.execute(CLAIM, params)).fetchall()
 
-    return [_lease(row) for row in await transact(store, "claim", body)]
+    rows = await transact(store, "claim", body, single_statement=True)
+    return [_lease(row) for row in rows]
 
 
 def _lease(row: tuple[Any, ...]) -> Lease:
@@ -562,18 +563,29 @@ async def _rowcount(conn: psycopg.AsyncConnection, statement: str, params: dict[
 
 
 async def transact(
-    store: Store, what: str, body: Callable[[psycopg.AsyncConnection], Awaitable[T]]
+    store: Store,
+    what: str,
+    body: Callable[[psycopg.AsyncConnection], Awaitable[T]],
+    single_statement: bool = False,
 ) -> T:
     """Run ``body`` in one short transaction on a pooled connection, then commit.
 
     Classified like every store mutation: an error raised by ``body`` (StaleLease, a
     conflict) or by the driver before COMMIT rolls back and is NOT_COMMITTED; a failed
     COMMIT is CommitUnknown. Messages name ``what``, never driver text.
+
+    ``single_statement``: ``body`` runs one statement, in autocommit, so that statement
+    is the whole transaction and no BEGIN or COMMIT round trip is spent; a connection
+    lost while it runs is then CommitUnknown (it may have committed).
     """
     async with store.connection() as conn:
+        if single_statement:
+            await conn.set_autocommit(True)
         try:
             result = await body(conn)
         except psycopg.OperationalError as exc:
+            if single_statement:
+                raise CommitUnknown(f"{what}: the outcome is unknown") from exc
             await _rollback(conn)
             raise StoreUnavailable(
                 f"{what} failed: the database is unavailable; nothing was written"
@@ -586,6 +598,8 @@ async def transact(
         except BaseException:
             await _rollback(conn)
             raise
+        if single_statement:
+            return result
         try:
             await conn.commit()
         except psycopg.Error as exc:

@@ -46,6 +46,15 @@ def test_transactions_are_told_apart_by_what_they_ran() -> None:
     assert tracker.kinds == {"write", "renewal"}
 
 
+def test_only_an_idle_ready_for_query_ends_a_transaction() -> None:
+    """An autocommit statement (a worker's claim) commits without a COMMIT message: the
+    server's ReadyForQuery says so, so its kinds do not leak into the next COMMIT."""
+    assert wire.ends_transaction(wire.Message(wire.READY_FOR_QUERY, b"I"))
+    assert not wire.ends_transaction(wire.Message(wire.READY_FOR_QUERY, b"T"))
+    assert not wire.ends_transaction(wire.Message(wire.READY_FOR_QUERY, b"E"))
+    assert not wire.ends_transaction(wire.Message(wire.COMMAND_COMPLETE, b"I"))
+
+
 def test_split_messages_keeps_the_incomplete_tail() -> None:
     complete = b"Z" + struct.pack("!I", 5) + b"I"
     messages, rest = wire.split_messages(complete + b"C\x00\x00")

@@ -561,6 +561,28 @@ async def test_a_terminal_commit_archives_in_the_same_transaction(
         assert (status, archived) == (expected, True)
 
 
+OPEN_WORK = """
+SELECT kind, state, failure_code FROM work WHERE instance_id = %s ORDER BY sequence, work_id
+"""
+
+
+async def test_an_ending_commit_retires_the_work_nobody_holds(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    """Terminated while its first activity waits to be claimed: that work is retired in
+    the same transaction, so no worker ever runs it for an instance that is over."""
+    flow = CATALOG.flow(CATALOG.single, "retired")
+    start = flow.start()
+    terminate = flow.command(flow.after(start), "end-1", Action.TERMINATE)
+    await commit_in_order(store, start)
+    assert await (await aconn.execute(OPEN_WORK, [flow.instance_id])).fetchall() == [(1, 1, "")]
+
+    await store.commit(terminate)
+
+    rows = await (await aconn.execute(OPEN_WORK, [flow.instance_id])).fetchall()
+    assert rows == [(1, 3, "instance-ended")]
+
+
 async def test_the_status_column_follows_lifecycle_events(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:

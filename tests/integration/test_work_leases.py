@@ -22,7 +22,7 @@ from psycopg import sql
 
 from engine.store import work
 from engine.store.clock import DatabaseClock, ManualClock
-from engine.store.errors import StaleLease, StoreError
+from engine.store.errors import CommitOutcome, CommitUnknown, StaleLease, StoreError
 from engine.store.store import Store
 from engine.store.work import Lease, WorkRequestInvalid
 from engine.transitions import WorkKind
@@ -340,6 +340,24 @@ async def test_completion_rides_in_the_callers_transaction(
         with pytest.raises(StaleLease):
             await work.check_on(conn, lease, clock.now())
         await conn.rollback()
+
+
+async def test_a_claim_lost_on_the_wire_is_unknown_not_unwritten(store: Store) -> None:
+    """A claim is one statement in autocommit: the server commits it by itself, so a
+    connection lost while it runs may have leased work. That is CommitUnknown (the
+    leases expire), never "nothing was written"."""
+    await seed_work(store, 1)
+
+    async def claimed_then_cut(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("UPDATE work SET attempts = attempts + 1")
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    with pytest.raises(CommitUnknown) as caught:
+        await work.transact(store, "claim", claimed_then_cut, single_statement=True)
+    assert caught.value.outcome is CommitOutcome.UNKNOWN
+    assert "server closed" not in str(caught.value)
+    rows = await execute(store, "SELECT attempts FROM work")
+    assert rows == [(1,)], "the statement committed without a COMMIT"
 
 
 # Races with a claim (gap f.1, invariant 19) ------------------------------------------
