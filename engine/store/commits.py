@@ -1,25 +1,25 @@
 """Committing transitions: one PostgreSQL transaction, all of it or none.
 
 The order inside the transaction:
-1. a start only: the ledger row of the transition id is read and the instance row is
-   created at position 0, in one statement (``CREATE_AND_LOOKUP``); an existing ledger
-   row with the same fingerprint is an exact replay (success, nothing written), with
-   another fingerprint a DuplicateTransition;
-2. one statement, ``WRITE_TRANSITION``: lock the instance row ``FOR UPDATE``, read the
-   ledger row of the transition id and the transaction id (``pg_current_xact_id``, kept
-   to settle an unknown COMMIT), and only when the instance is at the expected sequence
-   and pinned definition and the id is new: insert the ledger row, the history rows, the
-   work rows (with the instance's tenant) and move the instance (position, status,
-   pinned definition after a migration, archive time when the last event is terminal),
-   with the ``NOTIFY`` of step 4 when it made work. What it returns says which case it
-   was; a position mismatch is re-checked against the ledger in a fresh statement (a
+1. one statement writes the transition: ``START_TRANSITION`` for a start (the instance
+   row is created at its committed position), ``WRITE_TRANSITION`` for the rest (the
+   instance row is locked ``FOR UPDATE``). Either reads the ledger row of the
+   transition id and the transaction id (``pg_current_xact_id``, kept to settle an
+   unknown COMMIT), and writes only when the id is new and, for ``WRITE_TRANSITION``,
+   the instance is at the expected sequence and pinned definition: the ledger row, the
+   history rows, the work rows (with the instance's tenant) and the instance's move
+   (position, status, pinned definition after a migration, archive time when the last
+   event is terminal), with the ``NOTIFY`` of step 3 when it made work. What it returns
+   says which case it was: the same fingerprint in the ledger is an exact replay
+   (success, nothing written), another a DuplicateTransition; a position mismatch or
+   an existing instance is re-checked against the ledger in a fresh statement (a
    concurrent commit of the very same transition is an exact replay, not a conflict);
-3. when the instance ends, retire its work that nobody holds (a losing race timer, a
+2. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over
-   (in step 2's statement, or after it when the ending transition made work itself);
+   (in step 1's statement, or after it when the ending transition made work itself);
    on ``resumed``, make the instance's parked work (processors park work that arrives
    while the instance is paused) available again at once;
-4. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
+3. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled: ``pg_xact_status`` on the transaction id from a fresh connection says
@@ -53,22 +53,6 @@ from engine.store.rows import HISTORY_RECORD, WORK_RECORD, event_row, status_aft
 from engine.transitions import Transition
 
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
-CREATE_AND_LOOKUP = """
-WITH created AS (
-    INSERT INTO instances (instance_id, definition_name, definition_version,
-                           definition_fingerprint, status, sequence, tenant_id, created_at,
-                           updated_at)
-    VALUES (%(instance)s, %(name)s, %(version)s, %(fingerprint)s, 1, 0, %(tenant)s, %(at)s,
-            %(at)s)
-    ON CONFLICT (instance_id) DO NOTHING
-    RETURNING 1
-)
-SELECT pg_current_xact_id()::text,
-       (SELECT fingerprint FROM transitions WHERE transition_id = %(id)s),
-       (SELECT count(*) FROM created)
-"""
-"""A start: the ledger lookup and the new instance row at position 0 in one round trip
-(a row that exists already is left alone and re-checked against the ledger)."""
 
 
 def _insert_rows(table: str, record: tuple[tuple[str, str], ...], param: str) -> str:
@@ -92,6 +76,56 @@ def _read_column(name: str, kind: str) -> str:
     return f"decode(r.{name}, 'hex')" if kind == "bytea" else f"r.{name}"
 
 
+GATED_WRITES = f"""
+ledger AS (
+    INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
+                             committed_sequence, xact_id)
+    SELECT %(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
+           pg_current_xact_id()
+    FROM ok
+    ON CONFLICT (transition_id) DO NOTHING
+    RETURNING 1
+),
+events AS (
+    {_insert_rows("history", HISTORY_RECORD, "history")}
+),
+new_work AS (
+    {_insert_rows("work", WORK_RECORD, "work")}
+)"""
+"""The ledger row, the history rows and the work rows, written only when ``ok`` has
+its row (the instance's tenant): the shared middle of both transition statements."""
+NOTIFY_IF_WRITTEN = (
+    "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END"
+)
+
+START_TRANSITION = f"""
+WITH prior AS MATERIALIZED (
+    SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
+),
+created AS MATERIALIZED (
+    INSERT INTO instances (instance_id, definition_name, definition_version,
+                           definition_fingerprint, status, sequence, tenant_id, created_at,
+                           updated_at, archived_at)
+    SELECT %(instance)s, %(name)s, %(version)s, %(def_fingerprint)s, COALESCE(%(status)s, 1),
+           %(committed)s, %(tenant)s, %(created)s, %(at)s,
+           CASE WHEN %(terminal)s THEN %(at)s END
+    WHERE NOT EXISTS (SELECT 1 FROM prior)
+    ON CONFLICT (instance_id) DO NOTHING
+    RETURNING tenant_id
+),
+ok AS MATERIALIZED (
+    SELECT tenant_id FROM created
+),
+{GATED_WRITES}
+SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
+       (SELECT count(*) FROM created), (SELECT count(*) FROM ledger), {NOTIFY_IF_WRITTEN}
+"""
+"""A start in one statement: the ledger lookup, then the instance row already at its
+committed position (the foreign keys of history and work are checked at the end of
+the statement, when it is in) and the writes. An instance id that exists is left
+alone and re-checked against the ledger in a fresh statement: an exact replay, or
+InstanceExists."""
+
 WRITE_TRANSITION = f"""
 WITH locked AS MATERIALIZED (
     SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
@@ -108,21 +142,7 @@ ok AS MATERIALIZED (
       AND definition_fingerprint = %(pin_fingerprint)s
       AND NOT EXISTS (SELECT 1 FROM prior)
 ),
-ledger AS (
-    INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
-                             committed_sequence, xact_id)
-    SELECT %(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
-           pg_current_xact_id()
-    FROM ok
-    ON CONFLICT (transition_id) DO NOTHING
-    RETURNING 1
-),
-events AS (
-    {_insert_rows("history", HISTORY_RECORD, "history")}
-),
-new_work AS (
-    {_insert_rows("work", WORK_RECORD, "work")}
-),
+{GATED_WRITES},
 retired AS (
     UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
     WHERE instance_id = %(instance)s AND state = 1 AND %(retire)s AND EXISTS (SELECT 1 FROM ok)
@@ -143,8 +163,7 @@ moved AS (
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        locked.sequence, locked.definition_name, locked.definition_version,
        locked.definition_fingerprint, locked.tenant_id,
-       (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved),
-       CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END
+       (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
 FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
 """A transition in one statement, one round trip, whatever the number of events and
@@ -192,35 +211,35 @@ async def stage(
     instance; every work row takes its instance's tenant, which claims use for fairness.
     """
     if transition.expected_sequence == 0:
-        xid, created = await _open_new(conn, transition, tenant)
-        if not created:
-            return False, xid
-    return await _write(conn, transition, channel)
+        written, xid = await _start(conn, transition, channel, tenant)
+    else:
+        written, xid = await _write(conn, transition, channel)
+    if written:
+        await _after_write(conn, transition, channel)
+    return written, xid
 
 
-async def _open_new(
-    conn: psycopg.AsyncConnection, transition: Transition, tenant: str
-) -> tuple[str, bool]:
-    """Create the instance row at position 0: (xid, True), or (xid, False) for an exact
-    replay."""
-    ref = transition.definition
+async def _start(
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str
+) -> tuple[bool, str]:
+    """Run ``START_TRANSITION``: (True, xid) when written, (False, xid) for an exact
+    replay; raises InstanceExists or DuplicateTransition."""
     params = {
-        "id": transition.transition_id,
-        "instance": transition.instance_id,
-        "name": ref.name,
-        "version": ref.version,
-        "fingerprint": ref.fingerprint,
+        **_params(transition, channel),
         "tenant": tenant,
-        "at": transition.events[0].occurred_at,
+        "created": transition.events[0].occurred_at,
     }
-    xid, existing, created = await (await conn.execute(CREATE_AND_LOOKUP, params)).fetchone()
+    row = await (await conn.execute(START_TRANSITION, params)).fetchone()
+    xid, existing, created, ledger, _ = row
     if existing is not None:
         _check_replay(transition, existing)
-        return xid, False
+        return False, xid
     if not created:
         exists = InstanceExists(f"instance {transition.instance_id} already exists")
         await _recheck(conn, transition, exists)
-    return xid, bool(created)
+        return False, xid
+    _check_ledger(transition, ledger)
+    return True, xid
 
 
 def _check_replay(transition: Transition, fingerprint: str) -> None:
@@ -275,30 +294,13 @@ async def _write(
 ) -> tuple[bool, str]:
     """Run ``WRITE_TRANSITION``: (True, xid) when written, (False, xid) for an exact
     replay; raises when the instance, the pin or the id do not allow it."""
-    ref = transition.migration_target or transition.definition
     pin = transition.definition
-    last = transition.events[-1]
-    status = status_after(transition)
     params = {
-        "id": transition.transition_id,
-        "instance": transition.instance_id,
-        "fingerprint": transition.fingerprint,
-        "expected": transition.expected_sequence,
-        "committed": transition.committed_sequence,
+        **_params(transition, channel),
         "pin_name": pin.name,
         "pin_version": pin.version,
         "pin_fingerprint": pin.fingerprint,
-        "at": last.occurred_at,
-        "status": None if status is None else int(status),
-        "name": ref.name,
-        "version": ref.version,
-        "def_fingerprint": ref.fingerprint,
-        "terminal": transition.terminal,
         "retire": transition.terminal and not transition.work,
-        "notify": bool(transition.work and channel),
-        "channel": channel,
-        "history": json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events)),
-        "work": json_rows(WORK_RECORD, (work_row(w) for w in transition.work)),
     }
     row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
     xid, existing, *position, ledger, moved, _ = row
@@ -308,18 +310,49 @@ async def _write(
     if moved != 1:
         await _check_position(conn, transition, *position[:4])
         return False, xid
-    if ledger != 1:  # the same id committed meanwhile for another instance
+    _check_ledger(transition, ledger)
+    return True, xid
+
+
+def _params(transition: Transition, channel: str) -> dict[str, Any]:
+    """What both transition statements take: the ledger row, the rows, the move."""
+    ref = transition.migration_target or transition.definition
+    status = status_after(transition)
+    return {
+        "id": transition.transition_id,
+        "instance": transition.instance_id,
+        "fingerprint": transition.fingerprint,
+        "expected": transition.expected_sequence,
+        "committed": transition.committed_sequence,
+        "at": transition.events[-1].occurred_at,
+        "status": None if status is None else int(status),
+        "name": ref.name,
+        "version": ref.version,
+        "def_fingerprint": ref.fingerprint,
+        "terminal": transition.terminal,
+        "notify": bool(transition.work and channel),
+        "channel": channel,
+        "history": json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events)),
+        "work": json_rows(WORK_RECORD, (work_row(w) for w in transition.work)),
+    }
+
+
+def _check_ledger(transition: Transition, inserted: int) -> None:
+    if inserted != 1:  # the same id committed meanwhile for another instance
         raise DuplicateTransition(
             f"transition {transition.transition_id} was already committed with other content"
         )
-    at = {"at": last.occurred_at, "instance": transition.instance_id}
+
+
+async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
+    """The rare follow-ups a transition statement cannot do itself."""
+    at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(RETIRE_OPEN_WORK, at)
     if any(e.kind is EventKind.RESUMED for e in transition.events):
         rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount
         if rearmed and channel and not transition.work:
             await conn.execute(NOTIFY_WORK, {"channel": channel})
-    return True, xid
 
 
 def json_rows(record: tuple[tuple[str, str], ...], rows: Iterable[tuple[Any, ...]]) -> str:

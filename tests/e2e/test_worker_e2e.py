@@ -152,18 +152,22 @@ async def test_duplicate_signals_are_received_once(e2e: Harness) -> None:
 
 
 async def test_race_is_won_by_the_earliest_persisted_signal(e2e: Harness) -> None:
+    """The step after the race is held until both signals are in: a fast worker would
+    otherwise complete the instance before the losing signal arrives (and refuse it)."""
     await e2e.spawn()
-    await e2e.start(d.RACING, "race-seq")
+    await e2e.start(d.RACING, "race-seq", script({"after": Behaviour(block=e2e.gate("seq"))}))
     await e2e.client.signal("race-seq", "b", "b-1")  # b is second in definition order
     await e2e.client.signal("race-seq", "a", "a-1")
+    e2e.release("seq")
     state = await e2e.settled("race-seq", S.COMPLETED)
     assert state.race_winners == {"first": "b"}
 
-    await e2e.start(d.RACING, "race-both")
+    await e2e.start(d.RACING, "race-both", script({"after": Behaviour(block=e2e.gate("both"))}))
     await asyncio.gather(
         Client(e2e.store).signal("race-both", "a", "a-1"),
         Client(e2e.store).signal("race-both", "b", "b-1"),
     )
+    e2e.release("both")
     state = await e2e.settled("race-both", S.COMPLETED)
     received = await e2e.kinds("race-both", K.SIGNAL_RECEIVED)
     assert state.race_winners == {"first": received[0].step}
