@@ -425,8 +425,11 @@ def _goals(v: View) -> list[str]:
     lines += [
         "Every Wayline step's outcome is durable before the next step starts: the outcome, "
         "the next step's schedule and (with eager dispatch) its attempt start commit in one "
-        "transaction before the next handler runs. DBOS also commits each step's output "
-        "before the next step runs (one transaction per step).",
+        "transaction before the next handler runs. Under load that transaction is shared "
+        "by the steps of other instances that commit at the same moment (group commit), "
+        "which is why Wayline's durable commits per instance fall below one per step. DBOS "
+        "also commits each step's output before the next step runs (one transaction per "
+        "step).",
         "",
     ]
     return lines

@@ -164,8 +164,10 @@ class Worker:
         task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task) -> None:
+        saturated = len(self.tasks) >= self.config.concurrency
         self.tasks.discard(task)
-        self.wake.set()  # a slot is free
+        if saturated:  # the loop skipped claims while no slot was free: claim now
+            self.wake.set()
 
     async def _process(self, lease: work.Lease) -> None:
         started = time.perf_counter()

@@ -430,6 +430,25 @@ async def test_work_committed_during_a_claim_is_claimed_without_waiting_for_the_
         await running
 
 
+async def test_a_full_worker_claims_waiting_work_as_soon_as_a_slot_frees(e2e: Harness) -> None:
+    """In process, one slot and a one-minute poll: the second instance's NOTIFY comes
+    while the slot is taken, so only the slot freeing up can start it in time."""
+    worker = Worker(e2e.store, app, WorkerConfig(concurrency=1, poll_interval=MAX_POLL))
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        await worker.owner_locked.wait()
+        await e2e.start(d.SINGLE, "first", script({"only": Behaviour(block=e2e.gate("first"))}))
+        await e2e.until(lambda: e2e.calls("first"), what="the only slot taken")
+        await e2e.start(d.SINGLE, "second", script({"only": Behaviour()}))
+        e2e.release("first")
+        for instance in ("first", "second"):
+            await e2e.settled(instance, S.COMPLETED)  # gives up after 20 s
+    finally:
+        stop.set()
+        await running
+
+
 async def test_sigterm_drains_the_in_flight_handler_before_exit(e2e: Harness) -> None:
     (worker,) = await e2e.spawn()
     await e2e.start(d.SINGLE, "drain", script({"only": Behaviour(block=e2e.gate("only"))}))
