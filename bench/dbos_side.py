@@ -13,8 +13,9 @@ as a script by that virtual environment's Python:
   the CPU clock, ``stop`` prints one JSON line (CPU since ``go``) and exits. The benchmark
   SIGKILLs it to test recovery; a fresh worker with the same executor id recovers the
   killed one's workflows at launch, as DBOS does without Conductor.
-- ``latency``: enqueue one workflow at a time on an idle system and poll its status every
-  millisecond (the same probe as Wayline's latency run) until it succeeded.
+- ``latency``: enqueue one workflow at a time on an idle system, each after the same
+  seeded random idle gap as Wayline's run, and poll its status every millisecond (the
+  same probe) until it succeeded.
 
 The workflow is three ``@DBOS.step``s in sequence: no-ops (``w1``) or, for recovery,
 steps that each insert one row into a side table (``effects``).
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import queue
+import random
 import resource
 import statistics
 import sys
@@ -173,8 +175,10 @@ def latency(args: argparse.Namespace) -> None:
         f"/* bench-probe */ SELECT status FROM {args.schema}.workflow_status "
         "WHERE workflow_uuid = %s"
     )
+    gaps = random.Random(args.gap_seed)
     for k in range(args.warmup + args.count):
         workflow_id = f"lat-{k}"
+        time.sleep(gaps.uniform(0, args.max_gap))  # the same seeded gaps as Wayline's run
         started = time.perf_counter()
         with SetWorkflowID(workflow_id):
             DBOS.enqueue_workflow(args.queue, w1, workflow_id)
@@ -207,6 +211,8 @@ def main() -> None:
     parser.add_argument("--effects-dsn", default="", help="psycopg DSN for side-table inserts")
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--max-gap", type=float, default=0.0, help="random idle gap, s")
+    parser.add_argument("--gap-seed", type=int, default=0)
     args = parser.parse_args()
     {"setup": setup, "worker": worker, "latency": latency}[args.action](args)
 

@@ -9,8 +9,9 @@ with their store open; DBOS worker processes are launched with the queue's worke
 concurrency at 0 and are released by raising it in the database (they re-read it on
 every 10 ms poll).
 
-Latency: one instance at a time on an idle system (one worker process), from the start
-call until a probe polling every millisecond sees it complete.
+Latency: one instance at a time on an idle system (one worker process), each started
+after a seeded random idle gap, from the start call until a probe polling every
+millisecond sees it complete.
 
 Recovery: the same shape, but each step inserts a row into a side table. When half of
 the 3 N step executions are in the table the worker gets SIGKILL and a fresh one is
@@ -23,6 +24,7 @@ apart from a silent one, which no record announces.
 from __future__ import annotations
 
 import asyncio
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -43,6 +45,11 @@ from engine.store.store import Store
 STEPS_PER_INSTANCE = 3
 POLL_SECONDS = 0.02
 LATENCY_POLL_SECONDS = 0.001
+LATENCY_MAX_GAP_SECONDS = 0.02
+"""Each latency sample starts after a random idle gap of up to this long (the same
+seeded gaps for both engines), so a start never locks in step with an engine's poll
+interval: requests reach a real system at random moments."""
+LATENCY_GAP_SEED = 5
 RUN_TIMEOUT_SECONDS = 300.0
 CREATE_CONCURRENCY = 8
 COMPLETED = 4  # engine.instance.InstanceStatus.COMPLETED
@@ -417,8 +424,10 @@ async def _wayline_latency(
     samples, calls = [], []
     try:
         client = Client(store)
+        gaps = random.Random(LATENCY_GAP_SEED)
         for k in range(warmup + count):
             instance = f"lat-{k}"
+            await asyncio.sleep(gaps.uniform(0, LATENCY_MAX_GAP_SECONDS))
             started = time.perf_counter()
             await client.start(W1_DEFINITION, instance)
             started_call = time.perf_counter() - started
@@ -453,6 +462,10 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
             str(count),
             "--warmup",
             str(warmup),
+            "--max-gap",
+            str(LATENCY_MAX_GAP_SECONDS),
+            "--gap-seed",
+            str(LATENCY_GAP_SEED),
         )
         result = driver.result(timeout=600)
     except BaseException:
