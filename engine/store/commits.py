@@ -162,7 +162,7 @@ moved AS (
 )
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        locked.sequence, locked.definition_name, locked.definition_version,
-       locked.definition_fingerprint, locked.tenant_id,
+       locked.definition_fingerprint,
        (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
 FROM (SELECT 1) AS one LEFT JOIN locked ON true
 """
@@ -244,9 +244,13 @@ async def _start(
 
 def _check_replay(transition: Transition, fingerprint: str) -> None:
     if fingerprint != transition.fingerprint:
-        raise DuplicateTransition(
-            f"transition {transition.transition_id} was already committed with other content"
-        )
+        raise _duplicate(transition)
+
+
+def _duplicate(transition: Transition) -> DuplicateTransition:
+    return DuplicateTransition(
+        f"transition {transition.transition_id} was already committed with other content"
+    )
 
 
 async def _check_position(
@@ -308,7 +312,7 @@ async def _write(
         _check_replay(transition, existing)
         return False, xid
     if moved != 1:
-        await _check_position(conn, transition, *position[:4])
+        await _check_position(conn, transition, *position)
         return False, xid
     _check_ledger(transition, ledger)
     return True, xid
@@ -339,9 +343,7 @@ def _params(transition: Transition, channel: str) -> dict[str, Any]:
 
 def _check_ledger(transition: Transition, inserted: int) -> None:
     if inserted != 1:  # the same id committed meanwhile for another instance
-        raise DuplicateTransition(
-            f"transition {transition.transition_id} was already committed with other content"
-        )
+        raise _duplicate(transition)
 
 
 async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
