@@ -3,7 +3,9 @@
 Two sources, both in the drill schema:
 
 - ``drill_work_changes``: a trigger logs every change of a work row's state, owner,
-  token or expiry, with the database time. The checker reads claims, takeovers,
+  token or expiry, with the database time; a row inserted already leased (eager
+  dispatch leases the next activity as its transition writes it) is logged as a claim
+  of a new row (state 1, token 0). The checker reads claims, takeovers,
   token order and "completed work changed again" (resurrection) from it.
 - ``drill_fenced_writes``: inside a drill worker, every lease-holder write (check,
   complete, renew, retry, dead letter) is wrapped (``install_fencing_oracle``). Before
@@ -61,6 +63,19 @@ BEGIN
     RETURN NEW;
 END
 $$ LANGUAGE plpgsql;
+CREATE OR REPLACE FUNCTION drill_log_leased_insert() RETURNS trigger AS $$
+BEGIN
+    INSERT INTO drill_work_changes (work_id, old_state, new_state, old_token, new_token,
+                                    old_owner, new_owner, old_expires, new_expires,
+                                    old_available)
+    VALUES (NEW.work_id, 1, NEW.state, 0, NEW.lease_token, '', NEW.lease_owner, NULL,
+            NEW.lease_expires_at, NEW.available_at);
+    RETURN NEW;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS drill_leased_inserts ON work;
+CREATE TRIGGER drill_leased_inserts AFTER INSERT ON work FOR EACH ROW
+    WHEN (NEW.state <> 1) EXECUTE FUNCTION drill_log_leased_insert();
 DROP TRIGGER IF EXISTS drill_work_changes ON work;
 CREATE TRIGGER drill_work_changes AFTER UPDATE ON work FOR EACH ROW
     WHEN (ROW(OLD.state, OLD.lease_token, OLD.lease_owner, OLD.lease_expires_at)

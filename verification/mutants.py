@@ -56,10 +56,11 @@ def _replace(module: Any, attribute: str, old: str, new: str) -> None:
 
 
 def _no_token_check(app: ActivityRegistry) -> None:
-    from engine.store import work
+    from engine.store import fencing, work
 
     for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE"):
         _replace(work, statement, work.HELD, "w.work_id = %(work_id)s")
+    _replace(fencing, "FENCED_WRITE", work.HELD, "w.work_id = %(work_id)s")
 
 
 # Start/redelivery decisions ---------------------------------------------------------------
@@ -162,13 +163,16 @@ def _handler_before_start(app: ActivityRegistry) -> None:
 
 
 def _terminal_without_archive(app: ActivityRegistry) -> None:
-    from engine.store import commits
+    from engine.store import commits, fencing
 
-    text = commits.WRITE_TRANSITION
-    mutated = re.sub(r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S)
-    if mutated == text:
-        raise MutantNotApplicable("commits.WRITE_TRANSITION no longer sets archived_at by CASE")
-    commits.WRITE_TRANSITION = mutated
+    for module, statement in ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE")):
+        text = getattr(module, statement)
+        mutated = re.sub(
+            r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S
+        )
+        if mutated == text:
+            raise MutantNotApplicable(f"{statement} no longer sets archived_at by CASE")
+        setattr(module, statement, mutated)
 
 
 # Settlement by guessing ----------------------------------------------------------------------

@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -55,18 +55,29 @@ from engine.transitions import Transition
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
 
 
-def _insert_rows(table: str, record: tuple[tuple[str, str], ...], param: str) -> str:
+def insert_rows(
+    table: str,
+    record: tuple[tuple[str, str], ...],
+    param: str,
+    extra: tuple[tuple[str, str], ...] = (),
+    returning: str = "",
+) -> str:
     """``INSERT`` of the rows sent as one JSON array of objects (``json_rows``): one
     parameter whatever the number of rows and columns, cheap to send and to read.
     Byte columns travel as hex text. Joined with ``ok``: no row goes in unless the
-    instance is where the transition expects it, and every row takes its tenant."""
-    names = ", ".join(name for name, _ in record)
-    values = ", ".join(_read_column(name, kind) for name, kind in record)
+    instance is where the transition expects it, and every row takes its tenant.
+    ``extra`` adds columns computed in SQL (name, expression over ``r``)."""
+    names = ", ".join([name for name, _ in record] + [name for name, _ in extra])
+    values = ", ".join(
+        [_read_column(name, kind) for name, kind in record] + [value for _, value in extra]
+    )
     columns = ", ".join(f"{name} {'text' if kind == 'bytea' else kind}" for name, kind in record)
+    alias = " AS w" if returning else ""
     return (
-        f"INSERT INTO {table} ({names})\n"
+        f"INSERT INTO {table}{alias} ({names})\n"
         f"    SELECT {values}\n"
         f"    FROM json_to_recordset(%({param})s::json) AS r({columns}) CROSS JOIN ok"
+        + (f"\n    RETURNING {returning}" if returning else "")
     )
 
 
@@ -76,7 +87,12 @@ def _read_column(name: str, kind: str) -> str:
     return f"decode(r.{name}, 'hex')" if kind == "bytea" else f"r.{name}"
 
 
-GATED_WRITES = f"""
+def gated_writes(work_insert: str = "") -> str:
+    """The ledger row, the history rows and the work rows, written only when ``ok`` has
+    its row (the instance's tenant): the shared middle of the transition statements.
+    ``work_insert`` replaces the plain insert of the work rows (a fenced write leases
+    one of them on as it inserts it)."""
+    return f"""
 ledger AS (
     INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
                              committed_sequence, xact_id)
@@ -87,13 +103,13 @@ ledger AS (
     RETURNING 1
 ),
 events AS (
-    {_insert_rows("history", HISTORY_RECORD, "history")}
+    {insert_rows("history", HISTORY_RECORD, "history")}
 ),
 new_work AS (
-    {_insert_rows("work", WORK_RECORD, "work")}
+    {work_insert or insert_rows("work", WORK_RECORD, "work")}
 )"""
-"""The ledger row, the history rows and the work rows, written only when ``ok`` has
-its row (the instance's tenant): the shared middle of both transition statements."""
+
+
 NOTIFY_IF_WRITTEN = (
     "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END"
 )
@@ -116,7 +132,7 @@ created AS MATERIALIZED (
 ok AS MATERIALIZED (
     SELECT tenant_id FROM created
 ),
-{GATED_WRITES}
+{gated_writes()}
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        (SELECT count(*) FROM created), (SELECT count(*) FROM ledger), {NOTIFY_IF_WRITTEN}
 """
@@ -126,12 +142,40 @@ the statement, when it is in) and the writes. An instance id that exists is left
 alone and re-checked against the ledger in a fresh statement: an exact replay, or
 InstanceExists."""
 
-WRITE_TRANSITION = f"""
+
+@dataclass(frozen=True)
+class LeaseParts:
+    """What a lease-fenced write (``engine.store.fencing``) adds to ``write_transition``."""
+
+    held: str
+    """A CTE named ``held`` that locks the lease's work row while the lease is held: the
+    transition is written only then, and the statement returns no row otherwise."""
+    work_insert: str
+    """The insert of the work rows (it may lease one of them on as it inserts it)."""
+    finish: str
+    """CTEs that settle the lease, run only when the transition is written."""
+    columns: str
+    """Columns appended to the statement's row (after ``WRITE_COLUMNS``)."""
+    join: str
+    """What the final SELECT joins to read ``columns``."""
+
+
+def write_transition(lease: LeaseParts | None = None) -> str:
+    """The statement of a transition on an existing instance (see ``WRITE_TRANSITION``),
+    with a lease's parts when it is fenced."""
+    fence, work_insert, finish, columns, join = (
+        (lease.held, lease.work_insert, lease.finish, lease.columns, lease.join)
+        if lease
+        else ("", "", "", "", "")
+    )
+    held = "\n      AND EXISTS (SELECT 1 FROM held)" if fence else ""
+    only_held = "WHERE EXISTS (SELECT 1 FROM held)" if fence else ""
+    return f"""
 WITH locked AS MATERIALIZED (
     SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
     FROM instances WHERE instance_id = %(instance)s
     FOR UPDATE
-),
+),{fence}
 prior AS MATERIALIZED (
     SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
 ),
@@ -140,9 +184,9 @@ ok AS MATERIALIZED (
     WHERE sequence = %(expected)s AND definition_name = %(pin_name)s
       AND definition_version = %(pin_version)s
       AND definition_fingerprint = %(pin_fingerprint)s
-      AND NOT EXISTS (SELECT 1 FROM prior)
+      AND NOT EXISTS (SELECT 1 FROM prior){held}
 ),
-{GATED_WRITES},
+{gated_writes(work_insert)},{finish}
 retired AS (
     UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
     WHERE instance_id = %(instance)s AND state = 1 AND %(retire)s AND EXISTS (SELECT 1 FROM ok)
@@ -164,8 +208,13 @@ SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        locked.sequence, locked.definition_name, locked.definition_version,
        locked.definition_fingerprint,
        (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
-FROM (SELECT 1) AS one LEFT JOIN locked ON true
+       {columns}
+FROM (SELECT 1) AS one LEFT JOIN locked ON true {join}
+{only_held}
 """
+
+
+WRITE_TRANSITION = write_transition()
 """A transition in one statement, one round trip, whatever the number of events and
 work items: the instance lock, the ledger lookup and, only when both allow it
 (``ok``), the writes. The parts cannot see each other's rows, and need not: each
@@ -175,6 +224,8 @@ statement's snapshot, taken before the lock was granted: a commit of this very
 transition that the lock waited for shows as a position mismatch, which ``_recheck``
 settles in a fresh statement. The counts say whether the ledger row went in (no: the
 id was taken meanwhile) and whether the instance moved."""
+WRITE_COLUMNS = 9
+"""The columns of the transition statement's row before a fence's ``lease_columns``."""
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
@@ -200,8 +251,32 @@ class CommitResult:
     replayed: bool = False
 
 
+class FencedWrite(Protocol):
+    """A lease's part in a transition statement (``engine.store.fencing``)."""
+
+    statement: str
+    """``write_transition`` with the lease's parts."""
+    done: bool
+    """The statement wrote the transition, and settled the lease with it."""
+
+    def params(self) -> dict[str, Any]:
+        """The lease's parameters of ``statement``."""
+
+    async def run(
+        self, conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        """Execute ``statement``: its row, or StaleLease when it returned none."""
+
+    def wrote(self, lease_columns: tuple[Any, ...]) -> None:
+        """The transition was written, and with it the lease's own writes."""
+
+
 async def stage(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str = "", tenant: str = ""
+    conn: psycopg.AsyncConnection,
+    transition: Transition,
+    channel: str = "",
+    tenant: str = "",
+    fenced: FencedWrite | None = None,
 ) -> tuple[bool, str]:
     """Write ``transition`` in the caller's open transaction; never commits.
 
@@ -209,11 +284,12 @@ async def stage(
     Raises a NOT_COMMITTED StoreError for conflicts; the caller's transaction must then
     be rolled back. ``tenant`` (a team) is recorded when the transition creates the
     instance; every work row takes its instance's tenant, which claims use for fairness.
+    ``fenced`` (not for a start) makes the statement write only under a held lease.
     """
     if transition.expected_sequence == 0:
         written, xid = await _start(conn, transition, channel, tenant)
     else:
-        written, xid = await _write(conn, transition, channel)
+        written, xid = await _write(conn, transition, channel, fenced)
     if written:
         await _after_write(conn, transition, channel)
     return written, xid
@@ -294,10 +370,14 @@ async def _recheck(
 
 
 async def _write(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str
+    conn: psycopg.AsyncConnection,
+    transition: Transition,
+    channel: str,
+    fenced: FencedWrite | None = None,
 ) -> tuple[bool, str]:
-    """Run ``WRITE_TRANSITION``: (True, xid) when written, (False, xid) for an exact
-    replay; raises when the instance, the pin or the id do not allow it."""
+    """Run ``WRITE_TRANSITION`` (or the fenced one): (True, xid) when written, (False,
+    xid) for an exact replay; raises when the instance, the pin or the id do not allow
+    it, or the lease is not held."""
     pin = transition.definition
     params = {
         **_params(transition, channel),
@@ -306,8 +386,11 @@ async def _write(
         "pin_fingerprint": pin.fingerprint,
         "retire": transition.terminal and not transition.work,
     }
-    row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
-    xid, existing, *position, ledger, moved, _ = row
+    if fenced is None:
+        row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+    else:
+        row = await fenced.run(conn, fenced.statement, {**params, **fenced.params()})
+    xid, existing, *position, ledger, moved, _ = row[:WRITE_COLUMNS]
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
@@ -315,6 +398,8 @@ async def _write(
         await _check_position(conn, transition, *position)
         return False, xid
     _check_ledger(transition, ledger)
+    if fenced is not None:
+        fenced.wrote(row[WRITE_COLUMNS:])
     return True, xid
 
 
@@ -358,7 +443,7 @@ async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, ch
 
 
 def json_rows(record: tuple[tuple[str, str], ...], rows: Iterable[tuple[Any, ...]]) -> str:
-    """Rows as the JSON array of objects ``_insert_rows`` reads (times in ISO 8601 with
+    """Rows as the JSON array of objects ``insert_rows`` reads (times in ISO 8601 with
     their offset, to the microsecond; bytes in hex; text as it is, so that it reaches the
     server in the connection's encoding like any other text parameter)."""
     names = [name for name, _ in record]

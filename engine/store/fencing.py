@@ -20,11 +20,13 @@ completed expires, the attempt is in flight, and redelivery records it as unknow
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 
-from engine.store import work
+from engine.store import commits, work
 from engine.store.clock import NOW_SQL
+from engine.store.rows import WORK_RECORD
 from engine.store.store import Store
 
 COMPLETE_AND_LEASE_NEXT = f"""
@@ -38,7 +40,48 @@ WHERE w.work_id = %(next_id)s AND w.state = 1 AND EXISTS (SELECT 1 FROM complete
 RETURNING {work.LEASE_COLUMNS}
 """
 """Complete the held lease and lease the next work row to the same owner; no row when
-the lease was no longer held (then nothing changed)."""
+the lease was no longer held (then nothing changed). For a transition that was already
+written (an exact replay): a written one does both in its own statement."""
+
+LEASED_ON = "r.work_id = %(next_id)s"
+LEASE_PARTS = commits.LeaseParts(
+    held=f"""
+held AS MATERIALIZED (
+    SELECT w.work_id FROM work w WHERE {work.HELD} FOR UPDATE
+),""",
+    work_insert=commits.insert_rows(
+        "work",
+        WORK_RECORD,
+        "work",
+        extra=(
+            ("state", f"CASE WHEN {LEASED_ON} THEN 2 ELSE 1 END"),
+            ("attempts", f"CASE WHEN {LEASED_ON} THEN 1 ELSE 0 END"),
+            ("lease_token", f"CASE WHEN {LEASED_ON} THEN 1 ELSE 0 END"),
+            ("lease_owner", f"CASE WHEN {LEASED_ON} THEN %(owner)s ELSE '' END"),
+            (
+                "lease_expires_at",
+                f"CASE WHEN {LEASED_ON} THEN "
+                f"LEAST({NOW_SQL} + %(lease)s::interval, r.deadline) END",
+            ),
+        ),
+        returning=work.LEASE_COLUMNS,
+    ),
+    finish=f"""
+finished AS (
+    UPDATE work w
+    SET state = 3, completed_at = {NOW_SQL}, lease_owner = '', lease_expires_at = NULL
+    WHERE w.work_id = %(work_id)s AND %(finish)s AND EXISTS (SELECT 1 FROM ok)
+),""",
+    columns=", next_lease.*",
+    join="LEFT JOIN new_work next_lease ON next_lease.work_id = %(next_id)s",
+)
+FENCED_WRITE = commits.write_transition(LEASE_PARTS)
+"""A transition written only while the lease is held, in one statement with what the
+lease's holder does at that point: the work row is locked first (``held``); when the
+transition is written, the lease is completed (``finished``, for an outcome) and the
+next activity's work row, which the transition creates, is inserted already leased to
+the same owner with token 1 (eager dispatch), as a claim would have left it. Without
+the lease, nothing is written and no row comes back (StaleLease)."""
 
 
 class LeaseFence:
@@ -59,6 +102,10 @@ class LeaseFence:
         self.lease_for = lease_for
         self.next_lease: work.Lease | None = None
 
+    def write(self) -> FencedTransition:
+        """This lease's part in the statement of the commit's first transition."""
+        return FencedTransition(self)
+
     async def check(self, conn: psycopg.AsyncConnection) -> None:
         if self.finish_lease:  # the finishing write proves the lease (see the docstring)
             return
@@ -70,9 +117,9 @@ class LeaseFence:
         elif self.finish_lease:
             await work.complete_on(conn, self.lease, self.store.clock.sql_now())
 
-    async def _complete_and_lease_next(self, conn: psycopg.AsyncConnection) -> work.Lease:
-        """The usual end of an attempt with eager dispatch, in one round trip."""
-        params = {
+    def params(self) -> dict[str, Any]:
+        """The parameters of the statements that settle this lease."""
+        return {
             "work_id": self.lease.work_id,
             "owner": self.lease.owner,
             "token": self.lease.token,
@@ -80,4 +127,39 @@ class LeaseFence:
             "next_id": self.lease_next,
             "lease": self.lease_for,
         }
-        return work._lease(await work._fenced(conn, COMPLETE_AND_LEASE_NEXT, params, self.lease))
+
+    async def _complete_and_lease_next(self, conn: psycopg.AsyncConnection) -> work.Lease:
+        """The end of an attempt with eager dispatch when its transition was not written
+        by this commit (an exact replay), in one round trip."""
+        row = await work._fenced(conn, COMPLETE_AND_LEASE_NEXT, self.params(), self.lease)
+        return work._lease(row)
+
+
+class FencedTransition:
+    """A ``commits.FencedWrite``: one staging of a transition under ``fence``'s lease.
+
+    ``done`` says whether the statement also settled the lease (it wrote the transition);
+    if not (an exact replay), the fence's ``finish`` still has to. The statement runs
+    through ``work._fenced``, the choke point of every lease-holder write.
+    """
+
+    def __init__(self, fence: LeaseFence) -> None:
+        self.fence = fence
+        self.done = False
+
+    @property
+    def statement(self) -> str:
+        return FENCED_WRITE  # read at each use, as work's statements are
+
+    def params(self) -> dict[str, Any]:
+        return {**self.fence.params(), "finish": self.fence.finish_lease}
+
+    async def run(
+        self, conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        return await work._fenced(conn, statement, params, self.fence.lease)
+
+    def wrote(self, lease_columns: tuple[Any, ...]) -> None:
+        self.done = True
+        if self.fence.lease_next and lease_columns[0] is not None:
+            self.fence.next_lease = work._lease(lease_columns)

@@ -60,7 +60,12 @@ SERVER_TIME = "SELECT clock_timestamp()"
 
 
 class Fence(Protocol):
-    """A lease check run first, and a lease update run last, in a commit's transaction."""
+    """A lease a commit is fenced by: its part in the first transition's statement, or
+    a check run first and a lease update run last, in the commit's transaction."""
+
+    def write(self) -> commits.FencedWrite:
+        """The lease's part in the statement of the first transition (a fresh one for
+        each staging): written only while the lease is held, settling it as it goes."""
 
     async def check(self, conn: psycopg.AsyncConnection) -> None:
         """Raise StaleLease unless the lease is still held (locking the work row); may do
@@ -243,22 +248,29 @@ class Store:
         tenant: str = "",
         xid: str = "",
     ) -> tuple[list[CommitResult], str]:
-        """Check the fence, write the transitions, finish the fence: all in the caller's
-        transaction (whose id ``xid`` is, when already known), which is not committed.
+        """Write the transitions fenced by the lease, all in the caller's transaction
+        (whose id ``xid`` is, when already known), which is not committed.
 
+        The first transition's statement carries the fence (``Fence.write``): it writes
+        only under the held lease and settles the lease in the same statement. Without a
+        transition on an existing instance to carry it, or when that statement wrote
+        nothing (an exact replay), the fence checks first and finishes last on its own.
         A transition whose only new work is the lease the fence hands on (eager
         dispatch) sends no NOTIFY: no other worker could claim it.
         """
-        if fence is not None:
+        carries = fence is not None and transitions and transitions[0].expected_sequence
+        carrier = fence.write() if carries else None
+        if fence is not None and carrier is None:
             await fence.check(conn)
         handed_on = {fence.lease_next if fence is not None else ""}
         results = []
-        for transition in transitions:
+        for k, transition in enumerate(transitions):
             quiet = all(w.work_id in handed_on for w in transition.work)
             channel = "" if quiet else self.channel
-            written, xid = await commits.stage(conn, transition, channel, tenant)
+            fenced = carrier if k == 0 else None
+            written, xid = await commits.stage(conn, transition, channel, tenant, fenced)
             results.append(CommitResult(transition.transition_id, replayed=not written))
-        if fence is not None:
+        if fence is not None and not (carrier and carrier.done):
             await fence.finish(conn)
         if not xid:
             xid = await commits.current_xact_id(conn)

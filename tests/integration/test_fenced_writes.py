@@ -1,0 +1,118 @@
+"""A lease-fenced transition against a real PostgreSQL: one statement writes the outcome,
+finishes the lease and leases the next activity on, and writes nothing without the
+lease."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from engine import decisions
+from engine.definition_validation import parse_definition
+from engine.events import EventKind
+from engine.instance import AttemptStatus
+from engine.orchestration import decide
+from engine.registry import Registry
+from engine.store import work
+from engine.store.errors import StaleLease
+from engine.store.fencing import LeaseFence
+from engine.store.store import Store
+from engine.transitions import Draft, Transition, WorkKind
+from tests.integration.transition_builders import RETRY, Flow
+
+TWO_STEPS = parse_definition(
+    {
+        "name": "test.two",
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {"name": step, "kind": "activity", "target": f"test.{step}", "timeout": "10s"}
+            | {"input_limit": 1000, "result_limit": 1000, "retry": RETRY}
+            for step in ("a", "b")
+        ],
+    }
+)
+REGISTRY = Registry([TWO_STEPS])
+LEASE = timedelta(seconds=30)
+WORK_ROWS = """
+SELECT payload, state, lease_owner, lease_token, attempts, lease_expires_at
+FROM work WHERE instance_id = %s ORDER BY sequence
+"""
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+async def running_a(store: Store, instance_id: str) -> tuple[Flow, work.Lease]:
+    """An instance whose step ``a`` is started under a worker's lease (as a processor
+    leaves it before running the handler)."""
+    now = datetime.now(UTC)  # leases are taken on the database's clock: work must be due
+    flow = Flow(REGISTRY, TWO_STEPS, instance_id)
+    await store.commit(flow.start(at=now))
+    [lease] = await work.claim(store, "worker-1", LEASE, 1)
+    started = flow.attempt_started(await flow.load(store), "a", at=now)
+    await store.commit_all([started], LeaseFence(store, lease, finish=False))
+    return flow, lease
+
+
+async def a_succeeds_and_b_starts(store: Store, flow: Flow) -> tuple[Transition, str]:
+    """The outcome of ``a`` with ``b``'s attempt start riding along (eager dispatch)."""
+    draft = Draft(REGISTRY, await flow.load(store), datetime.now(UTC))
+    decisions.record_outcome(draft, "a", 1, EventKind.ATTEMPT_SUCCEEDED)
+    decide(draft)
+    [next_work] = [w for w in draft.work if w.kind is WorkKind.ACTIVITY]
+    decisions.start_activity_attempt(draft, "b", 1, decisions.attempt_key(flow.instance_id, "b", 1))
+    return draft.build(), next_work.work_id
+
+
+async def work_rows(aconn: psycopg.AsyncConnection, instance_id: str) -> dict[str, tuple]:
+    rows = await (await aconn.execute(WORK_ROWS, [instance_id])).fetchall()
+    return {json.loads(bytes(payload))["step"]: tuple(rest) for payload, *rest in rows}
+
+
+async def test_an_outcome_finishes_its_lease_and_leases_the_next_activity_as_it_writes_it(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    flow, lease = await running_a(store, "two-1")
+    outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+    fence = LeaseFence(store, lease, finish=True, lease_next=next_id, lease_for=LEASE)
+
+    await store.commit_all([outcome], fence)
+
+    rows = await work_rows(aconn, "two-1")
+    assert rows["a"][:4] == (3, "", lease.token, 1)  # completed, nobody's any more
+    state, owner, token, attempts, expires = rows["b"]
+    assert (state, owner, token, attempts) == (2, "worker-1", 1, 1)  # as a claim leaves it
+    assert fence.next_lease is not None
+    assert (fence.next_lease.work_id, fence.next_lease.token) == (next_id, 1)
+    assert fence.next_lease.expires_at == expires
+    assert await work.claim(store, "worker-2", LEASE, 10) == []  # b is not up for grabs
+    state = await flow.load(store)
+    assert state.activities["a"].status is AttemptStatus.SUCCEEDED
+    assert state.activities["b"].status is AttemptStatus.RUNNING
+
+
+async def test_an_outcome_under_a_lost_lease_writes_nothing(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    flow, lease = await running_a(store, "two-2")
+    outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+    before = await work_rows(aconn, "two-2")
+    stale = replace(lease, token=lease.token + 1)
+
+    with pytest.raises(StaleLease):
+        await store.commit_all([outcome], LeaseFence(store, stale, lease_next=next_id))
+
+    assert await work_rows(aconn, "two-2") == before  # a still leased, no row for b
+    ledger = "SELECT count(*) FROM transitions WHERE transition_id = %s"
+    assert (await (await aconn.execute(ledger, [outcome.transition_id])).fetchone())[0] == 0
+    assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
