@@ -46,7 +46,7 @@ events AS (
 INSERT INTO {schema}.work (work_id, kind, instance_id, sequence, available_at, deadline,
                            payload, target)
 SELECT e.instance_id || '#2#activity#one', 1, e.instance_id, 2, e.occurred_at,
-       e.occurred_at + interval '1 day 30 seconds',
+       e.occurred_at + interval '8 days',
        convert_to('{{"attempt":1,"key":"' || e.instance_id || '/one/1","step":"one"}}', 'UTF8'),
        %(target)s
 FROM events e WHERE e.sequence = 2
@@ -66,7 +66,10 @@ def add_started_instances(
     """Write instances ``prefix || k`` for k in [start, stop); returns the seconds taken.
 
     Their times begin a day ago, a millisecond apart, so their work is due now and in a
-    stable order.
+    stable order. Its deadline is a week ahead: writing 10^6 rows takes over a minute,
+    and rows past their deadline would sit at the head of the due index, where every
+    claim steps over them until the deadline sweep dead-letters them (that is the
+    sweep's cost, not a claim's).
     """
     base = conn.execute(f"{PROBE} SELECT now() - interval '1 day'").fetchone()[0]
     began = time.perf_counter()
