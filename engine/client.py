@@ -22,7 +22,7 @@ from typing import Any
 from engine import decisions, lifecycle
 from engine.child_outcomes import parent_transitions
 from engine.definitions import Definition
-from engine.errors import DecisionRejected, ReplayRejected, WaylineError
+from engine.errors import DecisionRejected, DefinitionNotFound, ReplayRejected, WaylineError
 from engine.events import json_data
 from engine.faults import Boundary, Faults
 from engine.instance import Instance
@@ -76,10 +76,14 @@ class Client:
 
         ``tenant`` is the owning team: lists filter by it and claims are fair across it.
         """
-        definition = await catalog.resolve_for_start(self.store, name, version)
+        ref = await catalog.resolve_for_start(self.store, name, version)
         registry = await self.registries.get()
-        if registry.get(definition.name, definition.version) is None:
+        definition = registry.get(ref.name, ref.version)
+        if definition is None or definition.ref != ref:
             registry = await self.registries.refresh()
+            definition = registry.get(ref.name, ref.version)
+        if definition is None or definition.ref != ref:  # versions are immutable: never
+            raise DefinitionNotFound(f"{ref} is not published")
         draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
         decide(draft)
         try:

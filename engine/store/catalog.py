@@ -15,7 +15,7 @@ from datetime import datetime
 from psycopg.types.json import Jsonb
 
 from engine.definition_validation import parse_definition
-from engine.definitions import Definition, definition_to_json
+from engine.definitions import Definition, DefinitionRef, definition_to_json
 from engine.errors import DefinitionNotFound
 from engine.registry import Registry
 from engine.store.errors import StoreError
@@ -38,12 +38,13 @@ WHERE %(team)s::text IS NULL OR team_id = %(team)s
 ORDER BY name, published_at, version
 """
 LATEST_ACTIVE = """
-SELECT spec FROM definitions WHERE name = %(name)s AND NOT deprecated
+SELECT version, fingerprint FROM definitions WHERE name = %(name)s AND NOT deprecated
 ORDER BY published_at DESC, version DESC LIMIT 1
 """
-ONE_VERSION = (
-    "SELECT spec, deprecated FROM definitions WHERE name = %(name)s AND version = %(version)s"
-)
+ONE_VERSION = """
+SELECT version, fingerprint, deprecated FROM definitions
+WHERE name = %(name)s AND version = %(version)s
+"""
 DEPRECATE = """
 UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
 RETURNING 1
@@ -103,20 +104,24 @@ async def load_registry(store: Store) -> Registry:
     return Registry(v.definition for v in await versions(store))
 
 
-async def resolve_for_start(store: Store, name: str, version: str | None) -> Definition:
-    """The version to start: the given one (refused if deprecated) or the latest active."""
+async def resolve_for_start(store: Store, name: str, version: str | None) -> DefinitionRef:
+    """The version to start: the given one (refused if deprecated) or the latest active.
+
+    Only its reference is read: versions are immutable, so the caller takes the parsed
+    definition from its registry (reloading that only for a version it has not seen).
+    """
     async with store.reading() as conn:
         if version is None:
             row = await (await conn.execute(LATEST_ACTIVE, {"name": name})).fetchone()
             if row is None:
                 raise DefinitionNotFound(f"no active version of {name} is published")
-            return _load(row[0])
+            return DefinitionRef(name, *row)
         row = await (await conn.execute(ONE_VERSION, {"name": name, "version": version})).fetchone()
     if row is None:
         raise DefinitionNotFound(f"{name}@{version} is not published")
-    if row[1]:
+    if row[2]:
         raise DefinitionNotFound(f"{name}@{version} is deprecated and refuses new instances")
-    return _load(row[0])
+    return DefinitionRef(name, row[0], row[1])
 
 
 async def deprecate(store: Store, name: str, version: str) -> None:

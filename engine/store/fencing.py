@@ -1,20 +1,23 @@
 """Fencing a commit by a lease: the lease must still be this owner's, in the same
 transaction that writes the outcome.
 
-``finish`` completes the lease in the same transaction, with the same predicates as a
-check (owner, token, leased state, unexpired by the store's clock), so an outcome can
-never be durable while its work is still claimable, nor the work complete without its
-outcome; no row means the lease was lost (expired, reclaimed, finished) and the whole
-transaction rolls back. The completion locks the work row until COMMIT, so nobody can
-reclaim it in between: for a commit that finishes its lease, that one statement is
-the fence. A commit that keeps its lease (an attempt start, whose handler runs next)
-has no finishing write, so ``check`` locks the work row first (``work.check_on``).
+The commit's first transition carries the fence in its own statement
+(``FENCED_WRITE``): the lease's work row is locked first, with the predicates of a
+check (owner, token, leased state, unexpired by the store's clock), and the transition
+is written only while they hold; when it is, the same statement completes the lease
+(an outcome) and, for eager dispatch, inserts the next activity's work row already
+leased to the same owner, so the worker runs it right after this commit without a
+claim. An outcome can never be durable while its work is still claimable, nor the work
+complete without its outcome; no row back means the lease was lost (expired,
+reclaimed, finished) and the whole transaction rolls back. The row lock holds until
+COMMIT, so nobody can reclaim the work in between. Crash semantics are unchanged: a
+lease never completed expires, the attempt is in flight, and redelivery records it as
+unknown.
 
-Eager dispatch: ``finish`` can also lease to the same owner a work row the transaction
-just created (the next activity, whose attempt start is in the same transition), in
-the statement that completes the finished lease, so the worker runs it right after
-this commit without a claim round trip. Crash semantics are unchanged: a lease never
-completed expires, the attempt is in flight, and redelivery records it as unknown.
+Without a transition to carry it (nothing to record), or when the transition had been
+written before (an exact replay, which writes nothing), ``check`` and ``finish`` do the
+same with statements of their own (``work.check_on``, ``work.complete_on``,
+``COMPLETE_AND_LEASE_NEXT``).
 """
 
 from __future__ import annotations

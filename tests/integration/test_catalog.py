@@ -63,6 +63,20 @@ async def test_starting_is_idempotent_per_id(store: Store) -> None:
         await client.start("store-single", "order-1", {"qty": 2})
 
 
+async def test_a_version_published_elsewhere_is_started_by_a_client_that_never_saw_it(
+    store: Store,
+) -> None:
+    """A client keeps parsed definitions in its registry; a start reads only which
+    version is current, and a version the registry lacks makes it reload."""
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    assert (await client.start("store-single", "first")).definition.version == "1"
+    await Client(store).publish(single_definition("2"))  # another process publishes
+    assert (await client.start("store-single", "second")).definition.version == "2"
+    pinned = await client.start("store-single", "pinned", version="1")
+    assert pinned.definition == single_definition("1").ref
+
+
 async def test_unknown_names_are_clear_errors(store: Store) -> None:
     with pytest.raises(DefinitionNotFound, match="no active version of nothing"):
         await catalog.resolve_for_start(store, "nothing", None)
