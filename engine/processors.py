@@ -42,6 +42,7 @@ from engine.instance import AttemptProgress, AttemptStatus, Instance, InstanceSt
 from engine.instance_cache import InstanceCache, RegistrySource
 from engine.metrics import Metrics
 from engine.orchestration import decide
+from engine.replay import replay
 from engine.store import work
 from engine.store.errors import DuplicateTransition, SequenceConflict
 from engine.store.fencing import LeaseFence
@@ -282,7 +283,8 @@ async def process_attempt(
         await work.dead_letter(ctx.store, lease, track.poison_code)
         return
     start = StartOrSettle(track, dispatch)
-    state = await commit(ctx, lease, start, finish=lambda: start.settled)
+    claimed = await _claimed_state(ctx, lease)
+    state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     while True:
@@ -298,6 +300,17 @@ async def process_attempt(
         ctx.metrics.count("eager_dispatches")
         lease, dispatch = eager.lease, eager.dispatch
         current.lease = lease
+
+
+async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
+    """The instance as its claim read it (a short history comes with the claim), to
+    commit on without reading it again; None when it did not come or does not replay."""
+    if not lease.events:
+        return None
+    try:
+        return replay(await ctx.registries.get(), lease.events)
+    except ReplayRejected:  # e.g. a version this worker has not loaded: read it instead
+        return None
 
 
 @dataclass

@@ -50,17 +50,26 @@ import contextlib
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from itertools import groupby
 from typing import Any, TypeVar
 
 import psycopg
 
 from engine.canonical import utc
 from engine.errors import WaylineError
+from engine.events import Event
 from engine.identifiers import id_problem
 from engine.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
 from engine.store.clock import NOW_SQL as NOW
 from engine.store.commits import NOTIFY_WORK
-from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
+from engine.store.errors import (
+    CommitUnknown,
+    CorruptStore,
+    StaleLease,
+    StoreError,
+    StoreUnavailable,
+)
+from engine.store.rows import HISTORY_RECORD, event_from_row
 from engine.store.store import Store
 from engine.transitions import WorkKind
 
@@ -103,6 +112,9 @@ class Lease:
     claimed_at: datetime
     expires_at: datetime
     deadline: datetime
+    events: tuple[Event, ...] = ()
+    """The instance's whole history as the claim read it, when that was short
+    (``CLAIM_HISTORY_EVENTS``); else empty. Possibly outdated by the time it is used."""
 
 
 # SQL ----------------------------------------------------------------------------------
@@ -195,7 +207,15 @@ claimed AS (
     WHERE w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}
 )
-SELECT * FROM claimed ORDER BY available_at, work_id
+SELECT c.*, {", ".join(f"h.{name}" for name, _ in HISTORY_RECORD)}
+FROM claimed c
+LEFT JOIN LATERAL (
+    SELECT * FROM history h
+    WHERE h.instance_id = c.instance_id
+      AND (SELECT i.sequence FROM instances i WHERE i.instance_id = c.instance_id)
+          <= %(history)s
+) h ON true
+ORDER BY c.available_at, c.work_id, h.sequence
 """
 """See the module docstring for the two passes. A claim costs index reads in proportion
 to the tenants that have available work (not-yet-due timers included) times ``limit``,
@@ -326,13 +346,37 @@ async def claim(
         "kinds": None if kinds is None else [int(k) for k in kinds],
         "targets": None if targets is None else list(targets),
         "now": store.clock.sql_now(),
+        "history": CLAIM_HISTORY_EVENTS,
     }
 
     async def body(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
         return await (await conn.execute(CLAIM, params)).fetchall()
 
     rows = await transact(store, "claim", body, single_statement=True)
-    return [_lease(row) for row in rows]
+    items = [list(group) for _, group in groupby(rows, key=lambda row: row[0])]
+    return [replace(_lease(item[0]), events=_claimed_history(item)) for item in items]
+
+
+def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
+    """The events that came with a claimed item (none when its history was long). A row
+    that breaks the model leaves them out: the processor then reads the history itself
+    and meets the damage there, for that item alone."""
+    try:
+        return tuple(
+            event_from_row(row[CLAIM_COLUMNS:]) for row in rows if row[CLAIM_COLUMNS] is not None
+        )
+    except CorruptStore:
+        return ()
+
+
+CLAIM_HISTORY_EVENTS = 16
+"""A claim also returns the history of each claimed item's instance that has at most
+this many events (a new instance's first step, typically): its processor starts from
+that state instead of reading it (a stale one fails the commit's sequence check and is
+then read). Longer histories are read, and cached, by the worker as before."""
+CLAIM_COLUMNS = 14
+"""The lease columns at the head of a claim's row (``LEASE_COLUMNS``); a history row's
+columns follow."""
 
 
 def _lease(row: tuple[Any, ...]) -> Lease:

@@ -1,0 +1,70 @@
+"""A claim brings a short history with it, so a new instance's first step needs no read;
+a history that is outdated by the time it is used costs a read, never a wrong write."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.activities import ActivityRegistry
+from engine.instance import AttemptStatus, InstanceStatus
+from engine.instance_cache import RegistrySource
+from engine.processors import Context, LeaseHolder, process
+from engine.store import reads, work
+from engine.store.store import Store
+from tests.integration.transition_builders import catalog
+
+CATALOG = catalog()
+LEASE = timedelta(seconds=30)
+
+
+@pytest.fixture
+async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+async def test_a_claim_brings_a_short_history_and_not_a_long_one(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = datetime.now(UTC)  # claims compare with the database's clock
+    for name in ("short", "long"):
+        await store.commit(CATALOG.flow(CATALOG.single, name).start(at=now))
+
+    [short] = await work.claim(store, "w", LEASE, 1)
+    stored = [event async for event in reads.export_history(store, short.instance_id)]
+    assert short.events == tuple(stored) and len(stored) == 2
+
+    monkeypatch.setattr(work, "CLAIM_HISTORY_EVENTS", 1)
+    [long] = await work.claim(store, "w", LEASE, 1)
+    assert long.instance_id != short.instance_id and long.events == ()
+
+
+async def test_a_step_started_from_an_outdated_claimed_history_is_still_right(
+    store: Store,
+) -> None:
+    """Both branches of a parallel step are claimed at once; when the second runs, the
+    history its claim brought is behind the first branch's commits."""
+    ran: list[str] = []
+    activities = ActivityRegistry()
+    for step in ("x", "y"):
+        activities.register(f"test.{step}", lambda request: ran.append(request.step))
+    ctx = Context(store, activities, RegistrySource(store, CATALOG.registry))
+    flow = CATALOG.flow(CATALOG.pair, "pair-1")
+    await store.commit(flow.start(at=datetime.now(UTC)))
+    leases = await work.claim(store, "w", LEASE, 2)
+    assert [len(lease.events) for lease in leases] == [3, 3]
+
+    for lease in leases:
+        await process(ctx, LeaseHolder(lease, LEASE))
+
+    state = await flow.load(store)
+    assert sorted(ran) == ["x", "y"]
+    assert state.status is InstanceStatus.COMPLETED
+    assert {s: p.status for s, p in state.activities.items()} == {
+        "x": AttemptStatus.SUCCEEDED,
+        "y": AttemptStatus.SUCCEEDED,
+    }
