@@ -11,11 +11,11 @@ record immediately followed by its effect.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from engine import replay_activities, replay_children, replay_lifecycle, replay_waits
 from engine.errors import RegistryError, ReplayRejected
 from engine.events import Event, EventKind
+from engine.frozen import evolve
 from engine.instance import AuditEntry, Instance, InstanceStatus
 from engine.operator_actions import ACTION_EFFECTS, OPERATOR_ONLY_KINDS, audit_from_event
 from engine.registry import Registry
@@ -51,7 +51,7 @@ def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
     _check_command_pairing(command, event)
     if event.kind is EventKind.OPERATOR_COMMAND_RECORDED:
         entry = audit_from_event(event)
-        return replace(
+        return evolve(
             state,
             pending_command=entry,
             audit=(*state.audit, entry),
@@ -62,7 +62,7 @@ def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
     if handler is None:  # instance_started: only the first event may start an instance
         raise ReplayRejected(event.sequence, f"{event.kind.label} may only begin a history")
     new = handler(state, event, registry, command)
-    return replace(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
+    return evolve(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
 
 
 def _start(registry: Registry, event: Event) -> Instance:

@@ -12,11 +12,11 @@ moves it on.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 
 from engine.definitions import RetryPolicy, Step, StepKind, UnknownPolicy
 from engine.events import Event, EventKind
+from engine.frozen import evolve
 from engine.instance import AttemptProgress, AttemptStatus, AuditEntry, Instance, InstanceStatus
 from engine.registry import Registry
 from engine.replay_rules import reject, require_size, require_status, require_step
@@ -39,7 +39,7 @@ def schedule_activity(
         raise reject(event, f"activity {event.step!r} is already scheduled")
     require_size(event, step.input_limit, "activity input")
     progress = AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
-    return replace(state, activities={**state.activities, event.step: progress})
+    return evolve(state, activities={**state.activities, event.step: progress})
 
 
 def start_activity(
@@ -50,7 +50,7 @@ def start_activity(
     assert step.retry is not None and step.timeout is not None
     progress = _progress(state.activities, event)
     new = _start(progress, event, step.timeout, step.retry)
-    return replace(state, activities={**state.activities, event.step: new})
+    return evolve(state, activities={**state.activities, event.step: new})
 
 
 def activity_outcome(
@@ -58,7 +58,7 @@ def activity_outcome(
 ) -> Instance:
     step = require_step(state, event, StepKind.ACTIVITY)
     new = _outcome(_progress(state.activities, event), event, step.result_limit)
-    return replace(state, activities={**state.activities, event.step: new})
+    return evolve(state, activities={**state.activities, event.step: new})
 
 
 def retry_activity(
@@ -72,7 +72,7 @@ def retry_activity(
         new = _operator_retry(progress, event)
     else:
         new = _policy_retry(progress, event, step.retry, step.on_unknown)
-    return replace(state, activities={**state.activities, event.step: new})
+    return evolve(state, activities={**state.activities, event.step: new})
 
 
 def resolve_activity(
@@ -86,7 +86,7 @@ def resolve_activity(
         raise reject(event, "resolution must be one of: absent, failed, succeeded")
     if event.code == "succeeded":
         require_size(event, step.result_limit, "activity result")
-        new = replace(
+        new = evolve(
             progress,
             status=A.SUCCEEDED,
             result=event.data,
@@ -98,8 +98,8 @@ def resolve_activity(
             raise reject(event, "only a 'succeeded' resolution carries a result")
         retryable = event.code == "absent"
         code = "known-absent" if retryable else "resolved-failed"
-        new = replace(progress, status=A.FAILED, code=code, retryable=retryable)
-    return replace(state, activities={**state.activities, event.step: new})
+        new = evolve(progress, status=A.FAILED, code=code, retryable=retryable)
+    return evolve(state, activities={**state.activities, event.step: new})
 
 
 def schedule_compensation(
@@ -114,7 +114,7 @@ def schedule_compensation(
         raise reject(event, f"compensation of {event.step!r} is already scheduled")
     require_size(event, step.input_limit, "compensation input")
     progress = AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
-    return replace(state, compensations={**state.compensations, event.step: progress})
+    return evolve(state, compensations={**state.compensations, event.step: progress})
 
 
 def start_compensation(
@@ -124,7 +124,7 @@ def start_compensation(
     spec = _compensated_step(state, event).compensation
     assert spec is not None
     new = _start(_progress(state.compensations, event), event, spec.timeout, spec.retry)
-    return replace(state, compensations={**state.compensations, event.step: new})
+    return evolve(state, compensations={**state.compensations, event.step: new})
 
 
 def compensation_outcome(
@@ -133,7 +133,7 @@ def compensation_outcome(
     spec = _compensated_step(state, event).compensation
     assert spec is not None
     new = _outcome(_progress(state.compensations, event), event, spec.result_limit)
-    return replace(state, compensations={**state.compensations, event.step: new})
+    return evolve(state, compensations={**state.compensations, event.step: new})
 
 
 def retry_compensation(
@@ -144,7 +144,7 @@ def retry_compensation(
     assert spec is not None
     progress = _progress(state.compensations, event)
     new = _policy_retry(progress, event, spec.retry, UnknownPolicy.HOLD)
-    return replace(state, compensations={**state.compensations, event.step: new})
+    return evolve(state, compensations={**state.compensations, event.step: new})
 
 
 def resolve_compensation(
@@ -158,8 +158,8 @@ def resolve_compensation(
             f"compensation of {event.step!r} is {progress.status.label}; only "
             "a failed or unknown compensation can be resolved by hand",
         )
-    new = replace(progress, status=A.MANUALLY_RESOLVED, code=event.code, result=event.data)
-    return replace(state, compensations={**state.compensations, event.step: new})
+    new = evolve(progress, status=A.MANUALLY_RESOLVED, code=event.code, result=event.data)
+    return evolve(state, compensations={**state.compensations, event.step: new})
 
 
 def _compensated_step(state: Instance, event: Event) -> Step:
@@ -195,7 +195,7 @@ def _start(
         raise reject(event, "attempt starts before its retry time")
     if progress.next_key and event.idempotency_key != progress.next_key:
         raise reject(event, "attempt must use the idempotency key fixed by its retry")
-    return replace(
+    return evolve(
         progress,
         status=A.RUNNING,
         attempt=event.attempt,
@@ -215,11 +215,11 @@ def _outcome(progress: AttemptProgress, event: Event, result_limit: int) -> Atte
         raise reject(event, f"{event.step!r} has no attempt {event.attempt} in flight")
     if event.kind in (K.ATTEMPT_SUCCEEDED, K.COMPENSATION_SUCCEEDED):
         require_size(event, result_limit, "result")
-        return replace(
+        return evolve(
             progress, status=A.SUCCEEDED, result=event.data, completed_sequence=event.sequence
         )
     status = A.FAILED if event.kind in (K.ATTEMPT_FAILED, K.COMPENSATION_FAILED) else A.UNKNOWN
-    return replace(
+    return evolve(
         progress, status=status, code=event.code, retryable=event.retryable, result=event.data
     )
 
@@ -258,7 +258,7 @@ def _waiting(
     if same_key != (event.idempotency_key == progress.idempotency_key):
         rule = "reuse" if same_key else "not reuse"
         raise reject(event, f"the retry must {rule} the previous idempotency key")
-    return replace(
+    return evolve(
         progress,
         status=A.RETRY_WAITING,
         retry_at=event.due_at,

@@ -9,10 +9,9 @@ durably observed outcome proves that the child exists.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from engine.definitions import Step, StepKind
 from engine.events import Event, EventKind
+from engine.frozen import evolve
 from engine.instance import AuditEntry, ChildProgress, ChildStatus, Instance, InstanceStatus
 from engine.registry import Registry
 from engine.replay_rules import reject, require_size, require_status, require_step
@@ -64,7 +63,7 @@ def start_child(
         raise reject(event, "start attempt must use the key fixed by its retry")
     return _put(
         state,
-        replace(
+        evolve(
             child,
             status=C.START_RUNNING,
             attempt=event.attempt,
@@ -89,7 +88,7 @@ def start_outcome(
         K.CHILD_START_FAILED: C.START_FAILED,
         K.CHILD_START_UNKNOWN: C.START_UNKNOWN,
     }[event.kind]
-    return _put(state, replace(child, status=status, code=event.code, retryable=event.retryable))
+    return _put(state, evolve(child, status=status, code=event.code, retryable=event.retryable))
 
 
 def retry_child(
@@ -111,7 +110,7 @@ def retry_child(
         raise reject(event, "a start retry after a known-absent failure uses a new key")
     return _put(
         state,
-        replace(
+        evolve(
             child, status=C.RETRY_WAITING, retry_at=event.due_at, next_key=event.idempotency_key
         ),
     )
@@ -125,8 +124,8 @@ def child_outcome(
         raise reject(event, f"child {event.step!r} is {child.status.label}; no outcome can arrive")
     if event.kind is K.CHILD_COMPLETED:
         require_size(event, step.result_limit, "child result")
-        return _put(state, replace(child, status=C.SUCCEEDED, result=event.data, code=""))
-    return _put(state, replace(child, status=C.FAILED, code=event.code, result=event.data))
+        return _put(state, evolve(child, status=C.SUCCEEDED, result=event.data, code=""))
+    return _put(state, evolve(child, status=C.FAILED, code=event.code, result=event.data))
 
 
 def _child(state: Instance, event: Event) -> tuple[Step, ChildProgress]:
@@ -140,7 +139,7 @@ def _child(state: Instance, event: Event) -> tuple[Step, ChildProgress]:
 
 
 def _put(state: Instance, child: ChildProgress) -> Instance:
-    return replace(state, children={**state.children, child.step: child})
+    return evolve(state, children={**state.children, child.step: child})
 
 
 HANDLERS = {

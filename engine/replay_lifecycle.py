@@ -8,10 +8,9 @@ the instance says it is over.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from engine.errors import RegistryError
 from engine.events import Event, EventKind
+from engine.frozen import evolve
 from engine.instance import AttemptStatus, Instance, InstanceStatus
 from engine.registry import Registry
 from engine.replay_rules import reject
@@ -42,16 +41,16 @@ def lifecycle(state: Instance, event: Event, registry: Registry, command: object
         raise reject(event, f"{event.kind.label} is not allowed while {state.status.label}")
     if event.kind in (K.CANCELLED, K.FAILED) and state.status in (S.CANCELLING, S.FAILING):
         _require_unwound(state, event)
-    new = replace(state, status=target or state.status)
+    new = evolve(state, status=target or state.status)
     if event.kind is K.COMPLETED:
-        return replace(new, result=event.data)
+        return evolve(new, result=event.data)
     if event.kind in (K.FAILED, K.INSTANCE_FAILING):
-        return replace(new, failure_code=event.code, failure_step=event.step, result=event.data)
+        return evolve(new, failure_code=event.code, failure_step=event.step, result=event.data)
     if event.kind is K.DEFINITION_MIGRATED:
         return _migrate(new, event, registry)
     if event.kind is K.CONTINUED_AS_NEW:
         _resolve(event, registry)
-        return replace(new, successor_id=event.successor_id, result=event.data)
+        return evolve(new, successor_id=event.successor_id, result=event.data)
     return new
 
 
@@ -77,7 +76,7 @@ def _migrate(state: Instance, event: Event, registry: Registry) -> Instance:
     except RegistryError as exc:
         raise reject(event, str(exc)) from None
     spec = _resolve(event, registry)
-    return replace(state, definition=target, spec=spec, input=event.data)
+    return evolve(state, definition=target, spec=spec, input=event.data)
 
 
 def _resolve(event: Event, registry: Registry):

@@ -11,11 +11,11 @@ fire time), ties broken by definition order, judged on the history before the
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import datetime
 
 from engine.definitions import Step, StepKind
 from engine.events import Event, EventKind
+from engine.frozen import evolve
 from engine.instance import AuditEntry, Instance, InstanceStatus, SignalProgress, TimerProgress
 from engine.operator_actions import Action
 from engine.registry import Registry
@@ -37,7 +37,7 @@ def schedule_timer(
         raise reject(event, "timer due_at must be the time plus the timer duration")
     assert event.due_at is not None
     progress = TimerProgress(event.step, event.due_at)
-    return replace(state, timers={**state.timers, event.step: progress})
+    return evolve(state, timers={**state.timers, event.step: progress})
 
 
 def fire_timer(
@@ -51,8 +51,8 @@ def fire_timer(
         raise reject(event, f"timer {event.step!r} already fired")
     if event.occurred_at < timer.due_at:
         raise reject(event, f"timer {event.step!r} fires before it is due")
-    fired = replace(timer, fired_at=event.occurred_at, fired_sequence=event.sequence)
-    return replace(state, timers={**state.timers, event.step: fired})
+    fired = evolve(timer, fired_at=event.occurred_at, fired_sequence=event.sequence)
+    return evolve(state, timers={**state.timers, event.step: fired})
 
 
 def receive_signal(
@@ -67,7 +67,7 @@ def receive_signal(
     progress = SignalProgress(
         event.step, event.idempotency_key, event.occurred_at, event.sequence, event.data
     )
-    return replace(state, signals={**state.signals, event.step: progress})
+    return evolve(state, signals={**state.signals, event.step: progress})
 
 
 def _check_sender(step: Step, event: Event, command: AuditEntry | None) -> None:
@@ -93,7 +93,7 @@ def win_race(
         raise reject(event, f"no branch of race {event.step!r} has completed")
     if winner != expected:
         raise reject(event, f"race {event.step!r} was won by {expected!r}, not {winner!r}")
-    return replace(state, race_winners={**state.race_winners, event.step: winner})
+    return evolve(state, race_winners={**state.race_winners, event.step: winner})
 
 
 def race_winner(state: Instance, race: Step) -> str | None:
