@@ -49,42 +49,44 @@ from engine.store.errors import (
     SequenceConflict,
     StoreError,
 )
-from engine.store.rows import HISTORY_RECORD, WORK_RECORD, event_row, status_after, work_row
+from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
 from engine.transitions import Transition
 
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
 
 
+def one_line(statement: str) -> str:
+    """``statement`` with its runs of whitespace made single spaces (it has no comments
+    or literals with spaces to change). psycopg caches its parsing of a statement's
+    placeholders only up to 4096 characters; the longest statements, sent at every
+    step, stay under that."""
+    return " ".join(statement.split())
+
+
 def insert_rows(
     table: str,
-    record: tuple[tuple[str, str], ...],
+    names: tuple[str, ...],
     param: str,
     extra: tuple[tuple[str, str], ...] = (),
     returning: str = "",
 ) -> str:
     """``INSERT`` of the rows sent as one JSON array of objects (``json_rows``): one
-    parameter whatever the number of rows and columns, cheap to send and to read.
-    Byte columns travel as hex text. Joined with ``ok``: no row goes in unless the
-    instance is where the transition expects it, and every row takes its tenant.
-    ``extra`` adds columns computed in SQL (name, expression over ``r``)."""
-    names = ", ".join([name for name, _ in record] + [name for name, _ in extra])
+    parameter whatever the number of rows and columns, cheap to send and to read; each
+    value is read as its column's type (the table's row type). Joined with ``ok``: no
+    row goes in unless the instance is where the transition expects it, and every row
+    takes its tenant. ``extra`` adds columns computed in SQL (name, expression over
+    ``r``)."""
+    columns = ", ".join([*names, *(name for name, _ in extra)])
     values = ", ".join(
-        [_read_column(name, kind) for name, kind in record] + [value for _, value in extra]
+        [*("ok.tenant_id" if n == "tenant_id" else f"r.{n}" for n in names), *(v for _, v in extra)]
     )
-    columns = ", ".join(f"{name} {'text' if kind == 'bytea' else kind}" for name, kind in record)
     alias = " AS w" if returning else ""
     return (
-        f"INSERT INTO {table}{alias} ({names})\n"
+        f"INSERT INTO {table}{alias} ({columns})\n"
         f"    SELECT {values}\n"
-        f"    FROM json_to_recordset(%({param})s::json) AS r({columns}) CROSS JOIN ok"
+        f"    FROM json_populate_recordset(NULL::{table}, %({param})s::json) AS r CROSS JOIN ok"
         + (f"\n    RETURNING {returning}" if returning else "")
     )
-
-
-def _read_column(name: str, kind: str) -> str:
-    if name == "tenant_id":
-        return "ok.tenant_id"
-    return f"decode(r.{name}, 'hex')" if kind == "bytea" else f"r.{name}"
 
 
 def gated_writes(work_insert: str = "") -> str:
@@ -103,10 +105,10 @@ ledger AS (
     RETURNING 1
 ),
 events AS (
-    {insert_rows("history", HISTORY_RECORD, "history")}
+    {insert_rows("history", HISTORY_FIELDS, "history")}
 ),
 new_work AS (
-    {work_insert or insert_rows("work", WORK_RECORD, "work")}
+    {work_insert or insert_rows("work", WORK_FIELDS, "work")}
 )"""
 
 
@@ -114,7 +116,7 @@ NOTIFY_IF_WRITTEN = (
     "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END"
 )
 
-START_TRANSITION = f"""
+START_TRANSITION = one_line(f"""
 WITH prior AS MATERIALIZED (
     SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
 ),
@@ -135,7 +137,7 @@ ok AS MATERIALIZED (
 {gated_writes()}
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        (SELECT count(*) FROM created), (SELECT count(*) FROM ledger), {NOTIFY_IF_WRITTEN}
-"""
+""")
 """A start in one statement: the ledger lookup, then the instance row already at its
 committed position (the foreign keys of history and work are checked at the end of
 the statement, when it is in) and the writes. An instance id that exists is left
@@ -214,7 +216,7 @@ FROM (SELECT 1) AS one LEFT JOIN locked ON true {join}
 """
 
 
-WRITE_TRANSITION = write_transition()
+WRITE_TRANSITION = one_line(write_transition())
 """A transition in one statement, one round trip, whatever the number of events and
 work items: the instance lock, the ledger lookup and, only when both allow it
 (``ok``), the writes. The parts cannot see each other's rows, and need not: each
@@ -421,8 +423,8 @@ def _params(transition: Transition, channel: str) -> dict[str, Any]:
         "terminal": transition.terminal,
         "notify": bool(transition.work and channel),
         "channel": channel,
-        "history": json_rows(HISTORY_RECORD, (event_row(e) for e in transition.events)),
-        "work": json_rows(WORK_RECORD, (work_row(w) for w in transition.work)),
+        "history": json_rows(HISTORY_FIELDS, (event_row(e) for e in transition.events)),
+        "work": json_rows(WORK_FIELDS, (work_row(w) for w in transition.work)),
     }
 
 
@@ -442,11 +444,10 @@ async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, ch
             await conn.execute(NOTIFY_WORK, {"channel": channel})
 
 
-def json_rows(record: tuple[tuple[str, str], ...], rows: Iterable[tuple[Any, ...]]) -> str:
+def json_rows(names: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> str:
     """Rows as the JSON array of objects ``insert_rows`` reads (times in ISO 8601 with
-    their offset, to the microsecond; bytes in hex; text as it is, so that it reaches the
-    server in the connection's encoding like any other text parameter)."""
-    names = [name for name, _ in record]
+    their offset, to the microsecond; bytes in bytea's hex form; text as it is, so that
+    it reaches the server in the connection's encoding like any other text parameter)."""
     objects = [dict(zip(names, row, strict=True)) for row in rows]
     return json.dumps(objects, ensure_ascii=False, default=_json_value)
 
@@ -455,7 +456,7 @@ def _json_value(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, bytes):
-        return value.hex()
+        return "\\x" + value.hex()
     raise TypeError(f"no JSON form for a {type(value).__name__} column value")
 
 

@@ -29,7 +29,7 @@ import psycopg
 
 from engine.store import commits, work
 from engine.store.clock import NOW_SQL
-from engine.store.rows import WORK_RECORD
+from engine.store.rows import WORK_FIELDS
 from engine.store.store import Store
 
 COMPLETE_AND_LEASE_NEXT = f"""
@@ -47,6 +47,8 @@ the lease was no longer held (then nothing changed). For a transition that was a
 written (an exact replay): a written one does both in its own statement."""
 
 LEASED_ON = "r.work_id = %(next_id)s"
+LEASED = f"({LEASED_ON})::int"
+"""1 for the row leased on as it is inserted (its token and attempts), else 0."""
 LEASE_PARTS = commits.LeaseParts(
     held=f"""
 held AS MATERIALIZED (
@@ -54,12 +56,12 @@ held AS MATERIALIZED (
 ),""",
     work_insert=commits.insert_rows(
         "work",
-        WORK_RECORD,
+        WORK_FIELDS,
         "work",
         extra=(
-            ("state", f"CASE WHEN {LEASED_ON} THEN 2 ELSE 1 END"),
-            ("attempts", f"CASE WHEN {LEASED_ON} THEN 1 ELSE 0 END"),
-            ("lease_token", f"CASE WHEN {LEASED_ON} THEN 1 ELSE 0 END"),
+            ("state", f"1 + {LEASED}"),
+            ("attempts", LEASED),
+            ("lease_token", LEASED),
             ("lease_owner", f"CASE WHEN {LEASED_ON} THEN %(owner)s ELSE '' END"),
             (
                 "lease_expires_at",
@@ -78,7 +80,7 @@ finished AS (
     columns=", next_lease.*",
     join="LEFT JOIN new_work next_lease ON next_lease.work_id = %(next_id)s",
 )
-FENCED_WRITE = commits.write_transition(LEASE_PARTS)
+FENCED_WRITE = commits.one_line(commits.write_transition(LEASE_PARTS))
 """A transition written only while the lease is held, in one statement with what the
 lease's holder does at that point: the work row is locked first (``held``); when the
 transition is written, the lease is completed (``finished``, for an outcome) and the

@@ -11,23 +11,18 @@ from engine.instance import InstanceStatus
 from engine.store.errors import CorruptStore
 from engine.transitions import Transition, WorkItem
 
-HISTORY_RECORD = (
-    *(("instance_id", "text"), ("sequence", "bigint"), ("kind", "smallint")),
-    *(("occurred_at", "timestamptz"), ("definition_name", "text")),
-    *(("definition_version", "text"), ("definition_fingerprint", "text")),
-    *(("successor_id", "text"), ("step_name", "text"), ("attempt", "bigint")),
-    *(("idempotency_key", "text"), ("due_at", "timestamptz"), ("code", "text")),
-    *(("retryable", "boolean"), ("data", "bytea")),
+HISTORY_FIELDS = (
+    *("instance_id", "sequence", "kind", "occurred_at", "definition_name"),
+    *("definition_version", "definition_fingerprint", "successor_id", "step_name"),
+    *("attempt", "idempotency_key", "due_at", "code", "retryable", "data"),
 )
-"""The history table's columns and their types, in ``event_row`` order."""
-WORK_RECORD = (
-    *(("work_id", "text"), ("kind", "smallint"), ("instance_id", "text")),
-    *(("sequence", "bigint"), ("available_at", "timestamptz"), ("deadline", "timestamptz")),
-    *(("payload", "bytea"), ("tenant_id", "text"), ("correlation_id", "text")),
-    ("target", "text"),
+"""The history table's columns, in ``event_row`` order."""
+WORK_FIELDS = (
+    *("work_id", "kind", "instance_id", "sequence", "available_at", "deadline", "payload"),
+    *("tenant_id", "correlation_id", "target"),
 )
-"""The work table's columns a transition writes and their types, in ``work_row`` order."""
-HISTORY_COLUMNS = ", ".join(name for name, _ in HISTORY_RECORD)
+"""The work table's columns a transition writes, in ``work_row`` order."""
+HISTORY_COLUMNS = ", ".join(HISTORY_FIELDS)
 
 STATUS_AFTER = {
     EventKind.INSTANCE_STARTED: InstanceStatus.RUNNING,

@@ -61,7 +61,7 @@ from engine.events import Event
 from engine.identifiers import id_problem
 from engine.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
 from engine.store.clock import NOW_SQL as NOW
-from engine.store.commits import NOTIFY_WORK
+from engine.store.commits import NOTIFY_WORK, one_line
 from engine.store.errors import (
     CommitUnknown,
     CorruptStore,
@@ -69,7 +69,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailable,
 )
-from engine.store.rows import HISTORY_RECORD, event_from_row
+from engine.store.rows import HISTORY_FIELDS, event_from_row
 from engine.store.store import Store
 from engine.transitions import WorkKind
 
@@ -129,16 +129,16 @@ ELIGIBLE = f"""((w.state = 1 AND w.available_at <= {NOW})
 """Claimable now; the UPDATE re-checks it on the row it locked, so a change committed
 after the statement's snapshot is never undone."""
 
-HELD = f"""w.work_id = %(work_id)s AND w.state = 2
+HELD = one_line(f"""w.work_id = %(work_id)s AND w.state = 2
     AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
-    AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}"""
+    AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
 """The caller still holds this exact lease (owner, token, unexpired)."""
 
 LEASE_COLUMNS = f"""w.work_id, w.kind, w.instance_id, w.sequence, w.payload, w.tenant_id,
     w.target, w.lease_owner, w.lease_token, w.attempts, {NOW} AS claimed_at,
     w.lease_expires_at, w.deadline, w.available_at"""
 
-CLAIM = f"""
+CLAIM = one_line(f"""
 WITH RECURSIVE tenants AS (
     (SELECT w.tenant_id FROM work w WHERE w.state < 2 ORDER BY w.tenant_id LIMIT 1)
     UNION ALL
@@ -207,7 +207,7 @@ claimed AS (
     WHERE w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}
 )
-SELECT c.*, {", ".join(f"h.{name}" for name, _ in HISTORY_RECORD)}
+SELECT c.*, {", ".join(f"h.{name}" for name in HISTORY_FIELDS)}
 FROM claimed c
 LEFT JOIN LATERAL (
     SELECT * FROM history h
@@ -216,7 +216,7 @@ LEFT JOIN LATERAL (
           <= %(history)s
 ) h ON true
 ORDER BY c.available_at, c.work_id, h.sequence
-"""
+""")
 """See the module docstring for the two passes. A claim costs index reads in proportion
 to the tenants that have available work (not-yet-due timers included) times ``limit``,
 never to the size of the backlog, and locks only what it claims.
