@@ -247,8 +247,23 @@ class Meter:
     def _cpu(self) -> float:
         return server_cpu_seconds(self.cluster.postmaster_pid())
 
+    def _segment_file(self, lsn: str) -> str:
+        """The name of the WAL segment file that holds ``lsn``."""
+        timeline, size, position = self.conn.execute(
+            f"{PROBE} SELECT (SELECT timeline_id FROM pg_control_checkpoint()), "
+            "(SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size'), "
+            "pg_wal_lsn_diff(%s::pg_lsn, '0/0')::bigint",
+            [lsn],
+        ).fetchone()
+        segment, per_id = int(position) // int(size), 0x1_0000_0000 // int(size)
+        return f"{timeline:08X}{segment // per_id:08X}{segment % per_id:08X}"
+
     def _waldump(self, start: str, end: str) -> tuple[int, dict[str, int]]:
-        """Commit records and WAL bytes per resource manager between two positions."""
+        """Commit records and WAL bytes per resource manager between two positions.
+
+        The first and last segments are named: without them pg_waldump learns the
+        segment size from whichever file of the directory it lists first, and a file the
+        server has just created for later use is still all zeros (the run fails)."""
         result = subprocess.run(
             [
                 str(self.cluster.bin_dir / "pg_waldump"),
@@ -256,6 +271,8 @@ class Meter:
                 f"--start={start}",
                 f"--end={end}",
                 "--stats=record",
+                self._segment_file(start),
+                self._segment_file(end),
             ],
             capture_output=True,
             text=True,
