@@ -18,7 +18,7 @@ from psycopg import sql
 
 from engine.embedded import EmbeddedPostgres
 from engine.migrations import apply_migrations
-from engine.store.clock import ManualClock
+from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.store import Store
 from tests.integration.factories import open_store
 
@@ -80,6 +80,13 @@ def clock(request: pytest.FixtureRequest) -> ManualClock:
 @pytest.fixture
 async def store(pg_dsn: str, schema: str, clock: ManualClock) -> AsyncIterator[Store]:
     """A store whose every statement reads ``clock``; modules that want PostgreSQL's
-    own clock define their own ``store``."""
+    own clock take ``db_store`` (or define their own ``store``)."""
     async with open_store(pg_dsn, schema, clock) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def db_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    """A store on PostgreSQL's own clock."""
+    async with open_store(pg_dsn, schema, DatabaseClock()) as opened:
         yield opened

@@ -3,7 +3,6 @@ a history that is outdated by the time it is used costs a read, never a wrong wr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,10 +20,8 @@ LEASE = timedelta(seconds=30)
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(db_store: Store) -> Store:
+    return db_store  # leases are taken on the database's clock: a manual one would not do
 
 
 async def test_a_claim_brings_a_short_history_and_not_a_long_one(

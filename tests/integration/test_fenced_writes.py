@@ -5,7 +5,6 @@ lease."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -46,10 +45,8 @@ FROM work WHERE instance_id = %s ORDER BY sequence
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(db_store: Store) -> Store:
+    return db_store  # leases are taken on the database's clock: a manual one would not do
 
 
 async def running_a(store: Store, instance_id: str) -> tuple[Flow, work.Lease]:

@@ -35,13 +35,6 @@ POLL_SECONDS = 0.01
 WAIT_SECONDS = 10.0
 
 
-@pytest.fixture
-async def db_store(pg_dsn: str, schema: str):
-    """A store on PostgreSQL's clock."""
-    async with open_store(pg_dsn, schema, DatabaseClock()) as opened:
-        yield opened
-
-
 async def claim_one(store: Store, owner: str = "worker-1", lease: timedelta = LEASE) -> Lease:
     leases = await work.claim(store, owner, lease, 1)
     assert len(leases) == 1, leases
