@@ -214,6 +214,8 @@ LEFT JOIN LATERAL (
     WHERE h.instance_id = c.instance_id
       AND (SELECT i.sequence FROM instances i WHERE i.instance_id = c.instance_id)
           <= %(history)s
+    ORDER BY h.sequence
+    LIMIT %(history)s
 ) h ON true
 ORDER BY c.available_at, c.work_id, h.sequence
 """)
@@ -225,7 +227,10 @@ Per-tenant scans say ``state < 2`` (the same rows as ``state = 1``, by the table
 CHECK) so that only ``work_tenant_due_idx`` matches them: with ``state = 1`` the planner
 may pick the global due index and filter by tenant, which walks a large tenant's whole
 backlog to find a small tenant's rows. The UPDATE's ``LIMIT`` changes nothing (at most
-``limit`` rows are locked) but tells the planner how few rows it joins.
+``limit`` rows are locked) but tells the planner how few rows it joins. So does the
+``LIMIT`` of the history read (``CLAIM_HISTORY_EVENTS``): it keeps that read a lookup per
+claimed item, which the planner would otherwise join with all of history (a hash join
+over the whole table made a 16-item claim at 10^5 due rows take 20 ms instead of 2.5).
 """
 
 RENEW_LEASE = f"""
