@@ -13,7 +13,10 @@ The order inside the transaction:
    says which case it was: the same fingerprint in the ledger is an exact replay
    (success, nothing written), another a DuplicateTransition; a position mismatch or
    an existing instance is re-checked against the ledger in a fresh statement (a
-   concurrent commit of the very same transition is an exact replay, not a conflict);
+   concurrent commit of the very same transition is an exact replay, not a conflict).
+   A worker's commit fenced by its lease uses ``WRITE_TRANSITION`` with the lease's
+   parts (``engine.store.fencing``): written only while the lease is held, and the
+   lease settled in the same statement;
 2. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over
    (in step 1's statement, or after it when the ending transition made work itself);
