@@ -252,9 +252,10 @@ class Store:
         (whose id ``xid`` is, when already known), which is not committed.
 
         The first transition's statement carries the fence (``Fence.write``): it writes
-        only under the held lease and settles the lease in the same statement. Without a
-        transition on an existing instance to carry it, or when that statement wrote
-        nothing (an exact replay), the fence checks first and finishes last on its own.
+        only under the held lease, locks its work row and settles the lease in the same
+        statement. Without a transition on an existing instance to carry it, the fence
+        checks first and finishes last on its own; when the carrying statement wrote
+        nothing (an exact replay), it still proved the lease, and the fence finishes it.
         A transition whose only new work is the lease the fence hands on (eager
         dispatch) sends no NOTIFY: no other worker could claim it.
         """
