@@ -43,8 +43,9 @@ WHERE w.work_id = %(next_id)s AND w.state = 1 AND EXISTS (SELECT 1 FROM complete
 RETURNING {work.LEASE_COLUMNS}
 """
 """Complete the held lease and lease the next work row to the same owner; no row when
-the lease was no longer held (then nothing changed). For a transition that was already
-written (an exact replay): a written one does both in its own statement."""
+the lease was no longer held (then nothing changed). Used when the commit's transition
+had been written before (an exact replay); a transition written now does both in its
+own statement (``FENCED_WRITE``)."""
 
 LEASED_ON = "r.work_id = %(next_id)s"
 LEASED = f"({LEASED_ON})::int"
