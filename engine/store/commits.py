@@ -165,22 +165,22 @@ class LeaseParts:
     """What the final SELECT joins to read ``columns``."""
 
 
+UNFENCED = LeaseParts("", "", "", "", "")
+"""No lease: the plain transition statement."""
+
+
 def write_transition(lease: LeaseParts | None = None) -> str:
     """The statement of a transition on an existing instance (see ``WRITE_TRANSITION``),
     with a lease's parts when it is fenced."""
-    fence, work_insert, finish, columns, join = (
-        (lease.held, lease.work_insert, lease.finish, lease.columns, lease.join)
-        if lease
-        else ("", "", "", "", "")
-    )
-    held = "\n      AND EXISTS (SELECT 1 FROM held)" if fence else ""
-    only_held = "WHERE EXISTS (SELECT 1 FROM held)" if fence else ""
+    lease = lease or UNFENCED
+    held = "\n      AND EXISTS (SELECT 1 FROM held)" if lease.held else ""
+    only_held = "WHERE EXISTS (SELECT 1 FROM held)" if lease.held else ""
     return f"""
 WITH locked AS MATERIALIZED (
     SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
     FROM instances WHERE instance_id = %(instance)s
     FOR UPDATE
-),{fence}
+),{lease.held}
 prior AS MATERIALIZED (
     SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
 ),
@@ -191,7 +191,7 @@ ok AS MATERIALIZED (
       AND definition_fingerprint = %(pin_fingerprint)s
       AND NOT EXISTS (SELECT 1 FROM prior){held}
 ),
-{gated_writes(work_insert)},{finish}
+{gated_writes(lease.work_insert)},{lease.finish}
 retired AS (
     UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
     WHERE instance_id = %(instance)s AND state = 1 AND %(retire)s AND EXISTS (SELECT 1 FROM ok)
@@ -213,8 +213,8 @@ SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        locked.sequence, locked.definition_name, locked.definition_version,
        locked.definition_fingerprint,
        (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
-       {columns}
-FROM (SELECT 1) AS one LEFT JOIN locked ON true {join}
+       {lease.columns}
+FROM (SELECT 1) AS one LEFT JOIN locked ON true {lease.join}
 {only_held}
 """
 
@@ -230,7 +230,7 @@ transition that the lock waited for shows as a position mismatch, which ``_reche
 settles in a fresh statement. The counts say whether the ledger row went in (no: the
 id was taken meanwhile) and whether the instance moved."""
 WRITE_COLUMNS = 9
-"""The columns of the transition statement's row before a fence's ``lease_columns``."""
+"""The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s

@@ -359,7 +359,7 @@ async def claim(
 
     rows = await transact(store, "claim", body, single_statement=True)
     items = [list(group) for _, group in groupby(rows, key=lambda row: row[0])]
-    return [replace(_lease(item[0]), events=_claimed_history(item)) for item in items]
+    return [_lease(item[0], _claimed_history(item)) for item in items]
 
 
 def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
@@ -384,7 +384,7 @@ CLAIM_COLUMNS = 14
 columns follow."""
 
 
-def _lease(row: tuple[Any, ...]) -> Lease:
+def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
     work_id, kind, instance, sequence, payload, tenant, target, owner, token, attempts = row[:10]
     claimed_at, expires_at, deadline = row[10:13]
     return Lease(
@@ -403,6 +403,7 @@ def _lease(row: tuple[Any, ...]) -> Lease:
         claimed_at=utc(claimed_at),
         expires_at=utc(expires_at),
         deadline=utc(deadline),
+        events=events,
     )
 
 
