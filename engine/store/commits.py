@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -43,6 +44,7 @@ from typing import Any, Protocol
 import psycopg
 
 from engine.events import EventKind
+from engine.store import sessions
 from engine.store.errors import (
     CommitUnknown,
     DuplicateTransition,
@@ -53,8 +55,10 @@ from engine.store.errors import (
     StoreError,
 )
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
+from engine.store.sessions import Session
 from engine.transitions import Transition
 
+LEDGER_KEY = "transitions_pkey"
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
 
 
@@ -104,8 +108,6 @@ ledger AS (
     SELECT %(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
            pg_current_xact_id()
     FROM ok
-    ON CONFLICT (transition_id) DO NOTHING
-    RETURNING 1
 ),
 events AS (
     {insert_rows("history", HISTORY_FIELDS, "history")}
@@ -139,7 +141,7 @@ ok AS MATERIALIZED (
 ),
 {gated_writes()}
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
-       (SELECT count(*) FROM created), (SELECT count(*) FROM ledger), {NOTIFY_IF_WRITTEN}
+       (SELECT count(*) FROM created), {NOTIFY_IF_WRITTEN}
 """)
 """A start in one statement: the ledger lookup, then the instance row already at its
 committed position (the foreign keys of history and work are checked at the end of
@@ -212,7 +214,7 @@ moved AS (
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        locked.sequence, locked.definition_name, locked.definition_version,
        locked.definition_fingerprint,
-       (SELECT count(*) FROM ledger), (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
+       (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
        {lease.columns}
 FROM (SELECT 1) AS one LEFT JOIN locked ON true {lease.join}
 {only_held}
@@ -227,9 +229,11 @@ writes its own table (the work rows' foreign key to history is checked at the en
 the statement, when all the history rows are in). The ledger lookup reads the
 statement's snapshot, taken before the lock was granted: a commit of this very
 transition that the lock waited for shows as a position mismatch, which ``_recheck``
-settles in a fresh statement. The counts say whether the ledger row went in (no: the
-id was taken meanwhile) and whether the instance moved."""
-WRITE_COLUMNS = 9
+settles in a fresh statement. The count says whether the instance moved. An id taken
+meanwhile by a concurrent transaction (of another instance: one of the same instance
+waits for the lock and then finds the instance moved) fails the ledger's primary key,
+and with it the whole statement, which thus never writes part of a transition."""
+WRITE_COLUMNS = 8
 """The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
 REARM_PARKED_WORK = """
 UPDATE work SET available_at = %(at)s
@@ -310,8 +314,9 @@ async def _start(
         "tenant": tenant,
         "created": transition.events[0].occurred_at,
     }
-    row = await (await conn.execute(START_TRANSITION, params)).fetchone()
-    xid, existing, created, ledger, _ = row
+    with _id_taken(transition):
+        row = await (await conn.execute(START_TRANSITION, params)).fetchone()
+    xid, existing, created, _ = row
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
@@ -319,8 +324,19 @@ async def _start(
         exists = InstanceExists(f"instance {transition.instance_id} already exists")
         await _recheck(conn, transition, exists)
         return False, xid
-    _check_ledger(transition, ledger)
     return True, xid
+
+
+@contextmanager
+def _id_taken(transition: Transition) -> Iterator[None]:
+    """A statement that failed the ledger's key: the id was committed meanwhile for
+    another instance (the statement, and so its transaction, wrote nothing)."""
+    try:
+        yield
+    except psycopg.errors.UniqueViolation as exc:
+        if exc.diag.constraint_name == LEDGER_KEY:
+            raise _duplicate(transition) from exc
+        raise
 
 
 def _check_replay(transition: Transition, fingerprint: str) -> None:
@@ -391,18 +407,18 @@ async def _write(
         "pin_fingerprint": pin.fingerprint,
         "retire": transition.terminal and not transition.work,
     }
-    if fenced is None:
-        row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
-    else:
-        row = await fenced.run(conn, fenced.statement, {**params, **fenced.params()})
-    xid, existing, *position, ledger, moved, _ = row[:WRITE_COLUMNS]
+    with _id_taken(transition):
+        if fenced is None:
+            row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+        else:
+            row = await fenced.run(conn, fenced.statement, {**params, **fenced.params()})
+    xid, existing, *position, moved, _ = row[:WRITE_COLUMNS]
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
     if moved != 1:
         await _check_position(conn, transition, *position)
         return False, xid
-    _check_ledger(transition, ledger)
     if fenced is not None:
         fenced.wrote(row[WRITE_COLUMNS:])
     return True, xid
@@ -431,9 +447,13 @@ def _params(transition: Transition, channel: str) -> dict[str, Any]:
     }
 
 
-def _check_ledger(transition: Transition, inserted: int) -> None:
-    if inserted != 1:  # the same id committed meanwhile for another instance
-        raise _duplicate(transition)
+def one_statement(transition: Transition) -> bool:
+    """Whether writing ``transition`` takes its statement alone (no ``_after_write``)."""
+    return not (transition.terminal and transition.work) and not _resumes(transition)
+
+
+def _resumes(transition: Transition) -> bool:
+    return any(e.kind is EventKind.RESUMED for e in transition.events)
 
 
 async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
@@ -441,7 +461,7 @@ async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, ch
     at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(RETIRE_OPEN_WORK, at)
-    if any(e.kind is EventKind.RESUMED for e in transition.events):
+    if _resumes(transition):
         rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount
         if rearmed and channel and not transition.work:
             await conn.execute(NOTIFY_WORK, {"channel": channel})
@@ -486,7 +506,7 @@ async def current_xact_id(conn: psycopg.AsyncConnection) -> str:
 
 async def settle(connect, written: list[Transition], xid: str) -> None:
     """Decide an unknown COMMIT: return (committed), or raise NOT_COMMITTED / CommitUnknown."""
-    label = ", ".join(t.transition_id for t in written) or "lease update"
+    label = _label(written)
     try:
         async with connect() as conn:
             for _ in range(SETTLE_ATTEMPTS):
@@ -494,17 +514,55 @@ async def settle(connect, written: list[Transition], xid: str) -> None:
                 if status != "in progress":
                     break
                 await asyncio.sleep(SETTLE_INTERVAL_SECONDS)
-            verdicts = [await reconcile_on(conn, t.transition_id, t.fingerprint) for t in written]
+            verdicts = await _verdicts(conn, written)
     except (psycopg.Error, OSError, TimeoutError) as exc:
         raise CommitUnknown(
             f"commit of {label} has an unknown outcome: reconcile before retrying"
         ) from exc
     if status == "in progress":
         raise CommitUnknown(f"commit of {label} is still in progress: reconcile before retrying")
-    if status == "committed" or (written and all(v is Reconciliation.COMMITTED for v in verdicts)):
+    if status != "committed":
+        _judge(label, written, verdicts, told=status is not None)
+
+
+async def settle_session(connect, written: list[Transition], session: Session | None) -> None:
+    """Decide a write sent as one autocommit statement whose answer was lost.
+
+    There is no transaction id to ask about (see ``engine.store.sessions``): the session
+    that ran it is ended and waited for, and then the ledger says whether it committed.
+    Returns (committed), or raises NOT_COMMITTED / CommitUnknown like ``settle``.
+    """
+    label = _label(written)
+    try:
+        if session is None:
+            raise CommitUnknown(f"write of {label} has an unknown outcome: reconcile it")
+        async with connect() as conn:
+            gone = await sessions.end(conn, session)
+            verdicts = await _verdicts(conn, written) if gone else []
+    except (psycopg.Error, OSError, TimeoutError) as exc:
+        raise CommitUnknown(
+            f"write of {label} has an unknown outcome: reconcile before retrying"
+        ) from exc
+    if not gone:
+        raise CommitUnknown(f"write of {label} is still running: reconcile before retrying")
+    _judge(label, written, verdicts, told=False)
+
+
+def _label(written: list[Transition]) -> str:
+    return ", ".join(t.transition_id for t in written) or "lease update"
+
+
+async def _verdicts(conn: psycopg.AsyncConnection, written: list[Transition]) -> list:
+    return [await reconcile_on(conn, t.transition_id, t.fingerprint) for t in written]
+
+
+def _judge(label: str, written: list[Transition], verdicts: list, told: bool) -> None:
+    """The ledger's verdict once the transaction has ended; ``told``: PostgreSQL said
+    it did not commit (without the ledger, nothing else tells a lease-only update)."""
+    if written and all(v is Reconciliation.COMMITTED for v in verdicts):
         return
     if any(v is Reconciliation.CONFLICTING for v in verdicts):
         raise DuplicateTransition(f"{label}: the id holds other content")
-    if status is None and not written:
+    if not told and not written:
         raise CommitUnknown(f"commit of {label} has an unknown outcome")
     raise StoreError(f"commit of {label} did not take effect: it is safe to retry")

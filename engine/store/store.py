@@ -20,7 +20,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.migrations import check_schema_current_async, validate_schema_name
-from engine.store import commits
+from engine.store import commits, sessions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import (
@@ -110,6 +110,7 @@ class Store:
             open=False,
             kwargs={"options": session_options(schema), "connect_timeout": CONNECT_TIMEOUT},
             timeout=CONNECT_TIMEOUT_SECONDS,
+            configure=sessions.remember,
             reset=_transactional,
         )
         try:
@@ -199,6 +200,8 @@ class Store:
         fence: Fence | None,
         tenant: str,
     ) -> list[CommitResult]:
+        if _one_statement(transitions, fence):
+            return await self._write_alone(conn, transitions, fence, tenant)
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
@@ -219,6 +222,38 @@ class Store:
             await rollback(conn)
             return results
         await uncancellable(self.commit_and_settle(conn, written, xid))
+        return results
+
+    async def _write_alone(
+        self,
+        conn: psycopg.AsyncConnection,
+        transitions: Sequence[Transition],
+        fence: Fence | None,
+        tenant: str,
+    ) -> list[CommitResult]:
+        """Commit a transition whose write is one statement by running it in autocommit.
+
+        The statement is its own transaction, so the BEGIN and COMMIT round trips are
+        saved. Refused (StoreError), or failed with an answer from the server, it wrote
+        nothing. Without an answer its outcome is unknown until settled from the
+        session that ran it (``commits.settle_session``). An exact replay's lease
+        update, if any, follows as a statement of its own (fenced like every other).
+        """
+        names = ", ".join(t.transition_id for t in transitions)
+        await conn.set_autocommit(True)
+        try:
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+                results, _ = await self.stage_fenced(conn, transitions, fence, tenant)
+        except StoreError:
+            raise
+        except (psycopg.Error, TimeoutError) as exc:
+            if not conn.broken and isinstance(exc, psycopg.Error):
+                raise StoreError(
+                    f"{names} not committed: the database refused it; it is safe to retry"
+                ) from exc
+            session = sessions.of(conn)
+            await uncancellable(commits.settle_session(self.pool.connection, transitions, session))
+            return [CommitResult(t.transition_id, replayed=False) for t in transitions]
         return results
 
     async def commit_and_settle(
@@ -304,6 +339,15 @@ class Store:
                 return await commits.reconcile_on(conn, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+def _one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
+    """A lone transition written by one statement that also carries its fence (if any)."""
+    if len(transitions) != 1:
+        return False
+    transition = transitions[0]
+    carried = fence is None or transition.expected_sequence > 0
+    return carried and commits.one_statement(transition)
 
 
 def newly_written(

@@ -4,7 +4,9 @@ An unknown commit outcome (the COMMIT was sent, no answer came) cannot be provok
 from inside a client: the reply has to go missing on the wire. This proxy forwards
 bytes between clients and the server and reads the client's messages just far enough
 to recognise a COMMIT, whether sent as a simple query ('Q') or through the extended
-protocol (Parse/Bind/Execute). Armed once, it acts on the next COMMIT of any connection:
+protocol (Parse/Bind/Execute), or a transition written in autocommit (the statement that
+inserts into ``transitions`` sent while no transaction is open: it commits as it ends).
+Armed once, it acts on the next COMMIT of any connection:
 
 - ``Cut.AFTER_COMMIT``: the COMMIT reaches the server, which commits; the reply is
   swallowed and the client connection is severed (committed, unknown to the client);
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import re
 import struct
 from collections.abc import AsyncIterator
 
@@ -37,6 +40,7 @@ NEGOTIATION_CODES = frozenset({80877103, 80877104})
 COMMIT_STATEMENTS = frozenset(
     {"COMMIT", "COMMIT WORK", "COMMIT TRANSACTION", "END", "END WORK", "END TRANSACTION"}
 )
+TRANSITION_WRITE = re.compile(r"INSERT\s+INTO\s+transitions\b", re.IGNORECASE)
 READY_FOR_QUERY = b"Z"
 SIMPLE_QUERY, PARSE, BIND, EXECUTE, SYNC = b"Q", b"P", b"B", b"E", b"S"
 CLIENT_GONE = (OSError, asyncio.IncompleteReadError)
@@ -58,15 +62,15 @@ def _cstrings(body: bytes, count: int) -> list[str]:
 
 
 def _frames(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Complete typed backend messages' type bytes, and the unparsed rest of ``buffer``."""
-    kinds = []
+    """Complete typed backend messages (type byte and body), and the unparsed rest."""
+    frames = []
     while len(buffer) >= 5:
         length = struct.unpack("!I", buffer[1:5])[0]
         if len(buffer) < 1 + length:
             break
-        kinds.append(buffer[:1])
+        frames.append(buffer[: 1 + length])
         buffer = buffer[1 + length :]
-    return kinds, buffer
+    return frames, buffer
 
 
 class _Pipe:
@@ -85,6 +89,8 @@ class _Pipe:
         self.portals: dict[str, str] = {}
         self.muted = False
         """The client will never hear from the server again (a swallowed COMMIT reply)."""
+        self.idle = False
+        """The server's last ReadyForQuery said no transaction is open (autocommit)."""
 
     async def run(self) -> None:
         upstream = asyncio.create_task(self._server_to_client())
@@ -136,27 +142,33 @@ class _Pipe:
 
     def _executes_commit(self, kind: bytes, body: bytes) -> bool:
         """Track prepared statements and portals; True when this message runs a COMMIT."""
+        sql = None
         if kind == SIMPLE_QUERY:
-            return is_commit(_cstrings(body, 1)[0])
-        if kind == PARSE:
-            name, sql = _cstrings(body, 2)
-            self.statements[name] = sql
+            sql = _cstrings(body, 1)[0]
+        elif kind == PARSE:
+            name, text = _cstrings(body, 2)
+            self.statements[name] = text
         elif kind == BIND:
             portal, statement = _cstrings(body, 2)
             self.portals[portal] = self.statements.get(statement, "")
         elif kind == EXECUTE:
-            return is_commit(self.portals.get(_cstrings(body, 1)[0], ""))
-        return False
+            sql = self.portals.get(_cstrings(body, 1)[0], "")
+        if sql is None:
+            return False
+        return is_commit(sql) or (self.idle and bool(TRANSITION_WRITE.search(sql)))
 
     async def _server_to_client(self) -> None:
-        swallowed = b""
+        unparsed = b""
         while data := await self.server_reader.read(65536):
+            frames, unparsed = _frames(unparsed + data)
             if not self.muted:
+                for frame in frames:
+                    if frame[:1] == READY_FOR_QUERY:
+                        self.idle = frame[5:6] == b"I"
                 self.client_writer.write(data)
                 await self.client_writer.drain()
                 continue
-            kinds, swallowed = _frames(swallowed + data)
-            if READY_FOR_QUERY in kinds:
+            if any(frame[:1] == READY_FOR_QUERY for frame in frames):
                 log.info("the server answered the swallowed COMMIT")
                 self.proxy.commit_answered.set()
                 break
@@ -238,6 +250,11 @@ class CommitProxy:
             server = await self._connect_upstream()
         except OSError:
             writer.close()
+            self._handlers.discard(task)
+            return
+        if self.refusing:  # the outage began while this one was connecting upstream
+            writer.close()
+            server[1].close()
             self._handlers.discard(task)
             return
         pipe = _Pipe(self, (reader, writer), server)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import psycopg
 import pytest
@@ -47,59 +48,78 @@ async def store(proxy: CommitProxy, schema: str) -> AsyncIterator[Store]:
     await opened.close()
 
 
-async def started_instance(store: Store, instance_id: str) -> tuple[Transition, Transition]:
-    """Commit a start normally; return it and the next transition (not committed)."""
-    flow = CATALOG.flow(CATALOG.pair, instance_id)
-    start = flow.start({"order": instance_id})
-    await store.commit(start)
-    return start, flow.attempt_started(flow.after(start), "x")
+WAYS = {"alone": "E", "together": "Q"}
+"""How a commit reaches the server, and the message the proxy cuts: one transition
+alone is written by one statement in autocommit (its Execute is the commit), two
+together are a transaction ended by psycopg's COMMIT (a simple query)."""
 
 
-def expected_rows(truth: Reconciliation, *transitions: Transition) -> tuple[object, object]:
-    """History and work rows: all of ``transitions``, or all but the last when missing."""
-    kept = transitions if truth is Reconciliation.COMMITTED else transitions[:-1]
-    return rows_of(*kept)
+@dataclass
+class Pending:
+    """Started instances (committed normally) and their next transitions (not yet)."""
+
+    starts: list[Transition]
+    steps: list[Transition]
+
+    async def check_rows(self, aconn: psycopg.AsyncConnection, truth: Reconciliation) -> None:
+        for start, step in zip(self.starts, self.steps, strict=True):
+            kept = (start, step) if truth is Reconciliation.COMMITTED else (start,)
+            assert (await ledger(aconn, step.instance_id)).rows == rows_of(*kept)
+
+    async def verdicts(self, store: Store) -> set[Reconciliation]:
+        return {await store.reconcile(s.transition_id, s.fingerprint) for s in self.steps}
 
 
+async def pending(store: Store, name: str, way: str) -> Pending:
+    starts, steps = [], []
+    for k in range(1 if way == "alone" else 2):
+        flow = CATALOG.flow(CATALOG.pair, f"{name}-{k}")
+        start = flow.start({"order": name})
+        await store.commit(start)
+        starts.append(start)
+        steps.append(flow.attempt_started(flow.after(start), "x"))
+    return Pending(starts, steps)
+
+
+@pytest.mark.parametrize("way", WAYS)
 async def test_a_commit_whose_reply_is_lost_is_settled_as_committed(
-    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection
+    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
 ) -> None:
-    start, step = await started_instance(store, "lost-reply")
+    work = await pending(store, f"lost-reply-{way}", way)
     proxy.arm(Cut.AFTER_COMMIT)
 
-    result = await store.commit(step)
+    results = await store.commit_all(work.steps)
 
-    assert proxy.intercepted == ["Q"]  # psycopg's commit() is a simple query
-    assert not result.replayed
-    verdict = await store.reconcile(step.transition_id, step.fingerprint)
-    assert verdict is Reconciliation.COMMITTED
-    assert (await ledger(aconn, step.instance_id)).rows == rows_of(start, step)
-    assert (await store.commit(step)).replayed
+    assert proxy.intercepted == [WAYS[way]]
+    assert not any(r.replayed for r in results)
+    assert await work.verdicts(store) == {Reconciliation.COMMITTED}
+    await work.check_rows(aconn, Reconciliation.COMMITTED)
+    assert all(r.replayed for r in await store.commit_all(work.steps))
 
 
+@pytest.mark.parametrize("way", WAYS)
 async def test_a_commit_lost_before_the_server_is_reported_not_committed(
-    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection
+    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
 ) -> None:
-    start, step = await started_instance(store, "lost-commit")
-    before = await ledger(aconn, step.instance_id)
+    work = await pending(store, f"lost-commit-{way}", way)
     proxy.arm(Cut.BEFORE_COMMIT)
 
     with pytest.raises(StoreError) as caught:
-        await store.commit(step)
+        await store.commit_all(work.steps)
 
-    assert proxy.intercepted == ["Q"]
+    assert proxy.intercepted == [WAYS[way]]
     # settled (the transaction aborted) or honestly unknown; never success
     assert caught.value.outcome in (CommitOutcome.NOT_COMMITTED, CommitOutcome.UNKNOWN)
     assert (caught.value.outcome is CommitOutcome.UNKNOWN) == isinstance(
         caught.value, CommitUnknown
     )
-    verdict = await store.reconcile(step.transition_id, step.fingerprint)
-    assert verdict is Reconciliation.MISSING
-    assert await ledger(aconn, step.instance_id) == before
-    assert not (await store.commit(step)).replayed  # retrying after MISSING converges
-    assert (await ledger(aconn, step.instance_id)).rows == rows_of(start, step)
+    assert await work.verdicts(store) == {Reconciliation.MISSING}
+    await work.check_rows(aconn, Reconciliation.MISSING)
+    assert not any(r.replayed for r in await store.commit_all(work.steps))  # converges
+    await work.check_rows(aconn, Reconciliation.COMMITTED)
 
 
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("cut", list(Cut), ids=lambda c: c.value)
 async def test_an_unsettleable_commit_is_unknown_until_reconciled(
     proxy: CommitProxy,
@@ -107,14 +127,15 @@ async def test_an_unsettleable_commit_is_unknown_until_reconciled(
     aconn: psycopg.AsyncConnection,
     pg_dsn: str,
     cut: Cut,
+    way: str,
 ) -> None:
-    start, step = await started_instance(store, f"outage-{cut.value}")
+    work = await pending(store, f"outage-{cut.value}-{way}", way)
     patient = store.pool.timeout
     store.pool.timeout = SETTLEMENT_WAIT_SECONDS
     proxy.arm(cut, outage=True)
 
     with pytest.raises(CommitUnknown) as caught:
-        await store.commit(step)
+        await store.commit_all(work.steps)
 
     assert caught.value.outcome is CommitOutcome.UNKNOWN
     assert isinstance(caught.value.__cause__, psycopg.Error)
@@ -122,14 +143,14 @@ async def test_an_unsettleable_commit_is_unknown_until_reconciled(
     if cut is Cut.AFTER_COMMIT:  # the server has the COMMIT; wait until it has answered
         await asyncio.wait_for(proxy.commit_answered.wait(), ANSWER_WAIT_SECONDS)
     truth = TRUTH[cut]
-    assert (await ledger(aconn, step.instance_id)).rows == expected_rows(truth, start, step)
+    await work.check_rows(aconn, truth)
 
     proxy.restore()
     store.pool.timeout = patient
-    assert await store.reconcile(step.transition_id, step.fingerprint) is truth
-    retried = await store.commit(step)
-    assert retried.replayed is (truth is Reconciliation.COMMITTED)
-    assert (await ledger(aconn, step.instance_id)).rows == rows_of(start, step)
+    assert await work.verdicts(store) == {truth}
+    retried = await store.commit_all(work.steps)
+    assert all(r.replayed is (truth is Reconciliation.COMMITTED) for r in retried)
+    await work.check_rows(aconn, Reconciliation.COMMITTED)
 
 
 @pytest.mark.parametrize("cut", list(Cut), ids=lambda c: c.value)
