@@ -239,7 +239,10 @@ async def _settlements(
     settled = [o for o in ctx.observations if o.get("kind") == "settled"]
     for record in settled:
         findings.stats[f"settled_{record['verdict']}"] += 1
-        problems.extend(await _settlement(conn, record, findings))
+        if "xid" in record:
+            problems.extend(await _settlement(conn, record, findings))
+        else:
+            problems.extend(await _session_settlement(conn, record, ctx, findings))
     findings.add("A", len(ctx.ambiguous) + len(settled), problems)
 
 
@@ -262,6 +265,27 @@ async def _settlement(
         return [f"commit {xid} committed but the ledger lacks {sorted(missing)}"]
     if truth == "aborted" and by_xid:
         return [f"commit {xid} aborted but the ledger holds {sorted(by_xid)} from it"]
+    return []
+
+
+async def _session_settlement(
+    conn: psycopg.AsyncConnection, record: dict[str, Any], ctx: CheckContext, findings: Findings
+) -> list[str]:
+    """A write sent alone in autocommit, settled by ending its session (no xid): the
+    proxy's cut on that backend knows the truth. Without such a cut (the server went
+    away under it) only a committed verdict can be checked, against the ledger: after
+    "aborted" the engine may well have committed the same transition again."""
+    verdict, ids = record["verdict"], record["transitions"]
+    cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
+    if not cuts:
+        findings.stats["settled_by_session_without_cut"] += 1
+    elif verdict != "unknown" and VERDICT_TRUTH[verdict] != cuts[-1].truth.value:
+        truth = cuts[-1].truth.value
+        return [f"the engine settled the write of {ids} as {verdict}, the server says {truth}"]
+    rows = await (await conn.execute(LEDGER_XIDS, {"ids": ids})).fetchall()
+    missing = set(ids) - {t for t, _ in rows}
+    if verdict == "committed" and missing:
+        return [f"the write of {ids} settled as committed but the ledger lacks {sorted(missing)}"]
     return []
 
 

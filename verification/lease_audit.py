@@ -12,7 +12,9 @@ Two sources, both in the drill schema:
   the engine's statement runs, the wrapper reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
   same clock the statement uses). If the engine's statement then succeeds, a row is
-  inserted *in the same transaction*, so it is durable exactly when the write is. A
+  inserted *in the same transaction*, so it is durable exactly when the write is (a
+  write the engine sends alone in autocommit is wrapped in a transaction of the
+  oracle's for that: the engine sees its COMMIT's failure as the statement's). A
   durable row with ``held = false`` is a stale-token write the engine accepted; the
   invariant is that there are none. Attempts are also reported to the observation
   file, so rejected stale writes can be counted too.
@@ -24,6 +26,7 @@ import os
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from verification import observations
 
@@ -109,6 +112,14 @@ def install_fencing_oracle() -> None:
     original = work._fenced
 
     async def fenced(
+        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
+    ) -> tuple[Any, ...]:
+        if conn.info.transaction_status is TransactionStatus.IDLE and conn.autocommit:
+            async with conn.transaction():
+                return await audited(conn, statement, params, lease)
+        return await audited(conn, statement, params, lease)
+
+    async def audited(
         conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
     ) -> tuple[Any, ...]:
         row = await (await conn.execute(HOLDS, params)).fetchone()

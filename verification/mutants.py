@@ -182,13 +182,14 @@ def _settle_guesses_aborted(app: ActivityRegistry) -> None:
     from engine.store import commits
     from engine.store.errors import StoreError
 
-    if not hasattr(commits, "settle"):
-        raise MutantNotApplicable("engine.store.commits.settle is gone")
+    for name in ("settle", "settle_session"):
+        if not hasattr(commits, name):
+            raise MutantNotApplicable(f"engine.store.commits.{name} is gone")
 
-    async def guess(connect: Any, written: list[Any], xid: str) -> None:
+    async def guess(connect: Any, written: list[Any], handle: Any) -> None:
         raise StoreError("commit failed; assuming it did not take effect")
 
-    commits.settle = guess
+    commits.settle = commits.settle_session = guess
 
 
 MUTANTS: dict[str, Mutant] = {

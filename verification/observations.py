@@ -48,28 +48,36 @@ def read(path: Path) -> Iterator[dict[str, Any]]:
 def install_settlement_recorder() -> None:
     """Record every settlement of an unanswered COMMIT the engine makes.
 
-    The store calls ``commits.settle(connect, written, xid)`` when COMMIT failed; it
-    returns (committed) or raises (not committed, or still unknown). The harness later
-    asks ``pg_xact_status`` about the same xid and compares.
+    The store calls ``commits.settle(connect, written, xid)`` when COMMIT failed, and
+    ``commits.settle_session(connect, written, session)`` when a write sent alone in
+    autocommit got no answer; each returns (committed) or raises (not committed, or
+    still unknown). The harness later asks ``pg_xact_status`` about the same xid, or
+    the proxy about the cut on the same backend, and compares.
     """
     from engine.store import commits
+
+    commits.settle = _recorded(commits.settle, lambda xid: {"xid": xid})
+    commits.settle_session = _recorded(
+        commits.settle_session, lambda session: {"pid": session.pid if session else 0}
+    )
+
+
+def _recorded(original: Any, about: Any) -> Any:
     from engine.store.errors import CommitUnknown, DuplicateTransition
 
-    original = commits.settle
-
-    async def settle(connect: Any, written: list[Any], xid: str) -> None:
-        ids = [t.transition_id for t in written]
+    async def settle(connect: Any, written: list[Any], handle: Any) -> None:
+        record = {**about(handle), "transitions": [t.transition_id for t in written]}
         try:
-            await original(connect, written, xid)
+            await original(connect, written, handle)
         except CommitUnknown:
-            note("settled", xid=xid, transitions=ids, verdict="unknown")
+            note("settled", **record, verdict="unknown")
             raise
         except DuplicateTransition:
-            note("settled", xid=xid, transitions=ids, verdict="conflicting")
+            note("settled", **record, verdict="conflicting")
             raise
         except Exception:
-            note("settled", xid=xid, transitions=ids, verdict="aborted")
+            note("settled", **record, verdict="aborted")
             raise
-        note("settled", xid=xid, transitions=ids, verdict="committed")
+        note("settled", **record, verdict="committed")
 
-    commits.settle = settle
+    return settle

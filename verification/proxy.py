@@ -6,6 +6,9 @@ enough (see ``verification.wire``) to act around a COMMIT. Armed once (by the ha
 or by a worker's ``sever_*`` fault through the control channel), it acts on the next
 COMMIT of a writing transaction that passes through:
 
+A transition written by one statement in autocommit commits as that statement ends;
+its Execute counts as the COMMIT (its verdict: the ReadyForQuery after it, or an error).
+
 - ``sever_after_commit``: the COMMIT reaches the server, the answer is swallowed and the
   client is cut off (committed, unknown to the client). The proxy keeps reading the
   server's answer, so the drill learns the truth the client could not.
@@ -81,6 +84,8 @@ class _Link:
         self.backend_pid = 0
         self.pending: AmbiguousCommit | None = None
         """The cut-after COMMIT whose answer is still to be read from the server."""
+        self.pending_alone = False
+        """That COMMIT is a statement in autocommit: it committed if it did not fail."""
 
     async def run(self) -> None:
         downstream = asyncio.create_task(self._server_to_client())
@@ -117,6 +122,7 @@ class _Link:
                 return
             if cut is Cut.SEVER_AFTER_COMMIT:
                 self.pending = self.proxy.record(AmbiguousCommit(cut, self.backend_pid))
+                self.pending_alone = self.tracker.alone
                 cut_at_sync = message.kind != wire.SIMPLE_QUERY
             await self._send(self.server_writer, message.raw)
             if self.pending is not None and (not cut_at_sync or message.kind == wire.SYNC):
@@ -154,10 +160,15 @@ class _Link:
                 self.backend_pid = wire.backend_pid(message)
             if wire.ends_transaction(message):  # e.g. a statement run in autocommit
                 self.tracker.committed()
+            elif wire.opens_transaction(message):
+                self.tracker.idle = False
             if self.pending is None:
                 await self.proxy.wait_open()
                 await self._send(self.client_writer, message.raw)
-            elif message.kind == wire.COMMAND_COMPLETE:
+            elif self.pending_alone and message.kind == wire.READY_FOR_QUERY:
+                self.pending.settle(Truth.COMMITTED)  # no error came before it
+                return True
+            elif message.kind == wire.COMMAND_COMPLETE and not self.pending_alone:
                 committed = wire.command_tag(message) == "COMMIT"
                 self.pending.settle(Truth.COMMITTED if committed else Truth.ABORTED)
                 return True

@@ -1,11 +1,13 @@
 """Just enough of the PostgreSQL wire protocol (v3) for the drill proxy.
 
 The proxy has to recognise a COMMIT in the client's stream and the server's answer to
-it, and to read the backend's process id; everything else passes through as opaque
-bytes. Frontend messages after startup and all backend messages are framed as one
-type byte plus a 4-byte big-endian length that counts itself; the startup phase sends
-untyped packets (length first), possibly preceded by SSL or GSS negotiation requests,
-which the proxy answers itself with "no" so the rest of the stream stays plaintext.
+it (a transition written by one statement in autocommit commits as that statement
+ends: it counts as a COMMIT too), and to read the backend's process id; everything else
+passes through as opaque bytes. Frontend messages after startup and all backend
+messages are framed as one type byte plus a 4-byte big-endian length that counts
+itself; the startup phase sends untyped packets (length first), possibly preceded by
+SSL or GSS negotiation requests, which the proxy answers itself with "no" so the rest
+of the stream stays plaintext.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ COMMAND_COMPLETE, ERROR_RESPONSE, READY_FOR_QUERY, BACKEND_KEY = b"C", b"E", b"Z
 COMMIT_STATEMENTS = frozenset(
     {"COMMIT", "COMMIT WORK", "COMMIT TRANSACTION", "END", "END WORK", "END TRANSACTION"}
 )
+LEDGER_WRITE = re.compile(r"INSERT\s+INTO\s+transitions\b", re.IGNORECASE)
+"""A statement that writes a transition (its ledger row)."""
 WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 TRANSACTION_KINDS = {
     "transition": re.compile(
@@ -97,26 +101,38 @@ def ends_transaction(message: Message) -> bool:
     return message.kind == READY_FOR_QUERY and message.body[:1] == b"I"
 
 
+def opens_transaction(message: Message) -> bool:
+    """Whether ``message`` is a ReadyForQuery saying a transaction block is open."""
+    return message.kind == READY_FOR_QUERY and message.body[:1] != b"I"
+
+
 def backend_pid(message: Message) -> int:
     """The process id carried by a BackendKeyData message."""
     return struct.unpack("!I", message.body[:4])[0]
 
 
 class CommitTracker:
-    """Follows one client's statements: recognises an Execute of a prepared COMMIT, and
-    what the transaction being committed did (``kinds``: ``write`` once it wrote, plus
-    the TRANSACTION_KINDS its statements match)."""
+    """Follows one client's statements: recognises an Execute of a prepared COMMIT, or
+    of a transition write in autocommit (``alone``), and what the transaction being
+    committed did (``kinds``: ``write`` once it wrote, plus the TRANSACTION_KINDS its
+    statements match). The proxy tells it whether a transaction block is open (``idle``
+    from the server's last ReadyForQuery)."""
 
     def __init__(self) -> None:
         self.statements: dict[str, str] = {}
         self.portals: dict[str, str] = {}
         self.kinds: set[str] = set()
+        self.idle = False
+        self.alone = False
+        """The last commit recognised is a statement in autocommit, not a COMMIT."""
 
     def executes_commit(self, message: Message) -> bool:
-        """True when ``message`` runs a COMMIT (simple query, or Execute of one)."""
+        """True when ``message`` runs a COMMIT (simple query, or Execute of one), or a
+        transition write while no transaction block is open."""
         sql = self._statement(message)
         if sql is None:
             return False
+        self.alone = False
         if is_commit(sql):
             return True
         if " ".join(sql.split()).upper().startswith("ROLLBACK"):
@@ -124,11 +140,13 @@ class CommitTracker:
         elif WRITES.search(sql):
             self.kinds.add("write")
             self.kinds.update(k for k, pattern in TRANSACTION_KINDS.items() if pattern.search(sql))
-        return False
+            self.alone = self.idle and bool(LEDGER_WRITE.search(sql))
+        return self.alone
 
     def committed(self) -> None:
         """The COMMIT went by: the next transaction has done nothing yet."""
         self.kinds.clear()
+        self.idle = True
 
     def _statement(self, message: Message) -> str | None:
         """The SQL a message runs now (None for messages that run nothing)."""

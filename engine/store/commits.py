@@ -29,6 +29,12 @@ settled: ``pg_xact_status`` on the transaction id from a fresh connection says
 committed or aborted; if the server cannot say, the ledger is consulted
 (``reconcile``); if nothing answers, CommitUnknown is raised and the caller must
 reconcile before doing anything else.
+
+A transition that needs only step 1 and commits alone is sent as that one statement in
+autocommit (``Store``): it is its own transaction. A failure the server answers wrote
+nothing, since no statement writes part of a transition (every write is gated on
+``ok``, and a ledger id taken meanwhile fails the whole statement). A lost answer is
+settled by the session instead of a transaction id (``settle_session``).
 """
 
 from __future__ import annotations

@@ -133,11 +133,13 @@ async def instance_page(
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
     chosen = HistoryFilter(tuple(kind or ()), step, after)
-    history = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
     context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
     if not context["lazy"]:
         detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
         context |= _state_context(request, detail)
+    # Read after the state: the page follows live from the state's sequence, so the
+    # history must hold at least that much (rows seen twice are not appended twice).
+    history = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
     steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
     return page(
         request,

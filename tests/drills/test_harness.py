@@ -28,11 +28,25 @@ def test_a_prepared_commit_is_recognised_at_execute() -> None:
     assert tracker.executes_commit(_message(wire.EXECUTE, "p1"))
 
 
-def _run(tracker: wire.CommitTracker, sql: str) -> None:
-    """Parse, bind and execute ``sql`` through the unnamed statement and portal."""
+def _run(tracker: wire.CommitTracker, sql: str) -> bool:
+    """Parse, bind and execute ``sql`` through the unnamed statement and portal; whether
+    the tracker took the Execute for a commit."""
     tracker.executes_commit(_message(wire.PARSE, "", sql))
     tracker.executes_commit(_message(wire.BIND, "", ""))
-    tracker.executes_commit(_message(wire.EXECUTE, ""))
+    return tracker.executes_commit(_message(wire.EXECUTE, ""))
+
+
+def test_a_transition_written_in_autocommit_is_its_own_commit() -> None:
+    """No COMMIT follows a transition written by one statement outside a transaction
+    block: the proxy must be able to lose that statement's answer instead."""
+    tracker = wire.CommitTracker()
+    tracker.idle = True
+    assert not _run(tracker, "UPDATE work w SET state = 2 WHERE w.work_id = $1")  # a claim
+    assert _run(tracker, "WITH ledger AS (INSERT INTO transitions (a) VALUES ($1)) SELECT 1")
+    assert tracker.alone and "transition" in tracker.kinds
+    tracker.idle = False  # BEGIN was answered: the same write waits for its COMMIT
+    assert not _run(tracker, "WITH ledger AS (INSERT INTO transitions (a) VALUES ($1)) SELECT 1")
+    assert _run(tracker, "COMMIT") and not tracker.alone
 
 
 def test_transactions_are_told_apart_by_what_they_ran() -> None:
