@@ -201,7 +201,7 @@ class Store:
         tenant: str,
     ) -> list[CommitResult]:
         if _one_statement(transitions, fence):
-            return await self._write_alone(conn, transitions, fence, tenant)
+            return [await self._write_alone(conn, transitions[0], fence, tenant)]
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
@@ -214,9 +214,7 @@ class Store:
             raise
         except psycopg.Error as exc:
             await rollback(conn)
-            raise StoreError(
-                f"{names} not committed: the database refused it; it is safe to retry"
-            ) from exc
+            raise _refused(names) from exc
         written = newly_written(transitions, results)
         if not written and fence is None:
             await rollback(conn)
@@ -227,10 +225,10 @@ class Store:
     async def _write_alone(
         self,
         conn: psycopg.AsyncConnection,
-        transitions: Sequence[Transition],
+        transition: Transition,
         fence: Fence | None,
         tenant: str,
-    ) -> list[CommitResult]:
+    ) -> CommitResult:
         """Commit a transition whose write is one statement by running it in autocommit.
 
         The statement is its own transaction, so the BEGIN and COMMIT round trips are
@@ -239,22 +237,19 @@ class Store:
         session that ran it (``commits.settle_session``). An exact replay's lease
         update, if any, follows as a statement of its own (fenced like every other).
         """
-        names = ", ".join(t.transition_id for t in transitions)
         await conn.set_autocommit(True)
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
-                results, _ = await self.stage_fenced(conn, transitions, fence, tenant)
+                results, _ = await self.stage_fenced(conn, [transition], fence, tenant)
         except StoreError:
             raise
         except (psycopg.Error, TimeoutError) as exc:
             if not conn.broken and isinstance(exc, psycopg.Error):
-                raise StoreError(
-                    f"{names} not committed: the database refused it; it is safe to retry"
-                ) from exc
-            session = sessions.of(conn)
-            await uncancellable(commits.settle_session(self.pool.connection, transitions, session))
-            return [CommitResult(t.transition_id, replayed=False) for t in transitions]
-        return results
+                raise _refused(transition.transition_id) from exc
+            settling = commits.settle_session(self.pool.connection, [transition], sessions.of(conn))
+            await uncancellable(settling)
+            return CommitResult(transition.transition_id, replayed=False)
+        return results[0]
 
     async def commit_and_settle(
         self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str
@@ -339,6 +334,11 @@ class Store:
                 return await commits.reconcile_on(conn, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+def _refused(names: str) -> StoreError:
+    """A statement the server answered with an error: its transaction wrote nothing."""
+    return StoreError(f"{names} not committed: the database refused it; it is safe to retry")
 
 
 def _one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
