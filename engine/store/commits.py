@@ -558,11 +558,15 @@ def _label(written: list[Transition]) -> str:
     return ", ".join(t.transition_id for t in written) or "lease update"
 
 
-async def _verdicts(conn: psycopg.AsyncConnection, written: list[Transition]) -> list:
+async def _verdicts(
+    conn: psycopg.AsyncConnection, written: list[Transition]
+) -> list[Reconciliation]:
     return [await reconcile_on(conn, t.transition_id, t.fingerprint) for t in written]
 
 
-def _judge(label: str, written: list[Transition], verdicts: list, told: bool) -> None:
+def _judge(
+    label: str, written: list[Transition], verdicts: list[Reconciliation], told: bool
+) -> None:
     """The ledger's verdict once the transaction has ended; ``told``: PostgreSQL said
     it did not commit (without the ledger, nothing else tells a lease-only update)."""
     if written and all(v is Reconciliation.COMMITTED for v in verdicts):
