@@ -276,6 +276,7 @@ async def _session_settlement(
     away under it) only a committed verdict can be checked, against the ledger: after
     "aborted" the engine may well have committed the same transition again."""
     verdict, ids = record["verdict"], record["transitions"]
+    findings.stats["settled_by_session"] += 1
     cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
     if not cuts:
         findings.stats["settled_by_session_without_cut"] += 1

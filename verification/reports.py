@@ -64,7 +64,8 @@ def _body(card: dict[str, Any]) -> list[str]:
         f"{a['engine_settled_committed']} aborted {a['engine_settled_aborted']} "
         f"(taken by another {a['engine_settled_conflicting']}) unknown {a['engine_left_unknown']} "
         f"(resolved later: committed {a['resolved_later_committed']} aborted "
-        f"{a['resolved_later_aborted']})",
+        f"{a['resolved_later_aborted']}); by ending the session of a lone write "
+        f"{a['engine_settled_by_session']}",
         f"leases     claims {_n(le['claims'])}  takeovers {_n(le['takeovers'])}  stale writes "
         f"attempted {le['stale_writes_attempted']}  rejected {le['stale_writes_rejected']}  "
         f"ACCEPTED {le['stale_writes_accepted']}  racing claims {le['racing_claims']}",

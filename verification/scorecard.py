@@ -205,6 +205,7 @@ def _ambiguity(totals: Counter[str]) -> dict[str, int]:
         "engine_settled_aborted": totals.get("settled_aborted", 0),
         "engine_settled_conflicting": totals.get("settled_conflicting", 0),
         "engine_left_unknown": totals.get("settled_unknown", 0),
+        "engine_settled_by_session": totals.get("settled_by_session", 0),
         "resolved_later_committed": totals.get("resolved_later_committed", 0),
         "resolved_later_aborted": totals.get("resolved_later_aborted", 0),
     }
