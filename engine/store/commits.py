@@ -539,9 +539,9 @@ async def settle_session(connect, written: list[Transition], session: Session | 
     Returns (committed), or raises NOT_COMMITTED / CommitUnknown like ``settle``.
     """
     label = _label(written)
+    if session is None:  # a connection the pool did not open: nothing names its backend
+        raise CommitUnknown(f"write of {label} has an unknown outcome: reconcile it")
     try:
-        if session is None:
-            raise CommitUnknown(f"write of {label} has an unknown outcome: reconcile it")
         async with connect() as conn:
             gone = await sessions.end(conn, session)
             verdicts = await _verdicts(conn, written) if gone else []

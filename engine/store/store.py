@@ -289,8 +289,7 @@ class Store:
         A transition whose only new work is the lease the fence hands on (eager
         dispatch) sends no NOTIFY: no other worker could claim it.
         """
-        carries = fence is not None and transitions and transitions[0].expected_sequence
-        carrier = fence.write() if carries else None
+        carrier = fence.write() if fence is not None and _carries(transitions) else None
         if fence is not None and carrier is None:
             await fence.check(conn)
         handed_on = {fence.lease_next if fence is not None else ""}
@@ -341,13 +340,16 @@ def _refused(names: str) -> StoreError:
     return StoreError(f"{names} not committed: the database refused it; it is safe to retry")
 
 
+def _carries(transitions: Sequence[Transition]) -> bool:
+    """Whether the first transition's statement can carry a fence: it writes on an
+    existing instance (a start has no lease to prove)."""
+    return bool(transitions) and transitions[0].expected_sequence > 0
+
+
 def _one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
     """A lone transition written by one statement that also carries its fence (if any)."""
-    if len(transitions) != 1:
-        return False
-    transition = transitions[0]
-    carried = fence is None or transition.expected_sequence > 0
-    return carried and commits.one_statement(transition)
+    carried = fence is None or _carries(transitions)
+    return len(transitions) == 1 and carried and commits.one_statement(transitions[0])
 
 
 def newly_written(

@@ -26,22 +26,18 @@ import asyncio
 import contextlib
 import enum
 import logging
-import re
 import struct
 from collections.abc import AsyncIterator
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from verification import wire
 
 log = logging.getLogger(__name__)
 
 NEGOTIATION_CODES = frozenset({80877103, 80877104})
 """SSLRequest and GSSENCRequest: untyped packets after which the startup packet follows."""
 
-COMMIT_STATEMENTS = frozenset(
-    {"COMMIT", "COMMIT WORK", "COMMIT TRANSACTION", "END", "END WORK", "END TRANSACTION"}
-)
-TRANSITION_WRITE = re.compile(r"INSERT\s+INTO\s+transitions\b", re.IGNORECASE)
-READY_FOR_QUERY = b"Z"
 SIMPLE_QUERY, PARSE, BIND, EXECUTE, SYNC = b"Q", b"P", b"B", b"E", b"S"
 CLIENT_GONE = (OSError, asyncio.IncompleteReadError)
 
@@ -51,26 +47,9 @@ class Cut(enum.Enum):
     BEFORE_COMMIT = "before"
 
 
-def is_commit(sql: str) -> bool:
-    """Whether ``sql`` is a COMMIT statement (case, spacing and a trailing ';' ignored)."""
-    return " ".join(sql.strip().rstrip(";").split()).upper() in COMMIT_STATEMENTS
-
-
 def _cstrings(body: bytes, count: int) -> list[str]:
     """The first ``count`` NUL-terminated strings of a message body."""
     return [part.decode() for part in body.split(b"\0", count)[:count]]
-
-
-def _frames(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Complete typed backend messages (type byte and body), and the unparsed rest."""
-    frames = []
-    while len(buffer) >= 5:
-        length = struct.unpack("!I", buffer[1:5])[0]
-        if len(buffer) < 1 + length:
-            break
-        frames.append(buffer[: 1 + length])
-        buffer = buffer[1 + length :]
-    return frames, buffer
 
 
 class _Pipe:
@@ -155,20 +134,20 @@ class _Pipe:
             sql = self.portals.get(_cstrings(body, 1)[0], "")
         if sql is None:
             return False
-        return is_commit(sql) or (self.idle and bool(TRANSITION_WRITE.search(sql)))
+        return wire.is_commit(sql) or (self.idle and bool(wire.LEDGER_WRITE.search(sql)))
 
     async def _server_to_client(self) -> None:
         unparsed = b""
         while data := await self.server_reader.read(65536):
-            frames, unparsed = _frames(unparsed + data)
+            messages, unparsed = wire.split_messages(unparsed + data)
             if not self.muted:
-                for frame in frames:
-                    if frame[:1] == READY_FOR_QUERY:
-                        self.idle = frame[5:6] == b"I"
+                for message in messages:
+                    if message.kind == wire.READY_FOR_QUERY:
+                        self.idle = wire.ends_transaction(message)
                 self.client_writer.write(data)
                 await self.client_writer.drain()
                 continue
-            if any(frame[:1] == READY_FOR_QUERY for frame in frames):
+            if any(message.kind == wire.READY_FOR_QUERY for message in messages):
                 log.info("the server answered the swallowed COMMIT")
                 self.proxy.commit_answered.set()
                 break
