@@ -24,6 +24,10 @@ END_SESSION = """
 SELECT pg_terminate_backend(pid, %(wait_ms)s) FROM pg_stat_activity
 WHERE pid = %(pid)s AND backend_start = %(started)s
 """
+SESSION_ALIVE = """
+SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %(pid)s AND backend_start = %(started)s)
+"""
+FRESH_ACTIVITY = "SELECT pg_stat_clear_snapshot()"
 END_WAIT_MS = 5_000
 """How long ending a session may wait for its backend to exit (a backend stuck in a
 system call can outlive the signal for a moment)."""
@@ -65,4 +69,10 @@ async def end(conn: psycopg.AsyncConnection, session: Session) -> bool:
     """
     params = {"pid": session.pid, "started": session.started, "wait_ms": END_WAIT_MS}
     row = await (await conn.execute(END_SESSION, params)).fetchone()
-    return row is None or bool(row[0])
+    if row is None or row[0]:
+        return True
+    # Not ended: it outlived the wait, or it exited between the lookup and the signal
+    # ("not a PostgreSQL backend process"). Look again, past the cached activity view.
+    await conn.execute(FRESH_ACTIVITY)
+    row = await (await conn.execute(SESSION_ALIVE, params)).fetchone()
+    return not row[0]

@@ -116,3 +116,24 @@ async def test_a_pid_that_names_a_later_session_is_left_alone(
     assert caught.value.outcome is CommitOutcome.NOT_COMMITTED
     assert await alive(victim)
     assert (await ledger(aconn, step.instance_id)).rows == rows_of(start)
+
+
+async def test_a_session_that_exits_as_it_is_being_ended_counts_as_gone(
+    pg_dsn: str, victim: psycopg.AsyncConnection, aconn: psycopg.AsyncConnection
+) -> None:
+    """The lookup saw the backend, which was gone by the time it was signalled: that
+    is an ended session, not one still running (the race of a write's own exit)."""
+    recorded = sessions.of(victim)
+    assert recorded is not None
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as settler:
+        await settler.execute("SELECT count(*) FROM pg_stat_activity")  # caches the view
+        await victim.close()
+        await asyncio.wait_for(exited(aconn, recorded.pid), WAIT_SECONDS)
+
+        assert await sessions.end(settler, recorded)
+
+
+async def exited(aconn: psycopg.AsyncConnection, pid: int) -> None:
+    query = "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)"
+    while (await (await aconn.execute(query, [pid])).fetchone())[0]:
+        await asyncio.sleep(0.01)
