@@ -8,10 +8,10 @@ reference (reliability.md section 2):
 I1 no lost work, I2 exactly-once checkpoint, I3 side effects within the activity's
 promise (ledger vs history), I4 terminal exactly once and archived with it, I5 fencing
 (zero stale-token writes accepted; claims bump the token by one and never steal a live
-lease), I6 history integrity (contiguous, ledger hash chain), I7 signal dedupe, I8 no
-orphan waits, I9 replay determinism, I10 no stranded ownership (no lease held by a
-dead owner), I11 queue conservation. Besides: every planned boundary was reached, and
-every ambiguous commit was resolved, truthfully.
+lease), I6 history integrity (contiguous, ledger hash chain, every row belongs to its
+instance), I7 signal dedupe, I8 no orphan waits, I9 replay determinism, I10 no
+stranded ownership (no lease held by a dead owner), I11 queue conservation. Besides:
+every planned boundary was reached, and every ambiguous commit was resolved, truthfully.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ async def check(ctx: CheckContext) -> Findings:
         await _waits(conn, findings, states)
         await sql_checks.ownership(conn, findings, ctx.quiet, ctx.live_owners)
         await sql_checks.conservation(conn, findings, ctx.quiet)
+        await sql_checks.belonging(conn, findings)
         await _settlements(conn, ctx, findings)
     _boundaries(ctx, findings)
     return findings

@@ -222,6 +222,23 @@ async def ownership(
     findings.add("I10", len(held), stranded if quiet else [])
 
 
+ROWS_CHECKED = """
+SELECT (SELECT count(*) FROM history) + (SELECT count(*) FROM transitions)
+       + (SELECT count(*) FROM work)
+"""
+ORPHANS = """
+SELECT 'history row', h.instance_id, h.sequence FROM history h
+WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.instance_id = h.instance_id)
+UNION ALL
+SELECT 'ledger row', t.instance_id, t.committed_sequence FROM transitions t
+WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.instance_id = t.instance_id)
+UNION ALL
+SELECT 'work row', w.instance_id, w.sequence FROM work w
+WHERE NOT EXISTS (
+    SELECT 1 FROM history h WHERE h.instance_id = w.instance_id AND h.sequence = w.sequence
+)
+LIMIT 20
+"""
 OPEN_WORK = "SELECT work_id, state FROM work WHERE state IN (1, 2)"
 WORK_TOTALS = """
 SELECT count(*), count(*) FILTER (WHERE state = 3), count(*) FILTER (WHERE state = 4)
@@ -231,6 +248,17 @@ DOUBLE_COMPLETIONS = """
 SELECT work_id, count(*) FROM drill_work_changes
 WHERE new_state = 3 AND old_state <> 3 GROUP BY work_id HAVING count(*) > 1
 """
+
+
+async def belonging(conn: psycopg.AsyncConnection, findings: Findings) -> None:
+    """I6: every history and ledger row belongs to an instance, every work row to the
+    event that made it (no foreign key enforces it: each transition statement writes
+    them only under its instance's lock, and this says whether it held)."""
+    checked = (await _rows(conn, ROWS_CHECKED))[0][0]
+    orphans = await _rows(conn, ORPHANS)
+    findings.add(
+        "I6", checked, [f"{what} {i}/{n} has no instance or event" for what, i, n in orphans]
+    )
 
 
 async def conservation(conn: psycopg.AsyncConnection, findings: Findings, quiet: bool) -> None:

@@ -150,10 +150,10 @@ SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
        (SELECT count(*) FROM created), {NOTIFY_IF_WRITTEN}
 """)
 """A start in one statement: the ledger lookup, then the instance row already at its
-committed position (the foreign keys of history and work are checked at the end of
-the statement, when it is in) and the writes. An instance id that exists is left
-alone and re-checked against the ledger in a fresh statement: an exact replay, or
-InstanceExists."""
+committed position and, only when it went in (``ok``), the writes: no row of the
+instance exists without it (no foreign key says so: migration 0008). An instance id
+that exists is left alone and re-checked against the ledger in a fresh statement: an
+exact replay, or InstanceExists."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +231,8 @@ WRITE_TRANSITION = one_line(write_transition())
 """A transition in one statement, one round trip, whatever the number of events and
 work items: the instance lock, the ledger lookup and, only when both allow it
 (``ok``), the writes. The parts cannot see each other's rows, and need not: each
-writes its own table (the work rows' foreign key to history is checked at the end of
-the statement, when all the history rows are in). The ledger lookup reads the
+writes its own table (every work row points at a history row the same statement
+writes). The ledger lookup reads the
 statement's snapshot, taken before the lock was granted: a commit of this very
 transition that the lock waited for shows as a position mismatch, which ``_recheck``
 settles in a fresh statement. The count says whether the instance moved. An id taken
