@@ -25,7 +25,7 @@ from typing import Any
 from engine.canonical import canonical_json, digest, format_instant, utc
 from engine.definitions import DefinitionRef
 from engine.errors import TransitionInvalid
-from engine.events import Event, EventKind, event_to_json, make_event
+from engine.events import TERMINAL_KINDS, Event, EventKind, event_to_json, make_event
 from engine.instance import Instance
 from engine.limits import (
     MAX_DISPATCH_BYTES,
@@ -93,8 +93,6 @@ class Transition:
 
     @property
     def terminal(self) -> bool:
-        from engine.events import TERMINAL_KINDS
-
         return self.events[-1].kind in TERMINAL_KINDS
 
     @property
