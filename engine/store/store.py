@@ -305,7 +305,7 @@ class Store:
         return results, xid
 
     async def stage_batch(
-        self, conn: psycopg.AsyncConnection, commits_: Sequence[tuple[Transition, Fence | None]]
+        self, conn: psycopg.AsyncConnection, batch: Sequence[tuple[Transition, Fence | None]]
     ) -> tuple[list[CommitResult], str] | None:
         """Write the lone transitions of several commits (each ``one_statement``) in one
         transaction opened here and left open, in one round trip (``batches``).
@@ -315,7 +315,7 @@ class Store:
         where every such case has its answer. Otherwise the results and the transaction id.
         """
         writes = []
-        for transition, fence in commits_:
+        for transition, fence in batch:
             fenced = fence.write() if fence is not None else None
             channel = self._channel(transition, fence)
             writes.append(commits.write_of(transition, channel, fenced))
