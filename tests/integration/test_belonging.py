@@ -13,14 +13,19 @@ from verification.invariants import Findings
 CATALOG = catalog()
 
 
+async def start(pg_dsn: str, schema: str, instance_id: str) -> None:
+    """One instance started as a client would: its history, ledger and work rows."""
+    store = await Store.open(pg_dsn, schema)
+    try:
+        await store.commit(CATALOG.flow(CATALOG.single, instance_id).start())
+    finally:
+        await store.close()
+
+
 async def test_rows_written_by_transitions_all_belong(
     pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
 ) -> None:
-    store = await Store.open(pg_dsn, schema)
-    try:
-        await store.commit(CATALOG.flow(CATALOG.single, "kept").start())
-    finally:
-        await store.close()
+    await start(pg_dsn, schema, "kept")
     findings = Findings()
 
     await sql_checks.belonging(aconn, findings)
@@ -32,11 +37,7 @@ async def test_rows_written_by_transitions_all_belong(
 async def test_an_orphaned_row_is_named(
     pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
 ) -> None:
-    store = await Store.open(pg_dsn, schema)
-    try:
-        await store.commit(CATALOG.flow(CATALOG.single, "moved").start())
-    finally:
-        await store.close()
+    await start(pg_dsn, schema, "moved")
     await aconn.execute("UPDATE history SET instance_id = 'ghost'")
     await aconn.execute("UPDATE work SET sequence = 99")
     findings = Findings()
