@@ -232,13 +232,13 @@ WRITE_TRANSITION = one_line(write_transition())
 work items: the instance lock, the ledger lookup and, only when both allow it
 (``ok``), the writes. The parts cannot see each other's rows, and need not: each
 writes its own table (every work row points at a history row the same statement
-writes). The ledger lookup reads the
-statement's snapshot, taken before the lock was granted: a commit of this very
-transition that the lock waited for shows as a position mismatch, which ``_recheck``
-settles in a fresh statement. The count says whether the instance moved. An id taken
-meanwhile by a concurrent transaction (of another instance: one of the same instance
-waits for the lock and then finds the instance moved) fails the ledger's primary key,
-and with it the whole statement, which thus never writes part of a transition."""
+writes). The ledger lookup reads the statement's snapshot, taken before the lock was
+granted: a commit of this very transition that the lock waited for shows as a position
+mismatch, which ``_recheck`` settles in a fresh statement. The count says whether the
+instance moved. An id taken meanwhile by a concurrent transaction (of another instance:
+one of the same instance waits for the lock and then finds the instance moved) fails
+the ledger's primary key, and with it the whole statement, which thus never writes part
+of a transition."""
 WRITE_COLUMNS = 8
 """The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
 REARM_PARKED_WORK = """
