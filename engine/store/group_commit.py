@@ -81,6 +81,16 @@ class CommitGroup:
         await asyncio.gather(*self._writers, return_exceptions=True)
 
     async def _write_groups(self) -> None:
+        """Write groups until none waits. The writer leaves ``_writers`` in the same step
+        that finds the queue empty: its task's done-callback runs turns later, and a
+        commit queued meanwhile would find every lane taken and no writer to take it
+        (the callback stays for a writer cancelled before it ever ran)."""
+        try:
+            await self._write_waiting()
+        finally:
+            self._writers.discard(asyncio.current_task())
+
+    async def _write_waiting(self) -> None:
         while self._waiting:
             group = [m for m in self._waiting[: self.max_members] if not m.answer.done()]
             del self._waiting[: self.max_members]

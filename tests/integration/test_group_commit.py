@@ -197,3 +197,22 @@ async def test_work_handed_on_by_the_fence_wakes_no_other_worker(
         assert await wake_ups(listener, aconn, store.channel) == 0
         await store.commit_all([loud], HandOn("some-other-work"))
         assert await wake_ups(listener, aconn, store.channel) == 1
+
+
+@pytest.mark.parametrize("turns", range(6))
+async def test_a_commit_made_as_the_last_writer_finishes_is_still_written(
+    store: Store, turns: int
+) -> None:
+    """However many event-loop turns pass between a commit's answer and the next commit,
+    the next one gets a writer. A commit nobody writes stalls its instance for good: its
+    processor waits and the worker keeps renewing its lease. (With the writer counted
+    until its task's done-callback ran, two turns, a task awaited by its caller, lost it.)"""
+    (first_flow, first), (second_flow, second) = await started(store, f"last-{turns}", 2)
+    group = CommitGroup(store, lanes=1)
+    await asyncio.ensure_future(group.commit_all([first_flow.attempt_started(first, "a")]))
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+    commit = group.commit_all([second_flow.attempt_started(second, "a")])
+
+    assert len(await asyncio.wait_for(commit, timeout=10)) == 1

@@ -46,6 +46,10 @@ from verification.workloads import FLOW, SIGNAL_STEP, Planned
 T = TypeVar("T")
 
 
+FAILURE_TEXT_LIMIT = 1500
+"""Characters of a failing example's exception kept in the scorecard."""
+
+
 @dataclass
 class Stats:
     """What the property run did, for the scorecard's property-test section."""
@@ -93,7 +97,16 @@ def _run(spec: DrillSpec, campaign: Campaign, stats: Stats) -> None:
             run_state_machine_as_test(seed(spec.seed)(factory), settings=chosen)
     except (AssertionError, HypothesisException, Exception) as exc:
         blobs = [line for line in report if "reproduce_failure" in line]
-        stats.failing.append(f"{type(exc).__name__}: {exc}"[:500] + " " + " ".join(blobs))
+        stats.failing.append(describe(exc)[:FAILURE_TEXT_LIMIT] + " " + " ".join(blobs))
+
+
+def describe(exc: BaseException) -> str:
+    """An exception with the ones it groups: hypothesis's FlakyFailure says only that the
+    replay differed; what failed the first time is in its sub-exceptions."""
+    text = f"{type(exc).__name__}: {exc}"
+    for sub in getattr(exc, "exceptions", ()):
+        text += f" <- {describe(sub)}"
+    return text
 
 
 class DrillMachine(RuleBasedStateMachine):
