@@ -8,7 +8,8 @@ Two sources, both in the drill schema:
   of a new row (state 1, token 0). The checker reads claims, takeovers,
   token order and "completed work changed again" (resurrection) from it.
 - ``drill_fenced_writes``: inside a drill worker, every lease-holder write (check,
-  complete, renew, retry, dead letter) is wrapped (``install_fencing_oracle``). Before
+  complete, renew, retry, dead letter, and the fenced transitions a group commit sends
+  in one message) is wrapped (``install_fencing_oracle``). Before
   the engine's statement runs, the wrapper reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
   same clock the statement uses). If the engine's statement then succeeds, a row is
@@ -106,10 +107,11 @@ def statement_name(statement: str) -> str:
 
 
 def install_fencing_oracle() -> None:
-    """Wrap the engine's single choke point for lease-holder writes (``work._fenced``)."""
-    from engine.store import work
+    """Wrap the engine's choke points for lease-holder writes: ``work._fenced`` (one
+    statement) and ``batches.run`` (a group commit's statements in one message)."""
+    from engine.store import batches, work
 
-    original = work._fenced
+    original, original_batch = work._fenced, batches.run
 
     async def fenced(
         conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
@@ -122,18 +124,53 @@ def install_fencing_oracle() -> None:
     async def audited(
         conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
     ) -> tuple[Any, ...]:
-        row = await (await conn.execute(HOLDS, params)).fetchone()
-        held = bool(row and row[0])
+        held = await _holds(conn, params)
         name = statement_name(statement)
         try:
             result = await original(conn, statement, params, lease)
         except Exception:
             observations.note("fenced", statement=name, held=held, accepted=False)
             raise
-        await conn.execute(
-            RECORD_WRITE, {**params, "statement": name, "held": held, "pid": os.getpid()}
-        )
-        observations.note("fenced", statement=name, held=held, accepted=True)
+        await _record(conn, params, name, held)
         return result
 
+    async def batch(conn: psycopg.AsyncConnection, writes: Any) -> list[Any]:
+        if conn.info.transaction_status is TransactionStatus.IDLE:
+            await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
+        audits = [
+            (write, statement_name(write.statement), await _holds(conn, write.params))
+            for write in writes
+            if write.fenced is not None
+        ]
+        try:
+            rows = await original_batch(conn, writes)
+        except Exception:
+            for _, name, held in audits:
+                observations.note("fenced", statement=name, held=held, accepted=False)
+            raise
+        answered = {id(write): row for write, row in zip(writes, rows, strict=True)}
+        for write, name, held in audits:
+            if answered[id(write)] is None:  # no row: the lease was not held, nothing written
+                observations.note("fenced", statement=name, held=held, accepted=False)
+            else:
+                await _record(conn, write.params, name, held)
+        return rows
+
     work._fenced = fenced
+    batches.run = batch
+
+
+async def _holds(conn: psycopg.AsyncConnection, params: dict[str, Any]) -> bool:
+    """The oracle's own verdict, read before the engine's statement runs (locking the row)."""
+    row = await (await conn.execute(HOLDS, params)).fetchone()
+    return bool(row and row[0])
+
+
+async def _record(
+    conn: psycopg.AsyncConnection, params: dict[str, Any], name: str, held: bool
+) -> None:
+    """An accepted write, durable exactly when the engine's transaction commits."""
+    await conn.execute(
+        RECORD_WRITE, {**params, "statement": name, "held": held, "pid": os.getpid()}
+    )
+    observations.note("fenced", statement=name, held=held, accepted=True)

@@ -30,6 +30,10 @@ COMMIT_STATEMENTS = frozenset(
 )
 LEDGER_WRITE = re.compile(r"INSERT\s+INTO\s+transitions\b", re.IGNORECASE)
 """A statement that writes a transition (its ledger row)."""
+PREPARE = re.compile(r"\s*PREPARE\s+(\w+)\s+AS\s+(.*)", re.IGNORECASE | re.DOTALL)
+CALLED = re.compile(r"\bEXECUTE\s+(\w+)\s*\(", re.IGNORECASE)
+"""A statement prepared by name and run by ``EXECUTE name(...)`` in a simple query."""
+BEGINS = re.compile(r"\s*(BEGIN|START\s+TRANSACTION)\b", re.IGNORECASE)
 WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 TRANSACTION_KINDS = {
     "transition": re.compile(
@@ -140,7 +144,7 @@ class CommitTracker:
         elif WRITES.search(sql):
             self.kinds.add("write")
             self.kinds.update(k for k, pattern in TRANSACTION_KINDS.items() if pattern.search(sql))
-            self.alone = self.idle and bool(LEDGER_WRITE.search(sql))
+            self.alone = self.idle and bool(LEDGER_WRITE.search(sql)) and not BEGINS.match(sql)
         return self.alone
 
     def committed(self) -> None:
@@ -151,7 +155,7 @@ class CommitTracker:
     def _statement(self, message: Message) -> str | None:
         """The SQL a message runs now (None for messages that run nothing)."""
         if message.kind == SIMPLE_QUERY:
-            return cstrings(message.body, 1)[0]
+            return self._simple(cstrings(message.body, 1)[0])
         if message.kind == PARSE:
             name, sql = cstrings(message.body, 2)
             self.statements[name] = sql
@@ -161,3 +165,13 @@ class CommitTracker:
         elif message.kind == EXECUTE:
             return self.portals.get(cstrings(message.body, 1)[0], "")
         return None
+
+    def _simple(self, sql: str) -> str | None:
+        """A simple query's SQL, with the text of the statements it runs by name (a group
+        commit sends ``BEGIN; EXECUTE name(...); ...``); a PREPARE runs nothing yet."""
+        prepare = PREPARE.match(sql)
+        if prepare:
+            self.statements[prepare.group(1)] = prepare.group(2)
+            return None
+        called = [self.statements.get(name, "") for name in CALLED.findall(sql)]
+        return " ".join([sql, *called])

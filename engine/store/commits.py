@@ -396,6 +396,40 @@ async def _recheck(
     _check_replay(transition, row[0])
 
 
+@dataclass(frozen=True)
+class Write:
+    """The statement of a transition on an existing instance, ready to run: a plain one
+    (``WRITE_TRANSITION``) or a lease-fenced one (``fenced``)."""
+
+    transition: Transition
+    statement: str
+    params: dict[str, Any]
+    fenced: FencedWrite | None = None
+
+    def clean(self, row: tuple[Any, ...] | None) -> bool:
+        """Whether ``row`` (the statement's answer) says the transition was written now,
+        and with it the lease's part: no exact replay, no position to re-check."""
+        if row is None:
+            return False
+        existing, moved = row[1], row[WRITE_COLUMNS - 2]
+        return existing is None and moved == 1
+
+
+def write_of(transition: Transition, channel: str, fenced: FencedWrite | None = None) -> Write:
+    """The statement and parameters that write ``transition`` (fenced by ``fenced``)."""
+    pin = transition.definition
+    params = {
+        **_params(transition, channel),
+        "pin_name": pin.name,
+        "pin_version": pin.version,
+        "pin_fingerprint": pin.fingerprint,
+        "retire": transition.terminal and not transition.work,
+    }
+    if fenced is None:
+        return Write(transition, WRITE_TRANSITION, params)
+    return Write(transition, fenced.statement, {**params, **fenced.params()}, fenced)
+
+
 async def _write(
     conn: psycopg.AsyncConnection,
     transition: Transition,
@@ -405,19 +439,12 @@ async def _write(
     """Run ``WRITE_TRANSITION`` (or the fenced one): (True, xid) when written, (False,
     xid) for an exact replay; raises when the instance, the pin or the id do not allow
     it, or the lease is not held."""
-    pin = transition.definition
-    params = {
-        **_params(transition, channel),
-        "pin_name": pin.name,
-        "pin_version": pin.version,
-        "pin_fingerprint": pin.fingerprint,
-        "retire": transition.terminal and not transition.work,
-    }
+    write = write_of(transition, channel, fenced)
     with _id_taken(transition):
         if fenced is None:
-            row = await (await conn.execute(WRITE_TRANSITION, params)).fetchone()
+            row = await (await conn.execute(write.statement, write.params)).fetchone()
         else:
-            row = await fenced.run(conn, fenced.statement, {**params, **fenced.params()})
+            row = await fenced.run(conn, write.statement, write.params)
     xid, existing, *position, moved, _ = row[:WRITE_COLUMNS]
     if existing is not None:
         _check_replay(transition, existing)

@@ -31,6 +31,7 @@ from engine.store.store import (
     Fence,
     Store,
     newly_written,
+    one_statement,
     rollback,
     uncancellable,
 )
@@ -115,37 +116,66 @@ class CommitGroup:
             _answer_all(group, StoreUnavailable("the database is unavailable; nothing was written"))
             return
         try:
-            await self._together(conn, group)
+            together = await self._together(conn, group)
         finally:
             await self.store.pool.putconn(conn)
+        if not together:  # with the group's connection back in the pool for them
+            await asyncio.gather(*(self._alone(member) for member in group))
 
-    async def _together(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> None:
-        results, written, xid = [], [], ""
+    async def _together(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> bool:
+        """Commit the group in one transaction and answer its members; False (rolled
+        back, nobody answered) when a member must be committed on its own."""
         try:
             async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
-                for member in group:
-                    staged, xid = await self.store.stage_fenced(
-                        conn, member.transitions, member.fence, xid=xid
-                    )
-                    results.append(staged)
-                    written += newly_written(member.transitions, staged)
+                staged = await self._stage(conn, group)
         except (StoreError, psycopg.Error, TimeoutError):
+            staged = None
+        if staged is None:
             await rollback(conn)
-            await asyncio.gather(*(self._alone(member) for member in group))
-            return
+            return False
+        results, written, xid = staged
         try:
             await self.store.commit_and_settle(conn, written, xid)
         except StoreError as exc:
             _answer_all(group, exc)
-            return
+            return True
         for member, staged in zip(group, results, strict=True):
             _answer(member, staged)
+        return True
+
+    async def _stage(
+        self, conn: psycopg.AsyncConnection, group: list[_Member]
+    ) -> tuple[list[list[CommitResult]], list[Transition], str] | None:
+        """Write every member in the open transaction: (results per member, the
+        transitions written, the transaction id), or None when a member must be
+        committed on its own. One message when every member is one statement."""
+        if all(_one_write(m) for m in group):
+            batch = [(m.transitions[0], m.fence) for m in group]
+            staged = await self.store.stage_batch(conn, batch)
+            if staged is None:
+                return None
+            results, xid = staged
+            return [[r] for r in results], [t for t, _ in batch], xid
+        results, written, xid = [], [], ""
+        for member in group:
+            staged, xid = await self.store.stage_fenced(
+                conn, member.transitions, member.fence, xid=xid
+            )
+            results.append(staged)
+            written += newly_written(member.transitions, staged)
+        return results, written, xid
 
     async def _alone(self, member: _Member) -> None:
         try:
             _answer(member, await self.store.commit_all(member.transitions, member.fence))
         except Exception as exc:
             _answer_all([member], exc)
+
+
+def _one_write(member: _Member) -> bool:
+    """A member written by one transition statement on an existing instance."""
+    transitions = member.transitions
+    return one_statement(transitions, member.fence) and transitions[0].expected_sequence > 0
 
 
 def _answer(member: _Member, results: list[CommitResult]) -> None:

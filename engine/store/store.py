@@ -20,7 +20,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.migrations import check_schema_current_async, validate_schema_name
-from engine.store import commits, sessions
+from engine.store import batches, commits, sessions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import (
@@ -200,7 +200,7 @@ class Store:
         fence: Fence | None,
         tenant: str,
     ) -> list[CommitResult]:
-        if _one_statement(transitions, fence):
+        if one_statement(transitions, fence):
             return [await self._write_alone(conn, transitions[0], fence, tenant)]
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
@@ -292,12 +292,10 @@ class Store:
         carrier = fence.write() if fence is not None and _carries(transitions) else None
         if fence is not None and carrier is None:
             await fence.check(conn)
-        handed_on = {fence.lease_next if fence is not None else ""}
         results = []
         for k, transition in enumerate(transitions):
-            quiet = all(w.work_id in handed_on for w in transition.work)
-            channel = "" if quiet else self.channel
             fenced = carrier if k == 0 else None
+            channel = self._channel(transition, fence)
             written, xid = await commits.stage(conn, transition, channel, tenant, fenced)
             results.append(CommitResult(transition.transition_id, replayed=not written))
         if fence is not None and not (carrier and carrier.done):
@@ -305,6 +303,37 @@ class Store:
         if not xid:
             xid = await commits.current_xact_id(conn)
         return results, xid
+
+    async def stage_batch(
+        self, conn: psycopg.AsyncConnection, commits_: Sequence[tuple[Transition, Fence | None]]
+    ) -> tuple[list[CommitResult], str] | None:
+        """Write the lone transitions of several commits (each ``one_statement``) in one
+        transaction opened here and left open, in one round trip (``batches``).
+
+        None when any of them was not written cleanly (an exact replay, a moved
+        instance, a lost lease, ...): the caller rolls back and commits each on its own,
+        where every such case has its answer. Otherwise the results and the transaction id.
+        """
+        writes = []
+        for transition, fence in commits_:
+            fenced = fence.write() if fence is not None else None
+            channel = self._channel(transition, fence)
+            writes.append(commits.write_of(transition, channel, fenced))
+        await conn.set_autocommit(True)  # the message opens the transaction itself
+        rows = await batches.run(conn, writes)
+        if not all(w.clean(row) for w, row in zip(writes, rows, strict=True)):
+            return None
+        for write, row in zip(writes, rows, strict=True):
+            if write.fenced is not None:
+                write.fenced.wrote(row[commits.WRITE_COLUMNS :])
+        return [CommitResult(w.transition.transition_id) for w in writes], rows[0][0]
+
+    def _channel(self, transition: Transition, fence: Fence | None) -> str:
+        """Where a transition's new work is announced: nowhere when its only work is the
+        lease the fence hands on (eager dispatch), which no other worker could claim."""
+        handed_on = {fence.lease_next if fence is not None else ""}
+        quiet = all(w.work_id in handed_on for w in transition.work)
+        return "" if quiet else self.channel
 
     async def stage(self, conn: psycopg.AsyncConnection, transition: Transition) -> bool:
         """Write ``transition`` inside the caller's transaction, never committing it.
@@ -346,7 +375,7 @@ def _carries(transitions: Sequence[Transition]) -> bool:
     return bool(transitions) and transitions[0].expected_sequence > 0
 
 
-def _one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
+def one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
     """A lone transition written by one statement that also carries its fence (if any)."""
     carried = fence is None or _carries(transitions)
     return len(transitions) == 1 and carried and commits.one_statement(transitions[0])
@@ -397,3 +426,4 @@ async def rollback(conn: psycopg.AsyncConnection) -> None:
     # A broken connection is discarded by the pool; nothing was committed either way.
     with contextlib.suppress(psycopg.Error):
         await conn.rollback()
+    batches.forget(conn)  # psycopg deallocates the session's prepared statements

@@ -93,3 +93,19 @@ def test_known_bugs_explain_only_their_own_failures() -> None:
     assert classify([stuck, "I3 effects in bounds: key k: handler called 2 times"], bugs) == ""
     assert classify(["I10 ownership: work x still leased to w"], bugs) == ""
     assert classify([], bugs) == ""
+
+
+def test_statements_prepared_by_name_are_followed_into_a_group_commit() -> None:
+    """A group commit prepares its statement once (in autocommit: not a commit), then
+    sends ``BEGIN; EXECUTE ...`` in one message; the COMMIT after it commits a
+    transition, so a drill armed for transitions cuts it."""
+    tracker = wire.CommitTracker()
+    tracker.idle = True
+    prepare = "PREPARE wayline_batch_1 AS WITH ledger AS (INSERT INTO transitions (a) VALUES ($1))"
+    assert not tracker.executes_commit(_message(wire.SIMPLE_QUERY, prepare))
+    assert tracker.kinds == set()
+    batch = "BEGIN; EXECUTE wayline_batch_1('t1'); EXECUTE wayline_batch_1('t2')"
+    assert not tracker.executes_commit(_message(wire.SIMPLE_QUERY, batch))
+    assert not tracker.alone and "transition" in tracker.kinds
+    tracker.idle = False
+    assert tracker.executes_commit(_message(wire.SIMPLE_QUERY, "COMMIT"))

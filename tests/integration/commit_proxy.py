@@ -47,11 +47,6 @@ class Cut(enum.Enum):
     BEFORE_COMMIT = "before"
 
 
-def _cstrings(body: bytes, count: int) -> list[str]:
-    """The first ``count`` NUL-terminated strings of a message body."""
-    return [part.decode() for part in body.split(b"\0", count)[:count]]
-
-
 class _Pipe:
     """One client connection and its server connection, pumped in both directions."""
 
@@ -64,8 +59,7 @@ class _Pipe:
         self.proxy = proxy
         self.client_reader, self.client_writer = client
         self.server_reader, self.server_writer = server
-        self.statements: dict[str, str] = {}
-        self.portals: dict[str, str] = {}
+        self.tracker = wire.CommitTracker()
         self.muted = False
         """The client will never hear from the server again (a swallowed COMMIT reply)."""
         self.idle = False
@@ -120,21 +114,9 @@ class _Pipe:
                 return
 
     def _executes_commit(self, kind: bytes, body: bytes) -> bool:
-        """Track prepared statements and portals; True when this message runs a COMMIT."""
-        sql = None
-        if kind == SIMPLE_QUERY:
-            sql = _cstrings(body, 1)[0]
-        elif kind == PARSE:
-            name, text = _cstrings(body, 2)
-            self.statements[name] = text
-        elif kind == BIND:
-            portal, statement = _cstrings(body, 2)
-            self.portals[portal] = self.statements.get(statement, "")
-        elif kind == EXECUTE:
-            sql = self.portals.get(_cstrings(body, 1)[0], "")
-        if sql is None:
-            return False
-        return wire.is_commit(sql) or (self.idle and bool(wire.LEDGER_WRITE.search(sql)))
+        """True when this message runs a COMMIT, or a transition write in autocommit."""
+        self.tracker.idle = self.idle
+        return self.tracker.executes_commit(wire.Message(kind, body))
 
     async def _server_to_client(self) -> None:
         unparsed = b""

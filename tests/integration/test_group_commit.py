@@ -17,7 +17,7 @@ from psycopg import sql
 
 from engine.instance import AttemptStatus, Instance
 from engine.operator_actions import Action
-from engine.store import work
+from engine.store import batches, work
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, SequenceConflict, StaleLease
 from engine.store.fencing import LeaseFence
@@ -68,6 +68,56 @@ async def test_commits_that_arrive_together_share_one_transaction(
     assert await transactions_of(aconn, transitions) == 1
     for flow, _ in flows:
         assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
+
+
+async def test_a_group_of_single_statements_is_sent_as_one_message(
+    store: Store, aconn: psycopg.AsyncConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load a worker's round trips cost more than its statements: a group whose
+    members are each one statement reaches the server in one message, then its COMMIT."""
+    flows = await started(store, "message", MEMBERS)
+    transitions = [flow.attempt_started(state, "a") for flow, state in flows]
+    messages = []
+    send = batches.run
+
+    async def counted(conn: psycopg.AsyncConnection, writes: list) -> list:
+        messages.append([w.transition.transition_id for w in writes])
+        return await send(conn, writes)
+
+    monkeypatch.setattr(batches, "run", counted)
+    group = CommitGroup(store, lanes=1)
+
+    await asyncio.gather(*(group.commit_all([t]) for t in transitions))
+
+    assert messages == [[t.transition_id for t in transitions]]
+    assert await transactions_of(aconn, transitions) == 1
+
+
+async def test_a_session_that_lost_its_prepared_statements_still_commits(
+    pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
+) -> None:
+    """psycopg deallocates a session's prepared statements (after a rollback): a group
+    that finds its statement gone ran nothing, so each member commits on its own, and
+    the next group prepares again and is one transaction again."""
+    store = await Store.open(pg_dsn, schema, max_size=1)  # every group uses this session
+    try:
+        flows = await started(store, "vanished", 6)
+        group = CommitGroup(store, lanes=1)
+        first = [flow.attempt_started(state, "a") for flow, state in flows[:2]]
+        await asyncio.gather(*(group.commit_all([t]) for t in first))
+        async with store.connection() as conn:
+            await conn.execute("DEALLOCATE ALL")
+            await conn.commit()
+        lost = [flow.attempt_started(state, "a") for flow, state in flows[2:4]]
+        again = [flow.attempt_started(state, "a") for flow, state in flows[4:]]
+
+        results = await asyncio.gather(*(group.commit_all([t]) for t in lost))
+        assert results == [[CommitResult(t.transition_id)] for t in lost]
+        assert await transactions_of(aconn, lost) == len(lost)  # each on its own
+        await asyncio.gather(*(group.commit_all([t]) for t in again))
+        assert await transactions_of(aconn, again) == 1
+    finally:
+        await store.close()
 
 
 @settings(

@@ -19,7 +19,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.store.commits import CommitResult
 from engine.store.errors import CommitOutcome, CommitUnknown, Reconciliation, StoreError
+from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.transitions import Transition
 from tests.integration.commit_proxy import CommitProxy, Cut
@@ -48,10 +50,11 @@ async def store(proxy: CommitProxy, schema: str) -> AsyncIterator[Store]:
     await opened.close()
 
 
-WAYS = {"alone": "E", "together": "Q"}
+WAYS = {"alone": "E", "together": "Q", "group": "Q"}
 """How a commit reaches the server, and the message the proxy cuts: one transition
 alone is written by one statement in autocommit (its Execute is the commit), two
-together are a transaction ended by psycopg's COMMIT (a simple query)."""
+together are a transaction ended by psycopg's COMMIT (a simple query), and so are two
+members of a group commit, whose statements went in one message before it."""
 
 
 @dataclass
@@ -81,6 +84,15 @@ async def pending(store: Store, name: str, way: str) -> Pending:
     return Pending(starts, steps)
 
 
+async def commit(store: Store, work: Pending, way: str) -> list[CommitResult]:
+    """Commit the pending steps the way named (see ``WAYS``)."""
+    if way != "group":
+        return await store.commit_all(work.steps)
+    group = CommitGroup(store, lanes=1)
+    answers = await asyncio.gather(*(group.commit_all([step]) for step in work.steps))
+    return [result for answer in answers for result in answer]
+
+
 @pytest.mark.parametrize("way", WAYS)
 async def test_a_commit_whose_reply_is_lost_is_settled_as_committed(
     proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
@@ -88,7 +100,7 @@ async def test_a_commit_whose_reply_is_lost_is_settled_as_committed(
     work = await pending(store, f"lost-reply-{way}", way)
     proxy.arm(Cut.AFTER_COMMIT)
 
-    results = await store.commit_all(work.steps)
+    results = await commit(store, work, way)
 
     assert proxy.intercepted == [WAYS[way]]
     assert not any(r.replayed for r in results)
@@ -105,7 +117,7 @@ async def test_a_commit_lost_before_the_server_is_reported_not_committed(
     proxy.arm(Cut.BEFORE_COMMIT)
 
     with pytest.raises(StoreError) as caught:
-        await store.commit_all(work.steps)
+        await commit(store, work, way)
 
     assert proxy.intercepted == [WAYS[way]]
     # settled (the transaction aborted) or honestly unknown; never success
@@ -135,7 +147,7 @@ async def test_an_unsettleable_commit_is_unknown_until_reconciled(
     proxy.arm(cut, outage=True)
 
     with pytest.raises(CommitUnknown) as caught:
-        await store.commit_all(work.steps)
+        await commit(store, work, way)
 
     assert caught.value.outcome is CommitOutcome.UNKNOWN
     assert isinstance(caught.value.__cause__, psycopg.Error)
