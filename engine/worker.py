@@ -194,9 +194,16 @@ class Worker:
             self.metrics.observe("processing", time.perf_counter() - started)
 
     async def _renew(self, current: processors.LeaseHolder, processor: asyncio.Task) -> None:
-        """Keep whichever lease the processor works under alive; cancel it when lost."""
-        while True:
+        """Keep whichever lease the processor works under alive; cancel it when lost.
+
+        Ends with its processor even when the cancellation ``_process`` sends is lost:
+        Python 3.11's ``asyncio.wait_for`` (the pool waits for a connection with it)
+        drops a cancellation that arrives as the wait succeeds, and a renewal loop that
+        missed it would keep a failed processor's lease alive for good."""
+        while not processor.done():
             await asyncio.sleep(self.config.renew_every.total_seconds())
+            if processor.done():
+                return
             self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
             lease = current.lease
             try:

@@ -8,12 +8,14 @@ append to) how many times each side effect really happened, per idempotency key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pytest
 
+from engine import processors
 from engine.cli_definitions import load_definition
 from engine.client import Client, SignalConflict
 from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
@@ -25,6 +27,7 @@ from engine.limits import MAX_WORKER_POLL_INTERVAL
 from engine.operator_actions import Action
 from engine.store import work
 from engine.store.clock import ManualClock
+from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from examples.demo import DEFINITION as ORDER_DEFINITION
@@ -397,6 +400,50 @@ async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harne
         "SELECT state, lease_owner, lease_token FROM work WHERE instance_id = 'stolen'"
     )
     assert row == (2, "thief", stolen.token), "the thief's lease is untouched"
+
+
+async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_is_lost(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A processor that fails (the store went away under it) leaves its lease to expire
+    so the work is redelivered. Its renewal task is cancelled then, but Python 3.11's
+    ``asyncio.wait_for`` (the pool's wait for a connection) can lose a cancellation
+    that arrives as the wait succeeds; the renewal must end with the processor anyway,
+    or it keeps the lease alive and the instance stalls under a live worker."""
+    renewing, failures = asyncio.Event(), []
+    renew = work.renew
+
+    async def renew_losing_one_cancellation(store, lease, extend):
+        if not renewing.is_set():
+            renewing.set()
+            with contextlib.suppress(asyncio.CancelledError):  # lost, as wait_for loses it
+                await asyncio.Event().wait()
+        return await renew(store, lease, extend)
+
+    async def failing_processor(ctx, current):
+        failures.append(current.lease.token)
+        await renewing.wait()
+        raise StoreUnavailable("the database is unavailable")
+
+    monkeypatch.setattr(work, "renew", renew_losing_one_cancellation)
+    monkeypatch.setattr(processors, "process", failing_processor)
+    config = WorkerConfig(
+        worker_id="failing",
+        concurrency=1,
+        lease=timedelta(seconds=1),
+        renew_every=timedelta(milliseconds=100),
+        poll_interval=timedelta(milliseconds=100),
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(Worker(e2e.store, app, config).run(stop))
+    try:
+        await e2e.start(d.SINGLE, "redelivered", script({}))
+        await e2e.until(lambda: len(failures) >= 2, what="the work delivered again")
+    finally:
+        stop.set()
+        await running
+
+    assert failures[:2] == [1, 2], "the second delivery is a new lease on the same work"
 
 
 async def test_work_committed_during_a_claim_is_claimed_without_waiting_for_the_poll(
