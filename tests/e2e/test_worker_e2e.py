@@ -360,26 +360,33 @@ async def test_crash_mid_handler_with_retry_same_key_reuses_the_key(e2e: Harness
     assert state.activities["risky"].idempotency_key == key
 
 
+def one_slot_worker(
+    e2e: Harness, worker_id: str, lease: timedelta, renew_every: timedelta
+) -> Worker:
+    """A worker run in process (to see its internals) with one slot and a short poll."""
+    config = WorkerConfig(
+        worker_id=worker_id,
+        concurrency=1,
+        lease=lease,
+        renew_every=renew_every,
+        poll_interval=timedelta(milliseconds=100),
+    )
+    return Worker(e2e.store, app, config)
+
+
 async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harness) -> None:
     """In process, to see the worker's internals. Another owner claims the work as
     expired: its store clock runs past any lease the victim can hold, so the claim
     takes the lease over in one statement (forcing the expiry in a separate statement
     first would leave the victim a window to reclaim its own work). The victim's next
     renewal then finds the lease gone and cancels its processor mid-handler."""
-    config = WorkerConfig(
-        worker_id="victim",
-        concurrency=1,
-        lease=timedelta(seconds=3),
-        renew_every=timedelta(milliseconds=200),
-        poll_interval=timedelta(milliseconds=100),
-    )
-    victim = Worker(e2e.store, app, config)
+    victim = one_slot_worker(e2e, "victim", timedelta(seconds=3), timedelta(milliseconds=200))
     stop = asyncio.Event()
     running = asyncio.create_task(victim.run(stop))
     try:
         await e2e.start(d.SINGLE, "stolen", script({"only": Behaviour(block=e2e.gate("only"))}))
         await e2e.until(lambda: e2e.calls("stolen"), what="the handler running")
-        ahead = ManualClock(e2e.store.now() + config.lease * 3)
+        ahead = ManualClock(e2e.store.now() + victim.config.lease * 3)
         thief = await Store.open(e2e.dsn, e2e.schema, clock=ahead)
         try:
             (stolen,) = await work.claim(
@@ -427,15 +434,9 @@ async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_i
 
     monkeypatch.setattr(work, "renew", renew_losing_one_cancellation)
     monkeypatch.setattr(processors, "process", failing_processor)
-    config = WorkerConfig(
-        worker_id="failing",
-        concurrency=1,
-        lease=timedelta(seconds=1),
-        renew_every=timedelta(milliseconds=100),
-        poll_interval=timedelta(milliseconds=100),
-    )
+    worker = one_slot_worker(e2e, "failing", timedelta(seconds=1), timedelta(milliseconds=100))
     stop = asyncio.Event()
-    running = asyncio.create_task(Worker(e2e.store, app, config).run(stop))
+    running = asyncio.create_task(worker.run(stop))
     try:
         await e2e.start(d.SINGLE, "redelivered", script({}))
         await e2e.until(lambda: len(failures) >= 2, what="the work delivered again")
