@@ -465,7 +465,8 @@ def _where_time_goes(v: View) -> list[str]:
             f"{rep.creation.commit_records / n:.2f} commits and "
             f"{rep.creation.statement_calls / n:.1f} statements. Statements while running, "
             "per instance (mean server time per call in µs; share of all server statement "
-            "time):",
+            "time; a statement a group commit runs by `EXECUTE` is listed under its "
+            "`PREPARE` text, with the `EXECUTE`s as its calls):",
             "",
         ]
         lines += _table(
