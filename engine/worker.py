@@ -202,8 +202,6 @@ class Worker:
         missed it would keep a failed processor's lease alive for good."""
         while not processor.done():
             await asyncio.sleep(self.config.renew_every.total_seconds())
-            if processor.done():
-                return
             self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
             lease = current.lease
             try:

@@ -104,8 +104,8 @@ def describe(exc: BaseException) -> str:
     """An exception with the ones it groups: hypothesis's FlakyFailure says only that the
     replay differed; what failed the first time is in its sub-exceptions."""
     text = f"{type(exc).__name__}: {exc}"
-    for sub in getattr(exc, "exceptions", ()):
-        text += f" <- {describe(sub)}"
+    if isinstance(exc, BaseExceptionGroup):
+        text += "".join(f" <- {describe(sub)}" for sub in exc.exceptions)
     return text
 
 
