@@ -56,11 +56,12 @@ def _replace(module: Any, attribute: str, old: str, new: str) -> None:
 
 
 def _no_token_check(app: ActivityRegistry) -> None:
-    from engine.store import fencing, work
+    from engine.store import fenced_sets, fencing, work
 
     for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE"):
         _replace(work, statement, work.HELD, "w.work_id = %(work_id)s")
     _replace(fencing, "FENCED_WRITE", work.HELD, "w.work_id = %(work_id)s")
+    _replace(fenced_sets, "FENCED_SET", fenced_sets.SET_HELD, "w.work_id = i.work_id")
 
 
 # Start/redelivery decisions ---------------------------------------------------------------
@@ -163,9 +164,10 @@ def _handler_before_start(app: ActivityRegistry) -> None:
 
 
 def _terminal_without_archive(app: ActivityRegistry) -> None:
-    from engine.store import commits, fencing
+    from engine.store import commits, fenced_sets, fencing
 
-    for module, statement in ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE")):
+    written_by = ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE"))
+    for module, statement in (*written_by, (fenced_sets, "FENCED_SET")):
         text = getattr(module, statement)
         mutated = re.sub(
             r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S

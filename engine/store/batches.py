@@ -35,6 +35,7 @@ import psycopg
 from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
+from engine.store import fenced_sets
 from engine.store.commits import Write
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -72,9 +73,15 @@ async def run(
     conn: psycopg.AsyncConnection, writes: Sequence[Write]
 ) -> list[tuple[Any, ...] | None]:
     """Run ``writes`` in one transaction, opened here unless one is open, sent as one
-    message and left open for the caller to commit; each write's row (None: no row)."""
+    message and left open for the caller to commit; each write's row (None: no row).
+    The lease-fenced writes go as sets (``fenced_sets``), the others one by one."""
     literal = Transformer.from_context(conn).as_literal
-    calls = [await _call(conn, write, literal) for write in writes]
+    sets = fenced_sets.rounds(writes)
+    alone = [k for k, write in enumerate(writes) if write.fenced is None]
+    calls = [
+        *[await _call(conn, fenced_sets.FENCED_SET, _set_params(writes, s), literal) for s in sets],
+        *[await _call(conn, writes[k].statement, writes[k].params, literal) for k in alone],
+    ]
     opening = conn.info.transaction_status is TransactionStatus.IDLE
     message = b"; ".join([b"BEGIN", *calls] if opening else calls)
     cursor = conn.cursor()
@@ -85,20 +92,31 @@ async def run(
         raise
     if opening:
         cursor.nextset()
-    rows = []
-    for _ in writes:
-        rows.append(await cursor.fetchone())
+    rows: list[tuple[Any, ...] | None] = [None] * len(writes)
+    for members in sets:
+        for k, row in zip(members, await cursor.fetchall(), strict=True):
+            rows[k] = fenced_sets.member_row(row)
+        cursor.nextset()
+    for k in alone:
+        rows[k] = await cursor.fetchone()
         cursor.nextset()
     return rows
 
 
+def _set_params(writes: Sequence[Write], members: list[int]) -> dict[str, Any]:
+    return fenced_sets.params([writes[k] for k in members])
+
+
 async def _call(
-    conn: psycopg.AsyncConnection, write: Write, literal: Callable[[Any], bytes]
+    conn: psycopg.AsyncConnection,
+    statement: str,
+    values: dict[str, Any],
+    literal: Callable[[Any], bytes],
 ) -> bytes:
-    """``EXECUTE name(literal, ...)`` of ``write``, preparing its statement if needed."""
-    prepared = await _prepared(conn, write.statement)
-    values = b", ".join(literal(write.params[name]) for name in prepared.params)
-    return b"EXECUTE " + prepared.name.encode() + b"(" + values + b")"
+    """``EXECUTE name(literal, ...)`` of ``statement``, preparing it if needed."""
+    prepared = await _prepared(conn, statement)
+    arguments = b", ".join(literal(values[name]) for name in prepared.params)
+    return b"EXECUTE " + prepared.name.encode() + b"(" + arguments + b")"
 
 
 async def _prepared(conn: psycopg.AsyncConnection, statement: str) -> Prepared:

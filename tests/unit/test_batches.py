@@ -3,12 +3,15 @@ ones that ``EXECUTE name(...)`` fills in order."""
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.store import batches, fencing
+from engine.store import batches, fenced_sets, fencing, work
+from engine.store.commits import Write
 
 NAMES = st.lists(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), min_size=1, max_size=12)
 
@@ -35,3 +38,48 @@ def test_the_fenced_write_is_fully_numbered() -> None:
     text, names = batches.positional(fencing.FENCED_WRITE)
     assert "%" not in text
     assert len(names) == len(set(re.findall(r"%\((\w+)\)s", fencing.FENCED_WRITE)))
+
+
+def _write(instance: str, fenced: bool, **values: object) -> Write:
+    return Write(None, "", {"instance": instance, **values}, object() if fenced else None)  # type: ignore[arg-type]
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.booleans()), max_size=12))
+def test_members_of_one_instance_go_to_successive_statements_in_order(
+    members: list[tuple[str, bool]],
+) -> None:
+    writes = [_write(instance, fenced) for instance, fenced in members]
+    rounds = fenced_sets.rounds(writes)
+    placed = [k for positions in rounds for k in positions]
+    assert sorted(placed) == [k for k, (_, fenced) in enumerate(members) if fenced]
+    for positions in rounds:
+        assert positions == sorted(positions)
+        assert len({members[k][0] for k in positions}) == len(positions)
+    for k in placed:  # the n-th fenced member of an instance is in statement n
+        earlier = [j for j in placed if j < k and members[j][0] == members[k][0]]
+        assert k in rounds[len(earlier)]
+
+
+def test_the_members_travel_as_one_json_array_with_their_rows_nested() -> None:
+    at = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
+    scalars = dict.fromkeys(n for n in fenced_sets.MEMBER_FIELDS_SENT if n != "instance")
+    values = {**scalars, "at": at, "lease": timedelta(seconds=30, microseconds=5)}
+    writes = [
+        _write("a", True, **values, history='[{"sequence": 1}]', work="[]", now=None),
+        _write("b", True, **values, history="[]", work='[{"work_id": "w"}]', now=None),
+    ]
+    sent = fenced_sets.params(writes)
+    members = json.loads(sent["members"])
+    assert [m["m"] for m in members] == [0, 1]
+    assert [m["instance"] for m in members] == ["a", "b"]
+    assert members[0]["history"] == [{"sequence": 1}] and members[1]["work"] == [{"work_id": "w"}]
+    assert members[0]["at"] == at.isoformat()
+    assert members[0]["lease"] == "0 days 30 seconds 5 microseconds"
+    assert sent["now"] is None
+
+
+def test_the_set_statement_is_fully_numbered_and_checks_the_lease_like_held() -> None:
+    text, names = batches.positional(fenced_sets.FENCED_SET)
+    assert "%" not in text and names == ("members", "now")
+    for part in ("w.state = 2", "lease_owner", "lease_token", "lease_expires_at", "deadline"):
+        assert part in fenced_sets.SET_HELD and part in work.HELD

@@ -1,0 +1,216 @@
+"""Lease-fenced transitions written as one set statement (``fenced_sets``) against a real
+PostgreSQL: each member gets what its own ``FENCED_WRITE`` would have given it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from engine.instance import AttemptStatus, InstanceStatus
+from engine.store import batches, commits, work
+from engine.store.fencing import LeaseFence
+from engine.store.store import Store
+from engine.transitions import Transition
+from tests.integration.test_fenced_writes import (
+    LEASE,
+    REGISTRY,
+    TWO_STEPS,
+    a_succeeds_and_b_starts,
+    running_a,
+    work_rows,
+)
+from tests.integration.transition_builders import Flow
+
+INSTANCE_ROW = (
+    "SELECT status, sequence, archived_at IS NOT NULL FROM instances WHERE instance_id = %s"
+)
+OPEN_WORK = """
+INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline)
+SELECT %(id)s, 2, %(instance)s, 1, now() + interval '1 hour', now() + interval '2 hours'
+"""
+STATE_OF = "SELECT state, failure_code FROM work WHERE work_id = %s"
+EXPLAIN_EVERY_STATEMENT = (
+    "LOAD 'auto_explain'",
+    "SET auto_explain.log_min_duration = 0",
+    "SET auto_explain.log_level = notice",
+)
+PLAN_ROUNDS = 8
+"""Past PostgreSQL's five custom plans of a prepared statement: the generic one shows."""
+
+
+@pytest.fixture
+def store(db_store: Store) -> Store:
+    return db_store  # leases are taken on the database's clock
+
+
+async def outcomes(store: Store, count: int, prefix: str) -> list[tuple[Flow, work.Lease]]:
+    return [await running_a(store, f"{prefix}-{k}") for k in range(count)]
+
+
+def clean(row: tuple | None) -> bool:
+    """The member's transition was written now (not a replay, the instance moved)."""
+    return row is not None and row[1] is None and row[commits.WRITE_COLUMNS - 2] == 1
+
+
+async def write_set(
+    store: Store, commits_: list[tuple[Transition, LeaseFence]]
+) -> list[tuple | None]:
+    """The members' rows of one message, committed when every member was clean."""
+    writes = [commits.write_of(t, store.channel, fence.write()) for t, fence in commits_]
+    async with store.connection() as conn:
+        await conn.set_autocommit(True)
+        rows = await batches.run(conn, writes)
+        await conn.execute("COMMIT")
+    return rows
+
+
+async def test_each_member_finishes_its_lease_and_leases_its_next_activity_on(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    running = await outcomes(store, 4, "set")
+    commits_, next_ids = [], []
+    for flow, lease in running:
+        outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+        commits_.append((outcome, LeaseFence(store, lease, lease_next=next_id, lease_for=LEASE)))
+        next_ids.append(next_id)
+
+    rows = await write_set(store, commits_)
+
+    for (flow, lease), row, next_id in zip(running, rows, next_ids, strict=True):
+        assert clean(row), row
+        rows_of = await work_rows(aconn, flow.instance_id)
+        assert rows_of["a"][:4] == (3, "", lease.token, 1)
+        state, owner, token, attempts, expires = rows_of["b"]
+        assert (state, owner, token, attempts) == (2, lease.owner, 1, 1)
+        next_lease = work._lease(row[commits.WRITE_COLUMNS :])
+        assert (next_lease.work_id, next_lease.token, next_lease.expires_at) == (
+            next_id,
+            1,
+            expires,
+        )
+        loaded = await flow.load(store)
+        assert loaded.activities["b"].status is AttemptStatus.RUNNING
+
+
+async def test_a_member_without_its_lease_gets_no_row_and_writes_nothing(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    running = await outcomes(store, 3, "stale")
+    commits_ = []
+    for k, (flow, lease) in enumerate(running):
+        outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+        held = lease if k != 1 else replace(lease, token=lease.token + 1)
+        commits_.append((outcome, LeaseFence(store, held, lease_next=next_id)))
+    before = await work_rows(aconn, running[1][0].instance_id)
+
+    rows = await write_set(store, commits_)
+
+    assert rows[1] is None
+    assert clean(rows[0]) and clean(rows[2])
+    assert await work_rows(aconn, running[1][0].instance_id) == before
+    assert (await running[1][0].load(store)).activities["a"].status is AttemptStatus.RUNNING
+
+
+async def test_two_members_of_one_instance_never_share_a_statement(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    """Both were decided at one position. In one statement both would pass the
+    position check and write the same history positions (a unique violation that
+    fails the whole group); in turn, the first writes and the second finds its lease
+    finished, as it would alone, and nothing is written twice."""
+    [(flow, lease)] = await outcomes(store, 1, "twice")
+    first, next_id = await a_succeeds_and_b_starts(store, flow)
+    second = replace(first, transition_id=first.transition_id + "-again")
+    fence = LeaseFence(store, lease, lease_next=next_id)
+
+    rows = await write_set(store, [(first, fence), (second, LeaseFence(store, lease))])
+
+    assert clean(rows[0])
+    assert rows[1] is None  # the first member finished the lease the second relied on
+    assert (await flow.load(store)).sequence == first.committed_sequence
+    ledger = "SELECT count(*) FROM transitions WHERE transition_id = %s"
+    assert (await (await aconn.execute(ledger, [second.transition_id])).fetchone())[0] == 0
+
+
+async def test_a_member_that_ends_its_instance_retires_its_open_work_and_archives_it(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    now = datetime.now(UTC)
+    flow = Flow(REGISTRY, TWO_STEPS, "ending")
+    await store.commit(flow.start(at=now))
+    [lease] = await work.claim(store, "worker-1", LEASE, 1)
+    await store.commit_all(
+        [flow.attempt_started(await flow.load(store), "a", at=now)],
+        LeaseFence(store, lease, finish=False),
+    )
+    outcome, _ = await a_succeeds_and_b_starts(store, flow)
+    await store.commit_all([outcome], LeaseFence(store, lease))
+    [lease_b] = await work.claim(store, "worker-1", LEASE, 1)
+    await aconn.execute(OPEN_WORK, {"id": "stray", "instance": "ending"})
+    state = await flow.load(store)
+    ended = flow.attempt_succeeded(state, "b", at=datetime.now(UTC))
+    assert ended.terminal and not ended.work
+
+    [row] = await write_set(store, [(ended, LeaseFence(store, lease_b))])
+
+    assert clean(row)
+    assert await (await aconn.execute(STATE_OF, ["stray"])).fetchone() == (3, "instance-ended")
+    status, sequence, archived = await (await aconn.execute(INSTANCE_ROW, ["ending"])).fetchone()
+    assert (status, sequence, archived) == (
+        int(InstanceStatus.COMPLETED),
+        ended.committed_sequence,
+        True,
+    )
+
+
+async def test_new_work_that_is_not_handed_on_is_announced(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    [(flow, lease)] = await outcomes(store, 1, "announce")
+    outcome, _ = await a_succeeds_and_b_starts(store, flow)
+    listener = await psycopg.AsyncConnection.connect(aconn.info.dsn, autocommit=True)
+    try:
+        await listener.execute(f'LISTEN "{store.channel}"')
+        notifies = listener.notifies()
+
+        await write_set(store, [(outcome, LeaseFence(store, lease))])
+
+        notice = await asyncio.wait_for(anext(notifies), timeout=10)
+        assert notice.channel == store.channel
+    finally:
+        await listener.close()
+
+
+async def test_the_set_statement_finds_its_rows_by_key_even_in_small_tables(
+    store: Store,
+) -> None:
+    """A scan of the work or instances table at every step would grow with the
+    deployment; the plans a session settles on (custom ones first, then the generic
+    one) probe the keys' indexes, even while the tables are small enough for a scan to
+    look cheap."""
+    plans: list[str] = []
+    async with store.connection() as conn:
+        conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+        for statement in EXPLAIN_EVERY_STATEMENT:
+            await conn.execute(statement)
+        await conn.commit()
+        for k in range(PLAN_ROUNDS):
+            running = await outcomes(store, 2, f"plan-{k}")
+            writes = []
+            for flow, lease in running:
+                outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+                fence = LeaseFence(store, lease, lease_next=next_id)
+                writes.append(commits.write_of(outcome, store.channel, fence.write()))
+            await conn.set_autocommit(True)
+            rows = await batches.run(conn, writes)
+            await conn.execute("COMMIT")
+            assert all(clean(row) for row in rows)
+    set_plans = [plan for plan in plans if "json_to_recordset" in plan]
+    assert len(set_plans) == PLAN_ROUNDS
+    for plan in set_plans:
+        assert not re.search(r"Seq Scan on (work|instances|transitions|history)\b", plan), plan
