@@ -7,7 +7,8 @@ statements go to the server as one simple-protocol message, ``BEGIN; EXECUTE ...
 EXECUTE ...``, each statement prepared once per session (``PREPARE``) and called with
 its values as literals; the COMMIT follows as today, after the client has read every
 member's answer, so the group stays all or nothing and each member's verdict is known
-before anything is durable.
+before anything is durable. The lease-fenced members (a worker's step outcomes) are
+written together by one set statement (``fenced_sets``), the others one by one.
 
 Why one simple message and not a pipeline of extended-protocol messages: the server
 reads a simple message whole before it runs any of it. A worker stopped or killed while

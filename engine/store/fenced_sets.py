@@ -19,21 +19,19 @@ statement of the message, after the first has moved the instance.
 
 The server's clock (``now``) is one value for the whole statement: members share it,
 as they share their store. Rows are found by key: the locks in a lateral subquery per
-member; the updates join the members that passed ``ok``, which the planner estimates at
-one row, so it probes the key's index once per member rather than scanning a table
-(``tests/integration/test_fenced_sets.py`` checks the plan). Never by ``ctid``: a row updated after the
+member; the updates join the members that passed ``ok``, which the planner estimates
+at one row, so it probes the key's index once per member rather than scanning a table
+(an integration test checks the plans). Never by ``ctid``: a row updated after the
 statement's snapshot is re-read by its key (EvalPlanQual), which a ``ctid`` match
 would miss.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
-from engine.store.commits import WRITE_COLUMNS, Write, one_line
+from engine.store.commits import Write, one_line, to_json
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS
 
 MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
@@ -217,9 +215,9 @@ def params(writes: Sequence[Write]) -> dict[str, Any]:
     members = []
     for m, write in enumerate(writes):
         values = write.params
-        scalars = {name: _plain(values[name]) for name in MEMBER_FIELDS_SENT}
+        scalars = {name: values[name] for name in MEMBER_FIELDS_SENT}
         scalars["m"] = m
-        head = json.dumps(scalars, ensure_ascii=False)[:-1]
+        head = to_json(scalars)[:-1]
         members.append(f'{head}, "history": {values["history"]}, "work": {values["work"]}}}')
     return {"members": "[" + ", ".join(members) + "]", "now": writes[0].params["now"]}
 
@@ -227,17 +225,4 @@ def params(writes: Sequence[Write]) -> dict[str, Any]:
 def member_row(row: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """A member's row of ``FENCED_SET`` in ``FENCED_WRITE``'s shape: None when its
     lease was not held (the single statement returns no row then)."""
-    held = row[1]
-    if not held:
-        return None
-    written = row[2 : 2 + WRITE_COLUMNS]
-    return (*written, *row[2 + WRITE_COLUMNS :])
-
-
-def _plain(value: Any) -> Any:
-    """A parameter value as JSON carries it to its column's type."""
-    if isinstance(value, timedelta):
-        return f"{value.days} days {value.seconds} seconds {value.microseconds} microseconds"
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value
+    return row[2:] if row[1] else None
