@@ -31,8 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.store.clock import NOW_SQL as NOW
 from engine.store.commits import Write, one_line, to_json
-from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS
+from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, lease_columns
 
 MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("m", "int"),
@@ -66,7 +67,6 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
 MEMBER_FIELDS_SENT = tuple(n for n, _ in MEMBER_FIELDS if n not in ("m", "history", "work"))
 """The scalar values taken from each write's parameters as they are."""
 
-NOW = "COALESCE(%(now)s::timestamptz, statement_timestamp())"
 SET_HELD = one_line(f"""w.work_id = i.work_id AND w.state = 2
     AND w.lease_owner = i.owner AND w.lease_token = i.token
     AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
@@ -86,11 +86,7 @@ _WORK_VALUES = ", ".join(
         f"CASE WHEN {_LEASED_ON} THEN LEAST({NOW} + i.lease, r.deadline) END",
     ]
 )
-_LEASE_COLUMNS = (
-    "n.work_id, n.kind, n.instance_id, n.sequence, n.payload, n.tenant_id, n.target, "
-    f"n.lease_owner, n.lease_token, n.attempts, {NOW} AS claimed_at, n.lease_expires_at, "
-    "n.deadline, n.available_at"
-)
+_LEASE_COLUMNS = lease_columns("n")
 """``work.LEASE_COLUMNS`` of the work row a member leases on (eager dispatch)."""
 
 FENCED_SET = one_line(f"""

@@ -8,6 +8,7 @@ from engine.definitions import DefinitionRef
 from engine.errors import EventInvalid
 from engine.events import Event, EventKind, make_event
 from engine.instance import InstanceStatus
+from engine.store.clock import NOW_SQL
 from engine.store.errors import CorruptStore
 from engine.transitions import Transition, WorkItem
 
@@ -23,6 +24,17 @@ WORK_FIELDS = (
 )
 """The work table's columns a transition writes, in ``work_row`` order."""
 HISTORY_COLUMNS = ", ".join(HISTORY_FIELDS)
+
+
+def lease_columns(alias: str) -> str:
+    """The columns of a lease (``work._lease`` reads them in this order) from the work
+    row ``alias``, with the store's clock as the claim time."""
+    head = ("work_id", "kind", "instance_id", "sequence", "payload", "tenant_id", "target")
+    lease = ("lease_owner", "lease_token", "attempts")
+    tail = ("lease_expires_at", "deadline", "available_at")
+    columns = [*(f"{alias}.{n}" for n in (*head, *lease)), f"{NOW_SQL} AS claimed_at"]
+    return ", ".join([*columns, *(f"{alias}.{n}" for n in tail)])
+
 
 STATUS_AFTER = {
     EventKind.INSTANCE_STARTED: InstanceStatus.RUNNING,

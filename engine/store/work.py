@@ -69,7 +69,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailable,
 )
-from engine.store.rows import HISTORY_FIELDS, event_from_row
+from engine.store.rows import HISTORY_FIELDS, event_from_row, lease_columns
 from engine.store.store import Store
 from engine.transitions import WorkKind
 
@@ -134,9 +134,7 @@ HELD = one_line(f"""w.work_id = %(work_id)s AND w.state = 2
     AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
 """The caller still holds this exact lease (owner, token, unexpired)."""
 
-LEASE_COLUMNS = f"""w.work_id, w.kind, w.instance_id, w.sequence, w.payload, w.tenant_id,
-    w.target, w.lease_owner, w.lease_token, w.attempts, {NOW} AS claimed_at,
-    w.lease_expires_at, w.deadline, w.available_at"""
+LEASE_COLUMNS = lease_columns("w")
 
 CLAIM = one_line(f"""
 WITH RECURSIVE tenants AS (
