@@ -18,8 +18,6 @@ from engine.store.store import Store
 from engine.transitions import Transition
 from tests.integration.test_fenced_writes import (
     LEASE,
-    REGISTRY,
-    TWO_STEPS,
     a_succeeds_and_b_starts,
     running_a,
     work_rows,
@@ -60,12 +58,19 @@ def clean(row: tuple | None) -> bool:
 async def write_set(
     store: Store, commits_: list[tuple[Transition, LeaseFence]]
 ) -> list[tuple | None]:
-    """The members' rows of one message, committed when every member was clean."""
-    writes = [commits.write_of(t, store.channel, fence.write()) for t, fence in commits_]
     async with store.connection() as conn:
-        await conn.set_autocommit(True)
-        rows = await batches.run(conn, writes)
-        await conn.execute("COMMIT")
+        return await run_set(conn, store, commits_)
+
+
+async def run_set(
+    conn: psycopg.AsyncConnection, store: Store, commits_: list[tuple[Transition, LeaseFence]]
+) -> list[tuple | None]:
+    """The members' rows of one message on ``conn``, then COMMIT: what the members that
+    were written wrote becomes durable (a member that was not written wrote nothing)."""
+    writes = [commits.write_of(t, store.channel, fence.write()) for t, fence in commits_]
+    await conn.set_autocommit(True)
+    rows = await batches.run(conn, writes)
+    await conn.execute("COMMIT")
     return rows
 
 
@@ -140,14 +145,7 @@ async def test_two_members_of_one_instance_never_share_a_statement(
 async def test_a_member_that_ends_its_instance_retires_its_open_work_and_archives_it(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:
-    now = datetime.now(UTC)
-    flow = Flow(REGISTRY, TWO_STEPS, "ending")
-    await store.commit(flow.start(at=now))
-    [lease] = await work.claim(store, "worker-1", LEASE, 1)
-    await store.commit_all(
-        [flow.attempt_started(await flow.load(store), "a", at=now)],
-        LeaseFence(store, lease, finish=False),
-    )
+    flow, lease = await running_a(store, "ending")
     outcome, _ = await a_succeeds_and_b_starts(store, flow)
     await store.commit_all([outcome], LeaseFence(store, lease))
     [lease_b] = await work.claim(store, "worker-1", LEASE, 1)
@@ -200,16 +198,11 @@ async def test_the_set_statement_finds_its_rows_by_key_even_in_small_tables(
             await conn.execute(statement)
         await conn.commit()
         for k in range(PLAN_ROUNDS):
-            running = await outcomes(store, 2, f"plan-{k}")
-            writes = []
-            for flow, lease in running:
+            members = []
+            for flow, lease in await outcomes(store, 2, f"plan-{k}"):
                 outcome, next_id = await a_succeeds_and_b_starts(store, flow)
-                fence = LeaseFence(store, lease, lease_next=next_id)
-                writes.append(commits.write_of(outcome, store.channel, fence.write()))
-            await conn.set_autocommit(True)
-            rows = await batches.run(conn, writes)
-            await conn.execute("COMMIT")
-            assert all(clean(row) for row in rows)
+                members.append((outcome, LeaseFence(store, lease, lease_next=next_id)))
+            assert all(clean(row) for row in await run_set(conn, store, members))
     set_plans = [plan for plan in plans if "json_to_recordset" in plan]
     assert len(set_plans) == PLAN_ROUNDS
     for plan in set_plans:
