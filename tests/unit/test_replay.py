@@ -170,12 +170,6 @@ def test_an_audit_may_not_be_followed_by_an_engine_event(run: Run) -> None:
     assert "must be followed by cancellation_requested" in reason
 
 
-def test_an_unknown_operator_action_is_rejected(run: Run) -> None:
-    record = {"action": "delete", "actor": ACTOR, "reason": "x"}
-    event = run.event(K.OPERATOR_COMMAND_RECORDED, idempotency_key="c", data=canonical_json(record))
-    assert "unknown operator action" in rejection(run, event)
-
-
 # Activity attempts ---------------------------------------------------------------------
 
 
