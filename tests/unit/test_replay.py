@@ -321,6 +321,41 @@ def test_inputs_results_and_payloads_respect_the_step_limits(run: Run) -> None:
     assert "activity input is 1002 bytes" in rejection(run, scheduled)
 
 
+@pytest.mark.parametrize("kind", [K.ATTEMPT_FAILED, K.ATTEMPT_UNKNOWN], ids=lambda k: k.label)
+def test_a_failure_detail_respects_the_result_limit(run: Run, kind: EventKind) -> None:
+    """``result_limit`` bounds whatever an attempt's outcome carries, detail included."""
+    run.start_attempt("a")
+    fits = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 998))
+    apply(run.registry, run.state, fits)
+    big = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 999))
+    assert "failure detail is 1001 bytes; the step allows at most 1000" in rejection(run, big)
+
+
+@pytest.mark.parametrize(
+    "kind", [K.COMPENSATION_FAILED, K.COMPENSATION_UNKNOWN], ids=lambda k: k.label
+)
+def test_a_compensation_failure_detail_respects_its_result_limit(run: Run, kind: EventKind) -> None:
+    run.run_activity("a")
+    run.command(Action.CANCEL)
+    run.start_attempt("a", compensation=True)
+    big = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 99))
+    assert "failure detail is 101 bytes; the step allows at most 100" in rejection(run, big)
+
+
+def test_manual_resolution_evidence_respects_the_compensation_result_limit(run: Run) -> None:
+    run.run_activity("a")
+    run.command(Action.CANCEL)
+    run.run_activity("a", "unknown", compensation=True)
+    big = canonical_json("x" * 99)  # 101 bytes; the compensation's result_limit is 100
+    resolved = run.event(K.COMPENSATION_MANUALLY_RESOLVED, 1, step="a", code="by-hand", data=big)
+    reason = rejection(run, audit(run, Action.RESOLVE_COMPENSATION), resolved)
+    assert "resolution evidence is 101 bytes; the step allows at most 100" in reason
+    with pytest.raises(ReplayRejected, match="resolution evidence is 101 bytes"):
+        run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 99)
+    run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 98)
+    assert run.state.compensations["a"].result == canonical_json("x" * 98)
+
+
 def test_events_must_name_a_step_of_the_right_kind(run: Run) -> None:
     assert "not in rich@1" in rejection(run, run.event(K.ACTIVITY_SCHEDULED, step="nope"))
     assert "is a timer step" in rejection(run, run.event(K.ACTIVITY_SCHEDULED, step="t"))
