@@ -1,11 +1,12 @@
-"""The audit record of an operator command: the actions, and the one rule its fields follow.
+"""The audit of an operator command: the actions, and the one rule its fields follow.
 
 ``audit_problem`` is the only check of an audit record. The event check applies it to
 every ``operator_command_recorded`` event however it was built (a history read back,
 an imported one, a builder's), and ``record_command`` applies it before it adds one, so
-an audit the engine writes is exactly one that the event check and replay accept. It
-lives apart from ``engine.operator_actions`` because the event check needs it and that
-module needs the events.
+an audit the engine writes is exactly one that the event check and replay accept. Its
+actor and reason rules are the ones dead-letter resolutions follow too. It lives apart
+from ``engine.operator_actions`` because the event check needs it and that module needs
+the events.
 """
 
 from __future__ import annotations
@@ -36,22 +37,32 @@ REASON_RULE = f"a reason of 1 to {MAX_REASON_LENGTH} characters, not only spaces
 
 
 def audit_problem(record: object) -> str | None:
-    """Why ``record`` is not a valid audit record, or None when it is.
-
-    The actor is an id (an authenticated principal, so no surrounding spaces); the
-    reason is free text a person typed, so only its length and that it says something
-    are checked; the whole record fits MAX_OPERATOR_AUDIT_BYTES as canonical JSON.
-    """
+    """Why ``record`` is not a valid audit record, or None when it is: a known action,
+    ``actor_problem`` and ``reason_problem``, and at most MAX_OPERATOR_AUDIT_BYTES of
+    canonical JSON."""
     if not isinstance(record, dict) or set(record) != AUDIT_KEYS:
         return "audit record must be an object with exactly action, actor and reason"
-    action, actor, reason = record["action"], record["actor"], record["reason"]
+    action = record["action"]
     if not isinstance(action, str) or action not in ACTIONS:
         return f"audit record: action must be one of: {', '.join(a.value for a in Action)}"
-    if problem := id_problem(actor):
-        return f"audit record: actor {problem}"
-    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_LENGTH:
-        return f"audit record: {REASON_RULE}"
+    if problem := actor_problem(record["actor"]) or reason_problem(record["reason"]):
+        return f"audit record: {problem}"
     size = len(canonical_json(record).encode())
     if size > MAX_OPERATOR_AUDIT_BYTES:
         return f"audit record is {size} bytes; at most {MAX_OPERATOR_AUDIT_BYTES} allowed"
+    return None
+
+
+def actor_problem(actor: object) -> str | None:
+    """Why ``actor`` cannot be recorded as who acted, or None: it is an id (an
+    authenticated principal, so no surrounding spaces), as for every audited command."""
+    problem = id_problem(actor)
+    return f"actor {problem}" if problem else None
+
+
+def reason_problem(reason: object) -> str | None:
+    """Why ``reason`` cannot be recorded as why, or None: free text a person typed, so
+    only that it says something and its length are checked."""
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_LENGTH:
+        return REASON_RULE
     return None
