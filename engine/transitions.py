@@ -150,7 +150,8 @@ def check_transition(transition: Transition) -> None:
     tid = transition.transition_id
     if not isinstance(tid, str) or not tid or len(tid) > MAX_KEY_LENGTH * 2:
         raise TransitionInvalid(f"a transition id has 1 to {MAX_KEY_LENGTH * 2} characters")
-    if not 0 <= transition.expected_sequence < MAX_SEQUENCE:
+    expected = transition.expected_sequence
+    if type(expected) is not int or not 0 <= expected < MAX_SEQUENCE:
         raise TransitionInvalid(f"the expected sequence must be from 0 to {MAX_SEQUENCE - 1}")
     _check_events(transition)
     _check_work(events, work)

@@ -18,6 +18,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from engine import decisions
 from engine.canonical import canonical_json
 from engine.errors import EventInvalid, ReplayRejected
 from engine.events import Event, EventKind, event_from_json, event_to_json, make_event
@@ -30,6 +31,7 @@ from tests.unit.histories import (
     RICH,
     RICH_STEPS,
     Run,
+    activity_doc,
     definition,
     legal_runs,
     rejection,
@@ -354,6 +356,29 @@ def test_manual_resolution_evidence_respects_the_compensation_result_limit(run: 
         run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 99)
     run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 98)
     assert run.state.compensations["a"].result == canonical_json("x" * 98)
+
+
+def test_a_child_failure_detail_respects_the_child_step_result_limit() -> None:
+    """A child step's result_limit bounds its start failures and its failure too."""
+    kid = definition([activity_doc("k")], name="kid")
+    ref = {"name": "kid", "version": "1", "fingerprint": kid.fingerprint}
+    retry = {"max_attempts": 2, "initial_delay": "1s", "max_delay": "1s"}
+    step = {"name": "c", "kind": "child", "target": "kid", "timeout": "10s"}
+    step |= {"input_limit": 100, "result_limit": 100, "retry": retry, "child_definition": ref}
+    parent = definition([step], name="parent")
+    run = Run(parent, registry=Registry([kid, parent]))
+    run.start()
+    draft = run.draft()
+    decisions.start_child_attempt(draft, run.state.children["c"], 1, "i1/c/child/1")
+    run.commit(draft, advance=False)
+    big = canonical_json("x" * 99)  # 101 bytes
+    for kind in (K.CHILD_START_FAILED, K.CHILD_START_UNKNOWN):
+        event = run.event(kind, step="c", attempt=1, code="boom", data=big)
+        assert "child failure detail is 101 bytes; the step allows at most 100" in rejection(
+            run, event
+        )
+    failed = run.event(K.CHILD_FAILED, step="c", successor_id="i1/c", code="boom", data=big)
+    assert "child failure detail is 101 bytes" in rejection(run, failed)
 
 
 def test_events_must_name_a_step_of_the_right_kind(run: Run) -> None:
