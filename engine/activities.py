@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.canonical import canonical_json
 from engine.identifiers import name_problem
 
 Handler = Callable[["ActivityRequest"], Any]
@@ -84,6 +85,36 @@ class Unknown:
 Outcome = Succeeded | Failed | Unknown
 TIMEOUT_CODE = "activity-timeout"
 CRASH_CODE = "activity-panic"
+TRUNCATED_KEY = "truncated_bytes"
+"""In a failure detail too large for its step: the size of the detail the handler gave."""
+PREFIX_KEY = "prefix"
+"""In a failure detail too large for its step: the start of its canonical JSON text."""
+
+
+def bounded_detail(detail: Any, limit: int) -> Any:
+    """A failure's detail as the engine records it, within ``limit`` (the step's
+    ``result_limit``, which replay enforces on failures too).
+
+    A detail that fits is kept as it is. A larger one is replaced by a marker,
+    ``{"prefix": <the start of its canonical JSON>, "truncated_bytes": <its size>}``, cut
+    to fit; when not even an empty marker fits, no detail is recorded. The detail is a
+    diagnosis, while the outcome is what matters: refusing it would leave a known
+    failure to be recorded as unknown once the lease expires.
+    """
+    if detail is None:
+        return None
+    text = canonical_json(detail)
+    size = len(text.encode())
+    if size <= limit:
+        return detail
+    marker = {PREFIX_KEY: text[:limit], TRUNCATED_KEY: size}  # limit chars >= limit bytes
+    over = len(canonical_json(marker).encode()) - limit
+    while over > 0 and marker[PREFIX_KEY]:
+        # Every character takes at least one byte, escaped or not: cutting ``over`` of
+        # them makes it fit unless the prefix runs out first.
+        marker[PREFIX_KEY] = marker[PREFIX_KEY][: max(0, len(marker[PREFIX_KEY]) - over)]
+        over = len(canonical_json(marker).encode()) - limit
+    return marker if over <= 0 else None
 
 
 class ActivityRegistry:

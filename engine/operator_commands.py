@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.audit import audit_problem
 from engine.canonical import canonical_json
 from engine.decisions import schedule_activity_retry, schedule_compensation
 from engine.definitions import DefinitionRef
@@ -17,7 +18,6 @@ from engine.errors import DecisionRejected
 from engine.events import EventKind, json_data
 from engine.identifiers import require_id
 from engine.instance import AttemptStatus
-from engine.limits import MAX_REASON_LENGTH
 from engine.operator_actions import Action
 from engine.transitions import Draft
 
@@ -33,12 +33,15 @@ LIFECYCLE_EFFECTS = {
 def record_command(
     draft: Draft, command_id: str, action: Action, actor: str, reason: str, **effect: Any
 ) -> None:
-    """Append the audit record and the effect of ``action`` to ``draft``."""
+    """Append the audit record and the effect of ``action`` to ``draft``.
+
+    The record is checked by the same rule as the event check (``engine.audit``), first,
+    so a bad actor or reason is a ValueError about the input, like a bad command id.
+    """
     require_id(command_id, "command id")
-    require_id(actor, "actor")
-    if not reason.strip() or len(reason) > MAX_REASON_LENGTH:
-        raise DecisionRejected(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
     record = {"action": action.value, "actor": actor, "reason": reason}
+    if problem := audit_problem(record):
+        raise ValueError(problem)
     draft.add(K.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record))
     _EFFECTS[action](draft, command_id, **effect)
 

@@ -31,6 +31,7 @@ from engine.activities import (
     Outcome,
     Succeeded,
     Unknown,
+    bounded_detail,
     run_handler,
 )
 from engine.child_outcomes import parent_transitions
@@ -254,6 +255,10 @@ class Track:
             return spec.compensation.target, spec.compensation.timeout
         return spec.target, spec.timeout
 
+    def result_limit(self, state: Instance, step: str) -> int:
+        spec = state.spec.step(step)
+        return spec.compensation.result_limit if self.compensation else spec.result_limit
+
 
 ACTIVITY = Track(
     "activity",
@@ -374,14 +379,18 @@ def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Dra
 
 
 def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -> None:
+    """Record ``outcome``; a failure's detail is cut to the step's result limit
+    (``bounded_detail``) so that a known failure or an unknown outcome is always written."""
     succeeded, failed, unknown = track.outcome_kinds
     at = (draft, dispatch.step, dispatch.attempt)
     if isinstance(outcome, Succeeded):
         decisions.record_outcome(*at, succeeded, outcome.result)
-    elif isinstance(outcome, Failed):
-        decisions.record_outcome(*at, failed, outcome.details, outcome.code, outcome.retryable)
+        return
+    detail = bounded_detail(outcome.details, track.result_limit(draft.state, dispatch.step))
+    if isinstance(outcome, Failed):
+        decisions.record_outcome(*at, failed, detail, outcome.code, outcome.retryable)
     else:
-        decisions.record_outcome(*at, unknown, outcome.details, outcome.code)
+        decisions.record_outcome(*at, unknown, detail, outcome.code)
 
 
 async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:

@@ -5,9 +5,11 @@ failed -> retry_waiting -> running. An attempt starts only from ready or
 retry_waiting, numbered previous + 1, due exactly its timeout after the start, never
 before its retry time, and with the idempotency key fixed when the retry was
 scheduled. Outcomes are accepted in any non-terminal status (the attempt was already
-in flight). Unknown never turns into anything by itself: only a policy retry that
-keeps the key (``retry_same_key``), an operator retry, or an operator resolution
-moves it on.
+in flight). Whatever an outcome carries (a result or a failure's detail), and the
+evidence of a compensation resolved by hand, fits the step's ``result_limit`` (the
+compensation's, for a compensation). Unknown never turns into anything by itself: only
+a policy retry that keeps the key (``retry_same_key``), an operator retry, or an
+operator resolution moves it on.
 """
 
 from __future__ import annotations
@@ -150,7 +152,9 @@ def retry_compensation(
 def resolve_compensation(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    _compensated_step(state, event)
+    spec = _compensated_step(state, event).compensation
+    assert spec is not None
+    require_size(event, spec.result_limit, "resolution evidence")
     progress = _progress(state.compensations, event)
     if progress.status not in (A.FAILED, A.UNKNOWN):
         raise reject(
@@ -218,6 +222,7 @@ def _outcome(progress: AttemptProgress, event: Event, result_limit: int) -> Atte
         return evolve(
             progress, status=A.SUCCEEDED, result=event.data, completed_sequence=event.sequence
         )
+    require_size(event, result_limit, "failure detail")
     status = A.FAILED if event.kind in (K.ATTEMPT_FAILED, K.COMPENSATION_FAILED) else A.UNKNOWN
     return evolve(
         progress, status=status, code=event.code, retryable=event.retryable, result=event.data

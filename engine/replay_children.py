@@ -4,7 +4,8 @@ A child is pinned to the exact (name, version, fingerprint) its step declares. I
 start follows the attempt pattern (start attempted before the child is created; a
 retry only after a known-absent retryable failure, with a new key). The child's
 terminal outcome is accepted while its start is running, unknown or done, because a
-durably observed outcome proves that the child exists.
+durably observed outcome proves that the child exists. The step's ``result_limit``
+bounds the child's result and any failure's detail.
 """
 
 from __future__ import annotations
@@ -80,9 +81,10 @@ def start_child(
 def start_outcome(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    _, child = _child(state, event)
+    step, child = _child(state, event)
     if child.status is not C.START_RUNNING or event.attempt != child.attempt:
         raise reject(event, f"child {event.step!r} has no start attempt {event.attempt} in flight")
+    require_size(event, step.result_limit, "child failure detail")  # started carries none
     status = {
         K.CHILD_STARTED: C.ACTIVE,
         K.CHILD_START_FAILED: C.START_FAILED,
@@ -125,6 +127,7 @@ def child_outcome(
     if event.kind is K.CHILD_COMPLETED:
         require_size(event, step.result_limit, "child result")
         return _put(state, evolve(child, status=C.SUCCEEDED, result=event.data, code=""))
+    require_size(event, step.result_limit, "child failure detail")
     return _put(state, evolve(child, status=C.FAILED, code=event.code, result=event.data))
 
 

@@ -4,7 +4,10 @@ A Transition is contiguous history events plus the work rows they create, the
 sequence it expects the instance to be at (optimistic concurrency), an id
 (idempotency: committing the same transition again is success, the same id with other
 content is a conflict) and a fingerprint of its complete content. ``make_transition``
-checks every structural rule and bound before anything is allocated for a store.
+checks every structural rule and bound before anything is allocated for a store
+(``check_transition``, which the store runs again before it writes, whoever built the
+transition): events contiguous after the expected sequence, of one instance, never
+going back in time, and work that belongs to them.
 
 ``Draft`` is how decisions are built: each event is applied to the replayed state as
 it is added, so a builder can never produce a transition that replay would reject.
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
+from itertools import pairwise
 from typing import Any
 
 from engine.canonical import canonical_json, digest, format_instant, utc
@@ -31,6 +35,7 @@ from engine.limits import (
     MAX_DISPATCH_BYTES,
     MAX_KEY_LENGTH,
     MAX_PAYLOAD_BYTES,
+    MAX_SEQUENCE,
     MAX_TRANSITION_BYTES,
     MAX_TRANSITION_EVENTS,
     MAX_TRANSITION_WORK,
@@ -111,7 +116,29 @@ def make_transition(
     events: list[Event],
     work: list[WorkItem] = (),
 ) -> Transition:
-    """Check bounds and structure, then build the transition."""
+    """Build the transition, checked (``check_transition``)."""
+    transition = Transition(
+        transition_id,
+        events[0].instance_id if events else "",
+        expected_sequence,
+        definition,
+        tuple(events),
+        tuple(work),
+    )
+    check_transition(transition)
+    return transition
+
+
+def check_transition(transition: Transition) -> None:
+    """Raise TransitionInvalid unless ``transition`` keeps every structural rule and bound.
+
+    ``make_transition`` runs it on what it builds, and the store runs it again before it
+    writes anything: a Transition can also be made directly, or changed with
+    ``dataclasses.replace``, and a store holding one that replay refuses would leave its
+    instance unreadable. The events themselves were checked when they were made
+    (``make_event``); what this adds is how they fit together and with the work.
+    """
+    events, work = transition.events, transition.work
     if not 1 <= len(events) <= MAX_TRANSITION_EVENTS:
         raise TransitionInvalid(
             f"a transition has 1 to {MAX_TRANSITION_EVENTS} events, not {len(events)}"
@@ -120,30 +147,32 @@ def make_transition(
         raise TransitionInvalid(
             f"a transition creates at most {MAX_TRANSITION_WORK} work items, not {len(work)}"
         )
-    if not transition_id or len(transition_id) > MAX_KEY_LENGTH * 2:
+    tid = transition.transition_id
+    if not isinstance(tid, str) or not tid or len(tid) > MAX_KEY_LENGTH * 2:
         raise TransitionInvalid(f"a transition id has 1 to {MAX_KEY_LENGTH * 2} characters")
-    _check_events(definition, expected_sequence, events)
+    expected = transition.expected_sequence
+    if type(expected) is not int or not 0 <= expected < MAX_SEQUENCE:
+        raise TransitionInvalid(f"the expected sequence must be from 0 to {MAX_SEQUENCE - 1}")
+    _check_events(transition)
     _check_work(events, work)
-    return Transition(
-        transition_id,
-        events[0].instance_id,
-        expected_sequence,
-        definition,
-        tuple(events),
-        tuple(work),
-    )
 
 
-def _check_events(definition: DefinitionRef, expected: int, events: list[Event]) -> None:
-    instance_id = events[0].instance_id
+def _check_events(transition: Transition) -> None:
+    expected, events = transition.expected_sequence, transition.events
     for offset, event in enumerate(events, start=1):
         if event.sequence != expected + offset:
             raise TransitionInvalid(
                 f"events must be numbered contiguously after the expected sequence {expected}"
             )
-        if event.instance_id != instance_id:
+        if event.instance_id != transition.instance_id:
             raise TransitionInvalid("all events of a transition belong to one instance")
-    if expected == 0 and events[0].definition != definition:
+    for before, after in pairwise(events):
+        if after.occurred_at < before.occurred_at:
+            raise TransitionInvalid(
+                f"event {after.sequence} occurs before event {before.sequence}: "
+                "time may not go backwards within a transition"
+            )
+    if expected == 0 and events[0].definition != transition.definition:
         raise TransitionInvalid("a starting transition carries its instance's definition")
     total = sum(len(e.data.encode()) for e in events if e.data is not None)
     if total > MAX_TRANSITION_BYTES:
@@ -152,7 +181,7 @@ def _check_events(definition: DefinitionRef, expected: int, events: list[Event])
         )
 
 
-def _check_work(events: list[Event], work: list[WorkItem]) -> None:
+def _check_work(events: tuple[Event, ...], work: tuple[WorkItem, ...]) -> None:
     by_sequence = {e.sequence: e for e in events}
     seen: set[str] = set()
     total = sum(len(e.data.encode()) for e in events if e.data is not None)

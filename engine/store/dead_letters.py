@@ -31,9 +31,10 @@ from typing import Any
 
 import psycopg
 
+from engine.audit import actor_problem, reason_problem
 from engine.canonical import digest, format_instant, utc
 from engine.identifiers import id_problem
-from engine.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
 from engine.store.clock import NOW_SQL
 from engine.store.commits import NOTIFY_WORK
 from engine.store.errors import CorruptStore, StaleLease, StoreError
@@ -366,16 +367,16 @@ def make_resolution(
 
     Retry needs ``occurred_at <= retry_at < deadline``; discard takes neither time.
     """
-    for what, value in (("command id", command_id), ("actor", actor)):
-        problem = id_problem(value)
-        if problem:
-            raise WorkRequestInvalid(f"{what} {problem}")
+    if problem := id_problem(command_id):
+        raise WorkRequestInvalid(f"command id {problem}")
+    if problem := actor_problem(actor):
+        raise WorkRequestInvalid(problem)
     if not isinstance(work_id, str) or not 1 <= len(work_id) <= 2 * MAX_KEY_LENGTH:
         raise WorkRequestInvalid(f"work id must be 1 to {2 * MAX_KEY_LENGTH} characters")
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
         raise WorkRequestInvalid("a dead letter's fencing token is an integer of at least 1")
-    if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_LENGTH:
-        raise WorkRequestInvalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    if problem := reason_problem(reason):
+        raise WorkRequestInvalid(problem)
     try:
         kind = ResolutionAction(action)
     except ValueError:

@@ -30,6 +30,7 @@ from engine.store.store import (
     OPERATION_TIMEOUT_SECONDS,
     Fence,
     Store,
+    check_all,
     newly_written,
     one_statement,
     rollback,
@@ -68,7 +69,11 @@ class CommitGroup:
     async def commit_all(
         self, transitions: Sequence[Transition], fence: Fence | None = None
     ) -> list[CommitResult]:
-        """Commit ``transitions`` fenced by ``fence`` in the next group; its answer."""
+        """Commit ``transitions`` fenced by ``fence`` in the next group; its answer.
+
+        A transition that breaks a structural rule is refused here, before it joins a
+        group it would otherwise take down with it."""
+        check_all(transitions)
         member = _Member(transitions, fence)
         self._waiting.append(member)
         if len(self._writers) < self.lanes:

@@ -29,7 +29,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailable,
 )
-from engine.transitions import Transition
+from engine.transitions import Transition, check_transition
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 """How long an operation waits for a pooled connection before it reports the store
@@ -184,6 +184,7 @@ class Store:
         (for a child) its parent's news, while proving it still holds its lease and
         finishing the lease in the same transaction. Exact replays write nothing.
         """
+        check_all(transitions)
         try:
             conn = await self.pool.getconn()
         except Exception as exc:
@@ -344,6 +345,7 @@ class Store:
         would commit on its own, and a failure half-way would leave a ledger row that
         reconciles as committed beside a partial transition.
         """
+        check_all([transition])
         if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             raise StoreError(
                 f"transition {transition.transition_id} was not staged: "
@@ -362,6 +364,14 @@ class Store:
                 return await commits.reconcile_on(conn, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
+
+
+def check_all(transitions: Sequence[Transition]) -> None:
+    """Refuse the write (TransitionInvalid) before anything is sent when a transition
+    breaks a structural rule, whoever built it (``check_transition``): the database
+    checks position, pin and identity, but not that replay could follow the events."""
+    for transition in transitions:
+        check_transition(transition)
 
 
 def _refused(names: str) -> StoreError:

@@ -43,6 +43,8 @@ class Behaviour:
     """Fail this many attempts (attempt number <= fail) retryably, then go on."""
     terminal: bool = False
     """Fail non-retryably (the effect did not happen)."""
+    detail: int = 0
+    """With ``terminal``: the failure carries a detail of this many characters."""
     block: str = ""
     """After recording the effect, wait until this file exists (a crash window)."""
     sleep: float = 0.0
@@ -104,7 +106,10 @@ async def scripted(request: ActivityRequest) -> Any:
         raise ActivityFailure(SCRIPTED_FAILURE, f"{request.step} fails attempt {request.attempt}")
     if behaviour.terminal:
         _record(request, "call", "failed")
-        raise ActivityFailure(SCRIPTED_TERMINAL, f"{request.step} cannot succeed", retryable=False)
+        details = {"log": "x" * behaviour.detail} if behaviour.detail else None
+        raise ActivityFailure(
+            SCRIPTED_TERMINAL, f"{request.step} cannot succeed", retryable=False, details=details
+        )
     _record(request, "call", "effect")
     try:
         while behaviour.block and not Path(behaviour.block).exists():

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from engine import processors
+from engine.activities import PREFIX_KEY, TRUNCATED_KEY
+from engine.canonical import canonical_json
 from engine.cli_definitions import load_definition
 from engine.client import Client, SignalConflict
 from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
@@ -122,6 +124,27 @@ async def test_terminal_failure_compensates_in_reverse_and_fails(e2e: Harness) -
     assert kinds[-1] is K.FAILED
     undone = [c["step"] for c in e2e.calls("saga", compensation=True)]
     assert undone == ["charge", "reserve"], "ship failed, so there is nothing of it to undo"
+
+
+async def test_a_failure_detail_larger_than_its_step_allows_is_recorded_cut_to_fit(
+    e2e: Harness,
+) -> None:
+    """The step's result_limit bounds a failure's detail too. A handler's detail over it
+    is recorded as the start of its JSON with its full size, and the known failure is
+    written at once (not left to become unknown when the lease runs out)."""
+    limit = 256
+    small = d.definition("e2e.small", {**d.activity("only"), "result_limit": limit})
+    await e2e.spawn()
+    await e2e.start(small, "verbose", script({"only": Behaviour(terminal=True, detail=5000)}))
+    state = await e2e.settled("verbose", S.FAILED)
+
+    assert (state.failure_step, state.failure_code) == ("only", SCRIPTED_TERMINAL)
+    (failed,) = await e2e.kinds("verbose", K.ATTEMPT_FAILED)
+    full = canonical_json({"log": "x" * 5000})
+    assert len(failed.data.encode()) <= limit
+    assert failed.value()[TRUNCATED_KEY] == len(full.encode())
+    assert full.startswith(failed.value()[PREFIX_KEY])
+    assert not await e2e.kinds("verbose", K.ATTEMPT_UNKNOWN)
 
 
 async def test_timer_fires_exactly_once_with_two_workers(e2e: Harness) -> None:

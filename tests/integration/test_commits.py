@@ -20,7 +20,8 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from engine.events import EventKind
+from engine.errors import TransitionInvalid
+from engine.events import EventKind, renumber
 from engine.instance import InstanceStatus
 from engine.operator_actions import Action
 from engine.store.commits import CommitResult
@@ -32,6 +33,7 @@ from engine.store.errors import (
     SequenceConflict,
     StoreError,
 )
+from engine.store.group_commit import CommitGroup
 from engine.store.rows import HISTORY_COLUMNS, event_from_row
 from engine.store.store import Store
 from engine.transitions import Transition, make_transition
@@ -455,6 +457,66 @@ async def test_a_transition_for_another_pinned_definition_is_rejected(
     with pytest.raises(SequenceConflict):
         await store.commit(relabel(resume, definition=v1))
     assert not (await store.commit(resume)).replayed
+
+
+# Invariant 11b: nothing replay would refuse is written ----------------------------------
+
+
+def misnumbered(transition: Transition) -> Transition:
+    """The events one position further on than the transition expects (a gap)."""
+    events = tuple(renumber(e, e.sequence + 1) for e in transition.events)
+    return replace(transition, events=events)
+
+
+def backwards(transition: Transition) -> Transition:
+    """The last event an hour before the one ahead of it."""
+    *first, last = transition.events
+    earlier = replace(last, occurred_at=first[-1].occurred_at - timedelta(hours=1))
+    return replace(transition, events=(*first, earlier))
+
+
+async def via_commit(store: Store, aconn: psycopg.AsyncConnection, t: Transition) -> None:
+    await store.commit(t)
+
+
+async def via_group(store: Store, aconn: psycopg.AsyncConnection, t: Transition) -> None:
+    group = CommitGroup(store)
+    try:
+        await group.commit_all([t])
+    finally:
+        await group.close()
+
+
+async def via_stage(store: Store, aconn: psycopg.AsyncConnection, t: Transition) -> None:
+    async with aconn.transaction():
+        await store.stage(aconn, t)
+
+
+@pytest.mark.parametrize("write", [via_commit, via_group, via_stage], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [(misnumbered, "numbered contiguously after"), (backwards, "time may not go backwards")],
+    ids=["gap", "backwards"],
+)
+async def test_a_transition_replay_would_refuse_is_never_written(
+    store: Store, aconn: psycopg.AsyncConnection, write: Any, damage: Any, message: str
+) -> None:
+    """Whoever built it (here: ``dataclasses.replace`` past ``make_transition``), a
+    transition whose events do not follow its expected sequence or go back in time would
+    leave an instance nobody can replay again. The store refuses it before writing."""
+    flow = CATALOG.flow(CATALOG.single, f"damaged-{damage.__name__}-{write.__name__}")
+    start = flow.start()
+    started = flow.attempt_started(flow.after(start), "a")
+    cancel = flow.command(flow.after(start, started), "cancel-1", Action.CANCEL)
+    await commit_in_order(store, start, started)
+    before = await ledger(aconn, flow.instance_id)
+
+    with pytest.raises(TransitionInvalid, match=message):
+        await write(store, aconn, damage(cancel))
+
+    assert await ledger(aconn, flow.instance_id) == before
+    await store.commit(cancel)
+    assert (await flow.load(store)).status is InstanceStatus.CANCELLING
 
 
 # Invariant 12: staging into the caller's transaction --------------------------------------

@@ -196,6 +196,7 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
         ({"action": "discard"}, "neither"),
         ({"action": "delete"}, "action"),
         ({"actor": ""}, "actor"),
+        ({"actor": " alice "}, "actor"),
         ({"reason": " "}, "reason"),
         ({"reason": "x" * 501}, "reason"),
         ({"token": 0}, "token"),

@@ -1,8 +1,8 @@
 """Real transitions for store tests, built by the pure core exactly as the engine does.
 
-The store trusts a transition's structure and checks only what needs the database
-(position, pin, identity, uniqueness), so its tests need transitions the core would
-really produce, at chosen positions and times. ``Flow`` builds them with Draft and the
+The store checks a transition's structure (``check_transition``) and then what needs
+the database (position, pin, identity, uniqueness), so its tests need transitions the
+core would really produce, at chosen positions and times. ``Flow`` builds them with Draft and the
 decision builders against a replayed state. The deliberately wrong ones (a reused work
 id, a foreign definition pin, a borrowed transition id) are ``relabel``-ed copies made
 with ``make_transition``: they still pass every structural check, so only the store can

@@ -28,7 +28,9 @@ from engine.events import (
     make_event,
 )
 from engine.limits import MAX_ATTEMPT, MAX_OPERATOR_AUDIT_BYTES, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
-from tests.unit.histories import RICH, T0
+from engine.operator_actions import Action
+from engine.operator_commands import record_command
+from tests.unit.histories import RICH, T0, Run
 
 K = EventKind
 AUDIT = canonical_json({"action": "pause", "actor": "alice", "reason": "maintenance"})
@@ -131,6 +133,25 @@ def test_field_values_are_checked(fields: dict[str, Any], message: str) -> None:
         make_event(**values)
 
 
+DUE_LATER = [K.TIMER_SCHEDULED, K.COMPENSATION_RETRY_SCHEDULED, K.CHILD_START_RETRY_SCHEDULED]
+
+
+@pytest.mark.parametrize("kind", DUE_LATER, ids=lambda k: k.label)
+def test_a_timer_or_policy_retry_is_due_after_it_is_scheduled(kind: EventKind) -> None:
+    """Timer durations and backoff delays are always more than 0, so a due time at the
+    event's own time can only be corrupt: the event check refuses it, not replay."""
+    build(kind, required(kind), due_at=T0 + timedelta(microseconds=1))
+    with pytest.raises(EventInvalid, match="due_at must be after occurred_at"):
+        build(kind, required(kind), due_at=T0)
+
+
+def test_an_activity_retry_may_be_due_at_once_but_never_earlier() -> None:
+    """An operator retry is due at once; no retry is ever due before it is scheduled."""
+    build(K.RETRY_SCHEDULED, required(K.RETRY_SCHEDULED), due_at=T0)
+    with pytest.raises(EventInvalid, match="due_at may not be before occurred_at"):
+        build(K.RETRY_SCHEDULED, required(K.RETRY_SCHEDULED), due_at=T0 - timedelta(seconds=1))
+
+
 # Operator audit records ----------------------------------------------------------------
 
 
@@ -151,9 +172,57 @@ def test_audit_records_are_strict(record: Any) -> None:
         build(K.OPERATOR_COMMAND_RECORDED, set(), idempotency_key="c1", data=canonical_json(record))
 
 
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"action": "delete", "actor": "alice", "reason": "r"}, "action must be one of: pause,"),
+        ({"action": "pause", "actor": " alice ", "reason": "r"}, "actor must be"),
+        ({"action": "pause", "actor": "a" * 201, "reason": "r"}, "actor must be"),
+        ({"action": "pause", "actor": "alice", "reason": "   "}, "reason of 1 to 500"),
+        ({"action": "pause", "actor": "alice", "reason": "r" * 501}, "reason of 1 to 500"),
+    ],
+    ids=["unknown action", "spaced actor", "long actor", "blank reason", "long reason"],
+)
+def test_audit_fields_follow_the_operator_command_rule(record: Any, message: str) -> None:
+    """The event check applies the same rule to audit fields as ``record_command``:
+    an audit the engine would never write is refused at the event, not later in replay."""
+    with pytest.raises(EventInvalid, match=message):
+        build(K.OPERATOR_COMMAND_RECORDED, set(), idempotency_key="c1", data=canonical_json(record))
+
+
+AUDIT_TEXT = st.text(st.sampled_from("aZ9 .:/_-@+é\t"), max_size=12) | st.sampled_from(
+    ["alice", " alice", "alice ", "a" * 200, "a" * 201, "r" * 500, "r" * 501, "", "  "]
+)
+
+
+@given(actor=AUDIT_TEXT, reason=AUDIT_TEXT, action=st.sampled_from([Action.PAUSE, Action.CANCEL]))
+def test_record_command_and_the_event_check_agree_on_every_audit(
+    actor: str, reason: str, action: Action
+) -> None:
+    """One rule: an audit the command builder refuses is one the event check refuses,
+    and the other way round."""
+    record = {"action": action.value, "actor": actor, "reason": reason}
+    try:
+        build(K.OPERATOR_COMMAND_RECORDED, set(), idempotency_key="c1", data=canonical_json(record))
+    except EventInvalid:
+        event_accepts = False
+    else:
+        event_accepts = True
+    run = Run()
+    run.start()
+    try:
+        record_command(run.draft(), "c1", action, actor, reason)
+    except (EventInvalid, ValueError):
+        builder_accepts = False
+    else:
+        builder_accepts = True
+    assert builder_accepts == event_accepts
+
+
 def test_an_audit_record_of_exactly_1_kib_is_accepted() -> None:
     base = {"action": "pause", "actor": "alice", "reason": ""}
-    base["reason"] = "r" * (MAX_OPERATOR_AUDIT_BYTES - len(canonical_json(base)))
+    room = MAX_OPERATOR_AUDIT_BYTES - len(canonical_json(base))
+    base["reason"] = "é" * (room // 2) + "r" * (room % 2)  # two bytes each: within 500 chars
     data = canonical_json(base)
     assert len(data.encode()) == MAX_OPERATOR_AUDIT_BYTES
     build(K.OPERATOR_COMMAND_RECORDED, set(), idempotency_key="c1", data=data)

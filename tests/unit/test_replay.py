@@ -18,6 +18,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from engine import decisions
 from engine.canonical import canonical_json
 from engine.errors import EventInvalid, ReplayRejected
 from engine.events import Event, EventKind, event_from_json, event_to_json, make_event
@@ -30,6 +31,7 @@ from tests.unit.histories import (
     RICH,
     RICH_STEPS,
     Run,
+    activity_doc,
     definition,
     legal_runs,
     rejection,
@@ -168,12 +170,6 @@ def test_an_audit_followed_by_another_actions_effect_is_rejected(run: Run) -> No
 def test_an_audit_may_not_be_followed_by_an_engine_event(run: Run) -> None:
     reason = rejection(run, audit(run, Action.CANCEL), run.event(K.COMPLETED, 1))
     assert "must be followed by cancellation_requested" in reason
-
-
-def test_an_unknown_operator_action_is_rejected(run: Run) -> None:
-    record = {"action": "delete", "actor": ACTOR, "reason": "x"}
-    event = run.event(K.OPERATOR_COMMAND_RECORDED, idempotency_key="c", data=canonical_json(record))
-    assert "unknown operator action" in rejection(run, event)
 
 
 # Activity attempts ---------------------------------------------------------------------
@@ -325,6 +321,64 @@ def test_inputs_results_and_payloads_respect_the_step_limits(run: Run) -> None:
     assert "signal payload is 1002 bytes" in rejection(run, signal)
     scheduled = run.event(K.ACTIVITY_SCHEDULED, step="b", data=big)
     assert "activity input is 1002 bytes" in rejection(run, scheduled)
+
+
+@pytest.mark.parametrize("kind", [K.ATTEMPT_FAILED, K.ATTEMPT_UNKNOWN], ids=lambda k: k.label)
+def test_a_failure_detail_respects_the_result_limit(run: Run, kind: EventKind) -> None:
+    """``result_limit`` bounds whatever an attempt's outcome carries, detail included."""
+    run.start_attempt("a")
+    fits = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 998))
+    apply(run.registry, run.state, fits)
+    big = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 999))
+    assert "failure detail is 1001 bytes; the step allows at most 1000" in rejection(run, big)
+
+
+@pytest.mark.parametrize(
+    "kind", [K.COMPENSATION_FAILED, K.COMPENSATION_UNKNOWN], ids=lambda k: k.label
+)
+def test_a_compensation_failure_detail_respects_its_result_limit(run: Run, kind: EventKind) -> None:
+    run.run_activity("a")
+    run.command(Action.CANCEL)
+    run.start_attempt("a", compensation=True)
+    big = run.event(kind, step="a", attempt=1, code="boom", data=canonical_json("x" * 99))
+    assert "failure detail is 101 bytes; the step allows at most 100" in rejection(run, big)
+
+
+def test_manual_resolution_evidence_respects_the_compensation_result_limit(run: Run) -> None:
+    run.run_activity("a")
+    run.command(Action.CANCEL)
+    run.run_activity("a", "unknown", compensation=True)
+    big = canonical_json("x" * 99)  # 101 bytes; the compensation's result_limit is 100
+    resolved = run.event(K.COMPENSATION_MANUALLY_RESOLVED, 1, step="a", code="by-hand", data=big)
+    reason = rejection(run, audit(run, Action.RESOLVE_COMPENSATION), resolved)
+    assert "resolution evidence is 101 bytes; the step allows at most 100" in reason
+    with pytest.raises(ReplayRejected, match="resolution evidence is 101 bytes"):
+        run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 99)
+    run.command(Action.RESOLVE_COMPENSATION, step="a", code="by-hand", evidence="x" * 98)
+    assert run.state.compensations["a"].result == canonical_json("x" * 98)
+
+
+def test_a_child_failure_detail_respects_the_child_step_result_limit() -> None:
+    """A child step's result_limit bounds its start failures and its failure too."""
+    kid = definition([activity_doc("k")], name="kid")
+    ref = {"name": "kid", "version": "1", "fingerprint": kid.fingerprint}
+    retry = {"max_attempts": 2, "initial_delay": "1s", "max_delay": "1s"}
+    step = {"name": "c", "kind": "child", "target": "kid", "timeout": "10s"}
+    step |= {"input_limit": 100, "result_limit": 100, "retry": retry, "child_definition": ref}
+    parent = definition([step], name="parent")
+    run = Run(parent, registry=Registry([kid, parent]))
+    run.start()
+    draft = run.draft()
+    decisions.start_child_attempt(draft, run.state.children["c"], 1, "i1/c/child/1")
+    run.commit(draft, advance=False)
+    big = canonical_json("x" * 99)  # 101 bytes
+    for kind in (K.CHILD_START_FAILED, K.CHILD_START_UNKNOWN):
+        event = run.event(kind, step="c", attempt=1, code="boom", data=big)
+        assert "child failure detail is 101 bytes; the step allows at most 100" in rejection(
+            run, event
+        )
+    failed = run.event(K.CHILD_FAILED, step="c", successor_id="i1/c", code="boom", data=big)
+    assert "child failure detail is 101 bytes" in rejection(run, failed)
 
 
 def test_events_must_name_a_step_of_the_right_kind(run: Run) -> None:

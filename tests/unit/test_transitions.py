@@ -33,6 +33,7 @@ from engine.transitions import (
     Transition,
     WorkItem,
     WorkKind,
+    check_transition,
     make_transition,
     transition_to_json,
 )
@@ -135,6 +136,59 @@ def test_structural_rules_and_bounds(
 ) -> None:
     with pytest.raises(TransitionInvalid, match=message):
         transition(events, items)
+
+
+def test_event_times_may_not_go_backwards_within_a_transition() -> None:
+    """Replay refuses time going backwards, so a store must never hold such a batch."""
+    later, earlier = signal(3, at=T0 + HOUR), signal(4, at=T0)
+    with pytest.raises(TransitionInvalid, match="event 4 occurs before event 3"):
+        transition([later, earlier], [])
+    transition([signal(3), signal(4)], [])  # the same instant twice is fine
+
+
+def test_a_transition_built_directly_is_checked_like_a_built_one() -> None:
+    """``check_transition`` is what the store runs before writing, whoever built the
+    transition (the dataclass itself, or ``dataclasses.replace`` of a valid one)."""
+    valid = transition()
+    check_transition(valid)
+    for broken, message in [
+        (
+            replace(valid, expected_sequence=1),
+            "numbered contiguously after the expected sequence 1",
+        ),
+        (replace(valid, expected_sequence=-1), "expected sequence must be from 0"),
+        (replace(valid, events=(signal(3, at=T0 + HOUR), signal(4))), "occurs before event 3"),
+        (replace(valid, instance_id="i2"), "belong to one instance"),
+        (replace(valid, events=()), "1 to 100 events, not 0"),
+        (replace(valid, transition_id=""), "transition id has 1 to"),
+    ]:
+        with pytest.raises(TransitionInvalid, match=message):
+            check_transition(broken)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 6),
+    st.integers(-2, 2),
+    st.lists(st.integers(-3, 3), min_size=1, max_size=6),
+)
+def test_a_transition_is_accepted_exactly_when_replay_could_follow_it(
+    expected: int, shift: int, steps: list[int]
+) -> None:
+    """Events numbered from ``expected + 1 + shift``, each ``steps[i]`` seconds after
+    the one before: accepted exactly when there is no shift and no step back."""
+    events, at = [], T0
+    for offset, step in enumerate(steps):
+        at += timedelta(seconds=step)
+        events.append(signal(expected + 1 + shift + offset, at=at))
+    legal = shift == 0 and all(step >= 0 for step in steps[1:])
+    try:
+        make_transition("i1#t", RICH.ref, expected, events, [])
+    except TransitionInvalid:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted == legal
 
 
 def test_events_of_two_instances_are_refused() -> None:
