@@ -14,7 +14,8 @@ from engine.store.store import Store
 from studio import api_tokens, people, sessions
 from studio.api_tokens import ApiToken, TokenRejected
 from studio.errors import Invalid, NotFound
-from studio.passwords import PasswordRejected, generate_password, verify_password
+from studio.password_policy import PasswordRejected
+from studio.passwords import generate_password, verify_password
 from studio.people import Member, PeopleError, User
 from studio.principal import Principal
 from studio.roles import Role
@@ -36,14 +37,14 @@ async def change_password(
     if user is None or principal.session is None:
         raise Invalid("only people signed in with a password can change it")
     found = await people.find_login(store, user.username)
-    if found is None or not verify_password(found[1], current):
+    if found is None or not await verify_password(found[1], current):
         raise Invalid("the current password is wrong")
     if new != confirm:
         raise Invalid("the new password and its confirmation differ")
     if new == current:
         raise Invalid("choose a password different from the current one")
     try:
-        await people.set_password(store, user.user_id, new)
+        await people.set_password(store, user, new)
     except PasswordRejected as rejected:
         raise Invalid(str(rejected)) from None
     await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)

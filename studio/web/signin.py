@@ -17,6 +17,7 @@ from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromQuery
 from litestar.response import Redirect, Template
 
+from studio import signin_limits
 from studio.errors import Invalid
 from studio.services import accounts, signin
 from studio.sessions import COOKIE
@@ -82,7 +83,11 @@ async def login(request: Request) -> Template | Redirect:
     settings = request.app.state.settings
     username = values.get("username", "")
     next_path = _safe_next(values.get("next"))
-    client = request.client.host if request.client else "unknown"
+    client = signin_limits.client_address(
+        request.client.host if request.client else "unknown",
+        request.headers.get("x-forwarded-for", ""),
+        request.app.state.trusted_proxies,
+    )
     try:
         done = await signin.sign_in(
             store_of(request),
