@@ -167,3 +167,18 @@ def test_login_redirects_only_to_local_pages(studio: LiveStudio) -> None:
         data={"_login": token, "username": username, "password": PASSWORD, "next": "//evil.test/"},
     )
     assert response.headers["location"] == "/definitions"
+
+
+def test_a_common_password_or_one_containing_the_username_is_refused(studio: LiveStudio) -> None:
+    team = studio.team()
+    username = studio.user(team, Role.VIEWER)
+    client = studio.client(username)
+    for new, why in (
+        ("Password 1234", "on the list of the most common passwords"),
+        ("qwertyuiop", "on the list of the most common passwords"),
+        (f"my {username.upper()} secret", "must not contain the username"),
+    ):
+        fields = {"current": PASSWORD, "new": new, "confirm": new}
+        refused = client.form("/account/password", fields)
+        assert refused.status_code == 422 and why in refused.text, new
+    assert studio.client().sign_in(username).status_code == 303  # the password is unchanged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import uuid
 
@@ -9,6 +10,7 @@ import pytest
 
 from engine.cli import main
 from studio import people
+from studio.people import MAX_DISPLAY_NAME
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 
@@ -81,3 +83,27 @@ def test_wayline_user_create_adds_an_account_with_a_one_time_password(
     again = main(["user", "create", name, *database])
     assert again == 1
     assert "is taken" in capsys.readouterr().err
+
+
+def test_a_display_name_over_the_limit_is_refused_saying_the_limit(studio: LiveStudio) -> None:
+    team = studio.team("names")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    newcomer = f"long-{uuid.uuid4().hex[:6]}"
+    page = admin.form(
+        "/settings/members",
+        {"username": newcomer, "display_name": "x" * (MAX_DISPLAY_NAME + 1), "role": "viewer"},
+    )
+    assert page.status_code == 422
+    assert f"a display name has at most {MAX_DISPLAY_NAME} characters" in page.text
+    assert newcomer not in admin.get("/api/members").text
+
+
+def test_wayline_user_create_refuses_a_common_password(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"cli-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setattr("sys.stdin", io.StringIO("password1234\n"))
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    assert main(["user", "create", name, "--password-stdin", *database]) == 1
+    assert "on the list of the most common passwords" in capsys.readouterr().err
+    assert studio.run(lambda store: people.find_login(store, name)) is None
