@@ -103,11 +103,18 @@ async def tokens(store: Store, team: str) -> list[ApiToken]:
 
 
 async def create_token(
-    store: Store, principal: Principal, label: str, role: str
+    store: Store, principal: Principal, label: str, role: str, expires_in_days: int | None = None
 ) -> tuple[str, ApiToken]:
+    """A token of the acting admin's team that works while that admin stays one."""
     try:
         return await api_tokens.create_token(
-            store, principal.team_id, _role(role), label, principal.actor
+            store,
+            principal.team_id,
+            _role(role),
+            label,
+            principal.actor,
+            principal.person_id,
+            expires_in_days,
         )
     except TokenRejected as rejected:
         raise Invalid(str(rejected)) from None

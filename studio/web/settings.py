@@ -8,6 +8,7 @@ from litestar import Request
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
+from studio.api_tokens import MAX_DAYS
 from studio.errors import Invalid
 from studio.roles import Access, Role
 from studio.services import accounts
@@ -26,6 +27,7 @@ async def _settings(request: Request, status: int = 200, **extra: Any) -> Templa
         members=await accounts.members(store, principal.team_id),
         tokens=await accounts.tokens(store, principal.team_id) if is_admin else [],
         roles=[r.value for r in Role],
+        token_max_days=MAX_DAYS,
         **extra,
     )
 
@@ -76,10 +78,21 @@ async def create_token(request: Request) -> Template:
             principal_of(request),
             values.get("label", ""),
             values.get("role", ""),
+            _days(values.get("expires_in_days", "")),
         )
     except Invalid as invalid:
         return await _settings(request, 422, error=str(invalid))
     return await _settings(request, new_token=secret, new_token_record=token)
+
+
+def _days(value: str) -> int | None:
+    """The form's token expiry in days; empty means never."""
+    text = value.strip()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit() and len(text) <= len(str(MAX_DAYS)):
+        return int(text)
+    raise Invalid(f"a token expires in a whole number of days from 1 to {MAX_DAYS}, or never")
 
 
 async def revoke_token(request: Request, token_id: FromPath[str]) -> Redirect:
