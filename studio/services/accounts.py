@@ -1,8 +1,9 @@
 """A person's own account (password, current team) and a team's people and tokens.
 
-Team management is for the team's admins: they add people (creating an account with a
-one-time password when the username is new), change roles and remove members, and
-issue or revoke API tokens. An admin cannot remove or demote themselves, so a team
+Team management is for the team's admins: they invite people by username (an
+invitation with a one-time code, the same answer whether the account exists or not,
+see ``studio.invitations``), change roles and remove members, and issue or revoke API
+tokens. An admin cannot remove or demote themselves, so a team
 always keeps the admin who is acting.
 """
 
@@ -11,22 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.store.store import Store
-from studio import api_tokens, people, sessions
+from studio import api_tokens, invitations, people, sessions
 from studio.api_tokens import ApiToken, TokenRejected
 from studio.errors import Invalid, NotFound
+from studio.invitations import Invitation
 from studio.password_policy import PasswordRejected
-from studio.passwords import generate_password, verify_password
-from studio.people import Member, PeopleError, User
+from studio.passwords import verify_password
+from studio.people import Member, PeopleError
 from studio.principal import Principal
 from studio.roles import Role
 
 
 @dataclass(frozen=True)
-class AddedMember:
-    user: User
-    role: Role
-    one_time_password: str = ""
-    """Set when a new account was created: shown once to the admin."""
+class Invited:
+    invitation: Invitation
+    code: str
+    """The one-time code, shown once to the admin to hand on."""
 
 
 async def change_password(
@@ -62,26 +63,32 @@ async def members(store: Store, team: str) -> list[Member]:
     return await people.team_members(store, team)
 
 
-async def add_member(
+async def invite_member(
     store: Store, principal: Principal, username: str, role: str, display_name: str = ""
-) -> AddedMember:
-    """Add a person to the acting admin's team, creating their account if new."""
+) -> Invited:
+    """Invite a username to the acting admin's team (see ``studio.invitations``).
+
+    The answer never depends on whether the username has an account.
+    """
     role_value = _role(role)
     try:
         name = people.normalize_username(username)
-        found = await people.find_login(store, name)
-        password = ""
-        if found is None:
-            password = generate_password()
-            user = await people.create_user(
-                store, name, password, display_name, must_change_password=True
-            )
-        else:
-            user = found[0]
+        display = people.check_display_name(display_name)
     except PeopleError as error:
         raise Invalid(str(error)) from None
-    await people.set_membership(store, user.user_id, principal.team_id, role_value)
-    return AddedMember(user, role_value, password)
+    code, invitation = await invitations.invite(
+        store, principal.team_id, name, display, role_value, principal.actor
+    )
+    return Invited(invitation, code)
+
+
+async def pending_invitations(store: Store, team: str) -> list[Invitation]:
+    return await invitations.pending(store, team)
+
+
+async def withdraw_invitation(store: Store, team: str, invitation_id: str) -> None:
+    if not await invitations.withdraw(store, team, invitation_id):
+        raise NotFound("no such pending invitation in this team")
 
 
 async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> None:

@@ -1,4 +1,4 @@
-"""The Settings page: the team's members and API tokens (managed by admins)."""
+"""The Settings page: the team's members, invitations and API tokens (managed by admins)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from litestar.response import Redirect, Template
 
 from studio.api_tokens import MAX_DAYS
 from studio.errors import Invalid
+from studio.people import MAX_DISPLAY_NAME
 from studio.roles import Access, Role
 from studio.services import accounts
 from studio.web.rendering import form_values, page, principal_of, see_other, store_of
@@ -26,6 +27,10 @@ async def _settings(request: Request, status: int = 200, **extra: Any) -> Templa
         status=status,
         members=await accounts.members(store, principal.team_id),
         tokens=await accounts.tokens(store, principal.team_id) if is_admin else [],
+        invitations=await accounts.pending_invitations(store, principal.team_id)
+        if is_admin
+        else [],
+        max_display_name=MAX_DISPLAY_NAME,
         roles=[r.value for r in Role],
         token_max_days=MAX_DAYS,
         **extra,
@@ -36,10 +41,10 @@ async def settings_page(request: Request) -> Template:
     return await _settings(request)
 
 
-async def add_member(request: Request) -> Template:
+async def invite_member(request: Request) -> Template:
     values = await form_values(request)
     try:
-        added = await accounts.add_member(
+        invited = await accounts.invite_member(
             store_of(request),
             principal_of(request),
             values.get("username", ""),
@@ -48,7 +53,13 @@ async def add_member(request: Request) -> Template:
         )
     except Invalid as invalid:
         return await _settings(request, 422, error=str(invalid))
-    return await _settings(request, added=added)
+    return await _settings(request, invited=invited)
+
+
+async def withdraw_invitation(request: Request, invitation_id: FromPath[str]) -> Redirect:
+    team = principal_of(request).team_id
+    await accounts.withdraw_invitation(store_of(request), team, invitation_id)
+    return see_other("/settings")
 
 
 async def set_role(request: Request, user_id: FromPath[str]) -> Template | Redirect:
