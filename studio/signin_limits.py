@@ -36,6 +36,8 @@ from datetime import timedelta
 
 from engine.store.store import Store
 
+MAX_KEY = 100
+"""Usernames and forwarded addresses are counted by at most this many characters."""
 LOCK = """
 SELECT pg_advisory_xact_lock(least(u, c)), pg_advisory_xact_lock(greatest(u, c))
 FROM (SELECT hashtextextended('wayline signin user ' || %(username)s, 0) AS u,
@@ -72,8 +74,6 @@ WITH recent AS (
 )
 SELECT extract(epoch FROM wait) FROM wait
 """
-MAX_ADDRESS = 100
-"""A forwarded address is kept to this many characters (a real one has at most 45)."""
 SUCCEEDED = "DELETE FROM studio_signin_failures WHERE username = %s AND client = %s"
 
 
@@ -90,6 +90,11 @@ class SignInLimits:
     """The spacing after ``per_user`` failures; it doubles with every further failure."""
     max_user_delay: timedelta = timedelta(seconds=30)
     """The longest the owner of a username under attack waits between attempts."""
+
+
+def attempt_key(username: str) -> str:
+    """What attempts for ``username`` are counted under (also for names with no account)."""
+    return username.strip().lower()[:MAX_KEY]
 
 
 class SignInThrottled(Exception):
@@ -158,7 +163,7 @@ def client_address(peer: str, forwarded_for: str, trusted: Sequence[Network]) ->
     hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
     for hop in reversed(hops):
         if not _within(hop, trusted):
-            return hop[:MAX_ADDRESS]
+            return hop[:MAX_KEY]
     return peer
 
 

@@ -49,7 +49,7 @@ async def sign_in(
     SignInFailed for a wrong username or password. The attempt is reserved (counted as
     a failure) before the check, so concurrent attempts cannot overrun the limits.
     """
-    key = username.strip().lower()[:100]
+    key = signin_limits.attempt_key(username)
     await signin_limits.reserve(store, limits, key, client)
     found = await people.find_login(store, username)
     if not await verify_password(found[1] if found else None, password) or found is None:
@@ -81,7 +81,7 @@ async def join(
     JoinFailed (code or password wrong, not saying which) or JoinRejected (the new
     account's password or name is not acceptable; the message says why).
     """
-    key = username.strip().lower()[:100]
+    key = signin_limits.attempt_key(username)
     await signin_limits.reserve(store, limits, key, client)
     name = key if people.USERNAME.fullmatch(key) else ""
     invitation = await invitations.find(store, name, code) if name else None
