@@ -164,7 +164,7 @@ def client_address(peer: str, forwarded_for: str, trusted: Sequence[Network]) ->
     for hop in reversed(hops):
         if not _within(hop, trusted):
             return hop[:MAX_KEY]
-    return peer
+    return hops[0] if hops else peer  # every hop is a proxy of ours: the first is the client
 
 
 def _within(address: str, networks: Sequence[Network]) -> bool:

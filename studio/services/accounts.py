@@ -3,8 +3,8 @@
 Team management is for the team's admins: they invite people by username (an
 invitation with a one-time code, the same answer whether the account exists or not,
 see ``studio.invitations``), change roles and remove members, and issue or revoke API
-tokens. An admin cannot remove or demote themselves, so a team
-always keeps the admin who is acting.
+tokens. An admin cannot remove or demote themselves, so a team always keeps the admin
+who is acting.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
+from engine.cli import main
 from engine.store.store import Store
 from studio import people
 from studio.roles import Role
-from studio.signin_limits import SignInLimits
+from studio.signin_limits import SignInLimits, client_address, trusted_networks
 from tests.integration.conftest import pg_dsn  # noqa: F401
 from tests.studio.live import PASSWORD, LiveStudio, login_token, serve_studio
 
@@ -148,3 +149,19 @@ def test_x_forwarded_for_is_ignored_without_a_trusted_proxy(exposed: LiveStudio)
     client.headers["X-Forwarded-For"] = address()
     refused = client.sign_in(f"nobody-{uuid.uuid4().hex[:6]}", PASSWORD)
     assert refused.status_code == 429
+
+
+def test_the_client_is_the_nearest_forwarded_address_that_is_not_a_trusted_proxy() -> None:
+    proxies = trusted_networks(["10.0.0.0/8", "127.0.0.1"])
+    spoofed_then_real = "1.2.3.4, 203.0.113.9, 10.1.2.3"
+    assert client_address("127.0.0.1", spoofed_then_real, proxies) == "203.0.113.9"
+    assert client_address("198.51.100.7", spoofed_then_real, proxies) == "198.51.100.7"
+    assert client_address("10.9.9.9", "", proxies) == "10.9.9.9"
+    assert client_address("127.0.0.1", "10.0.0.1, 10.0.0.2", proxies) == "10.0.0.1"
+
+
+def test_wayline_studio_refuses_a_trusted_proxy_that_is_no_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["studio", "--trusted-proxy", "proxy.example"]) == 2
+    assert "a trusted proxy is an IP address or network" in capsys.readouterr().err
