@@ -36,6 +36,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="how often live instance pages look for change (0 turns live updates off)",
     )
+    studio.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a reverse proxy (address or network) whose X-Forwarded-For names the client "
+        "for sign-in limits; repeat for several (default: none, the header is ignored)",
+    )
     studio.set_defaults(run=_studio)
 
     user = commands.add_parser("user", help="manage studio users")
@@ -63,6 +71,13 @@ def _dsn(args: argparse.Namespace) -> str | None:
 
 def _studio(args: argparse.Namespace) -> int:
     from studio.server import run_studio
+    from studio.signin_limits import trusted_networks
+
+    try:
+        trusted_networks(args.trusted_proxy)
+    except ValueError as bad:
+        print(f"wayline studio: {bad}", file=sys.stderr)
+        return 2
 
     return run_studio(
         args.host,
@@ -71,6 +86,7 @@ def _studio(args: argparse.Namespace) -> int:
         args.schema,
         args.secure_cookies,
         live_interval=max(args.live_interval, 0.0),
+        trusted_proxies=tuple(args.trusted_proxy),
     )
 
 

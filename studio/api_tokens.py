@@ -5,13 +5,19 @@ token but never show it again. The id part lets people tell tokens apart in list
 revoke one without having it. Requests with ``Authorization: Bearer <token>`` act in the
 token's team with the token's role and need no CSRF token (browsers never send bearer
 tokens on their own).
+
+A token may expire (``expires_in_days``; none by default, as CI tokens usually live
+long). It also stands for the admin who made it: it works only while that person (the
+``creator_id``; for a token made with a token, that token's creator) is an admin of the
+token's team. Demote them or remove them from the team and their tokens stop working at
+once; make them admin again and the tokens work again, unless revoked meanwhile.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from engine.store.store import Store
 from studio.roles import Role
@@ -19,20 +25,34 @@ from studio.sessions import secret_hash
 
 PREFIX = "wl_"
 MAX_LABEL = 100
+MAX_DAYS = 366
+"""The longest expiry a token can be given, in days (a token may also never expire)."""
 
-CREATE = """
-INSERT INTO studio_api_tokens (token_id, token_hash, team_id, role, label, created_by)
-VALUES (%s, %s, %s, %s, %s, %s)
-RETURNING created_at
+COLUMNS = (
+    "token_id, team_id, role, label, created_by, creator_id, created_at, last_used_at, expires_at"
+)
+CREATOR_IS_ADMIN = """EXISTS (
+    SELECT 1 FROM studio_memberships m
+    WHERE m.user_id = t.creator_id AND m.team_id = t.team_id AND m.role = 'admin')"""
+UNEXPIRED = "(t.expires_at IS NULL OR t.expires_at > now())"
+CREATE = f"""
+INSERT INTO studio_api_tokens AS t
+    (token_id, token_hash, team_id, role, label, created_by, creator_id, expires_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, now() + %s::interval)
+RETURNING {COLUMNS}, ''
 """
-FIND = """
-UPDATE studio_api_tokens SET last_used_at = now()
-WHERE token_hash = %s AND revoked_at IS NULL
-RETURNING token_id, team_id, role, label, created_by, created_at, last_used_at
+FIND = f"""
+UPDATE studio_api_tokens t SET last_used_at = now()
+WHERE token_hash = %s AND revoked_at IS NULL AND {UNEXPIRED} AND {CREATOR_IS_ADMIN}
+RETURNING {COLUMNS}, ''
 """
-LIST = """
-SELECT token_id, team_id, role, label, created_by, created_at, last_used_at
-FROM studio_api_tokens WHERE team_id = %s AND revoked_at IS NULL ORDER BY created_at, token_id
+LIST = f"""
+SELECT {COLUMNS},
+       CASE WHEN NOT {UNEXPIRED} THEN 'expired'
+            WHEN NOT {CREATOR_IS_ADMIN} THEN 'its creator is no longer an admin of this team'
+            ELSE '' END
+FROM studio_api_tokens t WHERE team_id = %s AND revoked_at IS NULL
+ORDER BY created_at, token_id
 """
 REVOKE = """
 UPDATE studio_api_tokens SET revoked_at = now()
@@ -51,27 +71,42 @@ class ApiToken:
     role: Role
     label: str
     created_by: str
+    """Who made it, as audit fields name people: a username or ``token:<id>``."""
+    creator_id: str
+    """The user the token stands for: it works while they are an admin of its team."""
     created_at: datetime
     last_used_at: datetime | None
+    expires_at: datetime | None
+    inactive: str = ""
+    """Why a live (unrevoked) token does not work now, or empty when it does."""
 
 
 async def create_token(
-    store: Store, team_id: str, role: Role, label: str, created_by: str
+    store: Store,
+    team_id: str,
+    role: Role,
+    label: str,
+    created_by: str,
+    creator_id: str,
+    expires_in_days: int | None = None,
 ) -> tuple[str, ApiToken]:
     """A new token; returns the secret (to show once) and its record."""
     label = label.strip()
     if not 1 <= len(label) <= MAX_LABEL:
-        raise TokenRejected(f"a token needs a label of 1 to {MAX_LABEL} characters")
+        raise TokenRejected(
+            f"a token needs a label of 1 to {MAX_LABEL} characters, not {len(label)}"
+        )
+    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_DAYS:
+        raise TokenRejected(
+            f"a token expires in 1 to {MAX_DAYS} days (or never), not in {expires_in_days}"
+        )
+    lifetime = None if expires_in_days is None else timedelta(days=expires_in_days)
     token_id = secrets.token_hex(4)
     secret = f"{PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
-    role = Role(role)
+    values = (token_id, secret_hash(secret), team_id, Role(role).value, label, created_by)
     async with store.connection() as conn:
-        row = await (
-            await conn.execute(
-                CREATE, (token_id, secret_hash(secret), team_id, role.value, label, created_by)
-            )
-        ).fetchone()
-    return secret, ApiToken(token_id, team_id, role, label, created_by, row[0], None)
+        row = await (await conn.execute(CREATE, (*values, creator_id, lifetime))).fetchone()
+    return secret, _token(row)
 
 
 async def find_token(store: Store, secret: str) -> ApiToken | None:
@@ -96,5 +131,5 @@ async def revoke_token(store: Store, team_id: str, token_id: str) -> bool:
 
 
 def _token(row: tuple) -> ApiToken:
-    token_id, team_id, role, label, created_by, created_at, last_used_at = row
-    return ApiToken(token_id, team_id, Role(role), label, created_by, created_at, last_used_at)
+    token_id, team_id, role, *rest = row
+    return ApiToken(token_id, team_id, Role(role), *rest)

@@ -23,7 +23,7 @@ from litestar.static_files import create_static_files_router
 
 from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
-from studio import passwords
+from studio import passwords, signin_limits
 from studio.routes import route_handlers
 from studio.services.runtime import Runtime
 from studio.settings import StudioSettings
@@ -46,6 +46,7 @@ SECURITY_HEADERS = (
 def create_app(settings: StudioSettings) -> Litestar:
     """A studio on the database and schema named by ``settings``."""
     passwords.configure(settings.password_cost)
+    trusted_proxies = signin_limits.trusted_networks(settings.trusted_proxies)
     stop = asyncio.Event()
     running: list[asyncio.Task[None]] = []
 
@@ -78,7 +79,7 @@ def create_app(settings: StudioSettings) -> Litestar:
         dependencies={"filters": Provide(instance_filters, sync_to_thread=False)},
         on_startup=[start],
         on_shutdown=[finish],
-        state=State({"settings": settings}),
+        state=State({"settings": settings, "trusted_proxies": trusted_proxies}),
         template_config=template_config(),
         exception_handlers={Exception: handle_error},
         openapi_config=OpenAPIConfig(

@@ -20,6 +20,10 @@ from studio.roles import Role
 
 USERNAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 TEAM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+MAX_DISPLAY_NAME = 100
+"""Characters in a person's display name (it is shown in tables and audit lists)."""
+MAX_TEAM_NAME = 100
+"""Characters in a team's name."""
 DEFAULT_TEAM = "default"
 FIRST_ADMIN = "admin"
 
@@ -96,6 +100,16 @@ def normalize_username(username: str) -> str:
     return name
 
 
+def check_display_name(display_name: str) -> str:
+    """The display name without surrounding spaces; PeopleError when it is too long."""
+    name = display_name.strip()
+    if len(name) > MAX_DISPLAY_NAME:
+        raise PeopleError(
+            f"a display name has at most {MAX_DISPLAY_NAME} characters, not {len(name)}"
+        )
+    return name
+
+
 def check_team_id(team_id: str) -> str:
     if not TEAM_ID.fullmatch(team_id):
         raise PeopleError("a team id has 1 to 63 characters: a-z, 0-9 or '-'")
@@ -105,8 +119,11 @@ def check_team_id(team_id: str) -> str:
 async def ensure_team(store: Store, team_id: str, name: str) -> Team:
     """The team, created when missing (an existing team keeps its name)."""
     check_team_id(team_id)
+    name = name.strip() or team_id
+    if len(name) > MAX_TEAM_NAME:
+        raise PeopleError(f"a team name has at most {MAX_TEAM_NAME} characters, not {len(name)}")
     async with store.connection() as conn:
-        await conn.execute(INSERT_TEAM, (team_id, name.strip() or team_id))
+        await conn.execute(INSERT_TEAM, (team_id, name))
     return Team(team_id, name)
 
 
@@ -118,8 +135,8 @@ async def create_user(
     must_change_password: bool = False,
 ) -> User:
     """A new user; PeopleError when the username is taken or the password too weak."""
-    user = User(uuid.uuid4().hex, normalize_username(username), display_name.strip())
-    password_hash = hash_password(password)
+    user = User(uuid.uuid4().hex, normalize_username(username), check_display_name(display_name))
+    password_hash = await hash_password(password, user.username)
     try:
         async with store.connection() as conn:
             await conn.execute(
@@ -155,11 +172,12 @@ async def get_user(store: Store, user_id: str) -> User | None:
 
 
 async def set_password(
-    store: Store, user_id: str, password: str, must_change_password: bool = False
+    store: Store, user: User, password: str, must_change_password: bool = False
 ) -> None:
-    password_hash = hash_password(password)
+    """PasswordRejected when the password does not meet the rules (nothing changes)."""
+    password_hash = await hash_password(password, user.username)
     async with store.connection() as conn:
-        await conn.execute(SET_PASSWORD, (password_hash, must_change_password, user_id))
+        await conn.execute(SET_PASSWORD, (password_hash, must_change_password, user.user_id))
 
 
 async def store_rehash(store: Store, user_id: str, password_hash: str, must_change: bool) -> None:
@@ -198,15 +216,16 @@ async def bootstrap_admin(store: Store) -> str | None:
     the caller, and must be changed at the first sign-in. An advisory lock keeps two
     studios starting at once from both creating an admin.
     """
+    password = generate_password()
+    password_hash = await hash_password(password, FIRST_ADMIN)
     async with store.connection() as conn:
         await conn.execute(LOCK_BOOTSTRAP)
         if await (await conn.execute(ANY_USER)).fetchone() is not None:
             return None
-        password = generate_password()
         user_id = uuid.uuid4().hex
         await conn.execute(INSERT_TEAM, (DEFAULT_TEAM, "Default team"))
         await conn.execute(
-            INSERT_USER, (user_id, FIRST_ADMIN, "Administrator", hash_password(password), True)
+            INSERT_USER, (user_id, FIRST_ADMIN, "Administrator", password_hash, True)
         )
         await conn.execute(SET_MEMBERSHIP, (user_id, DEFAULT_TEAM, Role.ADMIN.value))
     return password

@@ -35,6 +35,13 @@ class Principal:
         return self.team.team_id if self.team else ""
 
     @property
+    def person_id(self) -> str:
+        """The user acting: the signed-in person, or the creator a token stands for."""
+        if self.user is not None:
+            return self.user.user_id
+        return self.token.creator_id if self.token else ""
+
+    @property
     def must_change_password(self) -> bool:
         return self.user is not None and self.user.must_change_password
 

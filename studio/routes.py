@@ -66,6 +66,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/", signin.home, S),
     Route("GET", "/login", signin.login_page, P),
     Route("POST", "/login", signin.login, P),
+    Route("GET", "/login/join", signin.join_page, P),
+    Route("POST", "/login/join", signin.join, P),
     Route("POST", "/logout", signin.logout, S),
     Route("GET", "/account", signin.account_page, S),
     Route("POST", "/account/password", signin.change_password, S),
@@ -116,7 +118,13 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/workers", workers.workers_page, V),
     # Team settings
     Route("GET", "/settings", settings.settings_page, V),
-    Route("POST", "/settings/members", settings.add_member, ADM),
+    Route("POST", "/settings/members", settings.invite_member, ADM),
+    Route(
+        "POST",
+        "/settings/invitations/{invitation_id:str}/withdraw",
+        settings.withdraw_invitation,
+        ADM,
+    ),
     Route("POST", "/settings/members/{user_id:str}/role", settings.set_role, ADM),
     Route("POST", "/settings/members/{user_id:str}/remove", settings.remove_member, ADM),
     Route("POST", "/settings/tokens", settings.create_token, ADM),

@@ -89,6 +89,7 @@ def run_studio(
     schema: str,
     secure_cookies: bool = False,
     live_interval: float = 1.0,
+    trusted_proxies: tuple[str, ...] = (),
 ) -> int:
     """Serve the studio until interrupted; returns the exit status."""
     if str(ROOT) not in sys.path:
@@ -108,6 +109,7 @@ def run_studio(
             secure_cookies=secure_cookies,
             worker_activities=example_activities,
             live_interval=timedelta(seconds=live_interval),
+            trusted_proxies=trusted_proxies,
         )
         uvicorn.run(
             create_app(settings),
@@ -115,6 +117,7 @@ def run_studio(
             port=port,
             log_level="warning",
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            proxy_headers=False,  # the studio reads X-Forwarded-For itself, from trusted proxies
         )
     return 0
 
@@ -150,7 +153,8 @@ def create_user(
     password: str | None,
 ) -> int:
     """Create (or add to a team) a studio user; prints a one-time password when generated."""
-    from studio.passwords import PasswordRejected, generate_password
+    from studio.password_policy import PasswordRejected
+    from studio.passwords import generate_password
 
     generated = password is None
     secret = password or generate_password()

@@ -20,6 +20,9 @@ class StudioSettings:
     """Mark cookies Secure; turn on whenever the studio is served over HTTPS."""
     session_ttl: timedelta = timedelta(hours=12)
     signin_limits: SignInLimits = field(default_factory=SignInLimits)
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed when
+    counting sign-in attempts per address; by default none (the header is ignored)."""
     password_cost: Argon2Cost = field(default_factory=Argon2Cost)
     worker_activities: ActivityRegistry | None = None
     """When set, the studio runs a worker for these activities in its own process."""

@@ -40,7 +40,7 @@ async def list_tokens(request: Request) -> list[TokenOut]:
 
 async def create_token(request: Request, data: JSONBody[TokenIn]) -> TokenCreatedOut:
     secret, token = await accounts.create_token(
-        store_of(request), principal_of(request), data.label, data.role
+        store_of(request), principal_of(request), data.label, data.role, data.expires_in_days
     )
     return TokenCreatedOut(secret, token_out(token))
 

@@ -176,6 +176,8 @@ class MemberOut:
 class TokenIn:
     label: str
     role: str
+    expires_in_days: int | None = None
+    """Days until the token stops working; none (the default) for never."""
 
 
 @dataclass
@@ -186,6 +188,9 @@ class TokenOut:
     created_by: str
     created_at: datetime
     last_used_at: datetime | None
+    expires_at: datetime | None = None
+    inactive: str = ""
+    """Why the token does not work now (expired, its creator no longer an admin)."""
 
 
 @dataclass
@@ -269,4 +274,6 @@ def token_out(token: ApiToken) -> TokenOut:
         token.created_by,
         token.created_at,
         token.last_used_at,
+        token.expires_at,
+        token.inactive,
     )

@@ -1,9 +1,10 @@
 """A person's own account (password, current team) and a team's people and tokens.
 
-Team management is for the team's admins: they add people (creating an account with a
-one-time password when the username is new), change roles and remove members, and
-issue or revoke API tokens. An admin cannot remove or demote themselves, so a team
-always keeps the admin who is acting.
+Team management is for the team's admins: they invite people by username (an
+invitation with a one-time code, the same answer whether the account exists or not,
+see ``studio.invitations``), change roles and remove members, and issue or revoke API
+tokens. An admin cannot remove or demote themselves, so a team always keeps the admin
+who is acting.
 """
 
 from __future__ import annotations
@@ -11,21 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.store.store import Store
-from studio import api_tokens, people, sessions
+from studio import api_tokens, invitations, people, sessions
 from studio.api_tokens import ApiToken, TokenRejected
 from studio.errors import Invalid, NotFound
-from studio.passwords import PasswordRejected, generate_password, verify_password
-from studio.people import Member, PeopleError, User
+from studio.invitations import Invitation
+from studio.password_policy import PasswordRejected
+from studio.passwords import verify_password
+from studio.people import Member, PeopleError
 from studio.principal import Principal
 from studio.roles import Role
 
 
 @dataclass(frozen=True)
-class AddedMember:
-    user: User
-    role: Role
-    one_time_password: str = ""
-    """Set when a new account was created: shown once to the admin."""
+class Invited:
+    invitation: Invitation
+    code: str
+    """The one-time code, shown once to the admin to hand on."""
 
 
 async def change_password(
@@ -36,14 +38,14 @@ async def change_password(
     if user is None or principal.session is None:
         raise Invalid("only people signed in with a password can change it")
     found = await people.find_login(store, user.username)
-    if found is None or not verify_password(found[1], current):
+    if found is None or not await verify_password(found[1], current):
         raise Invalid("the current password is wrong")
     if new != confirm:
         raise Invalid("the new password and its confirmation differ")
     if new == current:
         raise Invalid("choose a password different from the current one")
     try:
-        await people.set_password(store, user.user_id, new)
+        await people.set_password(store, user, new)
     except PasswordRejected as rejected:
         raise Invalid(str(rejected)) from None
     await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)
@@ -61,26 +63,32 @@ async def members(store: Store, team: str) -> list[Member]:
     return await people.team_members(store, team)
 
 
-async def add_member(
+async def invite_member(
     store: Store, principal: Principal, username: str, role: str, display_name: str = ""
-) -> AddedMember:
-    """Add a person to the acting admin's team, creating their account if new."""
+) -> Invited:
+    """Invite a username to the acting admin's team (see ``studio.invitations``).
+
+    The answer never depends on whether the username has an account.
+    """
     role_value = _role(role)
     try:
         name = people.normalize_username(username)
-        found = await people.find_login(store, name)
-        password = ""
-        if found is None:
-            password = generate_password()
-            user = await people.create_user(
-                store, name, password, display_name, must_change_password=True
-            )
-        else:
-            user = found[0]
+        display = people.check_display_name(display_name)
     except PeopleError as error:
         raise Invalid(str(error)) from None
-    await people.set_membership(store, user.user_id, principal.team_id, role_value)
-    return AddedMember(user, role_value, password)
+    code, invitation = await invitations.invite(
+        store, principal.team_id, name, display, role_value, principal.actor
+    )
+    return Invited(invitation, code)
+
+
+async def pending_invitations(store: Store, team: str) -> list[Invitation]:
+    return await invitations.pending(store, team)
+
+
+async def withdraw_invitation(store: Store, team: str, invitation_id: str) -> None:
+    if not await invitations.withdraw(store, team, invitation_id):
+        raise NotFound("no such pending invitation in this team")
 
 
 async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> None:
@@ -102,11 +110,18 @@ async def tokens(store: Store, team: str) -> list[ApiToken]:
 
 
 async def create_token(
-    store: Store, principal: Principal, label: str, role: str
+    store: Store, principal: Principal, label: str, role: str, expires_in_days: int | None = None
 ) -> tuple[str, ApiToken]:
+    """A token of the acting admin's team that works while that admin stays one."""
     try:
         return await api_tokens.create_token(
-            store, principal.team_id, _role(role), label, principal.actor
+            store,
+            principal.team_id,
+            _role(role),
+            label,
+            principal.actor,
+            principal.person_id,
+            expires_in_days,
         )
     except TokenRejected as rejected:
         raise Invalid(str(rejected)) from None

@@ -1,4 +1,4 @@
-"""The Settings page: the team's members and API tokens (managed by admins)."""
+"""The Settings page: the team's members, invitations and API tokens (managed by admins)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from litestar import Request
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
+from studio.api_tokens import MAX_DAYS
 from studio.errors import Invalid
+from studio.people import MAX_DISPLAY_NAME
 from studio.roles import Access, Role
 from studio.services import accounts
 from studio.web.rendering import form_values, page, principal_of, see_other, store_of
@@ -25,7 +27,12 @@ async def _settings(request: Request, status: int = 200, **extra: Any) -> Templa
         status=status,
         members=await accounts.members(store, principal.team_id),
         tokens=await accounts.tokens(store, principal.team_id) if is_admin else [],
+        invitations=await accounts.pending_invitations(store, principal.team_id)
+        if is_admin
+        else [],
+        max_display_name=MAX_DISPLAY_NAME,
         roles=[r.value for r in Role],
+        token_max_days=MAX_DAYS,
         **extra,
     )
 
@@ -34,10 +41,10 @@ async def settings_page(request: Request) -> Template:
     return await _settings(request)
 
 
-async def add_member(request: Request) -> Template:
+async def invite_member(request: Request) -> Template:
     values = await form_values(request)
     try:
-        added = await accounts.add_member(
+        invited = await accounts.invite_member(
             store_of(request),
             principal_of(request),
             values.get("username", ""),
@@ -46,7 +53,13 @@ async def add_member(request: Request) -> Template:
         )
     except Invalid as invalid:
         return await _settings(request, 422, error=str(invalid))
-    return await _settings(request, added=added)
+    return await _settings(request, invited=invited)
+
+
+async def withdraw_invitation(request: Request, invitation_id: FromPath[str]) -> Redirect:
+    team = principal_of(request).team_id
+    await accounts.withdraw_invitation(store_of(request), team, invitation_id)
+    return see_other("/settings")
 
 
 async def set_role(request: Request, user_id: FromPath[str]) -> Template | Redirect:
@@ -76,10 +89,21 @@ async def create_token(request: Request) -> Template:
             principal_of(request),
             values.get("label", ""),
             values.get("role", ""),
+            _days(values.get("expires_in_days", "")),
         )
     except Invalid as invalid:
         return await _settings(request, 422, error=str(invalid))
     return await _settings(request, new_token=secret, new_token_record=token)
+
+
+def _days(value: str) -> int | None:
+    """The form's token expiry in days; empty means never."""
+    text = value.strip()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit() and len(text) <= len(str(MAX_DAYS)):
+        return int(text)
+    raise Invalid(f"a token expires in a whole number of days from 1 to {MAX_DAYS}, or never")
 
 
 async def revoke_token(request: Request, token_id: FromPath[str]) -> Redirect:

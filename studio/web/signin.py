@@ -17,6 +17,7 @@ from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromQuery
 from litestar.response import Redirect, Template
 
+from studio import signin_limits
 from studio.errors import Invalid
 from studio.services import accounts, signin
 from studio.sessions import COOKIE
@@ -44,16 +45,15 @@ def _safe_next(target: str | None) -> str:
 def _login_page(
     request: Request, next_path: str, error: str = "", status: int = 200, username: str = ""
 ) -> Template:
-    token = secrets.token_urlsafe(24)
-    response = page(
-        request,
-        "signin/login.html",
-        status=status,
-        login_token=token,
-        next_path=next_path,
-        error=error,
-        username=username,
+    return _form_page(
+        request, "signin/login.html", status, next_path=next_path, error=error, username=username
     )
+
+
+def _form_page(request: Request, template: str, status: int, **context: str) -> Template:
+    """A public form (sign in, join) carrying a fresh login token, and its cookie."""
+    token = secrets.token_urlsafe(24)
+    response = page(request, template, status=status, login_token=token, **context)
     response.cookies.append(
         Cookie(
             key=LOGIN_COOKIE,
@@ -73,16 +73,49 @@ async def login_page(request: Request, next: FromQuery[str | None] = None) -> Te
     return _login_page(request, _safe_next(next))
 
 
-async def login(request: Request) -> Template | Redirect:
+async def _public_form(request: Request) -> dict[str, str]:
+    """The posted values of a sign-in or join form, once its login token matches."""
     values = await form_values(request)
     expected = request.cookies.get(LOGIN_COOKIE, "")
     sent = values.get(LOGIN_FIELD, "")
     if not expected or not hmac.compare_digest(sent, expected):
         raise PermissionDeniedException("the sign-in form expired; reload the page and try again")
+    return values
+
+
+def _client(request: Request) -> str:
+    """The address sign-in limits count against (``signin_limits.client_address``)."""
+    return signin_limits.client_address(
+        request.client.host if request.client else "unknown",
+        request.headers.get("x-forwarded-for", ""),
+        request.app.state.trusted_proxies,
+    )
+
+
+def _session_cookie(request: Request, done: signin.SignedIn) -> Cookie:
+    settings = request.app.state.settings
+    return Cookie(
+        key=COOKIE,
+        value=done.cookie,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=settings.secure_cookies,
+        max_age=int(settings.session_ttl.total_seconds()),
+    )
+
+
+def _throttled(response: Template, throttled: SignInThrottled) -> Template:
+    response.headers["Retry-After"] = str(throttled.retry_after)
+    return response
+
+
+async def login(request: Request) -> Template | Redirect:
+    values = await _public_form(request)
     settings = request.app.state.settings
     username = values.get("username", "")
     next_path = _safe_next(values.get("next"))
-    client = request.client.host if request.client else "unknown"
+    client = _client(request)
     try:
         done = await signin.sign_in(
             store_of(request),
@@ -93,27 +126,41 @@ async def login(request: Request) -> Template | Redirect:
             client,
         )
     except SignInThrottled as throttled:
-        response = _login_page(request, next_path, str(throttled).capitalize() + ".", 429, username)
-        response.headers["Retry-After"] = str(throttled.retry_after)
-        return response
+        error = str(throttled).capitalize() + "."
+        return _throttled(_login_page(request, next_path, error, 429, username), throttled)
     except signin.SignInFailed:
         return _login_page(request, next_path, "Wrong username or password.", 401, username)
     target = "/account" if done.user.must_change_password else next_path
-    return Redirect(
-        target,
-        status_code=303,
-        cookies=[
-            Cookie(
-                key=COOKIE,
-                value=done.cookie,
-                path="/",
-                httponly=True,
-                samesite="lax",
-                secure=settings.secure_cookies,
-                max_age=int(settings.session_ttl.total_seconds()),
-            )
-        ],
-    )
+    return Redirect(target, status_code=303, cookies=[_session_cookie(request, done)])
+
+
+async def join_page(request: Request) -> Template:
+    return _form_page(request, "signin/join.html", 200, username="", error="")
+
+
+async def join(request: Request) -> Template | Redirect:
+    """Redeem an invitation code (``studio.invitations``) and sign in to its team."""
+    values = await _public_form(request)
+    settings = request.app.state.settings
+    username = values.get("username", "")
+    try:
+        done = await signin.join(
+            store_of(request),
+            settings.signin_limits,
+            settings.session_ttl,
+            username,
+            values.get("code", ""),
+            values.get("password", ""),
+            _client(request),
+        )
+    except SignInThrottled as throttled:
+        error = str(throttled).capitalize() + "."
+        page = _form_page(request, "signin/join.html", 429, username=username, error=error)
+        return _throttled(page, throttled)
+    except (signin.JoinFailed, signin.JoinRejected) as refused:
+        error = str(refused).capitalize() + "."
+        return _form_page(request, "signin/join.html", 422, username=username, error=error)
+    return Redirect("/definitions", status_code=303, cookies=[_session_cookie(request, done)])
 
 
 async def logout(request: Request) -> Redirect:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import uuid
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from studio import drafts
 from studio.roles import Role
-from tests.browser.conftest import sign_in
-from tests.studio.live import LiveStudio, definition
+from tests.browser.conftest import TIMEOUT_MS, sign_in
+from tests.studio.live import PASSWORD, LiveStudio, definition
 
 
 def csrf_of(page: Page) -> str:
@@ -115,3 +115,34 @@ def test_narrow_windows_stack_the_editor(page: Page, studio: LiveStudio) -> None
     inspector = page.get_by_role("complementary", name="Inspector").bounding_box()
     assert canvas and inspector and inspector["y"] >= canvas["y"] + canvas["height"] - 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
+
+
+def test_an_invited_person_joins_the_team_with_the_code(
+    page: Page, browser: Browser, studio: LiveStudio
+) -> None:
+    team = studio.team("invites", "Invited Team")
+    sign_in(page, studio.user(team, Role.ADMIN))
+    page.goto("/settings")
+    newcomer = f"ada-{uuid.uuid4().hex[:6]}"
+    page.locator("#member-username").fill(newcomer)
+    page.locator("#member-role").select_option("author")
+    page.get_by_role("button", name="Invite").click()
+    expect(page.locator("#member-invited")).to_contain_text(f"{newcomer} is invited to")
+    code = page.locator("#invitation-code").inner_text()
+    expect(page.locator("#invitations-table")).to_contain_text(newcomer)
+
+    context = browser.new_context(base_url=studio.url)
+    context.set_default_timeout(TIMEOUT_MS)
+    joining = context.new_page()
+    joining.goto("/login")
+    joining.get_by_role("link", name="Join with your invitation code").click()
+    joining.get_by_label("Username").fill(newcomer)
+    joining.get_by_label("Invitation code").fill(code)
+    joining.get_by_label("Password").fill(PASSWORD)
+    joining.get_by_role("button", name="Join").click()
+    joining.wait_for_url("**/definitions")
+    expect(joining.get_by_text("Invited Team").first).to_be_visible()
+    context.close()
+    page.goto("/settings")
+    expect(page.locator("#members-table")).to_contain_text(newcomer)
+    expect(page.locator("#invitations-table")).to_have_count(0)

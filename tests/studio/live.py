@@ -218,7 +218,7 @@ def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
     """A studio on a fresh schema, served on a free port until the block ends."""
     schema = f"studio_{uuid.uuid4().hex[:12]}"
     apply_migrations(dsn, schema)
-    limits = settings.pop("signin_limits", SignInLimits(per_username=5, per_client=100_000))
+    limits = settings.pop("signin_limits", SignInLimits(per_client=100_000, per_user=100_000))
     cost = Argon2Cost(time_cost=1, memory_cost_kib=1024, parallelism=1)  # fast, same code
     app = create_app(
         StudioSettings(dsn, schema, signin_limits=limits, password_cost=cost, **settings)
@@ -226,7 +226,9 @@ def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, proxy_headers=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -33,6 +33,7 @@ PLACEHOLDERS = {
     "{action:str}": "pause",
     "{job_id:str}": "no-such-job",
     "{drill_id:str}": "D1-kill-after_handler-s0",
+    "{invitation_id:str}": "no-such-invitation",
 }
 """Path values that name nothing real: the answer is then 404/409/422, never 401/403
 for an allowed role (and never a server error)."""
@@ -80,7 +81,9 @@ class World:
             path = path.replace(name, value)
         if "{token_id:str}" in path:
             _, token = self.studio.run(
-                lambda store: api_tokens.create_token(store, self.team, Role.VIEWER, "t", "seed")
+                lambda store: api_tokens.create_token(
+                    store, self.team, Role.VIEWER, "t", "seed", creator_id=""
+                )
             )
             path = path.replace("{token_id:str}", token.token_id)
         assert "{" not in path, f"no value for a parameter of {route.path}"
@@ -134,7 +137,7 @@ def call(world: World, route: Route, role: Role | None) -> httpx.Response:
     if route.is_api:
         return client.request(route.method, path, json={}, headers={"X-CSRF-Token": client.csrf})
     data = {"_csrf": client.csrf}
-    if route.path == "/login":  # the sign-in form carries its own token
+    if route.path.startswith("/login"):  # the sign-in and join forms carry their own token
         anonymous = world.studio.client()
         data |= {
             "_login": login_token(anonymous.get("/login")),
@@ -151,7 +154,7 @@ def test_route_answers_each_caller_as_its_rule_says(
     world: World, route: Route, role: Role | None
 ) -> None:
     response = call(world, route, role)
-    if route.path in ("/logout", "/login"):
+    if route.path in ("/logout", "/login", "/login/join"):
         world.forget(role)  # that client's session ended or changed
     status = response.status_code
     assert status < 500, response.text[:500]

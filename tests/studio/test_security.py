@@ -5,8 +5,15 @@ from __future__ import annotations
 import re
 import uuid
 
+import httpx
+
+from engine.store.store import Store
+from studio import people
 from studio.roles import Role
 from tests.studio.live import PASSWORD, LiveStudio, definition, login_token
+
+EXPIRY = "expires_in_days"
+EXPIRE = "UPDATE studio_api_tokens SET expires_at = now() - interval '1 s' WHERE token_id = %s"
 
 
 def test_sign_in_sets_an_httponly_samesite_session_cookie(studio: LiveStudio) -> None:
@@ -167,3 +174,72 @@ def test_login_redirects_only_to_local_pages(studio: LiveStudio) -> None:
         data={"_login": token, "username": username, "password": PASSWORD, "next": "//evil.test/"},
     )
     assert response.headers["location"] == "/definitions"
+
+
+def test_a_common_password_or_one_containing_the_username_is_refused(studio: LiveStudio) -> None:
+    team = studio.team()
+    username = studio.user(team, Role.VIEWER)
+    client = studio.client(username)
+    for new, why in (
+        ("Password 1234", "on the list of the most common passwords"),
+        ("qwertyuiop", "on the list of the most common passwords"),
+        (f"my {username.upper()} secret", "must not contain the username"),
+    ):
+        fields = {"current": PASSWORD, "new": new, "confirm": new}
+        refused = client.form("/account/password", fields)
+        assert refused.status_code == 422 and why in refused.text, new
+    assert studio.client().sign_in(username).status_code == 303  # the password is unchanged
+
+
+def _new_token(page: httpx.Response) -> dict[str, str]:
+    match = re.search(r'id="new-token">([^<]+)<', page.text)
+    assert match, "no token was created"
+    return {"Authorization": f"Bearer {match.group(1)}"}
+
+
+def test_an_api_token_stops_working_when_it_expires(studio: LiveStudio) -> None:
+    team = studio.team()
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    for days, said in (("0", "1 to 366 days"), ("soon", "whole number of days")):
+        refused = admin.form("/settings/tokens", {"label": "ci", "role": "viewer", EXPIRY: days})
+        assert refused.status_code == 422 and said in refused.text
+    bearer = _new_token(
+        admin.form("/settings/tokens", {"label": "ci", "role": "viewer", EXPIRY: "30"})
+    )
+    api = studio.client()
+    assert api.get("/api/me", headers=bearer).status_code == 200
+    token_id = bearer["Authorization"].split("_")[1]
+    studio.run(lambda store: _expire(store, token_id))
+    assert api.get("/api/me", headers=bearer).status_code == 401
+    assert "inactive: expired" in admin.get("/settings").text
+
+
+async def _expire(store: Store, token_id: str) -> None:
+    async with store.connection() as conn:
+        await conn.execute(EXPIRE, (token_id,))
+
+
+def test_an_api_token_works_only_while_its_creator_is_an_admin_of_the_team(
+    studio: LiveStudio,
+) -> None:
+    team = studio.team()
+    creator = studio.user(team, Role.ADMIN)
+    other = studio.client(studio.user(team, Role.ADMIN))
+    first = _new_token(
+        studio.client(creator).form("/settings/tokens", {"label": "a", "role": "admin"})
+    )
+    api = studio.client()
+    made = api.post("/api/tokens", json={"label": "b", "role": "viewer"}, headers=first)
+    assert made.status_code == 201 and made.json()["record"]["expires_at"] is None
+    second = {"Authorization": f"Bearer {made.json()['token']}"}  # stands for the creator too
+    found = studio.run(lambda store: people.find_login(store, creator))
+    creator_id = found[0].user_id
+
+    demoted = other.form(f"/settings/members/{creator_id}/role", {"role": "operator"})
+    assert demoted.status_code == 303
+    assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [401, 401]
+    assert "its creator is no longer an admin of this team" in other.get("/settings").text
+    other.form(f"/settings/members/{creator_id}/role", {"role": "admin"})
+    assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [200, 200]
+    assert other.form(f"/settings/members/{creator_id}/remove").status_code == 303
+    assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [401, 401]

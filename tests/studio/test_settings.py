@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import re
 import uuid
 
+import httpx
 import pytest
 
 from engine.cli import main
 from studio import people
+from studio.people import MAX_DISPLAY_NAME
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
 
 
-def test_an_admin_adds_a_person_who_must_choose_a_password(studio: LiveStudio) -> None:
+def test_an_admin_invites_a_new_person_who_joins_by_choosing_a_password(
+    studio: LiveStudio,
+) -> None:
     team = studio.team("people")
     admin = studio.client(studio.user(team, Role.ADMIN))
     newcomer = f"grace-{uuid.uuid4().hex[:6]}"
@@ -21,16 +26,72 @@ def test_an_admin_adds_a_person_who_must_choose_a_password(studio: LiveStudio) -
         "/settings/members", {"username": newcomer, "display_name": "Grace", "role": "author"}
     )
     assert page.status_code == 200
-    assert f"{newcomer}</strong> is now author" in page.text
-    password = re.search(r'id="one-time-password">([^<]+)<', page.text).group(1)
+    assert f"{newcomer}</strong> is invited to" in page.text and "as author" in page.text
+    code = _code(page)
+    assert newcomer not in admin.get("/api/members").text  # a member once they join
+    assert newcomer in admin.get("/settings").text  # pending
+
     grace = studio.client()
-    assert grace.sign_in(newcomer, password).headers["location"] == "/account"
+    weak = _join(grace, newcomer, code, "password1234")
+    assert weak.status_code == 422 and "most common passwords" in weak.text
+    joined = _join(grace, newcomer, code, PASSWORD)
+    assert joined.status_code == 303 and joined.headers["location"] == "/definitions"
+    me = grace.get("/api/me").json()
+    assert (me["actor"], me["team"], me["role"]) == (newcomer, team, "author")
+    assert _join(studio.client(), newcomer, code, PASSWORD).status_code == 422  # used up
+    assert "Grace" in admin.get("/api/members").text
 
     user_id = _user_id(studio, newcomer)
     assert admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"}).status_code == 303
     assert "viewer" in admin.get("/api/members").text
     assert admin.form(f"/settings/members/{user_id}/remove").status_code == 303
     assert newcomer not in admin.get("/settings").text
+
+
+def test_inviting_an_existing_name_answers_exactly_as_for_an_unknown_one(
+    studio: LiveStudio,
+) -> None:
+    elsewhere, team = studio.team("elsewhere"), studio.team("inviting")
+    existing = studio.user(elsewhere, Role.VIEWER, display_name="Secret Name")
+    unknown = f"viewer-{uuid.uuid4().hex[:8]}"  # shaped like the existing one
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    answers = []
+    for name in (existing, unknown):
+        page = admin.form("/settings/members", {"username": name, "role": "operator"})
+        answers.append((page.status_code, _invited_block(page, name)))
+    assert answers[0] == answers[1]
+    assert "Secret Name" not in admin.get("/settings").text
+    assert existing not in admin.get("/api/members").text
+
+    code = _code(admin.form("/settings/members", {"username": existing, "role": "operator"}))
+    wrong = _join(studio.client(), existing, code, "not her password at all")
+    assert wrong.status_code == 422 and "or the password is wrong" in wrong.text
+    joined = studio.client()
+    assert _join(joined, existing, code, PASSWORD).status_code == 303
+    assert joined.get("/api/me").json()["team"] == team
+    assert existing in admin.get("/api/members").text
+
+
+def _code(page: httpx.Response) -> str:
+    match = re.search(r'id="invitation-code">([^<]+)<', page.text)
+    assert match, "no invitation code was shown"
+    return match.group(1)
+
+
+def _invited_block(page: httpx.Response, name: str) -> str:
+    """The answer to an invitation, with what differs by nature (name, code, time) masked."""
+    match = re.search(
+        r'<div class="alert ok" role="status" id="member-invited">.*?</div>', page.text, re.S
+    )
+    assert match, "no invitation was answered"
+    block = match.group(0).replace(name, "NAME").replace(_code(page), "CODE")
+    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "TIME", block)
+
+
+def _join(client: SignedInClient, username: str, code: str, password: str) -> httpx.Response:
+    token = login_token(client.get("/login/join"))
+    fields = {"_login": token, "username": username, "code": code, "password": password}
+    return client.post("/login/join", data=fields)
 
 
 def _user_id(studio: LiveStudio, username: str) -> str:
@@ -81,3 +142,27 @@ def test_wayline_user_create_adds_an_account_with_a_one_time_password(
     again = main(["user", "create", name, *database])
     assert again == 1
     assert "is taken" in capsys.readouterr().err
+
+
+def test_a_display_name_over_the_limit_is_refused_saying_the_limit(studio: LiveStudio) -> None:
+    team = studio.team("names")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    newcomer = f"long-{uuid.uuid4().hex[:6]}"
+    page = admin.form(
+        "/settings/members",
+        {"username": newcomer, "display_name": "x" * (MAX_DISPLAY_NAME + 1), "role": "viewer"},
+    )
+    assert page.status_code == 422
+    assert f"a display name has at most {MAX_DISPLAY_NAME} characters" in page.text
+    assert newcomer not in admin.get("/api/members").text
+
+
+def test_wayline_user_create_refuses_a_common_password(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"cli-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setattr("sys.stdin", io.StringIO("password1234\n"))
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    assert main(["user", "create", name, "--password-stdin", *database]) == 1
+    assert "on the list of the most common passwords" in capsys.readouterr().err
+    assert studio.run(lambda store: people.find_login(store, name)) is None
