@@ -8,10 +8,12 @@ from dataclasses import replace
 import pytest
 
 from engine.client import Client, StartConflict
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition
 from engine.errors import DefinitionNotFound
 from engine.store import catalog, reads
 from engine.store.store import Store
-from tests.integration.transition_builders import single_definition
+from tests.integration.transition_builders import RETRY, single_definition
 
 
 @pytest.fixture
@@ -104,3 +106,28 @@ async def test_instances_and_their_work_carry_the_starting_team(store: Store) ->
     listed = await reads.list_instances(store, tenant="red")
     assert [r.instance_id for r in listed.rows] == ["team-order"]
     assert (await reads.list_instances(store, tenant="blue")).rows == ()
+
+
+def parent_of(child: Definition, name: str = "store-parent") -> Definition:
+    """A definition whose one step runs ``child`` pinned to its exact version."""
+    step = {"name": "kid", "kind": "child", "target": child.name, "timeout": "1m"}
+    step |= {"input_limit": 1024, "result_limit": 1024, "retry": RETRY}
+    pin = {"name": child.name, "version": child.version, "fingerprint": child.fingerprint}
+    document = {"name": name, "version": "1", "mode": "orchestration"}
+    return parse_definition(document | {"steps": [step | {"child_definition": pin}]})
+
+
+async def test_a_child_must_pin_a_version_the_team_published(store: Store) -> None:
+    child = single_definition("1")
+    with pytest.raises(catalog.ChildDefinitionNotFound) as missing:
+        await catalog.publish(store, parent_of(child), "bob", team="blue")
+    await catalog.publish(store, child, "alice", team="red")
+
+    with pytest.raises(catalog.ChildDefinitionNotFound) as theirs:
+        await catalog.publish(store, parent_of(child), "bob", team="blue")
+
+    assert str(theirs.value) == str(missing.value)  # says nothing of red's version
+    assert "kid pins child definition store-single@1" in str(theirs.value)
+    assert "not published in this team" in str(theirs.value)
+    assert await catalog.versions(store, team="blue") == []
+    assert await catalog.publish(store, parent_of(child), "alice", team="red")
