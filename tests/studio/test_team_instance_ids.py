@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from engine.activities import ActivityRegistry
+from engine.limits import MAX_IDENTIFIER_LENGTH
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition, serve_studio
@@ -142,3 +143,20 @@ def test_a_child_id_cannot_be_taken_before_its_parent_starts_it(working: LiveStu
     events = reds.get(f"/api{instance_url(parent)}/history").json()["events"]
     assert {e["instance_id"] for e in events} == {parent}
     assert kid in {e.get("successor_id") for e in events}
+
+
+def test_an_id_too_long_with_the_teams_prefix_is_refused_with_the_limit(
+    studio: LiveStudio,
+) -> None:
+    team = studio.team("red")
+    client = operator(studio, team)
+    flow = published(studio, team)
+    limit = MAX_IDENTIFIER_LENGTH - len(team) - 1
+
+    refused = start(client, flow, "x" * (limit + 1))
+
+    assert refused.status_code == 422
+    assert refused.json()["error"] == (
+        f"the instance id is {limit + 1} characters; this team's ids have at most {limit}"
+    )
+    assert start(client, flow, "x" * limit).status_code == 201
