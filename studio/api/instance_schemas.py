@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.events import Event, event_to_json
 from engine.identifiers import local_instance_id
 from engine.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
 from studio.services.instance_detail import AttemptRow, InstanceDetail
+from studio.services.instance_history import event_document
 
 
 @dataclass
@@ -225,13 +225,4 @@ def _step_out(detail: InstanceDetail, name: str, kind: str) -> StepStateOut:
 
 
 def history_out(page: HistoryPage, team: str) -> HistoryOut:
-    return HistoryOut([_event_out(e, team) for e in page.events], page.next_after)
-
-
-def _event_out(event: Event, team: str) -> dict[str, Any]:
-    """An event as JSON, its instance and successor (child or parent) ids the team's."""
-    document = event_to_json(event)
-    for name in ("instance_id", "successor_id"):
-        if name in document:
-            document[name] = local_instance_id(team, document[name])
-    return document
+    return HistoryOut([event_document(e, team) for e in page.events], page.next_after)

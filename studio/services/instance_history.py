@@ -86,17 +86,27 @@ async def history_page(
 async def export(runtime: Runtime, team: str, instance_id: str) -> AsyncIterator[bytes]:
     """The whole history as a JSON array, streamed (the team is checked first)."""
     row = await require_row(runtime, team, instance_id)
-    return _json_array(reads.export_history(runtime.store, row.instance_id))
+    return _json_array(reads.export_history(runtime.store, row.instance_id), team)
 
 
-async def _json_array(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def _json_array(events: AsyncIterator[Event], team: str) -> AsyncIterator[bytes]:
     first = True
     yield b"[\n"
     async for event in events:
         prefix = "" if first else ",\n"
         first = False
-        yield (prefix + json.dumps(event_to_json(event))).encode()
+        yield (prefix + json.dumps(event_document(event, team))).encode()
     yield b"\n]\n"
+
+
+def event_document(event: Event, team: str) -> dict[str, Any]:
+    """An event as JSON, its instance and successor (child or parent) ids the ones
+    ``team`` knows (keys stay as activity handlers receive them)."""
+    document = event_to_json(event)
+    for name in ("instance_id", "successor_id"):
+        if name in document:
+            document[name] = local_instance_id(team, document[name])
+    return document
 
 
 @dataclass(frozen=True)
@@ -119,12 +129,10 @@ def event_views(events: Iterable[Event], team: str = "") -> list[EventView]:
 
 
 def _view(event: Event, team: str) -> EventView:
-    document = event_to_json(event)
+    document = event_document(event, team)
     data = document.pop("data", None)
     for name in ("sequence", "instance_id", "kind", "occurred_at", "step"):
         document.pop(name, None)
-    if "successor_id" in document:
-        document["successor_id"] = local_instance_id(team, document["successor_id"])
     fields = tuple((k, v if isinstance(v, str) else json.dumps(v)) for k, v in document.items())
     shown = "" if data is None else json.dumps(data, sort_keys=True)
     return EventView(event, fields, shown)

@@ -140,9 +140,12 @@ def test_a_child_id_cannot_be_taken_before_its_parent_starts_it(working: LiveStu
     assert (
         f'<a href="{instance_url(parent)}"><code>{parent}</code></a>' in reds.get("/instances").text
     )
-    events = reds.get(f"/api{instance_url(parent)}/history").json()["events"]
-    assert {e["instance_id"] for e in events} == {parent}
-    assert kid in {e.get("successor_id") for e in events}
+    for events in (
+        reds.get(f"/api{instance_url(parent)}/history").json()["events"],
+        reds.get(instance_url(parent, "/history.json")).json(),
+    ):
+        assert {e["instance_id"] for e in events} == {parent}
+        assert kid in {e.get("successor_id") for e in events}
 
 
 def test_an_id_too_long_with_the_teams_prefix_is_refused_with_the_limit(
