@@ -4,7 +4,10 @@ The child lives in the same database, so whether it exists is never a guess: its
 transition has a fixed id (``<child>#start``), and a redelivered start simply looks
 again. The parent records ``child_start_attempted`` before creating the child and
 ``child_started`` after; a child id already taken by an unrelated instance is a known,
-non-retryable start failure.
+non-retryable start failure. So is a child version the parent's team did not publish:
+the child would run under the parent's team, and another team's graph and targets are
+not its to run (publishing refuses such a pin; this catches versions published before
+that check, or written around it).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from engine import decisions, lifecycle
 from engine.events import EventKind
 from engine.instance import ChildStatus, InstanceStatus
 from engine.orchestration import decide
-from engine.store import reads
+from engine.store import catalog, reads
 from engine.store.errors import DuplicateTransition, InstanceExists
 
 if TYPE_CHECKING:
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 C = ChildStatus
 CHILD_ID_TAKEN = "child-id-taken"
+CHILD_DEFINITION_NOT_FOUND = "child-definition-not-found"
 
 
 async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
@@ -70,7 +74,11 @@ async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
 
 
 async def _create(ctx: Context, parent, child) -> str | None:
-    """Create the child (or find it); a failure code when the id belongs to another."""
+    """Create the child (or find it); a failure code when the id belongs to another, or
+    the pinned version to another team."""
+    owner = await reads.get_instance(ctx.store, parent.instance_id)
+    if not await catalog.owns(ctx.store, child.definition, owner.tenant_id):
+        return CHILD_DEFINITION_NOT_FOUND
     registry = await ctx.registries.get()
     definition = registry.resolve(child.definition)
     now = max(ctx.store.now(), parent.updated_at)
@@ -84,7 +92,6 @@ async def _create(ctx: Context, parent, child) -> str | None:
     )
     decide(draft)
     try:
-        owner = await reads.get_instance(ctx.store, parent.instance_id)  # same team
         await ctx.store.commit(draft.build("start"), owner.tenant_id)
     except (InstanceExists, DuplicateTransition):
         existing = await reads.inspect(ctx.store, registry, child.child_id)

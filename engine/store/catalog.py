@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from engine.definition_validation import parse_definition
@@ -45,6 +46,11 @@ ONE_VERSION = """
 SELECT version, fingerprint, deprecated FROM definitions
 WHERE name = %(name)s AND version = %(version)s
 """
+OWNED_VERSION = """
+SELECT 1 FROM definitions
+WHERE name = %(name)s AND version = %(version)s AND fingerprint = %(fingerprint)s
+  AND team_id = %(team)s
+"""
 DEPRECATE = """
 UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
 RETURNING 1
@@ -53,6 +59,11 @@ RETURNING 1
 
 class DefinitionConflict(StoreError):
     """This name and version are already published with other content."""
+
+
+class ChildDefinitionNotFound(DefinitionNotFound):
+    """A child step pins a version its team has not published (missing, another
+    fingerprint, or another team's: the message is the same for all three)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
     """Publish a version; True when new, False when the same content was already there.
 
     A name belongs to the team that first published it; another team gets a conflict.
+    Every child step must pin a version this team published (``_require_child``).
     """
     params = {
         "name": definition.name,
@@ -79,6 +91,9 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
         "team": team,
     }
     async with store.connection() as conn:
+        for step in definition.steps:
+            if step.child_definition is not None:
+                await _require_child(conn, step.name, step.child_definition, team)
         if await (await conn.execute(PUBLISH, params)).fetchone() is not None:
             return True
         existing = await (await conn.execute(EXISTING_VERSION, params)).fetchone()
@@ -90,6 +105,32 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
     raise DefinitionConflict(
         f"{definition.ref} is already published with other content; publish a new version instead"
     )
+
+
+async def owns(store: Store, ref: DefinitionRef, team: str) -> bool:
+    """Whether ``team`` published exactly ``ref`` (name, version and fingerprint)."""
+    async with store.reading() as conn:
+        return await _owns(conn, ref, team)
+
+
+async def _owns(conn: psycopg.AsyncConnection, ref: DefinitionRef, team: str) -> bool:
+    params = {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
+    row = await (await conn.execute(OWNED_VERSION, {**params, "team": team})).fetchone()
+    return row is not None
+
+
+async def _require_child(
+    conn: psycopg.AsyncConnection, step: str, ref: DefinitionRef, team: str
+) -> None:
+    """Refuse a child pinned to a version this team did not publish. A child runs under
+    its parent's team, so pinning another team's version would run that team's graph
+    and targets; the message is the same whether the version is missing or another
+    team's, so publishing cannot be used to learn what other teams have."""
+    if not await _owns(conn, ref, team):
+        raise ChildDefinitionNotFound(
+            f"step {step} pins child definition {ref.name}@{ref.version} with fingerprint "
+            f"{ref.fingerprint[:12]}, which is not published in this team; publish it first"
+        )
 
 
 async def versions(store: Store, team: str | None = None) -> list[PublishedVersion]:

@@ -25,7 +25,7 @@ async def list_dead_letters(
     principal = principal_of(request)
     found = await dead_letters.page(runtime_of(request), principal.team_id, code, after)
     return DeadLetterPageOut(
-        [dead_letter_out(v) for v in found.items],
+        [dead_letter_out(v, principal.team_id) for v in found.items],
         [group_out(g) for g in found.groups],
         found.next_cursor or None,
     )
@@ -42,4 +42,4 @@ async def resolve(request: Request, data: JSONBody[ResolveIn]) -> list[ItemResul
     results = await dead_letters.resolve(
         runtime_of(request), principal.team_id, principal.actor, fences, resolution
     )
-    return [result_out(r) for r in results]
+    return [result_out(r, principal.team_id) for r in results]

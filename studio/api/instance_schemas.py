@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.events import event_to_json
+from engine.identifiers import local_instance_id
 from engine.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
 from studio.services.instance_detail import AttemptRow, InstanceDetail
+from studio.services.instance_history import event_document
 
 
 @dataclass
@@ -145,9 +146,10 @@ class CommandIn:
     evidence: Any = None
 
 
-def instance_out(row: InstanceRow) -> InstanceOut:
+def instance_out(row: InstanceRow, team: str) -> InstanceOut:
+    """An instance of ``team`` in a list (every id here is the one the team knows)."""
     return InstanceOut(
-        row.instance_id,
+        local_instance_id(team, row.instance_id),
         row.definition.name,
         row.definition.version,
         row.definition.fingerprint,
@@ -178,13 +180,15 @@ def attempt_out(row: AttemptRow) -> AttemptOut:
     )
 
 
-def detail_out(detail: InstanceDetail) -> InstanceDetailOut:
+def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
     state = detail.state
     ref = state.definition
     document = instance_to_json(state)
+    for child in document["children"]:
+        child["child_id"] = local_instance_id(team, child["child_id"])
     compensations = sorted(document["compensations"], key=lambda c: c["scheduled_sequence"])
     return InstanceDetailOut(
-        id=state.instance_id,
+        id=local_instance_id(team, state.instance_id),
         status=state.status.label,
         definition={"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint},
         sequence=state.sequence,
@@ -195,7 +199,7 @@ def detail_out(detail: InstanceDetail) -> InstanceDetailOut:
         result=state.value("result"),
         failure_code=state.failure_code,
         failure_step=state.failure_step,
-        parent_id=state.parent_id or None,
+        parent_id=local_instance_id(team, state.parent_id) or None,
         parent_step=state.parent_step or None,
         steps=[_step_out(detail, step.name, step.kind.value) for step in detail.definition.steps],
         attempts=[attempt_out(a) for a in detail.attempts],
@@ -220,5 +224,5 @@ def _step_out(detail: InstanceDetail, name: str, kind: str) -> StepStateOut:
     return StepStateOut(name, kind, found.state, found.note)
 
 
-def history_out(page: HistoryPage) -> HistoryOut:
-    return HistoryOut([event_to_json(e) for e in page.events], page.next_after)
+def history_out(page: HistoryPage, team: str) -> HistoryOut:
+    return HistoryOut([event_document(e, team) for e in page.events], page.next_after)

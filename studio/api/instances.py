@@ -42,7 +42,8 @@ async def list_instances(
     principal = principal_of(request)
     found = await instances.list_page(runtime_of(request), principal.team_id, filters, after)
     return InstancePageOut(
-        [instance_out(r) for r in found.rows], format_cursor(found.next_cursor) or None
+        [instance_out(r, principal.team_id) for r in found.rows],
+        format_cursor(found.next_cursor) or None,
     )
 
 
@@ -58,7 +59,8 @@ async def start_instance(request: Request, data: JSONBody[StartIn]) -> InstanceD
         data.instance_id or "",
         _text(data.input),
     )
-    return detail_out(await instance_detail.detail(runtime, principal.team_id, started.instance_id))
+    found = await instance_detail.detail(runtime, principal.team_id, started.instance_id)
+    return detail_out(found, principal.team_id)
 
 
 def _text(value: Any) -> str:
@@ -73,7 +75,8 @@ async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOu
     """
     principal = principal_of(request)
     runtime = runtime_of(request)
-    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref)))
+    found = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
+    return detail_out(found, principal.team_id)
 
 
 async def get_history(
@@ -90,7 +93,7 @@ async def get_history(
     page = await instance_history.history_page(
         runtime_of(request), principal.team_id, instance_id_of(ref), chosen
     )
-    return history_out(page)
+    return history_out(page, principal.team_id)
 
 
 async def send_signal(
@@ -107,7 +110,8 @@ async def send_signal(
         data.signal_id or "",
         _text(data.payload),
     )
-    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id))
+    found = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    return detail_out(found, principal.team_id)
 
 
 async def command(
@@ -129,4 +133,5 @@ async def command(
         evidence=_text(data.evidence),
     )
     await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
-    return detail_out(await instance_detail.detail(runtime, principal.team_id, instance_id))
+    found = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    return detail_out(found, principal.team_id)

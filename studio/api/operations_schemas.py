@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.identifiers import local_instance_id
 from engine.store.dead_letters import DeadLetterGroup
 from engine.store.work_views import WorkRow
 from studio.services.dead_letters import DeadLetterView, ItemResult
@@ -172,11 +173,11 @@ class WorkerOut:
     leases: list[LeaseOut]
 
 
-def dead_letter_out(view: DeadLetterView) -> DeadLetterOut:
+def dead_letter_out(view: DeadLetterView, team: str) -> DeadLetterOut:
     d, ref = view.item, view.definition
     return DeadLetterOut(
         d.work_id,
-        d.instance_id,
+        local_instance_id(team, d.instance_id),
         ref.name if ref else None,
         ref.version if ref else None,
         d.target,
@@ -199,9 +200,10 @@ def group_out(group: DeadLetterGroup) -> DeadLetterGroupOut:
     )
 
 
-def result_out(result: ItemResult) -> ItemResultOut:
+def result_out(result: ItemResult, team: str) -> ItemResultOut:
+    instance_id = local_instance_id(team, result.instance_id)
     return ItemResultOut(
-        result.work_id, result.token, result.instance_id, result.ok, result.outcome, result.message
+        result.work_id, result.token, instance_id, result.ok, result.outcome, result.message
     )
 
 
@@ -258,13 +260,14 @@ def comparison_out(comparison: Comparison) -> ComparisonOut:
     )
 
 
-def lease_out(row: WorkRow) -> LeaseOut:
+def lease_out(row: WorkRow, team: str) -> LeaseOut:
+    instance_id = local_instance_id(team, row.instance_id)
     return LeaseOut(
-        row.work_id, row.instance_id, row.step, row.attempt, row.token, row.lease_expires_at
+        row.work_id, instance_id, row.step, row.attempt, row.token, row.lease_expires_at
     )
 
 
-def worker_out(view: WorkerView) -> WorkerOut:
+def worker_out(view: WorkerView, team: str) -> WorkerOut:
     info = view.info
     return WorkerOut(
         info.worker_id,
@@ -274,5 +277,5 @@ def worker_out(view: WorkerView) -> WorkerOut:
         info.concurrency,
         info.hostname,
         view.live,
-        [lease_out(lease) for lease in view.leases],
+        [lease_out(lease, team) for lease in view.leases],
     )

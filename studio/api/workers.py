@@ -11,4 +11,7 @@ from studio.web.rendering import principal_of, store_of
 
 async def list_workers(request: Request) -> list[WorkerOut]:
     principal = principal_of(request)
-    return [worker_out(v) for v in await workers.worker_views(store_of(request), principal.team_id)]
+    return [
+        worker_out(v, principal.team_id)
+        for v in await workers.worker_views(store_of(request), principal.team_id)
+    ]

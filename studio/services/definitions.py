@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.definitions import Definition, DefinitionRef, definition_to_json
 from engine.store import catalog
-from engine.store.catalog import DefinitionConflict, PublishedVersion
+from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict, PublishedVersion
 from engine.store.store import Store
 from studio.diff import DefinitionDiff, diff_documents
 from studio.errors import Conflict, Invalid, NotFound
@@ -98,6 +98,8 @@ async def publish(store: Store, team: str, actor: str, document: Any) -> Publish
         created = await catalog.publish(store, definition, actor, team)
     except DefinitionConflict as clash:
         raise Conflict(str(clash)) from None
+    except ChildDefinitionNotFound as missing:
+        raise Invalid(str(missing)) from None
     return PublishOutcome(definition, created)
 
 

@@ -110,7 +110,7 @@ class InstanceDetail:
 
 async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
     row = await require_row(runtime, team, instance_id)
-    return row, await runtime.replays.load(instance_id, at_least=row.sequence)
+    return row, await runtime.replays.load(row.instance_id, at_least=row.sequence)
 
 
 def needs_lazy_state(runtime: Runtime, row: InstanceRow) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from engine.events import Event, EventKind, event_to_json
+from engine.identifiers import local_instance_id
 from engine.limits import MAX_HISTORY_PAGE_EVENTS
 from engine.store import reads
 from engine.store.reads import HistoryPage
@@ -71,10 +72,10 @@ def event_link(instance_id: str, sequence: int) -> str:
 async def history_page(
     runtime: Runtime, team: str, instance_id: str, chosen: HistoryFilter
 ) -> HistoryPage:
-    await require_row(runtime, team, instance_id)
+    row = await require_row(runtime, team, instance_id)
     return await reads.history_page(
         runtime.store,
-        instance_id,
+        row.instance_id,
         chosen.after,
         chosen.limit,
         kinds=chosen.event_kinds,
@@ -84,18 +85,28 @@ async def history_page(
 
 async def export(runtime: Runtime, team: str, instance_id: str) -> AsyncIterator[bytes]:
     """The whole history as a JSON array, streamed (the team is checked first)."""
-    await require_row(runtime, team, instance_id)
-    return _json_array(reads.export_history(runtime.store, instance_id))
+    row = await require_row(runtime, team, instance_id)
+    return _json_array(reads.export_history(runtime.store, row.instance_id), team)
 
 
-async def _json_array(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def _json_array(events: AsyncIterator[Event], team: str) -> AsyncIterator[bytes]:
     first = True
     yield b"[\n"
     async for event in events:
         prefix = "" if first else ",\n"
         first = False
-        yield (prefix + json.dumps(event_to_json(event))).encode()
+        yield (prefix + json.dumps(event_document(event, team))).encode()
     yield b"\n]\n"
+
+
+def event_document(event: Event, team: str) -> dict[str, Any]:
+    """An event as JSON, its instance and successor (child or parent) ids the ones
+    ``team`` knows (keys stay as activity handlers receive them)."""
+    document = event_to_json(event)
+    for name in ("instance_id", "successor_id"):
+        if name in document:
+            document[name] = local_instance_id(team, document[name])
+    return document
 
 
 @dataclass(frozen=True)
@@ -111,12 +122,14 @@ class EventView:
         return self.data if len(self.data) <= DATA_PREVIEW else self.data[: DATA_PREVIEW - 1] + "…"
 
 
-def event_views(events: Iterable[Event]) -> list[EventView]:
-    return [_view(e) for e in events]
+def event_views(events: Iterable[Event], team: str = "") -> list[EventView]:
+    """The rows of ``events`` as ``team`` reads them (a child or parent id is the one
+    the team knows; keys stay as activity handlers receive them)."""
+    return [_view(e, team) for e in events]
 
 
-def _view(event: Event) -> EventView:
-    document = event_to_json(event)
+def _view(event: Event, team: str) -> EventView:
+    document = event_document(event, team)
     data = document.pop("data", None)
     for name in ("sequence", "instance_id", "kind", "occurred_at", "step"):
         document.pop(name, None)

@@ -1,6 +1,10 @@
 """A team's instances: the filtered list, and starting one.
 
-Every read goes through the team: an instance of another team is not found. The list
+Every read goes through the team: an instance of another team is not found. Instance
+ids are the team's own (``engine.identifiers.team_instance_id``): every id a caller
+gives is the one its team knows, found here (``find_row``) in its stored form, so
+another team's ids can be neither taken nor observed; pages and answers show ids
+without the team's prefix again. The list
 is keyset-paged with its filters in the URL; starting checks the input before the
 engine sees it (valid JSON, within the smallest input limit of the version's
 activities, since each activity receives the instance input). One instance's detail
@@ -20,11 +24,10 @@ from engine.client import StartConflict
 from engine.definitions import Definition, StepKind
 from engine.errors import DefinitionNotFound, RegistryError, ReplayRejected
 from engine.events import json_data
-from engine.identifiers import id_problem
+from engine.identifiers import id_problem, team_instance_id
 from engine.instance import Instance, InstanceStatus
-from engine.limits import MAX_PAYLOAD_BYTES
+from engine.limits import MAX_IDENTIFIER_LENGTH, MAX_PAYLOAD_BYTES
 from engine.store import reads
-from engine.store.errors import InstanceNotFound
 from engine.store.reads import InstancePage, InstanceRow, InstanceView
 from studio.errors import Conflict, Invalid, NotFound
 from studio.services import definitions
@@ -94,21 +97,40 @@ async def list_page(
         definition_version=filters.version or None,
         status=status,
         tenant=team,
-        instance_id=filters.instance.strip() or None,
+        instance_id=await _stored_id(runtime, team, filters.instance.strip()) or None,
         started_from=parse_time(filters.started_from, "started from"),
         started_before=parse_time(filters.started_before, "started before"),
     )
 
 
+async def find_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow | None:
+    """The row of the team's instance that the team calls ``instance_id``, or None.
+
+    That is the instance stored under the team's prefix, or else one of the team's
+    instances stored under ``instance_id`` itself (started before ids were namespaced,
+    or a child whose id was too long to be readable); another team's is never found.
+    """
+    scoped = team_instance_id(team, instance_id)
+    rows = await reads.get_instances(runtime.store, [scoped, instance_id])
+    owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
+    return owned[0] if owned else None
+
+
 async def require_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow:
-    """The instance's row; NotFound when it does not exist or belongs to another team."""
-    try:
-        row = await reads.get_instance(runtime.store, instance_id)
-    except InstanceNotFound:
-        row = None
-    if row is None or row.tenant_id != team:
+    """The instance's row (``find_row``); NotFound when the team has no such instance."""
+    row = await find_row(runtime, team, instance_id)
+    if row is None:
         raise NotFound("no such instance in this team")
     return row
+
+
+async def _stored_id(runtime: Runtime, team: str, instance_id: str) -> str:
+    """The stored id of the team's ``instance_id``: its instance's, or the one a new
+    instance of that id gets ('' for '')."""
+    if not instance_id:
+        return ""
+    row = await find_row(runtime, team, instance_id)
+    return row.instance_id if row is not None else team_instance_id(team, instance_id)
 
 
 async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:
@@ -145,6 +167,19 @@ def check_size(value: Any, limit: int, what: str, where: str = "") -> None:
         raise Invalid(f"the {what} is {size} bytes{place}")
 
 
+def check_instance_id(team: str, instance_id: str) -> None:
+    """Refuse an id that is not valid, or too long once the team's prefix is added."""
+    problem = id_problem(instance_id)
+    if problem:
+        raise Invalid(f"the instance id {problem}")
+    limit = MAX_IDENTIFIER_LENGTH - len(team_instance_id(team, ""))
+    if len(instance_id) > limit:
+        raise Invalid(
+            f"the instance id is {len(instance_id)} characters; "
+            f"this team's ids have at most {limit}"
+        )
+
+
 async def start(
     runtime: Runtime,
     team: str,
@@ -157,6 +192,8 @@ async def start(
 
     The same id with the same version and input again returns the existing instance
     (so a form posted twice starts one instance); with anything else it is a conflict.
+    The id is the team's own: another team's instance of the same id is another
+    instance, and never a conflict.
     """
     published = await definitions.version_of(runtime.store, team, name, version)
     if published.deprecated:
@@ -165,16 +202,18 @@ async def start(
     limit, step = input_limit(published.definition)
     check_size(value, limit, "input", step)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
-    problem = id_problem(chosen)
-    if problem:
-        raise Invalid(f"the instance id {problem}")
-    taken = await reads.get_instances(runtime.store, [chosen])
-    if chosen in taken and taken[chosen].tenant_id != team:  # another team's instance
+    check_instance_id(team, chosen)
+    stored = await _stored_id(runtime, team, chosen)
+    taken = await reads.get_instances(runtime.store, [stored])
+    if stored in taken and taken[stored].tenant_id != team:  # stored before namespacing
         raise Conflict("this instance id is taken; choose another")
     try:
-        state = await _start(runtime, name, chosen, value, version, team)
-    except StartConflict as clash:
-        raise Conflict(f"{clash}; choose another instance id") from None
+        state = await _start(runtime, name, stored, value, version, team)
+    except StartConflict:
+        raise Conflict(
+            f"instance {chosen} already exists with another definition or input; "
+            "choose another instance id"
+        ) from None
     except DefinitionNotFound as missing:
         raise NotFound(str(missing)) from None
     runtime.watcher.nudge()

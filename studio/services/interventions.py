@@ -40,7 +40,7 @@ async def send_signal(
     signal_id: str = "",
     payload_text: str = "",
 ) -> Instance:
-    _, entry = await replayed(runtime, team, instance_id)
+    row, entry = await replayed(runtime, team, instance_id)
     spec = entry.state.spec
     found = spec.step(step) if spec else None
     if found is None or found.kind is not StepKind.SIGNAL:
@@ -48,7 +48,7 @@ async def send_signal(
     payload = parse_json(payload_text, "payload")
     check_size(payload, found.input_limit, "payload", step)
     try:
-        state = await runtime.client.signal(instance_id, step, signal_id or new_id(), payload)
+        state = await runtime.client.signal(row.instance_id, step, signal_id or new_id(), payload)
     except SignalConflict as clash:
         raise Conflict(str(clash)) from None
     except DecisionRejected as refused:
@@ -133,10 +133,10 @@ async def command(
     if not reason or len(reason) > MAX_REASON_LENGTH:
         raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
     effect = effect_of(action, form)
-    await replayed(runtime, team, instance_id)  # the team owns it
+    row, _ = await replayed(runtime, team, instance_id)  # the team owns it
     try:
         state = await runtime.client.command(
-            instance_id, action, actor, reason, form.command_id or new_id(), **effect
+            row.instance_id, action, actor, reason, form.command_id or new_id(), **effect
         )
     except DecisionRejected as refused:
         raise Conflict(f"the instance does not allow this now: {refused}") from None

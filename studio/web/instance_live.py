@@ -88,7 +88,7 @@ async def _update(
     if events is not None:
         rows = [
             str(fragment(request, "instances/_event_row.html", e=view, instance_id=row.instance_id))
-            for view in instance_history.event_views(events)
+            for view in instance_history.event_views(events, row.tenant_id)
         ]
     return {
         "sequence": entry.state.sequence,

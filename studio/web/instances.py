@@ -18,6 +18,8 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
 from engine.events import EventKind
+from engine.identifiers import local_instance_id
+from engine.store.reads import InstanceRow
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
 from studio.roles import Access
@@ -118,7 +120,7 @@ async def start_instance(request: Request) -> Response:
         )
     except Invalid as refused:
         return await _start_form(request, name, version, 422, error=str(refused), values=values)
-    return see_other(instance_url(started.instance_id))
+    return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
 
 
 async def instance_page(
@@ -146,7 +148,7 @@ async def instance_page(
         PAGE,
         "instances",
         **context,
-        **_history_context(instance_id, history, chosen, steps),
+        **_history_context(row, history, chosen, steps),
         live_interval=runtime.settings.live_interval.total_seconds(),
     )
 
@@ -165,7 +167,7 @@ async def state_panel(request: Request, ref: FromPath[str]) -> Template:
         lazy=False,
         head_oob=render_section(request, "head", detail, oob=True) if htmx else None,
         **_state_context(request, detail),
-        **_history_context(detail.row.instance_id, None, HistoryFilter(), []),
+        **_history_context(detail.row, None, HistoryFilter(), []),
         live_interval=runtime.settings.live_interval.total_seconds(),
     )
 
@@ -183,12 +185,12 @@ def _state_context(request: Request, detail: InstanceDetail) -> dict[str, Any]:
 
 
 def _history_context(
-    instance_id: str, history: Any, chosen: HistoryFilter, steps: list[str]
+    row: InstanceRow, history: Any, chosen: HistoryFilter, steps: list[str]
 ) -> dict[str, Any]:
     return {
-        "instance_id": instance_id,
+        "instance_id": row.instance_id,
         "history": history,
-        "events": instance_history.event_views(history.events) if history else [],
+        "events": instance_history.event_views(history.events, row.tenant_id) if history else [],
         "chosen": chosen,
         "kinds": [k.label for k in EventKind],
         "steps": steps,
@@ -217,7 +219,7 @@ async def history(
         template,
         "instances",
         row=row,
-        **_history_context(instance_id, found, chosen, steps),
+        **_history_context(row, found, chosen, steps),
     )
 
 

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment
+from jinja2 import Environment, pass_context
+from jinja2.runtime import Context
 from litestar import Request, Response
 from litestar.params import FromQuery
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -19,6 +20,7 @@ from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
+from engine.identifiers import local_instance_id
 from engine.store.store import Store
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
@@ -57,10 +59,24 @@ def _configure(engine: Any) -> None:
     env.filters["shown"] = shown
     env.filters["verdict_pill"] = verdict_pill
     env.filters["ref"] = instance_ref
-    env.filters["instance_url"] = instance_url
+    env.filters["instance_url"] = team_instance_url
+    env.filters["local_id"] = team_local_id
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
-    env.globals["instance_url"] = instance_url
+
+
+@pass_context
+def team_instance_url(context: Context, instance_id: str, suffix: str = "") -> str:
+    """The page of an instance named by its stored id: the URL carries the id the
+    viewer's team knows it by (``engine.identifiers.local_instance_id``)."""
+    return instance_url(team_local_id(context, instance_id), suffix)
+
+
+@pass_context
+def team_local_id(context: Context, instance_id: str) -> str:
+    """A stored instance id as the viewer's team knows it (without the team's prefix)."""
+    principal = context.get("principal")
+    return local_instance_id(principal.team_id if principal else "", instance_id)
 
 
 def verdict_pill(verdict: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from engine.definitions import Definition, definition_to_json
 from engine.instance import InstanceStatus
+from engine.store import catalog
 from tests.e2e import definitions as d
 from tests.e2e.app import Behaviour, script
 
@@ -59,6 +60,20 @@ async def test_definition_publish_is_idempotent_and_listed(e2e: Harness) -> None
     )
     listed = await ok(e2e, "definition", "list")
     assert listed == f"{definition.ref} {definition.fingerprint[:12]} 2 steps\n"
+
+
+async def test_definition_publish_refuses_a_child_of_another_team(e2e: Harness) -> None:
+    """The command line is the engine's team (''): a parent pinned to a version only a
+    studio team published is refused with the words of a missing one."""
+    missing = await publish(e2e, d.PARENT)
+    await catalog.publish(e2e.store, d.CHILD, "red", team="red")
+    theirs = await publish(e2e, d.PARENT)
+
+    assert (missing.code, theirs.code) == (1, 1)
+    assert one_line(theirs) == one_line(missing)
+    assert "step kid pins child definition e2e.child@1" in one_line(theirs)
+    assert "not published in this team" in one_line(theirs)
+    assert "e2e.parent" not in await ok(e2e, "definition", "list")
 
 
 async def test_start_is_idempotent_and_refuses_other_input(e2e: Harness) -> None:

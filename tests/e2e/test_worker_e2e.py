@@ -18,6 +18,7 @@ import pytest
 from engine import processors
 from engine.activities import PREFIX_KEY, TRUNCATED_KEY
 from engine.canonical import canonical_json
+from engine.child_starts import CHILD_DEFINITION_NOT_FOUND
 from engine.cli_definitions import load_definition
 from engine.client import Client, SignalConflict
 from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
@@ -27,7 +28,7 @@ from engine.events import EventKind
 from engine.instance import AttemptStatus, ChildStatus, InstanceStatus
 from engine.limits import MAX_WORKER_POLL_INTERVAL
 from engine.operator_actions import Action
-from engine.store import work
+from engine.store import catalog, work
 from engine.store.clock import ManualClock
 from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
@@ -230,6 +231,27 @@ async def test_child_instance_completes_and_its_parent_continues(e2e: Harness) -
     assert reported.value() == child.value("result")
     order = [(c["instance"], c["step"]) for c in e2e.calls()]
     assert order == [("parent", "before"), (child.instance_id, "inner"), ("parent", "after")]
+
+
+async def test_a_child_pinned_to_another_teams_version_does_not_start(e2e: Harness) -> None:
+    """A parent written to the catalog before publishing checked its children (moved
+    to the engine's team by hand) pins red's child: its start must not run red's
+    graph and targets under the parent's team."""
+    await catalog.publish(e2e.store, d.CHILD, "red", team="red")
+    await catalog.publish(e2e.store, d.PARENT, "red", team="red")
+    async with e2e.store.connection() as conn:
+        await conn.execute("UPDATE definitions SET team_id = '' WHERE name = %s", [d.PARENT.name])
+        await conn.commit()
+    await e2e.spawn()
+    await e2e.client.start(d.PARENT.name, "stranger", script({}))
+    parent = await e2e.settled("stranger", S.FAILED)
+
+    progress = parent.children["kid"]
+    assert progress.status is ChildStatus.START_FAILED
+    assert progress.code == CHILD_DEFINITION_NOT_FOUND
+    child = {"child": progress.child_id}
+    assert await e2e.query("SELECT 1 FROM instances WHERE instance_id = %(child)s", child) == []
+    assert [c["step"] for c in e2e.calls()] == ["before"]
 
 
 async def test_approval_by_an_audited_operator_command(e2e: Harness) -> None:

@@ -8,10 +8,14 @@ from dataclasses import replace
 import pytest
 
 from engine.client import Client, StartConflict
+from engine.decisions import child_instance_id
+from engine.definition_validation import parse_definition
+from engine.definitions import Definition
 from engine.errors import DefinitionNotFound
+from engine.identifiers import local_instance_id, team_instance_id
 from engine.store import catalog, reads
 from engine.store.store import Store
-from tests.integration.transition_builders import single_definition
+from tests.integration.transition_builders import RETRY, single_definition
 
 
 @pytest.fixture
@@ -104,3 +108,50 @@ async def test_instances_and_their_work_carry_the_starting_team(store: Store) ->
     listed = await reads.list_instances(store, tenant="red")
     assert [r.instance_id for r in listed.rows] == ["team-order"]
     assert (await reads.list_instances(store, tenant="blue")).rows == ()
+
+
+async def test_two_teams_store_their_own_instance_of_one_id(store: Store) -> None:
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    for team, qty in (("red", 1), ("blue", 2)):
+        await client.start(
+            "store-single", team_instance_id(team, "order-1"), {"qty": qty}, tenant=team
+        )
+
+    rows = await reads.get_instances(store, ["red:order-1", "blue:order-1", "order-1"])
+    assert {i: r.tenant_id for i, r in rows.items()} == {
+        "red:order-1": "red",
+        "blue:order-1": "blue",
+    }
+    blue = await client.inspect("blue:order-1")
+    assert blue.value("input") == {"qty": 2}
+    async with store.connection() as conn:
+        work = await (await conn.execute("SELECT work_id, tenant_id FROM work")).fetchall()
+    assert all(work_id.startswith(f"{team}:order-1") for work_id, team in work), work
+    kid = child_instance_id(team_instance_id("red", "order-1"), "kid")
+    assert local_instance_id("red", kid) == "order-1/kid"  # a child stays in its team
+
+
+def parent_of(child: Definition, name: str = "store-parent") -> Definition:
+    """A definition whose one step runs ``child`` pinned to its exact version."""
+    step = {"name": "kid", "kind": "child", "target": child.name, "timeout": "1m"}
+    step |= {"input_limit": 1024, "result_limit": 1024, "retry": RETRY}
+    pin = {"name": child.name, "version": child.version, "fingerprint": child.fingerprint}
+    document = {"name": name, "version": "1", "mode": "orchestration"}
+    return parse_definition(document | {"steps": [step | {"child_definition": pin}]})
+
+
+async def test_a_child_must_pin_a_version_the_team_published(store: Store) -> None:
+    child = single_definition("1")
+    with pytest.raises(catalog.ChildDefinitionNotFound) as missing:
+        await catalog.publish(store, parent_of(child), "bob", team="blue")
+    await catalog.publish(store, child, "alice", team="red")
+
+    with pytest.raises(catalog.ChildDefinitionNotFound) as theirs:
+        await catalog.publish(store, parent_of(child), "bob", team="blue")
+
+    assert str(theirs.value) == str(missing.value)  # says nothing of red's version
+    assert "kid pins child definition store-single@1" in str(theirs.value)
+    assert "not published in this team" in str(theirs.value)
+    assert await catalog.versions(store, team="blue") == []
+    assert await catalog.publish(store, parent_of(child), "alice", team="red")

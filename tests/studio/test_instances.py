@@ -76,8 +76,8 @@ def test_the_start_form_checks_the_input_and_starts_once_per_id(
     studio.publish(elsewhere, definition(f"their.{uuid.uuid4().hex[:6]}"))
     taken = f"taken-{uuid.uuid4().hex[:6]}"
     studio.start(elsewhere, definition_name(studio, elsewhere), taken)
-    clash = operator.form("/instances", {"definition": chosen, "instance_id": taken})
-    assert clash.status_code == 409 and "taken" in clash.text
+    ours = operator.form("/instances", {"definition": chosen, "instance_id": taken})  # per team
+    assert ours.status_code == 303 and ours.headers["location"] == instance_url(taken)
 
 
 def definition_name(studio: LiveStudio, team: str) -> str:

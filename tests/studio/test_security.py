@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 
+from engine.definition_validation import parse_definition
 from engine.store.store import Store
 from studio import people
 from studio.roles import Role
@@ -103,6 +104,32 @@ def test_another_teams_objects_are_not_found(studio: LiveStudio) -> None:
     )
     assert taken.status_code == 409
     assert "belongs to another team" in taken.json()["error"]
+
+
+def test_a_child_cannot_pin_another_teams_version(studio: LiveStudio) -> None:
+    ours, theirs = studio.team(), studio.team()
+    secret = definition(f"secret.{uuid.uuid4().hex[:6]}")
+    fingerprint = parse_definition(secret).fingerprint
+    client = studio.client(studio.user(ours, Role.AUTHOR))
+
+    def publish_parent() -> httpx.Response:
+        parent = definition(f"parent.{uuid.uuid4().hex[:6]}")
+        pin = {"name": secret["name"], "version": "1", "fingerprint": fingerprint}
+        retry = {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"}
+        child = {"name": "kid", "kind": "child", "target": secret["name"], "timeout": "1m"}
+        child |= {"input_limit": 1024, "result_limit": 1024, "retry": retry}
+        parent["steps"] = [child | {"child_definition": pin}]
+        headers = {"X-CSRF-Token": client.csrf}
+        return client.post("/api/definitions", json={"document": parent}, headers=headers)
+
+    missing = publish_parent()
+    studio.publish(theirs, secret)
+    pinned = publish_parent()
+
+    assert (missing.status_code, pinned.status_code) == (422, 422)
+    assert pinned.json()["error"] == missing.json()["error"]  # nothing about theirs
+    assert "not published in this team" in pinned.json()["error"]
+    assert client.get("/api/definitions").json() == []
 
 
 def test_a_viewer_is_refused_every_change(studio: LiveStudio) -> None:
