@@ -12,12 +12,13 @@ anything (an unknown kind, a step position that does not exist) are rejected.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import InputRefused
+from engine.inputs import read_json
 from studio.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
 from studio.structure import Block, StepShape, read_structure, shape_of
 
@@ -59,9 +60,9 @@ def parse_json(text: str) -> dict[str, Any]:
     if len(text) > MAX_DOCUMENT_CHARS:
         raise EditRejected(f"the JSON is longer than {MAX_DOCUMENT_CHARS} characters")
     try:
-        document = json.loads(text)
-    except ValueError as error:
-        raise EditRejected(f"not valid JSON: {error}") from None
+        document = read_json(text, "the JSON")
+    except InputRefused as refused:
+        raise EditRejected(str(refused)) from None
     if not isinstance(document, dict):
         raise EditRejected("a definition must be a JSON object")
     return document

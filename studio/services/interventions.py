@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.client import SignalConflict
 from engine.definitions import StepKind
-from engine.errors import DecisionRejected
+from engine.errors import DecisionRejected, EventInvalid
 from engine.instance import Instance
 from engine.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
 from engine.operator_actions import Action
@@ -140,7 +140,7 @@ async def command(
         )
     except DecisionRejected as refused:
         raise Conflict(f"the instance does not allow this now: {refused}") from None
-    except ValueError as bad:
+    except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
         raise Invalid(str(bad)) from None
     runtime.watcher.nudge()
     return state

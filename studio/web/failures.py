@@ -18,7 +18,7 @@ from litestar.exceptions import (
 )
 from litestar.response import Redirect, Template
 
-from engine.errors import DefinitionNotFound
+from engine.errors import DefinitionNotFound, InputRefused
 from studio.api.schemas import ErrorOut
 from studio.errors import Invalid, PasswordChangeRequired, StudioError
 from studio.web.rendering import is_htmx, page
@@ -33,6 +33,8 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
         return error.status, str(error), problems
     if isinstance(error, DefinitionNotFound):
         return 404, str(error), []
+    if isinstance(error, InputRefused):  # a value no route should have passed on
+        return 400, str(error), []
     if isinstance(error, ValidationException):
         return 400, "the request is not in the expected shape", _validation(error)
     if isinstance(error, HTTPException):
