@@ -58,6 +58,21 @@ def read_json(text: str | bytes, what: str) -> Any:
     return value
 
 
+def json_or_text(text: str, what: str) -> Any:
+    """``text`` as JSON when it is JSON, else the text itself; None when blank.
+
+    For values that may be either, such as a compensation's evidence (``{"refund":
+    "r-1"}`` or ``refunded by phone``). JSON that cannot be taken is still refused.
+    """
+    if not text.strip():
+        return None
+    try:
+        return read_json(text, what)
+    except NotJSON:
+        check_text(text, what)
+        return text
+
+
 def check_value(value: Any, what: str) -> None:
     """Refuse a JSON-like value too deep, with a non-finite number or unstorable text.
 
@@ -88,8 +103,7 @@ def check_text(value: str, what: str) -> None:
         raise InputRefused(f"{what} contains a NUL character (\\u0000), which is not allowed")
     if ord(char) in ESCAPED_BYTES:
         raise InputRefused(
-            f"{what} is not UTF-8 text: byte 0x{ord(char) - 0xDC00:02x} at character "
-            f"{found.start() + 1} cannot be read as UTF-8"
+            f"{what} is not UTF-8 text: byte 0x{ord(char) - 0xDC00:02x} cannot be read as UTF-8"
         )
     raise InputRefused(f"{what} contains a lone surrogate (\\u{ord(char):04x}), not Unicode text")
 

@@ -142,4 +142,7 @@ def test_check_reports_a_file_that_is_not_utf8(
     path.write_bytes(b'{"name": "\xff"}')
     status, _, err = check(path, capsys)
     assert status == 1
-    assert err == f"wayline definition check: {path} is not UTF-8 text\n"
+    assert err == (
+        f"wayline definition check: {path} is not UTF-8 text: "
+        "byte 0xff at offset 10 cannot be read as UTF-8\n"
+    )
