@@ -56,7 +56,13 @@ def new_document(name: str, version: str = "1") -> dict[str, Any]:
 
 
 def parse_json(text: str) -> dict[str, Any]:
-    """A document from JSON text; EditRejected unless it is a JSON object."""
+    """A document from JSON text; EditRejected unless it is a JSON object.
+
+    Read with the engine's rules (``engine.inputs.read_json``). Every refusal, a text
+    nested too deeply or holding a NUL character included, is an EditRejected: the
+    editor's JSON tab and the import page show it beside the text (422) so the author
+    can fix it there, where other routes answer such values with a bare 400.
+    """
     if len(text) > MAX_DOCUMENT_CHARS:
         raise EditRejected(f"the JSON is longer than {MAX_DOCUMENT_CHARS} characters")
     try:
