@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from engine import cli_definitions, cli_drills, cli_runtime, cli_store, cli_studio
+from engine.cli_runtime import EXIT_USAGE
+from engine.errors import InputRefused
+from engine.inputs import check_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +36,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     _quiet_driver_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.run(args) or 0)
+    try:
+        _check_arguments(args)
+    except InputRefused as refused:
+        print(f"wayline {args.command}: {refused}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        status = int(args.run(args) or 0)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse text arguments that are not UTF-8 (Python hands such bytes over as lone
+    surrogates, which fail far later as a codec error) or that hold a NUL."""
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            check_text(value, f"the {name.replace('_', ' ')}")
+
+
+def _reader_gone() -> int:
+    """The reader of the output went away (``wayline history ID | head -1``): stop
+    quietly with status 0 as other Unix tools do, and point stdout at /dev/null so
+    that the interpreter's last flush does not report the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 def _quiet_driver_logs() -> None:

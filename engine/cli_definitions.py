@@ -15,13 +15,13 @@ validation, and ``DefinitionFileError`` the same one-line failures.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from engine.definition_validation import parse_definition
 from engine.definitions import Definition
-from engine.errors import DefinitionInvalid
+from engine.errors import DefinitionInvalid, InputRefused
+from engine.inputs import read_json
 
 
 class DefinitionFileError(Exception):
@@ -51,21 +51,17 @@ def load_definition(path: Path) -> Definition:
 
     Raises DefinitionFileError when the file is unreadable or not JSON, and
     DefinitionInvalid (listing every problem) when the document is not a definition.
+    The file is read as JSON bytes are (UTF-8, or UTF-16/32 announced by a byte order
+    mark); bytes that are not text say which byte and where, never a codec's jargon.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise DefinitionFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DefinitionFileError(f"{path} is not UTF-8 text") from exc
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DefinitionFileError(
-            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
-    except (ValueError, RecursionError) as exc:  # e.g. a 5,000-digit number, deep nesting
-        raise DefinitionFileError(f"{path} is not usable JSON: {exc}") from exc
+        document = read_json(data, str(path))
+    except InputRefused as exc:  # not UTF-8, not JSON, nested too deeply, a NUL
+        raise DefinitionFileError(str(exc)) from exc
     return parse_definition(document)
 
 

@@ -25,20 +25,36 @@ from engine.canonical import format_instant
 from engine.cli_definitions import DefinitionFileError, load_definition
 from engine.cli_options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
-from engine.errors import DefinitionInvalid, WaylineError
+from engine.errors import DefinitionInvalid, InputRefused, NotJSON, WaylineError
 from engine.events import event_to_json
 from engine.faults import Faults
+from engine.inputs import json_or_text, read_json
 from engine.instance import Instance, instance_to_json
 from engine.metrics import Metrics
 from engine.migrations import MigrationError
 from engine.operator_actions import Action
+from engine.replay_activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import Worker, WorkerConfig
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-LIFECYCLE_ACTIONS = ("pause", "resume", "cancel", "terminate")
+EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
+    Action.PAUSE: {},
+    Action.RESUME: {},
+    Action.CANCEL: {},
+    Action.TERMINATE: {},
+    Action.RETRY_ACTIVITY: {"step": True},
+    Action.RESOLVE_ACTIVITY: {"step": True, "resolution": True, "result": False},
+    Action.APPROVE: {"step": True, "payload": False},
+    Action.COMPENSATE: {"step": True},
+    Action.RESOLVE_COMPENSATION: {"step": True, "code": True, "evidence": False},
+}
+"""The operator actions of ``wayline command`` (those the studio offers), each with the
+options it takes and whether each is required; the option names are the engine's
+effect arguments."""
+EFFECT_FIELDS = ("step", "resolution", "result", "payload", "code", "evidence")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -54,18 +70,40 @@ def register(commands: argparse._SubParsersAction) -> None:
     sig.add_argument("step")
     sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
     sig.add_argument("--payload", default="null", type=_json_arg, help="payload as JSON")
-    cmd = _command(commands, "command", "an audited operator command", _operator)
-    cmd.add_argument("instance")
-    cmd.add_argument("action", choices=LIFECYCLE_ACTIONS)
-    cmd.add_argument("--actor", required=True)
-    cmd.add_argument("--reason", required=True)
-    cmd.add_argument("--command-id", help="idempotency id (default: a new one)")
+    _operator_command(commands)
     inspect = _command(commands, "inspect", "show an instance's replayed state", _inspect)
     inspect.add_argument("instance")
     inspect.add_argument("--json", action="store_true", help="print the full state as JSON")
     history = _command(commands, "history", "print an instance's history", _history)
     history.add_argument("instance")
     history.add_argument("--json", action="store_true", help="one JSON event per line")
+
+
+def _operator_command(commands: argparse._SubParsersAction) -> None:
+    """``wayline command INSTANCE ACTION``: every operator action the studio offers."""
+    cmd = _command(commands, "command", "an audited operator command", _operator)
+    cmd.add_argument("instance")
+    cmd.add_argument("action", choices=[verb(action) for action in EFFECT_OPTIONS])
+    cmd.add_argument("--actor", required=True, help="who acts (recorded in the audit trail)")
+    cmd.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
+    cmd.add_argument("--command-id", help="idempotency id (default: a new one)")
+    cmd.add_argument("--step", help="the step a step action acts on")
+    cmd.add_argument(
+        "--resolution", choices=sorted(RESOLUTIONS), help="resolve-activity: how it settled"
+    )
+    cmd.add_argument(
+        "--result", type=_json_arg, help="resolve-activity succeeded: its result as JSON"
+    )
+    cmd.add_argument("--payload", type=_json_arg, help="approve: the approval's payload as JSON")
+    cmd.add_argument("--code", help="resolve-compensation: a code saying how it was settled")
+    cmd.add_argument(
+        "--evidence", help="resolve-compensation: what shows it settled (JSON, or text)"
+    )
+
+
+def verb(action: Action) -> str:
+    """An action as the command line spells it: ``retry_activity`` is ``retry-activity``."""
+    return action.value.replace("_", "-")
 
 
 def register_demo(commands: argparse._SubParsersAction) -> None:
@@ -163,10 +201,13 @@ async def _with_client(
 
 
 def _json_arg(text: str) -> Any:
+    """argparse type for JSON options, read with the engine's rules (``engine.inputs``)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return read_json(text, "the value")
+    except NotJSON:
         raise argparse.ArgumentTypeError("must be valid JSON") from None
+    except InputRefused as refused:  # nested too deeply, a NUL, bytes that are not UTF-8
+        raise argparse.ArgumentTypeError(str(refused)) from None
 
 
 async def _publish(client: Client, args: argparse.Namespace) -> int:
@@ -204,11 +245,35 @@ async def _signal(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _operator(client: Client, args: argparse.Namespace) -> int:
+    """Record the command with the same audit as the studio: actor, trimmed reason."""
+    action = Action(args.action.replace("-", "_"))
+    effect = operator_effect(action, args)
     state = await client.command(
-        args.instance, Action(args.action), args.actor, args.reason, args.command_id
+        args.instance, action, args.actor, args.reason.strip(), args.command_id, **effect
     )
     print(f"{args.action} recorded on {state.instance_id} ({state.status.label})")
     return 0
+
+
+def operator_effect(action: Action, args: argparse.Namespace) -> dict[str, Any]:
+    """The engine's effect arguments for ``action`` from the options; UsageError when a
+    required one is missing or one the action does not take is given."""
+    options = EFFECT_OPTIONS[action]
+    given = {name for name in EFFECT_FIELDS if getattr(args, name) is not None}
+    if extra := given - options.keys():
+        raise UsageError(f"{verb(action)} does not take {_flags(extra)}")
+    if missing := {name for name, required in options.items() if required} - given:
+        raise UsageError(f"{verb(action)} needs {_flags(missing)}")
+    effect = {name: getattr(args, name) for name in given}
+    if "code" in effect:
+        effect["code"] = effect["code"].strip()
+    if "evidence" in effect:
+        effect["evidence"] = json_or_text(effect["evidence"], "the evidence")
+    return effect
+
+
+def _flags(names: set[str]) -> str:
+    return ", ".join(f"--{name}" for name in sorted(names))
 
 
 async def _inspect(client: Client, args: argparse.Namespace) -> int:

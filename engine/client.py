@@ -22,9 +22,17 @@ from typing import Any
 from engine import decisions, lifecycle
 from engine.child_outcomes import parent_transitions
 from engine.definitions import Definition
-from engine.errors import DecisionRejected, DefinitionNotFound, ReplayRejected, WaylineError
+from engine.errors import (
+    DecisionRejected,
+    DefinitionNotFound,
+    InputRefused,
+    ReplayRejected,
+    WaylineError,
+)
 from engine.events import json_data
 from engine.faults import Boundary, Faults
+from engine.identifiers import name_problem
+from engine.inputs import check_text, check_value
 from engine.instance import Instance
 from engine.instance_cache import InstanceCache, RegistrySource
 from engine.operator_actions import Action
@@ -75,7 +83,11 @@ class Client:
         """Start an instance of ``name`` (latest active version unless pinned).
 
         ``tenant`` is the owning team: lists filter by it and claims are fair across it.
+        An input larger than the smallest ``input_limit`` of the version's activities is
+        refused (LimitExceeded) rather than written as an instance that fails at once.
         """
+        _check_texts(name=name, instance_id=instance_id, version=version or "", tenant=tenant)
+        check_value(input, "the input")
         ref = await catalog.resolve_for_start(self.store, name, version)
         registry = await self.registries.get()
         definition = registry.get(ref.name, ref.version)
@@ -84,6 +96,7 @@ class Client:
             definition = registry.get(ref.name, ref.version)
         if definition is None or definition.ref != ref:  # versions are immutable: never
             raise DefinitionNotFound(f"{ref} is not published")
+        lifecycle.check_start_input(definition, input)
         draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
         decide(draft)
         try:
@@ -108,6 +121,8 @@ class Client:
         self, instance_id: str, step: str, signal_id: str, payload: Any = None
     ) -> Instance:
         """Deliver a signal once; acknowledge (return) only after it is durable."""
+        _check_texts(instance_id=instance_id, step=step, signal_id=signal_id)
+        check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
             state = draft.state
@@ -136,12 +151,21 @@ class Client:
         command_id: str | None = None,
         **effect: Any,
     ) -> Instance:
-        """An audited operator command (pause, resume, cancel, terminate, retry, ...)."""
+        """An audited operator command (pause, resume, cancel, terminate, retry, ...).
+
+        A ``step`` the instance's definition does not have is refused (InputRefused)
+        before anything is built: the command could never apply, whatever the state.
+        """
         command_id = command_id or uuid.uuid4().hex
+        _check_texts(instance_id=instance_id, actor=actor, reason=reason, command_id=command_id)
+        for field, value in effect.items():
+            check_value(value, f"the {field}")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
             if any(a.command_id == command_id for a in draft.state.audit):
                 return None
+            if "step" in effect:
+                _require_step(draft.state, effect["step"])
             record_command(draft, command_id, Action(action), actor, reason, **effect)
             return ("command", command_id)
 
@@ -182,4 +206,21 @@ class Client:
 
     async def inspect(self, instance_id: str) -> Instance:
         """The replayed instance (bounded; see reads.inspect)."""
+        _check_texts(instance_id=instance_id)
         return await reads.inspect(self.store, await self.registries.get(), instance_id)
+
+
+def _check_texts(**texts: str) -> None:
+    """Refuse arguments PostgreSQL cannot store (a NUL character) before any query
+    sends them, so the caller gets InputRefused naming the argument, not driver text."""
+    for name, text in texts.items():
+        check_text(text, f"the {name.replace('_', ' ')}")
+
+
+def _require_step(state: Instance, step: Any) -> None:
+    """Refuse a command's step that is not a valid name or not a step of the definition."""
+    problem = name_problem(step)
+    if problem:
+        raise InputRefused(f"the step {problem}")
+    if state.spec is None or state.spec.step(step) is None:
+        raise InputRefused(f"{step!r} is not a step of {state.definition}")

@@ -68,3 +68,12 @@ class DecisionRejected(WaylineError):
 
 class LimitExceeded(WaylineError):
     """A value is larger than a named limit allows."""
+
+
+class InputRefused(WaylineError, ValueError):
+    """A value from outside cannot be taken as given: not JSON, nested too deep, or
+    holding text PostgreSQL cannot store (a NUL character, a lone surrogate)."""
+
+
+class NotJSON(InputRefused):
+    """Text that is not JSON at all (a syntax error, bytes that are not UTF-8)."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from engine.definitions import Definition, DefinitionRef
+from engine.definitions import Definition, DefinitionRef, StepKind
 from engine.events import EventKind, json_data
 from engine.identifiers import require_id
+from engine.inputs import check_size
+from engine.limits import MAX_PAYLOAD_BYTES
 from engine.registry import Registry
 from engine.transitions import Draft, Transition
 
@@ -41,6 +43,24 @@ def start_draft(
         step=parent[1],
     )
     return draft
+
+
+def start_input_limit(definition: Definition) -> tuple[int, str]:
+    """The largest instance input every activity of ``definition`` accepts, and the step
+    that sets it (``MAX_PAYLOAD_BYTES`` and no step without activities).
+
+    Each activity receives the instance input, so a larger one would fail the instance
+    with ``input-too-large`` at its first activity: starts from outside (the client, the
+    command line, the studio) refuse it before anything is written.
+    """
+    limits = [(s.input_limit, s.name) for s in definition.steps if s.kind is StepKind.ACTIVITY]
+    return min(limits) if limits else (MAX_PAYLOAD_BYTES, "")
+
+
+def check_start_input(definition: Definition, input: Any) -> None:
+    """Raise LimitExceeded when ``input`` is larger than ``start_input_limit`` allows."""
+    limit, step = start_input_limit(definition)
+    check_size(input, limit, "the input", step)
 
 
 def start_transition_id(instance_id: str) -> str:

@@ -65,3 +65,9 @@ MAX_ATTEMPT = 2**32 - 1
 WORK_CLAIM_WINDOW = timedelta(days=1)
 """How long due work may wait for a worker beyond its own timeout before its deadline
 passes and it becomes a dead letter (code ``deadline-exceeded``) instead of running late."""
+
+MAX_JSON_DEPTH = 100
+"""Arrays and objects nested inside each other in any JSON value from outside (inputs,
+payloads, results, evidence, definition documents). Real payloads are a few levels
+deep; the bound keeps parsing, canonical encoding and replay far from Python's
+recursion limit, and is the default nesting limit of common JSON parsers (Ruby's)."""

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.definitions import Step, StepKind
-from engine.errors import DecisionRejected, ReplayRejected, TransitionInvalid
+from engine.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
 from engine.instance import AttemptProgress, AttemptStatus, Instance
 from engine.operator_actions import Action
 from engine.operator_commands import record_command
@@ -97,7 +97,14 @@ def offer(
         return None
     try:
         draft = dry_run(instance, registry, now, action, step)
-    except (DecisionRejected, ReplayRejected, TransitionInvalid, ValueError, AssertionError):
+    except (
+        DecisionRejected,
+        ReplayRejected,
+        TransitionInvalid,
+        EventInvalid,  # a step name no event can carry
+        ValueError,
+        AssertionError,
+    ):
         return None
     label = f"{kind.label} {step}" if step else kind.label
     records = tuple(f"{e.kind.label} {e.step}".strip() for e in draft.events)

@@ -24,6 +24,7 @@ from litestar.static_files import create_static_files_router
 from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from studio import passwords, signin_limits
+from studio.input_checks import InputChecks
 from studio.routes import route_handlers
 from studio.services.runtime import Runtime
 from studio.settings import StudioSettings
@@ -90,6 +91,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             description="Everything the studio's pages do, for scripts and CI. Authenticate "
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
+        middleware=[InputChecks()],
         response_headers=list(SECURITY_HEADERS),
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,

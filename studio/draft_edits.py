@@ -12,12 +12,13 @@ anything (an unknown kind, a step position that does not exist) are rejected.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import InputRefused
+from engine.inputs import read_json
 from studio.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
 from studio.structure import Block, StepShape, read_structure, shape_of
 
@@ -55,13 +56,19 @@ def new_document(name: str, version: str = "1") -> dict[str, Any]:
 
 
 def parse_json(text: str) -> dict[str, Any]:
-    """A document from JSON text; EditRejected unless it is a JSON object."""
+    """A document from JSON text; EditRejected unless it is a JSON object.
+
+    Read with the engine's rules (``engine.inputs.read_json``). Every refusal, a text
+    nested too deeply or holding a NUL character included, is an EditRejected: the
+    editor's JSON tab and the import page show it beside the text (422) so the author
+    can fix it there, where other routes answer such values with a bare 400.
+    """
     if len(text) > MAX_DOCUMENT_CHARS:
         raise EditRejected(f"the JSON is longer than {MAX_DOCUMENT_CHARS} characters")
     try:
-        document = json.loads(text)
-    except ValueError as error:
-        raise EditRejected(f"not valid JSON: {error}") from None
+        document = read_json(text, "the JSON")
+    except InputRefused as refused:
+        raise EditRejected(str(refused)) from None
     if not isinstance(document, dict):
         raise EditRejected("a definition must be a JSON object")
     return document

@@ -41,3 +41,10 @@ class PasswordChangeRequired(StudioError):
     """Signed in with a one-time password: choose a new one before anything else."""
 
     status = 403
+
+
+class BadRequest(StudioError):
+    """The request cannot be read as sent: a NUL character, JSON nested too deep, a
+    page cursor that is not one. Nothing was looked up or changed."""
+
+    status = 400

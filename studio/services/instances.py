@@ -4,29 +4,34 @@ Every read goes through the team: an instance of another team is not found. Inst
 ids are the team's own (``engine.identifiers.team_instance_id``): every id a caller
 gives is the one its team knows, found here (``find_row``) in its stored form, so
 another team's ids can be neither taken nor observed; pages and answers show ids
-without the team's prefix again. The list
-is keyset-paged with its filters in the URL; starting checks the input before the
-engine sees it (valid JSON, within the smallest input limit of the version's
-activities, since each activity receives the instance input). One instance's detail
-is ``studio.services.instance_detail``.
+without the team's prefix again. The list is keyset-paged with its filters in the URL;
+starting checks the input before the engine sees it (valid JSON, within the smallest
+input limit of the version's activities, since each activity receives the instance
+input: the engine's own ``lifecycle.start_input_limit``, which ``Client.start``
+enforces too). One instance's detail is ``studio.services.instance_detail``.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from engine import inputs, lifecycle
 from engine.client import StartConflict
-from engine.definitions import Definition, StepKind
-from engine.errors import DefinitionNotFound, RegistryError, ReplayRejected
-from engine.events import json_data
+from engine.definitions import Definition
+from engine.errors import (
+    DefinitionNotFound,
+    LimitExceeded,
+    NotJSON,
+    RegistryError,
+    ReplayRejected,
+)
 from engine.identifiers import id_problem, team_instance_id
 from engine.instance import Instance, InstanceStatus
-from engine.limits import MAX_IDENTIFIER_LENGTH, MAX_PAYLOAD_BYTES
+from engine.limits import MAX_IDENTIFIER_LENGTH
 from engine.store import reads
 from engine.store.reads import InstancePage, InstanceRow, InstanceView
 from studio.errors import Conflict, Invalid, NotFound
@@ -144,27 +149,27 @@ async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:
 # Starting ---------------------------------------------------------------------------
 
 
-def input_limit(definition: Definition) -> tuple[int, str]:
-    """The largest input every activity accepts, and the step that sets it."""
-    limits = [(s.input_limit, s.name) for s in definition.steps if s.kind is StepKind.ACTIVITY]
-    return min(limits) if limits else (MAX_PAYLOAD_BYTES, "")
-
-
 def parse_json(text: str, what: str) -> Any:
-    """JSON from a form field; empty means no value (None)."""
+    """JSON from a form field; empty means no value (None).
+
+    Read with the engine's rules for values from outside (``engine.inputs``): text that
+    is not JSON is a mistake to correct in the form (422); JSON nested too deeply or
+    holding a NUL character cannot be taken at all (InputRefused, answered 400).
+    """
     if not text.strip():
         return None
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise Invalid(f"the {what} is not valid JSON: {error}") from None
+        return inputs.read_json(text, f"the {what}")
+    except NotJSON as mistake:
+        raise Invalid(str(mistake)) from None
 
 
 def check_size(value: Any, limit: int, what: str, where: str = "") -> None:
-    size = len((json_data(value) or "").encode())
-    if size > limit:
-        place = f"; step {where} accepts at most {limit}" if where else f"; at most {limit}"
-        raise Invalid(f"the {what} is {size} bytes{place}")
+    """The engine's size check (``engine.inputs.check_size``) as a form's mistake (422)."""
+    try:
+        inputs.check_size(value, limit, f"the {what}", where)
+    except LimitExceeded as refused:
+        raise Invalid(str(refused)) from None
 
 
 def check_instance_id(team: str, instance_id: str) -> None:
@@ -199,7 +204,7 @@ async def start(
     if published.deprecated:
         raise Invalid(f"{name}@{version} is deprecated and refuses new instances")
     value = parse_json(input_text, "input")
-    limit, step = input_limit(published.definition)
+    limit, step = lifecycle.start_input_limit(published.definition)
     check_size(value, limit, "input", step)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
     check_instance_id(team, chosen)

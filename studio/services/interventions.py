@@ -16,7 +16,8 @@ from typing import Any
 
 from engine.client import SignalConflict
 from engine.definitions import StepKind
-from engine.errors import DecisionRejected
+from engine.errors import DecisionRejected, EventInvalid
+from engine.inputs import json_or_text
 from engine.instance import Instance
 from engine.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
 from engine.operator_actions import Action
@@ -112,16 +113,8 @@ def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
         if not code or len(code) > MAX_CODE_LENGTH:
             raise Invalid(f"a code of 1 to {MAX_CODE_LENGTH} characters is required")
         effect["code"] = code
-        effect["evidence"] = _evidence(form.evidence)
+        effect["evidence"] = json_or_text(form.evidence, "the evidence")
     return effect
-
-
-def _evidence(text: str) -> Any:
-    """Evidence as JSON when it parses, else as the text given."""
-    try:
-        return parse_json(text, "evidence")
-    except Invalid:
-        return text
 
 
 async def command(
@@ -140,7 +133,7 @@ async def command(
         )
     except DecisionRejected as refused:
         raise Conflict(f"the instance does not allow this now: {refused}") from None
-    except ValueError as bad:
+    except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
         raise Invalid(str(bad)) from None
     runtime.watcher.nudge()
     return state

@@ -9,18 +9,27 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from studio.errors import Invalid
+from studio.errors import BadRequest
+
+CURSOR_REFUSED = "the page cursor is not valid; start from the first page"
 
 
 def parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
-    """``<iso time>|<id>`` from a page link, or None for the first page."""
+    """``<iso time>|<id>`` from a page link, or None for the first page.
+
+    A cursor is only ever made by ``format_cursor``, with a time zone; one without
+    (edited by hand) is refused like any other malformed cursor (400), never guessed.
+    """
     if not cursor:
         return None
     stamp, _, ident = cursor.partition("|")
     try:
-        return datetime.fromisoformat(stamp), ident
+        instant = datetime.fromisoformat(stamp)
     except ValueError:
-        raise Invalid("the page cursor is not valid; start from the first page") from None
+        raise BadRequest(CURSOR_REFUSED) from None
+    if instant.tzinfo is None:
+        raise BadRequest(f"{CURSOR_REFUSED} (its time has no time zone)")
+    return instant, ident
 
 
 def format_cursor(cursor: tuple[datetime, str] | None) -> str:

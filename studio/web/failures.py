@@ -18,7 +18,7 @@ from litestar.exceptions import (
 )
 from litestar.response import Redirect, Template
 
-from engine.errors import DefinitionNotFound
+from engine.errors import DefinitionNotFound, InputRefused, LimitExceeded
 from studio.api.schemas import ErrorOut
 from studio.errors import Invalid, PasswordChangeRequired, StudioError
 from studio.web.rendering import is_htmx, page
@@ -33,6 +33,10 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
         return error.status, str(error), problems
     if isinstance(error, DefinitionNotFound):
         return 404, str(error), []
+    if isinstance(error, InputRefused):  # a value that cannot be taken at all
+        return 400, str(error), []
+    if isinstance(error, LimitExceeded):  # a value larger than the engine's named limit
+        return 422, str(error), []
     if isinstance(error, ValidationException):
         return 400, "the request is not in the expected shape", _validation(error)
     if isinstance(error, HTTPException):

@@ -17,6 +17,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
+from engine import lifecycle
 from engine.events import EventKind
 from engine.identifiers import local_instance_id
 from engine.store.reads import InstanceRow
@@ -89,7 +90,7 @@ async def _start_form(
     )
     if chosen is None and versions and not name:
         chosen = versions[-1]
-    limit = instances.input_limit(chosen.definition) if chosen else None
+    limit = lifecycle.start_input_limit(chosen.definition) if chosen else None
     return page(
         request,
         "instances/new.html",

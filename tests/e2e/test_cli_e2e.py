@@ -7,19 +7,26 @@ traceback, never driver text). A worker process runs the instances the CLI drive
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from typing import TYPE_CHECKING
 
+import pytest
+
 from engine.definitions import Definition, definition_to_json
-from engine.instance import InstanceStatus
+from engine.events import EventKind
+from engine.instance import AttemptStatus, InstanceStatus
 from engine.store import catalog
 from tests.e2e import definitions as d
-from tests.e2e.app import Behaviour, script
+from tests.e2e.app import Behaviour, script, undo_key
+from tests.e2e.conftest import WAYLINE
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import CliResult, Harness
 
 S = InstanceStatus
+A = AttemptStatus
 
 
 def one_line(result: CliResult) -> str:
@@ -170,3 +177,167 @@ async def test_bad_input_gets_one_line_and_a_non_zero_exit(e2e: Harness) -> None
     no_dsn = await e2e.cli("inspect", "x", store=False)
     assert no_dsn.code == 2
     assert one_line(no_dsn) == "wayline inspect: no database given: pass --dsn or set WAYLINE_DSN"
+
+
+# Operator verbs, input limits, pipes and bytes that are not UTF-8 -------------------------
+
+
+def audit_of(state: dict) -> list[tuple[str, str, str]]:
+    """(action, actor, reason) of each operator command, from ``inspect --json``."""
+    return [(a["action"], a["actor"], a["reason"]) for a in state["audit"]]
+
+
+async def test_approve_from_the_command_line_is_audited_like_the_studio(e2e: Harness) -> None:
+    await publish(e2e, d.APPROVED)
+    await e2e.spawn()
+    await ok(e2e, "start", "e2e.approved", "--id", "deal")
+    approve = ("command", "deal", "approve", "--actor", "ann", "--reason", " signed off ")
+    approved = await ok(e2e, *approve, "--step", "sign", "--payload", '{"by": "ann"}')
+    assert approved == "approve recorded on deal (running)\n"
+    await e2e.settled("deal", S.COMPLETED)
+    state = json.loads(await ok(e2e, "inspect", "deal", "--json"))
+    assert audit_of(state) == [("approve", "ann", "signed off")], "the reason is trimmed"
+
+
+async def test_unknown_outcomes_are_retried_and_resolved_from_the_command_line(
+    e2e: Harness,
+) -> None:
+    await e2e.spawn()
+    unsure = script({"risky": Behaviour(unknown=True)})
+    for instance in ("retried", "resolved"):
+        await e2e.start(d.HOLD_ON_UNKNOWN, instance, unsure)
+        await e2e.activity_reaches(instance, "risky", A.UNKNOWN)
+    who = ("--actor", "ops", "--reason", "checked the ledger", "--step", "risky")
+
+    retried = await ok(e2e, "command", "retried", "retry-activity", *who)
+    assert retried == "retry-activity recorded on retried (running)\n"
+    await e2e.until(lambda: len(e2e.calls("retried")) == 2, what="the retry's call")
+    first, second = e2e.calls("retried")
+    assert first["key"] == second["key"], "an unknown outcome is retried with its own key"
+
+    settle = ("--resolution", "succeeded", "--result", '{"charged": true}')
+    resolved = await ok(e2e, "command", "resolved", "resolve-activity", *who, *settle)
+    assert resolved == "resolve-activity recorded on resolved (completed)\n"
+    state = json.loads(await ok(e2e, "inspect", "resolved", "--json"))
+    assert audit_of(state) == [("resolve_activity", "ops", "checked the ledger")]
+
+
+async def test_a_failed_compensation_is_resolved_from_the_command_line(e2e: Harness) -> None:
+    await e2e.spawn()
+    failing = {"ship": Behaviour(terminal=True), undo_key("charge"): Behaviour(terminal=True)}
+    await e2e.start(d.SAGA, "refund", script(failing))
+
+    async def undo_failed() -> bool:
+        progress = (await e2e.state("refund")).compensations.get("charge")
+        return progress is not None and progress.status is A.FAILED
+
+    await e2e.until(undo_failed, what="the failed compensation of charge")
+    early = await e2e.cli(
+        "command", "refund", "compensate", "--step", "ship", "--actor", "ops", "--reason", "x"
+    )
+    assert early.code == 1, "compensate reaches the engine, which says why not"
+    assert "has not succeeded" in one_line(early)
+
+    resolved = await ok(
+        e2e,
+        *("command", "refund", "resolve-compensation", "--step", "charge"),
+        *("--code", "refunded-by-hand", "--evidence", "refunded by phone"),
+        *("--actor", "ops", "--reason", "the bank confirmed"),
+    )
+    assert resolved.startswith("resolve-compensation recorded on refund (")
+    await e2e.settled("refund", S.FAILED)
+    state = json.loads(await ok(e2e, "inspect", "refund", "--json"))
+    assert audit_of(state) == [("resolve_compensation", "ops", "the bank confirmed")]
+    (event,) = await e2e.kinds("refund", EventKind.COMPENSATION_MANUALLY_RESOLVED)
+    assert (event.code, event.value()) == ("refunded-by-hand", "refunded by phone")
+
+
+@pytest.mark.parametrize(
+    ("options", "code", "message"),
+    [
+        (("approve",), 2, "approve needs --step"),
+        (("pause", "--step", "sign"), 2, "pause does not take --step"),
+        (("resolve-activity", "--step", "sign"), 2, "resolve-activity needs --resolution"),
+        (("approve", "--step", "sign", "--code", "x"), 2, "approve does not take --code"),
+        (
+            ("approve", "--step", "bad name!"),
+            1,
+            "the step must be 1 to 200 characters: letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit",
+        ),
+        (("approve", "--step", "nosuch"), 1, "'nosuch' is not a step of e2e.approved@1"),
+    ],
+)
+async def test_operator_verbs_say_which_option_is_wrong(
+    e2e: Harness, options: tuple[str, ...], code: int, message: str
+) -> None:
+    await publish(e2e, d.APPROVED)
+    await ok(e2e, "start", "e2e.approved", "--id", "deal")
+    result = await e2e.cli("command", "deal", *options, "--actor", "ops", "--reason", "why")
+    assert (result.code, one_line(result)) == (code, f"wayline command: {message}")
+    assert len(await e2e.history("deal")) == 1, "nothing was recorded"
+
+
+async def test_start_refuses_an_input_over_the_smallest_activity_input_limit(
+    e2e: Harness,
+) -> None:
+    await publish(e2e, d.SIGNALLED)
+    big = json.dumps("x" * d.LIMIT)
+    result = await e2e.cli("start", "e2e.signalled", "--id", "big", "--input", big)
+    assert result.code == 1
+    assert one_line(result) == (
+        f"wayline start: the input is {len(big)} bytes; step after accepts at most {d.LIMIT}"
+    )
+    missing = await e2e.cli("inspect", "big")
+    assert one_line(missing) == "wayline inspect: instance big does not exist", "nothing written"
+
+
+async def test_json_nested_too_deeply_is_refused_in_one_line(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+    await ok(e2e, "start", "e2e.signalled", "--id", "deep")
+    deep = "[" * 1000 + "]" * 1000
+    for command in (
+        ("start", "e2e.signalled", "--id", "deeper", "--input", deep),
+        ("signal", "deep", "go", "--signal-id", "s", "--payload", deep),
+    ):
+        result = await e2e.cli(*command)
+        assert result.code == 2 and "Traceback" not in result.stderr
+        assert result.stderr.splitlines()[-1].endswith(
+            "the value is nested too deeply: at most 100 levels of arrays and objects"
+        )
+
+
+async def test_arguments_that_are_not_utf8_are_refused_in_words(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+    await ok(e2e, "start", "e2e.signalled", "--id", "latin")
+    latin1 = "café".encode("latin-1")
+    result = await e2e.cli("command", "latin", "pause", "--actor", "ops", "--reason", latin1)
+    assert result.code == 2
+    assert one_line(result) == (
+        "wayline command: the reason is not UTF-8 text: byte 0xe9 cannot be read as UTF-8"
+    )
+    payload = await e2e.cli("signal", "latin", "go", "--signal-id", "s", "--payload", b'"\xe9"')
+    assert payload.code == 2 and "Traceback" not in payload.stderr
+    assert payload.stderr.splitlines()[-1].endswith(
+        "the value is not UTF-8 text: byte 0xe9 cannot be read as UTF-8"
+    )
+
+
+async def test_history_into_a_closed_pipe_ends_quietly(e2e: Harness) -> None:
+    """``wayline history ID | head -1``: the reader leaves; the command stops, silently."""
+    await publish(e2e, d.SIGNALLED)
+    await ok(e2e, "start", "e2e.signalled", "--id", "piped")
+    reader, writer = os.pipe()
+    os.close(reader)  # as head does once it has its line
+    try:
+        process = await asyncio.create_subprocess_exec(
+            WAYLINE,
+            *("history", "piped", "--dsn", e2e.dsn, "--schema", e2e.schema),
+            stdout=writer,
+            stderr=asyncio.subprocess.PIPE,
+            env=e2e.env(),
+        )
+    finally:
+        os.close(writer)
+    _, err = await asyncio.wait_for(process.communicate(), 20)
+    assert (process.returncode, err.decode()) == (0, "")

@@ -109,7 +109,9 @@ def test_check_names_the_whole_document_when_it_is_not_an_object(
         ('{"name": "order.fulfillment",', "is not valid JSON: Expecting property name"),
         ("not json", "is not valid JSON: Expecting value at line 1 column 1"),
         ("", "is not valid JSON"),
-        ('{"fan_out_limit": ' + "9" * 5000 + "}", "is not usable JSON"),
+        ('{"fan_out_limit": ' + "9" * 5000 + "}", "is not usable JSON: it holds a number of"),
+        ('{"steps": ' + "[" * 1000 + "]" * 1000 + "}", "is nested too deeply: at most 100 levels"),
+        ('{"name": "a\\u0000b"}', "contains a NUL character"),
     ],
 )
 def test_check_reports_a_non_json_file_in_one_line(
@@ -142,4 +144,7 @@ def test_check_reports_a_file_that_is_not_utf8(
     path.write_bytes(b'{"name": "\xff"}')
     status, _, err = check(path, capsys)
     assert status == 1
-    assert err == f"wayline definition check: {path} is not UTF-8 text\n"
+    assert err == (
+        f"wayline definition check: {path} is not UTF-8 text: "
+        "byte 0xff at offset 10 cannot be read as UTF-8\n"
+    )

@@ -1,0 +1,97 @@
+"""The client refuses values from outside it cannot take, before any query sends them.
+
+A NUL character would otherwise reach PostgreSQL and come back as driver text, JSON
+nested a thousand levels as a RecursionError, and an input larger than an activity
+takes as an instance that fails at its first step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from engine.client import Client
+from engine.errors import InputRefused, LimitExceeded
+from engine.operator_actions import Action
+from engine.store import reads
+from engine.store.errors import InstanceNotFound
+from engine.store.store import Store
+from tests.integration.transition_builders import SINGLE, single_definition
+
+
+@pytest.fixture
+async def client(pg_dsn: str, schema: str) -> AsyncIterator[Client]:
+    store = await Store.open(pg_dsn, schema)
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    await client.start(SINGLE, "running")
+    yield client
+    await store.close()
+
+
+def nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+CALLS: dict[str, Callable[[Client], Awaitable[Any]]] = {
+    "definition name": lambda c: c.start("store\x00single", "x"),
+    "version": lambda c: c.start(SINGLE, "x", version="1\x00"),
+    "instance id": lambda c: c.start(SINGLE, "x\x00"),
+    "input": lambda c: c.start(SINGLE, "x", {"note": "a\x00b"}),
+    "signal instance": lambda c: c.signal("running\x00", "a", "s"),
+    "signal id": lambda c: c.signal("running", "a", "s\x00"),
+    "payload key": lambda c: c.signal("running", "a", "s", {"k\x00": 1}),
+    "actor": lambda c: c.command("running", Action.PAUSE, "ops\x00", "why"),
+    "reason": lambda c: c.command("running", Action.PAUSE, "ops", "why\x00"),
+    "evidence": lambda c: c.command(
+        "running", Action.RESOLVE_COMPENSATION, "ops", "why", step="a", code="c", evidence="\x00"
+    ),
+    "inspect": lambda c: c.inspect("running\x00"),
+}
+
+
+@pytest.mark.parametrize("call", CALLS.values(), ids=CALLS.keys())
+async def test_a_nul_character_is_refused_in_words(
+    client: Client, call: Callable[[Client], Awaitable[Any]]
+) -> None:
+    with pytest.raises(InputRefused, match=r"contains a NUL character \(\\u0000\)"):
+        await call(client)
+    assert len((await client.inspect("running")).audit) == 0, "nothing was recorded"
+
+
+async def test_json_nested_too_deeply_is_refused_not_a_recursion_error(client: Client) -> None:
+    await client.start(SINGLE, "deep-enough", nested(100))
+    for call in (
+        client.start(SINGLE, "too-deep", nested(1000)),
+        client.signal("running", "a", "s", nested(101)),
+        client.command("running", Action.APPROVE, "ops", "why", step="a", payload=nested(1000)),
+    ):
+        with pytest.raises(InputRefused, match="nested too deeply: at most 100 levels"):
+            await call
+
+
+async def test_a_start_input_larger_than_an_activity_takes_is_refused(client: Client) -> None:
+    with pytest.raises(LimitExceeded, match="the input is 1003 bytes; step a accepts at most 1000"):
+        await client.start(SINGLE, "too-big", "x" * 1001)
+    with pytest.raises(InstanceNotFound):
+        await reads.get_instance(client.store, "too-big")
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [("bad name!", "the step must be 1 to 200 characters"), ("nosuch", "'nosuch' is not a step")],
+)
+async def test_a_command_on_a_step_the_definition_lacks_is_refused(
+    client: Client, step: str, message: str
+) -> None:
+    for action, effect in (
+        (Action.APPROVE, {}),
+        (Action.RESOLVE_COMPENSATION, {"code": "done"}),
+    ):
+        with pytest.raises(InputRefused, match=message):
+            await client.command("running", action, "ops", "why", step=step, **effect)
