@@ -17,8 +17,9 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -294,12 +295,13 @@ async def process_attempt(
         ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
         eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
         record = _record(track, dispatch, outcome)
-        state = await commit(ctx, lease, record, eager=eager, known=state)
-        if eager is None or eager.lease is None or state is None:
-            return
+        with current.completing():
+            state = await commit(ctx, lease, record, eager=eager, known=state)
+            if eager is None or eager.lease is None or state is None:
+                return
+            lease, dispatch = eager.lease, eager.dispatch
+            current.lease = lease
         ctx.metrics.count("eager_dispatches")
-        lease, dispatch = eager.lease, eager.dispatch
-        current.lease = lease
 
 
 async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
@@ -316,10 +318,25 @@ async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
 @dataclass
 class LeaseHolder:
     """The lease a processor currently works under (eager dispatch moves it on), which
-    the worker's renewal task keeps alive."""
+    the worker's renewal task keeps alive.
+
+    ``committing`` is true while the processor commits the outcome that completes its
+    lease, until it has switched to the lease handed on: a renewal that meanwhile finds
+    the lease gone may be seeing that very commit, so it must not cancel the processor
+    (the commit is fenced by the lease and reports a real loss itself)."""
 
     lease: work.Lease
     lease_for: timedelta
+    committing: bool = False
+
+    @contextlib.contextmanager
+    def completing(self) -> Iterator[None]:
+        """Mark the commit that completes the current lease (see the class)."""
+        self.committing = True
+        try:
+            yield
+        finally:
+            self.committing = False
 
 
 class StartOrSettle:

@@ -3,7 +3,9 @@
 - Bounded concurrency: it claims only up to its free slots, and only work whose
   target it has a handler for (timers and children need none).
 - Each lease is renewed on its own task well before it expires; a renewal that finds
-  the lease gone cancels the processor, which then records nothing.
+  the lease gone cancels the processor, which then records nothing (not while the
+  processor commits the outcome that completes that lease: the renewal may be seeing
+  that commit, which is fenced and reports a real loss itself).
 - It wakes on ``LISTEN`` (a hint) and otherwise polls at a bounded interval.
 - It holds a session-level advisory lock named by its id, so a recovery sweep can
   expire the leases of a worker whose session is gone without waiting out the lease
@@ -207,8 +209,13 @@ class Worker:
             try:
                 await work.renew(self.store, lease, self.config.lease)
             except StaleLease:
-                if current.lease is not lease:
-                    continue  # the processor finished that lease and moved on (eager)
+                if current.lease is not lease or current.committing:
+                    continue  # the processor's own commit finished that lease (eager)
+                log.warning(
+                    "lease %s on work %s was lost: its processor is cancelled",
+                    lease.token,
+                    lease.work_id,
+                )
                 processor.cancel()
                 return
             except (StoreError, psycopg.Error, OSError):
