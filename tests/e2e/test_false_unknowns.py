@@ -17,12 +17,14 @@ import pytest
 
 from engine.events import EventKind
 from engine.instance import AttemptStatus, Instance, InstanceStatus
-from engine.store import work
+from engine.store import sessions, work
 from engine.store.errors import StaleLease
 from engine.store.group_commit import CommitGroup
+from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from tests.e2e import definitions as d
 from tests.e2e.app import app, script
+from tests.integration.commit_proxy import CommitProxy, Cut
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Harness
@@ -35,9 +37,14 @@ SHORT_LEASE = timedelta(seconds=2)
 within the harness's deadline, so a regression fails fast rather than by timeout."""
 
 
-def in_process_worker(e2e: Harness, **config: Any) -> Worker:
+QUIET = timedelta(minutes=1)
+"""Heartbeat and sweep interval of a worker behind a proxy armed to cut the next write:
+their statements must not take the cut meant for the outcome's write."""
+
+
+def in_process_worker(e2e: Harness, store: Store | None = None, **config: Any) -> Worker:
     options = {"lease": SHORT_LEASE, "poll_interval": timedelta(milliseconds=100), **config}
-    return Worker(e2e.store, app, WorkerConfig(worker_id="honest", **options))
+    return Worker(store or e2e.store, app, WorkerConfig(worker_id="honest", **options))
 
 
 async def completed_or_unknown(e2e: Harness, instance: str) -> Instance:
@@ -98,3 +105,43 @@ async def test_a_renewal_answered_stale_by_the_outcomes_own_commit_keeps_the_nex
 
     assert stale.is_set(), "a renewal found the completed lease gone"
     assert_no_false_unknown(state, await e2e.history("renewed"))
+
+
+async def test_a_lone_fenced_write_settled_as_committed_hands_on_the_next_lease(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outcome of step one is one statement in autocommit that also leases step two
+    to this worker. Its answer is cut after the server got it; the session check settles
+    it as committed. Step two must still run here, not wait out its lease as unknown.
+
+    The session is ended only once the server has answered the cut statement (as a
+    slower settlement would find it): ended earlier, the statement may be aborted, and
+    that is the other case (a write known not to have committed)."""
+    commit_all, end = CommitGroup.commit_all, sessions.end
+    cuts = []
+
+    async def end_after_the_answer(conn, session):
+        await proxy.commit_answered.wait()
+        return await end(conn, session)
+
+    async def cut_the_first_outcome_with_a_next_lease(self, transitions, fence=None):
+        if fence is not None and fence.lease_next and not cuts:
+            cuts.append(fence.lease_next)
+            proxy.arm(Cut.AFTER_COMMIT)
+        return await commit_all(self, transitions, fence)
+
+    monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome_with_a_next_lease)
+    monkeypatch.setattr(sessions, "end", end_after_the_answer)
+    async with CommitProxy.running(e2e.dsn) as proxy:
+        store = await Store.open(proxy.conninfo(), e2e.schema)
+        try:
+            worker = in_process_worker(
+                e2e, store, renew_every=timedelta(seconds=1), heartbeat_every=QUIET
+            )
+            await e2e.start(d.THREE_STEPS, "cut", script({}))
+            state = await run_until_settled(e2e, worker, "cut")
+        finally:
+            await store.close()
+
+    assert proxy.intercepted == ["E"], "the lone fenced write's answer was cut"
+    assert_no_false_unknown(state, await e2e.history("cut"))
