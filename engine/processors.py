@@ -17,8 +17,10 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -45,11 +47,16 @@ from engine.metrics import Metrics
 from engine.orchestration import decide
 from engine.replay import replay
 from engine.store import work
-from engine.store.errors import DuplicateTransition, SequenceConflict
+from engine.store.errors import (
+    DuplicateTransition,
+    SequenceConflict,
+    StoreError,
+    StoreUnavailable,
+)
 from engine.store.fencing import LeaseFence
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.transitions import Draft, WorkKind
+from engine.transitions import Draft, Transition, WorkKind
 
 A = AttemptStatus
 S = InstanceStatus
@@ -58,6 +65,10 @@ PARK_FOR = timedelta(hours=1)
 """How far work for a paused instance is pushed back; resuming re-arms it at once."""
 PARK_MARGIN = timedelta(seconds=1)
 MAX_CONFLICT_RETRIES = 20
+WRITE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Waits before each new try of a write known not to have committed (6.35 s in all,
+within the lease its renewals keep alive meanwhile)."""
+log = logging.getLogger("wayline.processors")
 
 
 class Obsolete(Exception):
@@ -159,7 +170,7 @@ async def commit(
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         try:
-            await ctx.commits.commit_all(transitions, fence)
+            await _write(ctx, transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
@@ -170,6 +181,28 @@ async def commit(
             eager.lease = fence.next_lease
         return draft.state
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+async def _write(ctx: Context, transitions: list[Transition], fence: LeaseFence) -> None:
+    """Commit, and write again what is known not to have taken effect.
+
+    The transitions carry what this processor knows (an attempt's outcome above all):
+    dropped, the lease would expire and the attempt be recorded unknown though its
+    outcome was in hand. So a write the store reports not committed (refused, cut off
+    before the server got it, the database briefly unavailable) is sent again after
+    each of ``WRITE_RETRY_DELAYS``. Fencing still decides: a lease lost meanwhile ends
+    the retries with StaleLease, and an outcome that is unknown is never retried here."""
+    for delay in WRITE_RETRY_DELAYS:
+        try:
+            await ctx.commits.commit_all(transitions, fence)
+            return
+        except StoreError as exc:
+            if type(exc) not in (StoreError, StoreUnavailable):
+                raise  # not "safe to retry": unknown, stale, a conflict, ...
+            ctx.metrics.count("write_retries")
+            log.warning("%s; writing it again in %.2f s", exc, delay)
+        await asyncio.sleep(delay)
+    await ctx.commits.commit_all(transitions, fence)
 
 
 @dataclass

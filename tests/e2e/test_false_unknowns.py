@@ -145,3 +145,36 @@ async def test_a_lone_fenced_write_settled_as_committed_hands_on_the_next_lease(
 
     assert proxy.intercepted == ["E"], "the lone fenced write's answer was cut"
     assert_no_false_unknown(state, await e2e.history("cut"))
+
+
+async def test_an_outcome_known_not_to_have_committed_is_written_again(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outcome's write is cut before it reaches the server: settled, it did not take
+    effect and is safe to retry. The worker still has the outcome in hand and the lease:
+    it must write it again, not drop it and let the attempt expire into unknown."""
+    commit_all = CommitGroup.commit_all
+    cuts = []
+
+    async def cut_the_first_outcome(self, transitions, fence=None):
+        if fence is not None and fence.lease_next and not cuts:
+            cuts.append(fence.lease_next)
+            proxy.arm(Cut.BEFORE_COMMIT)
+        return await commit_all(self, transitions, fence)
+
+    monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome)
+    async with CommitProxy.running(e2e.dsn) as proxy:
+        store = await Store.open(proxy.conninfo(), e2e.schema)
+        try:
+            worker = in_process_worker(
+                e2e, store, renew_every=timedelta(seconds=1), heartbeat_every=QUIET
+            )
+            await e2e.start(d.THREE_STEPS, "refused", script({}))
+            state = await run_until_settled(e2e, worker, "refused")
+        finally:
+            await store.close()
+
+    assert proxy.intercepted == ["E"], "the outcome's write was cut before the server"
+    assert_no_false_unknown(state, await e2e.history("refused"))
+    assert worker.metrics.value("write_retries") == 1
+    assert [r["step"] for r in e2e.records()] == ["one", "two", "three"], "each ran once"
