@@ -31,6 +31,7 @@ from engine.activities import (
     ActivityRegistry,
     ActivityRequest,
     Failed,
+    HandlerThreads,
     Outcome,
     Succeeded,
     Unknown,
@@ -88,6 +89,8 @@ class Context:
     registries: RegistrySource
     faults: Faults = field(default_factory=Faults)
     metrics: Metrics = field(default_factory=Metrics)
+    threads: HandlerThreads = field(default_factory=lambda: HandlerThreads(1))
+    """Where sync handlers run; the worker sizes it to its concurrency."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 
@@ -451,7 +454,7 @@ async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) 
         compensation=track.compensation,
         results=_results(state),
     )
-    return await run_handler(handler, request, timeout.total_seconds())
+    return await run_handler(handler, request, timeout.total_seconds(), ctx.threads)
 
 
 def _value(text: str | None) -> Any:

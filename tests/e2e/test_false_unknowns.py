@@ -10,11 +10,14 @@ completed or an attempt was recorded unknown, and asserts the first.
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from engine.activities import ActivityRegistry, ActivityRequest
 from engine.events import EventKind
 from engine.instance import AttemptStatus, Instance, InstanceStatus
 from engine.store import sessions, work
@@ -23,7 +26,7 @@ from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from tests.e2e import definitions as d
-from tests.e2e.app import app, script
+from tests.e2e.app import ACTIVITY_TARGET, app, script
 from tests.integration.commit_proxy import CommitProxy, Cut
 
 if TYPE_CHECKING:
@@ -178,3 +181,44 @@ async def test_an_outcome_known_not_to_have_committed_is_written_again(
     assert_no_false_unknown(state, await e2e.history("refused"))
     assert worker.metrics.value("write_retries") == 1
     assert [r["step"] for r in e2e.records()] == ["one", "two", "three"], "each ran once"
+
+
+DEFAULT_POOL_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""Threads in asyncio's default pool, which sync handlers used to queue for."""
+SYNC_HANDLER_SECONDS = 1.0
+SYNC_TIMEOUT = "1600ms"
+"""Longer than one handler, shorter than two: an attempt that waited for another's
+thread before its own ran out."""
+SYNC_POOL = d.definition("e2e.sync-pool", d.activity("only", timeout=SYNC_TIMEOUT))
+
+
+async def test_sync_handlers_never_wait_for_a_thread_on_their_timeout(e2e: Harness) -> None:
+    """Twice as many sync handlers at once as the default pool has threads, each well
+    within its timeout: every one runs and succeeds; none times out waiting for a
+    thread (recorded unknown though it never started)."""
+    began: list[str] = []
+    registry = ActivityRegistry()
+
+    @registry.activity(ACTIVITY_TARGET)
+    def sync_handler(request: ActivityRequest) -> str:
+        began.append(request.instance_id)
+        time.sleep(SYNC_HANDLER_SECONDS)
+        return "done"
+
+    count = 2 * DEFAULT_POOL_THREADS
+    instances = [f"sync-{n}" for n in range(count)]
+    for instance in instances:
+        await e2e.start(SYNC_POOL, instance, {})
+    config = WorkerConfig(worker_id="threads", concurrency=count, lease=timedelta(seconds=30))
+    worker = Worker(e2e.store, registry, config)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        states = [await completed_or_unknown(e2e, instance) for instance in instances]
+    finally:
+        stop.set()
+        await running
+
+    unknown = [s.instance_id for s in states if s.status is not S.COMPLETED]
+    assert not unknown, f"{len(unknown)} of {count} attempts timed out; {len(began)} ran"
+    assert sorted(began) == sorted(instances), "each handler ran once"
