@@ -5,11 +5,11 @@ world *saw*. Drill activities call ``record_effect`` instead of charging a card:
 writes one row per handler call into ``drill_effect_calls`` (in the drill's own schema,
 over its own direct connection, like an external system would) and applies the effect
 at most once per idempotency key (``drill_effects_applied``), the way a payment gateway
-deduplicates by key. Every handler also marks its entry first (``mark_entry``,
-``drill_handler_entries``), so an attempt recorded unknown can be checked to have had
-a handler started. On its call ``record_effect`` also asks whether the attempt's start is already
-durable in history, so "the handler ran before its attempt start was committed" is a
-fact in the ledger rather than a guess.
+deduplicates by key. It also asks whether the attempt's start is already durable in
+history, so "the handler ran before its attempt start was committed" is a fact in the
+ledger rather than a guess. Every handler marks its entry first, before any of that
+(``mark_entry``, ``drill_handler_entries``), so an attempt recorded unknown can be
+checked to have had its handler started.
 
 The checker compares these rows with history (see ``verification.invariants``).
 """
