@@ -4,15 +4,17 @@ A handler receives an ActivityRequest and either returns a result (success), rai
 ActivityFailure (a known failure, retryable or not), or returns UnknownOutcome (it
 cannot tell whether its effect happened). A handler that exceeds its timeout or raises
 anything else is recorded as *unknown*, never as a clean failure: its effect may have
-happened. Handlers may be sync (run in a thread, so they cannot block the event loop)
-or async.
+happened. Handlers may be sync (run in a thread of the worker's own, so they cannot
+block the event loop; see ``HandlerThreads``) or async.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -151,14 +153,73 @@ class ActivityRegistry:
         return iter(self.targets)
 
 
-async def run_handler(handler: Handler, request: ActivityRequest, timeout: float) -> Outcome:
-    """Run one attempt and classify what happened; never raises for handler behaviour."""
+class HandlerThreads:
+    """The threads a worker runs sync handlers in: one for each attempt it may run.
+
+    asyncio's default pool has CPU count + 4 threads: a worker running more attempts
+    than that would start attempts whose handlers wait for a thread, and time out
+    (unknown) without ever having run. Here every attempt the worker runs has a thread,
+    and an attempt's timeout starts when its handler does. A thread cannot be stopped:
+    a handler that outlives its attempt (timed out, or its lease lost) keeps its thread
+    until it returns, and ``lingering`` counts those so the worker starts no attempt
+    that would have to wait for one; ``on_free`` is called when one comes back.
+    """
+
+    def __init__(self, size: int, on_free: Callable[[], None] = lambda: None) -> None:
+        self.executor = ThreadPoolExecutor(size, thread_name_prefix="wayline-handler")
+        self.on_free = on_free
+        self.lingering = 0
+
+    async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
+        """``handler(request)`` in a thread; TimeoutError ``timeout`` s after it started."""
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+
+        def call() -> Any:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
+                loop.call_soon_threadsafe(started.set)
+            return handler(request)
+
+        future = self.executor.submit(call)
+        try:
+            await started.wait()
+            async with asyncio.timeout(timeout):
+                return await asyncio.wrap_future(future)
+        except BaseException:
+            if not future.cancel() and not future.done():  # running on: it keeps its thread
+                self._linger(loop, future)
+            raise
+
+    def close(self) -> None:
+        """Start no more handlers (those running finish in their threads)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _linger(self, loop: asyncio.AbstractEventLoop, future: Future) -> None:
+        self.lingering += 1
+
+        def returned(_: Future) -> None:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
+                loop.call_soon_threadsafe(self._release)
+
+        future.add_done_callback(returned)
+
+    def _release(self) -> None:
+        self.lingering -= 1
+        self.on_free()
+
+
+async def run_handler(
+    handler: Handler, request: ActivityRequest, timeout: float, threads: HandlerThreads
+) -> Outcome:
+    """Run one attempt and classify what happened; never raises for handler behaviour.
+
+    A sync handler runs in one of ``threads``; its timeout counts from when it started."""
     try:
-        async with asyncio.timeout(timeout):
-            if inspect.iscoroutinefunction(handler):
+        if inspect.iscoroutinefunction(handler):
+            async with asyncio.timeout(timeout):
                 value = await handler(request)
-            else:
-                value = await asyncio.to_thread(handler, request)
+        else:
+            value = await threads.run(handler, request, timeout)
     except ActivityFailure as failure:
         return Failed(failure.code, failure.retryable, failure.details)
     except TimeoutError:

@@ -17,8 +17,11 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +31,7 @@ from engine.activities import (
     ActivityRegistry,
     ActivityRequest,
     Failed,
+    HandlerThreads,
     Outcome,
     Succeeded,
     Unknown,
@@ -45,11 +49,16 @@ from engine.metrics import Metrics
 from engine.orchestration import decide
 from engine.replay import replay
 from engine.store import work
-from engine.store.errors import DuplicateTransition, SequenceConflict
+from engine.store.errors import (
+    DuplicateTransition,
+    SequenceConflict,
+    StoreError,
+    StoreUnavailable,
+)
 from engine.store.fencing import LeaseFence
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.transitions import Draft, WorkKind
+from engine.transitions import Draft, Transition, WorkKind
 
 A = AttemptStatus
 S = InstanceStatus
@@ -58,6 +67,10 @@ PARK_FOR = timedelta(hours=1)
 """How far work for a paused instance is pushed back; resuming re-arms it at once."""
 PARK_MARGIN = timedelta(seconds=1)
 MAX_CONFLICT_RETRIES = 20
+WRITE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Waits before each new try of a write known not to have committed (6.35 s in all,
+within the lease its renewals keep alive meanwhile)."""
+log = logging.getLogger("wayline.processors")
 
 
 class Obsolete(Exception):
@@ -77,6 +90,8 @@ class Context:
     registries: RegistrySource
     faults: Faults = field(default_factory=Faults)
     metrics: Metrics = field(default_factory=Metrics)
+    threads: HandlerThreads = field(default_factory=lambda: HandlerThreads(1))
+    """Where sync handlers run; the worker sizes it to its concurrency."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 
@@ -159,7 +174,7 @@ async def commit(
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         try:
-            await ctx.commits.commit_all(transitions, fence)
+            await _write(ctx, transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
@@ -170,6 +185,28 @@ async def commit(
             eager.lease = fence.next_lease
         return draft.state
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+async def _write(ctx: Context, transitions: list[Transition], fence: LeaseFence) -> None:
+    """Commit, and write again what is known not to have taken effect.
+
+    The transitions carry what this processor knows (an attempt's outcome above all):
+    dropped, the lease would expire and the attempt be recorded unknown though its
+    outcome was in hand. So a write the store reports not committed (refused, cut off
+    before the server got it, the database briefly unavailable) is sent again after
+    each of ``WRITE_RETRY_DELAYS``. Fencing still decides: a lease lost meanwhile ends
+    the retries with StaleLease, and an outcome that is unknown is never retried here."""
+    for delay in WRITE_RETRY_DELAYS:
+        try:
+            await ctx.commits.commit_all(transitions, fence)
+            return
+        except StoreError as exc:
+            if type(exc) not in (StoreError, StoreUnavailable):
+                raise  # not "safe to retry": unknown, stale, a conflict, ...
+            ctx.metrics.count("write_retries")
+            log.warning("%s; writing it again in %.2f s", exc, delay)
+        await asyncio.sleep(delay)
+    await ctx.commits.commit_all(transitions, fence)
 
 
 @dataclass
@@ -299,12 +336,13 @@ async def process_attempt(
         ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
         eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
         record = _record(track, dispatch, outcome)
-        state = await commit(ctx, lease, record, eager=eager, known=state)
-        if eager is None or eager.lease is None or state is None:
-            return
+        with current.completing():
+            state = await commit(ctx, lease, record, eager=eager, known=state)
+            if eager is None or eager.lease is None or state is None:
+                return
+            lease, dispatch = eager.lease, eager.dispatch
+            current.lease = lease
         ctx.metrics.count("eager_dispatches")
-        lease, dispatch = eager.lease, eager.dispatch
-        current.lease = lease
 
 
 async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
@@ -321,10 +359,25 @@ async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
 @dataclass
 class LeaseHolder:
     """The lease a processor currently works under (eager dispatch moves it on), which
-    the worker's renewal task keeps alive."""
+    the worker's renewal task keeps alive.
+
+    ``committing`` is true while the processor commits the outcome that completes its
+    lease, until it has switched to the lease handed on: a renewal that meanwhile finds
+    the lease gone may be seeing that very commit, so it must not cancel the processor
+    (the commit is fenced by the lease and reports a real loss itself)."""
 
     lease: work.Lease
     lease_for: timedelta
+    committing: bool = False
+
+    @contextlib.contextmanager
+    def completing(self) -> Iterator[None]:
+        """Mark the commit that completes the current lease (see the class)."""
+        self.committing = True
+        try:
+            yield
+        finally:
+            self.committing = False
 
 
 class StartOrSettle:
@@ -410,7 +463,7 @@ async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) 
         compensation=track.compensation,
         results=_results(state),
     )
-    return await run_handler(handler, request, timeout.total_seconds())
+    return await run_handler(handler, request, timeout.total_seconds(), ctx.threads)
 
 
 def _value(text: str | None) -> Any:

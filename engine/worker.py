@@ -1,9 +1,13 @@
 """The asyncio worker: claim due work under leases, process it, keep the leases alive.
 
 - Bounded concurrency: it claims only up to its free slots, and only work whose
-  target it has a handler for (timers and children need none).
+  target it has a handler for (timers and children need none). Sync handlers run in
+  threads of its own, one per slot; a handler still running after its attempt ended
+  (timed out) holds its slot until it returns, so no attempt waits for a thread.
 - Each lease is renewed on its own task well before it expires; a renewal that finds
-  the lease gone cancels the processor, which then records nothing.
+  the lease gone cancels the processor, which then records nothing (not while the
+  processor commits the outcome that completes that lease: the renewal may be seeing
+  that commit, which is fenced and reports a real loss itself).
 - It wakes on ``LISTEN`` (a hint) and otherwise polls at a bounded interval.
 - It holds a session-level advisory lock named by its id, so a recovery sweep can
   expire the leases of a worker whose session is gone without waiting out the lease
@@ -27,7 +31,7 @@ from datetime import timedelta
 import psycopg
 
 from engine import processors
-from engine.activities import ActivityRegistry
+from engine.activities import ActivityRegistry, HandlerThreads
 from engine.errors import WaylineError
 from engine.faults import Boundary, Faults
 from engine.instance_cache import RegistrySource
@@ -85,12 +89,17 @@ class Worker:
         self.store = store
         self.config = config or WorkerConfig()
         self.config.check()
-        self.ctx = processors.Context(
-            store, activities, RegistrySource(store), faults or Faults(), metrics or Metrics()
-        )
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
         self.owner_locked = asyncio.Event()
+        self.ctx = processors.Context(
+            store,
+            activities,
+            RegistrySource(store),
+            faults or Faults(),
+            metrics or Metrics(),
+            HandlerThreads(self.config.concurrency, on_free=self.wake.set),
+        )
 
     @property
     def metrics(self) -> Metrics:
@@ -112,13 +121,14 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await self.ctx.commits.close()
+            self.ctx.threads.close()
 
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             # Cleared before the claim: a wake-up that arrives while it runs (work
             # committed after the claim's snapshot) must end the wait below at once.
             self.wake.clear()
-            free = self.config.concurrency - len(self.tasks)
+            free = self.config.concurrency - len(self.tasks) - self.ctx.threads.lingering
             ready = self.owner_locked.is_set()
             claimed = await self._claim(free) if free > 0 and ready else []
             if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
@@ -207,8 +217,13 @@ class Worker:
             try:
                 await work.renew(self.store, lease, self.config.lease)
             except StaleLease:
-                if current.lease is not lease:
-                    continue  # the processor finished that lease and moved on (eager)
+                if current.lease is not lease or current.committing:
+                    continue  # the processor's own commit finished that lease (eager)
+                log.warning(
+                    "lease %s on work %s was lost: its processor is cancelled",
+                    lease.token,
+                    lease.work_id,
+                )
                 processor.cancel()
                 return
             except (StoreError, psycopg.Error, OSError):

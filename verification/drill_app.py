@@ -1,5 +1,7 @@
 """The activities drills run: every effect goes to the ledger, behaviour is scripted.
 
+Every handler marks its entry in the ledger before anything else (``mark_entry``).
+
 Run a worker for them with ``--app verification.drill_app:app``. What a handler does is
 scripted per step by the instance input, so one definition serves every drill:
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest
 from verification import mutants
-from verification.effects import record_effect
+from verification.effects import mark_entry, record_effect
 
 EFFECT_TARGET = "drill.effect"
 LOOP_TARGET = "drill.loop"
@@ -51,6 +53,7 @@ def _result(request: ActivityRequest, applied: bool) -> dict[str, Any]:
 @app.activity(EFFECT_TARGET)
 def effect(request: ActivityRequest) -> dict[str, Any]:
     """A synchronous external call (runs in a thread, so the event loop stays free)."""
+    mark_entry(request)
     _fail_early(request)
     time.sleep(float(_script(request, "slow") or 0))
     return _result(request, record_effect(request))
@@ -59,6 +62,7 @@ def effect(request: ActivityRequest) -> dict[str, Any]:
 @app.activity(LOOP_TARGET)
 async def loop_effect(request: ActivityRequest) -> dict[str, Any]:
     """An async handler; scripted to block the event loop on its first attempt."""
+    await asyncio.to_thread(mark_entry, request)
     _fail_early(request)
     if request.attempt == 1:
         time.sleep(float(_script(request, "block") or 0))  # deliberately blocks the loop
@@ -68,6 +72,7 @@ async def loop_effect(request: ActivityRequest) -> dict[str, Any]:
 @app.activity(UNDO_TARGET)
 def undo(request: ActivityRequest) -> dict[str, Any]:
     """A compensation: an effect of its own, keyed by the compensation attempt."""
+    mark_entry(request)
     return _result(request, record_effect(request))
 
 

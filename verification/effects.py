@@ -5,9 +5,11 @@ world *saw*. Drill activities call ``record_effect`` instead of charging a card:
 writes one row per handler call into ``drill_effect_calls`` (in the drill's own schema,
 over its own direct connection, like an external system would) and applies the effect
 at most once per idempotency key (``drill_effects_applied``), the way a payment gateway
-deduplicates by key. On entry it also asks whether the attempt's start is already
-durable in history, so "the handler ran before its attempt start was committed" is a
-fact in the ledger rather than a guess.
+deduplicates by key. It also asks whether the attempt's start is already durable in
+history, so "the handler ran before its attempt start was committed" is a fact in the
+ledger rather than a guess. Every handler marks its entry first, before any of that
+(``mark_entry``, ``drill_handler_entries``), so an attempt recorded unknown can be
+checked to have had its handler started.
 
 The checker compares these rows with history (see ``verification.invariants``).
 """
@@ -38,6 +40,16 @@ CREATE TABLE IF NOT EXISTS drill_effect_calls (
     pid             integer NOT NULL,
     called_at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+CREATE TABLE IF NOT EXISTS drill_handler_entries (
+    entry_id        bigserial PRIMARY KEY,
+    idempotency_key text NOT NULL,
+    instance_id     text NOT NULL,
+    step            text NOT NULL,
+    attempt         integer NOT NULL,
+    compensation    boolean NOT NULL,
+    pid             integer NOT NULL,
+    entered_at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 CREATE TABLE IF NOT EXISTS drill_effects_applied (
     idempotency_key text PRIMARY KEY,
     instance_id     text NOT NULL,
@@ -65,6 +77,33 @@ VALUES (%(key)s, %(target)s, %(instance)s, %(step)s, %(attempt)s, %(compensation
 """
 
 
+ENTRY = """
+INSERT INTO drill_handler_entries (idempotency_key, instance_id, step, attempt, compensation,
+                                   pid)
+VALUES (%(key)s, %(instance)s, %(step)s, %(attempt)s, %(compensation)s, %(pid)s)
+"""
+
+
+def mark_entry(request: ActivityRequest) -> None:
+    """Record that a handler was entered for ``request``'s attempt, before it does
+    anything: an attempt recorded unknown must have one (its effect may have happened),
+    or the engine called "unknown" a handler that never ran."""
+    with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
+        conn.execute(ENTRY, _params(request))
+
+
+def _params(request: ActivityRequest) -> dict[str, object]:
+    return {
+        "key": request.idempotency_key,
+        "target": request.target,
+        "instance": request.instance_id,
+        "step": request.step,
+        "attempt": request.attempt,
+        "compensation": request.compensation,
+        "pid": os.getpid(),
+    }
+
+
 def record_effect(request: ActivityRequest) -> bool:
     """Perform the drill's external effect for ``request``; True when newly applied.
 
@@ -73,16 +112,7 @@ def record_effect(request: ActivityRequest) -> bool:
     """
     kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
     started = kinds[request.compensation]
-    params = {
-        "key": request.idempotency_key,
-        "target": request.target,
-        "instance": request.instance_id,
-        "step": request.step,
-        "attempt": request.attempt,
-        "compensation": request.compensation,
-        "kind": int(started),
-        "pid": os.getpid(),
-    }
+    params = {**_params(request), "kind": int(started)}
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
         params["applied"] = conn.execute(APPLY, params).fetchone() is not None

@@ -11,7 +11,9 @@ promise (ledger vs history), I4 terminal exactly once and archived with it, I5 f
 lease), I6 history integrity (contiguous, ledger hash chain, every row belongs to its
 instance), I7 signal dedupe, I8 no orphan waits, I9 replay determinism, I10 no
 stranded ownership (no lease held by a dead owner), I11 queue conservation. Besides:
-every planned boundary was reached, and every ambiguous commit was resolved, truthfully.
+every planned boundary was reached, every ambiguous commit was resolved, truthfully,
+and (U) every attempt recorded unknown had its handler started: unknown means "may have
+happened", never "this worker dropped it".
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ NAMES = {
     "I9": "replay",
     "I10": "ownership",
     "I11": "conservation",
+    "U": "unknown only if started",
     "B": "boundaries reached",
     "A": "ambiguity resolved",
 }
@@ -89,6 +92,9 @@ class CheckContext:
     ambiguous: list[AmbiguousCommit] = field(default_factory=list)
     observations: list[dict[str, Any]] = field(default_factory=list)
     histories: list[History] = field(default_factory=list)
+    strands: bool = False
+    """The drill crashes, stops or cuts off a worker, which can leave an attempt durably
+    started whose handler never ran: a false unknown is then excused (see ``U``)."""
 
 
 async def check(ctx: CheckContext) -> Findings:
@@ -99,6 +105,7 @@ async def check(ctx: CheckContext) -> Findings:
         await _instances(conn, ctx, findings, states)
         await sql_checks.checkpoints(conn, findings)
         await sql_checks.effects(conn, findings)
+        await sql_checks.unknowns(conn, findings, ctx.strands)
         await sql_checks.signals(conn, findings)
         await sql_checks.work_changes(conn, findings, ctx.db_clock)
         await sql_checks.fenced_writes(conn, findings, ctx.observations)

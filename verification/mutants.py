@@ -194,6 +194,52 @@ def _settle_guesses_aborted(app: ActivityRegistry) -> None:
     commits.settle = commits.settle_session = guess
 
 
+# False unknowns: a handler that never ran recorded as "may have happened" -----------------
+
+
+def _renewal_cancels_own_commit(app: ActivityRegistry) -> None:
+    from engine import processors
+
+    if not hasattr(processors.LeaseHolder, "completing"):
+        raise MutantNotApplicable("engine.processors.LeaseHolder.completing is gone")
+    processors.LeaseHolder.completing = lambda self: contextlib.nullcontext()
+
+
+def _settled_write_drops_next_lease(app: ActivityRegistry) -> None:
+    from engine.store import fencing
+
+    if not hasattr(fencing.LeaseFence, "recover"):
+        raise MutantNotApplicable("engine.store.fencing.LeaseFence.recover is gone")
+
+    async def forget(self: Any, conn: Any) -> None:
+        return None
+
+    fencing.LeaseFence.recover = forget
+
+
+def _handlers_share_default_pool(app: ActivityRegistry) -> None:
+    import asyncio
+
+    from engine import activities
+
+    if not hasattr(activities.HandlerThreads, "run"):
+        raise MutantNotApplicable("engine.activities.HandlerThreads.run is gone")
+
+    async def queued(self: Any, handler: Any, request: Any, timeout: float) -> Any:
+        async with asyncio.timeout(timeout):  # the clock runs while it waits for a thread
+            return await asyncio.to_thread(handler, request)
+
+    activities.HandlerThreads.run = queued
+
+
+def _not_committed_outcome_dropped(app: ActivityRegistry) -> None:
+    from engine import processors
+
+    if not hasattr(processors, "WRITE_RETRY_DELAYS"):
+        raise MutantNotApplicable("engine.processors.WRITE_RETRY_DELAYS is gone")
+    processors.WRITE_RETRY_DELAYS = ()
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -232,6 +278,30 @@ MUTANTS: dict[str, Mutant] = {
             "an unanswered COMMIT is assumed not committed instead of settled",
             ("D3-sever_after_commit-before_commit-s0", "D3-sever_after_commit-before_commit-s1"),
             _settle_guesses_aborted,
+        ),
+        Mutant(
+            "renewal-cancels-own-commit",
+            "a renewal answered stale by the outcome's own commit cancels the next step",
+            ("U1-renewal-race",),
+            _renewal_cancels_own_commit,
+        ),
+        Mutant(
+            "settled-write-drops-next-lease",
+            "a lone write settled as committed loses the lease it handed on",
+            ("U2-lone-write-cut",),
+            _settled_write_drops_next_lease,
+        ),
+        Mutant(
+            "handlers-share-default-pool",
+            "sync handlers queue for asyncio's default pool on their attempt's timeout",
+            ("U3-thread-pool",),
+            _handlers_share_default_pool,
+        ),
+        Mutant(
+            "not-committed-outcome-dropped",
+            "an outcome write known not to have committed is dropped, not written again",
+            ("U4-cut-before-outcome",),
+            _not_committed_outcome_dropped,
         ),
     )
 }

@@ -15,7 +15,9 @@ its Execute counts as the COMMIT (its verdict: the ReadyForQuery after it, or an
 - ``sever_before_commit``: the COMMIT is never forwarded and both sides are cut (the
   server rolls back; not committed, unknown to the client).
 
-Independently of COMMITs it can *blackhole* (stop forwarding in both directions and
+It can also hold back the answer to every transition's COMMIT (``answer_delay``), so
+a worker's other requests meanwhile (renewals of the lease that commit completed) are
+answered first. Independently of COMMITs it can *blackhole* (stop forwarding in both directions and
 keep the sockets open, as a dead network does), *delay* every client message, and
 sever every connection at once. Each cut COMMIT is recorded as an AmbiguousCommit, the
 Jepsen ``:info`` operation, with the server's verdict once it is known.
@@ -86,6 +88,8 @@ class _Link:
         """The cut-after COMMIT whose answer is still to be read from the server."""
         self.pending_alone = False
         """That COMMIT is a statement in autocommit: it committed if it did not fail."""
+        self.hold_answer = False
+        """The next answer is a transition's COMMIT's: it is held back ``answer_delay``."""
 
     async def run(self) -> None:
         downstream = asyncio.create_task(self._server_to_client())
@@ -115,6 +119,7 @@ class _Link:
             cut = None
             if self.tracker.executes_commit(message):
                 cut = self.proxy.claim_cut(self.tracker.kinds)
+                self.hold_answer = self.proxy.delays_answer(self.tracker.kinds)
                 self.tracker.committed()
             if cut is Cut.SEVER_BEFORE_COMMIT:
                 self.proxy.record(AmbiguousCommit(cut, self.backend_pid)).settle(Truth.ABORTED)
@@ -164,6 +169,9 @@ class _Link:
                 self.tracker.idle = False
             if self.pending is None:
                 await self.proxy.wait_open()
+                if self.hold_answer:
+                    self.hold_answer = False
+                    await asyncio.sleep(self.proxy.answer_delay)
                 await self._send(self.client_writer, message.raw)
             elif self.pending_alone and message.kind == wire.READY_FOR_QUERY:
                 self.pending.settle(Truth.COMMITTED)  # no error came before it
@@ -194,6 +202,10 @@ class DrillProxy:
         self.port = 0
         self.control_port = 0
         self.delay_seconds = 0.0
+        self.answer_delay = 0.0
+        """Seconds the answer to each transition's COMMIT is held back (0: none): the
+        server has committed, the client does not know yet, and whatever else it asks
+        meanwhile (a lease renewal) is answered first."""
         self.ambiguous: list[AmbiguousCommit] = []
         self.connections = 0
         self._armed: Cut | None = None
@@ -252,6 +264,10 @@ class DrillProxy:
             return None
         cut, self._armed = self._armed, None
         return cut
+
+    def delays_answer(self, kinds: set[str]) -> bool:
+        """Whether the answer to a COMMIT of a transaction of ``kinds`` is held back."""
+        return self.answer_delay > 0 and "transition" in kinds
 
     def record(self, commit: AmbiguousCommit) -> AmbiguousCommit:
         self.ambiguous.append(commit)

@@ -219,6 +219,7 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         ambiguous=[c for p in env.proxies for c in p.ambiguous],
         observations=list(observations.read(env.process_env.observations)),
         histories=histories,
+        strands=env.spec.strands,
     )
     findings = await invariants.check(context)
     failures = failures + env.record.expectations + findings.violations

@@ -127,6 +127,41 @@ async def effects(conn: psycopg.AsyncConnection, findings: Findings) -> None:
     findings.add("I3", keys, problems)
 
 
+UNKNOWNS = """
+SELECT count(*) FROM history WHERE kind IN (%(unknown)s, %(comp_unknown)s)
+"""
+UNKNOWN_NEVER_ENTERED = """
+SELECT o.instance_id, o.step_name, o.attempt, o.kind = %(comp_unknown)s FROM history o
+WHERE o.kind IN (%(unknown)s, %(comp_unknown)s)
+  AND NOT EXISTS (SELECT 1 FROM drill_handler_entries e
+                  WHERE e.instance_id = o.instance_id AND e.step = o.step_name
+                    AND e.attempt = o.attempt AND e.compensation = (o.kind = %(comp_unknown)s))
+ORDER BY o.instance_id, o.step_name, o.attempt
+"""
+UNKNOWN_KINDS = {"unknown": int(K.ATTEMPT_UNKNOWN), "comp_unknown": int(K.COMPENSATION_UNKNOWN)}
+
+
+async def unknowns(conn: psycopg.AsyncConnection, findings: Findings, excused: bool) -> None:
+    """U: an attempt recorded unknown had its handler entered (``drill_handler_entries``).
+
+    Unknown tells an operator the effect may have happened; for a handler that never ran
+    it is a false alarm they cannot tell from a real one. A worker crashed, stopped or
+    cut off from its database between an attempt's durable start and its handler leaves
+    such an attempt behind, and no one can know better: where the drill injects that
+    (``excused``), false unknowns are counted (``false_unknowns_excused``), not failed."""
+    (total,) = (await _rows(conn, UNKNOWNS, UNKNOWN_KINDS))[0]
+    never = [
+        f"{i}: {'compensation of ' if c else ''}{s} attempt {a} recorded unknown, "
+        "but its handler never started"
+        for i, s, a, c in await _rows(conn, UNKNOWN_NEVER_ENTERED, UNKNOWN_KINDS)
+    ]
+    findings.stats["unknown_outcomes"] += total
+    if excused:
+        findings.stats["false_unknowns_excused"] += len(never)
+        never = []
+    findings.add("U", total, never)
+
+
 SIGNAL_DUPLICATES = """
 SELECT instance_id, step_name, count(*), count(DISTINCT idempotency_key) FROM history
 WHERE kind = %(kind)s GROUP BY instance_id, step_name HAVING count(*) > 1

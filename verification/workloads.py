@@ -66,9 +66,22 @@ FLOW_DOCUMENT: dict[str, Any] = {
 }
 
 
+BURST = "drill.burst"
+BURST_STEP = "work"
+BURST_TIMEOUT_MS = 1500
+BURST_DOCUMENT: dict[str, Any] = {
+    "name": BURST,
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [_activity(BURST_STEP, EFFECT_TARGET, timeout=f"{BURST_TIMEOUT_MS}ms")],
+}
+"""One sync activity with a short timeout, for many at once (U3): scripted to take
+most of that timeout, so an attempt that waited for a thread first runs out of it."""
+
+
 def definitions() -> list[Definition]:
     """Every definition a drill schema gets."""
-    return [parse_definition(FLOW_DOCUMENT)]
+    return [parse_definition(FLOW_DOCUMENT), parse_definition(BURST_DOCUMENT)]
 
 
 @dataclass(frozen=True)

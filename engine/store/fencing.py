@@ -90,6 +90,15 @@ the same owner with token 1 (eager dispatch), as a claim would have left it. Wit
 the lease, nothing is written and no row comes back (StaleLease)."""
 
 
+HANDED_ON = f"""
+SELECT {work.LEASE_COLUMNS} FROM work w
+WHERE w.work_id = %(next_id)s AND w.state = 2 AND w.lease_owner = %(owner)s AND w.lease_token = 1
+"""
+"""The lease ``FENCED_WRITE`` handed on (token 1, this owner), read back when the
+write's answer was lost and it was settled as committed; no row once it expired and
+was claimed again (then it is that claimer's)."""
+
+
 class LeaseFence:
     """A Fence (see Store.commit_all) for one lease; ``finish`` completes it."""
 
@@ -122,6 +131,12 @@ class LeaseFence:
             self.next_lease = await self._complete_and_lease_next(conn)
         elif self.finish_lease:
             await work.complete_on(conn, self.lease, self.store.clock.sql_now())
+
+    async def recover(self, conn: psycopg.AsyncConnection) -> None:
+        """After a write settled as committed without its answer: the lease it handed on."""
+        if self.lease_next:
+            row = await (await conn.execute(HANDED_ON, self.params())).fetchone()
+            self.next_lease = work._lease(row) if row is not None else None
 
     def params(self) -> dict[str, Any]:
         """The parameters of the statements that settle this lease."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +31,8 @@ from engine.store.errors import (
     StoreUnavailable,
 )
 from engine.transitions import Transition, check_transition
+
+log = logging.getLogger("wayline.store")
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 """How long an operation waits for a pooled connection before it reports the store
@@ -77,6 +80,10 @@ class Fence(Protocol):
     @property
     def lease_next(self) -> str:
         """The id of a work row ``finish`` leases on to the same owner, or ''."""
+
+    async def recover(self, conn: psycopg.AsyncConnection) -> None:
+        """The write was settled as committed without its answer: read back what the
+        statement would have returned (the lease it handed on)."""
 
 
 class Store:
@@ -249,8 +256,21 @@ class Store:
                 raise _refused(transition.transition_id) from exc
             settling = commits.settle_session(self.pool.connection, [transition], sessions.of(conn))
             await uncancellable(settling)
+            if fence is not None:
+                await self._recover(fence)
             return CommitResult(transition.transition_id, replayed=False)
         return results[0]
+
+    async def _recover(self, fence: Fence) -> None:
+        """Let ``fence`` read back what its lost answer carried (the next step's lease,
+        for eager dispatch): without it that step would sit leased to this worker until
+        the lease expired and then count as unknown, though it never ran. The write has
+        committed; if this read fails too, only that lease is left to expire."""
+        try:
+            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS), self.reading() as conn:
+                await fence.recover(conn)
+        except (StoreError, psycopg.Error, OSError, TimeoutError):
+            log.warning("the lease handed on by a settled write could not be read back")
 
     async def commit_and_settle(
         self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import struct
 
+from engine.faults import Action, Boundary
 from verification import wire
+from verification.drills.catalogue import strands
 from verification.known_bugs import KnownBug, classify
+from verification.proxy import DrillProxy
 
 
 def _message(kind: bytes, *strings: str) -> wire.Message:
@@ -109,3 +112,19 @@ def test_statements_prepared_by_name_are_followed_into_a_group_commit() -> None:
     assert not tracker.alone and "transition" in tracker.kinds
     tracker.idle = False
     assert tracker.executes_commit(_message(wire.SIMPLE_QUERY, "COMMIT"))
+
+
+def test_only_the_answer_to_a_transitions_commit_is_held_back() -> None:
+    proxy = DrillProxy("postgresql://127.0.0.1:5432/postgres")
+    assert not proxy.delays_answer({"write", "transition"}), "nothing held back by default"
+    proxy.answer_delay = 0.4
+    assert proxy.delays_answer({"write", "transition"})
+    assert not proxy.delays_answer({"write", "renewal"}), "a renewal is answered at once"
+
+
+def test_false_unknowns_are_excused_only_where_a_worker_is_crippled() -> None:
+    assert strands(Boundary.AFTER_HANDLER, Action.KILL)
+    assert strands(Boundary.AFTER_ATTEMPT_START, Action.RAISE)
+    assert not strands(Boundary.AFTER_HANDLER, Action.RAISE), "the handler ran"
+    assert not strands(Boundary.AFTER_HANDLER, Action.SEVER_AFTER_COMMIT)
+    assert not strands(Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT)

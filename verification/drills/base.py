@@ -65,6 +65,9 @@ class DrillSpec:
     exclusive: bool = False
     """Disturbs the whole server: no other drill may run at the same time."""
     params: dict[str, Any] = field(default_factory=dict)
+    strands: bool = False
+    """Crashes, stops or cuts off a worker: an attempt may be left durably started with
+    its handler never run, so the checker excuses unknowns without a handler entry."""
 
 
 @dataclass

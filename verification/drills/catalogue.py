@@ -11,7 +11,16 @@ from __future__ import annotations
 import hashlib
 
 from engine.faults import Action, Boundary
-from verification.drills import boundaries, leases, network, replay, server, signals, stateful
+from verification.drills import (
+    boundaries,
+    leases,
+    network,
+    replay,
+    server,
+    signals,
+    stateful,
+    unknowns,
+)
 from verification.drills.base import DrillSpec
 from verification.profiles import Profile
 
@@ -62,6 +71,30 @@ NAMED = (
         stateful.scenario,
     ),
     (
+        "U1-renewal-race",
+        "U",
+        "outcome answers held back while leases renew: the next step still runs",
+        unknowns.renewal_race,
+    ),
+    (
+        "U2-lone-write-cut",
+        "U",
+        "outcome writes cut after the server got them: the lease handed on still runs",
+        unknowns.lone_write_cut,
+    ),
+    (
+        "U3-thread-pool",
+        "U",
+        "three waves of slow sync handlers at once: none times out waiting for a thread",
+        unknowns.thread_pool,
+    ),
+    (
+        "U4-cut-before-outcome",
+        "U",
+        "outcome writes cut before the server: each is written again, not dropped",
+        unknowns.cut_before_outcome,
+    ),
+    (
         "D7-replay",
         "D7",
         "replay every history; mutated definitions must be caught",
@@ -69,6 +102,40 @@ NAMED = (
     ),
 )
 OWNED = frozenset({"D10-pg-restart", "D14-server-pause"})
+STRANDS = frozenset(
+    {
+        "D4-sigstop",
+        "D5-blocked-loop",
+        "D9-stateful",
+        "D10-pg-restart",
+        "D11-backend-kill",
+        "D13-partition",
+        "D14-server-pause",
+        "D16-same-identity",
+        "D19-clock-forward",
+        "D19-clock-back",
+    }
+)
+"""Named drills that crash, stop or cut off a worker (or its database), which may leave
+an attempt started whose handler never ran: there a false unknown is excused."""
+CRASHING_ACTIONS = frozenset({Action.KILL, Action.EXIT, Action.PAUSE})
+CRIPPLING_RAISES = frozenset(
+    {
+        Boundary.AFTER_CLAIM,
+        Boundary.AFTER_COMMIT,
+        Boundary.AFTER_ATTEMPT_START,
+        Boundary.IN_LEASE_RENEWAL,
+    }
+)
+"""Where an injected connection error takes down the worker, the processor between an
+attempt's start and its handler, or the renewal of that attempt's lease."""
+
+
+def strands(boundary: Boundary, action: Action) -> bool:
+    """Whether a fault in the matrix may leave a started attempt whose handler never ran."""
+    return action in CRASHING_ACTIONS or (action is Action.RAISE and boundary in CRIPPLING_RAISES)
+
+
 EXCLUSIVE = frozenset({"D10-pg-restart", "D14-server-pause", "D7-replay"})
 
 
@@ -94,6 +161,7 @@ def matrix(profile: Profile, master: int) -> list[DrillSpec]:
                         drill_seed(master, drill_id),
                         boundaries.boundary_drill,
                         params={"boundary": boundary.value, "action": action.value},
+                        strands=strands(boundary, action),
                     )
                 )
     return specs
@@ -109,6 +177,7 @@ def named(master: int) -> list[DrillSpec]:
             scenario,
             owned_server=drill_id in OWNED,
             exclusive=drill_id in EXCLUSIVE,
+            strands=drill_id in STRANDS,
         )
         for drill_id, family, title, scenario in NAMED
     ]

@@ -243,5 +243,6 @@ class DrillMachine(RuleBasedStateMachine):
                 live_owners=frozenset(p.worker_id for p in env.processes if p.alive),
                 observations=list(observations.read(env.process_env.observations)),
                 histories=await capture.capture(env.store),
+                strands=True,  # it crashes workers
             )
         )

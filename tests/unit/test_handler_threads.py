@@ -1,0 +1,78 @@
+"""A worker's handler threads: the timeout counts from the handler's start, and a
+handler that outlives its attempt keeps its thread, counted, until it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.activities import ActivityRequest, HandlerThreads, Succeeded, Unknown, run_handler
+
+HOLD_SECONDS = 0.4
+"""How long the first handler holds the only thread: twice the second one's timeout."""
+
+
+def request(step: str) -> ActivityRequest:
+    return ActivityRequest("i", step, "t", 1, f"key-{step}", datetime.now(UTC), None)
+
+
+async def test_a_handler_waiting_for_a_thread_is_not_timed_out_by_the_wait() -> None:
+    threads = HandlerThreads(1)
+    released = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def holds_the_thread(_: ActivityRequest) -> str:
+        released.wait()
+        return "first"
+
+    first = asyncio.create_task(run_handler(holds_the_thread, request("a"), 5.0, threads))
+    second = asyncio.create_task(run_handler(lambda _: "second", request("b"), 0.2, threads))
+    loop.call_later(HOLD_SECONDS, released.set)
+    try:
+        assert await second == Succeeded("second"), "its clock started when it ran"
+        assert await first == Succeeded("first")
+    finally:
+        released.set()
+        threads.close()
+
+
+async def test_a_handler_outliving_its_timeout_keeps_its_thread_until_it_returns() -> None:
+    freed = asyncio.Event()
+    threads = HandlerThreads(1, on_free=freed.set)
+    released = threading.Event()
+
+    try:
+        outcome = await run_handler(lambda _: released.wait(), request("a"), 0.05, threads)
+        assert outcome == Unknown("activity-timeout")
+        assert threads.lingering == 1, "the timed-out handler still holds its thread"
+        released.set()
+        await asyncio.wait_for(freed.wait(), 5.0)
+        assert threads.lingering == 0
+    finally:
+        released.set()
+        threads.close()
+
+
+@pytest.mark.parametrize("size", [1, 3])
+async def test_a_cancelled_attempt_that_never_started_leaves_no_thread_behind(size: int) -> None:
+    threads = HandlerThreads(size)
+    released = threading.Event()
+    try:
+        holders = [
+            asyncio.create_task(threads.run(lambda _: released.wait(), request(f"h{n}"), 5.0))
+            for n in range(size)
+        ]
+        waiting = asyncio.create_task(threads.run(lambda _: "never", request("w"), 5.0))
+        await asyncio.sleep(0)  # let it queue behind the holders
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert threads.lingering == 0, "it never started, so it holds no thread"
+        released.set()
+        await asyncio.gather(*holders)
+    finally:
+        released.set()
+        threads.close()

@@ -1,0 +1,111 @@
+"""U1-U4: the four ways a live worker once recorded "unknown" for a handler never run.
+
+Unknown must mean "may have happened": an operator has to act on it. These drills are
+strict about invariant U (every attempt recorded unknown had its handler started, by
+the ledger's handler-entry marks), and no worker is crashed, stopped or cut off from
+its database, so no false unknown is excused:
+
+- U1: the answer to every transition's COMMIT is held back through the proxy while
+  leases are renewed often: a renewal of the lease an outcome's commit has just
+  completed is answered "stale" before the outcome's answer, which hands on the next
+  step's lease (eager dispatch). The worker must not take that for a lost lease.
+- U2: the answer of every outcome's write (one statement in autocommit) is cut after
+  the server got it; the session check settles most as committed, and the worker must
+  still run the next step whose lease such a write handed on.
+- U3: three times as many slow sync handlers at once as asyncio's default thread pool
+  has threads, with a timeout between one and two handler times: no attempt may wait
+  for a thread on its timeout.
+- U4: every outcome's write is cut before the server gets it: known not to have
+  committed, it must be written again while the outcome is in hand. Its handler did
+  run, so U alone cannot see a dropped outcome: the drill expects no unknown at all.
+"""
+
+from __future__ import annotations
+
+import os
+
+from engine.faults import Action, Boundary, Fault
+from verification.drills.base import DrillEnv
+from verification.drills.boundaries import wait_fired
+from verification.proxy import Truth
+from verification.sql_checks import UNKNOWN_KINDS, UNKNOWNS
+from verification.workloads import BURST, BURST_TIMEOUT_MS, Workload
+
+ANSWER_DELAY_SECONDS = 0.4
+"""How long each transition's COMMIT answer is held back (U1): most of the renewal
+period (a third of the drill workers' 1.5 s lease), so a renewal nearly always lands
+between the commit and its answer."""
+RACE_INSTANCES = 6
+CUT_INSTANCES = 3
+HANDLER_HITS_PER_INSTANCE = 3
+"""Handlers of one ``drill.flow`` instance that succeed at once: reserve, work, finish
+(the first instance's scripted failure of reserve adds one more hit, left uncut)."""
+BURST_WAVES = 3
+"""Attempts per default-pool thread in U3: the third wave would wait out its whole
+timeout for a thread in a pool of that size."""
+BURST_HANDLER_SECONDS = 1.0
+"""Two thirds of the burst step's timeout: one handler fits, two in turn do not."""
+
+
+def default_pool_threads() -> int:
+    """Threads in asyncio's default executor (Python's ThreadPoolExecutor default)."""
+    return min(32, (os.cpu_count() or 1) + 4)
+
+
+async def renewal_race(env: DrillEnv) -> None:
+    planned = await env.start_workload(Workload(env.spec.id, count=RACE_INSTANCES))
+    proxy = await env.proxy()
+    proxy.answer_delay = ANSWER_DELAY_SECONDS
+    env.worker("a", proxy=proxy)
+    env.mark_fault("answer_delay")
+    for item in planned:
+        await env.signal(item)
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def lone_write_cut(env: DrillEnv) -> None:
+    await _outcome_cuts(env, Action.SEVER_AFTER_COMMIT)
+
+
+async def cut_before_outcome(env: DrillEnv) -> None:
+    await _outcome_cuts(env, Action.SEVER_BEFORE_COMMIT)
+
+
+async def _outcome_cuts(env: DrillEnv, action: Action) -> None:
+    """Cut the write that follows each of the first handlers (their outcomes')."""
+    planned = await env.start_workload(Workload(env.spec.id, count=CUT_INSTANCES))
+    proxy = await env.proxy()
+    proxy.target_kind = "transition"
+    hits = range(1, CUT_INSTANCES * HANDLER_HITS_PER_INSTANCE + 1)
+    plan = [Fault(Boundary.AFTER_HANDLER, hit, action) for hit in hits]
+    worker = env.worker("a", plan=plan, proxy=proxy)
+    for item in planned:
+        await env.signal(item)
+    await wait_fired(env, plan[-1], worker)
+    env.mark_fault(action.value)
+    await env.quiesce()
+    await env.stop_processes()
+    truths = {c.truth for c in proxy.ambiguous}
+    wanted = Truth.COMMITTED if action is Action.SEVER_AFTER_COMMIT else Truth.ABORTED
+    env.expect(wanted in truths, f"no cut write ended {wanted.value}: {len(proxy.ambiguous)} cut")
+    if action is Action.SEVER_BEFORE_COMMIT:
+        # Every cut write was settled as not committed while its outcome was in hand
+        # (its handler did run, so invariant U holds either way): none may be unknown.
+        unknown = await env.scalar(UNKNOWNS, UNKNOWN_KINDS)
+        env.expect(unknown == 0, f"{unknown} outcomes known to the worker recorded unknown")
+
+
+async def thread_pool(env: DrillEnv) -> None:
+    count = BURST_WAVES * default_pool_threads()
+    script = {"slow": {"work": BURST_HANDLER_SECONDS}}
+    for n in range(count):
+        instance = f"{env.spec.id}-{n}"
+        await env.client.start(BURST, instance, script)
+        env.record.acked.append(instance)
+    env.record.stats["started"] += count
+    env.worker("a", concurrency=count)
+    env.mark_fault("thread_pool")
+    await env.quiesce()
+    await env.stop_processes()
+    env.record.extra["burst"] = {"attempts": count, "timeout_ms": BURST_TIMEOUT_MS}
