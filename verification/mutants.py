@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,8 @@ from typing import Any
 from engine.activities import ActivityRegistry
 
 MUTANT_ENV = "WAYLINE_DRILL_MUTANT"
+APPLY_TIMEOUT_SECONDS = 120
+"""How long applying one mutant in a fresh interpreter may take (an import, on a busy host)."""
 
 
 class MutantNotApplicable(RuntimeError):
@@ -43,6 +47,27 @@ def apply_from_env(app: ActivityRegistry) -> None:
     name = os.environ.get(MUTANT_ENV, "")
     if name:
         MUTANTS[name].apply(app)
+
+
+def does_not_apply(name: str) -> str:
+    """Why mutant ``name`` cannot be applied to this engine ('' when it can), found by
+    applying it in a fresh interpreter exactly as a drill worker does.
+
+    Checked before its drills run: a worker that dies because its mutant no longer fits
+    the engine fails its drills too, and that must count as a broken self-test, never
+    as the mutant being caught."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import verification.drill_app"],
+        env={**os.environ, MUTANT_ENV: name},
+        capture_output=True,
+        text=True,
+        timeout=APPLY_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if done.returncode == 0:
+        return ""
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"the interpreter exited with {done.returncode}"
 
 
 def _replace(module: Any, attribute: str, old: str, new: str) -> None:
@@ -68,19 +93,21 @@ def _no_token_check(app: ActivityRegistry) -> None:
 
 
 def _wrap_start_or_settle(
-    wrap: Callable[[Callable[[Any], None], Any, Any, Any], Callable[[Any], None]],
+    wrap: Callable[[Callable[[Any], None], Any, Any], Callable[[Any], None]],
 ) -> None:
-    """Replace ``processors._start_or_settle(track, dispatch)`` by ``wrap(original build)``."""
+    """Replace ``processors.StartOrSettle.__call__`` by ``wrap(original, start, processors)``,
+    where ``start`` is the StartOrSettle at hand (its track, dispatch and settled flag)."""
     from engine import processors
 
-    original = getattr(processors, "_start_or_settle", None)
-    if original is None:
-        raise MutantNotApplicable("engine.processors._start_or_settle is gone")
+    cls = getattr(processors, "StartOrSettle", None)
+    if cls is None or "__call__" not in vars(cls):
+        raise MutantNotApplicable("engine.processors.StartOrSettle.__call__ is gone")
+    original = cls.__call__
 
-    def patched(track: Any, dispatch: Any) -> Callable[[Any], None]:
-        return wrap(original(track, dispatch), track, dispatch, processors)
+    def patched(self: Any, draft: Any) -> None:
+        wrap(lambda d: original(self, d), self, processors)(draft)
 
-    processors._start_or_settle = patched
+    cls.__call__ = patched
 
 
 def _in_flight(draft: Any, track: Any, dispatch: Any) -> bool:
@@ -97,9 +124,9 @@ def _in_flight(draft: Any, track: Any, dispatch: Any) -> bool:
 
 
 def _redelivery_reruns(app: ActivityRegistry) -> None:
-    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
         def mutated(draft: Any) -> None:
-            if not _in_flight(draft, track, dispatch):
+            if not _in_flight(draft, start.track, start.dispatch):
                 build(draft)  # an in-flight redelivery records nothing: the handler reruns
 
         return mutated
@@ -110,11 +137,13 @@ def _redelivery_reruns(app: ActivityRegistry) -> None:
 def _unknown_as_failure(app: ActivityRegistry) -> None:
     from engine.activities import Failed
 
-    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
         def mutated(draft: Any) -> None:
-            if _in_flight(draft, track, dispatch):
+            if _in_flight(draft, start.track, start.dispatch):
                 # "the worker died, so it failed": a retry with a new key follows
-                processors._outcome(draft, track, dispatch, Failed("worker-lost", True))
+                failed = Failed("worker-lost", True)
+                processors._outcome(draft, start.track, start.dispatch, failed)
+                start.settled = True
                 return
             build(draft)
 
@@ -129,7 +158,9 @@ def _handler_before_start(app: ActivityRegistry) -> None:
 
     starts = {EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED}
 
-    def wrap(build: Callable[[Any], None], track: Any, dispatch: Any, processors: Any) -> Any:
+    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
+        track, dispatch = start.track, start.dispatch
+
         def mutated(draft: Any) -> None:
             build(draft)
             if not any(e.kind in starts for e in draft.events):

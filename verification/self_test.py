@@ -4,8 +4,9 @@ First the drills the mutants name run against the real engine (the control: they
 pass, or fail only with known engine bugs). Then, for each mutant of
 ``verification.mutants``, the same drills run with worker processes "built" that way
 (``WAYLINE_DRILL_MUTANT``). A mutant is caught when one of its drills fails with a
-failure no known engine bug explains. The self-test succeeds only if the control holds
-and every mutant is caught.
+failure no known engine bug explains; a mutant that no longer applies to the engine
+(checked first, in a fresh interpreter) is missed, whatever its drills do. The
+self-test succeeds only if the control holds and every mutant is caught.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from verification.campaigns import master_seed, target_for
 from verification.drills.base import DrillResult
 from verification.drills.catalogue import catalogue, select
 from verification.known_bugs import classify
-from verification.mutants import MUTANTS
+from verification.mutants import MUTANTS, Mutant, does_not_apply
 from verification.profiles import PROFILES
 from verification.runner import run_campaign
 
@@ -83,6 +84,10 @@ async def self_test(
         verdicts = []
         for mutant in MUTANTS.values():
             say(f"mutant {mutant.name}")
+            problem = await asyncio.to_thread(does_not_apply, mutant.name)
+            if problem:
+                verdicts.append(_not_applied(mutant, problem))
+                continue
             mine = [s for s in specs if s.id in mutant.drills]
             run = await run_campaign(
                 target, mine, chosen, seed, directory, mutant=mutant.name,
@@ -99,6 +104,12 @@ async def self_test(
                 )
             )
     return SelfTest(not failures, failures, verdicts)
+
+
+def _not_applied(mutant: Mutant, problem: str) -> MutantVerdict:
+    """A mutant that no longer fits the engine proves nothing: it counts as missed."""
+    evidence = f"the mutant does not apply: {problem}"
+    return MutantVerdict(mutant.name, mutant.breaks, False, evidence, list(mutant.drills))
 
 
 def run(dsn: str | None, profile: str, seed: int | None) -> SelfTest:

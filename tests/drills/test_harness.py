@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from engine.faults import Action, Boundary
 from verification import wire
 from verification.drills.catalogue import strands
 from verification.known_bugs import KnownBug, classify
+from verification.mutants import MUTANTS, does_not_apply
 from verification.proxy import DrillProxy
 
 
@@ -128,3 +131,14 @@ def test_false_unknowns_are_excused_only_where_a_worker_is_crippled() -> None:
     assert not strands(Boundary.AFTER_HANDLER, Action.RAISE), "the handler ran"
     assert not strands(Boundary.AFTER_HANDLER, Action.SEVER_AFTER_COMMIT)
     assert not strands(Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT)
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_mutant_applies_to_the_engine_as_it_is(name: str) -> None:
+    """A mutant whose target moved would kill its drill workers, and their failing drills
+    would look like the mutant being caught; the self-test checks this first."""
+    assert does_not_apply(name) == ""
+
+
+def test_a_mutant_that_does_not_apply_says_why() -> None:
+    assert "KeyError" in does_not_apply("no-such-mutant")
