@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 
 from studio import drafts
 from studio.roles import Role
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio, definition
 
 
@@ -91,12 +91,15 @@ def test_the_editor_works_from_the_keyboard(page: Page, studio: LiveStudio) -> N
     page.goto(f"/drafts/{draft.draft_id}")
     page.get_by_role("link", name="Insert a step at the end").focus()
     page.keyboard.press("Enter")
+    settled(page)
     page.get_by_role("button", name="Approval", exact=True).focus()
     page.keyboard.press("Enter")
     expect(page.locator("#selected-step")).to_have_text("approval_1")
+    settled(page)
     page.locator("#step-reserve a").focus()
     page.keyboard.press("Enter")
     expect(page.locator("#selected-step")).to_have_text("reserve")
+    settled(page)
     page.get_by_role("button", name="Move down").focus()
     page.keyboard.press("Enter")
     outline = page.get_by_role("navigation", name="Steps outline")

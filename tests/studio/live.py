@@ -22,12 +22,14 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
+from engine.activities import ActivityRegistry
 from engine.client import Client
 from engine.definition_validation import parse_definition
 from engine.migrations import apply_migrations
 from engine.operator_actions import Action
 from engine.store import catalog, work, workers
 from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
 from studio import people
 from studio.app import create_app
 from studio.passwords import Argon2Cost
@@ -78,6 +80,30 @@ class LiveStudio:
             return await action(self._store)
 
         return asyncio.run_coroutine_threadsafe(with_store(), self._loop).result()
+
+    @contextmanager
+    def worker(self, activities: ActivityRegistry) -> Iterator[None]:
+        """One more worker, for ``activities``, on this studio's schema until the block
+        ends: the workers for a target that had none come up."""
+        stop = asyncio.Event()
+
+        async def start() -> tuple[Store, asyncio.Task[None]]:
+            store = await Store.open(self.dsn, self.schema)
+            config = WorkerConfig(worker_id=f"test-{uuid.uuid4().hex[:8]}")
+            return store, asyncio.create_task(Worker(store, activities, config).run(stop))
+
+        async def finish(store: Store, task: asyncio.Task[None]) -> None:
+            stop.set()
+            try:
+                await task
+            finally:
+                await store.close()
+
+        store, task = asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+        try:
+            yield
+        finally:
+            asyncio.run_coroutine_threadsafe(finish(store, task), self._loop).result()
 
     def close(self) -> None:
         if self._store is not None:
