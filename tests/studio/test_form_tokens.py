@@ -42,7 +42,7 @@ class PageParts(HTMLParser):
         super().__init__()
         self.where = where
         self.forms: list[Form] = []
-        self.links: list[tuple[str, bool]] = []
+        self.links: list[str] = []
         self.htmx_writes: list[str] = []
         self._open: list[Form] = []
 
@@ -55,9 +55,9 @@ class PageParts(HTMLParser):
         if tag == "input" and found.get("name") == CSRF_FIELD and self._open:
             self._open[-1].tokens.append(found.get("value", ""))
         if tag == "a" and "href" in found:
-            self.links.append((found["href"], False))
+            self.links.append(found["href"])
         if "hx-get" in found:
-            self.links.append((found["hx-get"], True))
+            self.links.append(found["hx-get"])
         if any(attribute in found for attribute in STATE_CHANGING) and not (
             tag == "form" and found.get("method", "").lower() == "post"
         ):
@@ -98,12 +98,12 @@ def walk(client: SignedInClient, start: list[str]) -> list[PageParts]:
         if parts is None:
             continue
         pages.append(parts)
-        for link, _ in parts.links:
-            found = studio_page(client.base_url.join(path).__str__(), link)
-            for both in (False, True):
-                if found is not None and (found, both) not in seen:
-                    seen.add((found, both))
-                    queue.append((found, both))
+        for link in parts.links:
+            found = studio_page(str(client.base_url.join(path)), link)
+            for as_htmx in (False, True):
+                if found is not None and (found, as_htmx) not in seen:
+                    seen.add((found, as_htmx))
+                    queue.append((found, as_htmx))
         assert len(seen) <= MAX_PAGES, f"the walk passed {MAX_PAGES} pages"
     return pages
 
@@ -125,6 +125,7 @@ def seed(studio: LiveStudio) -> tuple[str, list[str]]:
         "/definitions",
         f"/drafts/{draft.draft_id}",
         f"/instances/{waiting}",
+        f"/instances/{waiting}/state",  # loaded by htmx when the history is long
         "/dead-letters",
         "/settings",
         "/account",
