@@ -63,6 +63,12 @@ def _configure(engine: Any) -> None:
     env.filters["local_id"] = team_local_id
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
+    # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
+    # not use (``studio.access`` checks the session's token). Under the same name as the
+    # token every page gets, it filled a macro imported without context with the
+    # function's repr, and forms posted natively were refused: without it, the name
+    # means the session's token or nothing.
+    env.globals.pop("csrf_token", None)
 
 
 @pass_context

@@ -94,6 +94,22 @@ def page(browser: Browser, studio: LiveStudio) -> Iterator[Page]:
     assert not problems, "the page reported errors (script failures, CSP violations)"
 
 
+HTMX_IDLE = """() => document.readyState === "complete"
+    && !document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling, .htmx-added")"""
+"""The page has loaded (htmx wires it at DOMContentLoaded) and htmx has no request, swap
+or settle under way (its documented classes mark each phase)."""
+
+
+def settled(page: Page) -> None:
+    """Wait until htmx has wired everything on the page before acting on it.
+
+    htmx wires content it swapped in only when that content settles, a moment after it
+    appears: a key or click that lands in between makes a native request instead of an
+    htmx one. After a click that htmx serves, this also waits for its answer.
+    """
+    page.wait_for_function(HTMX_IDLE)
+
+
 def sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
     """Sign in through the form, as a person would."""
     page.goto("/login")

@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from studio import drafts
 from studio.roles import Role
-from tests.browser.conftest import TIMEOUT_MS, sign_in
+from tests.browser.conftest import TIMEOUT_MS, settled, sign_in
 from tests.studio.live import PASSWORD, LiveStudio, definition
 
 
@@ -91,16 +91,38 @@ def test_the_editor_works_from_the_keyboard(page: Page, studio: LiveStudio) -> N
     page.goto(f"/drafts/{draft.draft_id}")
     page.get_by_role("link", name="Insert a step at the end").focus()
     page.keyboard.press("Enter")
+    settled(page)
     page.get_by_role("button", name="Approval", exact=True).focus()
     page.keyboard.press("Enter")
     expect(page.locator("#selected-step")).to_have_text("approval_1")
+    settled(page)
     page.locator("#step-reserve a").focus()
     page.keyboard.press("Enter")
     expect(page.locator("#selected-step")).to_have_text("reserve")
+    settled(page)
     page.get_by_role("button", name="Move down").focus()
     page.keyboard.press("Enter")
     outline = page.get_by_role("navigation", name="Steps outline")
     expect(outline.locator(".outline-name").first).to_have_text("checks")
+
+
+def test_forms_work_without_htmx(page: Page, studio: LiveStudio) -> None:
+    """A form posted natively (before htmx has wired it, or without htmx at all) carries
+    the CSRF token in its own fields, so the edit is saved rather than refused."""
+    team = studio.team("native")
+    draft = studio.run(
+        lambda store: drafts.create_draft(store, team, definition("native.flow"), "", "x")
+    )
+    sign_in(page, studio.user(team, Role.AUTHOR))
+    page.route("**/static/htmx-*.js", lambda route: route.abort())
+    page.goto(f"/drafts/{draft.draft_id}?step=reserve")
+    with page.expect_navigation() as posted:
+        page.get_by_role("button", name="Move down").click()
+    assert posted.value is not None and posted.value.status == 200
+    assert page.evaluate("typeof window.htmx") == "undefined"  # no htmx: a native post
+    outline = page.get_by_role("navigation", name="Steps outline")
+    expect(outline.locator(".outline-name").first).to_have_text("checks")
+    expect(page.locator("#selected-step")).to_have_text("reserve")
 
 
 def test_narrow_windows_stack_the_editor(page: Page, studio: LiveStudio) -> None:

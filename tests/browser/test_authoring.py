@@ -16,7 +16,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from studio.roles import Role
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio
 
 FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
@@ -24,44 +24,48 @@ FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
 
 def insert(page: Page, where: str, kind: str) -> None:
     """Click the + on a connection of the graph, then choose the kind of step."""
+    settled(page)
     page.get_by_role("link", name=f"Insert a step {where}", exact=True).click()
     inspector = page.locator("#inspector")
     expect(inspector.get_by_role("heading", name="Insert a step")).to_be_visible()
+    settled(page)
     inspector.get_by_role("button", name=kind, exact=True).click()
     expect(page.locator("#step-form")).to_be_visible()
 
 
 def select(page: Page, step: str) -> None:
+    settled(page)
     page.locator(f"#step-{step} a").click()
     expect(page.locator("#selected-step")).to_have_text(step)
 
 
-ARM_SETTLED = """() => {
-    window.__settled = new Promise((done) => {
-        const saved = (event) => {
-            if (!event.detail.pathInfo.requestPath.endsWith("/update")) return;
-            document.removeEventListener("htmx:afterSettle", saved);
-            done(true);
-        };
-        document.addEventListener("htmx:afterSettle", saved);
-    });
+ARM_SAVED = """() => {
+    window.__saved = false;
+    const saved = (event) => {
+        if (!event.detail.pathInfo.requestPath.endsWith("/update")) return;
+        document.removeEventListener("htmx:afterSettle", saved);
+        window.__saved = true;
+    };
+    document.addEventListener("htmx:afterSettle", saved);
 }"""
 
 
 def set_fields(page: Page, **values: str) -> None:
     """Type into the selected step's form; each change is saved and re-validated.
 
-    Each field waits until htmx has swapped in the workspace its save returned (an
+    Each field is typed only once htmx has wired the form (a change before that would
+    save nothing) and waits until htmx has settled the workspace its save returned (an
     earlier swap settling late does not count): the workspace drops a change made while
     a save is still in flight (its revision would be stale), so the next field is typed
     only into the fresh form, as a person does.
     """
     for field, value in values.items():
-        page.evaluate(ARM_SETTLED)
+        settled(page)
+        page.evaluate(ARM_SAVED)
         box = page.locator(f"#step-form #field-{field.replace('__', '-')}")
         box.fill(value)
         box.press("Tab")
-        page.evaluate("() => window.__settled")
+        page.wait_for_function("() => window.__saved")
         expect(box).to_have_value(value)  # the locator now finds the swapped-in form
 
 

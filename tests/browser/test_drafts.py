@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from studio import drafts
 from studio.roles import Role
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio, definition
 
 
@@ -25,6 +25,7 @@ def open_draft(page: Page, studio: LiveStudio, name: str) -> str:
 def test_the_json_view_edits_the_same_draft_as_the_graph(page: Page, studio: LiveStudio) -> None:
     open_draft(page, studio, "json.flow")
     page.get_by_role("link", name="JSON", exact=True).click()
+    settled(page)
     box = page.get_by_label("The draft as JSON: edit and apply; the graph follows")
     document = json.loads(box.input_value())
     assert document["steps"][5] == {"name": "cool_off", "kind": "timer", "timeout": "5m"}
@@ -33,11 +34,13 @@ def test_the_json_view_edits_the_same_draft_as_the_graph(page: Page, studio: Liv
     page.get_by_role("button", name="Apply JSON").click()
     expect(page.locator("#json-error")).to_contain_text("not valid JSON")
     expect(box).to_have_value("{ not json")  # what was typed is kept to fix
+    settled(page)
 
     document["steps"][5]["timeout"] = "2h"
     box.fill(json.dumps(document))
     page.get_by_role("button", name="Apply JSON").click()
     expect(page.locator("#json-error")).to_have_count(0)
+    settled(page)
     page.get_by_role("link", name="Graph", exact=True).click()
     expect(page.locator("#step-cool_off")).to_contain_text("wait 2h")
 
@@ -45,16 +48,20 @@ def test_the_json_view_edits_the_same_draft_as_the_graph(page: Page, studio: Liv
 def test_branches_are_added_reordered_and_removed(page: Page, studio: LiveStudio) -> None:
     open_draft(page, studio, "branchy.flow")
     page.get_by_role("link", name="Add a branch to checks").click()
+    settled(page)
     page.get_by_role("button", name="Activity branch").click()
     expect(page.locator("#selected-step")).to_have_text("checks_branch_1")
     expect(page.locator("#step-checks")).to_contain_text("all of 3 branches")
     expect(page.locator("#step-checks_done")).to_contain_text("waits for 3")
 
+    settled(page)
     page.locator("#step-checks a").click()
     branches = page.locator(".branch-list li > a")
     expect(branches).to_have_text(["fraud", "stock", "checks_branch_1"])
+    settled(page)
     page.get_by_role("button", name="Move checks_branch_1 up").click()
     expect(branches).to_have_text(["fraud", "checks_branch_1", "stock"])
+    settled(page)
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete fraud").click()
     expect(branches).to_have_text(["checks_branch_1", "stock"])

@@ -12,7 +12,6 @@ import asyncio
 import re
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -23,12 +22,14 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
+from engine.activities import ActivityRegistry
 from engine.client import Client
 from engine.definition_validation import parse_definition
 from engine.migrations import apply_migrations
 from engine.operator_actions import Action
 from engine.store import catalog, work, workers
 from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
 from studio import people
 from studio.app import create_app
 from studio.passwords import Argon2Cost
@@ -41,6 +42,12 @@ OVERDUE = """
 UPDATE work SET available_at = now() - interval '2 days', deadline = now() - interval '1 day'
 WHERE instance_id = %(instance)s AND state IN (1, 2)
 """
+OVERDUE_SWEPT = """
+SELECT state = 4 AND failure_code = %(code)s FROM work WHERE instance_id = %(instance)s
+FOR UPDATE
+"""
+"""Whether each of the instance's work rows is a dead letter of its deadline. Locking
+waits for a sweep still holding a row (a worker's), so its verdict is counted too."""
 T = TypeVar("T")
 ROLES = tuple(Role)
 TARGETS = [
@@ -73,6 +80,30 @@ class LiveStudio:
             return await action(self._store)
 
         return asyncio.run_coroutine_threadsafe(with_store(), self._loop).result()
+
+    @contextmanager
+    def worker(self, activities: ActivityRegistry) -> Iterator[None]:
+        """One more worker, for ``activities``, on this studio's schema until the block
+        ends: the workers for a target that had none come up."""
+        stop = asyncio.Event()
+
+        async def start() -> tuple[Store, asyncio.Task[None]]:
+            store = await Store.open(self.dsn, self.schema)
+            config = WorkerConfig(worker_id=f"test-{uuid.uuid4().hex[:8]}")
+            return store, asyncio.create_task(Worker(store, activities, config).run(stop))
+
+        async def finish(store: Store, task: asyncio.Task[None]) -> None:
+            stop.set()
+            try:
+                await task
+            finally:
+                await store.close()
+
+        store, task = asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+        try:
+            yield
+        finally:
+            asyncio.run_coroutine_threadsafe(finish(store, task), self._loop).result()
 
     def close(self) -> None:
         if self._store is not None:
@@ -134,13 +165,20 @@ class LiveStudio:
 
     def overdue(self, instance_id: str) -> int:
         """Make the instance's open work miss its deadline (as if no worker ran for a day)
-        and sweep it into dead letters (``deadline-exceeded``); returns how many."""
+        and sweep it into dead letters (``deadline-exceeded``); returns how many of its
+        rows are such dead letters now. A running worker sweeps too, and whichever sweep
+        comes first takes a row, so this counts the rows, not what its own sweep took."""
 
         async def expire(store: Store) -> int:
             async with store.connection() as conn:
                 await conn.execute(OVERDUE, {"instance": instance_id})
                 await conn.commit()
-            return await work.sweep_expired_deadlines(store)
+            await work.sweep_expired_deadlines(store)
+            params = {"instance": instance_id, "code": work.DEADLINE_EXCEEDED}
+            async with store.connection() as conn:
+                rows = await (await conn.execute(OVERDUE_SWEPT, params)).fetchall()
+                await conn.commit()
+            return sum(1 for (dead,) in rows if dead)
 
         return self.run(expire)
 
@@ -213,6 +251,24 @@ def definition(name: str, version: str = "1", timeout: str = "30s") -> dict[str,
     }
 
 
+STARTUP_SECONDS = 60.0
+"""Bounds how long a studio that cannot start takes to fail; a good one is ready sooner."""
+
+
+class AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that says when its startup has finished, well or not."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets)
+        finally:
+            self.ready.set()
+
+
 @contextmanager
 def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
     """A studio on a fresh schema, served on a free port until the block ends."""
@@ -229,14 +285,11 @@ def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, proxy_headers=False
     )
-    server = uvicorn.Server(config)
+    server = AnnouncingServer(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the studio did not start")
-        time.sleep(0.02)
+    if not server.ready.wait(STARTUP_SECONDS) or not server.started:
+        raise RuntimeError("the studio did not start")
     live = LiveStudio(f"http://127.0.0.1:{port}", dsn, schema)
     try:
         yield live
