@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from litestar import Litestar
-from litestar.datastructures import ResponseHeader, State
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -29,18 +29,10 @@ from studio.services.runtime import Runtime
 from studio.settings import StudioSettings
 from studio.web.failures import handle_error
 from studio.web.rendering import instance_filters, template_config
+from studio.web.security_headers import add_security_headers
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 MAX_BODY_BYTES = 4_000_000
-SECURITY_HEADERS = (
-    ResponseHeader(
-        name="Content-Security-Policy",
-        value="default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-        "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
-    ),
-    ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
-    ResponseHeader(name="Referrer-Policy", value="same-origin"),
-)
 
 
 def create_app(settings: StudioSettings) -> Litestar:
@@ -89,7 +81,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             description="Everything the studio's pages do, for scripts and CI. Authenticate "
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
-        response_headers=list(SECURITY_HEADERS),
+        before_send=[add_security_headers],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,
     )
