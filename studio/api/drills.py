@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Request
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from studio.api.choices import DrillProfile
 from studio.api.operations_schemas import (
     ComparisonOut,
     DrillFamilyOut,
@@ -22,7 +23,9 @@ from studio.services import drills
 from studio.web.rendering import principal_of, runtime_of, store_of
 
 
-async def catalogue(request: Request, profile: FromQuery[str] = "ci") -> list[DrillFamilyOut]:
+async def catalogue(
+    request: Request, profile: FromQuery[DrillProfile] = "ci"
+) -> list[DrillFamilyOut]:
     return [family_out(f) for f in drills.catalogue_view(profile)]
 
 

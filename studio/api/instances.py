@@ -8,13 +8,14 @@ reason given).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody, Parameter
 
 from engine.limits import MAX_HISTORY_PAGE_EVENTS
+from studio.api.choices import EventKindName
 from studio.api.instance_schemas import (
     CommandIn,
     HistoryOut,
@@ -79,10 +80,10 @@ async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOu
 async def get_history(
     request: Request,
     ref: FromPath[str],
-    after: FromQuery[int] = 0,
-    kind: FromQuery[list[str] | None] = None,
+    after: Annotated[int, Parameter(ge=0)] = 0,
+    kind: FromQuery[list[EventKindName] | None] = None,
     step: FromQuery[str] = "",
-    limit: FromQuery[int] = MAX_HISTORY_PAGE_EVENTS,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_HISTORY_PAGE_EVENTS)] = MAX_HISTORY_PAGE_EVENTS,
 ) -> HistoryOut:
     """One page of events after sequence ``after``, narrowed by kinds and step."""
     principal = principal_of(request)
