@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 from litestar import Request
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody, Parameter
+from litestar.params import FromPath, FromQuery, Parameter
 
 from engine.limits import MAX_HISTORY_PAGE_EVENTS
+from studio.api import examples
 from studio.api.choices import EventKindName
 from studio.api.instance_schemas import (
     CommandIn,
@@ -47,7 +48,9 @@ async def list_instances(
     )
 
 
-async def start_instance(request: Request, data: JSONBody[StartIn]) -> InstanceDetailOut:
+async def start_instance(
+    request: Request, data: Annotated[StartIn, examples.START]
+) -> InstanceDetailOut:
     """Start an instance; the same id, version and input again returns it unchanged."""
     principal = principal_of(request)
     runtime = runtime_of(request)
@@ -95,7 +98,7 @@ async def get_history(
 
 
 async def send_signal(
-    request: Request, ref: FromPath[str], data: JSONBody[SignalIn]
+    request: Request, ref: FromPath[str], data: Annotated[SignalIn, examples.SIGNAL]
 ) -> InstanceDetailOut:
     principal = principal_of(request)
     runtime = runtime_of(request)
@@ -112,7 +115,7 @@ async def send_signal(
 
 
 async def command(
-    request: Request, ref: FromPath[str], data: JSONBody[CommandIn]
+    request: Request, ref: FromPath[str], data: Annotated[CommandIn, examples.COMMAND]
 ) -> InstanceDetailOut:
     """An audited operator command (the instance's ``actions`` list says which apply)."""
     principal = principal_of(request)

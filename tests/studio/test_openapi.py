@@ -132,3 +132,16 @@ def test_a_missing_parameter_or_a_value_outside_its_set_is_named(studio: LiveStu
     assert outside.status_code == 400
     (problem,) = outside.json()["problems"]
     assert problem["path"] == "role" and "owner" in problem["message"], problem
+
+
+def test_request_bodies_carry_examples_that_keep_to_their_schemas(studio: LiveStudio) -> None:
+    schemas = httpx.get(studio.url + "/schema/openapi.json").json()["components"]["schemas"]
+    exemplified = {name: schema for name, schema in schemas.items() if "examples" in schema}
+    inputs = {"StartIn", "SignalIn", "CommandIn", "ResolveIn", "DrillStartIn", "TokenIn"}
+    assert inputs | {"DraftEditIn"} <= set(exemplified)
+    for name, schema in exemplified.items():
+        for example in schema["examples"]:
+            assert set(schema.get("required", ())) <= set(example), name
+            for field, value in example.items():
+                allowed = schema["properties"][field].get("enum")
+                assert allowed is None or value in allowed, (name, field, value)
