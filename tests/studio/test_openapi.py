@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from engine.instance import InstanceStatus
 from studio import api_tokens
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role
 from studio.routes import ROUTES
-from tests.studio.live import LiveStudio, definition
+from tests.integration.conftest import pg_dsn  # noqa: F401
+from tests.studio.live import LiveStudio, definition, serve_studio
 from verification.profiles import PROFILES
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -37,15 +40,23 @@ LEFT_OUT = ("post_start_run", "delete_revoke_token")
 """Operation ids the pass leaves out (the module docstring says why)."""
 
 
-def test_the_api_keeps_to_its_openapi_document(studio: LiveStudio, tmp_path: Path) -> None:
-    team = studio.team("fuzz")
-    admin = studio.user(team, Role.ADMIN)
-    secret, _ = studio.run(
+@pytest.fixture
+def fuzzed(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
+    """A studio of its own: what the pass creates (teams' drafts, tokens, definitions)
+    stays out of the other tests' studio."""
+    with serve_studio(pg_dsn) as live:
+        yield live
+
+
+def test_the_api_keeps_to_its_openapi_document(fuzzed: LiveStudio, tmp_path: Path) -> None:
+    team = fuzzed.team("fuzz")
+    admin = fuzzed.user(team, Role.ADMIN)
+    secret, _ = fuzzed.run(
         lambda store: api_tokens.create_token(store, team, Role.ADMIN, "schemathesis", admin)
     )
-    studio.publish(team, definition(f"fuzzed.{team}"))
-    studio.advertise()
-    studio.start(team, f"fuzzed.{team}", "fuzzed-1")
+    fuzzed.publish(team, definition(f"fuzzed.{team}"))
+    fuzzed.advertise()
+    fuzzed.start(team, f"fuzzed.{team}", "fuzzed-1")
     excluded = [arg for op in LEFT_OUT for arg in ("--exclude-operation-id", op)]
     command = [
         sys.executable,
@@ -54,7 +65,7 @@ def test_the_api_keeps_to_its_openapi_document(studio: LiveStudio, tmp_path: Pat
         "--config-file",
         str(CONFIG),
         "run",
-        f"{studio.url}/schema/openapi.json",
+        f"{fuzzed.url}/schema/openapi.json",
         "--header",
         f"Authorization: Bearer {secret}",
         "--checks",
@@ -73,7 +84,7 @@ def test_the_api_keeps_to_its_openapi_document(studio: LiveStudio, tmp_path: Pat
         command, cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False
     )
     assert finished.returncode == 0, finished.stdout[-20_000:] + finished.stderr[-5_000:]
-    me = httpx.get(studio.url + "/api/me", headers={"Authorization": f"Bearer {secret}"})
+    me = httpx.get(fuzzed.url + "/api/me", headers={"Authorization": f"Bearer {secret}"})
     assert me.status_code == 200, "the pass must keep its token to test anything"
 
 
