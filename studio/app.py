@@ -26,13 +26,12 @@ from engine.worker import Worker, WorkerConfig
 from studio import passwords
 from studio.routes import route_handlers
 from studio.services.runtime import Runtime
-from studio.settings import StudioSettings
+from studio.settings import MAX_BODY_BYTES, StudioSettings
 from studio.web.failures import handle_error
 from studio.web.rendering import instance_filters, template_config
 from studio.web.security_headers import add_security_headers
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-MAX_BODY_BYTES = 4_000_000
 
 
 def create_app(settings: StudioSettings) -> Litestar:

@@ -19,6 +19,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Example
 
 from studio.api.schemas import ErrorOut, PublishOut
+from studio.settings import BODY_TOO_LARGE
 
 ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
     400: (
@@ -43,7 +44,7 @@ ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
     ),
     413: (
         "The request body is larger than the studio accepts.",
-        ErrorOut("Request Entity Too Large"),
+        ErrorOut(BODY_TOO_LARGE),
     ),
     422: (
         "The content is not acceptable; ``problems`` says where when it can.",

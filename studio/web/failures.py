@@ -16,11 +16,13 @@ from litestar.exceptions import (
     NotAuthorizedException,
     ValidationException,
 )
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
 from engine.errors import DefinitionNotFound
 from studio.api.schemas import ErrorOut
 from studio.errors import Invalid, PasswordChangeRequired, StudioError
+from studio.settings import BODY_TOO_LARGE
 from studio.web.rendering import is_htmx, page
 
 log = logging.getLogger("wayline.studio")
@@ -39,6 +41,8 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
     if isinstance(error, ValidationException):
         problems = _validation(error)
         return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
+    if isinstance(error, RequestEntityTooLarge):
+        return 413, BODY_TOO_LARGE, []
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
     log.exception("unexpected error", exc_info=error)

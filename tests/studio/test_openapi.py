@@ -30,6 +30,7 @@ from studio import api_tokens
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role
 from studio.routes import ROUTES
+from studio.settings import BODY_TOO_LARGE, MAX_BODY_BYTES
 from tests.integration.conftest import pg_dsn  # noqa: F401
 from tests.studio.live import LiveStudio, definition, serve_studio
 from verification.profiles import PROFILES
@@ -156,3 +157,14 @@ def test_request_bodies_carry_examples_that_keep_to_their_schemas(studio: LiveSt
             for field, value in example.items():
                 allowed = schema["properties"][field].get("enum")
                 assert allowed is None or value in allowed, (name, field, value)
+
+
+def test_a_body_over_the_limit_is_refused_with_the_declared_error(studio: LiveStudio) -> None:
+    team = studio.team()
+    client = studio.client(studio.user(team, Role.AUTHOR))
+    client.headers["X-CSRF-Token"] = client.csrf
+    oversized = {"document": {"name": "x" * MAX_BODY_BYTES}}
+    refused = client.post("/api/definitions", json=oversized)
+    assert refused.status_code == 413
+    assert refused.json() == {"error": BODY_TOO_LARGE, "problems": []}
+    assert "4,000,000 bytes" in BODY_TOO_LARGE
