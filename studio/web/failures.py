@@ -13,6 +13,7 @@ from urllib.parse import quote
 from litestar import Request, Response
 from litestar.exceptions import (
     HTTPException,
+    MethodNotAllowedException,
     NotAuthorizedException,
     ValidationException,
 )
@@ -43,6 +44,9 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
         return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
     if isinstance(error, RequestEntityTooLarge):
         return 413, BODY_TOO_LARGE, []
+    if isinstance(error, MethodNotAllowedException):
+        allowed = (error.headers or {}).get("allow", "")
+        return 405, f"this path does not take that method; it takes {allowed}", []
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
     log.exception("unexpected error", exc_info=error)
