@@ -6,10 +6,12 @@ an error raised before a handler runs and the static files would go without them
 
 The content security policy allows scripts, styles, images and connections from the
 studio itself only. The templates carry no inline script, ``<style>`` element, ``style``
-attribute or event-handler attribute (htmx's inline indicator styles are switched off in
-``base.html``), so neither ``'unsafe-inline'`` nor ``'unsafe-eval'`` is needed: an
-injected script or style does not run. Scripts set sizes through the CSSOM
-(``element.style``), which a policy does not restrict.
+attribute or event-handler attribute, so neither ``'unsafe-inline'`` nor
+``'unsafe-eval'`` is needed: an injected script or style does not run. Scripts set sizes
+through the CSSOM (``element.style``), which a policy does not restrict. Two htmx
+defaults would write style attributes and are switched off in ``base.html``: its
+inline indicator styles, and settling ``style`` (copying a zoomed graph's old size onto
+its replacement for a transition; ``studio.js`` restores the zoom after a swap anyway).
 """
 
 from __future__ import annotations
