@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from litestar import Litestar
-from litestar.datastructures import ResponseHeader, State
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -27,21 +27,12 @@ from studio import passwords, signin_limits
 from studio.input_checks import InputChecks
 from studio.routes import route_handlers
 from studio.services.runtime import Runtime
-from studio.settings import StudioSettings
+from studio.settings import MAX_BODY_BYTES, StudioSettings
 from studio.web.failures import handle_error
 from studio.web.rendering import instance_filters, template_config
+from studio.web.security_headers import add_security_headers
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-MAX_BODY_BYTES = 4_000_000
-SECURITY_HEADERS = (
-    ResponseHeader(
-        name="Content-Security-Policy",
-        value="default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-        "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
-    ),
-    ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
-    ResponseHeader(name="Referrer-Policy", value="same-origin"),
-)
 
 
 def create_app(settings: StudioSettings) -> Litestar:
@@ -92,7 +83,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
         middleware=[InputChecks()],
-        response_headers=list(SECURITY_HEADERS),
+        before_send=[add_security_headers],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,
     )

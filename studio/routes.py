@@ -8,19 +8,23 @@ explained in ``studio.roles``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from litestar import Response
 from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.datastructures import ResponseSpec
 
-from studio.access import enforce_access
+from studio.access import SAFE_METHODS, enforce_access
 from studio.api import dead_letters as api_dead_letters
 from studio.api import definitions as api_definitions
 from studio.api import drafts as api_drafts
 from studio.api import drills as api_drills
 from studio.api import instances as api_instances
 from studio.api import people as api_people
+from studio.api import responses as api_responses
 from studio.api import workers as api_workers
 from studio.roles import Access
 from studio.web import (
@@ -38,6 +42,8 @@ from studio.web import (
 
 P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
 OP = Access.OPERATOR
+NOT_FOUND, CONFLICT, INVALID = 404, 409, 422
+REPUBLISHED = api_responses.REPUBLISHED
 DRAFT = "/drafts/{draft_id:str}"
 VERSION = "/definitions/{name:str}/versions/{version:str}"
 INSTANCE = "/instances/{ref:str}"
@@ -55,10 +61,35 @@ class Route:
     handler: Callable[..., Any]
     access: Access
     status: int | None = None
+    errors: tuple[int, ...] = ()
+    """Error statuses the service behind an API route answers on its own (404, 409, 422);
+    the others follow from the route itself (``error_statuses``)."""
+    also: Mapping[int, ResponseSpec] | None = field(default=None, compare=False)
+    """Other successful answers than ``status`` (publishing identical content: 200)."""
 
     @property
     def is_api(self) -> bool:
         return self.path.startswith("/api/")
+
+    @property
+    def error_statuses(self) -> frozenset[int]:
+        """Every error status the route can answer, as ``studio.api.responses`` explains."""
+        found = {400, *self.errors}
+        if self.access is not Access.PUBLIC:
+            found.add(401)
+        if self.access is not Access.SIGNED_IN or self.method not in SAFE_METHODS:
+            found.add(403)
+        if "{" in self.path:
+            found.add(404)
+        if "data" in inspect.signature(self.handler).parameters:
+            found.add(413)
+        return frozenset(found)
+
+    def responses(self) -> dict[int, ResponseSpec] | None:
+        """The OpenAPI responses besides the handler's own success (API routes only)."""
+        if not self.is_api:
+            return None
+        return {**api_responses.error_responses(self.error_statuses), **(self.also or {})}
 
 
 ROUTES: tuple[Route, ...] = (
@@ -132,37 +163,59 @@ ROUTES: tuple[Route, ...] = (
     # The JSON API
     Route("GET", "/api/me", api_people.me, S),
     Route("GET", "/api/definitions", api_definitions.list_definitions, V),
-    Route("POST", "/api/definitions", api_definitions.publish, A),
+    Route(
+        "POST",
+        "/api/definitions",
+        api_definitions.publish,
+        A,
+        errors=(CONFLICT, INVALID),
+        also=REPUBLISHED,
+    ),
     Route("POST", "/api/definitions/validate", api_definitions.validate, A, 200),
     Route("GET", "/api/definitions/{name:str}", api_definitions.list_versions, V),
-    Route("GET", "/api/definitions/{name:str}/diff", api_definitions.diff, V),
+    Route("GET", "/api/definitions/{name:str}/diff", api_definitions.diff, V, errors=(INVALID,)),
     Route("GET", API_VERSION, api_definitions.get_version, V),
     Route("POST", API_VERSION + "/deprecate", api_definitions.deprecate, A, 200),
     Route("GET", "/api/drafts", api_drafts.list_drafts, V),
-    Route("POST", "/api/drafts", api_drafts.create_draft, A),
+    Route("POST", "/api/drafts", api_drafts.create_draft, A, errors=(NOT_FOUND, INVALID)),
     Route("GET", API_DRAFT, api_drafts.get_draft, V),
-    Route("PUT", API_DRAFT, api_drafts.replace_draft, A),
+    Route("PUT", API_DRAFT, api_drafts.replace_draft, A, errors=(CONFLICT, INVALID)),
     Route("DELETE", API_DRAFT, api_drafts.delete_draft, A),
-    Route("POST", API_DRAFT + "/edits", api_drafts.edit_draft, A, 200),
-    Route("POST", API_DRAFT + "/publish", api_drafts.publish_draft, A),
-    Route("GET", "/api/instances", api_instances.list_instances, V),
-    Route("POST", "/api/instances", api_instances.start_instance, OP),
+    Route("POST", API_DRAFT + "/edits", api_drafts.edit_draft, A, 200, (CONFLICT, INVALID)),
+    Route(
+        "POST",
+        API_DRAFT + "/publish",
+        api_drafts.publish_draft,
+        A,
+        errors=(CONFLICT, INVALID),
+        also=REPUBLISHED,
+    ),
+    Route("GET", "/api/instances", api_instances.list_instances, V, errors=(INVALID,)),
+    Route(
+        "POST",
+        "/api/instances",
+        api_instances.start_instance,
+        OP,
+        errors=(NOT_FOUND, CONFLICT, INVALID),
+    ),
     Route("GET", API_INSTANCE, api_instances.get_instance, V),
-    Route("GET", API_INSTANCE + "/history", api_instances.get_history, V),
-    Route("POST", API_INSTANCE + "/signals", api_instances.send_signal, OP, 200),
-    Route("POST", API_INSTANCE + "/actions", api_instances.command, OP, 200),
-    Route("GET", "/api/dead-letters", api_dead_letters.list_dead_letters, V),
-    Route("POST", "/api/dead-letters/resolve", api_dead_letters.resolve, OP, 200),
+    Route("GET", API_INSTANCE + "/history", api_instances.get_history, V, errors=(INVALID,)),
+    Route(
+        "POST", API_INSTANCE + "/signals", api_instances.send_signal, OP, 200, (CONFLICT, INVALID)
+    ),
+    Route("POST", API_INSTANCE + "/actions", api_instances.command, OP, 200, (CONFLICT, INVALID)),
+    Route("GET", "/api/dead-letters", api_dead_letters.list_dead_letters, V, errors=(INVALID,)),
+    Route("POST", "/api/dead-letters/resolve", api_dead_letters.resolve, OP, 200, (INVALID,)),
     Route("GET", "/api/drills", api_drills.catalogue, V),
-    Route("GET", "/api/drills/runs", api_drills.list_runs, V),
-    Route("POST", "/api/drills/runs", api_drills.start_run, OP, 202),
+    Route("GET", "/api/drills/runs", api_drills.list_runs, V, errors=(INVALID,)),
+    Route("POST", "/api/drills/runs", api_drills.start_run, OP, 202, (CONFLICT, INVALID)),
     Route("GET", "/api/drills/runs/{run_id:str}", api_drills.get_run, V),
     Route("GET", "/api/drills/jobs/{job_id:str}", api_drills.get_job, V),
-    Route("GET", "/api/drills/compare", api_drills.compare, V),
+    Route("GET", "/api/drills/compare", api_drills.compare, V, errors=(NOT_FOUND, INVALID)),
     Route("GET", "/api/workers", api_workers.list_workers, V),
     Route("GET", "/api/members", api_people.list_members, V),
     Route("GET", "/api/tokens", api_people.list_tokens, ADM),
-    Route("POST", "/api/tokens", api_people.create_token, ADM),
+    Route("POST", "/api/tokens", api_people.create_token, ADM, errors=(INVALID,)),
     Route("DELETE", "/api/tokens/{token_id:str}", api_people.revoke_token, ADM),
 )
 
@@ -181,6 +234,36 @@ def route_handlers(routes: tuple[Route, ...] = ROUTES) -> list[HTTPRouteHandler]
             name=f"{route.method} {route.path}",
             tags=[route.path.split("/")[2]] if route.is_api else None,
             operation_id=f"{route.method.lower()}_{route.handler.__name__}",
+            responses=route.responses(),
         )
         handlers.append(handler(route.handler))
-    return handlers
+    return allow_handlers(routes) + handlers
+
+
+def allow_handlers(routes: tuple[Route, ...]) -> list[HTTPRouteHandler]:
+    """An ``OPTIONS`` answer for each path, whose ``Allow`` names every method the table
+    serves there.
+
+    Litestar makes one itself, but for a path served by several handlers it keeps the
+    one made with the first handler, whose ``Allow`` lists only that handler's method.
+    These come first, so Litestar makes none.
+    """
+    methods: dict[str, set[str]] = {}
+    for route in routes:
+        methods.setdefault(route.path, {"OPTIONS"}).add(route.method)
+    return [_allow(path, ", ".join(sorted(allowed))) for path, allowed in methods.items()]
+
+
+def _allow(path: str, allowed: str) -> HTTPRouteHandler:
+    def options() -> Response:
+        return Response(None, status_code=204, headers={"Allow": allowed})
+
+    return HTTPRouteHandler(
+        path=path,
+        http_method="OPTIONS",
+        guards=[enforce_access],
+        opt={"access": Access.PUBLIC},
+        include_in_schema=False,
+        sync_to_thread=False,
+        name=f"OPTIONS {path}",
+    )(options)

@@ -11,6 +11,11 @@ from engine.migrations import DEFAULT_SCHEMA
 from studio.passwords import Argon2Cost
 from studio.signin_limits import SignInLimits
 
+MAX_BODY_BYTES = 4_000_000
+"""The largest request body the studio reads (a definition, a draft, an input); larger
+is refused with 413 before it is parsed."""
+BODY_TOO_LARGE = f"the request body is larger than the {MAX_BODY_BYTES:,} bytes allowed"
+
 
 @dataclass(frozen=True)
 class StudioSettings:

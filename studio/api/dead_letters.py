@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import Request
-from litestar.params import FromQuery, JSONBody
+from typing import Annotated
 
+from litestar import Request
+from litestar.params import FromQuery
+
+from studio.api import examples
 from studio.api.operations_schemas import (
     DeadLetterPageOut,
     ItemResultOut,
@@ -31,7 +34,9 @@ async def list_dead_letters(
     )
 
 
-async def resolve(request: Request, data: JSONBody[ResolveIn]) -> list[ItemResultOut]:
+async def resolve(
+    request: Request, data: Annotated[ResolveIn, examples.RESOLVE]
+) -> list[ItemResultOut]:
     """Retry or discard each item; one result per item (this answers 200 even when some
     items were refused: read each ``ok``)."""
     principal = principal_of(request)

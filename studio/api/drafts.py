@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request, Response
 from litestar.params import FromPath, JSONBody
 
 from studio import draft_edits
+from studio.api import examples
 from studio.api.schemas import (
     DraftEditIn,
     DraftIn,
@@ -96,7 +97,7 @@ def _edit(data: DraftEditIn) -> Any:
 
 
 async def edit_draft(
-    request: Request, draft_id: FromPath[str], data: JSONBody[DraftEditIn]
+    request: Request, draft_id: FromPath[str], data: Annotated[DraftEditIn, examples.DRAFT_EDIT]
 ) -> DraftOut:
     principal = principal_of(request)
     draft, _ = await drafts.edit(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from litestar import Request
-from litestar.params import FromPath, FromQuery, JSONBody
+from typing import Annotated
 
+from litestar import Request
+from litestar.params import FromPath, FromQuery
+
+from studio.api import examples
+from studio.api.choices import DrillProfile
 from studio.api.operations_schemas import (
     ComparisonOut,
     DrillFamilyOut,
@@ -22,7 +26,9 @@ from studio.services import drills
 from studio.web.rendering import principal_of, runtime_of, store_of
 
 
-async def catalogue(request: Request, profile: FromQuery[str] = "ci") -> list[DrillFamilyOut]:
+async def catalogue(
+    request: Request, profile: FromQuery[DrillProfile] = "ci"
+) -> list[DrillFamilyOut]:
     return [family_out(f) for f in drills.catalogue_view(profile)]
 
 
@@ -32,7 +38,9 @@ async def list_runs(request: Request, before: FromQuery[str | None] = None) -> D
     return DrillRunPageOut([run_out(r) for r in found], older or None)
 
 
-async def start_run(request: Request, data: JSONBody[DrillStartIn]) -> DrillJobOut:
+async def start_run(
+    request: Request, data: Annotated[DrillStartIn, examples.DRILLS]
+) -> DrillJobOut:
     """Start a campaign in the background (202); follow it at ``/api/drills/jobs/{id}``."""
     principal = principal_of(request)
     job = runtime_of(request).drills.start(

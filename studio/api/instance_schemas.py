@@ -14,6 +14,7 @@ from typing import Any
 from engine.identifiers import local_instance_id
 from engine.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
+from studio.api.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
 from studio.services.instance_detail import AttemptRow, InstanceDetail
 from studio.services.instance_history import event_document
 
@@ -24,7 +25,7 @@ class InstanceOut:
     definition: str
     version: str
     fingerprint: str
-    status: str
+    status: InstanceStatusName
     sequence: int
     created_at: datetime
     updated_at: datetime
@@ -73,7 +74,7 @@ class AttemptOut:
 
 @dataclass
 class OfferOut:
-    action: str
+    action: CommandAction
     step: str | None
     label: str
     effect: list[str]
@@ -83,7 +84,7 @@ class OfferOut:
 @dataclass
 class AuditOut:
     command_id: str
-    action: str
+    action: ActionName
     actor: str
     reason: str
     occurred_at: datetime
@@ -93,7 +94,7 @@ class AuditOut:
 @dataclass
 class InstanceDetailOut:
     id: str
-    status: str
+    status: InstanceStatusName
     definition: dict[str, str]
     sequence: int
     position: str
@@ -134,13 +135,14 @@ class SignalIn:
 class CommandIn:
     """An operator command; ``reason`` is required and kept in the audit trail."""
 
-    action: str
+    action: CommandAction
     reason: str
     step: str | None = None
     command_id: str | None = None
     """Deduplicates: the same command id again acts once."""
     payload: Any = None
-    resolution: str | None = None
+    resolution: OutcomeResolution | None = None
+    """How ``resolve_activity`` settles an outcome in doubt."""
     result: Any = None
     code: str | None = None
     evidence: Any = None

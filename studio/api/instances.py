@@ -8,13 +8,15 @@ reason given).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, FromQuery, Parameter
 
 from engine.limits import MAX_HISTORY_PAGE_EVENTS
+from studio.api import examples
+from studio.api.choices import EventKindName
 from studio.api.instance_schemas import (
     CommandIn,
     HistoryOut,
@@ -47,7 +49,9 @@ async def list_instances(
     )
 
 
-async def start_instance(request: Request, data: JSONBody[StartIn]) -> InstanceDetailOut:
+async def start_instance(
+    request: Request, data: Annotated[StartIn, examples.START]
+) -> InstanceDetailOut:
     """Start an instance; the same id, version and input again returns it unchanged."""
     principal = principal_of(request)
     runtime = runtime_of(request)
@@ -82,10 +86,10 @@ async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOu
 async def get_history(
     request: Request,
     ref: FromPath[str],
-    after: FromQuery[int] = 0,
-    kind: FromQuery[list[str] | None] = None,
+    after: Annotated[int, Parameter(ge=0)] = 0,
+    kind: FromQuery[list[EventKindName] | None] = None,
     step: FromQuery[str] = "",
-    limit: FromQuery[int] = MAX_HISTORY_PAGE_EVENTS,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_HISTORY_PAGE_EVENTS)] = MAX_HISTORY_PAGE_EVENTS,
 ) -> HistoryOut:
     """One page of events after sequence ``after``, narrowed by kinds and step."""
     principal = principal_of(request)
@@ -97,7 +101,7 @@ async def get_history(
 
 
 async def send_signal(
-    request: Request, ref: FromPath[str], data: JSONBody[SignalIn]
+    request: Request, ref: FromPath[str], data: Annotated[SignalIn, examples.SIGNAL]
 ) -> InstanceDetailOut:
     principal = principal_of(request)
     runtime = runtime_of(request)
@@ -115,7 +119,7 @@ async def send_signal(
 
 
 async def command(
-    request: Request, ref: FromPath[str], data: JSONBody[CommandIn]
+    request: Request, ref: FromPath[str], data: Annotated[CommandIn, examples.COMMAND]
 ) -> InstanceDetailOut:
     """An audited operator command (the instance's ``actions`` list says which apply)."""
     principal = principal_of(request)

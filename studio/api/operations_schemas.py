@@ -9,6 +9,7 @@ from typing import Any
 from engine.identifiers import local_instance_id
 from engine.store.dead_letters import DeadLetterGroup
 from engine.store.work_views import WorkRow
+from studio.api.choices import DeadLetterAction, DrillJobStatus, DrillProfile, DrillRunStatus
 from studio.services.dead_letters import DeadLetterView, ItemResult
 from studio.services.drill_jobs import DrillJob
 from studio.services.drills import Comparison, Family
@@ -57,8 +58,7 @@ class FenceIn:
 class ResolveIn:
     """Resolve dead letters; each item gets its own result."""
 
-    action: str
-    """retry or discard"""
+    action: DeadLetterAction
     reason: str
     items: list[FenceIn]
     command_id: str | None = None
@@ -95,14 +95,14 @@ class DrillFamilyOut:
 class DrillStartIn:
     drills: list[str]
     """Drill ids or families (``D1``), as ``wayline drill run --drill`` takes them."""
-    profile: str = "ci"
+    profile: DrillProfile = "ci"
 
 
 @dataclass
 class DrillJobOut:
     job_id: str
-    status: str
-    profile: str
+    status: DrillJobStatus
+    profile: DrillProfile
     seed: int
     total: int
     done: int
@@ -115,8 +115,8 @@ class DrillJobOut:
 @dataclass
 class DrillRunOut:
     run_id: str
-    status: str
-    profile: str
+    status: DrillRunStatus
+    profile: DrillProfile
     seed: int
     requested: list[str]
     target: str

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from litestar import Request
-from litestar.params import FromPath, JSONBody
+from typing import Annotated
 
+from litestar import Request
+from litestar.params import FromPath
+
+from studio.api import examples
 from studio.api.schemas import (
     MemberOut,
     MeOut,
@@ -38,7 +41,9 @@ async def list_tokens(request: Request) -> list[TokenOut]:
     return [token_out(t) for t in await accounts.tokens(store_of(request), principal.team_id)]
 
 
-async def create_token(request: Request, data: JSONBody[TokenIn]) -> TokenCreatedOut:
+async def create_token(
+    request: Request, data: Annotated[TokenIn, examples.TOKEN]
+) -> TokenCreatedOut:
     secret, token = await accounts.create_token(
         store_of(request), principal_of(request), data.label, data.role, data.expires_in_days
     )

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from litestar import Response
 
 from engine.store.catalog import PublishedVersion
+from studio.api.choices import RoleName
 from studio.api_tokens import ApiToken
 from studio.diff import DefinitionDiff, FieldChange
 from studio.drafts import Draft
@@ -21,10 +22,20 @@ from studio.problems import Problems, check_document
 from studio.services.definitions import DefinitionSummary, PublishOutcome, short_fingerprint
 
 
+class ErrorProblem(TypedDict):
+    """Where a request went wrong: a field's path (``steps[2].timeout``) and what."""
+
+    path: str
+    message: str
+
+
 @dataclass
 class ErrorOut:
+    """The body of every error answer of the API (4xx and 5xx alike)."""
+
     error: str
-    problems: list[dict[str, str]] = field(default_factory=list)
+    """What was wrong and what is allowed, in words."""
+    problems: list[ErrorProblem] = field(default_factory=list)
 
 
 @dataclass
@@ -160,7 +171,7 @@ class DraftEditIn:
 class MeOut:
     actor: str
     team: str | None
-    role: str | None
+    role: RoleName | None
     via: Literal["session", "token"]
 
 
@@ -169,13 +180,13 @@ class MemberOut:
     user_id: str
     username: str
     display_name: str
-    role: str
+    role: RoleName
 
 
 @dataclass
 class TokenIn:
     label: str
-    role: str
+    role: RoleName
     expires_in_days: int | None = None
     """Days until the token stops working; none (the default) for never."""
 
@@ -184,7 +195,7 @@ class TokenIn:
 class TokenOut:
     id: str
     label: str
-    role: str
+    role: RoleName
     created_by: str
     created_at: datetime
     last_used_at: datetime | None

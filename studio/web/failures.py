@@ -13,17 +13,23 @@ from urllib.parse import quote
 from litestar import Request, Response
 from litestar.exceptions import (
     HTTPException,
+    MethodNotAllowedException,
     NotAuthorizedException,
     ValidationException,
 )
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
 from engine.errors import DefinitionNotFound, InputRefused, LimitExceeded
 from studio.api.schemas import ErrorOut
 from studio.errors import Invalid, PasswordChangeRequired, StudioError
+from studio.settings import BODY_TOO_LARGE
 from studio.web.rendering import is_htmx, page
 
 log = logging.getLogger("wayline.studio")
+SHAPE = "the request is not in the expected shape"
+"""Said of a request whose fields are listed in ``problems``; a missing parameter is
+named in the message itself (Litestar's words, without the URL it appends)."""
 
 
 def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
@@ -38,7 +44,13 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
     if isinstance(error, LimitExceeded):  # a value larger than the engine's named limit
         return 422, str(error), []
     if isinstance(error, ValidationException):
-        return 400, "the request is not in the expected shape", _validation(error)
+        problems = _validation(error)
+        return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
+    if isinstance(error, RequestEntityTooLarge):
+        return 413, BODY_TOO_LARGE, []
+    if isinstance(error, MethodNotAllowedException):
+        allowed = (error.headers or {}).get("allow", "")
+        return 405, f"this path does not take that method; it takes {allowed}", []
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
     log.exception("unexpected error", exc_info=error)
@@ -57,13 +69,21 @@ def _validation(error: ValidationException) -> list[dict[str, str]]:
 def handle_error(request: Request, error: Exception) -> Response:
     status, message, problems = describe(error)
     if request.url.path.startswith("/api/"):
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return Response(ErrorOut(message, problems), status_code=status, headers=headers)
+        return Response(ErrorOut(message, problems), status_code=status, headers=_headers(error))
     if isinstance(error, NotAuthorizedException):
         return _to("/login?next=" + quote(request.url.path), request, 401)
     if isinstance(error, PasswordChangeRequired):
         return _to("/account", request, 403)
     return page(request, "error.html", status=status, status_code=status, message=message)
+
+
+def _headers(error: Exception) -> dict[str, str]:
+    """Headers an error answer keeps: a 405's ``Allow`` (which methods the path takes)
+    and a 401's challenge."""
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else {}
+    if isinstance(error, NotAuthorizedException):
+        headers["WWW-Authenticate"] = "Bearer"
+    return headers
 
 
 def _to(target: str, request: Request, status: int) -> Response:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, get_args
 
 from jinja2 import Environment, pass_context
 from jinja2.runtime import Context
 from litestar import Request, Response
-from litestar.params import FromQuery
+from litestar.params import FromQuery, Parameter
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from engine.identifiers import local_instance_id
 from engine.store.store import Store
+from studio.api.choices import InstanceStatusName, InstanceView
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
 from studio.graph import shorten
@@ -117,16 +118,21 @@ def principal_of(request: Request) -> Principal:
 
 
 def instance_filters(
-    view: FromQuery[str] = "active",
+    view: Annotated[str, Parameter(schema_extra={"enum": list(get_args(InstanceView))})] = "active",
     definition: FromQuery[str] = "",
     version: FromQuery[str] = "",
-    status: FromQuery[str] = "",
+    status: Annotated[
+        str, Parameter(schema_extra={"enum": ["", *get_args(InstanceStatusName)]})
+    ] = "",
     started_from: FromQuery[str] = "",
     started_before: FromQuery[str] = "",
     instance: FromQuery[str] = "",
 ) -> InstanceFilters:
     """The instance list's filters from the query string: the ``filters`` dependency of
-    the Instances page and of ``GET /api/instances``, which take the same URLs."""
+    the Instances page and of ``GET /api/instances``, which take the same URLs.
+
+    ``view`` and ``status`` are checked by ``InstanceFilters`` (a 422 that says what is
+    allowed, on the page as in the API); the OpenAPI document lists their values."""
     return InstanceFilters(
         view, definition, version, status, started_from, started_before, instance
     )

@@ -11,6 +11,7 @@ from engine.definition_validation import parse_definition
 from engine.store.store import Store
 from studio import people
 from studio.roles import Role
+from studio.web.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
 from tests.studio.live import PASSWORD, LiveStudio, definition, login_token
 
 EXPIRY = "expires_in_days"
@@ -270,3 +271,34 @@ def test_an_api_token_works_only_while_its_creator_is_an_admin_of_the_team(
     assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [200, 200]
     assert other.form(f"/settings/members/{creator_id}/remove").status_code == 303
     assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [401, 401]
+
+
+def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None:
+    team = studio.team()
+    client = studio.client(studio.user(team, Role.VIEWER))
+    paths = (
+        "/login",  # a page for anyone
+        "/definitions",  # a signed-in page
+        "/api/definitions",  # the API
+        "/api/tokens",  # an API refusal (403)
+        "/no-such-page",  # 404 page
+        "/api/no-such-thing",  # 404 from the API
+        "/static/studio.css",  # a static file
+        "/static/no-such-file.css",  # a static 404
+        "/schema/openapi.json",
+    )
+    for path in paths:
+        response = client.get(path)
+        for name, value in SECURITY_HEADERS.items():
+            assert response.headers.get(name) == value, (path, response.status_code, name)
+    anonymous = studio.client().get("/api/me")
+    assert anonymous.status_code == 401
+    assert anonymous.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_content_security_policy_allows_no_inline_script_or_style() -> None:
+    policy = dict(
+        directive.strip().split(" ", 1) for directive in CONTENT_SECURITY_POLICY.split(";")
+    )
+    assert policy["script-src"] == "'self'" and policy["style-src"] == "'self'"
+    assert policy["frame-ancestors"] == "'none'" and policy["object-src"] == "'none'"

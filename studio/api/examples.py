@@ -1,0 +1,59 @@
+"""Example request bodies for the OpenAPI document: what a script sends, filled in.
+
+Each names real fields with plausible values, so a reader (or a generated client) sees
+a working request; the values are illustrations, not fixtures of any test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.openapi.spec import Example
+from litestar.params import Body
+
+
+def json_body(summary: str, value: dict[str, Any]) -> Any:
+    """A JSON request body described by one example."""
+    return Body(examples=[Example(summary=summary, value=value)])
+
+
+START = json_body(
+    "Start an order with an id of your choosing",
+    {
+        "definition": "order_fulfillment",
+        "version": "1",
+        "instance_id": "order-7",
+        "input": {"order": 7, "items": ["sku-1"]},
+    },
+)
+SIGNAL = json_body(
+    "Deliver a payment confirmation once",
+    {"step": "payment_confirmed", "payload": {"paid": True}, "signal_id": "pay-7"},
+)
+COMMAND = json_body(
+    "Settle an activity outcome in doubt as succeeded",
+    {
+        "action": "resolve_activity",
+        "reason": "the warehouse confirmed the reservation by phone",
+        "step": "reserve",
+        "resolution": "succeeded",
+        "result": {"reservation": "r-19"},
+        "command_id": "ops-2026-11-29-1",
+    },
+)
+RESOLVE = json_body(
+    "Retry two dead letters in ten minutes",
+    {
+        "action": "retry",
+        "reason": "the payment provider is back",
+        "items": [{"work_id": "w-1", "token": 3}, {"work_id": "w-2", "token": 1}],
+        "retry_in": "10m",
+        "deadline_in": "1d",
+    },
+)
+DRILLS = json_body("Run the lease drills under the ci profile", {"drills": ["D1"], "profile": "ci"})
+TOKEN = json_body("A token for CI that may publish", {"label": "ci deploys", "role": "author"})
+DRAFT_EDIT = json_body(
+    "Change a step's timeout",
+    {"op": "update", "revision": 4, "index": 0, "fields": {"timeout": "45s"}},
+)

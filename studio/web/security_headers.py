@@ -1,0 +1,51 @@
+"""Security headers on every response the studio sends.
+
+They are added by a before-send hook, not by Litestar's ``response_headers``, because
+those reach only responses made by a route handler: a 404 for an unknown path, a 405,
+an error raised before a handler runs and the static files would go without them.
+
+The content security policy allows scripts, styles, images and connections from the
+studio itself only. The templates carry no inline script, ``<style>`` element, ``style``
+attribute or event-handler attribute, so neither ``'unsafe-inline'`` nor
+``'unsafe-eval'`` is needed: an injected script or style does not run. Scripts set sizes
+through the CSSOM (``element.style``), which a policy does not restrict. Two htmx
+defaults would write style attributes and are switched off in ``base.html``: its
+inline indicator styles, and settling ``style`` (copying a zoomed graph's old size onto
+its replacement for a transition; ``studio.js`` restores the zoom after a swap anyway).
+"""
+
+from __future__ import annotations
+
+from litestar.datastructures import MutableScopeHeaders
+from litestar.types import Message, Scope
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+SECURITY_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+"""``X-Frame-Options`` repeats ``frame-ancestors 'none'`` for browsers that predate it."""
+
+
+async def add_security_headers(message: Message, scope: Scope) -> None:
+    """Before-send hook: give a response's start message every header it lacks."""
+    if message["type"] != "http.response.start":
+        return
+    headers = MutableScopeHeaders.from_message(message)
+    for name, value in SECURITY_HEADERS.items():
+        if name not in headers:
+            headers[name] = value
