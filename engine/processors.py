@@ -13,6 +13,15 @@ lease. A redelivered lease whose attempt is durably started but has no outcome
 records *unknown* and never calls the handler again. Work that arrives while its
 instance is paused is parked (resuming re-arms it); work the instance no longer wants
 (it ended, or moved past that attempt) is completed without writing history.
+
+Work can also be claimed before its instance wants it: resuming re-arms all open work
+at once, and an operator may retry a dead letter "now" while the attempt it starts
+still waits out its policy backoff or its timer is not yet due. Such work is released,
+unchanged and without history, until the instance's own due time (``NotDue``), because
+replay forbids an attempt before its retry time and a timer fired early or with a time
+still to come. Where the work's deadline comes first it is dead-lettered again
+(``DUE_AFTER_DEADLINE``): the operator chose that deadline, so the operator decides
+again (retry it with a deadline after the due time, or discard it).
 """
 
 from __future__ import annotations
@@ -66,6 +75,10 @@ K = EventKind
 PARK_FOR = timedelta(hours=1)
 """How far work for a paused instance is pushed back; resuming re-arms it at once."""
 PARK_MARGIN = timedelta(seconds=1)
+NOT_YET_DUE = "not-yet-due"
+"""Code kept on work released because it was claimed before its instance wanted it."""
+DUE_AFTER_DEADLINE = "due-after-deadline"
+"""Dead-letter code of work its instance wants only at or after the work's deadline."""
 MAX_CONFLICT_RETRIES = 20
 WRITE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 """Waits before each new try of a write known not to have committed (6.35 s in all,
@@ -79,6 +92,30 @@ class Obsolete(Exception):
 
 class Park(Exception):
     """The instance is paused: push the work back until it resumes."""
+
+
+class NotDue(Exception):
+    """The work came before its instance wants it: release it until ``due_at``."""
+
+    def __init__(self, due_at: datetime) -> None:
+        super().__init__(f"not due before {due_at.isoformat()}")
+        self.due_at = due_at
+
+
+def wait_until(draft: Draft, due_at: datetime, claimed_at: datetime) -> None:
+    """Let the draft act at ``due_at`` only if the work was due when it was claimed.
+
+    A claim due by the store's clock (``claimed_at``, read in the claim statement) may
+    still find this process's reading of that clock a little behind: the draft's time
+    then becomes ``due_at``, which is no later than the claim, so it stays truthful. A
+    claim before ``due_at`` raises NotDue: acting would put an event before its due time
+    (replay refuses it) or stamp it with a time still to come.
+    """
+    if draft.now >= due_at:
+        return
+    if claimed_at < due_at:
+        raise NotDue(due_at)
+    draft.now = due_at
 
 
 @dataclass
@@ -161,6 +198,11 @@ async def commit(
             if guessed:
                 continue
             await _park(ctx, lease, _now(ctx, state))
+            return None
+        except NotDue as early:
+            if guessed:
+                continue
+            await _release_until(ctx, lease, early.due_at)
             return None
         if not draft.events:
             if guessed:
@@ -255,6 +297,15 @@ async def _park(ctx: Context, lease: work.Lease, now: datetime) -> None:
         await work.retry_at(ctx.store, lease, until, "paused")
 
 
+async def _release_until(ctx: Context, lease: work.Lease, due_at: datetime) -> None:
+    """Release work claimed early until ``due_at``; dead-letter it when its deadline comes
+    first, since it could then never run in time (see the module docstring)."""
+    if due_at < lease.deadline:
+        await work.retry_at(ctx.store, lease, due_at, NOT_YET_DUE)
+    else:
+        await work.dead_letter(ctx.store, lease, DUE_AFTER_DEADLINE)
+
+
 def _now(ctx: Context, state: Instance) -> datetime:
     return max(ctx.store.now(), state.updated_at)
 
@@ -324,7 +375,7 @@ async def process_attempt(
     if dispatch is None:
         await work.dead_letter(ctx.store, lease, track.poison_code)
         return
-    start = StartOrSettle(track, dispatch)
+    start = StartOrSettle(track, dispatch, lease.claimed_at)
     claimed = await _claimed_state(ctx, lease)
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
@@ -384,12 +435,14 @@ class StartOrSettle:
     """Start the dispatched attempt, or settle a redelivery as unknown, or give up.
 
     ``settled`` tells the commit to finish the lease: a settled redelivery has nothing
-    left to run, while a started attempt keeps its lease for the handler.
+    left to run, while a started attempt keeps its lease for the handler. An attempt
+    whose retry time has not come when the work was claimed (``claimed_at``) waits.
     """
 
-    def __init__(self, track: Track, dispatch: Dispatch) -> None:
+    def __init__(self, track: Track, dispatch: Dispatch, claimed_at: datetime) -> None:
         self.track = track
         self.dispatch = dispatch
+        self.claimed_at = claimed_at
         self.settled = False
 
     def __call__(self, draft: Draft) -> None:
@@ -413,6 +466,8 @@ class StartOrSettle:
             A.RETRY_WAITING,
         ):
             raise Obsolete
+        if progress.retry_at is not None:
+            wait_until(draft, progress.retry_at, self.claimed_at)
         track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
 
 
@@ -494,8 +549,7 @@ async def process_timer(ctx: Context, lease: work.Lease) -> None:
         owner = state.spec.owners.get(step)
         if state.status is not S.RUNNING or (owner and owner in state.race_winners):
             raise Obsolete  # the race was decided without this timer
-        if draft.now < timer.due_at:
-            draft.now = timer.due_at  # the work is due by the database clock
+        wait_until(draft, timer.due_at, lease.claimed_at)
         try:
             decisions.fire_timer(draft, step)
         except ReplayRejected:

@@ -16,7 +16,10 @@ each fence is resolved at most once:
 
 A retry returns the row to available with the new times and clears the failure; the
 token is unchanged, so the next claim bumps it, and if that lease dead-letters again it
-is a new fence that appears in the list again. Discarded dead letters stay in state 4
+is a new fence that appears in the list again. A retry may readmit work before its
+instance wants it (an attempt in its backoff, a timer not yet due): the processor that
+claims it releases it until then, or dead-letters it again when the new deadline comes
+first (``engine.processors``). Discarded dead letters stay in state 4
 with their resolution row; the list skips them (``NOT EXISTS`` on the resolutions key),
 which costs one index probe per discarded row scanned.
 """
