@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 
 from engine.activities import ActivityRegistry
 from engine.client import Client
+from engine.identifiers import team_instance_id
 from engine.operator_actions import Action
 from studio.roles import Role
 from studio.step_states import step_states
@@ -99,7 +100,8 @@ def test_start_the_example_and_watch_its_steps_change_colour(
     # Approved elsewhere, after the page has shown the wait: the nodes follow in place.
     # (Not the charge's retries: how many of them the page sees depends on how soon it
     # loads after the start.)
-    studio.command(instance_id, Action.APPROVE, "approved on the phone", step="manager_approval")
+    stored = team_instance_id(shop, instance_id)  # started in the studio, so in the team's ids
+    studio.command(stored, Action.APPROVE, "approved on the phone", step="manager_approval")
     expect(page.locator("#step-manager_approval")).to_have_class(re.compile(r"\bstate-succeeded\b"))
     expect(page.locator("#step-shipped")).to_have_class(re.compile(r"\bstate-waiting-signal\b"))
     still_same_document(page)
