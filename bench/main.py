@@ -18,68 +18,25 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench import claims, histories, machine, pgbench, w1
+from bench import claims, histories, machine, pgbench, report, w1
+from bench import saved as saved_results
 from bench.cluster import Meter, settings, start_cluster
 from bench.procs import CODE, ROOT
-from bench.profile_summary import ProfileSummary, summarise
+from bench.profile_summary import summarise
+from bench.results import Results, Sizes
 
 DATA = ROOT / "bench" / ".data"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Sizes:
-    """How big each workload is; FULL follows the issue, QUICK is for development."""
-
-    instances: int
-    runs: int
-    configs: tuple[tuple[int, int], ...]
-    latency_count: int
-    latency_warmup: int
-    recovery_instances: int
-    claim_levels: tuple[int, ...]
-    claim_samples: int
-    history_steps: int
-    list_instances: int
-    read_samples: int
-    pgbench_seconds: int
-
-
 CONFIGS = ((1, 16), (1, 32), (2, 16), (2, 32))
 FULL = Sizes(2000, 3, CONFIGS, 200, 20, 2000, (10**4, 10**5, 10**6), 200, 3333, 10**5, 200, 10)
 QUICK = Sizes(200, 1, CONFIGS, 30, 5, 200, (10**4,), 50, 333, 10**4, 30, 3)
-
-
-@dataclass
-class Results:
-    mode: str
-    sizes: Sizes
-    started_at: str
-    machine: str = ""
-    load_before: str = ""
-    load_after: str = ""
-    duration_seconds: float = 0.0
-    versions: dict[str, str] = field(default_factory=dict)
-    settings: dict[str, str] = field(default_factory=dict)
-    head: str = ""
-    dirty: list[str] = field(default_factory=list)
-    code_digest: str = ""
-    pgbench_before: list[pgbench.PgbenchRun] = field(default_factory=list)
-    pgbench_after: list[pgbench.PgbenchRun] = field(default_factory=list)
-    throughput: list[w1.Throughput] = field(default_factory=list)
-    latency: dict[str, w1.Latency] = field(default_factory=dict)
-    recovery: dict[str, w1.Recovery] = field(default_factory=dict)
-    profile: dict[str, Any] = field(default_factory=dict)
-    profile_seconds: float = 0.0
-    profile_summary: ProfileSummary | None = None
-    claims: list[claims.ClaimLevel] = field(default_factory=list)
-    histories: histories.HistoryResults | None = None
-    errors: dict[str, str] = field(default_factory=dict)
 
 
 def _log(message: str) -> None:
@@ -102,8 +59,6 @@ def _section(results: Results, name: str, action: Callable[[], T]) -> T | None:
 
 
 def run(quick: bool) -> Path:
-    from bench import report
-
     sizes = QUICK if quick else FULL
     results = Results(
         "quick" if quick else "full", sizes, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
@@ -243,9 +198,6 @@ def main() -> None:
 
 def render(saved: Path) -> Path:
     """Rebuild a saved run's results and write its report again."""
-    from bench import report
-    from bench import saved as saved_results
-
     results = saved_results.load(Results, json.loads(saved.read_text()))
     target = DATA / "RESULTS-quick.md" if results.mode == "quick" else ROOT / "bench" / "RESULTS.md"
     target.write_text(report.render(results))

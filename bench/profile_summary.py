@@ -31,7 +31,13 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine store (SQL calls, rows, fencing)", ("engine/store/",)),
     (
         "engine worker + processors + activities",
-        ("engine/worker", "engine/processors", "engine/activities", "engine/metrics"),
+        (
+            "engine/worker",
+            "engine/processors",
+            "engine/leased_commits",
+            "engine/activities",
+            "engine/metrics",
+        ),
     ),
     ("json, hashlib, datetime, dataclasses (stdlib)", ("json", "hashlib", "dataclasses")),
 )

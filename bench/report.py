@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from bench.cluster import Window
+from bench.results import Results
 from bench.w1 import STEPS_PER_INSTANCE, Throughput
-
-if TYPE_CHECKING:
-    from bench.main import Results
 
 DASH = "\u2013"  # an en dash, for ranges and empty cells
 

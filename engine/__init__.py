@@ -2,4 +2,52 @@
 
 The pure core (definitions, events, replay, transitions, orchestration) does no I/O,
 reads no clock and draws no randomness; the store and workers bring those in.
+
+What a user imports is here: ``from engine import ActivityRegistry, Client, Store``.
+The studio, the drill harness and the command line build on the same names.
 """
+
+from engine.activities import (
+    ActivityFailure,
+    ActivityRegistry,
+    ActivityRequest,
+    UnknownOutcome,
+    load_app,
+)
+from engine.client import Client, SignalConflict, StartConflict
+from engine.definition_files import load_definition
+from engine.errors import (
+    ActivityAppNotFound,
+    DecisionRejected,
+    DefinitionFileError,
+    DefinitionInvalid,
+    DefinitionNotFound,
+    InputRefused,
+    LimitExceeded,
+    WaylineError,
+)
+from engine.store.store import Store
+from engine.worker import Worker, WorkerConfig
+
+__all__ = [
+    "ActivityAppNotFound",
+    "ActivityFailure",
+    "ActivityRegistry",
+    "ActivityRequest",
+    "Client",
+    "DecisionRejected",
+    "DefinitionFileError",
+    "DefinitionInvalid",
+    "DefinitionNotFound",
+    "InputRefused",
+    "LimitExceeded",
+    "SignalConflict",
+    "StartConflict",
+    "Store",
+    "UnknownOutcome",
+    "WaylineError",
+    "Worker",
+    "WorkerConfig",
+    "load_app",
+    "load_definition",
+]

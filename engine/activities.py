@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.canonical import canonical_json
+from engine.errors import ActivityAppNotFound
 from engine.identifiers import name_problem
 
 Handler = Callable[["ActivityRequest"], Any]
@@ -151,6 +155,27 @@ class ActivityRegistry:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.targets)
+
+
+def load_app(spec: str) -> ActivityRegistry:
+    """Import ``MODULE:NAME`` and return the ActivityRegistry it names.
+
+    The module is imported from the working directory too, as other app runners do, so
+    ``wayline worker --app myapp:app`` finds ``myapp.py`` where it runs. Raises
+    ActivityAppNotFound, saying what was wrong, never with the import's traceback.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        registry = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ActivityAppNotFound(f"cannot load {spec}: {type(exc).__name__}") from None
+    if not isinstance(registry, ActivityRegistry):
+        raise ActivityAppNotFound(f"{spec} is not an ActivityRegistry")
+    return registry
 
 
 class HandlerThreads:

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from engine import decisions, lifecycle
 from engine.events import EventKind
 from engine.instance import ChildStatus, InstanceStatus
+from engine.leased_commits import Context, Dispatch, Obsolete, Park, commit
 from engine.orchestration import decide
 from engine.store import catalog, reads
 from engine.store.errors import DuplicateTransition, InstanceExists
 
 if TYPE_CHECKING:
-    from engine.processors import Context, Dispatch
     from engine.store.work import Lease
     from engine.transitions import Draft
 
@@ -33,8 +33,6 @@ CHILD_DEFINITION_NOT_FOUND = "child-definition-not-found"
 
 
 async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
-    from engine.processors import Obsolete, Park, commit
-
     def attempt(draft: Draft) -> None:
         state = draft.state
         child = state.children.get(dispatch.step)

@@ -2,6 +2,13 @@
 
 Each subcommand is a thin shell over an engine function: parse arguments, call it,
 print the result, and map known errors to a clear message and a non-zero exit.
+
+The engine's own subcommands are registered here; the packages above the engine add
+theirs through the ``wayline.commands`` entry points (``studio`` and ``user`` from
+``studio.commands``, ``drill`` from ``verification.commands``), each a function that
+takes the subparsers and adds its commands, so the engine never imports them. A
+plugin that fails to load is reported in one line on stderr and left out; every other
+command still works.
 """
 
 from __future__ import annotations
@@ -11,11 +18,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
-from engine import cli_definitions, cli_drills, cli_runtime, cli_store, cli_studio
+from engine import cli_definitions, cli_runtime, cli_store
 from engine.cli_runtime import EXIT_USAGE
 from engine.errors import InputRefused
 from engine.inputs import check_text
+
+COMMANDS_GROUP = "wayline.commands"
+"""The entry-point group through which other packages add ``wayline`` subcommands."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,9 +37,26 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runtime.register_definition_actions(definition_actions)
     cli_store.register(commands)
     cli_runtime.register(commands)
-    cli_drills.register(commands)
-    cli_studio.register(commands)
+    _register_plugins(commands)
     return parser
+
+
+def _register_plugins(commands: argparse._SubParsersAction) -> None:
+    """Add the subcommands of every ``wayline.commands`` entry point, in name order.
+
+    A plugin that cannot be imported or fails while registering is named in one line on
+    stderr, with the error's type and first line, and left out (no traceback)."""
+    for plugin in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        try:
+            plugin.load()(commands)
+        except Exception as error:  # a broken plugin must not take the other commands down
+            reason = type(error).__name__
+            if first_line := next(iter(str(error).splitlines()), ""):
+                reason = f"{reason}: {first_line}"
+            print(
+                f"wayline: cannot load the {plugin.name} commands ({plugin.value}): {reason}",
+                file=sys.stderr,
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,8 +8,9 @@ the path of the whole document is ``(document)``) and exits 1. A file that canno
 read or is not JSON gets one line on stderr and exit 1, never a traceback.
 
 Further actions (``publish``, ``list``) are siblings under ``definition``: register them
-in ``register`` next to ``check``; ``load_definition`` gives them the same reading and
-validation, and ``DefinitionFileError`` the same one-line failures.
+in ``register`` next to ``check``; ``engine.definition_files.load_definition`` gives
+them (and the studio) the same reading and validation, and ``DefinitionFileError`` the
+same one-line failures.
 """
 
 from __future__ import annotations
@@ -18,14 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.errors import DefinitionInvalid, InputRefused
-from engine.inputs import read_json
-
-
-class DefinitionFileError(Exception):
-    """A definition file that cannot be used at all; the message is one line for users."""
+from engine.definition_files import load_definition
+from engine.errors import DefinitionFileError, DefinitionInvalid
 
 
 def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction:
@@ -44,25 +39,6 @@ def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction
     check.add_argument("file", type=Path, metavar="FILE.json")
     check.set_defaults(run=run_check)
     return actions
-
-
-def load_definition(path: Path) -> Definition:
-    """Read and validate a definition file.
-
-    Raises DefinitionFileError when the file is unreadable or not JSON, and
-    DefinitionInvalid (listing every problem) when the document is not a definition.
-    The file is read as JSON bytes are (UTF-8, or UTF-16/32 announced by a byte order
-    mark); bytes that are not text say which byte and where, never a codec's jargon.
-    """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DefinitionFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        document = read_json(data, str(path))
-    except InputRefused as exc:  # not UTF-8, not JSON, nested too deeply, a NUL
-        raise DefinitionFileError(str(exc)) from exc
-    return parse_definition(document)
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 import signal
@@ -20,16 +19,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.activities import ActivityRegistry
-from engine.canonical import format_instant
-from engine.cli_definitions import DefinitionFileError, load_definition
+from engine.activities import load_app
 from engine.cli_options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
-from engine.errors import DefinitionInvalid, InputRefused, NotJSON, WaylineError
+from engine.definition_files import load_definition
+from engine.errors import (
+    ActivityAppNotFound,
+    DefinitionInvalid,
+    InputRefused,
+    NotJSON,
+    WaylineError,
+)
 from engine.events import event_to_json
 from engine.faults import Faults
 from engine.inputs import json_or_text, read_json
-from engine.instance import Instance, instance_to_json
+from engine.instance import describe_instance, instance_to_json
 from engine.metrics import Metrics
 from engine.migrations import MigrationError
 from engine.operator_actions import Action
@@ -181,7 +185,7 @@ def _run(
     except UsageError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (WaylineError, MigrationError, DefinitionFileError, ValueError) as error:
+    except (WaylineError, MigrationError, ValueError) as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_FAILED
 
@@ -281,42 +285,8 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
-        print(describe(state))
+        print(describe_instance(state))
     return 0
-
-
-def describe(state: Instance) -> str:
-    """A human summary: status, pin, per-step progress, attempts, audit trail."""
-    lines = [
-        f"instance {state.instance_id}: {state.status.label}",
-        f"definition {state.definition} {state.definition.fingerprint}",
-        f"position {state.sequence}, updated {format_instant(state.updated_at)}",
-    ]
-    if state.failure_code:
-        lines.append(f"failure {state.failure_step}: {state.failure_code}")
-    for p in state.activities.values():
-        extra = f" code={p.code}" if p.code else ""
-        lines.append(
-            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
-            f"key={p.idempotency_key or '-'}{extra}"
-        )
-    for p in state.compensations.values():
-        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
-    for t in state.timers.values():
-        fired = f"fired {format_instant(t.fired_at)}" if t.fired_at else "pending"
-        lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {fired}")
-    for s in state.signals.values():
-        lines.append(f"  signal {s.step}: received {s.signal_id}")
-    for c in state.children.values():
-        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
-    for race, winner in state.race_winners.items():
-        lines.append(f"  race {race}: won by {winner}")
-    for a in state.audit:
-        lines.append(
-            f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "
-            f"{a.reason} ({a.command_id})"
-        )
-    return "\n".join(lines)
 
 
 async def _history(client: Client, args: argparse.Namespace) -> int:
@@ -333,7 +303,10 @@ async def _history(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
-    registry = load_app(args.app)
+    try:
+        registry = load_app(args.app)
+    except ActivityAppNotFound as error:
+        raise UsageError(str(error)) from None
     config = WorkerConfig(
         concurrency=args.concurrency,
         lease=timedelta(seconds=args.lease_seconds),
@@ -359,19 +332,3 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
             server.close()
     print(f"worker {config.worker_id} stopped", flush=True)
     return 0
-
-
-def load_app(spec: str) -> ActivityRegistry:
-    """Import ``MODULE:NAME`` and return the ActivityRegistry it names."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise UsageError("--app must look like MODULE:REGISTRY")
-    if os.getcwd() not in sys.path:  # like other app runners: import from where it runs
-        sys.path.insert(0, os.getcwd())
-    try:
-        registry = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"cannot load {spec}: {type(exc).__name__}") from None
-    if not isinstance(registry, ActivityRegistry):
-        raise UsageError(f"{spec} is not an ActivityRegistry")
-    return registry

@@ -33,6 +33,11 @@ class DefinitionInvalid(WaylineError):
         super().__init__(f"definition is invalid ({len(self.errors)} errors):\n{lines}")
 
 
+class DefinitionFileError(WaylineError):
+    """A definition file that cannot be used at all (unreadable, not JSON); the message
+    is one line for users."""
+
+
 class RegistryError(WaylineError):
     """A registry could not be built or could not resolve a definition."""
 
@@ -77,3 +82,7 @@ class InputRefused(WaylineError, ValueError):
 
 class NotJSON(InputRefused):
     """Text that is not JSON at all (a syntax error, bytes that are not UTF-8)."""
+
+
+class ActivityAppNotFound(WaylineError):
+    """A ``MODULE:REGISTRY`` spec that does not name an importable ActivityRegistry."""

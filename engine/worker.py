@@ -35,6 +35,7 @@ from engine.activities import ActivityRegistry, HandlerThreads
 from engine.errors import WaylineError
 from engine.faults import Boundary, Faults
 from engine.instance_cache import RegistrySource
+from engine.leased_commits import Context
 from engine.limits import (
     MAX_LEASE_DURATION,
     MAX_WORK_CLAIM_ITEMS,
@@ -92,7 +93,7 @@ class Worker:
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
         self.owner_locked = asyncio.Event()
-        self.ctx = processors.Context(
+        self.ctx = Context(
             store,
             activities,
             RegistrySource(store),

@@ -15,11 +15,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from engine.cli_definitions import load_definition
-from engine.cli_runtime import describe
-from engine.client import Client
+from engine import Client, load_definition
 from engine.embedded import EmbeddedPostgres
-from engine.instance import AttemptStatus, Instance
+from engine.instance import AttemptStatus, Instance, describe_instance
 from engine.migrations import apply_migrations
 from engine.operator_actions import Action
 from engine.store import reads
@@ -85,7 +83,7 @@ async def _walkthrough(client: Client) -> None:
     print("signal shipped delivered")
     state = await _until(client, order, lambda s: s.status.terminal)
     print()
-    print(describe(state))
+    print(describe_instance(state))
     print()
     async for event in reads.export_history(client.store, order):
         print(f"{event.sequence:>4} {event.kind.label:<28} {event.step}")

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import uvicorn
 
-from engine.cli_definitions import load_definition
+from engine import load_definition
 from engine.embedded import EmbeddedPostgres, install_signal_handlers
 from engine.migrations import apply_migrations
 from engine.store import catalog

@@ -18,7 +18,6 @@ happened", never "this worker dropped it".
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,49 +31,11 @@ from engine.store.store import Store
 from engine.transitions import WorkKind
 from verification import replay_check, sql_checks
 from verification.fault_plan import BoundaryReport
+from verification.findings import Findings
 from verification.proxy import AmbiguousCommit, Truth
 from verification.replay_check import History
 
 K = EventKind
-NAMES = {
-    "I1": "no lost work",
-    "I2": "checkpoint once",
-    "I3": "effects in bounds",
-    "I4": "terminal once",
-    "I5": "fencing",
-    "I6": "history chain",
-    "I7": "signal dedupe",
-    "I8": "no orphan waits",
-    "I9": "replay",
-    "I10": "ownership",
-    "I11": "conservation",
-    "U": "unknown only if started",
-    "B": "boundaries reached",
-    "A": "ambiguity resolved",
-}
-
-
-@dataclass
-class Check:
-    checked: int = 0
-    violations: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Findings:
-    """Per-invariant counts and violations, plus the counts the scorecard prints."""
-
-    checks: dict[str, Check] = field(default_factory=lambda: {k: Check() for k in NAMES})
-    stats: Counter[str] = field(default_factory=Counter)
-
-    def add(self, invariant: str, checked: int, violations: list[str] = ()) -> None:
-        check = self.checks[invariant]
-        check.checked += checked
-        check.violations.extend(violations)
-
-    @property
-    def violations(self) -> list[str]:
-        return [f"{k} {NAMES[k]}: {v}" for k, c in self.checks.items() for v in c.violations]
 
 
 @dataclass

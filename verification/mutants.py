@@ -264,11 +264,11 @@ def _handlers_share_default_pool(app: ActivityRegistry) -> None:
 
 
 def _not_committed_outcome_dropped(app: ActivityRegistry) -> None:
-    from engine import processors
+    from engine import leased_commits
 
-    if not hasattr(processors, "WRITE_RETRY_DELAYS"):
-        raise MutantNotApplicable("engine.processors.WRITE_RETRY_DELAYS is gone")
-    processors.WRITE_RETRY_DELAYS = ()
+    if not hasattr(leased_commits, "WRITE_RETRY_DELAYS"):
+        raise MutantNotApplicable("engine.leased_commits.WRITE_RETRY_DELAYS is gone")
+    leased_commits.WRITE_RETRY_DELAYS = ()
 
 
 MUTANTS: dict[str, Mutant] = {

@@ -24,8 +24,7 @@ import signal
 import sys
 from datetime import timedelta
 
-from engine.cli_runtime import load_app
-from engine.client import Client
+from engine import Client, load_app
 from engine.faults import Faults
 from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig

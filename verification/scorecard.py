@@ -22,7 +22,7 @@ from typing import Any
 
 from engine.faults import Action, Boundary
 from verification.drills.base import DrillResult
-from verification.invariants import NAMES
+from verification.findings import NAMES
 from verification.known_bugs import KNOWN_BUGS, classify
 from verification.runner import CampaignResult
 

@@ -8,14 +8,12 @@ findings. The schema holds the engine's tables plus the harness's: the effects l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
 from engine.events import EventKind
-
-if TYPE_CHECKING:
-    from verification.invariants import Findings
+from verification.findings import Findings
 
 K = EventKind
 ONCE_PER_ATTEMPT = [

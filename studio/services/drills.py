@@ -130,7 +130,7 @@ class ScorecardTables:
 
 def scorecard_tables(card: dict[str, Any]) -> ScorecardTables:
     from engine.faults import Action, Boundary
-    from verification.invariants import NAMES
+    from verification.findings import NAMES
 
     invariants = card.get("invariants") or {}
     ordered = [k for k in NAMES if k in invariants] + [k for k in invariants if k not in NAMES]

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from engine import processors
+from engine import load_definition, processors
 from engine.activities import PREFIX_KEY, TRUNCATED_KEY
 from engine.canonical import canonical_json
 from engine.child_starts import CHILD_DEFINITION_NOT_FOUND
-from engine.cli_definitions import load_definition
 from engine.client import Client, SignalConflict
 from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
 from engine.definitions import Definition

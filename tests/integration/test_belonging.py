@@ -8,7 +8,7 @@ import psycopg
 from engine.store.store import Store
 from tests.integration.transition_builders import catalog
 from verification import sql_checks
-from verification.invariants import Findings
+from verification.findings import Findings
 
 CATALOG = catalog()
 

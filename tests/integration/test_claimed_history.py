@@ -10,7 +10,8 @@ import pytest
 from engine.activities import ActivityRegistry
 from engine.instance import AttemptStatus, InstanceStatus
 from engine.instance_cache import RegistrySource
-from engine.processors import Context, LeaseHolder, process
+from engine.leased_commits import Context
+from engine.processors import LeaseHolder, process
 from engine.store import reads, work
 from engine.store.store import Store
 from tests.integration.transition_builders import catalog

@@ -40,6 +40,7 @@ from verification import capture, invariants, observations
 from verification.clocks import FileClock
 from verification.drills.base import Campaign, DrillEnv, DrillSpec
 from verification.fault_plan import WORKER_BOUNDARIES
+from verification.findings import Findings
 from verification.processes import DrillProcess
 from verification.workloads import FLOW, SIGNAL_STEP, Planned
 
@@ -231,7 +232,7 @@ class DrillMachine(RuleBasedStateMachine):
         findings = self._do(self._findings(quiet))
         assert not findings.violations, findings.violations[:3]
 
-    async def _findings(self, quiet: bool) -> invariants.Findings:
+    async def _findings(self, quiet: bool) -> Findings:
         env = self.env
         return await invariants.check(
             invariants.CheckContext(

@@ -4,8 +4,9 @@
 when any drill failed; on a terminal it shows a progress bar on stderr, elsewhere one
 line per finished drill. Without ``--dsn`` it starts a private PostgreSQL cluster so the
 drills that restart or pause the server can run; with ``--dsn`` they are reported as
-not run. The harness lives in ``verification`` and is imported only when a drill
-command runs, so the engine never depends on it otherwise.
+not run. The harness registers ``drill`` itself, through the ``wayline.commands``
+entry point in ``pyproject.toml``, so the engine's command line never imports it; the
+harness proper is imported only when a drill command runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ EXIT_USAGE = 2
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add ``drill`` and its actions to the ``wayline`` parser."""
+    """Add ``drill`` and its actions to the ``wayline`` parser (the entry point)."""
     drill = commands.add_parser("drill", help="fault-injection drills that verify the engine")
     actions = drill.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list the drills of a profile")

@@ -1,7 +1,9 @@
 """``wayline studio`` and ``wayline user create``: thin shells over ``studio.server``.
 
-The studio (and its web libraries) is imported inside the commands only, so importing
-``engine`` never pulls in a web framework.
+The studio registers these subcommands itself, through the ``wayline.commands`` entry
+point in ``pyproject.toml``, so the engine's command line never imports the studio.
+The studio (and its web libraries) is imported inside the commands only, so every
+other ``wayline`` command starts without loading a web framework.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ ROLES = ("viewer", "author", "operator", "admin")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add ``studio`` and ``user`` to the ``wayline`` parser."""
+    """Add ``studio`` and ``user`` to the ``wayline`` parser (the entry point)."""
     studio = commands.add_parser(
         "studio",
         help="run the web studio",
