@@ -120,7 +120,7 @@ def seed(studio: LiveStudio) -> tuple[str, list[str]]:
     waiting = studio.start(team, "forms.signalled")
     studio.overdue(studio.start(team, name))
     studio.user(team, Role.VIEWER)
-    studio.run(lambda store: api_tokens.create_token(store, team, Role.AUTHOR, "ci", "seed"))
+    studio.run(lambda store: api_tokens.create_token(store, team, Role.AUTHOR, "ci", "seed", ""))
     return admin, [
         "/definitions",
         f"/drafts/{draft.draft_id}",

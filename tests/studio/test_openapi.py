@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from engine.instance import InstanceStatus
-from studio import api_tokens
+from studio import api_tokens, people
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role
 from studio.routes import ROUTES
@@ -52,8 +52,11 @@ def fuzzed(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
 def test_the_api_keeps_to_its_openapi_document(fuzzed: LiveStudio, tmp_path: Path) -> None:
     team = fuzzed.team("fuzz")
     admin = fuzzed.user(team, Role.ADMIN)
+    admin_id = fuzzed.run(lambda store: people.find_login(store, admin))[0].user_id
     secret, _ = fuzzed.run(
-        lambda store: api_tokens.create_token(store, team, Role.ADMIN, "schemathesis", admin)
+        lambda store: api_tokens.create_token(
+            store, team, Role.ADMIN, "schemathesis", admin, admin_id
+        )
     )
     fuzzed.publish(team, definition(f"fuzzed.{team}"))
     fuzzed.advertise()
