@@ -27,7 +27,7 @@ from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from tests.e2e import definitions as d
 from tests.e2e.app import ACTIVITY_TARGET, app, script
-from tests.integration.commit_proxy import CommitProxy, Cut
+from verification.proxy import Cut, DrillProxy
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Harness
@@ -40,6 +40,8 @@ SHORT_LEASE = timedelta(seconds=2)
 within the harness's deadline, so a regression fails fast rather than by timeout."""
 
 
+ANSWER_WAIT_SECONDS = 10.0
+"""How long the server may take to answer a COMMIT whose answer the proxy swallowed."""
 QUIET = timedelta(minutes=1)
 """Heartbeat and sweep interval of a worker behind a proxy armed to cut the next write:
 their statements must not take the cut meant for the outcome's write."""
@@ -124,18 +126,18 @@ async def test_a_lone_fenced_write_settled_as_committed_hands_on_the_next_lease(
     cuts = []
 
     async def end_after_the_answer(conn, session):
-        await proxy.commit_answered.wait()
+        assert await proxy.settled(ANSWER_WAIT_SECONDS)
         return await end(conn, session)
 
     async def cut_the_first_outcome_with_a_next_lease(self, transitions, fence=None):
         if fence is not None and fence.lease_next and not cuts:
             cuts.append(fence.lease_next)
-            proxy.arm(Cut.AFTER_COMMIT)
+            proxy.arm(Cut.SEVER_AFTER_COMMIT)
         return await commit_all(self, transitions, fence)
 
     monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome_with_a_next_lease)
     monkeypatch.setattr(sessions, "end", end_after_the_answer)
-    async with CommitProxy.running(e2e.dsn) as proxy:
+    async with DrillProxy(e2e.dsn) as proxy:
         store = await Store.open(proxy.conninfo(), e2e.schema)
         try:
             worker = in_process_worker(
@@ -162,11 +164,11 @@ async def test_an_outcome_known_not_to_have_committed_is_written_again(
     async def cut_the_first_outcome(self, transitions, fence=None):
         if fence is not None and fence.lease_next and not cuts:
             cuts.append(fence.lease_next)
-            proxy.arm(Cut.BEFORE_COMMIT)
+            proxy.arm(Cut.SEVER_BEFORE_COMMIT)
         return await commit_all(self, transitions, fence)
 
     monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome)
-    async with CommitProxy.running(e2e.dsn) as proxy:
+    async with DrillProxy(e2e.dsn) as proxy:
         store = await Store.open(proxy.conninfo(), e2e.schema)
         try:
             worker = in_process_worker(
