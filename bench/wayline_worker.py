@@ -42,7 +42,6 @@ class CountingCache(InstanceCache):
         self.loads = 0
         self.found = 0
         self.current = 0
-        self.events_read = 0
 
     async def _advance(self, instance_id: str, registry: Registry) -> Instance:
         cached = self._entries.get(instance_id)
@@ -52,7 +51,6 @@ class CountingCache(InstanceCache):
             self.found += 1
             if cached.sequence == state.sequence:
                 self.current += 1
-        self.events_read += state.sequence - (cached.sequence if cached else 0)
         return state
 
 

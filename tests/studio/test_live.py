@@ -23,7 +23,7 @@ from engine.definition_validation import parse_definition
 from engine.operator_actions import Action
 from engine.store.store import Store
 from studio.live import InstanceWatcher
-from studio.replays import ReplayCache
+from studio.replays import replay_cache
 from studio.roles import Role
 from tests.e2e.conftest import until
 from tests.studio.live import LiveStudio, SignedInClient, definition
@@ -51,7 +51,7 @@ async def started(store: Store) -> tuple[Client, str]:
 async def test_idle_pages_share_one_row_probe_and_no_page_costs_nothing(store: Store) -> None:
     client, instance_id = await started(store)
     watcher = InstanceWatcher(store, INTERVAL)
-    replays = ReplayCache(store, client.registries)
+    replays = replay_cache(store, client.registries)
     first = await replays.load(instance_id)
     read_at_start = replays.events_read
     loop = asyncio.get_running_loop()
