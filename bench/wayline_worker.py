@@ -93,11 +93,7 @@ async def _main(args: argparse.Namespace) -> dict[str, object]:
         profiler.dump_stats(args.profile)
     used = _cpu() - cpu
     await store.close()
-    counters = {
-        name + "".join(f"[{k}={v}]" for k, v in labels): value
-        for (name, labels), value in worker.metrics.counters.items()
-    }
-    result: dict[str, object] = {"cpu": used, "metrics": counters}
+    result: dict[str, object] = {"cpu": used, "metrics": worker.metrics.counts()}
     if cache is not None:
         result["cache"] = {
             "loads": cache.loads,
