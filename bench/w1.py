@@ -27,7 +27,7 @@ import asyncio
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -188,9 +188,13 @@ def _finish_all(workers: list[procs.Worker]) -> list[dict[str, Any]]:
     try:
         return [w.finish() for w in workers]
     except BaseException:
-        for w in workers:
-            w.kill()
+        _kill_all(workers)
         raise
+
+
+def _kill_all(workers: list[procs.Worker]) -> None:
+    for w in workers:
+        w.kill()
 
 
 async def _prepare_wayline(dsn: str, schema: str) -> None:
@@ -313,25 +317,11 @@ def wayline_throughput(
             seconds, failed = _wait_until_done(probe, query, {}, n, started)
             meter.mark_end()
         except BaseException:
-            for w in workers:
-                w.kill()
+            _kill_all(workers)
             raise
-    results = _finish_all(workers)
-    processing = meter.finish()
-    drop_schema(cluster, schema)  # else autovacuum works on it during the next window
-    return Throughput(
-        "wayline",
-        processes,
-        concurrency,
-        n,
-        seconds,
-        sum(float(r["cpu"]) for r in results),
-        processing,
-        creation,
-        creation_seconds,
-        failed,
-        results,
-    )
+    run = Throughput("wayline", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
+    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    return _finished(run, cluster, meter, schema, workers)
 
 
 def dbos_throughput(
@@ -356,25 +346,23 @@ def dbos_throughput(
             seconds, failed = _wait_until_done(probe, query, params, n, started)
             meter.mark_end()
         except BaseException:
-            for w in workers:
-                w.kill()
+            _kill_all(workers)
             raise
+    run = Throughput("dbos", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
+    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    return _finished(run, cluster, meter, schema, workers)
+
+
+def _finished(
+    run: Throughput, cluster: Cluster, meter: Meter, schema: str, workers: list[procs.Worker]
+) -> Throughput:
+    """``run`` (its client CPU and processing window still empty) completed with what
+    its workers report and the window measured since ``meter.begin``."""
     results = _finish_all(workers)
     processing = meter.finish()
     drop_schema(cluster, schema)  # else autovacuum works on it during the next window
-    return Throughput(
-        "dbos",
-        processes,
-        concurrency,
-        n,
-        seconds,
-        sum(float(r["cpu"]) for r in results),
-        processing,
-        creation,
-        creation_seconds,
-        failed,
-        results,
-    )
+    cpu = sum(float(r["cpu"]) for r in results)
+    return replace(run, client_cpu=cpu, processing=processing, workers=results)
 
 
 # Latency -------------------------------------------------------------------------------
