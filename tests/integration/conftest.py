@@ -86,6 +86,14 @@ async def store(pg_dsn: str, schema: str, clock: ManualClock) -> AsyncIterator[S
 
 
 @pytest.fixture
+async def default_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    """A store as ``Store.open`` makes it by default: PostgreSQL's clock, the full pool."""
+    opened = await Store.open(pg_dsn, schema)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
 async def db_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
     """A store on PostgreSQL's own clock."""
     async with open_store(pg_dsn, schema, DatabaseClock()) as opened:

@@ -67,10 +67,8 @@ STARTED_EVENTS = "SELECT count(*) FROM history WHERE instance_id = %(id)s AND ki
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(default_store: Store) -> Store:
+    return default_store
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -35,10 +34,8 @@ WAIT_SECONDS = 20.0
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(default_store: Store) -> Store:
+    return default_store
 
 
 async def started(store: Store) -> tuple[Client, str]:
