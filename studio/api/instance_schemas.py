@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.identifiers import local_instance_id
-from engine.instance import instance_to_json
+from engine.instance import AuditEntry, instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
 from studio.services.instance_detail import AttemptRow, InstanceDetail
 from studio.services.instance_history import event_document
@@ -81,16 +81,6 @@ class OfferOut:
 
 
 @dataclass
-class AuditOut:
-    command_id: str
-    action: str
-    actor: str
-    reason: str
-    occurred_at: datetime
-    sequence: int
-
-
-@dataclass
 class InstanceDetailOut:
     id: str
     status: str
@@ -112,7 +102,8 @@ class InstanceDetailOut:
     race_winners: dict[str, str]
     children: list[dict[str, Any]]
     compensations: list[dict[str, Any]]
-    audit: list[AuditOut]
+    audit: list[AuditEntry]
+    """The engine's own audit entries: the API shows every field of each."""
     actions: list[OfferOut] = field(default_factory=list)
 
 
@@ -208,10 +199,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         race_winners=dict(state.race_winners),
         children=document["children"],
         compensations=compensations,
-        audit=[
-            AuditOut(a.command_id, a.action, a.actor, a.reason, a.occurred_at, a.sequence)
-            for a in state.audit
-        ],
+        audit=list(state.audit),
         actions=[
             OfferOut(o.action.value, o.step or None, o.label, list(o.effect), list(o.records))
             for o in detail.offers
