@@ -24,9 +24,11 @@ apart from a silent one, which no record announces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -185,16 +187,19 @@ def drop_schema(cluster: Cluster, schema: str) -> None:
 
 
 def _finish_all(workers: list[procs.Worker]) -> list[dict[str, Any]]:
-    try:
+    with _killed_on_error(workers):
         return [w.finish() for w in workers]
+
+
+@contextlib.contextmanager
+def _killed_on_error(workers: list[procs.Worker]) -> Iterator[None]:
+    """Kill every worker when the block fails, so none outlives the run."""
+    try:
+        yield
     except BaseException:
-        _kill_all(workers)
+        for w in workers:
+            w.kill()
         raise
-
-
-def _kill_all(workers: list[procs.Worker]) -> None:
-    for w in workers:
-        w.kill()
 
 
 async def _prepare_wayline(dsn: str, schema: str) -> None:
@@ -304,21 +309,17 @@ def wayline_throughput(
         procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
         for k in range(processes)
     ]
-    with cluster.connect() as probe:
-        try:
-            for w in workers:
-                w.expect("ready")
-            meter.checkpoint()
-            meter.begin()
-            started = time.perf_counter()
-            for w in workers:
-                w.send("go")
-            query = WAYLINE_PROGRESS.format(schema=schema)
-            seconds, failed = _wait_until_done(probe, query, {}, n, started)
-            meter.mark_end()
-        except BaseException:
-            _kill_all(workers)
-            raise
+    with cluster.connect() as probe, _killed_on_error(workers):
+        for w in workers:
+            w.expect("ready")
+        meter.checkpoint()
+        meter.begin()
+        started = time.perf_counter()
+        for w in workers:
+            w.send("go")
+        query = WAYLINE_PROGRESS.format(schema=schema)
+        seconds, failed = _wait_until_done(probe, query, {}, n, started)
+        meter.mark_end()
     run = Throughput("wayline", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
     run = replace(run, creation_seconds=creation_seconds, failed=failed)
     return _finished(run, cluster, meter, schema, workers)
@@ -331,23 +332,19 @@ def dbos_throughput(
     creation_seconds, creation = _dbos_setup(cluster, meter, schema, queue, "w1", n)
     assert creation is not None
     workers = [_dbos_worker(cluster, schema, queue, f"{schema}-e{k}") for k in range(processes)]
-    with cluster.connect() as probe:
-        try:
-            for w in workers:
-                w.expect("ready", timeout=120)
-            meter.checkpoint()
-            meter.begin()
-            for w in workers:
-                w.send("go")  # starts their CPU clocks; they still dequeue nothing
-            started = time.perf_counter()
-            params = {"queue": queue, "concurrency": concurrency}
-            probe.execute(DBOS_RELEASE.format(schema=schema), params)
-            query = DBOS_PROGRESS.format(schema=schema)
-            seconds, failed = _wait_until_done(probe, query, params, n, started)
-            meter.mark_end()
-        except BaseException:
-            _kill_all(workers)
-            raise
+    with cluster.connect() as probe, _killed_on_error(workers):
+        for w in workers:
+            w.expect("ready", timeout=120)
+        meter.checkpoint()
+        meter.begin()
+        for w in workers:
+            w.send("go")  # starts their CPU clocks; they still dequeue nothing
+        started = time.perf_counter()
+        params = {"queue": queue, "concurrency": concurrency}
+        probe.execute(DBOS_RELEASE.format(schema=schema), params)
+        query = DBOS_PROGRESS.format(schema=schema)
+        seconds, failed = _wait_until_done(probe, query, params, n, started)
+        meter.mark_end()
     run = Throughput("dbos", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
     run = replace(run, creation_seconds=creation_seconds, failed=failed)
     return _finished(run, cluster, meter, schema, workers)
