@@ -21,7 +21,13 @@ from engine.events import Event, EventKind
 from engine.frozen import evolve
 from engine.instance import AttemptProgress, AttemptStatus, AuditEntry, Instance, InstanceStatus
 from engine.registry import Registry
-from engine.replay_rules import reject, require_size, require_status, require_step
+from engine.replay_rules import (
+    reject,
+    require_first,
+    require_size,
+    require_status,
+    require_step,
+)
 
 A = AttemptStatus
 K = EventKind
@@ -35,10 +41,8 @@ RESOLUTIONS = {"succeeded", "failed", "absent"}
 def schedule_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, *ADVANCING)
-    step = require_step(state, event, StepKind.ACTIVITY)
-    if event.step in state.activities:
-        raise reject(event, f"activity {event.step!r} is already scheduled")
+    already = f"activity {event.step!r} is already scheduled"
+    step = require_first(state, event, StepKind.ACTIVITY, state.activities, already)
     require_size(event, step.input_limit, "activity input")
     progress = AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
     return evolve(state, activities={**state.activities, event.step: progress})
