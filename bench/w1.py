@@ -369,13 +369,10 @@ def wayline_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
     schema = "wl_latency"
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
     worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16)
-    try:
+    with _killed_on_error([worker]):
         worker.expect("ready")
         worker.send("go")
         samples, calls = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
-    except BaseException:
-        worker.kill()
-        raise
     worker.finish()
     ids = [f"lat-{k}" for k in range(warmup, warmup + count)]
     with cluster.connect() as conn:
@@ -436,7 +433,7 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
     schema, queue = "dbos_latency", "latency"
     _dbos_setup(cluster, None, schema, queue, "w1", 0, worker_concurrency=16)
     worker = _dbos_worker(cluster, schema, queue, f"{schema}-e0")
-    try:
+    with _killed_on_error([worker]):
         worker.expect("ready", timeout=120)
         worker.send("go")
         driver = procs.dbos(
@@ -453,9 +450,6 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
             str(LATENCY_GAP_SEED),
         )
         result = driver.result(timeout=600)
-    except BaseException:
-        worker.kill()
-        raise
     worker.finish()
     return Latency(
         "dbos", [float(s) for s in result["samples"]], [float(c) for c in result["calls"]]
@@ -658,7 +652,7 @@ def _recovery(
     half = STEPS_PER_INSTANCE * n // 2
     first = start(names[0])
     with cluster.connect() as probe:
-        try:
+        with _killed_on_error([first]):
             first.expect("ready", timeout=120)
             started = time.perf_counter()
             first.send("go")
@@ -669,9 +663,6 @@ def _recovery(
                 if time.perf_counter() - started > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: {executed} executions before the kill")
                 time.sleep(0.005)
-        except BaseException:
-            first.kill()
-            raise
         first.kill()
         killed = time.perf_counter()
         executed = probe.execute(count_sql).fetchone()[0]
@@ -685,7 +676,7 @@ def _recovery(
             "progressed": stages.progressed,
             "completed": stages.completed,
         }
-        try:
+        with _killed_on_error([fresh]):
             fresh.expect("ready", timeout=120)
             ready = time.perf_counter() - killed
             fresh.send("go")
@@ -702,9 +693,6 @@ def _recovery(
                 if tick - killed > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: only {done} of {n} completed")
                 time.sleep(max(0.0, POLL_SECONDS - (time.perf_counter() - tick)))
-        except BaseException:
-            fresh.kill()
-            raise
         fresh.finish()
         audit = EFFECTS_AUDIT.format(table=table, unknown=unknown_sql)
         missing, declared, silent, same_key = probe.execute(audit, {"n": n}).fetchone()
@@ -736,15 +724,9 @@ def profile_wayline(cluster: Cluster, n: int, out: Path) -> tuple[dict[str, Any]
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
     asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
     worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16, profile=out)
-    with cluster.connect() as probe:
-        try:
-            worker.expect("ready")
-            started = time.perf_counter()
-            worker.send("go")
-            seconds, _ = _wait_until_done(
-                probe, WAYLINE_PROGRESS.format(schema=schema), {}, n, started
-            )
-        except BaseException:
-            worker.kill()
-            raise
+    with cluster.connect() as probe, _killed_on_error([worker]):
+        worker.expect("ready")
+        started = time.perf_counter()
+        worker.send("go")
+        seconds, _ = _wait_until_done(probe, WAYLINE_PROGRESS.format(schema=schema), {}, n, started)
     return worker.finish(), seconds
