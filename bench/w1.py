@@ -24,10 +24,12 @@ apart from a silent one, which no record announces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,8 +187,15 @@ def drop_schema(cluster: Cluster, schema: str) -> None:
 
 
 def _finish_all(workers: list[procs.Worker]) -> list[dict[str, Any]]:
-    try:
+    with _killed_on_error(workers):
         return [w.finish() for w in workers]
+
+
+@contextlib.contextmanager
+def _killed_on_error(workers: list[procs.Worker]) -> Iterator[None]:
+    """Kill every worker when the block fails, so none outlives the run."""
+    try:
+        yield
     except BaseException:
         for w in workers:
             w.kill()
@@ -300,38 +309,20 @@ def wayline_throughput(
         procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
         for k in range(processes)
     ]
-    with cluster.connect() as probe:
-        try:
-            for w in workers:
-                w.expect("ready")
-            meter.checkpoint()
-            meter.begin()
-            started = time.perf_counter()
-            for w in workers:
-                w.send("go")
-            query = WAYLINE_PROGRESS.format(schema=schema)
-            seconds, failed = _wait_until_done(probe, query, {}, n, started)
-            meter.mark_end()
-        except BaseException:
-            for w in workers:
-                w.kill()
-            raise
-    results = _finish_all(workers)
-    processing = meter.finish()
-    drop_schema(cluster, schema)  # else autovacuum works on it during the next window
-    return Throughput(
-        "wayline",
-        processes,
-        concurrency,
-        n,
-        seconds,
-        sum(float(r["cpu"]) for r in results),
-        processing,
-        creation,
-        creation_seconds,
-        failed,
-        results,
-    )
+    with cluster.connect() as probe, _killed_on_error(workers):
+        for w in workers:
+            w.expect("ready")
+        meter.checkpoint()
+        meter.begin()
+        started = time.perf_counter()
+        for w in workers:
+            w.send("go")
+        query = WAYLINE_PROGRESS.format(schema=schema)
+        seconds, failed = _wait_until_done(probe, query, {}, n, started)
+        meter.mark_end()
+    run = Throughput("wayline", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
+    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    return _finished(run, cluster, meter, schema, workers)
 
 
 def dbos_throughput(
@@ -341,40 +332,34 @@ def dbos_throughput(
     creation_seconds, creation = _dbos_setup(cluster, meter, schema, queue, "w1", n)
     assert creation is not None
     workers = [_dbos_worker(cluster, schema, queue, f"{schema}-e{k}") for k in range(processes)]
-    with cluster.connect() as probe:
-        try:
-            for w in workers:
-                w.expect("ready", timeout=120)
-            meter.checkpoint()
-            meter.begin()
-            for w in workers:
-                w.send("go")  # starts their CPU clocks; they still dequeue nothing
-            started = time.perf_counter()
-            params = {"queue": queue, "concurrency": concurrency}
-            probe.execute(DBOS_RELEASE.format(schema=schema), params)
-            query = DBOS_PROGRESS.format(schema=schema)
-            seconds, failed = _wait_until_done(probe, query, params, n, started)
-            meter.mark_end()
-        except BaseException:
-            for w in workers:
-                w.kill()
-            raise
+    with cluster.connect() as probe, _killed_on_error(workers):
+        for w in workers:
+            w.expect("ready", timeout=120)
+        meter.checkpoint()
+        meter.begin()
+        for w in workers:
+            w.send("go")  # starts their CPU clocks; they still dequeue nothing
+        started = time.perf_counter()
+        params = {"queue": queue, "concurrency": concurrency}
+        probe.execute(DBOS_RELEASE.format(schema=schema), params)
+        query = DBOS_PROGRESS.format(schema=schema)
+        seconds, failed = _wait_until_done(probe, query, params, n, started)
+        meter.mark_end()
+    run = Throughput("dbos", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
+    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    return _finished(run, cluster, meter, schema, workers)
+
+
+def _finished(
+    run: Throughput, cluster: Cluster, meter: Meter, schema: str, workers: list[procs.Worker]
+) -> Throughput:
+    """``run`` (its client CPU and processing window still empty) completed with what
+    its workers report and the window measured since ``meter.begin``."""
     results = _finish_all(workers)
     processing = meter.finish()
     drop_schema(cluster, schema)  # else autovacuum works on it during the next window
-    return Throughput(
-        "dbos",
-        processes,
-        concurrency,
-        n,
-        seconds,
-        sum(float(r["cpu"]) for r in results),
-        processing,
-        creation,
-        creation_seconds,
-        failed,
-        results,
-    )
+    cpu = sum(float(r["cpu"]) for r in results)
+    return replace(run, client_cpu=cpu, processing=processing, workers=results)
 
 
 # Latency -------------------------------------------------------------------------------
@@ -384,13 +369,10 @@ def wayline_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
     schema = "wl_latency"
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
     worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16)
-    try:
+    with _killed_on_error([worker]):
         worker.expect("ready")
         worker.send("go")
         samples, calls = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
-    except BaseException:
-        worker.kill()
-        raise
     worker.finish()
     ids = [f"lat-{k}" for k in range(warmup, warmup + count)]
     with cluster.connect() as conn:
@@ -451,7 +433,7 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
     schema, queue = "dbos_latency", "latency"
     _dbos_setup(cluster, None, schema, queue, "w1", 0, worker_concurrency=16)
     worker = _dbos_worker(cluster, schema, queue, f"{schema}-e0")
-    try:
+    with _killed_on_error([worker]):
         worker.expect("ready", timeout=120)
         worker.send("go")
         driver = procs.dbos(
@@ -468,9 +450,6 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
             str(LATENCY_GAP_SEED),
         )
         result = driver.result(timeout=600)
-    except BaseException:
-        worker.kill()
-        raise
     worker.finish()
     return Latency(
         "dbos", [float(s) for s in result["samples"]], [float(c) for c in result["calls"]]
@@ -673,7 +652,7 @@ def _recovery(
     half = STEPS_PER_INSTANCE * n // 2
     first = start(names[0])
     with cluster.connect() as probe:
-        try:
+        with _killed_on_error([first]):
             first.expect("ready", timeout=120)
             started = time.perf_counter()
             first.send("go")
@@ -684,9 +663,6 @@ def _recovery(
                 if time.perf_counter() - started > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: {executed} executions before the kill")
                 time.sleep(0.005)
-        except BaseException:
-            first.kill()
-            raise
         first.kill()
         killed = time.perf_counter()
         executed = probe.execute(count_sql).fetchone()[0]
@@ -700,7 +676,7 @@ def _recovery(
             "progressed": stages.progressed,
             "completed": stages.completed,
         }
-        try:
+        with _killed_on_error([fresh]):
             fresh.expect("ready", timeout=120)
             ready = time.perf_counter() - killed
             fresh.send("go")
@@ -717,9 +693,6 @@ def _recovery(
                 if tick - killed > RUN_TIMEOUT_SECONDS:
                     raise TimeoutError(f"{engine} recovery: only {done} of {n} completed")
                 time.sleep(max(0.0, POLL_SECONDS - (time.perf_counter() - tick)))
-        except BaseException:
-            fresh.kill()
-            raise
         fresh.finish()
         audit = EFFECTS_AUDIT.format(table=table, unknown=unknown_sql)
         missing, declared, silent, same_key = probe.execute(audit, {"n": n}).fetchone()
@@ -751,15 +724,9 @@ def profile_wayline(cluster: Cluster, n: int, out: Path) -> tuple[dict[str, Any]
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
     asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
     worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16, profile=out)
-    with cluster.connect() as probe:
-        try:
-            worker.expect("ready")
-            started = time.perf_counter()
-            worker.send("go")
-            seconds, _ = _wait_until_done(
-                probe, WAYLINE_PROGRESS.format(schema=schema), {}, n, started
-            )
-        except BaseException:
-            worker.kill()
-            raise
+    with cluster.connect() as probe, _killed_on_error([worker]):
+        worker.expect("ready")
+        started = time.perf_counter()
+        worker.send("go")
+        seconds, _ = _wait_until_done(probe, WAYLINE_PROGRESS.format(schema=schema), {}, n, started)
     return worker.finish(), seconds

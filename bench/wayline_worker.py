@@ -42,7 +42,6 @@ class CountingCache(InstanceCache):
         self.loads = 0
         self.found = 0
         self.current = 0
-        self.events_read = 0
 
     async def _advance(self, instance_id: str, registry: Registry) -> Instance:
         cached = self._entries.get(instance_id)
@@ -52,7 +51,6 @@ class CountingCache(InstanceCache):
             self.found += 1
             if cached.sequence == state.sequence:
                 self.current += 1
-        self.events_read += state.sequence - (cached.sequence if cached else 0)
         return state
 
 
@@ -95,11 +93,7 @@ async def _main(args: argparse.Namespace) -> dict[str, object]:
         profiler.dump_stats(args.profile)
     used = _cpu() - cpu
     await store.close()
-    counters = {
-        name + "".join(f"[{k}={v}]" for k, v in labels): value
-        for (name, labels), value in worker.metrics.counters.items()
-    }
-    result: dict[str, object] = {"cpu": used, "metrics": counters}
+    result: dict[str, object] = {"cpu": used, "metrics": worker.metrics.counts()}
     if cache is not None:
         result["cache"] = {
             "loads": cache.loads,

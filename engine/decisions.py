@@ -95,13 +95,7 @@ def start_activity_attempt(draft: Draft, name: str, attempt: int, key: str) -> E
     """Record that an attempt starts; must be durable before the handler runs."""
     timeout = _step(draft, name).timeout
     assert timeout is not None
-    return draft.add(
-        K.ATTEMPT_STARTED,
-        step=name,
-        attempt=attempt,
-        idempotency_key=key,
-        due_at=draft.now + timeout,
-    )
+    return _attempt_event(draft, K.ATTEMPT_STARTED, name, attempt, key, draft.now + timeout)
 
 
 def record_outcome(
@@ -131,15 +125,17 @@ def schedule_activity_retry(
         progress.idempotency_key if same_key else attempt_key(draft.instance_id, progress.step, nxt)
     )
     due = draft.now if operator else draft.now + step.retry.backoff(progress.attempt)
-    event = draft.add(
-        K.RETRY_SCHEDULED,
-        step=progress.step,
-        attempt=progress.attempt,
-        idempotency_key=key,
-        due_at=due,
-    )
+    event = _attempt_event(draft, K.RETRY_SCHEDULED, progress.step, progress.attempt, key, due)
     _dispatch_work(draft, event, WorkKind.ACTIVITY, progress.step, nxt, key, step.timeout, due)
     return event
+
+
+def _attempt_event(
+    draft: Draft, kind: EventKind, name: str, attempt: int, key: str, due: datetime
+) -> Event:
+    """An attempt's start or its retry's schedule, on either track (activity or
+    compensation): the attempt, its idempotency key and when it is due."""
+    return draft.add(kind, step=name, attempt=attempt, idempotency_key=key, due_at=due)
 
 
 # Compensations ------------------------------------------------------------------------
@@ -159,13 +155,8 @@ def schedule_compensation(draft: Draft, name: str) -> Event:
 def start_compensation_attempt(draft: Draft, name: str, attempt: int, key: str) -> Event:
     spec = _step(draft, name).compensation
     assert spec is not None
-    return draft.add(
-        K.COMPENSATION_ATTEMPT_STARTED,
-        step=name,
-        attempt=attempt,
-        idempotency_key=key,
-        due_at=draft.now + spec.timeout,
-    )
+    due = draft.now + spec.timeout
+    return _attempt_event(draft, K.COMPENSATION_ATTEMPT_STARTED, name, attempt, key, due)
 
 
 def schedule_compensation_retry(draft: Draft, progress: AttemptProgress) -> Event:
@@ -174,13 +165,8 @@ def schedule_compensation_retry(draft: Draft, progress: AttemptProgress) -> Even
     nxt = progress.attempt + 1
     key = attempt_key(draft.instance_id, progress.step, nxt, "compensate")
     due = draft.now + spec.retry.backoff(progress.attempt)
-    event = draft.add(
-        K.COMPENSATION_RETRY_SCHEDULED,
-        step=progress.step,
-        attempt=progress.attempt,
-        idempotency_key=key,
-        due_at=due,
-    )
+    kind = K.COMPENSATION_RETRY_SCHEDULED
+    event = _attempt_event(draft, kind, progress.step, progress.attempt, key, due)
     _dispatch_work(draft, event, WorkKind.COMPENSATION, progress.step, nxt, key, spec.timeout, due)
     return event
 

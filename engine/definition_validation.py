@@ -207,11 +207,8 @@ def _limit(reader: SpecReader, obj: dict[str, Any], key: str, path: str) -> int 
 
 def _retry(reader: SpecReader, obj: dict[str, Any], path: str) -> RetryPolicy | None:
     where = join(path, "retry")
-    raw = obj.get("retry")
-    if raw is None:
-        reader.error(where, "is required: {max_attempts, initial_delay, max_delay}")
-        return None
-    retry = reader.object(raw, where, RETRY_FIELDS)
+    shape = "{max_attempts, initial_delay, max_delay}"
+    retry = reader.required_object(obj.get("retry"), where, RETRY_FIELDS, shape)
     if retry is None:
         return None
     attempts = reader.integer(retry, "max_attempts", where, 1, MAX_RETRY_ATTEMPTS)
@@ -243,10 +240,8 @@ def _compensation(reader: SpecReader, raw: Any, path: str) -> CompensationSpec |
 
 def _child_ref(reader: SpecReader, raw: Any, path: str) -> DefinitionRef | None:
     where = join(path, "child_definition")
-    if raw is None:
-        reader.error(where, "is required: {name, version, fingerprint} of the pinned child")
-        return None
-    obj = reader.object(raw, where, CHILD_FIELDS)
+    shape = "{name, version, fingerprint} of the pinned child"
+    obj = reader.required_object(raw, where, CHILD_FIELDS, shape)
     if obj is None:
         return None
     name = reader.string(obj, "name", where, name_problem)

@@ -151,23 +151,23 @@ class Definition:
 
 def definition_document(definition: Definition) -> dict[str, Any]:
     """The canonical document the fingerprint is computed over (every field explicit)."""
-    return {
-        "name": definition.name,
-        "version": definition.version,
-        "mode": definition.mode.value,
-        "deprecated": definition.deprecated,
-        "steps": [_step_document(s, to_micros) for s in definition.steps],
-    }
+    return _document(definition, [_step_document(s, to_micros) for s in definition.steps])
 
 
 def definition_to_json(definition: Definition) -> dict[str, Any]:
     """The exchange-format document, with only the fields each kind uses."""
+    steps = [_compact(_step_document(s, format_duration)) for s in definition.steps]
+    return _document(definition, steps)
+
+
+def _document(definition: Definition, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Both documents' shape: the definition's own fields, then its steps as given."""
     return {
         "name": definition.name,
         "version": definition.version,
         "mode": definition.mode.value,
         "deprecated": definition.deprecated,
-        "steps": [_compact(_step_document(s, format_duration)) for s in definition.steps],
+        "steps": steps,
     }
 
 

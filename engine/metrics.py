@@ -1,51 +1,72 @@
-"""Worker metrics: counters and latency sums, exposed in Prometheus text format.
+"""Worker metrics: counters and latency summaries, through the Prometheus client library.
 
-Kept deliberately small (no client library): a counter per (name, labels) and a
-count/sum pair per observed latency, rendered on demand by ``render``; ``serve``
-exposes them over HTTP on an optional port.
+Each ``Metrics`` has its own registry (a process may run several workers, as the tests
+do). Metric names are made on first use: ``count("claimed")`` is the counter
+``wayline_claimed_total``, ``observe("claim", s)`` the summary ``wayline_claim_seconds``
+(its ``_count`` and ``_sum``); a name keeps the label names of its first use. The
+``_created`` series are turned off: one more series per counter that no dashboard of
+a worker reads. ``serve`` exposes the registry over HTTP on an optional port, on the
+worker's own event loop rather than the library's server thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections.abc import Callable
+
+import prometheus_client
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Summary
 
 PREFIX = "wayline_"
 
+prometheus_client.disable_created_metrics()
 
-def _key(name: str, labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return name, tuple(sorted(labels.items()))
+LabelKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
 class Metrics:
     """Counts of claims, attempts, outcomes, retries, dead letters, lease losses, ..."""
 
     def __init__(self) -> None:
-        self.counters: Counter = Counter()
-        self.latency_sum: Counter = Counter()
-        self.latency_count: Counter = Counter()
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._counts: dict[LabelKey, Callable[[float], None]] = {}
+        self._observations: dict[LabelKey, Callable[[float], None]] = {}
+        self._families: dict[str, Counter | Summary] = {}
 
     def count(self, name: str, amount: int = 1, **labels: str) -> None:
-        self.counters[_key(name, labels)] += amount
+        key = (name, tuple(labels.items()))  # a call site's own order: no sort
+        inc = self._counts.get(key)
+        if inc is None:
+            inc = self._counts[key] = self._child(Counter, name, key[1]).inc
+        inc(amount)
 
     def observe(self, name: str, seconds: float, **labels: str) -> None:
-        key = _key(name, labels)
-        self.latency_sum[key] += seconds
-        self.latency_count[key] += 1
+        key = (name, tuple(labels.items()))  # a call site's own order: no sort
+        record = self._observations.get(key)
+        if record is None:
+            child = self._child(Summary, f"{name}_seconds", key[1])
+            record = self._observations[key] = child.observe
+        record(seconds)
 
     def value(self, name: str, **labels: str) -> int:
-        return self.counters[_key(name, labels)]
+        """A counter's current value (0 before its first count)."""
+        sample = self.registry.get_sample_value(f"{PREFIX}{name}_total", labels)
+        return int(sample or 0)
+
+    def counts(self) -> dict[str, int]:
+        """Every counter's value, keyed ``name[label=value]...`` (the benchmark's profile)."""
+        return {
+            sample.name.removeprefix(PREFIX).removesuffix("_total")
+            + "".join(f"[{k}={v}]" for k, v in sorted(sample.labels.items())): int(sample.value)
+            for family in self.registry.collect()
+            if family.type == "counter"
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        }
 
     def render(self) -> str:
         """The Prometheus text exposition of every metric."""
-        lines = []
-        for (name, labels), value in sorted(self.counters.items()):
-            lines.append(f"{PREFIX}{name}_total{_labels(labels)} {value}")
-        for (name, labels), total in sorted(self.latency_sum.items()):
-            count = self.latency_count[(name, labels)]
-            lines.append(f"{PREFIX}{name}_seconds_sum{_labels(labels)} {total:.6f}")
-            lines.append(f"{PREFIX}{name}_seconds_count{_labels(labels)} {count}")
-        return "\n".join(lines) + "\n"
+        return prometheus_client.generate_latest(self.registry).decode()
 
     async def serve(self, host: str, port: int) -> asyncio.Server:
         """Answer every HTTP request on (host, port) with the current metrics."""
@@ -54,8 +75,9 @@ class Metrics:
             await reader.readuntil(b"\r\n\r\n")
             body = self.render().encode()
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                b"Content-Length: "
+                b"HTTP/1.1 200 OK\r\nContent-Type: "
+                + CONTENT_TYPE_LATEST.encode()
+                + b"\r\nContent-Length: "
                 + str(len(body)).encode()
                 + b"\r\nConnection: close\r\n\r\n"
                 + body
@@ -65,9 +87,14 @@ class Metrics:
 
         return await asyncio.start_server(answer, host, port)
 
-
-def _labels(labels: tuple[tuple[str, str], ...]) -> str:
-    if not labels:
-        return ""
-    inner = ",".join(f'{k}="{v}"' for k, v in labels)
-    return "{" + inner + "}"
+    def _child(
+        self, kind: type[Counter] | type[Summary], name: str, labels: tuple[tuple[str, str], ...]
+    ) -> Counter | Summary:
+        """The series of ``name`` with ``labels``, making the metric on its first use."""
+        family = self._families.get(name)
+        if family is None:
+            names = [label for label, _ in labels]
+            help_text = f"Wayline worker: {name.replace('_', ' ')}"
+            family = kind(PREFIX + name, help_text, names, registry=self.registry)
+            self._families[name] = family
+        return family.labels(**dict(labels)) if labels else family

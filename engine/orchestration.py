@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine import decisions, lifecycle
+from engine import decisions, lifecycle, step_kinds
 from engine.definitions import Mode, Step, StepKind, UnknownPolicy
 from engine.errors import DecisionRejected
 from engine.instance import AttemptProgress, AttemptStatus, ChildStatus, Instance, InstanceStatus
@@ -238,16 +238,10 @@ def _race(draft: Draft, step: Step) -> None:
     raise _Stop(Decision(Outcome.WAITING, f"race {step.name} has no winner yet"))
 
 
-_STEP_DECIDERS = {
-    StepKind.ACTIVITY: _activity,
-    StepKind.TIMER: _timer,
-    StepKind.SIGNAL: _signal,
-    StepKind.APPROVAL: _signal,
-    StepKind.CHILD: _child,
-    StepKind.PARALLEL: _parallel,
-    StepKind.JOIN: _join,
-    StepKind.RACE: _race,
-}
+_STEP_DECIDERS = step_kinds.table(
+    activity=_activity, timer=_timer, wait=_signal, child=_child,
+    parallel=_parallel, join=_join, race=_race,
+)  # fmt: skip
 
 
 def compensable(state: Instance) -> list[AttemptProgress]:

@@ -21,7 +21,13 @@ from engine.events import Event, EventKind
 from engine.frozen import evolve
 from engine.instance import AttemptProgress, AttemptStatus, AuditEntry, Instance, InstanceStatus
 from engine.registry import Registry
-from engine.replay_rules import reject, require_size, require_status, require_step
+from engine.replay_rules import (
+    reject,
+    require_first,
+    require_size,
+    require_status,
+    require_step,
+)
 
 A = AttemptStatus
 K = EventKind
@@ -35,13 +41,10 @@ RESOLUTIONS = {"succeeded", "failed", "absent"}
 def schedule_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, *ADVANCING)
-    step = require_step(state, event, StepKind.ACTIVITY)
-    if event.step in state.activities:
-        raise reject(event, f"activity {event.step!r} is already scheduled")
+    already = f"activity {event.step!r} is already scheduled"
+    step = require_first(state, event, StepKind.ACTIVITY, state.activities, already)
     require_size(event, step.input_limit, "activity input")
-    progress = AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
-    return evolve(state, activities={**state.activities, event.step: progress})
+    return _with_activity(state, event, _first_attempt(event))
 
 
 def start_activity(
@@ -52,7 +55,7 @@ def start_activity(
     assert step.retry is not None and step.timeout is not None
     progress = _progress(state.activities, event)
     new = _start(progress, event, step.timeout, step.retry)
-    return evolve(state, activities={**state.activities, event.step: new})
+    return _with_activity(state, event, new)
 
 
 def activity_outcome(
@@ -60,7 +63,7 @@ def activity_outcome(
 ) -> Instance:
     step = require_step(state, event, StepKind.ACTIVITY)
     new = _outcome(_progress(state.activities, event), event, step.result_limit)
-    return evolve(state, activities={**state.activities, event.step: new})
+    return _with_activity(state, event, new)
 
 
 def retry_activity(
@@ -74,7 +77,7 @@ def retry_activity(
         new = _operator_retry(progress, event)
     else:
         new = _policy_retry(progress, event, step.retry, step.on_unknown)
-    return evolve(state, activities={**state.activities, event.step: new})
+    return _with_activity(state, event, new)
 
 
 def resolve_activity(
@@ -101,7 +104,7 @@ def resolve_activity(
         retryable = event.code == "absent"
         code = "known-absent" if retryable else "resolved-failed"
         new = evolve(progress, status=A.FAILED, code=code, retryable=retryable)
-    return evolve(state, activities={**state.activities, event.step: new})
+    return _with_activity(state, event, new)
 
 
 def schedule_compensation(
@@ -115,8 +118,7 @@ def schedule_compensation(
     if event.step in state.compensations:
         raise reject(event, f"compensation of {event.step!r} is already scheduled")
     require_size(event, step.input_limit, "compensation input")
-    progress = AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
-    return evolve(state, compensations={**state.compensations, event.step: progress})
+    return _with_compensation(state, event, _first_attempt(event))
 
 
 def start_compensation(
@@ -126,7 +128,7 @@ def start_compensation(
     spec = _compensated_step(state, event).compensation
     assert spec is not None
     new = _start(_progress(state.compensations, event), event, spec.timeout, spec.retry)
-    return evolve(state, compensations={**state.compensations, event.step: new})
+    return _with_compensation(state, event, new)
 
 
 def compensation_outcome(
@@ -135,7 +137,7 @@ def compensation_outcome(
     spec = _compensated_step(state, event).compensation
     assert spec is not None
     new = _outcome(_progress(state.compensations, event), event, spec.result_limit)
-    return evolve(state, compensations={**state.compensations, event.step: new})
+    return _with_compensation(state, event, new)
 
 
 def retry_compensation(
@@ -146,7 +148,7 @@ def retry_compensation(
     assert spec is not None
     progress = _progress(state.compensations, event)
     new = _policy_retry(progress, event, spec.retry, UnknownPolicy.HOLD)
-    return evolve(state, compensations={**state.compensations, event.step: new})
+    return _with_compensation(state, event, new)
 
 
 def resolve_compensation(
@@ -163,7 +165,20 @@ def resolve_compensation(
             "a failed or unknown compensation can be resolved by hand",
         )
     new = evolve(progress, status=A.MANUALLY_RESOLVED, code=event.code, result=event.data)
-    return evolve(state, compensations={**state.compensations, event.step: new})
+    return _with_compensation(state, event, new)
+
+
+def _first_attempt(event: Event) -> AttemptProgress:
+    """A scheduled activity or compensation: ready, with the input it was given."""
+    return AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
+
+
+def _with_activity(state: Instance, event: Event, progress: AttemptProgress) -> Instance:
+    return evolve(state, activities={**state.activities, event.step: progress})
+
+
+def _with_compensation(state: Instance, event: Event, progress: AttemptProgress) -> Instance:
+    return evolve(state, compensations={**state.compensations, event.step: progress})
 
 
 def _compensated_step(state: Instance, event: Event) -> Step:

@@ -15,7 +15,13 @@ from engine.events import Event, EventKind
 from engine.frozen import evolve
 from engine.instance import AuditEntry, ChildProgress, ChildStatus, Instance, InstanceStatus
 from engine.registry import Registry
-from engine.replay_rules import reject, require_size, require_status, require_step
+from engine.replay_rules import (
+    reject,
+    require_first,
+    require_size,
+    require_status,
+    require_step,
+)
 
 C = ChildStatus
 K = EventKind
@@ -25,10 +31,8 @@ S = InstanceStatus
 def schedule_child(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, S.RUNNING)
-    step = require_step(state, event, StepKind.CHILD)
-    if event.step in state.children:
-        raise reject(event, f"child {event.step!r} is already scheduled")
+    already = f"child {event.step!r} is already scheduled"
+    step = require_first(state, event, StepKind.CHILD, state.children, already)
     if event.definition != step.child_definition:
         raise reject(event, f"child {event.step!r} must use the pinned child definition")
     require_size(event, step.input_limit, "child input")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from engine.definitions import Step, StepKind
 from engine.errors import ReplayRejected
 from engine.events import Event
@@ -29,6 +31,18 @@ def require_step(state: Instance, event: Event, *kinds: StepKind) -> Step:
         raise reject(event, f"step {event.step!r} is not in {state.definition}")
     if step.kind not in kinds:
         raise reject(event, f"step {event.step!r} is a {step.kind.value} step")
+    return step
+
+
+def require_first(
+    state: Instance, event: Event, kind: StepKind, taken: Mapping[str, object], already: str
+) -> Step:
+    """The step of ``kind`` a running instance acts on for the first time (an activity,
+    child or timer scheduled, a race won); ``already`` says why a second time is refused."""
+    require_status(state, event, InstanceStatus.RUNNING)
+    step = require_step(state, event, kind)
+    if event.step in taken:
+        raise reject(event, already)
     return step
 
 

@@ -19,7 +19,13 @@ from engine.frozen import evolve
 from engine.instance import AuditEntry, Instance, InstanceStatus, SignalProgress, TimerProgress
 from engine.operator_actions import Action
 from engine.registry import Registry
-from engine.replay_rules import reject, require_size, require_status, require_step
+from engine.replay_rules import (
+    reject,
+    require_first,
+    require_size,
+    require_status,
+    require_step,
+)
 
 K = EventKind
 S = InstanceStatus
@@ -28,10 +34,8 @@ S = InstanceStatus
 def schedule_timer(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, S.RUNNING)
-    step = require_step(state, event, StepKind.TIMER)
-    if event.step in state.timers:
-        raise reject(event, f"timer {event.step!r} is already scheduled")
+    already = f"timer {event.step!r} is already scheduled"
+    step = require_first(state, event, StepKind.TIMER, state.timers, already)
     assert step.timeout is not None
     if event.due_at != event.occurred_at + step.timeout:
         raise reject(event, "timer due_at must be the time plus the timer duration")
@@ -83,10 +87,8 @@ def _check_sender(step: Step, event: Event, command: AuditEntry | None) -> None:
 def win_race(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, S.RUNNING)
-    race = require_step(state, event, StepKind.RACE)
-    if event.step in state.race_winners:
-        raise reject(event, f"race {event.step!r} already has a winner")
+    already = f"race {event.step!r} already has a winner"
+    race = require_first(state, event, StepKind.RACE, state.race_winners, already)
     winner = json.loads(event.data or "null")
     expected = race_winner(state, race)
     if expected is None:

@@ -41,6 +41,15 @@ class SpecReader:
             )
         return value
 
+    def required_object(
+        self, value: Any, path: str, allowed: frozenset[str], shape: str
+    ) -> dict[str, Any] | None:
+        """``object``, for a field that must be present; ``shape`` tells what it holds."""
+        if value is None:
+            self.error(path, f"is required: {shape}")
+            return None
+        return self.object(value, path, allowed)
+
     def string(
         self,
         obj: dict[str, Any],

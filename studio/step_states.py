@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine import step_kinds
 from engine.definitions import Step, StepKind
 from engine.instance import (
     AttemptProgress,
@@ -228,13 +229,7 @@ def _race(instance: Instance, step: Step, current: bool) -> StepState:
     return PENDING
 
 
-_BY_KIND: dict[StepKind, Callable[[Instance, Step, bool], StepState]] = {
-    StepKind.ACTIVITY: _activity,
-    StepKind.TIMER: _timer,
-    StepKind.SIGNAL: _signal,
-    StepKind.APPROVAL: _signal,
-    StepKind.CHILD: _child,
-    StepKind.PARALLEL: _parallel,
-    StepKind.JOIN: _join,
-    StepKind.RACE: _race,
-}
+_BY_KIND: dict[StepKind, Callable[[Instance, Step, bool], StepState]] = step_kinds.table(
+    activity=_activity, timer=_timer, wait=_signal, child=_child,
+    parallel=_parallel, join=_join, race=_race,
+)  # fmt: skip

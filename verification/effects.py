@@ -89,10 +89,11 @@ def mark_entry(request: ActivityRequest) -> None:
     anything: an attempt recorded unknown must have one (its effect may have happened),
     or the engine called "unknown" a handler that never ran."""
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
-        conn.execute(ENTRY, _params(request))
+        conn.execute(ENTRY, attempt_fields(request))
 
 
-def _params(request: ActivityRequest) -> dict[str, object]:
+def attempt_fields(request: ActivityRequest) -> dict[str, object]:
+    """Who ran which attempt: the fields every record of a handler's run carries."""
     return {
         "key": request.idempotency_key,
         "target": request.target,
@@ -112,7 +113,7 @@ def record_effect(request: ActivityRequest) -> bool:
     """
     kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
     started = kinds[request.compensation]
-    params = {**_params(request), "kind": int(started)}
+    params = {**attempt_fields(request), "kind": int(started)}
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
         params["applied"] = conn.execute(APPLY, params).fetchone() is not None

@@ -20,7 +20,10 @@ a worker's other requests meanwhile (renewals of the lease that commit completed
 answered first. Independently of COMMITs it can *blackhole* (stop forwarding in both directions and
 keep the sockets open, as a dead network does), *delay* every client message, and
 sever every connection at once. Each cut COMMIT is recorded as an AmbiguousCommit, the
-Jepsen ``:info`` operation, with the server's verdict once it is known.
+Jepsen ``:info`` operation, with the server's verdict once it is known. A cut armed with
+``outage=True`` also severs every other connection and refuses new ones until
+``restore()``, as when the database is unreachable: the client cannot settle the
+outcome on another connection either.
 
 Clients must connect with ``sslmode=disable gssencmode=disable`` (``conninfo`` does
 that); the proxy also answers negotiation requests with "no" itself.
@@ -60,6 +63,8 @@ class AmbiguousCommit:
 
     cut: Cut
     backend_pid: int
+    sent_as: str
+    """The message that carried the COMMIT: ``Q`` (a simple query) or ``E`` (an Execute)."""
     cut_at: float = field(default_factory=time.monotonic)
     truth: Truth = Truth.UNKNOWN
     answered_after: float | None = None
@@ -118,15 +123,18 @@ class _Link:
             await self.proxy.gate()
             cut = None
             if self.tracker.executes_commit(message):
-                cut = self.proxy.claim_cut(self.tracker.kinds)
+                cut = self.proxy.claim_cut(self.tracker.kinds, self)
                 self.hold_answer = self.proxy.delays_answer(self.tracker.kinds)
                 self.tracker.committed()
+            if cut is not None:
+                cutting = AmbiguousCommit(cut, self.backend_pid, message.kind.decode())
+                self.proxy.record(cutting)
             if cut is Cut.SEVER_BEFORE_COMMIT:
-                self.proxy.record(AmbiguousCommit(cut, self.backend_pid)).settle(Truth.ABORTED)
+                self.proxy.judge(cutting, Truth.ABORTED)
                 self.sever()
                 return
             if cut is Cut.SEVER_AFTER_COMMIT:
-                self.pending = self.proxy.record(AmbiguousCommit(cut, self.backend_pid))
+                self.pending = cutting
                 self.pending_alone = self.tracker.alone
                 cut_at_sync = message.kind != wire.SIMPLE_QUERY
             await self._send(self.server_writer, message.raw)
@@ -174,14 +182,14 @@ class _Link:
                     await asyncio.sleep(self.proxy.answer_delay)
                 await self._send(self.client_writer, message.raw)
             elif self.pending_alone and message.kind == wire.READY_FOR_QUERY:
-                self.pending.settle(Truth.COMMITTED)  # no error came before it
+                self.proxy.judge(self.pending, Truth.COMMITTED)  # no error came before it
                 return True
             elif message.kind == wire.COMMAND_COMPLETE and not self.pending_alone:
                 committed = wire.command_tag(message) == "COMMIT"
-                self.pending.settle(Truth.COMMITTED if committed else Truth.ABORTED)
+                self.proxy.judge(self.pending, Truth.COMMITTED if committed else Truth.ABORTED)
                 return True
             elif message.kind == wire.ERROR_RESPONSE:
-                self.pending.settle(Truth.ABORTED)
+                self.proxy.judge(self.pending, Truth.ABORTED)
                 return True
         return False
 
@@ -210,6 +218,11 @@ class DrillProxy:
         self.connections = 0
         self._armed: Cut | None = None
         self._armed_kind = "write"
+        self._outage = False
+        self.refusing = False
+        """In an outage: every new connection is closed at once until ``restore()``."""
+        self._verdict = asyncio.Event()
+        """Set each time a cut COMMIT gets the server's verdict (``settled`` waits on it)."""
         self.target_kind = "transition"
         """The kind of transaction a cut armed through the control channel waits for."""
         self._open = asyncio.Event()
@@ -246,8 +259,9 @@ class DrillProxy:
         """``host:port`` for WAYLINE_FAULT_SEVER: a worker's ``sever_*`` fault arms us here."""
         return f"127.0.0.1:{self.control_port}"
 
-    def arm(self, cut: Cut, kind: str | None = None) -> None:
-        """Act on the next COMMIT of a transaction of ``kind`` (once).
+    def arm(self, cut: Cut, kind: str | None = None, *, outage: bool = False) -> None:
+        """Act on the next COMMIT of a transaction of ``kind`` (once); with ``outage``,
+        then sever every other connection and refuse new ones until ``restore()``.
 
         ``kind`` defaults to ``target_kind``: a drill sets it to the kind of transaction
         its fault is about (``transition``, ``renewal``, ``sweep``; ``write`` for any
@@ -257,12 +271,25 @@ class DrillProxy:
         """
         self._armed = cut
         self._armed_kind = kind or self.target_kind
+        self._outage = outage
 
-    def claim_cut(self, kinds: set[str]) -> Cut | None:
-        """The armed cut, if this COMMIT's transaction is of the armed kind (at most once)."""
+    def restore(self) -> None:
+        """End an outage: new connections pass through again."""
+        self.refusing = False
+
+    def claim_cut(self, kinds: set[str], link: _Link) -> Cut | None:
+        """The armed cut, if this COMMIT's transaction is of the armed kind (at most once).
+
+        In an outage every other link is severed too, so the client cannot settle the
+        outcome on an idle pooled connection opened before the cut.
+        """
         if self._armed is None or self._armed_kind not in kinds:
             return None
         cut, self._armed = self._armed, None
+        if self._outage:
+            self.refusing = True
+            for other in self._links - {link}:
+                other.sever()
         return cut
 
     def delays_answer(self, kinds: set[str]) -> bool:
@@ -272,6 +299,16 @@ class DrillProxy:
     def record(self, commit: AmbiguousCommit) -> AmbiguousCommit:
         self.ambiguous.append(commit)
         return commit
+
+    @property
+    def intercepted(self) -> list[str]:
+        """The message that carried each cut COMMIT, in order (``Q`` or ``E``)."""
+        return [commit.sent_as for commit in self.ambiguous]
+
+    def judge(self, commit: AmbiguousCommit, truth: Truth) -> None:
+        """Record the server's verdict on a cut COMMIT and wake ``settled``."""
+        commit.settle(truth)
+        self._verdict.set()
 
     def blackhole(self, on: bool) -> None:
         """Stop (or resume) forwarding in both directions; sockets stay open."""
@@ -297,19 +334,28 @@ class DrillProxy:
 
     async def settled(self, timeout: float) -> bool:
         """Wait until every cut-after COMMIT has the server's verdict (or ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        while any(c.truth is Truth.UNKNOWN for c in self.ambiguous):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.02)
+        try:
+            async with asyncio.timeout(timeout):
+                while any(c.truth is Truth.UNKNOWN for c in self.ambiguous):
+                    self._verdict.clear()
+                    await self._verdict.wait()
+        except TimeoutError:
+            return False
         return True
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
         self._track(asyncio.current_task())
         try:
             server = await self._connect_upstream()
         except OSError:
             writer.close()
+            return
+        if self.refusing:  # the outage began while this one was connecting upstream
+            writer.close()
+            server[1].close()
             return
         self.connections += 1
         link = _Link(self, (reader, writer), server)

@@ -418,35 +418,22 @@ def _check_times(
         raise WorkRequestInvalid("the new deadline must be after retry_at")
 
 
-async def resolve(
-    store: Store,
-    command_id: str,
-    work_id: str,
-    token: int,
-    action: ResolutionAction | str,
-    actor: str,
-    reason: str,
-    occurred_at: datetime,
-    retry_at: datetime | None = None,
-    deadline: datetime | None = None,
-) -> ResolutionResult:
-    """Resolve the dead letter (work_id, token) once, in one transaction.
+async def resolve(store: Store, command: Resolution) -> ResolutionResult:
+    """Resolve the dead letter (work_id, token) once, in one transaction; ``command``
+    comes from ``make_resolution``, which has checked every field.
 
     Exact replay of a committed command is success with ``replayed=True``. Raises
     ResolutionConflict (command id or fence used by another command), StaleLease (the
     token is not the work's current dead letter) or, when the COMMIT's answer was lost,
     CommitUnknown: send the same command again to learn the outcome.
     """
-    command = make_resolution(
-        command_id, work_id, token, action, actor, reason, occurred_at, retry_at, deadline
-    )
     now = store.clock.sql_now()
 
     async def body(conn: psycopg.AsyncConnection) -> bool:
         return await _resolve_on(conn, command, now, store.channel)
 
-    replayed = await transact(store, f"resolution {command_id}", body)
-    return ResolutionResult(command_id, replayed)
+    replayed = await transact(store, f"resolution {command.command_id}", body)
+    return ResolutionResult(command.command_id, replayed)
 
 
 async def _resolve_on(

@@ -15,6 +15,7 @@ from engine.identifiers import local_instance_id
 from engine.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
 from studio.api.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
+from studio.api.projection import projected
 from studio.services.instance_detail import AttemptRow, InstanceDetail
 from studio.services.instance_history import event_document
 
@@ -210,10 +211,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         race_winners=dict(state.race_winners),
         children=document["children"],
         compensations=compensations,
-        audit=[
-            AuditOut(a.command_id, a.action, a.actor, a.reason, a.occurred_at, a.sequence)
-            for a in state.audit
-        ],
+        audit=[projected(AuditOut, a) for a in state.audit],
         actions=[
             OfferOut(o.action.value, o.step or None, o.label, list(o.effect), list(o.records))
             for o in detail.offers

@@ -34,6 +34,7 @@ from studio.services.instance_history import HistoryFilter
 from studio.services.instances import InstanceFilters
 from studio.services.interventions import CommandForm
 from studio.services.paging import format_cursor
+from studio.services.runtime import Runtime
 from studio.web.rendering import principal_of, runtime_of
 
 
@@ -63,8 +64,12 @@ async def start_instance(
         data.instance_id or "",
         _text(data.input),
     )
-    found = await instance_detail.detail(runtime, principal.team_id, started.instance_id)
-    return detail_out(found, principal.team_id)
+    return await _detail(runtime, principal.team_id, started.instance_id)
+
+
+async def _detail(runtime: Runtime, team_id: str, instance_id: str) -> InstanceDetailOut:
+    """The instance as the API shows it, read now (after whatever was just done to it)."""
+    return detail_out(await instance_detail.detail(runtime, team_id, instance_id), team_id)
 
 
 def _text(value: Any) -> str:
@@ -79,8 +84,7 @@ async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOu
     """
     principal = principal_of(request)
     runtime = runtime_of(request)
-    found = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
-    return detail_out(found, principal.team_id)
+    return await _detail(runtime, principal.team_id, instance_id_of(ref))
 
 
 async def get_history(
@@ -114,8 +118,7 @@ async def send_signal(
         data.signal_id or "",
         _text(data.payload),
     )
-    found = await instance_detail.detail(runtime, principal.team_id, instance_id)
-    return detail_out(found, principal.team_id)
+    return await _detail(runtime, principal.team_id, instance_id)
 
 
 async def command(
@@ -137,5 +140,4 @@ async def command(
         evidence=_text(data.evidence),
     )
     await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
-    found = await instance_detail.detail(runtime, principal.team_id, instance_id)
-    return detail_out(found, principal.team_id)
+    return await _detail(runtime, principal.team_id, instance_id)

@@ -10,6 +10,7 @@ from engine.identifiers import local_instance_id
 from engine.store.dead_letters import DeadLetterGroup
 from engine.store.work_views import WorkRow
 from studio.api.choices import DeadLetterAction, DrillJobStatus, DrillProfile, DrillRunStatus
+from studio.api.projection import projected
 from studio.services.dead_letters import DeadLetterView, ItemResult
 from studio.services.drill_jobs import DrillJob
 from studio.services.drills import Comparison, Family
@@ -175,29 +176,18 @@ class WorkerOut:
 
 def dead_letter_out(view: DeadLetterView, team: str) -> DeadLetterOut:
     d, ref = view.item, view.definition
-    return DeadLetterOut(
-        d.work_id,
-        local_instance_id(team, d.instance_id),
-        ref.name if ref else None,
-        ref.version if ref else None,
-        d.target,
-        d.token,
-        d.attempts,
-        d.failure_code,
-        d.failed_at,
-        d.deadline,
+    return projected(
+        DeadLetterOut,
+        d,
+        instance_id=local_instance_id(team, d.instance_id),
+        definition=ref.name if ref else None,
+        version=ref.version if ref else None,
     )
 
 
 def group_out(group: DeadLetterGroup) -> DeadLetterGroupOut:
-    return DeadLetterGroupOut(
-        group.failure_code,
-        group.definition_name,
-        group.definition_version,
-        group.count,
-        group.first_failed_at,
-        group.last_failed_at,
-    )
+    names = {"definition": group.definition_name, "version": group.definition_version}
+    return projected(DeadLetterGroupOut, group, **names)
 
 
 def result_out(result: ItemResult, team: str) -> ItemResultOut:
@@ -213,36 +203,12 @@ def family_out(family: Family) -> DrillFamilyOut:
 
 
 def job_out(job: DrillJob, run_id: str) -> DrillJobOut:
-    return DrillJobOut(
-        job.job_id,
-        job.status,
-        job.profile,
-        job.seed,
-        job.total,
-        job.done,
-        job.failed,
-        run_id or None,
-        job.error or None,
-        list(job.finished),
-    )
+    absent = {"run_id": run_id or None, "error": job.error or None}
+    return projected(DrillJobOut, job, finished=list(job.finished), **absent)
 
 
 def run_out(summary: RunSummary) -> DrillRunOut:
-    return DrillRunOut(
-        summary.run_id,
-        summary.status,
-        summary.profile,
-        summary.seed,
-        list(summary.requested),
-        summary.target,
-        summary.started_at,
-        summary.finished_at,
-        summary.drills_total,
-        summary.passed,
-        summary.failed,
-        summary.not_run,
-        summary.error,
-    )
+    return projected(DrillRunOut, summary, requested=list(summary.requested))
 
 
 def run_detail_out(detail: RunDetail) -> DrillRunDetailOut:

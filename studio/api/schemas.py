@@ -14,6 +14,7 @@ from litestar import Response
 
 from engine.store.catalog import PublishedVersion
 from studio.api.choices import RoleName
+from studio.api.projection import projected
 from studio.api_tokens import ApiToken
 from studio.diff import DefinitionDiff, FieldChange
 from studio.drafts import Draft
@@ -244,19 +245,8 @@ def problems_out(problems: Problems) -> list[ProblemOut]:
 
 def draft_out(draft: Draft, targets: list[str] | None = None) -> DraftOut:
     problems = check_document(draft.document, targets)
-    return DraftOut(
-        draft.draft_id,
-        draft.title,
-        draft.document,
-        draft.based_on,
-        draft.revision,
-        draft.created_by,
-        draft.updated_by,
-        draft.created_at,
-        draft.updated_at,
-        problems.definition is not None,
-        problems_out(problems),
-    )
+    checked = {"valid": problems.definition is not None, "problems": problems_out(problems)}
+    return projected(DraftOut, draft, id=draft.draft_id, **checked)
 
 
 def _changes(changes: tuple[FieldChange, ...]) -> list[FieldChangeOut]:

@@ -212,8 +212,7 @@ async def _resolve_one(
     done = "retried" if action is ResolutionAction.RETRY else "discarded"
     command_id = item_command_id(resolution.command_id, fence)
     try:
-        outcome = await dead_letters.resolve(
-            runtime.store,
+        command = dead_letters.make_resolution(
             command_id,
             fence.work_id,
             fence.token,
@@ -224,6 +223,7 @@ async def _resolve_one(
             retry_at,
             deadline,
         )
+        outcome = await dead_letters.resolve(runtime.store, command)
     except (StaleLease, ResolutionConflict) as refused:
         return await _refused(runtime, fence, instance_id, command_id, refused)
     except WorkRequestInvalid as refused:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from engine.client import Client
+from engine.instance_cache import ReplayCache
 from engine.store.store import Store
 from studio.live import InstanceWatcher
-from studio.replays import ReplayCache
+from studio.replays import Replayed, replay_cache
 from studio.services.drill_jobs import DrillJobs
 from studio.settings import StudioSettings
 
@@ -23,7 +24,7 @@ from studio.settings import StudioSettings
 class Runtime:
     store: Store
     client: Client
-    replays: ReplayCache
+    replays: ReplayCache[Replayed]
     watcher: InstanceWatcher
     drills: DrillJobs
     settings: StudioSettings
@@ -34,7 +35,7 @@ class Runtime:
         return cls(
             store=store,
             client=client,
-            replays=ReplayCache(store, client.registries),
+            replays=replay_cache(store, client.registries),
             watcher=InstanceWatcher(store, settings.live_interval or timedelta(seconds=1)),
             drills=DrillJobs(store, settings),
             settings=settings,

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest, UnknownOutcome
 from examples.orders import EFFECTS_ENV
+from verification.effects import attempt_fields
 
 ACTIVITY_TARGET = "e2e.act"
 UNDO_TARGET = "e2e.undo"
@@ -82,20 +83,7 @@ def _append(record: dict[str, Any]) -> None:
 
 
 def _record(request: ActivityRequest, event: str, outcome: str) -> None:
-    _append(
-        {
-            "event": event,
-            "outcome": outcome,
-            "key": request.idempotency_key,
-            "target": request.target,
-            "instance": request.instance_id,
-            "step": request.step,
-            "attempt": request.attempt,
-            "compensation": request.compensation,
-            "at": time.time(),
-            "pid": os.getpid(),
-        }
-    )
+    _append({"event": event, "outcome": outcome, **attempt_fields(request), "at": time.time()})
 
 
 async def scripted(request: ActivityRequest) -> Any:

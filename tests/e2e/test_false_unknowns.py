@@ -27,7 +27,7 @@ from engine.store.store import Store
 from engine.worker import Worker, WorkerConfig
 from tests.e2e import definitions as d
 from tests.e2e.app import ACTIVITY_TARGET, app, script
-from tests.integration.commit_proxy import CommitProxy, Cut
+from verification.proxy import Cut, DrillProxy
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Harness
@@ -40,6 +40,8 @@ SHORT_LEASE = timedelta(seconds=2)
 within the harness's deadline, so a regression fails fast rather than by timeout."""
 
 
+ANSWER_WAIT_SECONDS = 10.0
+"""How long the server may take to answer a COMMIT whose answer the proxy swallowed."""
 QUIET = timedelta(minutes=1)
 """Heartbeat and sweep interval of a worker behind a proxy armed to cut the next write:
 their statements must not take the cut meant for the outcome's write."""
@@ -120,31 +122,15 @@ async def test_a_lone_fenced_write_settled_as_committed_hands_on_the_next_lease(
     The session is ended only once the server has answered the cut statement (as a
     slower settlement would find it): ended earlier, the statement may be aborted, and
     that is the other case (a write known not to have committed)."""
-    commit_all, end = CommitGroup.commit_all, sessions.end
-    cuts = []
+    end = sessions.end
 
     async def end_after_the_answer(conn, session):
-        await proxy.commit_answered.wait()
+        assert await proxy.settled(ANSWER_WAIT_SECONDS)
         return await end(conn, session)
 
-    async def cut_the_first_outcome_with_a_next_lease(self, transitions, fence=None):
-        if fence is not None and fence.lease_next and not cuts:
-            cuts.append(fence.lease_next)
-            proxy.arm(Cut.AFTER_COMMIT)
-        return await commit_all(self, transitions, fence)
-
-    monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome_with_a_next_lease)
     monkeypatch.setattr(sessions, "end", end_after_the_answer)
-    async with CommitProxy.running(e2e.dsn) as proxy:
-        store = await Store.open(proxy.conninfo(), e2e.schema)
-        try:
-            worker = in_process_worker(
-                e2e, store, renew_every=timedelta(seconds=1), heartbeat_every=QUIET
-            )
-            await e2e.start(d.THREE_STEPS, "cut", script({}))
-            state = await run_until_settled(e2e, worker, "cut")
-        finally:
-            await store.close()
+    async with DrillProxy(e2e.dsn) as proxy:
+        state, _ = await first_outcome_cut(e2e, monkeypatch, proxy, Cut.SEVER_AFTER_COMMIT, "cut")
 
     assert proxy.intercepted == ["E"], "the lone fenced write's answer was cut"
     assert_no_false_unknown(state, await e2e.history("cut"))
@@ -156,31 +142,40 @@ async def test_an_outcome_known_not_to_have_committed_is_written_again(
     """The outcome's write is cut before it reaches the server: settled, it did not take
     effect and is safe to retry. The worker still has the outcome in hand and the lease:
     it must write it again, not drop it and let the attempt expire into unknown."""
+    async with DrillProxy(e2e.dsn) as proxy:
+        cut = Cut.SEVER_BEFORE_COMMIT
+        state, worker = await first_outcome_cut(e2e, monkeypatch, proxy, cut, "refused")
+
+    assert proxy.intercepted == ["E"], "the outcome's write was cut before the server"
+    assert_no_false_unknown(state, await e2e.history("refused"))
+    assert worker.metrics.value("write_retries") == 1
+    assert [r["step"] for r in e2e.records()] == ["one", "two", "three"], "each ran once"
+
+
+async def first_outcome_cut(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch, proxy: DrillProxy, cut: Cut, instance: str
+) -> tuple[Instance, Worker]:
+    """Run THREE_STEPS as ``instance`` on a worker behind ``proxy``, with ``cut`` armed
+    for the first outcome's write (the one that also leases the next step to it)."""
     commit_all = CommitGroup.commit_all
     cuts = []
 
     async def cut_the_first_outcome(self, transitions, fence=None):
         if fence is not None and fence.lease_next and not cuts:
             cuts.append(fence.lease_next)
-            proxy.arm(Cut.BEFORE_COMMIT)
+            proxy.arm(cut)
         return await commit_all(self, transitions, fence)
 
     monkeypatch.setattr(CommitGroup, "commit_all", cut_the_first_outcome)
-    async with CommitProxy.running(e2e.dsn) as proxy:
-        store = await Store.open(proxy.conninfo(), e2e.schema)
-        try:
-            worker = in_process_worker(
-                e2e, store, renew_every=timedelta(seconds=1), heartbeat_every=QUIET
-            )
-            await e2e.start(d.THREE_STEPS, "refused", script({}))
-            state = await run_until_settled(e2e, worker, "refused")
-        finally:
-            await store.close()
-
-    assert proxy.intercepted == ["E"], "the outcome's write was cut before the server"
-    assert_no_false_unknown(state, await e2e.history("refused"))
-    assert worker.metrics.value("write_retries") == 1
-    assert [r["step"] for r in e2e.records()] == ["one", "two", "three"], "each ran once"
+    store = await Store.open(proxy.conninfo(), e2e.schema)
+    try:
+        worker = in_process_worker(
+            e2e, store, renew_every=timedelta(seconds=1), heartbeat_every=QUIET
+        )
+        await e2e.start(d.THREE_STEPS, instance, script({}))
+        return await run_until_settled(e2e, worker, instance), worker
+    finally:
+        await store.close()
 
 
 DEFAULT_POOL_THREADS = min(32, (os.cpu_count() or 1) + 4)

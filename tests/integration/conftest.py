@@ -19,7 +19,7 @@ from psycopg import sql
 from engine.embedded import EmbeddedPostgres
 from engine.migrations import apply_migrations
 from engine.store.clock import DatabaseClock, ManualClock
-from engine.store.store import Store
+from engine.store.store import DEFAULT_POOL_SIZE, Store
 from tests.integration.factories import open_store
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
@@ -82,6 +82,13 @@ async def store(pg_dsn: str, schema: str, clock: ManualClock) -> AsyncIterator[S
     """A store whose every statement reads ``clock``; modules that want PostgreSQL's
     own clock take ``db_store`` (or define their own ``store``)."""
     async with open_store(pg_dsn, schema, clock) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def default_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
+    """A store as ``Store.open`` makes it by default: PostgreSQL's clock, the full pool."""
+    async with open_store(pg_dsn, schema, max_size=DEFAULT_POOL_SIZE) as opened:
         yield opened
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -19,10 +18,8 @@ from tests.integration.transition_builders import RETRY, single_definition
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(default_store: Store) -> Store:
+    return default_store
 
 
 async def test_publishing_the_same_content_again_is_a_no_op(store: Store) -> None:

@@ -35,8 +35,9 @@ from engine.store.errors import (
 )
 from engine.store.group_commit import CommitGroup
 from engine.store.rows import HISTORY_COLUMNS, event_from_row
-from engine.store.store import Store
+from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.transitions import Transition, make_transition
+from tests.integration.factories import open_store
 from tests.integration.transition_builders import Flow, catalog, ledger, relabel, rows_of
 
 CATALOG = catalog()
@@ -67,18 +68,15 @@ STARTED_EVENTS = "SELECT count(*) FROM history WHERE instance_id = %(id)s AND ki
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(default_store: Store) -> Store:
+    return default_store
 
 
 @pytest.fixture
 async def rival(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
     """A second store on the same schema: another process racing the first."""
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+    async with open_store(pg_dsn, schema, max_size=DEFAULT_POOL_SIZE) as opened:
+        yield opened
 
 
 async def commit_in_order(store: Store, *transitions: Transition) -> None:

@@ -22,6 +22,7 @@ from engine.store.dead_letters import (
     list_dead_letters,
     resolve,
 )
+from engine.store.dead_letters import make_resolution as make
 from engine.store.errors import StaleLease
 from engine.store.store import Store
 from engine.store.work import WorkRequestInvalid
@@ -44,15 +45,13 @@ async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> l
 
 
 async def retry(store: Store, command: str, lease: work.Lease, at: datetime):
-    return await resolve(
-        store, command, lease.work_id, lease.token, "retry", "alice", "fixed", at, at, at + DAY
-    )
+    fence = (lease.work_id, lease.token)
+    return await resolve(store, make(command, *fence, "retry", "alice", "fixed", at, at, at + DAY))
 
 
 async def discard(store: Store, command: str, lease: work.Lease, reason: str = "obsolete"):
-    return await resolve(
-        store, command, lease.work_id, lease.token, "discard", "bob", reason, store.now()
-    )
+    fence = (lease.work_id, lease.token)
+    return await resolve(store, make(command, *fence, "discard", "bob", reason, store.now()))
 
 
 def fences(page: DeadLetterPage) -> list[tuple[str, int]]:
@@ -117,10 +116,10 @@ async def test_a_stale_or_unknown_fence_is_rejected(store: Store) -> None:
     (lease,) = await dead_lettered(store)
     for work_id, token in ((lease.work_id, 2), ("no-such-work", 1)):
         with pytest.raises(StaleLease):
-            await resolve(store, f"cmd-{token}", work_id, token, "discard", "bob", "x", T0)
+            await resolve(store, make(f"cmd-{token}", work_id, token, "discard", "bob", "x", T0))
     live = (await seed_work(store, 1))[0]
     with pytest.raises(StaleLease):  # available work is no dead letter
-        await resolve(store, "cmd-live", live, 1, "discard", "bob", "x", T0)
+        await resolve(store, make("cmd-live", live, 1, "discard", "bob", "x", T0))
     assert await resolution_rows(store) == []
 
 
@@ -147,9 +146,8 @@ async def test_a_swept_deadline_is_a_dead_letter_that_can_be_retried(
     (item,) = (await list_dead_letters(store)).items
     assert (item.work_id, item.token, item.failure_code) == (work_id, 1, work.DEADLINE_EXCEEDED)
     later = T0 + 2 * MINUTE
-    await resolve(
-        store, "cmd", work_id, 1, "retry", "carol", "more time", clock.now(), later, later + DAY
-    )
+    times = (clock.now(), later, later + DAY)
+    await resolve(store, make("cmd", work_id, 1, "retry", "carol", "more time", *times))
     assert await work.claim(store, "worker", LEASE, 1) == []
     clock.set(later)
     lease = (await work.claim(store, "worker", LEASE, 1))[0]
@@ -209,4 +207,4 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
             if "limit" in change:
                 await list_dead_letters(nowhere, None, change["limit"])
             else:
-                await resolve(nowhere, **{**valid, **change})
+                await resolve(nowhere, make(**{**valid, **change}))

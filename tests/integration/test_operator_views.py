@@ -17,6 +17,7 @@ from engine.store.dead_letters import (
     dead_letter_groups,
     find_resolution,
     list_dead_letters,
+    make_resolution,
     recent_resolutions,
     resolve,
 )
@@ -62,9 +63,9 @@ async def test_dead_letters_are_listed_and_grouped_per_team(
     assert len(await dead_letter_groups(store, tenant="red", scan=1)) == 1  # bounded scan
 
     lease = red[0]
-    await resolve(
-        store, "c-1", lease.work_id, lease.token, "discard", "alice", "obsolete", store.now()
-    )
+    fence = (lease.work_id, lease.token)
+    discard = make_resolution("c-1", *fence, "discard", "alice", "obsolete", store.now())
+    await resolve(store, discard)
     assert [g.count for g in await dead_letter_groups(store, tenant="red")] == [1, 1]
     audit = await recent_resolutions(store, tenant="red")
     assert [(r.command_id, r.actor, r.reason, r.action.value) for r in audit] == [

@@ -5,7 +5,7 @@ reported as not committed when it did commit (nor as committed when it did not);
 the outcome cannot be settled the caller gets CommitUnknown, and reconciliation later
 tells the truth; retrying a transition that reconciled missing converges.
 
-The store's pool connects through ``CommitProxy``, which loses the COMMIT on the wire
+The store's pool connects through ``DrillProxy``, which loses the COMMIT on the wire
 (see its module docstring); the truth is read on a direct connection (``aconn``).
 """
 
@@ -24,8 +24,8 @@ from engine.store.errors import CommitOutcome, CommitUnknown, Reconciliation, St
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.transitions import Transition
-from tests.integration.commit_proxy import CommitProxy, Cut
 from tests.integration.transition_builders import catalog, ledger, rows_of
+from verification.proxy import Cut, DrillProxy
 
 CATALOG = catalog()
 SETTLEMENT_WAIT_SECONDS = 0.5
@@ -33,17 +33,20 @@ SETTLEMENT_WAIT_SECONDS = 0.5
 is much longer; the outcome is the same, only slower)."""
 ANSWER_WAIT_SECONDS = 10.0
 
-TRUTH = {Cut.AFTER_COMMIT: Reconciliation.COMMITTED, Cut.BEFORE_COMMIT: Reconciliation.MISSING}
+TRUTH = {
+    Cut.SEVER_AFTER_COMMIT: Reconciliation.COMMITTED,
+    Cut.SEVER_BEFORE_COMMIT: Reconciliation.MISSING,
+}
 
 
 @pytest.fixture
-async def proxy(pg_dsn: str) -> AsyncIterator[CommitProxy]:
-    async with CommitProxy.running(pg_dsn) as running:
+async def proxy(pg_dsn: str) -> AsyncIterator[DrillProxy]:
+    async with DrillProxy(pg_dsn) as running:
         yield running
 
 
 @pytest.fixture
-async def store(proxy: CommitProxy, schema: str) -> AsyncIterator[Store]:
+async def store(proxy: DrillProxy, schema: str) -> AsyncIterator[Store]:
     """A store whose every connection, settlement included, goes through the proxy."""
     opened = await Store.open(proxy.conninfo(), schema)
     yield opened
@@ -95,10 +98,10 @@ async def commit(store: Store, work: Pending, way: str) -> list[CommitResult]:
 
 @pytest.mark.parametrize("way", WAYS)
 async def test_a_commit_whose_reply_is_lost_is_settled_as_committed(
-    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
+    proxy: DrillProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
 ) -> None:
     work = await pending(store, f"lost-reply-{way}", way)
-    proxy.arm(Cut.AFTER_COMMIT)
+    proxy.arm(Cut.SEVER_AFTER_COMMIT)
 
     results = await commit(store, work, way)
 
@@ -111,10 +114,10 @@ async def test_a_commit_whose_reply_is_lost_is_settled_as_committed(
 
 @pytest.mark.parametrize("way", WAYS)
 async def test_a_commit_lost_before_the_server_is_reported_not_committed(
-    proxy: CommitProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
+    proxy: DrillProxy, store: Store, aconn: psycopg.AsyncConnection, way: str
 ) -> None:
     work = await pending(store, f"lost-commit-{way}", way)
-    proxy.arm(Cut.BEFORE_COMMIT)
+    proxy.arm(Cut.SEVER_BEFORE_COMMIT)
 
     with pytest.raises(StoreError) as caught:
         await commit(store, work, way)
@@ -134,7 +137,7 @@ async def test_a_commit_lost_before_the_server_is_reported_not_committed(
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("cut", list(Cut), ids=lambda c: c.value)
 async def test_an_unsettleable_commit_is_unknown_until_reconciled(
-    proxy: CommitProxy,
+    proxy: DrillProxy,
     store: Store,
     aconn: psycopg.AsyncConnection,
     pg_dsn: str,
@@ -152,8 +155,8 @@ async def test_an_unsettleable_commit_is_unknown_until_reconciled(
     assert caught.value.outcome is CommitOutcome.UNKNOWN
     assert isinstance(caught.value.__cause__, psycopg.Error)
     assert pg_dsn not in str(caught.value) and "server closed" not in str(caught.value)
-    if cut is Cut.AFTER_COMMIT:  # the server has the COMMIT; wait until it has answered
-        await asyncio.wait_for(proxy.commit_answered.wait(), ANSWER_WAIT_SECONDS)
+    if cut is Cut.SEVER_AFTER_COMMIT:  # the server has the COMMIT; wait until it has answered
+        assert await proxy.settled(ANSWER_WAIT_SECONDS)
     truth = TRUTH[cut]
     await work.check_rows(aconn, truth)
 
@@ -168,22 +171,22 @@ async def test_an_unsettleable_commit_is_unknown_until_reconciled(
 @pytest.mark.parametrize("cut", list(Cut), ids=lambda c: c.value)
 @pytest.mark.parametrize("protocol", ["simple", "extended"])
 async def test_the_proxy_recognises_commit_in_both_protocols(
-    proxy: CommitProxy, aconn: psycopg.AsyncConnection, schema: str, cut: Cut, protocol: str
+    proxy: DrillProxy, aconn: psycopg.AsyncConnection, schema: str, cut: Cut, protocol: str
 ) -> None:
     """The tool itself: a COMMIT as 'Q' or as Parse/Bind/Execute is cut as armed."""
     await aconn.execute("CREATE TABLE marks (mark text)")
     async with await psycopg.AsyncConnection.connect(proxy.conninfo()) as conn:
         await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         await conn.execute("INSERT INTO marks VALUES ('written')")
-        proxy.arm(cut)
+        proxy.arm(cut, "write")  # any transaction that wrote: this one is not the engine's
         with pytest.raises(psycopg.OperationalError):
             if protocol == "simple":
                 await conn.commit()
             else:  # a binary cursor makes psycopg use the extended protocol
                 await conn.cursor(binary=True).execute("COMMIT")
     assert proxy.intercepted == ["Q" if protocol == "simple" else "E"]
-    if cut is Cut.AFTER_COMMIT:
-        await asyncio.wait_for(proxy.commit_answered.wait(), ANSWER_WAIT_SECONDS)
+    if cut is Cut.SEVER_AFTER_COMMIT:
+        assert await proxy.settled(ANSWER_WAIT_SECONDS)
     marks = await (await aconn.execute("SELECT count(*) FROM marks")).fetchone()
     # BEFORE: the aborted transaction may still be ending; its rows are invisible either way
-    assert marks[0] == (1 if cut is Cut.AFTER_COMMIT else 0)
+    assert marks[0] == (1 if cut is Cut.SEVER_AFTER_COMMIT else 0)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import pg_dsn, schema, schema_name  # noqa: F401
+from tests.integration.conftest import default_store, pg_dsn, schema, schema_name  # noqa: F401
 from tests.studio.live import LiveStudio, serve_studio
 
 

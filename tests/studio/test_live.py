@@ -12,7 +12,6 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -23,7 +22,7 @@ from engine.definition_validation import parse_definition
 from engine.operator_actions import Action
 from engine.store.store import Store
 from studio.live import InstanceWatcher
-from studio.replays import ReplayCache
+from studio.replays import replay_cache
 from studio.roles import Role
 from tests.e2e.conftest import until
 from tests.studio.live import LiveStudio, SignedInClient, definition
@@ -35,10 +34,8 @@ WAIT_SECONDS = 20.0
 
 
 @pytest.fixture
-async def store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
-    opened = await Store.open(pg_dsn, schema)
-    yield opened
-    await opened.close()
+def store(default_store: Store) -> Store:
+    return default_store
 
 
 async def started(store: Store) -> tuple[Client, str]:
@@ -51,7 +48,7 @@ async def started(store: Store) -> tuple[Client, str]:
 async def test_idle_pages_share_one_row_probe_and_no_page_costs_nothing(store: Store) -> None:
     client, instance_id = await started(store)
     watcher = InstanceWatcher(store, INTERVAL)
-    replays = ReplayCache(store, client.registries)
+    replays = replay_cache(store, client.registries)
     first = await replays.load(instance_id)
     read_at_start = replays.events_read
     loop = asyncio.get_running_loop()
