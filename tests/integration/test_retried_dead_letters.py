@@ -27,7 +27,7 @@ from engine.processors import Context, LeaseHolder, process
 from engine.registry import Registry
 from engine.store import reads, work
 from engine.store.clock import ManualClock
-from engine.store.dead_letters import DeadLetter, list_dead_letters, resolve
+from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve
 from engine.store.store import Store
 from tests.integration.factories import adjust_work, work_row
 
@@ -109,7 +109,9 @@ async def dead_letter_early(store: Store, clock: ManualClock, instance_id: str) 
 async def retry_now(store: Store, dead: DeadLetter, deadline: timedelta = DAY) -> None:
     """The operator's retry of ``dead``: due at once, with a new deadline."""
     now, fence = store.now(), (dead.work_id, dead.token)
-    await resolve(store, "cmd-retry", *fence, "retry", "olive", "back", now, now, now + deadline)
+    retry = ("retry", "olive", "back", now, now, now + deadline)
+    command = make_resolution("cmd-retry", *fence, *retry)
+    await resolve(store, command)
 
 
 async def event_times(store: Store, instance_id: str) -> list[datetime]:
