@@ -13,8 +13,9 @@ import os
 import sys
 
 from engine.cli_options import DSN_ENV, add_store_options
+from studio.roles import Role
 
-ROLES = ("viewer", "author", "operator", "admin")
+ROLES = tuple(role.value for role in Role)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
