@@ -26,12 +26,13 @@ from bench.cluster import PROBE, Cluster
 from bench.rows import add_started_instances
 from engine.migrations import apply_migrations
 from engine.store import catalog, work
+from engine.store.rows import WorkState
 from engine.store.store import Store
 
 OWNER = "w2-claimer"
 LEASE = timedelta(minutes=10)
 TARGETS = ["bench.effect", "bench.noop"]
-DUE = PROBE + " SELECT count(*) FROM {schema}.work WHERE state = 1"
+DUE = PROBE + f" SELECT count(*) FROM {{schema}}.work WHERE state = {WorkState.AVAILABLE}"
 
 
 @dataclass

@@ -42,6 +42,7 @@ from bench.cluster import PROBE, Cluster, Meter, Window
 from engine.client import Client
 from engine.events import EventKind
 from engine.migrations import apply_migrations
+from engine.store.rows import WorkState
 from engine.store.store import Store
 
 STEPS_PER_INSTANCE = 3
@@ -517,12 +518,12 @@ class Stages:
 
 def _wayline_stages(schema: str, dead: str) -> Stages:
     """Mark = the instance's position at the kill; the dead worker's leases by owner."""
-    held = f"FROM {schema}.work w WHERE w.state = 2 AND w.lease_owner = '{dead}'"
+    held = f"FROM {schema}.work w WHERE w.state = {WorkState.LEASED} AND w.lease_owner = '{dead}'"
     return Stages(
         in_flight=(
             f"{PROBE} SELECT DISTINCT w.instance_id, i.sequence::text FROM {schema}.work w "
             f"JOIN {schema}.instances i USING (instance_id) "
-            f"WHERE w.state = 2 AND w.lease_owner = '{dead}'"
+            f"WHERE w.state = {WorkState.LEASED} AND w.lease_owner = '{dead}'"
         ),
         released=(
             f"{PROBE} SELECT NOT EXISTS (SELECT 1 {held} "

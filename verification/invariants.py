@@ -27,6 +27,7 @@ from engine.events import EventKind
 from engine.faults import Fault
 from engine.instance import AttemptStatus, Instance, InstanceStatus
 from engine.registry import Registry
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.transitions import WorkKind
 from verification import replay_check, sql_checks
@@ -97,7 +98,11 @@ def _replay_all(ctx: CheckContext, findings: Findings) -> dict[str, Instance]:
 
 
 INSTANCE_ROWS = "SELECT instance_id, status, sequence, archived_at IS NOT NULL FROM instances"
-DEAD_WORK = "SELECT DISTINCT instance_id FROM work WHERE state = 4"
+DEAD_WORK = f"SELECT DISTINCT instance_id FROM work WHERE state = {WorkState.DEAD_LETTERED}"
+OPEN_WORK_ITEMS = (
+    "SELECT instance_id, kind, payload FROM work "
+    f"WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+)
 
 
 async def _instances(
@@ -151,9 +156,7 @@ async def _waits(
     conn: psycopg.AsyncConnection, findings: Findings, states: dict[str, Instance]
 ) -> None:
     """I8: every pending timer and every unfinished attempt of a live instance has work."""
-    rows = await (
-        await conn.execute("SELECT instance_id, kind, payload FROM work WHERE state IN (1, 2)")
-    ).fetchall()
+    rows = await (await conn.execute(OPEN_WORK_ITEMS)).fetchall()
     open_work = {(i, WorkKind(k), _step(p)) for i, k, p in rows}
     problems, checked = [], 0
     for state in states.values():

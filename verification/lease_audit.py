@@ -29,9 +29,10 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
+from engine.store.rows import WorkState
 from verification import observations
 
-AUDIT_TABLES = """
+AUDIT_TABLES = f"""
 CREATE TABLE IF NOT EXISTS drill_work_changes (
     change_id   bigserial PRIMARY KEY,
     work_id     text NOT NULL,
@@ -79,7 +80,7 @@ END
 $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS drill_leased_inserts ON work;
 CREATE TRIGGER drill_leased_inserts AFTER INSERT ON work FOR EACH ROW
-    WHEN (NEW.state <> 1) EXECUTE FUNCTION drill_log_leased_insert();
+    WHEN (NEW.state <> {WorkState.AVAILABLE}) EXECUTE FUNCTION drill_log_leased_insert();
 DROP TRIGGER IF EXISTS drill_work_changes ON work;
 CREATE TRIGGER drill_work_changes AFTER UPDATE ON work FOR EACH ROW
     WHEN (ROW(OLD.state, OLD.lease_token, OLD.lease_owner, OLD.lease_expires_at)
@@ -87,8 +88,8 @@ CREATE TRIGGER drill_work_changes AFTER UPDATE ON work FOR EACH ROW
     EXECUTE FUNCTION drill_log_work_change();
 """
 
-HOLDS = """
-SELECT w.state = 2 AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
+HOLDS = f"""
+SELECT w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
        AND w.lease_expires_at > COALESCE(%(now)s::timestamptz, statement_timestamp())
        AND w.deadline > COALESCE(%(now)s::timestamptz, statement_timestamp())
 FROM work w WHERE w.work_id = %(work_id)s

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 
 from engine.events import EventKind
+from engine.store.rows import WorkState
 from verification.findings import Findings
 
 K = EventKind
@@ -195,19 +196,19 @@ async def work_changes(conn: psycopg.AsyncConnection, findings: Findings, db_clo
     for work, old, new, old_token, new_token, _, owner, expires, at in await _rows(
         conn, WORK_CHANGES
     ):
-        if old == 3:
+        if old == WorkState.COMPLETED:
             resurrected.append(f"completed work {work} changed again (state {old}->{new})")
         if new_token < old_token:
             fencing.append(f"work {work}: token went back from {old_token} to {new_token}")
-        if new != 2 or new_token == old_token:
+        if new != WorkState.LEASED or new_token == old_token:
             continue
         claims += 1
-        takeovers += old == 2
+        takeovers += old == WorkState.LEASED
         if new_token != old_token + 1:
             fencing.append(f"work {work}: claim moved the token {old_token}->{new_token}")
-        if old not in (1, 2):
+        if old not in (WorkState.AVAILABLE, WorkState.LEASED):
             fencing.append(f"work {work}: claimed from state {old}")
-        elif old == 2 and db_clock and expires is not None and expires > at:
+        elif old == WorkState.LEASED and db_clock and expires is not None and expires > at:
             fencing.append(f"work {work}: {owner} took a live lease (token {new_token})")
     findings.stats["claims"] += claims
     findings.stats["takeovers"] += takeovers
@@ -236,7 +237,7 @@ async def fenced_writes(
     )
 
 
-HELD_LEASES = "SELECT work_id, lease_owner, lease_token FROM work WHERE state = 2"
+HELD_LEASES = f"SELECT work_id, lease_owner, lease_token FROM work WHERE state = {WorkState.LEASED}"
 
 
 async def ownership(
@@ -272,14 +273,18 @@ WHERE NOT EXISTS (
 )
 LIMIT 20
 """
-OPEN_WORK = "SELECT work_id, state FROM work WHERE state IN (1, 2)"
-WORK_TOTALS = """
-SELECT count(*), count(*) FILTER (WHERE state = 3), count(*) FILTER (WHERE state = 4)
+OPEN_WORK = (
+    f"SELECT work_id, state FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+)
+WORK_TOTALS = f"""
+SELECT count(*), count(*) FILTER (WHERE state = {WorkState.COMPLETED}),
+       count(*) FILTER (WHERE state = {WorkState.DEAD_LETTERED})
 FROM work
 """
-DOUBLE_COMPLETIONS = """
+DOUBLE_COMPLETIONS = f"""
 SELECT work_id, count(*) FROM drill_work_changes
-WHERE new_state = 3 AND old_state <> 3 GROUP BY work_id HAVING count(*) > 1
+WHERE new_state = {WorkState.COMPLETED} AND old_state <> {WorkState.COMPLETED}
+GROUP BY work_id HAVING count(*) > 1
 """
 
 

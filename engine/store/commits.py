@@ -60,7 +60,14 @@ from engine.store.errors import (
     SequenceConflict,
     StoreError,
 )
-from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
+from engine.store.rows import (
+    HISTORY_FIELDS,
+    WORK_FIELDS,
+    WorkState,
+    event_row,
+    status_after,
+    work_row,
+)
 from engine.store.sessions import Session
 from engine.transitions import Transition
 
@@ -201,8 +208,10 @@ ok AS MATERIALIZED (
 ),
 {gated_writes(lease.work_insert)},{lease.finish}
 retired AS (
-    UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
-    WHERE instance_id = %(instance)s AND state = 1 AND %(retire)s AND EXISTS (SELECT 1 FROM ok)
+    UPDATE work
+    SET state = {WorkState.COMPLETED}, completed_at = %(at)s, failure_code = 'instance-ended'
+    WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND %(retire)s
+      AND EXISTS (SELECT 1 FROM ok)
 ),
 moved AS (
     UPDATE instances
@@ -241,13 +250,14 @@ the ledger's primary key, and with it the whole statement, which thus never writ
 of a transition."""
 WRITE_COLUMNS = 8
 """The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
-REARM_PARKED_WORK = """
+REARM_PARKED_WORK = f"""
 UPDATE work SET available_at = %(at)s
-WHERE instance_id = %(instance)s AND state = 1 AND available_at > %(at)s
+WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND available_at > %(at)s
 """
-RETIRE_OPEN_WORK = """
-UPDATE work SET state = 3, completed_at = %(at)s, failure_code = 'instance-ended'
-WHERE instance_id = %(instance)s AND state = 1
+RETIRE_OPEN_WORK = f"""
+UPDATE work
+SET state = {WorkState.COMPLETED}, completed_at = %(at)s, failure_code = 'instance-ended'
+WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE}
 """
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"

@@ -41,6 +41,7 @@ from engine.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
 from engine.store.clock import NOW_SQL
 from engine.store.commits import NOTIFY_WORK
 from engine.store.errors import CorruptStore, StaleLease, StoreError
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import WorkRequestInvalid, transact, work_kind
 from engine.transitions import WorkKind
@@ -133,11 +134,11 @@ class ResolutionResult:
 
 # SQL ----------------------------------------------------------------------------------
 
-DEAD_LETTER_PAGE = """
+DEAD_LETTER_PAGE = f"""
 SELECT w.work_id, w.kind, w.instance_id, w.sequence, w.tenant_id, w.target, w.lease_token,
        w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload
 FROM work w
-WHERE w.state = 4 AND w.completed_at IS NOT NULL
+WHERE w.state = {WorkState.DEAD_LETTERED} AND w.completed_at IS NOT NULL
   AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
   AND (%(code)s::text IS NULL OR w.failure_code = %(code)s)
   AND (%(after_at)s::timestamptz IS NULL
@@ -147,11 +148,11 @@ WHERE w.state = 4 AND w.completed_at IS NOT NULL
 ORDER BY w.completed_at, w.work_id
 LIMIT %(limit)s
 """
-DEAD_LETTER_GROUPS = """
+DEAD_LETTER_GROUPS = f"""
 SELECT d.failure_code, i.definition_name, i.definition_version, count(*),
        min(d.completed_at), max(d.completed_at)
 FROM (SELECT w.instance_id, w.failure_code, w.completed_at FROM work w
-      WHERE w.state = 4 AND w.completed_at IS NOT NULL
+      WHERE w.state = {WorkState.DEAD_LETTERED} AND w.completed_at IS NOT NULL
         AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
         AND NOT EXISTS (SELECT 1 FROM work_resolutions r
                         WHERE r.work_id = w.work_id AND r.lease_token = w.lease_token)
@@ -179,8 +180,9 @@ FROM work_resolutions r JOIN work w ON w.work_id = r.work_id
 WHERE r.command_id = %(command)s
 """
 RESOLUTION_BY_COMMAND = "SELECT fingerprint FROM work_resolutions WHERE command_id = %(command)s"
-LOCK_DEAD_LETTER = """
-SELECT 1 FROM work WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
+LOCK_DEAD_LETTER = f"""
+SELECT 1 FROM work
+WHERE work_id = %(work)s AND state = {WorkState.DEAD_LETTERED} AND lease_token = %(token)s
 FOR UPDATE
 """
 INSERT_RESOLUTION = """
@@ -193,9 +195,9 @@ RETURNING 1
 """
 READMIT_DEAD_LETTER = f"""
 UPDATE work
-SET state = 1, available_at = %(retry_at)s, deadline = %(deadline)s, failure_code = '',
-    completed_at = NULL, lease_owner = '', lease_expires_at = NULL
-WHERE work_id = %(work)s AND state = 4 AND lease_token = %(token)s
+SET state = {WorkState.AVAILABLE}, available_at = %(retry_at)s, deadline = %(deadline)s,
+    failure_code = '', completed_at = NULL, lease_owner = '', lease_expires_at = NULL
+WHERE work_id = %(work)s AND state = {WorkState.DEAD_LETTERED} AND lease_token = %(token)s
 RETURNING available_at <= {NOW_SQL}
 """
 """Returns whether the readmitted work is due now (then a NOTIFY wakes idle workers)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from engine.store.clock import NOW_SQL as NOW
 from engine.store.commits import Write, one_line, to_json
-from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, lease_columns
+from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, WorkState, lease_columns
 
 MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("m", "int"),
@@ -67,7 +67,7 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
 MEMBER_FIELDS_SENT = tuple(n for n, _ in MEMBER_FIELDS if n not in ("m", "history", "work"))
 """The scalar values taken from each write's parameters as they are."""
 
-SET_HELD = one_line(f"""w.work_id = i.work_id AND w.state = 2
+SET_HELD = one_line(f"""w.work_id = i.work_id AND w.state = {WorkState.LEASED}
     AND w.lease_owner = i.owner AND w.lease_token = i.token
     AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
 """The member still holds its lease (owner, token, unexpired): ``work.HELD`` per member."""
@@ -141,14 +141,16 @@ new_work AS (
 ),
 finished AS (
     UPDATE work w
-    SET state = 3, completed_at = {NOW}, lease_owner = '', lease_expires_at = NULL
+    SET state = {WorkState.COMPLETED}, completed_at = {NOW}, lease_owner = '',
+        lease_expires_at = NULL
     FROM input i JOIN ok ON ok.m = i.m
     WHERE w.work_id = i.work_id AND i.finish
 ),
 retired AS (
-    UPDATE work SET state = 3, completed_at = i.at, failure_code = 'instance-ended'
+    UPDATE work
+    SET state = {WorkState.COMPLETED}, completed_at = i.at, failure_code = 'instance-ended'
     FROM input i JOIN ok ON ok.m = i.m
-    WHERE work.instance_id = i.instance AND work.state = 1 AND i.retire
+    WHERE work.instance_id = i.instance AND work.state = {WorkState.AVAILABLE} AND i.retire
 ),
 moved AS (
     UPDATE instances

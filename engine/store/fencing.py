@@ -29,7 +29,7 @@ import psycopg
 
 from engine.store import commits, work
 from engine.store.clock import NOW_SQL
-from engine.store.rows import WORK_FIELDS
+from engine.store.rows import WORK_FIELDS, WorkState
 from engine.store.store import Store
 
 COMPLETE_AND_LEASE_NEXT = f"""
@@ -37,9 +37,10 @@ WITH completed AS (
     {work.COMPLETE_LEASE.strip()}
 )
 UPDATE work w
-SET state = 2, attempts = w.attempts + 1, lease_token = w.lease_token + 1,
+SET state = {WorkState.LEASED}, attempts = w.attempts + 1, lease_token = w.lease_token + 1,
     lease_owner = %(owner)s, lease_expires_at = LEAST({NOW_SQL} + %(lease)s::interval, w.deadline)
-WHERE w.work_id = %(next_id)s AND w.state = 1 AND EXISTS (SELECT 1 FROM completed)
+WHERE w.work_id = %(next_id)s AND w.state = {WorkState.AVAILABLE}
+  AND EXISTS (SELECT 1 FROM completed)
 RETURNING {work.LEASE_COLUMNS}
 """
 """Complete the held lease and lease the next work row to the same owner; no row when
@@ -60,7 +61,7 @@ held AS MATERIALIZED (
         WORK_FIELDS,
         "work",
         extra=(
-            ("state", f"1 + {LEASED}"),
+            ("state", f"{WorkState.AVAILABLE} + {LEASED}"),
             ("attempts", LEASED),
             ("lease_token", LEASED),
             ("lease_owner", f"CASE WHEN {LEASED_ON} THEN %(owner)s ELSE '' END"),
@@ -75,7 +76,8 @@ held AS MATERIALIZED (
     finish=f"""
 finished AS (
     UPDATE work w
-    SET state = 3, completed_at = {NOW_SQL}, lease_owner = '', lease_expires_at = NULL
+    SET state = {WorkState.COMPLETED}, completed_at = {NOW_SQL}, lease_owner = '',
+        lease_expires_at = NULL
     WHERE w.work_id = %(work_id)s AND %(finish)s AND EXISTS (SELECT 1 FROM ok)
 ),""",
     columns=", next_lease.*",
@@ -92,7 +94,8 @@ the lease, nothing is written and no row comes back (StaleLease)."""
 
 HANDED_ON = f"""
 SELECT {work.LEASE_COLUMNS} FROM work w
-WHERE w.work_id = %(next_id)s AND w.state = 2 AND w.lease_owner = %(owner)s AND w.lease_token = 1
+WHERE w.work_id = %(next_id)s AND w.state = {WorkState.LEASED}
+  AND w.lease_owner = %(owner)s AND w.lease_token = 1
 """
 """The lease ``FENCED_WRITE`` handed on (token 1, this owner), read back when the
 write's answer was lost and it was settled as committed; no row once it expired and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
 
 from engine.definitions import DefinitionRef
@@ -11,6 +12,22 @@ from engine.instance import InstanceStatus
 from engine.store.clock import NOW_SQL
 from engine.store.errors import CorruptStore
 from engine.transitions import Transition, WorkItem
+
+
+class WorkState(IntEnum):
+    """A work row's ``state`` column: the one place its numbers are named. Statements
+    interpolate the members (an IntEnum renders as its number), so the SQL text, and with
+    it the partial indexes it matches, is the same as the migrations' literals."""
+
+    AVAILABLE = 1
+    LEASED = 2
+    COMPLETED = 3
+    DEAD_LETTERED = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
 
 HISTORY_FIELDS = (
     *("instance_id", "sequence", "kind", "occurred_at", "definition_name"),

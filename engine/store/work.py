@@ -69,7 +69,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailable,
 )
-from engine.store.rows import HISTORY_FIELDS, event_from_row, lease_columns
+from engine.store.rows import HISTORY_FIELDS, WorkState, event_from_row, lease_columns
 from engine.store.store import Store
 from engine.transitions import WorkKind
 
@@ -123,13 +123,13 @@ WANTED = """(%(kinds)s::smallint[] IS NULL OR w.kind = ANY(%(kinds)s::smallint[]
     AND (%(targets)s::text[] IS NULL OR w.target = '' OR w.target = ANY(%(targets)s::text[]))"""
 """Kinds and targets this worker can run (NULL: any); '' targets run anywhere."""
 
-ELIGIBLE = f"""((w.state = 1 AND w.available_at <= {NOW})
-        OR (w.state = 2 AND w.lease_expires_at <= {NOW}))
+ELIGIBLE = f"""((w.state = {WorkState.AVAILABLE} AND w.available_at <= {NOW})
+        OR (w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW}))
     AND w.deadline > {NOW}"""
 """Claimable now; the UPDATE re-checks it on the row it locked, so a change committed
 after the statement's snapshot is never undone."""
 
-HELD = one_line(f"""w.work_id = %(work_id)s AND w.state = 2
+HELD = one_line(f"""w.work_id = %(work_id)s AND w.state = {WorkState.LEASED}
     AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
     AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
 """The caller still holds this exact lease (owner, token, unexpired)."""
@@ -138,10 +138,10 @@ LEASE_COLUMNS = lease_columns("w")
 
 CLAIM = one_line(f"""
 WITH RECURSIVE tenants AS (
-    (SELECT w.tenant_id FROM work w WHERE w.state < 2 ORDER BY w.tenant_id LIMIT 1)
+    (SELECT w.tenant_id FROM work w WHERE w.state < {WorkState.LEASED} ORDER BY w.tenant_id LIMIT 1)
     UNION ALL
     SELECT (SELECT w.tenant_id FROM work w
-            WHERE w.state < 2 AND w.tenant_id > t.tenant_id
+            WHERE w.state < {WorkState.LEASED} AND w.tenant_id > t.tenant_id
             ORDER BY w.tenant_id LIMIT 1)
     FROM tenants t
     WHERE t.tenant_id IS NOT NULL
@@ -150,7 +150,7 @@ due AS (
     SELECT d.* FROM tenants t
     CROSS JOIN LATERAL (
         SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
-        WHERE w.state < 2 AND w.tenant_id = t.tenant_id
+        WHERE w.state < {WorkState.LEASED} AND w.tenant_id = t.tenant_id
           AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
         ORDER BY w.available_at, w.work_id
         LIMIT %(limit)s
@@ -158,7 +158,8 @@ due AS (
 ),
 expired AS (
     SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
-    WHERE w.state = 2 AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
+    WHERE w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
+      AND {WANTED}
     ORDER BY w.lease_expires_at, w.work_id
     LIMIT %(limit)s
 ),
@@ -173,13 +174,14 @@ chosen AS (
     LIMIT %(limit)s
 ),
 quotas AS (
-    SELECT c.tenant_id, count(*) AS quota FROM chosen c WHERE c.state = 1 GROUP BY c.tenant_id
+    SELECT c.tenant_id, count(*) AS quota FROM chosen c
+    WHERE c.state = {WorkState.AVAILABLE} GROUP BY c.tenant_id
 ),
 locked_due AS MATERIALIZED (
     SELECT d.work_id FROM quotas q
     CROSS JOIN LATERAL (
         SELECT w.work_id FROM work w
-        WHERE w.state < 2 AND w.tenant_id = q.tenant_id
+        WHERE w.state < {WorkState.LEASED} AND w.tenant_id = q.tenant_id
           AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
         ORDER BY w.available_at, w.work_id
         LIMIT q.quota
@@ -188,13 +190,13 @@ locked_due AS MATERIALIZED (
 ),
 locked_expired AS MATERIALIZED (
     SELECT w.work_id FROM chosen c JOIN work w ON w.work_id = c.work_id
-    WHERE c.state = 2
-      AND w.state = 2 AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
+    WHERE c.state = {WorkState.LEASED}
+      AND w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
     FOR UPDATE OF w SKIP LOCKED
 ),
 claimed AS (
     UPDATE work w
-    SET state = 2,
+    SET state = {WorkState.LEASED},
         attempts = w.attempts + 1,
         lease_token = w.lease_token + 1,
         lease_owner = %(owner)s,
@@ -240,14 +242,15 @@ RETURNING w.lease_expires_at
 CHECK_LEASE = f"SELECT 1 FROM work w WHERE {HELD} FOR UPDATE"
 
 COMPLETE_LEASE = f"""
-UPDATE work w SET state = 3, completed_at = {NOW}, lease_owner = '', lease_expires_at = NULL
+UPDATE work w
+SET state = {WorkState.COMPLETED}, completed_at = {NOW}, lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
 RETURNING w.work_id
 """
 
 RETRY_LEASE = f"""
 UPDATE work w
-SET state = 1, available_at = %(available_at)s, failure_code = %(code)s,
+SET state = {WorkState.AVAILABLE}, available_at = %(available_at)s, failure_code = %(code)s,
     lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
 RETURNING w.available_at <= {NOW}
@@ -257,7 +260,7 @@ Returns whether the work is due now (then a NOTIFY wakes idle workers)."""
 
 DEAD_LETTER_LEASE = f"""
 UPDATE work w
-SET state = 4, failure_code = %(code)s, completed_at = {NOW},
+SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {NOW},
     lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
 RETURNING w.work_id
@@ -266,19 +269,20 @@ RETURNING w.work_id
 SWEEP_DEADLINES = f"""
 WITH overdue AS MATERIALIZED (
     SELECT w.work_id FROM work w
-    WHERE w.state IN (1, 2) AND w.deadline <= {NOW}
-      AND (w.state = 1 OR w.lease_expires_at <= {NOW})
+    WHERE w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
+      AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
     ORDER BY w.deadline, w.work_id
     LIMIT %(batch)s
     FOR UPDATE OF w SKIP LOCKED
 )
 UPDATE work w
-SET state = 4, failure_code = %(code)s, completed_at = {NOW},
+SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {NOW},
     lease_owner = '', lease_expires_at = NULL,
     lease_token = GREATEST(w.lease_token, 1)
 FROM overdue o
-WHERE w.work_id = o.work_id AND w.state IN (1, 2) AND w.deadline <= {NOW}
-  AND (w.state = 1 OR w.lease_expires_at <= {NOW})
+WHERE w.work_id = o.work_id AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
+  AND w.deadline <= {NOW}
+  AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
 """
 """Open work past its deadline becomes a dead letter. Work never claimed has token 0;
 its dead letter gets token 1, because a resolution names a fence (token >= 1)."""
@@ -300,7 +304,7 @@ EXPIRE_DEAD_OWNERS = f"""
 WITH leasing AS MATERIALIZED (
     SELECT r.worker_id FROM workers r
     WHERE EXISTS (SELECT 1 FROM work w
-                  WHERE w.state = 2 AND w.lease_owner = r.worker_id
+                  WHERE w.state = {WorkState.LEASED} AND w.lease_owner = r.worker_id
                     AND w.lease_expires_at > {NOW})
 ),
 dead AS MATERIALIZED (
@@ -309,7 +313,7 @@ dead AS MATERIALIZED (
 )
 UPDATE work w SET lease_expires_at = {NOW}
 FROM dead d
-WHERE w.lease_owner = d.worker_id AND w.state = 2 AND w.lease_expires_at > {NOW}
+WHERE w.lease_owner = d.worker_id AND w.state = {WorkState.LEASED} AND w.lease_expires_at > {NOW}
 """
 """Only registered workers (rows in ``workers``) are considered: registering is a
 worker's promise that it holds its owner lock, so an ad-hoc owner that never took one

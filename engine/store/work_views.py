@@ -14,10 +14,10 @@ import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum
 from typing import Any
 
 from engine.canonical import utc
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import work_kind
 from engine.transitions import WorkKind
@@ -39,7 +39,7 @@ start), newest first."""
 HELD_LEASES = f"""
 SELECT {COLUMNS}
 FROM work
-WHERE state = 2 AND lease_owner = ANY(%(owners)s)
+WHERE state = {WorkState.LEASED} AND lease_owner = ANY(%(owners)s)
   AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
 ORDER BY lease_owner, lease_expires_at, work_id
 LIMIT %(limit)s
@@ -49,17 +49,6 @@ them over, the row still names its last owner)."""
 
 WORK_ROWS = f"SELECT {COLUMNS} FROM work WHERE work_id = ANY(%(ids)s)"
 """Work rows by id (primary-key probes): what an operator is about to resolve."""
-
-
-class WorkState(IntEnum):
-    AVAILABLE = 1
-    LEASED = 2
-    COMPLETED = 3
-    DEAD_LETTERED = 4
-
-    @property
-    def label(self) -> str:
-        return self.name.lower().replace("_", "-")
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ class InstanceDetail:
 
     @property
     def dead_letters(self) -> list[WorkRow]:
-        return [w for w in self.work if w.state.label == "dead-lettered"]
+        return [w for w in self.work if w.state is work_views.WorkState.DEAD_LETTERED]
 
 
 async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
@@ -190,7 +190,8 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
             )
     for key, carrier in carriers.items():
         if key not in seen:
-            outcome = "dead-lettered" if carrier.state.label == "dead-lettered" else "scheduled"
+            dead = carrier.state is work_views.WorkState.DEAD_LETTERED
+            outcome = "dead-lettered" if dead else "scheduled"
             rows.append(
                 AttemptRow(*key, str(carrier.payload.get("key", "")), outcome, None, carrier, now)
             )

@@ -24,6 +24,7 @@ from engine.store.dead_letters import (
 )
 from engine.store.dead_letters import make_resolution as make
 from engine.store.errors import StaleLease
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import WorkRequestInvalid
 from tests.integration.factories import open_store, seed_work, work_row
@@ -85,7 +86,8 @@ async def test_a_dead_letter_is_resolved_once_per_fence(
     with pytest.raises(StaleLease):
         await discard(store, "cmd-late-discard", first)
     row = await work_row(store, first.work_id)
-    assert (row["state"], row["failure_code"], row["deadline"]) == (1, "", T0 + DAY)
+    expected = (WorkState.AVAILABLE, "", T0 + DAY)
+    assert (row["state"], row["failure_code"], row["deadline"]) == expected
 
     second = (await work.claim(store, "worker", LEASE, 1))[0]
     assert (second.work_id, second.token, second.attempt) == (first.work_id, 2, 2)
@@ -93,7 +95,7 @@ async def test_a_dead_letter_is_resolved_once_per_fence(
     assert fences(await list_dead_letters(store)) == [(first.work_id, 2)]
     assert (await discard(store, "cmd-discard", second)).replayed is False
     assert fences(await list_dead_letters(store)) == []
-    assert (await work_row(store, first.work_id))["state"] == 4
+    assert (await work_row(store, first.work_id))["state"] == WorkState.DEAD_LETTERED
     assert await resolution_rows(store) == [("cmd-retry", 1, 1), ("cmd-discard", 2, 2)]
     clock.advance(DAY)
     assert await work.claim(store, "worker", LEASE, 1) == []

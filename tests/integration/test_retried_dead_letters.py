@@ -28,6 +28,7 @@ from engine.registry import Registry
 from engine.store import reads, work
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from tests.integration.factories import adjust_work, work_row
 
@@ -130,7 +131,7 @@ async def test_an_activity_retried_before_its_backoff_ends_runs_when_it_is_due(
 
     assert await run_due(ctx) == 1  # claimed early: no uncaught ReplayRejected
     row = await work_row(store, dead.work_id)
-    assert (row["state"], row["available_at"]) == (1, T0 + BACKOFF)
+    assert (row["state"], row["available_at"]) == (WorkState.AVAILABLE, T0 + BACKOFF)
     assert calls == [1]
 
     clock.set(T0 + BACKOFF)

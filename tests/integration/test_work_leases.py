@@ -23,6 +23,7 @@ from psycopg import sql
 from engine.store import work
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.errors import CommitOutcome, CommitUnknown, StaleLease, StoreError
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import Lease, WorkRequestInvalid
 from engine.transitions import WorkKind
@@ -88,7 +89,11 @@ async def test_claim_renew_complete(store: Store, clock: ManualClock) -> None:
     assert (renewed.token, renewed.expires_at) == (1, T0 + timedelta(seconds=40))
     await work.complete(store, renewed)
     row = await work_row(store, work_id)
-    assert (row["state"], row["lease_owner"], row["lease_expires_at"]) == (3, "", None)
+    assert (row["state"], row["lease_owner"], row["lease_expires_at"]) == (
+        WorkState.COMPLETED,
+        "",
+        None,
+    )
     assert row["completed_at"] == clock.now()
     clock.advance(timedelta(hours=1))
     assert await work.claim(store, "worker-2", LEASE, 10) == []
@@ -240,7 +245,11 @@ async def test_retried_work_waits_for_its_time(store: Store, clock: ManualClock)
     again = T0 + timedelta(seconds=90)
     await work.retry_at(store, lease, again, "busy")
     row = await work_row(store, lease.work_id)
-    assert (row["state"], row["failure_code"], row["available_at"]) == (1, "busy", again)
+    assert (row["state"], row["failure_code"], row["available_at"]) == (
+        WorkState.AVAILABLE,
+        "busy",
+        again,
+    )
     clock.set(again - MICRO)
     assert await work.claim(store, "w", LEASE, 1) == []
     clock.set(again)
@@ -265,7 +274,7 @@ async def test_overdue_work_is_never_claimed_and_becomes_a_dead_letter(
     for work_id in waiting:
         row = await work_row(store, work_id)
         assert (row["state"], row["failure_code"], row["completed_at"]) == (
-            4,
+            WorkState.DEAD_LETTERED,
             work.DEADLINE_EXCEEDED,
             deadline,
         )
@@ -323,12 +332,12 @@ async def test_completion_rides_in_the_callers_transaction(
         await work.check_on(conn, lease, clock.now())
         await work.complete_on(conn, lease, clock.now())
         await conn.rollback()
-    assert (await work_row(store, lease.work_id))["state"] == 2
+    assert (await work_row(store, lease.work_id))["state"] == WorkState.LEASED
     async with store.connection() as conn:
         await work.check_on(conn, lease, clock.now())
         await work.complete_on(conn, lease, clock.now())
         await conn.commit()
-    assert (await work_row(store, lease.work_id))["state"] == 3
+    assert (await work_row(store, lease.work_id))["state"] == WorkState.COMPLETED
     async with store.connection() as conn:
         with pytest.raises(StaleLease):
             await work.check_on(conn, lease, clock.now())
@@ -382,12 +391,14 @@ async def test_a_locked_completion_is_skipped_not_resurrected(
         await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         await holder.execute("SELECT 1 FROM work WHERE work_id = %s FOR UPDATE", [work_id])
         await holder.execute(
-            "UPDATE work SET state = 3, completed_at = now() WHERE work_id = %s", [work_id]
+            f"UPDATE work SET state = {WorkState.COMPLETED}, completed_at = now() "
+            "WHERE work_id = %s",
+            [work_id],
         )
         assert await work.claim(db_store, "claimer", LEASE, 5) == []
         await holder.commit()
     assert await work.claim(db_store, "claimer", LEASE, 5) == []
-    assert (await work_row(db_store, work_id))["state"] == 3
+    assert (await work_row(db_store, work_id))["state"] == WorkState.COMPLETED
 
 
 @pytest.mark.parametrize("rival_write", ["complete", "dead_letter", "claim"])
@@ -420,7 +431,11 @@ async def test_a_write_committed_after_the_claims_snapshot_is_not_undone(
         late = await claim
     assert late == []
     row = await work_row(db_store, work_id)
-    expected = {"complete": (3, ""), "dead_letter": (4, ""), "claim": (2, winner)}
+    expected = {
+        "complete": (WorkState.COMPLETED, ""),
+        "dead_letter": (WorkState.DEAD_LETTERED, ""),
+        "claim": (WorkState.LEASED, winner),
+    }
     assert (row["state"], row["lease_owner"]) == expected[rival_write]
     assert row["lease_token"] == 1
 

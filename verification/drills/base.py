@@ -32,6 +32,7 @@ from engine.migrations import apply_migrations
 from engine.orchestration import decide
 from engine.store import catalog, reads
 from engine.store.errors import StoreError
+from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.transitions import Draft
 from verification import effects, lease_audit, processes
@@ -43,6 +44,10 @@ from verification.target import Target
 from verification.workloads import FLOW, SIGNAL_STEP, Planned, Workload, definitions
 
 POLL_SECONDS = 0.05
+OPEN_WORK_COUNT = (
+    f"SELECT count(*) FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+)
+"""Work still to do: due or leased rows."""
 
 
 class DrillNotRun(Exception):
@@ -299,7 +304,7 @@ class DrillEnv:
         running = await self.scalar(
             "SELECT count(*) FROM instances WHERE status NOT IN (4,5,6,7,8)"
         )
-        open_work = await self.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)")
+        open_work = await self.scalar(OPEN_WORK_COUNT)
         return running == 0 and open_work == 0
 
     async def diagnose(self) -> str:
@@ -313,7 +318,7 @@ class DrillEnv:
             work = await (
                 await conn.execute(
                     "SELECT work_id, state, lease_owner, lease_token, available_at "
-                    "FROM work WHERE state IN (1, 2)"
+                    f"FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
                 )
             ).fetchall()
         registry = await catalog.load_registry(self.store)

@@ -18,6 +18,7 @@ import json
 
 from engine.faults import Action, Boundary, Fault
 from engine.store import store as store_module
+from engine.store.rows import WorkState
 from verification import processes
 from verification.drills.base import DrillEnv, DrillTimeout
 from verification.fault_plan import BoundaryReport, choose_hit
@@ -133,7 +134,8 @@ async def _leases_of(env: DrillEnv, owner: str) -> set[tuple[str, int]]:
     async with env.store.connection() as conn:
         rows = await (
             await conn.execute(
-                "SELECT work_id, lease_token FROM work WHERE state = 2 AND lease_owner = %s",
+                f"SELECT work_id, lease_token FROM work WHERE state = {WorkState.LEASED} "
+                "AND lease_owner = %s",
                 (owner,),
             )
         ).fetchall()

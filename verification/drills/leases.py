@@ -23,18 +23,19 @@ from datetime import timedelta
 
 from engine.store import work
 from engine.store.errors import StoreError
+from engine.store.rows import WorkState
 from verification import observations
 from verification.drills.base import DrillEnv
 from verification.drills.boundaries import take_over
 from verification.processes import DrillProcess
 from verification.workloads import Planned, Workload
 
-RUNNING_LEASE = """
+RUNNING_LEASE = f"""
 SELECT w.work_id FROM work w
 JOIN history h ON h.instance_id = w.instance_id AND h.kind = 12
              AND h.step_name = convert_from(w.payload, 'UTF8')::jsonb->>'step'
              AND h.attempt = (convert_from(w.payload, 'UTF8')::jsonb->>'attempt')::int
-WHERE w.state = 2 AND w.lease_owner = %(owner)s
+WHERE w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s
   AND convert_from(w.payload, 'UTF8')::jsonb->>'step' = %(step)s
 LIMIT 1
 """

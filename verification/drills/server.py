@@ -24,8 +24,9 @@ from datetime import timedelta
 
 from engine.store import catalog, reads, work
 from engine.store import store as store_module
+from engine.store.rows import WorkState
 from engine.store.store import Store
-from verification.drills.base import DrillEnv
+from verification.drills.base import OPEN_WORK_COUNT, DrillEnv
 from verification.target import terminate_backends
 from verification.workloads import FLOW, SIGNAL_STEP, Workload
 
@@ -80,13 +81,14 @@ async def _holds_lease(env: DrillEnv, owner: str) -> bool:
 
     async def leasing_or_done() -> bool:
         held = await env.scalar(
-            "SELECT count(*) FROM work WHERE state = 2 AND lease_owner = %s", (owner,)
+            f"SELECT count(*) FROM work WHERE state = {WorkState.LEASED} AND lease_owner = %s",
+            (owner,),
         )
-        left = await env.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)")
+        left = await env.scalar(OPEN_WORK_COUNT)
         return held > 0 or left == 0
 
     await env.until(leasing_or_done, 20.0, f"{owner} to hold a lease")
-    return await env.scalar("SELECT count(*) FROM work WHERE state IN (1, 2)") > 0
+    return await env.scalar(OPEN_WORK_COUNT) > 0
 
 
 async def pause(env: DrillEnv) -> None:
