@@ -105,6 +105,11 @@ def _session_cookie(request: Request, done: signin.SignedIn) -> Cookie:
     )
 
 
+def _sentence(refusal: Exception) -> str:
+    """A refusal's message as the sentence a page shows."""
+    return str(refusal).capitalize() + "."
+
+
 def _throttled(response: Template, throttled: SignInThrottled) -> Template:
     response.headers["Retry-After"] = str(throttled.retry_after)
     return response
@@ -126,8 +131,8 @@ async def login(request: Request) -> Template | Redirect:
             client,
         )
     except SignInThrottled as throttled:
-        error = str(throttled).capitalize() + "."
-        return _throttled(_login_page(request, next_path, error, 429, username), throttled)
+        page = _login_page(request, next_path, _sentence(throttled), 429, username)
+        return _throttled(page, throttled)
     except signin.SignInFailed:
         return _login_page(request, next_path, "Wrong username or password.", 401, username)
     target = "/account" if done.user.must_change_password else next_path
@@ -154,11 +159,11 @@ async def join(request: Request) -> Template | Redirect:
             _client(request),
         )
     except SignInThrottled as throttled:
-        error = str(throttled).capitalize() + "."
+        error = _sentence(throttled)
         page = _form_page(request, "signin/join.html", 429, username=username, error=error)
         return _throttled(page, throttled)
     except (signin.JoinFailed, signin.JoinRejected) as refused:
-        error = str(refused).capitalize() + "."
+        error = _sentence(refused)
         return _form_page(request, "signin/join.html", 422, username=username, error=error)
     return Redirect("/definitions", status_code=303, cookies=[_session_cookie(request, done)])
 
