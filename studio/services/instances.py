@@ -115,10 +115,20 @@ async def find_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow
     instances stored under ``instance_id`` itself (started before ids were namespaced,
     or a child whose id was too long to be readable); another team's is never found.
     """
+    own, _ = await _lookup(runtime, team, instance_id)
+    return own
+
+
+async def _lookup(
+    runtime: Runtime, team: str, instance_id: str
+) -> tuple[InstanceRow | None, InstanceRow | None]:
+    """The team's own row for ``instance_id`` (``find_row``), and the row stored under
+    the team's prefixed id whoever owns it (another team's only if it chose that id
+    before ids were namespaced), from one read."""
     scoped = team_instance_id(team, instance_id)
     rows = await reads.get_instances(runtime.store, [scoped, instance_id])
     owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
-    return owned[0] if owned else None
+    return (owned[0] if owned else None), rows.get(scoped)
 
 
 async def require_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow:
@@ -208,10 +218,10 @@ async def start(
     check_size(value, limit, "input", step)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
     check_instance_id(team, chosen)
-    stored = await _stored_id(runtime, team, chosen)
-    taken = await reads.get_instances(runtime.store, [stored])
-    if stored in taken and taken[stored].tenant_id != team:  # stored before namespacing
+    own, scoped = await _lookup(runtime, team, chosen)
+    if own is None and scoped is not None:  # another team's, stored before namespacing
         raise Conflict("this instance id is taken; choose another")
+    stored = own.instance_id if own is not None else team_instance_id(team, chosen)
     try:
         state = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
