@@ -21,9 +21,9 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
-from engine.activities import ActivityRegistry, ActivityRequest
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
+from engine.model.definitions import Definition
+from engine.model.validation import parse_definition
+from engine.worker.activities import ActivityRegistry, ActivityRequest
 
 W1_DEFINITION = "bench.w1"
 RECOVERY_DEFINITION = "bench.recovery"

@@ -24,8 +24,8 @@ from bench import plans
 from bench.app import W1_DEFINITION, definitions
 from bench.cluster import PROBE, Cluster
 from bench.rows import add_started_instances
-from engine.migrations import apply_migrations
 from engine.store import catalog, work
+from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from engine.embedded import EmbeddedPostgres, find_pg_bin
+from engine.store.embedded import EmbeddedPostgres, find_pg_bin
 
 PROBE = "/* bench-probe */"
 """Marks the benchmark's own queries, which statement counts must not include."""

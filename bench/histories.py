@@ -6,7 +6,7 @@ its own transitions (3 events per step, plus start and completion: 10,001 events
 3,333 steps). Its transitions are committed through ``Store.commit_all``, 100 per
 PostgreSQL transaction.
 
-W3 times the pure fold (``engine.replay``) per 1,000 events, at the start of the history
+W3 times the pure fold (``engine.replay.fold``) per 1,000 events, at the start of the history
 and at its end (where the state already holds thousands of steps, so any per-event cost
 that grows with the state shows), a cold load through ``InstanceCache`` (history pages
 from the store plus the fold), and the incremental case: one new event applied to a
@@ -37,19 +37,19 @@ from bench import plans
 from bench.app import W1_DEFINITION, definitions
 from bench.cluster import PROBE, Cluster
 from bench.rows import add_started_instances
-from engine import decisions, lifecycle
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.events import Event, EventKind
-from engine.instance import InstanceStatus
-from engine.instance_cache import InstanceCache, RegistrySource
-from engine.migrations import apply_migrations
-from engine.orchestration import decide
-from engine.registry import Registry
-from engine.replay import apply, replay
+from engine.decide import decisions, lifecycle
+from engine.decide.orchestration import decide
+from engine.model.definitions import Definition
+from engine.model.events import Event, EventKind
+from engine.model.instance import InstanceStatus
+from engine.model.registry import Registry
+from engine.model.transitions import Draft, Transition
+from engine.model.validation import parse_definition
+from engine.replay.fold import apply, replay
 from engine.store import catalog, reads
+from engine.store.migrations import apply_migrations
 from engine.store.store import Store
-from engine.transitions import Draft, Transition
+from engine.worker.instance_cache import InstanceCache, RegistrySource
 
 SCHEMA = "w4"
 LONG_INSTANCE = "long-1"

@@ -173,7 +173,7 @@ def _header(r: Results) -> list[str]:
         f"after {s.latency_warmup} warm-ups; recovery N = {s.recovery_instances:,}; W2 levels "
         f"{', '.join(f'{n:,}' for n in s.claim_levels)} due rows; W3/W4 "
         f"{3 * s.history_steps + 2:,}-event instance and {s.list_instances:,} instances.",
-        "- **Wayline workers:** `bench/wayline_worker.py` builds `engine.worker.Worker` as "
+        "- **Wayline workers:** `bench/wayline_worker.py` builds `engine.worker.loop.Worker` as "
         "`wayline worker` does (store pool of 10 connections, 30 s leases) with a 10 ms poll "
         "interval; handlers are plain `def` functions (run in a thread). "
         "**DBOS workers:** `bench/dbos_side.py`, a workflow of three `@DBOS.step`s on a queue "

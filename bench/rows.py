@@ -17,7 +17,7 @@ import time
 import psycopg
 
 from bench.cluster import PROBE
-from engine.definitions import DefinitionRef
+from engine.model.definitions import DefinitionRef
 
 STARTED_INSTANCES = (
     PROBE

@@ -40,8 +40,8 @@ from bench.app import EFFECTS_DSN_ENV, EFFECTS_TABLE_ENV, RECOVERY_DEFINITION, W
 from bench.app import definitions as wayline_definitions
 from bench.cluster import PROBE, Cluster, Meter, Window
 from engine.client import Client
-from engine.events import EventKind
-from engine.migrations import apply_migrations
+from engine.model.events import EventKind
+from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 
@@ -55,7 +55,7 @@ interval: requests reach a real system at random moments."""
 LATENCY_GAP_SEED = 5
 RUN_TIMEOUT_SECONDS = 300.0
 CREATE_CONCURRENCY = 8
-COMPLETED = 4  # engine.instance.InstanceStatus.COMPLETED
+COMPLETED = 4  # engine.model.instance.InstanceStatus.COMPLETED
 ENDED_BADLY = (5, 6, 7)  # failed, cancelled, terminated
 
 WAYLINE_PROGRESS = (

@@ -2,7 +2,7 @@
 
 ``python -m bench.wayline_worker --dsn DSN --schema S --concurrency C``
 
-It opens the store and builds ``engine.worker.Worker`` exactly as ``wayline worker``
+It opens the store and builds ``engine.worker.loop.Worker`` exactly as ``wayline worker``
 does (same defaults: a pool of ``DEFAULT_POOL_SIZE`` connections, 30 s leases), prints
 ``ready``, and waits. ``go`` on stdin starts the worker (so process start-up is not
 timed); ``stop`` stops it, drains, and prints one JSON line with the CPU time this
@@ -27,11 +27,11 @@ import time
 from datetime import timedelta
 
 from bench.app import app
-from engine.instance import Instance
-from engine.instance_cache import InstanceCache
-from engine.registry import Registry
+from engine.model.instance import Instance
+from engine.model.registry import Registry
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.instance_cache import InstanceCache
+from engine.worker.loop import Worker, WorkerConfig
 
 
 class CountingCache(InstanceCache):

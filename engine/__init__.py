@@ -7,16 +7,8 @@ What a user imports is here: ``from engine import ActivityRegistry, Client, Stor
 The studio, the drill harness and the command line build on the same names.
 """
 
-from engine.activities import (
-    ActivityFailure,
-    ActivityRegistry,
-    ActivityRequest,
-    UnknownOutcome,
-    load_app,
-)
 from engine.client import Client, SignalConflict, StartConflict
-from engine.definition_files import load_definition
-from engine.errors import (
+from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
     DefinitionFileError,
@@ -26,8 +18,16 @@ from engine.errors import (
     LimitExceeded,
     WaylineError,
 )
+from engine.model.files import load_definition
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.activities import (
+    ActivityFailure,
+    ActivityRegistry,
+    ActivityRequest,
+    UnknownOutcome,
+    load_app,
+)
+from engine.worker.loop import Worker, WorkerConfig
 
 __all__ = [
     "ActivityAppNotFound",

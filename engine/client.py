@@ -19,29 +19,29 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from engine import decisions, lifecycle
-from engine.child_outcomes import parent_transitions
-from engine.definitions import Definition
-from engine.errors import (
+from engine.decide import decisions, lifecycle
+from engine.decide.child_outcomes import parent_transitions
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.decide.orchestration import decide
+from engine.model.definitions import Definition
+from engine.model.errors import (
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
     ReplayRejected,
     WaylineError,
 )
-from engine.events import json_data
-from engine.faults import Boundary, Faults
-from engine.identifiers import name_problem
-from engine.inputs import check_text, check_value
-from engine.instance import Instance
-from engine.instance_cache import InstanceCache, RegistrySource
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
-from engine.orchestration import decide
+from engine.model.events import json_data
+from engine.model.identifiers import name_problem
+from engine.model.inputs import check_text, check_value
+from engine.model.instance import Instance
+from engine.model.transitions import Draft
 from engine.store import catalog, reads
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store
-from engine.transitions import Draft
+from engine.worker.faults import Boundary, Faults
+from engine.worker.instance_cache import InstanceCache, RegistrySource
 
 MAX_CONFLICT_RETRIES = 20
 """Reload-and-retry rounds after optimistic conflicts before giving up with an error."""

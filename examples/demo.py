@@ -16,13 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from engine import Client, load_definition
-from engine.embedded import EmbeddedPostgres
-from engine.instance import AttemptStatus, Instance, describe_instance
-from engine.migrations import apply_migrations
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.instance import AttemptStatus, Instance, describe_instance
 from engine.store import reads
+from engine.store.embedded import EmbeddedPostgres
+from engine.store.migrations import apply_migrations
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.loop import Worker, WorkerConfig
 from examples.orders import app
 
 ROOT = Path(__file__).resolve().parent.parent

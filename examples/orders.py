@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
 
 EFFECTS_ENV = "WAYLINE_EFFECTS_FILE"
 

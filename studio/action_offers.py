@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.definitions import Step, StepKind
-from engine.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
-from engine.instance import AttemptProgress, AttemptStatus, Instance
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
-from engine.orchestration import compensable, decide
-from engine.registry import Registry
-from engine.transitions import Draft
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.decide.orchestration import compensable, decide
+from engine.model.definitions import Step, StepKind
+from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
+from engine.model.instance import AttemptProgress, AttemptStatus, Instance
+from engine.model.registry import Registry
+from engine.model.transitions import Draft
 from studio.step_states import frontier
 
 A = AttemptStatus

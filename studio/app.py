@@ -22,7 +22,7 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.static_files import create_static_files_router
 
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.loop import Worker, WorkerConfig
 from studio import passwords, signin_limits
 from studio.input_checks import InputChecks
 from studio.routes import route_handlers

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from engine.events import Event, EventKind
+from engine.model.events import Event, EventKind
 
 K = EventKind
 KEEP_PER_STEP = 25

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from engine.cli_options import DSN_ENV, add_store_options
+from engine.cli.options import DSN_ENV, add_store_options
 from studio.roles import Role
 
 ROLES = tuple(role.value for role in Role)

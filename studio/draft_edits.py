@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import InputRefused
-from engine.inputs import read_json
+from engine.model.errors import InputRefused
+from engine.model.inputs import read_json
 from studio.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
 from studio.structure import Block, StepShape, read_structure, shape_of
 
@@ -58,7 +58,7 @@ def new_document(name: str, version: str = "1") -> dict[str, Any]:
 def parse_json(text: str) -> dict[str, Any]:
     """A document from JSON text; EditRejected unless it is a JSON object.
 
-    Read with the engine's rules (``engine.inputs.read_json``). Every refusal, a text
+    Read with the engine's rules (``engine.model.inputs.read_json``). Every refusal, a text
     nested too deeply or holding a NUL character included, is an EditRejected: the
     editor's JSON tab and the import page show it beside the text (422) so the author
     can fix it there, where other routes answer such values with a bare 400.

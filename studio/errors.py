@@ -7,7 +7,7 @@ that the object exists.
 
 from __future__ import annotations
 
-from engine.errors import WaylineError
+from engine.model.errors import WaylineError
 
 
 class StudioError(WaylineError):

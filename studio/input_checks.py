@@ -1,7 +1,7 @@
 """One gate for what every request carries, before any route reads it.
 
 The path (and so every id in it), the query string, form fields and JSON bodies are
-checked here with the engine's rules for values from outside (``engine.inputs``): no
+checked here with the engine's rules for values from outside (``engine.model.inputs``): no
 NUL character (PostgreSQL text cannot hold one, so a lookup would fail in the driver),
 no lone surrogate, and JSON nested at most ``MAX_JSON_DEPTH`` levels (deeper bodies
 would exhaust the decoder's recursion). A request that breaks one is answered 400 with
@@ -9,7 +9,7 @@ what was wrong and where, whichever route it was for, signed in or not.
 
 The body is read once here and kept where Litestar's request looks for it, so routes
 read the same bytes without a second read. Form fields holding JSON (an input, a
-payload) are parsed later by their route with ``engine.inputs.read_json``, the same
+payload) are parsed later by their route with ``engine.model.inputs.read_json``, the same
 rules.
 """
 
@@ -20,8 +20,8 @@ from litestar.enums import RequestEncodingType, ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from engine.errors import InputRefused
-from engine.inputs import check_text, read_json
+from engine.model.errors import InputRefused
+from engine.model.inputs import check_text, read_json
 from studio.errors import BadRequest
 
 FORMS = (RequestEncodingType.URL_ENCODED, RequestEncodingType.MULTI_PART)

@@ -2,13 +2,13 @@
 
 Instance ids may contain ``/`` (a child's id is ``<parent>/<step>``), which a path
 segment cannot carry: servers decode ``%2F`` before routing. Ids never contain ``~``
-(see ``engine.identifiers``), so a path segment writes each ``/`` as ``~`` and reading
+(see ``engine.model.identifiers``), so a path segment writes each ``/`` as ``~`` and reading
 it back is unambiguous. Every other character an id may hold is safe in a path.
 """
 
 from __future__ import annotations
 
-from engine.identifiers import id_problem
+from engine.model.identifiers import id_problem
 from studio.errors import NotFound
 
 SLASH_IN_PATH = "~"

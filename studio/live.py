@@ -21,7 +21,7 @@ from datetime import timedelta
 
 import psycopg
 
-from engine.instance import InstanceStatus
+from engine.model.instance import InstanceStatus
 from engine.store import reads
 from engine.store.errors import StoreError
 from engine.store.store import Store

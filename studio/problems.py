@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.errors import DefinitionInvalid, FieldError
+from engine.model.definitions import Definition
+from engine.model.errors import DefinitionInvalid, FieldError
+from engine.model.validation import parse_definition
 from studio.structure import raw_steps, shape_of
 
 _STEP_PATH = re.compile(r"^steps\[(\d+)\](?:\.(.*))?$")

@@ -23,10 +23,10 @@ from typing import TypeVar
 import uvicorn
 
 from engine import load_definition
-from engine.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.migrations import apply_migrations
 from engine.store import catalog
 from engine.store.catalog import DefinitionConflict
+from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
+from engine.store.migrations import apply_migrations
 from engine.store.store import Store
 from studio import people
 from studio.app import create_app

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine import step_kinds
-from engine.definitions import Step, StepKind
-from engine.instance import (
+from engine.model import step_kinds
+from engine.model.definitions import Step, StepKind
+from engine.model.instance import (
     AttemptProgress,
     AttemptStatus,
     ChildStatus,

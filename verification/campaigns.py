@@ -21,8 +21,8 @@ from typing import Any
 
 import psycopg
 
-from engine.embedded import EmbeddedPostgres
-from engine.migrations import DEFAULT_SCHEMA, apply_migrations
+from engine.store.embedded import EmbeddedPostgres
+from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
 from verification import reports, runs, scorecard
 from verification.drills.base import DrillResult, DrillSpec

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from engine.canonical import utc
+from engine.model.canonical import utc
+from engine.model.transitions import WorkItem, WorkKind
 from engine.store.rows import HISTORY_COLUMNS, event_from_row
 from engine.store.store import Store
-from engine.transitions import WorkItem, WorkKind
 from verification.replay_check import History, LedgerRow
 
 EVENTS = f"SELECT {HISTORY_COLUMNS} FROM history ORDER BY instance_id, sequence"

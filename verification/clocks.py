@@ -17,7 +17,7 @@ import time
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from engine.canonical import format_instant, parse_instant, utc
+from engine.model.canonical import format_instant, parse_instant, utc
 
 CLOCK_JUMP_ENV = "WAYLINE_DRILL_CLOCK_JUMP"
 

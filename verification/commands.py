@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.embedded import install_signal_handlers
-from engine.migrations import DEFAULT_SCHEMA
+from engine.store.embedded import install_signal_handlers
+from engine.store.migrations import DEFAULT_SCHEMA
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -23,7 +23,7 @@ import asyncio
 import time
 from typing import Any
 
-from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
 from verification import mutants
 from verification.effects import mark_entry, record_effect
 

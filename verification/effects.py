@@ -20,8 +20,8 @@ import os
 
 import psycopg
 
-from engine.activities import ActivityRequest
-from engine.events import EventKind
+from engine.model.events import EventKind
+from engine.worker.activities import ActivityRequest
 
 LEDGER_DSN_ENV = "WAYLINE_DRILL_LEDGER_DSN"
 """Direct (never proxied) DSN of the drill schema, set for drill worker processes."""

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.faults import Action, Boundary, Fault
+from engine.worker.faults import Action, Boundary, Fault
 from verification import observations
 
 WORKER_BOUNDARIES = tuple(b for b in Boundary if b is not Boundary.BEFORE_SIGNAL_ACK)

@@ -23,13 +23,13 @@ from typing import Any
 
 import psycopg
 
-from engine.events import EventKind
-from engine.faults import Fault
-from engine.instance import AttemptStatus, Instance, InstanceStatus
-from engine.registry import Registry
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.registry import Registry
+from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from engine.transitions import WorkKind
+from engine.worker.faults import Fault
 from verification import replay_check, sql_checks
 from verification.fault_plan import BoundaryReport
 from verification.findings import Findings

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.activities import ActivityRegistry
+from engine.worker.activities import ActivityRegistry
 
 MUTANT_ENV = "WAYLINE_DRILL_MUTANT"
 APPLY_TIMEOUT_SECONDS = 120
@@ -97,11 +97,11 @@ def _wrap_start_or_settle(
 ) -> None:
     """Replace ``processors.StartOrSettle.__call__`` by ``wrap(original, start, processors)``,
     where ``start`` is the StartOrSettle at hand (its track, dispatch and settled flag)."""
-    from engine import processors
+    from engine.worker import processors
 
     cls = getattr(processors, "StartOrSettle", None)
     if cls is None or "__call__" not in vars(cls):
-        raise MutantNotApplicable("engine.processors.StartOrSettle.__call__ is gone")
+        raise MutantNotApplicable("engine.worker.processors.StartOrSettle.__call__ is gone")
     original = cls.__call__
 
     def patched(self: Any, draft: Any) -> None:
@@ -112,7 +112,7 @@ def _wrap_start_or_settle(
 
 def _in_flight(draft: Any, track: Any, dispatch: Any) -> bool:
     """A redelivery of an attempt durably started by an earlier owner."""
-    from engine.instance import AttemptStatus
+    from engine.model.instance import AttemptStatus
 
     progress = track.progress(draft.state, dispatch.step)
     return (
@@ -135,7 +135,7 @@ def _redelivery_reruns(app: ActivityRegistry) -> None:
 
 
 def _unknown_as_failure(app: ActivityRegistry) -> None:
-    from engine.activities import Failed
+    from engine.worker.activities import Failed
 
     def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
         def mutated(draft: Any) -> None:
@@ -153,8 +153,8 @@ def _unknown_as_failure(app: ActivityRegistry) -> None:
 
 
 def _handler_before_start(app: ActivityRegistry) -> None:
-    from engine.activities import ActivityRequest
-    from engine.events import EventKind
+    from engine.model.events import EventKind
+    from engine.worker.activities import ActivityRequest
 
     starts = {EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED}
 
@@ -229,10 +229,10 @@ def _settle_guesses_aborted(app: ActivityRegistry) -> None:
 
 
 def _renewal_cancels_own_commit(app: ActivityRegistry) -> None:
-    from engine import processors
+    from engine.worker import processors
 
     if not hasattr(processors.LeaseHolder, "completing"):
-        raise MutantNotApplicable("engine.processors.LeaseHolder.completing is gone")
+        raise MutantNotApplicable("engine.worker.processors.LeaseHolder.completing is gone")
     processors.LeaseHolder.completing = lambda self: contextlib.nullcontext()
 
 
@@ -251,10 +251,10 @@ def _settled_write_drops_next_lease(app: ActivityRegistry) -> None:
 def _handlers_share_default_pool(app: ActivityRegistry) -> None:
     import asyncio
 
-    from engine import activities
+    from engine.worker import activities
 
     if not hasattr(activities.HandlerThreads, "run"):
-        raise MutantNotApplicable("engine.activities.HandlerThreads.run is gone")
+        raise MutantNotApplicable("engine.worker.activities.HandlerThreads.run is gone")
 
     async def queued(self: Any, handler: Any, request: Any, timeout: float) -> Any:
         async with asyncio.timeout(timeout):  # the clock runs while it waits for a thread
@@ -264,10 +264,10 @@ def _handlers_share_default_pool(app: ActivityRegistry) -> None:
 
 
 def _not_committed_outcome_dropped(app: ActivityRegistry) -> None:
-    from engine import leased_commits
+    from engine.worker import leased_commits
 
     if not hasattr(leased_commits, "WRITE_RETRY_DELAYS"):
-        raise MutantNotApplicable("engine.leased_commits.WRITE_RETRY_DELAYS is gone")
+        raise MutantNotApplicable("engine.worker.leased_commits.WRITE_RETRY_DELAYS is gone")
     leased_commits.WRITE_RETRY_DELAYS = ()
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.events import Event, EventKind
-from engine.registry import Registry
+from engine.model.definitions import Definition
+from engine.model.events import Event, EventKind
+from engine.model.registry import Registry
+from engine.model.validation import parse_definition
 from verification.replay_check import History
 from verification.workloads import FLOW_DOCUMENT
 
@@ -180,7 +180,7 @@ def _change_last_result(events: list[Event], rng: random.Random) -> list[Event] 
 @contextlib.contextmanager
 def random_keys(rng: random.Random) -> Iterator[None]:
     """Decision code that draws randomness before an id (sdk-python #1109's mistake)."""
-    from engine import decisions
+    from engine.decide import decisions
 
     original = decisions.attempt_key
 

@@ -1,6 +1,6 @@
 """What a drill process saw from the inside, as JSON lines in a file the harness reads.
 
-Boundary hits go to the fault report (``engine.faults``); everything else a drill
+Boundary hits go to the fault report (``engine.worker.faults``); everything else a drill
 subprocess wants to tell the harness goes here: lease-holder writes attempted and
 whether they held the lease (``verification.lease_audit``), and how the engine settled
 each COMMIT whose answer was lost (``install_settlement_recorder``). One ``os.write`` per

@@ -5,7 +5,7 @@ runs the engine's own ``Worker`` (and, for ``signal``, the engine's ``Client``) 
 a drill needs and ``wayline worker`` does not offer:
 
 - the fault plan from ``WAYLINE_FAULT_PLAN`` (with the hit report and the proxy's sever
-  channel, see ``engine.faults``);
+  channel, see ``engine.worker.faults``);
 - short timings for every interval (lease, renewal, poll, sweep, heartbeat), so a drill
   takes seconds;
 - the harness's observers: the fencing oracle (``verification.lease_audit``) and the
@@ -25,9 +25,9 @@ import sys
 from datetime import timedelta
 
 from engine import Client, load_app
-from engine.faults import Faults
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.faults import Faults
+from engine.worker.loop import Worker, WorkerConfig
 from verification import clocks, lease_audit, observations
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.faults import FAULT_PLAN_ENV, FAULT_REPORT_ENV, FAULT_SEVER_ENV
+from engine.worker.faults import FAULT_PLAN_ENV, FAULT_REPORT_ENV, FAULT_SEVER_ENV
 from verification.clocks import CLOCK_JUMP_ENV
 from verification.effects import LEDGER_DSN_ENV
 from verification.fault_plan import Fault, plan_json

@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.canonical import digest
-from engine.definitions import DefinitionRef
-from engine.errors import DecisionRejected, ReplayRejected, TransitionInvalid
-from engine.events import Event, EventKind, event_from_json, event_to_json
-from engine.instance import Instance
-from engine.orchestration import decide
-from engine.registry import Registry
-from engine.replay import apply
-from engine.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
+from engine.decide.orchestration import decide
+from engine.model.canonical import digest
+from engine.model.definitions import DefinitionRef
+from engine.model.errors import DecisionRejected, ReplayRejected, TransitionInvalid
+from engine.model.events import Event, EventKind, event_from_json, event_to_json
+from engine.model.instance import Instance
+from engine.model.registry import Registry
+from engine.model.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
+from engine.replay.fold import apply
 
 K = EventKind
 DECISION_KINDS = frozenset(
@@ -87,8 +87,8 @@ class History:
 
 
 def work_from_json(document: dict[str, Any]) -> WorkItem:
-    from engine.canonical import parse_instant
-    from engine.transitions import WorkKind
+    from engine.model.canonical import parse_instant
+    from engine.model.transitions import WorkKind
 
     return WorkItem(
         work_id=document["work_id"],

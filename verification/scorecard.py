@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engine.faults import Action, Boundary
+from engine.worker.faults import Action, Boundary
 from verification.drills.base import DrillResult
 from verification.findings import NAMES
 from verification.known_bugs import KNOWN_BUGS, classify

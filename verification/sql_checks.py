@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from engine.events import EventKind
+from engine.model.events import EventKind
 from engine.store.rows import WorkState
 from verification.findings import Findings
 

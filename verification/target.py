@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 
-from engine.embedded import EmbeddedPostgres
+from engine.store.embedded import EmbeddedPostgres
 
 POLL_SECONDS = 0.02
 

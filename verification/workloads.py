@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
+from engine.model.definitions import Definition
+from engine.model.validation import parse_definition
 from verification.drill_app import EFFECT_TARGET, LOOP_TARGET, UNDO_TARGET
 
 FLOW = "drill.flow"

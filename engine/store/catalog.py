@@ -15,10 +15,10 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition, DefinitionRef, definition_to_json
-from engine.errors import DefinitionNotFound
-from engine.registry import Registry
+from engine.model.definitions import Definition, DefinitionRef, definition_to_json
+from engine.model.errors import DefinitionNotFound
+from engine.model.registry import Registry
+from engine.model.validation import parse_definition
 from engine.store.errors import StoreError
 from engine.store.store import Store
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from engine.canonical import utc
+from engine.model.canonical import utc
 
 NOW_SQL = "COALESCE(%(now)s::timestamptz, statement_timestamp())"
 

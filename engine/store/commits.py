@@ -49,7 +49,8 @@ from typing import Any, Protocol
 
 import psycopg
 
-from engine.events import EventKind
+from engine.model.events import EventKind
+from engine.model.transitions import Transition
 from engine.store import sessions
 from engine.store.errors import (
     CommitUnknown,
@@ -69,7 +70,6 @@ from engine.store.rows import (
     work_row,
 )
 from engine.store.sessions import Session
-from engine.transitions import Transition
 
 LEDGER_KEY = "transitions_pkey"
 LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"

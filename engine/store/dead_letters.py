@@ -19,7 +19,7 @@ token is unchanged, so the next claim bumps it, and if that lease dead-letters a
 is a new fence that appears in the list again. A retry may readmit work before its
 instance wants it (an attempt in its backoff, a timer not yet due): the processor that
 claims it releases it until then, or dead-letters it again when the new deadline comes
-first (``engine.processors``). Discarded dead letters stay in state 4
+first (``engine.worker.processors``). Discarded dead letters stay in state 4
 with their resolution row; the list skips them (``NOT EXISTS`` on the resolutions key),
 which costs one index probe per discarded row scanned.
 """
@@ -34,17 +34,17 @@ from typing import Any
 
 import psycopg
 
-from engine.audit import actor_problem, reason_problem
-from engine.canonical import digest, format_instant, utc
-from engine.identifiers import id_problem
-from engine.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
+from engine.decide.audit import actor_problem, reason_problem
+from engine.model.canonical import digest, format_instant, utc
+from engine.model.identifiers import id_problem
+from engine.model.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
+from engine.model.transitions import WorkKind
 from engine.store.clock import NOW_SQL
 from engine.store.commits import NOTIFY_WORK
 from engine.store.errors import CorruptStore, StaleLease, StoreError
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import WorkRequestInvalid, transact, work_kind
-from engine.transitions import WorkKind
 
 
 class ResolutionAction(StrEnum):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from engine.errors import WaylineError
+from engine.model.errors import WaylineError
 
 
 class CommitOutcome(StrEnum):

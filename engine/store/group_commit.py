@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from engine.model.transitions import Transition
 from engine.store.commits import CommitResult
 from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.store import (
@@ -36,7 +37,6 @@ from engine.store.store import (
     rollback,
     uncancellable,
 )
-from engine.transitions import Transition
 
 COMMIT_LANES = 2
 """Groups one worker writes at the same time: while one waits for its WAL flush, the

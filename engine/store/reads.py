@@ -16,12 +16,16 @@ from enum import StrEnum
 
 import psycopg
 
-from engine.definitions import DefinitionRef
-from engine.events import Event, EventKind
-from engine.instance import Instance, InstanceStatus
-from engine.limits import MAX_HISTORY_PAGE_EVENTS, MAX_INSPECTION_HISTORY_EVENTS, MAX_PAGE_ITEMS
-from engine.registry import Registry
-from engine.replay import apply
+from engine.model.definitions import DefinitionRef
+from engine.model.events import Event, EventKind
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.limits import (
+    MAX_HISTORY_PAGE_EVENTS,
+    MAX_INSPECTION_HISTORY_EVENTS,
+    MAX_PAGE_ITEMS,
+)
+from engine.model.registry import Registry
+from engine.replay.fold import apply
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
 from engine.store.rows import HISTORY_COLUMNS, event_from_row
 from engine.store.store import Store

@@ -5,13 +5,13 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from engine.definitions import DefinitionRef
-from engine.errors import EventInvalid
-from engine.events import Event, EventKind, make_event
-from engine.instance import InstanceStatus
+from engine.model.definitions import DefinitionRef
+from engine.model.errors import EventInvalid
+from engine.model.events import Event, EventKind, make_event
+from engine.model.instance import InstanceStatus
+from engine.model.transitions import Transition, WorkItem
 from engine.store.clock import NOW_SQL
 from engine.store.errors import CorruptStore
-from engine.transitions import Transition, WorkItem
 
 
 class WorkState(IntEnum):

@@ -20,7 +20,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
-from engine.migrations import check_schema_current_async, validate_schema_name
+from engine.model.transitions import Transition, check_transition
 from engine.store import batches, commits, sessions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
@@ -30,7 +30,7 @@ from engine.store.errors import (
     StoreError,
     StoreUnavailable,
 )
-from engine.transitions import Transition, check_transition
+from engine.store.migrations import check_schema_current_async, validate_schema_name
 
 log = logging.getLogger("wayline.store")
 

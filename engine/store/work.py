@@ -55,11 +55,12 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from engine.canonical import utc
-from engine.errors import WaylineError
-from engine.events import Event
-from engine.identifiers import id_problem
-from engine.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
+from engine.model.canonical import utc
+from engine.model.errors import WaylineError
+from engine.model.events import Event
+from engine.model.identifiers import id_problem
+from engine.model.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
+from engine.model.transitions import WorkKind
 from engine.store.clock import NOW_SQL as NOW
 from engine.store.commits import NOTIFY_WORK, one_line
 from engine.store.errors import (
@@ -71,7 +72,6 @@ from engine.store.errors import (
 )
 from engine.store.rows import HISTORY_FIELDS, WorkState, event_from_row, lease_columns
 from engine.store.store import Store
-from engine.transitions import WorkKind
 
 DEADLINE_EXCEEDED = "deadline-exceeded"
 """Failure code of work whose deadline passed before it was done."""

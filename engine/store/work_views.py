@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.canonical import utc
+from engine.model.canonical import utc
+from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import work_kind
-from engine.transitions import WorkKind
 
 MAX_VIEW_ROWS = 500
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from engine.events import EventKind
-from engine.instance import InstanceStatus
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.events import EventKind
+from engine.model.instance import InstanceStatus
 from engine.store.dead_letters import ResolutionAction
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.identifiers import local_instance_id
-from engine.instance import instance_to_json
+from engine.model.identifiers import local_instance_id
+from engine.model.instance import instance_to_json
 from engine.store.reads import HistoryPage, InstanceRow
 from studio.api.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
 from studio.api.projection import projected

@@ -14,7 +14,7 @@ from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, Parameter
 
-from engine.limits import MAX_HISTORY_PAGE_EVENTS
+from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from studio.api import examples
 from studio.api.choices import EventKindName
 from studio.api.instance_schemas import (

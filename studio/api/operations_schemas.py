@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.identifiers import local_instance_id
+from engine.model.identifiers import local_instance_id
 from engine.store.dead_letters import DeadLetterGroup
 from engine.store.work_views import WorkRow
 from studio.api.choices import DeadLetterAction, DrillJobStatus, DrillProfile, DrillRunStatus

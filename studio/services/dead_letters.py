@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.canonical import digest
-from engine.definitions import DefinitionRef
-from engine.durations import parse_duration
-from engine.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.model.canonical import digest
+from engine.model.definitions import DefinitionRef
+from engine.model.durations import parse_duration
+from engine.model.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
 from engine.store import dead_letters, reads, work_views
 from engine.store.dead_letters import (
     DeadLetter,

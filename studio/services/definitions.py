@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.definitions import Definition, DefinitionRef, definition_to_json
+from engine.model.definitions import Definition, DefinitionRef, definition_to_json
 from engine.store import catalog
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict, PublishedVersion
 from engine.store.store import Store

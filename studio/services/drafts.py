@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.definitions import definition_to_json
+from engine.model.definitions import definition_to_json
 from engine.store.store import Store
 from studio import drafts
 from studio.draft_edits import Edited, EditRejected, new_document, next_version

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.events import Event, event_from_json
+from engine.model.events import Event, event_from_json
 from engine.store.store import Store
 from studio.errors import Invalid, NotFound
 from studio.instance_urls import instance_ref
@@ -129,7 +129,7 @@ class ScorecardTables:
 
 
 def scorecard_tables(card: dict[str, Any]) -> ScorecardTables:
-    from engine.faults import Action, Boundary
+    from engine.worker.faults import Action, Boundary
     from verification.findings import NAMES
 
     invariants = card.get("invariants") or {}

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.definitions import Definition, Step, StepKind
-from engine.errors import DecisionRejected
-from engine.instance import ChildProgress, Instance, InstanceStatus
-from engine.orchestration import decide
+from engine.decide.orchestration import decide
+from engine.model.definitions import Definition, Step, StepKind
+from engine.model.errors import DecisionRejected
+from engine.model.instance import ChildProgress, Instance, InstanceStatus
+from engine.model.transitions import Draft, WorkKind
 from engine.store import work_views
 from engine.store.reads import InstanceRow
 from engine.store.work_views import WorkRow
-from engine.transitions import Draft, WorkKind
 from studio.action_offers import Offer, offers
 from studio.attempts import ACTIVITY, COMPENSATION, AttemptRecord
 from studio.replays import Replayed

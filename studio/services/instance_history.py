@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from engine.events import Event, EventKind, event_to_json
-from engine.identifiers import local_instance_id
-from engine.limits import MAX_HISTORY_PAGE_EVENTS
+from engine.model.events import Event, EventKind, event_to_json
+from engine.model.identifiers import local_instance_id
+from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from engine.store import reads
 from engine.store.reads import HistoryPage
 from studio.errors import Invalid

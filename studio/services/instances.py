@@ -1,7 +1,7 @@
 """A team's instances: the filtered list, and starting one.
 
 Every read goes through the team: an instance of another team is not found. Instance
-ids are the team's own (``engine.identifiers.team_instance_id``): every id a caller
+ids are the team's own (``engine.model.identifiers.team_instance_id``): every id a caller
 gives is the one its team knows, found here (``find_row``) in its stored form, so
 another team's ids can be neither taken nor observed; pages and answers show ids
 without the team's prefix again. The list is keyset-paged with its filters in the URL;
@@ -19,19 +19,20 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from engine import inputs, lifecycle
 from engine.client import StartConflict
-from engine.definitions import Definition
-from engine.errors import (
+from engine.decide import lifecycle
+from engine.model import inputs
+from engine.model.definitions import Definition
+from engine.model.errors import (
     DefinitionNotFound,
     LimitExceeded,
     NotJSON,
     RegistryError,
     ReplayRejected,
 )
-from engine.identifiers import id_problem, team_instance_id
-from engine.instance import Instance, InstanceStatus
-from engine.limits import MAX_IDENTIFIER_LENGTH
+from engine.model.identifiers import id_problem, team_instance_id
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.store import reads
 from engine.store.reads import InstancePage, InstanceRow, InstanceView
 from studio.errors import Conflict, Invalid, NotFound
@@ -162,7 +163,7 @@ async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:
 def parse_json(text: str, what: str) -> Any:
     """JSON from a form field; empty means no value (None).
 
-    Read with the engine's rules for values from outside (``engine.inputs``): text that
+    Read with the engine's rules for values from outside (``engine.model.inputs``): text that
     is not JSON is a mistake to correct in the form (422); JSON nested too deeply or
     holding a NUL character cannot be taken at all (InputRefused, answered 400).
     """
@@ -175,7 +176,7 @@ def parse_json(text: str, what: str) -> Any:
 
 
 def check_size(value: Any, limit: int, what: str, where: str = "") -> None:
-    """The engine's size check (``engine.inputs.check_size``) as a form's mistake (422)."""
+    """The engine's size check (``engine.model.inputs.check_size``) as a form's mistake (422)."""
     try:
         inputs.check_size(value, limit, f"the {what}", where)
     except LimitExceeded as refused:

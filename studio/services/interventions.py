@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.client import SignalConflict
-from engine.definitions import StepKind
-from engine.errors import DecisionRejected, EventInvalid
-from engine.inputs import json_or_text
-from engine.instance import Instance
-from engine.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.definitions import StepKind
+from engine.model.errors import DecisionRejected, EventInvalid
+from engine.model.inputs import json_or_text
+from engine.model.instance import Instance
+from engine.model.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.errors import Conflict, Invalid, NotFound
 from studio.services.instance_detail import replayed

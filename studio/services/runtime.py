@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from engine.client import Client
-from engine.instance_cache import ReplayCache
 from engine.store.store import Store
+from engine.worker.instance_cache import ReplayCache
 from studio.live import InstanceWatcher
 from studio.replays import Replayed, replay_cache
 from studio.services.drill_jobs import DrillJobs

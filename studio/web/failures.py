@@ -20,7 +20,7 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
-from engine.errors import DefinitionNotFound, InputRefused, LimitExceeded
+from engine.model.errors import DefinitionNotFound, InputRefused, LimitExceeded
 from studio.api.schemas import ErrorOut
 from studio.errors import Invalid, PasswordChangeRequired, StudioError
 from studio.settings import BODY_TOO_LARGE

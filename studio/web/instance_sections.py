@@ -19,7 +19,7 @@ from typing import Any
 from litestar import Request
 from markupsafe import Markup
 
-from engine.definitions import definition_to_json
+from engine.model.definitions import definition_to_json
 from studio.graph import Graph, Node, layout, node_classes
 from studio.services.instance_detail import InstanceDetail
 from studio.step_states import STATES, StepState

@@ -17,9 +17,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
-from engine import lifecycle
-from engine.events import EventKind
-from engine.identifiers import local_instance_id
+from engine.decide import lifecycle
+from engine.model.events import EventKind
+from engine.model.identifiers import local_instance_id
 from engine.store.reads import InstanceRow
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url

@@ -20,7 +20,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 from markupsafe import Markup
 
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
 from studio.action_offers import KINDS, RESOLUTIONS, offer
 from studio.errors import Conflict, Invalid, StudioError
 from studio.instance_urls import instance_id_of, instance_url

@@ -20,7 +20,7 @@ from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
-from engine.identifiers import local_instance_id
+from engine.model.identifiers import local_instance_id
 from engine.store.store import Store
 from studio.api.choices import InstanceStatusName, InstanceView
 from studio.errors import Invalid
@@ -75,7 +75,7 @@ def _configure(engine: Any) -> None:
 @pass_context
 def team_instance_url(context: Context, instance_id: str, suffix: str = "") -> str:
     """The page of an instance named by its stored id: the URL carries the id the
-    viewer's team knows it by (``engine.identifiers.local_instance_id``)."""
+    viewer's team knows it by (``engine.model.identifiers.local_instance_id``)."""
     return instance_url(team_local_id(context, instance_id), suffix)
 
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.definitions import DefinitionRef
+from engine.model.definitions import DefinitionRef
 from studio.draft_edits import INSERTABLE, RACE_BRANCH_KINDS
 from studio.drafts import Draft
 from studio.graph import Graph, layout, node_classes

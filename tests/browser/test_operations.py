@@ -16,10 +16,10 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from engine.activities import ActivityRegistry
 from engine.client import Client
-from engine.identifiers import team_instance_id
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.identifiers import team_instance_id
+from engine.worker.activities import ActivityRegistry
 from studio.roles import Role
 from studio.step_states import step_states
 from tests.browser.conftest import screenshot, settled, sign_in

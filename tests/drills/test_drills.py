@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.faults import Action, Boundary
+from engine.worker.faults import Action, Boundary
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "0x5EED01"
@@ -27,7 +27,7 @@ LAST_LINE = re.compile(r"drills: (\d+) passed, (\d+) failed")
 
 def _drill(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", "drill", *args],
+        [sys.executable, "-m", "engine.cli.main", "drill", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from engine.faults import Action, Boundary
+from engine.worker.faults import Action, Boundary
 from verification import wire
 from verification.drills.catalogue import strands
 from verification.known_bugs import KnownBug, classify

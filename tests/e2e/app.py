@@ -22,7 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest, UnknownOutcome
+from engine.worker.activities import (
+    ActivityFailure,
+    ActivityRegistry,
+    ActivityRequest,
+    UnknownOutcome,
+)
 from examples.orders import EFFECTS_ENV
 from verification.effects import attempt_fields
 

@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 import pytest
 
 from engine.client import Client
-from engine.definitions import Definition
-from engine.errors import ReplayRejected
-from engine.events import Event, EventKind
-from engine.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.definitions import Definition
+from engine.model.errors import ReplayRejected
+from engine.model.events import Event, EventKind
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.store import reads
 from engine.store.store import Store
 from examples.orders import EFFECTS_ENV

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
+from engine.model.definitions import Definition
+from engine.model.validation import parse_definition
 from tests.e2e.app import ACTIVITY_TARGET, UNDO_TARGET
 
 LIMIT = 65536

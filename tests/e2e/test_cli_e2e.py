@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from engine.definitions import Definition, definition_to_json
-from engine.events import EventKind
-from engine.instance import AttemptStatus, InstanceStatus
+from engine.model.definitions import Definition, definition_to_json
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.store import catalog
 from tests.e2e import definitions as d
 from tests.e2e.app import Behaviour, script, undo_key

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from engine.activities import ActivityRegistry, ActivityRequest
-from engine.events import EventKind
-from engine.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.store import sessions, work
 from engine.store.errors import StaleLease
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.activities import ActivityRegistry, ActivityRequest
+from engine.worker.loop import Worker, WorkerConfig
 from tests.e2e import definitions as d
 from tests.e2e.app import ACTIVITY_TARGET, app, script
 from verification.proxy import Cut, DrillProxy

@@ -15,23 +15,24 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from engine import load_definition, processors
-from engine.activities import PREFIX_KEY, TRUNCATED_KEY
-from engine.canonical import canonical_json
-from engine.child_starts import CHILD_DEFINITION_NOT_FOUND
+from engine import load_definition
 from engine.client import Client, SignalConflict
-from engine.decisions import ACTIVITY_OUTCOME_UNKNOWN
-from engine.definitions import Definition
-from engine.errors import DecisionRejected
-from engine.events import EventKind
-from engine.instance import AttemptStatus, ChildStatus, InstanceStatus
-from engine.limits import MAX_WORKER_POLL_INTERVAL
-from engine.operator_actions import Action
+from engine.decide.child_starts import CHILD_DEFINITION_NOT_FOUND
+from engine.decide.decisions import ACTIVITY_OUTCOME_UNKNOWN
+from engine.decide.operator_actions import Action
+from engine.model.canonical import canonical_json
+from engine.model.definitions import Definition
+from engine.model.errors import DecisionRejected
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, ChildStatus, InstanceStatus
+from engine.model.limits import MAX_WORKER_POLL_INTERVAL
 from engine.store import catalog, work
 from engine.store.clock import ManualClock
 from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker import processors
+from engine.worker.activities import PREFIX_KEY, TRUNCATED_KEY
+from engine.worker.loop import Worker, WorkerConfig
 from examples.demo import DEFINITION as ORDER_DEFINITION
 from tests.e2e import definitions as d
 from tests.e2e.app import (

@@ -16,9 +16,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from engine.embedded import EmbeddedPostgres
-from engine.migrations import apply_migrations
 from engine.store.clock import DatabaseClock, ManualClock
+from engine.store.embedded import EmbeddedPostgres
+from engine.store.migrations import apply_migrations
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from tests.integration.factories import open_store
 

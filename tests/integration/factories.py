@@ -14,10 +14,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from engine import lifecycle
-from engine.definition_validation import parse_definition
-from engine.orchestration import decide
-from engine.registry import Registry
+from engine.decide import lifecycle
+from engine.decide.orchestration import decide
+from engine.model.registry import Registry
+from engine.model.validation import parse_definition
 from engine.store.clock import Clock
 from engine.store.store import Store
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 
 from engine.client import Client, StartConflict
-from engine.decisions import child_instance_id
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.errors import DefinitionNotFound
-from engine.identifiers import local_instance_id, team_instance_id
+from engine.decide.decisions import child_instance_id
+from engine.model.definitions import Definition
+from engine.model.errors import DefinitionNotFound
+from engine.model.identifiers import local_instance_id, team_instance_id
+from engine.model.validation import parse_definition
 from engine.store import catalog, reads
 from engine.store.store import Store
 from tests.integration.transition_builders import RETRY, single_definition

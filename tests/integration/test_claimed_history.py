@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.activities import ActivityRegistry
-from engine.instance import AttemptStatus, InstanceStatus
-from engine.instance_cache import RegistrySource
-from engine.leased_commits import Context
-from engine.processors import LeaseHolder, process
+from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.store import reads, work
 from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
+from engine.worker.processors import LeaseHolder, process
 from tests.integration.transition_builders import catalog
 
 CATALOG = catalog()

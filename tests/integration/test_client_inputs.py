@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from engine.client import Client
-from engine.errors import InputRefused, LimitExceeded
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.errors import InputRefused, LimitExceeded
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store

@@ -20,10 +20,11 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from engine.errors import TransitionInvalid
-from engine.events import EventKind, renumber
-from engine.instance import InstanceStatus
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.errors import TransitionInvalid
+from engine.model.events import EventKind, renumber
+from engine.model.instance import InstanceStatus
+from engine.model.transitions import Transition, make_transition
 from engine.store.commits import CommitResult
 from engine.store.errors import (
     CommitOutcome,
@@ -36,7 +37,6 @@ from engine.store.errors import (
 from engine.store.group_commit import CommitGroup
 from engine.store.rows import HISTORY_COLUMNS, event_from_row
 from engine.store.store import DEFAULT_POOL_SIZE, Store
-from engine.transitions import Transition, make_transition
 from tests.integration.factories import open_store
 from tests.integration.transition_builders import Flow, catalog, ledger, relabel, rows_of
 

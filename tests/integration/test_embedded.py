@@ -18,8 +18,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from engine import embedded
-from engine.embedded import EmbeddedPostgres, EmbeddedPostgresError, find_pg_bin
+from engine.store import embedded
+from engine.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, find_pg_bin
 
 try:
     find_pg_bin()
@@ -30,14 +30,14 @@ except EmbeddedPostgresError:
 START_AND_LEAVE = """
 import sys
 from pathlib import Path
-from engine.embedded import EmbeddedPostgres
+from engine.store.embedded import EmbeddedPostgres
 print(EmbeddedPostgres(Path(sys.argv[1])).start(), flush=True)
 """
 
 OWN_UNTIL_SIGTERM = """
 import signal, sys
 from pathlib import Path
-from engine.embedded import EmbeddedPostgres, install_signal_handlers
+from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
 install_signal_handlers()
 with EmbeddedPostgres(Path(sys.argv[1])) as server:
     print(server.dsn, flush=True)

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from engine.instance import AttemptStatus, InstanceStatus
+from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.model.transitions import Transition
 from engine.store import batches, commits, work
 from engine.store.fencing import LeaseFence
 from engine.store.store import Store
-from engine.transitions import Transition
 from tests.integration.test_fenced_writes import (
     LEASE,
     a_succeeds_and_b_starts,

@@ -11,17 +11,17 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from engine import decisions
-from engine.definition_validation import parse_definition
-from engine.events import EventKind
-from engine.instance import AttemptStatus
-from engine.orchestration import decide
-from engine.registry import Registry
+from engine.decide import decisions
+from engine.decide.orchestration import decide
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus
+from engine.model.registry import Registry
+from engine.model.transitions import Draft, Transition, WorkKind
+from engine.model.validation import parse_definition
 from engine.store import work
 from engine.store.errors import StaleLease
 from engine.store.fencing import LeaseFence
 from engine.store.store import Store
-from engine.transitions import Draft, Transition, WorkKind
 from tests.integration.transition_builders import RETRY, Flow
 
 TWO_STEPS = parse_definition(

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from engine.instance import AttemptStatus, Instance
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.instance import AttemptStatus, Instance
+from engine.model.transitions import Transition
 from engine.store import batches, work
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, SequenceConflict, StaleLease
 from engine.store.fencing import LeaseFence
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.transitions import Transition
 from tests.integration.test_commits import HOLD_INSTANCE, until_queued
 from tests.integration.transition_builders import BASE_TIME, Flow, catalog
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from engine.migrations import (
+from engine.store.migrations import (
     MIGRATIONS_DIR,
     MigrationError,
     SchemaBehindError,

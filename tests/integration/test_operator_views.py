@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from engine.model.transitions import WorkKind
 from engine.store import reads, work, work_views
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import (
@@ -23,7 +24,6 @@ from engine.store.dead_letters import (
 )
 from engine.store.store import Store
 from engine.store.work_views import WorkState
-from engine.transitions import WorkKind
 from tests.integration.factories import DEFINITION, seed_work
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)

@@ -8,9 +8,9 @@ import psycopg
 import pytest
 from psycopg.pq import TransactionStatus
 
-from engine.events import EventKind
-from engine.instance import InstanceStatus
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.events import EventKind
+from engine.model.instance import InstanceStatus
 from engine.store import reads
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
 from engine.store.store import Store

@@ -14,22 +14,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine import lifecycle
-from engine.activities import ActivityFailure, ActivityRegistry, ActivityRequest
-from engine.audit import Action
 from engine.client import Client
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition
-from engine.instance import AttemptStatus, InstanceStatus
-from engine.instance_cache import RegistrySource
-from engine.orchestration import decide
-from engine.processors import Context, LeaseHolder, process
-from engine.registry import Registry
+from engine.decide import lifecycle
+from engine.decide.audit import Action
+from engine.decide.orchestration import decide
+from engine.model.definitions import Definition
+from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.model.registry import Registry
+from engine.model.validation import parse_definition
 from engine.store import reads, work
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve
 from engine.store.rows import WorkState
 from engine.store.store import Store
+from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.processors import Context, LeaseHolder, process
 from tests.integration.factories import adjust_work, work_row
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)

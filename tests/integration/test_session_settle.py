@@ -17,10 +17,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.model.transitions import Transition
 from engine.store import commits, sessions
 from engine.store.errors import CommitOutcome, StoreError
 from engine.store.store import Store
-from engine.transitions import Transition
 from tests.integration.transition_builders import catalog, ledger, rows_of
 
 CATALOG = catalog()

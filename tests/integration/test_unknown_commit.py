@@ -19,11 +19,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.model.transitions import Transition
 from engine.store.commits import CommitResult
 from engine.store.errors import CommitOutcome, CommitUnknown, Reconciliation, StoreError
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.transitions import Transition
 from tests.integration.transition_builders import catalog, ledger, rows_of
 from verification.proxy import Cut, DrillProxy
 

@@ -20,13 +20,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.model.transitions import WorkKind
 from engine.store import work
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.errors import CommitOutcome, CommitUnknown, StaleLease, StoreError
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work import Lease, WorkRequestInvalid
-from engine.transitions import WorkKind
 from tests.integration.factories import adjust_work, open_store, seed_work, work_row
 
 T0 = datetime(2031, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)

@@ -21,19 +21,19 @@ from typing import Any
 
 import psycopg
 
-from engine import decisions, lifecycle
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition, DefinitionRef
-from engine.events import EventKind
-from engine.instance import Instance
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
-from engine.orchestration import decide
-from engine.registry import MigrationEdge, Registry
-from engine.replay import replay
+from engine.decide import decisions, lifecycle
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.decide.orchestration import decide
+from engine.model.definitions import Definition, DefinitionRef
+from engine.model.events import EventKind
+from engine.model.instance import Instance
+from engine.model.registry import MigrationEdge, Registry
+from engine.model.transitions import Draft, Transition, WorkItem, make_transition
+from engine.model.validation import parse_definition
+from engine.replay.fold import replay
 from engine.store import reads
 from engine.store.store import Store
-from engine.transitions import Draft, Transition, WorkItem, make_transition
 
 BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 """The time of every start unless a test picks another (the core takes time as a value)."""

@@ -22,14 +22,14 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
-from engine.activities import ActivityRegistry
 from engine.client import Client
-from engine.definition_validation import parse_definition
-from engine.migrations import apply_migrations
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.validation import parse_definition
 from engine.store import catalog, work, workers
+from engine.store.migrations import apply_migrations
 from engine.store.store import Store
-from engine.worker import Worker, WorkerConfig
+from engine.worker.activities import ActivityRegistry
+from engine.worker.loop import Worker, WorkerConfig
 from studio import people
 from studio.app import create_app
 from studio.passwords import Argon2Cost

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition, login_token
 

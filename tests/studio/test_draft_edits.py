@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.definition_validation import parse_definition
+from engine.model.validation import parse_definition
 from studio import draft_edits as edits
 from studio.draft_edits import EditRejected
 

@@ -9,8 +9,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.definitions import DefinitionRef
-from engine.events import EventKind, event_to_json, make_event
+from engine.model.definitions import DefinitionRef
+from engine.model.events import EventKind, event_to_json, make_event
 from studio.roles import Role
 from tests.studio.live import LiveStudio
 from verification import runs

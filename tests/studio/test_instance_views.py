@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from engine.instance import InstanceStatus
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.instance import InstanceStatus
 from studio import attempts
 from studio.action_offers import describe, offer, offers
 from studio.instance_urls import instance_id_of, instance_ref, instance_url

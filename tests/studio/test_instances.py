@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
 from engine.store import reads
 from studio.instance_urls import instance_url
 from studio.roles import Role
@@ -257,8 +257,8 @@ async def pad_history(store, instance_id: str, events: int) -> int:
     """Grow an instance's history to ``events`` with pause/resume commands, 100 events
     (25 rounds) per transition, built and checked by the engine like any command."""
     from engine.client import Client
-    from engine.operator_commands import record_command
-    from engine.transitions import Draft
+    from engine.decide.operator_commands import record_command
+    from engine.model.transitions import Draft
 
     client = Client(store)
     state = await client.inspect(instance_id)

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from engine.client import Client
-from engine.definition_validation import parse_definition
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
+from engine.model.validation import parse_definition
 from engine.store.store import Store
 from studio.live import InstanceWatcher
 from studio.replays import replay_cache

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.instance import InstanceStatus
+from engine.model.instance import InstanceStatus
 from studio import api_tokens, people
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role

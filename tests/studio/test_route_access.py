@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from engine.client import Client
-from engine.operator_actions import Action
+from engine.decide.operator_actions import Action
 from studio import api_tokens, drafts, people
 from studio.app import create_app
 from studio.instance_urls import instance_ref

@@ -7,7 +7,7 @@ import uuid
 
 import httpx
 
-from engine.definition_validation import parse_definition
+from engine.model.validation import parse_definition
 from engine.store.store import Store
 from studio import people
 from studio.roles import Role

@@ -9,7 +9,7 @@ import uuid
 import httpx
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from studio import people
 from studio.people import MAX_DISPLAY_NAME
 from studio.roles import Role

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from engine.cli import main
+from engine.cli.main import main
 from engine.store.store import Store
 from studio import people
 from studio.roles import Role

@@ -1,5 +1,5 @@
 """Two teams probing each other's instance ids over the API: each team's ids are its
-own (``engine.identifiers.team_instance_id``), so another team's id can be neither
+own (``engine.model.identifiers.team_instance_id``), so another team's id can be neither
 taken nor observed, and a child's id cannot be taken before its parent starts it."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.activities import ActivityRegistry
-from engine.limits import MAX_IDENTIFIER_LENGTH
+from engine.model.limits import MAX_IDENTIFIER_LENGTH
+from engine.worker.activities import ActivityRegistry
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition, serve_studio

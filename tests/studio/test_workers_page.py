@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+from engine.model.transitions import WorkKind
 from engine.store import work, workers
-from engine.transitions import WorkKind
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 

@@ -27,18 +27,18 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine import decisions, lifecycle
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition, StepKind
-from engine.errors import ReplayRejected
-from engine.events import Event, EventKind, make_event
-from engine.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
-from engine.orchestration import Decision, decide
-from engine.registry import Registry
-from engine.replay import apply, replay
-from engine.transitions import Draft, Transition, WorkItem, WorkKind
+from engine.decide import decisions, lifecycle
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.decide.orchestration import Decision, decide
+from engine.model.definitions import Definition, StepKind
+from engine.model.errors import ReplayRejected
+from engine.model.events import Event, EventKind, make_event
+from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
+from engine.model.registry import Registry
+from engine.model.transitions import Draft, Transition, WorkItem, WorkKind
+from engine.model.validation import parse_definition
+from engine.replay.fold import apply, replay
 
 A = AttemptStatus
 K = EventKind

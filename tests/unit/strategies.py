@@ -1,7 +1,7 @@
 """Hypothesis strategies for valid workflow definition documents.
 
 ``valid_definition_documents()`` draws exchange-format documents (plain JSON values)
-that ``engine.definition_validation.parse_definition`` accepts: every step kind,
+that ``engine.model.validation.parse_definition`` accepts: every step kind,
 activities with and without compensation, parallels with their join, and races of
 signal, approval and timer branches. Steps are placed in a random order that keeps
 the structural rules (a branch after its owner, a join after its parallel), and
@@ -16,9 +16,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine.definitions import Mode, UnknownPolicy
-from engine.durations import parse_duration
-from engine.limits import MAX_FAN_OUT, MAX_PAYLOAD_BYTES, MAX_RETRY_ATTEMPTS
+from engine.model.definitions import Mode, UnknownPolicy
+from engine.model.durations import parse_duration
+from engine.model.limits import MAX_FAN_OUT, MAX_PAYLOAD_BYTES, MAX_RETRY_ATTEMPTS
 
 Document = dict[str, Any]
 Placed = tuple[Document, str | None]

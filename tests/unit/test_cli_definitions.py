@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.cli import main
-from engine.definition_validation import parse_definition
+from engine.cli.main import main
+from engine.model.validation import parse_definition
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "order_fulfillment.json"
 

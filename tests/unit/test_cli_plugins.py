@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli
-from engine.cli import COMMANDS_GROUP, build_parser, main
+from engine.cli import main as cli
+from engine.cli.main import COMMANDS_GROUP, build_parser, main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "order_fulfillment.json"
 

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition, DefinitionRef, RetryPolicy
-from engine.durations import parse_duration, to_micros
-from engine.errors import (
+from engine.model.definitions import Definition, DefinitionRef, RetryPolicy
+from engine.model.durations import parse_duration, to_micros
+from engine.model.errors import (
     DefinitionInvalid,
     DefinitionNotFound,
     FingerprintMismatch,
     RegistryError,
 )
-from engine.limits import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY
-from engine.registry import MigrationEdge, Registry
+from engine.model.limits import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY
+from engine.model.registry import MigrationEdge, Registry
+from engine.model.validation import parse_definition
 
 Document = dict[str, Any]
 

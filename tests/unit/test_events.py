@@ -16,9 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.canonical import canonical_json, format_instant
-from engine.errors import EventInvalid
-from engine.events import (
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.model.canonical import canonical_json, format_instant
+from engine.model.errors import EventInvalid
+from engine.model.events import (
     FIELD_RULES,
     OPTIONAL_FIELDS,
     Event,
@@ -27,9 +29,12 @@ from engine.events import (
     event_to_json,
     make_event,
 )
-from engine.limits import MAX_ATTEMPT, MAX_OPERATOR_AUDIT_BYTES, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
+from engine.model.limits import (
+    MAX_ATTEMPT,
+    MAX_OPERATOR_AUDIT_BYTES,
+    MAX_PAYLOAD_BYTES,
+    MAX_SEQUENCE,
+)
 from tests.unit.histories import RICH, T0, Run
 
 K = EventKind

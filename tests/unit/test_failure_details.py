@@ -13,11 +13,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.activities import PREFIX_KEY, TRUNCATED_KEY, bounded_detail
-from engine.canonical import canonical_json
-from engine.decisions import record_outcome
-from engine.events import EventKind, json_data
-from engine.operator_actions import Action
+from engine.decide.decisions import record_outcome
+from engine.decide.operator_actions import Action
+from engine.model.canonical import canonical_json
+from engine.model.events import EventKind, json_data
+from engine.worker.activities import PREFIX_KEY, TRUNCATED_KEY, bounded_detail
 from tests.unit.histories import Run
 
 K = EventKind

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.definition_validation import parse_definition
-from engine.definitions import Definition, Mode, UnknownPolicy, definition_to_json
-from engine.durations import parse_duration, to_micros
-from engine.errors import DefinitionInvalid
-from engine.limits import MAX_RETRY_DELAY
+from engine.model.definitions import Definition, Mode, UnknownPolicy, definition_to_json
+from engine.model.durations import parse_duration, to_micros
+from engine.model.errors import DefinitionInvalid
+from engine.model.limits import MAX_RETRY_DELAY
+from engine.model.validation import parse_definition
 from tests.unit.strategies import Document, valid_definition_documents
 
 VECTORS = Path(__file__).with_name("fingerprint_vectors.json")

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.frozen import evolve
-from engine.instance import AttemptProgress, AttemptStatus
+from engine.model.frozen import evolve
+from engine.model.instance import AttemptProgress, AttemptStatus
 from tests.integration.transition_builders import catalog
 
 PROGRESS = AttemptProgress(

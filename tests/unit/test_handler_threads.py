@@ -9,7 +9,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.activities import ActivityRequest, HandlerThreads, Succeeded, Unknown, run_handler
+from engine.worker.activities import (
+    ActivityRequest,
+    HandlerThreads,
+    Succeeded,
+    Unknown,
+    run_handler,
+)
 
 HOLD_SECONDS = 0.4
 """How long the first handler holds the only thread: twice the second one's timeout."""

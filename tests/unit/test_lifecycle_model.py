@@ -17,15 +17,15 @@ from datetime import timedelta
 
 import pytest
 
-from engine import lifecycle
-from engine.definitions import Definition, DefinitionRef
-from engine.errors import ReplayRejected
-from engine.instance import Instance
-from engine.operator_actions import Action
-from engine.operator_commands import record_command
-from engine.registry import MigrationEdge, Registry
-from engine.replay import replay
-from engine.transitions import Draft
+from engine.decide import lifecycle
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.model.definitions import Definition, DefinitionRef
+from engine.model.errors import ReplayRejected
+from engine.model.instance import Instance
+from engine.model.registry import MigrationEdge, Registry
+from engine.model.transitions import Draft
+from engine.replay.fold import replay
 from tests.unit.histories import ACTOR, T0, definition, signal_doc
 
 # The model: status -> {command: next status}. Anything absent is rejected.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.metrics import Metrics
+from engine.worker.metrics import Metrics
 
 
 def test_counters_and_latencies_render_in_prometheus_text_format() -> None:

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.errors import DecisionRejected
-from engine.events import EventKind
-from engine.instance import AttemptStatus, InstanceStatus
-from engine.operator_actions import Action
-from engine.orchestration import Outcome, decide
-from engine.replay import replay
-from engine.transitions import WorkKind
+from engine.decide.operator_actions import Action
+from engine.decide.orchestration import Outcome, decide
+from engine.model.errors import DecisionRejected
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.model.transitions import WorkKind
+from engine.replay.fold import replay
 from tests.unit.histories import (
     Run,
     activity_doc,

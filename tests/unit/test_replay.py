@@ -18,14 +18,14 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from engine import decisions
-from engine.canonical import canonical_json
-from engine.errors import EventInvalid, ReplayRejected
-from engine.events import Event, EventKind, event_from_json, event_to_json, make_event
-from engine.instance import AttemptStatus, Instance, InstanceStatus
-from engine.operator_actions import Action
-from engine.registry import Registry
-from engine.replay import apply, replay
+from engine.decide import decisions
+from engine.decide.operator_actions import Action
+from engine.model.canonical import canonical_json
+from engine.model.errors import EventInvalid, ReplayRejected
+from engine.model.events import Event, EventKind, event_from_json, event_to_json, make_event
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.registry import Registry
+from engine.replay.fold import apply, replay
 from tests.unit.histories import (
     ACTOR,
     RICH,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine import step_kinds
-from engine.definitions import StepKind
+from engine.model import step_kinds
+from engine.model.definitions import StepKind
 
 ROLES = ("activity", "timer", "wait", "child", "parallel", "join", "race")
 

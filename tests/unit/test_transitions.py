@@ -17,18 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.canonical import canonical_json, digest
-from engine.definitions import RetryPolicy
-from engine.durations import to_micros
-from engine.errors import TransitionInvalid
-from engine.events import Event, EventKind, event_from_json, event_to_json, make_event
-from engine.limits import (
+from engine.model.canonical import canonical_json, digest
+from engine.model.definitions import RetryPolicy
+from engine.model.durations import to_micros
+from engine.model.errors import TransitionInvalid
+from engine.model.events import Event, EventKind, event_from_json, event_to_json, make_event
+from engine.model.limits import (
     MAX_DISPATCH_BYTES,
     MAX_TRANSITION_BYTES,
     MAX_TRANSITION_EVENTS,
     MAX_TRANSITION_WORK,
 )
-from engine.transitions import (
+from engine.model.transitions import (
     Draft,
     Transition,
     WorkItem,

@@ -27,14 +27,14 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from engine.client import Client
-from engine.faults import Fault
-from engine.migrations import apply_migrations
-from engine.orchestration import decide
+from engine.decide.orchestration import decide
+from engine.model.transitions import Draft
 from engine.store import catalog, reads
 from engine.store.errors import StoreError
+from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from engine.transitions import Draft
+from engine.worker.faults import Fault
 from verification import effects, lease_audit, processes
 from verification.clocks import FileClock
 from verification.processes import DrillProcess, ProcessEnv

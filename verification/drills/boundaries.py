@@ -1,6 +1,6 @@
 """D1-D4 at every boundary: one planned fault at hit n of a named boundary.
 
-The fault matrix crosses every boundary of ``engine.faults.Boundary`` with every action:
+The fault matrix crosses every boundary of ``engine.worker.faults.Boundary`` with every action:
 ``kill`` and ``exit`` are worker crashes (D1), ``raise`` is a connection error before
 COMMIT (D2), ``sever_*`` lose a COMMIT's answer through the proxy (D3), ``pause``
 stops the process past its lease while another worker takes over (D4). Worker
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 
-from engine.faults import Action, Boundary, Fault
 from engine.store import store as store_module
 from engine.store.rows import WorkState
+from engine.worker.faults import Action, Boundary, Fault
 from verification import processes
 from verification.drills.base import DrillEnv, DrillTimeout
 from verification.fault_plan import BoundaryReport, choose_hit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from engine.faults import Action, Boundary
+from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
     leases,

@@ -11,8 +11,8 @@ history must be rejected. The kill rate must be 100 %.
 
 from __future__ import annotations
 
-from engine.faults import Action, Boundary, Fault
-from engine.registry import Registry
+from engine.model.registry import Registry
+from engine.worker.faults import Action, Boundary, Fault
 from verification import capture, replay_check
 from verification.drills.base import DrillEnv
 from verification.mutations import MUTATIONS, Mutation, random_keys

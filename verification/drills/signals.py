@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from engine.client import Client
-from engine.errors import WaylineError
+from engine.model.errors import WaylineError
 from engine.store.errors import CommitOutcome, StoreError
 from verification.drills.base import DrillEnv
 from verification.proxy import Cut, DrillProxy, Truth

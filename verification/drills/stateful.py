@@ -34,8 +34,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from engine.faults import Action, Boundary, Fault
 from engine.store import catalog
+from engine.worker.faults import Action, Boundary, Fault
 from verification import capture, invariants, observations
 from verification.clocks import FileClock
 from verification.drills.base import Campaign, DrillEnv, DrillSpec

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from engine.faults import Action, Boundary, Fault
+from engine.worker.faults import Action, Boundary, Fault
 from verification.drills.base import DrillEnv
 from verification.drills.boundaries import wait_fired
 from verification.proxy import Truth

@@ -1,0 +1,1 @@
+"""The `wayline` command line."""

@@ -1,0 +1,334 @@
+"""Commands that act on a running store: worker, start, signal, command, inspect, history,
+and ``definition publish`` / ``definition list``.
+
+Each opens the store (refusing a schema that is behind), calls the client API and
+prints a short answer, or ``--json`` for scripts. Known errors print one line on
+stderr and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
+from engine.client import Client
+from engine.decide.operator_actions import Action
+from engine.model.errors import (
+    ActivityAppNotFound,
+    DefinitionInvalid,
+    InputRefused,
+    NotJSON,
+    WaylineError,
+)
+from engine.model.events import event_to_json
+from engine.model.files import load_definition
+from engine.model.inputs import json_or_text, read_json
+from engine.model.instance import describe_instance, instance_to_json
+from engine.replay.activities import RESOLUTIONS
+from engine.store import catalog, reads
+from engine.store.migrations import MigrationError
+from engine.store.store import DEFAULT_POOL_SIZE, Store
+from engine.worker.activities import load_app
+from engine.worker.faults import Faults
+from engine.worker.loop import Worker, WorkerConfig
+from engine.worker.metrics import Metrics
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
+    Action.PAUSE: {},
+    Action.RESUME: {},
+    Action.CANCEL: {},
+    Action.TERMINATE: {},
+    Action.RETRY_ACTIVITY: {"step": True},
+    Action.RESOLVE_ACTIVITY: {"step": True, "resolution": True, "result": False},
+    Action.APPROVE: {"step": True, "payload": False},
+    Action.COMPENSATE: {"step": True},
+    Action.RESOLVE_COMPENSATION: {"step": True, "code": True, "evidence": False},
+}
+"""The operator actions of ``wayline command`` (those the studio offers), each with the
+options it takes and whether each is required; the option names are the engine's
+effect arguments."""
+EFFECT_FIELDS = ("step", "resolution", "result", "payload", "code", "evidence")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add the runtime commands to the ``wayline`` parser."""
+    _worker(commands)
+    register_demo(commands)
+    start = _command(commands, "start", "start an instance of NAME[@VERSION]", _start)
+    start.add_argument("definition", metavar="NAME[@VERSION]")
+    start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
+    start.add_argument("--input", default="null", type=_json_arg, help="input as JSON")
+    sig = _command(commands, "signal", "deliver a signal to a waiting step", _signal)
+    sig.add_argument("instance")
+    sig.add_argument("step")
+    sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
+    sig.add_argument("--payload", default="null", type=_json_arg, help="payload as JSON")
+    _operator_command(commands)
+    inspect = _command(commands, "inspect", "show an instance's replayed state", _inspect)
+    inspect.add_argument("instance")
+    inspect.add_argument("--json", action="store_true", help="print the full state as JSON")
+    history = _command(commands, "history", "print an instance's history", _history)
+    history.add_argument("instance")
+    history.add_argument("--json", action="store_true", help="one JSON event per line")
+
+
+def _operator_command(commands: argparse._SubParsersAction) -> None:
+    """``wayline command INSTANCE ACTION``: every operator action the studio offers."""
+    cmd = _command(commands, "command", "an audited operator command", _operator)
+    cmd.add_argument("instance")
+    cmd.add_argument("action", choices=[verb(action) for action in EFFECT_OPTIONS])
+    cmd.add_argument("--actor", required=True, help="who acts (recorded in the audit trail)")
+    cmd.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
+    cmd.add_argument("--command-id", help="idempotency id (default: a new one)")
+    cmd.add_argument("--step", help="the step a step action acts on")
+    cmd.add_argument(
+        "--resolution", choices=sorted(RESOLUTIONS), help="resolve-activity: how it settled"
+    )
+    cmd.add_argument(
+        "--result", type=_json_arg, help="resolve-activity succeeded: its result as JSON"
+    )
+    cmd.add_argument("--payload", type=_json_arg, help="approve: the approval's payload as JSON")
+    cmd.add_argument("--code", help="resolve-compensation: a code saying how it was settled")
+    cmd.add_argument(
+        "--evidence", help="resolve-compensation: what shows it settled (JSON, or text)"
+    )
+
+
+def verb(action: Action) -> str:
+    """An action as the command line spells it: ``retry_activity`` is ``retry-activity``."""
+    return action.value.replace("_", "-")
+
+
+def register_demo(commands: argparse._SubParsersAction) -> None:
+    """``wayline demo``: the example saga end to end (see examples/demo.py)."""
+    demo = commands.add_parser(
+        "demo",
+        help="run the order-fulfillment example end to end",
+        description="Run the example saga on a private PostgreSQL "
+        "(or --dsn) and print what happened.",
+    )
+    demo.add_argument("--dsn", help=f"use this PostgreSQL instead of a private one ({DSN_ENV})")
+    demo.add_argument("--schema", default="wayline", type=schema_name)
+    demo.set_defaults(run=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from examples import demo
+
+    return demo.run(args.dsn or os.environ.get(DSN_ENV), args.schema)
+
+
+def register_definition_actions(actions: argparse._SubParsersAction) -> None:
+    """``definition publish FILE.json`` and ``definition list``."""
+    publish = _command(actions, "publish", "publish a definition version", _publish)
+    publish.add_argument("file", type=Path, metavar="FILE.json")
+    publish.add_argument("--actor", default="cli")
+    _command(actions, "list", "list published definition versions", _list)
+
+
+def _command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+) -> Any:
+    parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
+    add_store_options(parser)
+    parser.set_defaults(run=lambda args: _run(args, action))
+    return parser
+
+
+def _worker(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "worker",
+        help="run a worker for an activity registry",
+        description="Claim and process due work until SIGTERM.",
+    )
+    add_store_options(parser)
+    parser.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:REGISTRY",
+        help="where the ActivityRegistry object is, e.g. examples.orders:app",
+    )
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
+    parser.add_argument("--lease-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
+    )
+    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics here")
+    parser.set_defaults(run=lambda args: _run(args, _run_worker))
+
+
+def _run(
+    args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
+) -> int:
+    name = f"wayline {args.command}"
+    try:
+        dsn = resolve_dsn(args)
+        return asyncio.run(_with_client(dsn, args, action))
+    except UsageError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (WaylineError, MigrationError, ValueError) as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+async def _with_client(
+    dsn: str,
+    args: argparse.Namespace,
+    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+) -> int:
+    # A worker needs a connection per busy slot, plus claims, renewals and sweeps.
+    pool_size = max(DEFAULT_POOL_SIZE, getattr(args, "concurrency", 0) + 4)
+    store = await Store.open(dsn, args.schema, max_size=pool_size)
+    try:
+        return await action(Client(store), args)
+    finally:
+        await store.close()
+
+
+def _json_arg(text: str) -> Any:
+    """argparse type for JSON options, read with the engine's rules (``engine.model.inputs``)."""
+    try:
+        return read_json(text, "the value")
+    except NotJSON:
+        raise argparse.ArgumentTypeError("must be valid JSON") from None
+    except InputRefused as refused:  # nested too deeply, a NUL, bytes that are not UTF-8
+        raise argparse.ArgumentTypeError(str(refused)) from None
+
+
+async def _publish(client: Client, args: argparse.Namespace) -> int:
+    try:
+        definition = load_definition(args.file)
+    except DefinitionInvalid as exc:
+        for error in exc.errors:
+            print(f"{error.path or '(document)'}: {error.message}")
+        return EXIT_FAILED
+    created = await client.publish(definition, args.actor)
+    verb = "published" if created else "already published"
+    print(f"{verb} {definition.ref} {definition.fingerprint}")
+    return 0
+
+
+async def _list(client: Client, args: argparse.Namespace) -> int:
+    for version in await catalog.versions(client.store):
+        d = version.definition
+        flag = " deprecated" if version.deprecated else ""
+        print(f"{d.name}@{d.version} {d.fingerprint[:12]} {len(d.steps)} steps{flag}")
+    return 0
+
+
+async def _start(client: Client, args: argparse.Namespace) -> int:
+    name, _, version = args.definition.partition("@")
+    state = await client.start(name, args.id, args.input, version or None)
+    print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    return 0
+
+
+async def _signal(client: Client, args: argparse.Namespace) -> int:
+    state = await client.signal(args.instance, args.step, args.signal_id, args.payload)
+    print(f"signal {args.signal_id} accepted by {state.instance_id} ({state.status.label})")
+    return 0
+
+
+async def _operator(client: Client, args: argparse.Namespace) -> int:
+    """Record the command with the same audit as the studio: actor, trimmed reason."""
+    action = Action(args.action.replace("-", "_"))
+    effect = operator_effect(action, args)
+    state = await client.command(
+        args.instance, action, args.actor, args.reason.strip(), args.command_id, **effect
+    )
+    print(f"{args.action} recorded on {state.instance_id} ({state.status.label})")
+    return 0
+
+
+def operator_effect(action: Action, args: argparse.Namespace) -> dict[str, Any]:
+    """The engine's effect arguments for ``action`` from the options; UsageError when a
+    required one is missing or one the action does not take is given."""
+    options = EFFECT_OPTIONS[action]
+    given = {name for name in EFFECT_FIELDS if getattr(args, name) is not None}
+    if extra := given - options.keys():
+        raise UsageError(f"{verb(action)} does not take {_flags(extra)}")
+    if missing := {name for name, required in options.items() if required} - given:
+        raise UsageError(f"{verb(action)} needs {_flags(missing)}")
+    effect = {name: getattr(args, name) for name in given}
+    if "code" in effect:
+        effect["code"] = effect["code"].strip()
+    if "evidence" in effect:
+        effect["evidence"] = json_or_text(effect["evidence"], "the evidence")
+    return effect
+
+
+def _flags(names: set[str]) -> str:
+    return ", ".join(f"--{name}" for name in sorted(names))
+
+
+async def _inspect(client: Client, args: argparse.Namespace) -> int:
+    state = await client.inspect(args.instance)
+    if args.json:
+        print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
+    else:
+        print(describe_instance(state))
+    return 0
+
+
+async def _history(client: Client, args: argparse.Namespace) -> int:
+    async for event in reads.export_history(client.store, args.instance):
+        record = event_to_json(event)
+        if args.json:
+            print(json.dumps(record, sort_keys=True))
+        else:
+            detail = " ".join(
+                f"{k}={record[k]}" for k in ("step", "attempt", "code") if k in record
+            )
+            print(f"{record['sequence']:>6} {record['occurred_at']} {record['kind']} {detail}")
+    return 0
+
+
+async def _run_worker(client: Client, args: argparse.Namespace) -> int:
+    try:
+        registry = load_app(args.app)
+    except ActivityAppNotFound as error:
+        raise UsageError(str(error)) from None
+    config = WorkerConfig(
+        concurrency=args.concurrency,
+        lease=timedelta(seconds=args.lease_seconds),
+        renew_every=timedelta(seconds=args.lease_seconds / 3),
+        poll_interval=timedelta(seconds=args.poll_seconds),
+        **({"worker_id": args.worker_id} if args.worker_id else {}),
+    )
+    metrics = Metrics()
+    worker = Worker(client.store, registry, config, faults=Faults.from_env(), metrics=metrics)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    server = await metrics.serve("127.0.0.1", args.metrics_port) if args.metrics_port else None
+    print(
+        f"worker {config.worker_id} running {', '.join(registry.targets) or 'no targets'}",
+        flush=True,
+    )
+    try:
+        await worker.run(stop)
+    finally:
+        if server is not None:
+            server.close()
+    print(f"worker {config.worker_id} stopped", flush=True)
+    return 0

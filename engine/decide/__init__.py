@@ -1,0 +1,4 @@
+"""Decisions: what an instance does next, as transitions.
+
+Orchestration, lifecycle, children and the audited operator commands.
+"""

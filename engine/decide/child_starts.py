@@ -1,0 +1,102 @@
+"""Starting a child instance: attempt recorded first, creation idempotent, then reported.
+
+The child lives in the same database, so whether it exists is never a guess: its start
+transition has a fixed id (``<child>#start``), and a redelivered start simply looks
+again. The parent records ``child_start_attempted`` before creating the child and
+``child_started`` after; a child id already taken by an unrelated instance is a known,
+non-retryable start failure. So is a child version the parent's team did not publish:
+the child would run under the parent's team, and another team's graph and targets are
+not its to run (publishing refuses such a pin; this catches versions published before
+that check, or written around it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from engine.decide import decisions, lifecycle
+from engine.decide.orchestration import decide
+from engine.model.events import EventKind
+from engine.model.instance import ChildStatus, InstanceStatus
+from engine.store import catalog, reads
+from engine.store.errors import DuplicateTransition, InstanceExists
+from engine.worker.leased_commits import Context, Dispatch, Obsolete, Park, commit
+
+if TYPE_CHECKING:
+    from engine.model.transitions import Draft
+    from engine.store.work import Lease
+
+C = ChildStatus
+CHILD_ID_TAKEN = "child-id-taken"
+CHILD_DEFINITION_NOT_FOUND = "child-definition-not-found"
+
+
+async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
+    def attempt(draft: Draft) -> None:
+        state = draft.state
+        child = state.children.get(dispatch.step)
+        if state.status.terminal or child is None or child.attempt > dispatch.attempt:
+            raise Obsolete
+        if child.attempt == dispatch.attempt:
+            if child.status is not C.START_RUNNING:
+                raise Obsolete
+            return  # redelivered: the creation below is idempotent, look again
+        if state.status is InstanceStatus.PAUSED:
+            raise Park
+        if state.status is not InstanceStatus.RUNNING or child.status not in (
+            C.SCHEDULED,
+            C.RETRY_WAITING,
+        ):
+            raise Obsolete
+        decisions.start_child_attempt(draft, child, dispatch.attempt, dispatch.key)
+
+    state = await commit(ctx, lease, attempt, finish=False)
+    child = None if state is None else state.children.get(dispatch.step)
+    if child is None or child.status is not C.START_RUNNING:
+        return
+    outcome = await _create(ctx, state, child)
+
+    def report(draft: Draft) -> None:
+        current = draft.state.children.get(dispatch.step)
+        if current is None or current.status is not C.START_RUNNING:
+            raise Obsolete
+        if outcome is None:
+            decisions.record_child_start(draft, current, EventKind.CHILD_STARTED)
+        else:
+            decisions.record_child_start(
+                draft, current, EventKind.CHILD_START_FAILED, code=outcome, retryable=False
+            )
+
+    await commit(ctx, lease, report)
+
+
+async def _create(ctx: Context, parent, child) -> str | None:
+    """Create the child (or find it); a failure code when the id belongs to another, or
+    the pinned version to another team."""
+    owner = await reads.get_instance(ctx.store, parent.instance_id)
+    if not await catalog.owns(ctx.store, child.definition, owner.tenant_id):
+        return CHILD_DEFINITION_NOT_FOUND
+    registry = await ctx.registries.get()
+    definition = registry.resolve(child.definition)
+    now = max(ctx.store.now(), parent.updated_at)
+    draft = lifecycle.start_draft(
+        registry,
+        definition,
+        child.child_id,
+        now,
+        _value(child.input),
+        (parent.instance_id, child.step),
+    )
+    decide(draft)
+    try:
+        await ctx.store.commit(draft.build("start"), owner.tenant_id)
+    except (InstanceExists, DuplicateTransition):
+        existing = await reads.inspect(ctx.store, registry, child.child_id)
+        if (existing.parent_id, existing.parent_step) != (parent.instance_id, child.step):
+            return CHILD_ID_TAKEN
+    return None
+
+
+def _value(text: str | None) -> object:
+    return None if text is None else json.loads(text)

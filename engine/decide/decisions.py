@@ -1,0 +1,298 @@
+"""Builders for every engine decision, each appending to a Draft.
+
+A builder adds the events of one decision (and the work they create) to a Draft,
+which applies them to the replayed state as they are added; several decisions can go
+into one transition (an outcome and the next step, or all branches of a parallel).
+Identities are derived, never random: an attempt's idempotency key is
+``<instance>/<step>/<attempt>`` (``/compensate/`` and ``/child/`` for the other tracks)
+and work ids join the instance, creating sequence, kind and step with ``#``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.model.canonical import canonical_json
+from engine.model.definitions import DefinitionRef, Step
+from engine.model.events import Event, EventKind, json_data
+from engine.model.instance import AttemptProgress, ChildProgress
+from engine.model.limits import MAX_IDENTIFIER_LENGTH, WORK_CLAIM_WINDOW
+from engine.model.transitions import Draft, WorkKind
+
+K = EventKind
+ACTIVITY_OUTCOME_UNKNOWN = "activity-outcome-unknown"
+COMPENSATION_OUTCOME_UNKNOWN = "compensation-outcome-unknown"
+CHILD_START_OUTCOME_UNKNOWN = "child-start-outcome-unknown"
+
+
+def attempt_key(instance_id: str, step: str, attempt: int, track: str = "") -> str:
+    """The idempotency key of one semantic attempt."""
+    middle = f"/{track}" if track else ""
+    return f"{instance_id}/{step}{middle}/{attempt}"
+
+
+def child_instance_id(parent_id: str, step: str) -> str:
+    """The child's instance id: readable when short, a digest when it would be too long."""
+    readable = f"{parent_id}/{step}"
+    if len(readable) <= MAX_IDENTIFIER_LENGTH:
+        return readable
+    from engine.model.canonical import digest
+
+    return f"child-{digest([parent_id, step])[:40]}"
+
+
+def _step(draft: Draft, name: str) -> Step:
+    assert draft.state is not None and draft.state.spec is not None
+    step = draft.state.spec.step(name)
+    assert step is not None, name
+    return step
+
+
+def _dispatch_work(
+    draft: Draft,
+    event: Event,
+    kind: WorkKind,
+    step: str,
+    attempt: int,
+    key: str,
+    timeout: timedelta,
+    available_at: datetime,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    payload = {"step": step, "attempt": attempt, "key": key, **(extra or {})}
+    work_id = "#".join([draft.instance_id, str(event.sequence), kind.label, step])
+    deadline = available_at + timeout + WORK_CLAIM_WINDOW
+    draft.add_work(
+        work_id, kind, event, available_at, deadline, payload, _target(draft, kind, step)
+    )
+
+
+def _target(draft: Draft, kind: WorkKind, name: str) -> str:
+    """The handler a worker needs for this work: the activity's or its compensation's."""
+    step = _step(draft, name)
+    if kind is WorkKind.ACTIVITY:
+        return step.target
+    if kind is WorkKind.COMPENSATION and step.compensation is not None:
+        return step.compensation.target
+    return ""
+
+
+# Activities ---------------------------------------------------------------------------
+
+
+def schedule_activity(draft: Draft, name: str, input: Any = None) -> Event:
+    """Schedule an activity's first attempt: the event and its due work, now."""
+    step = _step(draft, name)
+    event = draft.add(K.ACTIVITY_SCHEDULED, step=name, data=json_data(input))
+    key = attempt_key(draft.instance_id, name, 1)
+    assert step.timeout is not None
+    _dispatch_work(draft, event, WorkKind.ACTIVITY, name, 1, key, step.timeout, draft.now)
+    return event
+
+
+def start_activity_attempt(draft: Draft, name: str, attempt: int, key: str) -> Event:
+    """Record that an attempt starts; must be durable before the handler runs."""
+    timeout = _step(draft, name).timeout
+    assert timeout is not None
+    return _attempt_event(draft, K.ATTEMPT_STARTED, name, attempt, key, draft.now + timeout)
+
+
+def record_outcome(
+    draft: Draft,
+    name: str,
+    attempt: int,
+    kind: EventKind,
+    result: Any = None,
+    code: str = "",
+    retryable: bool = False,
+) -> Event:
+    """Record succeeded / failed / unknown for an attempt in flight (``kind`` names the
+    track: ``attempt_*`` for activities, ``compensation_*`` for compensations)."""
+    return draft.add(
+        kind, step=name, attempt=attempt, data=json_data(result), code=code, retryable=retryable
+    )
+
+
+def schedule_activity_retry(
+    draft: Draft, progress: AttemptProgress, same_key: bool, operator: bool = False
+) -> Event:
+    """A new attempt after a failure (new key) or an unknown outcome (same key)."""
+    step = _step(draft, progress.step)
+    assert step.retry is not None and step.timeout is not None
+    nxt = progress.attempt + 1
+    key = (
+        progress.idempotency_key if same_key else attempt_key(draft.instance_id, progress.step, nxt)
+    )
+    due = draft.now if operator else draft.now + step.retry.backoff(progress.attempt)
+    event = _attempt_event(draft, K.RETRY_SCHEDULED, progress.step, progress.attempt, key, due)
+    _dispatch_work(draft, event, WorkKind.ACTIVITY, progress.step, nxt, key, step.timeout, due)
+    return event
+
+
+def _attempt_event(
+    draft: Draft, kind: EventKind, name: str, attempt: int, key: str, due: datetime
+) -> Event:
+    """An attempt's start or its retry's schedule, on either track (activity or
+    compensation): the attempt, its idempotency key and when it is due."""
+    return draft.add(kind, step=name, attempt=attempt, idempotency_key=key, due_at=due)
+
+
+# Compensations ------------------------------------------------------------------------
+
+
+def schedule_compensation(draft: Draft, name: str) -> Event:
+    """Schedule the compensation of a succeeded activity, with the activity's input."""
+    assert draft.state is not None
+    spec = _step(draft, name).compensation
+    assert spec is not None
+    event = draft.add(K.COMPENSATION_SCHEDULED, step=name, data=draft.state.activities[name].input)
+    key = attempt_key(draft.instance_id, name, 1, "compensate")
+    _dispatch_work(draft, event, WorkKind.COMPENSATION, name, 1, key, spec.timeout, draft.now)
+    return event
+
+
+def start_compensation_attempt(draft: Draft, name: str, attempt: int, key: str) -> Event:
+    spec = _step(draft, name).compensation
+    assert spec is not None
+    due = draft.now + spec.timeout
+    return _attempt_event(draft, K.COMPENSATION_ATTEMPT_STARTED, name, attempt, key, due)
+
+
+def schedule_compensation_retry(draft: Draft, progress: AttemptProgress) -> Event:
+    spec = _step(draft, progress.step).compensation
+    assert spec is not None
+    nxt = progress.attempt + 1
+    key = attempt_key(draft.instance_id, progress.step, nxt, "compensate")
+    due = draft.now + spec.retry.backoff(progress.attempt)
+    kind = K.COMPENSATION_RETRY_SCHEDULED
+    event = _attempt_event(draft, kind, progress.step, progress.attempt, key, due)
+    _dispatch_work(draft, event, WorkKind.COMPENSATION, progress.step, nxt, key, spec.timeout, due)
+    return event
+
+
+# Timers, signals, races ---------------------------------------------------------------
+
+
+def schedule_timer(draft: Draft, name: str) -> Event:
+    """The timer event and its work, available exactly when the timer is due."""
+    timeout = _step(draft, name).timeout
+    assert timeout is not None
+    due = draft.now + timeout
+    event = draft.add(K.TIMER_SCHEDULED, step=name, due_at=due)
+    work_id = "#".join([draft.instance_id, str(event.sequence), WorkKind.TIMER.label, name])
+    draft.add_work(work_id, WorkKind.TIMER, event, due, due + WORK_CLAIM_WINDOW, {"step": name})
+    return event
+
+
+def fire_timer(draft: Draft, name: str) -> Event:
+    return draft.add(K.TIMER_FIRED, step=name)
+
+
+def accept_signal(draft: Draft, name: str, signal_id: str, payload: Any = None) -> Event:
+    """Record a signal; the transition's id should be derived from ``signal_id``."""
+    return draft.add(
+        K.SIGNAL_RECEIVED, step=name, idempotency_key=signal_id, data=json_data(payload)
+    )
+
+
+def record_race_winner(draft: Draft, race: str, winner: str) -> Event:
+    return draft.add(K.RACE_WON, step=race, data=canonical_json(winner))
+
+
+# Children -----------------------------------------------------------------------------
+
+
+def schedule_child(draft: Draft, name: str, input: Any = None) -> Event:
+    """Pin and schedule a child instance, and the work that will start it."""
+    step = _step(draft, name)
+    assert step.child_definition is not None and step.timeout is not None
+    child_id = child_instance_id(draft.instance_id, name)
+    event = draft.add(
+        K.CHILD_SCHEDULED,
+        step=name,
+        definition=step.child_definition,
+        successor_id=child_id,
+        data=json_data(input),
+    )
+    key = attempt_key(draft.instance_id, name, 1, "child")
+    _dispatch_work(
+        draft,
+        event,
+        WorkKind.CHILD,
+        name,
+        1,
+        key,
+        step.timeout,
+        draft.now,
+        {"child_id": child_id, "definition": _ref_json(step.child_definition)},
+    )
+    return event
+
+
+def start_child_attempt(draft: Draft, child: ChildProgress, attempt: int, key: str) -> Event:
+    timeout = _step(draft, child.step).timeout
+    assert timeout is not None
+    return draft.add(
+        K.CHILD_START_ATTEMPTED,
+        step=child.step,
+        attempt=attempt,
+        idempotency_key=key,
+        successor_id=child.child_id,
+        due_at=draft.now + timeout,
+    )
+
+
+def record_child_start(
+    draft: Draft, child: ChildProgress, kind: EventKind, code: str = "", retryable: bool = False
+) -> Event:
+    """CHILD_STARTED (it exists), CHILD_START_FAILED (known absent) or _UNKNOWN."""
+    successor = child.child_id if kind is K.CHILD_STARTED else ""
+    return draft.add(
+        kind,
+        step=child.step,
+        attempt=child.attempt,
+        successor_id=successor,
+        code=code,
+        retryable=retryable,
+    )
+
+
+def schedule_child_retry(draft: Draft, child: ChildProgress) -> Event:
+    step = _step(draft, child.step)
+    assert step.retry is not None and step.timeout is not None
+    nxt = child.attempt + 1
+    key = attempt_key(draft.instance_id, child.step, nxt, "child")
+    due = draft.now + step.retry.backoff(child.attempt)
+    event = draft.add(
+        K.CHILD_START_RETRY_SCHEDULED,
+        step=child.step,
+        attempt=child.attempt,
+        idempotency_key=key,
+        due_at=due,
+    )
+    _dispatch_work(
+        draft,
+        event,
+        WorkKind.CHILD,
+        child.step,
+        nxt,
+        key,
+        step.timeout,
+        due,
+        {"child_id": child.child_id, "definition": _ref_json(child.definition)},
+    )
+    return event
+
+
+def record_child_outcome(
+    draft: Draft, child: ChildProgress, completed: bool, result: Any = None, code: str = ""
+) -> Event:
+    kind = K.CHILD_COMPLETED if completed else K.CHILD_FAILED
+    return draft.add(
+        kind, step=child.step, successor_id=child.child_id, data=json_data(result), code=code
+    )
+
+
+def _ref_json(ref: DefinitionRef) -> dict[str, str]:
+    return {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}

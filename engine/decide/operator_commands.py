@@ -1,0 +1,116 @@
+"""Audited operator commands, each one transition keyed by its command id.
+
+The caller has already authenticated and authorised the actor; the engine records who
+did what and why (``operator_command_recorded``) immediately followed by the effect.
+Preconditions are the replay rules themselves: a command the instance's state does
+not allow is rejected when its effect is applied to the draft.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.decide.audit import audit_problem
+from engine.decide.decisions import schedule_activity_retry, schedule_compensation
+from engine.decide.operator_actions import Action
+from engine.model.canonical import canonical_json
+from engine.model.definitions import DefinitionRef
+from engine.model.errors import DecisionRejected
+from engine.model.events import EventKind, json_data
+from engine.model.identifiers import require_id
+from engine.model.instance import AttemptStatus
+from engine.model.transitions import Draft
+
+K = EventKind
+LIFECYCLE_EFFECTS = {
+    Action.PAUSE: K.PAUSED,
+    Action.RESUME: K.RESUMED,
+    Action.CANCEL: K.CANCELLATION_REQUESTED,
+    Action.TERMINATE: K.TERMINATED,
+}
+
+
+def record_command(
+    draft: Draft, command_id: str, action: Action, actor: str, reason: str, **effect: Any
+) -> None:
+    """Append the audit record and the effect of ``action`` to ``draft``.
+
+    The record is checked by the same rule as the event check (``engine.decide.audit``), first,
+    so a bad actor or reason is a ValueError about the input, like a bad command id.
+    """
+    require_id(command_id, "command id")
+    record = {"action": action.value, "actor": actor, "reason": reason}
+    if problem := audit_problem(record):
+        raise ValueError(problem)
+    draft.add(K.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record))
+    _EFFECTS[action](draft, command_id, **effect)
+
+
+def _lifecycle(action: Action):
+    def effect(draft: Draft, command_id: str) -> None:
+        draft.add(LIFECYCLE_EFFECTS[action])
+
+    return effect
+
+
+def _retry_activity(draft: Draft, command_id: str, step: str) -> None:
+    progress = _activity(draft, step)
+    schedule_activity_retry(
+        draft, progress, same_key=progress.status is AttemptStatus.UNKNOWN, operator=True
+    )
+
+
+def _compensate(draft: Draft, command_id: str, step: str) -> None:
+    schedule_compensation(draft, step)
+
+
+def _resolve_compensation(
+    draft: Draft, command_id: str, step: str, code: str, evidence: Any = None
+) -> None:
+    draft.add(K.COMPENSATION_MANUALLY_RESOLVED, step=step, code=code, data=json_data(evidence))
+
+
+def _approve(draft: Draft, command_id: str, step: str, payload: Any = None) -> None:
+    draft.add(K.SIGNAL_RECEIVED, step=step, idempotency_key=command_id, data=json_data(payload))
+
+
+def _resolve_activity(
+    draft: Draft, command_id: str, step: str, resolution: str, result: Any = None
+) -> None:
+    """Settle an unknown outcome as ``succeeded`` (with result), ``failed`` or ``absent``."""
+    progress = _activity(draft, step)
+    draft.add(
+        K.ACTIVITY_RESOLVED,
+        step=step,
+        attempt=progress.attempt,
+        code=resolution,
+        data=json_data(result),
+    )
+
+
+def _migrate(draft: Draft, command_id: str, target: DefinitionRef, input: Any = None) -> None:
+    """Move a paused instance along a registered edge; ``input`` is the migrated state.
+
+    The caller computes ``input`` with the edge's apply function before building the
+    transition; replay only checks the edge exists and never calls it.
+    """
+    draft.add(K.DEFINITION_MIGRATED, definition=target, data=json_data(input))
+
+
+def _activity(draft: Draft, step: str):
+    assert draft.state is not None
+    progress = draft.state.activities.get(step)
+    if progress is None:
+        raise DecisionRejected(f"activity {step!r} has not been scheduled")
+    return progress
+
+
+_EFFECTS = {
+    **{action: _lifecycle(action) for action in LIFECYCLE_EFFECTS},
+    Action.RETRY_ACTIVITY: _retry_activity,
+    Action.COMPENSATE: _compensate,
+    Action.RESOLVE_COMPENSATION: _resolve_compensation,
+    Action.APPROVE: _approve,
+    Action.RESOLVE_ACTIVITY: _resolve_activity,
+    Action.MIGRATE: _migrate,
+}

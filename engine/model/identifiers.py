@@ -1,0 +1,85 @@
+"""The two shapes of identifier the engine accepts, and their checks.
+
+Names (definition names and versions, step names, activity targets) may not contain
+``/`` or ``:``: derived identities such as idempotency keys join them with ``/`` and
+must stay unambiguous. Ids (instance, signal, command, worker, actor) are opaque and
+may contain them.
+
+Instance ids are chosen per team: a team's id is stored as ``<team>:<id>``
+(``team_instance_id``), so two teams may both run ``order-1``, and no team can take,
+or learn of, an id another team uses. Everything derived from an instance id (a
+child's ``<parent>/<step>``, transition, work and idempotency keys) inherits the
+team's prefix. The engine's own callers (the command line, tests, drills) are the
+team ``''`` and use ids as they are. Namespacing the ids, rather than making the
+primary key (tenant, id), keeps every table, statement and index of the write path
+as it is (all of them key on the instance id alone); the studio is the only place
+that turns a team's id into its stored form and back (``local_instance_id``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.model.limits import MAX_IDENTIFIER_LENGTH, MAX_KEY_LENGTH
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
+NAME_RULE = (
+    f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits, '.', '_' or '-', "
+    "starting with a letter or digit"
+)
+ID_RULE = (
+    f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits and . _ : @ / + -, "
+    "starting with a letter or digit"
+)
+
+
+def name_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid name, or None when it is."""
+    return _problem(value, NAME_PATTERN, NAME_RULE)
+
+
+def id_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid id, or None when it is."""
+    return _problem(value, ID_PATTERN, ID_RULE)
+
+
+def key_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid derived key (an id up to MAX_KEY_LENGTH), or None."""
+    rule = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
+    return _problem(value, ID_PATTERN, rule, MAX_KEY_LENGTH)
+
+
+def _problem(
+    value: object, pattern: re.Pattern[str], rule: str, limit: int = MAX_IDENTIFIER_LENGTH
+) -> str | None:
+    if not isinstance(value, str):
+        return f"must be a string of {rule}"
+    if len(value) > limit or not pattern.fullmatch(value):
+        return f"must be {rule}"
+    return None
+
+
+TEAM_SEPARATOR = ":"
+"""Between a team and its own instance id in the stored id. Team ids cannot contain it
+(``studio.people.TEAM_ID``), so the team of a stored id is never ambiguous."""
+
+
+def team_instance_id(team: str, instance_id: str) -> str:
+    """The stored id of ``team``'s instance ``instance_id`` (as it is for team '')."""
+    return f"{team}{TEAM_SEPARATOR}{instance_id}" if team else instance_id
+
+
+def local_instance_id(team: str, stored_id: str) -> str:
+    """The id ``team`` knows its instance by: ``stored_id`` without the team's prefix
+    (an instance stored before ids were namespaced has none, and keeps its id)."""
+    prefix = team_instance_id(team, "")
+    return stored_id[len(prefix) :] if team and stored_id.startswith(prefix) else stored_id
+
+
+def require_id(value: object, what: str) -> str:
+    """Return ``value`` when it is a valid id; raise ValueError naming ``what`` otherwise."""
+    problem = id_problem(value)
+    if problem:
+        raise ValueError(f"{what} {problem}")
+    return value  # type: ignore[return-value]

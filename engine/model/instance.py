@@ -1,0 +1,281 @@
+"""The replayed state of one instance: what history says, and nothing more.
+
+An Instance is immutable; ``engine.replay.fold.apply`` returns a new one per event, so a
+worker can keep it cached and fold new events in. The snapshot digest is the SHA-256
+of ``instance_to_json`` and changes whenever any status, progress or data changes,
+which is how two replays (or two builds of the engine) are compared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import IntEnum
+from functools import cached_property
+from typing import Any
+
+from engine.model.canonical import digest, format_instant
+from engine.model.definitions import Definition, DefinitionRef
+
+
+class InstanceStatus(IntEnum):
+    RUNNING = 1
+    PAUSED = 2
+    CANCELLING = 3
+    COMPLETED = 4
+    FAILED = 5
+    CANCELLED = 6
+    TERMINATED = 7
+    CONTINUED_AS_NEW = 8
+    FAILING = 9
+    """A known terminal failure is being compensated; the instance fails afterwards."""
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATUSES
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        InstanceStatus.COMPLETED,
+        InstanceStatus.FAILED,
+        InstanceStatus.CANCELLED,
+        InstanceStatus.TERMINATED,
+        InstanceStatus.CONTINUED_AS_NEW,
+    }
+)
+UNWINDING_STATUSES = frozenset({InstanceStatus.CANCELLING, InstanceStatus.FAILING})
+
+
+class AttemptStatus(IntEnum):
+    """Progress of an activity or a compensation through its attempts."""
+
+    READY = 1
+    RUNNING = 2
+    SUCCEEDED = 3
+    FAILED = 4
+    UNKNOWN = 5
+    RETRY_WAITING = 6
+    MANUALLY_RESOLVED = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class ChildStatus(IntEnum):
+    SCHEDULED = 1
+    START_RUNNING = 2
+    ACTIVE = 3
+    START_FAILED = 4
+    START_UNKNOWN = 5
+    RETRY_WAITING = 6
+    SUCCEEDED = 7
+    FAILED = 8
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class AttemptProgress:
+    """One activity (or one compensation of an activity) and its latest attempt.
+
+    ``next_key`` is the idempotency key the next attempt must use, fixed when the retry
+    is scheduled (the same key after an unknown outcome, a new one after a failure).
+    ``completed_sequence`` orders successes, which is the order compensation reverses.
+    """
+
+    step: str
+    status: AttemptStatus
+    scheduled_sequence: int
+    input: str | None = None
+    attempt: int = 0
+    idempotency_key: str = ""
+    started_at: datetime | None = None
+    due_at: datetime | None = None
+    retry_at: datetime | None = None
+    next_key: str = ""
+    granted_attempt: int = 0
+    result: str | None = None
+    code: str = ""
+    retryable: bool = False
+    completed_sequence: int = 0
+
+
+@dataclass(frozen=True)
+class TimerProgress:
+    step: str
+    due_at: datetime
+    fired_at: datetime | None = None
+    fired_sequence: int = 0
+
+
+@dataclass(frozen=True)
+class SignalProgress:
+    step: str
+    signal_id: str
+    received_at: datetime
+    sequence: int
+    data: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildProgress:
+    step: str
+    status: ChildStatus
+    child_id: str
+    definition: DefinitionRef
+    input: str | None = None
+    attempt: int = 0
+    idempotency_key: str = ""
+    due_at: datetime | None = None
+    retry_at: datetime | None = None
+    next_key: str = ""
+    result: str | None = None
+    code: str = ""
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One operator command: who, why, when, and which command id (idempotency)."""
+
+    command_id: str
+    action: str
+    actor: str
+    reason: str
+    occurred_at: datetime
+    sequence: int
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Replayed state. Maps are never mutated; ``apply`` builds new ones."""
+
+    instance_id: str
+    status: InstanceStatus
+    definition: DefinitionRef
+    started_at: datetime
+    updated_at: datetime
+    sequence: int
+    input: str | None = None
+    result: str | None = None
+    failure_code: str = ""
+    failure_step: str = ""
+    successor_id: str = ""
+    parent_id: str = ""
+    parent_step: str = ""
+    activities: Mapping[str, AttemptProgress] = field(default_factory=dict)
+    compensations: Mapping[str, AttemptProgress] = field(default_factory=dict)
+    timers: Mapping[str, TimerProgress] = field(default_factory=dict)
+    signals: Mapping[str, SignalProgress] = field(default_factory=dict)
+    children: Mapping[str, ChildProgress] = field(default_factory=dict)
+    race_winners: Mapping[str, str] = field(default_factory=dict)
+    audit: tuple[AuditEntry, ...] = ()
+    pending_command: AuditEntry | None = None
+    spec: Definition | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def digest(self) -> str:
+        """Snapshot digest: SHA-256 of the canonical JSON of this state."""
+        return digest(instance_to_json(self))
+
+    def value(self, name: str) -> Any:
+        """``input`` or ``result`` decoded from JSON."""
+        text = getattr(self, name)
+        return None if text is None else json.loads(text)
+
+
+def instance_to_json(instance: Instance) -> dict[str, Any]:
+    """Every field of the state as JSON; the basis of the digest and of ``inspect``."""
+    return {
+        "instance_id": instance.instance_id,
+        "status": instance.status.label,
+        "definition": _ref(instance.definition),
+        "started_at": format_instant(instance.started_at),
+        "updated_at": format_instant(instance.updated_at),
+        "sequence": instance.sequence,
+        "input": _json(instance.input),
+        "result": _json(instance.result),
+        "failure_code": instance.failure_code,
+        "failure_step": instance.failure_step,
+        "successor_id": instance.successor_id,
+        "parent_id": instance.parent_id,
+        "parent_step": instance.parent_step,
+        "activities": [_record(p) for p in instance.activities.values()],
+        "compensations": [_record(p) for p in instance.compensations.values()],
+        "timers": [_record(p) for p in instance.timers.values()],
+        "signals": [_record(p) for p in instance.signals.values()],
+        "children": [_record(p) for p in instance.children.values()],
+        "race_winners": dict(instance.race_winners),
+        "audit": [_record(a) for a in instance.audit],
+        "pending_command": None
+        if instance.pending_command is None
+        else _record(instance.pending_command),
+    }
+
+
+def describe_instance(state: Instance) -> str:
+    """A human summary: status, pin, per-step progress, attempts, audit trail."""
+    lines = [
+        f"instance {state.instance_id}: {state.status.label}",
+        f"definition {state.definition} {state.definition.fingerprint}",
+        f"position {state.sequence}, updated {format_instant(state.updated_at)}",
+    ]
+    if state.failure_code:
+        lines.append(f"failure {state.failure_step}: {state.failure_code}")
+    for p in state.activities.values():
+        extra = f" code={p.code}" if p.code else ""
+        lines.append(
+            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
+            f"key={p.idempotency_key or '-'}{extra}"
+        )
+    for p in state.compensations.values():
+        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
+    for t in state.timers.values():
+        fired = f"fired {format_instant(t.fired_at)}" if t.fired_at else "pending"
+        lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {fired}")
+    for s in state.signals.values():
+        lines.append(f"  signal {s.step}: received {s.signal_id}")
+    for c in state.children.values():
+        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
+    for race, winner in state.race_winners.items():
+        lines.append(f"  race {race}: won by {winner}")
+    for a in state.audit:
+        lines.append(
+            f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "
+            f"{a.reason} ({a.command_id})"
+        )
+    return "\n".join(lines)
+
+
+def _record(value: Any) -> dict[str, Any]:
+    out = {}
+    for name in value.__dataclass_fields__:
+        item = getattr(value, name)
+        if isinstance(item, datetime):
+            item = format_instant(item)
+        elif isinstance(item, IntEnum):
+            item = item.name.lower()
+        elif isinstance(item, DefinitionRef):
+            item = _ref(item)
+        elif name in ("input", "result", "data"):
+            item = _json(item)
+        out[name] = item
+    return out
+
+
+def _ref(ref: DefinitionRef) -> dict[str, str]:
+    return {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

@@ -1,0 +1,115 @@
+"""Deterministic replay: history in, immutable Instance out, as a fold.
+
+``apply(registry, state, event)`` checks one event against the state and the pinned
+definition and returns the next state; ``replay`` folds a whole history. Nothing here
+runs user code, migration code, or reads a clock. Every rule of the model is enforced
+on the way: contiguous sequences of one instance, time never going backwards, a known
+definition with a matching fingerprint, legal lifecycle edges, and each operator audit
+record immediately followed by its effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from engine.decide.operator_actions import ACTION_EFFECTS, OPERATOR_ONLY_KINDS, audit_from_event
+from engine.model.errors import RegistryError, ReplayRejected
+from engine.model.events import Event, EventKind
+from engine.model.frozen import evolve
+from engine.model.instance import AuditEntry, Instance, InstanceStatus
+from engine.model.registry import Registry
+from engine.replay import activities as replay_activities
+from engine.replay import children as replay_children
+from engine.replay import lifecycle as replay_lifecycle
+from engine.replay import waits as replay_waits
+
+Handler = Callable[[Instance, Event, Registry, AuditEntry | None], Instance]
+
+HANDLERS: dict[EventKind, Handler] = {
+    **replay_lifecycle.HANDLERS,
+    **replay_activities.HANDLERS,
+    **replay_waits.HANDLERS,
+    **replay_children.HANDLERS,
+}
+
+
+def replay(registry: Registry, events: Iterable[Event]) -> Instance:
+    """Fold a complete history; reject an empty one or one ending mid-command."""
+    state: Instance | None = None
+    for event in events:
+        state = apply(registry, state, event)
+    if state is None:
+        raise ReplayRejected(0, "history is empty")
+    if state.pending_command is not None:
+        raise ReplayRejected(state.sequence, "operator command has no effect after it")
+    return state
+
+
+def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
+    """The state after ``event``; ReplayRejected when the event is not legal here."""
+    if state is None:
+        return _start(registry, event)
+    _check_position(state, event)
+    command = state.pending_command
+    _check_command_pairing(command, event)
+    if event.kind is EventKind.OPERATOR_COMMAND_RECORDED:
+        entry = audit_from_event(event)
+        return evolve(
+            state,
+            pending_command=entry,
+            audit=(*state.audit, entry),
+            sequence=event.sequence,
+            updated_at=event.occurred_at,
+        )
+    handler = HANDLERS.get(event.kind)
+    if handler is None:  # instance_started: only the first event may start an instance
+        raise ReplayRejected(event.sequence, f"{event.kind.label} may only begin a history")
+    new = handler(state, event, registry, command)
+    return evolve(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
+
+
+def _start(registry: Registry, event: Event) -> Instance:
+    if event.kind is not EventKind.INSTANCE_STARTED or event.sequence != 1:
+        raise ReplayRejected(event.sequence, "history must begin with instance_started at 1")
+    assert event.definition is not None
+    try:
+        spec = registry.resolve(event.definition)
+    except RegistryError as exc:
+        raise ReplayRejected(1, str(exc)) from None
+    return Instance(
+        instance_id=event.instance_id,
+        status=InstanceStatus.RUNNING,
+        definition=event.definition,
+        started_at=event.occurred_at,
+        updated_at=event.occurred_at,
+        sequence=1,
+        input=event.data,
+        parent_id=event.successor_id,
+        parent_step=event.step,
+        spec=spec,
+    )
+
+
+def _check_position(state: Instance, event: Event) -> None:
+    if event.instance_id != state.instance_id:
+        raise ReplayRejected(event.sequence, "event belongs to another instance")
+    if event.sequence != state.sequence + 1:
+        raise ReplayRejected(event.sequence, f"expected sequence {state.sequence + 1}")
+    if event.occurred_at < state.updated_at:
+        raise ReplayRejected(event.sequence, "time goes backwards")
+    if state.status.terminal:
+        raise ReplayRejected(event.sequence, f"instance is already {state.status.label}")
+
+
+def _check_command_pairing(command: AuditEntry | None, event: Event) -> None:
+    if command is not None:
+        effect = ACTION_EFFECTS[command.action]
+        if event.kind is not effect:
+            raise ReplayRejected(
+                event.sequence,
+                f"operator command {command.action!r} must be followed by {effect.label}",
+            )
+    elif event.kind in OPERATOR_ONLY_KINDS:
+        raise ReplayRejected(
+            event.sequence, f"{event.kind.label} needs an operator command recorded just before it"
+        )

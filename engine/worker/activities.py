@@ -1,0 +1,258 @@
+"""Activities: plain Python callables, registered by target name in an explicit registry.
+
+A handler receives an ActivityRequest and either returns a result (success), raises
+ActivityFailure (a known failure, retryable or not), or returns UnknownOutcome (it
+cannot tell whether its effect happened). A handler that exceeds its timeout or raises
+anything else is recorded as *unknown*, never as a clean failure: its effect may have
+happened. Handlers may be sync (run in a thread of the worker's own, so they cannot
+block the event loop; see ``HandlerThreads``) or async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.model.canonical import canonical_json
+from engine.model.errors import ActivityAppNotFound
+from engine.model.identifiers import name_problem
+
+Handler = Callable[["ActivityRequest"], Any]
+
+
+@dataclass(frozen=True)
+class ActivityRequest:
+    """What a handler knows about the attempt it runs.
+
+    ``idempotency_key`` is stable across lease redeliveries of one attempt (and across
+    ``retry_same_key`` retries): pass it to the external system to deduplicate effects.
+    ``compensation`` is True when the handler runs as a compensation.
+    """
+
+    instance_id: str
+    step: str
+    target: str
+    attempt: int
+    idempotency_key: str
+    deadline: datetime
+    input: Any
+    compensation: bool = False
+    results: Mapping[str, Any] = field(default_factory=dict)
+    """Results of the instance's activities that have succeeded so far, by step."""
+
+
+class ActivityFailure(Exception):
+    """A known failure: the effect did not happen (``retryable``: trying again may work)."""
+
+    def __init__(
+        self, code: str, message: str = "", retryable: bool = True, details: Any = None
+    ) -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.retryable = retryable
+        self.details = details
+
+
+@dataclass(frozen=True)
+class UnknownOutcome:
+    """Returned by a handler that cannot tell whether its effect happened."""
+
+    code: str = "activity-outcome-unknown"
+    details: Any = None
+
+
+@dataclass(frozen=True)
+class Succeeded:
+    result: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    code: str
+    retryable: bool
+    details: Any = None
+
+
+@dataclass(frozen=True)
+class Unknown:
+    code: str
+    details: Any = None
+
+
+Outcome = Succeeded | Failed | Unknown
+TIMEOUT_CODE = "activity-timeout"
+CRASH_CODE = "activity-panic"
+TRUNCATED_KEY = "truncated_bytes"
+"""In a failure detail too large for its step: the size of the detail the handler gave."""
+PREFIX_KEY = "prefix"
+"""In a failure detail too large for its step: the start of its canonical JSON text."""
+
+
+def bounded_detail(detail: Any, limit: int) -> Any:
+    """A failure's detail as the engine records it, within ``limit`` (the step's
+    ``result_limit``, which replay enforces on failures too).
+
+    A detail that fits is kept as it is. A larger one is replaced by a marker,
+    ``{"prefix": <the start of its canonical JSON>, "truncated_bytes": <its size>}``, cut
+    to fit; when not even an empty marker fits, no detail is recorded. The detail is a
+    diagnosis, while the outcome is what matters: refusing it would leave a known
+    failure to be recorded as unknown once the lease expires.
+    """
+    if detail is None:
+        return None
+    text = canonical_json(detail)
+    size = len(text.encode())
+    if size <= limit:
+        return detail
+    marker = {PREFIX_KEY: text[:limit], TRUNCATED_KEY: size}  # limit chars >= limit bytes
+    over = len(canonical_json(marker).encode()) - limit
+    while over > 0 and marker[PREFIX_KEY]:
+        # Every character takes at least one byte, escaped or not: cutting ``over`` of
+        # them makes it fit unless the prefix runs out first.
+        marker[PREFIX_KEY] = marker[PREFIX_KEY][: max(0, len(marker[PREFIX_KEY]) - over)]
+        over = len(canonical_json(marker).encode()) - limit
+    return marker if over <= 0 else None
+
+
+class ActivityRegistry:
+    """Maps activity targets to handlers. Build one explicitly; nothing registers itself."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+
+    def register(self, target: str, handler: Handler) -> None:
+        problem = name_problem(target)
+        if problem:
+            raise ValueError(f"activity target {problem}")
+        if target in self._handlers:
+            raise ValueError(f"activity target {target} is registered twice")
+        self._handlers[target] = handler
+
+    def activity(self, target: str) -> Callable[[Handler], Handler]:
+        """Decorator form of ``register`` (on this registry object, not a global one)."""
+
+        def decorate(handler: Handler) -> Handler:
+            self.register(target, handler)
+            return handler
+
+        return decorate
+
+    def get(self, target: str) -> Handler | None:
+        return self._handlers.get(target)
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.targets)
+
+
+def load_app(spec: str) -> ActivityRegistry:
+    """Import ``MODULE:NAME`` and return the ActivityRegistry it names.
+
+    The module is imported from the working directory too, as other app runners do, so
+    ``wayline worker --app myapp:app`` finds ``myapp.py`` where it runs. Raises
+    ActivityAppNotFound, saying what was wrong, never with the import's traceback.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        registry = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ActivityAppNotFound(f"cannot load {spec}: {type(exc).__name__}") from None
+    if not isinstance(registry, ActivityRegistry):
+        raise ActivityAppNotFound(f"{spec} is not an ActivityRegistry")
+    return registry
+
+
+class HandlerThreads:
+    """The threads a worker runs sync handlers in: one for each attempt it may run.
+
+    asyncio's default pool has CPU count + 4 threads: a worker running more attempts
+    than that would start attempts whose handlers wait for a thread, and time out
+    (unknown) without ever having run. Here every attempt the worker runs has a thread,
+    and an attempt's timeout starts when its handler does. A thread cannot be stopped:
+    a handler that outlives its attempt (timed out, or its lease lost) keeps its thread
+    until it returns, and ``lingering`` counts those so the worker starts no attempt
+    that would have to wait for one; ``on_free`` is called when one comes back.
+    """
+
+    def __init__(self, size: int, on_free: Callable[[], None] = lambda: None) -> None:
+        self.executor = ThreadPoolExecutor(size, thread_name_prefix="wayline-handler")
+        self.on_free = on_free
+        self.lingering = 0
+
+    async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
+        """``handler(request)`` in a thread; TimeoutError ``timeout`` s after it started."""
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+
+        def call() -> Any:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
+                loop.call_soon_threadsafe(started.set)
+            return handler(request)
+
+        future = self.executor.submit(call)
+        try:
+            await started.wait()
+            async with asyncio.timeout(timeout):
+                return await asyncio.wrap_future(future)
+        except BaseException:
+            if not future.cancel() and not future.done():  # running on: it keeps its thread
+                self._linger(loop, future)
+            raise
+
+    def close(self) -> None:
+        """Start no more handlers (those running finish in their threads)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _linger(self, loop: asyncio.AbstractEventLoop, future: Future) -> None:
+        self.lingering += 1
+
+        def returned(_: Future) -> None:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
+                loop.call_soon_threadsafe(self._release)
+
+        future.add_done_callback(returned)
+
+    def _release(self) -> None:
+        self.lingering -= 1
+        self.on_free()
+
+
+async def run_handler(
+    handler: Handler, request: ActivityRequest, timeout: float, threads: HandlerThreads
+) -> Outcome:
+    """Run one attempt and classify what happened; never raises for handler behaviour.
+
+    A sync handler runs in one of ``threads``; its timeout counts from when it started."""
+    try:
+        if inspect.iscoroutinefunction(handler):
+            async with asyncio.timeout(timeout):
+                value = await handler(request)
+        else:
+            value = await threads.run(handler, request, timeout)
+    except ActivityFailure as failure:
+        return Failed(failure.code, failure.retryable, failure.details)
+    except TimeoutError:
+        return Unknown(TIMEOUT_CODE)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the effect may have happened: unknown, never a failure
+        return Unknown(CRASH_CODE, {"error": type(exc).__name__})
+    if isinstance(value, UnknownOutcome):
+        return Unknown(value.code, value.details)
+    return Succeeded(value)

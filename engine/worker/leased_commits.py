@@ -1,0 +1,268 @@
+"""Committing under a lease: what every processor of leased work shares.
+
+A processor builds its change on the instance's latest state and commits it fenced by
+its lease (``commit``): conflicts are built again on the newer state, a write known not
+to have committed is sent again, work the instance no longer wants is finished without
+history (``Obsolete``) and work of a paused instance is parked (``Park``).
+
+Work can also be claimed before its instance wants it: resuming re-arms all open work
+at once, and an operator may retry a dead letter "now" while the attempt it starts
+still waits out its policy backoff or its timer is not yet due. Such work is released,
+unchanged and without history, until the instance's own due time (``NotDue``), because
+replay forbids an attempt before its retry time and a timer fired early or with a time
+still to come. Where the work's deadline comes first it is dead-lettered again
+(``DUE_AFTER_DEADLINE``): the operator chose that deadline, so the operator decides
+again (retry it with a deadline after the due time, or discard it). The
+processors of activities, timers and children (``engine.worker.processors``,
+``engine.decide.child_starts``) all commit through here, so none of them imports another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from engine.decide import decisions
+from engine.decide.child_outcomes import parent_transitions
+from engine.decide.orchestration import decide
+from engine.model.definitions import Mode
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.transitions import Draft, Transition, WorkKind
+from engine.store import work
+from engine.store.errors import (
+    DuplicateTransition,
+    SequenceConflict,
+    StoreError,
+    StoreUnavailable,
+)
+from engine.store.fencing import LeaseFence
+from engine.store.group_commit import CommitGroup
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry, HandlerThreads
+from engine.worker.faults import Boundary, Faults
+from engine.worker.instance_cache import InstanceCache, RegistrySource
+from engine.worker.metrics import Metrics
+
+S = InstanceStatus
+PARK_FOR = timedelta(hours=1)
+"""How far work for a paused instance is pushed back; resuming re-arms it at once."""
+PARK_MARGIN = timedelta(seconds=1)
+NOT_YET_DUE = "not-yet-due"
+"""Code kept on work released because it was claimed before its instance wanted it."""
+DUE_AFTER_DEADLINE = "due-after-deadline"
+"""Dead-letter code of work its instance wants only at or after the work's deadline."""
+MAX_CONFLICT_RETRIES = 20
+WRITE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Waits before each new try of a write known not to have committed (6.35 s in all,
+within the lease its renewals keep alive meanwhile)."""
+log = logging.getLogger("wayline.processors")
+
+
+class Obsolete(Exception):
+    """The instance no longer wants this work: finish the lease, write no history."""
+
+
+class Park(Exception):
+    """The instance is paused: push the work back until it resumes."""
+
+
+class NotDue(Exception):
+    """The work came before its instance wants it: release it until ``due_at``."""
+
+    def __init__(self, due_at: datetime) -> None:
+        super().__init__(f"not due before {due_at.isoformat()}")
+        self.due_at = due_at
+
+
+def wait_until(draft: Draft, due_at: datetime, claimed_at: datetime) -> None:
+    """Let the draft act at ``due_at`` only if the work was due when it was claimed.
+
+    A claim due by the store's clock (``claimed_at``, read in the claim statement) may
+    still find this process's reading of that clock a little behind: the draft's time
+    then becomes ``due_at``, which is no later than the claim, so it stays truthful. A
+    claim before ``due_at`` raises NotDue: acting would put an event before its due time
+    (replay refuses it) or stamp it with a time still to come.
+    """
+    if draft.now >= due_at:
+        return
+    if claimed_at < due_at:
+        raise NotDue(due_at)
+    draft.now = due_at
+
+
+@dataclass
+class Context:
+    """What processors share within one worker."""
+
+    store: Store
+    activities: ActivityRegistry
+    registries: RegistrySource
+    faults: Faults = field(default_factory=Faults)
+    metrics: Metrics = field(default_factory=Metrics)
+    threads: HandlerThreads = field(default_factory=lambda: HandlerThreads(1))
+    """Where sync handlers run; the worker sizes it to its concurrency."""
+    cache: InstanceCache = field(init=False)
+    commits: CommitGroup = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cache = InstanceCache(self.store, self.registries)
+        self.commits = CommitGroup(self.store)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    step: str
+    attempt: int
+    key: str
+
+
+async def commit(
+    ctx: Context,
+    lease: work.Lease,
+    build: Callable[[Draft], None],
+    finish: bool | Callable[[], bool] = True,
+    eager: Eager | None = None,
+    known: Instance | None = None,
+) -> Instance | None:
+    """Build on the latest state and commit fenced by the lease; retry on conflicts.
+
+    ``build`` raises Obsolete (finish the lease without history) or Park. Returns the
+    committed state, or None when nothing was written. With ``eager``, the next
+    activity this worker can run is started in the same transaction and leased to it.
+
+    ``known`` is the state this processor's own previous commit ended in. It is tried
+    first without reading the store: if anything was committed since, the commit's
+    sequence check rejects it and the store is read (a stale guess costs a retry,
+    never a wrong write). A guess that would make the work obsolete, parked or
+    finished without writing is checked against the store before it is acted on.
+    """
+    for _ in range(MAX_CONFLICT_RETRIES):
+        guessed = known is not None
+        state = known if known is not None else await ctx.cache.load(lease.instance_id)
+        known = None
+        draft = Draft(await ctx.registries.get(), state, _now(ctx, state))
+        try:
+            build(draft)
+        except Obsolete:
+            if guessed:
+                continue
+            await ctx.commits.commit_all([], LeaseFence(ctx.store, lease, finish=True))
+            return None
+        except Park:
+            if guessed:
+                continue
+            await _park(ctx, lease, _now(ctx, state))
+            return None
+        except NotDue as early:
+            if guessed:
+                continue
+            await _release_until(ctx, lease, early.due_at)
+            return None
+        if not draft.events:
+            if guessed:
+                continue
+            return state  # nothing new to record (e.g. a redelivered child start)
+        if draft.state.spec.mode is Mode.ORCHESTRATION:
+            decide(draft)
+        fence = LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
+        if eager is not None:
+            eager.prepare(draft, fence)
+        transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
+        ctx.faults.reach(Boundary.BEFORE_COMMIT)
+        try:
+            await _write(ctx, transitions, fence)
+        except (SequenceConflict, DuplicateTransition):
+            for transition in transitions:
+                ctx.cache.forget(transition.instance_id)
+            continue
+        ctx.faults.reach(Boundary.AFTER_COMMIT)
+        ctx.cache.put(draft.state)
+        if eager is not None:
+            eager.lease = fence.next_lease
+        return draft.state
+    raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+async def _write(ctx: Context, transitions: list[Transition], fence: LeaseFence) -> None:
+    """Commit, and write again what is known not to have taken effect.
+
+    The transitions carry what this processor knows (an attempt's outcome above all):
+    dropped, the lease would expire and the attempt be recorded unknown though its
+    outcome was in hand. So a write the store reports not committed (refused, cut off
+    before the server got it, the database briefly unavailable) is sent again after
+    each of ``WRITE_RETRY_DELAYS``. Fencing still decides: a lease lost meanwhile ends
+    the retries with StaleLease, and an outcome that is unknown is never retried here."""
+    for delay in WRITE_RETRY_DELAYS:
+        try:
+            await ctx.commits.commit_all(transitions, fence)
+            return
+        except StoreError as exc:
+            if type(exc) not in (StoreError, StoreUnavailable):
+                raise  # not "safe to retry": unknown, stale, a conflict, ...
+            ctx.metrics.count("write_retries")
+            log.warning("%s; writing it again in %.2f s", exc, delay)
+        await asyncio.sleep(delay)
+    await ctx.commits.commit_all(transitions, fence)
+
+
+@dataclass
+class Eager:
+    """Eager dispatch of the next activity: start it in the outcome's transaction.
+
+    Only an activity this worker has a handler for and that is due now; at most one, so
+    it takes exactly the slot the finished attempt frees. Others wait for a claim.
+    """
+
+    ctx: Context
+    lease_for: timedelta
+    dispatch: Dispatch | None = None
+    lease: work.Lease | None = None
+
+    def prepare(self, draft: Draft, fence: LeaseFence) -> None:
+        self.dispatch = None
+        item = next(
+            (
+                w
+                for w in draft.work
+                if w.kind is WorkKind.ACTIVITY
+                and w.available_at <= draft.now
+                and self.ctx.activities.get(w.target)
+            ),
+            None,
+        )
+        if item is None or draft.state.status is not S.RUNNING:
+            return
+        payload = json.loads(item.payload or "{}")
+        self.dispatch = Dispatch(payload["step"], payload["attempt"], payload["key"])
+        decisions.start_activity_attempt(
+            draft, self.dispatch.step, self.dispatch.attempt, self.dispatch.key
+        )
+        fence.lease_next, fence.lease_for = item.work_id, self.lease_for
+
+
+async def _park(ctx: Context, lease: work.Lease, now: datetime) -> None:
+    """Push work back while its instance is paused (resuming re-arms it at once).
+
+    Never past the work's deadline: work that cannot wait that long keeps its lease
+    until it expires, and once the deadline passes it becomes a visible dead letter.
+    """
+    until = min(now + PARK_FOR, lease.deadline - PARK_MARGIN)
+    if until > now:
+        await work.retry_at(ctx.store, lease, until, "paused")
+
+
+async def _release_until(ctx: Context, lease: work.Lease, due_at: datetime) -> None:
+    """Release work claimed early until ``due_at``; dead-letter it when its deadline comes
+    first, since it could then never run in time (see the module docstring)."""
+    if due_at < lease.deadline:
+        await work.retry_at(ctx.store, lease, due_at, NOT_YET_DUE)
+    else:
+        await work.dead_letter(ctx.store, lease, DUE_AFTER_DEADLINE)
+
+
+def _now(ctx: Context, state: Instance) -> datetime:
+    return max(ctx.store.now(), state.updated_at)

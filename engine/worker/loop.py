@@ -1,0 +1,299 @@
+"""The asyncio worker: claim due work under leases, process it, keep the leases alive.
+
+- Bounded concurrency: it claims only up to its free slots, and only work whose
+  target it has a handler for (timers and children need none). Sync handlers run in
+  threads of its own, one per slot; a handler still running after its attempt ended
+  (timed out) holds its slot until it returns, so no attempt waits for a thread.
+- Each lease is renewed on its own task well before it expires; a renewal that finds
+  the lease gone cancels the processor, which then records nothing (not while the
+  processor commits the outcome that completes that lease: the renewal may be seeing
+  that commit, which is fenced and reports a real loss itself).
+- It wakes on ``LISTEN`` (a hint) and otherwise polls at a bounded interval.
+- It holds a session-level advisory lock named by its id, so a recovery sweep can
+  expire the leases of a worker whose session is gone without waiting out the lease
+  (fencing still rejects that worker if it turns out to be alive).
+- On stop (SIGTERM/SIGINT in the CLI) it stops claiming, lets in-flight work finish up
+  to ``drain_timeout`` (decisions already made are committed), then cancels the rest,
+  whose leases expire and are redelivered as unknown outcomes where a handler ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import psycopg
+
+from engine.model.errors import WaylineError
+from engine.model.limits import (
+    MAX_LEASE_DURATION,
+    MAX_WORK_CLAIM_ITEMS,
+    MAX_WORKER_CONCURRENCY,
+    MAX_WORKER_POLL_INTERVAL,
+)
+from engine.store import work, workers
+from engine.store.errors import StaleLease, StoreError
+from engine.store.store import Store
+from engine.worker import processors
+from engine.worker.activities import ActivityRegistry, HandlerThreads
+from engine.worker.faults import Boundary, Faults
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
+from engine.worker.metrics import Metrics
+
+log = logging.getLogger("wayline.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Timing and capacity; every value is bounded (see ``check``)."""
+
+    worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    concurrency: int = 16
+    lease: timedelta = timedelta(seconds=30)
+    renew_every: timedelta = timedelta(seconds=10)
+    poll_interval: timedelta = timedelta(seconds=1)
+    drain_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_every: timedelta = timedelta(seconds=5)
+    sweep_every: timedelta = timedelta(milliseconds=500)
+
+    def check(self) -> None:
+        if not 1 <= self.concurrency <= MAX_WORKER_CONCURRENCY:
+            raise ValueError(f"concurrency must be from 1 to {MAX_WORKER_CONCURRENCY}")
+        if not timedelta(0) < self.lease <= MAX_LEASE_DURATION:
+            raise ValueError(f"lease must be more than 0 and at most {MAX_LEASE_DURATION}")
+        if not timedelta(0) < self.renew_every < self.lease:
+            raise ValueError("renew_every must be more than 0 and less than the lease")
+        if not timedelta(0) < self.poll_interval <= MAX_WORKER_POLL_INTERVAL:
+            raise ValueError(
+                f"poll_interval must be more than 0 and at most {MAX_WORKER_POLL_INTERVAL}"
+            )
+
+
+class Worker:
+    """One worker process's loop. ``await Worker(...).run(stop_event)``."""
+
+    def __init__(
+        self,
+        store: Store,
+        activities: ActivityRegistry,
+        config: WorkerConfig | None = None,
+        faults: Faults | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config or WorkerConfig()
+        self.config.check()
+        self.tasks: set[asyncio.Task] = set()
+        self.wake = asyncio.Event()
+        self.owner_locked = asyncio.Event()
+        self.ctx = Context(
+            store,
+            activities,
+            RegistrySource(store),
+            faults or Faults(),
+            metrics or Metrics(),
+            HandlerThreads(self.config.concurrency, on_free=self.wake.set),
+        )
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.ctx.metrics
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process work until ``stop`` is set, then drain."""
+        background = [
+            asyncio.create_task(self._listen(stop)),
+            asyncio.create_task(self._every(self.config.heartbeat_every, self._heartbeat, stop)),
+            asyncio.create_task(self._every(self.config.sweep_every, self._sweep, stop, now=True)),
+        ]
+        try:
+            await self._heartbeat()
+            await self._loop(stop)
+            await self._drain()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.ctx.commits.close()
+            self.ctx.threads.close()
+
+    async def _loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            # Cleared before the claim: a wake-up that arrives while it runs (work
+            # committed after the claim's snapshot) must end the wait below at once.
+            self.wake.clear()
+            free = self.config.concurrency - len(self.tasks) - self.ctx.threads.lingering
+            ready = self.owner_locked.is_set()
+            claimed = await self._claim(free) if free > 0 and ready else []
+            if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
+                continue  # there may be more due right now
+            waiters = [
+                asyncio.create_task(stop.wait()),
+                asyncio.create_task((self.wake if ready else self.owner_locked).wait()),
+            ]
+            await asyncio.wait(
+                waiters,
+                timeout=self.config.poll_interval.total_seconds(),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _claim(self, free: int) -> list[work.Lease]:
+        started = time.perf_counter()
+        try:
+            leases = await work.claim(
+                self.store,
+                self.config.worker_id,
+                self.config.lease,
+                min(free, MAX_WORK_CLAIM_ITEMS),
+                targets=self.ctx.activities.targets,
+            )
+        except (StoreError, psycopg.Error, OSError):
+            self.metrics.count("claim_failures")
+            log.warning("claim failed; retrying after the poll interval", exc_info=True)
+            return []
+        self.metrics.observe("claim", time.perf_counter() - started)
+        self.metrics.count("claimed", len(leases))
+        for lease in leases:
+            self.ctx.faults.reach(Boundary.AFTER_CLAIM)
+            if lease.attempt > 1:
+                self.metrics.count("readmitted")
+            self._start(lease)
+        return leases
+
+    def _start(self, lease: work.Lease) -> None:
+        task = asyncio.create_task(self._process(lease))
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        saturated = len(self.tasks) >= self.config.concurrency
+        self.tasks.discard(task)
+        if saturated:  # the loop skipped claims while no slot was free: claim now
+            self.wake.set()
+
+    async def _process(self, lease: work.Lease) -> None:
+        started = time.perf_counter()
+        current = processors.LeaseHolder(lease, self.config.lease)
+        processor = asyncio.create_task(processors.process(self.ctx, current))
+        renewer = asyncio.create_task(self._renew(current, processor))
+        try:
+            await processor
+            self.metrics.count("completed", kind=str(lease.kind))
+        except StaleLease:
+            self.metrics.count("lease_lost")
+        except asyncio.CancelledError:
+            if renewer.done():
+                self.metrics.count("lease_lost")
+            else:
+                raise
+        except (WaylineError, psycopg.Error, OSError):
+            # The lease expires and the work is redelivered; an in-flight attempt then
+            # becomes unknown, so nothing is silently retried.
+            self.metrics.count("processing_failures")
+            log.warning("processing %s failed", lease.work_id, exc_info=True)
+        finally:
+            renewer.cancel()
+            self.metrics.observe("processing", time.perf_counter() - started)
+
+    async def _renew(self, current: processors.LeaseHolder, processor: asyncio.Task) -> None:
+        """Keep whichever lease the processor works under alive; cancel it when lost.
+
+        Ends with its processor even when the cancellation ``_process`` sends is lost:
+        Python 3.11's ``asyncio.wait_for`` (the pool waits for a connection with it)
+        drops a cancellation that arrives as the wait succeeds, and a renewal loop that
+        missed it would keep a failed processor's lease alive for good."""
+        while not processor.done():
+            await asyncio.sleep(self.config.renew_every.total_seconds())
+            self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
+            lease = current.lease
+            try:
+                await work.renew(self.store, lease, self.config.lease)
+            except StaleLease:
+                if current.lease is not lease or current.committing:
+                    continue  # the processor's own commit finished that lease (eager)
+                log.warning(
+                    "lease %s on work %s was lost: its processor is cancelled",
+                    lease.token,
+                    lease.work_id,
+                )
+                processor.cancel()
+                return
+            except (StoreError, psycopg.Error, OSError):
+                self.metrics.count("renew_failures")
+
+    async def _drain(self) -> None:
+        if self.tasks:
+            _, pending = await asyncio.wait(
+                self.tasks, timeout=self.config.drain_timeout.total_seconds()
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """Hold the owner lock and wake on NOTIFY; reconnect after a failure.
+
+        Claims wait until the lock is held: a worker whose lock is free looks dead to the
+        recovery sweep, which would expire its leases under it.
+        """
+        while not stop.is_set():
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.store.conninfo, autocommit=True
+                ) as conn:
+                    await work.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    self.owner_locked.set()
+                    await conn.execute(f"LISTEN {self.store.channel}")
+                    async for _ in conn.notifies():
+                        self.wake.set()
+            except (StoreError, psycopg.Error, OSError):
+                self.metrics.count("listen_failures")
+            finally:
+                self.owner_locked.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.poll_interval.total_seconds())
+
+    async def _every(
+        self, interval: timedelta, action, stop: asyncio.Event, now: bool = False
+    ) -> None:
+        """Run ``action`` every ``interval`` (first at once when ``now``: a fresh worker
+        sweeps before its first wait, so a crashed predecessor's work is freed at once)."""
+        while not stop.is_set():
+            if not now:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), interval.total_seconds())
+            now = False
+            if not stop.is_set():
+                try:
+                    await action()
+                except (StoreError, psycopg.Error, OSError):
+                    log.warning("%s failed", action.__name__, exc_info=True)
+
+    async def _heartbeat(self) -> None:
+        await self.store.sync_clock()
+        await workers.heartbeat(
+            self.store,
+            self.config.worker_id,
+            self.ctx.activities.targets,
+            self.config.concurrency,
+            socket.gethostname(),
+            os.getpid(),
+        )
+
+    async def _sweep(self) -> None:
+        self.ctx.faults.reach(Boundary.IN_RECOVERY)
+        expired = await work.expire_leases_of_dead_owners(self.store)
+        dead = await work.sweep_expired_deadlines(self.store)
+        self.metrics.count("recovered_leases", expired)
+        self.metrics.count("dead_letters", dead)
+        if expired:
+            self.wake.set()

@@ -1,0 +1,335 @@
+"""Processors: what a worker does with one leased work item.
+
+Each processor reloads the instance (incrementally, from the cache), decides whether
+the work is still wanted, and commits what happened as transitions fenced by its
+lease: the lease is checked in the same PostgreSQL transaction, so a stale owner can
+never write. The decision that follows an outcome rides in that transaction too.
+Commits of processors running at the same time share transactions (group commit,
+``engine.store.group_commit``); each keeps its own fence and its own answer.
+
+Activities and compensations follow the bracket: commit ``attempt_started`` (lease
+kept), run the handler, commit the outcome plus the next decision and complete the
+lease. A redelivered lease whose attempt is durably started but has no outcome
+records *unknown* and never calls the handler again. Work that arrives while its
+instance is paused is parked (resuming re-arms it); work the instance no longer wants
+(it ended, or moved past that attempt) is completed without writing history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.decide import decisions
+from engine.decide.child_starts import start_child
+from engine.model.errors import ReplayRejected
+from engine.model.events import EventKind
+from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
+from engine.model.transitions import Draft, WorkKind
+from engine.replay.fold import replay
+from engine.store import work
+from engine.worker.activities import (
+    ActivityRequest,
+    Failed,
+    Outcome,
+    Succeeded,
+    Unknown,
+    bounded_detail,
+    run_handler,
+)
+from engine.worker.faults import Boundary
+from engine.worker.leased_commits import (
+    Context,
+    Dispatch,
+    Eager,
+    Obsolete,
+    Park,
+    commit,
+    wait_until,
+)
+
+A = AttemptStatus
+S = InstanceStatus
+K = EventKind
+
+
+async def process(ctx: Context, current: LeaseHolder) -> None:
+    """Run one leased work item to a committed result (or lose the lease trying)."""
+    lease = current.lease
+    kind = lease.kind
+    if kind in (WorkKind.ACTIVITY, WorkKind.COMPENSATION):
+        track = ACTIVITY if kind is WorkKind.ACTIVITY else COMPENSATION
+        await process_attempt(ctx, lease, track, current)
+    elif kind is WorkKind.TIMER:
+        await process_timer(ctx, lease)
+    elif kind is WorkKind.CHILD:
+        await process_child(ctx, lease)
+    else:
+        await work.dead_letter(ctx.store, lease, "unsupported-work-kind")
+
+
+# Committing ---------------------------------------------------------------------------
+
+
+def _dispatch(lease: work.Lease) -> Dispatch | None:
+    try:
+        payload = json.loads(lease.payload or "")
+        return Dispatch(str(payload["step"]), int(payload["attempt"]), str(payload["key"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# Activities and compensations ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Track:
+    """An attempt track: activities, or the compensations of activities."""
+
+    name: str
+    compensation: bool
+    statuses: frozenset[InstanceStatus]
+    start: Callable[..., Any]
+    outcome_kinds: tuple[EventKind, EventKind, EventKind]
+    unknown_code: str
+    poison_code: str
+
+    def progress(self, state: Instance, step: str) -> AttemptProgress | None:
+        track = state.compensations if self.compensation else state.activities
+        return track.get(step)
+
+    def target_and_timeout(self, state: Instance, step: str) -> tuple[str, timedelta]:
+        spec = state.spec.step(step)
+        if self.compensation:
+            return spec.compensation.target, spec.compensation.timeout
+        return spec.target, spec.timeout
+
+    def result_limit(self, state: Instance, step: str) -> int:
+        spec = state.spec.step(step)
+        return spec.compensation.result_limit if self.compensation else spec.result_limit
+
+
+ACTIVITY = Track(
+    "activity",
+    False,
+    frozenset({S.RUNNING}),
+    decisions.start_activity_attempt,
+    (K.ATTEMPT_SUCCEEDED, K.ATTEMPT_FAILED, K.ATTEMPT_UNKNOWN),
+    decisions.ACTIVITY_OUTCOME_UNKNOWN,
+    "invalid-activity-dispatch",
+)
+COMPENSATION = Track(
+    "compensation",
+    True,
+    frozenset({S.RUNNING, S.CANCELLING, S.FAILING}),
+    decisions.start_compensation_attempt,
+    (K.COMPENSATION_SUCCEEDED, K.COMPENSATION_FAILED, K.COMPENSATION_UNKNOWN),
+    decisions.COMPENSATION_OUTCOME_UNKNOWN,
+    "invalid-compensation-dispatch",
+)
+
+
+async def process_attempt(
+    ctx: Context, lease: work.Lease, track: Track, current: LeaseHolder
+) -> None:
+    dispatch = _dispatch(lease)
+    if dispatch is None:
+        await work.dead_letter(ctx.store, lease, track.poison_code)
+        return
+    start = StartOrSettle(track, dispatch, lease.claimed_at)
+    claimed = await _claimed_state(ctx, lease)
+    state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
+    if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
+        return
+    while True:
+        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
+        outcome = await _run(ctx, state, track, dispatch)
+        ctx.faults.reach(Boundary.AFTER_HANDLER)
+        ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
+        eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
+        record = _record(track, dispatch, outcome)
+        with current.completing():
+            state = await commit(ctx, lease, record, eager=eager, known=state)
+            if eager is None or eager.lease is None or state is None:
+                return
+            lease, dispatch = eager.lease, eager.dispatch
+            current.lease = lease
+        ctx.metrics.count("eager_dispatches")
+
+
+async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
+    """The instance as its claim read it (a short history comes with the claim), to
+    commit on without reading it again; None when it did not come or does not replay."""
+    if not lease.events:
+        return None
+    try:
+        return replay(await ctx.registries.get(), lease.events)
+    except ReplayRejected:  # e.g. a version this worker has not loaded: read it instead
+        return None
+
+
+@dataclass
+class LeaseHolder:
+    """The lease a processor currently works under (eager dispatch moves it on), which
+    the worker's renewal task keeps alive.
+
+    ``committing`` is true while the processor commits the outcome that completes its
+    lease, until it has switched to the lease handed on: a renewal that meanwhile finds
+    the lease gone may be seeing that very commit, so it must not cancel the processor
+    (the commit is fenced by the lease and reports a real loss itself)."""
+
+    lease: work.Lease
+    lease_for: timedelta
+    committing: bool = False
+
+    @contextlib.contextmanager
+    def completing(self) -> Iterator[None]:
+        """Mark the commit that completes the current lease (see the class)."""
+        self.committing = True
+        try:
+            yield
+        finally:
+            self.committing = False
+
+
+class StartOrSettle:
+    """Start the dispatched attempt, or settle a redelivery as unknown, or give up.
+
+    ``settled`` tells the commit to finish the lease: a settled redelivery has nothing
+    left to run, while a started attempt keeps its lease for the handler. An attempt
+    whose retry time has not come when the work was claimed (``claimed_at``) waits.
+    """
+
+    def __init__(self, track: Track, dispatch: Dispatch, claimed_at: datetime) -> None:
+        self.track = track
+        self.dispatch = dispatch
+        self.claimed_at = claimed_at
+        self.settled = False
+
+    def __call__(self, draft: Draft) -> None:
+        track, dispatch = self.track, self.dispatch
+        state = draft.state
+        progress = track.progress(state, dispatch.step)
+        self.settled = False
+        if state.status.terminal or progress is None or progress.attempt > dispatch.attempt:
+            raise Obsolete
+        if progress.attempt == dispatch.attempt:
+            if progress.status is not A.RUNNING:
+                raise Obsolete
+            # Durably started by an earlier owner that vanished: its effect may exist.
+            _outcome(draft, track, dispatch, Unknown(track.unknown_code))
+            self.settled = True
+            return
+        if state.status is S.PAUSED:
+            raise Park
+        if state.status not in track.statuses or progress.status not in (
+            A.READY,
+            A.RETRY_WAITING,
+        ):
+            raise Obsolete
+        if progress.retry_at is not None:
+            wait_until(draft, progress.retry_at, self.claimed_at)
+        track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
+
+
+def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Draft], None]:
+    def build(draft: Draft) -> None:
+        progress = track.progress(draft.state, dispatch.step)
+        if (
+            draft.state.status.terminal
+            or progress is None
+            or progress.status is not A.RUNNING
+            or progress.attempt != dispatch.attempt
+        ):
+            raise Obsolete
+        _outcome(draft, track, dispatch, outcome)
+
+    return build
+
+
+def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -> None:
+    """Record ``outcome``; a failure's detail is cut to the step's result limit
+    (``bounded_detail``) so that a known failure or an unknown outcome is always written."""
+    succeeded, failed, unknown = track.outcome_kinds
+    at = (draft, dispatch.step, dispatch.attempt)
+    if isinstance(outcome, Succeeded):
+        decisions.record_outcome(*at, succeeded, outcome.result)
+        return
+    detail = bounded_detail(outcome.details, track.result_limit(draft.state, dispatch.step))
+    if isinstance(outcome, Failed):
+        decisions.record_outcome(*at, failed, detail, outcome.code, outcome.retryable)
+    else:
+        decisions.record_outcome(*at, unknown, detail, outcome.code)
+
+
+async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:
+    progress = track.progress(state, dispatch.step)
+    target, timeout = track.target_and_timeout(state, dispatch.step)
+    handler = ctx.activities.get(target)
+    if handler is None:  # the attempt is started: without a handler its outcome is unknown
+        return Unknown("activity-handler-missing")
+    request = ActivityRequest(
+        instance_id=state.instance_id,
+        step=dispatch.step,
+        target=target,
+        attempt=dispatch.attempt,
+        idempotency_key=progress.idempotency_key,
+        deadline=progress.due_at,
+        input=_value(progress.input),
+        compensation=track.compensation,
+        results=_results(state),
+    )
+    return await run_handler(handler, request, timeout.total_seconds(), ctx.threads)
+
+
+def _value(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _results(state: Instance) -> dict[str, Any]:
+    return {p.step: _value(p.result) for p in state.activities.values() if p.status is A.SUCCEEDED}
+
+
+# Timers -------------------------------------------------------------------------------
+
+
+async def process_timer(ctx: Context, lease: work.Lease) -> None:
+    try:
+        step = str(json.loads(lease.payload or "")["step"])
+    except (ValueError, KeyError, TypeError):
+        await work.dead_letter(ctx.store, lease, "invalid-timer-dispatch")
+        return
+
+    def build(draft: Draft) -> None:
+        state = draft.state
+        timer = state.timers.get(step)
+        if state.status.terminal or timer is None or timer.fired_at is not None:
+            raise Obsolete
+        if state.status is S.PAUSED:
+            raise Park
+        owner = state.spec.owners.get(step)
+        if state.status is not S.RUNNING or (owner and owner in state.race_winners):
+            raise Obsolete  # the race was decided without this timer
+        wait_until(draft, timer.due_at, lease.claimed_at)
+        try:
+            decisions.fire_timer(draft, step)
+        except ReplayRejected:
+            raise Obsolete from None
+
+    await commit(ctx, lease, build)
+    ctx.faults.reach(Boundary.AFTER_TIMER_FIRE)
+
+
+# Children -----------------------------------------------------------------------------
+
+
+async def process_child(ctx: Context, lease: work.Lease) -> None:
+    dispatch = _dispatch(lease)
+    if dispatch is None:
+        await work.dead_letter(ctx.store, lease, "invalid-child-dispatch")
+        return
+    await start_child(ctx, lease, dispatch)
