@@ -106,6 +106,7 @@ STRANDS = frozenset(
     {
         "D4-sigstop",
         "D5-blocked-loop",
+        "D7-replay",
         "D9-stateful",
         "D10-pg-restart",
         "D11-backend-kill",
