@@ -38,11 +38,13 @@ def module_name(path: Path) -> str:
 
 
 def source_modules() -> dict[str, Path]:
-    """Every module of the scanned folders by its dotted name."""
+    """Every module of the scanned folders by its dotted name; hidden folders (the
+    benchmark's DBOS virtualenv in ``bench/.venv-dbos``) are not the project's."""
     return {
         module_name(path): path
         for package in PACKAGES
         for path in sorted((ROOT / package).rglob("*.py"))
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
     }
 
 
