@@ -17,12 +17,13 @@ from typing import Any
 
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.orchestration import compensable, decide
 from engine.model.definitions import Step, StepKind
 from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
+from engine.modes import decide
+from engine.modes.steps.orchestration import compensable
 from studio.step_states import frontier
 
 A = AttemptStatus

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition, Step, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.transitions import Draft, WorkKind
+from engine.modes import decide
 from engine.store import work_views
 from engine.store.reads import InstanceRow
 from engine.store.work_views import WorkRow

@@ -149,7 +149,7 @@ def _put(state: Instance, child: ChildProgress) -> Instance:
     return evolve(state, children={**state.children, child.step: child})
 
 
-HANDLERS = {
+RULES = {
     K.CHILD_SCHEDULED: schedule_child,
     K.CHILD_START_ATTEMPTED: start_child,
     K.CHILD_STARTED: start_outcome,

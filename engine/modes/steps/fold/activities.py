@@ -293,7 +293,7 @@ def _waiting(
     )
 
 
-HANDLERS = {
+RULES = {
     K.ACTIVITY_SCHEDULED: schedule_activity,
     K.ATTEMPT_STARTED: start_activity,
     K.ATTEMPT_SUCCEEDED: activity_outcome,

@@ -122,7 +122,7 @@ def branch_completed_at(state: Instance, branch: str) -> datetime | None:
     return None if timer is None else timer.fired_at
 
 
-HANDLERS = {
+RULES = {
     K.TIMER_SCHEDULED: schedule_timer,
     K.TIMER_FIRED: fire_timer,
     K.SIGNAL_RECEIVED: receive_signal,
