@@ -24,7 +24,7 @@ from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.steps.orchestration import compensable
-from studio.step_states import frontier
+from studio.drawings import drawing_of
 
 A = AttemptStatus
 DRY_RUN_ID = "dry-run"
@@ -179,7 +179,7 @@ def _in_flight(instance: Instance) -> list[str]:
 def _waits(instance: Instance) -> list[str]:
     spec = instance.spec
     assert spec is not None
-    current = frontier(instance)
+    current = drawing_of(spec).frontier(instance)
     names = []
     for step in spec.steps:
         if step.name not in current:

@@ -92,8 +92,9 @@ def install(*modes: DefinitionMode) -> None:
     """Make modes available; a work kind is run by one processor, whichever mode made it."""
     for mode in modes:
         for kind, run in mode.work.items():
-            if _PROCESSORS.setdefault(kind, run) is not run:
+            if _PROCESSORS.get(kind, run) is not run:
                 raise ValueError(f"work kind {kind} already has another processor")
+        _PROCESSORS.update(mode.work)
         _INSTALLED[mode.name] = mode
 
 
