@@ -123,7 +123,7 @@ def of(definition: Definition) -> DefinitionMode:
     if mode is None:
         names = ", ".join(_INSTALLED)
         raise ModeNotSupported(
-            f"definition mode {definition.mode!r} is not supported here (supported: {names})"
+            f"definition mode '{definition.mode}' is not supported here (supported: {names})"
         )
     return mode
 
