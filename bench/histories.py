@@ -38,13 +38,13 @@ from bench.app import W1_DEFINITION, definitions
 from bench.cluster import PROBE, Cluster
 from bench.rows import add_started_instances
 from engine.decide import decisions, lifecycle
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition
 from engine.model.events import Event, EventKind
 from engine.model.instance import InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from engine.replay.fold import apply, replay
 from engine.store import catalog, reads
 from engine.store.migrations import apply_migrations

@@ -1,7 +1,8 @@
 """Wayline engine: durable workflows on PostgreSQL.
 
-The pure core (definitions, events, replay, transitions, orchestration) does no I/O,
-reads no clock and draws no randomness; the store and workers bring those in.
+The pure core (definitions, events, replay, transitions, decisions and the definition
+modes) does no I/O, reads no clock and draws no randomness; the store and workers bring
+those in. Importing ``engine`` installs the definition modes it runs (``engine.modes``).
 
 What a user imports is here: ``from engine import ActivityRegistry, Client, Store``.
 The studio, the drill harness and the command line build on the same names.
@@ -19,6 +20,8 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.files import load_definition
+from engine.modes import install
+from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.store.store import Store
 from engine.worker.activities import (
     ActivityFailure,
@@ -28,6 +31,9 @@ from engine.worker.activities import (
     load_app,
 )
 from engine.worker.loop import Worker, WorkerConfig
+
+install(ORCHESTRATION, CHOREOGRAPHY)
+"""The definition modes this engine runs (``engine.modes``); the first is the default."""
 
 __all__ = [
     "ActivityAppNotFound",

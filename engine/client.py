@@ -23,7 +23,6 @@ from engine.decide import decisions, lifecycle
 from engine.decide.child_outcomes import parent_transitions
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition
 from engine.model.errors import (
     DecisionRejected,
@@ -37,6 +36,7 @@ from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
 from engine.model.transitions import Draft
+from engine.modes import decide
 from engine.store import catalog, reads
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store

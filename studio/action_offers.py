@@ -17,13 +17,14 @@ from typing import Any
 
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.orchestration import compensable, decide
 from engine.model.definitions import Step, StepKind
 from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
-from studio.step_states import frontier
+from engine.modes import decide
+from engine.modes.steps.orchestration import compensable
+from studio.drawings import drawing_of
 
 A = AttemptStatus
 DRY_RUN_ID = "dry-run"
@@ -178,7 +179,7 @@ def _in_flight(instance: Instance) -> list[str]:
 def _waits(instance: Instance) -> list[str]:
     spec = instance.spec
     assert spec is not None
-    current = frontier(instance)
+    current = drawing_of(spec).frontier(instance)
     names = []
     for step in spec.steps:
         if step.name not in current:

@@ -2,7 +2,7 @@
 
 One table drives both the form (labels, input types, groups, help) and the edit that
 reads the form back, so a field cannot be shown without being saved or the reverse.
-The field sets follow ``engine.model.validation.KIND_FIELDS``; a test keeps them
+The field sets follow ``engine.modes.steps.validation.KIND_FIELDS``; a test keeps them
 in step. Paths are dotted (``compensation.retry.max_attempts``), the same shape the
 engine's error paths have after the step prefix, so errors land beside their input.
 """

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.model import step_kinds
 from engine.model.definitions import Step, StepKind
 from engine.model.instance import (
     AttemptProgress,
@@ -27,6 +26,7 @@ from engine.model.instance import (
     Instance,
     InstanceStatus,
 )
+from engine.modes.steps import step_kinds
 from studio.formats import format_when
 
 A = AttemptStatus

@@ -5,7 +5,7 @@ ledger rows, the work rows), in a form that can be saved as JSON and replayed la
 against another build (D7's corpus). ``verify`` asks of it:
 
 - **I9, replay determinism.** Replaying twice gives the same snapshot digest, and at
-  every position where the engine decides (``orchestration.decide``), the current
+  every position where the engine decides (``engine.modes.decide``), the current
   engine's decision equals what history recorded next, work rows included. This is
   Temporal's replayer check: the commands reproduced from history must match the
   commands recorded. Where the engine decides nothing, the next event must not be one
@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.decide.orchestration import decide
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import DecisionRejected, ReplayRejected, TransitionInvalid
@@ -29,6 +28,7 @@ from engine.model.events import Event, EventKind, event_from_json, event_to_json
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
+from engine.modes import decide
 from engine.replay.fold import apply
 
 K = EventKind

@@ -33,7 +33,7 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import describe_instance, instance_to_json
-from engine.replay.activities import RESOLUTIONS
+from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store

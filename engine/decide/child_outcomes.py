@@ -10,10 +10,9 @@ because of it reports to its own parent.
 from __future__ import annotations
 
 from engine.decide.decisions import record_child_outcome
-from engine.decide.orchestration import decide
-from engine.model.definitions import Mode
 from engine.model.instance import ChildStatus, Instance, InstanceStatus
 from engine.model.transitions import Draft, Transition
+from engine.modes import follow
 from engine.worker.instance_cache import InstanceCache, RegistrySource
 
 REPORTABLE = frozenset({ChildStatus.START_RUNNING, ChildStatus.ACTIVE, ChildStatus.START_UNKNOWN})
@@ -43,8 +42,7 @@ async def parent_transitions(
         return []
     parent_draft = Draft(await registries.get(), parent, max(draft.now, parent.updated_at))
     _report(parent_draft, parent, child)
-    if parent_draft.state.spec.mode is Mode.ORCHESTRATION:
-        decide(parent_draft)
+    follow(parent_draft)
     return [parent_draft.build(), *await parent_transitions(cache, registries, parent_draft)]
 
 

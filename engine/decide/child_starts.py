@@ -16,9 +16,9 @@ import json
 from typing import TYPE_CHECKING
 
 from engine.decide import decisions, lifecycle
-from engine.decide.orchestration import decide
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus, InstanceStatus
+from engine.modes import decide
 from engine.store import catalog, reads
 from engine.store.errors import DuplicateTransition, InstanceExists
 from engine.worker.leased_commits import Context, Dispatch, Obsolete, Park, commit

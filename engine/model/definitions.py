@@ -24,7 +24,10 @@ from engine.model.durations import format_duration, to_micros
 
 
 class Mode(StrEnum):
-    """How instances advance: the engine decides (orchestration) or events do."""
+    """A definition's mode: how it is written and advanced (its parts: ``engine.modes``).
+
+    Both are step lists: the engine decides (orchestration) or events do (choreography).
+    """
 
     ORCHESTRATION = "orchestration"
     CHOREOGRAPHY = "choreography"

@@ -6,12 +6,14 @@ returns None, so a caller can keep reading and report everything at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.model.durations import parse_duration
 from engine.model.errors import FieldError
+
+T = TypeVar("T")
 
 
 def join(path: str, key: str | int) -> str:
@@ -99,6 +101,20 @@ class SpecReader:
             self.error(where, f"must be more than 0 and at most {maximum.days} days")
             return None
         return parsed
+
+    def choice(
+        self, obj: dict[str, Any], key: str, path: str, options: Mapping[str, T]
+    ) -> T | None:
+        """One of ``options`` by its name (an enum's values, the installed modes)."""
+        value = obj.get(key)
+        found = options.get(value) if isinstance(value, str) else None
+        if found is None:
+            allowed = ", ".join(options)
+            self.error(
+                join(path, key),
+                f"is required: one of {allowed}" if value is None else f"must be one of {allowed}",
+            )
+        return found
 
     def boolean(self, obj: dict[str, Any], key: str, path: str, default: bool) -> bool:
         value = obj.get(key, default)

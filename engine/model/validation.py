@@ -1,371 +1,50 @@
 """Parsing and validating definitions from the JSON exchange format.
 
-``parse_definition`` reads a document, checks each field of each step for its kind,
-then checks the structure (branches, joins, races, ownership and order), and raises
-one DefinitionInvalid listing every problem with its JSON path.
-
-Rules beyond the reference model, chosen so every definition has one clear meaning:
-a branch step comes after its parallel or race, every parallel has exactly one join
-placed after it, and race branches may also be timers (a signal raced against a
-timeout is the common case).
+``parse_definition`` reads the fields every definition has (name, version, mode,
+deprecated) and hands the rest of the document to its mode (``engine.modes``), which
+reads its own fields (a step list's ``steps``) and then checks their structure. It
+raises one DefinitionInvalid listing every problem with its JSON path. A document
+whose mode is missing or unknown is still read as the default mode (the first
+installed: step lists, the original format), so it gets every error at once too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from engine.model.definitions import (
-    CompensationSpec,
-    Definition,
-    DefinitionRef,
-    Mode,
-    RetryPolicy,
-    Step,
-    StepKind,
-    UnknownPolicy,
-)
+from engine import modes
+from engine.model.definitions import Definition
 from engine.model.errors import DefinitionInvalid
 from engine.model.identifiers import name_problem
-from engine.model.limits import (
-    MAX_FAN_OUT,
-    MAX_PAYLOAD_BYTES,
-    MAX_RETRY_ATTEMPTS,
-    MAX_RETRY_DELAY,
-    MAX_STEP_TIMEOUT,
-    MAX_STEPS,
-)
-from engine.model.spec_reader import SpecReader, join
+from engine.model.spec_reader import SpecReader
 
-TOP_FIELDS = frozenset({"name", "version", "mode", "deprecated", "steps"})
-RETRY_FIELDS = frozenset({"max_attempts", "initial_delay", "max_delay"})
-COMPENSATION_FIELDS = frozenset({"target", "timeout", "result_limit", "retry"})
-CHILD_FIELDS = frozenset({"name", "version", "fingerprint"})
-
-KIND_FIELDS: dict[StepKind, frozenset[str]] = {
-    StepKind.ACTIVITY: frozenset(
-        {"target", "timeout", "input_limit", "result_limit", "retry", "compensation", "on_unknown"}
-    ),
-    StepKind.SIGNAL: frozenset({"target", "timeout", "input_limit"}),
-    StepKind.APPROVAL: frozenset({"target", "timeout", "input_limit"}),
-    StepKind.TIMER: frozenset({"timeout"}),
-    StepKind.CHILD: frozenset(
-        {"target", "timeout", "input_limit", "result_limit", "retry", "child_definition"}
-    ),
-    StepKind.PARALLEL: frozenset({"branches", "fan_out_limit"}),
-    StepKind.RACE: frozenset({"branches", "fan_out_limit"}),
-    StepKind.JOIN: frozenset({"branches"}),
-}
-ALL_STEP_FIELDS = frozenset({"name", "kind"}).union(*KIND_FIELDS.values())
-RACE_BRANCH_KINDS = (StepKind.SIGNAL, StepKind.APPROVAL, StepKind.TIMER)
+HEAD_FIELDS = frozenset({"name", "version", "mode", "deprecated"})
+"""The fields of every definition document, whatever its mode."""
 
 
 def parse_definition(document: Any) -> Definition:
     """Validate an exchange-format document; raise DefinitionInvalid with every error."""
     reader = SpecReader()
     definition = read_document(reader, document)
-    if definition is not None:
-        check_structure(reader, definition)
     if reader.errors or definition is None:
         raise DefinitionInvalid(reader.errors)
     return definition
 
 
 def read_document(reader: SpecReader, document: Any) -> Definition | None:
-    """Read the top level and each step's fields; None when the shape is unusable."""
-    top = reader.object(document, "", TOP_FIELDS)
+    """Read the head, then the mode's own fields and structure; None when unusable."""
+    named = modes.find(document.get("mode")) if isinstance(document, dict) else None
+    rules = named or next(iter(modes.installed().values()))
+    top = reader.object(document, "", HEAD_FIELDS | rules.fields)
     if top is None:
         return None
     name = reader.string(top, "name", "", name_problem)
     version = reader.string(top, "version", "", name_problem)
-    mode = _enum(reader, top, "mode", "", Mode)
+    mode = reader.choice(top, "mode", "", modes.installed())
     deprecated = reader.boolean(top, "deprecated", "", False)
-    raw_steps = top.get("steps")
-    if not isinstance(raw_steps, list) or not 1 <= len(raw_steps) <= MAX_STEPS:
-        reader.error("steps", f"must be a list of 1 to {MAX_STEPS} steps")
+    body = rules.read(reader, top)
+    if name is None or version is None or mode is None or body is None:
         return None
-    steps = [read_step(reader, raw, join("steps", i)) for i, raw in enumerate(raw_steps)]
-    if name is None or version is None or mode is None or None in steps:
-        return None
-    return Definition(name, version, mode, deprecated, tuple(s for s in steps if s))
-
-
-def read_step(reader: SpecReader, raw: Any, path: str) -> Step | None:
-    """Read one step, checking only the fields its kind allows."""
-    obj = reader.object(raw, path, ALL_STEP_FIELDS)
-    if obj is None:
-        return None
-    name = reader.string(obj, "name", path, name_problem)
-    kind = _enum(reader, obj, "kind", path, StepKind)
-    if kind is None:
-        return None
-    allowed = KIND_FIELDS[kind] | {"name", "kind"}
-    # Fields no kind has were already reported as unknown by reader.object.
-    for key in sorted((set(obj) & ALL_STEP_FIELDS) - allowed):
-        reader.error(
-            join(path, key),
-            f"is not allowed on {_article(kind)} step; allowed: {', '.join(sorted(allowed))}",
-        )
-    fields = _KIND_READERS[kind](reader, obj, path)
-    if name is None or fields is None:
-        return None
-    return Step(name=name, kind=kind, **fields)
-
-
-def _read_activity(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    fields = {
-        "target": reader.string(obj, "target", path, name_problem),
-        "timeout": reader.duration(obj, "timeout", path, MAX_STEP_TIMEOUT),
-        "input_limit": _limit(reader, obj, "input_limit", path),
-        "result_limit": _limit(reader, obj, "result_limit", path),
-        "retry": _retry(reader, obj, path),
-        "compensation": None,
-        "on_unknown": UnknownPolicy.HOLD,
-    }
-    if "compensation" in obj:
-        fields["compensation"] = _compensation(reader, obj["compensation"], path)
-    if "on_unknown" in obj:
-        fields["on_unknown"] = _enum(reader, obj, "on_unknown", path, UnknownPolicy)
-    optional = ("compensation",) if "compensation" not in obj else ()
-    return _complete(fields, optional)
-
-
-def _read_wait(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete(
-        {
-            "target": reader.string(obj, "target", path, name_problem),
-            "timeout": reader.duration(obj, "timeout", path, MAX_STEP_TIMEOUT),
-            "input_limit": _limit(reader, obj, "input_limit", path),
-        }
-    )
-
-
-def _read_timer(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete({"timeout": reader.duration(obj, "timeout", path, MAX_STEP_TIMEOUT)})
-
-
-def _read_child(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete(
-        {
-            "target": reader.string(obj, "target", path, name_problem),
-            "timeout": reader.duration(obj, "timeout", path, MAX_STEP_TIMEOUT),
-            "input_limit": _limit(reader, obj, "input_limit", path),
-            "result_limit": _limit(reader, obj, "result_limit", path),
-            "retry": _retry(reader, obj, path),
-            "child_definition": _child_ref(reader, obj.get("child_definition"), path),
-        }
-    )
-
-
-def _read_fan_out(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete(
-        {
-            "branches": _branches(reader, obj, path),
-            "fan_out_limit": reader.integer(obj, "fan_out_limit", path, 1, MAX_FAN_OUT),
-        }
-    )
-
-
-def _read_join(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete({"branches": _branches(reader, obj, path)})
-
-
-_KIND_READERS = {
-    StepKind.ACTIVITY: _read_activity,
-    StepKind.SIGNAL: _read_wait,
-    StepKind.APPROVAL: _read_wait,
-    StepKind.TIMER: _read_timer,
-    StepKind.CHILD: _read_child,
-    StepKind.PARALLEL: _read_fan_out,
-    StepKind.RACE: _read_fan_out,
-    StepKind.JOIN: _read_join,
-}
-
-
-def _complete(fields: dict[str, Any], optional: tuple[str, ...] = ()) -> dict | None:
-    """The fields when every required one was read, else None (errors are recorded)."""
-    missing = [k for k, v in fields.items() if v is None and k not in optional]
-    return None if missing else fields
-
-
-def _enum(reader: SpecReader, obj: dict[str, Any], key: str, path: str, enum: Any) -> Any:
-    allowed = ", ".join(m.value for m in enum)
-    value = obj.get(key)
-    try:
-        return enum(value)
-    except ValueError:
-        where = join(path, key)
-        reader.error(
-            where,
-            f"is required: one of {allowed}" if value is None else f"must be one of {allowed}",
-        )
-        return None
-
-
-def _limit(reader: SpecReader, obj: dict[str, Any], key: str, path: str) -> int | None:
-    return reader.integer(obj, key, path, 1, MAX_PAYLOAD_BYTES)
-
-
-def _retry(reader: SpecReader, obj: dict[str, Any], path: str) -> RetryPolicy | None:
-    where = join(path, "retry")
-    shape = "{max_attempts, initial_delay, max_delay}"
-    retry = reader.required_object(obj.get("retry"), where, RETRY_FIELDS, shape)
-    if retry is None:
-        return None
-    attempts = reader.integer(retry, "max_attempts", where, 1, MAX_RETRY_ATTEMPTS)
-    initial = reader.duration(retry, "initial_delay", where, MAX_RETRY_DELAY)
-    maximum = reader.duration(retry, "max_delay", where, MAX_RETRY_DELAY)
-    if initial is not None and maximum is not None and maximum < initial:
-        reader.error(join(where, "max_delay"), "must be at least initial_delay")
-        return None
-    if attempts is None or initial is None or maximum is None:
-        return None
-    return RetryPolicy(attempts, initial, maximum)
-
-
-def _compensation(reader: SpecReader, raw: Any, path: str) -> CompensationSpec | None:
-    where = join(path, "compensation")
-    obj = reader.object(raw, where, COMPENSATION_FIELDS)
-    if obj is None:
-        return None
-    fields = _complete(
-        {
-            "target": reader.string(obj, "target", where, name_problem),
-            "timeout": reader.duration(obj, "timeout", where, MAX_STEP_TIMEOUT),
-            "result_limit": _limit(reader, obj, "result_limit", where),
-            "retry": _retry(reader, obj, where),
-        }
-    )
-    return None if fields is None else CompensationSpec(**fields)
-
-
-def _child_ref(reader: SpecReader, raw: Any, path: str) -> DefinitionRef | None:
-    where = join(path, "child_definition")
-    shape = "{name, version, fingerprint} of the pinned child"
-    obj = reader.required_object(raw, where, CHILD_FIELDS, shape)
-    if obj is None:
-        return None
-    name = reader.string(obj, "name", where, name_problem)
-    version = reader.string(obj, "version", where, name_problem)
-    fingerprint = reader.string(obj, "fingerprint", where, _fingerprint_problem)
-    if name is None or version is None or fingerprint is None:
-        return None
-    return DefinitionRef(name, version, fingerprint)
-
-
-def _fingerprint_problem(value: str) -> str | None:
-    if len(value) == 64 and all(c in "0123456789abcdef" for c in value):
-        return None
-    return "must be 64 lowercase hex characters (a SHA-256 fingerprint)"
-
-
-def _branches(reader: SpecReader, obj: dict[str, Any], path: str) -> tuple[str, ...] | None:
-    where = join(path, "branches")
-    raw = obj.get("branches")
-    if not isinstance(raw, list) or not raw or not all(isinstance(b, str) for b in raw):
-        reader.error(where, "must be a non-empty list of step names")
-        return None
-    if len(set(raw)) != len(raw):
-        reader.error(where, "must not name a step twice")
-        return None
-    return tuple(raw)
-
-
-def check_structure(reader: SpecReader, definition: Definition) -> None:
-    """Rules across steps: unique names, branches, ownership, joins, child pins."""
-    positions: dict[str, int] = {}
-    for i, step in enumerate(definition.steps):
-        if step.name in positions:
-            reader.error(join(join("steps", i), "name"), f"duplicates step {positions[step.name]}")
-        positions.setdefault(step.name, i)
-    owned: dict[str, str] = {}
-    joined: dict[frozenset[str], str] = {}
-    for i, step in enumerate(definition.steps):
-        path = join("steps", i)
-        if step.kind is StepKind.CHILD:
-            _check_child(reader, step, path)
-        if step.kind in (StepKind.PARALLEL, StepKind.RACE):
-            _check_fan_out(reader, definition, step, i, path, positions, owned)
-        if step.kind is StepKind.JOIN:
-            _check_join(reader, definition, step, i, path, positions, joined)
-    for step in definition.steps:
-        if step.kind is StepKind.PARALLEL and frozenset(step.branches) not in joined:
-            i = positions[step.name]
-            reader.error(join(join("steps", i), "branches"), "needs exactly one join after it")
-
-
-def _check_child(reader: SpecReader, step: Step, path: str) -> None:
-    child = step.child_definition
-    if child is not None and step.target != child.name:
-        reader.error(join(path, "target"), "must equal child_definition.name")
-
-
-def _check_fan_out(
-    reader: SpecReader,
-    definition: Definition,
-    step: Step,
-    index: int,
-    path: str,
-    positions: dict[str, int],
-    owned: dict[str, str],
-) -> None:
-    where = join(path, "branches")
-    if len(step.branches) > step.fan_out_limit:
-        reader.error(
-            where, f"has {len(step.branches)} branches; fan_out_limit is {step.fan_out_limit}"
-        )
-    allowed = (StepKind.ACTIVITY,) if step.kind is StepKind.PARALLEL else RACE_BRANCH_KINDS
-    kinds = ", ".join(k.value for k in allowed)
-    for b, branch in enumerate(step.branches):
-        at = join(where, b)
-        target = definition.step(branch)
-        if branch == step.name:
-            reader.error(at, "a step cannot be its own branch")
-        elif target is None:
-            reader.error(at, f"names no step: {branch!r}")
-        elif target.kind not in allowed:
-            reader.error(
-                at,
-                f"{branch!r} is a {target.kind.value} step; {step.kind.value} "
-                f"branches must be: {kinds}",
-            )
-        elif positions[branch] < index:
-            reader.error(at, f"{branch!r} must come after {step.name!r}")
-        elif branch in owned:
-            reader.error(at, f"{branch!r} already belongs to {owned[branch]!r}")
-        else:
-            owned[branch] = step.name
-
-
-def _check_join(
-    reader: SpecReader,
-    definition: Definition,
-    step: Step,
-    index: int,
-    path: str,
-    positions: dict[str, int],
-    joined: dict[frozenset[str], str],
-) -> None:
-    where = join(path, "branches")
-    branches = frozenset(step.branches)
-    parallel = next(
-        (
-            s
-            for s in definition.steps
-            if s.kind is StepKind.PARALLEL and frozenset(s.branches) == branches
-        ),
-        None,
-    )
-    if parallel is None:
-        reader.error(where, "must list exactly the branches of one parallel step")
-    elif branches in joined:
-        reader.error(
-            where, f"the branches of {parallel.name!r} are already joined by {joined[branches]!r}"
-        )
-    elif positions[parallel.name] > index:
-        reader.error(where, f"the join must come after {parallel.name!r}")
-    else:
-        joined[branches] = step.name
-
-
-def _article(kind: StepKind) -> str:
-    return f"{'an' if kind.value[0] in 'aeiou' else 'a'} {kind.value}"
+    definition = Definition(name, version, mode.name, deprecated, **body)
+    mode.check(reader, definition)
+    return definition

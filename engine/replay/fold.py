@@ -10,27 +10,16 @@ record immediately followed by its effect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 
+from engine import modes
 from engine.decide.operator_actions import ACTION_EFFECTS, OPERATOR_ONLY_KINDS, audit_from_event
 from engine.model.errors import RegistryError, ReplayRejected
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AuditEntry, Instance, InstanceStatus
 from engine.model.registry import Registry
-from engine.replay import activities as replay_activities
-from engine.replay import children as replay_children
-from engine.replay import lifecycle as replay_lifecycle
-from engine.replay import waits as replay_waits
-
-Handler = Callable[[Instance, Event, Registry, AuditEntry | None], Instance]
-
-HANDLERS: dict[EventKind, Handler] = {
-    **replay_lifecycle.HANDLERS,
-    **replay_activities.HANDLERS,
-    **replay_waits.HANDLERS,
-    **replay_children.HANDLERS,
-}
+from engine.replay.lifecycle import RULES as LIFECYCLE_RULES
 
 
 def replay(registry: Registry, events: Iterable[Event]) -> Instance:
@@ -61,11 +50,17 @@ def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
             sequence=event.sequence,
             updated_at=event.occurred_at,
         )
-    handler = HANDLERS.get(event.kind)
-    if handler is None:  # instance_started: only the first event may start an instance
+    rule = LIFECYCLE_RULES.get(event.kind) or _mode_rules(state).get(event.kind)
+    if rule is None:  # instance_started: only the first event may start an instance
         raise ReplayRejected(event.sequence, f"{event.kind.label} may only begin a history")
-    new = handler(state, event, registry, command)
+    new = rule(state, event, registry, command)
     return evolve(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
+
+
+def _mode_rules(state: Instance) -> Mapping[EventKind, modes.FoldRule]:
+    """The fold rules of the instance's definition mode (its steps' events)."""
+    assert state.spec is not None
+    return modes.of(state.spec).fold
 
 
 def _start(registry: Registry, event: Event) -> Instance:

@@ -1,5 +1,8 @@
 """Replay of lifecycle events: start, pause, cancel, complete, fail, migrate, ...
 
+Every definition mode shares these rules; a mode's own events have its own
+(``engine.modes``).
+
 The legal edges (the lifecycle table in the README) are the keys of LIFECYCLE_EDGES.
 Ending a cancellation or a failure requires every compensation to have settled and no
 activity or compensation attempt to be in flight, so an effect can never land after
@@ -87,4 +90,4 @@ def _resolve(event: Event, registry: Registry):
         raise reject(event, str(exc)) from None
 
 
-HANDLERS = dict.fromkeys(LIFECYCLE_EDGES, lifecycle)
+RULES = dict.fromkeys(LIFECYCLE_EDGES, lifecycle)

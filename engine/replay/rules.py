@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any, TypeVar
 
 from engine.model.definitions import Step, StepKind
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event
+from engine.model.frozen import evolve
 from engine.model.instance import Instance, InstanceStatus
+
+P = TypeVar("P")
 
 
 def reject(event: Event, message: str) -> ReplayRejected:
@@ -35,15 +41,48 @@ def require_step(state: Instance, event: Event, *kinds: StepKind) -> Step:
 
 
 def require_first(
-    state: Instance, event: Event, kind: StepKind, taken: Mapping[str, object], already: str
+    state: Instance,
+    event: Event,
+    kind: StepKind,
+    taken: Mapping[str, object],
+    already: str = "is already scheduled",
 ) -> Step:
     """The step of ``kind`` a running instance acts on for the first time (an activity,
     child or timer scheduled, a race won); ``already`` says why a second time is refused."""
     require_status(state, event, InstanceStatus.RUNNING)
     step = require_step(state, event, kind)
     if event.step in taken:
-        raise reject(event, already)
+        raise reject(event, f"{kind.value} {event.step!r} {already}")
     return step
+
+
+def check_start(event: Event, timeout: timedelta, retry_at: datetime | None, next_key: str) -> None:
+    """The rules every attempt's start shares (an activity's, a compensation's, a child's):
+    due exactly its timeout after it starts, never before its retry time, and with the
+    idempotency key its retry fixed."""
+    if event.due_at != event.occurred_at + timeout:
+        raise reject(event, "due_at must be the start time plus the step timeout")
+    if retry_at is not None and event.occurred_at < retry_at:
+        raise reject(event, "attempt starts before its retry time")
+    if next_key and event.idempotency_key != next_key:
+        raise reject(event, "attempt must use the idempotency key fixed by its retry")
+
+
+def started(progress: P, event: Event, status: Enum, **fields: Any) -> P:
+    """``progress`` (an attempt's or a child start's) once ``event`` started an attempt:
+    numbered and keyed by it, due when it says, with the last outcome and retry cleared."""
+    return evolve(
+        progress,
+        status=status,
+        attempt=event.attempt,
+        idempotency_key=event.idempotency_key,
+        due_at=event.due_at,
+        retry_at=None,
+        next_key="",
+        code="",
+        retryable=False,
+        **fields,
+    )
 
 
 def require_size(event: Event, limit: int, what: str) -> None:

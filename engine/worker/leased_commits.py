@@ -28,10 +28,9 @@ from datetime import datetime, timedelta
 
 from engine.decide import decisions
 from engine.decide.child_outcomes import parent_transitions
-from engine.decide.orchestration import decide
-from engine.model.definitions import Mode
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.transitions import Draft, Transition, WorkKind
+from engine.modes import follow
 from engine.store import work
 from engine.store.errors import (
     DuplicateTransition,
@@ -166,8 +165,7 @@ async def commit(
             if guessed:
                 continue
             return state  # nothing new to record (e.g. a redelivered child start)
-        if draft.state.spec.mode is Mode.ORCHESTRATION:
-            decide(draft)
+        follow(draft)
         fence = LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
         if eager is not None:
             eager.prepare(draft, fence)

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine import modes
 from engine.decide import decisions
 from engine.decide.child_starts import start_child
 from engine.model.errors import ReplayRejected
 from engine.model.events import EventKind
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
-from engine.model.transitions import Draft, WorkKind
+from engine.model.transitions import Draft
 from engine.replay.fold import replay
 from engine.store import work
 from engine.worker.activities import (
@@ -58,18 +59,13 @@ K = EventKind
 
 
 async def process(ctx: Context, current: LeaseHolder) -> None:
-    """Run one leased work item to a committed result (or lose the lease trying)."""
-    lease = current.lease
-    kind = lease.kind
-    if kind in (WorkKind.ACTIVITY, WorkKind.COMPENSATION):
-        track = ACTIVITY if kind is WorkKind.ACTIVITY else COMPENSATION
-        await process_attempt(ctx, lease, track, current)
-    elif kind is WorkKind.TIMER:
-        await process_timer(ctx, lease)
-    elif kind is WorkKind.CHILD:
-        await process_child(ctx, lease)
-    else:
-        await work.dead_letter(ctx.store, lease, "unsupported-work-kind")
+    """Run one leased work item to a committed result (or lose the lease trying), with
+    the processor of its kind that a definition mode installed (``engine.modes``)."""
+    run = modes.processor(current.lease.kind)
+    if run is None:
+        await work.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
+        return
+    await run(ctx, current)
 
 
 # Committing ---------------------------------------------------------------------------

@@ -14,20 +14,21 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition, Step, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.transitions import Draft, WorkKind
+from engine.modes import decide
 from engine.store import work_views
 from engine.store.reads import InstanceRow
 from engine.store.work_views import WorkRow
 from studio.action_offers import Offer, offers
 from studio.attempts import ACTIVITY, COMPENSATION, AttemptRecord
+from studio.drawings import drawing_of
 from studio.replays import Replayed
 from studio.services.instances import require_row
 from studio.services.runtime import Runtime
-from studio.step_states import StepState, frontier, step_states
+from studio.step_states import StepState
 
 WORK_SHOWN = 200
 AUDIT_SHOWN = 50
@@ -136,7 +137,7 @@ async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> Inst
     return InstanceDetail(
         row=row,
         replayed=entry,
-        states=step_states(state),
+        states=drawing_of(state.spec).states(state),
         offers=offers(state, registry, now),
         position=position(state, registry, now),
         attempts=attempt_rows(entry, work, now),
@@ -164,7 +165,7 @@ def position(state: Instance, registry: Any, now: datetime) -> str:
 def signal_slots(state: Instance) -> list[SignalSlot]:
     if state.spec is None or state.status not in (InstanceStatus.RUNNING, InstanceStatus.PAUSED):
         return []
-    current = frontier(state)
+    current = drawing_of(state.spec).frontier(state)
     return [
         SignalSlot(step, step.name in current)
         for step in state.spec.steps

@@ -20,7 +20,8 @@ from litestar import Request
 from markupsafe import Markup
 
 from engine.model.definitions import definition_to_json
-from studio.graph import Graph, Node, layout, node_classes
+from studio.drawings import drawing_of
+from studio.graph import Graph, Node, node_classes
 from studio.services.instance_detail import InstanceDetail
 from studio.step_states import STATES, StepState
 from studio.structure import read_structure
@@ -76,7 +77,7 @@ def graph_of(detail: InstanceDetail) -> Graph:
     fingerprint = detail.state.definition.fingerprint
     found = LAYOUTS.get(fingerprint)
     if found is None:
-        found = layout(definition_to_json(detail.definition))
+        found = drawing_of(detail.definition).layout(definition_to_json(detail.definition))
         if len(LAYOUTS) >= MAX_LAYOUTS:
             LAYOUTS.pop(next(iter(LAYOUTS)))
         LAYOUTS[fingerprint] = found

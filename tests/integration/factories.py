@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from engine.decide import lifecycle
-from engine.decide.orchestration import decide
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from engine.store.clock import Clock
 from engine.store.store import Store
 

@@ -12,12 +12,12 @@ import psycopg
 import pytest
 
 from engine.decide import decisions
-from engine.decide.orchestration import decide
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition, WorkKind
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from engine.store import work
 from engine.store.errors import StaleLease
 from engine.store.fencing import LeaseFence

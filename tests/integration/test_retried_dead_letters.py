@@ -17,11 +17,11 @@ import pytest
 from engine.client import Client
 from engine.decide import lifecycle
 from engine.decide.audit import Action
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from engine.store import reads, work
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve

@@ -24,13 +24,13 @@ import psycopg
 from engine.decide import decisions, lifecycle
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition, DefinitionRef
 from engine.model.events import EventKind
 from engine.model.instance import Instance
 from engine.model.registry import MigrationEdge, Registry
 from engine.model.transitions import Draft, Transition, WorkItem, make_transition
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from engine.replay.fold import replay
 from engine.store import reads
 from engine.store.store import Store

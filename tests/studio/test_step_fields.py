@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.model.validation import KIND_FIELDS
+from engine.modes.steps.validation import KIND_FIELDS
 from studio.step_fields import all_paths, read_path, write_path
 
 

@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 from engine.decide import decisions, lifecycle
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.orchestration import Decision, decide
 from engine.model.definitions import Definition, StepKind
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event, EventKind, make_event
@@ -38,6 +37,7 @@ from engine.model.instance import AttemptProgress, AttemptStatus, Instance, Inst
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition, WorkItem, WorkKind
 from engine.model.validation import parse_definition
+from engine.modes import Decision, decide
 from engine.replay.fold import apply, replay
 
 A = AttemptStatus

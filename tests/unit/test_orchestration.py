@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from engine.decide.operator_actions import Action
-from engine.decide.orchestration import Outcome, decide
 from engine.model.errors import DecisionRejected
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import WorkKind
+from engine.modes import Outcome, decide
 from engine.replay.fold import replay
 from tests.unit.histories import (
     Run,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.model import step_kinds
 from engine.model.definitions import StepKind
+from engine.modes.steps import step_kinds
 
 ROLES = ("activity", "timer", "wait", "child", "parallel", "join", "race")
 

@@ -27,8 +27,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from engine.client import Client
-from engine.decide.orchestration import decide
 from engine.model.transitions import Draft
+from engine.modes import decide
 from engine.store import catalog, reads
 from engine.store.errors import StoreError
 from engine.store.migrations import apply_migrations

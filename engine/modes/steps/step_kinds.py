@@ -1,8 +1,8 @@
 """The one per-step-kind table: which of a reader's handlers serves each kind of step.
 
-Deciding what an instance does next (``engine.decide.orchestration``) and showing what each
-step is doing (the studio's step states) both handle every kind of step, and both
-treat signal and approval steps alike (a wait for an outside input). Each reader names
+Deciding what an instance does next (``engine.modes.steps.orchestration``) and showing
+what each step is doing (the studio's step states) both handle every kind of step, and
+both treat signal and approval steps alike (a wait for an outside input). Each reader names
 its handlers here, by role, and gets back its table: a new kind of step is added in
 this one place, and every reader that lacks a handler for its role fails at import.
 """

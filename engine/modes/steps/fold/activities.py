@@ -14,7 +14,10 @@ operator resolution moves it on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from engine.model.definitions import RetryPolicy, Step, StepKind, UnknownPolicy
 from engine.model.events import Event, EventKind
@@ -28,69 +31,114 @@ from engine.model.instance import (
 )
 from engine.model.registry import Registry
 from engine.replay.rules import (
+    check_start,
     reject,
     require_first,
     require_size,
     require_status,
     require_step,
+    started,
 )
 
 A = AttemptStatus
 K = EventKind
 S = InstanceStatus
-ADVANCING = (S.RUNNING,)
-COMPENSATING = (S.RUNNING, S.CANCELLING, S.FAILING)
 RESOLUTIONS = {"succeeded", "failed", "absent"}
 """Codes of ``activity_resolved``: what an operator established about the effect."""
+
+
+class Limits(Protocol):
+    """What bounds a track's attempts: an activity step, or its compensation."""
+
+    timeout: timedelta | None
+    result_limit: int
+    retry: RetryPolicy | None
+
+
+@dataclass(frozen=True)
+class Track:
+    """Activities, or the compensations of activities: one attempt machine for both."""
+
+    field: str
+    """The Instance field holding the track's progress by step."""
+    statuses: tuple[InstanceStatus, ...]
+    """While an attempt may start, and a policy retry be scheduled."""
+    limits: Callable[[Instance, Event], Limits]
+    """The step's limits, checking the event names a step that has this track."""
+
+    def progress(self, state: Instance, event: Event) -> AttemptProgress:
+        progress = getattr(state, self.field).get(event.step)
+        if progress is None:
+            raise reject(event, f"{event.step!r} has not been scheduled")
+        return progress
+
+    def put(self, state: Instance, event: Event, progress: AttemptProgress) -> Instance:
+        return evolve(state, **{self.field: {**getattr(state, self.field), event.step: progress}})
+
+    def start(
+        self, state: Instance, event: Event, registry: Registry, command: AuditEntry | None
+    ) -> Instance:
+        require_status(state, event, *self.statuses)
+        limits = self.limits(state, event)
+        assert limits.timeout is not None and limits.retry is not None
+        new = _start(self.progress(state, event), event, limits.timeout, limits.retry)
+        return self.put(state, event, new)
+
+    def outcome(
+        self, state: Instance, event: Event, registry: Registry, command: AuditEntry | None
+    ) -> Instance:
+        limits = self.limits(state, event)
+        return self.put(
+            state, event, _outcome(self.progress(state, event), event, limits.result_limit)
+        )
+
+
+def _activity_step(state: Instance, event: Event) -> Step:
+    return require_step(state, event, StepKind.ACTIVITY)
+
+
+def _compensated_step(state: Instance, event: Event) -> Step:
+    step = require_step(state, event, StepKind.ACTIVITY)
+    if step.compensation is None:
+        raise reject(event, f"activity {event.step!r} declares no compensation")
+    return step
+
+
+def _compensation(state: Instance, event: Event) -> Limits:
+    return _compensated_step(state, event).compensation  # type: ignore[return-value]
+
+
+ACTIVITIES = Track("activities", (S.RUNNING,), _activity_step)
+COMPENSATIONS = Track("compensations", (S.RUNNING, S.CANCELLING, S.FAILING), _compensation)
 
 
 def schedule_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    already = f"activity {event.step!r} is already scheduled"
-    step = require_first(state, event, StepKind.ACTIVITY, state.activities, already)
+    step = require_first(state, event, StepKind.ACTIVITY, state.activities)
     require_size(event, step.input_limit, "activity input")
-    return _with_activity(state, event, _first_attempt(event))
-
-
-def start_activity(
-    state: Instance, event: Event, registry: Registry, command: AuditEntry | None
-) -> Instance:
-    require_status(state, event, *ADVANCING)
-    step = require_step(state, event, StepKind.ACTIVITY)
-    assert step.retry is not None and step.timeout is not None
-    progress = _progress(state.activities, event)
-    new = _start(progress, event, step.timeout, step.retry)
-    return _with_activity(state, event, new)
-
-
-def activity_outcome(
-    state: Instance, event: Event, registry: Registry, command: AuditEntry | None
-) -> Instance:
-    step = require_step(state, event, StepKind.ACTIVITY)
-    new = _outcome(_progress(state.activities, event), event, step.result_limit)
-    return _with_activity(state, event, new)
+    return ACTIVITIES.put(state, event, _first_attempt(event))
 
 
 def retry_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, *ADVANCING)
-    step = require_step(state, event, StepKind.ACTIVITY)
+    require_status(state, event, *ACTIVITIES.statuses)
+    step = _activity_step(state, event)
     assert step.retry is not None
-    progress = _progress(state.activities, event)
+    progress = ACTIVITIES.progress(state, event)
     if command is not None:
         new = _operator_retry(progress, event)
     else:
         new = _policy_retry(progress, event, step.retry, step.on_unknown)
-    return _with_activity(state, event, new)
+    return ACTIVITIES.put(state, event, new)
 
 
 def resolve_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    step = require_step(state, event, StepKind.ACTIVITY)
-    progress = _progress(state.activities, event)
+    step = _activity_step(state, event)
+    progress = ACTIVITIES.progress(state, event)
     if progress.status is not A.UNKNOWN or event.attempt != progress.attempt:
         raise reject(event, f"activity {event.step!r} attempt {event.attempt} is not unknown")
     if event.code not in RESOLUTIONS:
@@ -110,13 +158,13 @@ def resolve_activity(
         retryable = event.code == "absent"
         code = "known-absent" if retryable else "resolved-failed"
         new = evolve(progress, status=A.FAILED, code=code, retryable=retryable)
-    return _with_activity(state, event, new)
+    return ACTIVITIES.put(state, event, new)
 
 
 def schedule_compensation(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, *COMPENSATING)
+    require_status(state, event, *COMPENSATIONS.statuses)
     step = _compensated_step(state, event)
     activity = state.activities.get(event.step)
     if activity is None or activity.status is not A.SUCCEEDED:
@@ -124,46 +172,25 @@ def schedule_compensation(
     if event.step in state.compensations:
         raise reject(event, f"compensation of {event.step!r} is already scheduled")
     require_size(event, step.input_limit, "compensation input")
-    return _with_compensation(state, event, _first_attempt(event))
-
-
-def start_compensation(
-    state: Instance, event: Event, registry: Registry, command: AuditEntry | None
-) -> Instance:
-    require_status(state, event, *COMPENSATING)
-    spec = _compensated_step(state, event).compensation
-    assert spec is not None
-    new = _start(_progress(state.compensations, event), event, spec.timeout, spec.retry)
-    return _with_compensation(state, event, new)
-
-
-def compensation_outcome(
-    state: Instance, event: Event, registry: Registry, command: AuditEntry | None
-) -> Instance:
-    spec = _compensated_step(state, event).compensation
-    assert spec is not None
-    new = _outcome(_progress(state.compensations, event), event, spec.result_limit)
-    return _with_compensation(state, event, new)
+    return COMPENSATIONS.put(state, event, _first_attempt(event))
 
 
 def retry_compensation(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    require_status(state, event, *COMPENSATING)
-    spec = _compensated_step(state, event).compensation
-    assert spec is not None
-    progress = _progress(state.compensations, event)
-    new = _policy_retry(progress, event, spec.retry, UnknownPolicy.HOLD)
-    return _with_compensation(state, event, new)
+    require_status(state, event, *COMPENSATIONS.statuses)
+    retry = _compensation(state, event).retry
+    assert retry is not None
+    progress = COMPENSATIONS.progress(state, event)
+    new = _policy_retry(progress, event, retry, UnknownPolicy.HOLD)
+    return COMPENSATIONS.put(state, event, new)
 
 
 def resolve_compensation(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    spec = _compensated_step(state, event).compensation
-    assert spec is not None
-    require_size(event, spec.result_limit, "resolution evidence")
-    progress = _progress(state.compensations, event)
+    require_size(event, _compensation(state, event).result_limit, "resolution evidence")
+    progress = COMPENSATIONS.progress(state, event)
     if progress.status not in (A.FAILED, A.UNKNOWN):
         raise reject(
             event,
@@ -171,34 +198,12 @@ def resolve_compensation(
             "a failed or unknown compensation can be resolved by hand",
         )
     new = evolve(progress, status=A.MANUALLY_RESOLVED, code=event.code, result=event.data)
-    return _with_compensation(state, event, new)
+    return COMPENSATIONS.put(state, event, new)
 
 
 def _first_attempt(event: Event) -> AttemptProgress:
     """A scheduled activity or compensation: ready, with the input it was given."""
     return AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
-
-
-def _with_activity(state: Instance, event: Event, progress: AttemptProgress) -> Instance:
-    return evolve(state, activities={**state.activities, event.step: progress})
-
-
-def _with_compensation(state: Instance, event: Event, progress: AttemptProgress) -> Instance:
-    return evolve(state, compensations={**state.compensations, event.step: progress})
-
-
-def _compensated_step(state: Instance, event: Event) -> Step:
-    step = require_step(state, event, StepKind.ACTIVITY)
-    if step.compensation is None:
-        raise reject(event, f"activity {event.step!r} declares no compensation")
-    return step
-
-
-def _progress(track: dict[str, AttemptProgress] | object, event: Event) -> AttemptProgress:
-    progress = track.get(event.step)  # type: ignore[attr-defined]
-    if progress is None:
-        raise reject(event, f"{event.step!r} has not been scheduled")
-    return progress
 
 
 def _start(
@@ -214,25 +219,8 @@ def _start(
         raise reject(event, f"attempt must be {progress.attempt + 1}")
     if event.attempt > max(retry.max_attempts, progress.granted_attempt):
         raise reject(event, f"attempt {event.attempt} exceeds max_attempts {retry.max_attempts}")
-    if event.due_at != event.occurred_at + timeout:
-        raise reject(event, "due_at must be the start time plus the step timeout")
-    if progress.retry_at is not None and event.occurred_at < progress.retry_at:
-        raise reject(event, "attempt starts before its retry time")
-    if progress.next_key and event.idempotency_key != progress.next_key:
-        raise reject(event, "attempt must use the idempotency key fixed by its retry")
-    return evolve(
-        progress,
-        status=A.RUNNING,
-        attempt=event.attempt,
-        idempotency_key=event.idempotency_key,
-        started_at=event.occurred_at,
-        due_at=event.due_at,
-        retry_at=None,
-        next_key="",
-        result=None,
-        code="",
-        retryable=False,
-    )
+    check_start(event, timeout, progress.retry_at, progress.next_key)
+    return started(progress, event, A.RUNNING, started_at=event.occurred_at, result=None)
 
 
 def _outcome(progress: AttemptProgress, event: Event, result_limit: int) -> AttemptProgress:
@@ -293,19 +281,19 @@ def _waiting(
     )
 
 
-HANDLERS = {
+RULES = {
     K.ACTIVITY_SCHEDULED: schedule_activity,
-    K.ATTEMPT_STARTED: start_activity,
-    K.ATTEMPT_SUCCEEDED: activity_outcome,
-    K.ATTEMPT_FAILED: activity_outcome,
-    K.ATTEMPT_UNKNOWN: activity_outcome,
+    K.ATTEMPT_STARTED: ACTIVITIES.start,
+    K.ATTEMPT_SUCCEEDED: ACTIVITIES.outcome,
+    K.ATTEMPT_FAILED: ACTIVITIES.outcome,
+    K.ATTEMPT_UNKNOWN: ACTIVITIES.outcome,
     K.RETRY_SCHEDULED: retry_activity,
     K.ACTIVITY_RESOLVED: resolve_activity,
     K.COMPENSATION_SCHEDULED: schedule_compensation,
-    K.COMPENSATION_ATTEMPT_STARTED: start_compensation,
-    K.COMPENSATION_SUCCEEDED: compensation_outcome,
-    K.COMPENSATION_FAILED: compensation_outcome,
-    K.COMPENSATION_UNKNOWN: compensation_outcome,
+    K.COMPENSATION_ATTEMPT_STARTED: COMPENSATIONS.start,
+    K.COMPENSATION_SUCCEEDED: COMPENSATIONS.outcome,
+    K.COMPENSATION_FAILED: COMPENSATIONS.outcome,
+    K.COMPENSATION_UNKNOWN: COMPENSATIONS.outcome,
     K.COMPENSATION_RETRY_SCHEDULED: retry_compensation,
     K.COMPENSATION_MANUALLY_RESOLVED: resolve_compensation,
 }

@@ -40,8 +40,7 @@ S = InstanceStatus
 def schedule_timer(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    already = f"timer {event.step!r} is already scheduled"
-    step = require_first(state, event, StepKind.TIMER, state.timers, already)
+    step = require_first(state, event, StepKind.TIMER, state.timers)
     assert step.timeout is not None
     if event.due_at != event.occurred_at + step.timeout:
         raise reject(event, "timer due_at must be the time plus the timer duration")
@@ -93,8 +92,7 @@ def _check_sender(step: Step, event: Event, command: AuditEntry | None) -> None:
 def win_race(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    already = f"race {event.step!r} already has a winner"
-    race = require_first(state, event, StepKind.RACE, state.race_winners, already)
+    race = require_first(state, event, StepKind.RACE, state.race_winners, "already has a winner")
     winner = json.loads(event.data or "null")
     expected = race_winner(state, race)
     if expected is None:
@@ -122,7 +120,7 @@ def branch_completed_at(state: Instance, branch: str) -> datetime | None:
     return None if timer is None else timer.fired_at
 
 
-HANDLERS = {
+RULES = {
     K.TIMER_SCHEDULED: schedule_timer,
     K.TIMER_FIRED: fire_timer,
     K.SIGNAL_RECEIVED: receive_signal,

@@ -16,11 +16,13 @@ from engine.model.frozen import evolve
 from engine.model.instance import AuditEntry, ChildProgress, ChildStatus, Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.replay.rules import (
+    check_start,
     reject,
     require_first,
     require_size,
     require_status,
     require_step,
+    started,
 )
 
 C = ChildStatus
@@ -31,8 +33,7 @@ S = InstanceStatus
 def schedule_child(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    already = f"child {event.step!r} is already scheduled"
-    step = require_first(state, event, StepKind.CHILD, state.children, already)
+    step = require_first(state, event, StepKind.CHILD, state.children)
     if event.definition != step.child_definition:
         raise reject(event, f"child {event.step!r} must use the pinned child definition")
     require_size(event, step.input_limit, "child input")
@@ -60,26 +61,8 @@ def start_child(
             event,
             f"start attempt must be {child.attempt + 1} and at most {step.retry.max_attempts}",
         )
-    if event.due_at != event.occurred_at + step.timeout:
-        raise reject(event, "due_at must be the start time plus the step timeout")
-    if child.retry_at is not None and event.occurred_at < child.retry_at:
-        raise reject(event, "start attempt before its retry time")
-    if child.next_key and event.idempotency_key != child.next_key:
-        raise reject(event, "start attempt must use the key fixed by its retry")
-    return _put(
-        state,
-        evolve(
-            child,
-            status=C.START_RUNNING,
-            attempt=event.attempt,
-            idempotency_key=event.idempotency_key,
-            due_at=event.due_at,
-            retry_at=None,
-            next_key="",
-            code="",
-            retryable=False,
-        ),
-    )
+    check_start(event, step.timeout, child.retry_at, child.next_key)
+    return _put(state, started(child, event, C.START_RUNNING))
 
 
 def start_outcome(
@@ -149,7 +132,7 @@ def _put(state: Instance, child: ChildProgress) -> Instance:
     return evolve(state, children={**state.children, child.step: child})
 
 
-HANDLERS = {
+RULES = {
     K.CHILD_SCHEDULED: schedule_child,
     K.CHILD_START_ATTEMPTED: start_child,
     K.CHILD_STARTED: start_outcome,

@@ -16,47 +16,22 @@ policy, and a failed or unknown compensation, wait for an operator; the reason s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from engine.decide import decisions, lifecycle
-from engine.model import step_kinds
-from engine.model.definitions import Mode, Step, StepKind, UnknownPolicy
-from engine.model.errors import DecisionRejected
-from engine.model.instance import (
-    AttemptProgress,
-    AttemptStatus,
-    ChildStatus,
-    Instance,
-    InstanceStatus,
-)
+from engine.model.definitions import Step, StepKind, UnknownPolicy
+from engine.model.instance import AttemptProgress, AttemptStatus, ChildStatus, Instance
+from engine.model.instance import InstanceStatus as S
 from engine.model.transitions import Draft
-from engine.replay.waits import race_winner
+from engine.modes import Decision, Outcome
+from engine.modes.steps import step_kinds
+from engine.modes.steps.fold.waits import race_winner
 
 A = AttemptStatus
-S = InstanceStatus
+P = TypeVar("P")
 INPUT_TOO_LARGE = "input-too-large"
 """Failure code when the instance input exceeds an activity's input_limit."""
-
-
-class Outcome(StrEnum):
-    SCHEDULED = "scheduled"
-    """Work was created; the instance waits for it."""
-    WAITING = "waiting"
-    """Nothing to do until an outcome, a signal, a timer or an operator arrives."""
-    RECORDED = "recorded"
-    """A control-flow decision without work (a race winner, beginning to unwind)."""
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    ENDED = "ended"
-    """The instance had already ended; nothing was added."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    outcome: Outcome
-    reason: str = ""
 
 
 class _Stop(Exception):
@@ -68,11 +43,6 @@ class _Stop(Exception):
 
 def decide(draft: Draft) -> Decision:
     """Append the next decisions to ``draft`` and say where the instance stands."""
-    state = draft.state
-    if state is None or state.spec is None:
-        raise DecisionRejected("an instance must be started before it can advance")
-    if state.spec.mode is not Mode.ORCHESTRATION:
-        raise DecisionRejected(f"{state.definition} is a {state.spec.mode.value} definition")
     while True:
         decision = _decide_once(draft)
         if decision.outcome is not Outcome.RECORDED:
@@ -104,25 +74,33 @@ def _walk(draft: Draft) -> None:
         _STEP_DECIDERS[step.kind](draft, step)
 
 
-def _activity(draft: Draft, step: Step) -> None:
-    progress = draft.state.activities.get(step.name)  # type: ignore[union-attr]
+def _first(
+    draft: Draft, step: Step, track: Mapping[str, P], schedule: Callable[[Draft, str], object]
+) -> P:
+    """The step's progress in ``track``; the first time, schedule it and stop the walk."""
+    progress = track.get(step.name)
     if progress is None:
-        _schedule(draft, step)
-        raise _Stop(Decision(Outcome.SCHEDULED, f"activity {step.name}"))
+        schedule(draft, step.name)
+        raise _Stop(Decision(Outcome.SCHEDULED, f"{step.kind.value} {step.name}"))
+    return progress
+
+
+def _activity(draft: Draft, step: Step) -> None:
+    progress = _first(draft, step, draft.state.activities, _schedule)  # type: ignore[union-attr]
     if _advance_activity(draft, step, progress):
         raise _Stop(Decision(Outcome.SCHEDULED, f"retry of {step.name}"))
     if progress.status is not A.SUCCEEDED:
         raise _Stop(Decision(Outcome.WAITING, _waiting_reason(step.name, progress)))
 
 
-def _schedule(draft: Draft, step: Step) -> None:
+def _schedule(draft: Draft, name: str) -> None:
     """Schedule an activity with the instance input; fail cleanly when it cannot fit."""
     state = draft.state
-    assert state is not None
+    assert state is not None and state.spec is not None
     size = 0 if state.input is None else len(state.input.encode())
-    if size > step.input_limit:
-        _fail(draft, step.name, INPUT_TOO_LARGE)
-    decisions.schedule_activity(draft, step.name, state.value("input"))
+    if size > state.spec.step(name).input_limit:  # type: ignore[union-attr]
+        _fail(draft, name, INPUT_TOO_LARGE)
+    decisions.schedule_activity(draft, name, state.value("input"))
 
 
 def _advance_activity(draft: Draft, step: Step, progress: AttemptProgress) -> bool:
@@ -166,10 +144,7 @@ def _fail(draft: Draft, step: str, code: str) -> None:
 
 
 def _timer(draft: Draft, step: Step) -> None:
-    timer = draft.state.timers.get(step.name)  # type: ignore[union-attr]
-    if timer is None:
-        decisions.schedule_timer(draft, step.name)
-        raise _Stop(Decision(Outcome.SCHEDULED, f"timer {step.name}"))
+    timer = _first(draft, step, draft.state.timers, decisions.schedule_timer)  # type: ignore
     if timer.fired_at is None:
         raise _Stop(Decision(Outcome.WAITING, f"timer {step.name} is due at {timer.due_at}"))
 
@@ -180,10 +155,7 @@ def _signal(draft: Draft, step: Step) -> None:
 
 
 def _child(draft: Draft, step: Step) -> None:
-    child = draft.state.children.get(step.name)  # type: ignore[union-attr]
-    if child is None:
-        decisions.schedule_child(draft, step.name)
-        raise _Stop(Decision(Outcome.SCHEDULED, f"child {step.name}"))
+    child = _first(draft, step, draft.state.children, decisions.schedule_child)  # type: ignore
     if child.status is ChildStatus.SUCCEEDED:
         return
     if child.status is ChildStatus.FAILED:
@@ -201,7 +173,7 @@ def _parallel(draft: Draft, step: Step) -> None:
     spec = draft.state.spec  # type: ignore[union-attr]
     if not any(b in draft.state.activities for b in step.branches):  # type: ignore[union-attr]
         for branch in step.branches:
-            _schedule(draft, spec.step(branch))  # type: ignore[arg-type]
+            _schedule(draft, branch)
         raise _Stop(Decision(Outcome.SCHEDULED, f"{len(step.branches)} branches of {step.name}"))
     branches = [(spec.step(b), draft.state.activities[b]) for b in step.branches]  # type: ignore
     for branch, progress in branches:  # a terminal failure first: no retry beside it

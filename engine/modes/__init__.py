@@ -1,0 +1,153 @@
+"""Definition modes: the one place that says what each kind of workflow does its own way.
+
+A definition's ``mode`` names how it is written and advanced: today step lists (an
+``orchestration`` the engine walks step by step, or a ``choreography`` that outside
+events advance), later state machines and code-first journals. Everything else (the
+store, transitions, leases, fencing, lifecycle, operator commands) is shared. What a
+mode does its own way is a ``DefinitionMode``: how its document is validated, which
+fold rules replay its events, the decision that follows an event, and how a worker
+runs its work. Callers ask this module for the part they need (``find`` and ``of``
+by mode, ``decide``/``follow`` for a draft, ``processor`` for a work kind), so adding
+a mode adds its package and one ``install`` rather than branches in existing modules.
+The studio's drawing of a mode is the studio's part (the engine never imports the
+studio); it is looked up there by the same mode name.
+
+The modes a process runs are installed when ``engine`` is imported (see
+``engine/__init__.py``): this module sits below the replay, decisions and worker that
+consult it, so it cannot import the modes' parts itself without an import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from engine.model.definitions import Definition
+from engine.model.errors import DecisionRejected, WaylineError
+from engine.model.events import Event, EventKind
+from engine.model.instance import AuditEntry, Instance
+from engine.model.registry import Registry
+from engine.model.spec_reader import SpecReader
+
+FoldRule = Callable[[Instance, Event, Registry, AuditEntry | None], Instance]
+"""Replays one event of the mode onto the instance (ReplayRejected when illegal)."""
+Processor = Callable[[Any, Any], Awaitable[None]]
+"""Runs one leased work item: called with the worker's context and the lease holder."""
+
+
+class Outcome(StrEnum):
+    """Where an instance stands after a decision, in every mode."""
+
+    SCHEDULED = "scheduled"
+    """Work was created; the instance waits for it."""
+    WAITING = "waiting"
+    """Nothing to do until an outcome, a signal, a timer or an operator arrives."""
+    RECORDED = "recorded"
+    """A control-flow decision without work (a race winner, beginning to unwind)."""
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    ENDED = "ended"
+    """The instance had already ended; nothing was added."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    reason: str = ""
+
+
+class ModeNotSupported(WaylineError):
+    """A definition names a mode this engine does not run."""
+
+
+@dataclass(frozen=True)
+class DefinitionMode:
+    """One mode's parts. ``name`` is the value of the definition's ``mode`` field."""
+
+    name: str
+    fields: frozenset[str]
+    """The document's top-level fields beside the shared name, version, mode, deprecated."""
+    read: Callable[[SpecReader, dict[str, Any]], dict[str, Any] | None]
+    """Reads those fields, recording every error; the Definition's keyword arguments,
+    or None when they are unusable."""
+    check: Callable[[SpecReader, Definition], None]
+    """Records the rules across the read definition (structure, order, references)."""
+    fold: Mapping[EventKind, FoldRule]
+    """The replay rules of the mode's events (lifecycle events are shared)."""
+    decide: Callable[[Any], Decision] | None
+    """Appends to a Draft what the instance does next; None when the engine never
+    decides for the mode (events supplied from outside advance it)."""
+    work: Mapping[int, Processor] = field(default_factory=dict)
+    """How a worker runs the mode's work, by work kind."""
+
+
+_INSTALLED: dict[str, DefinitionMode] = {}
+_PROCESSORS: dict[int, Processor] = {}
+
+
+def install(*modes: DefinitionMode) -> None:
+    """Make modes available; a work kind is run by one processor, whichever mode made it."""
+    for mode in modes:
+        for kind, run in mode.work.items():
+            if _PROCESSORS.get(kind, run) is not run:
+                raise ValueError(f"work kind {kind} already has another processor")
+        _PROCESSORS.update(mode.work)
+        _INSTALLED[mode.name] = mode
+
+
+def uninstall(mode: DefinitionMode) -> None:
+    """Remove a mode and the processors only it brought (tests install fakes for a while)."""
+    del _INSTALLED[mode.name]
+    kept = {id(run) for other in _INSTALLED.values() for run in other.work.values()}
+    for kind, run in mode.work.items():
+        if id(run) not in kept:
+            del _PROCESSORS[kind]
+
+
+def installed() -> Mapping[str, DefinitionMode]:
+    """Every installed mode by name, in installation order (the first is the default)."""
+    return _INSTALLED
+
+
+def find(name: object) -> DefinitionMode | None:
+    """The mode called ``name``, or None (anything but an installed mode's name)."""
+    return _INSTALLED.get(name) if isinstance(name, str) else None
+
+
+def of(definition: Definition) -> DefinitionMode:
+    """The parts of ``definition``'s mode."""
+    mode = find(definition.mode)
+    if mode is None:
+        names = ", ".join(_INSTALLED)
+        raise ModeNotSupported(
+            f"definition mode '{definition.mode}' is not supported here (supported: {names})"
+        )
+    return mode
+
+
+def decide(draft: Any) -> Decision:
+    """Append to ``draft`` what its instance does next, as its mode decides.
+
+    DecisionRejected when the instance has not started or its mode never decides."""
+    state = draft.state
+    if state is None or state.spec is None:
+        raise DecisionRejected("an instance must be started before it can advance")
+    mode = of(state.spec)
+    if mode.decide is None:
+        raise DecisionRejected(f"{state.definition} is a {mode.name} definition")
+    return mode.decide(draft)
+
+
+def follow(draft: Any) -> None:
+    """After an event, append the decision that follows it, in a mode that decides."""
+    run = of(draft.state.spec).decide
+    if run is not None:
+        run(draft)
+
+
+def processor(kind: int) -> Processor | None:
+    """How a worker runs work of ``kind``; None when no installed mode makes it."""
+    return _PROCESSORS.get(kind)
