@@ -89,14 +89,7 @@ def run(quick: bool) -> Path:
 def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None:
     seconds = sizes.pgbench_seconds
     _section(results, "pgbench init", lambda: pgbench.initialise(cluster))
-    for clients in (1, 8):
-        done = _section(
-            results,
-            f"pgbench -N -c {clients} (before)",
-            lambda c=clients: pgbench.run(cluster, meter, c, seconds),
-        )
-        if done:
-            results.pgbench_before.append(done)
+    results.pgbench_before += _pgbench_runs(results, cluster, meter, seconds, "before")
 
     for repetition in range(sizes.runs):
         for processes, concurrency in sizes.configs:
@@ -167,15 +160,24 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
             cluster, sizes.history_steps, sizes.list_instances, sizes.read_samples
         ),
     )
+    results.pgbench_after += _pgbench_runs(results, cluster, meter, seconds, "after")
 
+
+def _pgbench_runs(
+    results: Results, cluster: Any, meter: Meter, seconds: int, when: str
+) -> list[pgbench.PgbenchRun]:
+    """pgbench -N with 1 and 8 clients; run ``when`` "before" and "after" the workloads,
+    so the report shows whether the cluster itself changed during the run."""
+    runs = []
     for clients in (1, 8):
         done = _section(
             results,
-            f"pgbench -N -c {clients} (after)",
+            f"pgbench -N -c {clients} ({when})",
             lambda c=clients: pgbench.run(cluster, meter, c, seconds),
         )
         if done:
-            results.pgbench_after.append(done)
+            runs.append(done)
+    return runs
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable, Iterable
 
 from bench.cluster import Window
+from bench.histories import Timing
 from bench.results import Results
 from bench.w1 import STEPS_PER_INSTANCE, Throughput
 
@@ -62,10 +63,20 @@ def _paired(ours: list[float], theirs: list[float]) -> str:
     return f" (paired runs: {statistics.median(pairs):.2f}x)" if len(pairs) > 1 else ""
 
 
+def _section(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """A report section that opens with its table: the heading, then the table."""
+    return [f"## {title}", "", *_table(header, rows)]
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return [*lines, ""]
+
+
+def _folded_plan(summary: str, plan: str) -> list[str]:
+    """A query plan folded under its summary line, so the report reads short until opened."""
+    return [f"<details><summary>{summary}</summary>", "", "```", plan, "```", "", "</details>", ""]
 
 
 def _query(text: str, width: int = 95) -> str:
@@ -417,8 +428,7 @@ def _goals(v: View) -> list[str]:
                 "met" if rec.progressed_seconds < 2 else "not met",
             ]
         )
-    lines = ["## Design goals (issue 5)", ""]
-    lines += _table(["goal", "measured", "status"], rows)
+    lines = _section("Design goals (issue 5)", ["goal", "measured", "status"], rows)
     lines += [
         "Every Wayline step's outcome is durable before the next step starts: the outcome, "
         "the next step's schedule and (with eager dispatch) its attempt start commit in one "
@@ -573,8 +583,8 @@ def _throughput_detail(v: View) -> list[str]:
                 str(t.failed),
             ]
         )
-    lines = ["## W1 runs", ""]
-    lines += _table(
+    lines = _section(
+        "W1 runs",
         [
             "engine",
             "procs x conc",
@@ -624,8 +634,8 @@ def _latency(v: View) -> list[str]:
                 f"{1000 * statistics.median(latency.calls):.2f}" if latency.calls else "n/a",
             ]
         )
-    lines = ["## Latency of one instance, idle system", ""]
-    lines += _table(
+    lines = _section(
+        "Latency of one instance, idle system",
         [
             "engine",
             "samples",
@@ -691,8 +701,8 @@ def _recovery(v: View) -> list[str]:
                 str(rec.failed),
             ]
         )
-    lines = ["## Recovery after SIGKILL", ""]
-    lines += _table(
+    lines = _section(
+        "Recovery after SIGKILL",
         [
             "engine",
             "executions at the kill",
@@ -752,8 +762,8 @@ def _claims(v: View) -> list[str]:
         ]
         for c in v.r.claims
     ]
-    lines = ["## W2: claim latency by backlog", ""]
-    lines += _table(
+    lines = _section(
+        "W2: claim latency by backlog",
         [
             "due rows",
             "due during the level",
@@ -774,17 +784,11 @@ def _claims(v: View) -> list[str]:
         "",
     ]
     for c in v.r.claims:
-        lines += [
-            f"<details><summary>Executed plan of a 16-item claim at {c.level:,} due rows "
-            "(auto_explain, ANALYZE, BUFFERS, last of 12 claims)</summary>",
-            "",
-            "```",
+        lines += _folded_plan(
+            f"Executed plan of a 16-item claim at {c.level:,} due rows "
+            "(auto_explain, ANALYZE, BUFFERS, last of 12 claims)",
             c.plan,
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
+        )
     return lines
 
 
@@ -793,8 +797,8 @@ def _histories(v: View) -> list[str]:
     if h is None:
         return []
     per = h.events / 1000
-    lines = ["## W3: replay cost", ""]
-    lines += _table(
+    lines = _section(
+        "W3: replay cost",
         ["measure", "value"],
         [
             ["events in the instance (activity steps)", f"{h.events:,} ({h.steps:,})"],
@@ -831,52 +835,36 @@ def _histories(v: View) -> list[str]:
         "execution time of the call's statements (`pg_stat_statements`).",
         "",
     ]
-    rows = [
-        [
-            t.name,
-            str(t.calls),
-            f"{t.median_ms:.2f}",
-            f"{t.p99_ms:.2f}",
-            f"{t.server_ms:.3f}",
-            f"{t.statements:.0f}",
-        ]
-        for t in h.instance_page
-    ]
     lines += ["Instance page:", ""]
-    lines += _table(
-        ["call", "calls", "caller median ms", "caller p99 ms", "server ms", "statements"], rows
-    )
-    rows = [
-        [
-            t.name,
-            str(t.calls),
-            f"{t.median_ms:.2f}",
-            f"{t.p99_ms:.2f}",
-            f"{t.server_ms:.3f}",
-            f"{t.statements:.0f}",
-        ]
-        for t in h.instance_list
-    ]
+    lines += _read_timings("call", h.instance_page)
     lines += [
         f"Instance list (`reads.list_instances`, 100 per page, {h.list_instances:,} instances):",
         "",
     ]
-    lines += _table(
-        ["page", "calls", "caller median ms", "caller p99 ms", "server ms", "statements"], rows
-    )
+    lines += _read_timings("page", h.instance_list)
     for name, found in h.plans.items():
-        lines += [
-            f"<details><summary>Executed plans of {name} "
-            "(auto_explain, last of 12 calls)</summary>",
-            "",
-            "```",
+        lines += _folded_plan(
+            f"Executed plans of {name} (auto_explain, last of 12 calls)",
             "\n\n".join(found) or "(no plan was reported)",
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
+        )
     return lines
+
+
+def _read_timings(what: str, timings: list[Timing]) -> list[str]:
+    """The table of one studio page's reads, ``what`` naming each row."""
+    header = [what, "calls", "caller median ms", "caller p99 ms", "server ms", "statements"]
+    rows = [
+        [
+            t.name,
+            str(t.calls),
+            f"{t.median_ms:.2f}",
+            f"{t.p99_ms:.2f}",
+            f"{t.server_ms:.3f}",
+            f"{t.statements:.0f}",
+        ]
+        for t in timings
+    ]
+    return _table(header, rows)
 
 
 def _pgbench(v: View) -> list[str]:
@@ -895,12 +883,11 @@ def _pgbench(v: View) -> list[str]:
                     f"{1000 * p.window.server_cpu / n:.3f}",
                 ]
             )
-    lines = ["## pgbench -N on the same cluster", ""]
-    lines += _table(
+    return _section(
+        "pgbench -N on the same cluster",
         ["when", "clients", "tps", "latency ms", "commits/txn", "WAL B/txn", "server CPU ms/txn"],
         rows,
     )
-    return lines
 
 
 def _noise(v: View) -> list[str]:

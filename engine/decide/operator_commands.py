@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.decide.audit import audit_problem
 from engine.decide.decisions import schedule_activity_retry, schedule_compensation
-from engine.decide.operator_actions import Action
+from engine.decide.operator_actions import EFFECTS, Action
 from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import DecisionRejected
@@ -21,19 +21,12 @@ from engine.model.identifiers import require_id
 from engine.model.instance import AttemptStatus
 from engine.model.transitions import Draft
 
-K = EventKind
-LIFECYCLE_EFFECTS = {
-    Action.PAUSE: K.PAUSED,
-    Action.RESUME: K.RESUMED,
-    Action.CANCEL: K.CANCELLATION_REQUESTED,
-    Action.TERMINATE: K.TERMINATED,
-}
-
 
 def record_command(
     draft: Draft, command_id: str, action: Action, actor: str, reason: str, **effect: Any
 ) -> None:
-    """Append the audit record and the effect of ``action`` to ``draft``.
+    """Append the audit record and the effect of ``action`` to ``draft``: the event
+    ``EFFECTS`` names, with the fields its builder takes from ``effect``.
 
     The record is checked by the same rule as the event check (``engine.decide.audit``), first,
     so a bad actor or reason is a ValueError about the input, like a bad command id.
@@ -42,45 +35,50 @@ def record_command(
     record = {"action": action.value, "actor": actor, "reason": reason}
     if problem := audit_problem(record):
         raise ValueError(problem)
-    draft.add(K.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record))
-    _EFFECTS[action](draft, command_id, **effect)
+    draft.add(
+        EventKind.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record)
+    )
+    build = _BUILDERS.get(action, _bare)
+    build(draft, EFFECTS[action].kind, command_id, **effect)
 
 
-def _lifecycle(action: Action):
-    def effect(draft: Draft, command_id: str) -> None:
-        draft.add(LIFECYCLE_EFFECTS[action])
-
-    return effect
+def _bare(draft: Draft, kind: EventKind, command_id: str) -> None:
+    """A lifecycle effect (pause, resume, cancel, terminate): the event alone."""
+    draft.add(kind)
 
 
-def _retry_activity(draft: Draft, command_id: str, step: str) -> None:
+def _retry_activity(draft: Draft, kind: EventKind, command_id: str, step: str) -> None:
+    """The engine's own retry decision (it adds ``kind``), due now."""
     progress = _activity(draft, step)
     schedule_activity_retry(
         draft, progress, same_key=progress.status is AttemptStatus.UNKNOWN, operator=True
     )
 
 
-def _compensate(draft: Draft, command_id: str, step: str) -> None:
+def _compensate(draft: Draft, kind: EventKind, command_id: str, step: str) -> None:
+    """The engine's own compensation decision (it adds ``kind``)."""
     schedule_compensation(draft, step)
 
 
 def _resolve_compensation(
-    draft: Draft, command_id: str, step: str, code: str, evidence: Any = None
+    draft: Draft, kind: EventKind, command_id: str, step: str, code: str, evidence: Any = None
 ) -> None:
-    draft.add(K.COMPENSATION_MANUALLY_RESOLVED, step=step, code=code, data=json_data(evidence))
+    draft.add(kind, step=step, code=code, data=json_data(evidence))
 
 
-def _approve(draft: Draft, command_id: str, step: str, payload: Any = None) -> None:
-    draft.add(K.SIGNAL_RECEIVED, step=step, idempotency_key=command_id, data=json_data(payload))
+def _approve(
+    draft: Draft, kind: EventKind, command_id: str, step: str, payload: Any = None
+) -> None:
+    draft.add(kind, step=step, idempotency_key=command_id, data=json_data(payload))
 
 
 def _resolve_activity(
-    draft: Draft, command_id: str, step: str, resolution: str, result: Any = None
+    draft: Draft, kind: EventKind, command_id: str, step: str, resolution: str, result: Any = None
 ) -> None:
     """Settle an unknown outcome as ``succeeded`` (with result), ``failed`` or ``absent``."""
     progress = _activity(draft, step)
     draft.add(
-        K.ACTIVITY_RESOLVED,
+        kind,
         step=step,
         attempt=progress.attempt,
         code=resolution,
@@ -88,13 +86,15 @@ def _resolve_activity(
     )
 
 
-def _migrate(draft: Draft, command_id: str, target: DefinitionRef, input: Any = None) -> None:
+def _migrate(
+    draft: Draft, kind: EventKind, command_id: str, target: DefinitionRef, input: Any = None
+) -> None:
     """Move a paused instance along a registered edge; ``input`` is the migrated state.
 
     The caller computes ``input`` with the edge's apply function before building the
     transition; replay only checks the edge exists and never calls it.
     """
-    draft.add(K.DEFINITION_MIGRATED, definition=target, data=json_data(input))
+    draft.add(kind, definition=target, data=json_data(input))
 
 
 def _activity(draft: Draft, step: str):
@@ -105,8 +105,7 @@ def _activity(draft: Draft, step: str):
     return progress
 
 
-_EFFECTS = {
-    **{action: _lifecycle(action) for action in LIFECYCLE_EFFECTS},
+_BUILDERS = {
     Action.RETRY_ACTIVITY: _retry_activity,
     Action.COMPENSATE: _compensate,
     Action.RESOLVE_COMPENSATION: _resolve_compensation,
@@ -114,3 +113,5 @@ _EFFECTS = {
     Action.RESOLVE_ACTIVITY: _resolve_activity,
     Action.MIGRATE: _migrate,
 }
+"""How an action's arguments become its effect's fields; an action without arguments
+is ``_bare``. Which event it is comes from ``EFFECTS`` alone."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
-from enum import IntEnum
 from typing import Any
 
 from engine.decide.audit import audit_problem
@@ -26,10 +25,11 @@ from engine.model.canonical import canonical_json, format_instant, parse_instant
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
 from engine.model.identifiers import id_problem, key_problem, name_problem
+from engine.model.labelled import Labelled
 from engine.model.limits import MAX_ATTEMPT, MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
 
 
-class EventKind(IntEnum):
+class EventKind(Labelled):
     INSTANCE_STARTED = 1
     PAUSED = 2
     RESUMED = 3
@@ -68,11 +68,6 @@ class EventKind(IntEnum):
     CHILD_START_RETRY_SCHEDULED = 36
     ACTIVITY_RESOLVED = 37
     INSTANCE_FAILING = 38
-
-    @property
-    def label(self) -> str:
-        """The kind's name in JSON and in the studio, e.g. ``attempt_started``."""
-        return self.name.lower()
 
 
 K = EventKind

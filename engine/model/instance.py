@@ -18,9 +18,10 @@ from typing import Any
 
 from engine.model.canonical import digest, format_instant
 from engine.model.definitions import Definition, DefinitionRef
+from engine.model.labelled import Labelled
 
 
-class InstanceStatus(IntEnum):
+class InstanceStatus(Labelled):
     RUNNING = 1
     PAUSED = 2
     CANCELLING = 3
@@ -36,10 +37,6 @@ class InstanceStatus(IntEnum):
     def terminal(self) -> bool:
         return self in TERMINAL_STATUSES
 
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
 
 TERMINAL_STATUSES = frozenset(
     {
@@ -53,7 +50,7 @@ TERMINAL_STATUSES = frozenset(
 UNWINDING_STATUSES = frozenset({InstanceStatus.CANCELLING, InstanceStatus.FAILING})
 
 
-class AttemptStatus(IntEnum):
+class AttemptStatus(Labelled):
     """Progress of an activity or a compensation through its attempts."""
 
     READY = 1
@@ -64,12 +61,8 @@ class AttemptStatus(IntEnum):
     RETRY_WAITING = 6
     MANUALLY_RESOLVED = 7
 
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
-
-class ChildStatus(IntEnum):
+class ChildStatus(Labelled):
     SCHEDULED = 1
     START_RUNNING = 2
     ACTIVE = 3
@@ -78,10 +71,6 @@ class ChildStatus(IntEnum):
     RETRY_WAITING = 6
     SUCCEEDED = 7
     FAILED = 8
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
 
 @dataclass(frozen=True)

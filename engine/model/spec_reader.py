@@ -52,6 +52,15 @@ class SpecReader:
             return None
         return self.object(value, path, allowed)
 
+    def _required(self, obj: dict[str, Any], key: str, path: str, missing: str) -> tuple[Any, str]:
+        """A required field's value and its path; when it is absent, the value is None and
+        the error ``missing`` (which says what the field should hold) is recorded."""
+        where = join(path, key)
+        value = obj.get(key)
+        if value is None:
+            self.error(where, missing)
+        return value, where
+
     def string(
         self,
         obj: dict[str, Any],
@@ -59,10 +68,8 @@ class SpecReader:
         path: str,
         check: Callable[[Any], str | None] | None = None,
     ) -> str | None:
-        value = obj.get(key)
-        where = join(path, key)
+        value, where = self._required(obj, key, path, "is required")
         if value is None:
-            self.error(where, "is required")
             return None
         if not isinstance(value, str):
             self.error(where, "must be a string")
@@ -74,10 +81,10 @@ class SpecReader:
         return value
 
     def integer(self, obj: dict[str, Any], key: str, path: str, low: int, high: int) -> int | None:
-        value = obj.get(key)
-        where = join(path, key)
+        value, where = self._required(
+            obj, key, path, f"is required: a whole number from {low} to {high}"
+        )
         if value is None:
-            self.error(where, f"is required: a whole number from {low} to {high}")
             return None
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             self.error(where, f"must be a whole number from {low} to {high}")
@@ -87,10 +94,10 @@ class SpecReader:
     def duration(
         self, obj: dict[str, Any], key: str, path: str, maximum: timedelta
     ) -> timedelta | None:
-        value = obj.get(key)
-        where = join(path, key)
+        value, where = self._required(
+            obj, key, path, "is required: a duration such as 500ms, 30s, 5m, 72h or 7d"
+        )
         if value is None:
-            self.error(where, "is required: a duration such as 500ms, 30s, 5m, 72h or 7d")
             return None
         try:
             parsed = parse_duration(value)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import IntEnum
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -31,6 +30,7 @@ from engine.model.definitions import DefinitionRef
 from engine.model.errors import TransitionInvalid
 from engine.model.events import TERMINAL_KINDS, Event, EventKind, event_to_json, make_event
 from engine.model.instance import Instance
+from engine.model.labelled import Labelled
 from engine.model.limits import (
     MAX_DISPATCH_BYTES,
     MAX_KEY_LENGTH,
@@ -43,17 +43,13 @@ from engine.model.limits import (
 from engine.model.registry import Registry
 
 
-class WorkKind(IntEnum):
+class WorkKind(Labelled):
     ACTIVITY = 1
     TIMER = 2
     CHILD = 3
     PUBLICATION = 4
     RECONCILIATION = 5
     COMPENSATION = 6
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
 
 DISPATCH_KINDS = frozenset({WorkKind.ACTIVITY, WorkKind.CHILD, WorkKind.COMPENSATION})

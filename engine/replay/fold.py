@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from engine import modes
-from engine.decide.operator_actions import ACTION_EFFECTS, OPERATOR_ONLY_KINDS, audit_from_event
+from engine.decide.operator_actions import EFFECTS, OPERATOR_ONLY_KINDS, audit_from_event
 from engine.model.errors import RegistryError, ReplayRejected
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
@@ -98,7 +98,7 @@ def _check_position(state: Instance, event: Event) -> None:
 
 def _check_command_pairing(command: AuditEntry | None, event: Event) -> None:
     if command is not None:
-        effect = ACTION_EFFECTS[command.action]
+        effect = EFFECTS[command.action].kind
         if event.kind is not effect:
             raise ReplayRejected(
                 event.sequence,

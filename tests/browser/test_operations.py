@@ -56,6 +56,13 @@ def open_as(page: Page, studio: LiveStudio, team: str, role: Role, instance_id: 
     return username
 
 
+def open_at_approval(page: Page, studio: LiveStudio, team: str, role: Role) -> tuple[str, str]:
+    """An instance run up to its approval, open in ``page`` for a user of ``team`` with
+    ``role``: the instance id and the username."""
+    instance_id = at_approval(studio, team)
+    return instance_id, open_as(page, studio, team, role, instance_id)
+
+
 def act(page: Page, offer: str, reason: str) -> None:
     """Open an action's confirmation, read its effect, give the reason and confirm."""
     settled(page)
@@ -140,8 +147,7 @@ def test_approve_then_send_a_signal_and_the_race_resolves(
 def test_pause_with_a_reason_see_the_audit_row_and_resume(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:
-    instance_id = at_approval(studio, shop)
-    username = open_as(page, studio, shop, Role.OPERATOR, instance_id)
+    _, username = open_at_approval(page, studio, shop, Role.OPERATOR)
     act(page, "pause", "the customer asked us to wait")
     newest = page.locator("#audit-table tbody tr").first
     expect(newest).to_contain_text("the customer asked us to wait")
@@ -160,8 +166,7 @@ def test_pause_with_a_reason_see_the_audit_row_and_resume(
 def test_cancel_and_watch_the_compensations_run_latest_first(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:
-    instance_id = at_approval(studio, shop)
-    open_as(page, studio, shop, Role.OPERATOR, instance_id)
+    open_at_approval(page, studio, shop, Role.OPERATOR)
     page.locator("[data-offer='cancel']").click()
     expect(page.locator("#confirm-effect")).to_contain_text(
         "charge (by payments.refund), then reserve (by inventory.release)"
@@ -257,8 +262,7 @@ def test_run_a_crash_drill_and_read_its_scorecard(
 def test_an_operator_action_without_the_role_is_refused(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:
-    instance_id = at_approval(studio, shop)
-    open_as(page, studio, shop, Role.VIEWER, instance_id)
+    instance_id, _ = open_at_approval(page, studio, shop, Role.VIEWER)
     expect(page.locator("#instance-actions")).to_contain_text("need the operator role")
     expect(page.locator("[data-offer]")).to_have_count(0)
     expect(page.locator(".signal-form")).to_have_count(0)

@@ -38,11 +38,24 @@ def one_line(result: CliResult) -> str:
     return lines[0]
 
 
+def argument_error(result: CliResult) -> str:
+    """The line that says which argument was refused: argparse exits 2 and shows its usage
+    synopsis first, so it is the last line of stderr (and there is no traceback)."""
+    assert result.code == 2 and "Traceback" not in result.stderr
+    return result.stderr.splitlines()[-1]
+
+
 async def publish(e2e: Harness, definition: Definition) -> CliResult:
     """``wayline definition publish`` of ``definition`` written to a file."""
     path = e2e.tmp / f"{definition.name}.json"
     path.write_text(json.dumps(definition_to_json(definition)))
     return await e2e.cli("definition", "publish", str(path))
+
+
+async def start_signalled(e2e: Harness, instance_id: str) -> None:
+    """Publish ``e2e.signalled`` and start ``instance_id`` of it."""
+    await publish(e2e, d.SIGNALLED)
+    await ok(e2e, "start", "e2e.signalled", "--id", instance_id)
 
 
 async def ok(e2e: Harness, *args: str) -> str:
@@ -152,11 +165,7 @@ async def test_bad_input_gets_one_line_and_a_non_zero_exit(e2e: Harness) -> None
     await publish(e2e, d.SIGNALLED)
 
     bad_json = await e2e.cli("start", "e2e.signalled", "--id", "x", "--input", "{nope")
-    assert bad_json.code == 2 and "Traceback" not in bad_json.stderr
-    # argparse shows the usage synopsis, then the one line that says what is wrong.
-    assert bad_json.stderr.splitlines()[-1] == (
-        "wayline start: error: argument --input: must be valid JSON"
-    )
+    assert argument_error(bad_json) == "wayline start: error: argument --input: must be valid JSON"
 
     for command in (
         ("inspect", "missing"),
@@ -293,23 +302,20 @@ async def test_start_refuses_an_input_over_the_smallest_activity_input_limit(
 
 
 async def test_json_nested_too_deeply_is_refused_in_one_line(e2e: Harness) -> None:
-    await publish(e2e, d.SIGNALLED)
-    await ok(e2e, "start", "e2e.signalled", "--id", "deep")
+    await start_signalled(e2e, "deep")
     deep = "[" * 1000 + "]" * 1000
     for command in (
         ("start", "e2e.signalled", "--id", "deeper", "--input", deep),
         ("signal", "deep", "go", "--signal-id", "s", "--payload", deep),
     ):
         result = await e2e.cli(*command)
-        assert result.code == 2 and "Traceback" not in result.stderr
-        assert result.stderr.splitlines()[-1].endswith(
+        assert argument_error(result).endswith(
             "the value is nested too deeply: at most 100 levels of arrays and objects"
         )
 
 
 async def test_arguments_that_are_not_utf8_are_refused_in_words(e2e: Harness) -> None:
-    await publish(e2e, d.SIGNALLED)
-    await ok(e2e, "start", "e2e.signalled", "--id", "latin")
+    await start_signalled(e2e, "latin")
     latin1 = "café".encode("latin-1")
     result = await e2e.cli("command", "latin", "pause", "--actor", "ops", "--reason", latin1)
     assert result.code == 2
@@ -317,16 +323,14 @@ async def test_arguments_that_are_not_utf8_are_refused_in_words(e2e: Harness) ->
         "wayline command: the reason is not UTF-8 text: byte 0xe9 cannot be read as UTF-8"
     )
     payload = await e2e.cli("signal", "latin", "go", "--signal-id", "s", "--payload", b'"\xe9"')
-    assert payload.code == 2 and "Traceback" not in payload.stderr
-    assert payload.stderr.splitlines()[-1].endswith(
+    assert argument_error(payload).endswith(
         "the value is not UTF-8 text: byte 0xe9 cannot be read as UTF-8"
     )
 
 
 async def test_history_into_a_closed_pipe_ends_quietly(e2e: Harness) -> None:
     """``wayline history ID | head -1``: the reader leaves; the command stops, silently."""
-    await publish(e2e, d.SIGNALLED)
-    await ok(e2e, "start", "e2e.signalled", "--id", "piped")
+    await start_signalled(e2e, "piped")
     reader, writer = os.pipe()
     os.close(reader)  # as head does once it has its line
     try:

@@ -346,6 +346,14 @@ async def test_two_decisions_at_one_position_exactly_one_commits(
 # Invariant 5: contiguous history under concurrent writers -------------------------------
 
 
+async def started_singles(store: Store, prefix: str, count: int) -> list[Flow]:
+    """``count`` instances of the single-step definition, ``prefix-0`` onwards, started."""
+    flows = [CATALOG.flow(CATALOG.single, f"{prefix}-{n}") for n in range(count)]
+    for flow in flows:
+        await store.commit(flow.start())
+    return flows
+
+
 async def toggle_until(store: Store, flow: Flow, writer: str, commits: int) -> int:
     """Pause or resume the instance ``commits`` times, reloading after every conflict."""
     conflicts = 0
@@ -364,10 +372,8 @@ async def toggle_until(store: Store, flow: Flow, writer: str, commits: int) -> i
 async def test_concurrent_writers_leave_history_exactly_one_to_n(
     store: Store, rival: Store, aconn: psycopg.AsyncConnection
 ) -> None:
-    flows = [CATALOG.flow(CATALOG.single, f"busy-{n}") for n in range(2)]
+    flows = await started_singles(store, "busy", 2)
     writers, commits = 4, 3
-    for flow in flows:
-        await store.commit(flow.start())
 
     conflicts = await asyncio.gather(
         *(
@@ -602,9 +608,7 @@ async def watch_lists(conn: psycopg.AsyncConnection, done: asyncio.Event) -> int
 async def test_a_terminal_commit_archives_in_the_same_transaction(
     store: Store, rival: Store, aconn: psycopg.AsyncConnection
 ) -> None:
-    flows = [CATALOG.flow(CATALOG.single, f"ending-{n}") for n in range(8)]
-    for flow in flows:
-        await store.commit(flow.start())
+    flows = await started_singles(store, "ending", 8)
     done = asyncio.Event()
     watcher = asyncio.create_task(watch_lists(aconn, done))
 

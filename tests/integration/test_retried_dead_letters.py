@@ -107,6 +107,17 @@ async def dead_letter_early(store: Store, clock: ManualClock, instance_id: str) 
     return dead
 
 
+async def dead_in_backoff(
+    store: Store, clock: ManualClock, instance_id: str, calls: list[int]
+) -> tuple[Context, DeadLetter]:
+    """A ``BACKING_OFF`` instance whose attempt 1 failed and whose attempt 2, due at
+    T0 + BACKOFF, was dead-lettered before then; the processor context that ran it."""
+    ctx = context(store, calls, fail_first=True)
+    await start(store, BACKING_OFF, instance_id)
+    assert await run_due(ctx) == 1  # attempt 1 fails; attempt 2 is due at T0 + BACKOFF
+    return ctx, await dead_letter_early(store, clock, instance_id)
+
+
 async def retry_now(store: Store, dead: DeadLetter, deadline: timedelta = DAY) -> None:
     """The operator's retry of ``dead``: due at once, with a new deadline."""
     now, fence = store.now(), (dead.work_id, dead.token)
@@ -123,10 +134,7 @@ async def test_an_activity_retried_before_its_backoff_ends_runs_when_it_is_due(
     store: Store, clock: ManualClock
 ) -> None:
     calls: list[int] = []
-    ctx = context(store, calls, fail_first=True)
-    await start(store, BACKING_OFF, "i-backoff")
-    assert await run_due(ctx) == 1  # attempt 1 fails; attempt 2 is due at T0 + BACKOFF
-    dead = await dead_letter_early(store, clock, "i-backoff")
+    ctx, dead = await dead_in_backoff(store, clock, "i-backoff", calls)
     await retry_now(store, dead)
 
     assert await run_due(ctx) == 1  # claimed early: no uncaught ReplayRejected
@@ -146,10 +154,7 @@ async def test_an_activity_whose_new_deadline_comes_before_its_backoff_is_dead_a
     store: Store, clock: ManualClock
 ) -> None:
     calls: list[int] = []
-    ctx = context(store, calls, fail_first=True)
-    await start(store, BACKING_OFF, "i-short")
-    await run_due(ctx)
-    dead = await dead_letter_early(store, clock, "i-short")
+    ctx, dead = await dead_in_backoff(store, clock, "i-short", calls)
     await retry_now(store, dead, deadline=timedelta(minutes=1))
 
     assert await run_due(ctx) == 1

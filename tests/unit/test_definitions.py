@@ -78,17 +78,10 @@ def timer(name: str = "pause", **fields: Any) -> Document:
 
 
 def child(name: str = "ship", **fields: Any) -> Document:
-    return {
-        "name": name,
-        "kind": "child",
-        "target": "shipping",
-        "timeout": "2d",
-        "input_limit": 1024,
-        "result_limit": 1024,
-        "retry": dict(RETRY),
-        "child_definition": {"name": "shipping", "version": "1", "fingerprint": PIN},
-        **fields,
-    }
+    """A child step: an activity's limits and retry, starting a pinned ``shipping``."""
+    pinned = {"name": "shipping", "version": "1", "fingerprint": PIN}
+    start = {"kind": "child", "target": "shipping", "timeout": "2d", "child_definition": pinned}
+    return activity(name, **{**start, **fields})
 
 
 def fan_out(kind: str, name: str, branches: list[Any], **fields: Any) -> Document:

@@ -232,23 +232,24 @@ def test_an_outcome_needs_that_attempt_in_flight(run: Run) -> None:
     assert "no attempt 1 in flight" in rejection(run, again)
 
 
-def test_a_policy_retry_never_exceeds_max_attempts(run: Run) -> None:
+def fail_every_attempt(run: Run) -> None:
+    """Fail all 3 attempts ``a``'s policy allows, the last without deciding what follows."""
     for _ in range(2):
         run.run_activity("a", "failed")
         run.advance(5)
     run.start_attempt("a")
     run.finish("a", "failed", decide=False)
+
+
+def test_a_policy_retry_never_exceeds_max_attempts(run: Run) -> None:
+    fail_every_attempt(run)
     assert run.progress("a").attempt == 3
     reason = rejection(run, retry_event(run, "a", 3, "i1/a/4", timedelta(seconds=4)))
     assert "all 3 attempts are used" in reason
 
 
 def test_an_operator_retry_grants_exactly_one_more_attempt(run: Run) -> None:
-    for _ in range(2):
-        run.run_activity("a", "failed")
-        run.advance(5)
-    run.start_attempt("a")
-    run.finish("a", "failed", decide=False)
+    fail_every_attempt(run)
     run.command(Action.RETRY_ACTIVITY, step="a")
     assert run.progress("a").status is A.RETRY_WAITING
     run.start_attempt("a")

@@ -13,6 +13,7 @@ timeout is the common case).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.definitions import (
@@ -249,18 +250,17 @@ def check_structure(reader: SpecReader, definition: Definition) -> None:
         if step.name in positions:
             reader.error(join(join("steps", i), "name"), f"duplicates step {positions[step.name]}")
         positions.setdefault(step.name, i)
-    owned: dict[str, str] = {}
-    joined: dict[frozenset[str], str] = {}
+    structure = _Structure(reader, definition, positions)
     for i, step in enumerate(definition.steps):
         path = join("steps", i)
         if step.kind is StepKind.CHILD:
             _check_child(reader, step, path)
         if step.kind in (StepKind.PARALLEL, StepKind.RACE):
-            _check_fan_out(reader, definition, step, i, path, positions, owned)
+            structure.check_fan_out(step, i, path)
         if step.kind is StepKind.JOIN:
-            _check_join(reader, definition, step, i, path, positions, joined)
+            structure.check_join(step, i, path)
     for step in definition.steps:
-        if step.kind is StepKind.PARALLEL and frozenset(step.branches) not in joined:
+        if step.kind is StepKind.PARALLEL and frozenset(step.branches) not in structure.joined:
             i = positions[step.name]
             reader.error(join(join("steps", i), "branches"), "needs exactly one join after it")
 
@@ -271,72 +271,67 @@ def _check_child(reader: SpecReader, step: Step, path: str) -> None:
         reader.error(join(path, "target"), "must equal child_definition.name")
 
 
-def _check_fan_out(
-    reader: SpecReader,
-    definition: Definition,
-    step: Step,
-    index: int,
-    path: str,
-    positions: dict[str, int],
-    owned: dict[str, str],
-) -> None:
-    where = join(path, "branches")
-    if len(step.branches) > step.fan_out_limit:
-        reader.error(
-            where, f"has {len(step.branches)} branches; fan_out_limit is {step.fan_out_limit}"
-        )
-    allowed = (StepKind.ACTIVITY,) if step.kind is StepKind.PARALLEL else RACE_BRANCH_KINDS
-    kinds = ", ".join(k.value for k in allowed)
-    for b, branch in enumerate(step.branches):
-        at = join(where, b)
-        target = definition.step(branch)
-        if branch == step.name:
-            reader.error(at, "a step cannot be its own branch")
-        elif target is None:
-            reader.error(at, f"names no step: {branch!r}")
-        elif target.kind not in allowed:
-            reader.error(
-                at,
-                f"{branch!r} is a {target.kind.value} step; {step.kind.value} "
-                f"branches must be: {kinds}",
+@dataclass
+class _Structure:
+    """What the fan-out and join checks share while they walk one definition: where each
+    step stands, which fan-out owns each branch, and which join took each branch set."""
+
+    reader: SpecReader
+    definition: Definition
+    positions: dict[str, int]
+    owned: dict[str, str] = field(default_factory=dict)
+    joined: dict[frozenset[str], str] = field(default_factory=dict)
+
+    def check_fan_out(self, step: Step, index: int, path: str) -> None:
+        where = join(path, "branches")
+        if len(step.branches) > step.fan_out_limit:
+            self.reader.error(
+                where, f"has {len(step.branches)} branches; fan_out_limit is {step.fan_out_limit}"
             )
-        elif positions[branch] < index:
-            reader.error(at, f"{branch!r} must come after {step.name!r}")
-        elif branch in owned:
-            reader.error(at, f"{branch!r} already belongs to {owned[branch]!r}")
-        else:
-            owned[branch] = step.name
+        allowed = (StepKind.ACTIVITY,) if step.kind is StepKind.PARALLEL else RACE_BRANCH_KINDS
+        kinds = ", ".join(k.value for k in allowed)
+        for b, branch in enumerate(step.branches):
+            at = join(where, b)
+            target = self.definition.step(branch)
+            if branch == step.name:
+                self.reader.error(at, "a step cannot be its own branch")
+            elif target is None:
+                self.reader.error(at, f"names no step: {branch!r}")
+            elif target.kind not in allowed:
+                self.reader.error(
+                    at,
+                    f"{branch!r} is a {target.kind.value} step; {step.kind.value} "
+                    f"branches must be: {kinds}",
+                )
+            elif self.positions[branch] < index:
+                self.reader.error(at, f"{branch!r} must come after {step.name!r}")
+            elif branch in self.owned:
+                self.reader.error(at, f"{branch!r} already belongs to {self.owned[branch]!r}")
+            else:
+                self.owned[branch] = step.name
 
-
-def _check_join(
-    reader: SpecReader,
-    definition: Definition,
-    step: Step,
-    index: int,
-    path: str,
-    positions: dict[str, int],
-    joined: dict[frozenset[str], str],
-) -> None:
-    where = join(path, "branches")
-    branches = frozenset(step.branches)
-    parallel = next(
-        (
-            s
-            for s in definition.steps
-            if s.kind is StepKind.PARALLEL and frozenset(s.branches) == branches
-        ),
-        None,
-    )
-    if parallel is None:
-        reader.error(where, "must list exactly the branches of one parallel step")
-    elif branches in joined:
-        reader.error(
-            where, f"the branches of {parallel.name!r} are already joined by {joined[branches]!r}"
+    def check_join(self, step: Step, index: int, path: str) -> None:
+        where = join(path, "branches")
+        branches = frozenset(step.branches)
+        parallel = next(
+            (
+                s
+                for s in self.definition.steps
+                if s.kind is StepKind.PARALLEL and frozenset(s.branches) == branches
+            ),
+            None,
         )
-    elif positions[parallel.name] > index:
-        reader.error(where, f"the join must come after {parallel.name!r}")
-    else:
-        joined[branches] = step.name
+        if parallel is None:
+            self.reader.error(where, "must list exactly the branches of one parallel step")
+        elif branches in self.joined:
+            joiner = self.joined[branches]
+            self.reader.error(
+                where, f"the branches of {parallel.name!r} are already joined by {joiner!r}"
+            )
+        elif self.positions[parallel.name] > index:
+            self.reader.error(where, f"the join must come after {parallel.name!r}")
+        else:
+            self.joined[branches] = step.name
 
 
 def _article(kind: StepKind) -> str:
