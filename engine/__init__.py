@@ -4,7 +4,10 @@ The pure core (definitions, events, replay, transitions, orchestration) does no 
 reads no clock and draws no randomness; the store and workers bring those in.
 
 What a user imports is here: ``from engine import ActivityRegistry, Client, Store``.
-The studio, the drill harness and the command line build on the same names.
+The studio, the drill harness and the command line build on the same names: ``Client``
+changes instances, ``Queries`` reads what a console shows, and the store's setup
+(``apply_migrations``, ``EmbeddedPostgres``) and errors are named here, so nothing
+outside the engine needs ``engine.store``.
 """
 
 from engine.client import Client, SignalConflict, StartConflict
@@ -19,7 +22,14 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.files import load_definition
+from engine.queries import Queries
+from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
+from engine.store.dead_letters import ResolutionConflict
+from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
+from engine.store.errors import StaleLease, StoreError
+from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
+from engine.store.work import WorkRequestInvalid
 from engine.worker.activities import (
     ActivityFailure,
     ActivityRegistry,
@@ -30,24 +40,35 @@ from engine.worker.activities import (
 from engine.worker.loop import Worker, WorkerConfig
 
 __all__ = [
+    "DEFAULT_SCHEMA",
     "ActivityAppNotFound",
     "ActivityFailure",
     "ActivityRegistry",
     "ActivityRequest",
+    "ChildDefinitionNotFound",
     "Client",
     "DecisionRejected",
+    "DefinitionConflict",
     "DefinitionFileError",
     "DefinitionInvalid",
     "DefinitionNotFound",
+    "EmbeddedPostgres",
     "InputRefused",
     "LimitExceeded",
+    "Queries",
+    "ResolutionConflict",
     "SignalConflict",
+    "StaleLease",
     "StartConflict",
     "Store",
+    "StoreError",
     "UnknownOutcome",
     "WaylineError",
+    "WorkRequestInvalid",
     "Worker",
     "WorkerConfig",
+    "apply_migrations",
+    "install_signal_handlers",
     "load_app",
     "load_definition",
 ]

@@ -21,8 +21,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.static_files import create_static_files_router
 
-from engine.store.store import Store
-from engine.worker.loop import Worker, WorkerConfig
+from engine import Store, Worker, WorkerConfig
 from studio import passwords, signin_limits
 from studio.input_checks import InputChecks
 from studio.routes import route_handlers

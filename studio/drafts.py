@@ -16,7 +16,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from engine.store.store import Store
+from engine import Store
 from studio.errors import Conflict, NotFound
 
 MAX_DRAFTS_LISTED = 200

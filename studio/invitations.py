@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.store.store import Store
+from engine import Store
 from studio.roles import Role
 from studio.sessions import secret_hash
 

@@ -21,10 +21,8 @@ from datetime import timedelta
 
 import psycopg
 
+from engine import Queries, StoreError
 from engine.model.instance import InstanceStatus
-from engine.store import reads
-from engine.store.errors import StoreError
-from engine.store.store import Store
 
 log = logging.getLogger("wayline.studio")
 
@@ -51,8 +49,8 @@ class Follower:
 class InstanceWatcher:
     """The shared poll of the instances pages follow."""
 
-    def __init__(self, store: Store, interval: timedelta) -> None:
-        self.store = store
+    def __init__(self, queries: Queries, interval: timedelta) -> None:
+        self.queries = queries
         self.interval = interval.total_seconds()
         self.polls = 0
         """Queries made so far (one per interval while anything is followed)."""
@@ -102,7 +100,7 @@ class InstanceWatcher:
         if not followers:
             return
         self.polls += 1
-        rows = await reads.get_instances(self.store, {f.instance_id for f in followers})
+        rows = await self.queries.instance_rows({f.instance_id for f in followers})
         for follower in followers:
             row = rows.get(follower.instance_id)
             if row is None:

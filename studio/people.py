@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from engine.store.store import Store
+from engine import Store
 from studio.passwords import generate_password, hash_password
 from studio.roles import Role
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.store.store import Store
+from engine import Store
 from studio import api_tokens, people, sessions
 from studio.api_tokens import ApiToken
 from studio.people import Membership, Team, User

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine import Store
 from engine.model.events import Event
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 from engine.replay.fold import apply
-from engine.store.store import Store
 from engine.worker.instance_cache import Events, RegistrySource, ReplayCache
 from studio import attempts
 from studio.attempts import AttemptLog

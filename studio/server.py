@@ -22,12 +22,15 @@ from typing import TypeVar
 
 import uvicorn
 
-from engine import load_definition
-from engine.store import catalog
-from engine.store.catalog import DefinitionConflict
-from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.store.migrations import apply_migrations
-from engine.store.store import Store
+from engine import (
+    Client,
+    DefinitionConflict,
+    EmbeddedPostgres,
+    Store,
+    apply_migrations,
+    install_signal_handlers,
+    load_definition,
+)
 from studio import people
 from studio.app import create_app
 from studio.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
@@ -78,7 +81,7 @@ async def _first_start(store: Store) -> str | None:
     if password is not None and EXAMPLE.is_file():
         # When the example's name already belongs to another team, leave it there.
         with contextlib.suppress(DefinitionConflict):
-            await catalog.publish(store, load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
+            await Client(store).publish(load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
     return password
 
 

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.store.store import Store
+from engine import Store
 
 COOKIE = "wayline_session"
 

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from engine.store.migrations import DEFAULT_SCHEMA
-from engine.worker.activities import ActivityRegistry
+from engine import DEFAULT_SCHEMA, ActivityRegistry
 from studio.passwords import Argon2Cost
 from studio.signin_limits import SignInLimits
 

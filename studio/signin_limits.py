@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from engine.store.store import Store
+from engine import Store
 
 MAX_KEY = 100
 """Usernames and forwarded addresses are counted by at most this many characters."""

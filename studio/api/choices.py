@@ -15,7 +15,7 @@ from typing import Any, Literal
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
-from engine.store.dead_letters import ResolutionAction
+from engine.queries import ResolutionAction
 from studio.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role
 from studio.services.instances import VIEWS

@@ -22,18 +22,18 @@ from studio.api.schemas import (
 from studio.errors import Invalid
 from studio.problems import check_document
 from studio.services import definitions, workers
-from studio.web.rendering import principal_of, store_of
+from studio.web.rendering import principal_of, runtime_of
 
 
 async def list_definitions(request: Request) -> list[DefinitionOut]:
     principal = principal_of(request)
-    found = await definitions.summaries(store_of(request), principal.team_id)
+    found = await definitions.summaries(runtime_of(request), principal.team_id)
     return [definition_out(s) for s in found]
 
 
 async def list_versions(request: Request, name: FromPath[str]) -> list[VersionOut]:
     principal = principal_of(request)
-    found = await definitions.versions_of(store_of(request), principal.team_id, name)
+    found = await definitions.versions_of(runtime_of(request), principal.team_id, name)
     return [version_out(v) for v in found]
 
 
@@ -41,7 +41,7 @@ async def get_version(
     request: Request, name: FromPath[str], version: FromPath[str]
 ) -> VersionDetailOut:
     principal = principal_of(request)
-    found = await definitions.version_of(store_of(request), principal.team_id, name, version)
+    found = await definitions.version_of(runtime_of(request), principal.team_id, name, version)
     return VersionDetailOut(version_out(found), definitions.export_document(found))
 
 
@@ -49,30 +49,34 @@ async def publish(request: Request, data: JSONBody[DocumentIn]) -> Response[Publ
     """Publish a definition document (201 when new, 200 when identical content existed)."""
     principal = principal_of(request)
     outcome = await definitions.publish(
-        store_of(request), principal.team_id, principal.actor, data.document
+        runtime_of(request), principal.team_id, principal.actor, data.document
     )
     return published(outcome)
 
 
 async def validate(request: Request, data: JSONBody[DocumentIn]) -> ValidationOut:
     """Check a document without publishing it (unknown targets are warnings)."""
-    problems = check_document(data.document, await workers.known_targets(store_of(request)))
+    problems = check_document(
+        data.document, await workers.known_targets(runtime_of(request).queries)
+    )
     fingerprint = problems.definition.fingerprint if problems.definition else None
     return ValidationOut(problems.definition is not None, fingerprint, problems_out(problems))
 
 
 async def deprecate(request: Request, name: FromPath[str], version: FromPath[str]) -> VersionOut:
     principal = principal_of(request)
-    store = store_of(request)
-    await definitions.deprecate(store, principal.team_id, name, version)
-    return version_out(await definitions.version_of(store, principal.team_id, name, version))
+    runtime = runtime_of(request)
+    await definitions.deprecate(runtime, principal.team_id, name, version)
+    return version_out(await definitions.version_of(runtime, principal.team_id, name, version))
 
 
 async def diff(
     request: Request, name: FromPath[str], left: FromQuery[str], right: FromQuery[str]
 ) -> DiffOut:
     principal = principal_of(request)
-    comparison = await definitions.compare(store_of(request), principal.team_id, name, left, right)
+    comparison = await definitions.compare(
+        runtime_of(request), principal.team_id, name, left, right
+    )
     if comparison is None:
         raise Invalid("name two versions to compare")
     return diff_out(comparison.left, comparison.right, comparison.diff)

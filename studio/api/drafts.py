@@ -21,30 +21,30 @@ from studio.api.schemas import (
 from studio.draft_edits import Edited
 from studio.errors import Invalid
 from studio.services import drafts, workers
-from studio.web.rendering import principal_of, store_of
+from studio.web.rendering import principal_of, runtime_of
 
 
 async def _out(request: Request, draft: Any) -> DraftOut:
-    return draft_out(draft, await workers.known_targets(store_of(request)))
+    return draft_out(draft, await workers.known_targets(runtime_of(request).queries))
 
 
 async def list_drafts(request: Request) -> list[DraftOut]:
     principal = principal_of(request)
-    found = await drafts.list_for_team(store_of(request), principal.team_id)
-    targets = await workers.known_targets(store_of(request))
+    found = await drafts.list_for_team(runtime_of(request), principal.team_id)
+    targets = await workers.known_targets(runtime_of(request).queries)
     return [draft_out(d, targets) for d in found]
 
 
 async def create_draft(request: Request, data: JSONBody[DraftIn]) -> DraftOut:
     principal = principal_of(request)
-    store = store_of(request)
+    runtime = runtime_of(request)
     if data.document is not None:
         draft = await drafts.create_from_document(
-            store, principal.team_id, principal.actor, data.document
+            runtime, principal.team_id, principal.actor, data.document
         )
     elif data.from_name and data.from_version:
         draft = await drafts.create_from_version(
-            store, principal.team_id, principal.actor, data.from_name, data.from_version
+            runtime, principal.team_id, principal.actor, data.from_name, data.from_version
         )
     else:
         raise Invalid("give a document, or from_name and from_version")
@@ -53,7 +53,7 @@ async def create_draft(request: Request, data: JSONBody[DraftIn]) -> DraftOut:
 
 async def get_draft(request: Request, draft_id: FromPath[str]) -> DraftOut:
     principal = principal_of(request)
-    return await _out(request, await drafts.get(store_of(request), principal.team_id, draft_id))
+    return await _out(request, await drafts.get(runtime_of(request), principal.team_id, draft_id))
 
 
 async def replace_draft(
@@ -61,7 +61,7 @@ async def replace_draft(
 ) -> DraftOut:
     principal = principal_of(request)
     draft = await drafts.replace(
-        store_of(request),
+        runtime_of(request),
         principal.team_id,
         principal.actor,
         draft_id,
@@ -101,17 +101,24 @@ async def edit_draft(
 ) -> DraftOut:
     principal = principal_of(request)
     draft, _ = await drafts.edit(
-        store_of(request), principal.team_id, principal.actor, draft_id, data.revision, _edit(data)
+        runtime_of(request),
+        principal.team_id,
+        principal.actor,
+        draft_id,
+        data.revision,
+        _edit(data),
     )
     return await _out(request, draft)
 
 
 async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response[PublishOut]:
     principal = principal_of(request)
-    outcome = await drafts.publish(store_of(request), principal.team_id, principal.actor, draft_id)
+    outcome = await drafts.publish(
+        runtime_of(request), principal.team_id, principal.actor, draft_id
+    )
     return published(outcome)
 
 
 async def delete_draft(request: Request, draft_id: FromPath[str]) -> None:
     principal = principal_of(request)
-    await drafts.discard(store_of(request), principal.team_id, draft_id)
+    await drafts.discard(runtime_of(request), principal.team_id, draft_id)

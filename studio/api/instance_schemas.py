@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import instance_to_json
-from engine.store.reads import HistoryPage, InstanceRow
+from engine.queries import HistoryPage, InstanceRow
 from studio.api.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
 from studio.api.projection import projected
 from studio.services.instance_detail import AttemptRow, InstanceDetail

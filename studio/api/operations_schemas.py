@@ -7,8 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.model.identifiers import local_instance_id
-from engine.store.dead_letters import DeadLetterGroup
-from engine.store.work_views import WorkRow
+from engine.queries import DeadLetterGroup, WorkRow
 from studio.api.choices import DeadLetterAction, DrillJobStatus, DrillProfile, DrillRunStatus
 from studio.api.projection import projected
 from studio.services.dead_letters import DeadLetterView, ItemResult

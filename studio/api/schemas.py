@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict
 
 from litestar import Response
 
-from engine.store.catalog import PublishedVersion
+from engine.queries import PublishedVersion
 from studio.api.choices import RoleName
 from studio.api.projection import projected
 from studio.api_tokens import ApiToken

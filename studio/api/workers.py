@@ -6,12 +6,12 @@ from litestar import Request
 
 from studio.api.operations_schemas import WorkerOut, worker_out
 from studio.services import workers
-from studio.web.rendering import principal_of, store_of
+from studio.web.rendering import principal_of, runtime_of
 
 
 async def list_workers(request: Request) -> list[WorkerOut]:
     principal = principal_of(request)
     return [
         worker_out(v, principal.team_id)
-        for v in await workers.worker_views(store_of(request), principal.team_id)
+        for v in await workers.worker_views(runtime_of(request).queries, principal.team_id)
     ]

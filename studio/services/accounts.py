@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.store.store import Store
+from engine import Store
 from studio import api_tokens, invitations, people, sessions
 from studio.api_tokens import ApiToken, TokenRejected
 from studio.errors import Invalid, NotFound

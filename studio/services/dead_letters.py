@@ -2,9 +2,9 @@
 them one at a time or in bulk, each with its own audited outcome.
 
 A dead letter is work the engine gave up on (its deadline passed, or a processor
-refused it). Resolving it is a fenced, audited store command (``engine.store.
-dead_letters.resolve``): retry (readmit at a time, with a new deadline) or discard,
-with the actor and a required reason, at most once per fence. A bulk resolution is
+refused it). Resolving it is a fenced, audited command
+(``Client.resolve_dead_letter``): retry (readmit at a time, with a new deadline) or
+discard, with the actor and a required reason, at most once per fence. A bulk resolution is
 the same command per item, so each item gets its own result (done, already done by
 this very command, or refused and why), never one verdict for the lot. Command ids
 derive from the id the form carried, so posting the same form twice changes nothing.
@@ -15,21 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from engine import ResolutionConflict, StaleLease, WorkRequestInvalid
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
 from engine.model.durations import parse_duration
 from engine.model.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
-from engine.store import dead_letters, reads, work_views
-from engine.store.dead_letters import (
+from engine.queries import (
     DeadLetter,
     DeadLetterCursor,
     DeadLetterGroup,
     ResolutionAction,
-    ResolutionConflict,
     ResolutionRecord,
 )
-from engine.store.errors import StaleLease
-from engine.store.work import WorkRequestInvalid
 from studio.errors import Invalid
 from studio.services.paging import format_cursor, parse_cursor
 from studio.services.runtime import Runtime
@@ -74,11 +71,9 @@ async def page(
     """One page of the team's unresolved dead letters (of one failure code when given)."""
     after_pair = parse_cursor(cursor)
     after = DeadLetterCursor(*after_pair) if after_pair else None
-    store = runtime.store
-    found = await dead_letters.list_dead_letters(
-        store, after, PAGE_SIZE, tenant=team, failure_code=code or None
-    )
-    rows = await reads.get_instances(store, {d.instance_id for d in found.items})
+    queries = runtime.queries
+    found = await queries.dead_letters(after, PAGE_SIZE, tenant=team, failure_code=code or None)
+    rows = await queries.instance_rows({d.instance_id for d in found.items})
     items = [
         DeadLetterView(d, rows[d.instance_id].definition if d.instance_id in rows else None)
         for d in found.items
@@ -87,8 +82,8 @@ async def page(
     return DeadLetterPage(
         items,
         format_cursor((following.failed_at, following.work_id)) if following else "",
-        await dead_letters.dead_letter_groups(store, tenant=team),
-        await dead_letters.recent_resolutions(store, tenant=team, limit=AUDIT_SHOWN),
+        await queries.dead_letter_groups(tenant=team),
+        await queries.recent_resolutions(tenant=team, limit=AUDIT_SHOWN),
         code,
     )
 
@@ -178,10 +173,9 @@ async def resolve(
 ) -> list[ItemResult]:
     """Resolve each fence on its own; the results say, per item, what happened."""
     action = _check(resolution, fences)
-    store = runtime.store
-    now = store.now()
+    now = runtime.queries.now()
     retry_at, deadline = _times(resolution, now)
-    rows = await work_views.work_rows(store, [f.work_id for f in fences])
+    rows = await runtime.queries.work_rows([f.work_id for f in fences])
     results = []
     for fence in fences:
         row = rows.get(fence.work_id)
@@ -212,7 +206,7 @@ async def _resolve_one(
     done = "retried" if action is ResolutionAction.RETRY else "discarded"
     command_id = item_command_id(resolution.command_id, fence)
     try:
-        command = dead_letters.make_resolution(
+        outcome = await runtime.client.resolve_dead_letter(
             command_id,
             fence.work_id,
             fence.token,
@@ -223,7 +217,6 @@ async def _resolve_one(
             retry_at,
             deadline,
         )
-        outcome = await dead_letters.resolve(runtime.store, command)
     except (StaleLease, ResolutionConflict) as refused:
         return await _refused(runtime, fence, instance_id, command_id, refused)
     except WorkRequestInvalid as refused:
@@ -243,7 +236,7 @@ async def _refused(
 ) -> ItemResult:
     """A refused item: the same form posted again (its own command acted before, at
     another time), or someone else resolved or reclaimed the work meanwhile."""
-    earlier = await dead_letters.find_resolution(runtime.store, command_id)
+    earlier = await runtime.queries.resolution(command_id)
     if earlier is not None and (earlier.work_id, earlier.token) == (fence.work_id, fence.token):
         return _unchanged(fence, instance_id)
     if isinstance(error, StaleLease):

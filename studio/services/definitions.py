@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine import ChildDefinitionNotFound, DefinitionConflict
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
-from engine.store import catalog
-from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict, PublishedVersion
-from engine.store.store import Store
+from engine.queries import PublishedVersion
 from studio.diff import DefinitionDiff, diff_documents
 from studio.errors import Conflict, Invalid, NotFound
 from studio.problems import Problems, check_document
+from studio.services.runtime import Runtime
 
 SHORT_FINGERPRINT = 12
 
@@ -54,28 +54,28 @@ class Comparison:
     diff: DefinitionDiff
 
 
-async def team_versions(store: Store, team: str) -> list[PublishedVersion]:
-    return await catalog.versions(store, team)
+async def team_versions(runtime: Runtime, team: str) -> list[PublishedVersion]:
+    return await runtime.queries.versions(team)
 
 
-async def summaries(store: Store, team: str) -> list[DefinitionSummary]:
+async def summaries(runtime: Runtime, team: str) -> list[DefinitionSummary]:
     """The team's definitions by name, each with its latest published version."""
     by_name: dict[str, list[PublishedVersion]] = {}
-    for version in await team_versions(store, team):
+    for version in await team_versions(runtime, team):
         by_name.setdefault(version.definition.name, []).append(version)
     return [DefinitionSummary(name, found[-1], len(found)) for name, found in by_name.items()]
 
 
-async def versions_of(store: Store, team: str, name: str) -> list[PublishedVersion]:
+async def versions_of(runtime: Runtime, team: str, name: str) -> list[PublishedVersion]:
     """Every version of ``name``, oldest first; NotFound unless the team has it."""
-    found = [v for v in await team_versions(store, team) if v.definition.name == name]
+    found = [v for v in await team_versions(runtime, team) if v.definition.name == name]
     if not found:
         raise NotFound(f"no definition named {name} in this team")
     return found
 
 
-async def version_of(store: Store, team: str, name: str, version: str) -> PublishedVersion:
-    for published in await versions_of(store, team, name):
+async def version_of(runtime: Runtime, team: str, name: str, version: str) -> PublishedVersion:
+    for published in await versions_of(runtime, team, name):
         if published.definition.version == version:
             return published
     raise NotFound(f"{name}@{version} is not published in this team")
@@ -85,7 +85,7 @@ def problems_payload(problems: Problems) -> list[dict[str, str]]:
     return [{"path": p.path, "message": p.message} for p in problems.errors]
 
 
-async def publish(store: Store, team: str, actor: str, document: Any) -> PublishOutcome:
+async def publish(runtime: Runtime, team: str, actor: str, document: Any) -> PublishOutcome:
     """Validate and publish ``document`` as an immutable version owned by ``team``."""
     problems = check_document(document)
     if problems.definition is None:
@@ -95,7 +95,7 @@ async def publish(store: Store, team: str, actor: str, document: Any) -> Publish
         )
     definition = problems.definition
     try:
-        created = await catalog.publish(store, definition, actor, team)
+        created = await runtime.client.publish(definition, actor, team)
     except DefinitionConflict as clash:
         raise Conflict(str(clash)) from None
     except ChildDefinitionNotFound as missing:
@@ -103,10 +103,10 @@ async def publish(store: Store, team: str, actor: str, document: Any) -> Publish
     return PublishOutcome(definition, created)
 
 
-async def deprecate(store: Store, team: str, name: str, version: str) -> None:
+async def deprecate(runtime: Runtime, team: str, name: str, version: str) -> None:
     """Refuse new instances of a version; running ones keep it (its fingerprint stays)."""
-    await version_of(store, team, name, version)
-    await catalog.deprecate(store, name, version)
+    await version_of(runtime, team, name, version)
+    await runtime.client.deprecate(name, version)
 
 
 def export_document(published: PublishedVersion) -> dict[str, Any]:
@@ -115,10 +115,10 @@ def export_document(published: PublishedVersion) -> dict[str, Any]:
 
 
 async def compare(
-    store: Store, team: str, name: str, left: str | None, right: str | None
+    runtime: Runtime, team: str, name: str, left: str | None, right: str | None
 ) -> Comparison | None:
     """A structural diff of two versions (default: the two latest); None with one version."""
-    versions = await versions_of(store, team, name)
+    versions = await versions_of(runtime, team, name)
     if left is None and right is None:
         if len(versions) < 2:
             return None
@@ -133,6 +133,6 @@ async def compare(
     return Comparison(older, newer, diff)
 
 
-async def child_choices(store: Store, team: str) -> list[DefinitionRef]:
+async def child_choices(runtime: Runtime, team: str) -> list[DefinitionRef]:
     """Versions a child step may pin: the team's published, not deprecated versions."""
-    return [v.definition.ref for v in await team_versions(store, team) if not v.deprecated]
+    return [v.definition.ref for v in await team_versions(runtime, team) if not v.deprecated]

@@ -12,48 +12,48 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.model.definitions import definition_to_json
-from engine.store.store import Store
 from studio import drafts
 from studio.draft_edits import Edited, EditRejected, new_document, next_version
 from studio.drafts import Draft, DraftChanged
 from studio.errors import Invalid
 from studio.services import definitions
 from studio.services.definitions import PublishOutcome
+from studio.services.runtime import Runtime
 
 
-async def create_empty(store: Store, team: str, actor: str, name: str, version: str) -> Draft:
+async def create_empty(runtime: Runtime, team: str, actor: str, name: str, version: str) -> Draft:
     document = new_document(name.strip(), version.strip() or "1")
-    return await drafts.create_draft(store, team, document, "", actor)
+    return await drafts.create_draft(runtime.store, team, document, "", actor)
 
 
 async def create_from_document(
-    store: Store, team: str, actor: str, document: dict[str, Any], based_on: str = ""
+    runtime: Runtime, team: str, actor: str, document: dict[str, Any], based_on: str = ""
 ) -> Draft:
-    return await drafts.create_draft(store, team, document, based_on, actor)
+    return await drafts.create_draft(runtime.store, team, document, based_on, actor)
 
 
 async def create_from_version(
-    store: Store, team: str, actor: str, name: str, version: str
+    runtime: Runtime, team: str, actor: str, name: str, version: str
 ) -> Draft:
     """A draft of the next version, starting from the content of ``name@version``."""
-    published = await definitions.version_of(store, team, name, version)
-    taken = {v.definition.version for v in await definitions.versions_of(store, team, name)}
+    published = await definitions.version_of(runtime, team, name, version)
+    taken = {v.definition.version for v in await definitions.versions_of(runtime, team, name)}
     document = definition_to_json(published.definition)
     document["version"] = next_version(version, taken)
     document["deprecated"] = False
-    return await drafts.create_draft(store, team, document, f"{name}@{version}", actor)
+    return await drafts.create_draft(runtime.store, team, document, f"{name}@{version}", actor)
 
 
-async def get(store: Store, team: str, draft_id: str) -> Draft:
-    return await drafts.get_draft(store, team, draft_id)
+async def get(runtime: Runtime, team: str, draft_id: str) -> Draft:
+    return await drafts.get_draft(runtime.store, team, draft_id)
 
 
-async def list_for_team(store: Store, team: str) -> list[Draft]:
-    return await drafts.list_drafts(store, team)
+async def list_for_team(runtime: Runtime, team: str) -> list[Draft]:
+    return await drafts.list_drafts(runtime.store, team)
 
 
 async def edit(
-    store: Store,
+    runtime: Runtime,
     team: str,
     actor: str,
     draft_id: str,
@@ -61,7 +61,7 @@ async def edit(
     change: Callable[[dict[str, Any]], Edited],
 ) -> tuple[Draft, str]:
     """Apply ``change`` to the draft as of ``revision``; returns it and the step to select."""
-    draft = await drafts.get_draft(store, team, draft_id)
+    draft = await drafts.get_draft(runtime.store, team, draft_id)
     if draft.revision != revision:
         raise DraftChanged(
             "this draft was changed in another window; the latest version is shown, "
@@ -71,22 +71,22 @@ async def edit(
         edited = change(draft.document)
     except EditRejected as rejected:
         raise Invalid(str(rejected)) from None
-    saved = await drafts.save_draft(store, team, draft_id, edited.document, revision, actor)
+    saved = await drafts.save_draft(runtime.store, team, draft_id, edited.document, revision, actor)
     return saved, edited.selected
 
 
 async def replace(
-    store: Store, team: str, actor: str, draft_id: str, revision: int, document: dict[str, Any]
+    runtime: Runtime, team: str, actor: str, draft_id: str, revision: int, document: dict[str, Any]
 ) -> Draft:
-    saved, _ = await edit(store, team, actor, draft_id, revision, lambda _: Edited(document))
+    saved, _ = await edit(runtime, team, actor, draft_id, revision, lambda _: Edited(document))
     return saved
 
 
-async def publish(store: Store, team: str, actor: str, draft_id: str) -> PublishOutcome:
+async def publish(runtime: Runtime, team: str, actor: str, draft_id: str) -> PublishOutcome:
     """Publish the draft's content; the draft stays (editable) for the next version."""
-    draft = await drafts.get_draft(store, team, draft_id)
-    return await definitions.publish(store, team, actor, draft.document)
+    draft = await drafts.get_draft(runtime.store, team, draft_id)
+    return await definitions.publish(runtime, team, actor, draft.document)
 
 
-async def discard(store: Store, team: str, draft_id: str) -> None:
-    await drafts.delete_draft(store, team, draft_id)
+async def discard(runtime: Runtime, team: str, draft_id: str) -> None:
+    await drafts.delete_draft(runtime.store, team, draft_id)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.store.store import Store
+from engine import Store
 from studio.errors import Conflict, Invalid, NotFound
 from studio.settings import StudioSettings
 

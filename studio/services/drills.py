@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from engine import Store
 from engine.model.events import Event, event_from_json
-from engine.store.store import Store
 from studio.errors import Invalid, NotFound
 from studio.instance_urls import instance_ref
 from studio.services.drill_jobs import DrillJob

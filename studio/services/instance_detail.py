@@ -19,9 +19,7 @@ from engine.model.definitions import Definition, Step, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.transitions import Draft, WorkKind
-from engine.store import work_views
-from engine.store.reads import InstanceRow
-from engine.store.work_views import WorkRow
+from engine.queries import InstanceRow, WorkRow, WorkState
 from studio.action_offers import Offer, offers
 from studio.attempts import ACTIVITY, COMPENSATION, AttemptRecord
 from studio.replays import Replayed
@@ -105,7 +103,7 @@ class InstanceDetail:
 
     @property
     def dead_letters(self) -> list[WorkRow]:
-        return [w for w in self.work if w.state is work_views.WorkState.DEAD_LETTERED]
+        return [w for w in self.work if w.state is WorkState.DEAD_LETTERED]
 
 
 async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
@@ -129,7 +127,7 @@ async def detail(runtime: Runtime, team: str, instance_id: str) -> InstanceDetai
 async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> InstanceDetail:
     state = entry.state
     now = runtime.store.now()
-    work = await work_views.instance_work(runtime.store, state.instance_id, WORK_SHOWN)
+    work = await runtime.queries.instance_work(state.instance_id, WORK_SHOWN)
     registry = await runtime.client.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
@@ -190,7 +188,7 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
             )
     for key, carrier in carriers.items():
         if key not in seen:
-            dead = carrier.state is work_views.WorkState.DEAD_LETTERED
+            dead = carrier.state is WorkState.DEAD_LETTERED
             outcome = "dead-lettered" if dead else "scheduled"
             rows.append(
                 AttemptRow(*key, str(carrier.payload.get("key", "")), outcome, None, carrier, now)

@@ -18,8 +18,7 @@ from urllib.parse import urlencode
 from engine.model.events import Event, EventKind, event_to_json
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
-from engine.store import reads
-from engine.store.reads import HistoryPage
+from engine.queries import HistoryPage
 from studio.errors import Invalid
 from studio.instance_urls import instance_url
 from studio.services.instances import require_row
@@ -73,8 +72,7 @@ async def history_page(
     runtime: Runtime, team: str, instance_id: str, chosen: HistoryFilter
 ) -> HistoryPage:
     row = await require_row(runtime, team, instance_id)
-    return await reads.history_page(
-        runtime.store,
+    return await runtime.queries.history_page(
         row.instance_id,
         chosen.after,
         chosen.limit,
@@ -86,7 +84,7 @@ async def history_page(
 async def export(runtime: Runtime, team: str, instance_id: str) -> AsyncIterator[bytes]:
     """The whole history as a JSON array, streamed (the team is checked first)."""
     row = await require_row(runtime, team, instance_id)
-    return _json_array(reads.export_history(runtime.store, row.instance_id), team)
+    return _json_array(runtime.queries.history(row.instance_id), team)
 
 
 async def _json_array(events: AsyncIterator[Event], team: str) -> AsyncIterator[bytes]:

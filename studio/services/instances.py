@@ -33,8 +33,7 @@ from engine.model.errors import (
 from engine.model.identifiers import id_problem, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
-from engine.store import reads
-from engine.store.reads import InstancePage, InstanceRow, InstanceView
+from engine.queries import InstancePage, InstanceRow, InstanceView
 from studio.errors import Conflict, Invalid, NotFound
 from studio.services import definitions
 from studio.services.paging import parse_cursor
@@ -94,8 +93,7 @@ async def list_page(
     runtime: Runtime, team: str, filters: InstanceFilters, cursor: str | None = None
 ) -> InstancePage:
     status = next((s for s in InstanceStatus if s.label == filters.status), None)
-    return await reads.list_instances(
-        runtime.store,
+    return await runtime.queries.instances(
         InstanceView(filters.view),
         parse_cursor(cursor),
         PAGE_SIZE,
@@ -127,7 +125,7 @@ async def _lookup(
     the team's prefixed id whoever owns it (another team's only if it chose that id
     before ids were namespaced), from one read."""
     scoped = team_instance_id(team, instance_id)
-    rows = await reads.get_instances(runtime.store, [scoped, instance_id])
+    rows = await runtime.queries.instance_rows([scoped, instance_id])
     owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
     return (owned[0] if owned else None), rows.get(scoped)
 
@@ -211,7 +209,7 @@ async def start(
     The id is the team's own: another team's instance of the same id is another
     instance, and never a conflict.
     """
-    published = await definitions.version_of(runtime.store, team, name, version)
+    published = await definitions.version_of(runtime, team, name, version)
     if published.deprecated:
         raise Invalid(f"{name}@{version} is deprecated and refuses new instances")
     value = parse_json(input_text, "input")

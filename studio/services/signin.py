@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from engine.store.store import Store
+from engine import Store
 from studio import invitations, people, sessions, signin_limits
 from studio.invitations import Invitation
 from studio.password_policy import PasswordRejected

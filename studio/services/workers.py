@@ -9,10 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.store import work_views, workers
-from engine.store.store import Store
-from engine.store.work_views import WorkRow
-from engine.store.workers import WorkerInfo
+from engine.queries import Queries, WorkerInfo, WorkRow
 
 TARGET_FRESHNESS = timedelta(minutes=15)
 """Targets count as advertised while their worker spoke within this long."""
@@ -35,21 +32,17 @@ class WorkerView:
         return max(self.now - self.info.heartbeat_at, timedelta(0))
 
 
-async def list_workers(store: Store) -> list[WorkerInfo]:
-    return await workers.list_workers(store)
-
-
-async def worker_views(store: Store, team: str) -> list[WorkerView]:
+async def worker_views(queries: Queries, team: str) -> list[WorkerView]:
     """Registered workers, most recently heard first, each with the team's leases."""
-    found = await workers.list_workers(store)
-    leases = await work_views.held_leases(store, [w.worker_id for w in found], tenant=team)
+    found = await queries.workers()
+    leases = await queries.held_leases([w.worker_id for w in found], tenant=team)
     by_owner: dict[str, list[WorkRow]] = {}
     for lease in leases:
         by_owner.setdefault(lease.lease_owner, []).append(lease)
-    now = store.now()
+    now = queries.now()
     return [WorkerView(w, by_owner.get(w.worker_id, []), now) for w in found]
 
 
-async def known_targets(store: Store, freshness: timedelta = TARGET_FRESHNESS) -> list[str]:
+async def known_targets(queries: Queries, freshness: timedelta = TARGET_FRESHNESS) -> list[str]:
     """Activity targets that running workers can execute, for offering and flagging."""
-    return await workers.advertised_targets(store, store.now() - freshness)
+    return await queries.advertised_targets(queries.now() - freshness)

@@ -23,7 +23,7 @@ from studio.problems import check_document
 from studio.services import definitions, drafts, workers
 from studio.structure import read_structure
 from studio.web.editor import draft_url
-from studio.web.rendering import form_values, go_to, page, principal_of, see_other, store_of
+from studio.web.rendering import form_values, go_to, page, principal_of, runtime_of, see_other
 
 PUBLISHED_NOTICES = {
     "new": "Published. This version is now immutable.",
@@ -44,13 +44,13 @@ def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, 
 
 async def list_page(request: Request) -> Template:
     principal = principal_of(request)
-    store = store_of(request)
+    runtime = runtime_of(request)
     return page(
         request,
         "definitions/list.html",
         "definitions",
-        summaries=await definitions.summaries(store, principal.team_id),
-        drafts=await drafts.list_for_team(store, principal.team_id),
+        summaries=await definitions.summaries(runtime, principal.team_id),
+        drafts=await drafts.list_for_team(runtime, principal.team_id),
     )
 
 
@@ -61,9 +61,9 @@ async def versions_page(
     right: FromQuery[str | None] = None,
 ) -> Template:
     principal = principal_of(request)
-    store = store_of(request)
-    versions = await definitions.versions_of(store, principal.team_id, name)
-    comparison = await definitions.compare(store, principal.team_id, name, left, right)
+    runtime = runtime_of(request)
+    versions = await definitions.versions_of(runtime, principal.team_id, name)
+    comparison = await definitions.compare(runtime, principal.team_id, name, left, right)
     views = {}
     if comparison is not None:
         views = {
@@ -93,7 +93,7 @@ async def version_page(
     published: FromQuery[str | None] = None,
 ) -> Template:
     principal = principal_of(request)
-    found = await definitions.version_of(store_of(request), principal.team_id, name, version)
+    found = await definitions.version_of(runtime_of(request), principal.team_id, name, version)
     document = definitions.export_document(found)
     return page(
         request,
@@ -108,7 +108,7 @@ async def version_page(
 
 async def export_version(request: Request, name: FromPath[str], version: FromPath[str]) -> Response:
     principal = principal_of(request)
-    found = await definitions.version_of(store_of(request), principal.team_id, name, version)
+    found = await definitions.version_of(runtime_of(request), principal.team_id, name, version)
     body = json.dumps(definitions.export_document(found), indent=2) + "\n"
     return Response(
         content=body,
@@ -122,7 +122,7 @@ async def draft_from_version(
 ) -> Redirect:
     principal = principal_of(request)
     draft = await drafts.create_from_version(
-        store_of(request), principal.team_id, principal.actor, name, version
+        runtime_of(request), principal.team_id, principal.actor, name, version
     )
     return see_other(draft_url(draft.draft_id))
 
@@ -131,7 +131,7 @@ async def deprecate_version(
     request: Request, name: FromPath[str], version: FromPath[str]
 ) -> Response:
     principal = principal_of(request)
-    await definitions.deprecate(store_of(request), principal.team_id, name, version)
+    await definitions.deprecate(runtime_of(request), principal.team_id, name, version)
     return go_to(request, f"/definitions/{name}")
 
 
@@ -166,7 +166,7 @@ async def import_preview(request: Request) -> Template:
             preview=None,
             error=str(rejected),
         )
-    targets = await workers.known_targets(store_of(request))
+    targets = await workers.known_targets(runtime_of(request).queries)
     return page(
         request,
         "definitions/import.html",
@@ -180,7 +180,7 @@ async def import_save(request: Request) -> Template | Redirect:
     """Save the previewed JSON as a draft, or publish it (valid content only)."""
     values = await form_values(request)
     principal = principal_of(request)
-    store = store_of(request)
+    runtime = runtime_of(request)
     text = values.get("document", "")
     try:
         document = draft_edits.parse_json(text)
@@ -188,11 +188,11 @@ async def import_save(request: Request) -> Template | Redirect:
         return _import_refused(request, text, None, rejected, 422)
     if values.get("action") != "publish":
         draft = await drafts.create_from_document(
-            store, principal.team_id, principal.actor, document, "import"
+            runtime, principal.team_id, principal.actor, document, "import"
         )
         return see_other(draft_url(draft.draft_id))
     try:
-        outcome = await definitions.publish(store, principal.team_id, principal.actor, document)
+        outcome = await definitions.publish(runtime, principal.team_id, principal.actor, document)
     except (Invalid, Conflict) as refused:
         return _import_refused(request, text, document, refused, refused.status)
     d = outcome.definition

@@ -30,8 +30,8 @@ from studio.web.rendering import (
     is_htmx,
     page,
     principal_of,
+    runtime_of,
     see_other,
-    store_of,
 )
 from studio.web.workspace import Selection, build_workspace
 
@@ -52,13 +52,13 @@ async def _render(
     status: int = 200,
     **extra: Any,
 ) -> Template:
-    store = store_of(request)
+    runtime = runtime_of(request)
     principal = principal_of(request)
     workspace = build_workspace(
         draft,
         editable=principal.can(Access.AUTHOR),
-        targets=await workers.known_targets(store),
-        children=await definitions.child_choices(store, principal.team_id),
+        targets=await workers.known_targets(runtime.queries),
+        children=await definitions.child_choices(runtime, principal.team_id),
         selection=selection,
         view=view,
         **extra,
@@ -83,7 +83,7 @@ async def show_draft(
     view: FromQuery[str | None] = None,
 ) -> Template:
     principal = principal_of(request)
-    draft = await drafts.get(store_of(request), principal.team_id, draft_id)
+    draft = await drafts.get(runtime_of(request), principal.team_id, draft_id)
     selection = Selection(step or "", _optional_int(insert), _optional_int(branch))
     return await _render(request, draft, selection, view=view or "graph")
 
@@ -95,7 +95,7 @@ async def create_draft(request: Request) -> Redirect:
     if not name:
         raise Invalid("give the new definition a name")
     draft = await drafts.create_empty(
-        store_of(request), principal.team_id, principal.actor, name, values.get("version", "1")
+        runtime_of(request), principal.team_id, principal.actor, name, values.get("version", "1")
     )
     return see_other(draft_url(draft.draft_id))
 
@@ -107,16 +107,16 @@ async def _apply(
     change: Callable[[dict[str, Any]], Edited],
 ) -> Template | Redirect:
     """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
-    store = store_of(request)
+    runtime = runtime_of(request)
     principal = principal_of(request)
     view = values.get("view", "graph")
     try:
         revision = int_field(values, "revision")
         draft, selected = await drafts.edit(
-            store, principal.team_id, principal.actor, draft_id, revision, change
+            runtime, principal.team_id, principal.actor, draft_id, revision, change
         )
     except (DraftChanged, Invalid) as refused:
-        current = await drafts.get(store, principal.team_id, draft_id)
+        current = await drafts.get(runtime, principal.team_id, draft_id)
         selection = Selection(values.get("selected", ""))
         status = 409 if isinstance(refused, DraftChanged) else 422
         return await _render(
@@ -191,7 +191,7 @@ async def replace_json(request: Request, draft_id: FromPath[str]) -> Template | 
         document = draft_edits.parse_json(text)
     except EditRejected as rejected:
         principal = principal_of(request)
-        current = await drafts.get(store_of(request), principal.team_id, draft_id)
+        current = await drafts.get(runtime_of(request), principal.team_id, draft_id)
         return await _render(
             request,
             current,
@@ -207,12 +207,12 @@ async def replace_json(request: Request, draft_id: FromPath[str]) -> Template | 
 
 async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response | Template:
     """Publish; success goes to the new version's page (htmx follows HX-Redirect)."""
-    store = store_of(request)
+    runtime = runtime_of(request)
     principal = principal_of(request)
     try:
-        outcome = await drafts.publish(store, principal.team_id, principal.actor, draft_id)
+        outcome = await drafts.publish(runtime, principal.team_id, principal.actor, draft_id)
     except (Invalid, Conflict) as refused:
-        current = await drafts.get(store, principal.team_id, draft_id)
+        current = await drafts.get(runtime, principal.team_id, draft_id)
         status = 409 if isinstance(refused, Conflict) else 422
         return await _render(request, current, Selection(), status=status, error=str(refused))
     definition = outcome.definition
@@ -225,5 +225,5 @@ async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response |
 
 async def discard_draft(request: Request, draft_id: FromPath[str]) -> Response | Redirect:
     principal = principal_of(request)
-    await drafts.discard(store_of(request), principal.team_id, draft_id)
+    await drafts.discard(runtime_of(request), principal.team_id, draft_id)
     return go_to(request, "/definitions")

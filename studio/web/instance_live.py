@@ -22,7 +22,7 @@ from litestar import Request
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from engine.store.reads import InstanceRow
+from engine.queries import InstanceRow
 from studio.instance_urls import instance_id_of
 from studio.replays import Replayed
 from studio.services import instance_detail, instance_history, instances

@@ -20,7 +20,7 @@ from litestar.response import Stream, Template
 from engine.decide import lifecycle
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
-from engine.store.reads import InstanceRow
+from engine.queries import InstanceRow
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
 from studio.roles import Access
@@ -63,7 +63,7 @@ async def list_page(
         page_rows=found.rows,
         next_cursor=format_cursor(found.next_cursor),
         filters=filters,
-        versions=await definitions.team_versions(runtime.store, principal.team_id),
+        versions=await definitions.team_versions(runtime, principal.team_id),
         first_page=after is None,
     )
 
@@ -80,9 +80,7 @@ async def _start_form(
     principal = principal_of(request)
     runtime = runtime_of(request)
     versions = [
-        v
-        for v in await definitions.team_versions(runtime.store, principal.team_id)
-        if not v.deprecated
+        v for v in await definitions.team_versions(runtime, principal.team_id) if not v.deprecated
     ]
     chosen = next(
         (v for v in versions if v.definition.name == name and v.definition.version == version),

@@ -20,8 +20,8 @@ from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
+from engine import Store
 from engine.model.identifiers import local_instance_id
-from engine.store.store import Store
 from studio.api.choices import InstanceStatusName, InstanceView
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when

@@ -11,13 +11,13 @@ from litestar import Request
 from litestar.response import Template
 
 from studio.services import workers
-from studio.web.rendering import is_htmx, page, principal_of, store_of
+from studio.web.rendering import is_htmx, page, principal_of, runtime_of
 
 REFRESH_SECONDS = 5
 
 
 async def workers_page(request: Request) -> Template:
     principal = principal_of(request)
-    views = await workers.worker_views(store_of(request), principal.team_id)
+    views = await workers.worker_views(runtime_of(request).queries, principal.team_id)
     template = "operations/_workers.html" if is_htmx(request) else "operations/workers.html"
     return page(request, template, "workers", workers=views, refresh=REFRESH_SECONDS)

@@ -11,6 +11,9 @@ the other, so hiding a cycle there does not remove it.
 - Nothing imports the command line except the command line: the command line is the
   ``engine.cli`` package, plus the subcommand modules the entry points name; what they
   share with the rest is in ordinary engine modules.
+- No module of ``studio`` imports ``engine.store``: the studio reads through
+  ``engine.Queries`` and writes through ``engine.Client``, and takes the few store
+  names it needs (``Store``, the setup, the errors) from ``engine`` itself.
 - No import cycle between modules.
 """
 
@@ -159,6 +162,18 @@ def test_no_engine_module_imports_the_studio_or_the_harness() -> None:
         if name.split(".")[0] in ENGINE_MUST_NOT_IMPORT
     )
     assert not upward, "the engine imports upward:\n" + "\n".join(upward)
+
+
+def test_no_studio_module_imports_the_store() -> None:
+    raw, _ = import_graph()
+    reaching_in = sorted(
+        f"{module} imports {name}"
+        for module, names in raw.items()
+        if module.split(".")[0] == "studio"
+        for name in names
+        if name == "engine.store" or name.startswith("engine.store.")
+    )
+    assert not reaching_in, "the studio reaches into the store:\n" + "\n".join(reaching_in)
 
 
 def test_nothing_but_the_command_line_imports_the_command_line() -> None:
