@@ -16,10 +16,10 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers import BaseRouteHandler
 
 from studio import principal as principals
+from studio.accounts.sessions import COOKIE
 from studio.errors import PasswordChangeRequired
 from studio.principal import Principal
 from studio.roles import Access, allows
-from studio.sessions import COOKIE
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_HEADER = "x-csrf-token"

@@ -22,14 +22,14 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.static_files import create_static_files_router
 
 from engine import Store, Worker, WorkerConfig
-from studio import passwords, signin_limits
+from studio.accounts import passwords, signin_limits
+from studio.failures import handle_error
 from studio.input_checks import InputChecks
+from studio.rendering import instance_filters, template_config
 from studio.routes import route_handlers
-from studio.services.runtime import Runtime
+from studio.runtime import Runtime
+from studio.security_headers import add_security_headers
 from studio.settings import MAX_BODY_BYTES, StudioSettings
-from studio.web.failures import handle_error
-from studio.web.rendering import instance_filters, template_config
-from studio.web.security_headers import add_security_headers
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 

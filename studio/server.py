@@ -31,9 +31,9 @@ from engine import (
     install_signal_handlers,
     load_definition,
 )
-from studio import people
+from studio.accounts import people
+from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.app import create_app
-from studio.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.roles import Role
 from studio.settings import StudioSettings
 
@@ -156,8 +156,8 @@ def create_user(
     password: str | None,
 ) -> int:
     """Create (or add to a team) a studio user; prints a one-time password when generated."""
-    from studio.password_policy import PasswordRejected
-    from studio.passwords import generate_password
+    from studio.accounts.password_policy import PasswordRejected
+    from studio.accounts.passwords import generate_password
 
     generated = password is None
     secret = password or generate_password()

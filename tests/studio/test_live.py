@@ -21,8 +21,8 @@ from engine import Client, Queries
 from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
 from engine.store.store import Store
-from studio.live import InstanceWatcher
-from studio.replays import replay_cache
+from studio.instances.live import InstanceWatcher
+from studio.instances.replays import replay_cache
 from studio.roles import Role
 from tests.e2e.conftest import until
 from tests.studio.live import LiveStudio, SignedInClient, definition

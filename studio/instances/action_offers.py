@@ -1,0 +1,312 @@
+"""Which operator actions an instance allows right now, and what each would do.
+
+An action is offered only when the engine would accept it: each candidate is run as a
+dry run on a throwaway Draft (the audited command, then the orchestration decision
+that follows, exactly as ``Client.command`` builds it), so the rules live in one
+place, the engine's replay. The dry run also says what the command would record, and
+the state says what it means for people: what stops, what is compensated and in which
+order, which key a retry uses. Nothing here touches the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.decide.orchestration import compensable, decide
+from engine.model.definitions import Step, StepKind
+from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
+from engine.model.instance import AttemptProgress, AttemptStatus, Instance
+from engine.model.registry import Registry
+from engine.model.transitions import Draft
+from studio.instances.step_states import frontier
+
+A = AttemptStatus
+DRY_RUN_ID = "dry-run"
+RESOLUTIONS = ("succeeded", "failed", "absent")
+PROBE_EFFECTS: dict[Action, dict[str, Any]] = {
+    Action.RESOLVE_ACTIVITY: {"resolution": "failed"},
+    Action.RESOLVE_COMPENSATION: {"code": "resolved-by-operator"},
+}
+"""Effect arguments a probe needs where the operator supplies them on confirming."""
+
+
+@dataclass(frozen=True)
+class ActionKind:
+    action: Action
+    label: str
+    needs_step: bool = False
+    danger: bool = False
+
+
+KINDS = {
+    k.action: k
+    for k in (
+        ActionKind(Action.PAUSE, "Pause"),
+        ActionKind(Action.RESUME, "Resume"),
+        ActionKind(Action.CANCEL, "Cancel", danger=True),
+        ActionKind(Action.TERMINATE, "Terminate", danger=True),
+        ActionKind(Action.RETRY_ACTIVITY, "Retry", needs_step=True),
+        ActionKind(Action.RESOLVE_ACTIVITY, "Resolve outcome of", needs_step=True),
+        ActionKind(Action.APPROVE, "Approve", needs_step=True),
+        ActionKind(Action.COMPENSATE, "Compensate", needs_step=True, danger=True),
+        ActionKind(Action.RESOLVE_COMPENSATION, "Resolve compensation of", needs_step=True),
+    )
+}
+"""What the studio offers (migration between versions is not offered here)."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """An action the instance allows now, with what it would do."""
+
+    action: Action
+    step: str
+    label: str
+    effect: tuple[str, ...]
+    records: tuple[str, ...]
+    """The events the command would record, e.g. ``compensation_scheduled charge``."""
+    danger: bool
+
+    @property
+    def key(self) -> str:
+        """``action`` or ``action:step``: how forms and tests name an offer."""
+        return f"{self.action.value}:{self.step}" if self.step else self.action.value
+
+
+def offers(instance: Instance, registry: Registry, now: datetime) -> list[Offer]:
+    """Every action the instance allows at ``now``, lifecycle actions first."""
+    found = []
+    for action, step in candidates(instance):
+        made = offer(instance, registry, now, action, step)
+        if made is not None:
+            found.append(made)
+    return found
+
+
+def offer(
+    instance: Instance, registry: Registry, now: datetime, action: Action, step: str = ""
+) -> Offer | None:
+    """The offer of ``action`` (on ``step``), or None when the engine would refuse it."""
+    kind = KINDS.get(action)
+    if kind is None or kind.needs_step != bool(step):
+        return None
+    try:
+        draft = dry_run(instance, registry, now, action, step)
+    except (
+        DecisionRejected,
+        ReplayRejected,
+        TransitionInvalid,
+        EventInvalid,  # a step name no event can carry
+        ValueError,
+        AssertionError,
+    ):
+        return None
+    label = f"{kind.label} {step}" if step else kind.label
+    records = tuple(f"{e.kind.label} {e.step}".strip() for e in draft.events)
+    return Offer(action, step, label, describe(instance, action, step), records, kind.danger)
+
+
+def dry_run(
+    instance: Instance, registry: Registry, now: datetime, action: Action, step: str = ""
+) -> Draft:
+    """The command and the decision after it, on a throwaway draft; raises when refused."""
+    effect = dict(PROBE_EFFECTS.get(action, {}))
+    if step:
+        effect["step"] = step
+    draft = Draft(registry, instance, max(now, instance.updated_at))
+    record_command(draft, DRY_RUN_ID, action, "studio", "dry run", **effect)
+    with contextlib.suppress(DecisionRejected):  # a mode the engine does not orchestrate
+        decide(draft)
+    return draft
+
+
+def candidates(instance: Instance) -> list[tuple[Action, str]]:
+    """Actions worth probing: lifecycle ones, and step actions where progress suggests."""
+    spec = instance.spec
+    if spec is None or instance.status.terminal:
+        return []
+    found: list[tuple[Action, str]] = [
+        (a, "") for a in (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
+    ]
+    to_compensate = {progress.step for progress, _ in compensation_order(instance)}
+    for progress in instance.activities.values():
+        if progress.status in (A.FAILED, A.UNKNOWN):
+            found.append((Action.RETRY_ACTIVITY, progress.step))
+        if progress.status is A.UNKNOWN:
+            found.append((Action.RESOLVE_ACTIVITY, progress.step))
+        if progress.step in to_compensate:
+            found.append((Action.COMPENSATE, progress.step))
+    for progress in instance.compensations.values():
+        if progress.status in (A.FAILED, A.UNKNOWN):
+            found.append((Action.RESOLVE_COMPENSATION, progress.step))
+    for step in spec.steps:
+        if step.kind is StepKind.APPROVAL and step.name not in instance.signals:
+            found.append((Action.APPROVE, step.name))
+    return found
+
+
+def compensation_order(instance: Instance) -> list[tuple[AttemptProgress, Step]]:
+    """Succeeded activities still to compensate, in the order unwinding would run them
+    (latest completion first), each with its step."""
+    spec = instance.spec
+    assert spec is not None
+    return [
+        (progress, spec.step(progress.step))
+        for progress in compensable(instance)
+        if progress.step not in instance.compensations
+    ]
+
+
+def describe(instance: Instance, action: Action, step: str = "") -> tuple[str, ...]:
+    """What ``action`` means for this instance, in sentences, before anyone confirms."""
+    return tuple(_DESCRIBERS[action](instance, step))
+
+
+def _in_flight(instance: Instance) -> list[str]:
+    return [
+        f"{p.step} (attempt {p.attempt})"
+        for p in instance.activities.values()
+        if p.status is A.RUNNING
+    ]
+
+
+def _waits(instance: Instance) -> list[str]:
+    spec = instance.spec
+    assert spec is not None
+    current = frontier(instance)
+    names = []
+    for step in spec.steps:
+        if step.name not in current:
+            continue
+        if step.kind in (StepKind.SIGNAL, StepKind.APPROVAL) and step.name not in instance.signals:
+            names.append(f"{step.name} ({step.kind.value})")
+        elif step.kind is StepKind.TIMER:
+            timer = instance.timers.get(step.name)
+            if timer is not None and timer.fired_at is None:
+                names.append(f"{step.name} (timer)")
+    return names
+
+
+def _pause(instance: Instance, step: str) -> list[str]:
+    lines = [
+        "No new work starts while the instance is paused: due attempts and timers wait, "
+        "signals are still accepted and kept.",
+    ]
+    running = _in_flight(instance)
+    if running:
+        lines.append(f"Already running, and will finish and record their outcome: "
+                     f"{', '.join(running)}.")  # fmt: skip
+    lines.append("Resume continues from here.")
+    return lines
+
+
+def _resume(instance: Instance, step: str) -> list[str]:
+    return ["The instance continues where it stopped; work that waited is released at once."]
+
+
+def _stops(instance: Instance) -> list[str]:
+    waits = _waits(instance)
+    return [f"Stops waiting for: {', '.join(waits)}."] if waits else []
+
+
+def _cancel(instance: Instance, step: str) -> list[str]:
+    lines = ["Cancels the instance: nothing new is scheduled.", *_stops(instance)]
+    running = _in_flight(instance)
+    if running:
+        lines.append(f"Attempts in flight settle first: {', '.join(running)}.")
+    unknown = [p.step for p in instance.activities.values() if p.status is A.UNKNOWN]
+    if unknown:
+        lines.append(
+            f"Outcome unknown for {', '.join(unknown)}: resolve it before it can be compensated."
+        )
+    order = compensation_order(instance)
+    if order:
+        steps = ", then ".join(
+            f"{p.step} (by {s.compensation.target})"  # type: ignore[union-attr]
+            for p, s in order
+        )
+        lines.append(f"Then compensates, one at a time, latest first: {steps}.")
+    else:
+        lines.append("Nothing needs compensating.")
+    lines.append("It ends as cancelled once every compensation has settled.")
+    return lines
+
+
+def _terminate(instance: Instance, step: str) -> list[str]:
+    lines = ["Ends the instance at once as terminated.", *_stops(instance)]
+    order = compensation_order(instance)
+    if order:
+        kept = ", ".join(p.step for p, _ in order)
+        lines.append(f"Nothing is compensated: {kept} keep their effects.")
+    running = _in_flight(instance)
+    if running:
+        lines.append(f"Attempts in flight are abandoned; their outcomes are ignored: "
+                     f"{', '.join(running)}.")  # fmt: skip
+    return lines
+
+
+def _retry(instance: Instance, step: str) -> list[str]:
+    progress = instance.activities[step]
+    target = instance.spec.step(step).target  # type: ignore[union-attr]
+    lines = [f"Schedules attempt {progress.attempt + 1} of {step} now (target {target})."]
+    if progress.status is A.UNKNOWN:
+        lines.append(
+            f"It reuses the idempotency key {progress.idempotency_key}: the last outcome is "
+            "unknown, and a handler that already took effect can recognise the key."
+        )
+    else:
+        lines.append(f"Attempt {progress.attempt} failed with {progress.code or 'an error'}; "
+                     "the retry uses a new idempotency key.")  # fmt: skip
+    return lines
+
+
+def _resolve_activity(instance: Instance, step: str) -> list[str]:
+    progress = instance.activities[step]
+    return [
+        f"Attempt {progress.attempt} of {step} (key {progress.idempotency_key}) has an unknown "
+        "outcome. You settle it:",
+        "succeeded: it took effect; give its result, and the instance continues.",
+        "failed: it failed for good; the instance fails and compensates what it completed.",
+        "absent: it never took effect; it is retried as the step's retry policy allows.",
+    ]
+
+
+def _approve(instance: Instance, step: str) -> list[str]:
+    return [f"Records the approval of {step} (with the payload you give); "
+            "the instance continues past it."]  # fmt: skip
+
+
+def _compensate(instance: Instance, step: str) -> list[str]:
+    spec = instance.spec.step(step)  # type: ignore[union-attr]
+    target = spec.compensation.target  # type: ignore[union-attr]
+    return [
+        f"Runs the compensation of {step} now ({target}) with the input the activity had.",
+        "The instance itself keeps its status.",
+    ]
+
+
+def _resolve_compensation(instance: Instance, step: str) -> list[str]:
+    progress = instance.compensations[step]
+    return [
+        f"The compensation of {step} is {progress.status.label} after attempt "
+        f"{progress.attempt}. You mark it settled by hand, with a code and the evidence.",
+        "Unwinding then goes on with the next compensation.",
+    ]
+
+
+_DESCRIBERS = {
+    Action.PAUSE: _pause,
+    Action.RESUME: _resume,
+    Action.CANCEL: _cancel,
+    Action.TERMINATE: _terminate,
+    Action.RETRY_ACTIVITY: _retry,
+    Action.RESOLVE_ACTIVITY: _resolve_activity,
+    Action.APPROVE: _approve,
+    Action.COMPENSATE: _compensate,
+    Action.RESOLVE_COMPENSATION: _resolve_compensation,
+}
