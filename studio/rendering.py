@@ -9,28 +9,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Any
 
 from jinja2 import Environment, pass_context
 from jinja2.runtime import Context
 from litestar import Request, Response
-from litestar.params import FromQuery, Parameter
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
-from engine import Store
 from engine.model.identifiers import local_instance_id
-from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.graph import shorten
 from studio.definitions.service import short_fingerprint
+from studio.dependencies import maybe_principal
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
 from studio.instance_urls import instance_ref, instance_url
-from studio.instances.service import InstanceFilters
-from studio.principal import Principal
-from studio.runtime import Runtime
 
 STUDIO = Path(__file__).resolve().parent
 FEATURES = ("instances", "definitions", "operations", "drills", "accounts")
@@ -105,46 +100,6 @@ def shown(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def store_of(request: Request) -> Store:
-    return request.app.state.store
-
-
-def runtime_of(request: Request) -> Runtime:
-    return request.app.state.runtime
-
-
-def principal_of(request: Request) -> Principal:
-    """The request's principal; routes needing one run after the access guard set it."""
-    found = request.scope.get("state", {}).get("principal")
-    assert found is not None, "route reached without a principal"
-    return found
-
-
-def instance_filters(
-    view: Annotated[str, Parameter(schema_extra={"enum": list(get_args(InstanceView))})] = "active",
-    definition: FromQuery[str] = "",
-    version: FromQuery[str] = "",
-    status: Annotated[
-        str, Parameter(schema_extra={"enum": ["", *get_args(InstanceStatusName)]})
-    ] = "",
-    started_from: FromQuery[str] = "",
-    started_before: FromQuery[str] = "",
-    instance: FromQuery[str] = "",
-) -> InstanceFilters:
-    """The instance list's filters from the query string: the ``filters`` dependency of
-    the Instances page and of ``GET /api/instances``, which take the same URLs.
-
-    ``view`` and ``status`` are checked by ``InstanceFilters`` (a 422 that says what is
-    allowed, on the page as in the API); the OpenAPI document lists their values."""
-    return InstanceFilters(
-        view, definition, version, status, started_from, started_before, instance
-    )
-
-
-def maybe_principal(request: Request) -> Principal | None:
-    return request.scope.get("state", {}).get("principal")
 
 
 def is_htmx(request: Request) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from studio import api_examples as examples
@@ -18,11 +18,11 @@ from studio.accounts.schemas import (
     member_out,
     token_out,
 )
-from studio.rendering import principal_of, store_of
+from studio.principal import Principal
+from studio.runtime import Runtime
 
 
-async def me(request: Request) -> MeOut:
-    principal = principal_of(request)
+async def me(principal: NamedDependency[Principal]) -> MeOut:
     return MeOut(
         principal.actor,
         principal.team_id or None,
@@ -31,25 +31,32 @@ async def me(request: Request) -> MeOut:
     )
 
 
-async def list_members(request: Request) -> list[MemberOut]:
-    principal = principal_of(request)
-    return [member_out(m) for m in await accounts.members(store_of(request), principal.team_id)]
+async def list_members(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> list[MemberOut]:
+    return [member_out(m) for m in await accounts.members(runtime.store, principal.team_id)]
 
 
-async def list_tokens(request: Request) -> list[TokenOut]:
-    principal = principal_of(request)
-    return [token_out(t) for t in await accounts.tokens(store_of(request), principal.team_id)]
+async def list_tokens(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> list[TokenOut]:
+    return [token_out(t) for t in await accounts.tokens(runtime.store, principal.team_id)]
 
 
 async def create_token(
-    request: Request, data: Annotated[TokenIn, examples.TOKEN]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: Annotated[TokenIn, examples.TOKEN],
 ) -> TokenCreatedOut:
     secret, token = await accounts.create_token(
-        store_of(request), principal_of(request), data.label, data.role, data.expires_in_days
+        runtime.store, principal, data.label, data.role, data.expires_in_days
     )
     return TokenCreatedOut(secret, token_out(token))
 
 
-async def revoke_token(request: Request, token_id: FromPath[str]) -> None:
-    principal = principal_of(request)
-    await accounts.revoke_token(store_of(request), principal.team_id, token_id)
+async def revoke_token(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    token_id: FromPath[str],
+) -> None:
+    await accounts.revoke_token(runtime.store, principal.team_id, token_id)

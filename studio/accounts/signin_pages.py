@@ -13,6 +13,7 @@ import secrets
 
 from litestar import Request
 from litestar.datastructures import Cookie
+from litestar.di import NamedDependency
 from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromQuery
 from litestar.response import Redirect, Template
@@ -21,8 +22,11 @@ from studio.accounts import service as accounts
 from studio.accounts import signin, signin_limits
 from studio.accounts.sessions import COOKIE
 from studio.accounts.signin_limits import SignInThrottled
+from studio.dependencies import maybe_principal
 from studio.errors import Invalid
-from studio.rendering import form_values, maybe_principal, page, principal_of, see_other, store_of
+from studio.principal import Principal
+from studio.rendering import form_values, page, see_other
+from studio.runtime import Runtime
 
 LOGIN_COOKIE = "wayline_login"
 LOGIN_FIELD = "_login"
@@ -108,7 +112,7 @@ def _throttled(response: Template, throttled: SignInThrottled) -> Template:
     return response
 
 
-async def login(request: Request) -> Template | Redirect:
+async def login(request: Request, runtime: NamedDependency[Runtime]) -> Template | Redirect:
     values = await _public_form(request)
     settings = request.app.state.settings
     username = values.get("username", "")
@@ -116,7 +120,7 @@ async def login(request: Request) -> Template | Redirect:
     client = _client(request)
     try:
         done = await signin.sign_in(
-            store_of(request),
+            runtime.store,
             settings.signin_limits,
             settings.session_ttl,
             username,
@@ -136,14 +140,14 @@ async def join_page(request: Request) -> Template:
     return _form_page(request, "signin/join.html", 200, username="", error="")
 
 
-async def join(request: Request) -> Template | Redirect:
+async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template | Redirect:
     """Redeem an invitation code (``studio.accounts.invitations``) and sign in to its team."""
     values = await _public_form(request)
     settings = request.app.state.settings
     username = values.get("username", "")
     try:
         done = await signin.join(
-            store_of(request),
+            runtime.store,
             settings.signin_limits,
             settings.session_ttl,
             username,
@@ -161,10 +165,11 @@ async def join(request: Request) -> Template | Redirect:
     return Redirect("/definitions", status_code=303, cookies=[_session_cookie(request, done)])
 
 
-async def logout(request: Request) -> Redirect:
-    principal = principal_of(request)
+async def logout(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
     if principal.session is not None:
-        await signin.sign_out(store_of(request), principal.session)
+        await signin.sign_out(runtime.store, principal.session)
     response = see_other("/login")
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -178,12 +183,14 @@ async def account_page(request: Request) -> Template:
     return page(request, "signin/account.html", "settings")
 
 
-async def change_password(request: Request) -> Template | Redirect:
+async def change_password(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template | Redirect:
     values = await form_values(request)
     try:
         await accounts.change_password(
-            store_of(request),
-            principal_of(request),
+            runtime.store,
+            principal,
             values.get("current", ""),
             values.get("new", ""),
             values.get("confirm", ""),
@@ -193,7 +200,9 @@ async def change_password(request: Request) -> Template | Redirect:
     return see_other("/account?changed=1")
 
 
-async def switch_team(request: Request) -> Redirect:
+async def switch_team(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
     values = await form_values(request)
-    await accounts.switch_team(store_of(request), principal_of(request), values.get("team", ""))
+    await accounts.switch_team(runtime.store, principal, values.get("team", ""))
     return see_other(_safe_next(values.get("next")))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Request, Response
+from litestar import Response
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from studio import api_examples as examples
@@ -22,23 +23,27 @@ from studio.definitions.schemas import (
 )
 from studio.errors import Invalid
 from studio.operations import workers
-from studio.rendering import principal_of, runtime_of
+from studio.principal import Principal
+from studio.runtime import Runtime
 
 
-async def _out(request: Request, draft: Any) -> DraftOut:
-    return draft_out(draft, await workers.known_targets(runtime_of(request).queries))
+async def _out(runtime: Runtime, draft: Any) -> DraftOut:
+    return draft_out(draft, await workers.known_targets(runtime.queries))
 
 
-async def list_drafts(request: Request) -> list[DraftOut]:
-    principal = principal_of(request)
-    found = await drafts.list_for_team(runtime_of(request), principal.team_id)
-    targets = await workers.known_targets(runtime_of(request).queries)
+async def list_drafts(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> list[DraftOut]:
+    found = await drafts.list_for_team(runtime, principal.team_id)
+    targets = await workers.known_targets(runtime.queries)
     return [draft_out(d, targets) for d in found]
 
 
-async def create_draft(request: Request, data: JSONBody[DraftIn]) -> DraftOut:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def create_draft(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: JSONBody[DraftIn],
+) -> DraftOut:
     if data.document is not None:
         draft = await drafts.create_from_document(
             runtime, principal.team_id, principal.actor, data.document
@@ -49,27 +54,32 @@ async def create_draft(request: Request, data: JSONBody[DraftIn]) -> DraftOut:
         )
     else:
         raise Invalid("give a document, or from_name and from_version")
-    return await _out(request, draft)
+    return await _out(runtime, draft)
 
 
-async def get_draft(request: Request, draft_id: FromPath[str]) -> DraftOut:
-    principal = principal_of(request)
-    return await _out(request, await drafts.get(runtime_of(request), principal.team_id, draft_id))
+async def get_draft(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> DraftOut:
+    return await _out(runtime, await drafts.get(runtime, principal.team_id, draft_id))
 
 
 async def replace_draft(
-    request: Request, draft_id: FromPath[str], data: JSONBody[DraftReplaceIn]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+    data: JSONBody[DraftReplaceIn],
 ) -> DraftOut:
-    principal = principal_of(request)
     draft = await drafts.replace(
-        runtime_of(request),
+        runtime,
         principal.team_id,
         principal.actor,
         draft_id,
         data.revision,
         data.document,
     )
-    return await _out(request, draft)
+    return await _out(runtime, draft)
 
 
 def _edit(data: DraftEditIn) -> Any:
@@ -98,28 +108,34 @@ def _edit(data: DraftEditIn) -> Any:
 
 
 async def edit_draft(
-    request: Request, draft_id: FromPath[str], data: Annotated[DraftEditIn, examples.DRAFT_EDIT]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+    data: Annotated[DraftEditIn, examples.DRAFT_EDIT],
 ) -> DraftOut:
-    principal = principal_of(request)
     draft, _ = await drafts.edit(
-        runtime_of(request),
+        runtime,
         principal.team_id,
         principal.actor,
         draft_id,
         data.revision,
         _edit(data),
     )
-    return await _out(request, draft)
+    return await _out(runtime, draft)
 
 
-async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response[PublishOut]:
-    principal = principal_of(request)
-    outcome = await drafts.publish(
-        runtime_of(request), principal.team_id, principal.actor, draft_id
-    )
+async def publish_draft(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Response[PublishOut]:
+    outcome = await drafts.publish(runtime, principal.team_id, principal.actor, draft_id)
     return published(outcome)
 
 
-async def delete_draft(request: Request, draft_id: FromPath[str]) -> None:
-    principal = principal_of(request)
-    await drafts.discard(runtime_of(request), principal.team_id, draft_id)
+async def delete_draft(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> None:
+    await drafts.discard(runtime, principal.team_id, draft_id)

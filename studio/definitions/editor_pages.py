@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from litestar import Request, Response
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
@@ -25,17 +26,17 @@ from studio.definitions.drafts import Draft, DraftChanged
 from studio.definitions.workspace import Selection, build_workspace
 from studio.errors import Conflict, Invalid
 from studio.operations import workers
+from studio.principal import Principal
 from studio.rendering import (
     form_values,
     go_to,
     int_field,
     is_htmx,
     page,
-    principal_of,
-    runtime_of,
     see_other,
 )
 from studio.roles import Access
+from studio.runtime import Runtime
 
 WORKSPACE = "drafts/workspace.html"
 
@@ -47,6 +48,8 @@ def draft_url(draft_id: str, step: str = "", view: str = "") -> str:
 
 async def _render(
     request: Request,
+    principal: Principal,
+    runtime: Runtime,
     draft: Draft,
     selection: Selection,
     *,
@@ -54,8 +57,6 @@ async def _render(
     status: int = 200,
     **extra: Any,
 ) -> Template:
-    runtime = runtime_of(request)
-    principal = principal_of(request)
     workspace = build_workspace(
         draft,
         editable=principal.can(Access.AUTHOR),
@@ -78,39 +79,41 @@ def _optional_int(value: str | None) -> int | None:
 
 async def show_draft(
     request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     draft_id: FromPath[str],
     step: FromQuery[str | None] = None,
     insert: FromQuery[str | None] = None,
     branch: FromQuery[str | None] = None,
     view: FromQuery[str | None] = None,
 ) -> Template:
-    principal = principal_of(request)
-    draft = await drafts.get(runtime_of(request), principal.team_id, draft_id)
+    draft = await drafts.get(runtime, principal.team_id, draft_id)
     selection = Selection(step or "", _optional_int(insert), _optional_int(branch))
-    return await _render(request, draft, selection, view=view or "graph")
+    return await _render(request, principal, runtime, draft, selection, view=view or "graph")
 
 
-async def create_draft(request: Request) -> Redirect:
+async def create_draft(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
     values = await form_values(request)
-    principal = principal_of(request)
     name = values.get("name", "").strip()
     if not name:
         raise Invalid("give the new definition a name")
     draft = await drafts.create_empty(
-        runtime_of(request), principal.team_id, principal.actor, name, values.get("version", "1")
+        runtime, principal.team_id, principal.actor, name, values.get("version", "1")
     )
     return see_other(draft_url(draft.draft_id))
 
 
 async def _apply(
     request: Request,
+    principal: Principal,
+    runtime: Runtime,
     draft_id: FromPath[str],
     values: dict[str, str],
     change: Callable[[dict[str, Any]], Edited],
 ) -> Template | Redirect:
     """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
-    runtime = runtime_of(request)
-    principal = principal_of(request)
     view = values.get("view", "graph")
     try:
         revision = int_field(values, "revision")
@@ -122,28 +125,64 @@ async def _apply(
         selection = Selection(values.get("selected", ""))
         status = 409 if isinstance(refused, DraftChanged) else 422
         return await _render(
-            request, current, selection, view=view, status=status, error=str(refused)
+            request,
+            principal,
+            runtime,
+            current,
+            selection,
+            view=view,
+            status=status,
+            error=str(refused),
         )
     if not is_htmx(request):
         return see_other(draft_url(draft_id, selected, view if view != "graph" else ""))
-    return await _render(request, draft, Selection(selected), view=view)
+    return await _render(request, principal, runtime, draft, Selection(selected), view=view)
 
 
-async def insert_step(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def insert_step(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     at = int_field(values, "at")
     kind = values.get("kind", "")
-    return await _apply(request, draft_id, values, lambda d: draft_edits.insert_step(d, at, kind))
+    return await _apply(
+        request,
+        principal,
+        runtime,
+        draft_id,
+        values,
+        lambda d: draft_edits.insert_step(d, at, kind),
+    )
 
 
-async def add_branch(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def add_branch(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     owner = int_field(values, "index")
     kind = values.get("kind", "")
-    return await _apply(request, draft_id, values, lambda d: draft_edits.add_branch(d, owner, kind))
+    return await _apply(
+        request,
+        principal,
+        runtime,
+        draft_id,
+        values,
+        lambda d: draft_edits.add_branch(d, owner, kind),
+    )
 
 
-async def update_step(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def update_step(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     index = int_field(values, "index")
     pick = values.pop("child_definition.pick", "")
@@ -158,44 +197,82 @@ async def update_step(request: Request, draft_id: FromPath[str]) -> Template | R
             }
         )
     return await _apply(
-        request, draft_id, values, lambda d: draft_edits.update_step(d, index, values)
+        request,
+        principal,
+        runtime,
+        draft_id,
+        values,
+        lambda d: draft_edits.update_step(d, index, values),
     )
 
 
-async def move_step(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def move_step(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     index = int_field(values, "index")
     direction = -1 if values.get("direction") == "up" else 1
     return await _apply(
-        request, draft_id, values, lambda d: draft_edits.move_step(d, index, direction)
+        request,
+        principal,
+        runtime,
+        draft_id,
+        values,
+        lambda d: draft_edits.move_step(d, index, direction),
     )
 
 
-async def delete_step(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def delete_step(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     index = int_field(values, "index")
-    return await _apply(request, draft_id, values, lambda d: draft_edits.delete_step(d, index))
+    return await _apply(
+        request, principal, runtime, draft_id, values, lambda d: draft_edits.delete_step(d, index)
+    )
 
 
-async def set_header(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def set_header(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     values = await form_values(request)
     name, version = values.get("name", ""), values.get("version", "")
     return await _apply(
-        request, draft_id, values, lambda d: draft_edits.set_header(d, name, version)
+        request,
+        principal,
+        runtime,
+        draft_id,
+        values,
+        lambda d: draft_edits.set_header(d, name, version),
     )
 
 
-async def replace_json(request: Request, draft_id: FromPath[str]) -> Template | Redirect:
+async def replace_json(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Template | Redirect:
     """Save the JSON view; text that is not a JSON object stays in the box with the error."""
     values = await form_values(request)
     text = values.get("document", "")
     try:
         document = draft_edits.parse_json(text)
     except EditRejected as rejected:
-        principal = principal_of(request)
-        current = await drafts.get(runtime_of(request), principal.team_id, draft_id)
+        current = await drafts.get(runtime, principal.team_id, draft_id)
         return await _render(
             request,
+            principal,
+            runtime,
             current,
             Selection(),
             view="json",
@@ -204,19 +281,24 @@ async def replace_json(request: Request, draft_id: FromPath[str]) -> Template | 
             json_error=str(rejected),
         )
     values["view"] = "json"
-    return await _apply(request, draft_id, values, lambda _: Edited(document))
+    return await _apply(request, principal, runtime, draft_id, values, lambda _: Edited(document))
 
 
-async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response | Template:
+async def publish_draft(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Response | Template:
     """Publish; success goes to the new version's page (htmx follows HX-Redirect)."""
-    runtime = runtime_of(request)
-    principal = principal_of(request)
     try:
         outcome = await drafts.publish(runtime, principal.team_id, principal.actor, draft_id)
     except (Invalid, Conflict) as refused:
         current = await drafts.get(runtime, principal.team_id, draft_id)
         status = 409 if isinstance(refused, Conflict) else 422
-        return await _render(request, current, Selection(), status=status, error=str(refused))
+        return await _render(
+            request, principal, runtime, current, Selection(), status=status, error=str(refused)
+        )
     definition = outcome.definition
     target = (
         f"/definitions/{definition.name}/versions/{definition.version}"
@@ -225,7 +307,11 @@ async def publish_draft(request: Request, draft_id: FromPath[str]) -> Response |
     return go_to(request, target)
 
 
-async def discard_draft(request: Request, draft_id: FromPath[str]) -> Response | Redirect:
-    principal = principal_of(request)
-    await drafts.discard(runtime_of(request), principal.team_id, draft_id)
+async def discard_draft(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> Response | Redirect:
+    await drafts.discard(runtime, principal.team_id, draft_id)
     return go_to(request, "/definitions")

@@ -12,6 +12,7 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
@@ -25,7 +26,9 @@ from studio.definitions.problems import check_document
 from studio.definitions.structure import read_structure
 from studio.errors import Conflict, Invalid
 from studio.operations import workers
-from studio.rendering import form_values, go_to, page, principal_of, runtime_of, see_other
+from studio.principal import Principal
+from studio.rendering import form_values, go_to, page, see_other
+from studio.runtime import Runtime
 
 PUBLISHED_NOTICES = {
     "new": "Published. This version is now immutable.",
@@ -44,9 +47,9 @@ def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, 
     }
 
 
-async def list_page(request: Request) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def list_page(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template:
     return page(
         request,
         "definitions/list.html",
@@ -58,12 +61,12 @@ async def list_page(request: Request) -> Template:
 
 async def versions_page(
     request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     name: FromPath[str],
     left: FromQuery[str | None] = None,
     right: FromQuery[str | None] = None,
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     versions = await definitions.versions_of(runtime, principal.team_id, name)
     comparison = await definitions.compare(runtime, principal.team_id, name, left, right)
     views = {}
@@ -90,12 +93,13 @@ async def versions_page(
 
 async def version_page(
     request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     name: FromPath[str],
     version: FromPath[str],
     published: FromQuery[str | None] = None,
 ) -> Template:
-    principal = principal_of(request)
-    found = await definitions.version_of(runtime_of(request), principal.team_id, name, version)
+    found = await definitions.version_of(runtime, principal.team_id, name, version)
     document = definitions.export_document(found)
     return page(
         request,
@@ -108,9 +112,13 @@ async def version_page(
     )
 
 
-async def export_version(request: Request, name: FromPath[str], version: FromPath[str]) -> Response:
-    principal = principal_of(request)
-    found = await definitions.version_of(runtime_of(request), principal.team_id, name, version)
+async def export_version(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Response:
+    found = await definitions.version_of(runtime, principal.team_id, name, version)
     body = json.dumps(definitions.export_document(found), indent=2) + "\n"
     return Response(
         content=body,
@@ -120,20 +128,25 @@ async def export_version(request: Request, name: FromPath[str], version: FromPat
 
 
 async def draft_from_version(
-    request: Request, name: FromPath[str], version: FromPath[str]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
 ) -> Redirect:
-    principal = principal_of(request)
     draft = await drafts.create_from_version(
-        runtime_of(request), principal.team_id, principal.actor, name, version
+        runtime, principal.team_id, principal.actor, name, version
     )
     return see_other(draft_url(draft.draft_id))
 
 
 async def deprecate_version(
-    request: Request, name: FromPath[str], version: FromPath[str]
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
 ) -> Response:
-    principal = principal_of(request)
-    await definitions.deprecate(runtime_of(request), principal.team_id, name, version)
+    await definitions.deprecate(runtime, principal.team_id, name, version)
     return go_to(request, f"/definitions/{name}")
 
 
@@ -154,7 +167,7 @@ async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
     return values.get("document", ""), values
 
 
-async def import_preview(request: Request) -> Template:
+async def import_preview(request: Request, runtime: NamedDependency[Runtime]) -> Template:
     text, _ = await _posted_document_text(request)
     try:
         document = draft_edits.parse_json(text)
@@ -168,7 +181,7 @@ async def import_preview(request: Request) -> Template:
             preview=None,
             error=str(rejected),
         )
-    targets = await workers.known_targets(runtime_of(request).queries)
+    targets = await workers.known_targets(runtime.queries)
     return page(
         request,
         "definitions/import.html",
@@ -178,11 +191,11 @@ async def import_preview(request: Request) -> Template:
     )
 
 
-async def import_save(request: Request) -> Template | Redirect:
+async def import_save(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template | Redirect:
     """Save the previewed JSON as a draft, or publish it (valid content only)."""
     values = await form_values(request)
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     text = values.get("document", "")
     try:
         document = draft_edits.parse_json(text)

@@ -12,20 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
-from studio.rendering import is_htmx, page, principal_of, runtime_of, see_other, store_of
+from studio.principal import Principal
+from studio.rendering import is_htmx, page, see_other
+from studio.runtime import Runtime
 
 
 async def drills_page(
-    request: Request, profile: FromQuery[str] = "ci", before: FromQuery[str | None] = None
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    profile: FromQuery[str] = "ci",
+    before: FromQuery[str | None] = None,
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     past, older = await drills.runs_page(runtime.store, principal.team_id, before)
     running = runtime.drills.running()
     return page(
@@ -41,20 +46,24 @@ async def drills_page(
     )
 
 
-async def start_run(request: Request) -> Redirect:
-    principal = principal_of(request)
+async def start_run(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
     form = await request.form()
     wanted = [v for v in form.getall("drill", []) if isinstance(v, str) and v]
     profile = form.get("profile", "ci")
-    job = runtime_of(request).drills.start(
+    job = runtime.drills.start(
         principal.team_id, principal.actor, wanted, profile if isinstance(profile, str) else "ci"
     )
     return see_other(f"/drills/jobs/{job.job_id}")
 
 
-async def job_page(request: Request, job_id: FromPath[str]) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def job_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    job_id: FromPath[str],
+) -> Template:
     job = runtime.drills.get(principal.team_id, job_id)
     run_id = await drills.recorded_run(runtime.store, job)
     context: dict[str, Any] = {"job": job, "run_id": run_id}
@@ -71,25 +80,36 @@ def _run_context(detail: Any) -> dict[str, Any]:
     return {"run": detail, "card": card, "tables": tables, "findings": findings}
 
 
-async def run_page(request: Request, run_id: FromPath[str]) -> Template:
-    principal = principal_of(request)
-    detail = await drills.run_detail(store_of(request), principal.team_id, run_id)
+async def run_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    run_id: FromPath[str],
+) -> Template:
+    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
     return page(request, "drills/run.html", "drills", **_run_context(detail))
 
 
 async def compare_page(
-    request: Request, left: FromQuery[str] = "", right: FromQuery[str] = ""
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    left: FromQuery[str] = "",
+    right: FromQuery[str] = "",
 ) -> Template:
-    principal = principal_of(request)
-    comparison = await drills.compare(store_of(request), principal.team_id, left, right)
+    comparison = await drills.compare(runtime.store, principal.team_id, left, right)
     return page(request, "drills/compare.html", "drills", c=comparison)
 
 
 async def captured_instance(
-    request: Request, run_id: FromPath[str], drill_id: FromPath[str], ref: FromPath[str]
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    run_id: FromPath[str],
+    drill_id: FromPath[str],
+    ref: FromPath[str],
 ) -> Template:
-    principal = principal_of(request)
-    detail = await drills.run_detail(store_of(request), principal.team_id, run_id)
+    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
     captured = drills.captured_instance(detail, drill_id, instance_id_of(ref))
     drill = next((d for d in detail.results if d["id"] == drill_id), None)
     return page(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, Parameter
 
@@ -37,16 +36,18 @@ from studio.instances.schemas import (
 )
 from studio.instances.service import InstanceFilters
 from studio.paging import format_cursor
-from studio.rendering import principal_of, runtime_of
+from studio.principal import Principal
 from studio.runtime import Runtime
 
 
 async def list_instances(
-    request: Request, filters: NamedDependency[InstanceFilters], after: FromQuery[str | None] = None
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    filters: NamedDependency[InstanceFilters],
+    after: FromQuery[str | None] = None,
 ) -> InstancePageOut:
     """A keyset page of the team's instances (filters as on the Instances page)."""
-    principal = principal_of(request)
-    found = await instances.list_page(runtime_of(request), principal.team_id, filters, after)
+    found = await instances.list_page(runtime, principal.team_id, filters, after)
     return InstancePageOut(
         [instance_out(r, principal.team_id) for r in found.rows],
         format_cursor(found.next_cursor) or None,
@@ -54,11 +55,11 @@ async def list_instances(
 
 
 async def start_instance(
-    request: Request, data: Annotated[StartIn, examples.START]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: Annotated[StartIn, examples.START],
 ) -> InstanceDetailOut:
     """Start an instance; the same id, version and input again returns it unchanged."""
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     started = await instances.start(
         runtime,
         principal.team_id,
@@ -80,18 +81,19 @@ def _text(value: Any) -> str:
     return "" if value is None else json.dumps(value)
 
 
-async def get_instance(request: Request, ref: FromPath[str]) -> InstanceDetailOut:
+async def get_instance(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+) -> InstanceDetailOut:
     """The replayed instance: steps, attempts with leases, waits, audit, allowed actions.
 
     ``ref`` is the instance id with each ``/`` written as ``~``.
     """
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     return await _detail(runtime, principal.team_id, instance_id_of(ref))
 
 
 async def get_history(
-    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     ref: FromPath[str],
     after: Annotated[int, Parameter(ge=0)] = 0,
     kind: FromQuery[list[EventKindName] | None] = None,
@@ -99,19 +101,19 @@ async def get_history(
     limit: Annotated[int, Parameter(ge=1, le=MAX_HISTORY_PAGE_EVENTS)] = MAX_HISTORY_PAGE_EVENTS,
 ) -> HistoryOut:
     """One page of events after sequence ``after``, narrowed by kinds and step."""
-    principal = principal_of(request)
     chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
     page = await instance_history.history_page(
-        runtime_of(request), principal.team_id, instance_id_of(ref), chosen
+        runtime, principal.team_id, instance_id_of(ref), chosen
     )
     return history_out(page, principal.team_id)
 
 
 async def send_signal(
-    request: Request, ref: FromPath[str], data: Annotated[SignalIn, examples.SIGNAL]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    data: Annotated[SignalIn, examples.SIGNAL],
 ) -> InstanceDetailOut:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     instance_id = instance_id_of(ref)
     await interventions.send_signal(
         runtime,
@@ -125,11 +127,12 @@ async def send_signal(
 
 
 async def command(
-    request: Request, ref: FromPath[str], data: Annotated[CommandIn, examples.COMMAND]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    data: Annotated[CommandIn, examples.COMMAND],
 ) -> InstanceDetailOut:
     """An audited operator command (the instance's ``actions`` list says which apply)."""
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     instance_id = instance_id_of(ref)
     form = CommandForm(
         action=data.action,

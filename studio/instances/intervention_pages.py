@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from litestar import Request, Response
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 from markupsafe import Markup
@@ -29,27 +30,34 @@ from studio.instances.action_offers import KINDS, RESOLUTIONS, offer
 from studio.instances.detail import InstanceDetail
 from studio.instances.interventions import CommandForm, new_id, parse_action
 from studio.instances.sections import node_updates, render_sections
+from studio.principal import Principal
 from studio.rendering import (
     form_values,
     fragment,
     is_htmx,
     page,
-    principal_of,
-    runtime_of,
     see_other,
 )
+from studio.runtime import Runtime
 
 
 async def confirm_action(
-    request: Request, ref: FromPath[str], action: FromPath[str], step: FromQuery[str] = ""
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    action: FromPath[str],
+    step: FromQuery[str] = "",
 ) -> Template:
     """What the action would do, and the form that does it."""
     action_kind = parse_action(action)
-    return await _confirm(request, instance_id_of(ref), action_kind, step, {})
+    return await _confirm(request, principal, runtime, instance_id_of(ref), action_kind, step, {})
 
 
 async def _confirm(
     request: Request,
+    principal: Principal,
+    runtime: Runtime,
     instance_id: str,
     action: Action,
     step: str,
@@ -57,8 +65,6 @@ async def _confirm(
     error: str = "",
     status: int = 200,
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
     registry = await runtime.client.registries.get()
     offered = offer(detail.state, registry, runtime.store.now(), action, step)
@@ -83,9 +89,13 @@ async def _confirm(
     )
 
 
-async def do_action(request: Request, ref: FromPath[str], action: FromPath[str]) -> Response:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def do_action(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    action: FromPath[str],
+) -> Response:
     instance_id = instance_id_of(ref)
     action_kind = parse_action(action)
     values = await form_values(request)
@@ -95,15 +105,29 @@ async def do_action(request: Request, ref: FromPath[str], action: FromPath[str])
         await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
     except (Invalid, Conflict) as refused:
         return await _confirm(
-            request, instance_id, action_kind, form.step, values, str(refused), refused.status
+            request,
+            principal,
+            runtime,
+            instance_id,
+            action_kind,
+            form.step,
+            values,
+            str(refused),
+            refused.status,
         )
     label = f"{KINDS[action_kind].label} {form.step}".strip()
-    return await _after(request, instance_id, f"{label}: recorded with your reason.", "audit")
+    return await _after(
+        request, principal, runtime, instance_id, f"{label}: recorded with your reason.", "audit"
+    )
 
 
-async def send_signal(request: Request, ref: FromPath[str], step: FromPath[str]) -> Response:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def send_signal(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    step: FromPath[str],
+) -> Response:
     instance_id = instance_id_of(ref)
     values = await form_values(request)
     try:
@@ -120,15 +144,23 @@ async def send_signal(request: Request, ref: FromPath[str], step: FromPath[str])
             raise
         notice = fragment(request, "instances/_notice.html", error=str(refused))
         return Response(notice, media_type="text/html", status_code=refused.status)
-    return await _after(request, instance_id, f"Signal {step} delivered.", "signals")
+    return await _after(
+        request, principal, runtime, instance_id, f"Signal {step} delivered.", "signals"
+    )
 
 
-async def _after(request: Request, instance_id: str, message: str, anchor: str) -> Response:
+async def _after(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    instance_id: str,
+    message: str,
+    anchor: str,
+) -> Response:
     """The page again (a redirect), or for htmx the notice and every changed part."""
     if not is_htmx(request):
         return see_other(instance_url(instance_id) + f"#instance-{anchor}")
-    principal = principal_of(request)
-    detail = await instance_detail.detail(runtime_of(request), principal.team_id, instance_id)
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
     return Response(_answer(request, detail, message), media_type="text/html", status_code=200)
 
 

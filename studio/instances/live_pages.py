@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -29,16 +30,21 @@ from studio.instances import history as instance_history
 from studio.instances import service as instances
 from studio.instances.replays import Replayed
 from studio.instances.sections import node_updates, render_sections
-from studio.rendering import fragment, principal_of, runtime_of
+from studio.principal import Principal
+from studio.rendering import fragment
 from studio.runtime import Runtime
 
 KEEP_ALIVE_SECONDS = 15.0
 RECONNECT_MS = 1_000
 
 
-async def live(request: Request, ref: FromPath[str], after: FromQuery[int] = 0) -> ServerSentEvent:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
+async def live(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    after: FromQuery[int] = 0,
+) -> ServerSentEvent:
     row = await instances.require_row(runtime, principal.team_id, instance_id_of(ref))
     resumed = request.headers.get("last-event-id", "")
     known = int(resumed) if resumed.isdigit() else after

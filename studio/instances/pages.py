@@ -40,17 +40,20 @@ from studio.instances.sections import (
 )
 from studio.instances.service import InstanceFilters
 from studio.paging import format_cursor
-from studio.rendering import form_values, is_htmx, page, principal_of, runtime_of, see_other
-from studio.roles import Access
+from studio.principal import Principal
+from studio.rendering import form_values, is_htmx, page, see_other
+from studio.runtime import Runtime
 
 PAGE = "instances/page.html"
 
 
 async def list_page(
-    request: Request, filters: NamedDependency[InstanceFilters], after: FromQuery[str | None] = None
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    filters: NamedDependency[InstanceFilters],
+    after: FromQuery[str | None] = None,
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     found = await instances.list_page(runtime, principal.team_id, filters, after)
     return page(
         request,
@@ -65,16 +68,24 @@ async def list_page(
 
 
 async def start_page(
-    request: Request, definition: FromQuery[str] = "", version: FromQuery[str] = ""
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    definition: FromQuery[str] = "",
+    version: FromQuery[str] = "",
 ) -> Template:
-    return await _start_form(request, definition, version)
+    return await _start_form(request, principal, runtime, definition, version)
 
 
 async def _start_form(
-    request: Request, name: str, version: str, status: int = 200, **extra: Any
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    name: str,
+    version: str,
+    status: int = 200,
+    **extra: Any,
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     versions = [
         v for v in await definitions.team_versions(runtime, principal.team_id) if not v.deprecated
     ]
@@ -98,15 +109,16 @@ async def _start_form(
     )
 
 
-async def start_instance(request: Request) -> Response:
+async def start_instance(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Response:
     values = await form_values(request)
-    principal = principal_of(request)
     name, version = values.get("definition", ""), values.get("version", "")
     if "@" in name and not version:  # the form's one select names both
         name, _, version = name.partition("@")
     try:
         started = await instances.start(
-            runtime_of(request),
+            runtime,
             principal.team_id,
             name,
             version,
@@ -114,19 +126,21 @@ async def start_instance(request: Request) -> Response:
             values.get("input", ""),
         )
     except Invalid as refused:
-        return await _start_form(request, name, version, 422, error=str(refused), values=values)
+        return await _start_form(
+            request, principal, runtime, name, version, 422, error=str(refused), values=values
+        )
     return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
 
 
 async def instance_page(
     request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     ref: FromPath[str],
     after: FromQuery[int] = 0,
     kind: FromQuery[list[str] | None] = None,
     step: FromQuery[str] = "",
 ) -> Template:
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
     chosen = HistoryFilter(tuple(kind or ()), step, after)
@@ -148,10 +162,13 @@ async def instance_page(
     )
 
 
-async def state_panel(request: Request, ref: FromPath[str]) -> Template:
+async def state_panel(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+) -> Template:
     """The replayed state of the page (graph, sections), fetched after a long history."""
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     detail = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
     htmx = is_htmx(request)
     return page(
@@ -194,6 +211,8 @@ def _history_context(
 
 async def history(
     request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     ref: FromPath[str],
     after: FromQuery[int] = 0,
     kind: FromQuery[list[str] | None] = None,
@@ -201,8 +220,6 @@ async def history(
     limit: FromQuery[int] = instance_history.PAGE_EVENTS,
 ) -> Template:
     """One filtered history page: the history section for htmx, else its own page."""
-    principal = principal_of(request)
-    runtime = runtime_of(request)
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
     chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
@@ -218,17 +235,14 @@ async def history(
     )
 
 
-async def export_history(request: Request, ref: FromPath[str]) -> Stream:
-    principal = principal_of(request)
+async def export_history(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+) -> Stream:
     instance_id = instance_id_of(ref)
-    body = await instance_history.export(runtime_of(request), principal.team_id, instance_id)
+    body = await instance_history.export(runtime, principal.team_id, instance_id)
     filename = instance_id.replace("/", "_")
     return Stream(
         body,
         media_type="application/json",
         headers={"Content-Disposition": f'attachment; filename="{filename}.history.json"'},
     )
-
-
-def can_operate(request: Request) -> bool:
-    return principal_of(request).can(Access.OPERATOR)

@@ -10,6 +10,7 @@ item, and posting the same form again only replays what was done.
 from __future__ import annotations
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import Template
 
@@ -17,25 +18,32 @@ from studio.errors import Invalid
 from studio.instances.interventions import new_id
 from studio.operations import dead_letters
 from studio.operations.dead_letters import Fence, ItemResult, Resolution
-from studio.rendering import page, principal_of, runtime_of
+from studio.principal import Principal
+from studio.rendering import page
+from studio.runtime import Runtime
 
 
 async def dead_letters_page(
-    request: Request, code: FromQuery[str] = "", after: FromQuery[str | None] = None
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    code: FromQuery[str] = "",
+    after: FromQuery[str | None] = None,
 ) -> Template:
-    return await _render(request, code, after)
+    return await _render(request, principal, runtime, code, after)
 
 
 async def _render(
     request: Request,
+    principal: Principal,
+    runtime: Runtime,
     code: str,
     after: str | None,
     results: list[ItemResult] | None = None,
     error: str = "",
     status: int = 200,
 ) -> Template:
-    principal = principal_of(request)
-    found = await dead_letters.page(runtime_of(request), principal.team_id, code, after)
+    found = await dead_letters.page(runtime, principal.team_id, code, after)
     return page(
         request,
         "operations/dead_letters.html",
@@ -50,8 +58,9 @@ async def _render(
     )
 
 
-async def resolve(request: Request) -> Template:
-    principal = principal_of(request)
+async def resolve(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template:
     form = await request.form()
     values = {k: v for k, v in form.items() if isinstance(v, str)}
     chosen = [v for v in form.getall("item", []) if isinstance(v, str)]
@@ -65,8 +74,16 @@ async def resolve(request: Request) -> Template:
             values.get("deadline_in", ""),
         )
         results = await dead_letters.resolve(
-            runtime_of(request), principal.team_id, principal.actor, fences, resolution
+            runtime, principal.team_id, principal.actor, fences, resolution
         )
     except Invalid as refused:
-        return await _render(request, values.get("code", ""), None, error=str(refused), status=422)
-    return await _render(request, values.get("code", ""), None, results)
+        return await _render(
+            request,
+            principal,
+            runtime,
+            values.get("code", ""),
+            None,
+            error=str(refused),
+            status=422,
+        )
+    return await _render(request, principal, runtime, values.get("code", ""), None, results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Request
+from litestar.di import NamedDependency
 from litestar.params import FromQuery
 
 from studio import api_examples as examples
@@ -19,14 +19,17 @@ from studio.operations.schemas import (
     group_out,
     result_out,
 )
-from studio.rendering import principal_of, runtime_of
+from studio.principal import Principal
+from studio.runtime import Runtime
 
 
 async def list_dead_letters(
-    request: Request, code: FromQuery[str] = "", after: FromQuery[str | None] = None
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    code: FromQuery[str] = "",
+    after: FromQuery[str | None] = None,
 ) -> DeadLetterPageOut:
-    principal = principal_of(request)
-    found = await dead_letters.page(runtime_of(request), principal.team_id, code, after)
+    found = await dead_letters.page(runtime, principal.team_id, code, after)
     return DeadLetterPageOut(
         [dead_letter_out(v, principal.team_id) for v in found.items],
         [group_out(g) for g in found.groups],
@@ -35,16 +38,17 @@ async def list_dead_letters(
 
 
 async def resolve(
-    request: Request, data: Annotated[ResolveIn, examples.RESOLVE]
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: Annotated[ResolveIn, examples.RESOLVE],
 ) -> list[ItemResultOut]:
     """Retry or discard each item; one result per item (this answers 200 even when some
     items were refused: read each ``ok``)."""
-    principal = principal_of(request)
     resolution = Resolution(
         data.action, data.reason, data.command_id or new_id(), data.retry_in, data.deadline_in
     )
     fences = [Fence(item.work_id, item.token) for item in data.items]
     results = await dead_letters.resolve(
-        runtime_of(request), principal.team_id, principal.actor, fences, resolution
+        runtime, principal.team_id, principal.actor, fences, resolution
     )
     return [result_out(r, principal.team_id) for r in results]

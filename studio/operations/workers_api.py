@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from litestar import Request
+from litestar.di import NamedDependency
 
 from studio.operations import workers
 from studio.operations.schemas import WorkerOut, worker_out
-from studio.rendering import principal_of, runtime_of
+from studio.principal import Principal
+from studio.runtime import Runtime
 
 
-async def list_workers(request: Request) -> list[WorkerOut]:
-    principal = principal_of(request)
+async def list_workers(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> list[WorkerOut]:
     return [
         worker_out(v, principal.team_id)
-        for v in await workers.worker_views(runtime_of(request).queries, principal.team_id)
+        for v in await workers.worker_views(runtime.queries, principal.team_id)
     ]
