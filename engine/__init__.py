@@ -24,7 +24,7 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.queries import Queries
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
-from engine.store.dead_letters import ResolutionConflict
+from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
 from engine.store.errors import StaleLease, StoreError
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
@@ -71,4 +71,5 @@ __all__ = [
     "install_signal_handlers",
     "load_app",
     "load_definition",
+    "make_resolution",
 ]

@@ -38,7 +38,7 @@ from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.store import catalog, dead_letters, reads
-from engine.store.dead_letters import ResolutionAction, ResolutionResult
+from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store
 from engine.worker.faults import Boundary, Faults
@@ -82,27 +82,13 @@ class Client:
         """Refuse new instances of a version; running ones keep it."""
         await catalog.deprecate(self.store, name, version)
 
-    async def resolve_dead_letter(
-        self,
-        command_id: str,
-        work_id: str,
-        token: int,
-        action: ResolutionAction | str,
-        actor: str,
-        reason: str,
-        occurred_at: datetime,
-        retry_at: datetime | None = None,
-        deadline: datetime | None = None,
-    ) -> ResolutionResult:
-        """Retry or discard the dead letter (work_id, token) once, audited.
+    async def resolve_dead_letter(self, command: Resolution) -> ResolutionResult:
+        """Retry or discard a dead letter once, audited; ``command`` comes from
+        ``make_resolution``, which has checked every field.
 
-        WorkRequestInvalid names a field's problem before anything is sent; an exact
-        repeat of a committed command answers ``replayed``; ResolutionConflict or
-        StaleLease when another command or a reclaim got there first.
+        An exact repeat of a committed command answers ``replayed``; ResolutionConflict
+        or StaleLease when another command or a reclaim got there first.
         """
-        command = dead_letters.make_resolution(
-            command_id, work_id, token, action, actor, reason, occurred_at, retry_at, deadline
-        )
         return await dead_letters.resolve(self.store, command)
 
     async def start(

@@ -45,6 +45,11 @@ async def current_principal(connection: ASGIConnection) -> Principal | None:
     return found
 
 
+def maybe_principal(request: Request) -> Principal | None:
+    """Who is asking, as the access guard found it (None on a public page to no one)."""
+    return request.scope.get("state", {}).get("principal")
+
+
 def route_access(handler: BaseRouteHandler) -> Access | None:
     access = handler.opt.get("access")
     return access if isinstance(access, Access) else None

@@ -1,5 +1,5 @@
-"""What Litestar hands a route besides its parameters: the runtime, the principal and
-the instance list's filters (``app.py`` provides them under these names).
+"""What Litestar hands a route besides its parameters: the runtime, the principal, the
+instance list's filters and the draft editor (``app.py`` provides them by these names).
 
 A page and an API route ask for ``runtime: Runtime`` and ``principal: Principal`` by
 name and get them through dependency injection, so neither reaches into the app's
@@ -15,7 +15,9 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.params import FromQuery, Parameter
 
+from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
+from studio.definitions.editor_pages import draft_editor
 from studio.instances.service import InstanceFilters
 from studio.principal import Principal
 from studio.runtime import Runtime
@@ -31,11 +33,6 @@ def provide_principal(request: Request) -> Principal:
     found = maybe_principal(request)
     assert found is not None, "route reached without a principal"
     return found
-
-
-def maybe_principal(request: Request) -> Principal | None:
-    """Who is asking, when the access guard found anyone (public pages too)."""
-    return request.scope.get("state", {}).get("principal")
 
 
 def instance_filters(
@@ -63,4 +60,5 @@ DEPENDENCIES = {
     "runtime": Provide(provide_runtime, sync_to_thread=False),
     "principal": Provide(provide_principal, sync_to_thread=False),
     "filters": Provide(instance_filters, sync_to_thread=False),
+    "editor": Provide(draft_editor, sync_to_thread=False),
 }

@@ -20,9 +20,9 @@ from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
 from engine.model.identifiers import local_instance_id
+from studio.access import maybe_principal
 from studio.definitions.graph import shorten
 from studio.definitions.service import short_fingerprint
-from studio.dependencies import maybe_principal
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
 from studio.instance_urls import instance_ref, instance_url

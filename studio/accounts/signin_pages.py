@@ -18,11 +18,11 @@ from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromQuery
 from litestar.response import Redirect, Template
 
+from studio.access import maybe_principal
 from studio.accounts import service as accounts
 from studio.accounts import signin, signin_limits
 from studio.accounts.sessions import COOKIE
 from studio.accounts.signin_limits import SignInThrottled
-from studio.dependencies import maybe_principal
 from studio.errors import Invalid
 from studio.principal import Principal
 from studio.rendering import form_values, page, see_other
@@ -89,6 +89,14 @@ def _client(request: Request) -> str:
     )
 
 
+def _attempt(request: Request, runtime: Runtime) -> signin.Attempt:
+    """This request as a sign-in attempt, bounded by the studio's settings."""
+    settings = runtime.settings
+    return signin.Attempt(
+        runtime.store, settings.signin_limits, settings.session_ttl, _client(request)
+    )
+
+
 def _session_cookie(request: Request, done: signin.SignedIn) -> Cookie:
     settings = request.app.state.settings
     return Cookie(
@@ -114,19 +122,11 @@ def _throttled(response: Template, throttled: SignInThrottled) -> Template:
 
 async def login(request: Request, runtime: NamedDependency[Runtime]) -> Template | Redirect:
     values = await _public_form(request)
-    settings = request.app.state.settings
     username = values.get("username", "")
     next_path = _safe_next(values.get("next"))
-    client = _client(request)
+    attempt = _attempt(request, runtime)
     try:
-        done = await signin.sign_in(
-            runtime.store,
-            settings.signin_limits,
-            settings.session_ttl,
-            username,
-            values.get("password", ""),
-            client,
-        )
+        done = await signin.sign_in(attempt, username, values.get("password", ""))
     except SignInThrottled as throttled:
         page = _login_page(request, next_path, _sentence(throttled), 429, username)
         return _throttled(page, throttled)
@@ -143,18 +143,10 @@ async def join_page(request: Request) -> Template:
 async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template | Redirect:
     """Redeem an invitation code (``studio.accounts.invitations``) and sign in to its team."""
     values = await _public_form(request)
-    settings = request.app.state.settings
     username = values.get("username", "")
+    code, password = values.get("code", ""), values.get("password", "")
     try:
-        done = await signin.join(
-            runtime.store,
-            settings.signin_limits,
-            settings.session_ttl,
-            username,
-            values.get("code", ""),
-            values.get("password", ""),
-            _client(request),
-        )
+        done = await signin.join(_attempt(request, runtime), username, code, password)
     except SignInThrottled as throttled:
         error = _sentence(throttled)
         page = _form_page(request, "signin/join.html", 429, username=username, error=error)

@@ -210,9 +210,7 @@ async def import_save(
         outcome = await definitions.publish(runtime, principal.team_id, principal.actor, document)
     except (Invalid, Conflict) as refused:
         return _import_refused(request, text, document, refused, refused.status)
-    d = outcome.definition
-    state = "new" if outcome.created else "same"
-    return see_other(f"/definitions/{d.name}/versions/{d.version}?published={state}")
+    return see_other(outcome.page)
 
 
 def _import_refused(

@@ -46,6 +46,14 @@ class PublishOutcome:
     created: bool
     """False when exactly this content was already published (nothing changed)."""
 
+    @property
+    def page(self) -> str:
+        """The version's page, which says whether this publish created it or found it."""
+        d = self.definition
+        return f"/definitions/{d.name}/versions/{d.version}?published=" + (
+            "new" if self.created else "same"
+        )
+
 
 @dataclass(frozen=True)
 class Comparison:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine import ResolutionConflict, StaleLease, WorkRequestInvalid
+from engine import ResolutionConflict, StaleLease, WorkRequestInvalid, make_resolution
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
 from engine.model.durations import parse_duration
@@ -206,7 +206,7 @@ async def _resolve_one(
     done = "retried" if action is ResolutionAction.RETRY else "discarded"
     command_id = item_command_id(resolution.command_id, fence)
     try:
-        outcome = await runtime.client.resolve_dead_letter(
+        command = make_resolution(
             command_id,
             fence.work_id,
             fence.token,
@@ -217,6 +217,7 @@ async def _resolve_one(
             retry_at,
             deadline,
         )
+        outcome = await runtime.client.resolve_dead_letter(command)
     except (StaleLease, ResolutionConflict) as refused:
         return await _refused(runtime, fence, instance_id, command_id, refused)
     except WorkRequestInvalid as refused:
