@@ -2,9 +2,10 @@
 
 The app builds one Runtime at startup on its store: an engine Client (starts, signals,
 operator commands, publishing, resolving dead letters, with its own instance cache),
-the engine's Queries (every read of the engine's tables), the replay cache the pages read, the
-watcher that live pages follow, and the drill jobs running in the background. HTML
-routes and the API take it from the app state, so both act through the same objects.
+the engine's Queries (every read of the engine's tables), the replay cache the pages
+read, the watcher that live pages follow, and the drill jobs running in the background.
+Pages and the API receive it by dependency injection (``studio.dependencies``), so both
+act through the same objects.
 """
 
 from __future__ import annotations
