@@ -5,7 +5,10 @@ modes) does no I/O, reads no clock and draws no randomness; the store and worker
 those in. Importing ``engine`` installs the definition modes it runs (``engine.modes``).
 
 What a user imports is here: ``from engine import ActivityRegistry, Client, Store``.
-The studio, the drill harness and the command line build on the same names.
+The studio, the drill harness and the command line build on the same names: ``Client``
+changes instances, ``Queries`` reads what a console shows, and the store's setup
+(``apply_migrations``, ``EmbeddedPostgres``) and errors are named here, so nothing
+outside the engine needs ``engine.store``.
 """
 
 from engine.client import Client, SignalConflict, StartConflict
@@ -22,7 +25,14 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.modes import install
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
+from engine.queries import Queries
+from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
+from engine.store.dead_letters import ResolutionConflict, make_resolution
+from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
+from engine.store.errors import StaleLease, StoreError
+from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
+from engine.store.work import WorkRequestInvalid
 from engine.worker.activities import (
     ActivityFailure,
     ActivityRegistry,
@@ -36,24 +46,36 @@ install(ORCHESTRATION, CHOREOGRAPHY)
 """The definition modes this engine runs (``engine.modes``); the first is the default."""
 
 __all__ = [
+    "DEFAULT_SCHEMA",
     "ActivityAppNotFound",
     "ActivityFailure",
     "ActivityRegistry",
     "ActivityRequest",
+    "ChildDefinitionNotFound",
     "Client",
     "DecisionRejected",
+    "DefinitionConflict",
     "DefinitionFileError",
     "DefinitionInvalid",
     "DefinitionNotFound",
+    "EmbeddedPostgres",
     "InputRefused",
     "LimitExceeded",
+    "Queries",
+    "ResolutionConflict",
     "SignalConflict",
+    "StaleLease",
     "StartConflict",
     "Store",
+    "StoreError",
     "UnknownOutcome",
     "WaylineError",
+    "WorkRequestInvalid",
     "Worker",
     "WorkerConfig",
+    "apply_migrations",
+    "install_signal_handlers",
     "load_app",
     "load_definition",
+    "make_resolution",
 ]

@@ -37,7 +37,8 @@ from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.modes import decide
-from engine.store import catalog, reads
+from engine.store import catalog, dead_letters, reads
+from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store
 from engine.worker.faults import Boundary, Faults
@@ -66,11 +67,29 @@ class Client:
         self.cache = InstanceCache(store, self.registries)
         self.faults = faults or Faults()
 
-    async def publish(self, definition: Definition, actor: str = "") -> bool:
-        """Publish a version (True when new); refreshes this client's registry."""
-        created = await catalog.publish(self.store, definition, actor)
+    async def publish(self, definition: Definition, actor: str = "", team: str = "") -> bool:
+        """Publish a version (True when new); refreshes this client's registry.
+
+        ``team`` owns the name from its first version on: DefinitionConflict when
+        another team holds it, ChildDefinitionNotFound for a pinned child the team
+        has not published.
+        """
+        created = await catalog.publish(self.store, definition, actor, team)
         await self.registries.refresh()
         return created
+
+    async def deprecate(self, name: str, version: str) -> None:
+        """Refuse new instances of a version; running ones keep it."""
+        await catalog.deprecate(self.store, name, version)
+
+    async def resolve_dead_letter(self, command: Resolution) -> ResolutionResult:
+        """Retry or discard a dead letter once, audited; ``command`` comes from
+        ``make_resolution``, which has checked every field.
+
+        An exact repeat of a committed command answers ``replayed``; ResolutionConflict
+        or StaleLease when another command or a reclaim got there first.
+        """
+        return await dead_letters.resolve(self.store, command)
 
     async def start(
         self,

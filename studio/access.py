@@ -16,10 +16,10 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers import BaseRouteHandler
 
 from studio import principal as principals
+from studio.accounts.sessions import COOKIE
 from studio.errors import PasswordChangeRequired
 from studio.principal import Principal
 from studio.roles import Access, allows
-from studio.sessions import COOKIE
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_HEADER = "x-csrf-token"
@@ -43,6 +43,11 @@ async def current_principal(connection: ASGIConnection) -> Principal | None:
         found = await principals.from_session(store, cookie)
     state["principal"] = found
     return found
+
+
+def maybe_principal(request: Request) -> Principal | None:
+    """Who is asking, as the access guard found it (None on a public page to no one)."""
+    return request.scope.get("state", {}).get("principal")
 
 
 def route_access(handler: BaseRouteHandler) -> Access | None:

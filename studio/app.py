@@ -16,21 +16,20 @@ from pathlib import Path
 
 from litestar import Litestar
 from litestar.datastructures import State
-from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.static_files import create_static_files_router
 
-from engine.store.store import Store
-from engine.worker.loop import Worker, WorkerConfig
-from studio import passwords, signin_limits
+from engine import Store, Worker, WorkerConfig
+from studio.accounts import passwords, signin_limits
+from studio.dependencies import DEPENDENCIES
+from studio.failures import handle_error
 from studio.input_checks import InputChecks
+from studio.rendering import template_config
 from studio.routes import route_handlers
-from studio.services.runtime import Runtime
+from studio.runtime import Runtime
+from studio.security_headers import add_security_headers
 from studio.settings import MAX_BODY_BYTES, StudioSettings
-from studio.web.failures import handle_error
-from studio.web.rendering import instance_filters, template_config
-from studio.web.security_headers import add_security_headers
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -68,7 +67,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             *route_handlers(),
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
-        dependencies={"filters": Provide(instance_filters, sync_to_thread=False)},
+        dependencies=DEPENDENCIES,
         on_startup=[start],
         on_shutdown=[finish],
         state=State({"settings": settings, "trusted_proxies": trusted_proxies}),

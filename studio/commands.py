@@ -73,8 +73,8 @@ def _dsn(args: argparse.Namespace) -> str | None:
 
 
 def _studio(args: argparse.Namespace) -> int:
+    from studio.accounts.signin_limits import trusted_networks
     from studio.server import run_studio
-    from studio.signin_limits import trusted_networks
 
     try:
         trusted_networks(args.trusted_proxy)

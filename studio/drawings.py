@@ -16,8 +16,8 @@ from typing import Any
 from engine.model.definitions import Definition, Mode
 from engine.model.instance import Instance
 from engine.modes import ModeNotSupported
-from studio.graph import Graph, layout
-from studio.step_states import StepState, frontier, step_states
+from studio.definitions.graph import Graph, layout
+from studio.instances.step_states import StepState, frontier, step_states
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.store.store import Store
-from studio import api_tokens, people, sessions
-from studio.api_tokens import ApiToken
-from studio.people import Membership, Team, User
+from engine import Store
+from studio.accounts import api_tokens, people, sessions
+from studio.accounts.api_tokens import ApiToken
+from studio.accounts.people import Membership, Team, User
+from studio.accounts.sessions import Session
 from studio.roles import Access, Role, allows
-from studio.sessions import Session
 
 BEARER = "bearer "
 

@@ -17,28 +17,26 @@ from litestar import Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
+from studio import api_responses
 from studio.access import SAFE_METHODS, enforce_access
-from studio.api import dead_letters as api_dead_letters
-from studio.api import definitions as api_definitions
-from studio.api import drafts as api_drafts
-from studio.api import drills as api_drills
-from studio.api import instances as api_instances
-from studio.api import people as api_people
-from studio.api import responses as api_responses
-from studio.api import workers as api_workers
+from studio.accounts import api as api_people
+from studio.accounts import settings_pages as settings
+from studio.accounts import signin_pages as signin
+from studio.definitions import api as api_definitions
+from studio.definitions import drafts_api as api_drafts
+from studio.definitions import editor_pages as editor
+from studio.definitions import pages as definitions
+from studio.drills import api as api_drills
+from studio.drills import pages as drills
+from studio.instances import api as api_instances
+from studio.instances import intervention_pages as interventions
+from studio.instances import live_pages as instance_live
+from studio.instances import pages as instances
+from studio.operations import dead_letter_pages as dead_letters
+from studio.operations import dead_letters_api as api_dead_letters
+from studio.operations import worker_pages as workers
+from studio.operations import workers_api as api_workers
 from studio.roles import Access
-from studio.web import (
-    dead_letters,
-    definitions,
-    drills,
-    editor,
-    instance_live,
-    instances,
-    interventions,
-    settings,
-    signin,
-    workers,
-)
 
 P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
 OP = Access.OPERATOR
@@ -73,7 +71,7 @@ class Route:
 
     @property
     def error_statuses(self) -> frozenset[int]:
-        """Every error status the route can answer, as ``studio.api.responses`` explains."""
+        """Every error status the route can answer, as ``studio.api_responses`` explains."""
         found = {400, *self.errors}
         if self.access is not Access.PUBLIC:
             found.add(401)

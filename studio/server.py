@@ -22,15 +22,18 @@ from typing import TypeVar
 
 import uvicorn
 
-from engine import load_definition
-from engine.store import catalog
-from engine.store.catalog import DefinitionConflict
-from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.store.migrations import apply_migrations
-from engine.store.store import Store
-from studio import people
+from engine import (
+    Client,
+    DefinitionConflict,
+    EmbeddedPostgres,
+    Store,
+    apply_migrations,
+    install_signal_handlers,
+    load_definition,
+)
+from studio.accounts import people
+from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.app import create_app
-from studio.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.roles import Role
 from studio.settings import StudioSettings
 
@@ -78,7 +81,7 @@ async def _first_start(store: Store) -> str | None:
     if password is not None and EXAMPLE.is_file():
         # When the example's name already belongs to another team, leave it there.
         with contextlib.suppress(DefinitionConflict):
-            await catalog.publish(store, load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
+            await Client(store).publish(load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
     return password
 
 
@@ -153,8 +156,8 @@ def create_user(
     password: str | None,
 ) -> int:
     """Create (or add to a team) a studio user; prints a one-time password when generated."""
-    from studio.password_policy import PasswordRejected
-    from studio.passwords import generate_password
+    from studio.accounts.password_policy import PasswordRejected
+    from studio.accounts.passwords import generate_password
 
     generated = password is None
     secret = password or generate_password()

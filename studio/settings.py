@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from engine.store.migrations import DEFAULT_SCHEMA
-from engine.worker.activities import ActivityRegistry
-from studio.passwords import Argon2Cost
-from studio.signin_limits import SignInLimits
+from engine import DEFAULT_SCHEMA, ActivityRegistry
+from studio.accounts.passwords import Argon2Cost
+from studio.accounts.signin_limits import SignInLimits
 
 MAX_BODY_BYTES = 4_000_000
 """The largest request body the studio reads (a definition, a draft, an input); larger

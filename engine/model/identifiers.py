@@ -62,7 +62,7 @@ def _problem(
 
 TEAM_SEPARATOR = ":"
 """Between a team and its own instance id in the stored id. Team ids cannot contain it
-(``studio.people.TEAM_ID``), so the team of a stored id is never ambiguous."""
+(``studio.accounts.people.TEAM_ID``), so the team of a stored id is never ambiguous."""
 
 
 def team_instance_id(team: str, instance_id: str) -> str:

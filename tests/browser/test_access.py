@@ -7,7 +7,7 @@ import uuid
 
 from playwright.sync_api import Browser, Page, expect
 
-from studio import drafts
+from studio.definitions import drafts
 from studio.roles import Role
 from tests.browser.conftest import TIMEOUT_MS, settled, sign_in
 from tests.studio.live import PASSWORD, LiveStudio, definition

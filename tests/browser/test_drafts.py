@@ -8,7 +8,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from studio import drafts
+from studio.definitions import drafts
 from studio.roles import Role
 from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio, definition

@@ -20,8 +20,8 @@ from engine.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.identifiers import team_instance_id
 from engine.worker.activities import ActivityRegistry
+from studio.instances.step_states import step_states
 from studio.roles import Role
-from studio.step_states import step_states
 from tests.browser.conftest import screenshot, settled, sign_in
 from tests.studio.live import LiveStudio
 

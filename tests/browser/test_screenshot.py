@@ -11,7 +11,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from studio import drafts
+from studio.definitions import drafts
 from studio.roles import Role
 from tests.browser.conftest import EXAMPLE, screenshot, sign_in
 from tests.studio.live import LiveStudio

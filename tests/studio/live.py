@@ -30,12 +30,12 @@ from engine.store.migrations import apply_migrations
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.loop import Worker, WorkerConfig
-from studio import people
+from studio.accounts import people
+from studio.accounts.passwords import Argon2Cost
+from studio.accounts.signin_limits import SignInLimits
 from studio.app import create_app
-from studio.passwords import Argon2Cost
 from studio.roles import Role
 from studio.settings import StudioSettings
-from studio.signin_limits import SignInLimits
 
 PASSWORD = "correct horse battery"
 OVERDUE = """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.diff import Change, diff_documents, flatten
+from studio.definitions.diff import Change, diff_documents, flatten
 
 BASE = {
     "name": "d",

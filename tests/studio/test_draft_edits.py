@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.model.validation import parse_definition
-from studio import draft_edits as edits
-from studio.draft_edits import EditRejected
+from studio.definitions import draft_edits as edits
+from studio.definitions.draft_edits import EditRejected
 
 
 def names(document: dict) -> list[str]:

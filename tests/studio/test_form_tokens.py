@@ -15,8 +15,9 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from engine.store.store import Store
-from studio import api_tokens, drafts, people
 from studio.access import CSRF_FIELD
+from studio.accounts import api_tokens, people
+from studio.definitions import drafts
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 

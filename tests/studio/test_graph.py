@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from studio.graph import NODE_W, layout
-from studio.structure import read_structure
+from studio.definitions.graph import NODE_W, layout
+from studio.definitions.structure import read_structure
 
 EXAMPLE = json.loads(
     (Path(__file__).resolve().parents[2] / "examples" / "order_fulfillment.json").read_text()

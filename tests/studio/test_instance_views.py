@@ -11,11 +11,11 @@ from hypothesis import given, settings
 
 from engine.decide.operator_actions import Action
 from engine.model.instance import InstanceStatus
-from studio import attempts
-from studio.action_offers import describe, offer, offers
+from studio.drills.service import finding
 from studio.instance_urls import instance_id_of, instance_ref, instance_url
-from studio.services.drills import finding
-from studio.step_states import STATES, step_states
+from studio.instances import attempts
+from studio.instances.action_offers import describe, offer, offers
+from studio.instances.step_states import STATES, step_states
 from tests.unit.histories import RICH, Run, legal_runs
 
 

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from engine import Queries
 from engine.decide.operator_actions import Action
 from engine.store import reads
 from studio.instance_urls import instance_url
@@ -81,9 +82,7 @@ def test_the_start_form_checks_the_input_and_starts_once_per_id(
 
 
 def definition_name(studio: LiveStudio, team: str) -> str:
-    from studio.services import definitions
-
-    versions = studio.run(lambda store: definitions.team_versions(store, team))
+    versions = studio.run(lambda store: Queries(store).versions(team))
     return versions[0].definition.name
 
 

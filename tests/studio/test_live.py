@@ -17,12 +17,12 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from engine.client import Client
+from engine import Client, Queries
 from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
 from engine.store.store import Store
-from studio.live import InstanceWatcher
-from studio.replays import replay_cache
+from studio.instances.live import InstanceWatcher
+from studio.instances.replays import replay_cache
 from studio.roles import Role
 from tests.e2e.conftest import until
 from tests.studio.live import LiveStudio, SignedInClient, definition
@@ -47,7 +47,7 @@ async def started(store: Store) -> tuple[Client, str]:
 
 async def test_idle_pages_share_one_row_probe_and_no_page_costs_nothing(store: Store) -> None:
     client, instance_id = await started(store)
-    watcher = InstanceWatcher(store, INTERVAL)
+    watcher = InstanceWatcher(Queries(store), INTERVAL)
     replays = replay_cache(store, client.registries)
     first = await replays.load(instance_id)
     read_at_start = replays.events_read

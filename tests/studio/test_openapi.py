@@ -26,8 +26,8 @@ import httpx
 import pytest
 
 from engine.model.instance import InstanceStatus
-from studio import api_tokens, people
-from studio.action_offers import KINDS, RESOLUTIONS
+from studio.accounts import api_tokens, people
+from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.roles import Role
 from studio.routes import ROUTES
 from studio.settings import BODY_TOO_LARGE, MAX_BODY_BYTES

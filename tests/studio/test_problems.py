@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.problems import check_document
+from studio.definitions.problems import check_document
 
 DOC = {
     "name": "d",

@@ -18,13 +18,20 @@ import pytest
 
 from engine.client import Client
 from engine.decide.operator_actions import Action
-from studio import api_tokens, drafts, people
+from studio.accounts import api_tokens, people
 from studio.app import create_app
+from studio.definitions import drafts
 from studio.instance_urls import instance_ref
 from studio.roles import Access, Role, allows
 from studio.routes import ROUTES, Route
 from studio.settings import StudioSettings
-from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
+from tests.studio.live import (
+    PASSWORD,
+    LiveStudio,
+    SignedInClient,
+    definition,
+    login_token,
+)
 from verification import runs
 
 CALLERS: tuple[Role | None, ...] = (None, *Role)

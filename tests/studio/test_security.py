@@ -9,9 +9,9 @@ import httpx
 
 from engine.model.validation import parse_definition
 from engine.store.store import Store
-from studio import people
+from studio.accounts import people
 from studio.roles import Role
-from studio.web.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
+from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
 from tests.studio.live import PASSWORD, LiveStudio, definition, login_token
 
 EXPIRY = "expires_in_days"

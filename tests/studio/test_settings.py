@@ -10,10 +10,16 @@ import httpx
 import pytest
 
 from engine.cli.main import main
-from studio import people
-from studio.people import MAX_DISPLAY_NAME
+from studio.accounts import people
+from studio.accounts.people import MAX_DISPLAY_NAME
 from studio.roles import Role
-from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
+from tests.studio.live import (
+    PASSWORD,
+    LiveStudio,
+    SignedInClient,
+    definition,
+    login_token,
+)
 
 
 def test_an_admin_invites_a_new_person_who_joins_by_choosing_a_password(

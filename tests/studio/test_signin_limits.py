@@ -13,9 +13,9 @@ from argon2 import PasswordHasher
 
 from engine.cli.main import main
 from engine.store.store import Store
-from studio import people
+from studio.accounts import people
+from studio.accounts.signin_limits import SignInLimits, client_address, trusted_networks
 from studio.roles import Role
-from studio.signin_limits import SignInLimits, client_address, trusted_networks
 from tests.integration.conftest import pg_dsn  # noqa: F401
 from tests.studio.live import PASSWORD, LiveStudio, login_token, serve_studio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.modes.steps.validation import KIND_FIELDS
-from studio.step_fields import all_paths, read_path, write_path
+from studio.definitions.step_fields import all_paths, read_path, write_path
 
 
 @pytest.mark.parametrize("kind", list(KIND_FIELDS))

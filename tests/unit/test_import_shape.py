@@ -11,6 +11,13 @@ the other, so hiding a cycle there does not remove it.
 - Nothing imports the command line except the command line: the command line is the
   ``engine.cli`` package, plus the subcommand modules the entry points name; what they
   share with the rest is in ordinary engine modules.
+- No module of ``studio`` imports ``engine.store``: the studio reads through
+  ``engine.Queries`` and writes through ``engine.Client``, and takes the few store
+  names it needs (``Store``, the setup, the errors) from ``engine`` itself.
+- The studio's JSON API never imports its HTML layer, not even through another module:
+  an API route module (``api.py``, ``*_api.py``) reaches neither ``studio.rendering``
+  nor a module of pages (``pages.py``, ``*_pages.py``); the runtime and the principal
+  reach both through Litestar's dependency injection (``studio.dependencies``).
 - No import cycle between modules.
 """
 
@@ -161,6 +168,53 @@ def test_no_engine_module_imports_the_studio_or_the_harness() -> None:
         if name.split(".")[0] in ENGINE_MUST_NOT_IMPORT
     )
     assert not upward, "the engine imports upward:\n" + "\n".join(upward)
+
+
+def test_no_studio_module_imports_the_store() -> None:
+    raw, _ = import_graph()
+    reaching_in = sorted(
+        f"{module} imports {name}"
+        for module, names in raw.items()
+        if module.split(".")[0] == "studio"
+        for name in names
+        if name == "engine.store" or name.startswith("engine.store.")
+    )
+    assert not reaching_in, "the studio reaches into the store:\n" + "\n".join(reaching_in)
+
+
+def is_studio_html(module: str) -> bool:
+    return module == "studio.rendering" or (
+        module.startswith("studio.") and module.rpartition(".")[2].endswith("pages")
+    )
+
+
+def is_studio_api(module: str) -> bool:
+    return module.startswith("studio.") and module.rpartition(".")[2].endswith("api")
+
+
+def reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for target in edges.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+def test_the_studio_api_never_imports_the_html_layer() -> None:
+    _, edges = import_graph()
+    api = sorted(m for m in edges if is_studio_api(m))
+    assert "studio.instances.api" in api and is_studio_html("studio.instances.pages")
+    reaching = sorted(
+        f"{module} reaches {target}"
+        for module in api
+        for target in reachable(module, edges)
+        if is_studio_html(target)
+    )
+    assert not reaching, "the API imports the HTML layer:\n" + "\n".join(reaching)
 
 
 def test_nothing_but_the_command_line_imports_the_command_line() -> None:

@@ -1,0 +1,135 @@
+"""API tokens for CI and scripts: scoped to one team and one role, shown once.
+
+A token is ``wl_<id>_<secret>``; only its sha256 is stored, so the studio can check a
+token but never show it again. The id part lets people tell tokens apart in lists and
+revoke one without having it. Requests with ``Authorization: Bearer <token>`` act in the
+token's team with the token's role and need no CSRF token (browsers never send bearer
+tokens on their own).
+
+A token may expire (``expires_in_days``; none by default, as CI tokens usually live
+long). It also stands for the admin who made it: it works only while that person (the
+``creator_id``; for a token made with a token, that token's creator) is an admin of the
+token's team. Demote them or remove them from the team and their tokens stop working at
+once; make them admin again and the tokens work again, unless revoked meanwhile.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from engine import Store
+from studio.accounts.sessions import secret_hash
+from studio.roles import Role
+
+PREFIX = "wl_"
+MAX_LABEL = 100
+MAX_DAYS = 366
+"""The longest expiry a token can be given, in days (a token may also never expire)."""
+
+COLUMNS = (
+    "token_id, team_id, role, label, created_by, creator_id, created_at, last_used_at, expires_at"
+)
+CREATOR_IS_ADMIN = """EXISTS (
+    SELECT 1 FROM studio_memberships m
+    WHERE m.user_id = t.creator_id AND m.team_id = t.team_id AND m.role = 'admin')"""
+UNEXPIRED = "(t.expires_at IS NULL OR t.expires_at > now())"
+CREATE = f"""
+INSERT INTO studio_api_tokens AS t
+    (token_id, token_hash, team_id, role, label, created_by, creator_id, expires_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, now() + %s::interval)
+RETURNING {COLUMNS}, ''
+"""
+FIND = f"""
+UPDATE studio_api_tokens t SET last_used_at = now()
+WHERE token_hash = %s AND revoked_at IS NULL AND {UNEXPIRED} AND {CREATOR_IS_ADMIN}
+RETURNING {COLUMNS}, ''
+"""
+LIST = f"""
+SELECT {COLUMNS},
+       CASE WHEN NOT {UNEXPIRED} THEN 'expired'
+            WHEN NOT {CREATOR_IS_ADMIN} THEN 'its creator is no longer an admin of this team'
+            ELSE '' END
+FROM studio_api_tokens t WHERE team_id = %s AND revoked_at IS NULL
+ORDER BY created_at, token_id
+"""
+REVOKE = """
+UPDATE studio_api_tokens SET revoked_at = now()
+WHERE token_id = %s AND team_id = %s AND revoked_at IS NULL RETURNING 1
+"""
+
+
+class TokenRejected(ValueError):
+    """A token request that cannot be done; the message says why."""
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    token_id: str
+    team_id: str
+    role: Role
+    label: str
+    created_by: str
+    """Who made it, as audit fields name people: a username or ``token:<id>``."""
+    creator_id: str
+    """The user the token stands for: it works while they are an admin of its team."""
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    inactive: str = ""
+    """Why a live (unrevoked) token does not work now, or empty when it does."""
+
+
+async def create_token(
+    store: Store,
+    team_id: str,
+    role: Role,
+    label: str,
+    created_by: str,
+    creator_id: str,
+    expires_in_days: int | None = None,
+) -> tuple[str, ApiToken]:
+    """A new token; returns the secret (to show once) and its record."""
+    label = label.strip()
+    if not 1 <= len(label) <= MAX_LABEL:
+        raise TokenRejected(
+            f"a token needs a label of 1 to {MAX_LABEL} characters, not {len(label)}"
+        )
+    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_DAYS:
+        raise TokenRejected(
+            f"a token expires in 1 to {MAX_DAYS} days (or never), not in {expires_in_days}"
+        )
+    lifetime = None if expires_in_days is None else timedelta(days=expires_in_days)
+    token_id = secrets.token_hex(4)
+    secret = f"{PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
+    values = (token_id, secret_hash(secret), team_id, Role(role).value, label, created_by)
+    async with store.connection() as conn:
+        row = await (await conn.execute(CREATE, (*values, creator_id, lifetime))).fetchone()
+    return secret, _token(row)
+
+
+async def find_token(store: Store, secret: str) -> ApiToken | None:
+    """The live token for a bearer value (and note its use), or None."""
+    if not secret.startswith(PREFIX) or len(secret) > 128:
+        return None
+    async with store.connection() as conn:
+        row = await (await conn.execute(FIND, (secret_hash(secret),))).fetchone()
+    return None if row is None else _token(row)
+
+
+async def list_tokens(store: Store, team_id: str) -> list[ApiToken]:
+    async with store.connection() as conn:
+        rows = await (await conn.execute(LIST, (team_id,))).fetchall()
+    return [_token(row) for row in rows]
+
+
+async def revoke_token(store: Store, team_id: str, token_id: str) -> bool:
+    """Revoke a token of ``team_id``; False when there is no such live token there."""
+    async with store.connection() as conn:
+        return await (await conn.execute(REVOKE, (token_id, team_id))).fetchone() is not None
+
+
+def _token(row: tuple) -> ApiToken:
+    token_id, team_id, role, *rest = row
+    return ApiToken(token_id, team_id, Role(role), *rest)

@@ -1,0 +1,104 @@
+"""Invitations: how an admin adds a person to a team without learning who exists.
+
+An admin invites a *username* with a role. The answer is the same whether an account of
+that name exists or not: a one-time code (shown once, stored as its sha256) that the
+admin hands to the person, and a pending invitation in the team's list. The person
+redeems the code at ``/login/join``: with their password when they have an account,
+or by choosing one, which creates it. Only then do they become a member.
+
+An invitation lasts ``VALID_FOR``; inviting the same username again replaces it, and
+an admin can withdraw it. Redeeming deletes it, so a code works once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from engine import Store
+from studio.accounts.sessions import secret_hash
+from studio.roles import Role
+
+VALID_FOR = timedelta(days=7)
+MAX_CODE = 64
+"""A longer code is no code of ours; it is not looked up."""
+
+COLUMNS = "invitation_id, team_id, username, display_name, role, created_by, created_at, expires_at"
+REPLACE = "DELETE FROM studio_invitations WHERE team_id = %s AND username = %s"
+CREATE = f"""
+INSERT INTO studio_invitations
+    (invitation_id, code_hash, team_id, username, display_name, role, created_by, expires_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, now() + %s)
+RETURNING {COLUMNS}
+"""
+LIST = f"""
+SELECT {COLUMNS} FROM studio_invitations WHERE team_id = %s AND expires_at > now()
+ORDER BY created_at, invitation_id
+"""
+FIND = f"""
+SELECT {COLUMNS} FROM studio_invitations
+WHERE code_hash = %s AND username = %s AND expires_at > now()
+"""
+TAKE = "DELETE FROM studio_invitations WHERE invitation_id = %s RETURNING 1"
+WITHDRAW = "DELETE FROM studio_invitations WHERE invitation_id = %s AND team_id = %s RETURNING 1"
+
+
+@dataclass(frozen=True)
+class Invitation:
+    invitation_id: str
+    team_id: str
+    username: str
+    display_name: str
+    """Given to the account when the invitation creates it."""
+    role: Role
+    created_by: str
+    created_at: datetime
+    expires_at: datetime
+
+
+async def invite(
+    store: Store, team_id: str, username: str, display_name: str, role: Role, created_by: str
+) -> tuple[str, Invitation]:
+    """A new invitation (replacing one for the same username); returns its code too."""
+    code = secrets.token_urlsafe(18)
+    values = (secrets.token_hex(6), secret_hash(code), team_id, username, display_name)
+    async with store.connection() as conn:
+        await conn.execute(REPLACE, (team_id, username))
+        row = await (
+            await conn.execute(CREATE, (*values, Role(role).value, created_by, VALID_FOR))
+        ).fetchone()
+    return code, _invitation(row)
+
+
+async def pending(store: Store, team_id: str) -> list[Invitation]:
+    async with store.connection() as conn:
+        rows = await (await conn.execute(LIST, (team_id,))).fetchall()
+    return [_invitation(row) for row in rows]
+
+
+async def find(store: Store, username: str, code: str) -> Invitation | None:
+    """The live invitation of ``username`` with this code, or None."""
+    if not code or len(code) > MAX_CODE:
+        return None
+    async with store.connection() as conn:
+        row = await (await conn.execute(FIND, (secret_hash(code.strip()), username))).fetchone()
+    return None if row is None else _invitation(row)
+
+
+async def take(store: Store, invitation: Invitation) -> bool:
+    """Use the invitation up; False when it was used (or withdrawn) meanwhile."""
+    async with store.connection() as conn:
+        return await (await conn.execute(TAKE, (invitation.invitation_id,))).fetchone() is not None
+
+
+async def withdraw(store: Store, team_id: str, invitation_id: str) -> bool:
+    """Withdraw a pending invitation of ``team_id``; False when there is none."""
+    async with store.connection() as conn:
+        found = await (await conn.execute(WITHDRAW, (invitation_id, team_id))).fetchone()
+    return found is not None
+
+
+def _invitation(row: tuple) -> Invitation:
+    invitation_id, team_id, username, display_name, role, *rest = row
+    return Invitation(invitation_id, team_id, username, display_name, Role(role), *rest)

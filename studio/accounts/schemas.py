@@ -1,0 +1,73 @@
+"""The JSON shapes of the accounts API: who is asking, the team's members, API tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from studio.accounts.api_tokens import ApiToken
+from studio.accounts.people import Member
+from studio.choices import RoleName
+
+
+@dataclass
+class MeOut:
+    actor: str
+    team: str | None
+    role: RoleName | None
+    via: Literal["session", "token"]
+
+
+@dataclass
+class MemberOut:
+    user_id: str
+    username: str
+    display_name: str
+    role: RoleName
+
+
+@dataclass
+class TokenIn:
+    label: str
+    role: RoleName
+    expires_in_days: int | None = None
+    """Days until the token stops working; none (the default) for never."""
+
+
+@dataclass
+class TokenOut:
+    id: str
+    label: str
+    role: RoleName
+    created_by: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None = None
+    inactive: str = ""
+    """Why the token does not work now (expired, its creator no longer an admin)."""
+
+
+@dataclass
+class TokenCreatedOut:
+    token: str
+    """The secret: shown this once, stored only as a hash."""
+    record: TokenOut
+
+
+def member_out(member: Member) -> MemberOut:
+    user = member.user
+    return MemberOut(user.user_id, user.username, user.display_name, member.role.value)
+
+
+def token_out(token: ApiToken) -> TokenOut:
+    return TokenOut(
+        token.token_id,
+        token.label,
+        token.role.value,
+        token.created_by,
+        token.created_at,
+        token.last_used_at,
+        token.expires_at,
+        token.inactive,
+    )

@@ -1,0 +1,146 @@
+"""A person's own account (password, current team) and a team's people and tokens.
+
+Team management is for the team's admins: they invite people by username (an
+invitation with a one-time code, the same answer whether the account exists or not,
+see ``studio.accounts.invitations``), change roles and remove members, and issue or revoke API
+tokens. An admin cannot remove or demote themselves, so a team always keeps the admin
+who is acting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import Store
+from studio.accounts import api_tokens, invitations, people, sessions
+from studio.accounts.api_tokens import ApiToken, TokenRejected
+from studio.accounts.invitations import Invitation
+from studio.accounts.password_policy import PasswordRejected
+from studio.accounts.passwords import verify_password
+from studio.accounts.people import Member, PeopleError
+from studio.errors import Invalid, NotFound
+from studio.principal import Principal
+from studio.roles import Role
+
+
+@dataclass(frozen=True)
+class Invited:
+    invitation: Invitation
+    code: str
+    """The one-time code, shown once to the admin to hand on."""
+
+
+async def change_password(
+    store: Store, principal: Principal, current: str, new: str, confirm: str
+) -> None:
+    """Set a new password after checking the current one; other sessions end."""
+    user = principal.user
+    if user is None or principal.session is None:
+        raise Invalid("only people signed in with a password can change it")
+    found = await people.find_login(store, user.username)
+    if found is None or not await verify_password(found[1], current):
+        raise Invalid("the current password is wrong")
+    if new != confirm:
+        raise Invalid("the new password and its confirmation differ")
+    if new == current:
+        raise Invalid("choose a password different from the current one")
+    try:
+        await people.set_password(store, user, new)
+    except PasswordRejected as rejected:
+        raise Invalid(str(rejected)) from None
+    await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)
+
+
+async def switch_team(store: Store, principal: Principal, team_id: str) -> None:
+    if principal.session is None or not any(
+        m.team.team_id == team_id for m in principal.memberships
+    ):
+        raise NotFound("you are not a member of that team")
+    await sessions.switch_team(store, principal.session.session_hash, team_id)
+
+
+async def members(store: Store, team: str) -> list[Member]:
+    return await people.team_members(store, team)
+
+
+async def invite_member(
+    store: Store, principal: Principal, username: str, role: str, display_name: str = ""
+) -> Invited:
+    """Invite a username to the acting admin's team (see ``studio.accounts.invitations``).
+
+    The answer never depends on whether the username has an account.
+    """
+    role_value = _role(role)
+    try:
+        name = people.normalize_username(username)
+        display = people.check_display_name(display_name)
+    except PeopleError as error:
+        raise Invalid(str(error)) from None
+    code, invitation = await invitations.invite(
+        store, principal.team_id, name, display, role_value, principal.actor
+    )
+    return Invited(invitation, code)
+
+
+async def pending_invitations(store: Store, team: str) -> list[Invitation]:
+    return await invitations.pending(store, team)
+
+
+async def withdraw_invitation(store: Store, team: str, invitation_id: str) -> None:
+    if not await invitations.withdraw(store, team, invitation_id):
+        raise NotFound("no such pending invitation in this team")
+
+
+async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> None:
+    await _member(store, principal, user_id)
+    if principal.user is not None and user_id == principal.user.user_id:
+        raise Invalid("you cannot change your own role")
+    await people.set_membership(store, user_id, principal.team_id, _role(role))
+
+
+async def remove_member(store: Store, principal: Principal, user_id: str) -> None:
+    await _member(store, principal, user_id)
+    if principal.user is not None and user_id == principal.user.user_id:
+        raise Invalid("you cannot remove yourself from the team")
+    await people.remove_membership(store, user_id, principal.team_id)
+
+
+async def tokens(store: Store, team: str) -> list[ApiToken]:
+    return await api_tokens.list_tokens(store, team)
+
+
+async def create_token(
+    store: Store, principal: Principal, label: str, role: str, expires_in_days: int | None = None
+) -> tuple[str, ApiToken]:
+    """A token of the acting admin's team that works while that admin stays one."""
+    try:
+        return await api_tokens.create_token(
+            store,
+            principal.team_id,
+            _role(role),
+            label,
+            principal.actor,
+            principal.person_id,
+            expires_in_days,
+        )
+    except TokenRejected as rejected:
+        raise Invalid(str(rejected)) from None
+
+
+async def revoke_token(store: Store, team: str, token_id: str) -> None:
+    if not await api_tokens.revoke_token(store, team, token_id):
+        raise NotFound("no such token in this team")
+
+
+async def _member(store: Store, principal: Principal, user_id: str) -> Member:
+    for member in await people.team_members(store, principal.team_id):
+        if member.user.user_id == user_id:
+            return member
+    raise NotFound("no such member in this team")
+
+
+def _role(role: str) -> Role:
+    try:
+        return Role(role)
+    except ValueError:
+        raise Invalid(f"a role is one of {', '.join(r.value for r in Role)}") from None

@@ -1,0 +1,122 @@
+"""Drafts: definitions being edited, stored per team until they are published.
+
+A draft holds any JSON object, valid or not, because work in progress is rarely valid.
+Every save bumps its revision and names the revision it was made against; a save
+against an older revision is refused (DraftChanged), so two windows editing the same
+draft cannot silently overwrite each other. Drafts are only ever read through their
+team: another team's draft id is simply not found.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from engine import Store
+from studio.errors import Conflict, NotFound
+
+MAX_DRAFTS_LISTED = 200
+
+COLUMNS = (
+    "draft_id, team_id, document, based_on, revision, created_by, updated_by, "
+    "created_at, updated_at"
+)
+CREATE = f"""
+INSERT INTO studio_drafts (draft_id, team_id, document, based_on, created_by, updated_by)
+VALUES (%s, %s, %s, %s, %s, %s) RETURNING {COLUMNS}
+"""
+GET = f"SELECT {COLUMNS} FROM studio_drafts WHERE draft_id = %s AND team_id = %s"
+LIST = f"""
+SELECT {COLUMNS} FROM studio_drafts WHERE team_id = %s
+ORDER BY updated_at DESC, draft_id LIMIT %s
+"""
+SAVE = f"""
+UPDATE studio_drafts SET document = %s, revision = revision + 1, updated_by = %s,
+    updated_at = now()
+WHERE draft_id = %s AND team_id = %s AND revision = %s
+RETURNING {COLUMNS}
+"""
+DELETE = "DELETE FROM studio_drafts WHERE draft_id = %s AND team_id = %s RETURNING 1"
+
+
+class DraftChanged(Conflict):
+    """The draft was saved by someone (or another window) since this edit was made."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    draft_id: str
+    team_id: str
+    document: dict[str, Any]
+    based_on: str
+    revision: int
+    created_by: str
+    updated_by: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def title(self) -> str:
+        """``name@version`` as far as the document says."""
+        name = self.document.get("name")
+        version = self.document.get("version")
+        name = name if isinstance(name, str) and name else "untitled"
+        return f"{name}@{version}" if isinstance(version, str) and version else name
+
+
+async def create_draft(
+    store: Store, team_id: str, document: dict[str, Any], based_on: str, actor: str
+) -> Draft:
+    draft_id = uuid.uuid4().hex
+    params = (draft_id, team_id, Jsonb(document), based_on, actor, actor)
+    async with store.connection() as conn:
+        row = await (await conn.execute(CREATE, params)).fetchone()
+    return Draft(*row)
+
+
+async def get_draft(store: Store, team_id: str, draft_id: str) -> Draft:
+    async with store.connection() as conn:
+        row = await (await conn.execute(GET, (draft_id, team_id))).fetchone()
+    if row is None:
+        raise NotFound("no such draft in this team")
+    return Draft(*row)
+
+
+async def list_drafts(store: Store, team_id: str) -> list[Draft]:
+    async with store.connection() as conn:
+        rows = await (await conn.execute(LIST, (team_id, MAX_DRAFTS_LISTED))).fetchall()
+    return [Draft(*row) for row in rows]
+
+
+async def save_draft(
+    store: Store,
+    team_id: str,
+    draft_id: str,
+    document: dict[str, Any],
+    revision: int,
+    actor: str,
+) -> Draft:
+    """Store a new document made against ``revision``; DraftChanged when it is stale."""
+    async with store.connection() as conn:
+        params = (Jsonb(document), actor, draft_id, team_id, revision)
+        row = await (await conn.execute(SAVE, params)).fetchone()
+        if row is None:
+            current = await (await conn.execute(GET, (draft_id, team_id))).fetchone()
+    if row is not None:
+        return Draft(*row)
+    if current is None:
+        raise NotFound("no such draft in this team")
+    raise DraftChanged(
+        "this draft was changed in another window; the latest version is shown, "
+        "please repeat your change"
+    )
+
+
+async def delete_draft(store: Store, team_id: str, draft_id: str) -> None:
+    async with store.connection() as conn:
+        if await (await conn.execute(DELETE, (draft_id, team_id))).fetchone() is None:
+            raise NotFound("no such draft in this team")

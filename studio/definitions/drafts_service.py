@@ -1,0 +1,92 @@
+"""Drafts of a team: create (empty, from a version, from imported JSON), edit, publish.
+
+Every edit is made against the revision the editor showed; a stale one is refused and
+the editor shows the latest draft instead. Edits never validate on their way in (the
+validator runs when the draft is shown), except that the JSON view must hold a JSON
+object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.model.definitions import definition_to_json
+from studio.definitions import drafts
+from studio.definitions import service as definitions
+from studio.definitions.draft_edits import Edited, EditRejected, new_document, next_version
+from studio.definitions.drafts import Draft, DraftChanged
+from studio.definitions.service import PublishOutcome
+from studio.errors import Invalid
+from studio.runtime import Runtime
+
+
+async def create_empty(runtime: Runtime, team: str, actor: str, name: str, version: str) -> Draft:
+    document = new_document(name.strip(), version.strip() or "1")
+    return await drafts.create_draft(runtime.store, team, document, "", actor)
+
+
+async def create_from_document(
+    runtime: Runtime, team: str, actor: str, document: dict[str, Any], based_on: str = ""
+) -> Draft:
+    return await drafts.create_draft(runtime.store, team, document, based_on, actor)
+
+
+async def create_from_version(
+    runtime: Runtime, team: str, actor: str, name: str, version: str
+) -> Draft:
+    """A draft of the next version, starting from the content of ``name@version``."""
+    published = await definitions.version_of(runtime, team, name, version)
+    taken = {v.definition.version for v in await definitions.versions_of(runtime, team, name)}
+    document = definition_to_json(published.definition)
+    document["version"] = next_version(version, taken)
+    document["deprecated"] = False
+    return await drafts.create_draft(runtime.store, team, document, f"{name}@{version}", actor)
+
+
+async def get(runtime: Runtime, team: str, draft_id: str) -> Draft:
+    return await drafts.get_draft(runtime.store, team, draft_id)
+
+
+async def list_for_team(runtime: Runtime, team: str) -> list[Draft]:
+    return await drafts.list_drafts(runtime.store, team)
+
+
+async def edit(
+    runtime: Runtime,
+    team: str,
+    actor: str,
+    draft_id: str,
+    revision: int,
+    change: Callable[[dict[str, Any]], Edited],
+) -> tuple[Draft, str]:
+    """Apply ``change`` to the draft as of ``revision``; returns it and the step to select."""
+    draft = await drafts.get_draft(runtime.store, team, draft_id)
+    if draft.revision != revision:
+        raise DraftChanged(
+            "this draft was changed in another window; the latest version is shown, "
+            "please repeat your change"
+        )
+    try:
+        edited = change(draft.document)
+    except EditRejected as rejected:
+        raise Invalid(str(rejected)) from None
+    saved = await drafts.save_draft(runtime.store, team, draft_id, edited.document, revision, actor)
+    return saved, edited.selected
+
+
+async def replace(
+    runtime: Runtime, team: str, actor: str, draft_id: str, revision: int, document: dict[str, Any]
+) -> Draft:
+    saved, _ = await edit(runtime, team, actor, draft_id, revision, lambda _: Edited(document))
+    return saved
+
+
+async def publish(runtime: Runtime, team: str, actor: str, draft_id: str) -> PublishOutcome:
+    """Publish the draft's content; the draft stays (editable) for the next version."""
+    draft = await drafts.get_draft(runtime.store, team, draft_id)
+    return await definitions.publish(runtime, team, actor, draft.document)
+
+
+async def discard(runtime: Runtime, team: str, draft_id: str) -> None:
+    await drafts.delete_draft(runtime.store, team, draft_id)

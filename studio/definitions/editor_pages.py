@@ -1,0 +1,242 @@
+"""The draft editor's routes: show a draft, and every edit the editor offers.
+
+Each edit is a plain form post (so it works without JavaScript: post, then redirect
+back to the draft) and, from htmx, answers with the re-rendered ``#workspace``
+fragment: the edit is saved, the draft re-validated, the graph re-laid out, and
+problems shown on their nodes and fields. Forms carry the draft revision they were
+rendered from; a stale edit is refused with the latest draft shown (409).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from litestar import Request, Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from studio.definitions import draft_edits
+from studio.definitions import drafts_service as drafts
+from studio.definitions import service as definitions
+from studio.definitions.draft_edits import Edited, EditRejected
+from studio.definitions.drafts import Draft, DraftChanged
+from studio.definitions.workspace import Selection, build_workspace
+from studio.errors import Conflict, Invalid
+from studio.operations import workers
+from studio.principal import Principal
+from studio.rendering import (
+    form_values,
+    go_to,
+    int_field,
+    is_htmx,
+    page,
+    see_other,
+)
+from studio.roles import Access
+from studio.runtime import Runtime
+
+WORKSPACE = "drafts/workspace.html"
+
+
+def draft_url(draft_id: str, step: str = "", view: str = "") -> str:
+    query = urlencode({k: v for k, v in (("step", step), ("view", view)) if v})
+    return f"/drafts/{draft_id}" + (f"?{query}" if query else "")
+
+
+@dataclass(frozen=True)
+class DraftEditor:
+    """One request to the editor about one draft: who asks, through which runtime.
+
+    Every editor route on a draft takes this one dependency (``editor``), which
+    Litestar builds from the request, the principal, the runtime and the path's
+    ``draft_id``; showing, saving an edit and answering are its methods.
+    """
+
+    request: Request
+    principal: Principal
+    runtime: Runtime
+    draft_id: str
+
+    async def draft(self) -> Draft:
+        return await drafts.get(self.runtime, self.principal.team_id, self.draft_id)
+
+    async def form(self) -> dict[str, str]:
+        return await form_values(self.request)
+
+    async def render(
+        self,
+        draft: Draft,
+        selection: Selection,
+        *,
+        view: str = "graph",
+        status: int = 200,
+        **extra: Any,
+    ) -> Template:
+        principal, runtime = self.principal, self.runtime
+        workspace = build_workspace(
+            draft,
+            editable=principal.can(Access.AUTHOR),
+            targets=await workers.known_targets(runtime.queries),
+            children=await definitions.child_choices(runtime, principal.team_id),
+            selection=selection,
+            view=view,
+            **extra,
+        )
+        template = WORKSPACE if is_htmx(self.request) else "drafts/editor.html"
+        return page(self.request, template, "definitions", status=status, ws=workspace)
+
+    async def apply(
+        self, values: dict[str, str], change: Callable[[dict[str, Any]], Edited]
+    ) -> Template | Redirect:
+        """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
+        view = values.get("view", "graph")
+        principal = self.principal
+        try:
+            revision = int_field(values, "revision")
+            draft, selected = await drafts.edit(
+                self.runtime, principal.team_id, principal.actor, self.draft_id, revision, change
+            )
+        except (DraftChanged, Invalid) as refused:
+            selection = Selection(values.get("selected", ""))
+            status = 409 if isinstance(refused, DraftChanged) else 422
+            current = await self.draft()
+            return await self.render(
+                current, selection, view=view, status=status, error=str(refused)
+            )
+        if not is_htmx(self.request):
+            return see_other(draft_url(self.draft_id, selected, view if view != "graph" else ""))
+        return await self.render(draft, Selection(selected), view=view)
+
+
+def draft_editor(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    draft_id: FromPath[str],
+) -> DraftEditor:
+    """The ``editor`` dependency of the routes on one draft."""
+    return DraftEditor(request, principal, runtime, draft_id)
+
+
+def _optional_int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+async def show_draft(
+    editor: NamedDependency[DraftEditor],
+    step: FromQuery[str | None] = None,
+    insert: FromQuery[str | None] = None,
+    branch: FromQuery[str | None] = None,
+    view: FromQuery[str | None] = None,
+) -> Template:
+    selection = Selection(step or "", _optional_int(insert), _optional_int(branch))
+    return await editor.render(await editor.draft(), selection, view=view or "graph")
+
+
+async def create_draft(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
+    values = await form_values(request)
+    name = values.get("name", "").strip()
+    if not name:
+        raise Invalid("give the new definition a name")
+    draft = await drafts.create_empty(
+        runtime, principal.team_id, principal.actor, name, values.get("version", "1")
+    )
+    return see_other(draft_url(draft.draft_id))
+
+
+async def insert_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    at = int_field(values, "at")
+    kind = values.get("kind", "")
+    return await editor.apply(values, lambda d: draft_edits.insert_step(d, at, kind))
+
+
+async def add_branch(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    owner = int_field(values, "index")
+    kind = values.get("kind", "")
+    return await editor.apply(values, lambda d: draft_edits.add_branch(d, owner, kind))
+
+
+async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    index = int_field(values, "index")
+    pick = values.pop("child_definition.pick", "")
+    if pick.count("@") == 2:  # a published version chosen from the list pins all three
+        name, version, fingerprint = pick.split("@")
+        values.update(
+            {
+                "child_definition.name": name,
+                "child_definition.version": version,
+                "child_definition.fingerprint": fingerprint,
+                "target": name,
+            }
+        )
+    return await editor.apply(values, lambda d: draft_edits.update_step(d, index, values))
+
+
+async def move_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    index = int_field(values, "index")
+    direction = -1 if values.get("direction") == "up" else 1
+    return await editor.apply(values, lambda d: draft_edits.move_step(d, index, direction))
+
+
+async def delete_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    index = int_field(values, "index")
+    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index))
+
+
+async def set_header(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    values = await editor.form()
+    name, version = values.get("name", ""), values.get("version", "")
+    return await editor.apply(values, lambda d: draft_edits.set_header(d, name, version))
+
+
+async def replace_json(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    """Save the JSON view; text that is not a JSON object stays in the box with the error."""
+    values = await editor.form()
+    text = values.get("document", "")
+    try:
+        document = draft_edits.parse_json(text)
+    except EditRejected as rejected:
+        return await editor.render(
+            await editor.draft(),
+            Selection(),
+            view="json",
+            status=422,
+            json_text=text,
+            json_error=str(rejected),
+        )
+    values["view"] = "json"
+    return await editor.apply(values, lambda _: Edited(document))
+
+
+async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Template:
+    """Publish; success goes to the new version's page (htmx follows HX-Redirect)."""
+    principal = editor.principal
+    try:
+        outcome = await drafts.publish(
+            editor.runtime, principal.team_id, principal.actor, editor.draft_id
+        )
+    except (Invalid, Conflict) as refused:
+        status = 409 if isinstance(refused, Conflict) else 422
+        return await editor.render(
+            await editor.draft(), Selection(), status=status, error=str(refused)
+        )
+    return go_to(editor.request, outcome.page)
+
+
+async def discard_draft(editor: NamedDependency[DraftEditor]) -> Response | Redirect:
+    await drafts.discard(editor.runtime, editor.principal.team_id, editor.draft_id)
+    return go_to(editor.request, "/definitions")

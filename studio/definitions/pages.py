@@ -1,0 +1,231 @@
+"""Definition pages: the list, a name's versions with a diff, one version, export, import.
+
+Published versions never change; what these pages do to them is deprecate one, export
+it, or start a new draft from it. Import reads JSON (pasted or uploaded), validates it
+and shows a preview (graph and problems) before it is saved as a draft or published.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response
+from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from studio.definitions import draft_edits
+from studio.definitions import drafts_service as drafts
+from studio.definitions import service as definitions
+from studio.definitions.draft_edits import EditRejected
+from studio.definitions.editor_pages import draft_url
+from studio.definitions.graph import layout, node_classes
+from studio.definitions.problems import check_document
+from studio.definitions.structure import read_structure
+from studio.errors import Conflict, Invalid
+from studio.operations import workers
+from studio.principal import Principal
+from studio.rendering import form_values, go_to, page, see_other
+from studio.runtime import Runtime
+
+PUBLISHED_NOTICES = {
+    "new": "Published. This version is now immutable.",
+    "same": "Identical content was already published as this version; nothing changed.",
+}
+MAX_UPLOAD_BYTES = draft_edits.MAX_DOCUMENT_CHARS
+
+
+def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the read-only graph macro needs for a document."""
+    graph = layout(document)
+    return {
+        "graph": graph,
+        "structure": read_structure(document),
+        "classes": lambda node: node_classes(node, None, marks),
+    }
+
+
+async def list_page(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template:
+    return page(
+        request,
+        "definitions/list.html",
+        "definitions",
+        summaries=await definitions.summaries(runtime, principal.team_id),
+        drafts=await drafts.list_for_team(runtime, principal.team_id),
+    )
+
+
+async def versions_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    left: FromQuery[str | None] = None,
+    right: FromQuery[str | None] = None,
+) -> Template:
+    versions = await definitions.versions_of(runtime, principal.team_id, name)
+    comparison = await definitions.compare(runtime, principal.team_id, name, left, right)
+    views = {}
+    if comparison is not None:
+        views = {
+            "left": graph_view(
+                definitions.export_document(comparison.left), comparison.diff.marks("left")
+            ),
+            "right": graph_view(
+                definitions.export_document(comparison.right), comparison.diff.marks("right")
+            ),
+        }
+    return page(
+        request,
+        "definitions/versions.html",
+        "definitions",
+        name=name,
+        versions=list(reversed(versions)),
+        comparison=comparison,
+        views=views,
+        latest_view=graph_view(definitions.export_document(versions[-1])),
+    )
+
+
+async def version_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    published: FromQuery[str | None] = None,
+) -> Template:
+    found = await definitions.version_of(runtime, principal.team_id, name, version)
+    document = definitions.export_document(found)
+    return page(
+        request,
+        "definitions/version.html",
+        "definitions",
+        published=found,
+        document=document,
+        view=graph_view(document),
+        notice=PUBLISHED_NOTICES.get(published or "", ""),
+    )
+
+
+async def export_version(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Response:
+    found = await definitions.version_of(runtime, principal.team_id, name, version)
+    body = json.dumps(definitions.export_document(found), indent=2) + "\n"
+    return Response(
+        content=body,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{name}@{version}.json"'},
+    )
+
+
+async def draft_from_version(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Redirect:
+    draft = await drafts.create_from_version(
+        runtime, principal.team_id, principal.actor, name, version
+    )
+    return see_other(draft_url(draft.draft_id))
+
+
+async def deprecate_version(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Response:
+    await definitions.deprecate(runtime, principal.team_id, name, version)
+    return go_to(request, f"/definitions/{name}")
+
+
+async def import_page(request: Request) -> Template:
+    return page(request, "definitions/import.html", "definitions", text="", preview=None)
+
+
+async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
+    """The JSON text from the upload (when a file was chosen) or the text box."""
+    form = await request.form()
+    values = {k: v for k, v in form.items() if isinstance(v, str)}
+    upload = form.get("file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        data = await upload.read(MAX_UPLOAD_BYTES + 1)
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise Invalid("the file is too large for a definition")
+        return data.decode("utf-8", errors="replace"), values
+    return values.get("document", ""), values
+
+
+async def import_preview(request: Request, runtime: NamedDependency[Runtime]) -> Template:
+    text, _ = await _posted_document_text(request)
+    try:
+        document = draft_edits.parse_json(text)
+    except EditRejected as rejected:
+        return page(
+            request,
+            "definitions/import.html",
+            "definitions",
+            status=422,
+            text=text,
+            preview=None,
+            error=str(rejected),
+        )
+    targets = await workers.known_targets(runtime.queries)
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        text=json.dumps(document, indent=2),
+        preview={"problems": check_document(document, targets), "view": graph_view(document)},
+    )
+
+
+async def import_save(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template | Redirect:
+    """Save the previewed JSON as a draft, or publish it (valid content only)."""
+    values = await form_values(request)
+    text = values.get("document", "")
+    try:
+        document = draft_edits.parse_json(text)
+    except EditRejected as rejected:
+        return _import_refused(request, text, None, rejected, 422)
+    if values.get("action") != "publish":
+        draft = await drafts.create_from_document(
+            runtime, principal.team_id, principal.actor, document, "import"
+        )
+        return see_other(draft_url(draft.draft_id))
+    try:
+        outcome = await definitions.publish(runtime, principal.team_id, principal.actor, document)
+    except (Invalid, Conflict) as refused:
+        return _import_refused(request, text, document, refused, refused.status)
+    return see_other(outcome.page)
+
+
+def _import_refused(
+    request: Request, text: str, document: Any, error: Exception, status: int
+) -> Template:
+    """The import page again, with the reason and (for a readable document) its preview."""
+    preview = None
+    if document is not None:
+        preview = {"problems": check_document(document), "view": graph_view(document)}
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        status=status,
+        text=text,
+        preview=preview,
+        error=str(error),
+    )

@@ -1,0 +1,173 @@
+"""Drill campaigns started from the studio, running in the background.
+
+A campaign spawns worker processes, proxies and schemas for minutes, so it runs on
+its own thread with its own event loop: the studio's loop keeps answering pages while
+drills crash workers on purpose. ``verification.campaigns.run_drills`` does the work
+against the studio's PostgreSQL in throwaway drill schemas (never the studio's own
+instances) and records the run in the studio's schema as it goes; the job here only
+remembers what the page needs to show live (each drill as it finishes) until the
+recorded run takes over. One campaign runs at a time per studio: drills are meant to
+load the machine, and two at once would measure each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine import Store
+from studio.errors import Conflict, Invalid, NotFound
+from studio.settings import StudioSettings
+
+log = logging.getLogger("wayline.studio")
+KEEP_JOBS = 50
+STOP_WAIT_SECONDS = 30.0
+
+
+@dataclass
+class DrillJob:
+    """One campaign started here, as its page shows it while it runs."""
+
+    job_id: str
+    team: str
+    actor: str
+    profile: str
+    drills: list[str]
+    seed: int
+    total: int
+    started_at: datetime
+    finished: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "running"
+    """running, finished or error."""
+    run_id: str = ""
+    error: str = ""
+    finished_at: datetime | None = None
+
+    @property
+    def done(self) -> int:
+        return len(self.finished)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def failed(self) -> int:
+        return sum(d["verdict"] == "failed" for d in self.finished)
+
+
+class DrillJobs:
+    """The campaigns of this studio process (kept in memory; runs are in the store)."""
+
+    def __init__(self, store: Store, settings: StudioSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self._jobs: dict[str, DrillJob] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._cancel: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def artifacts(self) -> Path:
+        return self.settings.drill_artifacts or Path(tempfile.gettempdir()) / "wayline-drills"
+
+    def get(self, team: str, job_id: str) -> DrillJob:
+        job = self._jobs.get(job_id)
+        if job is None or job.team != team:
+            raise NotFound("no such drill job in this studio")
+        return job
+
+    def running(self) -> DrillJob | None:
+        return next((j for j in self._jobs.values() if j.running), None)
+
+    def start(self, team: str, actor: str, wanted: list[str], profile: str) -> DrillJob:
+        """Start a campaign of ``wanted`` drills (ids or families) under ``profile``."""
+        from verification.drills.catalogue import catalogue, select
+        from verification.profiles import PROFILES
+
+        if profile not in PROFILES:
+            raise Invalid(f"profile is one of {', '.join(PROFILES)}")
+        if not wanted:
+            raise Invalid("choose at least one drill")
+        seed = random.SystemRandom().randrange(1, 2**31)
+        try:
+            chosen = select(catalogue(PROFILES[profile], seed), wanted)
+        except ValueError as unknown:
+            raise Invalid(str(unknown)) from None
+        with self._lock:
+            if self.running() is not None:
+                raise Conflict("a drill campaign is running; one runs at a time, try again later")
+            job = DrillJob(
+                uuid.uuid4().hex[:12],
+                team,
+                actor,
+                profile,
+                list(wanted),
+                seed,
+                len(chosen),
+                datetime.now(UTC),
+            )
+            self._jobs[job.job_id] = job
+            self._forget_old()
+        thread = threading.Thread(
+            target=self._run, args=(job,), name=f"drills-{job.job_id}", daemon=True
+        )
+        self._threads[job.job_id] = thread
+        thread.start()
+        return job
+
+    def _forget_old(self) -> None:
+        finished = [j for j in self._jobs.values() if not j.running]
+        for job in finished[: max(0, len(self._jobs) - KEEP_JOBS)]:
+            self._jobs.pop(job.job_id, None)
+            self._threads.pop(job.job_id, None)
+
+    def _run(self, job: DrillJob) -> None:
+        """The campaign on this thread's own event loop."""
+        from verification.campaigns import run_drills
+
+        def progress(done: int, total: int, drill: dict[str, Any]) -> None:
+            job.finished.append(drill)
+
+        async def campaign() -> None:
+            task = asyncio.create_task(
+                run_drills(
+                    self.settings.dsn,
+                    job.drills,
+                    job.profile,
+                    job.seed,
+                    progress,
+                    schema=self.settings.schema,
+                    artifacts=self.artifacts,
+                    team=job.team,
+                )
+            )
+            self._cancel[job.job_id] = (asyncio.get_running_loop(), task)
+            outcome = await task
+            job.run_id = outcome.run_id
+            job.status = "finished"
+
+        try:
+            asyncio.run(campaign())
+        except BaseException as error:  # the campaign broke (not a drill): say so
+            log.warning("drill job %s failed", job.job_id, exc_info=True)
+            job.error = f"{type(error).__name__}: {error}"
+            job.status = "error"
+        finally:
+            job.finished_at = datetime.now(UTC)
+            self._cancel.pop(job.job_id, None)
+
+    async def close(self) -> None:
+        """Stop running campaigns (their drills clean up their schemas and processes)."""
+        for loop, task in list(self._cancel.values()):
+            loop.call_soon_threadsafe(task.cancel)
+        for thread in list(self._threads.values()):
+            await asyncio.to_thread(thread.join, STOP_WAIT_SECONDS)

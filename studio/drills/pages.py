@@ -1,0 +1,123 @@
+"""Drill pages: choose and start a campaign, watch it, read scorecards, compare two.
+
+Starting a campaign answers at once with its job page; the campaign runs in the
+background (``studio.drills.jobs``). The job page polls its own progress
+fragment once a second while the campaign runs (bounded: the progress is in memory;
+the database is read only until the run's row is found) and, when it ends, the
+fragment becomes the scorecard and the polling stops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from studio.drills import service as drills
+from studio.instance_urls import instance_id_of
+from studio.instances import history as instance_history
+from studio.principal import Principal
+from studio.rendering import is_htmx, page, see_other
+from studio.runtime import Runtime
+
+
+async def drills_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    profile: FromQuery[str] = "ci",
+    before: FromQuery[str | None] = None,
+) -> Template:
+    past, older = await drills.runs_page(runtime.store, principal.team_id, before)
+    running = runtime.drills.running()
+    return page(
+        request,
+        "drills/drills.html",
+        "drills",
+        profile=profile,
+        profiles=drills.profiles(),
+        families=drills.catalogue_view(profile),
+        runs=past,
+        older=older,
+        running=running if running and running.team == principal.team_id else None,
+    )
+
+
+async def start_run(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
+    form = await request.form()
+    wanted = [v for v in form.getall("drill", []) if isinstance(v, str) and v]
+    profile = form.get("profile", "ci")
+    job = runtime.drills.start(
+        principal.team_id, principal.actor, wanted, profile if isinstance(profile, str) else "ci"
+    )
+    return see_other(f"/drills/jobs/{job.job_id}")
+
+
+async def job_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    job_id: FromPath[str],
+) -> Template:
+    job = runtime.drills.get(principal.team_id, job_id)
+    run_id = await drills.recorded_run(runtime.store, job)
+    context: dict[str, Any] = {"job": job, "run_id": run_id}
+    if not job.running and run_id:
+        context |= _run_context(await drills.run_detail(runtime.store, principal.team_id, run_id))
+    template = "drills/_job.html" if is_htmx(request) else "drills/job.html"
+    return page(request, template, "drills", **context)
+
+
+def _run_context(detail: Any) -> dict[str, Any]:
+    findings = {d["id"]: drills.findings(d) for d in detail.results}
+    card = detail.scorecard or {}
+    tables = drills.scorecard_tables(card)
+    return {"run": detail, "card": card, "tables": tables, "findings": findings}
+
+
+async def run_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    run_id: FromPath[str],
+) -> Template:
+    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
+    return page(request, "drills/run.html", "drills", **_run_context(detail))
+
+
+async def compare_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    left: FromQuery[str] = "",
+    right: FromQuery[str] = "",
+) -> Template:
+    comparison = await drills.compare(runtime.store, principal.team_id, left, right)
+    return page(request, "drills/compare.html", "drills", c=comparison)
+
+
+async def captured_instance(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    run_id: FromPath[str],
+    drill_id: FromPath[str],
+    ref: FromPath[str],
+) -> Template:
+    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
+    captured = drills.captured_instance(detail, drill_id, instance_id_of(ref))
+    drill = next((d for d in detail.results if d["id"] == drill_id), None)
+    return page(
+        request,
+        "drills/instance.html",
+        "drills",
+        captured=captured,
+        drill=drill,
+        events=instance_history.event_views(captured.events),
+        findings=drills.findings(drill) if drill else [],
+    )

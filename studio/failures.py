@@ -1,0 +1,99 @@
+"""Turning errors into responses: JSON for the API, pages (or htmx redirects) for people.
+
+Expected errors carry a message meant for the person (the service layer's StudioError,
+Litestar's 401/403/404/405). Anything else is a 500 whose details go to the log only:
+driver text, SQL or payloads never reach a response.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotAuthorizedException,
+    ValidationException,
+)
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.response import Redirect, Template
+
+from engine.model.errors import DefinitionNotFound, InputRefused, LimitExceeded
+from studio.api_responses import ErrorOut
+from studio.errors import Invalid, PasswordChangeRequired, StudioError
+from studio.rendering import is_htmx, page
+from studio.settings import BODY_TOO_LARGE
+
+log = logging.getLogger("wayline.studio")
+SHAPE = "the request is not in the expected shape"
+"""Said of a request whose fields are listed in ``problems``; a missing parameter is
+named in the message itself (Litestar's words, without the URL it appends)."""
+
+
+def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
+    """Status, message and (for invalid content) located problems of an error."""
+    if isinstance(error, StudioError):
+        problems = error.problems if isinstance(error, Invalid) else []
+        return error.status, str(error), problems
+    if isinstance(error, DefinitionNotFound):
+        return 404, str(error), []
+    if isinstance(error, InputRefused):  # a value that cannot be taken at all
+        return 400, str(error), []
+    if isinstance(error, LimitExceeded):  # a value larger than the engine's named limit
+        return 422, str(error), []
+    if isinstance(error, ValidationException):
+        problems = _validation(error)
+        return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
+    if isinstance(error, RequestEntityTooLarge):
+        return 413, BODY_TOO_LARGE, []
+    if isinstance(error, MethodNotAllowedException):
+        allowed = (error.headers or {}).get("allow", "")
+        return 405, f"this path does not take that method; it takes {allowed}", []
+    if isinstance(error, HTTPException):
+        return error.status_code, error.detail, []
+    log.exception("unexpected error", exc_info=error)
+    return 500, "something went wrong on the server; the details are in its log", []
+
+
+def _validation(error: ValidationException) -> list[dict[str, str]]:
+    extra = error.extra if isinstance(error.extra, list) else []
+    return [
+        {"path": str(item.get("key", "")), "message": str(item.get("message", ""))}
+        for item in extra
+        if isinstance(item, dict)
+    ]
+
+
+def handle_error(request: Request, error: Exception) -> Response:
+    status, message, problems = describe(error)
+    if request.url.path.startswith("/api/"):
+        return Response(ErrorOut(message, problems), status_code=status, headers=_headers(error))
+    if isinstance(error, NotAuthorizedException):
+        return _to("/login?next=" + quote(request.url.path), request, 401)
+    if isinstance(error, PasswordChangeRequired):
+        return _to("/account", request, 403)
+    return page(request, "error.html", status=status, status_code=status, message=message)
+
+
+def _headers(error: Exception) -> dict[str, str]:
+    """Headers an error answer keeps: a 405's ``Allow`` (which methods the path takes)
+    and a 401's challenge."""
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else {}
+    if isinstance(error, NotAuthorizedException):
+        headers["WWW-Authenticate"] = "Bearer"
+    return headers
+
+
+def _to(target: str, request: Request, status: int) -> Response:
+    """Send the browser elsewhere: a redirect, or HX-Redirect for an htmx request."""
+    if is_htmx(request):
+        return Response(content="", status_code=status, headers={"HX-Redirect": target})
+    if request.method in ("GET", "HEAD"):
+        return Redirect(target, status_code=303)
+    return Template(
+        template_name="error.html",
+        context={"status_code": status, "message": "sign in first", "principal": None},
+        status_code=status,
+    )

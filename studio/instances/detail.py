@@ -1,0 +1,199 @@
+"""One instance as its page shows it: the replayed state and what it implies.
+
+The replay cache (``studio.instances.replays``) gives the state and every attempt; this module
+adds each step's state, the work rows beside the attempts they carry (lease owner,
+fencing token, expiry, dead-lettered), where the instance stands in the engine's own
+words (a decision on a dry run), the signal steps that still take a signal, and the
+operator actions the state allows. The page, its live updates and the API all read
+an ``InstanceDetail``; none of them reads history itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from engine.model.definitions import Definition, Step, StepKind
+from engine.model.errors import DecisionRejected
+from engine.model.instance import ChildProgress, Instance, InstanceStatus
+from engine.model.transitions import Draft, WorkKind
+from engine.modes import decide
+from engine.queries import InstanceRow, WorkRow, WorkState
+from studio.drawings import drawing_of
+from studio.instances.action_offers import Offer, offers
+from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptRecord
+from studio.instances.replays import Replayed
+from studio.instances.service import require_row
+from studio.instances.step_states import StepState
+from studio.runtime import Runtime
+
+WORK_SHOWN = 200
+AUDIT_SHOWN = 50
+INLINE_REPLAY_EVENTS = 2_000
+"""Above this many events (and not replayed yet) the page opens with its first history
+page and fetches the replayed state after it, so a long history never delays it."""
+TRACK_KINDS = {WorkKind.ACTIVITY: ACTIVITY, WorkKind.COMPENSATION: COMPENSATION}
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """An attempt as the table shows it: history's record and the work row carrying it."""
+
+    track: str
+    step: str
+    attempt: int
+    key: str
+    outcome: str
+    record: AttemptRecord | None
+    work: WorkRow | None
+    now: datetime
+
+    @property
+    def lease_live(self) -> bool:
+        return self.work is not None and self.work.lease_live(self.now)
+
+    @property
+    def css(self) -> str:
+        return "outcome-" + self.outcome.split(":")[0].replace(" ", "-")
+
+
+@dataclass(frozen=True)
+class SignalSlot:
+    """A signal step that has not received its signal yet (a send form)."""
+
+    step: Step
+    waiting: bool
+    """The instance is at this step now (else the signal is kept until it gets there)."""
+
+
+@dataclass(frozen=True)
+class InstanceDetail:
+    row: InstanceRow
+    replayed: Replayed
+    states: dict[str, StepState]
+    offers: list[Offer]
+    position: str
+    attempts: list[AttemptRow]
+    work: list[WorkRow]
+    now: datetime
+    signal_slots: list[SignalSlot] = field(default_factory=list)
+
+    @property
+    def state(self) -> Instance:
+        return self.replayed.state
+
+    @property
+    def definition(self) -> Definition:
+        assert self.state.spec is not None
+        return self.state.spec
+
+    @property
+    def compensations(self) -> list[Any]:
+        """Compensations in the order they were scheduled (the order unwinding ran)."""
+        return sorted(self.state.compensations.values(), key=lambda p: p.scheduled_sequence)
+
+    @property
+    def children(self) -> list[ChildProgress]:
+        return list(self.state.children.values())
+
+    @property
+    def audit(self) -> list[Any]:
+        """The newest audit entries first (the rest is in the history)."""
+        return list(reversed(self.state.audit))[:AUDIT_SHOWN]
+
+    @property
+    def dead_letters(self) -> list[WorkRow]:
+        return [w for w in self.work if w.state is WorkState.DEAD_LETTERED]
+
+
+async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
+    row = await require_row(runtime, team, instance_id)
+    return row, await runtime.replays.load(row.instance_id, at_least=row.sequence)
+
+
+def needs_lazy_state(runtime: Runtime, row: InstanceRow) -> bool:
+    """Whether the page should fetch the replayed state after it opens."""
+    cached = runtime.replays.cached(row.instance_id)
+    fresh = cached is not None and cached.state.sequence >= row.sequence
+    return not fresh and row.sequence > INLINE_REPLAY_EVENTS
+
+
+async def detail(runtime: Runtime, team: str, instance_id: str) -> InstanceDetail:
+    """Everything the instance page shows, from the replay and the work rows."""
+    row, entry = await replayed(runtime, team, instance_id)
+    return await detail_of(runtime, row, entry)
+
+
+async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> InstanceDetail:
+    state = entry.state
+    now = runtime.store.now()
+    work = await runtime.queries.instance_work(state.instance_id, WORK_SHOWN)
+    registry = await runtime.client.registries.get()
+    if row.sequence != state.sequence:  # the row moved on while we replayed
+        row = replace(row, sequence=state.sequence, status=state.status)
+    return InstanceDetail(
+        row=row,
+        replayed=entry,
+        states=drawing_of(state.spec).states(state),
+        offers=offers(state, registry, now),
+        position=position(state, registry, now),
+        attempts=attempt_rows(entry, work, now),
+        work=work,
+        now=now,
+        signal_slots=signal_slots(state),
+    )
+
+
+def position(state: Instance, registry: Any, now: datetime) -> str:
+    """Where the instance stands, in the engine's own words (a decision on a dry run)."""
+    if state.status.terminal:
+        return f"ended {state.status.label}" + (
+            f" at {state.failure_step}: {state.failure_code}" if state.failure_code else ""
+        )
+    try:
+        decision = decide(Draft(registry, state, max(now, state.updated_at)))
+    except DecisionRejected as refused:
+        return str(refused)
+    if decision.outcome.value == "scheduled":
+        return f"due now: {decision.reason} (a worker picks it up)"
+    return decision.reason or decision.outcome.value
+
+
+def signal_slots(state: Instance) -> list[SignalSlot]:
+    if state.spec is None or state.status not in (InstanceStatus.RUNNING, InstanceStatus.PAUSED):
+        return []
+    current = drawing_of(state.spec).frontier(state)
+    return [
+        SignalSlot(step, step.name in current)
+        for step in state.spec.steps
+        if step.kind is StepKind.SIGNAL and step.name not in state.signals
+    ]
+
+
+def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[AttemptRow]:
+    """Every attempt in history, plus scheduled ones not started yet, in step order."""
+    state = entry.state
+    carriers = {(TRACK_KINDS[w.kind], w.step, w.attempt): w for w in work if w.kind in TRACK_KINDS}
+    rows: list[AttemptRow] = []
+    seen: set[tuple[str, str, int]] = set()
+    for (track, step), records in entry.attempts.by_step.items():
+        for record in records:
+            key = (track, step, record.attempt)
+            seen.add(key)
+            outcome = record.outcome
+            rows.append(
+                AttemptRow(
+                    track, step, record.attempt, record.key, outcome, record, carriers.get(key), now
+                )
+            )
+    for key, carrier in carriers.items():
+        if key not in seen:
+            dead = carrier.state is WorkState.DEAD_LETTERED
+            outcome = "dead-lettered" if dead else "scheduled"
+            rows.append(
+                AttemptRow(*key, str(carrier.payload.get("key", "")), outcome, None, carrier, now)
+            )
+    order = {s.name: i for i, s in enumerate(state.spec.steps)} if state.spec else {}
+    rows.sort(key=lambda r: (order.get(r.step, 0), r.track != ACTIVITY, r.attempt))
+    return rows

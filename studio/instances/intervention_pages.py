@@ -1,0 +1,175 @@
+"""Operator actions and signals on the instance page.
+
+An action is two steps, both on the server: asking for it shows what it would do (the
+dry run's effect and the events it would record, from ``studio.instances.action_offers``) with a
+required reason and a fresh command id; confirming posts that form. Without
+JavaScript both are whole pages and the post redirects back to the instance; with
+htmx the confirmation opens in the action panel and the answer replaces the panel with
+what was recorded, plus every part of the page that changed (the audit trail among
+them) as out-of-band swaps, so the audit row is there at once. A refused action (no
+reason, or the state moved on) shows the form again with the reason it was refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Template
+from markupsafe import Markup
+
+from engine.decide.operator_actions import Action
+from studio.errors import Conflict, Invalid, StudioError
+from studio.instance_urls import instance_id_of, instance_url
+from studio.instances import detail as instance_detail
+from studio.instances import interventions
+from studio.instances.action_offers import KINDS, RESOLUTIONS, offer
+from studio.instances.detail import InstanceDetail
+from studio.instances.interventions import CommandForm, new_id, parse_action
+from studio.instances.sections import node_updates, render_sections
+from studio.principal import Principal
+from studio.rendering import (
+    form_values,
+    fragment,
+    is_htmx,
+    page,
+    see_other,
+)
+from studio.runtime import Runtime
+
+
+async def confirm_action(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    action: FromPath[str],
+    step: FromQuery[str] = "",
+) -> Template:
+    """What the action would do, and the form that does it."""
+    action_kind = parse_action(action)
+    return await _confirm(request, principal, runtime, instance_id_of(ref), action_kind, step, {})
+
+
+async def _confirm(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    instance_id: str,
+    action: Action,
+    step: str,
+    values: dict[str, str],
+    error: str = "",
+    status: int = 200,
+) -> Template:
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    registry = await runtime.client.registries.get()
+    offered = offer(detail.state, registry, runtime.store.now(), action, step)
+    if offered is None and not error:
+        error = f"{KINDS[action].label} {step} is not possible in the instance's state now."
+        status = 409
+    template = "instances/_confirm.html" if is_htmx(request) else "instances/confirm.html"
+    return page(
+        request,
+        template,
+        "instances",
+        status=status,
+        d=detail,
+        action=action,
+        kind=KINDS[action],
+        step=step,
+        offered=offered,
+        error=error,
+        values=values,
+        command_id=values.get("command_id") or new_id(),
+        resolutions=RESOLUTIONS,
+    )
+
+
+async def do_action(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    action: FromPath[str],
+) -> Response:
+    instance_id = instance_id_of(ref)
+    action_kind = parse_action(action)
+    values = await form_values(request)
+    fields = {k: v for k, v in values.items() if k in CommandForm.__dataclass_fields__}
+    form = CommandForm(**{**fields, "action": action, "reason": values.get("reason", "")})
+    try:
+        await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
+    except (Invalid, Conflict) as refused:
+        return await _confirm(
+            request,
+            principal,
+            runtime,
+            instance_id,
+            action_kind,
+            form.step,
+            values,
+            str(refused),
+            refused.status,
+        )
+    label = f"{KINDS[action_kind].label} {form.step}".strip()
+    return await _after(
+        request, principal, runtime, instance_id, f"{label}: recorded with your reason.", "audit"
+    )
+
+
+async def send_signal(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    step: FromPath[str],
+) -> Response:
+    instance_id = instance_id_of(ref)
+    values = await form_values(request)
+    try:
+        await interventions.send_signal(
+            runtime,
+            principal.team_id,
+            instance_id,
+            step,
+            values.get("signal_id", ""),
+            values.get("payload", ""),
+        )
+    except StudioError as refused:
+        if not is_htmx(request):
+            raise
+        notice = fragment(request, "instances/_notice.html", error=str(refused))
+        return Response(notice, media_type="text/html", status_code=refused.status)
+    return await _after(
+        request, principal, runtime, instance_id, f"Signal {step} delivered.", "signals"
+    )
+
+
+async def _after(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    instance_id: str,
+    message: str,
+    anchor: str,
+) -> Response:
+    """The page again (a redirect), or for htmx the notice and every changed part."""
+    if not is_htmx(request):
+        return see_other(instance_url(instance_id) + f"#instance-{anchor}")
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    return Response(_answer(request, detail, message), media_type="text/html", status_code=200)
+
+
+def _answer(request: Request, detail: InstanceDetail, message: str) -> Markup:
+    notice = fragment(
+        request,
+        "instances/_notice.html",
+        message=message,
+        nodes=json.dumps(node_updates(detail)),
+    )
+    parts: list[Any] = [notice, *(s.html for s in render_sections(request, detail, True).values())]
+    return Markup("").join(parts)

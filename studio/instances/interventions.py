@@ -1,0 +1,139 @@
+"""Acting on an instance: signals, and the audited operator commands.
+
+Both go through the engine Client, so they are idempotent the way the engine makes
+them: a signal by its signal id, a command by its command id, which every form
+carries from the moment it was drawn (posting it twice acts once). A command needs a
+reason and records who gave it; a command the state no longer allows (someone acted
+first) is refused with the engine's reason. The watcher is nudged so that pages
+following the instance show the change at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from engine.client import SignalConflict
+from engine.decide.operator_actions import Action
+from engine.model.definitions import StepKind
+from engine.model.errors import DecisionRejected, EventInvalid
+from engine.model.inputs import json_or_text
+from engine.model.instance import Instance
+from engine.model.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
+from studio.errors import Conflict, Invalid, NotFound
+from studio.instances.action_offers import KINDS, RESOLUTIONS
+from studio.instances.detail import replayed
+from studio.instances.service import check_size, parse_json
+from studio.runtime import Runtime
+
+
+def new_id() -> str:
+    """A fresh signal or command id (forms carry one so a repeat post acts once)."""
+    return uuid.uuid4().hex
+
+
+async def send_signal(
+    runtime: Runtime,
+    team: str,
+    instance_id: str,
+    step: str,
+    signal_id: str = "",
+    payload_text: str = "",
+) -> Instance:
+    row, entry = await replayed(runtime, team, instance_id)
+    spec = entry.state.spec
+    found = spec.step(step) if spec else None
+    if found is None or found.kind is not StepKind.SIGNAL:
+        raise NotFound(f"{step!r} is not a signal step of this instance")
+    payload = parse_json(payload_text, "payload")
+    check_size(payload, found.input_limit, "payload", step)
+    try:
+        state = await runtime.client.signal(row.instance_id, step, signal_id or new_id(), payload)
+    except SignalConflict as clash:
+        raise Conflict(str(clash)) from None
+    except DecisionRejected as refused:
+        raise Conflict(f"the instance does not take this signal now: {refused}") from None
+    except ValueError as bad:
+        raise Invalid(str(bad)) from None
+    runtime.watcher.nudge()
+    return state
+
+
+@dataclass(frozen=True)
+class CommandForm:
+    """An operator command as a form or the API sends it."""
+
+    action: str
+    reason: str
+    step: str = ""
+    command_id: str = ""
+    payload: str = ""
+    """JSON: an approval's payload."""
+    resolution: str = ""
+    """succeeded, failed or absent: how an unknown activity outcome is settled."""
+    result: str = ""
+    """JSON: the result of an outcome settled as succeeded."""
+    code: str = ""
+    """A code for a compensation settled by hand."""
+    evidence: str = ""
+    """JSON or text: what shows the compensation settled."""
+
+
+def parse_action(text: str) -> Action:
+    try:
+        action = Action(text)
+    except ValueError:
+        action = None
+    if action not in KINDS:
+        allowed = ", ".join(a.value for a in KINDS)
+        raise Invalid(f"unknown action {text!r}; one of: {allowed}")
+    return action
+
+
+def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
+    """The engine's effect arguments for ``action``, checked."""
+    effect: dict[str, Any] = {}
+    if KINDS[action].needs_step:
+        if not form.step:
+            raise Invalid(f"{action.value} needs the step it acts on")
+        effect["step"] = form.step
+    if action is Action.APPROVE:
+        effect["payload"] = parse_json(form.payload, "payload")
+    elif action is Action.RESOLVE_ACTIVITY:
+        if form.resolution not in RESOLUTIONS:
+            raise Invalid(f"choose a resolution: {', '.join(RESOLUTIONS)}")
+        effect["resolution"] = form.resolution
+        result = parse_json(form.result, "result")
+        if result is not None and form.resolution != "succeeded":
+            raise Invalid("only an outcome settled as succeeded carries a result")
+        effect["result"] = result
+    elif action is Action.RESOLVE_COMPENSATION:
+        code = form.code.strip()
+        if not code or len(code) > MAX_CODE_LENGTH:
+            raise Invalid(f"a code of 1 to {MAX_CODE_LENGTH} characters is required")
+        effect["code"] = code
+        effect["evidence"] = json_or_text(form.evidence, "the evidence")
+    return effect
+
+
+async def command(
+    runtime: Runtime, team: str, actor: str, instance_id: str, form: CommandForm
+) -> Instance:
+    """Run an audited operator command; refused (409) when the state does not allow it."""
+    action = parse_action(form.action)
+    reason = form.reason.strip()
+    if not reason or len(reason) > MAX_REASON_LENGTH:
+        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    effect = effect_of(action, form)
+    row, _ = await replayed(runtime, team, instance_id)  # the team owns it
+    try:
+        state = await runtime.client.command(
+            row.instance_id, action, actor, reason, form.command_id or new_id(), **effect
+        )
+    except DecisionRejected as refused:
+        raise Conflict(f"the instance does not allow this now: {refused}") from None
+    except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
+        raise Invalid(str(bad)) from None
+    runtime.watcher.nudge()
+    return state

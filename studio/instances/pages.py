@@ -1,0 +1,248 @@
+"""Instance pages: the list, the start form, one instance, its history and its export.
+
+Everything works as plain links and forms; htmx makes the history pager and the lazy
+state panel swap in place. The instance page opens with its first history page from
+one keyset read; for a very long history that has not been replayed yet, the replayed
+state (graph, attempts, actions) is fetched right after the page opens, so the page
+never waits on a long replay. Live updates are in ``studio.instances.live_pages``;
+actions and signals in ``studio.instances.intervention_pages``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Stream, Template
+
+from engine.decide import lifecycle
+from engine.model.events import EventKind
+from engine.model.identifiers import local_instance_id
+from engine.queries import InstanceRow
+from studio.definitions import service as definitions
+from studio.errors import Invalid
+from studio.instance_urls import instance_id_of, instance_url
+from studio.instances import detail as instance_detail
+from studio.instances import history as instance_history
+from studio.instances import service as instances
+from studio.instances.detail import InstanceDetail
+from studio.instances.history import HistoryFilter
+from studio.instances.sections import (
+    LEGEND,
+    graph_of,
+    node_class,
+    node_title,
+    render_section,
+    render_sections,
+    structure_of,
+)
+from studio.instances.service import InstanceFilters
+from studio.paging import format_cursor
+from studio.principal import Principal
+from studio.rendering import form_values, is_htmx, page, see_other
+from studio.runtime import Runtime
+
+PAGE = "instances/page.html"
+
+
+async def list_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    filters: NamedDependency[InstanceFilters],
+    after: FromQuery[str | None] = None,
+) -> Template:
+    found = await instances.list_page(runtime, principal.team_id, filters, after)
+    return page(
+        request,
+        "instances/list.html",
+        "instances",
+        page_rows=found.rows,
+        next_cursor=format_cursor(found.next_cursor),
+        filters=filters,
+        versions=await definitions.team_versions(runtime, principal.team_id),
+        first_page=after is None,
+    )
+
+
+async def start_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    definition: FromQuery[str] = "",
+    version: FromQuery[str] = "",
+) -> Template:
+    return await _start_form(request, principal, runtime, definition, version)
+
+
+async def _start_form(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    name: str,
+    version: str,
+    status: int = 200,
+    **extra: Any,
+) -> Template:
+    versions = [
+        v for v in await definitions.team_versions(runtime, principal.team_id) if not v.deprecated
+    ]
+    chosen = next(
+        (v for v in versions if v.definition.name == name and v.definition.version == version),
+        None,
+    )
+    if chosen is None and versions and not name:
+        chosen = versions[-1]
+    limit = lifecycle.start_input_limit(chosen.definition) if chosen else None
+    return page(
+        request,
+        "instances/new.html",
+        "instances",
+        status=status,
+        versions=versions,
+        chosen=chosen,
+        limit=limit,
+        values=extra.pop("values", {}),
+        **extra,
+    )
+
+
+async def start_instance(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Response:
+    values = await form_values(request)
+    name, version = values.get("definition", ""), values.get("version", "")
+    if "@" in name and not version:  # the form's one select names both
+        name, _, version = name.partition("@")
+    try:
+        started = await instances.start(
+            runtime,
+            principal.team_id,
+            name,
+            version,
+            values.get("instance_id", ""),
+            values.get("input", ""),
+        )
+    except Invalid as refused:
+        return await _start_form(
+            request, principal, runtime, name, version, 422, error=str(refused), values=values
+        )
+    return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
+
+
+async def instance_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    after: FromQuery[int] = 0,
+    kind: FromQuery[list[str] | None] = None,
+    step: FromQuery[str] = "",
+) -> Template:
+    instance_id = instance_id_of(ref)
+    row = await instances.require_row(runtime, principal.team_id, instance_id)
+    chosen = HistoryFilter(tuple(kind or ()), step, after)
+    context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
+    if not context["lazy"]:
+        detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+        context |= _state_context(request, detail)
+    # Read after the state: the page follows live from the state's sequence, so the
+    # history must hold at least that much (rows seen twice are not appended twice).
+    history = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
+    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
+    return page(
+        request,
+        PAGE,
+        "instances",
+        **context,
+        **_history_context(row, history, chosen, steps),
+        live_interval=runtime.settings.live_interval.total_seconds(),
+    )
+
+
+async def state_panel(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+) -> Template:
+    """The replayed state of the page (graph, sections), fetched after a long history."""
+    detail = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
+    htmx = is_htmx(request)
+    return page(
+        request,
+        "instances/_state.html" if htmx else PAGE,
+        "instances",
+        row=detail.row,
+        lazy=False,
+        head_oob=render_section(request, "head", detail, oob=True) if htmx else None,
+        **_state_context(request, detail),
+        **_history_context(detail.row, None, HistoryFilter(), []),
+        live_interval=runtime.settings.live_interval.total_seconds(),
+    )
+
+
+def _state_context(request: Request, detail: InstanceDetail) -> dict[str, Any]:
+    return {
+        "d": detail,
+        "sections": render_sections(request, detail),
+        "graph": graph_of(detail),
+        "structure": structure_of(detail),
+        "classes": lambda node: node_class(node, detail.states),
+        "titles": lambda node: node_title(node, detail.states),
+        "legend": LEGEND,
+    }
+
+
+def _history_context(
+    row: InstanceRow, history: Any, chosen: HistoryFilter, steps: list[str]
+) -> dict[str, Any]:
+    return {
+        "instance_id": row.instance_id,
+        "history": history,
+        "events": instance_history.event_views(history.events, row.tenant_id) if history else [],
+        "chosen": chosen,
+        "kinds": [k.label for k in EventKind],
+        "steps": steps,
+    }
+
+
+async def history(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    ref: FromPath[str],
+    after: FromQuery[int] = 0,
+    kind: FromQuery[list[str] | None] = None,
+    step: FromQuery[str] = "",
+    limit: FromQuery[int] = instance_history.PAGE_EVENTS,
+) -> Template:
+    """One filtered history page: the history section for htmx, else its own page."""
+    instance_id = instance_id_of(ref)
+    row = await instances.require_row(runtime, principal.team_id, instance_id)
+    chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
+    found = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
+    template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
+    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
+    return page(
+        request,
+        template,
+        "instances",
+        row=row,
+        **_history_context(row, found, chosen, steps),
+    )
+
+
+async def export_history(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+) -> Stream:
+    instance_id = instance_id_of(ref)
+    body = await instance_history.export(runtime, principal.team_id, instance_id)
+    filename = instance_id.replace("/", "_")
+    return Stream(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{filename}.history.json"'},
+    )

@@ -1,0 +1,228 @@
+"""The JSON shapes of instances in the API: list rows, the detail, history, and input.
+
+Converted from the same service records the pages render (``InstanceDetail``), so the
+API and the instance page say the same things: each step's state, every attempt with
+its lease, and the actions the state allows with what each would do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.model.identifiers import local_instance_id
+from engine.model.instance import instance_to_json
+from engine.queries import HistoryPage, InstanceRow
+from studio.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
+from studio.instances.detail import AttemptRow, InstanceDetail
+from studio.instances.history import event_document
+from studio.projection import projected
+
+
+@dataclass
+class InstanceOut:
+    id: str
+    definition: str
+    version: str
+    fingerprint: str
+    status: InstanceStatusName
+    sequence: int
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None
+
+
+@dataclass
+class InstancePageOut:
+    items: list[InstanceOut]
+    next: str | None
+
+
+@dataclass
+class StartIn:
+    definition: str
+    version: str
+    instance_id: str | None = None
+    """Optional and idempotent: the same id, version and input again returns the instance."""
+    input: Any = None
+
+
+@dataclass
+class StepStateOut:
+    step: str
+    kind: str
+    state: str
+    note: str
+
+
+@dataclass
+class AttemptOut:
+    step: str
+    track: str
+    attempt: int
+    idempotency_key: str
+    outcome: str
+    """running, succeeded, failed, unknown (in doubt), resolved: ..., scheduled, dead-lettered."""
+    code: str
+    started_at: datetime | None
+    next_attempt_at: datetime | None
+    work_state: str | None
+    lease_owner: str | None
+    fencing_token: int | None
+    lease_expires_at: datetime | None
+
+
+@dataclass
+class OfferOut:
+    action: CommandAction
+    step: str | None
+    label: str
+    effect: list[str]
+    records: list[str]
+
+
+@dataclass
+class AuditOut:
+    command_id: str
+    action: ActionName
+    actor: str
+    reason: str
+    occurred_at: datetime
+    sequence: int
+
+
+@dataclass
+class InstanceDetailOut:
+    id: str
+    status: InstanceStatusName
+    definition: dict[str, str]
+    sequence: int
+    position: str
+    started_at: datetime
+    updated_at: datetime
+    input: Any
+    result: Any
+    failure_code: str
+    failure_step: str
+    parent_id: str | None
+    parent_step: str | None
+    steps: list[StepStateOut]
+    attempts: list[AttemptOut]
+    timers: list[dict[str, Any]]
+    signals: list[dict[str, Any]]
+    race_winners: dict[str, str]
+    children: list[dict[str, Any]]
+    compensations: list[dict[str, Any]]
+    audit: list[AuditOut]
+    actions: list[OfferOut] = field(default_factory=list)
+
+
+@dataclass
+class HistoryOut:
+    events: list[dict[str, Any]]
+    next_after: int | None
+
+
+@dataclass
+class SignalIn:
+    step: str
+    payload: Any = None
+    signal_id: str | None = None
+    """Deduplicates: the same id and payload again is accepted once."""
+
+
+@dataclass
+class CommandIn:
+    """An operator command; ``reason`` is required and kept in the audit trail."""
+
+    action: CommandAction
+    reason: str
+    step: str | None = None
+    command_id: str | None = None
+    """Deduplicates: the same command id again acts once."""
+    payload: Any = None
+    resolution: OutcomeResolution | None = None
+    """How ``resolve_activity`` settles an outcome in doubt."""
+    result: Any = None
+    code: str | None = None
+    evidence: Any = None
+
+
+def instance_out(row: InstanceRow, team: str) -> InstanceOut:
+    """An instance of ``team`` in a list (every id here is the one the team knows)."""
+    return InstanceOut(
+        local_instance_id(team, row.instance_id),
+        row.definition.name,
+        row.definition.version,
+        row.definition.fingerprint,
+        row.status.label,
+        row.sequence,
+        row.created_at,
+        row.updated_at,
+        row.archived_at,
+    )
+
+
+def attempt_out(row: AttemptRow) -> AttemptOut:
+    record, work = row.record, row.work
+    leased = work is not None and work.state.label == "leased"
+    return AttemptOut(
+        step=row.step,
+        track=row.track,
+        attempt=row.attempt,
+        idempotency_key=row.key,
+        outcome=row.outcome,
+        code=(record.code if record else "") or (work.failure_code if work else ""),
+        started_at=record.started_at if record else None,
+        next_attempt_at=record.next_attempt_at if record else None,
+        work_state=work.state.label if work else None,
+        lease_owner=work.lease_owner if leased and work else None,
+        fencing_token=work.token if work else None,
+        lease_expires_at=work.lease_expires_at if leased and work else None,
+    )
+
+
+def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
+    state = detail.state
+    ref = state.definition
+    document = instance_to_json(state)
+    for child in document["children"]:
+        child["child_id"] = local_instance_id(team, child["child_id"])
+    compensations = sorted(document["compensations"], key=lambda c: c["scheduled_sequence"])
+    return InstanceDetailOut(
+        id=local_instance_id(team, state.instance_id),
+        status=state.status.label,
+        definition={"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint},
+        sequence=state.sequence,
+        position=detail.position,
+        started_at=state.started_at,
+        updated_at=state.updated_at,
+        input=state.value("input"),
+        result=state.value("result"),
+        failure_code=state.failure_code,
+        failure_step=state.failure_step,
+        parent_id=local_instance_id(team, state.parent_id) or None,
+        parent_step=state.parent_step or None,
+        steps=[_step_out(detail, step.name, step.kind.value) for step in detail.definition.steps],
+        attempts=[attempt_out(a) for a in detail.attempts],
+        timers=document["timers"],
+        signals=document["signals"],
+        race_winners=dict(state.race_winners),
+        children=document["children"],
+        compensations=compensations,
+        audit=[projected(AuditOut, a) for a in state.audit],
+        actions=[
+            OfferOut(o.action.value, o.step or None, o.label, list(o.effect), list(o.records))
+            for o in detail.offers
+        ],
+    )
+
+
+def _step_out(detail: InstanceDetail, name: str, kind: str) -> StepStateOut:
+    found = detail.states[name]
+    return StepStateOut(name, kind, found.state, found.note)
+
+
+def history_out(page: HistoryPage, team: str) -> HistoryOut:
+    return HistoryOut([event_document(e, team) for e in page.events], page.next_after)

@@ -1,0 +1,118 @@
+"""The parts of an instance page that change while it runs, rendered one by one.
+
+The page is drawn once; afterwards only these parts change: the head (status,
+position, times), the actions the state allows, and each table (steps, attempts,
+timers, signals, races, children, compensations, audit). Each part is rendered by its
+own template into an element with a stable id and a digest of its content, so a live
+update (or an action's response) can replace exactly the parts that changed, and a
+browser skips a part whose digest it already shows: a form someone is typing in is
+never replaced by an identical copy. The graph is never re-rendered after the page
+opens: only its nodes' classes and titles change (``node_updates``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+from markupsafe import Markup
+
+from engine.model.definitions import definition_to_json
+from studio.definitions.graph import Graph, Node, node_classes
+from studio.definitions.structure import read_structure
+from studio.drawings import drawing_of
+from studio.instances.detail import InstanceDetail
+from studio.instances.step_states import STATES, StepState
+from studio.rendering import fragment
+
+SECTIONS = (
+    "head",
+    "actions",
+    "steps",
+    "attempts",
+    "timers",
+    "signals",
+    "races",
+    "children",
+    "compensations",
+    "audit",
+)
+"""Element ids (``instance-<name>``) and templates (``instances/_<name>.html``)."""
+LAYOUTS: dict[str, Graph] = {}
+MAX_LAYOUTS = 64
+
+
+@dataclass(frozen=True)
+class Section:
+    element_id: str
+    html: Markup
+    digest: str
+
+
+def render_sections(
+    request: Request, detail: InstanceDetail, oob: bool = False
+) -> dict[str, Section]:
+    """Every changing part of the page for ``detail``, by name (``oob``: as htmx
+    out-of-band swaps, for the response to an action)."""
+    return {name: render_section(request, name, detail, oob) for name in SECTIONS}
+
+
+def render_section(
+    request: Request, name: str, detail: InstanceDetail, oob: bool = False
+) -> Section:
+    element_id = f"instance-{name}"
+    body = fragment(request, f"instances/_{name}.html", d=detail)
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+    swap = Markup(' hx-swap-oob="true"') if oob else ""
+    html = Markup('<div id="{}" class="live-part" data-digest="{}"{}>{}</div>').format(
+        element_id, digest, swap, body
+    )
+    return Section(element_id, html, digest)
+
+
+def graph_of(detail: InstanceDetail) -> Graph:
+    """The layout of the instance's pinned version (cached by fingerprint: it never changes)."""
+    fingerprint = detail.state.definition.fingerprint
+    found = LAYOUTS.get(fingerprint)
+    if found is None:
+        found = drawing_of(detail.definition).layout(definition_to_json(detail.definition))
+        if len(LAYOUTS) >= MAX_LAYOUTS:
+            LAYOUTS.pop(next(iter(LAYOUTS)))
+        LAYOUTS[fingerprint] = found
+    return found
+
+
+def structure_of(detail: InstanceDetail) -> Any:
+    return read_structure(definition_to_json(detail.definition))
+
+
+def node_class(node: Node, states: dict[str, StepState]) -> str:
+    """A node's classes: its kind (as the editor draws it) and its replayed state."""
+    base = node_classes(node)
+    if not node.is_step:
+        return base
+    return f"{base} {states.get(node.step, StepState('pending', '')).css}"
+
+
+def node_title(node: Node, states: dict[str, StepState]) -> str:
+    state = states.get(node.step)
+    where = f"{node.kind} {node.title}: {node.detail}"
+    return f"{where}, {state.state} ({state.note})" if state else where
+
+
+def node_updates(detail: InstanceDetail) -> list[dict[str, str]]:
+    """For each step node: its element id, classes and title now."""
+    return [
+        {
+            "id": node.node_id,
+            "class": node_class(node, detail.states),
+            "title": node_title(node, detail.states),
+        }
+        for node in graph_of(detail).nodes
+        if node.is_step
+    ]
+
+
+LEGEND = tuple(s for s in STATES if s != "pending")

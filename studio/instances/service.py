@@ -1,0 +1,246 @@
+"""A team's instances: the filtered list, and starting one.
+
+Every read goes through the team: an instance of another team is not found. Instance
+ids are the team's own (``engine.model.identifiers.team_instance_id``): every id a caller
+gives is the one its team knows, found here (``find_row``) in its stored form, so
+another team's ids can be neither taken nor observed; pages and answers show ids
+without the team's prefix again. The list is keyset-paged with its filters in the URL;
+starting checks the input before the engine sees it (valid JSON, within the smallest
+input limit of the version's activities, since each activity receives the instance
+input: the engine's own ``lifecycle.start_input_limit``, which ``Client.start``
+enforces too). One instance's detail is ``studio.instances.detail``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from engine.client import StartConflict
+from engine.decide import lifecycle
+from engine.model import inputs
+from engine.model.definitions import Definition
+from engine.model.errors import (
+    DefinitionNotFound,
+    LimitExceeded,
+    NotJSON,
+    RegistryError,
+    ReplayRejected,
+)
+from engine.model.identifiers import id_problem, team_instance_id
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.limits import MAX_IDENTIFIER_LENGTH
+from engine.queries import InstancePage, InstanceRow, InstanceView
+from studio.definitions import service as definitions
+from studio.errors import Conflict, Invalid, NotFound
+from studio.paging import parse_cursor
+from studio.runtime import Runtime
+
+PAGE_SIZE = 50
+VIEWS = {"active": "Running", "archived": "Finished", "all": "All"}
+
+
+def parse_time(text: str, what: str) -> datetime | None:
+    """A date or date-time from a filter (UTC unless it names a zone); None when empty."""
+    if not text.strip():
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise Invalid(f"{what} must be a date like 2026-11-29 or 2026-11-29T10:30") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class InstanceFilters:
+    """The list's filters as the URL carries them (text, exactly as typed)."""
+
+    view: str = "active"
+    definition: str = ""
+    version: str = ""
+    status: str = ""
+    started_from: str = ""
+    started_before: str = ""
+    instance: str = ""
+
+    def __post_init__(self) -> None:
+        if self.view not in VIEWS:
+            raise Invalid("view is one of active, archived, all")
+        if self.status and self.status not in {s.label for s in InstanceStatus}:
+            raise Invalid(f"status {self.status!r} is not an instance status")
+        parse_time(self.started_from, "started from")
+        parse_time(self.started_before, "started before")
+
+    @property
+    def active(self) -> dict[str, str]:
+        """The filters that are set, as URL parameters (the view always)."""
+        return {k: v for k, v in vars(self).items() if v or k == "view"}
+
+    def query(self, **changes: str) -> str:
+        """This list's URL query, with ``changes`` applied (a tab, a cursor)."""
+        values = {**self.active, **changes}
+        return urlencode({k: v for k, v in values.items() if v})
+
+    @property
+    def narrowed(self) -> bool:
+        return len(self.active) > 1
+
+
+async def list_page(
+    runtime: Runtime, team: str, filters: InstanceFilters, cursor: str | None = None
+) -> InstancePage:
+    status = next((s for s in InstanceStatus if s.label == filters.status), None)
+    return await runtime.queries.instances(
+        InstanceView(filters.view),
+        parse_cursor(cursor),
+        PAGE_SIZE,
+        definition_name=filters.definition or None,
+        definition_version=filters.version or None,
+        status=status,
+        tenant=team,
+        instance_id=await _stored_id(runtime, team, filters.instance.strip()) or None,
+        started_from=parse_time(filters.started_from, "started from"),
+        started_before=parse_time(filters.started_before, "started before"),
+    )
+
+
+async def find_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow | None:
+    """The row of the team's instance that the team calls ``instance_id``, or None.
+
+    That is the instance stored under the team's prefix, or else one of the team's
+    instances stored under ``instance_id`` itself (started before ids were namespaced,
+    or a child whose id was too long to be readable); another team's is never found.
+    """
+    own, _ = await _lookup(runtime, team, instance_id)
+    return own
+
+
+async def _lookup(
+    runtime: Runtime, team: str, instance_id: str
+) -> tuple[InstanceRow | None, InstanceRow | None]:
+    """The team's own row for ``instance_id`` (``find_row``), and the row stored under
+    the team's prefixed id whoever owns it (another team's only if it chose that id
+    before ids were namespaced), from one read."""
+    scoped = team_instance_id(team, instance_id)
+    rows = await runtime.queries.instance_rows([scoped, instance_id])
+    owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
+    return (owned[0] if owned else None), rows.get(scoped)
+
+
+async def require_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow:
+    """The instance's row (``find_row``); NotFound when the team has no such instance."""
+    row = await find_row(runtime, team, instance_id)
+    if row is None:
+        raise NotFound("no such instance in this team")
+    return row
+
+
+async def _stored_id(runtime: Runtime, team: str, instance_id: str) -> str:
+    """The stored id of the team's ``instance_id``: its instance's, or the one a new
+    instance of that id gets ('' for '')."""
+    if not instance_id:
+        return ""
+    row = await find_row(runtime, team, instance_id)
+    return row.instance_id if row is not None else team_instance_id(team, instance_id)
+
+
+async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:
+    """The version an instance is pinned to (its fingerprint, not just its number)."""
+    try:
+        return (await runtime.client.registries.get()).resolve(row.definition)
+    except RegistryError:  # published after this process read the catalog
+        return (await runtime.client.registries.refresh()).resolve(row.definition)
+
+
+# Starting ---------------------------------------------------------------------------
+
+
+def parse_json(text: str, what: str) -> Any:
+    """JSON from a form field; empty means no value (None).
+
+    Read with the engine's rules for values from outside (``engine.model.inputs``): text that
+    is not JSON is a mistake to correct in the form (422); JSON nested too deeply or
+    holding a NUL character cannot be taken at all (InputRefused, answered 400).
+    """
+    if not text.strip():
+        return None
+    try:
+        return inputs.read_json(text, f"the {what}")
+    except NotJSON as mistake:
+        raise Invalid(str(mistake)) from None
+
+
+def check_size(value: Any, limit: int, what: str, where: str = "") -> None:
+    """The engine's size check (``engine.model.inputs.check_size``) as a form's mistake (422)."""
+    try:
+        inputs.check_size(value, limit, f"the {what}", where)
+    except LimitExceeded as refused:
+        raise Invalid(str(refused)) from None
+
+
+def check_instance_id(team: str, instance_id: str) -> None:
+    """Refuse an id that is not valid, or too long once the team's prefix is added."""
+    problem = id_problem(instance_id)
+    if problem:
+        raise Invalid(f"the instance id {problem}")
+    limit = MAX_IDENTIFIER_LENGTH - len(team_instance_id(team, ""))
+    if len(instance_id) > limit:
+        raise Invalid(
+            f"the instance id is {len(instance_id)} characters; "
+            f"this team's ids have at most {limit}"
+        )
+
+
+async def start(
+    runtime: Runtime,
+    team: str,
+    name: str,
+    version: str,
+    instance_id: str = "",
+    input_text: str = "",
+) -> Instance:
+    """Start an instance of the team's ``name``@``version``.
+
+    The same id with the same version and input again returns the existing instance
+    (so a form posted twice starts one instance); with anything else it is a conflict.
+    The id is the team's own: another team's instance of the same id is another
+    instance, and never a conflict.
+    """
+    published = await definitions.version_of(runtime, team, name, version)
+    if published.deprecated:
+        raise Invalid(f"{name}@{version} is deprecated and refuses new instances")
+    value = parse_json(input_text, "input")
+    limit, step = lifecycle.start_input_limit(published.definition)
+    check_size(value, limit, "input", step)
+    chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
+    check_instance_id(team, chosen)
+    own, scoped = await _lookup(runtime, team, chosen)
+    if own is None and scoped is not None:  # another team's, stored before namespacing
+        raise Conflict("this instance id is taken; choose another")
+    stored = own.instance_id if own is not None else team_instance_id(team, chosen)
+    try:
+        state = await _start(runtime, name, stored, value, version, team)
+    except StartConflict:
+        raise Conflict(
+            f"instance {chosen} already exists with another definition or input; "
+            "choose another instance id"
+        ) from None
+    except DefinitionNotFound as missing:
+        raise NotFound(str(missing)) from None
+    runtime.watcher.nudge()
+    return state
+
+
+async def _start(
+    runtime: Runtime, name: str, instance_id: str, value: Any, version: str, team: str
+) -> Instance:
+    """``Client.start``; an existing instance of a version this process has not loaded
+    yet is compared after reloading the registry."""
+    try:
+        return await runtime.client.start(name, instance_id, value, version, tenant=team)
+    except ReplayRejected:
+        await runtime.client.registries.refresh()
+        return await runtime.client.start(name, instance_id, value, version, tenant=team)

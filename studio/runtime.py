@@ -1,0 +1,50 @@
+"""What the studio's services share while the app runs: one place to reach the engine.
+
+The app builds one Runtime at startup on its store: an engine Client (starts, signals,
+operator commands, publishing, resolving dead letters, with its own instance cache),
+the engine's Queries (every read of the engine's tables), the replay cache the pages
+read, the watcher that live pages follow, and the drill jobs running in the background.
+Pages and the API receive it by dependency injection (``studio.dependencies``), so both
+act through the same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from engine import Client, Queries, Store
+from engine.worker.instance_cache import ReplayCache
+from studio.drills.jobs import DrillJobs
+from studio.instances.live import InstanceWatcher
+from studio.instances.replays import Replayed, replay_cache
+from studio.settings import StudioSettings
+
+
+@dataclass
+class Runtime:
+    store: Store
+    client: Client
+    queries: Queries
+    replays: ReplayCache[Replayed]
+    watcher: InstanceWatcher
+    drills: DrillJobs
+    settings: StudioSettings
+
+    @classmethod
+    def on(cls, store: Store, settings: StudioSettings) -> Runtime:
+        client = Client(store)
+        queries = Queries(store)
+        return cls(
+            store=store,
+            client=client,
+            queries=queries,
+            replays=replay_cache(store, client.registries),
+            watcher=InstanceWatcher(queries, settings.live_interval or timedelta(seconds=1)),
+            drills=DrillJobs(store, settings),
+            settings=settings,
+        )
+
+    async def close(self) -> None:
+        await self.watcher.close()
+        await self.drills.close()
