@@ -12,6 +12,7 @@ outside the engine needs ``engine.store``.
 """
 
 from engine.client import Client, SignalConflict, StartConflict
+from engine.decide.operator_actions import Action
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -23,6 +24,7 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.files import load_definition
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
@@ -47,10 +49,12 @@ install(ORCHESTRATION, CHOREOGRAPHY)
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "Action",
     "ActivityAppNotFound",
     "ActivityFailure",
     "ActivityRegistry",
     "ActivityRequest",
+    "AttemptStatus",
     "ChildDefinitionNotFound",
     "Client",
     "DecisionRejected",
@@ -60,6 +64,8 @@ __all__ = [
     "DefinitionNotFound",
     "EmbeddedPostgres",
     "InputRefused",
+    "Instance",
+    "InstanceStatus",
     "LimitExceeded",
     "Queries",
     "ResolutionConflict",
@@ -74,6 +80,7 @@ __all__ = [
     "Worker",
     "WorkerConfig",
     "apply_migrations",
+    "describe_instance",
     "install_signal_handlers",
     "load_app",
     "load_definition",

@@ -15,14 +15,20 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from engine import Client, load_definition
-from engine.decide.operator_actions import Action
-from engine.model.instance import AttemptStatus, Instance, describe_instance
-from engine.store import reads
-from engine.store.embedded import EmbeddedPostgres
-from engine.store.migrations import apply_migrations
-from engine.store.store import Store
-from engine.worker.loop import Worker, WorkerConfig
+from engine import (
+    Action,
+    AttemptStatus,
+    Client,
+    EmbeddedPostgres,
+    Instance,
+    Queries,
+    Store,
+    Worker,
+    WorkerConfig,
+    apply_migrations,
+    describe_instance,
+    load_definition,
+)
 from examples.orders import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +91,7 @@ async def _walkthrough(client: Client) -> None:
     print()
     print(describe_instance(state))
     print()
-    async for event in reads.export_history(client.store, order):
+    async for event in Queries(client.store).history(order):
         print(f"{event.sequence:>4} {event.kind.label:<28} {event.step}")
 
 

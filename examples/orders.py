@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine import ActivityFailure, ActivityRegistry, ActivityRequest
 
 EFFECTS_ENV = "WAYLINE_EFFECTS_FILE"
 
