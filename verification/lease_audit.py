@@ -9,8 +9,8 @@ Two sources, both in the drill schema:
   token order and "completed work changed again" (resurrection) from it.
 - ``drill_fenced_writes``: inside a drill worker, every lease-holder write (check,
   complete, renew, retry, dead letter, and the fenced transitions a group commit sends
-  in one message) is wrapped (``install_fencing_oracle``). Before
-  the engine's statement runs, the wrapper reads the row itself and decides whether the
+  in one message) is seen by the store's ``lease_writes`` hook (``FencingOracle``). Before
+  the engine's statement runs, the oracle reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
   same clock the statement uses). If the engine's statement then succeeds, a row is
   inserted *in the same transaction*, so it is durable exactly when the write is (a
@@ -24,12 +24,14 @@ Two sources, both in the drill schema:
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
 from engine.store.rows import WorkState
+from engine.store.seams import LeaseWrite, Row
 from verification import observations
 
 AUDIT_TABLES = f"""
@@ -107,68 +109,53 @@ def statement_name(statement: str) -> str:
     return " ".join(words[:2]).lower() if words else "?"
 
 
-def install_fencing_oracle() -> None:
-    """Wrap the engine's choke points for lease-holder writes: ``work._fenced`` (one
-    statement) and ``batches.run`` (a group commit's statements in one message)."""
-    from engine.store import batches, work
+class FencingOracle(observations.Observer):
+    """Store hooks that audit every lease holder's write (see the module docstring)."""
 
-    original, original_batch = work._fenced, batches.run
-
-    async def fenced(
-        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
-    ) -> tuple[Any, ...]:
-        if conn.info.transaction_status is TransactionStatus.IDLE and conn.autocommit:
+    async def lease_writes(
+        self,
+        conn: psycopg.AsyncConnection,
+        writes: Sequence[LeaseWrite],
+        send: Callable[[], Awaitable[Sequence[Row | None]]],
+        alone: bool,
+    ) -> Sequence[Row | None]:
+        if alone:  # its own transaction: the oracle's rows go in one of the oracle's
             async with conn.transaction():
-                return await audited(conn, statement, params, lease)
-        return await audited(conn, statement, params, lease)
-
-    async def audited(
-        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
-    ) -> tuple[Any, ...]:
-        held = await _holds(conn, params)
-        name = statement_name(statement)
-        try:
-            result = await original(conn, statement, params, lease)
-        except Exception:
-            observations.note("fenced", statement=name, held=held, accepted=False)
-            raise
-        await _record(conn, params, name, held)
-        return result
-
-    async def batch(conn: psycopg.AsyncConnection, writes: Any) -> list[Any]:
-        if conn.info.transaction_status is TransactionStatus.IDLE:
+                return await self._audited(conn, writes, send, alone)
+        if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
-        audits = [
-            (write, statement_name(write.statement), await _holds(conn, write.params))
-            for write in writes
-            if write.fenced is not None
-        ]
+        return await self._audited(conn, writes, send, alone)
+
+    async def _audited(
+        self,
+        conn: psycopg.AsyncConnection,
+        writes: Sequence[LeaseWrite],
+        send: Callable[[], Awaitable[Sequence[Row | None]]],
+        alone: bool,
+    ) -> Sequence[Row | None]:
+        audits = [(statement_name(w.statement), await _holds(conn, w.params)) for w in writes]
         try:
-            rows = await original_batch(conn, writes)
+            rows = await self.inner.lease_writes(conn, writes, send, alone)
         except Exception:
-            for _, name, held in audits:
+            for name, held in audits:
                 observations.note("fenced", statement=name, held=held, accepted=False)
             raise
-        answered = {id(write): row for write, row in zip(writes, rows, strict=True)}
-        for write, name, held in audits:
-            if answered[id(write)] is None:  # no row: the lease was not held, nothing written
+        for write, row, (name, held) in zip(writes, rows, audits, strict=True):
+            if row is None:  # no row: the lease was not held, nothing written
                 observations.note("fenced", statement=name, held=held, accepted=False)
             else:
                 await _record(conn, write.params, name, held)
         return rows
 
-    work._fenced = fenced
-    batches.run = batch
 
-
-async def _holds(conn: psycopg.AsyncConnection, params: dict[str, Any]) -> bool:
+async def _holds(conn: psycopg.AsyncConnection, params: Mapping[str, Any]) -> bool:
     """The oracle's own verdict, read before the engine's statement runs (locking the row)."""
     row = await (await conn.execute(HOLDS, params)).fetchone()
     return bool(row and row[0])
 
 
 async def _record(
-    conn: psycopg.AsyncConnection, params: dict[str, Any], name: str, held: bool
+    conn: psycopg.AsyncConnection, params: Mapping[str, Any], name: str, held: bool
 ) -> None:
     """An accepted write, durable exactly when the engine's transaction commits."""
     await conn.execute(
