@@ -24,14 +24,14 @@ Two sources, both in the drill schema:
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
 from engine.store.rows import WorkState
-from engine.store.seams import LeaseWrite, Row
+from engine.store.seams import LeaseWrites, Row
 from verification import observations
 
 AUDIT_TABLES = f"""
@@ -112,30 +112,20 @@ def statement_name(statement: str) -> str:
 class FencingOracle(observations.Observer):
     """Store hooks that audit every lease holder's write (see the module docstring)."""
 
-    async def lease_writes(
-        self,
-        conn: psycopg.AsyncConnection,
-        writes: Sequence[LeaseWrite],
-        send: Callable[[], Awaitable[Sequence[Row | None]]],
-        alone: bool,
-    ) -> Sequence[Row | None]:
-        if alone:  # its own transaction: the oracle's rows go in one of the oracle's
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        conn = sent.conn
+        if sent.alone:  # its own transaction: the oracle's rows go in one of the oracle's
             async with conn.transaction():
-                return await self._audited(conn, writes, send, alone)
+                return await self._audited(sent)
         if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
-        return await self._audited(conn, writes, send, alone)
+        return await self._audited(sent)
 
-    async def _audited(
-        self,
-        conn: psycopg.AsyncConnection,
-        writes: Sequence[LeaseWrite],
-        send: Callable[[], Awaitable[Sequence[Row | None]]],
-        alone: bool,
-    ) -> Sequence[Row | None]:
+    async def _audited(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        conn, writes = sent.conn, sent.writes
         audits = [(statement_name(w.statement), await _holds(conn, w.params)) for w in writes]
         try:
-            rows = await self.inner.lease_writes(conn, writes, send, alone)
+            rows = await self.inner.lease_writes(sent)
         except Exception:
             for name, held in audits:
                 observations.note("fenced", statement=name, held=held, accepted=False)

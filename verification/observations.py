@@ -16,10 +16,8 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from engine.store.errors import CommitUnknown, DuplicateTransition
-from engine.store.seams import LeaseWrite, Row, StoreHooks, Unanswered
+from engine.store.seams import LeaseWrites, Row, StoreHooks, Unanswered
 
 OBSERVATIONS_ENV = "WAYLINE_DRILL_OBSERVATIONS"
 
@@ -57,14 +55,8 @@ class Observer(StoreHooks):
     def __init__(self, inner: StoreHooks | None = None) -> None:
         self.inner = inner or StoreHooks()
 
-    async def lease_writes(
-        self,
-        conn: psycopg.AsyncConnection,
-        writes: Sequence[LeaseWrite],
-        send: Callable[[], Awaitable[Sequence[Row | None]]],
-        alone: bool,
-    ) -> Sequence[Row | None]:
-        return await self.inner.lease_writes(conn, writes, send, alone)
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        return await self.inner.lease_writes(sent)
 
     async def settle(self, unanswered: Unanswered, decide: Callable[[], Awaitable[None]]) -> None:
         await self.inner.settle(unanswered, decide)

@@ -47,6 +47,20 @@ class LeaseWrite:
 
 
 @dataclass(frozen=True)
+class LeaseWrites:
+    """A lease holder's ``writes``, about to run on ``conn``: ``send()`` runs them and
+    answers each one's row (None: the lease was not held, nothing written). ``alone``:
+    one write in autocommit, its own transaction; otherwise they run in the caller's
+    transaction (open, or opened by their message when ``conn`` is idle), which the
+    caller commits."""
+
+    conn: psycopg.AsyncConnection
+    writes: Sequence[LeaseWrite]
+    send: Callable[[], Awaitable[Sequence[Row | None]]]
+    alone: bool
+
+
+@dataclass(frozen=True)
 class Unanswered:
     """A commit whose answer was lost: the transitions it wrote, and what names it on
     the server (the transaction id of a COMMIT, or the backend pid of a write sent alone
@@ -61,19 +75,9 @@ class StoreHooks:
     """Points where the store's behaviour may be observed or altered. Subclass and
     override; every default here is exactly what the store does."""
 
-    async def lease_writes(
-        self,
-        conn: psycopg.AsyncConnection,
-        writes: Sequence[LeaseWrite],
-        send: Callable[[], Awaitable[Sequence[Row | None]]],
-        alone: bool,
-    ) -> Sequence[Row | None]:
-        """A lease holder's ``writes`` are about to run on ``conn``; ``send`` runs them
-        and answers each one's row (None: the lease was not held, nothing written).
-        ``alone``: one write in autocommit, its own transaction; otherwise they run in
-        the caller's transaction (open, or opened by their message when ``conn`` is
-        idle), which the caller commits."""
-        return await send()
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        """A lease holder's writes are about to run (see ``LeaseWrites``)."""
+        return await sent.send()
 
     async def settle(self, unanswered: Unanswered, decide: Callable[[], Awaitable[None]]) -> None:
         """The store settles a commit whose answer was lost: ``decide`` returns when it
@@ -150,7 +154,9 @@ async def lease_write(
         return [await (await conn.execute(statement, params)).fetchone()]
 
     alone = conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE
-    (row,) = await hooks.lease_writes(conn, [LeaseWrite(statement, params)], send, alone)
+    (row,) = await hooks.lease_writes(
+        LeaseWrites(conn, [LeaseWrite(statement, params)], send, alone)
+    )
     return row
 
 
@@ -172,7 +178,7 @@ async def group_writes(
         return [rows[k] for k in fenced]
 
     leased = [LeaseWrite(writes[k].statement, writes[k].params) for k in fenced]
-    await hooks.lease_writes(conn, leased, send_fenced, alone=False)
+    await hooks.lease_writes(LeaseWrites(conn, leased, send_fenced, alone=False))
     return rows
 
 

@@ -4,7 +4,7 @@ store opened without them keeps psycopg's own cursors."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 import psycopg
@@ -14,7 +14,7 @@ from psycopg.abc import Query
 from engine.store import fenced_sets, work
 from engine.store.clock import DatabaseClock
 from engine.store.fencing import LeaseFence
-from engine.store.seams import LeaseWrite, Row, StoreHooks
+from engine.store.seams import LeaseWrites, Row, StoreHooks
 from engine.store.store import Store
 from tests.integration.test_fenced_sets import run_set
 from tests.integration.test_fenced_writes import LEASE, a_succeeds_and_b_starts, running_a
@@ -39,17 +39,10 @@ class Watching(StoreHooks):
     def __init__(self) -> None:
         self.writes: list[tuple[str, bool, bool]] = []
 
-    async def lease_writes(
-        self,
-        conn: psycopg.AsyncConnection,
-        writes: Sequence[LeaseWrite],
-        send: Callable[[], Awaitable[Sequence[Row | None]]],
-        alone: bool,
-    ) -> Sequence[Row | None]:
-        rows = await send()
-        self.writes += [
-            (w.statement, alone, r is not None) for w, r in zip(writes, rows, strict=True)
-        ]
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        rows = await sent.send()
+        answered = zip(sent.writes, rows, strict=True)
+        self.writes += [(w.statement, sent.alone, r is not None) for w, r in answered]
         return rows
 
 
