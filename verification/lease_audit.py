@@ -15,7 +15,8 @@ Two sources, both in the drill schema:
   same clock the statement uses). If the engine's statement then succeeds, a row is
   inserted *in the same transaction*, so it is durable exactly when the write is (a
   write the engine sends alone in autocommit is wrapped in a transaction of the
-  oracle's for that: the engine sees its COMMIT's failure as the statement's). A
+  oracle's for that, rolled back when the write found no lease: the engine sees its
+  COMMIT's failure as the statement's, and a write that wrote nothing sends none). A
   durable row with ``held = false`` is a stale-token write the engine accepted; the
   invariant is that there are none. Attempts are also reported to the observation
   file, so rejected stale writes can be counted too.
@@ -115,8 +116,11 @@ class FencingOracle(observations.Observer):
     async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
         conn = sent.conn
         if sent.alone:  # its own transaction: the oracle's rows go in one of the oracle's
-            async with conn.transaction():
-                return await self._audited(sent)
+            async with conn.transaction() as transaction:
+                rows = await self._audited(sent)
+                if None in rows:  # nothing written: no COMMIT, whose loss would look unknown
+                    raise psycopg.Rollback(transaction)
+            return rows
         if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
         return await self._audited(sent)
