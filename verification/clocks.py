@@ -7,14 +7,15 @@
 - ``jump_from_env`` makes this process's wall clock jump (``WAYLINE_DRILL_CLOCK_JUMP``
   = seconds, optionally ``@delay``), the way an NTP step or an operator's ``date -s``
   does, while monotonic time keeps running: D19 checks that a worker whose clock jumps
-  cannot skew leases or due times.
+  cannot skew leases or due times. The jump reaches ``time.time`` and the engine's
+  ``DatabaseClock`` given ``WALL.now`` as its wall clock.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine.model.canonical import format_instant, parse_instant, utc
@@ -53,18 +54,24 @@ def jump_from_env() -> None:
     _install(timedelta(seconds=float(seconds)), time.monotonic() + float(delay or 0))
 
 
+class JumpingWall:
+    """This process's wall clock, off by ``jump`` once monotonic time passes ``at``."""
+
+    def __init__(self) -> None:
+        self.jump = timedelta(0)
+        self.at = float("inf")
+
+    def now(self) -> datetime:
+        real = datetime.now(UTC)
+        return real + self.jump if time.monotonic() >= self.at else real
+
+
+WALL = JumpingWall()
+
+
 def _install(jump: timedelta, at: float) -> None:
     """Every wall-clock reading of this process jumps; monotonic time does not."""
-    from engine.store import clock
-
-    class JumpingDateTime(datetime):
-        """``datetime`` whose ``now`` is off by ``jump`` once monotonic time passes ``at``."""
-
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
-            real = datetime.now(tz or UTC)
-            return real + jump if time.monotonic() >= at else real
-
+    WALL.jump, WALL.at = jump, at
     real_time, real_ns = time.time, time.time_ns
     offset = jump.total_seconds()
 
@@ -74,5 +81,4 @@ def _install(jump: timedelta, at: float) -> None:
     def jumped_ns() -> int:
         return real_ns() + int(offset * 1e9) if time.monotonic() >= at else real_ns()
 
-    clock.datetime = JumpingDateTime
     time.time, time.time_ns = jumped, jumped_ns

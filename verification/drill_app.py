@@ -11,10 +11,6 @@ scripted per step by the instance input, so one definition serves every drill:
   meanwhile);
 - ``{"block": {"finish": 3}}``: the first attempt of ``finish`` (an async handler)
   blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5).
-
-Importing this module also applies the broken engine build named by
-``WAYLINE_DRILL_MUTANT``, if any (see ``verification.mutants``): the self-test runs
-workers "built" that way.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ import time
 from typing import Any
 
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
-from verification import mutants
 from verification.effects import mark_entry, record_effect
 
 EFFECT_TARGET = "drill.effect"
@@ -74,6 +69,3 @@ def undo(request: ActivityRequest) -> dict[str, Any]:
     """A compensation: an effect of its own, keyed by the compensation attempt."""
     mark_entry(request)
     return _result(request, record_effect(request))
-
-
-mutants.apply_from_env(app)

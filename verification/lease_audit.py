@@ -9,13 +9,14 @@ Two sources, both in the drill schema:
   token order and "completed work changed again" (resurrection) from it.
 - ``drill_fenced_writes``: inside a drill worker, every lease-holder write (check,
   complete, renew, retry, dead letter, and the fenced transitions a group commit sends
-  in one message) is wrapped (``install_fencing_oracle``). Before
-  the engine's statement runs, the wrapper reads the row itself and decides whether the
+  in one message) is seen by the store's ``lease_writes`` hook (``FencingOracle``). Before
+  the engine's statement runs, the oracle reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
   same clock the statement uses). If the engine's statement then succeeds, a row is
   inserted *in the same transaction*, so it is durable exactly when the write is (a
   write the engine sends alone in autocommit is wrapped in a transaction of the
-  oracle's for that: the engine sees its COMMIT's failure as the statement's). A
+  oracle's for that, rolled back when the write found no lease: the engine sees its
+  COMMIT's failure as the statement's, and a write that wrote nothing sends none). A
   durable row with ``held = false`` is a stale-token write the engine accepted; the
   invariant is that there are none. Attempts are also reported to the observation
   file, so rejected stale writes can be counted too.
@@ -24,12 +25,14 @@ Two sources, both in the drill schema:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
 from engine.store.rows import WorkState
+from engine.store.seams import LeaseWrites, Row
 from verification import observations
 
 AUDIT_TABLES = f"""
@@ -107,68 +110,46 @@ def statement_name(statement: str) -> str:
     return " ".join(words[:2]).lower() if words else "?"
 
 
-def install_fencing_oracle() -> None:
-    """Wrap the engine's choke points for lease-holder writes: ``work._fenced`` (one
-    statement) and ``batches.run`` (a group commit's statements in one message)."""
-    from engine.store import batches, work
+class FencingOracle(observations.Observer):
+    """Store hooks that audit every lease holder's write (see the module docstring)."""
 
-    original, original_batch = work._fenced, batches.run
-
-    async def fenced(
-        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
-    ) -> tuple[Any, ...]:
-        if conn.info.transaction_status is TransactionStatus.IDLE and conn.autocommit:
-            async with conn.transaction():
-                return await audited(conn, statement, params, lease)
-        return await audited(conn, statement, params, lease)
-
-    async def audited(
-        conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
-    ) -> tuple[Any, ...]:
-        held = await _holds(conn, params)
-        name = statement_name(statement)
-        try:
-            result = await original(conn, statement, params, lease)
-        except Exception:
-            observations.note("fenced", statement=name, held=held, accepted=False)
-            raise
-        await _record(conn, params, name, held)
-        return result
-
-    async def batch(conn: psycopg.AsyncConnection, writes: Any) -> list[Any]:
-        if conn.info.transaction_status is TransactionStatus.IDLE:
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        conn = sent.conn
+        if sent.alone:  # its own transaction: the oracle's rows go in one of the oracle's
+            async with conn.transaction() as transaction:
+                rows = await self._audited(sent)
+                if None in rows:  # nothing written: no COMMIT, whose loss would look unknown
+                    raise psycopg.Rollback(transaction)
+            return rows
+        if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
-        audits = [
-            (write, statement_name(write.statement), await _holds(conn, write.params))
-            for write in writes
-            if write.fenced is not None
-        ]
+        return await self._audited(sent)
+
+    async def _audited(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        conn, writes = sent.conn, sent.writes
+        audits = [(statement_name(w.statement), await _holds(conn, w.params)) for w in writes]
         try:
-            rows = await original_batch(conn, writes)
+            rows = await self.inner.lease_writes(sent)
         except Exception:
-            for _, name, held in audits:
+            for name, held in audits:
                 observations.note("fenced", statement=name, held=held, accepted=False)
             raise
-        answered = {id(write): row for write, row in zip(writes, rows, strict=True)}
-        for write, name, held in audits:
-            if answered[id(write)] is None:  # no row: the lease was not held, nothing written
+        for write, row, (name, held) in zip(writes, rows, audits, strict=True):
+            if row is None:  # no row: the lease was not held, nothing written
                 observations.note("fenced", statement=name, held=held, accepted=False)
             else:
                 await _record(conn, write.params, name, held)
         return rows
 
-    work._fenced = fenced
-    batches.run = batch
 
-
-async def _holds(conn: psycopg.AsyncConnection, params: dict[str, Any]) -> bool:
+async def _holds(conn: psycopg.AsyncConnection, params: Mapping[str, Any]) -> bool:
     """The oracle's own verdict, read before the engine's statement runs (locking the row)."""
     row = await (await conn.execute(HOLDS, params)).fetchone()
     return bool(row and row[0])
 
 
 async def _record(
-    conn: psycopg.AsyncConnection, params: dict[str, Any], name: str, held: bool
+    conn: psycopg.AsyncConnection, params: Mapping[str, Any], name: str, held: bool
 ) -> None:
     """An accepted write, durable exactly when the engine's transaction commits."""
     await conn.execute(

@@ -1,35 +1,66 @@
 """Deliberately broken builds of the engine, for ``wayline drill self-test``.
 
 A drill that cannot fail proves nothing. Each mutant here breaks one promise of the
-engine by patching its functions inside a drill worker process (applied when
-``verification.drill_app`` is imported with ``WAYLINE_DRILL_MUTANT`` set), and names the
-drills that must catch it. The self-test passes only if every mutant is caught.
+engine and names the drills that must catch it; the self-test passes only if every
+mutant is caught. A mutant breaks the engine only through the seams the engine offers:
+the store's statement filter (its SQL sent rewritten) and hooks
+(``engine.store.seams``), and the worker's hooks (``engine.worker.hooks``). A drill
+worker process builds its store and worker with the mutant that ``WAYLINE_DRILL_MUTANT``
+names (``from_env``, in ``verification.process_main``).
 
-Patches work on the engine's own names (module constants and functions); if the engine
-moves one, applying the mutant fails loudly (MutantNotApplicable) instead of silently
+A mutant names the engine's statements and decision points it breaks; if the engine
+moves or changes one (a statement gone, a fragment no longer in it, a hook point
+renamed), building the mutant fails loudly (MutantNotApplicable) instead of silently
 testing an unbroken build.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
-from engine.worker.activities import ActivityRegistry
+from psycopg.abc import Query
+
+from engine.store.errors import StoreError
+from engine.store.seams import StatementFilter, StoreHooks, Unanswered
+from engine.worker.activities import (
+    ActivityRegistry,
+    ActivityRequest,
+    Failed,
+    Handler,
+    HandlerExecutor,
+    Outcome,
+    Unknown,
+)
+from engine.worker.hooks import WorkerHooks
 
 MUTANT_ENV = "WAYLINE_DRILL_MUTANT"
 APPLY_TIMEOUT_SECONDS = 120
-"""How long applying one mutant in a fresh interpreter may take (an import, on a busy host)."""
+"""How long building one mutant in a fresh interpreter may take (an import, on a busy host)."""
+PREFLIGHT = "import verification.drill_app as d, verification.mutants as m; m.from_env(d.app)"
+"""What a drill worker does with its mutant before it opens its store (see ``does_not_apply``)."""
 
 
 class MutantNotApplicable(RuntimeError):
-    """The engine no longer has what this mutant patches; update the mutant."""
+    """The engine no longer has what this mutant breaks; update the mutant."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """A build of the engine as its seams make it: what a drill worker opens its store
+    and runs its worker with (all None: the engine as it is)."""
+
+    statement_filter: StatementFilter | None = None
+    store_hooks: StoreHooks | None = None
+    worker_hooks: WorkerHooks | None = None
 
 
 @dataclass(frozen=True)
@@ -39,25 +70,25 @@ class Mutant:
     """The promise it breaks, in a sentence."""
     drills: tuple[str, ...]
     """Drill ids that must catch it (any one failing counts as caught)."""
-    apply: Callable[[ActivityRegistry], None]
+    build: Callable[[ActivityRegistry], Build]
 
 
-def apply_from_env(app: ActivityRegistry) -> None:
-    """Patch this process's engine as ``WAYLINE_DRILL_MUTANT`` says (no-op when unset)."""
+def from_env(app: ActivityRegistry) -> Build:
+    """The build ``WAYLINE_DRILL_MUTANT`` names for a worker running ``app`` (the engine
+    as it is when unset)."""
     name = os.environ.get(MUTANT_ENV, "")
-    if name:
-        MUTANTS[name].apply(app)
+    return MUTANTS[name].build(app) if name else Build()
 
 
 def does_not_apply(name: str) -> str:
-    """Why mutant ``name`` cannot be applied to this engine ('' when it can), found by
-    applying it in a fresh interpreter exactly as a drill worker does.
+    """Why mutant ``name`` cannot be built on this engine ('' when it can), found by
+    building it in a fresh interpreter exactly as a drill worker does.
 
     Checked before its drills run: a worker that dies because its mutant no longer fits
     the engine fails its drills too, and that must count as a broken self-test, never
     as the mutant being caught."""
     done = subprocess.run(
-        [sys.executable, "-c", "import verification.drill_app"],
+        [sys.executable, "-c", PREFLIGHT],
         env={**os.environ, MUTANT_ENV: name},
         capture_output=True,
         text=True,
@@ -70,205 +101,160 @@ def does_not_apply(name: str) -> str:
     return lines[-1] if lines else f"the interpreter exited with {done.returncode}"
 
 
-def _replace(module: Any, attribute: str, old: str, new: str) -> None:
-    text = getattr(module, attribute)
-    if old not in text:
-        raise MutantNotApplicable(f"{module.__name__}.{attribute} no longer contains {old!r}")
-    setattr(module, attribute, text.replace(old, new))
+# Building blocks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One of the engine's statements (``module.name``) sent with ``pattern`` replaced."""
+
+    module: ModuleType
+    name: str
+    pattern: str
+    replacement: str
+
+    def apply(self) -> tuple[str, str]:
+        """The statement and its rewritten text; MutantNotApplicable when the statement
+        is gone or ``pattern`` is not in it."""
+        statement = getattr(self.module, self.name, None)
+        if not isinstance(statement, str):
+            raise MutantNotApplicable(f"{self.module.__name__}.{self.name} is gone")
+        text, found = re.subn(self.pattern, lambda _: self.replacement, statement, flags=re.S)
+        if not found:
+            raise MutantNotApplicable(
+                f"{self.module.__name__}.{self.name} no longer contains {self.pattern!r}"
+            )
+        return statement, text
+
+
+class StatementRewrites:
+    """A statement filter: each statement it rewrites is recognised by its exact text,
+    every other statement is sent as it is."""
+
+    def __init__(self, rewrites: Iterable[Rewrite]) -> None:
+        self.rewritten = dict(rewrite.apply() for rewrite in rewrites)
+
+    def __call__(self, query: Query) -> Query:
+        return self.rewritten.get(query, query) if isinstance(query, str) else query
+
+
+H = TypeVar("H", StoreHooks, WorkerHooks)
+
+
+def points_of(hooks: H) -> H:
+    """``hooks`` once every point it overrides is checked to be still the engine's."""
+    base = StoreHooks if isinstance(hooks, StoreHooks) else WorkerHooks
+    for name in vars(type(hooks)):
+        if not name.startswith("_") and not callable(getattr(base, name, None)):
+            raise MutantNotApplicable(f"{base.__module__}.{base.__name__}.{name} is gone")
+    return hooks
 
 
 # Completion without the token check ------------------------------------------------------
 
 
-def _no_token_check(app: ActivityRegistry) -> None:
+def _no_token_check(app: ActivityRegistry) -> Build:
     from engine.store import fenced_sets, fencing, work
 
-    for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE"):
-        _replace(work, statement, work.HELD, "w.work_id = %(work_id)s")
-    _replace(fencing, "FENCED_WRITE", work.HELD, "w.work_id = %(work_id)s")
-    _replace(fenced_sets, "FENCED_SET", fenced_sets.SET_HELD, "w.work_id = i.work_id")
+    held, unfenced = re.escape(work.HELD), "w.work_id = %(work_id)s"
+    set_held, set_unfenced = re.escape(fenced_sets.SET_HELD), "w.work_id = i.work_id"
+    statements = ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE")
+    return Build(
+        statement_filter=StatementRewrites(
+            [
+                *(Rewrite(work, s, held, unfenced) for s in statements),
+                Rewrite(fencing, "FENCED_WRITE", held, unfenced),
+                Rewrite(fenced_sets, "FENCED_SET", set_held, set_unfenced),
+            ]
+        )
+    )
 
 
 # Start/redelivery decisions ---------------------------------------------------------------
 
 
-def _wrap_start_or_settle(
-    wrap: Callable[[Callable[[Any], None], Any, Any], Callable[[Any], None]],
-) -> None:
-    """Replace ``processors.StartOrSettle.__call__`` by ``wrap(original, start, processors)``,
-    where ``start`` is the StartOrSettle at hand (its track, dispatch and settled flag)."""
-    from engine.worker import processors
-
-    cls = getattr(processors, "StartOrSettle", None)
-    if cls is None or "__call__" not in vars(cls):
-        raise MutantNotApplicable("engine.worker.processors.StartOrSettle.__call__ is gone")
-    original = cls.__call__
-
-    def patched(self: Any, draft: Any) -> None:
-        wrap(lambda d: original(self, d), self, processors)(draft)
-
-    cls.__call__ = patched
+class _RedeliveryReruns(WorkerHooks):
+    def redelivered_in_flight(self, outcome: Unknown) -> Outcome | None:
+        return None  # an in-flight redelivery records nothing: the handler reruns
 
 
-def _in_flight(draft: Any, track: Any, dispatch: Any) -> bool:
-    """A redelivery of an attempt durably started by an earlier owner."""
-    from engine.model.instance import AttemptStatus
-
-    progress = track.progress(draft.state, dispatch.step)
-    return (
-        progress is not None
-        and progress.attempt == dispatch.attempt
-        and progress.status is AttemptStatus.RUNNING
-        and not draft.state.status.terminal
-    )
+class _UnknownAsFailure(WorkerHooks):
+    def redelivered_in_flight(self, outcome: Unknown) -> Outcome | None:
+        return Failed("worker-lost", True)  # "the worker died, so it failed": a new key follows
 
 
-def _redelivery_reruns(app: ActivityRegistry) -> None:
-    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
-        def mutated(draft: Any) -> None:
-            if not _in_flight(draft, start.track, start.dispatch):
-                build(draft)  # an in-flight redelivery records nothing: the handler reruns
+class _HandlerBeforeStart(WorkerHooks):
+    def __init__(self, app: ActivityRegistry) -> None:
+        self.app = app
 
-        return mutated
-
-    _wrap_start_or_settle(wrap)
-
-
-def _unknown_as_failure(app: ActivityRegistry) -> None:
-    from engine.worker.activities import Failed
-
-    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
-        def mutated(draft: Any) -> None:
-            if _in_flight(draft, start.track, start.dispatch):
-                # "the worker died, so it failed": a retry with a new key follows
-                failed = Failed("worker-lost", True)
-                processors._outcome(draft, start.track, start.dispatch, failed)
-                start.settled = True
-                return
-            build(draft)
-
-        return mutated
-
-    _wrap_start_or_settle(wrap)
-
-
-def _handler_before_start(app: ActivityRegistry) -> None:
-    from engine.model.events import EventKind
-    from engine.worker.activities import ActivityRequest
-
-    starts = {EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED}
-
-    def wrap(build: Callable[[Any], None], start: Any, processors: Any) -> Any:
-        track, dispatch = start.track, start.dispatch
-
-        def mutated(draft: Any) -> None:
-            build(draft)
-            if not any(e.kind in starts for e in draft.events):
-                return
-            target, _ = track.target_and_timeout(draft.state, dispatch.step)
-            progress = track.progress(draft.state, dispatch.step)
-            handler = app.get(target)
-            if handler is None:
-                return
+    def attempt_starting(self, request: Callable[[], ActivityRequest]) -> None:
+        early = request()
+        handler = self.app.get(early.target)
+        if handler is not None:
             # the "optimisation": call out while the start is still only in memory
             with contextlib.suppress(Exception):
-                handler(early(draft, dispatch, target, progress, track))
-
-        return mutated
-
-    def early(draft: Any, dispatch: Any, target: str, progress: Any, track: Any) -> Any:
-        return ActivityRequest(
-            instance_id=draft.state.instance_id,
-            step=dispatch.step,
-            target=target,
-            attempt=dispatch.attempt,
-            idempotency_key=progress.idempotency_key,
-            deadline=progress.due_at,
-            input=draft.state.value("input"),
-            compensation=track.compensation,
-        )
-
-    _wrap_start_or_settle(wrap)
+                handler(early)
 
 
 # Terminal event without archive ------------------------------------------------------------
 
 
-def _terminal_without_archive(app: ActivityRegistry) -> None:
+def _terminal_without_archive(app: ActivityRegistry) -> Build:
     from engine.store import commits, fenced_sets, fencing
 
+    archived, kept = r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at"
     written_by = ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE"))
-    for module, statement in (*written_by, (fenced_sets, "FENCED_SET")):
-        text = getattr(module, statement)
-        mutated = re.sub(
-            r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S
-        )
-        if mutated == text:
-            raise MutantNotApplicable(f"{statement} no longer sets archived_at by CASE")
-        setattr(module, statement, mutated)
+    statements = (*written_by, (fenced_sets, "FENCED_SET"))
+    return Build(
+        statement_filter=StatementRewrites(Rewrite(m, s, archived, kept) for m, s in statements)
+    )
 
 
 # Settlement by guessing ----------------------------------------------------------------------
 
 
-def _settle_guesses_aborted(app: ActivityRegistry) -> None:
-    from engine.store import commits
-    from engine.store.errors import StoreError
-
-    for name in ("settle", "settle_session"):
-        if not hasattr(commits, name):
-            raise MutantNotApplicable(f"engine.store.commits.{name} is gone")
-
-    async def guess(connect: Any, written: list[Any], handle: Any) -> None:
+class _SettleGuessesAborted(StoreHooks):
+    async def settle(self, unanswered: Unanswered, decide: Callable[[], Any]) -> None:
         raise StoreError("commit failed; assuming it did not take effect")
-
-    commits.settle = commits.settle_session = guess
 
 
 # False unknowns: a handler that never ran recorded as "may have happened" -----------------
 
 
-def _renewal_cancels_own_commit(app: ActivityRegistry) -> None:
-    from engine.worker import processors
-
-    if not hasattr(processors.LeaseHolder, "completing"):
-        raise MutantNotApplicable("engine.worker.processors.LeaseHolder.completing is gone")
-    processors.LeaseHolder.completing = lambda self: contextlib.nullcontext()
+class _RenewalCancelsOwnCommit(WorkerHooks):
+    def lost_lease_cancels(self, cancel: bool) -> bool:
+        return True  # even when the lease was finished by the processor's own commit
 
 
-def _settled_write_drops_next_lease(app: ActivityRegistry) -> None:
+def _settled_write_drops_next_lease(app: ActivityRegistry) -> Build:
     from engine.store import fencing
 
-    if not hasattr(fencing.LeaseFence, "recover"):
-        raise MutantNotApplicable("engine.store.fencing.LeaseFence.recover is gone")
-
-    async def forget(self: Any, conn: Any) -> None:
-        return None
-
-    fencing.LeaseFence.recover = forget
+    handed_on = Rewrite(
+        fencing, "HANDED_ON", re.escape("WHERE w.work_id = %(next_id)s"), "WHERE false"
+    )
+    return Build(statement_filter=StatementRewrites([handed_on]))
 
 
-def _handlers_share_default_pool(app: ActivityRegistry) -> None:
-    import asyncio
+class _DefaultPool:
+    """asyncio's default pool, whose queue counts against the attempt's timeout."""
 
-    from engine.worker import activities
-
-    if not hasattr(activities.HandlerThreads, "run"):
-        raise MutantNotApplicable("engine.worker.activities.HandlerThreads.run is gone")
-
-    async def queued(self: Any, handler: Any, request: Any, timeout: float) -> Any:
+    async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
         async with asyncio.timeout(timeout):  # the clock runs while it waits for a thread
             return await asyncio.to_thread(handler, request)
 
-    activities.HandlerThreads.run = queued
+
+class _HandlersShareDefaultPool(WorkerHooks):
+    def handler_executor(self, threads: HandlerExecutor) -> HandlerExecutor:
+        return _DefaultPool()
 
 
-def _not_committed_outcome_dropped(app: ActivityRegistry) -> None:
-    from engine.worker import leased_commits
+class _NotCommittedOutcomeDropped(WorkerHooks):
+    def write_again_after(self, delay: float | None) -> float | None:
+        return None
 
-    if not hasattr(leased_commits, "WRITE_RETRY_DELAYS"):
-        raise MutantNotApplicable("engine.worker.leased_commits.WRITE_RETRY_DELAYS is gone")
-    leased_commits.WRITE_RETRY_DELAYS = ()
+
+def _worker(hooks: Callable[[], WorkerHooks]) -> Callable[[ActivityRegistry], Build]:
+    return lambda app: Build(worker_hooks=points_of(hooks()))
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -284,19 +270,19 @@ MUTANTS: dict[str, Mutant] = {
             "handler-before-start",
             "the handler is called before the attempt start is durable",
             ("D1-kill-after_handler-s0",),
-            _handler_before_start,
+            lambda app: Build(worker_hooks=points_of(_HandlerBeforeStart(app))),
         ),
         Mutant(
             "redelivery-reruns-handler",
             "a redelivered in-flight attempt calls the handler again instead of unknown",
             ("D1-kill-after_handler-s0", "D4-sigstop"),
-            _redelivery_reruns,
+            _worker(_RedeliveryReruns),
         ),
         Mutant(
             "unknown-as-failure",
             "an unknown outcome is recorded as a failure and retried with a new key",
             ("D1-kill-after_handler-s0", "D1-exit-after_handler-s0"),
-            _unknown_as_failure,
+            _worker(_UnknownAsFailure),
         ),
         Mutant(
             "terminal-without-archive",
@@ -308,13 +294,13 @@ MUTANTS: dict[str, Mutant] = {
             "settle-guesses-aborted",
             "an unanswered COMMIT is assumed not committed instead of settled",
             ("D3-sever_after_commit-before_commit-s0", "D3-sever_after_commit-before_commit-s1"),
-            _settle_guesses_aborted,
+            lambda app: Build(store_hooks=points_of(_SettleGuessesAborted())),
         ),
         Mutant(
             "renewal-cancels-own-commit",
             "a renewal answered stale by the outcome's own commit cancels the next step",
             ("U1-renewal-race",),
-            _renewal_cancels_own_commit,
+            _worker(_RenewalCancelsOwnCommit),
         ),
         Mutant(
             "settled-write-drops-next-lease",
@@ -326,13 +312,13 @@ MUTANTS: dict[str, Mutant] = {
             "handlers-share-default-pool",
             "sync handlers queue for asyncio's default pool on their attempt's timeout",
             ("U3-thread-pool",),
-            _handlers_share_default_pool,
+            _worker(_HandlersShareDefaultPool),
         ),
         Mutant(
             "not-committed-outcome-dropped",
             "an outcome write known not to have committed is dropped, not written again",
             ("U4-cut-before-outcome",),
-            _not_committed_outcome_dropped,
+            _worker(_NotCommittedOutcomeDropped),
         ),
     )
 }

@@ -12,16 +12,18 @@ detection is replay's and the decisions', not the fingerprints'.
 
 from __future__ import annotations
 
-import contextlib
+import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from engine.decide.orchestration import decide
 from engine.model.definitions import Definition
 from engine.model.events import Event, EventKind
 from engine.model.registry import Registry
+from engine.model.transitions import Draft, WorkItem
 from engine.model.validation import parse_definition
 from verification.replay_check import History
 from verification.workloads import FLOW_DOCUMENT
@@ -177,21 +179,28 @@ def _change_last_result(events: list[Event], rng: random.Random) -> list[Event] 
 # Decision code --------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def random_keys(rng: random.Random) -> Iterator[None]:
-    """Decision code that draws randomness before an id (sdk-python #1109's mistake)."""
-    from engine.decide import decisions
+def random_keys(rng: random.Random) -> Callable[[Draft], None]:
+    """Decision code that draws randomness before an id (sdk-python #1109's mistake):
+    the engine's ``decide``, with every key it hands out (in its events and in its
+    work's dispatch) drawn afresh each time it decides."""
 
-    original = decisions.attempt_key
+    def drifting(draft: Draft) -> None:
+        decide(draft)
+        suffix = f"-{rng.randrange(10**6)}"
+        draft.events[:] = [
+            replace(e, idempotency_key=e.idempotency_key + suffix) if e.idempotency_key else e
+            for e in draft.events
+        ]
+        draft.work[:] = [_drifted(item, suffix) for item in draft.work]
 
-    def drifting(instance_id: str, step: str, attempt: int, track: str = "") -> str:
-        return f"{original(instance_id, step, attempt, track)}-{rng.randrange(10**6)}"
+    return drifting
 
-    decisions.attempt_key = drifting
-    try:
-        yield
-    finally:
-        decisions.attempt_key = original
+
+def _drifted(item: WorkItem, suffix: str) -> WorkItem:
+    dispatch = json.loads(item.payload or "null")
+    if not isinstance(dispatch, dict) or "key" not in dispatch:
+        return item
+    return replace(item, payload=json.dumps({**dispatch, "key": dispatch["key"] + suffix}))
 
 
 MUTATIONS = (

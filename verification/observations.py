@@ -3,7 +3,7 @@
 Boundary hits go to the fault report (``engine.worker.faults``); everything else a drill
 subprocess wants to tell the harness goes here: lease-holder writes attempted and
 whether they held the lease (``verification.lease_audit``), and how the engine settled
-each COMMIT whose answer was lost (``install_settlement_recorder``). One ``os.write`` per
+each COMMIT whose answer was lost (``SettlementRecorder``). One ``os.write`` per
 line on an O_APPEND descriptor, so lines stay whole across processes and survive a
 SIGKILL right after they are written.
 """
@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from engine.store.errors import CommitUnknown, DuplicateTransition
+from engine.store.seams import LeaseWrites, Row, StoreHooks, Unanswered
 
 OBSERVATIONS_ENV = "WAYLINE_DRILL_OBSERVATIONS"
 
@@ -45,30 +48,35 @@ def read(path: Path) -> Iterator[dict[str, Any]]:
             continue  # a line cut short by a kill mid-write
 
 
-def install_settlement_recorder() -> None:
-    """Record every settlement of an unanswered COMMIT the engine makes.
+class Observer(StoreHooks):
+    """Store hooks that watch what the hooks they wrap (``inner``: the engine's own by
+    default, or a mutant's) decide, without changing it."""
 
-    The store calls ``commits.settle(connect, written, xid)`` when COMMIT failed, and
-    ``commits.settle_session(connect, written, session)`` when a write sent alone in
-    autocommit got no answer; each returns (committed) or raises (not committed, or
-    still unknown). The harness later asks ``pg_xact_status`` about the same xid, or
-    the proxy about the cut on the same backend, and compares.
+    def __init__(self, inner: StoreHooks | None = None) -> None:
+        self.inner = inner or StoreHooks()
+
+    async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
+        return await self.inner.lease_writes(sent)
+
+    async def settle(self, unanswered: Unanswered, decide: Callable[[], Awaitable[None]]) -> None:
+        await self.inner.settle(unanswered, decide)
+
+
+class SettlementRecorder(Observer):
+    """Records every settlement of an unanswered COMMIT the store makes.
+
+    The store settles a COMMIT that failed by its transaction id, and a write sent alone
+    in autocommit that got no answer by the session that ran it; each returns
+    (committed) or raises (not committed, or still unknown). The harness later asks
+    ``pg_xact_status`` about the same xid, or the proxy about the cut on the same
+    backend, and compares.
     """
-    from engine.store import commits
 
-    commits.settle = _recorded(commits.settle, lambda xid: {"xid": xid})
-    commits.settle_session = _recorded(
-        commits.settle_session, lambda session: {"pid": session.pid if session else 0}
-    )
-
-
-def _recorded(original: Any, about: Any) -> Any:
-    from engine.store.errors import CommitUnknown, DuplicateTransition
-
-    async def settle(connect: Any, written: list[Any], handle: Any) -> None:
-        record = {**about(handle), "transitions": [t.transition_id for t in written]}
+    async def settle(self, unanswered: Unanswered, decide: Callable[[], Awaitable[None]]) -> None:
+        named = {"xid": unanswered.xid} if unanswered.xid else {"pid": unanswered.pid}
+        record = {**named, "transitions": [t.transition_id for t in unanswered.written]}
         try:
-            await original(connect, written, handle)
+            await self.inner.settle(unanswered, decide)
         except CommitUnknown:
             note("settled", **record, verdict="unknown")
             raise
@@ -79,5 +87,3 @@ def _recorded(original: Any, about: Any) -> Any:
             note("settled", **record, verdict="aborted")
             raise
         note("settled", **record, verdict="committed")
-
-    return settle

@@ -8,8 +8,11 @@ a drill needs and ``wayline worker`` does not offer:
   channel, see ``engine.worker.faults``);
 - short timings for every interval (lease, renewal, poll, sweep, heartbeat), so a drill
   takes seconds;
-- the harness's observers: the fencing oracle (``verification.lease_audit``) and the
-  settlement recorder (``verification.observations``);
+- the harness's observers, as the store's hooks: the fencing oracle
+  (``verification.lease_audit``) and the settlement recorder
+  (``verification.observations``);
+- the self-test's broken build named by ``WAYLINE_DRILL_MUTANT``, if any
+  (``verification.mutants``), through the store's and the worker's seams;
 - an optional shared file clock (``--clock-file``, D9) or a wall-clock jump after
   start-up (``WAYLINE_DRILL_CLOCK_JUMP``, D19).
 """
@@ -25,10 +28,12 @@ import sys
 from datetime import timedelta
 
 from engine import Client, load_app
+from engine.store.clock import DatabaseClock
+from engine.store.seams import StatementFilter, StoreHooks
 from engine.store.store import Store
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
-from verification import clocks, lease_audit, observations
+from verification import clocks, lease_audit, mutants, observations
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,17 +70,23 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-file", help="a shared controllable clock (D9)")
 
 
-async def _open(args: argparse.Namespace) -> Store:
-    clock = clocks.FileClock(args.clock_file) if args.clock_file else None
-    store = await Store.open(args.dsn, args.schema, clock=clock)
+async def _open(
+    args: argparse.Namespace,
+    hooks: StoreHooks,
+    statement_filter: StatementFilter | None = None,
+) -> Store:
+    clock = clocks.FileClock(args.clock_file) if args.clock_file else DatabaseClock(clocks.WALL.now)
+    store = await Store.open(
+        args.dsn, args.schema, clock=clock, statement_filter=statement_filter, hooks=hooks
+    )
     clocks.jump_from_env()  # after the store measured its offset, as a real jump would be
     return store
 
 
 async def _worker(args: argparse.Namespace) -> int:
-    registry = load_app(args.app)  # imports the drill app, which applies any mutant
-    lease_audit.install_fencing_oracle()
-    observations.install_settlement_recorder()
+    registry = load_app(args.app)
+    build = mutants.from_env(registry)
+    observers = lease_audit.FencingOracle(observations.SettlementRecorder(build.store_hooks))
     lease = timedelta(seconds=args.lease_seconds)
     config = WorkerConfig(
         worker_id=args.worker_id,
@@ -87,21 +98,21 @@ async def _worker(args: argparse.Namespace) -> int:
         heartbeat_every=timedelta(seconds=max(args.sweep_seconds, 0.5)),
         sweep_every=timedelta(seconds=args.sweep_seconds),
     )
-    store = await _open(args)
+    store = await _open(args, observers, build.statement_filter)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        await Worker(store, registry, config, faults=Faults.from_env()).run(stop)
+        worker = Worker(store, registry, config, Faults.from_env(), hooks=build.worker_hooks)
+        await worker.run(stop)
     finally:
         await store.close()
     return 0
 
 
 async def _signal(args: argparse.Namespace) -> int:
-    observations.install_settlement_recorder()
-    store = await _open(args)
+    store = await _open(args, observations.SettlementRecorder())
     try:
         client = Client(store, faults=Faults.from_env())
         await client.signal(args.instance, args.step, args.signal_id, json.loads(args.payload))

@@ -18,6 +18,7 @@ against another build (D7's corpus). ``verify`` asks of it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,9 +120,15 @@ class Verdict:
         return self.state.digest if self.state is not None else None
 
 
-def verify(registry: Registry, history: History) -> Verdict:
-    """Replay ``history`` with decision checks, then check its ledger chain."""
-    verdict = _replay_with_decisions(registry, history)
+Decide = Callable[[Draft], None]
+
+
+def verify(registry: Registry, history: History, decision: Decide = decide) -> Verdict:
+    """Replay ``history`` with decision checks, then check its ledger chain.
+
+    ``decision`` is the decision code checked (the engine's ``decide``, unless a
+    negative control checks a broken one)."""
+    verdict = _replay_with_decisions(registry, history, decision)
     if verdict.state is not None:
         again = _replay(registry, history.events)
         if again is None or again.digest != verdict.state.digest:
@@ -140,14 +147,14 @@ def _replay(registry: Registry, events: list[Event]) -> Instance | None:
     return state
 
 
-def _replay_with_decisions(registry: Registry, history: History) -> Verdict:
+def _replay_with_decisions(registry: Registry, history: History, decision: Decide) -> Verdict:
     """Replay to the end; check decisions until the first divergence (one is enough)."""
     state: Instance | None = None
     verdict = Verdict(None, 0)
     work = {w.work_id: w for w in history.work}
     for index, event in enumerate(history.events):
         if state is not None and not verdict.problems:
-            problem = check_decision(registry, state, history.events[index:], work)
+            problem = check_decision(registry, state, history.events[index:], work, decision)
             if problem:
                 verdict.problems.append(problem)
         try:
@@ -158,13 +165,18 @@ def _replay_with_decisions(registry: Registry, history: History) -> Verdict:
         verdict.events += 1
         verdict.pins[state.sequence] = state.definition
     if state is not None and not verdict.problems:
-        verdict.problems.extend(filter(None, [check_decision(registry, state, [], work)]))
+        last = check_decision(registry, state, [], work, decision)
+        verdict.problems.extend(filter(None, [last]))
     verdict.state = state
     return verdict
 
 
 def check_decision(
-    registry: Registry, state: Instance, rest: list[Event], work: dict[str, WorkItem]
+    registry: Registry,
+    state: Instance,
+    rest: list[Event],
+    work: dict[str, WorkItem],
+    decision: Decide = decide,
 ) -> str:
     """Whether the engine, at ``state``, decides exactly what history recorded next."""
     if state.status.terminal or state.pending_command is not None:
@@ -172,7 +184,7 @@ def check_decision(
     now = rest[0].occurred_at if rest else state.updated_at
     draft = Draft(registry, state, now)
     try:
-        decide(draft)
+        decision(draft)
     except (DecisionRejected, ReplayRejected, TransitionInvalid) as exc:
         return f"at sequence {state.sequence} the engine cannot decide: {exc}"
     where = f"after sequence {state.sequence}"

@@ -17,6 +17,9 @@ idle and ``idle_in_transaction_session_timeout`` ends it if the COMMIT never com
 pipeline without a Sync between its statements has no such limit while the server waits
 for the rest of it, holding the locks of the statements already run.
 
+A store's statement filter (``engine.store.seams``) sees each statement before it is
+prepared, in the shape every other statement has (named placeholders).
+
 A session's prepared statements can vanish: psycopg deallocates all of them after a
 rollback. ``forget`` drops what is known of a session then, and a statement found
 missing all the same fails the message (nothing ran), so the group falls back to
@@ -36,7 +39,7 @@ import psycopg
 from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
-from engine.store import fenced_sets
+from engine.store import fenced_sets, seams
 from engine.store.commits import Write
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -76,6 +79,12 @@ async def run(
     """Run ``writes`` in one transaction, opened here unless one is open, sent as one
     message and left open for the caller to commit; each write's row (None: no row).
     The lease-fenced writes go as sets (``fenced_sets``), the others one by one."""
+    return await seams.group_writes(conn, writes, lambda: _send(conn, writes))
+
+
+async def _send(
+    conn: psycopg.AsyncConnection, writes: Sequence[Write]
+) -> list[tuple[Any, ...] | None]:
     literal = Transformer.from_context(conn).as_literal
     sets = fenced_sets.rounds(writes)
     alone = [k for k, write in enumerate(writes) if write.fenced is None]
@@ -123,7 +132,7 @@ async def _call(
 async def _prepared(conn: psycopg.AsyncConnection, statement: str) -> Prepared:
     known = _SESSIONS.setdefault(conn, {})
     if statement not in known:
-        text, params = positional(statement)
+        text, params = positional(seams.filtered(conn, statement))
         name = f"wayline_batch_{next(_NAMES)}"  # never reused: a forgotten one may live on
         await conn.execute(f"PREPARE {name} AS {text}".encode())
         known[statement] = Prepared(name, params)

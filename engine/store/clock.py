@@ -9,6 +9,7 @@ NULL. Tests and drills install a ManualClock whose instant is passed instead.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from engine.model.canonical import utc
@@ -26,8 +27,10 @@ class DatabaseClock:
     the two clocks' rates cannot drift apart.
     """
 
-    def __init__(self) -> None:
-        self._server = datetime.now(UTC)
+    def __init__(self, wall: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        """``wall`` is this machine's clock, read once for a first guess before ``sync``
+        (a drill gives one that jumps)."""
+        self._server = wall()
         self._at = time.monotonic()
 
     def sync(self, server_time: datetime, local_monotonic: float) -> None:

@@ -173,7 +173,7 @@ class FencedTransition:
 
     @property
     def statement(self) -> str:
-        return FENCED_WRITE  # read at each use, as work's statements are
+        return FENCED_WRITE
 
     def params(self) -> dict[str, Any]:
         return {**self.fence.params(), "finish": self.fence.finish_lease}

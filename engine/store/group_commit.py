@@ -28,7 +28,6 @@ from engine.model.transitions import Transition
 from engine.store.commits import CommitResult
 from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.store import (
-    OPERATION_TIMEOUT_SECONDS,
     Fence,
     Store,
     check_all,
@@ -131,7 +130,7 @@ class CommitGroup:
         """Commit the group in one transaction and answer its members; False (rolled
         back, nobody answered) when a member must be committed on its own."""
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+            async with asyncio.timeout(self.store.deadlines.operation):
                 staged = await self._stage(conn, group)
         except (StoreError, psycopg.Error, TimeoutError):
             staged = None

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -21,7 +22,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.model.transitions import Transition, check_transition
-from engine.store import batches, commits, sessions
+from engine.store import batches, commits, seams, sessions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import (
@@ -45,6 +46,20 @@ OPERATION_TIMEOUT_SECONDS = 30.0
 """Client-side deadline of every store operation: a paused or unreachable server makes
 the operation fail (not committed, or unknown for a COMMIT) instead of hanging; the
 server's own timeouts cannot fire while it is stopped."""
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """A store's client-side deadlines (the defaults above); a drill that pauses the
+    server opens a store with short ones, to see every wait end without waiting long."""
+
+    operation: float = OPERATION_TIMEOUT_SECONDS
+    pool_wait: float = CONNECT_TIMEOUT_SECONDS
+    connect: int = CONNECT_TIMEOUT
+
+
+DEADLINES = Deadlines()
+
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000
 """A session idle inside a transaction this long is ended by the server: a worker that
 is stopped mid-transaction must not keep work rows locked (claims skip locked rows),
@@ -90,12 +105,20 @@ class Store:
     """Durable operations on one schema. Create with ``await Store.open(...)``."""
 
     def __init__(
-        self, pool: AsyncConnectionPool, schema: str, clock: Clock, conninfo: str = ""
+        self,
+        pool: AsyncConnectionPool,
+        schema: str,
+        clock: Clock,
+        conninfo: str = "",
+        given: seams.Seams = seams.NO_SEAMS,
+        deadlines: Deadlines = DEADLINES,
     ) -> None:
         self.pool = pool
+        self.deadlines = deadlines
         self.conninfo = conninfo
         self.schema = schema
         self.clock = clock
+        self.seams = given
         self.channel = f"{schema}_work"
 
     @classmethod
@@ -106,26 +129,38 @@ class Store:
         *,
         clock: Clock | None = None,
         max_size: int = DEFAULT_POOL_SIZE,
+        statement_filter: seams.StatementFilter | None = None,
+        hooks: seams.StoreHooks | None = None,
+        deadlines: Deadlines = DEADLINES,
     ) -> Store:
-        """Open a pool on ``schema``; SchemaBehindError when migrations are missing."""
+        """Open a pool on ``schema``; SchemaBehindError when migrations are missing.
+
+        ``statement_filter`` and ``hooks`` are the store's seams (``engine.store.seams``):
+        how a drill harness changes or watches the store without patching it."""
         validate_schema_name(schema)
-        await _probe(conninfo)
+        await _probe(conninfo, deadlines.connect)
+        given = seams.Seams(statement_filter, hooks)
         pool = AsyncConnectionPool(
             conninfo,
+            connection_class=seams.SeamedConnection,
             min_size=1,
             max_size=max_size,
             open=False,
-            kwargs={"options": session_options(schema), "connect_timeout": CONNECT_TIMEOUT},
-            timeout=CONNECT_TIMEOUT_SECONDS,
+            kwargs={
+                "options": session_options(schema),
+                "connect_timeout": deadlines.connect,
+                "seams": given,
+            },
+            timeout=deadlines.pool_wait,
             configure=sessions.remember,
             reset=_transactional,
         )
         try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+            await pool.open(wait=True, timeout=deadlines.pool_wait)
         except Exception as exc:
             await pool.close()
             raise StoreUnavailable("cannot connect to the database") from exc
-        store = cls(pool, schema, clock or DatabaseClock(), conninfo)
+        store = cls(pool, schema, clock or DatabaseClock(), conninfo, given, deadlines)
         try:
             async with store.connection() as conn:
                 await check_schema_current_async(conn, schema)
@@ -153,17 +188,24 @@ class Store:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def dedicated(self) -> psycopg.AsyncConnection:
+        """A connection of its own in autocommit, outside the pool (a worker's owner
+        lock and LISTEN), with the store's seams."""
+        return await seams.SeamedConnection.connect(
+            self.conninfo, seams=self.seams, autocommit=True
+        )
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection; failing to get one is StoreUnavailable (nothing written)."""
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS), self.pool.connection() as conn:
+            async with asyncio.timeout(self.deadlines.operation), self.pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StoreUnavailable("the database is unavailable") from exc
         except TimeoutError as exc:
             raise StoreUnavailable(
-                f"the database did not answer within {OPERATION_TIMEOUT_SECONDS:g} s"
+                f"the database did not answer within {self.deadlines.operation:g} s"
             ) from exc
 
     @asynccontextmanager
@@ -212,7 +254,7 @@ class Store:
             return [await self._write_alone(conn, transitions[0], fence, tenant)]
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+            async with asyncio.timeout(self.deadlines.operation):
                 results, xid = await self.stage_fenced(conn, transitions, fence, tenant)
         except TimeoutError as exc:
             await rollback(conn)
@@ -247,14 +289,19 @@ class Store:
         """
         await conn.set_autocommit(True)
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+            async with asyncio.timeout(self.deadlines.operation):
                 results, _ = await self.stage_fenced(conn, [transition], fence, tenant)
         except StoreError:
             raise
         except (psycopg.Error, TimeoutError) as exc:
             if not conn.broken and isinstance(exc, psycopg.Error):
                 raise _refused(transition.transition_id) from exc
-            settling = commits.settle_session(self.pool.connection, [transition], sessions.of(conn))
+            session = sessions.of(conn)
+            settling = seams.settle(
+                self.seams.hooks,
+                seams.Unanswered([transition], pid=session.pid if session else 0),
+                lambda: commits.settle_session(self.pool.connection, [transition], session),
+            )
             await uncancellable(settling)
             if fence is not None:
                 await self._recover(fence)
@@ -267,7 +314,7 @@ class Store:
         the lease expired and then count as unknown, though it never ran. The write has
         committed; if this read fails too, only that lease is left to expire."""
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS), self.reading() as conn:
+            async with asyncio.timeout(self.deadlines.operation), self.reading() as conn:
                 await fence.recover(conn)
         except (StoreError, psycopg.Error, OSError, TimeoutError):
             log.warning("the lease handed on by a settled write could not be read back")
@@ -277,12 +324,16 @@ class Store:
     ) -> None:
         """COMMIT; if COMMIT itself fails, settle its outcome (see ``commits.settle``)."""
         try:
-            async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+            async with asyncio.timeout(self.deadlines.operation):
                 await conn.commit()
         except (psycopg.Error, TimeoutError) as exc:
             try:
-                async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
-                    await commits.settle(self.pool.connection, written, xid)
+                async with asyncio.timeout(self.deadlines.operation):
+                    await seams.settle(
+                        self.seams.hooks,
+                        seams.Unanswered(written, xid=xid),
+                        lambda: commits.settle(self.pool.connection, written, xid),
+                    )
             except TimeoutError:
                 raise CommitUnknown(
                     "the COMMIT's outcome is unknown and the database did not "
@@ -418,11 +469,11 @@ def newly_written(
     return [t for t, r in zip(transitions, results, strict=True) if not r.replayed]
 
 
-async def _probe(conninfo: str) -> None:
+async def _probe(conninfo: str, connect_timeout: int) -> None:
     """Connect once, so an unreachable server fails at once instead of after the pool
     has retried for its whole timeout."""
     try:
-        conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=CONNECT_TIMEOUT)
+        conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=connect_timeout)
     except psycopg.Error as exc:
         raise StoreUnavailable("cannot connect to the database") from exc
     await conn.close()

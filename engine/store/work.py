@@ -61,6 +61,7 @@ from engine.model.events import Event
 from engine.model.identifiers import id_problem
 from engine.model.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
 from engine.model.transitions import WorkKind
+from engine.store import seams
 from engine.store.clock import NOW_SQL as NOW
 from engine.store.commits import NOTIFY_WORK, one_line
 from engine.store.errors import (
@@ -537,7 +538,7 @@ async def _fenced(
     conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Lease
 ) -> tuple[Any, ...]:
     """Run a statement guarded by ``HELD``; no row means the lease is no longer held."""
-    row = await (await conn.execute(statement, params)).fetchone()
+    row = await seams.lease_write(conn, statement, params)
     if row is None:
         raise StaleLease(
             f"lease {lease.token} of {lease.owner} on work {lease.work_id} is no longer "

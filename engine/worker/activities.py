@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound
@@ -178,6 +178,13 @@ def load_app(spec: str) -> ActivityRegistry:
     return registry
 
 
+class HandlerExecutor(Protocol):
+    """Runs a sync handler: ``HandlerThreads``, unless a worker's hooks choose another."""
+
+    async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
+        """``handler(request)``; TimeoutError ``timeout`` s after it started."""
+
+
 class HandlerThreads:
     """The threads a worker runs sync handlers in: one for each attempt it may run.
 
@@ -234,17 +241,17 @@ class HandlerThreads:
 
 
 async def run_handler(
-    handler: Handler, request: ActivityRequest, timeout: float, threads: HandlerThreads
+    handler: Handler, request: ActivityRequest, timeout: float, executor: HandlerExecutor
 ) -> Outcome:
     """Run one attempt and classify what happened; never raises for handler behaviour.
 
-    A sync handler runs in one of ``threads``; its timeout counts from when it started."""
+    A sync handler runs by ``executor``; its timeout counts from when it started."""
     try:
         if inspect.iscoroutinefunction(handler):
             async with asyncio.timeout(timeout):
                 value = await handler(request)
         else:
-            value = await threads.run(handler, request, timeout)
+            value = await executor.run(handler, request, timeout)
     except ActivityFailure as failure:
         return Failed(failure.code, failure.retryable, failure.details)
     except TimeoutError:

@@ -20,6 +20,7 @@ processors of activities, timers and children (``engine.worker.processors``,
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry, HandlerThreads
 from engine.worker.faults import Boundary, Faults
+from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import InstanceCache, RegistrySource
 from engine.worker.metrics import Metrics
 
@@ -104,6 +106,8 @@ class Context:
     metrics: Metrics = field(default_factory=Metrics)
     threads: HandlerThreads = field(default_factory=lambda: HandlerThreads(1))
     """Where sync handlers run; the worker sizes it to its concurrency."""
+    hooks: WorkerHooks = field(default_factory=WorkerHooks)
+    """The worker's decision points (``engine.worker.hooks``)."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 
@@ -194,17 +198,26 @@ async def _write(ctx: Context, transitions: list[Transition], fence: LeaseFence)
     before the server got it, the database briefly unavailable) is sent again after
     each of ``WRITE_RETRY_DELAYS``. Fencing still decides: a lease lost meanwhile ends
     the retries with StaleLease, and an outcome that is unknown is never retried here."""
-    for delay in WRITE_RETRY_DELAYS:
+    for tried in itertools.count():
         try:
             await ctx.commits.commit_all(transitions, fence)
             return
         except StoreError as exc:
-            if type(exc) not in (StoreError, StoreUnavailable):
-                raise  # not "safe to retry": unknown, stale, a conflict, ...
+            delay = _write_again_after(ctx, exc, tried)
+            if delay is None:
+                raise
             ctx.metrics.count("write_retries")
             log.warning("%s; writing it again in %.2f s", exc, delay)
         await asyncio.sleep(delay)
-    await ctx.commits.commit_all(transitions, fence)
+
+
+def _write_again_after(ctx: Context, exc: StoreError, tried: int) -> float | None:
+    """The wait before the next try of a write that failed ``tried + 1`` times with
+    ``exc``; None when it is not sent again."""
+    if type(exc) not in (StoreError, StoreUnavailable):
+        return None  # not "safe to retry": unknown, stale, a conflict, ...
+    planned = WRITE_RETRY_DELAYS[tried] if tried < len(WRITE_RETRY_DELAYS) else None
+    return ctx.hooks.write_again_after(planned)
 
 
 @dataclass

@@ -43,6 +43,7 @@ from engine.store.store import Store
 from engine.worker import processors
 from engine.worker.activities import ActivityRegistry, HandlerThreads
 from engine.worker.faults import Boundary, Faults
+from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from engine.worker.metrics import Metrics
@@ -86,6 +87,7 @@ class Worker:
         config: WorkerConfig | None = None,
         faults: Faults | None = None,
         metrics: Metrics | None = None,
+        hooks: WorkerHooks | None = None,
     ) -> None:
         self.store = store
         self.config = config or WorkerConfig()
@@ -100,6 +102,7 @@ class Worker:
             faults or Faults(),
             metrics or Metrics(),
             HandlerThreads(self.config.concurrency, on_free=self.wake.set),
+            hooks or WorkerHooks(),
         )
 
     @property
@@ -218,7 +221,9 @@ class Worker:
             try:
                 await work.renew(self.store, lease, self.config.lease)
             except StaleLease:
-                if current.lease is not lease or current.committing:
+                if current.lease is not lease:
+                    continue  # the processor moved on to the lease its commit handed on
+                if not self.ctx.hooks.lost_lease_cancels(not current.committing):
                     continue  # the processor's own commit finished that lease (eager)
                 log.warning(
                     "lease %s on work %s was lost: its processor is cancelled",
@@ -247,9 +252,7 @@ class Worker:
         """
         while not stop.is_set():
             try:
-                async with await psycopg.AsyncConnection.connect(
-                    self.store.conninfo, autocommit=True
-                ) as conn:
+                async with await self.store.dedicated() as conn:
                     await work.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")

@@ -18,6 +18,7 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from engine.worker.activities import (
     run_handler,
 )
 from engine.worker.faults import Boundary
+from engine.worker.hooks import WorkerHooks
 from engine.worker.leased_commits import (
     Context,
     Dispatch,
@@ -136,7 +138,7 @@ async def process_attempt(
     if dispatch is None:
         await work.dead_letter(ctx.store, lease, track.poison_code)
         return
-    start = StartOrSettle(track, dispatch, lease.claimed_at)
+    start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
@@ -198,12 +200,16 @@ class StartOrSettle:
     ``settled`` tells the commit to finish the lease: a settled redelivery has nothing
     left to run, while a started attempt keeps its lease for the handler. An attempt
     whose retry time has not come when the work was claimed (``claimed_at``) waits.
+    ``hooks`` see the redelivery's outcome and the start (``engine.worker.hooks``).
     """
 
-    def __init__(self, track: Track, dispatch: Dispatch, claimed_at: datetime) -> None:
+    def __init__(
+        self, track: Track, dispatch: Dispatch, claimed_at: datetime, hooks: WorkerHooks
+    ) -> None:
         self.track = track
         self.dispatch = dispatch
         self.claimed_at = claimed_at
+        self.hooks = hooks
         self.settled = False
 
     def __call__(self, draft: Draft) -> None:
@@ -217,8 +223,10 @@ class StartOrSettle:
             if progress.status is not A.RUNNING:
                 raise Obsolete
             # Durably started by an earlier owner that vanished: its effect may exist.
-            _outcome(draft, track, dispatch, Unknown(track.unknown_code))
-            self.settled = True
+            outcome = self.hooks.redelivered_in_flight(Unknown(track.unknown_code))
+            if outcome is not None:
+                _outcome(draft, track, dispatch, outcome)
+                self.settled = True
             return
         if state.status is S.PAUSED:
             raise Park
@@ -230,6 +238,7 @@ class StartOrSettle:
         if progress.retry_at is not None:
             wait_until(draft, progress.retry_at, self.claimed_at)
         track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
+        self.hooks.attempt_starting(functools.partial(_request, draft.state, track, dispatch))
 
 
 def _record(track: Track, dispatch: Dispatch, outcome: Outcome) -> Callable[[Draft], None]:
@@ -263,12 +272,20 @@ def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -
 
 
 async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:
-    progress = track.progress(state, dispatch.step)
     target, timeout = track.target_and_timeout(state, dispatch.step)
     handler = ctx.activities.get(target)
     if handler is None:  # the attempt is started: without a handler its outcome is unknown
         return Unknown("activity-handler-missing")
-    request = ActivityRequest(
+    request = _request(state, track, dispatch)
+    executor = ctx.hooks.handler_executor(ctx.threads)
+    return await run_handler(handler, request, timeout.total_seconds(), executor)
+
+
+def _request(state: Instance, track: Track, dispatch: Dispatch) -> ActivityRequest:
+    """What the handler of the started attempt ``dispatch`` gets."""
+    progress = track.progress(state, dispatch.step)
+    target, _ = track.target_and_timeout(state, dispatch.step)
+    return ActivityRequest(
         instance_id=state.instance_id,
         step=dispatch.step,
         target=target,
@@ -279,7 +296,6 @@ async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) 
         compensation=track.compensation,
         results=_results(state),
     )
-    return await run_handler(handler, request, timeout.total_seconds(), ctx.threads)
 
 
 def _value(text: str | None) -> Any:

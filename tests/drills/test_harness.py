@@ -1,5 +1,5 @@
 """Fast checks of the harness's own parts (no database): the wire reading the proxy
-relies on, and the marking of known engine bugs."""
+relies on, the marking of known engine bugs, and the building of mutants."""
 
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ import struct
 import pytest
 
 from engine.worker.faults import Action, Boundary
+from engine.worker.hooks import WorkerHooks
 from verification import wire
 from verification.drills.catalogue import strands
 from verification.known_bugs import KnownBug, classify
-from verification.mutants import MUTANTS, does_not_apply
+from verification.mutants import (
+    MUTANTS,
+    MutantNotApplicable,
+    Rewrite,
+    StatementRewrites,
+    does_not_apply,
+    points_of,
+)
 from verification.proxy import DrillProxy
 
 
@@ -142,3 +150,29 @@ def test_every_mutant_applies_to_the_engine_as_it_is(name: str) -> None:
 
 def test_a_mutant_that_does_not_apply_says_why() -> None:
     assert "KeyError" in does_not_apply("no-such-mutant")
+
+
+def test_a_rewrite_whose_fragment_is_gone_does_not_apply() -> None:
+    from engine.store import work
+
+    with pytest.raises(MutantNotApplicable, match="CHECK_LEASE no longer contains"):
+        StatementRewrites([Rewrite(work, "CHECK_LEASE", "no such fragment", "")])
+    with pytest.raises(MutantNotApplicable, match="NO_SUCH_STATEMENT is gone"):
+        StatementRewrites([Rewrite(work, "NO_SUCH_STATEMENT", "x", "")])
+
+
+def test_a_rewrite_changes_only_the_statement_it_targets() -> None:
+    from engine.store import work
+
+    rewrites = StatementRewrites([Rewrite(work, "CHECK_LEASE", "FOR UPDATE", "")])
+    assert "FOR UPDATE" not in rewrites(work.CHECK_LEASE)
+    assert rewrites(work.COMPLETE_LEASE) is work.COMPLETE_LEASE
+    assert rewrites(b"SELECT 1") == b"SELECT 1"
+
+
+def test_hooks_that_override_a_point_the_engine_no_longer_has_do_not_apply() -> None:
+    class Renamed(WorkerHooks):
+        def no_such_point(self) -> None: ...
+
+    with pytest.raises(MutantNotApplicable, match="no_such_point is gone"):
+        points_of(Renamed())

@@ -11,6 +11,7 @@ history must be rejected. The kill rate must be 100 %.
 
 from __future__ import annotations
 
+from engine.decide.orchestration import decide
 from engine.model.registry import Registry
 from engine.worker.faults import Action, Boundary, Fault
 from verification import capture, replay_check
@@ -66,15 +67,21 @@ def _negative_controls(env: DrillEnv, corpus: list[History]) -> None:
             _expect_caught(env, mutation.name, registry, mutated)
     registry = _current()
     sample = env.rng.sample(corpus, min(SAMPLE, len(corpus)))
-    with random_keys(env.rng):
-        for history in sample:
-            plain = History(history.instance_id, history.events, [], history.work)
-            _expect_caught(env, "code: randomness before an id", registry, plain)
+    drifting = random_keys(env.rng)
+    for history in sample:
+        plain = History(history.instance_id, history.events, [], history.work)
+        _expect_caught(env, "code: randomness before an id", registry, plain, drifting)
 
 
-def _expect_caught(env: DrillEnv, name: str, registry: Registry, history: History) -> None:
+def _expect_caught(
+    env: DrillEnv,
+    name: str,
+    registry: Registry,
+    history: History,
+    decision: replay_check.Decide = decide,
+) -> None:
     env.record.stats["mutants_injected"] += 1
-    caught = bool(replay_check.verify(registry, history).problems)
+    caught = bool(replay_check.verify(registry, history, decision).problems)
     env.record.stats["mutants_detected"] += caught
     env.expect(caught, f"mutant '{name}' of {history.instance_id} replayed without detection")
 

@@ -8,31 +8,30 @@ D14 asks whether every engine wait has a client-side deadline. A paused server n
 looks dead on loopback (the kernel keeps answering TCP), and ``statement_timeout`` runs
 on the server, which is stopped: only the client can give up. While the server is
 paused, the drill probes the engine's operations (a commit, a claim, an inspection,
-opening a store), each on the harness's warmed-up pool. To keep the pause short it sets
-the engine's configured deadlines (the store module's ``*_TIMEOUT*`` constants) to a
-few seconds for its own probes: the drill tests that every wait *has* a deadline, not
-its length. A probe still blocked when the pause ends has none.
+opening a store), each on a warmed-up pool of a store of its own. To keep the pause
+short, that store is opened with the engine's configurable deadlines (``Deadlines``)
+set to a few seconds: the drill tests that every wait *has* a deadline, not its
+length. A probe still blocked when the pause ends has none.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
+from engine.client import Client
 from engine.store import catalog, reads, work
-from engine.store import store as store_module
 from engine.store.rows import WorkState
-from engine.store.store import Store
+from engine.store.store import Deadlines, Store
 from verification.drills.base import OPEN_WORK_COUNT, DrillEnv
 from verification.target import terminate_backends
 from verification.workloads import FLOW, SIGNAL_STEP, Workload
 
 STARTED = "SELECT count(*) FROM history WHERE kind = 12"
 PROBE_DEADLINE = 3
-"""Seconds every configured store deadline is set to for the probes."""
+"""Seconds every configurable store deadline is set to for the probes."""
+PROBE_DEADLINES = Deadlines(PROBE_DEADLINE, PROBE_DEADLINE, PROBE_DEADLINE)
 PAUSE_SECONDS = 4 * PROBE_DEADLINE + 2.0
 """Long enough for a probe to meet a few deadlines in a row (wait for a connection,
 run, roll back) and still finish before the server resumes."""
@@ -93,24 +92,35 @@ async def _holds_lease(env: DrillEnv, owner: str) -> bool:
 
 async def pause(env: DrillEnv) -> None:
     await _running(env, count=2)
-    registry = await catalog.load_registry(env.store)
-    await asyncio.gather(*(env.scalar("SELECT pg_sleep(0.05)") for _ in range(4)))
+    store = await Store.open(env.target.dsn, env.schema, deadlines=PROBE_DEADLINES)
+    try:
+        await _probe_paused(env, store)
+    finally:
+        await store.close()
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _probe_paused(env: DrillEnv, store: Store) -> None:
+    registry = await catalog.load_registry(store)
+    await asyncio.gather(*(_warm(store) for _ in range(4)))
+    client = Client(store)
+    await client.registries.get()
     probe_id = f"{env.spec.id}-probe"
     probes = {
-        "commit (Client.start)": lambda: env.client.start(FLOW, probe_id, {}),
-        "claim (work.claim)": lambda: work.claim(env.store, "probe", timedelta(seconds=1), 1),
-        "read (reads.inspect)": lambda: reads.inspect(env.store, registry, env.record.acked[0]),
+        "commit (Client.start)": lambda: client.start(FLOW, probe_id, {}),
+        "claim (work.claim)": lambda: work.claim(store, "probe", timedelta(seconds=1), 1),
+        "read (reads.inspect)": lambda: reads.inspect(store, registry, env.record.acked[0]),
         "connect (Store.open)": lambda: _open_and_close(env),
     }
-    with short_deadlines(PROBE_DEADLINE):
-        pids = env.target.pause()
-        env.mark_fault("server-pause")
-        started = time.monotonic()
-        tasks = {name: asyncio.create_task(probe()) for name, probe in probes.items()}
-        try:
-            await asyncio.wait(tasks.values(), timeout=PAUSE_SECONDS)
-        finally:
-            env.target.resume(pids)
+    pids = env.target.pause()
+    env.mark_fault("server-pause")
+    started = time.monotonic()
+    tasks = {name: asyncio.create_task(probe()) for name, probe in probes.items()}
+    try:
+        await asyncio.wait(tasks.values(), timeout=PAUSE_SECONDS)
+    finally:
+        env.target.resume(pids)
     held = time.monotonic() - started
     env.record.env_faults["server_pauses"] += 1
     env.record.extra["pause_seconds"] = round(held, 1)
@@ -127,29 +137,14 @@ async def pause(env: DrillEnv) -> None:
     if started.done() and not failures["commit (Client.start)"]:
         env.record.acked.append(probe_id)
         await env.client.signal(probe_id, SIGNAL_STEP, f"{probe_id}-go", None)
-    await env.quiesce()
-    await env.stop_processes()
 
 
-@contextlib.contextmanager
-def short_deadlines(seconds: int) -> Iterator[None]:
-    """Set the store module's client-side deadlines (``*TIMEOUT*`` numbers in seconds) to
-    ``seconds`` in this process, then restore them. Server-side settings (``*_MS``) stay."""
-    saved = {
-        name: value
-        for name, value in vars(store_module).items()
-        if "TIMEOUT" in name and name.isupper() and not name.endswith("_MS")
-        and isinstance(value, (int, float)) and not isinstance(value, bool)
-    }  # fmt: skip
-    for name, value in saved.items():
-        setattr(store_module, name, type(value)(seconds))
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(store_module, name, value)
+async def _warm(store: Store) -> None:
+    """Hold one of the pool's connections a moment, so that several are open."""
+    async with store.reading() as conn:
+        await conn.execute("SELECT pg_sleep(0.05)")
 
 
 async def _open_and_close(env: DrillEnv) -> None:
-    store = await Store.open(env.target.dsn, env.schema)
+    store = await Store.open(env.target.dsn, env.schema, deadlines=PROBE_DEADLINES)
     await store.close()

@@ -1,0 +1,48 @@
+"""The worker's seam: the points where a harness may watch or change what a worker
+decides, without patching it.
+
+A worker is given a ``WorkerHooks`` (``Worker(..., hooks=...)``); each method is one
+point, named for what happens there, and its default is exactly the worker's own
+behaviour. Points that decide something receive the worker's decision and return the
+one it acts on. The drill harness's self-test builds broken workers by overriding one
+point (``verification.mutants``); the SQL side of the engine has its own seam, the
+store's statement filter and hooks (``engine.store.seams``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.worker.activities import ActivityRequest, HandlerExecutor, Outcome, Unknown
+
+
+class WorkerHooks:
+    """The worker's decision points; subclass and override (the defaults decide as the
+    worker does)."""
+
+    def attempt_starting(self, request: Callable[[], ActivityRequest]) -> None:
+        """An attempt's start is decided and about to be committed, not yet durable; its
+        handler is called only once it is. ``request()`` is the request it will get."""
+
+    def redelivered_in_flight(self, outcome: Unknown) -> Outcome | None:
+        """A redelivered attempt was durably started by an owner that vanished: the
+        outcome recorded for it (``outcome``: unknown, since its effect may exist), or
+        None to record nothing (the handler would then run again)."""
+        return outcome
+
+    def handler_executor(self, threads: HandlerExecutor) -> HandlerExecutor:
+        """Where a sync handler runs (``threads``: one of the worker's own handler
+        threads, its timeout counted from when it starts)."""
+        return threads
+
+    def lost_lease_cancels(self, cancel: bool) -> bool:
+        """A renewal found the lease its processor works under gone: whether the
+        processor is cancelled (``cancel``: yes, unless it is committing the outcome
+        that finishes that lease, which the renewal may be seeing)."""
+        return cancel
+
+    def write_again_after(self, delay: float | None) -> float | None:
+        """A write the store reports not committed (safe to send again): the seconds
+        to wait before sending it again, None to give up and raise (``delay``: the
+        worker's next wait, None once its waits are used up)."""
+        return delay
