@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from engine.decide.orchestration import decide
 from engine.model.definitions import Definition
 from engine.model.events import Event, EventKind
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, WorkItem
 from engine.model.validation import parse_definition
+from engine.modes import decide
 from verification.replay_check import History
 from verification.workloads import FLOW_DOCUMENT
 

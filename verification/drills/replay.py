@@ -11,8 +11,8 @@ history must be rejected. The kill rate must be 100 %.
 
 from __future__ import annotations
 
-from engine.decide.orchestration import decide
 from engine.model.registry import Registry
+from engine.modes import decide
 from engine.worker.faults import Action, Boundary, Fault
 from verification import capture, replay_check
 from verification.drills.base import DrillEnv
