@@ -108,11 +108,11 @@ def statement_name(statement: str) -> str:
 
 
 def install_fencing_oracle() -> None:
-    """Wrap the engine's choke points for lease-holder writes: ``work._fenced`` (one
+    """Wrap the engine's choke points for lease-holder writes: ``leases._fenced`` (one
     statement) and ``batches.run`` (a group commit's statements in one message)."""
-    from engine.store import batches, work
+    from engine.store import batches, leases
 
-    original, original_batch = work._fenced, batches.run
+    original, original_batch = leases._fenced, batches.run
 
     async def fenced(
         conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Any
@@ -157,7 +157,7 @@ def install_fencing_oracle() -> None:
                 await _record(conn, write.params, name, held)
         return rows
 
-    work._fenced = fenced
+    leases._fenced = fenced
     batches.run = batch
 
 

@@ -81,12 +81,11 @@ def _replace(module: Any, attribute: str, old: str, new: str) -> None:
 
 
 def _no_token_check(app: ActivityRegistry) -> None:
-    from engine.store import fenced_sets, fencing, work
+    from engine.store.statements import leases
 
-    for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE"):
-        _replace(work, statement, work.HELD, "w.work_id = %(work_id)s")
-    _replace(fencing, "FENCED_WRITE", work.HELD, "w.work_id = %(work_id)s")
-    _replace(fenced_sets, "FENCED_SET", fenced_sets.SET_HELD, "w.work_id = i.work_id")
+    for statement in ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE", "FENCED_WRITE"):
+        _replace(leases, statement, leases.HELD, "w.work_id = %(work_id)s")
+    _replace(leases, "FENCED_SET", leases.SET_HELD, "w.work_id = i.work_id")
 
 
 # Start/redelivery decisions ---------------------------------------------------------------
@@ -195,10 +194,10 @@ def _handler_before_start(app: ActivityRegistry) -> None:
 
 
 def _terminal_without_archive(app: ActivityRegistry) -> None:
-    from engine.store import commits, fenced_sets, fencing
+    from engine.store.statements import leases, transitions
 
-    written_by = ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE"))
-    for module, statement in (*written_by, (fenced_sets, "FENCED_SET")):
+    written_by = ((transitions, "WRITE_TRANSITION"), (leases, "FENCED_WRITE"))
+    for module, statement in (*written_by, (leases, "FENCED_SET")):
         text = getattr(module, statement)
         mutated = re.sub(
             r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at", text, flags=re.S
@@ -237,15 +236,15 @@ def _renewal_cancels_own_commit(app: ActivityRegistry) -> None:
 
 
 def _settled_write_drops_next_lease(app: ActivityRegistry) -> None:
-    from engine.store import fencing
+    from engine.store import leases
 
-    if not hasattr(fencing.LeaseFence, "recover"):
-        raise MutantNotApplicable("engine.store.fencing.LeaseFence.recover is gone")
+    if not hasattr(leases.LeaseFence, "recover"):
+        raise MutantNotApplicable("engine.store.leases.LeaseFence.recover is gone")
 
     async def forget(self: Any, conn: Any) -> None:
         return None
 
-    fencing.LeaseFence.recover = forget
+    leases.LeaseFence.recover = forget
 
 
 def _handlers_share_default_pool(app: ActivityRegistry) -> None:

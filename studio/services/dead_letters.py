@@ -29,7 +29,7 @@ from engine.store.dead_letters import (
     ResolutionRecord,
 )
 from engine.store.errors import StaleLease
-from engine.store.work import WorkRequestInvalid
+from engine.store.leases import WorkRequestInvalid
 from studio.errors import Invalid
 from studio.services.paging import format_cursor, parse_cursor
 from studio.services.runtime import Runtime

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 
-from engine.store import catalog, reads, work
+from engine.store import catalog, leases, reads
 from engine.store import store as store_module
 from engine.store.rows import WorkState
 from engine.store.store import Store
@@ -98,7 +98,7 @@ async def pause(env: DrillEnv) -> None:
     probe_id = f"{env.spec.id}-probe"
     probes = {
         "commit (Client.start)": lambda: env.client.start(FLOW, probe_id, {}),
-        "claim (work.claim)": lambda: work.claim(env.store, "probe", timedelta(seconds=1), 1),
+        "claim (leases.claim)": lambda: leases.claim(env.store, "probe", timedelta(seconds=1), 1),
         "read (reads.inspect)": lambda: reads.inspect(env.store, registry, env.record.acked[0]),
         "connect (Store.open)": lambda: _open_and_close(env),
     }
