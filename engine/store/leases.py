@@ -170,26 +170,15 @@ then read). Longer histories are read, and cached, by the worker as before."""
 
 
 def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
-    work_id, kind, instance, sequence, payload, tenant, target, owner, token, attempts = row[:10]
-    claimed_at, expires_at, deadline = row[10:13]
-    return Lease(
-        work_id=work_id,
-        kind=work_kind(kind),
-        instance_id=instance,
-        sequence=sequence,
-        # Engine payloads are canonical JSON; a damaged one must not fail the whole
-        # claim, its processor rejects it and dead-letters that one item.
-        payload=payload_text(payload),
-        tenant_id=tenant,
-        target=target,
-        owner=owner,
-        token=token,
-        attempt=attempts,
-        claimed_at=utc(claimed_at),
-        expires_at=utc(expires_at),
-        deadline=utc(deadline),
-        events=events,
-    )
+    """The Lease of a row that starts with ``LEASE_COLUMNS``, which are the Lease's
+    fields in order: identity, payload, tenant and target, owner, token and attempt,
+    then its times."""
+    work_id, kind, instance, sequence, payload, *holder = row[:10]
+    times = (utc(t) for t in row[10:13])
+    # Engine payloads are canonical JSON; a damaged one must not fail the whole claim,
+    # its processor rejects it and dead-letters that one item.
+    text = payload_text(payload)
+    return Lease(work_id, work_kind(kind), instance, sequence, text, *holder, *times, events)
 
 
 # The holder's writes --------------------------------------------------------------------
