@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -22,6 +23,7 @@ from engine.model.validation import parse_definition
 from engine.store.errors import StoreError
 from engine.store.statements import catalog as sql
 from engine.store.store import Store
+from engine.store.transactions import transact
 
 
 class DefinitionConflict(StoreError):
@@ -57,14 +59,21 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
         "actor": actor,
         "team": team,
     }
-    async with store.connection() as conn:
+
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
+        """None when published now; else the version already there (or its owner's)."""
         for step in definition.steps:
             if step.child_definition is not None:
                 await _require_child(conn, step.name, step.child_definition, team)
         if await (await conn.execute(sql.PUBLISH, params)).fetchone() is not None:
-            return True
+            return None
         existing = await (await conn.execute(sql.EXISTING_VERSION, params)).fetchone()
-    fingerprint, owner, same_version = existing or ("", team, False)
+        return existing or ("", team, False)
+
+    existing = await transact(store, f"publishing {definition.ref}", body)
+    if existing is None:
+        return True
+    fingerprint, owner, same_version = existing
     if owner != team:
         raise DefinitionConflict(f"the name {definition.name} belongs to another team")
     if same_version and fingerprint == definition.fingerprint:
@@ -135,12 +144,11 @@ async def resolve_for_start(store: Store, name: str, version: str | None) -> Def
 
 
 async def deprecate(store: Store, name: str, version: str) -> None:
-    async with store.connection() as conn:
-        row = await (
-            await conn.execute(sql.DEPRECATE, {"name": name, "version": version})
-        ).fetchone()
-        await conn.commit()
-    if row is None:
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
+        params = {"name": name, "version": version}
+        return await (await conn.execute(sql.DEPRECATE, params)).fetchone()
+
+    if await transact(store, f"deprecating {name}@{version}", body) is None:
         raise DefinitionNotFound(f"{name}@{version} is not published")
 
 

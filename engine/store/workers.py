@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import psycopg
+
 from engine.store.statements import workers as sql
 from engine.store.store import Store
+from engine.store.transactions import transact
 
 
 @dataclass(frozen=True)
@@ -29,18 +32,19 @@ async def heartbeat(
     store: Store, worker_id: str, targets: list[str], concurrency: int, hostname: str, pid: int
 ) -> None:
     """Record that ``worker_id`` is alive now (by the store's clock)."""
-    async with store.connection() as conn:
-        await conn.execute(
-            sql.HEARTBEAT,
-            {
-                "worker": worker_id,
-                "targets": targets,
-                "concurrency": concurrency,
-                "hostname": hostname,
-                "pid": pid,
-                "now": store.clock.sql_now(),
-            },
-        )
+    params = {
+        "worker": worker_id,
+        "targets": targets,
+        "concurrency": concurrency,
+        "hostname": hostname,
+        "pid": pid,
+        "now": store.clock.sql_now(),
+    }
+
+    async def body(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(sql.HEARTBEAT, params)
+
+    await transact(store, f"heartbeat of {worker_id}", body)
 
 
 async def list_workers(store: Store, limit: int = 100) -> list[WorkerInfo]:
