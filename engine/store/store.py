@@ -25,6 +25,7 @@ from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
+from engine.store.statements import sessions as session_sql
 from engine.store.statements import transitions as transition_sql
 from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
 
@@ -50,8 +51,6 @@ def session_options(schema: str) -> str:
         f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
     )
 
-
-SERVER_TIME = "SELECT clock_timestamp()"
 
 Staged = tuple[list[CommitResult], str]
 """A commit's results, and the id of the transaction that wrote them."""
@@ -135,7 +134,7 @@ class Store:
     async def _measure_clock(self, conn: psycopg.AsyncConnection) -> None:
         if isinstance(self.clock, DatabaseClock):
             before = time.monotonic()
-            server = (await (await conn.execute(SERVER_TIME)).fetchone())[0]
+            server = (await (await conn.execute(session_sql.SERVER_TIME)).fetchone())[0]
             self.clock.sync(server, (before + time.monotonic()) / 2)
 
     async def sync_clock(self) -> None:

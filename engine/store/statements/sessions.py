@@ -1,4 +1,5 @@
-"""Statements that name and end server sessions: see ``engine.store.sessions``."""
+"""Statements about server sessions: which one a connection is and ending it
+(``engine.store.sessions``), and the server's clock (``Store.sync_clock``)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,5 @@ SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %(pid)s AND backend_st
 """
 
 FRESH_ACTIVITY = "SELECT pg_stat_clear_snapshot()"
+
+SERVER_TIME = "SELECT clock_timestamp()"
