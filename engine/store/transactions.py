@@ -64,7 +64,7 @@ async def run(
             result = await body(conn)
     except BaseException as exc:
         if alone and _lost(conn, exc):
-            return await uncancellable(_settled(what, settle, None, exc))
+            return await uncancellable(_settled(what, settle, None, exc, within=None))
         if not alone:
             await rollback(conn)
         error = _not_committed(what, conn, exc)
@@ -117,7 +117,7 @@ async def _commit(
         async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
             await conn.commit()
     except (psycopg.Error, TimeoutError) as exc:
-        await _settled(what, settle, result, exc)
+        await _settled(what, settle, result, exc, within=OPERATION_TIMEOUT_SECONDS)
 
 
 async def _settled(
@@ -125,12 +125,15 @@ async def _settled(
     settle: Callable[[T | None], Awaitable[T]] | None,
     result: T | None,
     lost: BaseException,
+    within: float | None,
 ) -> T:
-    """``settle``'s verdict on a write whose outcome ``lost`` left unknown."""
+    """``settle``'s verdict on a write whose outcome ``lost`` left unknown, if it comes
+    ``within`` that many seconds (a COMMIT's; a lone write's settlement waits for the
+    session it ends, however long that takes)."""
     if settle is None:
         raise CommitUnknown(f"{what}: the outcome is unknown") from lost
     try:
-        async with asyncio.timeout(OPERATION_TIMEOUT_SECONDS):
+        async with asyncio.timeout(within):
             return await settle(result)
     except TimeoutError:
         raise CommitUnknown(
