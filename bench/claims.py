@@ -1,6 +1,6 @@
 """W2: how long one claim takes with 10^4, 10^5 and 10^6 due work rows, and its plan.
 
-A claim is ``engine.store.work.claim`` as the worker calls it (its own transaction,
+A claim is ``engine.store.leases.claim`` as the worker calls it (its own transaction,
 committed: the lease is durable), timed from the caller. Claims of 1 item (a worker
 with one free slot, the steady state) and of 16 (a worker starting up) are measured
 separately, 20 warm-ups then ``samples`` claims each. Every claim leases what it
@@ -24,7 +24,7 @@ from bench import plans
 from bench.app import W1_DEFINITION, definitions
 from bench.cluster import PROBE, Cluster
 from bench.rows import add_started_instances
-from engine.store import catalog, work
+from engine.store import catalog, leases
 from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
@@ -95,10 +95,10 @@ async def _claims(store: Store, limit: int, samples: int, warmup: int) -> list[f
     timings = []
     for k in range(warmup + samples):
         started = time.perf_counter()
-        leases = await work.claim(store, OWNER, LEASE, limit, targets=TARGETS)
+        claimed = await leases.claim(store, OWNER, LEASE, limit, targets=TARGETS)
         elapsed = time.perf_counter() - started
-        if len(leases) != limit:
-            raise RuntimeError(f"a claim of {limit} returned {len(leases)} leases")
+        if len(claimed) != limit:
+            raise RuntimeError(f"a claim of {limit} returned {len(claimed)} leases")
         if k >= warmup:
             timings.append(1000 * elapsed)
     return timings
@@ -107,6 +107,6 @@ async def _claims(store: Store, limit: int, samples: int, warmup: int) -> list[f
 async def _plan(cluster: Cluster, schema: str) -> str:
     """The executed plan of a 16-item claim, as a worker that has run a while sees it."""
     found = await plans.executed_plans(
-        cluster.dsn, schema, lambda store: work.claim(store, OWNER, LEASE, 16, targets=TARGETS)
+        cluster.dsn, schema, lambda store: leases.claim(store, OWNER, LEASE, 16, targets=TARGETS)
     )
     return found[-1] if found else "(no plan was reported)"

@@ -776,7 +776,7 @@ def _claims(v: View) -> list[str]:
         rows,
     )
     lines += [
-        "`engine.store.work.claim` as a worker calls it (its own committed transaction), "
+        "`engine.store.leases.claim` as a worker calls it (its own committed transaction), "
         f"{v.r.sizes.claim_samples} claims after 20 warm-ups per size, one tenant. The rows "
         "are written by one `INSERT ... SELECT generate_series` (instance, its "
         "`instance_started` and `activity_scheduled` events, the due work row), then "

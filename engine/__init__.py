@@ -32,9 +32,9 @@ from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
 from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
 from engine.store.errors import StaleLease, StoreError
+from engine.store.leases import WorkRequestInvalid
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
-from engine.store.work import WorkRequestInvalid
 from engine.worker.activities import (
     ActivityFailure,
     ActivityRegistry,

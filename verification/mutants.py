@@ -154,17 +154,16 @@ def points_of(hooks: H) -> H:
 
 
 def _no_token_check(app: ActivityRegistry) -> Build:
-    from engine.store import fenced_sets, fencing, work
+    from engine.store.statements import leases
 
-    held, unfenced = re.escape(work.HELD), "w.work_id = %(work_id)s"
-    set_held, set_unfenced = re.escape(fenced_sets.SET_HELD), "w.work_id = i.work_id"
-    statements = ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE")
+    held, unfenced = re.escape(leases.HELD), "w.work_id = %(work_id)s"
+    set_held, set_unfenced = re.escape(leases.SET_HELD), "w.work_id = i.work_id"
+    statements = ("CHECK_LEASE", "COMPLETE_LEASE", "RENEW_LEASE", "FENCED_WRITE")
     return Build(
         statement_filter=StatementRewrites(
             [
-                *(Rewrite(work, s, held, unfenced) for s in statements),
-                Rewrite(fencing, "FENCED_WRITE", held, unfenced),
-                Rewrite(fenced_sets, "FENCED_SET", set_held, set_unfenced),
+                *(Rewrite(leases, s, held, unfenced) for s in statements),
+                Rewrite(leases, "FENCED_SET", set_held, set_unfenced),
             ]
         )
     )
@@ -200,11 +199,11 @@ class _HandlerBeforeStart(WorkerHooks):
 
 
 def _terminal_without_archive(app: ActivityRegistry) -> Build:
-    from engine.store import commits, fenced_sets, fencing
+    from engine.store.statements import leases, transitions
 
     archived, kept = r"archived_at\s*=\s*CASE.*?END", "archived_at = archived_at"
-    written_by = ((commits, "WRITE_TRANSITION"), (fencing, "FENCED_WRITE"))
-    statements = (*written_by, (fenced_sets, "FENCED_SET"))
+    written_by = ((transitions, "WRITE_TRANSITION"), (leases, "FENCED_WRITE"))
+    statements = (*written_by, (leases, "FENCED_SET"))
     return Build(
         statement_filter=StatementRewrites(Rewrite(m, s, archived, kept) for m, s in statements)
     )
@@ -227,10 +226,10 @@ class _RenewalCancelsOwnCommit(WorkerHooks):
 
 
 def _settled_write_drops_next_lease(app: ActivityRegistry) -> Build:
-    from engine.store import fencing
+    from engine.store.statements import leases
 
     handed_on = Rewrite(
-        fencing, "HANDED_ON", re.escape("WHERE w.work_id = %(next_id)s"), "WHERE false"
+        leases, "HANDED_ON", re.escape("WHERE w.work_id = %(next_id)s"), "WHERE false"
     )
     return Build(statement_filter=StatementRewrites([handed_on]))
 

@@ -25,7 +25,7 @@ from engine.worker.leased_commits import Context, Dispatch, Obsolete, Park, comm
 
 if TYPE_CHECKING:
     from engine.model.transitions import Draft
-    from engine.store.work import Lease
+    from engine.store.leases import Lease
 
 C = ChildStatus
 CHILD_ID_TAKEN = "child-id-taken"

@@ -8,7 +8,8 @@ EXECUTE ...``, each statement prepared once per session (``PREPARE``) and called
 its values as literals; the COMMIT follows as today, after the client has read every
 member's answer, so the group stays all or nothing and each member's verdict is known
 before anything is durable. The lease-fenced members (a worker's step outcomes) are
-written together by one set statement (``fenced_sets``), the others one by one.
+written together by one set statement (``FENCED_SET``, see below), the others one by
+one.
 
 Why one simple message and not a pipeline of extended-protocol messages: the server
 reads a simple message whole before it runs any of it. A worker stopped or killed while
@@ -39,8 +40,9 @@ import psycopg
 from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
-from engine.store import fenced_sets, seams
-from engine.store.commits import Write
+from engine.store import seams
+from engine.store.commits import Write, to_json
+from engine.store.statements import leases as lease_sql
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -78,7 +80,7 @@ async def run(
 ) -> list[tuple[Any, ...] | None]:
     """Run ``writes`` in one transaction, opened here unless one is open, sent as one
     message and left open for the caller to commit; each write's row (None: no row).
-    The lease-fenced writes go as sets (``fenced_sets``), the others one by one."""
+    The lease-fenced writes go as sets (``FENCED_SET``), the others one by one."""
     return await seams.group_writes(conn, writes, lambda: _send(conn, writes))
 
 
@@ -86,10 +88,10 @@ async def _send(
     conn: psycopg.AsyncConnection, writes: Sequence[Write]
 ) -> list[tuple[Any, ...] | None]:
     literal = Transformer.from_context(conn).as_literal
-    sets = fenced_sets.rounds(writes)
+    sets = rounds(writes)
     alone = [k for k, write in enumerate(writes) if write.fenced is None]
     calls = [
-        *[await _call(conn, fenced_sets.FENCED_SET, _set_params(writes, s), literal) for s in sets],
+        *[await _call(conn, lease_sql.FENCED_SET, _set_params(writes, s), literal) for s in sets],
         *[await _call(conn, writes[k].statement, writes[k].params, literal) for k in alone],
     ]
     opening = conn.info.transaction_status is TransactionStatus.IDLE
@@ -105,7 +107,7 @@ async def _send(
     rows: list[tuple[Any, ...] | None] = [None] * len(writes)
     for members in sets:
         for k, row in zip(members, await cursor.fetchall(), strict=True):
-            rows[k] = fenced_sets.member_row(row)
+            rows[k] = member_row(row)
         cursor.nextset()
     for k in alone:
         rows[k] = await cursor.fetchone()
@@ -114,7 +116,7 @@ async def _send(
 
 
 def _set_params(writes: Sequence[Write], members: list[int]) -> dict[str, Any]:
-    return fenced_sets.params([writes[k] for k in members])
+    return set_params([writes[k] for k in members])
 
 
 async def _call(
@@ -137,3 +139,49 @@ async def _prepared(conn: psycopg.AsyncConnection, statement: str) -> Prepared:
         await conn.execute(f"PREPARE {name} AS {text}".encode())
         known[statement] = Prepared(name, params)
     return known[statement]
+
+
+# Lease-fenced writes as a set ---------------------------------------------------------
+
+MEMBER_FIELDS_SENT = tuple(
+    n for n, _ in lease_sql.MEMBER_FIELDS if n not in ("m", "history", "work")
+)
+"""The scalar values taken from each write's parameters as they are."""
+
+
+def rounds(writes: Sequence[Write]) -> list[list[int]]:
+    """The positions of the lease-fenced ``writes`` in statements whose members touch
+    distinct instances, in order: a member's instance appears once per statement, and
+    a later member of the same instance goes to a later statement."""
+    placed: list[list[int]] = []
+    seen: list[set[str]] = []
+    for k, write in enumerate(writes):
+        if write.fenced is None:
+            continue
+        instance = write.params["instance"]
+        level = sum(1 for instances in seen if instance in instances)
+        if level == len(placed):
+            placed.append([])
+            seen.append(set())
+        placed[level].append(k)
+        seen[level].add(instance)
+    return placed
+
+
+def set_params(writes: Sequence[Write]) -> dict[str, Any]:
+    """The parameters of ``FENCED_SET`` for ``writes`` (lease-fenced ``Write``s of one
+    store: one ``now``). The history and work rows, already JSON, are nested as they are."""
+    members = []
+    for m, write in enumerate(writes):
+        values = write.params
+        scalars = {name: values[name] for name in MEMBER_FIELDS_SENT}
+        scalars["m"] = m
+        head = to_json(scalars)[:-1]
+        members.append(f'{head}, "history": {values["history"]}, "work": {values["work"]}}}')
+    return {"members": "[" + ", ".join(members) + "]", "now": writes[0].params["now"]}
+
+
+def member_row(row: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A member's row of ``FENCED_SET`` in ``FENCED_WRITE``'s shape: None when its
+    lease was not held (the single statement returns no row then)."""
+    return row[2:] if row[1] else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -20,41 +21,9 @@ from engine.model.errors import DefinitionNotFound
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.store.errors import StoreError
+from engine.store.statements import catalog as sql
 from engine.store.store import Store
-
-PUBLISH = """
-INSERT INTO definitions (name, version, fingerprint, spec, deprecated, published_by, team_id)
-SELECT %(name)s, %(version)s, %(fingerprint)s, %(spec)s, %(deprecated)s, %(actor)s, %(team)s
-WHERE NOT EXISTS (SELECT 1 FROM definitions WHERE name = %(name)s AND team_id <> %(team)s)
-ON CONFLICT (name, version) DO NOTHING
-RETURNING published_at
-"""
-EXISTING_VERSION = """
-SELECT fingerprint, team_id, version = %(version)s FROM definitions
-WHERE name = %(name)s ORDER BY (version = %(version)s) DESC LIMIT 1
-"""
-ALL_VERSIONS = """
-SELECT spec, deprecated, published_at, published_by, team_id FROM definitions
-WHERE %(team)s::text IS NULL OR team_id = %(team)s
-ORDER BY name, published_at, version
-"""
-LATEST_ACTIVE = """
-SELECT version, fingerprint FROM definitions WHERE name = %(name)s AND NOT deprecated
-ORDER BY published_at DESC, version DESC LIMIT 1
-"""
-ONE_VERSION = """
-SELECT version, fingerprint, deprecated FROM definitions
-WHERE name = %(name)s AND version = %(version)s
-"""
-OWNED_VERSION = """
-SELECT 1 FROM definitions
-WHERE name = %(name)s AND version = %(version)s AND fingerprint = %(fingerprint)s
-  AND team_id = %(team)s
-"""
-DEPRECATE = """
-UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
-RETURNING 1
-"""
+from engine.store.transactions import transact
 
 
 class DefinitionConflict(StoreError):
@@ -90,14 +59,21 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
         "actor": actor,
         "team": team,
     }
-    async with store.connection() as conn:
+
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
+        """None when published now; else the version already there (or its owner's)."""
         for step in definition.steps:
             if step.child_definition is not None:
                 await _require_child(conn, step.name, step.child_definition, team)
-        if await (await conn.execute(PUBLISH, params)).fetchone() is not None:
-            return True
-        existing = await (await conn.execute(EXISTING_VERSION, params)).fetchone()
-    fingerprint, owner, same_version = existing or ("", team, False)
+        if await (await conn.execute(sql.PUBLISH, params)).fetchone() is not None:
+            return None
+        existing = await (await conn.execute(sql.EXISTING_VERSION, params)).fetchone()
+        return existing or ("", team, False)
+
+    existing = await transact(store, f"publishing {definition.ref}", body)
+    if existing is None:
+        return True
+    fingerprint, owner, same_version = existing
     if owner != team:
         raise DefinitionConflict(f"the name {definition.name} belongs to another team")
     if same_version and fingerprint == definition.fingerprint:
@@ -115,7 +91,7 @@ async def owns(store: Store, ref: DefinitionRef, team: str) -> bool:
 
 async def _owns(conn: psycopg.AsyncConnection, ref: DefinitionRef, team: str) -> bool:
     params = {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
-    row = await (await conn.execute(OWNED_VERSION, {**params, "team": team})).fetchone()
+    row = await (await conn.execute(sql.OWNED_VERSION, {**params, "team": team})).fetchone()
     return row is not None
 
 
@@ -136,7 +112,7 @@ async def _require_child(
 async def versions(store: Store, team: str | None = None) -> list[PublishedVersion]:
     """Every published version (of one team, when given), grouped by name, oldest first."""
     async with store.reading() as conn:
-        rows = await (await conn.execute(ALL_VERSIONS, {"team": team})).fetchall()
+        rows = await (await conn.execute(sql.ALL_VERSIONS, {"team": team})).fetchall()
     return [PublishedVersion(_load(spec), *rest) for spec, *rest in rows]
 
 
@@ -153,11 +129,13 @@ async def resolve_for_start(store: Store, name: str, version: str | None) -> Def
     """
     async with store.reading() as conn:
         if version is None:
-            row = await (await conn.execute(LATEST_ACTIVE, {"name": name})).fetchone()
+            row = await (await conn.execute(sql.LATEST_ACTIVE, {"name": name})).fetchone()
             if row is None:
                 raise DefinitionNotFound(f"no active version of {name} is published")
             return DefinitionRef(name, *row)
-        row = await (await conn.execute(ONE_VERSION, {"name": name, "version": version})).fetchone()
+        row = await (
+            await conn.execute(sql.ONE_VERSION, {"name": name, "version": version})
+        ).fetchone()
     if row is None:
         raise DefinitionNotFound(f"{name}@{version} is not published")
     if row[2]:
@@ -166,10 +144,11 @@ async def resolve_for_start(store: Store, name: str, version: str | None) -> Def
 
 
 async def deprecate(store: Store, name: str, version: str) -> None:
-    async with store.connection() as conn:
-        row = await (await conn.execute(DEPRECATE, {"name": name, "version": version})).fetchone()
-        await conn.commit()
-    if row is None:
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
+        params = {"name": name, "version": version}
+        return await (await conn.execute(sql.DEPRECATE, params)).fetchone()
+
+    if await transact(store, f"deprecating {name}@{version}", body) is None:
         raise DefinitionNotFound(f"{name}@{version} is not published")
 
 

@@ -15,8 +15,9 @@ The order inside the transaction:
    an existing instance is re-checked against the ledger in a fresh statement (a
    concurrent commit of the very same transition is an exact replay, not a conflict).
    A worker's commit fenced by its lease uses ``WRITE_TRANSITION`` with the lease's
-   parts (``engine.store.fencing``): written only while the lease is held, and the
-   lease settled in the same statement;
+   parts (``FENCED_WRITE``, ``engine.store.leases``): written only while the lease is
+   held, and the lease settled in the same statement. The statements are in
+   ``engine.store.statements.transitions``;
 2. when the instance ends, retire its work that nobody holds (a losing race timer, a
    retry that will never run): nothing is left waiting for an instance that is over
    (in step 1's statement, or after it when the ending transition made work itself);
@@ -25,8 +26,9 @@ The order inside the transaction:
 3. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
-settled: ``pg_xact_status`` on the transaction id from a fresh connection says
-committed or aborted; if the server cannot say, the ledger is consulted
+settled (``engine.store.transactions`` runs every transaction and calls ``settle``):
+``pg_xact_status`` on the transaction id from a fresh connection says committed or
+aborted; if the server cannot say, the ledger is consulted
 (``reconcile``); if nothing answers, CommitUnknown is raised and the caller must
 reconcile before doing anything else.
 
@@ -61,207 +63,11 @@ from engine.store.errors import (
     SequenceConflict,
     StoreError,
 )
-from engine.store.rows import (
-    HISTORY_FIELDS,
-    WORK_FIELDS,
-    WorkState,
-    event_row,
-    status_after,
-    work_row,
-)
+from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
 from engine.store.sessions import Session
+from engine.store.statements import transitions as sql
 
 LEDGER_KEY = "transitions_pkey"
-LEDGER_READ = "SELECT fingerprint FROM transitions WHERE transition_id = %(id)s"
-
-
-def one_line(statement: str) -> str:
-    """``statement`` with its runs of whitespace made single spaces (it has no comments
-    or literals with spaces to change). psycopg caches its parsing of a statement's
-    placeholders only up to 4096 characters; the longest statements, sent at every
-    step, stay under that."""
-    return " ".join(statement.split())
-
-
-def insert_rows(
-    table: str,
-    names: tuple[str, ...],
-    param: str,
-    extra: tuple[tuple[str, str], ...] = (),
-    returning: str = "",
-) -> str:
-    """``INSERT`` of the rows sent as one JSON array of objects (``json_rows``): one
-    parameter whatever the number of rows and columns, cheap to send and to read; each
-    value is read as its column's type (the table's row type). Joined with ``ok``: no
-    row goes in unless the instance is where the transition expects it, and every row
-    takes its tenant. ``extra`` adds columns computed in SQL (name, expression over
-    ``r``)."""
-    columns = ", ".join([*names, *(name for name, _ in extra)])
-    values = ", ".join(
-        [*("ok.tenant_id" if n == "tenant_id" else f"r.{n}" for n in names), *(v for _, v in extra)]
-    )
-    alias = " AS w" if returning else ""
-    return (
-        f"INSERT INTO {table}{alias} ({columns})\n"
-        f"    SELECT {values}\n"
-        f"    FROM json_populate_recordset(NULL::{table}, %({param})s::json) AS r CROSS JOIN ok"
-        + (f"\n    RETURNING {returning}" if returning else "")
-    )
-
-
-def gated_writes(work_insert: str = "") -> str:
-    """The ledger row, the history rows and the work rows, written only when ``ok`` has
-    its row (the instance's tenant): the shared middle of the transition statements.
-    ``work_insert`` replaces the plain insert of the work rows (a fenced write leases
-    one of them on as it inserts it)."""
-    return f"""
-ledger AS (
-    INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,
-                             committed_sequence, xact_id)
-    SELECT %(id)s, %(instance)s, %(fingerprint)s, %(expected)s, %(committed)s,
-           pg_current_xact_id()
-    FROM ok
-),
-events AS (
-    {insert_rows("history", HISTORY_FIELDS, "history")}
-),
-new_work AS (
-    {work_insert or insert_rows("work", WORK_FIELDS, "work")}
-)"""
-
-
-NOTIFY_IF_WRITTEN = (
-    "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END"
-)
-
-START_TRANSITION = one_line(f"""
-WITH prior AS MATERIALIZED (
-    SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
-),
-created AS MATERIALIZED (
-    INSERT INTO instances (instance_id, definition_name, definition_version,
-                           definition_fingerprint, status, sequence, tenant_id, created_at,
-                           updated_at, archived_at)
-    SELECT %(instance)s, %(name)s, %(version)s, %(def_fingerprint)s, COALESCE(%(status)s, 1),
-           %(committed)s, %(tenant)s, %(created)s, %(at)s,
-           CASE WHEN %(terminal)s THEN %(at)s END
-    WHERE NOT EXISTS (SELECT 1 FROM prior)
-    ON CONFLICT (instance_id) DO NOTHING
-    RETURNING tenant_id
-),
-ok AS MATERIALIZED (
-    SELECT tenant_id FROM created
-),
-{gated_writes()}
-SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
-       (SELECT count(*) FROM created), {NOTIFY_IF_WRITTEN}
-""")
-"""A start in one statement: the ledger lookup, then the instance row already at its
-committed position and, only when it went in (``ok``), the writes: no row of the
-instance exists without it (no foreign key says so: migration 0008). An instance id
-that exists is left alone and re-checked against the ledger in a fresh statement: an
-exact replay, or InstanceExists."""
-
-
-@dataclass(frozen=True)
-class LeaseParts:
-    """What a lease-fenced write (``engine.store.fencing``) adds to ``write_transition``."""
-
-    held: str
-    """A CTE named ``held`` that locks the lease's work row while the lease is held: the
-    transition is written only then, and the statement returns no row otherwise."""
-    work_insert: str
-    """The insert of the work rows (it may lease one of them on as it inserts it)."""
-    finish: str
-    """CTEs that settle the lease, run only when the transition is written."""
-    columns: str
-    """Columns appended to the statement's row (after ``WRITE_COLUMNS``)."""
-    join: str
-    """What the final SELECT joins to read ``columns``."""
-
-
-UNFENCED = LeaseParts("", "", "", "", "")
-"""No lease: the plain transition statement."""
-
-
-def write_transition(lease: LeaseParts | None = None) -> str:
-    """The statement of a transition on an existing instance (see ``WRITE_TRANSITION``),
-    with a lease's parts when it is fenced."""
-    lease = lease or UNFENCED
-    held = "\n      AND EXISTS (SELECT 1 FROM held)" if lease.held else ""
-    only_held = "WHERE EXISTS (SELECT 1 FROM held)" if lease.held else ""
-    return f"""
-WITH locked AS MATERIALIZED (
-    SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
-    FROM instances WHERE instance_id = %(instance)s
-    FOR UPDATE
-),{lease.held}
-prior AS MATERIALIZED (
-    SELECT fingerprint FROM transitions WHERE transition_id = %(id)s
-),
-ok AS MATERIALIZED (
-    SELECT tenant_id FROM locked
-    WHERE sequence = %(expected)s AND definition_name = %(pin_name)s
-      AND definition_version = %(pin_version)s
-      AND definition_fingerprint = %(pin_fingerprint)s
-      AND NOT EXISTS (SELECT 1 FROM prior){held}
-),
-{gated_writes(lease.work_insert)},{lease.finish}
-retired AS (
-    UPDATE work
-    SET state = {WorkState.COMPLETED}, completed_at = %(at)s, failure_code = 'instance-ended'
-    WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND %(retire)s
-      AND EXISTS (SELECT 1 FROM ok)
-),
-moved AS (
-    UPDATE instances
-    SET sequence = %(committed)s,
-        updated_at = %(at)s,
-        status = COALESCE(%(status)s, status),
-        definition_name = %(name)s,
-        definition_version = %(version)s,
-        definition_fingerprint = %(def_fingerprint)s,
-        archived_at = CASE WHEN %(terminal)s THEN COALESCE(archived_at, %(at)s)
-                           ELSE archived_at END
-    WHERE instance_id = %(instance)s AND sequence = %(expected)s AND EXISTS (SELECT 1 FROM ok)
-    RETURNING 1
-)
-SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
-       locked.sequence, locked.definition_name, locked.definition_version,
-       locked.definition_fingerprint,
-       (SELECT count(*) FROM moved), {NOTIFY_IF_WRITTEN}
-       {lease.columns}
-FROM (SELECT 1) AS one LEFT JOIN locked ON true {lease.join}
-{only_held}
-"""
-
-
-WRITE_TRANSITION = one_line(write_transition())
-"""A transition in one statement, one round trip, whatever the number of events and
-work items: the instance lock, the ledger lookup and, only when both allow it
-(``ok``), the writes. The parts cannot see each other's rows, and need not: each
-writes its own table (every work row points at a history row the same statement
-writes). The ledger lookup reads the statement's snapshot, taken before the lock was
-granted: a commit of this very transition that the lock waited for shows as a position
-mismatch, which ``_recheck`` settles in a fresh statement. The count says whether the
-instance moved. An id taken meanwhile by a concurrent transaction (of another instance:
-one of the same instance waits for the lock and then finds the instance moved) fails
-the ledger's primary key, and with it the whole statement, which thus never writes part
-of a transition."""
-WRITE_COLUMNS = 8
-"""The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
-REARM_PARKED_WORK = f"""
-UPDATE work SET available_at = %(at)s
-WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND available_at > %(at)s
-"""
-RETIRE_OPEN_WORK = f"""
-UPDATE work
-SET state = {WorkState.COMPLETED}, completed_at = %(at)s, failure_code = 'instance-ended'
-WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE}
-"""
-NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
-XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
-CURRENT_XACT = "SELECT pg_current_xact_id()::text"
 
 SETTLE_ATTEMPTS = 20
 SETTLE_INTERVAL_SECONDS = 0.1
@@ -277,10 +83,10 @@ class CommitResult:
 
 
 class FencedWrite(Protocol):
-    """A lease's part in a transition statement (``engine.store.fencing``)."""
+    """A lease's part in a transition statement (``leases.FencedTransition``)."""
 
     statement: str
-    """``write_transition`` with the lease's parts."""
+    """``statements.transitions.write_transition`` with the lease's parts."""
     done: bool
     """The statement wrote the transition, and settled the lease with it."""
 
@@ -331,7 +137,7 @@ async def _start(
         "created": transition.events[0].occurred_at,
     }
     with _id_taken(transition):
-        row = await (await conn.execute(START_TRANSITION, params)).fetchone()
+        row = await (await conn.execute(sql.START_TRANSITION, params)).fetchone()
     xid, existing, created, _ = row
     if existing is not None:
         _check_replay(transition, existing)
@@ -400,7 +206,7 @@ async def _recheck(
     conn: psycopg.AsyncConnection, transition: Transition, conflict: StoreError
 ) -> None:
     """After losing a race: our own transition committed meanwhile is an exact replay."""
-    row = await (await conn.execute(LEDGER_READ, {"id": transition.transition_id})).fetchone()
+    row = await (await conn.execute(sql.LEDGER_READ, {"id": transition.transition_id})).fetchone()
     if row is None:
         raise conflict
     _check_replay(transition, row[0])
@@ -421,7 +227,7 @@ class Write:
         and with it the lease's part: no exact replay, no position to re-check."""
         if row is None:
             return False
-        existing, moved = row[1], row[WRITE_COLUMNS - 2]
+        existing, moved = row[1], row[sql.WRITE_COLUMNS - 2]
         return existing is None and moved == 1
 
 
@@ -436,7 +242,7 @@ def write_of(transition: Transition, channel: str, fenced: FencedWrite | None = 
         "retire": transition.terminal and not transition.work,
     }
     if fenced is None:
-        return Write(transition, WRITE_TRANSITION, params)
+        return Write(transition, sql.WRITE_TRANSITION, params)
     return Write(transition, fenced.statement, {**params, **fenced.params()}, fenced)
 
 
@@ -455,7 +261,7 @@ async def _write(
             row = await (await conn.execute(write.statement, write.params)).fetchone()
         else:
             row = await fenced.run(conn, write.statement, write.params)
-    xid, existing, *position, moved, _ = row[:WRITE_COLUMNS]
+    xid, existing, *position, moved, _ = row[: sql.WRITE_COLUMNS]
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
@@ -463,7 +269,7 @@ async def _write(
         await _check_position(conn, transition, *position)
         return False, xid
     if fenced is not None:
-        fenced.wrote(row[WRITE_COLUMNS:])
+        fenced.wrote(row[sql.WRITE_COLUMNS :])
     return True, xid
 
 
@@ -503,11 +309,11 @@ async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, ch
     """The rare follow-ups a transition statement cannot do itself."""
     at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
-        await conn.execute(RETIRE_OPEN_WORK, at)
+        await conn.execute(sql.RETIRE_OPEN_WORK, at)
     if _resumes(transition):
-        rearmed = (await conn.execute(REARM_PARKED_WORK, at)).rowcount
+        rearmed = (await conn.execute(sql.REARM_PARKED_WORK, at)).rowcount
         if rearmed and channel and not transition.work:
-            await conn.execute(NOTIFY_WORK, {"channel": channel})
+            await conn.execute(sql.NOTIFY_WORK, {"channel": channel})
 
 
 def json_rows(names: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> str:
@@ -537,7 +343,7 @@ async def reconcile_on(
     conn: psycopg.AsyncConnection, transition_id: str, fingerprint: str
 ) -> Reconciliation:
     """What the ledger holds for ``transition_id``: missing, committed or conflicting."""
-    row = await (await conn.execute(LEDGER_READ, {"id": transition_id})).fetchone()
+    row = await (await conn.execute(sql.LEDGER_READ, {"id": transition_id})).fetchone()
     if row is None:
         return Reconciliation.MISSING
     return Reconciliation.COMMITTED if row[0] == fingerprint else Reconciliation.CONFLICTING
@@ -545,12 +351,12 @@ async def reconcile_on(
 
 async def xact_status(conn: psycopg.AsyncConnection, xid: str) -> str | None:
     """``committed``, ``aborted``, ``in progress`` or None (too old to tell)."""
-    row = await (await conn.execute(XACT_STATUS, {"xid": xid})).fetchone()
+    row = await (await conn.execute(sql.XACT_STATUS, {"xid": xid})).fetchone()
     return row[0]
 
 
 async def current_xact_id(conn: psycopg.AsyncConnection) -> str:
-    row = await (await conn.execute(CURRENT_XACT)).fetchone()
+    row = await (await conn.execute(sql.CURRENT_XACT)).fetchone()
     return row[0]
 
 

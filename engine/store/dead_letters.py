@@ -39,12 +39,13 @@ from engine.model.canonical import digest, format_instant, utc
 from engine.model.identifiers import id_problem
 from engine.model.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
 from engine.model.transitions import WorkKind
-from engine.store.clock import NOW_SQL
-from engine.store.commits import NOTIFY_WORK
 from engine.store.errors import CorruptStore, StaleLease, StoreError
-from engine.store.rows import WorkState
+from engine.store.leases import WorkRequestInvalid
+from engine.store.rows import payload_text, work_kind
+from engine.store.statements import dead_letters as sql
+from engine.store.statements import transitions as transition_sql
 from engine.store.store import Store
-from engine.store.work import WorkRequestInvalid, transact, work_kind
+from engine.store.transactions import transact
 
 
 class ResolutionAction(StrEnum):
@@ -134,74 +135,6 @@ class ResolutionResult:
 
 # SQL ----------------------------------------------------------------------------------
 
-DEAD_LETTER_PAGE = f"""
-SELECT w.work_id, w.kind, w.instance_id, w.sequence, w.tenant_id, w.target, w.lease_token,
-       w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload
-FROM work w
-WHERE w.state = {WorkState.DEAD_LETTERED} AND w.completed_at IS NOT NULL
-  AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
-  AND (%(code)s::text IS NULL OR w.failure_code = %(code)s)
-  AND (%(after_at)s::timestamptz IS NULL
-       OR (w.completed_at, w.work_id) > (%(after_at)s::timestamptz, %(after_id)s::text))
-  AND NOT EXISTS (SELECT 1 FROM work_resolutions r
-                  WHERE r.work_id = w.work_id AND r.lease_token = w.lease_token)
-ORDER BY w.completed_at, w.work_id
-LIMIT %(limit)s
-"""
-DEAD_LETTER_GROUPS = f"""
-SELECT d.failure_code, i.definition_name, i.definition_version, count(*),
-       min(d.completed_at), max(d.completed_at)
-FROM (SELECT w.instance_id, w.failure_code, w.completed_at FROM work w
-      WHERE w.state = {WorkState.DEAD_LETTERED} AND w.completed_at IS NOT NULL
-        AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
-        AND NOT EXISTS (SELECT 1 FROM work_resolutions r
-                        WHERE r.work_id = w.work_id AND r.lease_token = w.lease_token)
-      ORDER BY w.completed_at, w.work_id
-      LIMIT %(scan)s) d
-JOIN instances i ON i.instance_id = d.instance_id
-GROUP BY d.failure_code, i.definition_name, i.definition_version
-ORDER BY count(*) DESC, d.failure_code, i.definition_name, i.definition_version
-"""
-"""Unresolved dead letters by failure code and definition version, over at most the
-oldest ``scan`` of them: a bounded triage summary, never a count of the whole table."""
-RECENT_RESOLUTIONS = """
-SELECT r.command_id, r.work_id, w.instance_id, r.lease_token, r.action, r.actor, r.reason,
-       r.occurred_at, r.retry_at, r.deadline
-FROM work_resolutions r JOIN work w ON w.work_id = r.work_id
-WHERE (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
-ORDER BY r.occurred_at DESC, r.command_id DESC
-LIMIT %(limit)s
-"""
-"""The audit of resolutions, newest first (``work_resolutions_time_idx``)."""
-RESOLUTION_RECORD = """
-SELECT r.command_id, r.work_id, w.instance_id, r.lease_token, r.action, r.actor, r.reason,
-       r.occurred_at, r.retry_at, r.deadline
-FROM work_resolutions r JOIN work w ON w.work_id = r.work_id
-WHERE r.command_id = %(command)s
-"""
-RESOLUTION_BY_COMMAND = "SELECT fingerprint FROM work_resolutions WHERE command_id = %(command)s"
-LOCK_DEAD_LETTER = f"""
-SELECT 1 FROM work
-WHERE work_id = %(work)s AND state = {WorkState.DEAD_LETTERED} AND lease_token = %(token)s
-FOR UPDATE
-"""
-INSERT_RESOLUTION = """
-INSERT INTO work_resolutions (command_id, fingerprint, work_id, lease_token, action, actor,
-                              reason, occurred_at, retry_at, deadline)
-VALUES (%(command)s, %(fingerprint)s, %(work)s, %(token)s, %(action)s, %(actor)s,
-        %(reason)s, %(occurred_at)s, %(retry_at)s, %(deadline)s)
-ON CONFLICT DO NOTHING
-RETURNING 1
-"""
-READMIT_DEAD_LETTER = f"""
-UPDATE work
-SET state = {WorkState.AVAILABLE}, available_at = %(retry_at)s, deadline = %(deadline)s,
-    failure_code = '', completed_at = NULL, lease_owner = '', lease_expires_at = NULL
-WHERE work_id = %(work)s AND state = {WorkState.DEAD_LETTERED} AND lease_token = %(token)s
-RETURNING available_at <= {NOW_SQL}
-"""
-"""Returns whether the readmitted work is due now (then a NOTIFY wakes idle workers)."""
-
 
 # Listing ------------------------------------------------------------------------------
 
@@ -230,7 +163,7 @@ async def list_dead_letters(
         "limit": limit + 1,
     }
     async with store.connection() as conn:
-        rows = await (await conn.execute(DEAD_LETTER_PAGE, params)).fetchall()
+        rows = await (await conn.execute(sql.DEAD_LETTER_PAGE, params)).fetchall()
         await conn.rollback()
     items = tuple(_dead_letter(row) for row in rows[:limit])
     _check_order(after, items)
@@ -261,7 +194,7 @@ async def dead_letter_groups(
     if isinstance(scan, bool) or not isinstance(scan, int) or not 1 <= scan <= 10_000:
         raise WorkRequestInvalid("the group scan must be from 1 to 10000 dead letters")
     async with store.connection() as conn:
-        cur = await conn.execute(DEAD_LETTER_GROUPS, {"tenant": tenant, "scan": scan})
+        cur = await conn.execute(sql.DEAD_LETTER_GROUPS, {"tenant": tenant, "scan": scan})
         rows = await cur.fetchall()
     return [
         DeadLetterGroup(code, name, version, count, utc(first), utc(last))
@@ -293,7 +226,7 @@ async def recent_resolutions(
         raise WorkRequestInvalid(f"limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
     actions = {code: action for action, code in ACTION_CODES.items()}
     async with store.connection() as conn:
-        cur = await conn.execute(RECENT_RESOLUTIONS, {"tenant": tenant, "limit": limit})
+        cur = await conn.execute(sql.RECENT_RESOLUTIONS, {"tenant": tenant, "limit": limit})
         rows = await cur.fetchall()
     return [_resolution_record(row, actions) for row in rows]
 
@@ -303,7 +236,7 @@ async def find_resolution(store: Store, command_id: str) -> ResolutionRecord | N
     refused as a conflict learns whether it was its own command that had acted)."""
     actions = {code: action for action, code in ACTION_CODES.items()}
     async with store.connection() as conn:
-        row = await (await conn.execute(RESOLUTION_RECORD, {"command": command_id})).fetchone()
+        row = await (await conn.execute(sql.RESOLUTION_RECORD, {"command": command_id})).fetchone()
     return None if row is None else _resolution_record(row, actions)
 
 
@@ -340,7 +273,7 @@ def _dead_letter(row: tuple[Any, ...]) -> DeadLetter:
         failure_code=code,
         failed_at=utc(failed_at),
         deadline=utc(deadline),
-        payload=None if payload is None else bytes(payload).decode(errors="replace"),
+        payload=payload_text(payload),
     )
 
 
@@ -445,14 +378,16 @@ async def _resolve_on(
     if await _replayed(conn, command):
         return True
     fence = {"work": command.work_id, "token": command.token}
-    if await (await conn.execute(LOCK_DEAD_LETTER, fence)).fetchone() is None:
+    if await (await conn.execute(sql.LOCK_DEAD_LETTER, fence)).fetchone() is None:
         if await _replayed(conn, command):  # our own command committed meanwhile
             return True
         raise StaleLease(
             f"work {command.work_id} has no dead letter with token {command.token}: it was "
             "resolved, reclaimed or never dead-lettered"
         )
-    inserted = await (await conn.execute(INSERT_RESOLUTION, _resolution_row(command))).fetchone()
+    inserted = await (
+        await conn.execute(sql.INSERT_RESOLUTION, _resolution_row(command))
+    ).fetchone()
     if inserted is None:
         if await _replayed(conn, command):
             return True
@@ -462,16 +397,18 @@ async def _resolve_on(
         )
     if command.action is ResolutionAction.RETRY:
         readmit = {**fence, "retry_at": command.retry_at, "deadline": command.deadline}
-        (due,) = await (await conn.execute(READMIT_DEAD_LETTER, {**readmit, "now": now})).fetchone()
+        (due,) = await (
+            await conn.execute(sql.READMIT_DEAD_LETTER, {**readmit, "now": now})
+        ).fetchone()
         if due:
-            await conn.execute(NOTIFY_WORK, {"channel": channel})
+            await conn.execute(transition_sql.NOTIFY_WORK, {"channel": channel})
     return False
 
 
 async def _replayed(conn: psycopg.AsyncConnection, command: Resolution) -> bool:
     """True if this exact command is recorded; ResolutionConflict if its id holds another."""
     row = await (
-        await conn.execute(RESOLUTION_BY_COMMAND, {"command": command.command_id})
+        await conn.execute(sql.RESOLUTION_BY_COMMAND, {"command": command.command_id})
     ).fetchone()
     if row is None:
         return False

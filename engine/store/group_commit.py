@@ -25,23 +25,21 @@ from dataclasses import dataclass, field
 import psycopg
 
 from engine.model.transitions import Transition
+from engine.store import transactions
 from engine.store.commits import CommitResult
 from engine.store.errors import StoreError, StoreUnavailable
-from engine.store.store import (
-    Fence,
-    Store,
-    check_all,
-    newly_written,
-    one_statement,
-    rollback,
-    uncancellable,
-)
+from engine.store.store import Fence, Store, check_all, newly_written, one_statement
+from engine.store.transactions import uncancellable
 
 COMMIT_LANES = 2
 """Groups one worker writes at the same time: while one waits for its WAL flush, the
 next is being written."""
 MAX_GROUP_MEMBERS = 32
 """Commits in one transaction at most: bounds how long its row locks are held."""
+
+
+_Staged = tuple[list[list[CommitResult]], list[Transition], str]
+"""A group's results per member, the transitions it wrote, and its transaction's id."""
 
 
 @dataclass
@@ -128,28 +126,35 @@ class CommitGroup:
 
     async def _together(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> bool:
         """Commit the group in one transaction and answer its members; False (rolled
-        back, nobody answered) when a member must be committed on its own."""
+        back, nobody answered) when a member must be committed on its own: one failed
+        before COMMIT, or was not written cleanly."""
         try:
-            async with asyncio.timeout(self.store.deadlines.operation):
-                staged = await self._stage(conn, group)
-        except (StoreError, psycopg.Error, TimeoutError):
-            staged = None
-        if staged is None:
-            await rollback(conn)
-            return False
-        results, written, xid = staged
-        try:
-            await self.store.commit_and_settle(conn, written, xid)
-        except StoreError as exc:
+            staged = await transactions.run(
+                conn,
+                "group commit",
+                lambda conn: self._stage(conn, group),
+                settle=self._settle,
+                commit=lambda staged: staged is not None,
+                refused=lambda _: None,
+                within=self.store.deadlines.operation,
+            )
+        except StoreError as exc:  # the COMMIT's settled verdict: every member's
             _answer_all(group, exc)
             return True
-        for member, staged in zip(group, results, strict=True):
-            _answer(member, staged)
+        if staged is None:
+            return False
+        for member, results in zip(group, staged[0], strict=True):
+            _answer(member, results)
         return True
 
-    async def _stage(
-        self, conn: psycopg.AsyncConnection, group: list[_Member]
-    ) -> tuple[list[list[CommitResult]], list[Transition], str] | None:
+    async def _settle(self, staged: _Staged | None) -> _Staged:
+        """A failed COMMIT of the group, settled once for all of its members."""
+        assert staged is not None  # a COMMIT follows a staging that answered
+        _, written, xid = staged
+        await self.store.settle_commit(written, xid)
+        return staged
+
+    async def _stage(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> _Staged | None:
         """Write every member in the open transaction: (results per member, the
         transitions written, the transaction id), or None when a member must be
         committed on its own. One message when every member is one statement."""

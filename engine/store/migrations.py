@@ -23,23 +23,13 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from engine.store.statements import migrations as statements
+
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 DEFAULT_SCHEMA = "wayline"
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _FILE_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
-
-_CREATE_LEDGER = """
-CREATE TABLE IF NOT EXISTS {ledger} (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    checksum   text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-"""
-_READ_LEDGER = "SELECT version, name, checksum FROM {ledger} ORDER BY version"
-_RECORD = "INSERT INTO {ledger} (version, name, checksum) VALUES (%s, %s, %s)"
-_LEDGER_EXISTS = "SELECT to_regclass(format('%%I.schema_migrations', %s::text)) IS NOT NULL"
 
 
 class MigrationError(Exception):
@@ -138,8 +128,9 @@ def check_schema_current(
             check_schema_current(conn, schema, directory=directory)
         return
     with conn_or_conninfo.transaction(), conn_or_conninfo.cursor() as cur:
-        (exists,) = cur.execute(_LEDGER_EXISTS, (schema,)).fetchone() or (False,)
-        ledger = cur.execute(_ledger_sql(_READ_LEDGER, schema)).fetchall() if exists else None
+        (exists,) = cur.execute(statements.LEDGER_EXISTS, (schema,)).fetchone() or (False,)
+        read = _ledger_sql(statements.READ_LEDGER, schema)
+        ledger = cur.execute(read).fetchall() if exists else None
     _require_current(schema, ledger, load_migrations(directory))
 
 
@@ -149,11 +140,11 @@ async def check_schema_current_async(
     """`check_schema_current` for an async connection (the studio and async workers)."""
     validate_schema_name(schema)
     async with conn.transaction(), conn.cursor() as cur:
-        await cur.execute(_LEDGER_EXISTS, (schema,))
+        await cur.execute(statements.LEDGER_EXISTS, (schema,))
         (exists,) = await cur.fetchone() or (False,)
         ledger = None
         if exists:
-            await cur.execute(_ledger_sql(_READ_LEDGER, schema))
+            await cur.execute(_ledger_sql(statements.READ_LEDGER, schema))
             ledger = await cur.fetchall()
     _require_current(schema, ledger, load_migrations(directory))
 
@@ -163,8 +154,8 @@ def _apply_next(conn: psycopg.Connection, schema: str, migrations: list[Migratio
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        conn.execute(_ledger_sql(_CREATE_LEDGER, schema))
-        ledger = conn.execute(_ledger_sql(_READ_LEDGER, schema)).fetchall()
+        conn.execute(_ledger_sql(statements.CREATE_LEDGER, schema))
+        ledger = conn.execute(_ledger_sql(statements.READ_LEDGER, schema)).fetchall()
         pending = _pending(schema, ledger, migrations)
         if not pending:
             return None
@@ -179,9 +170,8 @@ def _apply_next(conn: psycopg.Connection, schema: str, migrations: list[Migratio
                 f"migration {migration.name} failed on schema {schema}"
                 f" (SQLSTATE {error.sqlstate or 'unknown'}); nothing from it was applied"
             ) from error
-        conn.execute(
-            _ledger_sql(_RECORD, schema), (migration.version, migration.name, migration.checksum)
-        )
+        record = (migration.version, migration.name, migration.checksum)
+        conn.execute(_ledger_sql(statements.RECORD, schema), record)
     return migration.name
 
 

@@ -27,43 +27,10 @@ from engine.model.limits import (
 from engine.model.registry import Registry
 from engine.replay.fold import apply
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
-from engine.store.rows import HISTORY_COLUMNS, event_from_row
+from engine.store.rows import event_from_row
+from engine.store.statements import instances as sql
 from engine.store.store import Store
 
-INSTANCE_EXISTS = "SELECT 1 FROM instances WHERE instance_id = %(instance)s"
-HISTORY_PAGE = f"""
-SELECT {HISTORY_COLUMNS} FROM history
-WHERE instance_id = %(instance)s AND sequence > %(after)s
-  AND (%(kinds)s::smallint[] IS NULL OR kind = ANY(%(kinds)s::smallint[]))
-  AND (%(step)s::text IS NULL OR step_name = %(step)s)
-ORDER BY sequence
-LIMIT %(limit)s
-"""
-INSTANCE_COLUMNS = (
-    "instance_id, definition_name, definition_version, definition_fingerprint, status, "
-    "sequence, tenant_id, created_at, updated_at, archived_at"
-)
-INSTANCE_ROW = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = %(instance)s"
-INSTANCE_PAGE = f"""
-SELECT {INSTANCE_COLUMNS} FROM instances
-WHERE (%(view)s = 'all'
-       OR (%(view)s = 'active' AND archived_at IS NULL)
-       OR (%(view)s = 'archived' AND archived_at IS NOT NULL))
-  AND (%(name)s::text IS NULL OR definition_name = %(name)s)
-  AND (%(version)s::text IS NULL OR definition_version = %(version)s)
-  AND (%(status)s::smallint IS NULL OR status = %(status)s)
-  AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
-  AND (%(instance)s::text IS NULL OR instance_id = %(instance)s)
-  AND (%(started_from)s::timestamptz IS NULL OR created_at >= %(started_from)s)
-  AND (%(started_before)s::timestamptz IS NULL OR created_at < %(started_before)s)
-  AND (%(after_at)s::timestamptz IS NULL
-       OR (created_at, instance_id) > (%(after_at)s, %(after_id)s))
-ORDER BY created_at, instance_id
-LIMIT %(limit)s
-"""
-INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = ANY(%(ids)s)"
-"""Rows of several instances by id (primary-key probes): what a page of dead letters
-points at, or the positions of every instance a studio is following."""
 MAX_INSTANCE_ROWS = 1_000
 
 
@@ -118,7 +85,7 @@ async def history_page(
     filtered = kinds is not None or step is not None
     async with store.reading() as conn:
         cur = await conn.execute(
-            HISTORY_PAGE,
+            sql.HISTORY_PAGE,
             {
                 "instance": instance_id,
                 "after": after,
@@ -136,7 +103,10 @@ async def history_page(
 
 
 async def _require_instance(conn: psycopg.AsyncConnection, instance_id: str) -> None:
-    if await (await conn.execute(INSTANCE_EXISTS, {"instance": instance_id})).fetchone() is None:
+    if (
+        await (await conn.execute(sql.INSTANCE_EXISTS, {"instance": instance_id})).fetchone()
+        is None
+    ):
         raise InstanceNotFound(f"instance {instance_id} does not exist")
 
 
@@ -192,7 +162,7 @@ async def inspect(
 
 async def get_instance(store: Store, instance_id: str) -> InstanceRow:
     async with store.reading() as conn:
-        row = await (await conn.execute(INSTANCE_ROW, {"instance": instance_id})).fetchone()
+        row = await (await conn.execute(sql.INSTANCE_ROW, {"instance": instance_id})).fetchone()
     if row is None:
         raise InstanceNotFound(f"instance {instance_id} does not exist")
     return _instance_row(row)
@@ -221,7 +191,7 @@ async def list_instances(
         raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
     async with store.reading() as conn:
         cur = await conn.execute(
-            INSTANCE_PAGE,
+            sql.INSTANCE_PAGE,
             {
                 "view": InstanceView(view).value,
                 "name": definition_name,
@@ -250,7 +220,7 @@ async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str
     if not ids:
         return {}
     async with store.reading() as conn:
-        rows = await (await conn.execute(INSTANCE_ROWS, {"ids": ids})).fetchall()
+        rows = await (await conn.execute(sql.INSTANCE_ROWS, {"ids": ids})).fetchall()
     found = (_instance_row(r) for r in rows)
     return {r.instance_id: r for r in found}
 

@@ -9,8 +9,7 @@ from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
 from engine.model.events import Event, EventKind, make_event
 from engine.model.instance import InstanceStatus
-from engine.model.transitions import Transition, WorkItem
-from engine.store.clock import NOW_SQL
+from engine.model.transitions import Transition, WorkItem, WorkKind
 from engine.store.errors import CorruptStore
 
 
@@ -41,16 +40,6 @@ WORK_FIELDS = (
 )
 """The work table's columns a transition writes, in ``work_row`` order."""
 HISTORY_COLUMNS = ", ".join(HISTORY_FIELDS)
-
-
-def lease_columns(alias: str) -> str:
-    """The columns of a lease (``work._lease`` reads them in this order) from the work
-    row ``alias``, with the store's clock as the claim time."""
-    head = ("work_id", "kind", "instance_id", "sequence", "payload", "tenant_id", "target")
-    lease = ("lease_owner", "lease_token", "attempts")
-    tail = ("lease_expires_at", "deadline", "available_at")
-    columns = [*(f"{alias}.{n}" for n in (*head, *lease)), f"{NOW_SQL} AS claimed_at"]
-    return ", ".join([*columns, *(f"{alias}.{n}" for n in tail)])
 
 
 STATUS_AFTER = {
@@ -126,6 +115,20 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
         )
     except (EventInvalid, ValueError, UnicodeDecodeError) as exc:
         raise CorruptStore(f"history row {sequence} of an instance is not a valid event") from exc
+
+
+def work_kind(number: int) -> WorkKind | int:
+    """The WorkKind of a stored number, or the number itself when this build lacks it."""
+    try:
+        return WorkKind(number)
+    except ValueError:
+        return number
+
+
+def payload_text(raw: bytes | None) -> str | None:
+    """A work row's payload as text; bytes that are not UTF-8 are replaced, never fatal
+    (the payload's reader rejects it, for that one row)."""
+    return None if raw is None else bytes(raw).decode(errors="replace")
 
 
 def work_row(item: WorkItem) -> tuple[Any, ...]:

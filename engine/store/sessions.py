@@ -17,17 +17,8 @@ from weakref import WeakKeyDictionary
 
 import psycopg
 
-OWN_SESSION = """
-SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()
-"""
-END_SESSION = """
-SELECT pg_terminate_backend(pid, %(wait_ms)s) FROM pg_stat_activity
-WHERE pid = %(pid)s AND backend_start = %(started)s
-"""
-SESSION_ALIVE = """
-SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %(pid)s AND backend_start = %(started)s)
-"""
-FRESH_ACTIVITY = "SELECT pg_stat_clear_snapshot()"
+from engine.store.statements import sessions as sql
+
 END_WAIT_MS = 5_000
 """How long ending a session may wait for its backend to exit (a backend stuck in a
 system call can outlive the signal for a moment)."""
@@ -50,7 +41,7 @@ async def remember(conn: psycopg.AsyncConnection) -> None:
     Read in autocommit: no transaction, so no COMMIT, is spent on it."""
     was = conn.autocommit
     await conn.set_autocommit(True)
-    row = await (await conn.execute(OWN_SESSION)).fetchone()
+    row = await (await conn.execute(sql.OWN_SESSION)).fetchone()
     await conn.set_autocommit(was)
     if row is not None:
         _sessions[conn] = Session(*row)
@@ -68,11 +59,11 @@ async def end(conn: psycopg.AsyncConnection, session: Session) -> bool:
     a live backend); False when it was still running after ``END_WAIT_MS``.
     """
     params = {"pid": session.pid, "started": session.started, "wait_ms": END_WAIT_MS}
-    row = await (await conn.execute(END_SESSION, params)).fetchone()
+    row = await (await conn.execute(sql.END_SESSION, params)).fetchone()
     if row is None or row[0]:
         return True
     # Not ended: it outlived the wait, or it exited between the lookup and the signal
     # ("not a PostgreSQL backend process"). Look again, past the cached activity view.
-    await conn.execute(FRESH_ACTIVITY)
-    row = await (await conn.execute(SESSION_ALIVE, params)).fetchone()
+    await conn.execute(sql.FRESH_ACTIVITY)
+    row = await (await conn.execute(sql.SESSION_ALIVE, params)).fetchone()
     return not row[0]

@@ -8,10 +8,9 @@ drill can run the same engine in an isolated schema.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,16 +21,14 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.model.transitions import Transition, check_transition
-from engine.store import batches, commits, seams, sessions
+from engine.store import batches, commits, seams, sessions, transactions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
-from engine.store.errors import (
-    CommitUnknown,
-    Reconciliation,
-    StoreError,
-    StoreUnavailable,
-)
+from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
+from engine.store.statements import sessions as session_sql
+from engine.store.statements import transitions as transition_sql
+from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
 
 log = logging.getLogger("wayline.store")
 
@@ -42,10 +39,6 @@ unavailable (nothing was written)."""
 DEFAULT_POOL_SIZE = 10
 CONNECT_TIMEOUT = 10
 """Seconds libpq may spend establishing one connection."""
-OPERATION_TIMEOUT_SECONDS = 30.0
-"""Client-side deadline of every store operation: a paused or unreachable server makes
-the operation fail (not committed, or unknown for a COMMIT) instead of hanging; the
-server's own timeouts cannot fire while it is stopped."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +67,10 @@ def session_options(schema: str) -> str:
     )
 
 
-SERVER_TIME = "SELECT clock_timestamp()"
+Staged = tuple[list[CommitResult], str]
+"""A commit's results, and the id of the transaction that wrote them."""
+Settle = Callable[[Staged | None], Awaitable[Staged]]
+"""How a commit whose outcome is unknown is settled (see ``transactions.run``)."""
 
 
 class Fence(Protocol):
@@ -173,7 +169,7 @@ class Store:
     async def _measure_clock(self, conn: psycopg.AsyncConnection) -> None:
         if isinstance(self.clock, DatabaseClock):
             before = time.monotonic()
-            server = (await (await conn.execute(SERVER_TIME)).fetchone())[0]
+            server = (await (await conn.execute(session_sql.SERVER_TIME)).fetchone())[0]
             self.clock.sync(server, (before + time.monotonic()) / 2)
 
     async def sync_clock(self) -> None:
@@ -250,63 +246,72 @@ class Store:
         fence: Fence | None,
         tenant: str,
     ) -> list[CommitResult]:
-        if one_statement(transitions, fence):
-            return [await self._write_alone(conn, transitions[0], fence, tenant)]
+        """One transaction of ``transitions`` (``transactions.run`` classifies how it
+        ended). A lone transition written by one statement is sent alone in autocommit:
+        the statement is its own transaction, so the BEGIN and COMMIT round trips are
+        saved; its lost answer is settled from the session that ran it. Otherwise a
+        failed COMMIT is settled by the transaction's id, and a transaction that wrote
+        nothing (exact replays, no fence) is rolled back."""
         names = ", ".join(t.transition_id for t in transitions) or "lease update"
-        try:
-            async with asyncio.timeout(self.deadlines.operation):
-                results, xid = await self.stage_fenced(conn, transitions, fence, tenant)
-        except TimeoutError as exc:
-            await rollback(conn)
-            raise StoreUnavailable(f"{names} not committed: the database did not answer") from exc
-        except StoreError:
-            await rollback(conn)
-            raise
-        except psycopg.Error as exc:
-            await rollback(conn)
-            raise _refused(names) from exc
-        written = newly_written(transitions, results)
-        if not written and fence is None:
-            await rollback(conn)
+
+        async def stage(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
+            return await self.stage_fenced(conn, transitions, fence, tenant)
+
+        if one_statement(transitions, fence):
+            settle = self._settle_alone(conn, transitions[0])
+            results, xid = await transactions.run(
+                conn, names, stage, alone=True, settle=settle, within=self.deadlines.operation
+            )
+            if fence is not None and not xid:  # settled as committed without its answer
+                await self._recover(fence)
             return results
-        await uncancellable(self.commit_and_settle(conn, written, xid))
-        return results
+        staged = await transactions.run(
+            conn,
+            names,
+            stage,
+            settle=self._settle_commit(transitions),
+            commit=lambda staged: fence is not None or not all(r.replayed for r in staged[0]),
+            within=self.deadlines.operation,
+        )
+        return staged[0]
 
-    async def _write_alone(
-        self,
-        conn: psycopg.AsyncConnection,
-        transition: Transition,
-        fence: Fence | None,
-        tenant: str,
-    ) -> CommitResult:
-        """Commit a transition whose write is one statement by running it in autocommit.
+    def _settle_alone(self, conn: psycopg.AsyncConnection, transition: Transition) -> Settle:
+        """How a lone write whose answer was lost is settled: end the session that ran it
+        and read the ledger (``commits.settle_session``); committed, it has no known
+        transaction id ('')."""
 
-        The statement is its own transaction, so the BEGIN and COMMIT round trips are
-        saved. Refused (StoreError), or failed with an answer from the server, it wrote
-        nothing. Without an answer its outcome is unknown until settled from the
-        session that ran it (``commits.settle_session``). An exact replay's lease
-        update, if any, follows as a statement of its own (fenced like every other).
-        """
-        await conn.set_autocommit(True)
-        try:
-            async with asyncio.timeout(self.deadlines.operation):
-                results, _ = await self.stage_fenced(conn, [transition], fence, tenant)
-        except StoreError:
-            raise
-        except (psycopg.Error, TimeoutError) as exc:
-            if not conn.broken and isinstance(exc, psycopg.Error):
-                raise _refused(transition.transition_id) from exc
+        async def settle(_: Staged | None) -> Staged:
             session = sessions.of(conn)
-            settling = seams.settle(
+            await seams.settle(
                 self.seams.hooks,
                 seams.Unanswered([transition], pid=session.pid if session else 0),
                 lambda: commits.settle_session(self.pool.connection, [transition], session),
             )
-            await uncancellable(settling)
-            if fence is not None:
-                await self._recover(fence)
-            return CommitResult(transition.transition_id, replayed=False)
-        return results[0]
+            return [CommitResult(transition.transition_id, replayed=False)], ""
+
+        return settle
+
+    def _settle_commit(self, transitions: Sequence[Transition]) -> Settle:
+        """How a failed COMMIT of staged ``transitions`` is settled: by its transaction
+        id, then the ledger (``commits.settle``)."""
+
+        async def settle(staged: Staged | None) -> Staged:
+            assert staged is not None  # a COMMIT follows a staging that answered
+            results, xid = staged
+            written = newly_written(transitions, results)
+            await self.settle_commit(written, xid)
+            return staged
+
+        return settle
+
+    async def settle_commit(self, written: Sequence[Transition], xid: str) -> None:
+        """Settle a COMMIT of ``written`` whose answer was lost, by its transaction id
+        and then the ledger (``commits.settle``), through the store's ``settle`` hook."""
+        await seams.settle(
+            self.seams.hooks,
+            seams.Unanswered(written, xid=xid),
+            lambda: commits.settle(self.pool.connection, list(written), xid),
+        )
 
     async def _recover(self, fence: Fence) -> None:
         """Let ``fence`` read back what its lost answer carried (the next step's lease,
@@ -318,29 +323,6 @@ class Store:
                 await fence.recover(conn)
         except (StoreError, psycopg.Error, OSError, TimeoutError):
             log.warning("the lease handed on by a settled write could not be read back")
-
-    async def commit_and_settle(
-        self, conn: psycopg.AsyncConnection, written: list[Transition], xid: str
-    ) -> None:
-        """COMMIT; if COMMIT itself fails, settle its outcome (see ``commits.settle``)."""
-        try:
-            async with asyncio.timeout(self.deadlines.operation):
-                await conn.commit()
-        except (psycopg.Error, TimeoutError) as exc:
-            try:
-                async with asyncio.timeout(self.deadlines.operation):
-                    await seams.settle(
-                        self.seams.hooks,
-                        seams.Unanswered(written, xid=xid),
-                        lambda: commits.settle(self.pool.connection, written, xid),
-                    )
-            except TimeoutError:
-                raise CommitUnknown(
-                    "the COMMIT's outcome is unknown and the database did not "
-                    "answer: reconcile before retrying"
-                ) from exc
-            except CommitUnknown as unknown:
-                raise unknown from exc
 
     async def stage_fenced(
         self,
@@ -397,7 +379,7 @@ class Store:
             return None
         for write, row in zip(writes, rows, strict=True):
             if write.fenced is not None:
-                write.fenced.wrote(row[commits.WRITE_COLUMNS :])
+                write.fenced.wrote(row[transition_sql.WRITE_COLUMNS :])
         return [CommitResult(w.transition.transition_id) for w in writes], rows[0][0]
 
     def _channel(self, transition: Transition, fence: Fence | None) -> str:
@@ -445,11 +427,6 @@ def check_all(transitions: Sequence[Transition]) -> None:
         check_transition(transition)
 
 
-def _refused(names: str) -> StoreError:
-    """A statement the server answered with an error: its transaction wrote nothing."""
-    return StoreError(f"{names} not committed: the database refused it; it is safe to retry")
-
-
 def _carries(transitions: Sequence[Transition]) -> bool:
     """Whether the first transition's statement can carry a fence: it writes on an
     existing instance (a start has no lease to prove)."""
@@ -484,27 +461,3 @@ async def _transactional(conn: psycopg.AsyncConnection) -> None:
     it), so a write never commits statement by statement."""
     if conn.autocommit:
         await conn.set_autocommit(False)
-
-
-async def uncancellable(operation: Awaitable[None]) -> None:
-    """Finish ``operation`` even if the caller is cancelled meanwhile, then re-raise.
-
-    A COMMIT abandoned half way would leave its outcome unknown and the connection in
-    use after it went back to the pool; so the commit and its settlement always run to
-    a classified end, and only then does cancellation take effect.
-    """
-    task = asyncio.ensure_future(operation)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait([task])
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception() from None
-        raise
-
-
-async def rollback(conn: psycopg.AsyncConnection) -> None:
-    # A broken connection is discarded by the pool; nothing was committed either way.
-    with contextlib.suppress(psycopg.Error):
-        await conn.rollback()
-    batches.forget(conn)  # psycopg deallocates the session's prepared statements

@@ -18,37 +18,11 @@ from typing import Any
 
 from engine.model.canonical import utc
 from engine.model.transitions import WorkKind
-from engine.store.rows import WorkState
+from engine.store.rows import WorkState, work_kind
+from engine.store.statements import work_views as sql
 from engine.store.store import Store
-from engine.store.work import work_kind
 
 MAX_VIEW_ROWS = 500
-
-COLUMNS = """work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
-       lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
-       payload, tenant_id"""
-INSTANCE_WORK = f"""
-SELECT {COLUMNS}
-FROM work WHERE instance_id = %(instance)s
-ORDER BY sequence DESC, work_id DESC
-LIMIT %(limit)s
-"""
-"""The newest work rows of one instance (one row per scheduled attempt, timer or child
-start), newest first."""
-
-HELD_LEASES = f"""
-SELECT {COLUMNS}
-FROM work
-WHERE state = {WorkState.LEASED} AND lease_owner = ANY(%(owners)s)
-  AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
-ORDER BY lease_owner, lease_expires_at, work_id
-LIMIT %(limit)s
-"""
-"""Leases recorded for the given owners (expired ones included: until a claim takes
-them over, the row still names its last owner)."""
-
-WORK_ROWS = f"SELECT {COLUMNS} FROM work WHERE work_id = ANY(%(ids)s)"
-"""Work rows by id (primary-key probes): what an operator is about to resolve."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +71,7 @@ async def instance_work(
     """The newest ``limit`` work rows of ``instance_id``, newest first."""
     _check_limit(limit)
     async with store.connection() as conn:
-        cur = await conn.execute(INSTANCE_WORK, {"instance": instance_id, "limit": limit})
+        cur = await conn.execute(sql.INSTANCE_WORK, {"instance": instance_id, "limit": limit})
         rows = await cur.fetchall()
     return [_work_row(r) for r in rows]
 
@@ -111,7 +85,7 @@ async def held_leases(
         return []
     params = {"owners": sorted(set(owners)), "tenant": tenant, "limit": limit}
     async with store.connection() as conn:
-        rows = await (await conn.execute(HELD_LEASES, params)).fetchall()
+        rows = await (await conn.execute(sql.HELD_LEASES, params)).fetchall()
     return [_work_row(r) for r in rows]
 
 
@@ -122,7 +96,7 @@ async def work_rows(store: Store, work_ids: Collection[str]) -> dict[str, WorkRo
     if not ids:
         return {}
     async with store.connection() as conn:
-        rows = await (await conn.execute(WORK_ROWS, {"ids": ids})).fetchall()
+        rows = await (await conn.execute(sql.WORK_ROWS, {"ids": ids})).fetchall()
     found = (_work_row(r) for r in rows)
     return {r.work_id: r for r in found}
 

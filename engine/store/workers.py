@@ -10,26 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.store.clock import NOW_SQL
-from engine.store.store import Store
+import psycopg
 
-HEARTBEAT = f"""
-INSERT INTO workers (worker_id, targets, started_at, heartbeat_at, concurrency, hostname, pid)
-VALUES (%(worker)s, %(targets)s, {NOW_SQL}, {NOW_SQL}, %(concurrency)s, %(hostname)s, %(pid)s)
-ON CONFLICT (worker_id) DO UPDATE
-SET targets = EXCLUDED.targets, heartbeat_at = EXCLUDED.heartbeat_at,
-    concurrency = EXCLUDED.concurrency, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-    started_at = CASE WHEN workers.pid = EXCLUDED.pid THEN workers.started_at
-                      ELSE EXCLUDED.started_at END
-"""
-LIST_WORKERS = """
-SELECT worker_id, targets, started_at, heartbeat_at, concurrency, hostname, pid
-FROM workers ORDER BY heartbeat_at DESC, worker_id LIMIT %(limit)s
-"""
-KNOWN_TARGETS = """
-SELECT DISTINCT unnest(targets) FROM workers
-WHERE heartbeat_at > %(since)s ORDER BY 1
-"""
+from engine.store.statements import workers as sql
+from engine.store.store import Store
+from engine.store.transactions import transact
 
 
 @dataclass(frozen=True)
@@ -47,28 +32,29 @@ async def heartbeat(
     store: Store, worker_id: str, targets: list[str], concurrency: int, hostname: str, pid: int
 ) -> None:
     """Record that ``worker_id`` is alive now (by the store's clock)."""
-    async with store.connection() as conn:
-        await conn.execute(
-            HEARTBEAT,
-            {
-                "worker": worker_id,
-                "targets": targets,
-                "concurrency": concurrency,
-                "hostname": hostname,
-                "pid": pid,
-                "now": store.clock.sql_now(),
-            },
-        )
+    params = {
+        "worker": worker_id,
+        "targets": targets,
+        "concurrency": concurrency,
+        "hostname": hostname,
+        "pid": pid,
+        "now": store.clock.sql_now(),
+    }
+
+    async def body(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(sql.HEARTBEAT, params)
+
+    await transact(store, f"heartbeat of {worker_id}", body)
 
 
 async def list_workers(store: Store, limit: int = 100) -> list[WorkerInfo]:
     async with store.connection() as conn:
-        rows = await (await conn.execute(LIST_WORKERS, {"limit": limit})).fetchall()
+        rows = await (await conn.execute(sql.LIST_WORKERS, {"limit": limit})).fetchall()
     return [WorkerInfo(r[0], tuple(r[1]), *r[2:]) for r in rows]
 
 
 async def advertised_targets(store: Store, since: datetime) -> list[str]:
     """Activity targets advertised by workers that spoke after ``since``."""
     async with store.connection() as conn:
-        rows = await (await conn.execute(KNOWN_TARGETS, {"since": since})).fetchall()
+        rows = await (await conn.execute(sql.KNOWN_TARGETS, {"since": since})).fetchall()
     return [r[0] for r in rows]

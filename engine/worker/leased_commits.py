@@ -32,14 +32,13 @@ from engine.decide.child_outcomes import parent_transitions
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.transitions import Draft, Transition, WorkKind
 from engine.modes import follow
-from engine.store import work
+from engine.store import leases
 from engine.store.errors import (
     DuplicateTransition,
     SequenceConflict,
     StoreError,
     StoreUnavailable,
 )
-from engine.store.fencing import LeaseFence
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry, HandlerThreads
@@ -125,7 +124,7 @@ class Dispatch:
 
 async def commit(
     ctx: Context,
-    lease: work.Lease,
+    lease: leases.Lease,
     build: Callable[[Draft], None],
     finish: bool | Callable[[], bool] = True,
     eager: Eager | None = None,
@@ -153,7 +152,7 @@ async def commit(
         except Obsolete:
             if guessed:
                 continue
-            await ctx.commits.commit_all([], LeaseFence(ctx.store, lease, finish=True))
+            await ctx.commits.commit_all([], leases.LeaseFence(ctx.store, lease, finish=True))
             return None
         except Park:
             if guessed:
@@ -170,7 +169,7 @@ async def commit(
                 continue
             return state  # nothing new to record (e.g. a redelivered child start)
         follow(draft)
-        fence = LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
+        fence = leases.LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
         if eager is not None:
             eager.prepare(draft, fence)
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
@@ -189,7 +188,7 @@ async def commit(
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
 
 
-async def _write(ctx: Context, transitions: list[Transition], fence: LeaseFence) -> None:
+async def _write(ctx: Context, transitions: list[Transition], fence: leases.LeaseFence) -> None:
     """Commit, and write again what is known not to have taken effect.
 
     The transitions carry what this processor knows (an attempt's outcome above all):
@@ -231,9 +230,9 @@ class Eager:
     ctx: Context
     lease_for: timedelta
     dispatch: Dispatch | None = None
-    lease: work.Lease | None = None
+    lease: leases.Lease | None = None
 
-    def prepare(self, draft: Draft, fence: LeaseFence) -> None:
+    def prepare(self, draft: Draft, fence: leases.LeaseFence) -> None:
         self.dispatch = None
         item = next(
             (
@@ -255,7 +254,7 @@ class Eager:
         fence.lease_next, fence.lease_for = item.work_id, self.lease_for
 
 
-async def _park(ctx: Context, lease: work.Lease, now: datetime) -> None:
+async def _park(ctx: Context, lease: leases.Lease, now: datetime) -> None:
     """Push work back while its instance is paused (resuming re-arms it at once).
 
     Never past the work's deadline: work that cannot wait that long keeps its lease
@@ -263,16 +262,16 @@ async def _park(ctx: Context, lease: work.Lease, now: datetime) -> None:
     """
     until = min(now + PARK_FOR, lease.deadline - PARK_MARGIN)
     if until > now:
-        await work.retry_at(ctx.store, lease, until, "paused")
+        await leases.retry_at(ctx.store, lease, until, "paused")
 
 
-async def _release_until(ctx: Context, lease: work.Lease, due_at: datetime) -> None:
+async def _release_until(ctx: Context, lease: leases.Lease, due_at: datetime) -> None:
     """Release work claimed early until ``due_at``; dead-letter it when its deadline comes
     first, since it could then never run in time (see the module docstring)."""
     if due_at < lease.deadline:
-        await work.retry_at(ctx.store, lease, due_at, NOT_YET_DUE)
+        await leases.retry_at(ctx.store, lease, due_at, NOT_YET_DUE)
     else:
-        await work.dead_letter(ctx.store, lease, DUE_AFTER_DEADLINE)
+        await leases.dead_letter(ctx.store, lease, DUE_AFTER_DEADLINE)
 
 
 def _now(ctx: Context, state: Instance) -> datetime:

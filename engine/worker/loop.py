@@ -37,7 +37,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_POLL_INTERVAL,
 )
-from engine.store import work, workers
+from engine.store import leases, sweeps, workers
 from engine.store.errors import StaleLease, StoreError
 from engine.store.store import Store
 from engine.worker import processors
@@ -149,10 +149,10 @@ class Worker:
             for waiter in waiters:
                 waiter.cancel()
 
-    async def _claim(self, free: int) -> list[work.Lease]:
+    async def _claim(self, free: int) -> list[leases.Lease]:
         started = time.perf_counter()
         try:
-            leases = await work.claim(
+            claimed = await leases.claim(
                 self.store,
                 self.config.worker_id,
                 self.config.lease,
@@ -164,15 +164,15 @@ class Worker:
             log.warning("claim failed; retrying after the poll interval", exc_info=True)
             return []
         self.metrics.observe("claim", time.perf_counter() - started)
-        self.metrics.count("claimed", len(leases))
-        for lease in leases:
+        self.metrics.count("claimed", len(claimed))
+        for lease in claimed:
             self.ctx.faults.reach(Boundary.AFTER_CLAIM)
             if lease.attempt > 1:
                 self.metrics.count("readmitted")
             self._start(lease)
-        return leases
+        return claimed
 
-    def _start(self, lease: work.Lease) -> None:
+    def _start(self, lease: leases.Lease) -> None:
         task = asyncio.create_task(self._process(lease))
         self.tasks.add(task)
         task.add_done_callback(self._done)
@@ -183,7 +183,7 @@ class Worker:
         if saturated:  # the loop skipped claims while no slot was free: claim now
             self.wake.set()
 
-    async def _process(self, lease: work.Lease) -> None:
+    async def _process(self, lease: leases.Lease) -> None:
         started = time.perf_counter()
         current = processors.LeaseHolder(lease, self.config.lease)
         processor = asyncio.create_task(processors.process(self.ctx, current))
@@ -219,7 +219,7 @@ class Worker:
             self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
             lease = current.lease
             try:
-                await work.renew(self.store, lease, self.config.lease)
+                await leases.renew(self.store, lease, self.config.lease)
             except StaleLease:
                 if current.lease is not lease:
                     continue  # the processor moved on to the lease its commit handed on
@@ -253,7 +253,7 @@ class Worker:
         while not stop.is_set():
             try:
                 async with await self.store.dedicated() as conn:
-                    await work.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    await sweeps.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
                     async for _ in conn.notifies():
@@ -294,8 +294,8 @@ class Worker:
 
     async def _sweep(self) -> None:
         self.ctx.faults.reach(Boundary.IN_RECOVERY)
-        expired = await work.expire_leases_of_dead_owners(self.store)
-        dead = await work.sweep_expired_deadlines(self.store)
+        expired = await sweeps.expire_leases_of_dead_owners(self.store)
+        dead = await sweeps.sweep_expired_deadlines(self.store)
         self.metrics.count("recovered_leases", expired)
         self.metrics.count("dead_letters", dead)
         if expired:

@@ -33,7 +33,7 @@ from engine.model.events import EventKind
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
 from engine.model.transitions import Draft
 from engine.replay.fold import replay
-from engine.store import work
+from engine.store import leases
 from engine.worker.activities import (
     ActivityRequest,
     Failed,
@@ -65,7 +65,7 @@ async def process(ctx: Context, current: LeaseHolder) -> None:
     the processor of its kind that a definition mode installed (``engine.modes``)."""
     run = modes.processor(current.lease.kind)
     if run is None:
-        await work.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
+        await leases.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
         return
     await run(ctx, current)
 
@@ -73,7 +73,7 @@ async def process(ctx: Context, current: LeaseHolder) -> None:
 # Committing ---------------------------------------------------------------------------
 
 
-def _dispatch(lease: work.Lease) -> Dispatch | None:
+def _dispatch(lease: leases.Lease) -> Dispatch | None:
     try:
         payload = json.loads(lease.payload or "")
         return Dispatch(str(payload["step"]), int(payload["attempt"]), str(payload["key"]))
@@ -132,11 +132,11 @@ COMPENSATION = Track(
 
 
 async def process_attempt(
-    ctx: Context, lease: work.Lease, track: Track, current: LeaseHolder
+    ctx: Context, lease: leases.Lease, track: Track, current: LeaseHolder
 ) -> None:
     dispatch = _dispatch(lease)
     if dispatch is None:
-        await work.dead_letter(ctx.store, lease, track.poison_code)
+        await leases.dead_letter(ctx.store, lease, track.poison_code)
         return
     start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
@@ -159,7 +159,7 @@ async def process_attempt(
         ctx.metrics.count("eager_dispatches")
 
 
-async def _claimed_state(ctx: Context, lease: work.Lease) -> Instance | None:
+async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:
     """The instance as its claim read it (a short history comes with the claim), to
     commit on without reading it again; None when it did not come or does not replay."""
     if not lease.events:
@@ -180,7 +180,7 @@ class LeaseHolder:
     the lease gone may be seeing that very commit, so it must not cancel the processor
     (the commit is fenced by the lease and reports a real loss itself)."""
 
-    lease: work.Lease
+    lease: leases.Lease
     lease_for: timedelta
     committing: bool = False
 
@@ -309,11 +309,11 @@ def _results(state: Instance) -> dict[str, Any]:
 # Timers -------------------------------------------------------------------------------
 
 
-async def process_timer(ctx: Context, lease: work.Lease) -> None:
+async def process_timer(ctx: Context, lease: leases.Lease) -> None:
     try:
         step = str(json.loads(lease.payload or "")["step"])
     except (ValueError, KeyError, TypeError):
-        await work.dead_letter(ctx.store, lease, "invalid-timer-dispatch")
+        await leases.dead_letter(ctx.store, lease, "invalid-timer-dispatch")
         return
 
     def build(draft: Draft) -> None:
@@ -339,9 +339,9 @@ async def process_timer(ctx: Context, lease: work.Lease) -> None:
 # Children -----------------------------------------------------------------------------
 
 
-async def process_child(ctx: Context, lease: work.Lease) -> None:
+async def process_child(ctx: Context, lease: leases.Lease) -> None:
     dispatch = _dispatch(lease)
     if dispatch is None:
-        await work.dead_letter(ctx.store, lease, "invalid-child-dispatch")
+        await leases.dead_letter(ctx.store, lease, "invalid-child-dispatch")
         return
     await start_child(ctx, lease, dispatch)

@@ -19,7 +19,7 @@ import pytest
 
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
-from engine.store import sessions, work
+from engine.store import leases, sessions
 from engine.store.errors import StaleLease
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
@@ -87,7 +87,7 @@ async def test_a_renewal_answered_stale_by_the_outcomes_own_commit_keeps_the_nex
     switched leases says "stale". That is the processor's own commit, not a loss: the
     next step must run, not sit leased to a live worker until it expires as unknown."""
     stale = asyncio.Event()
-    renew, commit_all = work.renew, CommitGroup.commit_all
+    renew, commit_all = leases.renew, CommitGroup.commit_all
 
     async def renew_noting_stale(store, lease, extend):
         try:
@@ -102,7 +102,7 @@ async def test_a_renewal_answered_stale_by_the_outcomes_own_commit_keeps_the_nex
             await stale.wait()  # the answer comes late: a renewal sees the lease gone first
         return results
 
-    monkeypatch.setattr(work, "renew", renew_noting_stale)
+    monkeypatch.setattr(leases, "renew", renew_noting_stale)
     monkeypatch.setattr(CommitGroup, "commit_all", commit_answered_after_a_stale_renewal)
     worker = in_process_worker(e2e, renew_every=timedelta(milliseconds=50))
     await e2e.start(d.THREE_STEPS, "renewed", script({}))

@@ -26,7 +26,7 @@ from engine.model.errors import DecisionRejected
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, ChildStatus, InstanceStatus
 from engine.model.limits import MAX_WORKER_POLL_INTERVAL
-from engine.store import catalog, work
+from engine.store import catalog, leases
 from engine.store.clock import ManualClock
 from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
@@ -434,7 +434,7 @@ async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harne
         ahead = ManualClock(e2e.store.now() + victim.config.lease * 3)
         thief = await Store.open(e2e.dsn, e2e.schema, clock=ahead)
         try:
-            (stolen,) = await work.claim(
+            (stolen,) = await leases.claim(
                 thief, "thief", timedelta(minutes=5), 1, targets=[ACTIVITY_TARGET]
             )
         finally:
@@ -463,7 +463,7 @@ async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_i
     that arrives as the wait succeeds; the renewal must end with the processor anyway,
     or it keeps the lease alive and the instance stalls under a live worker."""
     renewing, failures = asyncio.Event(), []
-    renew = work.renew
+    renew = leases.renew
 
     async def renew_losing_one_cancellation(store, lease, extend):
         if not renewing.is_set():
@@ -477,7 +477,7 @@ async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_i
         await renewing.wait()
         raise StoreUnavailable("the database is unavailable")
 
-    monkeypatch.setattr(work, "renew", renew_losing_one_cancellation)
+    monkeypatch.setattr(leases, "renew", renew_losing_one_cancellation)
     monkeypatch.setattr(processors, "process", failing_processor)
     worker = one_slot_worker(e2e, "failing", timedelta(seconds=1), timedelta(milliseconds=100))
     stop = asyncio.Event()
@@ -499,11 +499,11 @@ async def test_work_committed_during_a_claim_is_claimed_without_waiting_for_the_
     (too early to see it); its NOTIFY reaches the worker before that claim returns
     empty. The worker must claim again at once, not sleep out its one-minute poll."""
     worker = Worker(e2e.store, app, WorkerConfig(worker_id="prompt", poll_interval=MAX_POLL))
-    claim = work.claim
-    claims: list[list[work.Lease]] = []
+    claim = leases.claim
+    claims: list[list[leases.Lease]] = []
     started = asyncio.Event()
 
-    async def claim_while_work_arrives(*args: object, **kwargs: object) -> list[work.Lease]:
+    async def claim_while_work_arrives(*args: object, **kwargs: object) -> list[leases.Lease]:
         leases = await claim(*args, **kwargs)
         if not claims:
             await e2e.start(d.SINGLE, "prompt", script({"only": Behaviour()}))
@@ -512,7 +512,7 @@ async def test_work_committed_during_a_claim_is_claimed_without_waiting_for_the_
         claims.append(leases)
         return leases
 
-    monkeypatch.setattr(work, "claim", claim_while_work_arrives)
+    monkeypatch.setattr(leases, "claim", claim_while_work_arrives)
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     try:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.model.instance import AttemptStatus, InstanceStatus
-from engine.store import reads, work
+from engine.store import leases, reads
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
@@ -32,12 +32,12 @@ async def test_a_claim_brings_a_short_history_and_not_a_long_one(
     for name in ("short", "long"):
         await store.commit(CATALOG.flow(CATALOG.single, name).start(at=now))
 
-    [short] = await work.claim(store, "w", LEASE, 1)
+    [short] = await leases.claim(store, "w", LEASE, 1)
     stored = [event async for event in reads.export_history(store, short.instance_id)]
     assert short.events == tuple(stored) and len(stored) == 2
 
-    monkeypatch.setattr(work, "CLAIM_HISTORY_EVENTS", 1)
-    [long] = await work.claim(store, "w", LEASE, 1)
+    monkeypatch.setattr(leases, "CLAIM_HISTORY_EVENTS", 1)
+    [long] = await leases.claim(store, "w", LEASE, 1)
     assert long.instance_id != short.instance_id and long.events == ()
 
 
@@ -53,10 +53,10 @@ async def test_a_step_started_from_an_outdated_claimed_history_is_still_right(
     ctx = Context(store, activities, RegistrySource(store, CATALOG.registry))
     flow = CATALOG.flow(CATALOG.pair, "pair-1")
     await store.commit(flow.start(at=datetime.now(UTC)))
-    leases = await work.claim(store, "w", LEASE, 2)
-    assert [len(lease.events) for lease in leases] == [3, 3]
+    claimed = await leases.claim(store, "w", LEASE, 2)
+    assert [len(lease.events) for lease in claimed] == [3, 3]
 
-    for lease in leases:
+    for lease in claimed:
         await process(ctx, LeaseHolder(lease, LEASE))
 
     state = await flow.load(store)

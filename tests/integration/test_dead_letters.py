@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from engine.store import work
+from engine.store import leases, sweeps
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import (
     DeadLetterPage,
@@ -24,9 +24,9 @@ from engine.store.dead_letters import (
 )
 from engine.store.dead_letters import make_resolution as make
 from engine.store.errors import StaleLease
+from engine.store.leases import WorkRequestInvalid
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from engine.store.work import WorkRequestInvalid
 from tests.integration.factories import open_store, seed_work, work_row
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, 654321, tzinfo=UTC)
@@ -36,21 +36,21 @@ DAY = timedelta(days=1)
 RESOLUTIONS = "SELECT command_id, lease_token, action FROM work_resolutions ORDER BY lease_token"
 
 
-async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> list[work.Lease]:
+async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> list[leases.Lease]:
     """Seed, claim and dead-letter ``count`` work items; returns their (finished) leases."""
     await seed_work(store, count)
-    leases = await work.claim(store, "worker", LEASE, count)
-    for lease in leases:
-        await work.dead_letter(store, lease, code)
-    return leases
+    claimed = await leases.claim(store, "worker", LEASE, count)
+    for lease in claimed:
+        await leases.dead_letter(store, lease, code)
+    return claimed
 
 
-async def retry(store: Store, command: str, lease: work.Lease, at: datetime):
+async def retry(store: Store, command: str, lease: leases.Lease, at: datetime):
     fence = (lease.work_id, lease.token)
     return await resolve(store, make(command, *fence, "retry", "alice", "fixed", at, at, at + DAY))
 
 
-async def discard(store: Store, command: str, lease: work.Lease, reason: str = "obsolete"):
+async def discard(store: Store, command: str, lease: leases.Lease, reason: str = "obsolete"):
     fence = (lease.work_id, lease.token)
     return await resolve(store, make(command, *fence, "discard", "bob", reason, store.now()))
 
@@ -89,16 +89,16 @@ async def test_a_dead_letter_is_resolved_once_per_fence(
     expected = (WorkState.AVAILABLE, "", T0 + DAY)
     assert (row["state"], row["failure_code"], row["deadline"]) == expected
 
-    second = (await work.claim(store, "worker", LEASE, 1))[0]
+    second = (await leases.claim(store, "worker", LEASE, 1))[0]
     assert (second.work_id, second.token, second.attempt) == (first.work_id, 2, 2)
-    await work.dead_letter(store, second, "poison-again")
+    await leases.dead_letter(store, second, "poison-again")
     assert fences(await list_dead_letters(store)) == [(first.work_id, 2)]
     assert (await discard(store, "cmd-discard", second)).replayed is False
     assert fences(await list_dead_letters(store)) == []
     assert (await work_row(store, first.work_id))["state"] == WorkState.DEAD_LETTERED
     assert await resolution_rows(store) == [("cmd-retry", 1, 1), ("cmd-discard", 2, 2)]
     clock.advance(DAY)
-    assert await work.claim(store, "worker", LEASE, 1) == []
+    assert await leases.claim(store, "worker", LEASE, 1) == []
 
 
 async def test_other_commands_on_a_resolved_fence_conflict(store: Store) -> None:
@@ -144,25 +144,25 @@ async def test_a_swept_deadline_is_a_dead_letter_that_can_be_retried(
     """Gap f.2: work that was never claimed gets fence 1; its retry readmits it."""
     (work_id,) = await seed_work(store, 1, deadline=T0 + MINUTE)
     clock.set(T0 + MINUTE)
-    assert await work.sweep_expired_deadlines(store) == 1
+    assert await sweeps.sweep_expired_deadlines(store) == 1
     (item,) = (await list_dead_letters(store)).items
-    assert (item.work_id, item.token, item.failure_code) == (work_id, 1, work.DEADLINE_EXCEEDED)
+    assert (item.work_id, item.token, item.failure_code) == (work_id, 1, sweeps.DEADLINE_EXCEEDED)
     later = T0 + 2 * MINUTE
     times = (clock.now(), later, later + DAY)
     await resolve(store, make("cmd", work_id, 1, "retry", "carol", "more time", *times))
-    assert await work.claim(store, "worker", LEASE, 1) == []
+    assert await leases.claim(store, "worker", LEASE, 1) == []
     clock.set(later)
-    lease = (await work.claim(store, "worker", LEASE, 1))[0]
+    lease = (await leases.claim(store, "worker", LEASE, 1))[0]
     assert (lease.work_id, lease.token, lease.attempt) == (work_id, 2, 1)
 
 
 async def test_pages_are_keyset_ordered_and_exact(store: Store, clock: ManualClock) -> None:
     """Keyset on (failed_at, work_id); an exactly full last page says there is no more."""
     await seed_work(store, 5)
-    leases = await work.claim(store, "worker", LEASE, 5)
-    for lease in leases:
-        clock.advance(timedelta(microseconds=1) if lease is not leases[2] else timedelta(0))
-        await work.dead_letter(store, lease, "poison")
+    claimed = await leases.claim(store, "worker", LEASE, 5)
+    for lease in claimed:
+        clock.advance(timedelta(microseconds=1) if lease is not claimed[2] else timedelta(0))
+        await leases.dead_letter(store, lease, "poison")
     seen, cursor = [], None
     for expected_size in (2, 2, 1):
         page = await list_dead_letters(store, cursor, 2)

@@ -1,4 +1,4 @@
-"""Lease-fenced transitions written as one set statement (``fenced_sets``) against a real
+"""Lease-fenced transitions written as one set statement (``FENCED_SET``) against a real
 PostgreSQL: each member gets what its own ``FENCED_WRITE`` would have given it."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import pytest
 
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Transition
-from engine.store import batches, commits, work
-from engine.store.fencing import LeaseFence
+from engine.store import batches, commits, leases
+from engine.store.leases import LeaseFence
+from engine.store.statements import transitions as transition_sql
 from engine.store.store import Store
 from tests.integration.test_fenced_writes import (
     LEASE,
@@ -46,13 +47,13 @@ def store(db_store: Store) -> Store:
     return db_store  # leases are taken on the database's clock
 
 
-async def outcomes(store: Store, count: int, prefix: str) -> list[tuple[Flow, work.Lease]]:
+async def outcomes(store: Store, count: int, prefix: str) -> list[tuple[Flow, leases.Lease]]:
     return [await running_a(store, f"{prefix}-{k}") for k in range(count)]
 
 
 def clean(row: tuple | None) -> bool:
     """The member's transition was written now (not a replay, the instance moved)."""
-    return row is not None and row[1] is None and row[commits.WRITE_COLUMNS - 2] == 1
+    return row is not None and row[1] is None and row[transition_sql.WRITE_COLUMNS - 2] == 1
 
 
 async def write_set(
@@ -92,7 +93,7 @@ async def test_each_member_finishes_its_lease_and_leases_its_next_activity_on(
         assert rows_of["a"][:4] == (3, "", lease.token, 1)
         state, owner, token, attempts, expires = rows_of["b"]
         assert (state, owner, token, attempts) == (2, lease.owner, 1, 1)
-        next_lease = work._lease(row[commits.WRITE_COLUMNS :])
+        next_lease = leases._lease(row[transition_sql.WRITE_COLUMNS :])
         assert (next_lease.work_id, next_lease.token, next_lease.expires_at) == (
             next_id,
             1,
@@ -148,7 +149,7 @@ async def test_a_member_that_ends_its_instance_retires_its_open_work_and_archive
     flow, lease = await running_a(store, "ending")
     outcome, _ = await a_succeeds_and_b_starts(store, flow)
     await store.commit_all([outcome], LeaseFence(store, lease))
-    [lease_b] = await work.claim(store, "worker-1", LEASE, 1)
+    [lease_b] = await leases.claim(store, "worker-1", LEASE, 1)
     await aconn.execute(OPEN_WORK, {"id": "stray", "instance": "ending"})
     state = await flow.load(store)
     ended = flow.attempt_succeeded(state, "b", at=datetime.now(UTC))

@@ -18,9 +18,9 @@ from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition, WorkKind
 from engine.model.validation import parse_definition
 from engine.modes import decide
-from engine.store import work
+from engine.store import leases
 from engine.store.errors import StaleLease
-from engine.store.fencing import LeaseFence
+from engine.store.leases import LeaseFence
 from engine.store.store import Store
 from tests.integration.transition_builders import RETRY, Flow
 
@@ -49,13 +49,13 @@ def store(db_store: Store) -> Store:
     return db_store  # leases are taken on the database's clock: a manual one would not do
 
 
-async def running_a(store: Store, instance_id: str) -> tuple[Flow, work.Lease]:
+async def running_a(store: Store, instance_id: str) -> tuple[Flow, leases.Lease]:
     """An instance whose step ``a`` is started under a worker's lease (as a processor
     leaves it before running the handler)."""
     now = datetime.now(UTC)  # leases are taken on the database's clock: work must be due
     flow = Flow(REGISTRY, TWO_STEPS, instance_id)
     await store.commit(flow.start(at=now))
-    [lease] = await work.claim(store, "worker-1", LEASE, 1)
+    [lease] = await leases.claim(store, "worker-1", LEASE, 1)
     started = flow.attempt_started(await flow.load(store), "a", at=now)
     await store.commit_all([started], LeaseFence(store, lease, finish=False))
     return flow, lease
@@ -92,7 +92,7 @@ async def test_an_outcome_finishes_its_lease_and_leases_the_next_activity_as_it_
     assert fence.next_lease is not None
     assert (fence.next_lease.work_id, fence.next_lease.token) == (next_id, 1)
     assert fence.next_lease.expires_at == expires
-    assert await work.claim(store, "worker-2", LEASE, 10) == []  # b is not up for grabs
+    assert await leases.claim(store, "worker-2", LEASE, 10) == []  # b is not up for grabs
     state = await flow.load(store)
     assert state.activities["a"].status is AttemptStatus.SUCCEEDED
     assert state.activities["b"].status is AttemptStatus.RUNNING

@@ -17,11 +17,11 @@ from psycopg import sql
 from engine.decide.operator_actions import Action
 from engine.model.instance import AttemptStatus, Instance
 from engine.model.transitions import Transition
-from engine.store import batches, work
+from engine.store import batches, leases
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, SequenceConflict, StaleLease
-from engine.store.fencing import LeaseFence
 from engine.store.group_commit import CommitGroup
+from engine.store.leases import LeaseFence
 from engine.store.store import Store
 from tests.integration.test_commits import HOLD_INSTANCE, until_queued
 from tests.integration.transition_builders import BASE_TIME, Flow, catalog
@@ -155,8 +155,8 @@ async def test_a_member_whose_lease_is_lost_fails_alone(
     """A stale owner's member is rejected by its own fence; the group's others commit."""
     now = datetime.now(UTC)  # leases are taken on the database's clock: work must be due
     flows = await started(store, "fenced", MEMBERS, at=now)
-    leases = {lease.instance_id: lease for lease in await work.claim(store, "w", LEASE, MEMBERS)}
-    fences = [LeaseFence(store, leases[flow.instance_id], finish=False) for flow, _ in flows]
+    claimed = {lease.instance_id: lease for lease in await leases.claim(store, "w", LEASE, MEMBERS)}
+    fences = [LeaseFence(store, claimed[flow.instance_id], finish=False) for flow, _ in flows]
     fences[2].lease = replace(fences[2].lease, token=fences[2].lease.token + 1)
     transitions = [flow.attempt_started(state, "a", at=now) for flow, state in flows]
     group = CommitGroup(store, lanes=1)

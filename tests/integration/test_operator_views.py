@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.model.transitions import WorkKind
-from engine.store import reads, work, work_views
+from engine.store import leases, reads, work_views
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import (
     dead_letter_groups,
@@ -30,13 +30,13 @@ T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
 
 
-async def dead_letters_of(store: Store, tenant: str, code: str, count: int) -> list[work.Lease]:
+async def dead_letters_of(store: Store, tenant: str, code: str, count: int) -> list[leases.Lease]:
     ids = await seed_work(store, count, tenant=tenant)
-    leases = await work.claim(store, f"w-{tenant}", LEASE, count)
-    assert sorted(lease.work_id for lease in leases) == sorted(ids)
-    for lease in leases:
-        await work.dead_letter(store, lease, code)
-    return leases
+    claimed = await leases.claim(store, f"w-{tenant}", LEASE, count)
+    assert sorted(lease.work_id for lease in claimed) == sorted(ids)
+    for lease in claimed:
+        await leases.dead_letter(store, lease, code)
+    return claimed
 
 
 async def test_dead_letters_are_listed_and_grouped_per_team(
@@ -79,7 +79,7 @@ async def test_dead_letters_are_listed_and_grouped_per_team(
 
 async def test_an_instances_work_rows_and_the_leases_workers_hold(store: Store) -> None:
     await seed_work(store, 2, tenant="red")
-    [lease] = await work.claim(store, "worker-a", LEASE, 1)
+    [lease] = await leases.claim(store, "worker-a", LEASE, 1)
     instance = lease.instance_id
 
     rows = await work_views.instance_work(store, instance)

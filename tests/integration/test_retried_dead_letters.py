@@ -22,7 +22,7 @@ from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes import decide
-from engine.store import reads, work
+from engine.store import leases, reads, sweeps
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve
 from engine.store.rows import WorkState
@@ -83,10 +83,10 @@ async def run_due(ctx: Context) -> int:
     """Claim and process (in this task) what is due now, until nothing is; returns how
     many items were processed. Work released for later is not due, so this ends."""
     processed = 0
-    while leases := await work.claim(ctx.store, "worker", LEASE, 10):
-        for lease in leases:
+    while claimed := await leases.claim(ctx.store, "worker", LEASE, 10):
+        for lease in claimed:
             await process(ctx, LeaseHolder(lease, LEASE))
-        processed += len(leases)
+        processed += len(claimed)
     return processed
 
 
@@ -102,7 +102,7 @@ async def dead_letter_early(store: Store, clock: ManualClock, instance_id: str) 
     now = clock.now()
     await adjust_work(store, ids, available_at=now, deadline=now + timedelta(seconds=1))
     clock.advance(timedelta(seconds=2))
-    assert await work.sweep_expired_deadlines(store) == 1
+    assert await sweeps.sweep_expired_deadlines(store) == 1
     (dead,) = (await list_dead_letters(store)).items
     return dead
 

@@ -9,12 +9,13 @@ from datetime import timedelta
 
 import psycopg
 import pytest
+from engine.store.fencing import LeaseFence
 from psycopg.abc import Query
 
-from engine.store import fenced_sets, work
+from engine.store import leases
 from engine.store.clock import DatabaseClock
-from engine.store.fencing import LeaseFence
 from engine.store.seams import LeaseWrites, Row, StoreHooks
+from engine.store.statements import leases as lease_sql
 from engine.store.store import Store
 from tests.integration.test_fenced_sets import run_set
 from tests.integration.test_fenced_writes import LEASE, a_succeeds_and_b_starts, running_a
@@ -81,10 +82,10 @@ async def test_a_lease_holders_lone_write_goes_through_the_hooks(
     _, lease = await running_a(store, "seams-lone")
     hooks.writes.clear()
 
-    await work.renew(store, lease, timedelta(seconds=10))
+    await leases.renew(store, lease, timedelta(seconds=10))
 
-    assert hooks.writes == [(work.RENEW_LEASE, False, True)]
-    assert work.RENEW_LEASE in statements.seen
+    assert hooks.writes == [(lease_sql.RENEW_LEASE, False, True)]
+    assert lease_sql.RENEW_LEASE in statements.seen
 
 
 async def test_a_groups_statements_pass_the_filter_before_they_are_prepared(
@@ -100,5 +101,5 @@ async def test_a_groups_statements_pass_the_filter_before_they_are_prepared(
         [row] = await run_set(conn, store, [(outcome, fence)])
 
     assert row is not None
-    assert fenced_sets.FENCED_SET in statements.seen
+    assert lease_sql.FENCED_SET in statements.seen
     assert [(alone, answered) for _, alone, answered in hooks.writes] == [(False, True)]

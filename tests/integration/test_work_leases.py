@@ -21,12 +21,12 @@ import pytest
 from psycopg import sql
 
 from engine.model.transitions import WorkKind
-from engine.store import work
+from engine.store import leases, sweeps, transactions
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.errors import CommitOutcome, CommitUnknown, StaleLease, StoreError
+from engine.store.leases import Lease, WorkRequestInvalid
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from engine.store.work import Lease, WorkRequestInvalid
 from tests.integration.factories import adjust_work, open_store, seed_work, work_row
 
 T0 = datetime(2031, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
@@ -37,9 +37,9 @@ WAIT_SECONDS = 10.0
 
 
 async def claim_one(store: Store, owner: str = "worker-1", lease: timedelta = LEASE) -> Lease:
-    leases = await work.claim(store, owner, lease, 1)
-    assert len(leases) == 1, leases
-    return leases[0]
+    claimed = await leases.claim(store, owner, lease, 1)
+    assert len(claimed) == 1, claimed
+    return claimed[0]
 
 
 async def execute(store: Store, statement: Any, params: Any = None) -> list[tuple]:
@@ -58,15 +58,15 @@ async def test_bounds_are_rejected_before_the_database_is_touched() -> None:
     nowhere = Store(None, "nowhere", ManualClock(T0))  # type: ignore[arg-type]
     lease = Lease("w", WorkKind.ACTIVITY, "i", 2, None, "", "", "o", 1, 1, T0, T0, T0)
     cases = [
-        (work.claim(nowhere, "o", timedelta(minutes=15, microseconds=1), 1), "MAX_LEASE"),
-        (work.claim(nowhere, "o", timedelta(0), 1), "MAX_LEASE"),
-        (work.claim(nowhere, "o", LEASE, 101), "MAX_WORK_CLAIM_ITEMS"),
-        (work.claim(nowhere, "o", LEASE, 0), "MAX_WORK_CLAIM_ITEMS"),
-        (work.claim(nowhere, "", LEASE, 1), "owner"),
-        (work.renew(nowhere, lease, timedelta(minutes=16)), "MAX_LEASE"),
-        (work.retry_at(nowhere, lease, T0, ""), "code"),
-        (work.retry_at(nowhere, lease, T0 + MICRO, "late"), "deadline"),
-        (work.dead_letter(nowhere, lease, ""), "code"),
+        (leases.claim(nowhere, "o", timedelta(minutes=15, microseconds=1), 1), "MAX_LEASE"),
+        (leases.claim(nowhere, "o", timedelta(0), 1), "MAX_LEASE"),
+        (leases.claim(nowhere, "o", LEASE, 101), "MAX_WORK_CLAIM_ITEMS"),
+        (leases.claim(nowhere, "o", LEASE, 0), "MAX_WORK_CLAIM_ITEMS"),
+        (leases.claim(nowhere, "", LEASE, 1), "owner"),
+        (leases.renew(nowhere, lease, timedelta(minutes=16)), "MAX_LEASE"),
+        (leases.retry_at(nowhere, lease, T0, ""), "code"),
+        (leases.retry_at(nowhere, lease, T0 + MICRO, "late"), "deadline"),
+        (leases.dead_letter(nowhere, lease, ""), "code"),
     ]
     for attempt, fragment in cases:
         with pytest.raises(WorkRequestInvalid, match=fragment):
@@ -85,9 +85,9 @@ async def test_claim_renew_complete(store: Store, clock: ManualClock) -> None:
     assert lease.expires_at == T0 + LEASE
     assert lease.payload is not None and '"step":"charge"' in lease.payload
     clock.advance(timedelta(seconds=10))
-    renewed = await work.renew(store, lease, LEASE)
+    renewed = await leases.renew(store, lease, LEASE)
     assert (renewed.token, renewed.expires_at) == (1, T0 + timedelta(seconds=40))
-    await work.complete(store, renewed)
+    await leases.complete(store, renewed)
     row = await work_row(store, work_id)
     assert (row["state"], row["lease_owner"], row["lease_expires_at"]) == (
         WorkState.COMPLETED,
@@ -96,15 +96,15 @@ async def test_claim_renew_complete(store: Store, clock: ManualClock) -> None:
     )
     assert row["completed_at"] == clock.now()
     clock.advance(timedelta(hours=1))
-    assert await work.claim(store, "worker-2", LEASE, 10) == []
+    assert await leases.claim(store, "worker-2", LEASE, 10) == []
 
 
 async def test_claim_filters_kinds_and_targets(store: Store) -> None:
     """Workers claim only what they can run."""
     await seed_work(store, 1)
-    assert await work.claim(store, "w", LEASE, 5, targets=["other.target"]) == []
-    assert await work.claim(store, "w", LEASE, 5, kinds=[WorkKind.TIMER]) == []
-    claimed = await work.claim(
+    assert await leases.claim(store, "w", LEASE, 5, targets=["other.target"]) == []
+    assert await leases.claim(store, "w", LEASE, 5, kinds=[WorkKind.TIMER]) == []
+    claimed = await leases.claim(
         store, "w", LEASE, 5, kinds=[WorkKind.ACTIVITY], targets=["pay.charge"]
     )
     assert len(claimed) == 1
@@ -119,7 +119,7 @@ async def test_sixteen_claimers_never_share_a_fence(
     async with _claimers(pg_dsn, schema, clock, 16) as stores:
         for round_number in range(1, 4):
             rounds = await asyncio.gather(*(_claim_until_empty(s, n) for n, s in enumerate(stores)))
-            granted = [lease for leases in rounds for lease in leases]
+            granted = [lease for claimed in rounds for lease in claimed]
             assert sorted(lease.work_id for lease in granted) == sorted(work_ids)
             assert {(lease.token, lease.attempt) for lease in granted} == {
                 (round_number, round_number)
@@ -150,10 +150,10 @@ async def _claimers(
 async def _claim_until_empty(store: Store, number: int) -> list[Lease]:
     """A tight claim loop with random batch sizes until a claim comes back empty."""
     rng = random.Random(number)
-    leases: list[Lease] = []
-    while batch := await work.claim(store, f"claimer-{number}", LEASE, rng.randint(1, 4)):
-        leases.extend(batch)
-    return leases
+    claimed: list[Lease] = []
+    while batch := await leases.claim(store, f"claimer-{number}", LEASE, rng.randint(1, 4)):
+        claimed.extend(batch)
+    return claimed
 
 
 # Boundaries and expiry ----------------------------------------------------------------
@@ -170,13 +170,13 @@ async def test_microsecond_boundaries_under_a_non_utc_session(
         assert zone == "Pacific/Chatham"
         (work_id,) = await seed_work(chatham, 1, available_at=due, deadline=due + timedelta(days=1))
         clock.set(due - MICRO)
-        assert await work.claim(chatham, "early", LEASE, 1) == []
+        assert await leases.claim(chatham, "early", LEASE, 1) == []
         clock.set(due)
         first = await claim_one(chatham, "first")
         assert (first.work_id, first.token, first.claimed_at) == (work_id, 1, due)
         assert first.expires_at == due + LEASE
         clock.set(first.expires_at - MICRO)
-        assert await work.claim(chatham, "second", LEASE, 1) == []
+        assert await leases.claim(chatham, "second", LEASE, 1) == []
         clock.set(first.expires_at)
         second = await claim_one(chatham, "second")
         assert (second.work_id, second.token, second.attempt) == (work_id, 2, 2)
@@ -192,14 +192,14 @@ async def test_expiry_is_authoritative_without_a_competitor(
     await seed_work(store, 1)
     lease = await claim_one(store)
     clock.set(lease.expires_at - MICRO)
-    lease = await work.renew(store, lease, timedelta(microseconds=1))
+    lease = await leases.renew(store, lease, timedelta(microseconds=1))
     assert lease.expires_at == clock.now() + MICRO
     clock.set(lease.expires_at)
     before = await work_row(store, lease.work_id)
     with pytest.raises(StaleLease):
-        await work.renew(store, lease, LEASE)
+        await leases.renew(store, lease, LEASE)
     with pytest.raises(StaleLease):
-        await work.complete(store, lease)
+        await leases.complete(store, lease)
     assert await work_row(store, lease.work_id) == before
 
 
@@ -214,16 +214,16 @@ async def test_a_stale_owner_can_change_nothing(store: Store, clock: ManualClock
     impostors = [old, replace(new, owner="old"), replace(new, token=old.token)]
     for stale in impostors:
         for write in (
-            work.complete(store, stale),
-            work.retry_at(store, stale, clock.now(), "retry"),
-            work.dead_letter(store, stale, "poison"),
-            work.renew(store, stale, LEASE),
+            leases.complete(store, stale),
+            leases.retry_at(store, stale, clock.now(), "retry"),
+            leases.dead_letter(store, stale, "poison"),
+            leases.renew(store, stale, LEASE),
         ):
             with pytest.raises(StaleLease) as caught:
                 await write
             assert "no longer held" in str(caught.value)
     assert await work_row(store, new.work_id) == before
-    await work.complete(store, new)
+    await leases.complete(store, new)
 
 
 async def test_a_lease_never_outlives_its_deadline(store: Store, clock: ManualClock) -> None:
@@ -233,7 +233,7 @@ async def test_a_lease_never_outlives_its_deadline(store: Store, clock: ManualCl
     lease = await claim_one(store, lease=timedelta(minutes=15))
     assert lease.expires_at == lease.deadline == deadline
     clock.advance(timedelta(minutes=4))
-    renewed = await work.renew(store, lease, timedelta(minutes=15))
+    renewed = await leases.renew(store, lease, timedelta(minutes=15))
     assert renewed.expires_at == deadline
     assert (await work_row(store, work_id))["lease_expires_at"] == deadline
 
@@ -243,7 +243,7 @@ async def test_retried_work_waits_for_its_time(store: Store, clock: ManualClock)
     await seed_work(store, 1)
     lease = await claim_one(store)
     again = T0 + timedelta(seconds=90)
-    await work.retry_at(store, lease, again, "busy")
+    await leases.retry_at(store, lease, again, "busy")
     row = await work_row(store, lease.work_id)
     assert (row["state"], row["failure_code"], row["available_at"]) == (
         WorkState.AVAILABLE,
@@ -251,7 +251,7 @@ async def test_retried_work_waits_for_its_time(store: Store, clock: ManualClock)
         again,
     )
     clock.set(again - MICRO)
-    assert await work.claim(store, "w", LEASE, 1) == []
+    assert await leases.claim(store, "w", LEASE, 1) == []
     clock.set(again)
     retried = await claim_one(store)
     assert (retried.token, retried.attempt) == (2, 2)
@@ -267,19 +267,19 @@ async def test_overdue_work_is_never_claimed_and_becomes_a_dead_letter(
     assert leased.expires_at == deadline
     healthy = await seed_work(store, 1)
     clock.set(deadline - MICRO)
-    assert await work.sweep_expired_deadlines(store) == 0
+    assert await sweeps.sweep_expired_deadlines(store) == 0
     clock.set(deadline)
-    assert [x.work_id for x in await work.claim(store, "w", LEASE, 10)] == healthy
-    assert await work.sweep_expired_deadlines(store) == 2
+    assert [x.work_id for x in await leases.claim(store, "w", LEASE, 10)] == healthy
+    assert await sweeps.sweep_expired_deadlines(store) == 2
     for work_id in waiting:
         row = await work_row(store, work_id)
         assert (row["state"], row["failure_code"], row["completed_at"]) == (
             WorkState.DEAD_LETTERED,
-            work.DEADLINE_EXCEEDED,
+            sweeps.DEADLINE_EXCEEDED,
             deadline,
         )
         assert row["lease_token"] >= 1, "a dead letter's fence is at least 1"
-    assert await work.sweep_expired_deadlines(store) == 0
+    assert await sweeps.sweep_expired_deadlines(store) == 0
 
 
 async def test_a_claim_walks_past_rows_another_claim_holds(
@@ -292,7 +292,7 @@ async def test_a_claim_walks_past_rows_another_claim_holds(
     async with await psycopg.AsyncConnection.connect(pg_dsn) as holder:
         await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         await holder.execute("SELECT 1 FROM work WHERE work_id = ANY(%s) FOR UPDATE", [oldest])
-        claimed = await work.claim(store, "second", LEASE, 4)
+        claimed = await leases.claim(store, "second", LEASE, 4)
         await holder.rollback()
     assert sorted(lease.work_id for lease in claimed) == sorted(set(work_ids) - set(oldest))
 
@@ -302,7 +302,7 @@ async def test_claims_are_fair_between_tenants(store: Store, clock: ManualClock)
     await seed_work(store, 100, tenant="tenant-a")
     clock.advance(timedelta(seconds=1))
     (late,) = await seed_work(store, 1, tenant="tenant-b")
-    claimed = await work.claim(store, "w", LEASE, 2)
+    claimed = await leases.claim(store, "w", LEASE, 2)
     assert sorted(lease.tenant_id for lease in claimed) == ["tenant-a", "tenant-b"]
     assert late in {lease.work_id for lease in claimed}
 
@@ -315,7 +315,7 @@ async def test_an_expired_lease_is_claimed_before_a_backlog_of_new_work(
     lease = await claim_one(store, owner="dead-worker")
     await seed_work(store, 20, available_at=T0 - timedelta(hours=1))
     clock.set(lease.expires_at)
-    claimed = await work.claim(store, "fresh-worker", LEASE, 2)
+    claimed = await leases.claim(store, "fresh-worker", LEASE, 2)
     assert started in {c.work_id for c in claimed}
 
 
@@ -329,18 +329,18 @@ async def test_completion_rides_in_the_callers_transaction(
     await seed_work(store, 1)
     lease = await claim_one(store)
     async with store.connection() as conn:
-        await work.check_on(conn, lease, clock.now())
-        await work.complete_on(conn, lease, clock.now())
+        await leases.check_on(conn, lease, clock.now())
+        await leases.complete_on(conn, lease, clock.now())
         await conn.rollback()
     assert (await work_row(store, lease.work_id))["state"] == WorkState.LEASED
     async with store.connection() as conn:
-        await work.check_on(conn, lease, clock.now())
-        await work.complete_on(conn, lease, clock.now())
+        await leases.check_on(conn, lease, clock.now())
+        await leases.complete_on(conn, lease, clock.now())
         await conn.commit()
     assert (await work_row(store, lease.work_id))["state"] == WorkState.COMPLETED
     async with store.connection() as conn:
         with pytest.raises(StaleLease):
-            await work.check_on(conn, lease, clock.now())
+            await leases.check_on(conn, lease, clock.now())
         await conn.rollback()
 
 
@@ -355,7 +355,7 @@ async def test_a_claim_lost_on_the_wire_is_unknown_not_unwritten(store: Store) -
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
     with pytest.raises(CommitUnknown) as caught:
-        await work.transact(store, "claim", claimed_then_cut, single_statement=True)
+        await transactions.transact(store, "claim", claimed_then_cut, single_statement=True)
     assert caught.value.outcome is CommitOutcome.UNKNOWN
     assert "server closed" not in str(caught.value)
     rows = await execute(store, "SELECT attempts FROM work")
@@ -395,9 +395,9 @@ async def test_a_locked_completion_is_skipped_not_resurrected(
             "WHERE work_id = %s",
             [work_id],
         )
-        assert await work.claim(db_store, "claimer", LEASE, 5) == []
+        assert await leases.claim(db_store, "claimer", LEASE, 5) == []
         await holder.commit()
-    assert await work.claim(db_store, "claimer", LEASE, 5) == []
+    assert await leases.claim(db_store, "claimer", LEASE, 5) == []
     assert (await work_row(db_store, work_id))["state"] == WorkState.COMPLETED
 
 
@@ -424,7 +424,7 @@ async def test_a_write_committed_after_the_claims_snapshot_is_not_undone(
         await execute(
             gated, sql.SQL("SET search_path TO {}, pg_catalog").format(sql.Identifier(schema))
         )
-        claim = asyncio.ensure_future(work.claim(gated, "late-claimer", LEASE, 5))
+        claim = asyncio.ensure_future(leases.claim(gated, "late-claimer", LEASE, 5))
         await _until_waiting(gate, key, claim)
         winner = await _rival_write(db_store, rival_write, rival_lease)
         await gate.execute("SELECT pg_advisory_unlock(%s::int, 1)", [key])
@@ -456,9 +456,9 @@ async def _rival_write(store: Store, rival_write: str, lease: Lease | None) -> s
     before_expiry = lease.expires_at - MICRO
     async with store.connection() as conn:
         if rival_write == "complete":
-            await work.complete_on(conn, lease, before_expiry)
+            await leases.complete_on(conn, lease, before_expiry)
         else:
-            await work.dead_letter_on(conn, lease, "poison", before_expiry)
+            await leases.dead_letter_on(conn, lease, "poison", before_expiry)
         await conn.commit()
     return ""
 
@@ -481,7 +481,7 @@ async def test_leases_of_a_dead_owner_expire_at_once(
     pg_dsn: str, schema: str, db_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A registered owner whose lock session is gone loses its leases now; a live one not."""
-    monkeypatch.setattr(work, "OWNER_LOCK_WAIT", timedelta(milliseconds=200))
+    monkeypatch.setattr(sweeps, "OWNER_LOCK_WAIT", timedelta(milliseconds=200))
     await seed_work(db_store, 3)
     for owner in ("alive", "dead"):
         await execute(db_store, REGISTER_WORKER, {"id": owner})
@@ -489,41 +489,41 @@ async def test_leases_of_a_dead_owner_expire_at_once(
         await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as alive,
         await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as dead,
     ):
-        await work.hold_owner_lock(alive, schema, "alive")
-        await work.hold_owner_lock(dead, schema, "dead")
-        leases = {
+        await sweeps.hold_owner_lock(alive, schema, "alive")
+        await sweeps.hold_owner_lock(dead, schema, "dead")
+        claimed = {
             o: await claim_one(db_store, o, timedelta(minutes=10))
             for o in ("alive", "dead", "adhoc")
         }
-        assert await work.expire_leases_of_dead_owners(db_store) == 0
-        with pytest.raises(work.OwnerLockHeld):
-            await work.hold_owner_lock(alive, schema, "dead")  # a second session, same id
+        assert await sweeps.expire_leases_of_dead_owners(db_store) == 0
+        with pytest.raises(sweeps.OwnerLockHeld):
+            await sweeps.hold_owner_lock(alive, schema, "dead")  # a second session, same id
         (killed,) = (
             await execute(
                 db_store, "SELECT pg_terminate_backend(%s::int, 5000)", [dead.info.backend_pid]
             )
         )[0]
         assert killed
-        assert await work.expire_leases_of_dead_owners(db_store) == 1
-        assert (await work_row(db_store, leases["alive"].work_id))["lease_expires_at"] == leases[
+        assert await sweeps.expire_leases_of_dead_owners(db_store) == 1
+        assert (await work_row(db_store, claimed["alive"].work_id))["lease_expires_at"] == claimed[
             "alive"
         ].expires_at
-        assert (await work_row(db_store, leases["adhoc"].work_id))["lease_expires_at"] == leases[
+        assert (await work_row(db_store, claimed["adhoc"].work_id))["lease_expires_at"] == claimed[
             "adhoc"
         ].expires_at
         rescued = await claim_one(db_store, "rescuer")
-        assert (rescued.work_id, rescued.token) == (leases["dead"].work_id, 2)
+        assert (rescued.work_id, rescued.token) == (claimed["dead"].work_id, 2)
         with pytest.raises(StaleLease):
-            await work.complete(db_store, leases["dead"])  # fencing, if it was alive after all
+            await leases.complete(db_store, claimed["dead"])  # fencing, if it was alive after all
         async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as revived:
-            await work.hold_owner_lock(revived, schema, "dead")  # the sweep kept no lock
+            await sweeps.hold_owner_lock(revived, schema, "dead")  # the sweep kept no lock
 
 
 async def test_the_owner_lock_needs_its_own_autocommit_session(pg_dsn: str, schema: str) -> None:
     """The lock must outlive transactions, so it is refused on a transactional session."""
     async with await psycopg.AsyncConnection.connect(pg_dsn) as in_transaction:
         with pytest.raises(WorkRequestInvalid, match="autocommit"):
-            await work.hold_owner_lock(in_transaction, schema, "w")
+            await sweeps.hold_owner_lock(in_transaction, schema, "w")
 
 
 # Errors -------------------------------------------------------------------------------
@@ -533,7 +533,7 @@ async def test_errors_carry_no_driver_text(store: Store) -> None:
     """47: a refused statement says what failed, not what the driver said."""
     await execute(store, "ALTER TABLE work RENAME TO work_hidden_name")
     with pytest.raises(StoreError) as caught:
-        await work.claim(store, "w", LEASE, 1)
+        await leases.claim(store, "w", LEASE, 1)
     message = str(caught.value)
     assert "claim failed" in message
     for driver_text in ("relation", "work_hidden_name", "does not exist", "postgres"):

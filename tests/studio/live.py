@@ -25,7 +25,7 @@ from psycopg import sql
 from engine.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
-from engine.store import catalog, work, workers
+from engine.store import catalog, sweeps, workers
 from engine.store.migrations import apply_migrations
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
@@ -173,8 +173,8 @@ class LiveStudio:
             async with store.connection() as conn:
                 await conn.execute(OVERDUE, {"instance": instance_id})
                 await conn.commit()
-            await work.sweep_expired_deadlines(store)
-            params = {"instance": instance_id, "code": work.DEADLINE_EXCEEDED}
+            await sweeps.sweep_expired_deadlines(store)
+            params = {"instance": instance_id, "code": sweeps.DEADLINE_EXCEEDED}
             async with store.connection() as conn:
                 rows = await (await conn.execute(OVERDUE_SWEPT, params)).fetchall()
                 await conn.commit()

@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 
 from engine.model.transitions import WorkKind
-from engine.store import work, workers
+from engine.store import leases, workers
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 
@@ -24,7 +24,7 @@ def test_workers_show_their_targets_and_the_teams_leases(studio: LiveStudio) -> 
 
     async def lease(store) -> int:
         await workers.heartbeat(store, worker_id, [target], 3, "probe-host", 42)
-        [claimed] = await work.claim(
+        [claimed] = await leases.claim(
             store, worker_id, timedelta(minutes=5), 1, [WorkKind.ACTIVITY], [target]
         )
         return claimed.token

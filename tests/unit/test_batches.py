@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.store import batches, fenced_sets, fencing, work
+from engine.store import batches
 from engine.store.commits import Write
+from engine.store.statements import leases as lease_sql
 
 NAMES = st.lists(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), min_size=1, max_size=12)
 
@@ -35,9 +36,9 @@ def test_numbering_follows_first_use_and_loses_no_placeholder(uses: list[str]) -
 def test_the_fenced_write_is_fully_numbered() -> None:
     """The statement a worker sends at every step keeps no placeholder psycopg would
     have to fill: EXECUTE passes every one of its parameters."""
-    text, names = batches.positional(fencing.FENCED_WRITE)
+    text, names = batches.positional(lease_sql.FENCED_WRITE)
     assert "%" not in text
-    assert len(names) == len(set(re.findall(r"%\((\w+)\)s", fencing.FENCED_WRITE)))
+    assert len(names) == len(set(re.findall(r"%\((\w+)\)s", lease_sql.FENCED_WRITE)))
 
 
 def _write(instance: str, fenced: bool, **values: object) -> Write:
@@ -49,7 +50,7 @@ def test_members_of_one_instance_go_to_successive_statements_in_order(
     members: list[tuple[str, bool]],
 ) -> None:
     writes = [_write(instance, fenced) for instance, fenced in members]
-    rounds = fenced_sets.rounds(writes)
+    rounds = batches.rounds(writes)
     placed = [k for positions in rounds for k in positions]
     assert sorted(placed) == [k for k, (_, fenced) in enumerate(members) if fenced]
     for positions in rounds:
@@ -62,13 +63,13 @@ def test_members_of_one_instance_go_to_successive_statements_in_order(
 
 def test_the_members_travel_as_one_json_array_with_their_rows_nested() -> None:
     at = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
-    scalars = dict.fromkeys(n for n in fenced_sets.MEMBER_FIELDS_SENT if n != "instance")
+    scalars = dict.fromkeys(n for n in batches.MEMBER_FIELDS_SENT if n != "instance")
     values = {**scalars, "at": at, "lease": timedelta(seconds=30, microseconds=5)}
     writes = [
         _write("a", True, **values, history='[{"sequence": 1}]', work="[]", now=None),
         _write("b", True, **values, history="[]", work='[{"work_id": "w"}]', now=None),
     ]
-    sent = fenced_sets.params(writes)
+    sent = batches.set_params(writes)
     members = json.loads(sent["members"])
     assert [m["m"] for m in members] == [0, 1]
     assert [m["instance"] for m in members] == ["a", "b"]
@@ -79,7 +80,7 @@ def test_the_members_travel_as_one_json_array_with_their_rows_nested() -> None:
 
 
 def test_the_set_statement_is_fully_numbered_and_checks_the_lease_like_held() -> None:
-    text, names = batches.positional(fenced_sets.FENCED_SET)
+    text, names = batches.positional(lease_sql.FENCED_SET)
     assert "%" not in text and names == ("members", "now")
     for part in ("w.state = 2", "lease_owner", "lease_token", "lease_expires_at", "deadline"):
-        assert part in fenced_sets.SET_HELD and part in work.HELD
+        assert part in lease_sql.SET_HELD and part in lease_sql.HELD

@@ -37,7 +37,7 @@ COMMAND_GROUP = "wayline.commands"
 
 
 def module_name(path: Path) -> str:
-    """``engine/store/work.py`` is ``engine.store.work``; a package is its ``__init__``."""
+    """``engine/store/leases.py`` is ``engine.store.leases``; a package is its ``__init__``."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -151,7 +151,7 @@ def test_the_scan_reads_every_package() -> None:
     raw, edges = import_graph()
     assert {
         "engine.cli.main",
-        "engine.store.work",
+        "engine.store.leases",
         "studio.app",
         "verification.runner",
     } <= raw.keys()

@@ -7,7 +7,8 @@ import re
 import pytest
 from psycopg import _queries
 
-from engine.store import commits, fencing, work
+from engine.store.statements import leases as lease_sql
+from engine.store.statements import transitions as transition_sql
 
 # psycopg parses a statement's %(name)s placeholders again at every execution when the
 # statement is longer than this (or has more parameters): a regular expression over
@@ -19,10 +20,10 @@ PARSE_CACHED_PARAMETERS = _queries.MAX_CACHED_STATEMENT_PARAMS
 @pytest.mark.parametrize(
     "name, statement",
     [
-        ("FENCED_WRITE", fencing.FENCED_WRITE),
-        ("WRITE_TRANSITION", commits.WRITE_TRANSITION),
-        ("START_TRANSITION", commits.START_TRANSITION),
-        ("CLAIM", work.CLAIM),
+        ("FENCED_WRITE", lease_sql.FENCED_WRITE),
+        ("WRITE_TRANSITION", transition_sql.WRITE_TRANSITION),
+        ("START_TRANSITION", transition_sql.START_TRANSITION),
+        ("CLAIM", lease_sql.CLAIM),
     ],
 )
 def test_hot_statements_are_parsed_once(name: str, statement: str) -> None:

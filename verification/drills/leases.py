@@ -21,7 +21,7 @@ import asyncio
 import time
 from datetime import timedelta
 
-from engine.store import work
+from engine.store import leases, sweeps
 from engine.store.errors import StoreError
 from engine.store.rows import WorkState
 from verification import observations
@@ -134,9 +134,9 @@ async def _claimer(env: DrillEnv, n: int, stop: asyncio.Event) -> None:
     """Claim whatever is claimable and hand it straight back, racing the workers."""
     while not stop.is_set():
         try:
-            for lease in await work.claim(env.store, f"rescuer-{n}", timedelta(seconds=0.3), 1):
+            for lease in await leases.claim(env.store, f"rescuer-{n}", timedelta(seconds=0.3), 1):
                 env.record.stats["rescue_claims"] += 1
-                await work.retry_at(env.store, lease, env.store.now(), "rescued")
+                await leases.retry_at(env.store, lease, env.store.now(), "rescued")
         except StoreError:
             env.record.stats["rescue_conflicts"] += 1
         await asyncio.sleep(0.02)
@@ -145,8 +145,8 @@ async def _claimer(env: DrillEnv, n: int, stop: asyncio.Event) -> None:
 async def _sweeper(env: DrillEnv, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
-            await work.expire_leases_of_dead_owners(env.store)
-            await work.sweep_expired_deadlines(env.store)
+            await sweeps.expire_leases_of_dead_owners(env.store)
+            await sweeps.sweep_expired_deadlines(env.store)
             env.record.stats["recovery_sweeps"] += 1
         except StoreError:
             pass

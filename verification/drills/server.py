@@ -21,7 +21,7 @@ import time
 from datetime import timedelta
 
 from engine.client import Client
-from engine.store import catalog, reads, work
+from engine.store import catalog, leases, reads
 from engine.store.rows import WorkState
 from engine.store.store import Deadlines, Store
 from verification.drills.base import OPEN_WORK_COUNT, DrillEnv
@@ -109,7 +109,7 @@ async def _probe_paused(env: DrillEnv, store: Store) -> None:
     probe_id = f"{env.spec.id}-probe"
     probes = {
         "commit (Client.start)": lambda: client.start(FLOW, probe_id, {}),
-        "claim (work.claim)": lambda: work.claim(store, "probe", timedelta(seconds=1), 1),
+        "claim (leases.claim)": lambda: leases.claim(store, "probe", timedelta(seconds=1), 1),
         "read (reads.inspect)": lambda: reads.inspect(store, registry, env.record.acked[0]),
         "connect (Store.open)": lambda: _open_and_close(env),
     }

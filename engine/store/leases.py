@@ -1,0 +1,415 @@
+"""Leases on due work: claim, renew, fence, complete, retry and dead-letter.
+
+A work row is available, leased, completed or dead-lettered (``rows.WorkState``).
+Claiming it bumps its fencing token and attempt counter in the statement that locks it;
+every later write by the owner names owner + token and needs an unexpired lease
+(``statements.leases.held``), so a stale owner (expired, reclaimed, finished) fails
+closed with StaleLease and changes nothing. Every such write goes through ``_fenced``:
+no row back means the lease is no longer held. The statements are in
+``engine.store.statements.leases``; the sweeps that expire leases and dead-letter
+overdue work are in ``engine.store.sweeps``.
+
+Time is the store's clock, compared in SQL: every statement takes ``NOW_SQL`` (the
+manual clock's instant in tests, PostgreSQL's ``statement_timestamp()`` otherwise), so
+workers on different machines cannot skew each other's leases. Expiry is
+authoritative: at ``lease_expires_at`` the lease is gone even without a competitor.
+
+The claim is one statement (``CLAIM``) in two passes:
+
+- *Choosing* reads without locks from two indexes: each tenant's oldest ``limit`` due
+  rows (a skip scan over the tenants that have available work, then one index range
+  per tenant) and the oldest ``limit`` expired leases. They are ranked within their
+  tenant by (available_at, work_id) and the first ``limit`` in (rank, available_at,
+  work_id) order are chosen, so a claim of N serves N tenants round-robin before it
+  takes a second item of any tenant. That fixes each tenant's quota. Within a tenant an
+  expired lease ranks before due rows: it is work an instance already started (a dead
+  worker's step), so a backlog of new work never holds a recovered instance back.
+- *Locking* takes each tenant's quota of due rows in due order with ``FOR UPDATE SKIP
+  LOCKED``, walking past rows other claimers hold (concurrent claimers take the next
+  rows instead of starving on one window), and the chosen expired leases by id. Both
+  locking queries state the eligibility predicates (state, due/expiry, deadline) at
+  their own level, and the UPDATE states them again: under READ COMMITTED a row
+  changed after the statement's snapshot is re-evaluated (EvalPlanQual) against
+  exactly those predicates, so a row completed, dead-lettered or re-leased
+  concurrently is skipped instead of resurrected (go-workflow gap f.1).
+- Work whose deadline has passed is never claimed; ``sweeps.sweep_expired_deadlines``
+  turns it into a dead letter (``deadline-exceeded``) so it is never stranded.
+
+Fencing a commit (``LeaseFence``): the lease must still be this owner's in the same
+transaction that writes the outcome. The commit's first transition carries the fence in
+its own statement (``FENCED_WRITE``, or ``FENCED_SET`` for a group commit's members,
+``engine.store.batches``): the lease's work row is locked first, with the predicates of
+``held``, and the transition is written only while they hold; when it is, the same
+statement completes the lease (an outcome) and, for eager dispatch, inserts the next
+activity's work row already leased to the same owner, so the worker runs it right after
+this commit without a claim. An outcome can never be durable while its work is still
+claimable, nor the work complete without its outcome; no row back means the lease was
+lost and the whole transaction rolls back. The row lock holds until COMMIT, so nobody
+can reclaim the work in between. Crash semantics are unchanged: a lease never completed
+expires, the attempt is in flight, and redelivery records it as unknown. Without a
+transition to carry it (nothing to record), or when the transition had been written
+before (an exact replay, which writes nothing), ``check`` and ``finish`` do the same
+with statements of their own (``CHECK_LEASE``, ``COMPLETE_LEASE``,
+``COMPLETE_AND_LEASE_NEXT``).
+
+``NOTIFY`` on the store's channel is sent when a retry makes work due now; it is a
+wake-up hint only, workers also poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from itertools import groupby
+from typing import Any
+
+import psycopg
+
+from engine.model.canonical import utc
+from engine.model.errors import WaylineError
+from engine.model.events import Event
+from engine.model.identifiers import id_problem
+from engine.model.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
+from engine.model.transitions import WorkKind
+from engine.store import seams
+from engine.store.errors import CorruptStore, StaleLease
+from engine.store.rows import event_from_row, payload_text, work_kind
+from engine.store.statements import leases as sql
+from engine.store.statements import transitions as transition_sql
+from engine.store.store import Store
+from engine.store.transactions import transact
+
+
+class WorkRequestInvalid(WaylineError, ValueError):
+    """A lease or dead-letter request breaks a bound or a rule; nothing reached the database."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A claimed work item; ``owner`` + ``token`` fence every later write."""
+
+    work_id: str
+    kind: WorkKind | int
+    """A WorkKind, or the raw number when this build does not know it (never guessed)."""
+    instance_id: str
+    sequence: int
+    payload: str | None
+    tenant_id: str
+    target: str
+    owner: str
+    token: int
+    attempt: int
+    claimed_at: datetime
+    expires_at: datetime
+    deadline: datetime
+    events: tuple[Event, ...] = ()
+    """The instance's whole history as the claim read it, when that was short
+    (``CLAIM_HISTORY_EVENTS``); else empty. Possibly outdated by the time it is used."""
+
+
+# Claiming -----------------------------------------------------------------------------
+
+
+async def claim(
+    store: Store,
+    owner: str,
+    lease: timedelta,
+    limit: int,
+    kinds: Collection[WorkKind] | None = None,
+    targets: Collection[str] | None = None,
+) -> list[Lease]:
+    """Lease up to ``limit`` due items to ``owner`` for ``lease``; ordered by due time.
+
+    ``kinds`` and ``targets`` narrow the claim to what the caller can run (None: any;
+    work with an empty target is runnable by every worker). Each lease ends at
+    ``min(now + lease, deadline)``.
+    """
+    check_owner(owner)
+    _check_duration("lease", lease)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise WorkRequestInvalid("claim limit must be an integer")
+    if not 1 <= limit <= MAX_WORK_CLAIM_ITEMS:
+        raise WorkRequestInvalid(
+            f"claim limit must be from 1 to MAX_WORK_CLAIM_ITEMS ({MAX_WORK_CLAIM_ITEMS}), "
+            f"not {limit}"
+        )
+    params = {
+        "owner": owner,
+        "lease": lease,
+        "limit": limit,
+        "kinds": None if kinds is None else [int(k) for k in kinds],
+        "targets": None if targets is None else list(targets),
+        "now": store.clock.sql_now(),
+        "history": CLAIM_HISTORY_EVENTS,
+    }
+
+    async def body(conn: psycopg.AsyncConnection) -> list[tuple[Any, ...]]:
+        return await (await conn.execute(sql.CLAIM, params)).fetchall()
+
+    rows = await transact(store, "claim", body, single_statement=True)
+    items = [list(group) for _, group in groupby(rows, key=lambda row: row[0])]
+    return [_lease(item[0], _claimed_history(item)) for item in items]
+
+
+def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
+    """The events that came with a claimed item (none when its history was long). A row
+    that breaks the model leaves them out: the processor then reads the history itself
+    and meets the damage there, for that item alone."""
+    try:
+        head = sql.CLAIM_COLUMNS
+        return tuple(event_from_row(row[head:]) for row in rows if row[head] is not None)
+    except CorruptStore:
+        return ()
+
+
+CLAIM_HISTORY_EVENTS = 16
+"""A claim also returns the history of each claimed item's instance that has at most
+this many events (a new instance's first step, typically): its processor starts from
+that state instead of reading it (a stale one fails the commit's sequence check and is
+then read). Longer histories are read, and cached, by the worker as before."""
+
+
+def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
+    """The Lease of a row that starts with ``LEASE_COLUMNS``, which are the Lease's
+    fields in order: identity, payload, tenant and target, owner, token and attempt,
+    then its times."""
+    work_id, kind, instance, sequence, payload, *holder = row[:10]
+    times = (utc(t) for t in row[10:13])
+    # Engine payloads are canonical JSON; a damaged one must not fail the whole claim,
+    # its processor rejects it and dead-letters that one item.
+    text = payload_text(payload)
+    return Lease(work_id, work_kind(kind), instance, sequence, text, *holder, *times, events)
+
+
+# The holder's writes --------------------------------------------------------------------
+
+
+async def renew(store: Store, lease: Lease, extend: timedelta) -> Lease:
+    """Extend a held lease to ``min(now + extend, deadline)``; the token is unchanged.
+
+    StaleLease when the lease expired (even with no competitor), was reclaimed or was
+    finished.
+    """
+    _check_duration("lease extension", extend)
+    params = {**_held(lease, store.clock.sql_now()), "extend": extend}
+
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...]:
+        return await _fenced(conn, sql.RENEW_LEASE, params, lease)
+
+    row = await transact(store, f"renewal of {lease.work_id}", body)
+    return replace(lease, expires_at=utc(row[0]))
+
+
+async def complete(store: Store, lease: Lease) -> None:
+    """Mark the work done (state 3) in its own transaction; StaleLease if not held."""
+    await transact(
+        store,
+        f"completion of {lease.work_id}",
+        lambda conn: complete_on(conn, lease, store.clock.sql_now()),
+    )
+
+
+async def retry_at(store: Store, lease: Lease, available_at: datetime, code: str) -> None:
+    """Release the work to be claimed again at ``available_at``, recording ``code``."""
+    params = _retry_params(lease, available_at, code, store.clock.sql_now())
+    await transact(
+        store, f"retry of {lease.work_id}", lambda conn: _retry(conn, lease, params, store.channel)
+    )
+
+
+async def dead_letter(store: Store, lease: Lease, code: str) -> None:
+    """Park the work as a dead letter (state 4) with ``code``, for an operator to resolve."""
+    params = _dead_letter_params(lease, code, store.clock.sql_now())
+    await transact(
+        store,
+        f"dead-lettering of {lease.work_id}",
+        lambda conn: _fenced(conn, sql.DEAD_LETTER_LEASE, params, lease),
+    )
+
+
+async def check_on(conn: psycopg.AsyncConnection, lease: Lease, now: datetime | None) -> None:
+    """Inside the caller's transaction: lock the work row, or raise StaleLease.
+
+    ``now`` is the store clock's ``sql_now()`` (None: PostgreSQL's clock). Holding the
+    row lock keeps the lease from being reclaimed while the caller stages its writes;
+    the finishing write re-checks expiry, so a lease that expires meanwhile still fails.
+    """
+    await _fenced(conn, sql.CHECK_LEASE, _held(lease, now), lease)
+
+
+async def complete_on(conn: psycopg.AsyncConnection, lease: Lease, now: datetime | None) -> None:
+    """Complete the lease inside the caller's transaction (never commits).
+
+    A worker records an outcome transition and completes its lease in one PostgreSQL
+    transaction, so the outcome is durable if and only if the work is done. Raises
+    StaleLease (the caller must roll back); driver errors propagate to the caller.
+    """
+    await _fenced(conn, sql.COMPLETE_LEASE, _held(lease, now), lease)
+
+
+async def retry_on(
+    conn: psycopg.AsyncConnection,
+    lease: Lease,
+    available_at: datetime,
+    code: str,
+    now: datetime | None,
+    channel: str = "",
+) -> None:
+    """``retry_at`` inside the caller's transaction; NOTIFY ``channel`` if due now."""
+    await _retry(conn, lease, _retry_params(lease, available_at, code, now), channel)
+
+
+async def dead_letter_on(
+    conn: psycopg.AsyncConnection, lease: Lease, code: str, now: datetime | None
+) -> None:
+    """``dead_letter`` inside the caller's transaction."""
+    await _fenced(conn, sql.DEAD_LETTER_LEASE, _dead_letter_params(lease, code, now), lease)
+
+
+def _retry_params(
+    lease: Lease, available_at: datetime, code: str, now: datetime | None
+) -> dict[str, Any]:
+    _check_code(code)
+    if available_at.tzinfo is None:
+        raise WorkRequestInvalid("a retry time must carry a time zone")
+    if available_at >= lease.deadline:
+        raise WorkRequestInvalid(
+            f"work {lease.work_id} must be retried before its deadline "
+            f"{lease.deadline.isoformat()}; after it, the work becomes a dead letter"
+        )
+    return {**_held(lease, now), "available_at": utc(available_at), "code": code}
+
+
+def _dead_letter_params(lease: Lease, code: str, now: datetime | None) -> dict[str, Any]:
+    _check_code(code)
+    return {**_held(lease, now), "code": code}
+
+
+async def _retry(
+    conn: psycopg.AsyncConnection, lease: Lease, params: dict[str, Any], channel: str
+) -> None:
+    (due,) = await _fenced(conn, sql.RETRY_LEASE, params, lease)
+    if due and channel:
+        await conn.execute(transition_sql.NOTIFY_WORK, {"channel": channel})
+
+
+def _held(lease: Lease, now: datetime | None) -> dict[str, Any]:
+    return {"work_id": lease.work_id, "owner": lease.owner, "token": lease.token, "now": now}
+
+
+async def _fenced(
+    conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Lease
+) -> tuple[Any, ...]:
+    """Run a statement guarded by ``HELD``; no row means the lease is no longer held."""
+    row = await seams.lease_write(conn, statement, params)
+    if row is None:
+        raise StaleLease(
+            f"lease {lease.token} of {lease.owner} on work {lease.work_id} is no longer "
+            "held: it expired, was reclaimed or was finished"
+        )
+    return row
+
+
+# Fencing a commit -------------------------------------------------------------------------
+
+
+class LeaseFence:
+    """A ``store.Fence`` for one lease (see the module); ``finish`` completes it."""
+
+    def __init__(
+        self,
+        store: Store,
+        lease: Lease,
+        finish: bool = True,
+        lease_next: str = "",
+        lease_for: timedelta = timedelta(seconds=30),
+    ) -> None:
+        self.store = store
+        self.lease = lease
+        self.finish_lease = finish
+        self.lease_next = lease_next
+        self.lease_for = lease_for
+        self.next_lease: Lease | None = None
+
+    def write(self) -> FencedTransition:
+        """This lease's part in the statement of the commit's first transition."""
+        return FencedTransition(self)
+
+    async def check(self, conn: psycopg.AsyncConnection) -> None:
+        if self.finish_lease:  # the finishing write proves the lease (see the docstring)
+            return
+        await check_on(conn, self.lease, self.store.clock.sql_now())
+
+    async def finish(self, conn: psycopg.AsyncConnection) -> None:
+        if self.lease_next:  # the next lease takes the slot of the one it finishes
+            self.next_lease = await self._complete_and_lease_next(conn)
+        elif self.finish_lease:
+            await complete_on(conn, self.lease, self.store.clock.sql_now())
+
+    async def recover(self, conn: psycopg.AsyncConnection) -> None:
+        """After a write settled as committed without its answer: the lease it handed on."""
+        if self.lease_next:
+            row = await (await conn.execute(sql.HANDED_ON, self.params())).fetchone()
+            self.next_lease = _lease(row) if row is not None else None
+
+    def params(self) -> dict[str, Any]:
+        """The parameters of the statements that settle this lease."""
+        held = _held(self.lease, self.store.clock.sql_now())
+        return {**held, "next_id": self.lease_next, "lease": self.lease_for}
+
+    async def _complete_and_lease_next(self, conn: psycopg.AsyncConnection) -> Lease:
+        """The end of an attempt with eager dispatch when its transition was not written
+        by this commit (an exact replay), in one round trip."""
+        row = await _fenced(conn, sql.COMPLETE_AND_LEASE_NEXT, self.params(), self.lease)
+        return _lease(row)
+
+
+class FencedTransition:
+    """A ``commits.FencedWrite``: one staging of a transition under ``fence``'s lease.
+
+    ``done`` says whether the statement also settled the lease (it wrote the transition);
+    if not (an exact replay), the fence's ``finish`` still has to. The statement runs
+    through ``_fenced``, the choke point of every lease-holder write.
+    """
+
+    def __init__(self, fence: LeaseFence) -> None:
+        self.fence = fence
+        self.done = False
+
+    @property
+    def statement(self) -> str:
+        return sql.FENCED_WRITE  # read at each use, like every statement
+
+    def params(self) -> dict[str, Any]:
+        return {**self.fence.params(), "finish": self.fence.finish_lease}
+
+    async def run(
+        self, conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        return await _fenced(conn, statement, params, self.fence.lease)
+
+    def wrote(self, lease_columns: tuple[Any, ...]) -> None:
+        self.done = True
+        if self.fence.lease_next and lease_columns[0] is not None:
+            self.fence.next_lease = _lease(lease_columns)
+
+
+def check_owner(owner: str) -> None:
+    problem = id_problem(owner)
+    if problem:
+        raise WorkRequestInvalid(f"lease owner {problem}")
+
+
+def _check_duration(what: str, value: timedelta) -> None:
+    if not isinstance(value, timedelta) or not timedelta(0) < value <= MAX_LEASE_DURATION:
+        raise WorkRequestInvalid(
+            f"{what} must be more than 0 and at most MAX_LEASE_DURATION "
+            f"({MAX_LEASE_DURATION}), not {value}"
+        )
+
+
+def _check_code(code: str) -> None:
+    problem = id_problem(code)
+    if problem:
+        raise WorkRequestInvalid(f"failure code {problem}")

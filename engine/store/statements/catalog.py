@@ -1,0 +1,43 @@
+"""Statements on published definition versions (the catalog): see ``engine.store.catalog``."""
+
+from __future__ import annotations
+
+PUBLISH = """
+INSERT INTO definitions (name, version, fingerprint, spec, deprecated, published_by, team_id)
+SELECT %(name)s, %(version)s, %(fingerprint)s, %(spec)s, %(deprecated)s, %(actor)s, %(team)s
+WHERE NOT EXISTS (SELECT 1 FROM definitions WHERE name = %(name)s AND team_id <> %(team)s)
+ON CONFLICT (name, version) DO NOTHING
+RETURNING published_at
+"""
+
+EXISTING_VERSION = """
+SELECT fingerprint, team_id, version = %(version)s FROM definitions
+WHERE name = %(name)s ORDER BY (version = %(version)s) DESC LIMIT 1
+"""
+
+ALL_VERSIONS = """
+SELECT spec, deprecated, published_at, published_by, team_id FROM definitions
+WHERE %(team)s::text IS NULL OR team_id = %(team)s
+ORDER BY name, published_at, version
+"""
+
+LATEST_ACTIVE = """
+SELECT version, fingerprint FROM definitions WHERE name = %(name)s AND NOT deprecated
+ORDER BY published_at DESC, version DESC LIMIT 1
+"""
+
+ONE_VERSION = """
+SELECT version, fingerprint, deprecated FROM definitions
+WHERE name = %(name)s AND version = %(version)s
+"""
+
+OWNED_VERSION = """
+SELECT 1 FROM definitions
+WHERE name = %(name)s AND version = %(version)s AND fingerprint = %(fingerprint)s
+  AND team_id = %(team)s
+"""
+
+DEPRECATE = """
+UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
+RETURNING 1
+"""

@@ -1,0 +1,32 @@
+"""Statements that read work rows for operators: see ``engine.store.work_views``."""
+
+from __future__ import annotations
+
+from engine.store.rows import WorkState
+
+COLUMNS = """work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
+       lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
+       payload, tenant_id"""
+
+INSTANCE_WORK = f"""
+SELECT {COLUMNS}
+FROM work WHERE instance_id = %(instance)s
+ORDER BY sequence DESC, work_id DESC
+LIMIT %(limit)s
+"""
+"""The newest work rows of one instance (one row per scheduled attempt, timer or child
+start), newest first."""
+
+HELD_LEASES = f"""
+SELECT {COLUMNS}
+FROM work
+WHERE state = {WorkState.LEASED} AND lease_owner = ANY(%(owners)s)
+  AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
+ORDER BY lease_owner, lease_expires_at, work_id
+LIMIT %(limit)s
+"""
+"""Leases recorded for the given owners (expired ones included: until a claim takes
+them over, the row still names its last owner)."""
+
+WORK_ROWS = f"SELECT {COLUMNS} FROM work WHERE work_id = ANY(%(ids)s)"
+"""Work rows by id (primary-key probes): what an operator is about to resolve."""
