@@ -153,20 +153,20 @@ def test_a_mutant_that_does_not_apply_says_why() -> None:
 
 
 def test_a_rewrite_whose_fragment_is_gone_does_not_apply() -> None:
-    from engine.store import work
+    from engine.store.statements import leases
 
     with pytest.raises(MutantNotApplicable, match="CHECK_LEASE no longer contains"):
-        StatementRewrites([Rewrite(work, "CHECK_LEASE", "no such fragment", "")])
+        StatementRewrites([Rewrite(leases, "CHECK_LEASE", "no such fragment", "")])
     with pytest.raises(MutantNotApplicable, match="NO_SUCH_STATEMENT is gone"):
-        StatementRewrites([Rewrite(work, "NO_SUCH_STATEMENT", "x", "")])
+        StatementRewrites([Rewrite(leases, "NO_SUCH_STATEMENT", "x", "")])
 
 
 def test_a_rewrite_changes_only_the_statement_it_targets() -> None:
-    from engine.store import work
+    from engine.store.statements import leases
 
-    rewrites = StatementRewrites([Rewrite(work, "CHECK_LEASE", "FOR UPDATE", "")])
-    assert "FOR UPDATE" not in rewrites(work.CHECK_LEASE)
-    assert rewrites(work.COMPLETE_LEASE) is work.COMPLETE_LEASE
+    rewrites = StatementRewrites([Rewrite(leases, "CHECK_LEASE", "FOR UPDATE", "")])
+    assert "FOR UPDATE" not in rewrites(leases.CHECK_LEASE)
+    assert rewrites(leases.COMPLETE_LEASE) is leases.COMPLETE_LEASE
     assert rewrites(b"SELECT 1") == b"SELECT 1"
 
 

@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from engine.store.fencing import LeaseFence
 from psycopg.abc import Query
 
 from engine.store import leases
 from engine.store.clock import DatabaseClock
+from engine.store.leases import LeaseFence
 from engine.store.seams import LeaseWrites, Row, StoreHooks
 from engine.store.statements import leases as lease_sql
 from engine.store.store import Store
