@@ -1,5 +1,6 @@
 """What Litestar hands a route besides its parameters: the runtime, the principal, the
-instance list's filters and the draft editor (``app.py`` provides them by these names).
+instance list's filters, an instance history's filter and the draft editor (``app.py``
+provides them by these names).
 
 A page and an API route ask for ``runtime: Runtime`` and ``principal: Principal`` by
 name and get them through dependency injection, so neither reaches into the app's
@@ -18,6 +19,7 @@ from litestar.params import FromQuery, Parameter
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.editor_pages import draft_editor
+from studio.instances.history import PAGE_EVENTS, HistoryFilter
 from studio.instances.service import InstanceFilters
 from studio.principal import Principal
 from studio.runtime import Runtime
@@ -56,9 +58,21 @@ def instance_filters(
     )
 
 
+def history_filter(
+    after: FromQuery[int] = 0,
+    kind: FromQuery[list[str] | None] = None,
+    step: FromQuery[str] = "",
+    limit: FromQuery[int] = PAGE_EVENTS,
+) -> HistoryFilter:
+    """An instance history's filter from the query string: the ``chosen`` dependency of
+    the instance page and of its history section, which take the same URLs."""
+    return HistoryFilter(tuple(kind or ()), step, after, limit)
+
+
 DEPENDENCIES = {
     "runtime": Provide(provide_runtime, sync_to_thread=False),
     "principal": Provide(provide_principal, sync_to_thread=False),
     "filters": Provide(instance_filters, sync_to_thread=False),
+    "chosen": Provide(history_filter, sync_to_thread=False),
     "editor": Provide(draft_editor, sync_to_thread=False),
 }

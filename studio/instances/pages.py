@@ -137,13 +137,10 @@ async def instance_page(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     ref: FromPath[str],
-    after: FromQuery[int] = 0,
-    kind: FromQuery[list[str] | None] = None,
-    step: FromQuery[str] = "",
+    chosen: NamedDependency[HistoryFilter],
 ) -> Template:
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
-    chosen = HistoryFilter(tuple(kind or ()), step, after)
     context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
     if not context["lazy"]:
         detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
@@ -214,15 +211,11 @@ async def history(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     ref: FromPath[str],
-    after: FromQuery[int] = 0,
-    kind: FromQuery[list[str] | None] = None,
-    step: FromQuery[str] = "",
-    limit: FromQuery[int] = instance_history.PAGE_EVENTS,
+    chosen: NamedDependency[HistoryFilter],
 ) -> Template:
     """One filtered history page: the history section for htmx, else its own page."""
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
-    chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
     found = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
     template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
     steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]

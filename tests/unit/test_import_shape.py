@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,26 +158,26 @@ def test_the_scan_reads_every_package() -> None:
     assert "engine.store.store" in edges["engine.worker.loop"]
 
 
-def test_no_engine_module_imports_the_studio_or_the_harness() -> None:
+def imports_from(package: str, forbidden: Callable[[str], bool]) -> list[str]:
+    """Every import of a module of ``package`` whose imported name is ``forbidden``."""
     raw, _ = import_graph()
-    upward = sorted(
+    return sorted(
         f"{module} imports {name}"
         for module, names in raw.items()
-        if module.split(".")[0] == "engine"
+        if module.split(".")[0] == package
         for name in names
-        if name.split(".")[0] in ENGINE_MUST_NOT_IMPORT
+        if forbidden(name)
     )
+
+
+def test_no_engine_module_imports_the_studio_or_the_harness() -> None:
+    upward = imports_from("engine", lambda name: name.split(".")[0] in ENGINE_MUST_NOT_IMPORT)
     assert not upward, "the engine imports upward:\n" + "\n".join(upward)
 
 
 def test_no_studio_module_imports_the_store() -> None:
-    raw, _ = import_graph()
-    reaching_in = sorted(
-        f"{module} imports {name}"
-        for module, names in raw.items()
-        if module.split(".")[0] == "studio"
-        for name in names
-        if name == "engine.store" or name.startswith("engine.store.")
+    reaching_in = imports_from(
+        "studio", lambda name: name == "engine.store" or name.startswith("engine.store.")
     )
     assert not reaching_in, "the studio reaches into the store:\n" + "\n".join(reaching_in)
 

@@ -126,11 +126,9 @@ def retry_activity(
     require_status(state, event, *ACTIVITIES.statuses)
     step = _activity_step(state, event)
     assert step.retry is not None
-    progress = ACTIVITIES.progress(state, event)
-    if command is not None:
-        new = _operator_retry(progress, event)
-    else:
-        new = _policy_retry(progress, event, step.retry, step.on_unknown)
+    if command is None:
+        return _retried_by_policy(ACTIVITIES, state, event, step.retry, step.on_unknown)
+    new = _operator_retry(ACTIVITIES.progress(state, event), event)
     return ACTIVITIES.put(state, event, new)
 
 
@@ -181,9 +179,7 @@ def retry_compensation(
     require_status(state, event, *COMPENSATIONS.statuses)
     retry = _compensation(state, event).retry
     assert retry is not None
-    progress = COMPENSATIONS.progress(state, event)
-    new = _policy_retry(progress, event, retry, UnknownPolicy.HOLD)
-    return COMPENSATIONS.put(state, event, new)
+    return _retried_by_policy(COMPENSATIONS, state, event, retry, UnknownPolicy.HOLD)
 
 
 def resolve_compensation(
@@ -236,6 +232,14 @@ def _outcome(progress: AttemptProgress, event: Event, result_limit: int) -> Atte
     return evolve(
         progress, status=status, code=event.code, retryable=event.retryable, result=event.data
     )
+
+
+def _retried_by_policy(
+    track: Track, state: Instance, event: Event, retry: RetryPolicy, on_unknown: UnknownPolicy
+) -> Instance:
+    """The state with the track's last attempt retried as its policy allows."""
+    new = _policy_retry(track.progress(state, event), event, retry, on_unknown)
+    return track.put(state, event, new)
 
 
 def _policy_retry(
