@@ -19,26 +19,20 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "asyncio event loop + selectors (psycopg adds and removes a reader per wait)",
         ("/asyncio/", "selectors.py", "_contextvars", "_asyncio", "_heapq", "weakref.py"),
     ),
-    ("engine replay + instance state", ("engine/replay", "engine/instance")),
     (
-        "engine events, transitions, canonical JSON, fingerprints",
-        ("engine/events", "engine/transitions", "engine/canonical", "engine/identifiers"),
+        "engine replay + instance state",
+        ("engine/replay/", "engine/modes/steps/fold/", "engine/model/instance"),
+    ),
+    (
+        "engine model: events, transitions, canonical JSON, fingerprints",
+        ("engine/model/",),
     ),
     (
         "engine decisions + orchestration",
-        ("engine/orchestration", "engine/decisions", "engine/lifecycle", "engine/child_"),
+        ("engine/decide/", "engine/modes/"),
     ),
     ("engine store (SQL calls, rows, fencing)", ("engine/store/",)),
-    (
-        "engine worker + processors + activities",
-        (
-            "engine/worker",
-            "engine/processors",
-            "engine/leased_commits",
-            "engine/activities",
-            "engine/metrics",
-        ),
-    ),
+    ("engine worker + processors + activities", ("engine/worker/",)),
     ("json, hashlib, datetime, dataclasses (stdlib)", ("json", "hashlib", "dataclasses")),
 )
 
