@@ -149,6 +149,8 @@ async def _settled(
 
 
 class Deadline(Protocol):
+    """A store's operation deadline in seconds (``engine.store.store.Deadlines``)."""
+
     operation: float
 
 
