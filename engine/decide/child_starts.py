@@ -19,9 +19,17 @@ from engine.decide import decisions, lifecycle
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus, InstanceStatus
 from engine.modes import decide
-from engine.store import catalog, reads
+from engine.store import catalog, leases, reads
 from engine.store.errors import DuplicateTransition, InstanceExists
-from engine.worker.leased_commits import Context, Dispatch, Obsolete, Park, commit
+from engine.worker.leased_commits import (
+    Context,
+    Dispatch,
+    LeaseHolder,
+    Obsolete,
+    Park,
+    commit,
+    dispatch_of,
+)
 
 if TYPE_CHECKING:
     from engine.model.transitions import Draft
@@ -32,7 +40,16 @@ CHILD_ID_TAKEN = "child-id-taken"
 CHILD_DEFINITION_NOT_FOUND = "child-definition-not-found"
 
 
-async def start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
+async def process_child(ctx: Context, current: LeaseHolder) -> None:
+    """Start the child that ``current``'s work names (see the module)."""
+    dispatch = dispatch_of(current.lease)
+    if dispatch is None:
+        await leases.dead_letter(ctx.store, current.lease, "invalid-child-dispatch")
+        return
+    await _start_child(ctx, current.lease, dispatch)
+
+
+async def _start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
     def attempt(draft: Draft) -> None:
         state = draft.state
         child = state.children.get(dispatch.step)

@@ -7,9 +7,9 @@ statements go to the server as one simple-protocol message, ``BEGIN; EXECUTE ...
 EXECUTE ...``, each statement prepared once per session (``PREPARE``) and called with
 its values as literals; the COMMIT follows as today, after the client has read every
 member's answer, so the group stays all or nothing and each member's verdict is known
-before anything is durable. The lease-fenced members (a worker's step outcomes) are
-written together by one set statement (``FENCED_SET``, see below), the others one by
-one.
+before anything is durable. What the statements are is the caller's: the store's plain
+transition writes (``Store.stage_batch``), or the set statements that write a group's
+lease-fenced members together (``leases.stage_set``).
 
 Why one simple message and not a pipeline of extended-protocol messages: the server
 reads a simple message whole before it runs any of it. A worker stopped or killed while
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -41,8 +41,7 @@ from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
 from engine.store import seams
-from engine.store.commits import Write, to_json
-from engine.store.statements import leases as lease_sql
+from engine.store.seams import Row
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -75,27 +74,17 @@ def forget(conn: psycopg.AsyncConnection) -> None:
     _SESSIONS.pop(conn, None)
 
 
-async def run(
-    conn: psycopg.AsyncConnection, writes: Sequence[Write]
-) -> list[tuple[Any, ...] | None]:
-    """Run ``writes`` in one transaction, opened here unless one is open, sent as one
-    message and left open for the caller to commit; each write's row (None: no row).
-    The lease-fenced writes go as sets (``FENCED_SET``), the others one by one."""
-    return await seams.group_writes(conn, writes, lambda: _send(conn, writes))
+Call = tuple[str, Mapping[str, Any]]
+"""A statement (with ``%(name)s`` placeholders) and its parameters."""
 
 
-async def _send(
-    conn: psycopg.AsyncConnection, writes: Sequence[Write]
-) -> list[tuple[Any, ...] | None]:
+async def send(conn: psycopg.AsyncConnection, calls: Sequence[Call]) -> list[list[Row]]:
+    """Run ``calls`` in one transaction, opened here unless one is open, sent as one
+    message and left open for the caller to commit; the rows of each call, in order."""
     literal = Transformer.from_context(conn).as_literal
-    sets = rounds(writes)
-    alone = [k for k, write in enumerate(writes) if write.fenced is None]
-    calls = [
-        *[await _call(conn, lease_sql.FENCED_SET, _set_params(writes, s), literal) for s in sets],
-        *[await _call(conn, writes[k].statement, writes[k].params, literal) for k in alone],
-    ]
+    executes = [await _call(conn, statement, values, literal) for statement, values in calls]
     opening = conn.info.transaction_status is TransactionStatus.IDLE
-    message = b"; ".join([b"BEGIN", *calls] if opening else calls)
+    message = b"; ".join([b"BEGIN", *executes] if opening else executes)
     cursor = conn.cursor()
     try:
         await cursor.execute(message)
@@ -104,25 +93,17 @@ async def _send(
         raise
     if opening:
         cursor.nextset()
-    rows: list[tuple[Any, ...] | None] = [None] * len(writes)
-    for members in sets:
-        for k, row in zip(members, await cursor.fetchall(), strict=True):
-            rows[k] = member_row(row)
-        cursor.nextset()
-    for k in alone:
-        rows[k] = await cursor.fetchone()
+    rows = []
+    for _ in calls:
+        rows.append(await cursor.fetchall())
         cursor.nextset()
     return rows
-
-
-def _set_params(writes: Sequence[Write], members: list[int]) -> dict[str, Any]:
-    return set_params([writes[k] for k in members])
 
 
 async def _call(
     conn: psycopg.AsyncConnection,
     statement: str,
-    values: dict[str, Any],
+    values: Mapping[str, Any],
     literal: Callable[[Any], bytes],
 ) -> bytes:
     """``EXECUTE name(literal, ...)`` of ``statement``, preparing it if needed."""
@@ -139,49 +120,3 @@ async def _prepared(conn: psycopg.AsyncConnection, statement: str) -> Prepared:
         await conn.execute(f"PREPARE {name} AS {text}".encode())
         known[statement] = Prepared(name, params)
     return known[statement]
-
-
-# Lease-fenced writes as a set ---------------------------------------------------------
-
-MEMBER_FIELDS_SENT = tuple(
-    n for n, _ in lease_sql.MEMBER_FIELDS if n not in ("m", "history", "work")
-)
-"""The scalar values taken from each write's parameters as they are."""
-
-
-def rounds(writes: Sequence[Write]) -> list[list[int]]:
-    """The positions of the lease-fenced ``writes`` in statements whose members touch
-    distinct instances, in order: a member's instance appears once per statement, and
-    a later member of the same instance goes to a later statement."""
-    placed: list[list[int]] = []
-    seen: list[set[str]] = []
-    for k, write in enumerate(writes):
-        if write.fenced is None:
-            continue
-        instance = write.params["instance"]
-        level = sum(1 for instances in seen if instance in instances)
-        if level == len(placed):
-            placed.append([])
-            seen.append(set())
-        placed[level].append(k)
-        seen[level].add(instance)
-    return placed
-
-
-def set_params(writes: Sequence[Write]) -> dict[str, Any]:
-    """The parameters of ``FENCED_SET`` for ``writes`` (lease-fenced ``Write``s of one
-    store: one ``now``). The history and work rows, already JSON, are nested as they are."""
-    members = []
-    for m, write in enumerate(writes):
-        values = write.params
-        scalars = {name: values[name] for name in MEMBER_FIELDS_SENT}
-        scalars["m"] = m
-        head = to_json(scalars)[:-1]
-        members.append(f'{head}, "history": {values["history"]}, "work": {values["work"]}}}')
-    return {"members": "[" + ", ".join(members) + "]", "now": writes[0].params["now"]}
-
-
-def member_row(row: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """A member's row of ``FENCED_SET`` in ``FENCED_WRITE``'s shape: None when its
-    lease was not held (the single statement returns no row then)."""
-    return row[2:] if row[1] else None

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 
@@ -82,32 +82,8 @@ class CommitResult:
     replayed: bool = False
 
 
-class FencedWrite(Protocol):
-    """A lease's part in a transition statement (``leases.FencedTransition``)."""
-
-    statement: str
-    """``statements.transitions.write_transition`` with the lease's parts."""
-    done: bool
-    """The statement wrote the transition, and settled the lease with it."""
-
-    def params(self) -> dict[str, Any]:
-        """The lease's parameters of ``statement``."""
-
-    async def run(
-        self, conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
-    ) -> tuple[Any, ...]:
-        """Execute ``statement``: its row, or StaleLease when it returned none."""
-
-    def wrote(self, lease_columns: tuple[Any, ...]) -> None:
-        """The transition was written, and with it the lease's own writes."""
-
-
 async def stage(
-    conn: psycopg.AsyncConnection,
-    transition: Transition,
-    channel: str = "",
-    tenant: str = "",
-    fenced: FencedWrite | None = None,
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str = "", tenant: str = ""
 ) -> tuple[bool, str]:
     """Write ``transition`` in the caller's open transaction; never commits.
 
@@ -115,15 +91,18 @@ async def stage(
     Raises a NOT_COMMITTED StoreError for conflicts; the caller's transaction must then
     be rolled back. ``tenant`` (a team) is recorded when the transition creates the
     instance; every work row takes its instance's tenant, which claims use for fairness.
-    ``fenced`` (not for a start) makes the statement write only under a held lease.
+    A worker's write under its lease is ``leases.stage``: the same statement with the
+    lease's parts, whose answer ``written_by`` reads the same way.
     """
     if transition.expected_sequence == 0:
         written, xid = await _start(conn, transition, channel, tenant)
-    else:
-        written, xid = await _write(conn, transition, channel, fenced)
-    if written:
-        await _after_write(conn, transition, channel)
-    return written, xid
+        if written:
+            await _after_write(conn, transition, channel)
+        return written, xid
+    write = write_of(transition, channel)
+    with id_taken(transition):
+        row = await (await conn.execute(write.statement, write.params)).fetchone()
+    return await written_by(conn, transition, channel, row)
 
 
 async def _start(
@@ -136,7 +115,7 @@ async def _start(
         "tenant": tenant,
         "created": transition.events[0].occurred_at,
     }
-    with _id_taken(transition):
+    with id_taken(transition):
         row = await (await conn.execute(sql.START_TRANSITION, params)).fetchone()
     xid, existing, created, _ = row
     if existing is not None:
@@ -150,7 +129,7 @@ async def _start(
 
 
 @contextmanager
-def _id_taken(transition: Transition) -> Iterator[None]:
+def id_taken(transition: Transition) -> Iterator[None]:
     """A statement that failed the ledger's key: the id was committed meanwhile for
     another instance (the statement, and so its transaction, wrote nothing)."""
     try:
@@ -214,25 +193,25 @@ async def _recheck(
 
 @dataclass(frozen=True)
 class Write:
-    """The statement of a transition on an existing instance, ready to run: a plain one
-    (``WRITE_TRANSITION``) or a lease-fenced one (``fenced``)."""
+    """The statement of a transition on an existing instance, ready to run
+    (``WRITE_TRANSITION``; a lease adds its parts to it in ``engine.store.leases``)."""
 
     transition: Transition
     statement: str
     params: dict[str, Any]
-    fenced: FencedWrite | None = None
-
-    def clean(self, row: tuple[Any, ...] | None) -> bool:
-        """Whether ``row`` (the statement's answer) says the transition was written now,
-        and with it the lease's part: no exact replay, no position to re-check."""
-        if row is None:
-            return False
-        existing, moved = row[1], row[sql.WRITE_COLUMNS - 2]
-        return existing is None and moved == 1
 
 
-def write_of(transition: Transition, channel: str, fenced: FencedWrite | None = None) -> Write:
-    """The statement and parameters that write ``transition`` (fenced by ``fenced``)."""
+def written_cleanly(row: tuple[Any, ...] | None) -> bool:
+    """Whether ``row`` (a transition statement's answer) says the transition was written
+    now, and with it a lease's part: no exact replay, no position to re-check."""
+    if row is None:
+        return False
+    existing, moved = row[1], row[sql.WRITE_COLUMNS - 2]
+    return existing is None and moved == 1
+
+
+def write_of(transition: Transition, channel: str) -> Write:
+    """The statement and parameters that write ``transition`` on its instance."""
     pin = transition.definition
     params = {
         **_params(transition, channel),
@@ -241,26 +220,15 @@ def write_of(transition: Transition, channel: str, fenced: FencedWrite | None = 
         "pin_fingerprint": pin.fingerprint,
         "retire": transition.terminal and not transition.work,
     }
-    if fenced is None:
-        return Write(transition, sql.WRITE_TRANSITION, params)
-    return Write(transition, fenced.statement, {**params, **fenced.params()}, fenced)
+    return Write(transition, sql.WRITE_TRANSITION, params)
 
 
-async def _write(
-    conn: psycopg.AsyncConnection,
-    transition: Transition,
-    channel: str,
-    fenced: FencedWrite | None = None,
+async def written_by(
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str, row: tuple[Any, ...]
 ) -> tuple[bool, str]:
-    """Run ``WRITE_TRANSITION`` (or the fenced one): (True, xid) when written, (False,
-    xid) for an exact replay; raises when the instance, the pin or the id do not allow
-    it, or the lease is not held."""
-    write = write_of(transition, channel, fenced)
-    with _id_taken(transition):
-        if fenced is None:
-            row = await (await conn.execute(write.statement, write.params)).fetchone()
-        else:
-            row = await fenced.run(conn, write.statement, write.params)
+    """What the answer ``row`` of ``transition``'s statement says: (True, xid) when it was
+    written (the follow-ups the statement cannot do are done here), (False, xid) for an
+    exact replay; raises when the instance, the pin or the id did not allow it."""
     xid, existing, *position, moved, _ = row[: sql.WRITE_COLUMNS]
     if existing is not None:
         _check_replay(transition, existing)
@@ -268,8 +236,7 @@ async def _write(
     if moved != 1:
         await _check_position(conn, transition, *position)
         return False, xid
-    if fenced is not None:
-        fenced.wrote(row[sql.WRITE_COLUMNS :])
+    await _after_write(conn, transition, channel)
     return True, xid
 
 

@@ -1,7 +1,7 @@
 """Group commit: the commits of one worker's processors share PostgreSQL transactions.
 
 Each processor still commits its own transitions fenced by its own lease, with the
-same checks in the same order (``Store.stage_fenced``); what changes is that commits
+same checks in the same order (``leases.stage``); what changes is that commits
 arriving while an earlier group is being written wait and go together into the next
 transaction. On an idle worker a group has one member and nothing waits; under load
 one COMMIT (one WAL flush, one BEGIN and COMMIT round trip, one NOTIFY) serves many
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import psycopg
 
 from engine.model.transitions import Transition
-from engine.store import transactions
-from engine.store.commits import CommitResult
+from engine.store import commits, leases, transactions
 from engine.store.errors import StoreError, StoreUnavailable
-from engine.store.store import Fence, Store, check_all, newly_written, one_statement
+from engine.store.leases import Committed, LeaseFence
+from engine.store.store import Store, check_all, newly_written
 from engine.store.transactions import uncancellable
 
 COMMIT_LANES = 2
@@ -38,21 +38,22 @@ MAX_GROUP_MEMBERS = 32
 """Commits in one transaction at most: bounds how long its row locks are held."""
 
 
-_Staged = tuple[list[list[CommitResult]], list[Transition], str]
+_Staged = tuple[list[Committed], list[Transition], str]
 """A group's results per member, the transitions it wrote, and its transaction's id."""
 
 
 @dataclass
 class _Member:
     transitions: Sequence[Transition]
-    fence: Fence | None
-    answer: asyncio.Future[list[CommitResult]] = field(
+    fence: LeaseFence | None
+    answer: asyncio.Future[Committed] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
 
 
 class CommitGroup:
-    """``commit_all`` like ``Store.commit_all``, with commits grouped (see the module)."""
+    """``commit_all`` like ``Store.commit_all`` or, with a fence, ``leases.commit``, with
+    commits grouped (see the module)."""
 
     def __init__(
         self, store: Store, lanes: int = COMMIT_LANES, max_members: int = MAX_GROUP_MEMBERS
@@ -64,8 +65,8 @@ class CommitGroup:
         self._writers: set[asyncio.Task] = set()
 
     async def commit_all(
-        self, transitions: Sequence[Transition], fence: Fence | None = None
-    ) -> list[CommitResult]:
+        self, transitions: Sequence[Transition], fence: LeaseFence | None = None
+    ) -> Committed:
         """Commit ``transitions`` fenced by ``fence`` in the next group; its answer.
 
         A transition that breaks a structural rule is refused here, before it joins a
@@ -157,37 +158,66 @@ class CommitGroup:
     async def _stage(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> _Staged | None:
         """Write every member in the open transaction: (results per member, the
         transitions written, the transaction id), or None when a member must be
-        committed on its own. One message when every member is one statement."""
-        if all(_one_write(m) for m in group):
-            batch = [(m.transitions[0], m.fence) for m in group]
-            staged = await self.store.stage_batch(conn, batch)
-            if staged is None:
-                return None
-            results, xid = staged
-            return [[r] for r in results], [t for t, _ in batch], xid
+        committed on its own. One message when every member is one statement, all of
+        them fenced (a worker's) or none."""
+        if _batchable(group):
+            return await self._batch(conn, group)
         results, written, xid = [], [], ""
         for member in group:
-            staged, xid = await self.store.stage_fenced(
-                conn, member.transitions, member.fence, xid=xid
-            )
-            results.append(staged)
-            written += newly_written(member.transitions, staged)
+            if member.fence is None:
+                staged, xid = await self.store.stage_all(conn, member.transitions, xid=xid)
+                committed = Committed(staged)
+            else:
+                committed, xid = await leases.stage(
+                    conn, self.store, member.transitions, member.fence, xid=xid
+                )
+            results.append(committed)
+            written += newly_written(member.transitions, committed.results)
         return results, written, xid
+
+    async def _batch(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> _Staged | None:
+        """``_stage`` of a ``_batchable`` group, in one message."""
+        transitions = [m.transitions[0] for m in group]
+        fences = [m.fence for m in group if m.fence is not None]
+        if fences:
+            members = list(zip(transitions, fences, strict=True))
+            staged = await leases.stage_set(conn, self.store, members)
+            if staged is None:
+                return None
+            return staged[0], transitions, staged[1]
+        plain = await self.store.stage_batch(conn, transitions)
+        if plain is None:
+            return None
+        return [Committed([r]) for r in plain[0]], transitions, plain[1]
 
     async def _alone(self, member: _Member) -> None:
         try:
-            _answer(member, await self.store.commit_all(member.transitions, member.fence))
+            if member.fence is None:
+                committed = Committed(await self.store.commit_all(member.transitions))
+            else:
+                committed = await leases.commit(self.store, member.transitions, member.fence)
+            _answer(member, committed)
         except Exception as exc:
             _answer_all([member], exc)
+
+
+def _batchable(group: list[_Member]) -> bool:
+    """Every member is one statement, and all are fenced (a worker's) or none is."""
+    fenced = {m.fence is not None for m in group}
+    return len(fenced) == 1 and all(_one_write(m) for m in group)
 
 
 def _one_write(member: _Member) -> bool:
     """A member written by one transition statement on an existing instance."""
     transitions = member.transitions
-    return one_statement(transitions, member.fence) and transitions[0].expected_sequence > 0
+    return (
+        len(transitions) == 1
+        and commits.one_statement(transitions[0])
+        and transitions[0].expected_sequence > 0
+    )
 
 
-def _answer(member: _Member, results: list[CommitResult]) -> None:
+def _answer(member: _Member, results: Committed) -> None:
     if not member.answer.done():
         member.answer.set_result(results)
 

@@ -35,10 +35,12 @@ The claim is one statement (``CLAIM``) in two passes:
 - Work whose deadline has passed is never claimed; ``sweeps.sweep_expired_deadlines``
   turns it into a dead letter (``deadline-exceeded``) so it is never stranded.
 
-Fencing a commit (``LeaseFence``): the lease must still be this owner's in the same
-transaction that writes the outcome. The commit's first transition carries the fence in
-its own statement (``FENCED_WRITE``, or ``FENCED_SET`` for a group commit's members,
-``engine.store.batches``): the lease's work row is locked first, with the predicates of
+Fencing a commit (``LeaseFence``, plain data: the lease and what the commit does with
+it): the lease must still be this owner's in the same transaction that writes the
+outcome. A worker's commit comes here (``commit``, or ``stage`` and ``stage_set`` for
+the members of a group commit, ``engine.store.group_commit``), and its first transition
+carries the fence in its own statement (``FENCED_WRITE``, or ``FENCED_SET`` for a
+group's members): the lease's work row is locked first, with the predicates of
 ``held``, and the transition is written only while they hold; when it is, the same
 statement completes the lease (an outcome) and, for eager dispatch, inserts the next
 activity's work row already leased to the same owner, so the worker runs it right after
@@ -48,9 +50,15 @@ lost and the whole transaction rolls back. The row lock holds until COMMIT, so n
 can reclaim the work in between. Crash semantics are unchanged: a lease never completed
 expires, the attempt is in flight, and redelivery records it as unknown. Without a
 transition to carry it (nothing to record), or when the transition had been written
-before (an exact replay, which writes nothing), ``check`` and ``finish`` do the same
-with statements of their own (``CHECK_LEASE``, ``COMPLETE_LEASE``,
-``COMPLETE_AND_LEASE_NEXT``).
+before (an exact replay, which writes nothing), statements of its own do the same
+(``CHECK_LEASE``, ``COMPLETE_LEASE``, ``COMPLETE_AND_LEASE_NEXT``).
+
+A fencing token's path is therefore short and one way: ``claim`` hands it to the
+worker (``engine.worker.loop``), whose processor (``engine.worker.processors``) commits
+through ``engine.worker.leased_commits``, which queues the commit with its fence in the
+group commit (``engine.store.group_commit``), which hands it back here to be written.
+The store's transaction runner and message batching carry these statements without
+knowing what a lease is.
 
 ``NOTIFY`` on the store's channel is sent when a retry makes work due now; it is a
 wake-up hint only, workers also poll.
@@ -58,7 +66,9 @@ wake-up hint only, workers also poll.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import asyncio
+import logging
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -71,14 +81,17 @@ from engine.model.errors import WaylineError
 from engine.model.events import Event
 from engine.model.identifiers import id_problem
 from engine.model.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
-from engine.model.transitions import WorkKind
-from engine.store import seams
-from engine.store.errors import CorruptStore, StaleLease
+from engine.model.transitions import Transition, WorkKind
+from engine.store import batches, commits, seams
+from engine.store.commits import CommitResult
+from engine.store.errors import CorruptStore, StaleLease, StoreError
 from engine.store.rows import event_from_row, payload_text, work_kind
 from engine.store.statements import leases as sql
 from engine.store.statements import transitions as transition_sql
-from engine.store.store import Store
+from engine.store.store import Store, check_all, one_statement
 from engine.store.transactions import transact
+
+log = logging.getLogger("wayline.leases")
 
 
 class WorkRequestInvalid(WaylineError, ValueError):
@@ -314,85 +327,229 @@ async def _fenced(
 # Fencing a commit -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class LeaseFence:
-    """A ``store.Fence`` for one lease (see the module); ``finish`` completes it."""
+    """The lease a commit is fenced by, and what the commit does with it (see the
+    module): ``finish`` completes it; ``lease_next`` names a work row the commit writes
+    that is leased on to the same owner for ``lease_for`` (eager dispatch)."""
 
-    def __init__(
-        self,
-        store: Store,
-        lease: Lease,
-        finish: bool = True,
-        lease_next: str = "",
-        lease_for: timedelta = timedelta(seconds=30),
-    ) -> None:
-        self.store = store
-        self.lease = lease
-        self.finish_lease = finish
-        self.lease_next = lease_next
-        self.lease_for = lease_for
-        self.next_lease: Lease | None = None
+    lease: Lease
+    finish: bool = True
+    lease_next: str = ""
+    lease_for: timedelta = timedelta(seconds=30)
 
-    def write(self) -> FencedTransition:
-        """This lease's part in the statement of the commit's first transition."""
-        return FencedTransition(self)
-
-    async def check(self, conn: psycopg.AsyncConnection) -> None:
-        if self.finish_lease:  # the finishing write proves the lease (see the docstring)
-            return
-        await check_on(conn, self.lease, self.store.clock.sql_now())
-
-    async def finish(self, conn: psycopg.AsyncConnection) -> None:
-        if self.lease_next:  # the next lease takes the slot of the one it finishes
-            self.next_lease = await self._complete_and_lease_next(conn)
-        elif self.finish_lease:
-            await complete_on(conn, self.lease, self.store.clock.sql_now())
-
-    async def recover(self, conn: psycopg.AsyncConnection) -> None:
-        """After a write settled as committed without its answer: the lease it handed on."""
-        if self.lease_next:
-            row = await (await conn.execute(sql.HANDED_ON, self.params())).fetchone()
-            self.next_lease = _lease(row) if row is not None else None
-
-    def params(self) -> dict[str, Any]:
-        """The parameters of the statements that settle this lease."""
-        held = _held(self.lease, self.store.clock.sql_now())
-        return {**held, "next_id": self.lease_next, "lease": self.lease_for}
-
-    async def _complete_and_lease_next(self, conn: psycopg.AsyncConnection) -> Lease:
-        """The end of an attempt with eager dispatch when its transition was not written
-        by this commit (an exact replay), in one round trip."""
-        row = await _fenced(conn, sql.COMPLETE_AND_LEASE_NEXT, self.params(), self.lease)
-        return _lease(row)
+    def params(self, now: datetime | None) -> dict[str, Any]:
+        """The lease's parameters in the statements that write under it."""
+        held = _held(self.lease, now)
+        return {**held, "next_id": self.lease_next, "lease": self.lease_for, "finish": self.finish}
 
 
-class FencedTransition:
-    """A ``commits.FencedWrite``: one staging of a transition under ``fence``'s lease.
+@dataclass(frozen=True)
+class Committed:
+    """A commit's results, and the lease its fence handed on (None: none)."""
 
-    ``done`` says whether the statement also settled the lease (it wrote the transition);
-    if not (an exact replay), the fence's ``finish`` still has to. The statement runs
-    through ``_fenced``, the choke point of every lease-holder write.
+    results: list[CommitResult]
+    next_lease: Lease | None = None
+
+
+async def commit(store: Store, transitions: Sequence[Transition], fence: LeaseFence) -> Committed:
+    """Commit ``transitions`` fenced by ``fence`` in one transaction of their own.
+
+    A processor uses this to record an outcome, the decision that follows it and (for
+    a child) its parent's news, while proving it still holds its lease and settling
+    the lease in the same transaction. A lone transition that carries the fence is one
+    statement sent alone (``Store.run_commit``); when its answer was lost and it settled
+    as committed, the lease it handed on is read back (``_handed_on``)."""
+    check_all(transitions)
+    handed: list[Lease | None] = [None]
+
+    async def stage_it(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
+        committed, xid = await stage(conn, store, transitions, fence)
+        handed[0] = committed.next_lease
+        return committed.results, xid
+
+    alone = _carries(transitions) and one_statement(transitions)
+    results, xid = await store.run_commit(transitions, stage_it, alone=alone, always=True)
+    if alone and not xid:  # settled as committed without its answer
+        return Committed(results, await _handed_on(store, fence))
+    return Committed(results, handed[0])
+
+
+async def stage(
+    conn: psycopg.AsyncConnection,
+    store: Store,
+    transitions: Sequence[Transition],
+    fence: LeaseFence,
+    xid: str = "",
+) -> tuple[Committed, str]:
+    """Write the transitions fenced by the lease, all in the caller's transaction
+    (whose id ``xid`` is, when already known), which is not committed.
+
+    The first transition's statement carries the fence (``FENCED_WRITE``): it writes
+    only under the held lease, locks its work row and settles the lease in the same
+    statement. Without a transition on an existing instance to carry it, the lease is
+    checked first and settled last by statements of its own; when the carrying
+    statement wrote nothing (an exact replay), it still proved the lease, which is
+    then settled on its own.
     """
+    now = store.clock.sql_now()
+    carried = _carries(transitions)
+    if not carried and not fence.finish:  # a finishing write proves the lease itself
+        await check_on(conn, fence.lease, now)
+    results, next_lease, settled = [], None, False
+    for k, transition in enumerate(transitions):
+        channel = _channel(store, transition, fence)
+        if k == 0 and carried:
+            row = await _write_fenced(conn, commits.write_of(transition, channel), fence, now)
+            written, xid = await commits.written_by(conn, transition, channel, row)
+            next_lease, settled = _handed_on_by(fence, row) if written else None, written
+        else:
+            written, xid = await commits.stage(conn, transition, channel)
+        results.append(CommitResult(transition.transition_id, replayed=not written))
+    if not settled:
+        next_lease = await _settle(conn, fence, now)
+    return Committed(results, next_lease), xid or await commits.current_xact_id(conn)
 
-    def __init__(self, fence: LeaseFence) -> None:
-        self.fence = fence
-        self.done = False
 
-    @property
-    def statement(self) -> str:
-        return sql.FENCED_WRITE  # read at each use, like every statement
+async def stage_set(
+    conn: psycopg.AsyncConnection, store: Store, members: Sequence[tuple[Transition, LeaseFence]]
+) -> tuple[list[Committed], str] | None:
+    """Write the lone transitions of several fenced commits (each carries its fence in
+    one statement) in one transaction opened here and left open, in one round trip:
+    ``FENCED_SET`` writes them together (see its docstring), members of one instance in
+    successive statements of the message (``set_rounds``).
 
-    def params(self) -> dict[str, Any]:
-        return {**self.fence.params(), "finish": self.fence.finish_lease}
+    None when any of them was not written cleanly (an exact replay, a moved instance, a
+    lost lease, ...): the caller rolls back and commits each on its own, where every
+    such case has its answer. Otherwise each member's result and the transaction id.
+    """
+    now = store.clock.sql_now()
+    params = []
+    for transition, fence in members:
+        write = commits.write_of(transition, _channel(store, transition, fence))
+        params.append({**write.params, **fence.params(now)})
+    await conn.set_autocommit(True)  # the message opens the transaction itself
+    rows = await write_set(conn, params)
+    if not all(commits.written_cleanly(row) for row in rows):
+        return None
+    committed = [
+        Committed([CommitResult(t.transition_id)], _handed_on_by(fence, row))
+        for (t, fence), row in zip(members, rows, strict=True)
+    ]
+    return committed, rows[0][0]
 
-    async def run(
-        self, conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
-    ) -> tuple[Any, ...]:
-        return await _fenced(conn, statement, params, self.fence.lease)
 
-    def wrote(self, lease_columns: tuple[Any, ...]) -> None:
-        self.done = True
-        if self.fence.lease_next and lease_columns[0] is not None:
-            self.fence.next_lease = _lease(lease_columns)
+async def write_set(
+    conn: psycopg.AsyncConnection, members: Sequence[dict[str, Any]]
+) -> Sequence[tuple[Any, ...] | None]:
+    """``FENCED_WRITE`` for each member's parameters (one ``now``), as ``FENCED_SET``
+    statements in one message on ``conn``; each member's row (None: its lease was not
+    held, it wrote nothing). The caller commits."""
+    rounds = set_rounds(members)
+
+    async def send() -> list[tuple[Any, ...] | None]:
+        calls = [(sql.FENCED_SET, set_params([members[k] for k in r])) for r in rounds]
+        rows: list[tuple[Any, ...] | None] = [None] * len(members)
+        for placed, answer in zip(rounds, await batches.send(conn, calls), strict=True):
+            for k, row in zip(placed, answer, strict=True):
+                rows[k] = row[2:] if row[1] else None  # in FENCED_WRITE's shape
+        return rows
+
+    writes = [seams.LeaseWrite(sql.FENCED_WRITE, params) for params in members]
+    return await seams.lease_writes(conn, writes, send)
+
+
+def set_rounds(members: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """The positions of ``members`` in statements whose members touch distinct
+    instances, in order: a member's instance appears once per statement, and a later
+    member of the same instance goes to a later statement."""
+    placed: list[list[int]] = []
+    seen: list[set[str]] = []
+    for k, params in enumerate(members):
+        instance = params["instance"]
+        level = sum(1 for instances in seen if instance in instances)
+        if level == len(placed):
+            placed.append([])
+            seen.append(set())
+        placed[level].append(k)
+        seen[level].add(instance)
+    return placed
+
+
+MEMBER_FIELDS_SENT = tuple(n for n, _ in sql.MEMBER_FIELDS if n not in ("m", "history", "work"))
+"""The scalar values taken from each member's parameters as they are."""
+
+
+def set_params(members: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The parameters of ``FENCED_SET`` for ``members`` (of one store: one ``now``). The
+    history and work rows, already JSON, are nested as they are."""
+    sent = []
+    for m, values in enumerate(members):
+        scalars = {name: values[name] for name in MEMBER_FIELDS_SENT}
+        scalars["m"] = m
+        head = commits.to_json(scalars)[:-1]
+        sent.append(f'{head}, "history": {values["history"]}, "work": {values["work"]}}}')
+    return {"members": "[" + ", ".join(sent) + "]", "now": members[0]["now"]}
+
+
+async def _write_fenced(
+    conn: psycopg.AsyncConnection, write: commits.Write, fence: LeaseFence, now: datetime | None
+) -> tuple[Any, ...]:
+    """``write`` with the lease's parts (``FENCED_WRITE``); StaleLease if not held."""
+    with commits.id_taken(write.transition):
+        params = {**write.params, **fence.params(now)}
+        return await _fenced(conn, sql.FENCED_WRITE, params, fence.lease)
+
+
+def _handed_on_by(fence: LeaseFence, row: tuple[Any, ...]) -> Lease | None:
+    """The lease a fenced write that wrote its transition handed on, from its row."""
+    columns = row[transition_sql.WRITE_COLUMNS :]
+    return _lease(columns) if fence.lease_next and columns[0] is not None else None
+
+
+async def _settle(
+    conn: psycopg.AsyncConnection, fence: LeaseFence, now: datetime | None
+) -> Lease | None:
+    """Settle the lease when no transition statement did: complete it, and lease the
+    next work on (an exact replay with eager dispatch) in the same round trip."""
+    if fence.lease_next:
+        return _lease(
+            await _fenced(conn, sql.COMPLETE_AND_LEASE_NEXT, fence.params(now), fence.lease)
+        )
+    if fence.finish:
+        await complete_on(conn, fence.lease, now)
+    return None
+
+
+async def _handed_on(store: Store, fence: LeaseFence) -> Lease | None:
+    """The lease a write settled as committed without its answer handed on: without
+    it that step would sit leased to this worker until the lease expired and then
+    count as unknown, though it never ran. The write has committed; if this read fails
+    too, only that lease is left to expire."""
+    if not fence.lease_next:
+        return None
+    try:
+        async with asyncio.timeout(store.deadlines.operation), store.reading() as conn:
+            row = await (
+                await conn.execute(sql.HANDED_ON, fence.params(store.clock.sql_now()))
+            ).fetchone()
+    except (StoreError, psycopg.Error, OSError, TimeoutError):
+        log.warning("the lease handed on by a settled write could not be read back")
+        return None
+    return _lease(row) if row is not None else None
+
+
+def _carries(transitions: Sequence[Transition]) -> bool:
+    """Whether the first transition's statement can carry a fence: it writes on an
+    existing instance (a start has no lease to prove)."""
+    return bool(transitions) and transitions[0].expected_sequence > 0
+
+
+def _channel(store: Store, transition: Transition, fence: LeaseFence) -> str:
+    """Where a transition's new work is announced: nowhere when its only work is the
+    lease the fence hands on (eager dispatch), which no other worker could claim."""
+    quiet = all(w.work_id == fence.lease_next for w in transition.work)
+    return "" if quiet else store.channel
 
 
 def check_owner(owner: str) -> None:

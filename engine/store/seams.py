@@ -29,7 +29,6 @@ from psycopg.pq import TransactionStatus
 
 if TYPE_CHECKING:
     from engine.model.transitions import Transition
-    from engine.store.commits import Write
 
 Row = tuple[Any, ...]
 StatementFilter = Callable[[Query], Query]
@@ -146,40 +145,29 @@ async def lease_write(
 ) -> Row | None:
     """Run one lease holder's write on ``conn``: its row, None when the lease was not
     held. Through the store's ``lease_writes`` hook, when it has one."""
-    hooks = hooks_of(conn)
-    if hooks is None:
+    if hooks_of(conn) is None:
         return await (await conn.execute(statement, params)).fetchone()
 
     async def send() -> list[Row | None]:
         return [await (await conn.execute(statement, params)).fetchone()]
 
     alone = conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE
-    (row,) = await hooks.lease_writes(
-        LeaseWrites(conn, [LeaseWrite(statement, params)], send, alone)
-    )
+    (row,) = await lease_writes(conn, [LeaseWrite(statement, params)], send, alone)
     return row
 
 
-async def group_writes(
+async def lease_writes(
     conn: psycopg.AsyncConnection,
-    writes: Sequence[Write],
-    send: Callable[[], Awaitable[list[Row | None]]],
-) -> list[Row | None]:
-    """Send a group commit's ``writes`` (``send`` answers each one's row), showing its
-    lease-fenced ones to the store's ``lease_writes`` hook, when it has one."""
+    writes: Sequence[LeaseWrite],
+    send: Callable[[], Awaitable[Sequence[Row | None]]],
+    alone: bool = False,
+) -> Sequence[Row | None]:
+    """Send lease holders' ``writes`` by ``send`` (which answers each one's row), through
+    the store's ``lease_writes`` hook when it has one (see ``LeaseWrites``)."""
     hooks = hooks_of(conn)
     if hooks is None:
         return await send()
-    fenced = [k for k, write in enumerate(writes) if write.fenced is not None]
-    rows: list[Row | None] = []
-
-    async def send_fenced() -> list[Row | None]:
-        rows.extend(await send())
-        return [rows[k] for k in fenced]
-
-    leased = [LeaseWrite(writes[k].statement, writes[k].params) for k in fenced]
-    await hooks.lease_writes(LeaseWrites(conn, leased, send_fenced, alone=False))
-    return rows
+    return await hooks.lease_writes(LeaseWrites(conn, writes, send, alone))
 
 
 async def settle(

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -27,7 +26,6 @@ from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
 from engine.store.statements import sessions as session_sql
-from engine.store.statements import transitions as transition_sql
 from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
 
 log = logging.getLogger("wayline.store")
@@ -69,32 +67,10 @@ def session_options(schema: str) -> str:
 
 Staged = tuple[list[CommitResult], str]
 """A commit's results, and the id of the transaction that wrote them."""
+Stage = Callable[[psycopg.AsyncConnection], Awaitable[Staged]]
+"""Writes a commit's transitions in the transaction it is given (never commits it)."""
 Settle = Callable[[Staged | None], Awaitable[Staged]]
 """How a commit whose outcome is unknown is settled (see ``transactions.run``)."""
-
-
-class Fence(Protocol):
-    """A lease a commit is fenced by: its part in the first transition's statement, or
-    a check run first and a lease update run last, in the commit's transaction."""
-
-    def write(self) -> commits.FencedWrite:
-        """The lease's part in the statement of the first transition (a fresh one for
-        each staging): written only while the lease is held, settling it as it goes."""
-
-    async def check(self, conn: psycopg.AsyncConnection) -> None:
-        """Raise StaleLease unless the lease is still held (locking the work row); may do
-        nothing when ``finish`` re-checks the lease itself."""
-
-    async def finish(self, conn: psycopg.AsyncConnection) -> None:
-        """Complete (or otherwise settle) the lease."""
-
-    @property
-    def lease_next(self) -> str:
-        """The id of a work row ``finish`` leases on to the same owner, or ''."""
-
-    async def recover(self, conn: psycopg.AsyncConnection) -> None:
-        """The write was settled as committed without its answer: read back what the
-        statement would have returned (the lease it handed on)."""
 
 
 class Store:
@@ -221,59 +197,52 @@ class Store:
         return (await self.commit_all([transition], tenant=tenant))[0]
 
     async def commit_all(
-        self, transitions: Sequence[Transition], fence: Fence | None = None, tenant: str = ""
+        self, transitions: Sequence[Transition], tenant: str = ""
     ) -> list[CommitResult]:
-        """Commit several transitions (and a lease fence) in one PostgreSQL transaction.
-
-        A processor uses this to record an outcome, the decision that follows it and
-        (for a child) its parent's news, while proving it still holds its lease and
-        finishing the lease in the same transaction. Exact replays write nothing.
-        """
+        """Commit several transitions in one PostgreSQL transaction; exact replays write
+        nothing. A worker's commit under its lease is ``leases.commit``."""
         check_all(transitions)
+
+        async def stage(conn: psycopg.AsyncConnection) -> Staged:
+            return await self.stage_all(conn, transitions, tenant)
+
+        results, _ = await self.run_commit(transitions, stage, alone=one_statement(transitions))
+        return results
+
+    async def run_commit(
+        self, transitions: Sequence[Transition], stage: Stage, *, alone: bool, always: bool = False
+    ) -> Staged:
+        """One transaction that ``stage`` writes ``transitions`` in, on a pooled
+        connection (``transactions.run`` classifies how it ended); what ``stage`` staged.
+
+        ``alone``: the transitions are one statement, sent alone in autocommit (it is its
+        own transaction, so the BEGIN and COMMIT round trips are saved); its lost answer
+        is settled from the session that ran it, and the staging then has no transaction
+        id (''). Otherwise a failed COMMIT is settled by the transaction's id, and a
+        transaction that wrote nothing (exact replays) is rolled back unless ``always``
+        (a lease's own writes must commit).
+        """
+        names = ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             conn = await self.pool.getconn()
         except Exception as exc:
             raise StoreUnavailable("the database is unavailable; nothing was written") from exc
         try:
-            return await self._commit_on(conn, transitions, fence, tenant)
+            if alone:
+                settle = self._settle_alone(conn, transitions[0])
+                return await transactions.run(
+                    conn, names, stage, alone=True, settle=settle, within=self.deadlines.operation
+                )
+            return await transactions.run(
+                conn,
+                names,
+                stage,
+                settle=self._settle_commit(transitions),
+                commit=lambda staged: always or not all(r.replayed for r in staged[0]),
+                within=self.deadlines.operation,
+            )
         finally:
             await self.pool.putconn(conn)
-
-    async def _commit_on(
-        self,
-        conn: psycopg.AsyncConnection,
-        transitions: Sequence[Transition],
-        fence: Fence | None,
-        tenant: str,
-    ) -> list[CommitResult]:
-        """One transaction of ``transitions`` (``transactions.run`` classifies how it
-        ended). A lone transition written by one statement is sent alone in autocommit:
-        the statement is its own transaction, so the BEGIN and COMMIT round trips are
-        saved; its lost answer is settled from the session that ran it. Otherwise a
-        failed COMMIT is settled by the transaction's id, and a transaction that wrote
-        nothing (exact replays, no fence) is rolled back."""
-        names = ", ".join(t.transition_id for t in transitions) or "lease update"
-
-        async def stage(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
-            return await self.stage_fenced(conn, transitions, fence, tenant)
-
-        if one_statement(transitions, fence):
-            settle = self._settle_alone(conn, transitions[0])
-            results, xid = await transactions.run(
-                conn, names, stage, alone=True, settle=settle, within=self.deadlines.operation
-            )
-            if fence is not None and not xid:  # settled as committed without its answer
-                await self._recover(fence)
-            return results
-        staged = await transactions.run(
-            conn,
-            names,
-            stage,
-            settle=self._settle_commit(transitions),
-            commit=lambda staged: fence is not None or not all(r.replayed for r in staged[0]),
-            within=self.deadlines.operation,
-        )
-        return staged[0]
 
     def _settle_alone(self, conn: psycopg.AsyncConnection, transition: Transition) -> Settle:
         """How a lone write whose answer was lost is settled: end the session that ran it
@@ -313,81 +282,39 @@ class Store:
             lambda: commits.settle(self.pool.connection, list(written), xid),
         )
 
-    async def _recover(self, fence: Fence) -> None:
-        """Let ``fence`` read back what its lost answer carried (the next step's lease,
-        for eager dispatch): without it that step would sit leased to this worker until
-        the lease expired and then count as unknown, though it never ran. The write has
-        committed; if this read fails too, only that lease is left to expire."""
-        try:
-            async with asyncio.timeout(self.deadlines.operation), self.reading() as conn:
-                await fence.recover(conn)
-        except (StoreError, psycopg.Error, OSError, TimeoutError):
-            log.warning("the lease handed on by a settled write could not be read back")
-
-    async def stage_fenced(
+    async def stage_all(
         self,
         conn: psycopg.AsyncConnection,
         transitions: Sequence[Transition],
-        fence: Fence | None,
         tenant: str = "",
         xid: str = "",
-    ) -> tuple[list[CommitResult], str]:
-        """Write the transitions fenced by the lease, all in the caller's transaction
-        (whose id ``xid`` is, when already known), which is not committed.
-
-        The first transition's statement carries the fence (``Fence.write``): it writes
-        only under the held lease, locks its work row and settles the lease in the same
-        statement. Without a transition on an existing instance to carry it, the fence
-        checks first and finishes last on its own; when the carrying statement wrote
-        nothing (an exact replay), it still proved the lease, and the fence finishes it.
-        A transition whose only new work is the lease the fence hands on (eager
-        dispatch) sends no NOTIFY: no other worker could claim it.
-        """
-        carrier = fence.write() if fence is not None and _carries(transitions) else None
-        if fence is not None and carrier is None:
-            await fence.check(conn)
+    ) -> Staged:
+        """Write the transitions in the caller's transaction (whose id ``xid`` is, when
+        already known), which is not committed; their results and the transaction id."""
         results = []
-        for k, transition in enumerate(transitions):
-            fenced = carrier if k == 0 else None
-            channel = self._channel(transition, fence)
-            written, xid = await commits.stage(conn, transition, channel, tenant, fenced)
+        for transition in transitions:
+            written, xid = await commits.stage(conn, transition, self.channel, tenant)
             results.append(CommitResult(transition.transition_id, replayed=not written))
-        if fence is not None and not (carrier and carrier.done):
-            await fence.finish(conn)
-        if not xid:
-            xid = await commits.current_xact_id(conn)
-        return results, xid
+        return results, xid or await commits.current_xact_id(conn)
 
     async def stage_batch(
-        self, conn: psycopg.AsyncConnection, commits_: Sequence[tuple[Transition, Fence | None]]
-    ) -> tuple[list[CommitResult], str] | None:
-        """Write the lone transitions of several commits (each ``one_statement``) in one
-        transaction opened here and left open, in one round trip (``batches``).
+        self, conn: psycopg.AsyncConnection, transitions: Sequence[Transition]
+    ) -> Staged | None:
+        """Write the lone transitions of several commits (each ``one_statement`` on an
+        existing instance) in one transaction opened here and left open, in one round
+        trip (``batches``); ``leases.stage_set`` is the same for fenced commits.
 
         None when any of them was not written cleanly (an exact replay, a moved
-        instance, a lost lease, ...): the caller rolls back and commits each on its own,
-        where every such case has its answer. Otherwise the results and the transaction id.
+        instance, ...): the caller rolls back and commits each on its own, where every
+        such case has its answer. Otherwise the results and the transaction id.
         """
-        writes = []
-        for transition, fence in commits_:
-            fenced = fence.write() if fence is not None else None
-            channel = self._channel(transition, fence)
-            writes.append(commits.write_of(transition, channel, fenced))
+        writes = [commits.write_of(t, self.channel) for t in transitions]
         await conn.set_autocommit(True)  # the message opens the transaction itself
-        rows = await batches.run(conn, writes)
-        if not all(w.clean(row) for w, row in zip(writes, rows, strict=True)):
+        answers = await batches.send(conn, [(w.statement, w.params) for w in writes])
+        rows = [found[0] if found else None for found in answers]
+        if not all(commits.written_cleanly(row) for row in rows):
             return None
-        for write, row in zip(writes, rows, strict=True):
-            if write.fenced is not None:
-                write.fenced.wrote(row[transition_sql.WRITE_COLUMNS :])
-        return [CommitResult(w.transition.transition_id) for w in writes], rows[0][0]
-
-    def _channel(self, transition: Transition, fence: Fence | None) -> str:
-        """Where a transition's new work is announced: nowhere when its only work is the
-        lease the fence hands on (eager dispatch), which no other worker could claim."""
-        handed_on = {fence.lease_next if fence is not None else ""}
-        quiet = all(w.work_id in handed_on for w in transition.work)
-        return "" if quiet else self.channel
+        return [CommitResult(t.transition_id) for t in transitions], rows[0][0]
 
     async def stage(self, conn: psycopg.AsyncConnection, transition: Transition) -> bool:
         """Write ``transition`` inside the caller's transaction, never committing it.
@@ -427,16 +354,9 @@ def check_all(transitions: Sequence[Transition]) -> None:
         check_transition(transition)
 
 
-def _carries(transitions: Sequence[Transition]) -> bool:
-    """Whether the first transition's statement can carry a fence: it writes on an
-    existing instance (a start has no lease to prove)."""
-    return bool(transitions) and transitions[0].expected_sequence > 0
-
-
-def one_statement(transitions: Sequence[Transition], fence: Fence | None) -> bool:
-    """A lone transition written by one statement that also carries its fence (if any)."""
-    carried = fence is None or _carries(transitions)
-    return len(transitions) == 1 and carried and commits.one_statement(transitions[0])
+def one_statement(transitions: Sequence[Transition]) -> bool:
+    """A lone transition written by one statement (``commits.one_statement``)."""
+    return len(transitions) == 1 and commits.one_statement(transitions[0])
 
 
 def newly_written(

@@ -20,11 +20,11 @@ processors of activities, timers and children (``engine.worker.processors``,
 from __future__ import annotations
 
 import asyncio
-import itertools
+import contextlib
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from engine.decide import decisions
@@ -117,9 +117,44 @@ class Context:
 
 @dataclass(frozen=True)
 class Dispatch:
+    """What an attempt's work row names: the step, the attempt, its idempotency key."""
+
     step: str
     attempt: int
     key: str
+
+
+def dispatch_of(lease: leases.Lease) -> Dispatch | None:
+    """The attempt ``lease``'s work names; None when its payload does not name one."""
+    try:
+        payload = json.loads(lease.payload or "")
+        return Dispatch(str(payload["step"]), int(payload["attempt"]), str(payload["key"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass
+class LeaseHolder:
+    """The lease a processor currently works under (eager dispatch moves it on), which
+    the worker's renewal task keeps alive.
+
+    ``committing`` is true while the processor commits the outcome that completes its
+    lease, until it has switched to the lease handed on: a renewal that meanwhile finds
+    the lease gone may be seeing that very commit, so it must not cancel the processor
+    (the commit is fenced by the lease and reports a real loss itself)."""
+
+    lease: leases.Lease
+    lease_for: timedelta
+    committing: bool = False
+
+    @contextlib.contextmanager
+    def completing(self) -> Iterator[None]:
+        """Mark the commit that completes the current lease (see the class)."""
+        self.committing = True
+        try:
+            yield
+        finally:
+            self.committing = False
 
 
 async def commit(
@@ -152,7 +187,7 @@ async def commit(
         except Obsolete:
             if guessed:
                 continue
-            await ctx.commits.commit_all([], leases.LeaseFence(ctx.store, lease, finish=True))
+            await ctx.commits.commit_all([], leases.LeaseFence(lease, finish=True))
             return None
         except Park:
             if guessed:
@@ -169,13 +204,13 @@ async def commit(
                 continue
             return state  # nothing new to record (e.g. a redelivered child start)
         follow(draft)
-        fence = leases.LeaseFence(ctx.store, lease, finish() if callable(finish) else finish)
+        fence = leases.LeaseFence(lease, finish() if callable(finish) else finish)
         if eager is not None:
-            eager.prepare(draft, fence)
+            fence = eager.prepare(draft, fence)
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         try:
-            await _write(ctx, transitions, fence)
+            committed = await _write(ctx, transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
@@ -183,12 +218,14 @@ async def commit(
         ctx.faults.reach(Boundary.AFTER_COMMIT)
         ctx.cache.put(draft.state)
         if eager is not None:
-            eager.lease = fence.next_lease
+            eager.lease = committed.next_lease
         return draft.state
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
 
 
-async def _write(ctx: Context, transitions: list[Transition], fence: leases.LeaseFence) -> None:
+async def _write(
+    ctx: Context, transitions: list[Transition], fence: leases.LeaseFence
+) -> leases.Committed:
     """Commit, and write again what is known not to have taken effect.
 
     The transitions carry what this processor knows (an attempt's outcome above all):
@@ -197,10 +234,10 @@ async def _write(ctx: Context, transitions: list[Transition], fence: leases.Leas
     before the server got it, the database briefly unavailable) is sent again after
     each of ``WRITE_RETRY_DELAYS``. Fencing still decides: a lease lost meanwhile ends
     the retries with StaleLease, and an outcome that is unknown is never retried here."""
-    for tried in itertools.count():
+    tried = 0
+    while True:
         try:
-            await ctx.commits.commit_all(transitions, fence)
-            return
+            return await ctx.commits.commit_all(transitions, fence)
         except StoreError as exc:
             delay = _write_again_after(ctx, exc, tried)
             if delay is None:
@@ -208,6 +245,7 @@ async def _write(ctx: Context, transitions: list[Transition], fence: leases.Leas
             ctx.metrics.count("write_retries")
             log.warning("%s; writing it again in %.2f s", exc, delay)
         await asyncio.sleep(delay)
+        tried += 1
 
 
 def _write_again_after(ctx: Context, exc: StoreError, tried: int) -> float | None:
@@ -232,7 +270,9 @@ class Eager:
     dispatch: Dispatch | None = None
     lease: leases.Lease | None = None
 
-    def prepare(self, draft: Draft, fence: leases.LeaseFence) -> None:
+    def prepare(self, draft: Draft, fence: leases.LeaseFence) -> leases.LeaseFence:
+        """Start the next activity in ``draft`` if it qualifies; ``fence`` then hands its
+        work on to this worker."""
         self.dispatch = None
         item = next(
             (
@@ -245,13 +285,13 @@ class Eager:
             None,
         )
         if item is None or draft.state.status is not S.RUNNING:
-            return
+            return fence
         payload = json.loads(item.payload or "{}")
         self.dispatch = Dispatch(payload["step"], payload["attempt"], payload["key"])
         decisions.start_activity_attempt(
             draft, self.dispatch.step, self.dispatch.attempt, self.dispatch.key
         )
-        fence.lease_next, fence.lease_for = item.work_id, self.lease_for
+        return replace(fence, lease_next=item.work_id, lease_for=self.lease_for)
 
 
 async def _park(ctx: Context, lease: leases.Lease, now: datetime) -> None:

@@ -30,6 +30,7 @@ from datetime import timedelta
 
 import psycopg
 
+from engine import modes
 from engine.model.errors import WaylineError
 from engine.model.limits import (
     MAX_LEASE_DURATION,
@@ -40,12 +41,11 @@ from engine.model.limits import (
 from engine.store import leases, sweeps, workers
 from engine.store.errors import StaleLease, StoreError
 from engine.store.store import Store
-from engine.worker import processors
 from engine.worker.activities import ActivityRegistry, HandlerThreads
 from engine.worker.faults import Boundary, Faults
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.leased_commits import Context
+from engine.worker.leased_commits import Context, LeaseHolder
 from engine.worker.metrics import Metrics
 
 log = logging.getLogger("wayline.worker")
@@ -185,8 +185,8 @@ class Worker:
 
     async def _process(self, lease: leases.Lease) -> None:
         started = time.perf_counter()
-        current = processors.LeaseHolder(lease, self.config.lease)
-        processor = asyncio.create_task(processors.process(self.ctx, current))
+        current = LeaseHolder(lease, self.config.lease)
+        processor = asyncio.create_task(process(self.ctx, current))
         renewer = asyncio.create_task(self._renew(current, processor))
         try:
             await processor
@@ -207,7 +207,7 @@ class Worker:
             renewer.cancel()
             self.metrics.observe("processing", time.perf_counter() - started)
 
-    async def _renew(self, current: processors.LeaseHolder, processor: asyncio.Task) -> None:
+    async def _renew(self, current: LeaseHolder, processor: asyncio.Task) -> None:
         """Keep whichever lease the processor works under alive; cancel it when lost.
 
         Ends with its processor even when the cancellation ``_process`` sends is lost:
@@ -300,3 +300,13 @@ class Worker:
         self.metrics.count("dead_letters", dead)
         if expired:
             self.wake.set()
+
+
+async def process(ctx: Context, current: LeaseHolder) -> None:
+    """Run one leased work item to a committed result (or lose the lease trying), with
+    the processor of its kind that a definition mode installed (``engine.modes``)."""
+    run = modes.processor(current.lease.kind)
+    if run is None:
+        await leases.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
+        return
+    await run(ctx, current)

@@ -17,17 +17,14 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import modes
 from engine.decide import decisions
-from engine.decide.child_starts import start_child
 from engine.model.errors import ReplayRejected
 from engine.model.events import EventKind
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
@@ -49,36 +46,17 @@ from engine.worker.leased_commits import (
     Context,
     Dispatch,
     Eager,
+    LeaseHolder,
     Obsolete,
     Park,
     commit,
+    dispatch_of,
     wait_until,
 )
 
 A = AttemptStatus
 S = InstanceStatus
 K = EventKind
-
-
-async def process(ctx: Context, current: LeaseHolder) -> None:
-    """Run one leased work item to a committed result (or lose the lease trying), with
-    the processor of its kind that a definition mode installed (``engine.modes``)."""
-    run = modes.processor(current.lease.kind)
-    if run is None:
-        await leases.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
-        return
-    await run(ctx, current)
-
-
-# Committing ---------------------------------------------------------------------------
-
-
-def _dispatch(lease: leases.Lease) -> Dispatch | None:
-    try:
-        payload = json.loads(lease.payload or "")
-        return Dispatch(str(payload["step"]), int(payload["attempt"]), str(payload["key"]))
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 # Activities and compensations ---------------------------------------------------------
@@ -131,10 +109,19 @@ COMPENSATION = Track(
 )
 
 
-async def process_attempt(
-    ctx: Context, lease: leases.Lease, track: Track, current: LeaseHolder
-) -> None:
-    dispatch = _dispatch(lease)
+async def process_activity(ctx: Context, current: LeaseHolder) -> None:
+    """Run an activity attempt under ``current`` (see the module)."""
+    await _process_attempt(ctx, ACTIVITY, current)
+
+
+async def process_compensation(ctx: Context, current: LeaseHolder) -> None:
+    """Run a compensation attempt under ``current``, like an activity's."""
+    await _process_attempt(ctx, COMPENSATION, current)
+
+
+async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> None:
+    lease = current.lease
+    dispatch = dispatch_of(lease)
     if dispatch is None:
         await leases.dead_letter(ctx.store, lease, track.poison_code)
         return
@@ -168,30 +155,6 @@ async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:
         return replay(await ctx.registries.get(), lease.events)
     except ReplayRejected:  # e.g. a version this worker has not loaded: read it instead
         return None
-
-
-@dataclass
-class LeaseHolder:
-    """The lease a processor currently works under (eager dispatch moves it on), which
-    the worker's renewal task keeps alive.
-
-    ``committing`` is true while the processor commits the outcome that completes its
-    lease, until it has switched to the lease handed on: a renewal that meanwhile finds
-    the lease gone may be seeing that very commit, so it must not cancel the processor
-    (the commit is fenced by the lease and reports a real loss itself)."""
-
-    lease: leases.Lease
-    lease_for: timedelta
-    committing: bool = False
-
-    @contextlib.contextmanager
-    def completing(self) -> Iterator[None]:
-        """Mark the commit that completes the current lease (see the class)."""
-        self.committing = True
-        try:
-            yield
-        finally:
-            self.committing = False
 
 
 class StartOrSettle:
@@ -309,7 +272,9 @@ def _results(state: Instance) -> dict[str, Any]:
 # Timers -------------------------------------------------------------------------------
 
 
-async def process_timer(ctx: Context, lease: leases.Lease) -> None:
+async def process_timer(ctx: Context, current: LeaseHolder) -> None:
+    """Fire a timer that is due, unless its instance no longer waits for it."""
+    lease = current.lease
     try:
         step = str(json.loads(lease.payload or "")["step"])
     except (ValueError, KeyError, TypeError):
@@ -334,14 +299,3 @@ async def process_timer(ctx: Context, lease: leases.Lease) -> None:
 
     await commit(ctx, lease, build)
     ctx.faults.reach(Boundary.AFTER_TIMER_FIRE)
-
-
-# Children -----------------------------------------------------------------------------
-
-
-async def process_child(ctx: Context, lease: leases.Lease) -> None:
-    dispatch = _dispatch(lease)
-    if dispatch is None:
-        await leases.dead_letter(ctx.store, lease, "invalid-child-dispatch")
-        return
-    await start_child(ctx, lease, dispatch)

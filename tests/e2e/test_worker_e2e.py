@@ -30,7 +30,7 @@ from engine.store import catalog, leases
 from engine.store.clock import ManualClock
 from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
-from engine.worker import processors
+from engine.worker import loop
 from engine.worker.activities import PREFIX_KEY, TRUNCATED_KEY
 from engine.worker.loop import Worker, WorkerConfig
 from examples.demo import DEFINITION as ORDER_DEFINITION
@@ -478,7 +478,7 @@ async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_i
         raise StoreUnavailable("the database is unavailable")
 
     monkeypatch.setattr(leases, "renew", renew_losing_one_cancellation)
-    monkeypatch.setattr(processors, "process", failing_processor)
+    monkeypatch.setattr(loop, "process", failing_processor)
     worker = one_slot_worker(e2e, "failing", timedelta(seconds=1), timedelta(milliseconds=100))
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))

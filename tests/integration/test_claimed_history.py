@@ -12,8 +12,8 @@ from engine.store import leases, reads
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.leased_commits import Context
-from engine.worker.processors import LeaseHolder, process
+from engine.worker.leased_commits import Context, LeaseHolder
+from engine.worker.loop import process
 from tests.integration.transition_builders import catalog
 
 CATALOG = catalog()

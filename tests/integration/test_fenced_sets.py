@@ -13,7 +13,7 @@ import pytest
 
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Transition
-from engine.store import batches, commits, leases
+from engine.store import commits, leases
 from engine.store.leases import LeaseFence
 from engine.store.statements import transitions as transition_sql
 from engine.store.store import Store
@@ -68,9 +68,10 @@ async def run_set(
 ) -> list[tuple | None]:
     """The members' rows of one message on ``conn``, then COMMIT: what the members that
     were written wrote becomes durable (a member that was not written wrote nothing)."""
-    writes = [commits.write_of(t, store.channel, fence.write()) for t, fence in commits_]
+    now = store.clock.sql_now()
+    members = [{**commits.write_of(t, store.channel).params, **f.params(now)} for t, f in commits_]
     await conn.set_autocommit(True)
-    rows = await batches.run(conn, writes)
+    rows = await leases.write_set(conn, members)
     await conn.execute("COMMIT")
     return rows
 
@@ -82,7 +83,7 @@ async def test_each_member_finishes_its_lease_and_leases_its_next_activity_on(
     commits_, next_ids = [], []
     for flow, lease in running:
         outcome, next_id = await a_succeeds_and_b_starts(store, flow)
-        commits_.append((outcome, LeaseFence(store, lease, lease_next=next_id, lease_for=LEASE)))
+        commits_.append((outcome, LeaseFence(lease, lease_next=next_id, lease_for=LEASE)))
         next_ids.append(next_id)
 
     rows = await write_set(store, commits_)
@@ -111,7 +112,7 @@ async def test_a_member_without_its_lease_gets_no_row_and_writes_nothing(
     for k, (flow, lease) in enumerate(running):
         outcome, next_id = await a_succeeds_and_b_starts(store, flow)
         held = lease if k != 1 else replace(lease, token=lease.token + 1)
-        commits_.append((outcome, LeaseFence(store, held, lease_next=next_id)))
+        commits_.append((outcome, LeaseFence(held, lease_next=next_id)))
     before = await work_rows(aconn, running[1][0].instance_id)
 
     rows = await write_set(store, commits_)
@@ -132,9 +133,9 @@ async def test_two_members_of_one_instance_never_share_a_statement(
     [(flow, lease)] = await outcomes(store, 1, "twice")
     first, next_id = await a_succeeds_and_b_starts(store, flow)
     second = replace(first, transition_id=first.transition_id + "-again")
-    fence = LeaseFence(store, lease, lease_next=next_id)
+    fence = LeaseFence(lease, lease_next=next_id)
 
-    rows = await write_set(store, [(first, fence), (second, LeaseFence(store, lease))])
+    rows = await write_set(store, [(first, fence), (second, LeaseFence(lease))])
 
     assert clean(rows[0])
     assert rows[1] is None  # the first member finished the lease the second relied on
@@ -148,14 +149,14 @@ async def test_a_member_that_ends_its_instance_retires_its_open_work_and_archive
 ) -> None:
     flow, lease = await running_a(store, "ending")
     outcome, _ = await a_succeeds_and_b_starts(store, flow)
-    await store.commit_all([outcome], LeaseFence(store, lease))
+    await leases.commit(store, [outcome], LeaseFence(lease))
     [lease_b] = await leases.claim(store, "worker-1", LEASE, 1)
     await aconn.execute(OPEN_WORK, {"id": "stray", "instance": "ending"})
     state = await flow.load(store)
     ended = flow.attempt_succeeded(state, "b", at=datetime.now(UTC))
     assert ended.terminal and not ended.work
 
-    [row] = await write_set(store, [(ended, LeaseFence(store, lease_b))])
+    [row] = await write_set(store, [(ended, LeaseFence(lease_b))])
 
     assert clean(row)
     assert await (await aconn.execute(STATE_OF, ["stray"])).fetchone() == (3, "instance-ended")
@@ -177,7 +178,7 @@ async def test_new_work_that_is_not_handed_on_is_announced(
         await listener.execute(f'LISTEN "{store.channel}"')
         notifies = listener.notifies()
 
-        await write_set(store, [(outcome, LeaseFence(store, lease))])
+        await write_set(store, [(outcome, LeaseFence(lease))])
 
         notice = await asyncio.wait_for(anext(notifies), timeout=10)
         assert notice.channel == store.channel
@@ -202,7 +203,7 @@ async def test_the_set_statement_finds_its_rows_by_key_even_in_small_tables(
             members = []
             for flow, lease in await outcomes(store, 2, f"plan-{k}"):
                 outcome, next_id = await a_succeeds_and_b_starts(store, flow)
-                members.append((outcome, LeaseFence(store, lease, lease_next=next_id)))
+                members.append((outcome, LeaseFence(lease, lease_next=next_id)))
             assert all(clean(row) for row in await run_set(conn, store, members))
     set_plans = [plan for plan in plans if "json_to_recordset" in plan]
     assert len(set_plans) == PLAN_ROUNDS

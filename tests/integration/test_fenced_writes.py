@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from engine.decide import decisions
 from engine.model.events import EventKind
@@ -57,7 +58,7 @@ async def running_a(store: Store, instance_id: str) -> tuple[Flow, leases.Lease]
     await store.commit(flow.start(at=now))
     [lease] = await leases.claim(store, "worker-1", LEASE, 1)
     started = flow.attempt_started(await flow.load(store), "a", at=now)
-    await store.commit_all([started], LeaseFence(store, lease, finish=False))
+    await leases.commit(store, [started], LeaseFence(lease, finish=False))
     return flow, lease
 
 
@@ -81,17 +82,17 @@ async def test_an_outcome_finishes_its_lease_and_leases_the_next_activity_as_it_
 ) -> None:
     flow, lease = await running_a(store, "two-1")
     outcome, next_id = await a_succeeds_and_b_starts(store, flow)
-    fence = LeaseFence(store, lease, finish=True, lease_next=next_id, lease_for=LEASE)
+    fence = LeaseFence(lease, finish=True, lease_next=next_id, lease_for=LEASE)
 
-    await store.commit_all([outcome], fence)
+    committed = await leases.commit(store, [outcome], fence)
 
     rows = await work_rows(aconn, "two-1")
     assert rows["a"][:4] == (3, "", lease.token, 1)  # completed, nobody's any more
     state, owner, token, attempts, expires = rows["b"]
     assert (state, owner, token, attempts) == (2, "worker-1", 1, 1)  # as a claim leaves it
-    assert fence.next_lease is not None
-    assert (fence.next_lease.work_id, fence.next_lease.token) == (next_id, 1)
-    assert fence.next_lease.expires_at == expires
+    assert committed.next_lease is not None
+    assert (committed.next_lease.work_id, committed.next_lease.token) == (next_id, 1)
+    assert committed.next_lease.expires_at == expires
     assert await leases.claim(store, "worker-2", LEASE, 10) == []  # b is not up for grabs
     state = await flow.load(store)
     assert state.activities["a"].status is AttemptStatus.SUCCEEDED
@@ -107,9 +108,44 @@ async def test_an_outcome_under_a_lost_lease_writes_nothing(
     stale = replace(lease, token=lease.token + 1)
 
     with pytest.raises(StaleLease):
-        await store.commit_all([outcome], LeaseFence(store, stale, lease_next=next_id))
+        await leases.commit(store, [outcome], LeaseFence(stale, lease_next=next_id))
 
     assert await work_rows(aconn, "two-2") == before  # a still leased, no row for b
     ledger = "SELECT count(*) FROM transitions WHERE transition_id = %s"
     assert (await (await aconn.execute(ledger, [outcome.transition_id])).fetchone())[0] == 0
     assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
+
+
+async def wake_ups(
+    listener: psycopg.AsyncConnection, sender: psycopg.AsyncConnection, channel: str
+) -> int:
+    """How many work notifications arrived before a marker sent now (notifications
+    arrive in commit order, so everything committed earlier comes first)."""
+    await sender.execute("SELECT pg_notify(%s, 'marker')", [channel])
+    count = 0
+    async for notice in listener.notifies(timeout=10):
+        if notice.payload == "marker":
+            return count
+        count += 1
+    raise AssertionError("the marker never arrived")
+
+
+async def test_work_handed_on_by_the_fence_wakes_no_other_worker(
+    store: Store, pg_dsn: str, aconn: psycopg.AsyncConnection
+) -> None:
+    """Eager dispatch leases the new work to its own worker in the same transaction, so
+    waking the others would only cost them a claim that finds nothing."""
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as listener:
+        await listener.execute(
+            sql.SQL("SET search_path TO {}").format(sql.Identifier(store.schema))
+        )
+        await listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
+        for instance, handed_on, wakes in (("quiet", True, 0), ("loud", False, 1)):
+            flow, lease = await running_a(store, instance)
+            outcome, next_id = await a_succeeds_and_b_starts(store, flow)
+            fence = LeaseFence(lease, lease_next=next_id if handed_on else "")
+            await wake_ups(listener, aconn, store.channel)  # those of the set-up
+
+            await leases.commit(store, [outcome], fence)
+
+            assert await wake_ups(listener, aconn, store.channel) == wakes, instance

@@ -61,7 +61,7 @@ async def test_commits_that_arrive_together_share_one_transaction(
 
     results = await asyncio.gather(*(group.commit_all([t]) for t in transitions))
 
-    assert results == [[CommitResult(t.transition_id)] for t in transitions]
+    assert [c.results for c in results] == [[CommitResult(t.transition_id)] for t in transitions]
     assert await transactions_of(aconn, transitions) == 1
     for flow, _ in flows:
         assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
@@ -75,13 +75,13 @@ async def test_a_group_of_single_statements_is_sent_as_one_message(
     flows = await started(store, "message", MEMBERS)
     transitions = [flow.attempt_started(state, "a") for flow, state in flows]
     messages = []
-    send = batches.run
+    send = batches.send
 
-    async def counted(conn: psycopg.AsyncConnection, writes: list) -> list:
-        messages.append([w.transition.transition_id for w in writes])
-        return await send(conn, writes)
+    async def counted(conn: psycopg.AsyncConnection, calls: list) -> list:
+        messages.append([values["id"] for _, values in calls])
+        return await send(conn, calls)
 
-    monkeypatch.setattr(batches, "run", counted)
+    monkeypatch.setattr(batches, "send", counted)
     group = CommitGroup(store, lanes=1)
 
     await asyncio.gather(*(group.commit_all([t]) for t in transitions))
@@ -109,7 +109,7 @@ async def test_a_session_that_lost_its_prepared_statements_still_commits(
         again = [flow.attempt_started(state, "a") for flow, state in flows[4:]]
 
         results = await asyncio.gather(*(group.commit_all([t]) for t in lost))
-        assert results == [[CommitResult(t.transition_id)] for t in lost]
+        assert [c.results for c in results] == [[CommitResult(t.transition_id)] for t in lost]
         assert await transactions_of(aconn, lost) == len(lost)  # each on its own
         await asyncio.gather(*(group.commit_all([t]) for t in again))
         assert await transactions_of(aconn, again) == 1
@@ -146,7 +146,7 @@ async def test_a_member_that_conflicts_fails_alone(
             verdict = await store.reconcile(transition.transition_id, transition.fingerprint)
             assert verdict is Reconciliation.MISSING
         else:
-            assert outcome == [CommitResult(transition.transition_id)]
+            assert outcome.results == [CommitResult(transition.transition_id)]
 
 
 async def test_a_member_whose_lease_is_lost_fails_alone(
@@ -156,8 +156,8 @@ async def test_a_member_whose_lease_is_lost_fails_alone(
     now = datetime.now(UTC)  # leases are taken on the database's clock: work must be due
     flows = await started(store, "fenced", MEMBERS, at=now)
     claimed = {lease.instance_id: lease for lease in await leases.claim(store, "w", LEASE, MEMBERS)}
-    fences = [LeaseFence(store, claimed[flow.instance_id], finish=False) for flow, _ in flows]
-    fences[2].lease = replace(fences[2].lease, token=fences[2].lease.token + 1)
+    fences = [LeaseFence(claimed[flow.instance_id], finish=False) for flow, _ in flows]
+    fences[2] = replace(fences[2], lease=replace(fences[2].lease, token=fences[2].lease.token + 1))
     transitions = [flow.attempt_started(state, "a", at=now) for flow, state in flows]
     group = CommitGroup(store, lanes=1)
 
@@ -169,7 +169,7 @@ async def test_a_member_whose_lease_is_lost_fails_alone(
     assert isinstance(outcomes[2], StaleLease)
     assert (await flows[2][0].load(store)).activities["a"].status is AttemptStatus.READY
     others = [t for k, t in enumerate(transitions) if k != 2]
-    assert [o for k, o in enumerate(outcomes) if k != 2] == [
+    assert [o.results for k, o in enumerate(outcomes) if k != 2] == [
         [CommitResult(t.transition_id)] for t in others
     ]
     # the group was rolled back and each member committed again on its own
@@ -195,55 +195,12 @@ async def test_a_member_cancelled_while_it_waits_writes_nothing(
         waiting.cancel()
         await holder.rollback()
 
-    assert await writing == [CommitResult(ahead.transition_id)]
+    assert (await writing).results == [CommitResult(ahead.transition_id)]
     with pytest.raises(asyncio.CancelledError):
         await waiting
     await group.close()
     verdict = await store.reconcile(behind.transition_id, behind.fingerprint)
     assert verdict is Reconciliation.MISSING
-
-
-class HandOn:
-    """A fence that hands the given work row on to its owner (as eager dispatch does)."""
-
-    def __init__(self, work_id: str) -> None:
-        self.lease_next = work_id
-
-    async def check(self, conn: psycopg.AsyncConnection) -> None:
-        pass
-
-    async def finish(self, conn: psycopg.AsyncConnection) -> None:
-        pass
-
-
-async def wake_ups(
-    listener: psycopg.AsyncConnection, sender: psycopg.AsyncConnection, channel: str
-) -> int:
-    """How many work notifications arrived before a marker sent now (notifications
-    arrive in commit order, so everything committed earlier comes first)."""
-    await sender.execute("SELECT pg_notify(%s, 'marker')", [channel])
-    count = 0
-    async for notice in listener.notifies(timeout=10):
-        if notice.payload == "marker":
-            return count
-        count += 1
-    raise AssertionError("the marker never arrived")
-
-
-async def test_work_handed_on_by_the_fence_wakes_no_other_worker(
-    store: Store, pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
-) -> None:
-    """Eager dispatch leases the new work to its own worker in the same transaction, so
-    waking the others would only cost them a claim that finds nothing."""
-    quiet, loud = (CATALOG.flow(CATALOG.single, name).start() for name in ("quiet", "loud"))
-    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as listener:
-        await listener.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-        await listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
-
-        await store.commit_all([quiet], HandOn(quiet.work[0].work_id))
-        assert await wake_ups(listener, aconn, store.channel) == 0
-        await store.commit_all([loud], HandOn("some-other-work"))
-        assert await wake_ups(listener, aconn, store.channel) == 1
 
 
 @pytest.mark.parametrize("turns", range(6))
@@ -262,4 +219,4 @@ async def test_a_commit_made_as_the_last_writer_finishes_is_still_written(
 
     commit = group.commit_all([second_flow.attempt_started(second, "a")])
 
-    assert len(await asyncio.wait_for(commit, timeout=10)) == 1
+    assert len((await asyncio.wait_for(commit, timeout=10)).results) == 1

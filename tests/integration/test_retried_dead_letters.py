@@ -29,7 +29,8 @@ from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.processors import Context, LeaseHolder, process
+from engine.worker.leased_commits import Context, LeaseHolder
+from engine.worker.loop import process
 from tests.integration.factories import adjust_work, work_row
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)

@@ -94,7 +94,7 @@ async def test_a_groups_statements_pass_the_filter_before_they_are_prepared(
     store, statements, hooks = seamed
     flow, lease = await running_a(store, "seams-set")
     outcome, next_id = await a_succeeds_and_b_starts(store, flow)
-    fence = LeaseFence(store, lease, lease_next=next_id, lease_for=LEASE)
+    fence = LeaseFence(lease, lease_next=next_id, lease_for=LEASE)
     hooks.writes.clear()
 
     async with store.connection() as conn:

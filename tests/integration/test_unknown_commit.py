@@ -93,7 +93,7 @@ async def commit(store: Store, work: Pending, way: str) -> list[CommitResult]:
         return await store.commit_all(work.steps)
     group = CommitGroup(store, lanes=1)
     answers = await asyncio.gather(*(group.commit_all([step]) for step in work.steps))
-    return [result for answer in answers for result in answer]
+    return [result for answer in answers for result in answer.results]
 
 
 @pytest.mark.parametrize("way", WAYS)

@@ -10,8 +10,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.store import batches
-from engine.store.commits import Write
+from engine.store import batches, leases
 from engine.store.statements import leases as lease_sql
 
 NAMES = st.lists(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), min_size=1, max_size=12)
@@ -41,35 +40,30 @@ def test_the_fenced_write_is_fully_numbered() -> None:
     assert len(names) == len(set(re.findall(r"%\((\w+)\)s", lease_sql.FENCED_WRITE)))
 
 
-def _write(instance: str, fenced: bool, **values: object) -> Write:
-    return Write(None, "", {"instance": instance, **values}, object() if fenced else None)  # type: ignore[arg-type]
-
-
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.booleans()), max_size=12))
+@given(st.lists(st.sampled_from("abcd"), max_size=12))
 def test_members_of_one_instance_go_to_successive_statements_in_order(
-    members: list[tuple[str, bool]],
+    instances: list[str],
 ) -> None:
-    writes = [_write(instance, fenced) for instance, fenced in members]
-    rounds = batches.rounds(writes)
+    rounds = leases.set_rounds([{"instance": instance} for instance in instances])
     placed = [k for positions in rounds for k in positions]
-    assert sorted(placed) == [k for k, (_, fenced) in enumerate(members) if fenced]
+    assert sorted(placed) == list(range(len(instances)))
     for positions in rounds:
         assert positions == sorted(positions)
-        assert len({members[k][0] for k in positions}) == len(positions)
-    for k in placed:  # the n-th fenced member of an instance is in statement n
-        earlier = [j for j in placed if j < k and members[j][0] == members[k][0]]
+        assert len({instances[k] for k in positions}) == len(positions)
+    for k in placed:  # the n-th member of an instance is in statement n
+        earlier = [j for j in placed if j < k and instances[j] == instances[k]]
         assert k in rounds[len(earlier)]
 
 
 def test_the_members_travel_as_one_json_array_with_their_rows_nested() -> None:
     at = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
-    scalars = dict.fromkeys(n for n in batches.MEMBER_FIELDS_SENT if n != "instance")
+    scalars = dict.fromkeys(n for n in leases.MEMBER_FIELDS_SENT if n != "instance")
     values = {**scalars, "at": at, "lease": timedelta(seconds=30, microseconds=5)}
     writes = [
-        _write("a", True, **values, history='[{"sequence": 1}]', work="[]", now=None),
-        _write("b", True, **values, history="[]", work='[{"work_id": "w"}]', now=None),
+        {"instance": "a", **values, "history": '[{"sequence": 1}]', "work": "[]", "now": None},
+        {"instance": "b", **values, "history": "[]", "work": '[{"work_id": "w"}]', "now": None},
     ]
-    sent = batches.set_params(writes)
+    sent = leases.set_params(writes)
     members = json.loads(sent["members"])
     assert [m["m"] for m in members] == [0, 1]
     assert [m["instance"] for m in members] == ["a", "b"]

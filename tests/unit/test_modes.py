@@ -29,7 +29,8 @@ from engine.model.transitions import Draft
 from engine.model.validation import parse_definition
 from engine.modes import Decision, DefinitionMode, Outcome
 from engine.replay.fold import replay
-from engine.worker.processors import LeaseHolder, process
+from engine.worker.leased_commits import LeaseHolder
+from engine.worker.loop import process
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 FAKE_WORK = 99

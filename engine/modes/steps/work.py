@@ -1,34 +1,16 @@
-"""How a worker runs a step list's work: activity and compensation attempts, timers and
-child starts, each by its processor (``engine.worker.processors``)."""
+"""How a worker runs a step list's work: activity and compensation attempts and timers
+(``engine.worker.processors``), and child starts (``engine.decide.child_starts``)."""
 
 from __future__ import annotations
 
+from engine.decide.child_starts import process_child
 from engine.model.transitions import WorkKind
 from engine.modes import Processor
 from engine.worker import processors
-from engine.worker.leased_commits import Context
-from engine.worker.processors import LeaseHolder
-
-
-async def _activity(ctx: Context, current: LeaseHolder) -> None:
-    await processors.process_attempt(ctx, current.lease, processors.ACTIVITY, current)
-
-
-async def _compensation(ctx: Context, current: LeaseHolder) -> None:
-    await processors.process_attempt(ctx, current.lease, processors.COMPENSATION, current)
-
-
-async def _timer(ctx: Context, current: LeaseHolder) -> None:
-    await processors.process_timer(ctx, current.lease)
-
-
-async def _child(ctx: Context, current: LeaseHolder) -> None:
-    await processors.process_child(ctx, current.lease)
-
 
 PROCESSORS: dict[int, Processor] = {
-    WorkKind.ACTIVITY: _activity,
-    WorkKind.COMPENSATION: _compensation,
-    WorkKind.TIMER: _timer,
-    WorkKind.CHILD: _child,
+    WorkKind.ACTIVITY: processors.process_activity,
+    WorkKind.COMPENSATION: processors.process_compensation,
+    WorkKind.TIMER: processors.process_timer,
+    WorkKind.CHILD: process_child,
 }

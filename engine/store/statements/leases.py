@@ -397,7 +397,7 @@ ORDER BY i.m
 """``FENCED_WRITE`` for every member of ``%(members)s``; one row per member, in member
 order: ``m``, whether its lease was held, then the columns of ``FENCED_WRITE``'s row.
 
-Under load a group commit (``engine.store.batches``) holds several workers' step
+Under load a group commit (``engine.store.group_commit``) holds several workers' step
 outcomes. Run one by one, each ``FENCED_WRITE`` pays the server's fixed cost of a
 statement (executor start-up for about a dozen nodes, the CHECK constraints and partial
 index predicates prepared again for every table it writes, the parse of its EXECUTE)
@@ -407,11 +407,11 @@ at once: the members arrive as one JSON array (one row each, its history and wor
 nested), and every part of the statement works per member, keyed by ``m``.
 
 Each member keeps the verdict it would have had alone, read from its own row of the
-answer (``batches.member_row`` puts it in ``FENCED_WRITE``'s shape): its instance
+answer (``leases.write_set`` puts it in ``FENCED_WRITE``'s shape): its instance
 locked and at the expected position and pin, its transition id new, its lease held (no
 lease, no row). What a member writes is gated on its own ``ok`` row, exactly like the
 single statement. Two members of one instance would both see the position before either
-moved it, so they never share a statement (``batches.rounds``): the later one runs in
+moved it, so they never share a statement (``leases.write_set``): the later one runs in
 the next statement of the message, after the first has moved the instance.
 
 The server's clock (``now``) is one value for the whole statement: members share it,
