@@ -147,14 +147,12 @@ async def instance_page(
         context |= _state_context(request, detail)
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
-    history = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
-    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
+    context |= await _history_section(runtime, principal.team_id, instance_id, row, chosen)
     return page(
         request,
         PAGE,
         "instances",
         **context,
-        **_history_context(row, history, chosen, steps),
         live_interval=runtime.settings.live_interval.total_seconds(),
     )
 
@@ -206,6 +204,16 @@ def _history_context(
     }
 
 
+async def _history_section(
+    runtime: Runtime, team: str, instance_id: str, row: InstanceRow, chosen: HistoryFilter
+) -> dict[str, Any]:
+    """The history section's context: one page of the history, filtered as ``chosen``
+    says, and the steps the filter offers (the pinned version's)."""
+    found = await instance_history.history_page(runtime, team, instance_id, chosen)
+    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
+    return _history_context(row, found, chosen, steps)
+
+
 async def history(
     request: Request,
     principal: NamedDependency[Principal],
@@ -216,16 +224,9 @@ async def history(
     """One filtered history page: the history section for htmx, else its own page."""
     instance_id = instance_id_of(ref)
     row = await instances.require_row(runtime, principal.team_id, instance_id)
-    found = await instance_history.history_page(runtime, principal.team_id, instance_id, chosen)
+    section = await _history_section(runtime, principal.team_id, instance_id, row, chosen)
     template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
-    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
-    return page(
-        request,
-        template,
-        "instances",
-        row=row,
-        **_history_context(row, found, chosen, steps),
-    )
+    return page(request, template, "instances", row=row, **section)
 
 
 async def export_history(
