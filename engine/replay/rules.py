@@ -11,9 +11,9 @@ from engine.model.definitions import Step, StepKind
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event
 from engine.model.frozen import evolve
-from engine.model.instance import Instance, InstanceStatus
+from engine.model.instance import Attempted, Instance, InstanceStatus
 
-P = TypeVar("P")
+P = TypeVar("P", bound=Attempted)
 
 
 def reject(event: Event, message: str) -> ReplayRejected:
@@ -69,7 +69,7 @@ def check_start(event: Event, timeout: timedelta, retry_at: datetime | None, nex
 
 
 def started(progress: P, event: Event, status: Enum, **fields: Any) -> P:
-    """``progress`` (an attempt's or a child start's) once ``event`` started an attempt:
+    """``progress`` (of any attempt machine) once ``event`` started an attempt:
     numbered and keyed by it, due when it says, with the last outcome and retry cleared."""
     return evolve(
         progress,
