@@ -280,7 +280,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
         if not value:  # unset (see validate_event)
             continue
         if name == "definition":
-            value = {"name": value.name, "version": value.version, "fingerprint": value.fingerprint}
+            value = value.to_json()
         elif name == "due_at":
             value = format_instant(value)
         elif name == "data":

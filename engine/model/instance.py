@@ -190,7 +190,7 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
     return {
         "instance_id": instance.instance_id,
         "status": instance.status.label,
-        "definition": _ref(instance.definition),
+        "definition": instance.definition.to_json(),
         "started_at": format_instant(instance.started_at),
         "updated_at": format_instant(instance.updated_at),
         "sequence": instance.sequence,
@@ -257,15 +257,11 @@ def _record(value: Any) -> dict[str, Any]:
         elif isinstance(item, IntEnum):
             item = item.name.lower()
         elif isinstance(item, DefinitionRef):
-            item = _ref(item)
+            item = item.to_json()
         elif name in ("input", "result", "data"):
             item = _json(item)
         out[name] = item
     return out
-
-
-def _ref(ref: DefinitionRef) -> dict[str, str]:
-    return {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
 
 
 def _json(text: str | None) -> Any:
