@@ -203,35 +203,27 @@ def _drifted(item: WorkItem, suffix: str) -> WorkItem:
     return replace(item, payload=json.dumps({**dispatch, "key": dispatch["key"] + suffix}))
 
 
+_DEFINITION_CHANGES = (
+    ("first two steps swapped", _swap_first_steps, _has(K.ACTIVITY_SCHEDULED)),
+    ("a step inserted first", _insert_step, _has(K.ACTIVITY_SCHEDULED)),
+    ("a timeout changed", _longer_timeout, _has(K.ATTEMPT_STARTED, "reserve")),
+    ("a retry delay changed", _slower_retry, _has(K.RETRY_SCHEDULED, "reserve")),
+    ("unknown outcomes held", _hold_unknowns, _has(K.ATTEMPT_UNKNOWN)),
+    ("the signal step removed", _drop_signal, _has(K.SIGNAL_RECEIVED)),
+)
+"""Each definition change, and the history it needs (one that exercises the change)."""
+_HISTORY_EDITS = (
+    ("an event deleted", _delete_event),
+    ("two events swapped", _swap_events),
+    ("an idempotency key changed", _change_key),
+    ("a signal duplicated", _duplicate_signal),
+    ("time goes backwards", _time_backwards),
+    ("the last result doctored", _change_last_result),
+)
 MUTATIONS = (
-    Mutation(
-        "definition: first two steps swapped",
-        _definition_mutation(_swap_first_steps, _has(K.ACTIVITY_SCHEDULED)),
+    *(
+        Mutation(f"definition: {what}", _definition_mutation(change, exercised))
+        for what, change, exercised in _DEFINITION_CHANGES
     ),
-    Mutation(
-        "definition: a step inserted first",
-        _definition_mutation(_insert_step, _has(K.ACTIVITY_SCHEDULED)),
-    ),
-    Mutation(
-        "definition: a timeout changed",
-        _definition_mutation(_longer_timeout, _has(K.ATTEMPT_STARTED, "reserve")),
-    ),
-    Mutation(
-        "definition: a retry delay changed",
-        _definition_mutation(_slower_retry, _has(K.RETRY_SCHEDULED, "reserve")),
-    ),
-    Mutation(
-        "definition: unknown outcomes held",
-        _definition_mutation(_hold_unknowns, _has(K.ATTEMPT_UNKNOWN)),
-    ),
-    Mutation(
-        "definition: the signal step removed",
-        _definition_mutation(_drop_signal, _has(K.SIGNAL_RECEIVED)),
-    ),
-    Mutation("history: an event deleted", _history_mutation(_delete_event)),
-    Mutation("history: two events swapped", _history_mutation(_swap_events)),
-    Mutation("history: an idempotency key changed", _history_mutation(_change_key)),
-    Mutation("history: a signal duplicated", _history_mutation(_duplicate_signal)),
-    Mutation("history: time goes backwards", _history_mutation(_time_backwards)),
-    Mutation("history: the last result doctored", _history_mutation(_change_last_result)),
+    *(Mutation(f"history: {what}", _history_mutation(edit)) for what, edit in _HISTORY_EDITS),
 )

@@ -16,7 +16,7 @@ from typing import Any
 from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef, Step
 from engine.model.events import Event, EventKind, json_data
-from engine.model.instance import AttemptProgress, ChildProgress
+from engine.model.instance import Attempted, AttemptProgress, ChildProgress
 from engine.model.limits import MAX_IDENTIFIER_LENGTH, WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
 
@@ -125,17 +125,40 @@ def schedule_activity_retry(
         progress.idempotency_key if same_key else attempt_key(draft.instance_id, progress.step, nxt)
     )
     due = draft.now if operator else draft.now + step.retry.backoff(progress.attempt)
-    event = _attempt_event(draft, K.RETRY_SCHEDULED, progress.step, progress.attempt, key, due)
-    _dispatch_work(draft, event, WorkKind.ACTIVITY, progress.step, nxt, key, step.timeout, due)
-    return event
+    return _schedule_retry(draft, WorkKind.ACTIVITY, progress, key, due, step.timeout)
 
 
 def _attempt_event(
     draft: Draft, kind: EventKind, name: str, attempt: int, key: str, due: datetime
 ) -> Event:
-    """An attempt's start or its retry's schedule, on either track (activity or
-    compensation): the attempt, its idempotency key and when it is due."""
+    """An attempt's start or its retry's schedule, on any track: the attempt, its
+    idempotency key and when it is due."""
     return draft.add(kind, step=name, attempt=attempt, idempotency_key=key, due_at=due)
+
+
+RETRY_KINDS = {
+    WorkKind.ACTIVITY: K.RETRY_SCHEDULED,
+    WorkKind.COMPENSATION: K.COMPENSATION_RETRY_SCHEDULED,
+    WorkKind.CHILD: K.CHILD_START_RETRY_SCHEDULED,
+}
+"""The event that schedules a retry on each track, named by the work that runs it."""
+
+
+def _schedule_retry(
+    draft: Draft,
+    work: WorkKind,
+    progress: Attempted,
+    key: str,
+    due: datetime,
+    timeout: timedelta,
+    extra: dict[str, Any] | None = None,
+) -> Event:
+    """A retry on any track: the event naming the last attempt, and the ``work`` that
+    runs the next one under ``key`` once it is due."""
+    step, nxt = progress.step, progress.attempt + 1
+    event = _attempt_event(draft, RETRY_KINDS[work], step, progress.attempt, key, due)
+    _dispatch_work(draft, event, work, step, nxt, key, timeout, due, extra)
+    return event
 
 
 # Compensations ------------------------------------------------------------------------
@@ -162,13 +185,9 @@ def start_compensation_attempt(draft: Draft, name: str, attempt: int, key: str) 
 def schedule_compensation_retry(draft: Draft, progress: AttemptProgress) -> Event:
     spec = _step(draft, progress.step).compensation
     assert spec is not None
-    nxt = progress.attempt + 1
-    key = attempt_key(draft.instance_id, progress.step, nxt, "compensate")
+    key = attempt_key(draft.instance_id, progress.step, progress.attempt + 1, "compensate")
     due = draft.now + spec.retry.backoff(progress.attempt)
-    kind = K.COMPENSATION_RETRY_SCHEDULED
-    event = _attempt_event(draft, kind, progress.step, progress.attempt, key, due)
-    _dispatch_work(draft, event, WorkKind.COMPENSATION, progress.step, nxt, key, spec.timeout, due)
-    return event
+    return _schedule_retry(draft, WorkKind.COMPENSATION, progress, key, due, spec.timeout)
 
 
 # Timers, signals, races ---------------------------------------------------------------
@@ -225,7 +244,7 @@ def schedule_child(draft: Draft, name: str, input: Any = None) -> Event:
         key,
         step.timeout,
         draft.now,
-        {"child_id": child_id, "definition": _ref_json(step.child_definition)},
+        _child_dispatch(child_id, step.child_definition),
     )
     return event
 
@@ -261,28 +280,10 @@ def record_child_start(
 def schedule_child_retry(draft: Draft, child: ChildProgress) -> Event:
     step = _step(draft, child.step)
     assert step.retry is not None and step.timeout is not None
-    nxt = child.attempt + 1
-    key = attempt_key(draft.instance_id, child.step, nxt, "child")
+    key = attempt_key(draft.instance_id, child.step, child.attempt + 1, "child")
     due = draft.now + step.retry.backoff(child.attempt)
-    event = draft.add(
-        K.CHILD_START_RETRY_SCHEDULED,
-        step=child.step,
-        attempt=child.attempt,
-        idempotency_key=key,
-        due_at=due,
-    )
-    _dispatch_work(
-        draft,
-        event,
-        WorkKind.CHILD,
-        child.step,
-        nxt,
-        key,
-        step.timeout,
-        due,
-        {"child_id": child.child_id, "definition": _ref_json(child.definition)},
-    )
-    return event
+    extra = _child_dispatch(child.child_id, child.definition)
+    return _schedule_retry(draft, WorkKind.CHILD, child, key, due, step.timeout, extra)
 
 
 def record_child_outcome(
@@ -294,5 +295,6 @@ def record_child_outcome(
     )
 
 
-def _ref_json(ref: DefinitionRef) -> dict[str, str]:
-    return {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
+def _child_dispatch(child_id: str, ref: DefinitionRef) -> dict[str, Any]:
+    """What a child's start work carries beyond the attempt: the child and its pin."""
+    return {"child_id": child_id, "definition": ref.to_json()}

@@ -96,6 +96,10 @@ class DefinitionRef:
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"
 
+    def to_json(self) -> dict[str, str]:
+        """The pin as JSON, the one shape histories, transitions and work carry it in."""
+        return {"name": self.name, "version": self.version, "fingerprint": self.fingerprint}
+
 
 @dataclass(frozen=True)
 class Step:
@@ -205,9 +209,7 @@ def _step_document(step: Step, duration: Any) -> dict[str, Any]:
             "result_limit": compensation.result_limit,
             "retry": retry(compensation.retry),
         },
-        "child_definition": None
-        if child is None
-        else {"name": child.name, "version": child.version, "fingerprint": child.fingerprint},
+        "child_definition": None if child is None else child.to_json(),
         "branches": list(step.branches),
         "fan_out_limit": step.fan_out_limit,
         "on_unknown": step.on_unknown.value,

@@ -78,7 +78,21 @@ _ATTEMPT = frozenset({"step", "attempt"})
 _START = frozenset({"step", "attempt", "idempotency_key", "due_at"})
 _RETRY = frozenset({"step", "attempt", "idempotency_key", "due_at"})
 _FAILURE = frozenset({"step", "attempt", "code"})
-FIELD_RULES: dict[EventKind, tuple[frozenset[str], frozenset[str]]] = {
+_Rules = tuple[frozenset[str], frozenset[str]]
+
+
+def _attempts(*, started: K, succeeded: K, failed: K, unknown: K, retry: K) -> dict[K, _Rules]:
+    """The kinds of one attempt machine: activities and compensations follow the same."""
+    return {
+        started: (_START, frozenset()),
+        succeeded: (_ATTEMPT, frozenset({"data"})),
+        failed: (_FAILURE, frozenset({"retryable", "data"})),
+        unknown: (_FAILURE, frozenset({"data"})),
+        retry: (_RETRY, frozenset()),
+    }
+
+
+FIELD_RULES: dict[EventKind, _Rules] = {
     K.INSTANCE_STARTED: (frozenset({"definition"}), frozenset({"data", "successor_id", "step"})),
     K.PAUSED: (frozenset(), frozenset()),
     K.RESUMED: (frozenset(), frozenset()),
@@ -90,20 +104,24 @@ FIELD_RULES: dict[EventKind, tuple[frozenset[str], frozenset[str]]] = {
     K.DEFINITION_MIGRATED: (frozenset({"definition"}), frozenset({"data"})),
     K.CONTINUED_AS_NEW: (frozenset({"definition", "successor_id"}), frozenset({"data"})),
     K.ACTIVITY_SCHEDULED: (frozenset({"step"}), frozenset({"data"})),
-    K.ATTEMPT_STARTED: (_START, frozenset()),
-    K.ATTEMPT_SUCCEEDED: (_ATTEMPT, frozenset({"data"})),
-    K.ATTEMPT_FAILED: (_FAILURE, frozenset({"retryable", "data"})),
-    K.ATTEMPT_UNKNOWN: (_FAILURE, frozenset({"data"})),
-    K.RETRY_SCHEDULED: (_RETRY, frozenset()),
+    **_attempts(
+        started=K.ATTEMPT_STARTED,
+        succeeded=K.ATTEMPT_SUCCEEDED,
+        failed=K.ATTEMPT_FAILED,
+        unknown=K.ATTEMPT_UNKNOWN,
+        retry=K.RETRY_SCHEDULED,
+    ),
     K.TIMER_SCHEDULED: (frozenset({"step", "due_at"}), frozenset()),
     K.TIMER_FIRED: (frozenset({"step"}), frozenset()),
     K.SIGNAL_RECEIVED: (frozenset({"step", "idempotency_key"}), frozenset({"data"})),
     K.COMPENSATION_SCHEDULED: (frozenset({"step"}), frozenset({"data"})),
-    K.COMPENSATION_ATTEMPT_STARTED: (_START, frozenset()),
-    K.COMPENSATION_SUCCEEDED: (_ATTEMPT, frozenset({"data"})),
-    K.COMPENSATION_FAILED: (_FAILURE, frozenset({"retryable", "data"})),
-    K.COMPENSATION_UNKNOWN: (_FAILURE, frozenset({"data"})),
-    K.COMPENSATION_RETRY_SCHEDULED: (_RETRY, frozenset()),
+    **_attempts(
+        started=K.COMPENSATION_ATTEMPT_STARTED,
+        succeeded=K.COMPENSATION_SUCCEEDED,
+        failed=K.COMPENSATION_FAILED,
+        unknown=K.COMPENSATION_UNKNOWN,
+        retry=K.COMPENSATION_RETRY_SCHEDULED,
+    ),
     K.COMPENSATION_MANUALLY_RESOLVED: (frozenset({"step", "code"}), frozenset({"data"})),
     K.OPERATOR_COMMAND_RECORDED: (frozenset({"idempotency_key", "data"}), frozenset()),
     K.RACE_WON: (frozenset({"step", "data"}), frozenset()),
@@ -262,7 +280,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
         if not value:  # unset (see validate_event)
             continue
         if name == "definition":
-            value = {"name": value.name, "version": value.version, "fingerprint": value.fingerprint}
+            value = value.to_json()
         elif name == "due_at":
             value = format_instant(value)
         elif name == "data":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
@@ -74,28 +74,40 @@ class ChildStatus(Labelled):
 
 
 @dataclass(frozen=True)
-class AttemptProgress:
-    """One activity (or one compensation of an activity) and its latest attempt.
+class Attempted:
+    """A step's progress through numbered attempts, the part every attempt machine
+    shares (an activity's, a compensation's, a child's start): the latest attempt, its
+    key and due time, the retry scheduled after it, and its last outcome.
 
     ``next_key`` is the idempotency key the next attempt must use, fixed when the retry
     is scheduled (the same key after an unknown outcome, a new one after a failure).
-    ``completed_sequence`` orders successes, which is the order compensation reverses.
     """
 
     step: str
-    status: AttemptStatus
-    scheduled_sequence: int
+    status: Labelled
+    _: KW_ONLY
     input: str | None = None
     attempt: int = 0
     idempotency_key: str = ""
-    started_at: datetime | None = None
     due_at: datetime | None = None
     retry_at: datetime | None = None
     next_key: str = ""
-    granted_attempt: int = 0
     result: str | None = None
     code: str = ""
     retryable: bool = False
+
+
+@dataclass(frozen=True)
+class AttemptProgress(Attempted):
+    """One activity (or one compensation of an activity) and its latest attempt.
+
+    ``completed_sequence`` orders successes, which is the order compensation reverses.
+    """
+
+    status: AttemptStatus
+    scheduled_sequence: int
+    started_at: datetime | None = None
+    granted_attempt: int = 0
     completed_sequence: int = 0
 
 
@@ -117,20 +129,10 @@ class SignalProgress:
 
 
 @dataclass(frozen=True)
-class ChildProgress:
-    step: str
+class ChildProgress(Attempted):
     status: ChildStatus
     child_id: str
     definition: DefinitionRef
-    input: str | None = None
-    attempt: int = 0
-    idempotency_key: str = ""
-    due_at: datetime | None = None
-    retry_at: datetime | None = None
-    next_key: str = ""
-    result: str | None = None
-    code: str = ""
-    retryable: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
     return {
         "instance_id": instance.instance_id,
         "status": instance.status.label,
-        "definition": _ref(instance.definition),
+        "definition": instance.definition.to_json(),
         "started_at": format_instant(instance.started_at),
         "updated_at": format_instant(instance.updated_at),
         "sequence": instance.sequence,
@@ -255,15 +257,11 @@ def _record(value: Any) -> dict[str, Any]:
         elif isinstance(item, IntEnum):
             item = item.name.lower()
         elif isinstance(item, DefinitionRef):
-            item = _ref(item)
+            item = item.to_json()
         elif name in ("input", "result", "data"):
             item = _json(item)
         out[name] = item
     return out
-
-
-def _ref(ref: DefinitionRef) -> dict[str, str]:
-    return {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
 
 
 def _json(text: str | None) -> Any:

@@ -215,12 +215,11 @@ def _check_work(events: tuple[Event, ...], work: tuple[WorkItem, ...]) -> None:
 
 def transition_to_json(transition: Transition) -> dict[str, Any]:
     """The complete content, as fingerprinted and as exported."""
-    ref = transition.definition
     return {
         "transition_id": transition.transition_id,
         "instance_id": transition.instance_id,
         "expected_sequence": transition.expected_sequence,
-        "definition": {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint},
+        "definition": transition.definition.to_json(),
         "events": [event_to_json(e) for e in transition.events],
         "work": [work_to_json(w) for w in transition.work],
     }

@@ -7,13 +7,13 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
-from engine.model.definitions import Step, StepKind
+from engine.model.definitions import RetryPolicy, Step, StepKind
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event
 from engine.model.frozen import evolve
-from engine.model.instance import Instance, InstanceStatus
+from engine.model.instance import Attempted, Instance, InstanceStatus
 
-P = TypeVar("P")
+P = TypeVar("P", bound=Attempted)
 
 
 def reject(event: Event, message: str) -> ReplayRejected:
@@ -68,8 +68,15 @@ def check_start(event: Event, timeout: timedelta, retry_at: datetime | None, nex
         raise reject(event, "attempt must use the idempotency key fixed by its retry")
 
 
+def check_backoff(event: Event, retry: RetryPolicy, attempt: int) -> None:
+    """A policy retry of ``attempt`` (an activity's, a compensation's, a child start's)
+    is due exactly its backoff delay after it is scheduled."""
+    if event.due_at != event.occurred_at + retry.backoff(attempt):
+        raise reject(event, "retry due_at must be the time plus the backoff delay")
+
+
 def started(progress: P, event: Event, status: Enum, **fields: Any) -> P:
-    """``progress`` (an attempt's or a child start's) once ``event`` started an attempt:
+    """``progress`` (of any attempt machine) once ``event`` started an attempt:
     numbered and keyed by it, due when it says, with the last outcome and retry cleared."""
     return evolve(
         progress,

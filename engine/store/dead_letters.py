@@ -26,7 +26,7 @@ which costs one index probe per discarded row scanned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
@@ -203,19 +203,12 @@ async def dead_letter_groups(
 
 
 @dataclass(frozen=True)
-class ResolutionRecord:
-    """A committed resolution as the audit shows it."""
+class ResolutionRecord(Resolution):
+    """A committed resolution as the audit shows it: the command, and the instance whose
+    work it resolved."""
 
-    command_id: str
-    work_id: str
+    _: KW_ONLY
     instance_id: str
-    token: int
-    action: ResolutionAction
-    actor: str
-    reason: str
-    occurred_at: datetime
-    retry_at: datetime | None
-    deadline: datetime | None
 
 
 async def recent_resolutions(
@@ -247,7 +240,6 @@ def _resolution_record(
     return ResolutionRecord(
         command,
         work,
-        instance,
         token,
         actions[action],
         actor,
@@ -255,6 +247,7 @@ def _resolution_record(
         utc(at),
         None if retry is None else utc(retry),
         None if deadline is None else utc(deadline),
+        instance_id=instance,
     )
 
 

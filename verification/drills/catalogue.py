@@ -164,20 +164,17 @@ def catalogue(profile: Profile, master: int) -> list[DrillSpec]:
     return matrix(profile, master) + named(master)
 
 
+def _matches(spec: DrillSpec, wanted: str) -> bool:
+    """Whether ``wanted`` names the drill: its id, its family (``D3``) or an id prefix."""
+    return spec.id == wanted or spec.family == wanted or spec.id.startswith(f"{wanted}-")
+
+
 def select(specs: list[DrillSpec], wanted: list[str]) -> list[DrillSpec]:
-    """Drills matching any of ``wanted``: an id, a family (``D3``) or an id prefix."""
+    """Drills matching any of ``wanted``; a name matching no drill is an error."""
     if not wanted:
         return specs
-    chosen = [
-        s
-        for s in specs
-        if any(s.id == w or s.family == w or s.id.startswith(f"{w}-") for w in wanted)
-    ]
-    unknown = [
-        w
-        for w in wanted
-        if not any(s.id == w or s.family == w or s.id.startswith(f"{w}-") for s in specs)
-    ]
+    chosen = [s for s in specs if any(_matches(s, w) for w in wanted)]
+    unknown = [w for w in wanted if not any(_matches(s, w) for s in specs)]
     if unknown:
         raise ValueError(f"no drill matches {', '.join(unknown)}: see `wayline drill list`")
     return chosen

@@ -31,6 +31,7 @@ from engine.model.instance import (
 )
 from engine.model.registry import Registry
 from engine.replay.rules import (
+    check_backoff,
     check_start,
     reject,
     require_first,
@@ -257,8 +258,7 @@ def _policy_retry(
         )
     if progress.attempt >= retry.max_attempts:
         raise reject(event, f"all {retry.max_attempts} attempts are used")
-    if event.due_at != event.occurred_at + retry.backoff(progress.attempt):
-        raise reject(event, "retry due_at must be the time plus the backoff delay")
+    check_backoff(event, retry, progress.attempt)
     return _waiting(progress, event, same_key, progress.granted_attempt)
 
 

@@ -16,6 +16,7 @@ from engine.model.frozen import evolve
 from engine.model.instance import AuditEntry, ChildProgress, ChildStatus, Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.replay.rules import (
+    check_backoff,
     check_start,
     reject,
     require_first,
@@ -93,8 +94,7 @@ def retry_child(
         )
     if event.attempt != child.attempt or child.attempt >= step.retry.max_attempts:
         raise reject(event, "retry must name the last attempt, with attempts left")
-    if event.due_at != event.occurred_at + step.retry.backoff(child.attempt):
-        raise reject(event, "retry due_at must be the time plus the backoff delay")
+    check_backoff(event, step.retry, child.attempt)
     if event.idempotency_key == child.idempotency_key:
         raise reject(event, "a start retry after a known-absent failure uses a new key")
     return _put(
