@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from engine.decide import decisions, lifecycle
 from engine.model.events import EventKind
-from engine.model.instance import ChildStatus, InstanceStatus
+from engine.model.instance import ChildStatus
 from engine.modes import decide
 from engine.store import catalog, leases, reads
 from engine.store.errors import DuplicateTransition, InstanceExists
@@ -26,9 +26,9 @@ from engine.worker.leased_commits import (
     Dispatch,
     LeaseHolder,
     Obsolete,
-    Park,
     commit,
     dispatch_of,
+    redelivered,
 )
 
 if TYPE_CHECKING:
@@ -53,19 +53,9 @@ async def _start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
     def attempt(draft: Draft) -> None:
         state = draft.state
         child = state.children.get(dispatch.step)
-        if state.status.terminal or child is None or child.attempt > dispatch.attempt:
-            raise Obsolete
-        if child.attempt == dispatch.attempt:
-            if child.status is not C.START_RUNNING:
-                raise Obsolete
-            return  # redelivered: the creation below is idempotent, look again
-        if state.status is InstanceStatus.PAUSED:
-            raise Park
-        if state.status is not InstanceStatus.RUNNING or child.status not in (
-            C.SCHEDULED,
-            C.RETRY_WAITING,
-        ):
-            raise Obsolete
+        startable = (C.SCHEDULED, C.RETRY_WAITING)
+        if redelivered(state, child, dispatch.attempt, C.START_RUNNING, startable):
+            return  # the creation below is idempotent: look again
         decisions.start_child_attempt(draft, child, dispatch.attempt, dispatch.key)
 
     state = await commit(ctx, lease, attempt, finish=False)

@@ -23,13 +23,14 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from engine.decide import decisions
 from engine.decide.child_outcomes import parent_transitions
-from engine.model.instance import Instance, InstanceStatus
+from engine.model.instance import Attempted, Instance, InstanceStatus
+from engine.model.labelled import Labelled
 from engine.model.transitions import Draft, Transition, WorkKind
 from engine.modes import follow
 from engine.store import leases
@@ -76,6 +77,31 @@ class NotDue(Exception):
     def __init__(self, due_at: datetime) -> None:
         super().__init__(f"not due before {due_at.isoformat()}")
         self.due_at = due_at
+
+
+def redelivered(
+    state: Instance,
+    progress: Attempted | None,
+    attempt: int,
+    running: Labelled,
+    startable: tuple[Labelled, ...],
+    statuses: Collection[InstanceStatus] = (S.RUNNING,),
+) -> bool:
+    """Whether dispatched ``attempt`` was started already (this is a redelivery of it,
+    still ``running``), or may start now (False). Raises Obsolete when the instance no
+    longer wants it (it ended, moved past that attempt, or is not in one of
+    ``statuses``, or the step is not ``startable``), Park while the instance is paused."""
+    if state.status.terminal or progress is None or progress.attempt > attempt:
+        raise Obsolete
+    if progress.attempt == attempt:
+        if progress.status is not running:
+            raise Obsolete
+        return True
+    if state.status is S.PAUSED:
+        raise Park
+    if state.status not in statuses or progress.status not in startable:
+        raise Obsolete
+    return False
 
 
 def wait_until(draft: Draft, due_at: datetime, claimed_at: datetime) -> None:

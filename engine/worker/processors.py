@@ -51,6 +51,7 @@ from engine.worker.leased_commits import (
     Park,
     commit,
     dispatch_of,
+    redelivered,
     wait_until,
 )
 
@@ -180,24 +181,14 @@ class StartOrSettle:
         state = draft.state
         progress = track.progress(state, dispatch.step)
         self.settled = False
-        if state.status.terminal or progress is None or progress.attempt > dispatch.attempt:
-            raise Obsolete
-        if progress.attempt == dispatch.attempt:
-            if progress.status is not A.RUNNING:
-                raise Obsolete
+        startable = (A.READY, A.RETRY_WAITING)
+        if redelivered(state, progress, dispatch.attempt, A.RUNNING, startable, track.statuses):
             # Durably started by an earlier owner that vanished: its effect may exist.
             outcome = self.hooks.redelivered_in_flight(Unknown(track.unknown_code))
             if outcome is not None:
                 _outcome(draft, track, dispatch, outcome)
                 self.settled = True
             return
-        if state.status is S.PAUSED:
-            raise Park
-        if state.status not in track.statuses or progress.status not in (
-            A.READY,
-            A.RETRY_WAITING,
-        ):
-            raise Obsolete
         if progress.retry_at is not None:
             wait_until(draft, progress.retry_at, self.claimed_at)
         track.start(draft, dispatch.step, dispatch.attempt, dispatch.key)
