@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -372,6 +372,33 @@ async def commit(store: Store, transitions: Sequence[Transition], fence: LeaseFe
     results, xid = await store.run_commit(transitions, stage_it, alone=alone, always=True)
     if alone and not xid:  # settled as committed without its answer
         return Committed(results, await _handed_on(store, fence))
+    return Committed(results, handed[0])
+
+
+async def commit_built(
+    store: Store,
+    fence: LeaseFence,
+    build: Callable[[psycopg.AsyncConnection], Awaitable[Sequence[Transition]]],
+    what: str,
+) -> Committed:
+    """Commit the transitions ``build`` returns, fenced by ``fence``, in one transaction
+    that ``build`` runs in first, once the lease's work row is locked: whatever ``build``
+    writes on the connection it is given commits exactly when those transitions do (a
+    state machine's advance, whose database writes and new state are one step). A lost
+    lease, a conflict or a failure of ``build`` rolls all of it back; a lost COMMIT
+    answer is settled like any other. ``what`` names the commit in errors."""
+    built: list[Transition] = []
+    handed: list[Lease | None] = [None]
+
+    async def stage_it(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
+        await check_on(conn, fence.lease, store.clock.sql_now())
+        built[:] = await build(conn)
+        check_all(built)
+        committed, xid = await stage(conn, store, built, fence)
+        handed[0] = committed.next_lease
+        return committed.results, xid
+
+    results, _ = await store.run_commit(built, stage_it, alone=False, always=True, what=what)
     return Committed(results, handed[0])
 
 

@@ -210,7 +210,13 @@ class Store:
         return results
 
     async def run_commit(
-        self, transitions: Sequence[Transition], stage: Stage, *, alone: bool, always: bool = False
+        self,
+        transitions: Sequence[Transition],
+        stage: Stage,
+        *,
+        alone: bool,
+        always: bool = False,
+        what: str = "",
     ) -> Staged:
         """One transaction that ``stage`` writes ``transitions`` in, on a pooled
         connection (``transactions.run`` classifies how it ended); what ``stage`` staged.
@@ -220,9 +226,10 @@ class Store:
         is settled from the session that ran it, and the staging then has no transaction
         id (''). Otherwise a failed COMMIT is settled by the transaction's id, and a
         transaction that wrote nothing (exact replays) is rolled back unless ``always``
-        (a lease's own writes must commit).
+        (a lease's own writes must commit). ``transitions`` may be filled by ``stage``
+        itself (``leases.commit_built``); ``what`` then names the commit.
         """
-        names = ", ".join(t.transition_id for t in transitions) or "lease update"
+        names = what or ", ".join(t.transition_id for t in transitions) or "lease update"
         try:
             conn = await self.pool.getconn()
         except Exception as exc:

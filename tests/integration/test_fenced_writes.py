@@ -13,6 +13,7 @@ import pytest
 from psycopg import sql
 
 from engine.decide import decisions
+from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus
 from engine.model.registry import Registry
@@ -20,7 +21,7 @@ from engine.model.transitions import Draft, Transition, WorkKind
 from engine.model.validation import parse_definition
 from engine.modes import decide
 from engine.store import leases
-from engine.store.errors import StaleLease
+from engine.store.errors import SequenceConflict, StaleLease
 from engine.store.leases import LeaseFence
 from engine.store.store import Store
 from tests.integration.transition_builders import RETRY, Flow
@@ -149,3 +150,73 @@ async def test_work_handed_on_by_the_fence_wakes_no_other_worker(
             await leases.commit(store, [outcome], fence)
 
             assert await wake_ups(listener, aconn, store.channel) == wakes, instance
+
+
+APP_ROWS = "SELECT note FROM app_notes ORDER BY note"
+
+
+async def app_notes(aconn: psycopg.AsyncConnection) -> list[str]:
+    return [note for (note,) in await (await aconn.execute(APP_ROWS)).fetchall()]
+
+
+def noting(note: str, transitions: list[Transition], fail: Exception | None = None):
+    """A ``commit_built`` body that writes an application row, then gives ``transitions``
+    (or raises ``fail``): an advance's writes and its new state."""
+
+    async def build(conn: psycopg.AsyncConnection) -> list[Transition]:
+        await conn.execute("INSERT INTO app_notes (note) VALUES (%s)", [note])
+        if fail is not None:
+            raise fail
+        return transitions
+
+    return build
+
+
+@pytest.fixture
+async def notes_table(aconn: psycopg.AsyncConnection) -> None:
+    await aconn.execute("CREATE TABLE app_notes (note text PRIMARY KEY)")
+
+
+@pytest.mark.usefixtures("notes_table")
+async def test_what_a_built_commit_writes_commits_with_its_transition(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    flow, lease = await running_a(store, "built-1")
+    outcome, _ = await a_succeeds_and_b_starts(store, flow)
+
+    committed = await leases.commit_built(
+        store, LeaseFence(lease), noting("kept", [outcome]), "advance"
+    )
+
+    assert [r.transition_id for r in committed.results] == [outcome.transition_id]
+    assert await app_notes(aconn) == ["kept"]
+    assert (await work_rows(aconn, "built-1"))["a"][0] == 3  # the lease was completed
+
+
+@pytest.mark.usefixtures("notes_table")
+@pytest.mark.parametrize("case", ["stale lease", "moved instance", "failed body"])
+async def test_a_built_commit_that_fails_takes_its_writes_with_it(
+    store: Store, aconn: psycopg.AsyncConnection, case: str
+) -> None:
+    """A lost lease, a conflicting transition or the body's own failure: the body's
+    writes roll back with the transition, so they exist exactly when it committed."""
+    instance = f"built-{case.replace(' ', '-')}"
+    flow, lease = await running_a(store, instance)
+    outcome, _ = await a_succeeds_and_b_starts(store, flow)
+    fence, body = LeaseFence(lease), noting("lost", [outcome])
+    expected: type[Exception] = StaleLease
+    if case == "stale lease":
+        fence = LeaseFence(replace(lease, token=lease.token + 1))
+    elif case == "moved instance":
+        moved = flow.command(await flow.load(store), "moved", Action.PAUSE, datetime.now(UTC))
+        await store.commit(moved)
+        expected = SequenceConflict
+    else:
+        body, expected = noting("lost", [outcome], ValueError("advance failed")), ValueError
+
+    with pytest.raises(expected):
+        await leases.commit_built(store, fence, body, "advance")
+
+    assert await app_notes(aconn) == []
+    assert (await work_rows(aconn, instance))["a"][0] == 2  # still leased
+    assert (await flow.load(store)).activities["a"].status is AttemptStatus.RUNNING
