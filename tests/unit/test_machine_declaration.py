@@ -193,3 +193,18 @@ def test_a_family_is_sealed() -> None:
 
     with pytest.raises(TypeError, match="must be a state family"):
         _light(state=Red)
+
+
+def test_every_state_of_a_family_is_a_declared_variant() -> None:
+    class Door(MachineState):
+        pass
+
+    @variant
+    class Shut(Door):
+        pass
+
+    class Ajar(Door):
+        pass
+
+    with pytest.raises(TypeError, match="Ajar of Door must be declared @variant"):
+        _light(state=Door, initial=Shut, terminal=[Ajar], transitions={Shut: [Ajar]})

@@ -194,6 +194,17 @@ RULES: list[tuple[str, Document, Problems]] = [
         [("transitions", "no terminal state is reachable from Expired")],
     ),
     (
+        "initial state that is terminal",
+        _with(initial="Expired", terminal=["Approved", "Rejected", "Expired"]),
+        [
+            ("initial", "Expired is terminal: an execution starts in a state it leaves"),
+            ("transitions", "Submitted is unreachable from Expired"),
+            ("transitions", "InReview is unreachable from Expired"),
+            ("transitions", "Approved is unreachable from Expired"),
+            ("transitions", "Rejected is unreachable from Expired"),
+        ],
+    ),
+    (
         "grants beyond the database",
         _with(grants=["DbRead<Documents>", "Http"]),
         [("grants[1]", GRANT_RULE)],

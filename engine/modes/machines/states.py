@@ -71,7 +71,12 @@ def seal(family: type[MachineState], by: str) -> None:
 
 
 def family_document(family: type[MachineState]) -> dict[str, Any]:
-    """The manifest's ``state``: the family's name and its variants with their fields."""
+    """The manifest's ``state``: the family's name and its variants with their fields.
+
+    TypeError when a subclass of the family was not made a variant: the code could
+    produce a state the manifest does not know."""
+    if missing := [c.__name__ for c in family.__subclasses__() if c not in family._variants]:
+        raise TypeError(f"{', '.join(missing)} of {family.__name__} must be declared @variant")
     return {
         "name": family.__name__,
         "variants": [{"name": v.__name__, "fields": _fields(v)} for v in family._variants],

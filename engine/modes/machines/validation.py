@@ -12,9 +12,9 @@ real variants; a terminal state is not a timer state; timers wait 1 to 86,400 s;
 ``max_attempts`` is 1 to 8 and ``max_transitions`` 1 to 256; ``retry`` is
 ``transactional`` and ``concurrency`` ``parent`` (the only profiles); the grants and
 the resource are named. Wayline's, for the edges it draws and enforces: every edge
-joins real variants, a terminal state has none leaving it, every state is reachable
-from the initial one, and from every state a terminal one is reachable (which also
-means the initial state is not terminal).
+joins real variants, a terminal state has none leaving it, the initial state is not
+terminal, every state is reachable from the initial one, and from every state a
+terminal one is reachable.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
     input_type = reader.choice(top, "input", "", {name: name for name in FIELD_TYPES})
     initial = states.initial(top.get("initial"))
     terminal, every_terminal = states.terminal(top.get("terminal"))
+    if initial in terminal:
+        reader.error("initial", f"{initial} is terminal: an execution starts in a state it leaves")
     timers = states.timers(top.get("timers"), terminal)
     transitions = states.transitions(top.get("transitions"), terminal)
     if initial is not None and every_terminal and transitions is not None:
