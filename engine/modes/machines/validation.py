@@ -19,7 +19,7 @@ terminal one is reachable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +90,7 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
     concurrency = _profile(reader, top, "concurrency", CONCURRENCY_PROFILES)
     if len(reader.errors) > before:
         return None
-    order = {v.name: i for i, v in enumerate(variants)}
+    in_order = _in_variant_order(variants)
     manifest = MachineManifest(
         function=function,
         resource=resource,
@@ -98,12 +98,12 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
         variants=tuple(variants),
         input=input_type,
         initial=initial,
-        terminal=tuple(sorted(terminal, key=order.__getitem__)),
-        timers=tuple(sorted(timers.items(), key=lambda item: order[item[0]])),
+        terminal=in_order(terminal),
+        timers=tuple((state, timers[state]) for state in in_order(timers)),
         transitions=tuple(
-            (source, tuple(sorted(targets, key=order.__getitem__)))
-            for source, targets in sorted(transitions.items(), key=lambda i: order[i[0]])
-            if targets
+            (state, in_order(transitions[state]))
+            for state in in_order(transitions)
+            if transitions[state]
         ),
         compensation=compensation,
         grants=tuple(sorted(grants)),
@@ -113,6 +113,13 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
         concurrency=concurrency,
     )
     return {"manifest": manifest}
+
+
+def _in_variant_order(variants: list[Variant]) -> Callable[[Iterable[str]], tuple[str, ...]]:
+    """Sorts variant names as the family declares them: the one order of the sets of
+    states a manifest holds, so writing them in another order is the same manifest."""
+    position = {v.name: i for i, v in enumerate(variants)}
+    return lambda names: tuple(sorted(names, key=position.__getitem__))
 
 
 def check(reader: SpecReader, definition: Definition) -> None:
