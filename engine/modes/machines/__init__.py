@@ -23,7 +23,8 @@ What is here is the pure core. Still to come, in later steps:
   (replay admits machine events only while running today);
 - host operations (submit with an idempotency key, ``state``, ``status``, ``cancel``)
   in Python, the CLI and the API, and one active execution per parent enforced by a
-  PostgreSQL constraint;
+  PostgreSQL constraint (until then a machine can be published, but an instance
+  started with ``wayline start`` only waits in its initial state);
 - the studio's state diagram, the example and the drills.
 """
 
