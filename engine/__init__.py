@@ -26,6 +26,7 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
+from engine.modes.machines import MACHINE, MachineState, machine, variant
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
@@ -44,7 +45,7 @@ from engine.worker.activities import (
 )
 from engine.worker.loop import Worker, WorkerConfig
 
-install(ORCHESTRATION, CHOREOGRAPHY)
+install(ORCHESTRATION, CHOREOGRAPHY, MACHINE)
 """The definition modes this engine runs (``engine.modes``); the first is the default."""
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "Instance",
     "InstanceStatus",
     "LimitExceeded",
+    "MachineState",
     "Queries",
     "ResolutionConflict",
     "SignalConflict",
@@ -84,5 +86,7 @@ __all__ = [
     "install_signal_handlers",
     "load_app",
     "load_definition",
+    "machine",
     "make_resolution",
+    "variant",
 ]

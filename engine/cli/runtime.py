@@ -231,7 +231,8 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
     for version in await catalog.versions(client.store):
         d = version.definition
         flag = " deprecated" if version.deprecated else ""
-        print(f"{d.name}@{d.version} {d.fingerprint[:12]} {len(d.steps)} steps{flag}")
+        size = f"{len(d.steps)} steps" if d.manifest is None else f"{d.mode} manifest"
+        print(f"{d.name}@{d.version} {d.fingerprint[:12]} {size}{flag}")
     return 0
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from engine.model.canonical import digest
 from engine.model.durations import format_duration, to_micros
@@ -26,11 +26,14 @@ from engine.model.durations import format_duration, to_micros
 class Mode(StrEnum):
     """A definition's mode: how it is written and advanced (its parts: ``engine.modes``).
 
-    Both are step lists: the engine decides (orchestration) or events do (choreography).
+    The first two are step lists: the engine decides (orchestration) or events do
+    (choreography). A ``machine`` is a bounded state machine whose ``manifest`` says
+    its states and edges.
     """
 
     ORCHESTRATION = "orchestration"
     CHOREOGRAPHY = "choreography"
+    MACHINE = "machine"
 
 
 class StepKind(StrEnum):
@@ -119,15 +122,29 @@ class Step:
     on_unknown: UnknownPolicy = UnknownPolicy.HOLD
 
 
+class Manifest(Protocol):
+    """The body of a definition that is not a step list (a state machine's manifest)."""
+
+    def document(self) -> dict[str, Any]:
+        """Its fields in the definition document, every one explicit (fingerprinted)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Definition:
-    """A validated definition version. Build one with ``parse_definition``."""
+    """A validated definition version. Build one with ``parse_definition``.
+
+    A step list has ``steps``; a mode that is not a step list has a ``manifest`` and no
+    steps. Only a manifest's fields enter its document, so step lists' documents (and
+    fingerprints) are as they were before manifests existed.
+    """
 
     name: str
     version: str
     mode: Mode
     deprecated: bool
-    steps: tuple[Step, ...]
+    steps: tuple[Step, ...] = ()
+    manifest: Manifest | None = None
     _index: dict[str, Step] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -158,24 +175,38 @@ class Definition:
 
 def definition_document(definition: Definition) -> dict[str, Any]:
     """The canonical document the fingerprint is computed over (every field explicit)."""
+    if definition.manifest is not None:
+        return _manifest_document(definition)
     return _document(definition, [_step_document(s, to_micros) for s in definition.steps])
 
 
 def definition_to_json(definition: Definition) -> dict[str, Any]:
-    """The exchange-format document, with only the fields each kind uses."""
+    """The exchange-format document, with only the fields each kind uses (a manifest
+    has no durations to spell or defaults to drop: its exchange form is its canonical one)."""
+    if definition.manifest is not None:
+        return _manifest_document(definition)
     steps = [_compact(_step_document(s, format_duration)) for s in definition.steps]
     return _document(definition, steps)
 
 
-def _document(definition: Definition, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Both documents' shape: the definition's own fields, then its steps as given."""
+def _head(definition: Definition) -> dict[str, Any]:
+    """The fields every definition document has, whatever its mode."""
     return {
         "name": definition.name,
         "version": definition.version,
         "mode": definition.mode.value,
         "deprecated": definition.deprecated,
-        "steps": steps,
     }
+
+
+def _document(definition: Definition, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A step list's documents: the definition's own fields, then its steps as given."""
+    return {**_head(definition), "steps": steps}
+
+
+def _manifest_document(definition: Definition) -> dict[str, Any]:
+    assert definition.manifest is not None
+    return {**_head(definition), **definition.manifest.document()}
 
 
 def _step_document(step: Step, duration: Any) -> dict[str, Any]:

@@ -10,7 +10,10 @@ Kinds 1-36 follow the reference model; ``instance_started`` of a child also name
 parent in ``successor_id`` and the parent's step in ``step``. Two kinds are ours:
 ``activity_resolved`` (an operator settles an unknown activity outcome) and
 ``instance_failing`` (a known terminal failure starts compensating before the
-instance fails).
+instance fails). Two belong to state machines (``engine.modes.machines``):
+``state_entered`` (an advance's attempt moved the machine into the state its ``step``
+names, with the state's fields as ``data``) and ``advance_failed`` (an attempt failed
+with ``code``; ``due_at`` is when the next one is due, absent when none is left).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class EventKind(Labelled):
     CHILD_START_RETRY_SCHEDULED = 36
     ACTIVITY_RESOLVED = 37
     INSTANCE_FAILING = 38
+    STATE_ENTERED = 39
+    ADVANCE_FAILED = 40
 
 
 K = EventKind
@@ -135,6 +140,8 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.CHILD_START_RETRY_SCHEDULED: (_RETRY, frozenset()),
     K.ACTIVITY_RESOLVED: (_ATTEMPT | {"code"}, frozenset({"data"})),
     K.INSTANCE_FAILING: (frozenset({"step", "code"}), frozenset({"data"})),
+    K.STATE_ENTERED: (_ATTEMPT, frozenset({"data"})),
+    K.ADVANCE_FAILED: (_FAILURE, frozenset({"due_at"})),
 }
 OPTIONAL_FIELDS = (
     "definition",
@@ -155,11 +162,13 @@ DUE_AFTER_KINDS = frozenset(
         K.TIMER_SCHEDULED,
         K.COMPENSATION_RETRY_SCHEDULED,
         K.CHILD_START_RETRY_SCHEDULED,
+        K.ADVANCE_FAILED,
     }
 )
 """Kinds due strictly later than they occur: an attempt's timeout, a timer's duration and
-a policy retry's backoff are all more than 0. An activity retry (``retry_scheduled``)
-may be due at once (an operator retry), but no kind is ever due before it occurs."""
+a policy retry's backoff (an advance's too) are all more than 0. An activity retry
+(``retry_scheduled``) may be due at once (an operator retry), but no kind is ever due
+before it occurs."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +274,8 @@ def _check_data(event: Event, where: str) -> None:
         raise EventInvalid(f"{where}: {problem}")
     if event.kind is K.RACE_WON and (not isinstance(value, str) or name_problem(value)):
         raise EventInvalid(f"{where}: data must name the winning branch step")
+    if event.kind is K.STATE_ENTERED and not isinstance(value, dict):
+        raise EventInvalid(f"{where}: data must be a JSON object of the state's fields")
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

@@ -136,6 +136,27 @@ class ChildProgress(Attempted):
 
 
 @dataclass(frozen=True)
+class MachineProgress:
+    """Where a state machine stands: its current state, and what it has used up.
+
+    An instance of a machine that has not yet left its initial state has none (its
+    state is the manifest's initial one, which has no fields). ``attempts`` counts the
+    failed advances of the current state (entering a state resets it); ``retry_at`` is
+    when the next attempt is due after one failed. A timer state's next advance waits
+    for its timer: ``timer_due_at`` once scheduled, ``timer_fired_at`` once fired.
+    """
+
+    state: str
+    data: str | None = None
+    transitions: int = 0
+    attempts: int = 0
+    retry_at: datetime | None = None
+    code: str = ""
+    timer_due_at: datetime | None = None
+    timer_fired_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class AuditEntry:
     """One operator command: who, why, when, and which command id (idempotency)."""
 
@@ -170,6 +191,7 @@ class Instance:
     signals: Mapping[str, SignalProgress] = field(default_factory=dict)
     children: Mapping[str, ChildProgress] = field(default_factory=dict)
     race_winners: Mapping[str, str] = field(default_factory=dict)
+    machine: MachineProgress | None = None
     audit: tuple[AuditEntry, ...] = ()
     pending_command: AuditEntry | None = None
     spec: Definition | None = field(default=None, compare=False, repr=False)
@@ -186,8 +208,11 @@ class Instance:
 
 
 def instance_to_json(instance: Instance) -> dict[str, Any]:
-    """Every field of the state as JSON; the basis of the digest and of ``inspect``."""
-    return {
+    """Every field of the state as JSON; the basis of the digest and of ``inspect``.
+
+    A machine's progress is written only when there is one, so the digests of every
+    other instance are what they were before machines existed."""
+    out = {
         "instance_id": instance.instance_id,
         "status": instance.status.label,
         "definition": instance.definition.to_json(),
@@ -212,6 +237,9 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
         if instance.pending_command is None
         else _record(instance.pending_command),
     }
+    if instance.machine is not None:
+        out["machine"] = _record(instance.machine)
+    return out
 
 
 def describe_instance(state: Instance) -> str:
@@ -240,6 +268,12 @@ def describe_instance(state: Instance) -> str:
         lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
     for race, winner in state.race_winners.items():
         lines.append(f"  race {race}: won by {winner}")
+    if (m := state.machine) is not None:
+        fields = f" {m.data}" if m.data else ""
+        lines.append(
+            f"  machine state {m.state}{fields}: transition {m.transitions}, "
+            f"failed attempts {m.attempts}"
+        )
     for a in state.audit:
         lines.append(
             f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "

@@ -71,3 +71,26 @@ MAX_JSON_DEPTH = 100
 payloads, results, evidence, definition documents). Real payloads are a few levels
 deep; the bound keeps parsing, canonical encoding and replay far from Python's
 recursion limit, and is the default nesting limit of common JSON parsers (Ruby's)."""
+
+# State machines (``engine.modes.machines``): the seed's bounds (seed 000), then ours.
+
+MAX_MACHINE_TIMER_SECONDS = 86_400
+"""A timer state waits 1 second to 1 day before its next advance (seed 000)."""
+
+MAX_MACHINE_ATTEMPTS = 8
+"""Advance attempts of one state before the execution is dead (seed 000)."""
+
+MAX_MACHINE_TRANSITIONS = 256
+"""States entered by one execution before it is dead (seed 000)."""
+
+MAX_MACHINE_STATES = 256
+"""Variants of one state family: no walk can enter more states than that anyway."""
+
+MAX_STATE_FIELDS = 64
+"""Fields of one state variant."""
+
+MAX_MACHINE_GRANTS = 32
+"""Database grants one machine declares."""
+
+MAX_STATE_BYTES = 64 * KIB
+"""The canonical JSON of one state's fields (the seed's encoded-value ceiling)."""

@@ -76,7 +76,8 @@ class DefinitionMode:
     check: Callable[[SpecReader, Definition], None]
     """Records the rules across the read definition (structure, order, references)."""
     fold: Mapping[EventKind, FoldRule]
-    """The replay rules of the mode's events (lifecycle events are shared)."""
+    """The replay rules of the mode's events. Lifecycle events are shared; a mode's rule
+    for one of them replaces the shared one (and may call it after its own checks)."""
     decide: Callable[[Any], Decision] | None
     """Appends to a Draft what the instance does next; None when the engine never
     decides for the mode (events supplied from outside advance it)."""

@@ -50,17 +50,27 @@ def apply(registry: Registry, state: Instance | None, event: Event) -> Instance:
             sequence=event.sequence,
             updated_at=event.occurred_at,
         )
-    rule = LIFECYCLE_RULES.get(event.kind) or _mode_rules(state).get(event.kind)
-    if rule is None:  # instance_started: only the first event may start an instance
-        raise ReplayRejected(event.sequence, f"{event.kind.label} may only begin a history")
+    rule = _mode_rules(state).get(event.kind) or LIFECYCLE_RULES.get(event.kind)
+    if rule is None:
+        raise ReplayRejected(event.sequence, _unruled(state, event))
     new = rule(state, event, registry, command)
     return evolve(new, sequence=event.sequence, updated_at=event.occurred_at, pending_command=None)
 
 
 def _mode_rules(state: Instance) -> Mapping[EventKind, modes.FoldRule]:
-    """The fold rules of the instance's definition mode (its steps' events)."""
+    """The fold rules of the instance's definition mode: its own events, and the
+    lifecycle events it checks further (a machine completes only in a terminal state)."""
     assert state.spec is not None
     return modes.of(state.spec).fold
+
+
+def _unruled(state: Instance, event: Event) -> str:
+    """Why an event no rule folds is refused: only the first event may start an
+    instance, and the other kinds belong to another mode."""
+    if event.kind is EventKind.INSTANCE_STARTED:
+        return f"{event.kind.label} may only begin a history"
+    assert state.spec is not None
+    return f"{event.kind.label} is not an event of a {state.spec.mode} definition"
 
 
 def _start(registry: Registry, event: Event) -> Instance:

@@ -14,6 +14,7 @@ from engine.model.identifiers import local_instance_id, team_instance_id
 from engine.model.validation import parse_definition
 from engine.store import catalog, reads
 from engine.store.store import Store
+from tests.fixtures.machines import document_approval
 from tests.integration.transition_builders import RETRY, single_definition
 
 
@@ -152,3 +153,14 @@ async def test_a_child_must_pin_a_version_the_team_published(store: Store) -> No
     assert "not published in this team" in str(theirs.value)
     assert await catalog.versions(store, team="blue") == []
     assert await catalog.publish(store, parent_of(child), "alice", team="red")
+
+
+async def test_a_machine_is_published_and_read_back_with_its_fingerprint(store: Store) -> None:
+    """A manifest's state variants are a list, so their order (part of the fingerprint)
+    survives PostgreSQL's jsonb, which keeps no object key order."""
+    machine = document_approval.flow.definition
+    assert await catalog.publish(store, machine, "alice") is True
+    assert await catalog.publish(store, parse_definition(document_approval.flow.document)) is False
+    [published] = await catalog.versions(store)
+    assert published.definition == machine
+    assert published.definition.fingerprint == machine.fingerprint

@@ -138,7 +138,12 @@ def test_field_values_are_checked(fields: dict[str, Any], message: str) -> None:
         make_event(**values)
 
 
-DUE_LATER = [K.TIMER_SCHEDULED, K.COMPENSATION_RETRY_SCHEDULED, K.CHILD_START_RETRY_SCHEDULED]
+DUE_LATER = [
+    K.TIMER_SCHEDULED,
+    K.COMPENSATION_RETRY_SCHEDULED,
+    K.CHILD_START_RETRY_SCHEDULED,
+    K.ADVANCE_FAILED,
+]
 
 
 @pytest.mark.parametrize("kind", DUE_LATER, ids=lambda k: k.label)

@@ -147,7 +147,9 @@ def test_uninstalling_a_mode_removes_its_parts(counter: DefinitionMode) -> None:
     try:
         assert "counter" not in modes.installed()
         assert modes.processor(FAKE_WORK) is None
-        with pytest.raises(DefinitionInvalid, match="must be one of orchestration, choreography"):
+        with pytest.raises(
+            DefinitionInvalid, match="must be one of orchestration, choreography, machine"
+        ):
             parse_definition(counter_document())
     finally:
         modes.install(counter)
@@ -156,9 +158,9 @@ def test_uninstalling_a_mode_removes_its_parts(counter: DefinitionMode) -> None:
 def test_a_mode_no_engine_runs_is_refused_at_the_seam() -> None:
     steps = [{"name": "t", "kind": "timer", "timeout": "1s"}]
     timer = parse_definition({"name": "t", "version": "1", "mode": "orchestration", "steps": steps})
-    machine = Definition("m", "1", "machine", False, ())  # type: ignore[arg-type]
-    with pytest.raises(modes.ModeNotSupported, match="'machine' is not supported"):
-        modes.of(machine)
+    code = Definition("m", "1", "code", False, ())  # type: ignore[arg-type]
+    with pytest.raises(modes.ModeNotSupported, match="'code' is not supported"):
+        modes.of(code)
     assert modes.of(timer).name == "orchestration"
 
 

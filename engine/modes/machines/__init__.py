@@ -1,0 +1,48 @@
+"""State machines, the second definition mode (seed 000): bounded, persistent state
+machines whose application code owns the business transitions, one ``advance`` over a
+sealed state space, while the runtime owns persistence, authority, timers, retries,
+cancellation and compensation.
+
+A machine is declared in Python (``states``: a sealed family of frozen-dataclass
+variants; ``declaration``: ``machine(...)`` and ``@flow.advance``) or as a JSON
+manifest in a definition document of mode ``machine``; both are read and validated by
+``validation`` into a ``manifest.MachineManifest`` and have the same fingerprint.
+Replay folds the machine's events by ``fold``: states entered along allowed edges
+(``state_entered``), failed advances (``advance_failed``), timers, and completion only
+in a terminal state; an instance's ``machine`` progress holds its current state.
+
+What is here is the pure core. Still to come, in later steps:
+
+- the worker side: a DECISION work kind whose processor runs ``advance`` inside the
+  PostgreSQL transaction that commits its ``state_entered`` (retry ``transactional``),
+  re-checks the submitting principal and the grants, backs off after a failure and
+  ends the execution dead (a ``failed`` event with a ``dead-*`` code and no data) when
+  attempts, transitions, authority or the state's encoding run out; until then the
+  mode has no ``decide`` and no ``work``;
+- cancellation fencing an advance in flight and running the declared compensation
+  (replay admits machine events only while running today);
+- host operations (submit with an idempotency key, ``state``, ``status``, ``cancel``)
+  in Python, the CLI and the API, and one active execution per parent enforced by a
+  PostgreSQL constraint (until then a machine can be published, but an instance
+  started with ``wayline start`` only waits in its initial state);
+- the studio's state diagram, the example and the drills.
+"""
+
+from __future__ import annotations
+
+from engine.model.definitions import Mode
+from engine.modes import DefinitionMode
+from engine.modes.machines import fold, validation
+from engine.modes.machines.declaration import Machine, machine
+from engine.modes.machines.states import MachineState, variant
+
+MACHINE = DefinitionMode(
+    name=Mode.MACHINE,
+    fields=validation.FIELDS,
+    read=validation.read,
+    check=validation.check,
+    fold=fold.RULES,
+    decide=None,
+)
+
+__all__ = ["MACHINE", "Machine", "MachineState", "machine", "variant"]
