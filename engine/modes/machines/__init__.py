@@ -31,8 +31,12 @@ What is here is the pure core. Still to come, in later steps:
 from __future__ import annotations
 
 from engine.model.definitions import Mode
+from engine.model.transitions import WorkKind
 from engine.modes import DefinitionMode
 from engine.modes.machines import fold, validation
+from engine.modes.machines.advances import process_advance
+from engine.modes.machines.calls import MachineCall
+from engine.modes.machines.decide import decide
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
 
@@ -42,7 +46,8 @@ MACHINE = DefinitionMode(
     read=validation.read,
     check=validation.check,
     fold=fold.RULES,
-    decide=None,
+    decide=decide,
+    work={WorkKind.ADVANCE: process_advance},
 )
 
-__all__ = ["MACHINE", "Machine", "MachineState", "machine", "variant"]
+__all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]
