@@ -20,14 +20,14 @@ from engine.model.transitions import Draft
 from engine.modes import decide, follow
 from engine.modes.machines.advances import backoff
 from engine.modes.machines.calls import MachineCall
-from engine.store import leases, reads
+from engine.store import reads
 from engine.store.clock import ManualClock
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.leased_commits import Context, LeaseHolder
-from engine.worker.loop import process
+from engine.worker.leased_commits import Context
 from tests.fixtures.machines import document_approval as approval
+from tests.integration.factories import run_due
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -60,16 +60,6 @@ async def submitted(store: Store, aconn: psycopg.AsyncConnection, parent: str) -
     return execution
 
 
-async def run_due(ctx: Context) -> int:
-    """Claim and process (in this task) what is due now, until nothing is."""
-    processed = 0
-    while claimed := await leases.claim(ctx.store, "worker", LEASE, 10):
-        for lease in claimed:
-            await process(ctx, LeaseHolder(lease, LEASE))
-        processed += len(claimed)
-    return processed
-
-
 async def state_of(store: Store, execution: str) -> Instance:
     return await reads.inspect(store, REGISTRY, execution)
 
@@ -90,6 +80,18 @@ async def document(aconn: psycopg.AsyncConnection, parent: str) -> tuple[str, in
 async def decided(aconn: psycopg.AsyncConnection, parent: str, decision: str) -> None:
     update = "UPDATE documents SET decision = %s, decided_by = 'ann' WHERE id = %s"
     await aconn.execute(update, [decision, parent])
+
+
+async def in_review_until(
+    ctx: Context, clock: ManualClock, documents: psycopg.AsyncConnection, parent: str, decision: str
+) -> str:
+    """An execution for ``parent`` in review, its reviewer's ``decision`` made and its
+    timer due now."""
+    execution = await submitted(ctx.store, documents, parent)
+    await run_due(ctx)
+    await decided(documents, parent, decision)
+    clock.advance(TIMER)
+    return execution
 
 
 async def test_an_approval_is_reviewed_reminded_on_its_timer_and_approved(
@@ -138,10 +140,7 @@ async def test_a_review_nobody_decides_expires_after_its_reminders(
 async def test_a_failing_advance_backs_off_and_ends_dead_with_nothing_written(
     ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
 ) -> None:
-    execution = await submitted(store, documents, "doc-3")
-    await run_due(ctx)
-    await decided(documents, "doc-3", "explode")
-    clock.advance(TIMER)
+    execution = await in_review_until(ctx, clock, documents, "doc-3", "explode")
 
     for attempt in range(1, MACHINE.manifest.max_attempts):
         assert await run_due(ctx) == 1
@@ -163,10 +162,7 @@ async def test_a_failing_advance_backs_off_and_ends_dead_with_nothing_written(
 async def test_an_advance_along_an_edge_the_manifest_lacks_ends_dead_and_rolls_back(
     ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
 ) -> None:
-    execution = await submitted(store, documents, "doc-4")
-    await run_due(ctx)
-    await decided(documents, "doc-4", "sideways")
-    clock.advance(TIMER)
+    execution = await in_review_until(ctx, clock, documents, "doc-4", "sideways")
 
     assert await run_due(ctx) == 1
 
