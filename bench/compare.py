@@ -157,7 +157,7 @@ def _median(runs: list[Run], field_name: str) -> float:
 
 
 def render(runs: dict[str, list[Run]], top: int) -> str:
-    """Medians per checkout, then the functions whose calls changed most."""
+    """Medians per checkout, then (profiled) the functions whose calls changed most."""
     lines = [
         "| checkout | worker CPU ms/inst | durable commits/inst | transactions/inst "
         "| statements/inst | Python calls/inst | loop iterations/inst |",
@@ -170,13 +170,14 @@ def render(runs: dict[str, list[Run]], top: int) -> str:
             total.update({k: v / len(done) for k, v in run.calls.items()})
         totals[name] = total
         loop = sum(v for k, v in total.items() if k.endswith(f"({LOOP_STEP})"))
+        counted = f"{sum(total.values()):.0f} | {loop:.2f}" if total else "- | -"
         lines.append(
             f"| {name} | {_median(done, 'cpu_ms'):.2f} | {_median(done, 'commits'):.3f} "
             f"| {_median(done, 'transactions'):.3f} | {_median(done, 'statements'):.3f} "
-            f"| {sum(total.values()):.0f} | {loop:.2f} |"
+            f"| {counted} |"
         )
     first, *others = totals
-    for name in others:
+    for name in others if totals[first] else []:
         changed = totals[name].copy()
         changed.subtract(totals[first])
         lines += ["", f"Calls per instance, {first} -> {name} (largest changes):", ""]
