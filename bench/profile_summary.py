@@ -45,7 +45,7 @@ class ProfileSummary:
     engine_cumulative: list[tuple[str, int, float]]
 
 
-def _label(key: tuple[str, int, str]) -> str:
+def label(key: tuple[str, int, str]) -> str:
     filename, line, name = key
     if filename == "~":
         return name
@@ -65,9 +65,9 @@ def summarise(path: Path, top: int = 15) -> ProfileSummary:
     total = 0.0
     rows = []
     for key, (_, calls, tottime, cumtime, _) in entries.items():
-        label = _label(key)
+        text = label(key)
         total += tottime
-        rows.append((label, calls, tottime, cumtime))
+        rows.append((text, calls, tottime, cumtime))
         for name, needles in GROUPS:
             if any(n in key[0] or n in key[2] for n in needles):
                 totals[name] += tottime
@@ -80,6 +80,6 @@ def summarise(path: Path, top: int = 15) -> ProfileSummary:
     return ProfileSummary(
         total,
         sorted(totals.items(), key=lambda item: item[1], reverse=True),
-        [(label, calls, tottime) for label, calls, tottime, _ in by_self],
-        [(label, calls, cumtime) for label, calls, _, cumtime in by_cumulative],
+        [(text, calls, tottime) for text, calls, tottime, _ in by_self],
+        [(text, calls, cumtime) for text, calls, _, cumtime in by_cumulative],
     )

@@ -107,6 +107,10 @@ class Transition:
         return None
 
 
+_CHECKED = "_checked"
+"""Set on a Transition that ``check_transition`` passed."""
+
+
 def make_transition(
     transition_id: str,
     definition: DefinitionRef,
@@ -135,7 +139,14 @@ def check_transition(transition: Transition) -> None:
     ``dataclasses.replace``, and a store holding one that replay refuses would leave its
     instance unreadable. The events themselves were checked when they were made
     (``make_event``); what this adds is how they fit together and with the work.
+
+    A transition that passed is not checked again (the store's check of what
+    ``make_transition`` built then costs a lookup): it cannot change, being frozen with
+    its events and work in tuples of frozen values. One made with lists is checked
+    every time, as those could still change.
     """
+    if transition.__dict__.get(_CHECKED):
+        return
     events, work = transition.events, transition.work
     if not 1 <= len(events) <= MAX_TRANSITION_EVENTS:
         raise TransitionInvalid(
@@ -153,6 +164,8 @@ def check_transition(transition: Transition) -> None:
         raise TransitionInvalid(f"the expected sequence must be from 0 to {MAX_SEQUENCE - 1}")
     _check_events(transition)
     _check_work(events, work)
+    if type(events) is tuple and type(work) is tuple:
+        object.__setattr__(transition, _CHECKED, True)
 
 
 def _check_events(transition: Transition) -> None:

@@ -16,6 +16,7 @@ import importlib
 import inspect
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -231,20 +232,25 @@ class HandlerThreads:
         self.lingering = 0
 
     async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
-        """``handler(request)`` in a thread; TimeoutError ``timeout`` s after it started."""
+        """``handler(request)`` in a thread; TimeoutError ``timeout`` s after it started.
+
+        The handler's thread only notes when it started (``_FromStart``): telling the
+        event loop as well would wake it once more per attempt, for no decision."""
         loop = asyncio.get_running_loop()
-        started = asyncio.Event()
+        clock = _FromStart(loop, timeout)
 
         def call() -> Any:
-            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
-                loop.call_soon_threadsafe(started.set)
+            clock.started = time.monotonic()
             return handler(request)
 
         future = self.executor.submit(call)
         try:
-            await started.wait()
-            async with asyncio.timeout(timeout):
-                return await asyncio.wrap_future(future)
+            async with asyncio.timeout(None) as deadline:
+                clock.arm(deadline)
+                try:
+                    return await asyncio.wrap_future(future)
+                finally:
+                    clock.disarm()
         except BaseException:
             if not future.cancel() and not future.done():  # running on: it keeps its thread
                 self._linger(loop, future)
@@ -266,6 +272,41 @@ class HandlerThreads:
     def _release(self) -> None:
         self.lingering -= 1
         self.on_free()
+
+
+class _FromStart:
+    """Ends a handler's timeout ``timeout`` s after its thread started it.
+
+    The start is known only once it happened, so the deadline is checked when a whole
+    ``timeout`` has passed since it was last unknown (the handler cannot time out
+    before then), and is then set to the start plus ``timeout``: never early, and late
+    only by the instant between the thread reading the clock and noting it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.started: float | None = None
+        """``time.monotonic()`` when the handler started, written by its thread."""
+        self._deadline: asyncio.Timeout | None = None
+        self._check: asyncio.TimerHandle | None = None
+
+    def arm(self, deadline: asyncio.Timeout) -> None:
+        self._deadline = deadline
+        self._check = self.loop.call_later(self.timeout, self._expire_when_due)
+
+    def disarm(self) -> None:
+        if self._check is not None:
+            self._check.cancel()
+        self._deadline = None
+
+    def _expire_when_due(self) -> None:
+        if self._deadline is None:
+            return
+        if self.started is None:  # not started yet: it cannot time out within a timeout
+            self._check = self.loop.call_later(self.timeout, self._expire_when_due)
+            return
+        left = self.started + self.timeout - time.monotonic()
+        self._deadline.reschedule(self.loop.time() + left)
 
 
 async def run_handler(

@@ -45,6 +45,35 @@ async def test_a_handler_waiting_for_a_thread_is_not_timed_out_by_the_wait() -> 
         threads.close()
 
 
+async def test_a_handler_that_started_late_times_out_counted_from_its_start() -> None:
+    threads = HandlerThreads(1)
+    released, second_released = threading.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
+    started: list[float] = []
+
+    def holds_the_thread(_: ActivityRequest) -> str:
+        released.wait()
+        return "first"
+
+    def runs_too_long(_: ActivityRequest) -> None:
+        started.append(loop.time())
+        second_released.wait()
+
+    first = asyncio.create_task(run_handler(holds_the_thread, request("a"), 5.0, threads))
+    second = asyncio.create_task(run_handler(runs_too_long, request("b"), 0.2, threads))
+    loop.call_later(HOLD_SECONDS, released.set)
+    try:
+        outcome = await second
+        ended = loop.time()
+        assert outcome == Unknown("activity-timeout")
+        assert started and ended - started[0] >= 0.2, "its clock started when it ran"
+        assert await first == Succeeded("first")
+    finally:
+        released.set()
+        second_released.set()
+        threads.close()
+
+
 async def test_a_handler_outliving_its_timeout_keeps_its_thread_until_it_returns() -> None:
     freed = asyncio.Event()
     threads = HandlerThreads(1, on_free=freed.set)

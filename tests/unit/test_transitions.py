@@ -166,6 +166,18 @@ def test_a_transition_built_directly_is_checked_like_a_built_one() -> None:
             check_transition(broken)
 
 
+def test_a_transition_made_with_lists_is_checked_again_after_they_changed() -> None:
+    """A checked transition is not checked again, as it cannot change; one made with
+    lists can, so a change made after its check is still caught by the next one."""
+    valid = transition()
+    events = list(valid.events)
+    made = Transition(valid.transition_id, valid.instance_id, 2, valid.definition, events)
+    check_transition(made)
+    events.append(signal(2))
+    with pytest.raises(TransitionInvalid, match="numbered contiguously"):
+        check_transition(made)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(2, 6),
