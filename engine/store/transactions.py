@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from typing import Protocol, TypeVar
 
 import psycopg
@@ -181,9 +182,13 @@ async def uncancellable(operation: Awaitable[T]) -> T:
 
     A COMMIT abandoned half way would leave its outcome unknown and the connection in
     use after it went back to the pool; so the commit and its settlement always run to
-    a classified end, and only then does cancellation take effect.
+    a classified end, and only then does cancellation take effect. Inside an operation
+    that is already uncancellable (a group commit's, around its COMMIT), nothing more is
+    needed, so no second task is made.
     """
-    task = asyncio.ensure_future(operation)
+    if _SHIELDED.get():
+        return await operation
+    task = asyncio.ensure_future(_shielded(operation))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -191,6 +196,15 @@ async def uncancellable(operation: Awaitable[T]) -> T:
         if not task.cancelled() and task.exception() is not None:
             raise task.exception() from None
         raise
+
+
+_SHIELDED: ContextVar[bool] = ContextVar("wayline_uncancellable", default=False)
+"""True inside an ``uncancellable`` operation (its task has its own context)."""
+
+
+async def _shielded(operation: Awaitable[T]) -> T:
+    _SHIELDED.set(True)
+    return await operation
 
 
 async def rollback(conn: psycopg.AsyncConnection) -> None:
