@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from engine.model.definitions import Mode
 from engine.modes import DefinitionMode
-from engine.modes.machines import fold, validation
+from engine.modes.machines import fold, start_data, validation
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
 
@@ -43,6 +43,7 @@ MACHINE = DefinitionMode(
     check=validation.check,
     fold=fold.RULES,
     decide=None,
+    admit=start_data.admit,
 )
 
 __all__ = ["MACHINE", "Machine", "MachineState", "machine", "variant"]
