@@ -22,7 +22,7 @@ from typing import Any
 from engine.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition, Mode
-from engine.model.errors import InputRefused, WaylineError
+from engine.model.errors import InputRefused, ReplayRejected, WaylineError
 from engine.model.events import json_data
 from engine.model.inputs import check_text
 from engine.model.instance import Instance
@@ -151,7 +151,11 @@ class Executions:
             row = None
         if row is None or row.tenant_id != team:
             raise ExecutionNotFound(f"no execution {execution} in this team")
-        state = await self.client.inspect(execution)
+        try:
+            state = await self.client.inspect(execution)
+        except ReplayRejected:  # a version published since this client read the catalog
+            await self.client.registries.refresh()
+            state = await self.client.inspect(execution)
         if state.spec is None or not isinstance(state.spec.manifest, MachineManifest):
             raise ExecutionNotFound(f"{execution} is not an execution of a machine")
         if machine and state.definition.name != machine:
