@@ -11,20 +11,24 @@ Replay folds the machine's events by ``fold``: states entered along allowed edge
 (``state_entered``), failed advances (``advance_failed``), timers, and completion only
 in a terminal state; an instance's ``machine`` progress holds its current state.
 
+An execution starts with the data ``start_data`` checks (the input and the parent,
+and who submitted it); the mode's ``admit`` gives the store the parent, of which one
+execution per machine is active at a time (a unique index). ``standing`` says what
+the host operations ``state`` and ``status`` report; ``engine.executions`` runs them
+(with submit and cancel) on a client. Until the worker side exists, an execution only
+waits in its initial state, and a cancel leaves it ``cancelling``.
+
 What is here is the pure core. Still to come, in later steps:
 
 - the worker side: a DECISION work kind whose processor runs ``advance`` inside the
   PostgreSQL transaction that commits its ``state_entered`` (retry ``transactional``),
-  re-checks the submitting principal and the grants, backs off after a failure and
+  re-checks the submitting principal (``engine.store.principals.principal_standing``)
+  and the grants, backs off after a failure and
   ends the execution dead (a ``failed`` event with a ``dead-*`` code and no data) when
   attempts, transitions, authority or the state's encoding run out; until then the
   mode has no ``decide`` and no ``work``;
 - cancellation fencing an advance in flight and running the declared compensation
   (replay admits machine events only while running today);
-- host operations (submit with an idempotency key, ``state``, ``status``, ``cancel``)
-  in Python, the CLI and the API, and one active execution per parent enforced by a
-  PostgreSQL constraint (until then a machine can be published, but an instance
-  started with ``wayline start`` only waits in its initial state);
 - the studio's state diagram, the example and the drills.
 """
 
