@@ -36,7 +36,7 @@ from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
 from engine.model.transitions import Draft
-from engine.modes import follow
+from engine.modes import decide
 from engine.store import catalog, dead_letters, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
@@ -137,7 +137,7 @@ class Client:
         lifecycle.check_start_input(definition, input)
         registry = await self.registries.get()
         draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
-        follow(draft)
+        decide(draft)
         try:
             result = await self.store.commit(draft.build("start"), tenant)
         except (InstanceExists, DuplicateTransition):
@@ -213,7 +213,7 @@ class Client:
                 id_parts = build(draft)
                 if id_parts is None:
                     return state
-                follow(draft)
+                decide(draft)
             except ReplayRejected as exc:
                 raise DecisionRejected(exc.reason) from None
             transitions = [

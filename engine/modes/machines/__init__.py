@@ -26,7 +26,7 @@ What is here is the pure core. Still to come, in later steps:
   and the grants, backs off after a failure and
   ends the execution dead (a ``failed`` event with a ``dead-*`` code and no data) when
   attempts, transitions, authority or the state's encoding run out; until then the
-  mode has no ``decide`` and no ``work``;
+  mode's ``decide`` only waits (``waits``) and it has no ``work``;
 - cancellation fencing an advance in flight and running the declared compensation
   (replay admits machine events only while running today);
 - the studio's state diagram, the example and the drills.
@@ -35,10 +35,17 @@ What is here is the pure core. Still to come, in later steps:
 from __future__ import annotations
 
 from engine.model.definitions import Mode
-from engine.modes import DefinitionMode
+from engine.modes import Decision, DefinitionMode, Outcome
 from engine.modes.machines import fold, start_data, validation
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
+
+
+def waits(draft: object) -> Decision:
+    """A machine's decision until the worker side exists: nothing to add, it waits (a
+    start or a cancel is recorded, and the execution stays where it is)."""
+    return Decision(Outcome.WAITING, "a machine advances only by its worker")
+
 
 MACHINE = DefinitionMode(
     name=Mode.MACHINE,
@@ -46,7 +53,7 @@ MACHINE = DefinitionMode(
     read=validation.read,
     check=validation.check,
     fold=fold.RULES,
-    decide=None,
+    decide=waits,
     admit=start_data.admit,
 )
 
