@@ -33,7 +33,7 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
-from engine.modes.machines import MACHINE, MachineState, machine, variant
+from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
 from engine.modes.machines.standing import STATUSES, StateValue
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
@@ -81,6 +81,7 @@ __all__ = [
     "Instance",
     "InstanceStatus",
     "LimitExceeded",
+    "MachineCall",
     "MachineState",
     "Queries",
     "ResolutionConflict",

@@ -31,7 +31,12 @@ def test_a_running_machine_waits_for_its_timer_and_for_a_retry() -> None:
     assert status_of(w.state, w.now) == "running"  # Submitted: its advance is due
     w.enter("InReview", reminders=2)
     assert status_of(w.state, w.now) == "waiting"  # InReview waits for its timer
-    w.wait_for_timer()
+    due = w.now + timedelta(seconds=60)
+    w.append(K.TIMER_SCHEDULED, step="InReview", due_at=due)
+    assert status_of(w.state, due - timedelta(seconds=1)) == "waiting"
+    assert status_of(w.state, due) == "running"  # its advance is due
+    w.now = due
+    w.append(K.TIMER_FIRED, step="InReview")
     assert status_of(w.state, w.now) == "running"
     w.append(K.ADVANCE_FAILED, step="InReview", attempt=1, code="boom", due_at=w.now + timedelta(1))
     assert status_of(w.state, w.now) == "waiting"  # backing off

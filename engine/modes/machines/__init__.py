@@ -11,41 +11,34 @@ Replay folds the machine's events by ``fold``: states entered along allowed edge
 (``state_entered``), failed advances (``advance_failed``), timers, and completion only
 in a terminal state; an instance's ``machine`` progress holds its current state.
 
+After each event ``decide`` adds what the runtime does next (the advance's work, a
+timer, completion, a dead end, the compensation), and a worker whose app registers the
+machine (``ActivityRegistry.machine``) runs its code by ``advances``: each advance
+inside the PostgreSQL transaction that records the state it returns (``calls`` has what
+the code is given).
+
 An execution starts with the data ``start_data`` checks (the input and the parent,
 and who submitted it); the mode's ``admit`` gives the store the parent, of which one
 execution per machine is active at a time (a unique index). ``standing`` says what
 the host operations ``state`` and ``status`` report; ``engine.executions`` runs them
-(with submit and cancel) on a client. Until the worker side exists, an execution only
-waits in its initial state, and a cancel leaves it ``cancelling``.
+(with submit and cancel) on a client.
 
-What is here is the pure core. Still to come, in later steps:
-
-- the worker side: a DECISION work kind whose processor runs ``advance`` inside the
-  PostgreSQL transaction that commits its ``state_entered`` (retry ``transactional``),
-  re-checks the submitting principal (``engine.store.principals.principal_standing``)
-  and the grants, backs off after a failure and
-  ends the execution dead (a ``failed`` event with a ``dead-*`` code and no data) when
-  attempts, transitions, authority or the state's encoding run out; until then the
-  mode's ``decide`` only waits (``waits``) and it has no ``work``;
-- cancellation fencing an advance in flight and running the declared compensation
-  (replay admits machine events only while running today);
-- the studio's state diagram, the example and the drills.
+Still to come: re-checking the submitting principal before each advance (the store
+reads its standing: ``engine.store.principals.principal_standing``) and the grants,
+the studio's state diagram and the drills (issue 19).
 """
 
 from __future__ import annotations
 
 from engine.model.definitions import Mode
-from engine.modes import Decision, DefinitionMode, Outcome
+from engine.model.transitions import WorkKind
+from engine.modes import DefinitionMode
 from engine.modes.machines import fold, start_data, validation
+from engine.modes.machines.advances import process_advance
+from engine.modes.machines.calls import MachineCall
+from engine.modes.machines.decide import decide
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
-
-
-def waits(draft: object) -> Decision:
-    """A machine's decision until the worker side exists: nothing to add, it waits (a
-    start or a cancel is recorded, and the execution stays where it is)."""
-    return Decision(Outcome.WAITING, "a machine advances only by its worker")
-
 
 MACHINE = DefinitionMode(
     name=Mode.MACHINE,
@@ -53,8 +46,9 @@ MACHINE = DefinitionMode(
     read=validation.read,
     check=validation.check,
     fold=fold.RULES,
-    decide=waits,
+    decide=decide,
+    work={WorkKind.ADVANCE: process_advance},
     admit=start_data.admit,
 )
 
-__all__ = ["MACHINE", "Machine", "MachineState", "machine", "variant"]
+__all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]

@@ -2,10 +2,11 @@
 
 ``status`` is one of the seed's seven words, read from the replayed instance: an
 instance's own status says most of them; a running machine is ``waiting`` while its
-state's timer has not fired or a failed attempt backs off, and ``running`` when an
-advance is due now or in flight. Failures of a machine are its dead ends (``failed``
-with a ``dead-*`` code), so every failed execution is ``dead``; an operator's
-``terminate`` ends it without compensation, which a caller sees as ``cancelled``.
+state's timer is not yet due or a failed attempt backs off, and ``running`` when an
+advance is due now or in flight (a timer fires with the advance it was waiting for).
+Failures of a machine are its dead ends (``failed`` with a ``dead-*`` code), so every
+failed execution is ``dead``; an operator's ``terminate`` ends it without
+compensation, which a caller sees as ``cancelled``.
 
 ``state`` is the current variant and its fields (``StateValue``), or, given the state
 family of the machine's Python declaration, an instance of the variant's dataclass.
@@ -52,7 +53,8 @@ def status_of(instance: Instance, now: datetime) -> str:
     progress = progress_of(instance)
     assert instance.spec is not None and instance.spec.manifest is not None
     timer = instance.spec.manifest.timer(progress.state)
-    if timer is not None and progress.timer_fired_at is None:
+    due = progress.timer_due_at
+    if timer is not None and progress.timer_fired_at is None and (due is None or due > now):
         return "waiting"
     if progress.retry_at is not None and progress.retry_at > now:
         return "waiting"
