@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -23,10 +23,14 @@ from engine import (
     Store,
     SubmitConflict,
 )
+from engine.model.registry import Registry
 from engine.model.validation import parse_definition
+from engine.store.clock import ManualClock
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
 from tests.fixtures.machines import document_approval
 from tests.fixtures.machines.document_approval import Submitted
-from tests.integration.factories import open_store
+from tests.integration.factories import open_store, run_due
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 NAME = "document_approval"
@@ -211,3 +215,26 @@ async def test_a_plain_start_of_a_machine_needs_its_start_data(executions: Execu
         await executions.client.start(NAME, "plain-3", {"input": "v1", "parent": "doc-9"})
     with pytest.raises(AccessRefused):  # no owner: nobody's to read through submit's API
         await executions.status(started.instance_id, "ada", "")
+
+
+async def test_the_worker_moves_a_submitted_execution_and_its_end_frees_the_parent(
+    executions: Executions, store: Store, clock: ManualClock, aconn: psycopg.AsyncConnection
+) -> None:
+    await aconn.execute(document_approval.DOCUMENTS)
+    await aconn.execute("INSERT INTO documents (id) VALUES ('doc-7')")
+    registries = RegistrySource(store, Registry([document_approval.flow.definition]))
+    worker = Context(store, document_approval.app, registries)
+    execution = (await submit(executions)).execution_id
+
+    assert await run_due(worker) == 1  # Submitted -> InReview(0), its timer 60 s away
+    assert await executions.status(execution, **OWNER) == "waiting"
+    typed = await executions.state(execution, **OWNER, family=document_approval.flow)
+    assert typed == document_approval.InReview(reminders=0)
+
+    await aconn.execute("UPDATE documents SET decision = 'approved', decided_by = 'ann'")
+    clock.advance(timedelta(seconds=60))
+    assert await executions.status(execution, **OWNER) == "running"  # its advance is due
+    assert await run_due(worker) == 1
+    assert await executions.status(execution, **OWNER) == "completed"
+    assert await executions.state(execution, **OWNER) == StateValue("Approved", {"by": "ann"})
+    assert (await submit(executions, key="r2")).created  # doc-7 is free again
