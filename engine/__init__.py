@@ -13,6 +13,13 @@ outside the engine needs ``engine.store``.
 
 from engine.client import Client, SignalConflict, StartConflict
 from engine.decide.operator_actions import Action
+from engine.executions import (
+    AccessRefused,
+    ExecutionNotFound,
+    Executions,
+    SubmitConflict,
+    Submitted,
+)
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -27,12 +34,13 @@ from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
+from engine.modes.machines.standing import STATUSES, StateValue
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
 from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.store.errors import StaleLease, StoreError
+from engine.store.errors import ActiveExecutionExists, StaleLease, StoreError
 from engine.store.leases import WorkRequestInvalid
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
@@ -50,7 +58,10 @@ install(ORCHESTRATION, CHOREOGRAPHY, MACHINE)
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "STATUSES",
+    "AccessRefused",
     "Action",
+    "ActiveExecutionExists",
     "ActivityAppNotFound",
     "ActivityFailure",
     "ActivityRegistry",
@@ -64,6 +75,8 @@ __all__ = [
     "DefinitionInvalid",
     "DefinitionNotFound",
     "EmbeddedPostgres",
+    "ExecutionNotFound",
+    "Executions",
     "InputRefused",
     "Instance",
     "InstanceStatus",
@@ -75,8 +88,11 @@ __all__ = [
     "SignalConflict",
     "StaleLease",
     "StartConflict",
+    "StateValue",
     "Store",
     "StoreError",
+    "SubmitConflict",
+    "Submitted",
     "UnknownOutcome",
     "WaylineError",
     "WorkRequestInvalid",

@@ -106,7 +106,16 @@ class Client:
         refused (LimitExceeded) rather than written as an instance that fails at once.
         """
         _check_texts(name=name, instance_id=instance_id, version=version or "", tenant=tenant)
-        check_value(input, "the input")
+        definition = await self.startable(name, version)
+        state, created = await self.start_once(definition, instance_id, input, tenant)
+        if not created and (state.definition != definition.ref or state.input != json_data(input)):
+            raise StartConflict(
+                f"instance {instance_id} already exists with another definition or input"
+            )
+        return state
+
+    async def startable(self, name: str, version: str | None = None) -> Definition:
+        """The version of ``name`` a start gets: the latest active one unless pinned."""
         ref = await catalog.resolve_for_start(self.store, name, version)
         registry = await self.registries.get()
         definition = registry.get(ref.name, ref.version)
@@ -115,26 +124,29 @@ class Client:
             definition = registry.get(ref.name, ref.version)
         if definition is None or definition.ref != ref:  # versions are immutable: never
             raise DefinitionNotFound(f"{ref} is not published")
+        return definition
+
+    async def start_once(
+        self, definition: Definition, instance_id: str, input: Any, tenant: str = ""
+    ) -> tuple[Instance, bool]:
+        """Start ``instance_id`` on ``definition`` unless it exists: the instance, and
+        whether this call created it (an existing one is returned as it is, whatever it
+        started with: the caller compares). ActiveExecutionExists when another active
+        instance holds the start's key (a machine's parent)."""
+        check_value(input, "the input")
         lifecycle.check_start_input(definition, input)
+        registry = await self.registries.get()
         draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
         decide(draft)
         try:
-            await self.store.commit(draft.build("start"), tenant)
+            result = await self.store.commit(draft.build("start"), tenant)
         except (InstanceExists, DuplicateTransition):
-            return await self._existing_start(instance_id, definition, input)
+            return await self.inspect(instance_id), False
+        if result.replayed:  # this very start, committed before
+            return await self.inspect(instance_id), False
         assert draft.state is not None
         self.cache.put(draft.state)
-        return draft.state
-
-    async def _existing_start(
-        self, instance_id: str, definition: Definition, input: Any
-    ) -> Instance:
-        existing = await self.inspect(instance_id)
-        if existing.definition != definition.ref or existing.input != json_data(input):
-            raise StartConflict(
-                f"instance {instance_id} already exists with another definition or input"
-            )
-        return existing
+        return draft.state, True
 
     async def signal(
         self, instance_id: str, step: str, signal_id: str, payload: Any = None

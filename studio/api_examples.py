@@ -57,3 +57,11 @@ DRAFT_EDIT = json_body(
     "Change a step's timeout",
     {"op": "update", "revision": 4, "index": 0, "fields": {"timeout": "45s"}},
 )
+SUBMIT = json_body(
+    "Submit a document for approval once",
+    {"parent": "doc-7", "key": "review-doc-7-r1", "input": "please review v1"},
+)
+CANCEL = json_body(
+    "Cancel an approval that is no longer needed",
+    {"reason": "the document was withdrawn", "command_id": "withdraw-doc-7"},
+)

@@ -37,6 +37,13 @@ class Invalid(StudioError):
         self.problems = problems or []
 
 
+class Forbidden(StudioError):
+    """The principal may see that the object exists but may not act on it (another
+    member's machine execution: only its submitter reads or cancels it)."""
+
+    status = 403
+
+
 class PasswordChangeRequired(StudioError):
     """Signed in with a one-time password: choose a new one before anything else."""
 

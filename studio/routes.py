@@ -32,6 +32,8 @@ from studio.instances import api as api_instances
 from studio.instances import intervention_pages as interventions
 from studio.instances import live_pages as instance_live
 from studio.instances import pages as instances
+from studio.machines import api as api_machines
+from studio.machines.schemas import RESUBMITTED
 from studio.operations import dead_letter_pages as dead_letters
 from studio.operations import dead_letters_api as api_dead_letters
 from studio.operations import worker_pages as workers
@@ -50,6 +52,9 @@ RUN = "/drills/runs/{run_id:str}"
 API_VERSION = "/api" + VERSION
 API_DRAFT = "/api" + DRAFT
 API_INSTANCE = "/api" + INSTANCE
+EXECUTIONS = "/api/machines/{name:str}/executions"
+EXECUTION = EXECUTIONS + "/{ref:str}"
+"""``ref`` is the execution id with each ``/`` written as ``~``, as for instances."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,17 @@ ROUTES: tuple[Route, ...] = (
         "POST", API_INSTANCE + "/signals", api_instances.send_signal, OP, 200, (CONFLICT, INVALID)
     ),
     Route("POST", API_INSTANCE + "/actions", api_instances.command, OP, 200, (CONFLICT, INVALID)),
+    Route(
+        "POST",
+        EXECUTIONS,
+        api_machines.submit,
+        OP,
+        errors=(CONFLICT, INVALID),
+        also=RESUBMITTED,
+    ),
+    Route("GET", EXECUTION + "/state", api_machines.get_state, V),
+    Route("GET", EXECUTION + "/status", api_machines.get_status, V),
+    Route("POST", EXECUTION + "/cancel", api_machines.cancel, OP, 200, (INVALID,)),
     Route("GET", "/api/dead-letters", api_dead_letters.list_dead_letters, V, errors=(INVALID,)),
     Route("POST", "/api/dead-letters/resolve", api_dead_letters.resolve, OP, 200, (INVALID,)),
     Route("GET", "/api/drills", api_drills.catalogue, V),

@@ -65,27 +65,27 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add the runtime commands to the ``wayline`` parser."""
     _worker(commands)
     register_demo(commands)
-    start = _command(commands, "start", "start an instance of NAME[@VERSION]", _start)
+    start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
     start.add_argument("definition", metavar="NAME[@VERSION]")
     start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
-    start.add_argument("--input", default="null", type=_json_arg, help="input as JSON")
-    sig = _command(commands, "signal", "deliver a signal to a waiting step", _signal)
+    start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
     sig.add_argument("step")
     sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
-    sig.add_argument("--payload", default="null", type=_json_arg, help="payload as JSON")
+    sig.add_argument("--payload", default="null", type=json_arg, help="payload as JSON")
     _operator_command(commands)
-    inspect = _command(commands, "inspect", "show an instance's replayed state", _inspect)
+    inspect = add_command(commands, "inspect", "show an instance's replayed state", _inspect)
     inspect.add_argument("instance")
     inspect.add_argument("--json", action="store_true", help="print the full state as JSON")
-    history = _command(commands, "history", "print an instance's history", _history)
+    history = add_command(commands, "history", "print an instance's history", _history)
     history.add_argument("instance")
     history.add_argument("--json", action="store_true", help="one JSON event per line")
 
 
 def _operator_command(commands: argparse._SubParsersAction) -> None:
     """``wayline command INSTANCE ACTION``: every operator action the studio offers."""
-    cmd = _command(commands, "command", "an audited operator command", _operator)
+    cmd = add_command(commands, "command", "an audited operator command", _operator)
     cmd.add_argument("instance")
     cmd.add_argument("action", choices=[verb(action) for action in EFFECT_OPTIONS])
     cmd.add_argument("--actor", required=True, help="who acts (recorded in the audit trail)")
@@ -96,9 +96,9 @@ def _operator_command(commands: argparse._SubParsersAction) -> None:
         "--resolution", choices=sorted(RESOLUTIONS), help="resolve-activity: how it settled"
     )
     cmd.add_argument(
-        "--result", type=_json_arg, help="resolve-activity succeeded: its result as JSON"
+        "--result", type=json_arg, help="resolve-activity succeeded: its result as JSON"
     )
-    cmd.add_argument("--payload", type=_json_arg, help="approve: the approval's payload as JSON")
+    cmd.add_argument("--payload", type=json_arg, help="approve: the approval's payload as JSON")
     cmd.add_argument("--code", help="resolve-compensation: a code saying how it was settled")
     cmd.add_argument(
         "--evidence", help="resolve-compensation: what shows it settled (JSON, or text)"
@@ -134,21 +134,24 @@ def _demo(args: argparse.Namespace) -> int:
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     """``definition publish FILE.json`` and ``definition list``."""
-    publish = _command(actions, "publish", "publish a definition version", _publish)
+    publish = add_command(actions, "publish", "publish a definition version", _publish)
     publish.add_argument("file", type=Path, metavar="FILE.json")
     publish.add_argument("--actor", default="cli")
-    _command(actions, "list", "list published definition versions", _list)
+    add_command(actions, "list", "list published definition versions", _list)
 
 
-def _command(
+def add_command(
     commands: argparse._SubParsersAction,
     name: str,
     help: str,
     action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+    label: str = "",
 ) -> Any:
+    """A database-backed subcommand running ``action`` on a client; its failures are
+    reported as ``<label>: <message>`` (default ``wayline <command>``)."""
     parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
     add_store_options(parser)
-    parser.set_defaults(run=lambda args: _run(args, action))
+    parser.set_defaults(run=lambda args: _run(args, action, label))
     return parser
 
 
@@ -176,9 +179,11 @@ def _worker(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(
-    args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
+    args: argparse.Namespace,
+    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
+    label: str = "",
 ) -> int:
-    name = f"wayline {args.command}"
+    name = label or f"wayline {args.command}"
     try:
         dsn = resolve_dsn(args)
         return asyncio.run(_with_client(dsn, args, action))
@@ -204,7 +209,7 @@ async def _with_client(
         await store.close()
 
 
-def _json_arg(text: str) -> Any:
+def json_arg(text: str) -> Any:
     """argparse type for JSON options, read with the engine's rules (``engine.model.inputs``)."""
     try:
         return read_json(text, "the value")

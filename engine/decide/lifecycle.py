@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from engine import modes
 from engine.model.definitions import Definition, DefinitionRef, StepKind
 from engine.model.events import EventKind, json_data
 from engine.model.identifiers import require_id
@@ -31,10 +32,14 @@ def start_draft(
     """A draft whose first event starts the instance; decide() can add its first step.
 
     A child instance names ``parent`` = (parent instance id, the parent's child step), so
-    its outcome can be reported back and the studio can link both ways.
+    its outcome can be reported back and the studio can link both ways. The mode checks
+    ``input`` first (InputRefused) and names the key the start holds while the instance
+    is active (``DefinitionMode.admit``: a machine's parent).
     """
     require_id(instance_id, "instance id")
+    admit = modes.of(definition).admit
     draft = Draft(registry, None, now, instance_id)
+    draft.parent_key = admit(definition, input) if admit else ""
     draft.add(
         K.INSTANCE_STARTED,
         definition=definition.ref,

@@ -29,6 +29,7 @@ from engine.model.canonical import canonical_json, digest, format_instant, utc
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import TransitionInvalid
 from engine.model.events import TERMINAL_KINDS, Event, EventKind, event_to_json, make_event
+from engine.model.identifiers import id_problem
 from engine.model.instance import Instance
 from engine.model.labelled import Labelled
 from engine.model.limits import (
@@ -84,6 +85,11 @@ class Transition:
     definition: DefinitionRef
     events: tuple[Event, ...]
     work: tuple[WorkItem, ...] = field(default=())
+    parent_key: str = ""
+    """Set on a start when at most one active instance of the definition may hold this
+    key (a machine's parent: ``DefinitionMode.admit``); the store enforces it. It is
+    derived from the start's data, which the fingerprint covers, so it is not part of
+    the fingerprint itself."""
 
     @cached_property
     def fingerprint(self) -> str:
@@ -117,6 +123,7 @@ def make_transition(
     expected_sequence: int,
     events: list[Event],
     work: list[WorkItem] = (),
+    parent_key: str = "",
 ) -> Transition:
     """Build the transition, checked (``check_transition``)."""
     transition = Transition(
@@ -126,6 +133,7 @@ def make_transition(
         definition,
         tuple(events),
         tuple(work),
+        parent_key,
     )
     check_transition(transition)
     return transition
@@ -162,6 +170,8 @@ def check_transition(transition: Transition) -> None:
     expected = transition.expected_sequence
     if type(expected) is not int or not 0 <= expected < MAX_SEQUENCE:
         raise TransitionInvalid(f"the expected sequence must be from 0 to {MAX_SEQUENCE - 1}")
+    if transition.parent_key and (expected != 0 or id_problem(transition.parent_key)):
+        raise TransitionInvalid("only a start carries a parent key, and it is a valid id")
     _check_events(transition)
     _check_work(events, work)
     if type(events) is tuple and type(work) is tuple:
@@ -277,6 +287,8 @@ class Draft:
         self.instance_id = instance.instance_id if instance else instance_id
         self.events: list[Event] = []
         self.work: list[WorkItem] = []
+        self.parent_key = ""
+        """The start's ``Transition.parent_key`` (``lifecycle.start_draft`` sets it)."""
 
     @property
     def next_sequence(self) -> int:
@@ -335,4 +347,4 @@ class Draft:
             else (expected + 1,)
         )
         tid = transition_id(self.instance_id, *(id_parts or default))
-        return make_transition(tid, definition, expected, self.events, self.work)
+        return make_transition(tid, definition, expected, self.events, self.work, self.parent_key)

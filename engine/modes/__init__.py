@@ -83,6 +83,10 @@ class DefinitionMode:
     decides for the mode (events supplied from outside advance it)."""
     work: Mapping[int, Processor] = field(default_factory=dict)
     """How a worker runs the mode's work, by work kind."""
+    admit: Callable[[Definition, Any], str] | None = None
+    """Checks a start's input (InputRefused) and returns the key at most one active
+    instance of the definition may hold at a time ('' for none: any number may run);
+    None when the mode takes any input and runs instances side by side."""
 
 
 _INSTALLED: dict[str, DefinitionMode] = {}

@@ -55,6 +55,7 @@ from engine.model.events import EventKind
 from engine.model.transitions import Transition
 from engine.store import sessions
 from engine.store.errors import (
+    ActiveExecutionExists,
     CommitUnknown,
     DuplicateTransition,
     InstanceExists,
@@ -114,6 +115,7 @@ async def _start(
         **_params(transition, channel),
         "tenant": tenant,
         "created": transition.events[0].occurred_at,
+        "parent_key": transition.parent_key,
     }
     with id_taken(transition):
         row = await (await conn.execute(sql.START_TRANSITION, params)).fetchone()
@@ -122,10 +124,25 @@ async def _start(
         _check_replay(transition, existing)
         return False, xid
     if not created:
-        exists = InstanceExists(f"instance {transition.instance_id} already exists")
-        await _recheck(conn, transition, exists)
+        await _recheck(conn, transition, await _blocked(conn, params))
         return False, xid
     return True, xid
+
+
+async def _blocked(conn: psycopg.AsyncConnection, params: dict[str, Any]) -> StoreError:
+    """Why a start was not written (``START_BLOCKED``): its id exists, or an active
+    instance of the definition holds its parent key."""
+    row = await (await conn.execute(sql.START_BLOCKED, params)).fetchone()
+    taken, active = row
+    if taken is not None:
+        return InstanceExists(f"instance {params['instance']} already exists")
+    if active is None:  # the one that held the key ended meanwhile
+        return StoreError(f"start of {params['instance']} was not written: it is safe to retry")
+    return ActiveExecutionExists(
+        f"{params['name']} already has an active execution for parent "
+        f"{params['parent_key']}: {active}",
+        active,
+    )
 
 
 @contextmanager

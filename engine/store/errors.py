@@ -64,6 +64,15 @@ class InstanceExists(StoreError):
     """An instance with this id was already started by another transition."""
 
 
+class ActiveExecutionExists(StoreError):
+    """Another active instance of the definition holds the start's parent key (a
+    machine's one active execution per parent); ``active_id`` names it."""
+
+    def __init__(self, message: str, active_id: str) -> None:
+        super().__init__(message)
+        self.active_id = active_id
+
+
 class StaleLease(StoreError):
     """The lease is no longer this owner's (expired, reclaimed, or finished)."""
 

@@ -17,8 +17,15 @@ machine (``ActivityRegistry.machine``) runs its code by ``advances``: each advan
 inside the PostgreSQL transaction that records the state it returns (``calls`` has what
 the code is given).
 
-Still to come: re-checking the submitting principal and the grants before each
-advance, the studio's state diagram and the drills (issue 19).
+An execution starts with the data ``start_data`` checks (the input and the parent,
+and who submitted it); the mode's ``admit`` gives the store the parent, of which one
+execution per machine is active at a time (a unique index). ``standing`` says what
+the host operations ``state`` and ``status`` report; ``engine.executions`` runs them
+(with submit and cancel) on a client.
+
+Still to come: re-checking the submitting principal before each advance (the store
+reads its standing: ``engine.store.principals.principal_standing``) and the grants,
+the studio's state diagram and the drills (issue 19).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from __future__ import annotations
 from engine.model.definitions import Mode
 from engine.model.transitions import WorkKind
 from engine.modes import DefinitionMode
-from engine.modes.machines import fold, validation
+from engine.modes.machines import fold, start_data, validation
 from engine.modes.machines.advances import process_advance
 from engine.modes.machines.calls import MachineCall
 from engine.modes.machines.decide import decide
@@ -41,6 +48,7 @@ MACHINE = DefinitionMode(
     fold=fold.RULES,
     decide=decide,
     work={WorkKind.ADVANCE: process_advance},
+    admit=start_data.admit,
 )
 
 __all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]

@@ -150,12 +150,12 @@ WITH prior AS MATERIALIZED (
 created AS MATERIALIZED (
     INSERT INTO instances (instance_id, definition_name, definition_version,
                            definition_fingerprint, status, sequence, tenant_id, created_at,
-                           updated_at, archived_at)
+                           updated_at, archived_at, parent_key)
     SELECT %(instance)s, %(name)s, %(version)s, %(def_fingerprint)s, COALESCE(%(status)s, 1),
            %(committed)s, %(tenant)s, %(created)s, %(at)s,
-           CASE WHEN %(terminal)s THEN %(at)s END
+           CASE WHEN %(terminal)s THEN %(at)s END, %(parent_key)s
     WHERE NOT EXISTS (SELECT 1 FROM prior)
-    ON CONFLICT (instance_id) DO NOTHING
+    ON CONFLICT DO NOTHING
     RETURNING tenant_id
 ),
 ok AS MATERIALIZED (
@@ -169,7 +169,19 @@ SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
 committed position and, only when it went in (``ok``), the writes: no row of the
 instance exists without it (no foreign key says so: migration 0008). An instance id
 that exists is left alone and re-checked against the ledger in a fresh statement: an
-exact replay, or InstanceExists."""
+exact replay, or InstanceExists. So is a start whose ``parent_key`` an active instance
+of the definition holds (the unique index of migration 0010): ``ON CONFLICT`` names no
+index, so either conflict writes nothing (never an error), and ``START_BLOCKED`` then
+says which it was. A concurrent start of the same key waits for the other to end; the
+one that commits first is admitted."""
+START_BLOCKED = """
+SELECT (SELECT instance_id FROM instances WHERE instance_id = %(instance)s),
+       (SELECT instance_id FROM instances
+        WHERE definition_name = %(name)s AND parent_key = %(parent_key)s
+          AND parent_key <> '' AND archived_at IS NULL)
+"""
+"""Why a start wrote nothing, read in a fresh statement (which sees the start that won):
+its instance id exists, or the active instance that holds its ``parent_key``."""
 
 
 @dataclass(frozen=True)

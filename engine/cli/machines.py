@@ -1,0 +1,107 @@
+"""`wayline machine submit|state|status|cancel`: the host operations of state machines.
+
+Thin shells over ``engine.Executions``: ``submit`` prints ``submitted <id> (new)`` or
+``(existing)`` for an identical repeat; ``state`` the variant and its fields as JSON
+(``--json``: one object); ``status`` one of the seven words; ``cancel`` records the
+audited cancel. The caller is ``--as`` (with ``--team``, default the engine's own team
+''), and only the submitter may read or cancel an execution. A refusal or conflict
+prints ``wayline: <message>`` on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from engine.cli.runtime import add_command, json_arg
+from engine.client import Client
+from engine.executions import Executions
+from engine.modes.machines.standing import StateValue
+
+LABEL = "wayline"
+DEFAULT_SCOPE = "operator"
+"""The scope a command-line submit records: the role that starts instances."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``machine`` and its four actions to the ``wayline`` parser."""
+    machine = commands.add_parser(
+        "machine",
+        help="submit, inspect and cancel state-machine executions",
+        description="The host operations of state machines.",
+    )
+    actions = machine.add_subparsers(dest="action", required=True, metavar="ACTION")
+    submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit, LABEL)
+    submit.add_argument("machine", metavar="NAME[@VERSION]")
+    submit.add_argument("--parent", required=True, help="id of the parent the execution is for")
+    submit.add_argument("--input", required=True, type=json_arg, help="the input, as JSON")
+    submit.add_argument("--key", required=True, help="idempotency key of this submit")
+    submit.add_argument(
+        "--scope", default=DEFAULT_SCOPE, help=f"the submitter's role (default {DEFAULT_SCOPE})"
+    )
+    _caller(submit)
+    for name, help, run in (
+        ("state", "print an execution's current state", _state),
+        ("status", "print an execution's status", _status),
+        ("cancel", "cancel an execution (audited)", _cancel),
+    ):
+        action = add_command(actions, name, help, run, LABEL)
+        action.add_argument("machine", metavar="NAME")
+        action.add_argument("execution", metavar="ID")
+        _caller(action)
+    actions.choices["state"].add_argument("--json", action="store_true", help="as one object")
+    actions.choices["cancel"].add_argument("--reason", required=True, help="why (audited)")
+    actions.choices["cancel"].add_argument("--command-id", help="idempotency id of the cancel")
+
+
+def _caller(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--as", dest="actor", required=True, metavar="ACTOR", help="who acts")
+    parser.add_argument("--team", default="", help="the actor's team (default: none)")
+
+
+async def _submit(client: Client, args: argparse.Namespace) -> int:
+    name, _, version = args.machine.partition("@")
+    submitted = await Executions(client).submit(
+        name,
+        parent=args.parent,
+        input=args.input,
+        key=args.key,
+        actor=args.actor,
+        team=args.team,
+        scope=args.scope,
+        version=version or None,
+    )
+    print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
+    return 0
+
+
+async def _state(client: Client, args: argparse.Namespace) -> int:
+    value = await Executions(client).state(
+        args.execution, args.actor, args.team, machine=args.machine
+    )
+    assert isinstance(value, StateValue)
+    if args.json:
+        print(json.dumps({"variant": value.variant, "fields": value.fields}, sort_keys=True))
+    else:
+        fields = f" {json.dumps(value.fields, sort_keys=True)}" if value.fields else ""
+        print(f"{value.variant}{fields}")
+    return 0
+
+
+async def _status(client: Client, args: argparse.Namespace) -> int:
+    executions = Executions(client)
+    print(await executions.status(args.execution, args.actor, args.team, machine=args.machine))
+    return 0
+
+
+async def _cancel(client: Client, args: argparse.Namespace) -> int:
+    status = await Executions(client).cancel(
+        args.execution,
+        args.actor,
+        args.team,
+        args.reason.strip(),
+        args.command_id,
+        machine=args.machine,
+    )
+    print(f"cancel recorded on {args.execution} ({status})")
+    return 0

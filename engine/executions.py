@@ -1,0 +1,205 @@
+"""The host operations of state machines: submit, state, status and cancel (seed 000).
+
+``Executions`` is what the command line, the studio and applications call; it builds
+on ``Client``, so a submit is a start and a cancel the audited operator cancel.
+
+- ``submit`` starts an execution whose id the caller's team, actor and idempotency key
+  derive (``start_data.execution_id``): the identical submit again returns the
+  existing execution (``created`` False), even after it advanced or ended; the same
+  key with another input, parent, version or scope is a SubmitConflict saying which.
+  Only one execution of a machine per parent is active at a time, which PostgreSQL
+  enforces (ActiveExecutionExists names the active one).
+- ``state``, ``status`` and ``cancel`` are for the submitter only: possessing an id
+  grants nothing. Another team's execution is ExecutionNotFound, as one that does not
+  exist; another actor of the team is refused (AccessRefused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.client import Client
+from engine.decide.operator_actions import Action
+from engine.model.definitions import Definition, Mode
+from engine.model.errors import InputRefused, ReplayRejected, WaylineError
+from engine.model.events import json_data
+from engine.model.inputs import check_text
+from engine.model.instance import Instance
+from engine.modes.machines.declaration import Machine
+from engine.modes.machines.manifest import MachineManifest
+from engine.modes.machines.standing import StateValue, as_variant, state_value, status_of
+from engine.modes.machines.start_data import StartData, execution_id, key_digest
+from engine.modes.machines.states import MachineState
+from engine.store import reads
+from engine.store.errors import InstanceNotFound
+
+MAX_KEY_CHARACTERS = 200
+"""An idempotency key is the caller's text; its digest, never the key, is stored."""
+
+
+class SubmitConflict(WaylineError):
+    """The key was used before with another input, parent, version or scope."""
+
+
+class ExecutionNotFound(WaylineError):
+    """No execution of that id in the caller's team (another team's looks the same)."""
+
+
+class AccessRefused(WaylineError):
+    """The caller is not the actor who submitted the execution."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submit's answer: the execution, and whether this submit created it."""
+
+    execution_id: str
+    created: bool
+    instance: Instance
+
+
+class Executions:
+    """The host operations on one client's store."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def submit(
+        self,
+        machine: str,
+        *,
+        parent: str,
+        input: Any,
+        key: str,
+        actor: str,
+        team: str,
+        scope: str,
+        version: str | None = None,
+    ) -> Submitted:
+        """Submit an execution of ``machine`` (its latest active version unless pinned).
+
+        ``scope`` is what the caller may do at submit (their role or their token's); the
+        worker re-checks it before every advance. InputRefused for a bad argument.
+        """
+        _require_texts(key=key, actor=actor, scope=scope)
+        check_text(team, "the team")
+        if len(key) > MAX_KEY_CHARACTERS:
+            raise InputRefused(f"the key has at most {MAX_KEY_CHARACTERS} characters")
+        definition = await self.client.startable(machine, version)
+        if definition.mode != Mode.MACHINE:
+            raise InputRefused(f"{machine} is a {definition.mode} definition, not a machine")
+        wanted = StartData(input, parent, actor, team, scope, key_digest(key))
+        instance_id = execution_id(machine, team, actor, key)
+        state, created = await self.client.start_once(
+            definition, instance_id, wanted.document(), team
+        )
+        if not created and (differs := _differences(state, definition, wanted)):
+            raise SubmitConflict(
+                f"key {key} was already used with another {_listed(differs)} "
+                f"(execution {instance_id})"
+            )
+        return Submitted(instance_id, created, state)
+
+    async def state(
+        self,
+        execution: str,
+        actor: str,
+        team: str,
+        family: type[MachineState] | Machine | None = None,
+        *,
+        machine: str = "",
+    ) -> StateValue | MachineState:
+        """The execution's current state: a StateValue, or given the machine's Python
+        declaration (``Machine`` or its state family), an instance of the variant.
+        ``machine``, when given, is the name the caller expects the execution to run."""
+        value = state_value(await self.owned(execution, actor, team, machine))
+        if isinstance(family, Machine):
+            family = family.family
+        return value if family is None else as_variant(value, family)
+
+    async def status(self, execution: str, actor: str, team: str, *, machine: str = "") -> str:
+        """One of running, waiting, paused, cancelling, completed, cancelled, dead."""
+        state = await self.owned(execution, actor, team, machine)
+        return status_of(state, self.client.store.now())
+
+    async def cancel(
+        self,
+        execution: str,
+        actor: str,
+        team: str,
+        reason: str,
+        command_id: str | None = None,
+        *,
+        machine: str = "",
+    ) -> str:
+        """Cancel the execution through the audited operator cancel; its status after.
+
+        ``command_id`` makes a repeat a no-op (the default: a new command each time)."""
+        await self.owned(execution, actor, team, machine)
+        state = await self.client.command(execution, Action.CANCEL, actor, reason, command_id)
+        return status_of(state, self.client.store.now())
+
+    async def owned(self, execution: str, actor: str, team: str, machine: str = "") -> Instance:
+        """The replayed execution (of ``machine`` when given), when ``actor`` of ``team``
+        submitted it."""
+        _require_texts(execution=execution, actor=actor)
+        check_text(team, "the team")
+        try:
+            row = await reads.get_instance(self.client.store, execution)
+        except InstanceNotFound:
+            row = None
+        if row is None or row.tenant_id != team:
+            raise ExecutionNotFound(f"no execution {execution} in this team")
+        try:
+            state = await self.client.inspect(execution)
+        except ReplayRejected:  # a version published since this client read the catalog
+            await self.client.registries.refresh()
+            state = await self.client.inspect(execution)
+        if state.spec is None or not isinstance(state.spec.manifest, MachineManifest):
+            raise ExecutionNotFound(f"{execution} is not an execution of a machine")
+        if machine and state.definition.name != machine:
+            raise ExecutionNotFound(f"{execution} is not an execution of {machine}")
+        data = _start_data(state)
+        if data is None or (data.owner, data.team) != (actor, team):
+            raise AccessRefused(
+                f"{actor} may not see or cancel {execution}: only the actor who submitted it may"
+            )
+        return state
+
+
+def _require_texts(**texts: str) -> None:
+    for name, text in texts.items():
+        if not isinstance(text, str) or not text.strip():
+            raise InputRefused(f"the {name} must be non-empty text")
+        check_text(text, f"the {name}")
+
+
+def _start_data(state: Instance) -> StartData | None:
+    """What the execution started with, when a submit started it (an owner is set)."""
+    value = state.value("input")
+    if not isinstance(value, dict) or not value.get("owner"):
+        return None
+    return StartData(**value)
+
+
+def _differences(existing: Instance, definition: Definition, wanted: StartData) -> list[str]:
+    """What of ``wanted`` differs from the existing execution's start, by name."""
+    had = _start_data(existing)
+    if had is None or (had.owner, had.team) != (wanted.owner, wanted.team):
+        return ["owner"]
+    differs = []
+    if json_data(had.input) != json_data(wanted.input):
+        differs.append("input")
+    if had.parent != wanted.parent:
+        differs.append("parent")
+    if existing.definition != definition.ref:
+        differs.append("version")
+    if had.scope != wanted.scope:
+        differs.append("scope")
+    return differs
+
+
+def _listed(names: list[str]) -> str:
+    """``input``, ``input and parent``, ``input, parent and scope``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

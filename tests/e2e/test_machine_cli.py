@@ -1,0 +1,82 @@
+"""``wayline machine submit|state|status|cancel`` as a person at a terminal sees it:
+the one line each answers, and ``wayline: <message>`` with exit 1 when refused."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tests.e2e.test_cli_e2e import ok, one_line
+from tests.fixtures.machines import document_approval
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Harness
+
+FIXTURE = "tests/fixtures/machines/document_approval.json"
+SUBMIT = ("machine", "submit", "document_approval", "--parent", "doc-7", "--as", "admin")
+
+
+async def test_submit_is_idempotent_and_a_conflict_or_a_busy_parent_says_why(
+    e2e: Harness,
+) -> None:
+    await ok(e2e, "definition", "publish", FIXTURE)
+    first = await ok(e2e, *SUBMIT, "--input", '"v1"', "--key", "r1", "--team", "default")
+    execution = first.split()[1]
+    assert first == f"submitted {execution} (new)\n"
+    assert execution.startswith("document_approval/")
+    again = await ok(e2e, *SUBMIT, "--input", '"v1"', "--key", "r1", "--team", "default")
+    assert again == f"submitted {execution} (existing)\n"
+
+    other = await e2e.cli(*SUBMIT, "--input", '"v2"', "--key", "r1", "--team", "default")
+    assert other.code == 1
+    assert one_line(other) == (
+        f"wayline: key r1 was already used with another input (execution {execution})"
+    )
+    busy = await e2e.cli(*SUBMIT, "--input", '"v1"', "--key", "r2", "--team", "default")
+    assert busy.code == 1
+    assert one_line(busy) == (
+        f"wayline: document_approval already has an active execution for parent doc-7: {execution}"
+    )
+
+
+async def test_state_status_and_cancel_are_the_submitters(e2e: Harness) -> None:
+    await e2e.publish(document_approval.flow.definition)
+    submitted = await ok(e2e, *SUBMIT, "--input", '"v1"', "--key", "r1")
+    execution = submitted.split()[1]
+    mine = ("document_approval", execution, "--as", "admin")
+    assert await ok(e2e, "machine", "state", *mine) == "Submitted\n"
+    assert await ok(e2e, "machine", "state", *mine, "--json") == (
+        '{"fields": {}, "variant": "Submitted"}\n'
+    )
+    assert await ok(e2e, "machine", "status", *mine) == "running\n"
+
+    theirs = await e2e.cli("machine", "status", "document_approval", execution, "--as", "bob")
+    assert theirs.code == 1
+    assert one_line(theirs) == (
+        f"wayline: bob may not see or cancel {execution}: only the actor who submitted it may"
+    )
+    cancelled = await ok(e2e, "machine", "cancel", *mine, "--reason", "not needed")
+    assert cancelled == f"cancel recorded on {execution} (cancelling)\n"
+
+
+async def test_bad_arguments_get_one_line(e2e: Harness) -> None:
+    await e2e.publish(document_approval.flow.definition)
+    not_text = await e2e.cli(*SUBMIT, "--input", "7", "--key", "r1")
+    assert one_line(not_text) == ("wayline: the input must be text (the machine's input is text)")
+    missing = await e2e.cli(*SUBMIT[:3], "--input", '"v1"', "--key", "r1", "--as", "admin")
+    assert missing.code == 2 and "--parent" in missing.stderr
+    unknown = await e2e.cli("machine", "status", "document_approval", "nope", "--as", "admin")
+    assert one_line(unknown) == "wayline: no execution nope in this team"
+    steps = await e2e.cli(
+        "machine",
+        "submit",
+        "nothing",
+        "--parent",
+        "p",
+        "--input",
+        "1",
+        "--key",
+        "k",
+        "--as",
+        "admin",
+    )
+    assert steps.code == 1 and one_line(steps).startswith("wayline: ")
