@@ -16,11 +16,12 @@ import json
 from typing import TYPE_CHECKING
 
 from engine.decide import decisions, lifecycle
+from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus
 from engine.modes import decide
 from engine.store import catalog, leases, reads
-from engine.store.errors import DuplicateTransition, InstanceExists
+from engine.store.errors import ActiveExecutionExists, DuplicateTransition, InstanceExists
 from engine.worker.leased_commits import (
     Context,
     Dispatch,
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 C = ChildStatus
 CHILD_ID_TAKEN = "child-id-taken"
 CHILD_DEFINITION_NOT_FOUND = "child-definition-not-found"
+CHILD_INPUT_REFUSED = "child-input-refused"
+CHILD_PARENT_BUSY = "child-parent-busy"
+"""A child machine whose parent already has an active execution of it."""
 
 
 async def process_child(ctx: Context, current: LeaseHolder) -> None:
@@ -79,25 +83,31 @@ async def _start_child(ctx: Context, lease: Lease, dispatch: Dispatch) -> None:
 
 
 async def _create(ctx: Context, parent, child) -> str | None:
-    """Create the child (or find it); a failure code when the id belongs to another, or
-    the pinned version to another team."""
+    """Create the child (or find it); a failure code when the id belongs to another, the
+    pinned version to another team, or the child cannot start (its input refused, or a
+    machine whose parent has an active execution already)."""
     owner = await reads.get_instance(ctx.store, parent.instance_id)
     if not await catalog.owns(ctx.store, child.definition, owner.tenant_id):
         return CHILD_DEFINITION_NOT_FOUND
     registry = await ctx.registries.get()
     definition = registry.resolve(child.definition)
     now = max(ctx.store.now(), parent.updated_at)
-    draft = lifecycle.start_draft(
-        registry,
-        definition,
-        child.child_id,
-        now,
-        _value(child.input),
-        (parent.instance_id, child.step),
-    )
+    try:
+        draft = lifecycle.start_draft(
+            registry,
+            definition,
+            child.child_id,
+            now,
+            _value(child.input),
+            (parent.instance_id, child.step),
+        )
+    except InputRefused:  # e.g. a machine's start without a parent: never startable
+        return CHILD_INPUT_REFUSED
     decide(draft)
     try:
         await ctx.store.commit(draft.build("start"), owner.tenant_id)
+    except ActiveExecutionExists:
+        return CHILD_PARENT_BUSY
     except (InstanceExists, DuplicateTransition):
         existing = await reads.inspect(ctx.store, registry, child.child_id)
         if (existing.parent_id, existing.parent_step) != (parent.instance_id, child.step):

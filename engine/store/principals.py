@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+import psycopg
+
 from engine.store.statements import principals as sql
 from engine.store.store import Store
 
@@ -40,7 +42,15 @@ async def principal_standing(store: Store, actor: str, team: str, scope: str) ->
     if team == "":
         return Standing.STANDS
     async with store.reading() as conn:
-        row = await (await conn.execute(sql.STANDING, {"actor": actor, "team": team})).fetchone()
+        return await standing_on(conn, actor, team, scope)
+
+
+async def standing_on(conn: psycopg.AsyncConnection, actor: str, team: str, scope: str) -> Standing:
+    """``principal_standing`` read on ``conn``: inside an advance's own transaction, so
+    the advance commits only on what that transaction saw."""
+    if team == "":
+        return Standing.STANDS
+    row = await (await conn.execute(sql.STANDING, {"actor": actor, "team": team})).fetchone()
     if row is None:
         return Standing.GONE
     return Standing.STANDS if scope in COVERS.get(row[0], set()) else Standing.NARROWED

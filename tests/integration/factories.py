@@ -138,3 +138,20 @@ async def run_due(ctx: Context, lease_for: timedelta = timedelta(seconds=30)) ->
             await process(ctx, LeaseHolder(lease, lease_for))
         processed += len(claimed)
     return processed
+
+
+async def member(conn: Any, username: str, team: str, role: str) -> None:
+    """A studio account ``username`` in ``team`` with ``role`` (the team made if new):
+    a principal that stands (``engine.store.principals``)."""
+    await conn.execute(
+        "INSERT INTO studio_teams (team_id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        [team, team],
+    )
+    await conn.execute(
+        "INSERT INTO studio_users (user_id, username, password_hash) VALUES (%s, %s, 'x')",
+        [f"u-{username}", username],
+    )
+    await conn.execute(
+        "INSERT INTO studio_memberships (user_id, team_id, role) VALUES (%s, %s, %s)",
+        [f"u-{username}", team, role],
+    )

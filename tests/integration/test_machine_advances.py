@@ -27,7 +27,7 @@ from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from tests.fixtures.machines import document_approval as approval
-from tests.integration.factories import run_due
+from tests.integration.factories import member, run_due
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -49,11 +49,14 @@ def ctx(store: Store) -> Context:
     return Context(store, approval.app, RegistrySource(store, REGISTRY))
 
 
-async def submitted(store: Store, aconn: psycopg.AsyncConnection, parent: str) -> str:
-    """An execution for document ``parent`` (a new draft), started now."""
+async def submitted(
+    store: Store, aconn: psycopg.AsyncConnection, parent: str, **submitter: str
+) -> str:
+    """An execution for document ``parent`` (a new draft), started now (by
+    ``submitter``: owner, team and scope, when given)."""
     await aconn.execute("INSERT INTO documents (id) VALUES (%s)", [parent])
     execution = f"document_approval/{parent}"
-    start = {"input": "v1", "parent": parent}
+    start = {"input": "v1", "parent": parent, **submitter}
     draft = lifecycle.start_draft(REGISTRY, MACHINE, execution, store.now(), start)
     decide(draft)
     await store.commit(draft.build("start"))
@@ -232,3 +235,31 @@ async def test_a_cancellation_during_an_advance_rolls_the_advance_back(
         1,
     )
     assert await document(documents, "doc-6") == ("draft", 0), "the reminder rolled back"
+
+
+@pytest.mark.parametrize("change", ["removed", "made a viewer", "kept"])
+async def test_each_advance_rechecks_whoever_submitted_the_execution(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection, change: str
+) -> None:
+    """A submitter removed from the team, or whose role no longer covers the scope of
+    the submit, ends the execution dead at its next advance, with nothing written."""
+    await member(documents, "ann", "docs", "operator")
+    parent = f"doc-{change.replace(' ', '-')}"
+    submitter = {"owner": "ann", "team": "docs", "scope": "operator"}
+    execution = await submitted(store, documents, parent, **submitter)
+    await run_due(ctx)  # the first advance: ann stands
+    if change == "removed":
+        await documents.execute("DELETE FROM studio_memberships WHERE user_id = 'u-ann'")
+    elif change == "made a viewer":
+        await documents.execute("UPDATE studio_memberships SET role = 'viewer'")
+    clock.advance(TIMER)
+
+    await run_due(ctx)
+
+    state = await state_of(store, execution)
+    if change == "kept":
+        assert (state.status, state.machine.state) == (S.RUNNING, "InReview")
+        assert await document(documents, parent) == ("in-review", 1)
+    else:
+        assert (state.status, state.failure_code) == (S.FAILED, "dead-authorization")
+        assert await document(documents, parent) == ("in-review", 0)

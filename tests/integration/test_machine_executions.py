@@ -30,7 +30,7 @@ from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from tests.fixtures.machines import document_approval
 from tests.fixtures.machines.document_approval import Submitted
-from tests.integration.factories import open_store, run_due
+from tests.integration.factories import member, open_store, run_due
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 NAME = "document_approval"
@@ -222,6 +222,7 @@ async def test_the_worker_moves_a_submitted_execution_and_its_end_frees_the_pare
 ) -> None:
     await aconn.execute(document_approval.DOCUMENTS)
     await aconn.execute("INSERT INTO documents (id) VALUES ('doc-7')")
+    await member(aconn, "ada", "red", "operator")  # each advance re-checks the submitter
     registries = RegistrySource(store, Registry([document_approval.flow.definition]))
     worker = Context(store, document_approval.app, registries)
     execution = (await submit(executions)).execution_id

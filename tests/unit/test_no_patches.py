@@ -82,10 +82,12 @@ def test_the_scan_finds_a_patch() -> None:
 
 
 def test_the_harness_and_the_benchmark_patch_nothing() -> None:
+    """Hidden folders are not ours (the benchmark's DBOS virtual environment)."""
     found = [
         f"{path.relative_to(ROOT)}:{line}"
         for folder in SCANNED
         for path in sorted((ROOT / folder).rglob("*.py"))
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
         for line in patches(path.read_text())
     ]
     assert found == []

@@ -23,9 +23,10 @@ execution per machine is active at a time (a unique index). ``standing`` says wh
 the host operations ``state`` and ``status`` report; ``engine.executions`` runs them
 (with submit and cancel) on a client.
 
-Still to come: re-checking the submitting principal before each advance (the store
-reads its standing: ``engine.store.principals.principal_standing``) and the grants,
-the studio's state diagram and the drills (issue 19).
+Each advance first re-checks, in its transaction, that whoever submitted the execution
+still stands (``engine.store.principals``). Still to come: enforcing the declared
+grants on the advance's statements (a database role per resource) and the seed's
+parent policy.
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ settled like every other commit. Each attempt:
 1. checks the work is still wanted (``gate``): the state it was made for, the attempt
    that is next, not before its retry is due or its timer fired (the timer's
    ``timer_fired`` is recorded with the attempt); a paused execution parks the work;
-2. decodes the start data and the current state for the machine's code, and runs the
-   advance with a ``MachineCall`` for at most ``ADVANCE_TIMEOUT``;
+2. re-checks, in that transaction, that whoever submitted the execution still stands
+   (``engine.store.principals``: still in the team, with a role that covers the scope
+   of the submit), or ends it dead (``dead-authorization``); decodes the start data and
+   the current state for the machine's code, and runs the advance with a
+   ``MachineCall`` for at most ``ADVANCE_TIMEOUT``;
 3. checks the returned state (a variant, along an allowed edge, within
    ``max_transitions``) and records it (``state_entered``); ``decide`` adds what follows.
 
@@ -49,6 +52,7 @@ from engine.model.limits import (
 from engine.model.transitions import Draft
 from engine.modes.machines import calls
 from engine.modes.machines.decide import (
+    DEAD_AUTHORIZATION,
     DEAD_CORRUPT_STATE,
     DEAD_ILLEGAL_TRANSITION,
     DEAD_TRANSITIONS_EXHAUSTED,
@@ -57,6 +61,7 @@ from engine.modes.machines.decide import (
 from engine.modes.machines.declaration import Machine
 from engine.modes.machines.fold import manifest_of, progress_of
 from engine.store import leases
+from engine.store.principals import Standing, standing_on
 from engine.worker.leased_commits import (
     Context,
     LeaseHolder,
@@ -158,12 +163,17 @@ class _Attempt:
         assert state is not None
         now = progress_of(state)
         try:
-            parent, input = calls.start_data(state.input)
-            current = calls.decode(self.flow, now.state, now.data)
+            start = calls.start_of(state)
+            current = calls.decode(self.flow, state)
         except calls.StateUnreadable as exc:
             raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
+        standing = await standing_on(conn, start.owner, start.team, start.scope)
+        if standing is not Standing.STANDS:
+            raise AttemptFailed(DEAD_AUTHORIZATION, final=True)
         attempt = self.lease.attempt if self.order.compensate else self.order.attempt
-        call = calls.MachineCall(state.instance_id, parent, input, current, attempt, conn)
+        call = calls.MachineCall(
+            state.instance_id, start.parent, start.input, current, attempt, conn
+        )
         result = await self._call(call)
         if self.order.compensate:
             text = result if isinstance(result, str) else ""

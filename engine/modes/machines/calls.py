@@ -18,7 +18,12 @@ from typing import Any
 import psycopg
 from psycopg.abc import Params, Query
 
+from engine.model.errors import InputRefused, WaylineError
+from engine.model.instance import Instance
 from engine.modes.machines.declaration import Machine
+from engine.modes.machines.manifest import MachineManifest
+from engine.modes.machines.standing import as_variant, state_value
+from engine.modes.machines.start_data import StartData, read_start_data
 from engine.modes.machines.states import MachineState
 
 
@@ -40,19 +45,15 @@ class MachineCall:
 
 
 class StateUnreadable(ValueError):
-    """A recorded state or input the machine's code cannot take (the execution is dead)."""
+    """A recorded state or start the machine's code cannot take (the execution is dead)."""
 
 
-def decode(flow: Machine, name: str, data: str | None) -> MachineState:
-    """The variant ``name`` with the recorded fields ``data``, as ``flow``'s code has it."""
-    family = {cls.__name__: cls for cls in flow.family._variants}
-    cls = family.get(name)
-    if cls is None:
-        raise StateUnreadable(f"{name} is not a state of {flow.family.__name__} in this code")
+def decode(flow: Machine, instance: Instance) -> MachineState:
+    """The execution's current state as ``flow``'s code has it (its variant dataclass)."""
     try:
-        return cls(**(json.loads(data) if data is not None else {}))
-    except (TypeError, ValueError) as exc:
-        raise StateUnreadable(f"the recorded fields of {name} do not fit its class") from exc
+        return as_variant(state_value(instance), flow.family)
+    except (WaylineError, TypeError, ValueError) as exc:
+        raise StateUnreadable(f"the state of {instance.instance_id} does not fit its code") from exc
 
 
 def encode(flow: Machine, state: object) -> tuple[str, dict[str, Any]]:
@@ -64,12 +65,10 @@ def encode(flow: Machine, state: object) -> tuple[str, dict[str, Any]]:
     return type(state).__name__, dataclasses.asdict(state)  # type: ignore[call-overload]
 
 
-def start_data(input_text: str | None) -> tuple[str, Any]:
-    """The parent and the input an execution was started with (its start data)."""
-    data = json.loads(input_text) if input_text else {}
-    if not isinstance(data, dict):
-        raise StateUnreadable("the start data of a machine is an object with parent and input")
-    parent = data.get("parent", "")
-    if not isinstance(parent, str):
-        raise StateUnreadable("the parent of a machine execution is text")
-    return parent, data.get("input")
+def start_of(instance: Instance) -> StartData:
+    """What the execution was started with (``start_data``)."""
+    assert instance.spec is not None and isinstance(instance.spec.manifest, MachineManifest)
+    try:
+        return read_start_data(instance.spec.manifest, json.loads(instance.input or "null"))
+    except (InputRefused, ValueError) as exc:
+        raise StateUnreadable(f"the start data of {instance.instance_id} is unreadable") from exc
