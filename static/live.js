@@ -13,6 +13,8 @@
       if (element.getAttribute("class") !== node["class"]) element.setAttribute("class", node["class"]);
       var title = element.querySelector("title");
       if (title && title.textContent !== node.title) title.textContent = node.title;
+      var count = element.querySelector(".count");
+      if (count && node.count !== undefined && count.textContent !== node.count) count.textContent = node.count;
     });
   }
 
