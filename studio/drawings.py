@@ -18,10 +18,12 @@ from typing import Any
 from engine.model.definitions import Definition, Mode
 from engine.model.instance import Instance
 from engine.modes import ModeNotSupported
+from studio.definitions.diff import DefinitionDiff, diff_documents
 from studio.definitions.graph import layout
 from studio.instances.replays import Replayed
 from studio.instances.step_states import StepState, frontier, step_states
 from studio.machines import diagram, overlay
+from studio.machines.diff import diff_machines
 from studio.machines.marks import Mark
 
 
@@ -39,6 +41,8 @@ class Drawing:
     picture: str = "steps"
     """Which macro draws the picture: ``steps`` (macros/graph.html) or ``states``
     (machines/diagram.html)."""
+    diff: Callable[[Any, Any], DefinitionDiff] = diff_documents
+    """The structural diff between two versions' documents."""
 
 
 STEP_LIST = Drawing(layout, step_states, frontier)
@@ -48,6 +52,7 @@ MACHINE = Drawing(
     overlay.frontier,
     lambda picture, entry: overlay.execution_marks(picture, entry.state, entry.walk),
     "states",
+    diff_machines,
 )
 DRAWINGS: dict[str, Drawing] = {
     Mode.ORCHESTRATION: STEP_LIST,
