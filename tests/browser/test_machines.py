@@ -77,3 +77,41 @@ def test_a_machine_version_and_an_execution_moving_through_its_states(
     expect(page.locator("#live-badge")).to_have_text("ended")
     assert page.evaluate("window.__sameDocument") is True
     page.screenshot(path=str(tmp_path / "execution.png"), full_page=True)
+
+
+def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("machine-authors")
+    sign_in(page, studio.user(team, Role.AUTHOR))
+    expect(page.locator("details.new-definition")).to_have_attribute("open", "")  # a new team
+    page.get_by_label("Name", exact=True).fill("drawn.approval")
+    page.get_by_label("Kind").select_option("machine")
+    page.get_by_role("button", name="Create draft").click()
+    expect(page.locator("#draft-status")).to_contain_text("Valid")
+    expect(page.locator("svg.state-diagram .node")).to_have_count(2)
+
+    page.get_by_label("Name", exact=True).nth(1).fill("Review")
+    page.locator("#new-state-fields").fill("reminders: integer")
+    page.get_by_role("button", name="Add state").click()
+    review = page.locator("#state-Review")
+    expect(review).to_have_class(re.compile(r"\binvalid\b.*\bselected\b"))
+    expect(review.locator(".badge")).to_have_text("1")
+    expect(page.locator("#state-problems")).to_contain_text("Review is unreachable from Start")
+    expect(page.locator("#publish-button")).to_be_disabled()
+
+    page.get_by_role("link", name="Select state Start").click()
+    page.get_by_label("Add an edge to").select_option("Review")
+    page.get_by_role("button", name="Add edge").click()
+    page.get_by_role("link", name="Select state Review").click()
+    page.get_by_label("Add an edge to").select_option("Done")
+    page.get_by_role("button", name="Add edge").click()
+    page.get_by_label("Timer (seconds; empty for none)").fill("120")
+    page.get_by_role("button", name="Save state").click()
+    expect(page.locator("#draft-status")).to_contain_text("Valid")
+    expect(page.locator("#state-Review")).not_to_have_class(re.compile(r"\binvalid\b"))
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("⏱ 2 min")
+    expect(page.locator("#edge-Start--Review")).to_have_count(1)
+
+    page.get_by_role("button", name="Publish").click()
+    page.wait_for_url("**/definitions/drawn.approval/versions/1?published=new")
+    expect(page.locator("svg.state-diagram .node")).to_have_count(3)
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("⏱ 2 min")
