@@ -148,3 +148,14 @@ def test_a_dead_execution_is_marked_dead_where_it_stopped(
     assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-failed\b', page.text)
     assert 'id="machine-status">dead<' in page.text
     assert viewer.get("/instances", params={"definition": NAME, "view": "all"}).status_code == 200
+
+
+def test_a_plain_start_of_a_machine_is_refused_clearly_not_failed(
+    studio: LiveStudio, team: str
+) -> None:
+    """Executions are submitted (a host operation still to come); until then the start
+    form says so instead of failing."""
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    answer = operator.form("/instances", {"definition": f"{NAME}@1", "input": '"doc"'})
+    assert answer.status_code == 422
+    assert f"{NAME}@1 cannot be started from here" in answer.text
