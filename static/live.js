@@ -1,7 +1,7 @@
 // Wayline studio: live instance pages (server-sent events) and small page helpers.
 // The page works without this file (links and forms; a refresh shows the news);
 // with it, a running instance's page follows the instance in place: node classes and
-// titles change, changed parts are swapped (only when their digest differs), and new
+// titles change (and a state diagram's edge counts), changed parts are swapped (only when their digest differs), and new
 // history rows are appended while the page shows the end of the history.
 (function () {
   "use strict";

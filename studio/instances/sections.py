@@ -7,7 +7,8 @@ own template into an element with a stable id and a digest of its content, so a 
 update (or an action's response) can replace exactly the parts that changed, and a
 browser skips a part whose digest it already shows: a form someone is typing in is
 never replaced by an identical copy. The graph is never re-rendered after the page
-opens: only its nodes' classes and titles change (``node_updates``).
+opens: only its nodes' classes and titles change (``node_updates``; for a machine,
+every state's and edge's mark, with the edges' counts).
 """
 
 from __future__ import annotations

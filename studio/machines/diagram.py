@@ -70,12 +70,6 @@ class StateNode:
     initial: bool = False
     terminal: bool = False
     timer: int | None = None
-    kind: str = "state"
-    is_step: bool = True
-
-    @property
-    def title(self) -> str:
-        return self.step
 
     @property
     def cx(self) -> float:
