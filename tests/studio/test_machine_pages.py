@@ -7,6 +7,7 @@ will write them (``LiveStudio.start_machine`` and ``machine_event``).
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from typing import Any
@@ -159,3 +160,11 @@ def test_a_plain_start_of_a_machine_is_refused_clearly_not_failed(
     answer = operator.form("/instances", {"definition": f"{NAME}@1", "input": '"doc"'})
     assert answer.status_code == 422
     assert f"{NAME}@1 cannot be started from here" in answer.text
+
+
+def test_importing_a_machine_previews_its_diagram(studio: LiveStudio, team: str) -> None:
+    author = studio.client(studio.user(team, Role.AUTHOR))
+    preview = author.form("/definitions/import", {"document": json.dumps(approval_document())})
+    assert preview.status_code == 200
+    assert "document_approval@1</strong>, 5 states" in preview.text
+    assert 'id="preview-state-InReview"' in preview.text
