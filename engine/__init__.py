@@ -26,7 +26,7 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
-from engine.modes.machines import MACHINE, MachineState, machine, variant
+from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
@@ -68,6 +68,7 @@ __all__ = [
     "Instance",
     "InstanceStatus",
     "LimitExceeded",
+    "MachineCall",
     "MachineState",
     "Queries",
     "ResolutionConflict",

@@ -94,3 +94,13 @@ MAX_MACHINE_GRANTS = 32
 
 MAX_STATE_BYTES = 64 * KIB
 """The canonical JSON of one state's fields (the seed's encoded-value ceiling)."""
+
+ADVANCE_TIMEOUT = timedelta(seconds=4)
+"""How long one advance (or compensation) of a state machine may run. It runs inside
+the transaction that records its new state, which the server ends when it is idle for
+``IDLE_IN_TRANSACTION_TIMEOUT_MS`` (5 s): the advance must give up first."""
+ADVANCE_BACKOFF_FIRST = timedelta(seconds=1)
+ADVANCE_BACKOFF_MAX = timedelta(minutes=1)
+"""A failed advance is tried again after 1 s, doubling with each failure, at most 1 min."""
+MAX_COMPENSATION_TEXT_BYTES = 4 * KIB
+"""The text a machine's compensation returns is recorded up to this size."""

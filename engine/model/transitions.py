@@ -50,6 +50,8 @@ class WorkKind(Labelled):
     PUBLICATION = 4
     RECONCILIATION = 5
     COMPENSATION = 6
+    ADVANCE = 7
+    """Run a state machine's advance (or, once cancelled, its compensation)."""
 
 
 DISPATCH_KINDS = frozenset({WorkKind.ACTIVITY, WorkKind.CHILD, WorkKind.COMPENSATION})

@@ -20,11 +20,14 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound
 from engine.model.identifiers import name_problem
+
+if TYPE_CHECKING:
+    from engine.modes.machines.declaration import Machine
 
 Handler = Callable[["ActivityRequest"], Any]
 
@@ -124,16 +127,40 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 
 
 class ActivityRegistry:
-    """Maps activity targets to handlers. Build one explicitly; nothing registers itself."""
+    """Maps activity targets to handlers, and the names a state machine's manifest gives
+    its ``function`` and ``compensation`` to the machine whose code this worker runs.
+    Build one explicitly; nothing registers itself."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._machines: dict[str, Machine] = {}
+
+    def machine(self, flow: Machine) -> Machine:
+        """Run ``flow``'s advance (and compensation) here: this worker claims the work
+        that names them. Its advance must be registered (``@flow.advance``) first."""
+        manifest = flow.definition.manifest
+        if flow.advance_function is None:
+            raise ValueError(f"{flow.definition.ref} has no advance: decorate one with @advance")
+        if manifest.compensation is not None and flow.compensation_function is None:
+            raise ValueError(
+                f"{flow.definition.ref} declares compensation {manifest.compensation}: "
+                "decorate it with @compensate"
+            )
+        for name in filter(None, (manifest.function, manifest.compensation)):
+            if name in self._handlers or self._machines.get(name, flow) is not flow:
+                raise ValueError(f"target {name} is registered twice")
+            self._machines[name] = flow
+        return flow
+
+    def machine_for(self, target: str) -> Machine | None:
+        """The machine whose ``function`` or ``compensation`` is ``target``, if any."""
+        return self._machines.get(target)
 
     def register(self, target: str, handler: Handler) -> None:
         problem = name_problem(target)
         if problem:
             raise ValueError(f"activity target {problem}")
-        if target in self._handlers:
+        if target in self._handlers or target in self._machines:
             raise ValueError(f"activity target {target} is registered twice")
         self._handlers[target] = handler
 
@@ -151,7 +178,8 @@ class ActivityRegistry:
 
     @property
     def targets(self) -> list[str]:
-        return sorted(self._handlers)
+        """Every target this worker runs: activities', and its machines' code."""
+        return sorted([*self._handlers, *self._machines])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.targets)

@@ -23,9 +23,11 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+
+import psycopg
 
 from engine.decide import decisions
 from engine.decide.child_outcomes import parent_transitions
@@ -61,6 +63,10 @@ WRITE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 """Waits before each new try of a write known not to have committed (6.35 s in all,
 within the lease its renewals keep alive meanwhile)."""
 log = logging.getLogger("wayline.processors")
+
+
+Within = Callable[[Draft, psycopg.AsyncConnection], Awaitable[None]]
+"""Completes a draft inside its commit's transaction, writing on its connection."""
 
 
 class Obsolete(Exception):
@@ -190,6 +196,7 @@ async def commit(
     finish: bool | Callable[[], bool] = True,
     eager: Eager | None = None,
     known: Instance | None = None,
+    within: Within | None = None,
 ) -> Instance | None:
     """Build on the latest state and commit fenced by the lease; retry on conflicts.
 
@@ -202,6 +209,10 @@ async def commit(
     sequence check rejects it and the store is read (a stale guess costs a retry,
     never a wrong write). A guess that would make the work obsolete, parked or
     finished without writing is checked against the store before it is acted on.
+
+    ``within`` completes the draft inside the commit's own PostgreSQL transaction, with
+    its connection (``leases.commit_built``): what it writes there commits exactly when
+    the transition does, and any failure of it rolls both back and propagates.
     """
     for _ in range(MAX_CONFLICT_RETRIES):
         guessed = known is not None
@@ -225,6 +236,14 @@ async def commit(
                 continue
             await _release_until(ctx, lease, early.due_at)
             return None
+        if within is not None:
+            try:
+                await _commit_within(ctx, lease, draft, within)
+            except (SequenceConflict, DuplicateTransition):
+                ctx.cache.forget(lease.instance_id)
+                continue
+            ctx.cache.put(draft.state)
+            return draft.state
         if not draft.events:
             if guessed:
                 continue
@@ -247,6 +266,20 @@ async def commit(
             eager.lease = committed.next_lease
         return draft.state
     raise SequenceConflict(f"instance {lease.instance_id} kept changing under its worker")
+
+
+async def _commit_within(ctx: Context, lease: leases.Lease, draft: Draft, within: Within) -> None:
+    """``commit`` of a draft that ``within`` completes in the commit's transaction."""
+
+    async def body(conn: psycopg.AsyncConnection) -> list[Transition]:
+        await within(draft, conn)
+        follow(draft)
+        ctx.faults.reach(Boundary.BEFORE_COMMIT)
+        return [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
+
+    what = f"commit under lease {lease.work_id}"
+    await leases.commit_built(ctx.store, leases.LeaseFence(lease), body, what)
+    ctx.faults.reach(Boundary.AFTER_COMMIT)
 
 
 async def _write(

@@ -11,15 +11,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine.decide import lifecycle
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes import decide
+from engine.store import leases
 from engine.store.clock import Clock
 from engine.store.store import Store
+from engine.worker.leased_commits import Context, LeaseHolder
+from engine.worker.loop import process
 
 DEFINITION = parse_definition(
     {
@@ -124,3 +127,14 @@ async def work_row(store: Store, work_id: str) -> dict[str, Any]:
         await conn.rollback()
     assert row is not None, work_id
     return dict(zip(WORK_FIELDS, row, strict=True))
+
+
+async def run_due(ctx: Context, lease_for: timedelta = timedelta(seconds=30)) -> int:
+    """Claim and process (in this task) what is due now, until nothing is; returns how
+    many items were processed. Work released for later is not due, so this ends."""
+    processed = 0
+    while claimed := await leases.claim(ctx.store, "worker", lease_for, 10):
+        for lease in claimed:
+            await process(ctx, LeaseHolder(lease, lease_for))
+        processed += len(claimed)
+    return processed

@@ -22,16 +22,15 @@ from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes import decide
-from engine.store import leases, reads, sweeps
+from engine.store import reads, sweeps
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import DeadLetter, list_dead_letters, make_resolution, resolve
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.leased_commits import Context, LeaseHolder
-from engine.worker.loop import process
-from tests.integration.factories import adjust_work, work_row
+from engine.worker.leased_commits import Context
+from tests.integration.factories import adjust_work, run_due, work_row
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -78,17 +77,6 @@ async def start(store: Store, spec: Definition, instance_id: str) -> None:
     draft = lifecycle.start_draft(REGISTRY, spec, instance_id, store.now(), {})
     decide(draft)
     await store.commit(draft.build("start"))
-
-
-async def run_due(ctx: Context) -> int:
-    """Claim and process (in this task) what is due now, until nothing is; returns how
-    many items were processed. Work released for later is not due, so this ends."""
-    processed = 0
-    while claimed := await leases.claim(ctx.store, "worker", LEASE, 10):
-        for lease in claimed:
-            await process(ctx, LeaseHolder(lease, LEASE))
-        processed += len(claimed)
-    return processed
 
 
 async def dead_letter_early(store: Store, clock: ManualClock, instance_id: str) -> DeadLetter:

@@ -11,28 +11,25 @@ Replay folds the machine's events by ``fold``: states entered along allowed edge
 (``state_entered``), failed advances (``advance_failed``), timers, and completion only
 in a terminal state; an instance's ``machine`` progress holds its current state.
 
-What is here is the pure core. Still to come, in later steps:
+After each event ``decide`` adds what the runtime does next (the advance's work, a
+timer, completion, a dead end, the compensation), and a worker whose app registers the
+machine (``ActivityRegistry.machine``) runs its code by ``advances``: each advance
+inside the PostgreSQL transaction that records the state it returns (``calls`` has what
+the code is given).
 
-- the worker side: a DECISION work kind whose processor runs ``advance`` inside the
-  PostgreSQL transaction that commits its ``state_entered`` (retry ``transactional``),
-  re-checks the submitting principal and the grants, backs off after a failure and
-  ends the execution dead (a ``failed`` event with a ``dead-*`` code and no data) when
-  attempts, transitions, authority or the state's encoding run out; until then the
-  mode has no ``decide`` and no ``work``;
-- cancellation fencing an advance in flight and running the declared compensation
-  (replay admits machine events only while running today);
-- host operations (submit with an idempotency key, ``state``, ``status``, ``cancel``)
-  in Python, the CLI and the API, and one active execution per parent enforced by a
-  PostgreSQL constraint (until then a machine can be published, but an instance
-  started with ``wayline start`` only waits in its initial state);
-- the studio's state diagram, the example and the drills.
+Still to come: re-checking the submitting principal and the grants before each
+advance, the studio's state diagram and the drills (issue 19).
 """
 
 from __future__ import annotations
 
 from engine.model.definitions import Mode
+from engine.model.transitions import WorkKind
 from engine.modes import DefinitionMode
 from engine.modes.machines import fold, validation
+from engine.modes.machines.advances import process_advance
+from engine.modes.machines.calls import MachineCall
+from engine.modes.machines.decide import decide
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
 
@@ -42,7 +39,8 @@ MACHINE = DefinitionMode(
     read=validation.read,
     check=validation.check,
     fold=fold.RULES,
-    decide=None,
+    decide=decide,
+    work={WorkKind.ADVANCE: process_advance},
 )
 
-__all__ = ["MACHINE", "Machine", "MachineState", "machine", "variant"]
+__all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]

@@ -15,6 +15,7 @@ app; running it is the worker's part (see the package's docstring).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ class Machine:
     definition: Definition
     family: type[MachineState]
     advance_function: Advance | None = field(default=None)
+    compensation_function: Advance | None = field(default=None)
 
     @property
     def document(self) -> dict[str, Any]:
@@ -44,8 +46,25 @@ class Machine:
         """Record ``function`` as the machine's advance (a decorator); once only."""
         if self.advance_function is not None:
             raise TypeError(f"{self.definition.ref} already has an advance")
-        self.advance_function = function
+        self.advance_function = _coroutine(function, "advance")
         return function
+
+    def compensate(self, function: Advance) -> Advance:
+        """Record ``function`` as the compensation a cancellation runs (a decorator)."""
+        if self.definition.manifest.compensation is None:
+            raise TypeError(f"{self.definition.ref} declares no compensation")
+        if self.compensation_function is not None:
+            raise TypeError(f"{self.definition.ref} already has a compensation")
+        self.compensation_function = _coroutine(function, "compensation")
+        return function
+
+
+def _coroutine(function: Advance, what: str) -> Advance:
+    """An advance runs inside a database transaction and awaits its statements: it must
+    be an ``async def``."""
+    if not inspect.iscoroutinefunction(function):
+        raise TypeError(f"the {what} {function.__name__} must be an async def")
+    return function
 
 
 def machine(

@@ -112,6 +112,18 @@ def complete(
     return lifecycle(state, event, registry, command)
 
 
+def compensated(
+    state: Instance, event: Event, registry: Registry, command: AuditEntry | None
+) -> Instance:
+    """The declared compensation committed after a cancellation (its text is the data);
+    ``cancelled`` follows in the same transition."""
+    require_status(state, event, InstanceStatus.CANCELLING)
+    if manifest_of(state).compensation is None:
+        raise reject(event, f"{state.definition} declares no compensation")
+    _require_current(event, progress_of(state))
+    return state
+
+
 def _live(state: Instance, event: Event) -> tuple[MachineManifest, MachineProgress]:
     """The manifest and progress of a running machine that is not in a terminal state."""
     require_status(state, event, InstanceStatus.RUNNING)
@@ -167,4 +179,5 @@ RULES: dict[EventKind, FoldRule] = {
     K.TIMER_SCHEDULED: schedule_timer,
     K.TIMER_FIRED: fire_timer,
     K.COMPLETED: complete,
+    K.COMPENSATION_SUCCEEDED: compensated,
 }

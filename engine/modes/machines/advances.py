@@ -1,0 +1,240 @@
+"""Running a machine's code under a lease: its advances and its compensation.
+
+Retry is ``transactional`` (seed 000): an advance makes only declared database writes,
+so it runs inside the PostgreSQL transaction that records the state it returns, fenced
+by the work's lease (``leased_commits.commit`` with ``within``). There is no attempt
+bracket and no unknown outcome: the writes and the new state commit together or not at
+all, a stale owner's writes roll back with its transition, and a lost COMMIT answer is
+settled like every other commit. Each attempt:
+
+1. checks the work is still wanted (``gate``): the state it was made for, the attempt
+   that is next, not before its retry is due or its timer fired (the timer's
+   ``timer_fired`` is recorded with the attempt); a paused execution parks the work;
+2. decodes the start data and the current state for the machine's code, and runs the
+   advance with a ``MachineCall`` for at most ``ADVANCE_TIMEOUT``;
+3. checks the returned state (a variant, along an allowed edge, within
+   ``max_transitions``) and records it (``state_entered``); ``decide`` adds what follows.
+
+An advance that raises or runs out of time rolls its writes back and records
+``advance_failed``, with the next attempt due after a doubling backoff; the last one
+ends the execution dead. What no retry can mend (an unreadable state, an illegal edge,
+transitions used up) ends it dead at once, with its writes rolled back.
+
+A cancellation fences an advance in flight (its transition no longer fits the moved
+sequence, so it rolls back) and runs the declared compensation the same way; the
+execution is cancelled when the compensation commits. A failed compensation is tried
+again later, without history, and after ``max_attempts`` claims it becomes a dead letter
+for an operator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+import psycopg
+
+from engine.model.errors import ReplayRejected
+from engine.model.events import EventKind, json_data
+from engine.model.instance import InstanceStatus
+from engine.model.limits import (
+    ADVANCE_BACKOFF_FIRST,
+    ADVANCE_BACKOFF_MAX,
+    ADVANCE_TIMEOUT,
+    MAX_COMPENSATION_TEXT_BYTES,
+)
+from engine.model.transitions import Draft
+from engine.modes.machines import calls
+from engine.modes.machines.decide import (
+    DEAD_CORRUPT_STATE,
+    DEAD_ILLEGAL_TRANSITION,
+    DEAD_TRANSITIONS_EXHAUSTED,
+    dead,
+)
+from engine.modes.machines.declaration import Machine
+from engine.modes.machines.fold import manifest_of, progress_of
+from engine.store import leases
+from engine.worker.leased_commits import (
+    Context,
+    LeaseHolder,
+    Obsolete,
+    Park,
+    commit,
+    wait_until,
+)
+
+K = EventKind
+S = InstanceStatus
+log = logging.getLogger("wayline.machines")
+ADVANCE_RAISED = "advance-raised"
+ADVANCE_TIMED_OUT = "advance-timed-out"
+COMPENSATION_EXHAUSTED = "compensation-exhausted"
+
+
+@dataclass(frozen=True)
+class Order:
+    """What an advance's work asks for: ``attempt`` of the state entered by transition
+    ``transitions``, or (``compensate``) the compensation after a cancellation."""
+
+    attempt: int
+    transitions: int
+    compensate: bool
+
+
+def order_of(payload: str | None) -> Order | None:
+    """The order an advance's work payload holds; None when it holds none."""
+    try:
+        values = json.loads(payload or "")
+        return Order(int(values["attempt"]), int(values["transitions"]), bool(values["compensate"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class AttemptFailed(Exception):
+    """The attempt failed (``code``): its writes were rolled back."""
+
+    def __init__(self, code: str, final: bool = False) -> None:
+        super().__init__(code)
+        self.code = code
+        self.final = final
+        """No retry can mend it: the execution ends dead."""
+
+
+async def process_advance(ctx: Context, current: LeaseHolder) -> None:
+    """Run the advance (or compensation) that ``current``'s work names."""
+    lease = current.lease
+    order = order_of(lease.payload)
+    flow = ctx.activities.machine_for(lease.target)
+    if order is None or flow is None:
+        code = "invalid-advance-dispatch" if order is None else "advance-code-missing"
+        await leases.dead_letter(ctx.store, lease, code)
+        return
+    attempt = _Attempt(lease, flow, order)
+    try:
+        await commit(ctx, lease, attempt.gate, within=attempt.run)
+    except AttemptFailed as failure:
+        if order.compensate:
+            await _compensate_later(ctx, lease, flow, failure)
+        else:
+            await commit(ctx, lease, attempt.record(failure))
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    lease: leases.Lease
+    flow: Machine
+    order: Order
+
+    def gate(self, draft: Draft) -> None:
+        """Raise Obsolete, Park or NotDue unless the attempt may run now (see the
+        module); record the timer that fired for it."""
+        state, order = draft.state, self.order
+        assert state is not None
+        now = progress_of(state)
+        if state.status.terminal or now.transitions != order.transitions:
+            raise Obsolete
+        if order.compensate:
+            if state.status is not S.CANCELLING:
+                raise Obsolete
+            return
+        if state.status is S.PAUSED:
+            raise Park
+        if state.status is not S.RUNNING or now.attempts + 1 != order.attempt:
+            raise Obsolete
+        if now.retry_at is not None:
+            wait_until(draft, now.retry_at, self.lease.claimed_at)
+        if manifest_of(state).timer(now.state) is not None and now.timer_fired_at is None:
+            if now.timer_due_at is None:
+                raise Obsolete
+            wait_until(draft, now.timer_due_at, self.lease.claimed_at)
+            draft.add(K.TIMER_FIRED, step=now.state)
+
+    async def run(self, draft: Draft, conn: psycopg.AsyncConnection) -> None:
+        """Run the code in the commit's transaction and record what it returned."""
+        state = draft.state
+        assert state is not None
+        now = progress_of(state)
+        try:
+            parent, input = calls.start_data(state.input)
+            current = calls.decode(self.flow, now.state, now.data)
+        except calls.StateUnreadable as exc:
+            raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
+        attempt = self.lease.attempt if self.order.compensate else self.order.attempt
+        call = calls.MachineCall(state.instance_id, parent, input, current, attempt, conn)
+        result = await self._call(call)
+        if self.order.compensate:
+            text = result if isinstance(result, str) else ""
+            text = text.encode()[:MAX_COMPENSATION_TEXT_BYTES].decode(errors="ignore")
+            draft.add(
+                K.COMPENSATION_SUCCEEDED, step=now.state, attempt=attempt, data=json_data(text)
+            )
+        else:
+            self._enter(draft, result)
+
+    async def _call(self, call: calls.MachineCall) -> object:
+        flow = self.flow
+        code = flow.compensation_function if self.order.compensate else flow.advance_function
+        assert code is not None  # registration refuses a machine without it
+        try:
+            async with asyncio.timeout(ADVANCE_TIMEOUT.total_seconds()):
+                return await code(call)
+        except TimeoutError as exc:
+            raise AttemptFailed(ADVANCE_TIMED_OUT) from exc
+        except Exception as exc:
+            log.warning("%s of %s raised", code.__name__, call.execution_id, exc_info=True)
+            raise AttemptFailed(ADVANCE_RAISED) from exc
+
+    def _enter(self, draft: Draft, result: object) -> None:
+        """Record the state the advance returned, or end dead when it may not be."""
+        assert draft.state is not None
+        manifest, now = manifest_of(draft.state), progress_of(draft.state)
+        try:
+            name, fields = calls.encode(self.flow, result)
+        except calls.StateUnreadable as exc:
+            raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
+        if name not in manifest.targets(now.state):
+            raise AttemptFailed(DEAD_ILLEGAL_TRANSITION, final=True)
+        if now.transitions >= manifest.max_transitions:
+            raise AttemptFailed(DEAD_TRANSITIONS_EXHAUSTED, final=True)
+        data = json_data(fields) if fields else None
+        try:
+            draft.add(K.STATE_ENTERED, step=name, attempt=self.order.attempt, data=data)
+        except (ReplayRejected, ValueError) as exc:  # fields of the wrong type or size
+            raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
+
+    def record(self, failure: AttemptFailed):
+        """A build that records ``failure`` of this attempt (see the module)."""
+
+        def build(draft: Draft) -> None:
+            self.gate(draft)
+            assert draft.state is not None
+            if failure.final:
+                dead(draft, failure.code)
+                return
+            now, attempt = progress_of(draft.state), self.order.attempt
+            last = attempt >= manifest_of(draft.state).max_attempts
+            due = None if last else draft.now + backoff(attempt)
+            draft.add(
+                K.ADVANCE_FAILED, step=now.state, attempt=attempt, code=failure.code, due_at=due
+            )
+
+        return build
+
+
+def backoff(attempt: int) -> timedelta:
+    """How long after failed ``attempt`` the next one is due."""
+    return min(ADVANCE_BACKOFF_FIRST * 2 ** (attempt - 1), ADVANCE_BACKOFF_MAX)
+
+
+async def _compensate_later(
+    ctx: Context, lease: leases.Lease, flow: Machine, failure: AttemptFailed
+) -> None:
+    """A failed compensation runs again after a backoff; after ``max_attempts`` claims
+    its work is a dead letter, for an operator to retry or discard."""
+    if failure.final or lease.attempt >= flow.definition.manifest.max_attempts:
+        await leases.dead_letter(ctx.store, lease, COMPENSATION_EXHAUSTED)
+        return
+    await leases.retry_at(ctx.store, lease, ctx.store.now() + backoff(lease.attempt), failure.code)

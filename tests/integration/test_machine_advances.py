@@ -1,0 +1,234 @@
+"""A state machine's advances against a real PostgreSQL, on a controlled clock: each
+advance's database writes commit exactly with the state it returns, timers wait on the
+store's clock, failures back off and end dead, a cancellation compensates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from engine.decide import lifecycle
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
+from engine.model.events import EventKind
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.registry import Registry
+from engine.model.transitions import Draft
+from engine.modes import decide, follow
+from engine.modes.machines.advances import backoff
+from engine.modes.machines.calls import MachineCall
+from engine.store import reads
+from engine.store.clock import ManualClock
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
+from tests.fixtures.machines import document_approval as approval
+from tests.integration.factories import run_due
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=30)
+MACHINE = approval.flow.definition
+REGISTRY = Registry([MACHINE])
+TIMER = timedelta(seconds=60)
+K = EventKind
+S = InstanceStatus
+
+
+@pytest.fixture
+async def documents(aconn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
+    await aconn.execute(approval.DOCUMENTS)
+    return aconn
+
+
+@pytest.fixture
+def ctx(store: Store) -> Context:
+    return Context(store, approval.app, RegistrySource(store, REGISTRY))
+
+
+async def submitted(store: Store, aconn: psycopg.AsyncConnection, parent: str) -> str:
+    """An execution for document ``parent`` (a new draft), started now."""
+    await aconn.execute("INSERT INTO documents (id) VALUES (%s)", [parent])
+    execution = f"document_approval/{parent}"
+    start = {"input": "v1", "parent": parent}
+    draft = lifecycle.start_draft(REGISTRY, MACHINE, execution, store.now(), start)
+    decide(draft)
+    await store.commit(draft.build("start"))
+    return execution
+
+
+async def state_of(store: Store, execution: str) -> Instance:
+    return await reads.inspect(store, REGISTRY, execution)
+
+
+async def history(store: Store, execution: str) -> list:
+    return [event async for event in reads.export_history(store, execution)]
+
+
+async def document(aconn: psycopg.AsyncConnection, parent: str) -> tuple[str, int]:
+    """The document's status and how many reminders it was sent."""
+    status = "SELECT status FROM documents WHERE id = %s"
+    reminders = "SELECT count(*) FROM document_reminders WHERE id = %s"
+    (found,) = await (await aconn.execute(status, [parent])).fetchone()
+    (sent,) = await (await aconn.execute(reminders, [parent])).fetchone()
+    return found, sent
+
+
+async def decided(aconn: psycopg.AsyncConnection, parent: str, decision: str) -> None:
+    update = "UPDATE documents SET decision = %s, decided_by = 'ann' WHERE id = %s"
+    await aconn.execute(update, [decision, parent])
+
+
+async def in_review_until(
+    ctx: Context, clock: ManualClock, documents: psycopg.AsyncConnection, parent: str, decision: str
+) -> str:
+    """An execution for ``parent`` in review, its reviewer's ``decision`` made and its
+    timer due now."""
+    execution = await submitted(ctx.store, documents, parent)
+    await run_due(ctx)
+    await decided(documents, parent, decision)
+    clock.advance(TIMER)
+    return execution
+
+
+async def test_an_approval_is_reviewed_reminded_on_its_timer_and_approved(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    execution = await submitted(store, documents, "doc-1")
+
+    assert await run_due(ctx) == 1  # Submitted -> InReview(0), its timer due in 60 s
+    state = await state_of(store, execution)
+    assert (state.machine.state, state.machine.timer_due_at) == ("InReview", T0 + TIMER)
+    assert await document(documents, "doc-1") == ("in-review", 0)
+    assert await run_due(ctx) == 0, "the timer is not due yet"
+
+    clock.advance(TIMER)
+    assert await run_due(ctx) == 1  # no decision yet: a reminder, InReview(1)
+    assert (await state_of(store, execution)).machine.data == '{"reminders":1}'
+    assert await document(documents, "doc-1") == ("in-review", 1)
+
+    await decided(documents, "doc-1", "approved")
+    clock.advance(TIMER)
+    assert await run_due(ctx) == 1
+    state = await state_of(store, execution)
+    assert (state.status, state.machine.state, state.machine.data) == (
+        S.COMPLETED,
+        "Approved",
+        '{"by":"ann"}',
+    )
+    assert await document(documents, "doc-1") == ("approved", 1)
+    assert state.machine.transitions == 3
+
+
+async def test_a_review_nobody_decides_expires_after_its_reminders(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    execution = await submitted(store, documents, "doc-2")
+    await run_due(ctx)
+    for _ in range(approval.REMINDERS + 1):
+        clock.advance(TIMER)
+        assert await run_due(ctx) == 1
+
+    state = await state_of(store, execution)
+    assert (state.status, state.machine.state) == (S.COMPLETED, "Expired")
+    assert await document(documents, "doc-2") == ("in-review", approval.REMINDERS)
+
+
+async def test_a_failing_advance_backs_off_and_ends_dead_with_nothing_written(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    execution = await in_review_until(ctx, clock, documents, "doc-3", "explode")
+
+    for attempt in range(1, MACHINE.manifest.max_attempts):
+        assert await run_due(ctx) == 1
+        state = await state_of(store, execution)
+        assert (state.machine.attempts, state.machine.code) == (attempt, "advance-raised")
+        assert await run_due(ctx) == 0, "the next attempt waits for its backoff"
+        clock.advance(backoff(attempt))
+    assert await run_due(ctx) == 1
+
+    state = await state_of(store, execution)
+    assert (state.status, state.failure_code, state.result) == (
+        S.FAILED,
+        "dead-attempts-exhausted",
+        None,
+    )
+    assert await document(documents, "doc-3") == ("in-review", 0)
+
+
+async def test_an_advance_along_an_edge_the_manifest_lacks_ends_dead_and_rolls_back(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    execution = await in_review_until(ctx, clock, documents, "doc-4", "sideways")
+
+    assert await run_due(ctx) == 1
+
+    state = await state_of(store, execution)
+    assert (state.status, state.failure_code, state.machine.state) == (
+        S.FAILED,
+        "dead-illegal-transition",
+        "InReview",
+    )
+    kinds = [e.kind for e in await history(store, execution)]
+    assert kinds[-2:] == [K.TIMER_FIRED, K.FAILED]
+
+
+async def cancel(store: Store, execution: str, command_id: str) -> None:
+    state = await state_of(store, execution)
+    draft = Draft(REGISTRY, state, store.now())
+    record_command(draft, command_id, Action.CANCEL, "ann", "withdrawn")
+    follow(draft)
+    await store.commit(draft.build("command", command_id))
+
+
+async def test_a_cancellation_runs_the_compensation_and_then_cancels(
+    ctx: Context, store: Store, documents: psycopg.AsyncConnection
+) -> None:
+    execution = await submitted(store, documents, "doc-5")
+    await run_due(ctx)
+    await cancel(store, execution, "c-1")
+    assert (await state_of(store, execution)).status is S.CANCELLING
+
+    assert await run_due(ctx) == 1  # the compensation; the waiting timer is retired
+
+    state = await state_of(store, execution)
+    assert state.status is S.CANCELLED
+    assert await document(documents, "doc-5") == ("draft", 0)
+    events = await history(store, execution)
+    assert [e.kind for e in events][-2:] == [K.COMPENSATION_SUCCEEDED, K.CANCELLED]
+    assert events[-2].data == '"doc-5 is a draft again"'
+    assert await run_due(ctx) == 0
+
+
+async def test_a_cancellation_during_an_advance_rolls_the_advance_back(
+    store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    """The cancellation commits while the advance runs: the advance's transition no
+    longer fits, so its writes roll back with it and the compensation runs instead."""
+    execution = await submitted(store, documents, "doc-6")
+
+    async def cancelled_meanwhile(call: MachineCall) -> approval.Approval:
+        state = await approval.advance(call)  # a reminder, written in its transaction
+        if isinstance(call.state, approval.InReview):
+            await cancel(store, execution, "c-mid")
+        return state
+
+    flow = replace(approval.flow, advance_function=cancelled_meanwhile)
+    app = ActivityRegistry()
+    app.machine(flow)
+    ctx = Context(store, app, RegistrySource(store, REGISTRY))
+    await run_due(ctx)
+    clock.advance(TIMER)
+
+    await run_due(ctx)
+
+    state = await state_of(store, execution)
+    assert (state.status, state.machine.state, state.machine.transitions) == (
+        S.CANCELLED,
+        "InReview",
+        1,
+    )
+    assert await document(documents, "doc-6") == ("draft", 0), "the reminder rolled back"
