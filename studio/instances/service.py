@@ -24,7 +24,6 @@ from engine.decide import lifecycle
 from engine.model import inputs
 from engine.model.definitions import Definition
 from engine.model.errors import (
-    DecisionRejected,
     DefinitionNotFound,
     LimitExceeded,
     NotJSON,
@@ -231,8 +230,6 @@ async def start(
         ) from None
     except DefinitionNotFound as missing:
         raise NotFound(str(missing)) from None
-    except DecisionRejected as refused:  # a mode a plain start cannot run (a machine today)
-        raise Invalid(f"{name}@{version} cannot be started from here: {refused}") from None
     runtime.watcher.nudge()
     return state
 

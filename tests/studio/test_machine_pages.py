@@ -151,15 +151,19 @@ def test_a_dead_execution_is_marked_dead_where_it_stopped(
     assert viewer.get("/instances", params={"definition": NAME, "view": "all"}).status_code == 200
 
 
-def test_a_plain_start_of_a_machine_is_refused_clearly_not_failed(
+def test_the_start_form_starts_a_machine_in_its_initial_state(
     studio: LiveStudio, team: str
 ) -> None:
-    """Executions are submitted (a host operation still to come); until then the start
-    form says so instead of failing."""
     operator = studio.client(studio.user(team, Role.OPERATOR))
-    answer = operator.form("/instances", {"definition": f"{NAME}@1", "input": '"doc"'})
-    assert answer.status_code == 422
-    assert f"{NAME}@1 cannot be started from here" in answer.text
+    form = operator.get("/instances/new", params={"definition": NAME, "version": "1"})
+    assert form.status_code == 200
+    started = operator.form(
+        "/instances", {"definition": f"{NAME}@1", "input": '{"input": "doc", "parent": "p-3"}'}
+    )
+    assert started.status_code == 303
+    page = operator.get(started.headers["location"])
+    assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-running\b', page.text)
+    assert "running in Submitted" in page.text
 
 
 def test_importing_a_machine_previews_its_diagram(studio: LiveStudio, team: str) -> None:
