@@ -56,6 +56,7 @@ def test_a_machine_version_and_an_execution_moving_through_its_states(
     expect(page.locator("#edge-Submitted--InReview .count")).to_have_text("1")
     expect(page.locator("#machine-current")).to_have_text("InReview")
     expect(page.locator("#machine-fields")).to_contain_text("reminders")
+    expect(page.locator("#instance-actions").get_by_role("link", name="Cancel")).to_be_visible()
 
     # The execution moves on while the page is open: the page follows without a reload.
     page.evaluate("window.__sameDocument = true")
