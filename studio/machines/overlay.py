@@ -2,8 +2,9 @@
 
 The current state is marked with what it is doing (the step lists' state classes, so
 the colours and the legend mean the same: ``running`` when an advance is due,
-``waiting-timer``, ``retry-waiting``, ``succeeded`` once completed in a terminal state,
-``failed`` when dead or cancelled there), every edge taken with how often, and the
+``waiting-timer``, ``retry-waiting``, ``compensating`` while a cancellation runs the
+compensation, ``succeeded`` once completed in a terminal state, ``failed`` when dead or
+cancelled there), every edge taken with how often, and the
 edge taken last. ``view`` is the panel beside the diagram: the state's fields, what
 the execution has used of its bounds, its timer and its failed advances.
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.model.instance import Instance, InstanceStatus
+from engine.model.instance import UNWINDING_STATUSES, Instance, InstanceStatus
 from engine.modes.machines.fold import manifest_of, progress_of
 from studio.formats import format_when
 from studio.instances.step_states import StepState
@@ -29,7 +30,9 @@ from studio.machines.walk import Failure, Walk
 
 S = InstanceStatus
 DEAD = "dead-"
-LEGEND = ("running", "waiting-timer", "retry-waiting", "waiting", "succeeded", "failed")
+LEGEND = (
+    "running", "waiting-timer", "retry-waiting", "waiting", "compensating", "succeeded", "failed",
+)  # fmt: skip
 STATUS_WORDS = {
     S.PAUSED: "paused",
     S.CANCELLING: "cancelling",
@@ -64,6 +67,8 @@ def current(state: Instance) -> StepState:
         return StepState("failed", f"{'dead' if dead else 'failed'}: {state.failure_code}")
     if state.status.terminal:
         return StepState("failed", f"{state.status.label} here")
+    if state.status in UNWINDING_STATUSES:
+        return StepState("compensating", "cancelling: its compensation runs")
     if state.status is not S.RUNNING:
         return StepState("waiting", state.status.label)
     if manifest.timer(progress.state) is not None and progress.timer_fired_at is None:

@@ -10,7 +10,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
 from engine.model.events import EventKind
+from engine.model.transitions import Draft
 from engine.model.validation import parse_definition
 from engine.replay.fold import apply
 from studio.machines import overlay
@@ -107,6 +110,12 @@ def test_an_ended_execution_is_completed_dead_or_cancelled_where_it_stopped() ->
     assert overlay.current(done.state).state == "succeeded"  # type: ignore[arg-type]
     assert overlay.status(done.state, done.now) == "completed"  # type: ignore[arg-type]
     assert overlay.frontier(done.state) == set()  # type: ignore[arg-type]
+
+    started = approval()
+    cancel = Draft(started.registry, started.state, T0)
+    record_command(cancel, "c-1", Action.CANCEL, "ann", "no longer needed")
+    assert overlay.current(cancel.state).state == "compensating"  # type: ignore[arg-type]
+    assert overlay.status(cancel.state, T0) == "cancelling"  # type: ignore[arg-type]
 
     dead = approval()
     dead.append(K.FAILED, code="dead-attempts-exhausted")
