@@ -1,11 +1,11 @@
 """What the studio keeps of a replayed instance, in the engine's replay cache.
 
 An instance page needs the replayed state (status, progress per step, audit), every
-attempt (``studio.instances.attempts``), a machine's walk (``studio.machines.walk``) and,
-for live pages, the events that arrived since the
-page was drawn. All three come from one read of history: the engine's ``ReplayCache``
-replays an instance once and then reads only the events after its cached position;
-this module's ``Folding`` folds each event into all of them at once.
+attempt (``studio.instances.attempts``), a machine's walk (``studio.machines.walk``)
+and, for live pages, the events that arrived since the page was drawn. All of them
+come from one read of history: the engine's ``ReplayCache`` replays an instance once
+and then reads only the events after its cached position; this module's ``Folding``
+folds each event into all of them at once.
 """
 
 from __future__ import annotations
