@@ -1,7 +1,7 @@
 // Wayline studio: live instance pages (server-sent events) and small page helpers.
 // The page works without this file (links and forms; a refresh shows the news);
 // with it, a running instance's page follows the instance in place: node classes and
-// titles change, changed parts are swapped (only when their digest differs), and new
+// titles change (and a state diagram's edge counts), changed parts are swapped (only when their digest differs), and new
 // history rows are appended while the page shows the end of the history.
 (function () {
   "use strict";
@@ -13,6 +13,8 @@
       if (element.getAttribute("class") !== node["class"]) element.setAttribute("class", node["class"]);
       var title = element.querySelector("title");
       if (title && title.textContent !== node.title) title.textContent = node.title;
+      var count = element.querySelector(".count");
+      if (count && node.count !== undefined && count.textContent !== node.count) count.textContent = node.count;
     });
   }
 

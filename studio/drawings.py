@@ -3,8 +3,10 @@
 The engine never imports the studio, so a mode's drawing is not among the parts the
 engine installs; it is found here, by the same mode name. A drawing lays out a
 published version as a graph and says what each of its nodes is doing in an instance
-and where the instance stands. Step lists are drawn as blocks of steps; a new mode adds
-its drawing module and one entry below.
+and where the instance stands. Step lists are drawn as blocks of steps; machines as
+state diagrams (``studio.machines``), which also mark the edges an execution took, so
+their pages draw and update every element from its ``marks``. A new mode adds its
+drawing module and one entry below.
 """
 
 from __future__ import annotations
@@ -16,22 +18,47 @@ from typing import Any
 from engine.model.definitions import Definition, Mode
 from engine.model.instance import Instance
 from engine.modes import ModeNotSupported
-from studio.definitions.graph import Graph, layout
+from studio.definitions.diff import DefinitionDiff, diff_documents
+from studio.definitions.graph import layout
+from studio.instances.replays import Replayed
 from studio.instances.step_states import StepState, frontier, step_states
+from studio.machines import diagram, overlay
+from studio.machines.diff import diff_machines
+from studio.machines.marks import Mark
 
 
 @dataclass(frozen=True)
 class Drawing:
-    layout: Callable[[Any], Graph]
+    layout: Callable[[Any], Any]
     """The picture of a version, from its exchange-format document."""
     states: Callable[[Instance], dict[str, StepState]]
     """What each node is doing in an instance, by node name."""
     frontier: Callable[[Instance], set[str]]
     """The nodes the instance is at (none once it has ended or while it unwinds)."""
+    marks: Callable[[Any, Replayed], dict[str, Mark]] | None = None
+    """Every element's classes, title and count on an instance's page, for a picture
+    drawn from marks (``picture`` "states"); None when nodes are classed one by one."""
+    picture: str = "steps"
+    """Which macro draws the picture: ``steps`` (macros/graph.html) or ``states``
+    (machines/diagram.html)."""
+    diff: Callable[[Any, Any], DefinitionDiff] = diff_documents
+    """The structural diff between two versions' documents."""
 
 
 STEP_LIST = Drawing(layout, step_states, frontier)
-DRAWINGS: dict[str, Drawing] = {Mode.ORCHESTRATION: STEP_LIST, Mode.CHOREOGRAPHY: STEP_LIST}
+MACHINE = Drawing(
+    diagram.layout,
+    overlay.states,
+    overlay.frontier,
+    lambda picture, entry: overlay.execution_marks(picture, entry.state, entry.walk),
+    "states",
+    diff_machines,
+)
+DRAWINGS: dict[str, Drawing] = {
+    Mode.ORCHESTRATION: STEP_LIST,
+    Mode.CHOREOGRAPHY: STEP_LIST,
+    Mode.MACHINE: MACHINE,
+}
 
 
 def drawing_of(definition: Definition) -> Drawing:
@@ -40,3 +67,9 @@ def drawing_of(definition: Definition) -> Drawing:
     if found is None:
         raise ModeNotSupported(f"the studio cannot draw a {definition.mode} definition yet")
     return found
+
+
+def drawing_of_document(document: Any) -> Drawing:
+    """The drawing of a document's mode; a draft of no known mode is drawn as steps."""
+    mode = document.get("mode") if isinstance(document, dict) else None
+    return DRAWINGS.get(mode, STEP_LIST) if isinstance(mode, str) else STEP_LIST

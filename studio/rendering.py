@@ -26,9 +26,11 @@ from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
 from studio.instance_urls import instance_ref, instance_url
+from studio.machines.diagram import seconds_text
+from studio.machines.views import size
 
 STUDIO = Path(__file__).resolve().parent
-FEATURES = ("instances", "definitions", "operations", "drills", "accounts")
+FEATURES = ("instances", "definitions", "machines", "operations", "drills", "accounts")
 TEMPLATES = [STUDIO / "templates", *(STUDIO / feature / "templates" for feature in FEATURES)]
 """The shared layout and macros, then each feature's own folder of templates. A feature
 keeps its templates under a folder of its name (``instances/templates/instances/``), so
@@ -56,6 +58,8 @@ def _configure(engine: Any) -> None:
     env.filters["short"] = short_fingerprint
     env.filters["when"] = format_when
     env.filters["duration"] = format_duration
+    env.filters["size"] = size
+    env.filters["timer"] = seconds_text
     env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
     env.filters["shown"] = shown
     env.filters["verdict_pill"] = verdict_pill

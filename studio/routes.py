@@ -33,6 +33,7 @@ from studio.instances import intervention_pages as interventions
 from studio.instances import live_pages as instance_live
 from studio.instances import pages as instances
 from studio.machines import api as api_machines
+from studio.machines import pages as machine_editor
 from studio.machines.schemas import RESUBMITTED
 from studio.operations import dead_letter_pages as dead_letters
 from studio.operations import dead_letters_api as api_dead_letters
@@ -128,6 +129,12 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", DRAFT + "/json", editor.replace_json, A),
     Route("POST", DRAFT + "/publish", editor.publish_draft, A),
     Route("POST", DRAFT + "/discard", editor.discard_draft, A),
+    Route("POST", DRAFT + "/machine/add-state", machine_editor.add_state, A),
+    Route("POST", DRAFT + "/machine/state", machine_editor.update_state, A),
+    Route("POST", DRAFT + "/machine/remove-state", machine_editor.remove_state, A),
+    Route("POST", DRAFT + "/machine/add-edge", machine_editor.add_edge, A),
+    Route("POST", DRAFT + "/machine/remove-edge", machine_editor.remove_edge, A),
+    Route("POST", DRAFT + "/machine/bounds", machine_editor.set_bounds, A),
     # Instances: list, start, inspect, follow, act
     Route("GET", "/instances", instances.list_page, V),
     Route("GET", "/instances/new", instances.start_page, OP),

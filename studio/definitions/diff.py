@@ -82,7 +82,7 @@ def diff_documents(left: Any, right: Any) -> DefinitionDiff:
         if name not in before:
             changes.append(StepChange(name, _kind(step), Change.ADDED))
             continue
-        fields = _field_changes(before[name], step)
+        fields = field_changes(before[name], step)
         if name in moved:
             fields.append(FieldChange("position", *moved[name]))
         if fields:
@@ -122,7 +122,8 @@ def _steps_by_name(document: Any) -> dict[str, dict[str, Any]]:
     return steps
 
 
-def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
+def field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
+    """The fields of two objects that differ, on dotted paths, leading ones first."""
     old, new = flatten(before), flatten(after)
     return [
         FieldChange(key, old.get(key), new.get(key))

@@ -25,7 +25,10 @@ from studio.definitions import service as definitions
 from studio.definitions.draft_edits import Edited, EditRejected
 from studio.definitions.drafts import Draft, DraftChanged
 from studio.definitions.workspace import Selection, build_workspace
+from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
+from studio.machines.authoring import build as machine_workspace
+from studio.machines.edits import new_machine
 from studio.operations import workers
 from studio.principal import Principal
 from studio.rendering import (
@@ -40,6 +43,8 @@ from studio.roles import Access
 from studio.runtime import Runtime
 
 WORKSPACE = "drafts/workspace.html"
+MACHINE_EDITOR = "machines/editor.html"
+"""A machine draft's editor: plain forms, each edit a post and a redirect back."""
 
 
 def draft_url(draft_id: str, step: str = "", view: str = "") -> str:
@@ -77,6 +82,14 @@ class DraftEditor:
         **extra: Any,
     ) -> Template:
         principal, runtime = self.principal, self.runtime
+        if drawing_of_document(draft.document).picture == "states":
+            machine = machine_workspace(
+                draft,
+                selection.step,
+                editable=principal.can(Access.AUTHOR),
+                error=extra.get("error", ""),
+            )
+            return page(self.request, MACHINE_EDITOR, "definitions", status=status, mw=machine)
         workspace = build_workspace(
             draft,
             editable=principal.can(Access.AUTHOR),
@@ -147,9 +160,16 @@ async def create_draft(
     name = values.get("name", "").strip()
     if not name:
         raise Invalid("give the new definition a name")
-    draft = await drafts.create_empty(
-        runtime, principal.team_id, principal.actor, name, values.get("version", "1")
-    )
+    version = values.get("version", "1")
+    if values.get("kind") == "machine":
+        document = new_machine(name, version.strip() or "1")
+        draft = await drafts.create_from_document(
+            runtime, principal.team_id, principal.actor, document
+        )
+    else:
+        draft = await drafts.create_empty(
+            runtime, principal.team_id, principal.actor, name, version
+        )
     return see_other(draft_url(draft.draft_id))
 
 

@@ -24,7 +24,9 @@ from studio.definitions.editor_pages import draft_url
 from studio.definitions.graph import layout, node_classes
 from studio.definitions.problems import check_document
 from studio.definitions.structure import read_structure
+from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
+from studio.machines.views import machine_view
 from studio.operations import workers
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page, see_other
@@ -38,10 +40,14 @@ MAX_UPLOAD_BYTES = draft_edits.MAX_DOCUMENT_CHARS
 
 
 def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, Any]:
-    """What the read-only graph macro needs for a document."""
-    graph = layout(document)
+    """What the read-only picture macro needs for a document, drawn by its mode;
+    ``marks`` (a diff's) says which steps, or states and edges, changed."""
+    drawing = drawing_of_document(document)
+    if drawing.picture == "states":
+        return machine_view(document, marks)
     return {
-        "graph": graph,
+        "picture": drawing.picture,
+        "graph": layout(document),
         "structure": read_structure(document),
         "classes": lambda node: node_classes(node, None, marks),
     }

@@ -14,8 +14,9 @@ from typing import Any
 from engine import ChildDefinitionNotFound, DefinitionConflict
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
 from engine.queries import PublishedVersion
-from studio.definitions.diff import DefinitionDiff, diff_documents
+from studio.definitions.diff import DefinitionDiff
 from studio.definitions.problems import Problems, check_document
+from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid, NotFound
 from studio.runtime import Runtime
 
@@ -137,7 +138,8 @@ async def compare(
         if missing:
             raise NotFound(f"{name}@{missing[0]} is not published in this team")
         older, newer = by_version[left or ""], by_version[right or ""]
-    diff = diff_documents(export_document(older), export_document(newer))
+    left_document, right_document = export_document(older), export_document(newer)
+    diff = drawing_of_document(right_document).diff(left_document, right_document)
     return Comparison(older, newer, diff)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.model.definitions import Definition, Step, StepKind
+from engine.model.definitions import Definition, Mode, Step, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.transitions import Draft, WorkKind
@@ -26,6 +26,8 @@ from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptRecord
 from studio.instances.replays import Replayed
 from studio.instances.service import require_row
 from studio.instances.step_states import StepState
+from studio.machines import overlay as machine_overlay
+from studio.machines.overlay import MachineView
 from studio.runtime import Runtime
 
 WORK_SHOWN = 200
@@ -78,6 +80,8 @@ class InstanceDetail:
     work: list[WorkRow]
     now: datetime
     signal_slots: list[SignalSlot] = field(default_factory=list)
+    machine: MachineView | None = None
+    """A machine's state panel (None for other modes)."""
 
     @property
     def state(self) -> Instance:
@@ -132,16 +136,20 @@ async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> Inst
     registry = await runtime.client.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
+    machine = None
+    if state.spec is not None and state.spec.mode == Mode.MACHINE:
+        machine = machine_overlay.view(state, entry.walk, now)
     return InstanceDetail(
         row=row,
         replayed=entry,
         states=drawing_of(state.spec).states(state),
         offers=offers(state, registry, now),
-        position=position(state, registry, now),
+        position=machine.position if machine else position(state, registry, now),
         attempts=attempt_rows(entry, work, now),
         work=work,
         now=now,
         signal_slots=signal_slots(state),
+        machine=machine,
     )
 
 

@@ -32,6 +32,7 @@ from studio.instances.history import HistoryFilter
 from studio.instances.sections import (
     LEGEND,
     graph_of,
+    marks_of,
     node_class,
     node_title,
     render_section,
@@ -39,6 +40,7 @@ from studio.instances.sections import (
     structure_of,
 )
 from studio.instances.service import InstanceFilters
+from studio.machines.overlay import LEGEND as MACHINE_LEGEND
 from studio.paging import format_cursor
 from studio.principal import Principal
 from studio.rendering import form_values, is_htmx, page, see_other
@@ -180,14 +182,16 @@ async def state_panel(
 
 
 def _state_context(request: Request, detail: InstanceDetail) -> dict[str, Any]:
+    marks = marks_of(detail)
     return {
         "d": detail,
         "sections": render_sections(request, detail),
         "graph": graph_of(detail),
+        "marks": marks,
         "structure": structure_of(detail),
         "classes": lambda node: node_class(node, detail.states),
         "titles": lambda node: node_title(node, detail.states),
-        "legend": LEGEND,
+        "legend": LEGEND if marks is None else MACHINE_LEGEND,
     }
 
 

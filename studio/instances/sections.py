@@ -7,7 +7,8 @@ own template into an element with a stable id and a digest of its content, so a 
 update (or an action's response) can replace exactly the parts that changed, and a
 browser skips a part whose digest it already shows: a form someone is typing in is
 never replaced by an identical copy. The graph is never re-rendered after the page
-opens: only its nodes' classes and titles change (``node_updates``).
+opens: only its nodes' classes and titles change (``node_updates``; for a machine,
+every state's and edge's mark, with the edges' counts).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from litestar import Request
 from markupsafe import Markup
 
 from engine.model.definitions import definition_to_json
-from studio.definitions.graph import Graph, Node, node_classes
+from studio.definitions.graph import Node, node_classes
 from studio.definitions.structure import read_structure
 from studio.drawings import drawing_of
 from studio.instances.detail import InstanceDetail
 from studio.instances.step_states import STATES, StepState
+from studio.machines.marks import Mark
 from studio.rendering import fragment
 
 SECTIONS = (
@@ -40,7 +42,7 @@ SECTIONS = (
     "audit",
 )
 """Element ids (``instance-<name>``) and templates (``instances/_<name>.html``)."""
-LAYOUTS: dict[str, Graph] = {}
+LAYOUTS: dict[str, Any] = {}
 MAX_LAYOUTS = 64
 
 
@@ -72,7 +74,7 @@ def render_section(
     return Section(element_id, html, digest)
 
 
-def graph_of(detail: InstanceDetail) -> Graph:
+def graph_of(detail: InstanceDetail) -> Any:
     """The layout of the instance's pinned version (cached by fingerprint: it never changes)."""
     fingerprint = detail.state.definition.fingerprint
     found = LAYOUTS.get(fingerprint)
@@ -102,8 +104,17 @@ def node_title(node: Node, states: dict[str, StepState]) -> str:
     return f"{where}, {state.state} ({state.note})" if state else where
 
 
+def marks_of(detail: InstanceDetail) -> dict[str, Mark] | None:
+    """Every element's mark, for a picture drawn from marks (a machine's); else None."""
+    marks = drawing_of(detail.definition).marks
+    return marks(graph_of(detail), detail.replayed) if marks else None
+
+
 def node_updates(detail: InstanceDetail) -> list[dict[str, str]]:
-    """For each step node: its element id, classes and title now."""
+    """For each step node (or each marked element): its element id, classes and title now."""
+    marks = marks_of(detail)
+    if marks is not None:
+        return [mark.update(element_id) for element_id, mark in marks.items()]
     return [
         {
             "id": node.node_id,

@@ -15,6 +15,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import httpx
@@ -23,12 +24,16 @@ import uvicorn
 from psycopg import sql
 
 from engine.client import Client
+from engine.decide.lifecycle import start_draft
 from engine.decide.operator_actions import Action
+from engine.model.events import EventKind
+from engine.model.transitions import Draft
 from engine.model.validation import parse_definition
 from engine.store import catalog, sweeps, workers
 from engine.store.migrations import apply_migrations
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
+from engine.worker.instance_cache import InstanceCache, RegistrySource
 from engine.worker.loop import Worker, WorkerConfig
 from studio.accounts import people
 from studio.accounts.passwords import Argon2Cost
@@ -157,6 +162,41 @@ class LiveStudio:
         chosen = instance_id or f"{name}-{uuid.uuid4().hex[:8]}"
         self.run(lambda store: Client(store).start(name, chosen, input, version, tenant=team))
         return chosen
+
+    def start_machine(self, team: str, name: str, input: Any, version: str = "1") -> str:
+        """Start an execution of the machine ``name``: its ``instance_started`` alone, as
+        a plain start writes it (the machine's advance is the worker's, not here)."""
+        chosen = f"{name}-{uuid.uuid4().hex[:8]}"
+
+        async def start(store: Store) -> None:
+            registry = await RegistrySource(store).refresh()
+            definition = registry.get(name, version)
+            assert definition is not None, f"{name}@{version} is not published"
+            draft = start_draft(registry, definition, chosen, store.now(), input)
+            await store.commit(draft.build("start"), team)
+
+        self.run(start)
+        return chosen
+
+    def machine_event(
+        self, instance_id: str, kind: EventKind, later: timedelta = timedelta(0), **fields: Any
+    ) -> None:
+        """Commit one machine event (``state_entered``, ``advance_failed``, a timer's,
+        ``completed``) as the machine's runtime will: replay checks it on the way in.
+        It happens ``later`` than now (a timer fires when it is due); a ``due_at`` given
+        as a timedelta is that long after the event."""
+
+        async def commit(store: Store) -> None:
+            registries = RegistrySource(store)
+            state = await InstanceCache(store, registries).load(instance_id)
+            now = max(store.now(), state.updated_at) + later
+            if isinstance(fields.get("due_at"), timedelta):
+                fields["due_at"] = now + fields["due_at"]
+            draft = Draft(await registries.get(), state, now)
+            draft.add(kind, **fields)
+            await store.commit(draft.build())
+
+        self.run(commit)
 
     def command(
         self, instance_id: str, action: Action, reason: str = "test", **effect: Any

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from studio.definitions.diff import Change, diff_documents, flatten
+from studio.machines.diff import diff_machines
+from tests.unit.machines import approval_document
 
 BASE = {
     "name": "d",
@@ -53,3 +55,26 @@ def test_a_reordered_step_is_reported_as_moved() -> None:
 
 def test_flatten_uses_dotted_paths() -> None:
     assert flatten({"a": {"b": {"c": 1}}, "d": [1, 2]}) == {"a.b.c": 1, "d": [1, 2]}
+
+
+def test_machines_diff_by_states_edges_timers_and_bounds() -> None:
+    old = approval_document()
+    assert diff_machines(old, old).empty
+    new = approval_document()
+    new["state"]["variants"][4]["name"] = "TimedOut"
+    new["terminal"] = ["Approved", "Rejected", "TimedOut"]
+    new["transitions"]["InReview"] = ["InReview", "Approved", "Rejected", "TimedOut"]
+    new["max_transitions"] = 16
+    new["grants"] = ["DbRead<Documents>"]
+    diff = diff_machines(old, new)
+    assert [(f.field, f.before, f.after) for f in diff.top] == [
+        ("max_transitions", 8, 16),
+        ("grants", ["DbRead<Documents>", "DbWrite<Documents>"], ["DbRead<Documents>"]),
+    ]
+    assert [(s.step, s.kind, s.change.value) for s in diff.steps] == [
+        ("TimedOut", "state", "added"),
+        ("Expired", "state", "removed"),
+        ("InReview → TimedOut", "edge", "added"),
+        ("InReview → Expired", "edge", "removed"),
+    ]
+    assert diff.marks("left") == {"Expired": "removed", "InReview → Expired": "removed"}

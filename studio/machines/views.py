@@ -1,0 +1,44 @@
+"""What the definition pages hand the templates for a machine: its diagram, each
+element's marks (a diff's changes among them) and the manifest's states to list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.model.definitions import Definition
+from engine.modes.machines.manifest import MachineManifest
+from studio.machines.diagram import layout, read_shape
+from studio.machines.marks import Mark, marks
+
+EDGE_ARROW = " → "
+"""How a diff names an edge (``InReview → Expired``), and how its marks are split."""
+
+
+def machine_view(document: Any, changes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The picture of a machine document; ``changes`` (a diff's marks) name states and
+    edges (``From → To``) with ``added``, ``removed`` or ``changed``."""
+    diagram = layout(document)
+    states: dict[str, Mark] = {}
+    edges: dict[tuple[str, str], Mark] = {}
+    for name, change in (changes or {}).items():
+        source, arrow, target = name.partition(EDGE_ARROW)
+        if arrow:
+            edges[(source, target)] = Mark(f"diff-{change}", f"{name}: {change}")
+        else:
+            states[name] = Mark(f"diff-{change}")
+    return {
+        "picture": "states",
+        "graph": diagram,
+        "marks": marks(diagram, states, edges),
+        "shape": read_shape(document),
+    }
+
+
+def size(definition: Definition, noun: bool = True) -> str:
+    """How big a definition is: its steps, or a machine's states (always with the noun,
+    so a list that shows bare step counts still tells a machine apart)."""
+    if isinstance(definition.manifest, MachineManifest):
+        count = len(definition.manifest.variants)
+        return f"{count} state{'s' if count != 1 else ''}"
+    count = len(definition.steps)
+    return f"{count} step{'s' if count != 1 else ''}" if noun else str(count)

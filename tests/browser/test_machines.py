@@ -1,0 +1,118 @@
+"""A machine in the browser: its version page draws the state diagram, and an
+execution's page highlights its current state and the edges it took, live.
+
+The machine's worker side is not built yet, so the test writes the execution's
+history itself, as the runtime will (``LiveStudio.start_machine`` and
+``machine_event``, each event checked by replay on the way in).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from engine.model.events import EventKind
+from studio.roles import Role
+from tests.browser.conftest import settled, sign_in
+from tests.studio.live import LiveStudio
+from tests.unit.machines import approval_document
+
+K = EventKind
+
+
+def test_a_machine_version_and_an_execution_moving_through_its_states(
+    page: Page, studio: LiveStudio, tmp_path: Path
+) -> None:
+    team = studio.team("machines")
+    document = approval_document()
+    document["name"] = "approval_browser"
+    studio.publish(team, document)
+    sign_in(page, studio.user(team, Role.OPERATOR))
+
+    page.goto("/definitions/approval_browser/versions/1")
+    diagram = page.locator("svg.state-diagram")
+    expect(diagram.locator(".node")).to_have_count(5)
+    expect(diagram.locator(".transition")).to_have_count(5)
+    expect(page.locator("#state-Submitted")).to_have_class(re.compile(r"\binitial\b"))
+    expect(page.locator("#state-entry")).to_be_visible()
+    expect(page.locator("#state-InReview .timer-badge")).to_have_text("⏱ 1 min")
+    expect(page.locator("#state-Expired .ring")).to_have_count(1)
+    expect(page.locator("#edge-InReview--InReview")).to_have_class(re.compile(r"route-self"))
+    page.screenshot(path=str(tmp_path / "version.png"))
+
+    execution = studio.start_machine(team, "approval_browser", {"input": "doc", "parent": "p"})
+    studio.machine_event(
+        execution, K.STATE_ENTERED, step="InReview", attempt=1, data='{"reminders":0}'
+    )
+    page.goto(f"/instances/{execution}")
+    settled(page)
+    current = page.locator("#state-InReview")
+    expect(current).to_have_class(re.compile(r"\bcurrent\b.*\bstate-waiting-timer\b"))
+    expect(page.locator("#state-Submitted")).not_to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator("#edge-Submitted--InReview")).to_have_class(re.compile(r"\btaken\b"))
+    expect(page.locator("#edge-Submitted--InReview .count")).to_have_text("1")
+    expect(page.locator("#machine-current")).to_have_text("InReview")
+    expect(page.locator("#machine-fields")).to_contain_text("reminders")
+    expect(page.locator("#instance-actions").get_by_role("link", name="Cancel")).to_be_visible()
+
+    # The execution moves on while the page is open: the page follows without a reload.
+    page.evaluate("window.__sameDocument = true")
+    studio.machine_event(
+        execution, K.TIMER_SCHEDULED, step="InReview", due_at=timedelta(seconds=60)
+    )
+    studio.machine_event(execution, K.TIMER_FIRED, step="InReview", later=timedelta(seconds=61))
+    studio.machine_event(
+        execution, K.STATE_ENTERED, step="Approved", attempt=1, data='{"by":"ann"}'
+    )
+    studio.machine_event(execution, K.COMPLETED)
+    expect(page.locator("#state-Approved")).to_have_class(
+        re.compile(r"\bcurrent\b.*\bstate-succeeded\b")
+    )
+    expect(page.locator("#edge-InReview--Approved")).to_have_class(re.compile(r"\btaken last\b"))
+    expect(page.locator("#edge-InReview--Approved .count")).to_have_text("1")
+    expect(current).not_to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator("#machine-status")).to_have_text("completed")
+    expect(page.locator("#live-badge")).to_have_text("ended")
+    assert page.evaluate("window.__sameDocument") is True
+    page.screenshot(path=str(tmp_path / "execution.png"), full_page=True)
+
+
+def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("machine-authors")
+    sign_in(page, studio.user(team, Role.AUTHOR))
+    expect(page.locator("details.new-definition")).to_have_attribute("open", "")  # a new team
+    page.get_by_label("Name", exact=True).fill("drawn.approval")
+    page.get_by_label("Kind").select_option("machine")
+    page.get_by_role("button", name="Create draft").click()
+    expect(page.locator("#draft-status")).to_contain_text("Valid")
+    expect(page.locator("svg.state-diagram .node")).to_have_count(2)
+
+    page.get_by_label("Name", exact=True).nth(1).fill("Review")
+    page.locator("#new-state-fields").fill("reminders: integer")
+    page.get_by_role("button", name="Add state").click()
+    review = page.locator("#state-Review")
+    expect(review).to_have_class(re.compile(r"\binvalid\b.*\bselected\b"))
+    expect(review.locator(".badge")).to_have_text("1")
+    expect(page.locator("#state-problems")).to_contain_text("Review is unreachable from Start")
+    expect(page.locator("#publish-button")).to_be_disabled()
+
+    page.get_by_role("link", name="Select state Start").click()
+    page.get_by_label("Add an edge to").select_option("Review")
+    page.get_by_role("button", name="Add edge").click()
+    page.get_by_role("link", name="Select state Review").click()
+    page.get_by_label("Add an edge to").select_option("Done")
+    page.get_by_role("button", name="Add edge").click()
+    page.get_by_label("Timer (seconds; empty for none)").fill("120")
+    page.get_by_role("button", name="Save state").click()
+    expect(page.locator("#draft-status")).to_contain_text("Valid")
+    expect(page.locator("#state-Review")).not_to_have_class(re.compile(r"\binvalid\b"))
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("⏱ 2 min")
+    expect(page.locator("#edge-Start--Review")).to_have_count(1)
+
+    page.get_by_role("button", name="Publish").click()
+    page.wait_for_url("**/definitions/drawn.approval/versions/1?published=new")
+    expect(page.locator("svg.state-diagram .node")).to_have_count(3)
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("⏱ 2 min")

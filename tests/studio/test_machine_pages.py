@@ -1,0 +1,174 @@
+"""Machines over HTTP: the definition list, versions and their diff, the version page's
+state diagram, and the instance list, page and API of an execution, beside step lists.
+
+The machine's worker side is not built yet, so executions are written as its runtime
+will write them (``LiveStudio.start_machine`` and ``machine_event``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from engine.model.events import EventKind
+from studio.instance_urls import instance_url
+from studio.roles import Role
+from tests.studio.live import LiveStudio, SignedInClient, definition
+from tests.unit.machines import approval_document
+
+K = EventKind
+NAME = "approval_pages"
+
+
+def second_version() -> dict[str, Any]:
+    """Version 2: an escalation state and edge, a longer timer, more attempts, and
+    Rejected keeps a code; InReview can no longer loop on itself."""
+    document = approval_document()
+    document.update(name=NAME, version="2", max_attempts=5, timers={"InReview": 120})
+    document["state"]["variants"].append({"name": "Escalated", "fields": {"to": "text"}})
+    document["state"]["variants"][3]["fields"]["code"] = "integer"
+    document["transitions"] = {
+        "Submitted": ["InReview"],
+        "InReview": ["Approved", "Rejected", "Expired", "Escalated"],
+        "Escalated": ["Approved", "Rejected"],
+    }
+    return document
+
+
+@pytest.fixture(scope="module")
+def team(studio: LiveStudio) -> str:
+    team = studio.team("machines")
+    studio.publish(team, {**approval_document(), "name": NAME})
+    studio.publish(team, second_version())
+    studio.publish(team, definition("steps.beside"))
+    return team
+
+
+@pytest.fixture(scope="module")
+def viewer(studio: LiveStudio, team: str) -> SignedInClient:
+    return studio.client(studio.user(team, Role.VIEWER))
+
+
+def test_the_definition_list_shows_a_machine_beside_step_lists(viewer: SignedInClient) -> None:
+    page = viewer.get("/definitions")
+    assert page.status_code == 200
+    row = re.search(rf"<tr[^>]*>(?:(?!</tr>).)*{NAME}(?:(?!</tr>).)*</tr>", page.text, re.S)
+    assert row and "5 states" not in row.group(0) and "6 states" in row.group(0)
+    assert "steps.beside" in page.text
+
+
+def test_the_version_page_draws_the_state_diagram(viewer: SignedInClient) -> None:
+    page = viewer.get(f"/definitions/{NAME}/versions/1")
+    assert page.status_code == 200
+    assert 'class="graph state-diagram"' in page.text
+    for state in ("Submitted", "InReview", "Approved", "Rejected", "Expired"):
+        assert f'id="state-{state}"' in page.text
+    assert re.search(r'id="state-Submitted" class="[^"]*\binitial\b', page.text)
+    assert re.search(r'id="state-Expired" class="[^"]*\bterminal-state\b', page.text)
+    assert "⏱ 1 min" in page.text and 'id="state-entry"' in page.text
+    assert re.search(r'id="edge-InReview--InReview" class="[^"]*route-self', page.text)
+    assert 'id="states-outline"' in page.text and "at most 3 attempts per state" in page.text
+
+
+def test_two_versions_diff_by_states_edges_timers_and_bounds(viewer: SignedInClient) -> None:
+    page = viewer.get(f"/definitions/{NAME}", params={"left": "1", "right": "2"})
+    assert page.status_code == 200
+    assert re.search(r'id="right-state-Escalated" class="[^"]*diff-added', page.text)
+    assert re.search(r'id="left-edge-InReview--InReview" class="[^"]*diff-removed', page.text)
+    assert re.search(r'id="right-edge-Escalated--Approved" class="[^"]*diff-added', page.text)
+    assert "State or edge" in page.text and "new edge" in page.text
+    api = viewer.get(f"/api/definitions/{NAME}/diff", params={"left": "1", "right": "2"})
+    body = api.json()
+    top = {c["field"]: (c["before"], c["after"]) for c in body["top"]}
+    assert top["max_attempts"] == (3, 5)
+    changes = {(s["step"], s["kind"], s["change"]) for s in body["steps"]}
+    assert {
+        ("Escalated", "state", "added"),
+        ("InReview", "state", "changed"),
+        ("Rejected", "state", "changed"),
+        ("InReview → Escalated", "edge", "added"),
+        ("InReview → InReview", "edge", "removed"),
+    } <= changes
+    in_review = next(s for s in body["steps"] if s["step"] == "InReview")
+    assert [(f["field"], f["before"], f["after"]) for f in in_review["fields"]] == [
+        ("timer", 60, 120)
+    ]
+
+
+def test_an_execution_is_listed_filtered_and_drawn_with_its_state(
+    studio: LiveStudio, team: str, viewer: SignedInClient
+) -> None:
+    execution = studio.start_machine(team, NAME, {"input": "doc", "parent": "p-1"})
+    studio.machine_event(
+        execution, K.STATE_ENTERED, step="InReview", attempt=1, data='{"reminders":2}'
+    )
+    studio.machine_event(
+        execution, K.TIMER_SCHEDULED, step="InReview", due_at=timedelta(seconds=60)
+    )
+    listed = viewer.get("/instances", params={"definition": NAME})
+    assert listed.status_code == 200 and execution in listed.text
+    assert viewer.get("/instances", params={"definition": "steps.beside"}).status_code == 200
+    assert execution not in viewer.get("/instances", params={"definition": "steps.beside"}).text
+
+    page = viewer.get(instance_url(execution))
+    assert page.status_code == 200
+    assert re.search(r'id="state-InReview" class="[^"]*\bcurrent state-waiting-timer\b', page.text)
+    assert re.search(r'id="edge-Submitted--InReview" class="[^"]*\btaken last\b', page.text)
+    assert 'id="machine-current">InReview<' in page.text
+    assert 'id="machine-timer-due"' in page.text and "2 of 8" not in page.text
+    assert "1 of 8" in page.text and "reminders" in page.text
+    assert "waiting in InReview" in page.text
+
+    studio.machine_event(execution, K.TIMER_FIRED, step="InReview", later=timedelta(seconds=61))
+    studio.machine_event(
+        execution,
+        K.ADVANCE_FAILED,
+        step="InReview",
+        attempt=1,
+        code="db-down",
+        due_at=timedelta(seconds=1),
+    )
+    page = viewer.get(instance_url(execution))
+    assert 'id="advance-failures"' in page.text and "db-down" in page.text
+    assert re.search(r'id="state-InReview" class="[^"]*\bstate-retry-waiting\b', page.text)
+
+    api = viewer.get(f"/api{instance_url(execution)}")
+    assert api.status_code == 200
+
+
+def test_a_dead_execution_is_marked_dead_where_it_stopped(
+    studio: LiveStudio, team: str, viewer: SignedInClient
+) -> None:
+    execution = studio.start_machine(team, NAME, {"input": "doc", "parent": "p-2"})
+    studio.machine_event(execution, K.FAILED, code="dead-authorization")
+    page = viewer.get(instance_url(execution))
+    assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-failed\b', page.text)
+    assert 'id="machine-status">dead<' in page.text
+    assert viewer.get("/instances", params={"definition": NAME, "view": "all"}).status_code == 200
+
+
+def test_the_start_form_starts_a_machine_in_its_initial_state(
+    studio: LiveStudio, team: str
+) -> None:
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    form = operator.get("/instances/new", params={"definition": NAME, "version": "1"})
+    assert form.status_code == 200
+    started = operator.form(
+        "/instances", {"definition": f"{NAME}@1", "input": '{"input": "doc", "parent": "p-3"}'}
+    )
+    assert started.status_code == 303
+    page = operator.get(started.headers["location"])
+    assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-running\b', page.text)
+    assert "running in Submitted" in page.text
+
+
+def test_importing_a_machine_previews_its_diagram(studio: LiveStudio, team: str) -> None:
+    author = studio.client(studio.user(team, Role.AUTHOR))
+    preview = author.form("/definitions/import", {"document": json.dumps(approval_document())})
+    assert preview.status_code == 200
+    assert "document_approval@1</strong>, 5 states" in preview.text
+    assert 'id="preview-state-InReview"' in preview.text
