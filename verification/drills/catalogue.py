@@ -14,6 +14,7 @@ from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
     leases,
+    machines,
     network,
     replay,
     server,
@@ -160,8 +161,45 @@ def named(master: int) -> list[DrillSpec]:
     ]
 
 
+MACHINE_FAULTS = (
+    ("M1", Boundary.AFTER_CLAIM, Action.KILL, "SIGKILL before an advance"),
+    ("M1", Boundary.BEFORE_COMMIT, Action.KILL, "SIGKILL during an advance, its writes made"),
+    ("M1", Boundary.AFTER_COMMIT, Action.KILL, "SIGKILL after an advance committed"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT, "an advance's COMMIT cut unsent"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT, "an advance's COMMIT answer cut"),
+    ("M4", Boundary.AFTER_CLAIM, Action.PAUSE, "owner stopped before an advance past its lease"),
+    ("M4", Boundary.BEFORE_COMMIT, Action.PAUSE, "owner stopped in an advance's transaction"),
+)
+"""The machine drills at a worker boundary: before an advance is its claim, during it its
+commit's open transaction (the advance's writes made), after it its commit."""
+
+
+def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
+    """The machine drills (family ``M``), ``profile.machine_seeds`` times each."""
+    cells = [
+        (f"{head}-{action.value}-{boundary.value}", title, machines.boundary_drill,
+         {"boundary": boundary.value, "action": action.value}, strands(boundary, action))
+        for head, boundary, action, title in MACHINE_FAULTS
+    ]  # fmt: skip
+    cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
+    cells.append((*cancels, {}, False))
+    return [
+        DrillSpec(
+            f"{name}-s{n}",
+            "M",
+            title,
+            drill_seed(master, f"{name}-s{n}"),
+            scenario,
+            params=params,
+            strands=stranding,
+        )
+        for name, title, scenario, params, stranding in cells
+        for n in range(profile.machine_seeds)
+    ]
+
+
 def catalogue(profile: Profile, master: int) -> list[DrillSpec]:
-    return matrix(profile, master) + named(master)
+    return matrix(profile, master) + named(master) + machine_drills(profile, master)
 
 
 def _matches(spec: DrillSpec, wanted: str) -> bool:
