@@ -190,16 +190,18 @@ def _replay_by_transition(registry: Registry, history: History, decision: Decide
     unchecked (the ledger check reports them)."""
     state: Instance | None = None
     verdict = Verdict(None, 0)
-    work = {w.work_id: w for w in history.work}
     by_sequence = {e.sequence: e for e in history.events}
+    rows = sorted(history.ledger, key=lambda r: r.expected)
     groups = [
         [by_sequence[s] for s in range(row.expected + 1, row.committed + 1) if s in by_sequence]
-        for row in sorted(history.ledger, key=lambda r: r.expected)
+        for row in rows
     ]
     covered = {e.sequence for group in groups for e in group}
     groups.append([e for e in history.events if e.sequence not in covered])
     for n, events in enumerate(groups):
-        if n < len(groups) - 1 and not verdict.problems:
+        if n < len(rows) and not verdict.problems:
+            row = rows[n]
+            work = [w for w in history.work if row.expected < w.sequence <= row.committed]
             problem = check_transition(registry, state, history.instance_id, events, work, decision)
             verdict.problems.extend(filter(None, [problem]))
         for event in events:
@@ -219,10 +221,11 @@ def check_transition(
     state: Instance | None,
     instance_id: str,
     events: list[Event],
-    work: dict[str, WorkItem],
+    work: list[WorkItem],
     decision: Decide = decide,
 ) -> str:
-    """Whether the engine, after a transition's leading events, decides what it recorded."""
+    """Whether the engine, after a transition's leading events, decides what it recorded
+    (``events`` and ``work``: exactly what the transition wrote)."""
     cause = len(events)
     while cause and events[cause - 1].kind in MACHINE_DECISION_KINDS:
         cause -= 1
@@ -243,7 +246,13 @@ def check_transition(
     for made, kept in zip(produced, recorded, strict=True):
         if event_to_json(made) != event_to_json(kept):
             return f"{where} the engine decides {_describe(made)}, history has {_describe(kept)}"
-    return _check_work(where, draft.work, work)
+    if _contents(draft.work) != _contents(work):
+        return f"{where} the decision's work differs from the work the transition wrote"
+    return ""
+
+
+def _contents(work: list[WorkItem]) -> list[dict[str, Any]]:
+    return sorted((_work_content(w) for w in work), key=lambda c: c["work_id"])
 
 
 def check_decision(
