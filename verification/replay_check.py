@@ -163,18 +163,29 @@ def _replay_with_decisions(registry: Registry, history: History, decision: Decid
             problem = check_decision(registry, state, history.events[index:], work, decision)
             if problem:
                 verdict.problems.append(problem)
-        try:
-            state = apply(registry, state, event)
-        except ReplayRejected as exc:
-            verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+        state = _applied(registry, state, event, verdict)
+        if state is None:
             return verdict
-        verdict.events += 1
-        verdict.pins[state.sequence] = state.definition
     if state is not None and not verdict.problems:
         last = check_decision(registry, state, [], work, decision)
         verdict.problems.extend(filter(None, [last]))
     verdict.state = state
     return verdict
+
+
+def _applied(
+    registry: Registry, state: Instance | None, event: Event, verdict: Verdict
+) -> Instance | None:
+    """``state`` after ``event``, counted in ``verdict``; None when replay rejects the
+    event (``verdict`` says why)."""
+    try:
+        state = apply(registry, state, event)
+    except ReplayRejected as exc:
+        verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+        return None
+    verdict.events += 1
+    verdict.pins[state.sequence] = state.definition
+    return state
 
 
 def _is_machine(registry: Registry, history: History) -> bool:
@@ -205,13 +216,9 @@ def _replay_by_transition(registry: Registry, history: History, decision: Decide
             problem = check_transition(registry, state, history.instance_id, events, work, decision)
             verdict.problems.extend(filter(None, [problem]))
         for event in events:
-            try:
-                state = apply(registry, state, event)
-            except ReplayRejected as exc:
-                verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+            state = _applied(registry, state, event, verdict)
+            if state is None:
                 return verdict
-            verdict.events += 1
-            verdict.pins[state.sequence] = state.definition
     verdict.state = state
     return verdict
 
