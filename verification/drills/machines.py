@@ -40,7 +40,7 @@ from verification.workloads import Execution, MachineWorkload
 FIRST_HIT, LAST_HIT = 2, 8
 """The fault's hit at its boundary: reached well within the workload's advances (three
 executions of five advances each, and one failed attempt)."""
-HOLD_SECONDS = 20.0
+WAIT_SECONDS = 20.0
 K = EventKind
 
 
@@ -91,13 +91,18 @@ async def cancels(env: DrillEnv) -> None:
     await _cancel(env, held.execution_id, "second")
     await _release(env, held.execution_id)
     await _resting(env, resting.execution_id)
-    for command in ("first", "first"):
-        await _cancel(env, resting.execution_id, command)
+    for _ in range(2):  # the same command again: success, nothing new
+        await _command(env.client, resting.execution_id, "first")
     await env.quiesce()
     await _cancel(env, resting.execution_id, "after-end")
     await env.stop_processes()
     for execution in (held, resting):
         await _cancelled_once(env, execution.execution_id)
+    made = (await env.client.inspect(held.execution_id)).machine
+    env.expect(
+        made is not None and made.transitions == 1,
+        f"{held.execution_id}: the advance held in flight was not rolled back by the cancel",
+    )
 
 
 async def _entered_hold(env: DrillEnv, execution: str) -> None:
@@ -105,7 +110,7 @@ async def _entered_hold(env: DrillEnv, execution: str) -> None:
         query = "SELECT count(*) FROM drill_machine_entries WHERE execution = %s"
         return await env.scalar(query, (execution,)) > 0
 
-    await env.until(entered, HOLD_SECONDS, f"the advance of {execution} to be held")
+    await env.until(entered, WAIT_SECONDS, f"the advance of {execution} to be held")
 
 
 async def _resting(env: DrillEnv, execution: str) -> None:
@@ -113,7 +118,7 @@ async def _resting(env: DrillEnv, execution: str) -> None:
         machine = (await env.client.inspect(execution)).machine
         return machine is not None and machine.state == "Resting"
 
-    await env.until(resting, HOLD_SECONDS, f"{execution} to rest on its timer")
+    await env.until(resting, WAIT_SECONDS, f"{execution} to rest on its timer")
 
 
 async def _cancel_twice_at_once(env: DrillEnv, execution: str) -> None:
