@@ -162,31 +162,38 @@ def named(master: int) -> list[DrillSpec]:
 
 
 MACHINE_FAULTS = (
-    ("M1", Boundary.AFTER_CLAIM, Action.KILL, "SIGKILL before an advance"),
-    ("M1", Boundary.BEFORE_COMMIT, Action.KILL, "SIGKILL during an advance, its writes made"),
-    ("M1", Boundary.AFTER_COMMIT, Action.KILL, "SIGKILL after an advance committed"),
-    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT, "an advance's COMMIT cut unsent"),
-    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT, "an advance's COMMIT answer cut"),
-    ("M4", Boundary.AFTER_CLAIM, Action.PAUSE, "owner stopped before an advance past its lease"),
-    ("M4", Boundary.BEFORE_COMMIT, Action.PAUSE, "owner stopped in an advance's transaction"),
+    ("M1", Boundary.AFTER_CLAIM, Action.KILL, "its claim, before it"),
+    ("M1", Boundary.BEFORE_COMMIT, Action.KILL, "its open transaction, during it"),
+    ("M1", Boundary.AFTER_COMMIT, Action.KILL, "its commit, after it"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT, "the proxy, unsent"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT, "the proxy, once committed"),
+    ("M4", Boundary.AFTER_CLAIM, Action.PAUSE, "its claim, before it"),
+    ("M4", Boundary.BEFORE_COMMIT, Action.PAUSE, "its open transaction, during it"),
 )
 """The machine drills at a worker boundary: before an advance is its claim, during it its
 commit's open transaction (the advance's writes made), after it its commit."""
+MACHINE_FAULT_TITLES = {
+    "M1": "an advance's worker SIGKILLed",
+    "M3": "an advance's COMMIT cut",
+    "M4": "an advance's worker stopped past its lease",
+}
+"""Each family's title; a drill's title adds where (`` at ...``), as the matrix's do."""
 
 
 def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
-    """The machine drills (family ``M``), ``profile.machine_seeds`` times each."""
+    """The machine drills (families M1-M6), ``profile.machine_seeds`` times each."""
     cells = [
-        (f"{head}-{action.value}-{boundary.value}", title, machines.boundary_drill,
-         {"boundary": boundary.value, "action": action.value}, strands(boundary, action))
-        for head, boundary, action, title in MACHINE_FAULTS
+        (f"{head}-{action.value}-{boundary.value}", f"{MACHINE_FAULT_TITLES[head]} at {where}",
+         machines.boundary_drill, {"boundary": boundary.value, "action": action.value},
+         strands(boundary, action))
+        for head, boundary, action, where in MACHINE_FAULTS
     ]  # fmt: skip
     cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
     cells.append((*cancels, {}, False))
     return [
         DrillSpec(
             f"{name}-s{n}",
-            "M",
+            named_family(name),
             title,
             drill_seed(master, f"{name}-s{n}"),
             scenario,
