@@ -13,6 +13,9 @@ of the transaction it ran in. Against history and the transitions ledger:
   requested (a cancellation fences the advance in flight);
 - **M3 ends**: each execution the drill started ended as the drill expects (completed
   in its final state after exactly its steps, cancelled, or dead).
+
+Not checked yet: at most one active execution per parent, which needs the
+``instances.parent_key`` column that submit brings (MACHINES.md); add it here then.
 """
 
 from __future__ import annotations
