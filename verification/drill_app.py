@@ -11,6 +11,8 @@ scripted per step by the instance input, so one definition serves every drill:
   meanwhile);
 - ``{"block": {"finish": 3}}``: the first attempt of ``finish`` (an async handler)
   blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5).
+
+The app also runs the drills' state machine (``verification.drill_machine``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from typing import Any
 
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from verification.drill_machine import flow as machine_flow
 from verification.effects import mark_entry, record_effect
 
 EFFECT_TARGET = "drill.effect"
@@ -27,6 +30,7 @@ LOOP_TARGET = "drill.loop"
 UNDO_TARGET = "drill.undo"
 
 app = ActivityRegistry()
+app.machine(machine_flow)
 
 
 def _script(request: ActivityRequest, name: str) -> Any:

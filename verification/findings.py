@@ -25,6 +25,9 @@ NAMES = {
     "U": "unknown only if started",
     "B": "boundaries reached",
     "A": "ambiguity resolved",
+    "M1": "machine write per transition",
+    "M2": "no advance after cancel",
+    "M3": "machine ends",
 }
 
 

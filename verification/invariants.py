@@ -13,7 +13,9 @@ instance), I7 signal dedupe, I8 no orphan waits, I9 replay determinism, I10 no
 stranded ownership (no lease held by a dead owner), I11 queue conservation. Besides:
 every planned boundary was reached, every ambiguous commit was resolved, truthfully,
 and (U) every attempt recorded unknown had its handler started: unknown means "may have
-happened", never "this worker dropped it".
+happened", never "this worker dropped it". State machine executions have their own
+(M1-M3, ``verification.machine_checks``): one application write per committed
+transition, in its transaction; no state entered after a cancellation; ends as expected.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import replay_check, sql_checks
+from verification import machine_checks, replay_check, sql_checks
 from verification.fault_plan import BoundaryReport
 from verification.findings import Findings
 from verification.proxy import AmbiguousCommit, Truth
 from verification.replay_check import History
+from verification.workloads import Execution
 
 K = EventKind
 
@@ -57,6 +60,8 @@ class CheckContext:
     strands: bool = False
     """The drill crashes, stops or cuts off a worker, which can leave an attempt durably
     started whose handler never ran: a false unknown is then excused (see ``U``)."""
+    machines: dict[str, Execution] = field(default_factory=dict)
+    """The machine executions the drill started, and how each may end (M3)."""
 
 
 async def check(ctx: CheckContext) -> Findings:
@@ -76,6 +81,9 @@ async def check(ctx: CheckContext) -> Findings:
         await sql_checks.conservation(conn, findings, ctx.quiet)
         await sql_checks.belonging(conn, findings)
         await _settlements(conn, ctx, findings)
+        await machine_checks.writes(conn, findings)
+        await machine_checks.cancellation(conn, findings)
+    machine_checks.ends(findings, states, ctx.machines, ctx.quiet)
     _boundaries(ctx, findings)
     return findings
 

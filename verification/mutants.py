@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg.abc import Query
 
 from engine.store.errors import StoreError
@@ -41,6 +42,7 @@ from engine.worker.activities import (
     Unknown,
 )
 from engine.worker.hooks import WorkerHooks
+from verification.effects import LEDGER_DSN_ENV
 
 MUTANT_ENV = "WAYLINE_DRILL_MUTANT"
 APPLY_TIMEOUT_SECONDS = 120
@@ -252,6 +254,23 @@ class _NotCommittedOutcomeDropped(WorkerHooks):
         return None
 
 
+# A machine's advance writing outside its transition ------------------------------------------
+
+
+class _AdvanceWritesOutside(WorkerHooks):
+    """Advances write on a connection of their own in autocommit (the drill schema's),
+    so their rows commit at once, whether their transition ever does or not."""
+
+    def __init__(self) -> None:
+        self.own: psycopg.AsyncConnection | None = None
+
+    async def within_connection(self, conn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
+        if self.own is None or self.own.closed:
+            dsn = os.environ[LEDGER_DSN_ENV]
+            self.own = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        return self.own
+
+
 def _worker(hooks: Callable[[], WorkerHooks]) -> Callable[[ActivityRegistry], Build]:
     return lambda app: Build(worker_hooks=points_of(hooks()))
 
@@ -318,6 +337,12 @@ MUTANTS: dict[str, Mutant] = {
             "an outcome write known not to have committed is dropped, not written again",
             ("U4-cut-before-outcome",),
             _worker(_NotCommittedOutcomeDropped),
+        ),
+        Mutant(
+            "advance-writes-outside-transition",
+            "a machine's advance writes commit on their own, not with the state it returns",
+            ("M1-kill-before_commit-s0", "M3-sever_before_commit-before_commit-s0"),
+            _worker(_AdvanceWritesOutside),
         ),
     )
 }

@@ -1,7 +1,8 @@
 """Campaign profiles: how much to run and how long to wait.
 
 ``ci`` is what the test suite runs on two cores in a few minutes: every boundary with
-every fault action under two seeds, each named drill once, a short hypothesis run.
+every fault action under two seeds, each named drill and each machine drill once, a
+short hypothesis run.
 ``deep`` is for the studio or a nightly job: more seeds, more examples, longer waits.
 """
 
@@ -26,9 +27,11 @@ class Profile:
     steps: int
     """Rules per hypothesis example."""
     derandomize: bool
+    machine_seeds: int
+    """Seeds of each machine drill (M)."""
 
 
 PROFILES = {
-    "ci": Profile("ci", 2, 4, 30.0, 120.0, 5, 8, True),
-    "deep": Profile("deep", 5, 3, 60.0, 300.0, 40, 20, False),
+    "ci": Profile("ci", 2, 4, 30.0, 120.0, 5, 8, True, 1),
+    "deep": Profile("deep", 5, 3, 60.0, 300.0, 40, 20, False, 3),
 }

@@ -9,7 +9,10 @@ against another build (D7's corpus). ``verify`` asks of it:
   engine's decision equals what history recorded next, work rows included. This is
   Temporal's replayer check: the commands reproduced from history must match the
   commands recorded. Where the engine decides nothing, the next event must not be one
-  only a decision makes.
+  only a decision makes. A state machine decides after the events a transition adds
+  (its ``decide`` reads the draft's own events), so there each ledger transition is
+  checked instead: its leading events are replayed into a draft, the engine decides,
+  and what it appends (events and work) must be what the transition recorded after them.
 - **I6, history integrity.** The ledger's transitions cover the events exactly,
   contiguously from 0 to the last sequence, and each one's fingerprint, recomputed from
   the events and work rows it wrote, equals the fingerprint committed with it: a hash
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.canonical import digest
-from engine.model.definitions import DefinitionRef
+from engine.model.definitions import DefinitionRef, Mode
 from engine.model.errors import DecisionRejected, ReplayRejected, TransitionInvalid
 from engine.model.events import Event, EventKind, event_from_json, event_to_json
 from engine.model.instance import Instance
@@ -50,6 +53,8 @@ DECISION_KINDS = frozenset(
     }
 )
 """Kinds only the orchestration decision (or an audited operator command) appends."""
+MACHINE_DECISION_KINDS = frozenset({K.TIMER_SCHEDULED, K.COMPLETED, K.FAILED, K.CANCELLED})
+"""Kinds a state machine's decision appends after a transition's own events."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,8 @@ def verify(registry: Registry, history: History, decision: Decide = decide) -> V
 
     ``decision`` is the decision code checked (the engine's ``decide``, unless a
     negative control checks a broken one)."""
-    verdict = _replay_with_decisions(registry, history, decision)
+    replay = _replay_by_transition if _is_machine(registry, history) else _replay_with_decisions
+    verdict = replay(registry, history, decision)
     if verdict.state is not None:
         again = _replay(registry, history.events)
         if again is None or again.digest != verdict.state.digest:
@@ -157,18 +163,103 @@ def _replay_with_decisions(registry: Registry, history: History, decision: Decid
             problem = check_decision(registry, state, history.events[index:], work, decision)
             if problem:
                 verdict.problems.append(problem)
-        try:
-            state = apply(registry, state, event)
-        except ReplayRejected as exc:
-            verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+        state = _applied(registry, state, event, verdict)
+        if state is None:
             return verdict
-        verdict.events += 1
-        verdict.pins[state.sequence] = state.definition
     if state is not None and not verdict.problems:
         last = check_decision(registry, state, [], work, decision)
         verdict.problems.extend(filter(None, [last]))
     verdict.state = state
     return verdict
+
+
+def _applied(
+    registry: Registry, state: Instance | None, event: Event, verdict: Verdict
+) -> Instance | None:
+    """``state`` after ``event``, counted in ``verdict``; None when replay rejects the
+    event (``verdict`` says why)."""
+    try:
+        state = apply(registry, state, event)
+    except ReplayRejected as exc:
+        verdict.problems.append(f"replay rejected event {event.sequence}: {exc}")
+        return None
+    verdict.events += 1
+    verdict.pins[state.sequence] = state.definition
+    return state
+
+
+def _is_machine(registry: Registry, history: History) -> bool:
+    first = history.events[0] if history.events else None
+    ref = first.definition if first is not None else None
+    definition = registry.get(ref.name, ref.version) if ref is not None else None
+    return definition is not None and definition.mode is Mode.MACHINE
+
+
+def _replay_by_transition(registry: Registry, history: History, decision: Decide) -> Verdict:
+    """Replay a machine's history one ledger transition at a time, checking each one's
+    decision until the first divergence; events no ledger row covers are replayed
+    unchecked (the ledger check reports them)."""
+    state: Instance | None = None
+    verdict = Verdict(None, 0)
+    by_sequence = {e.sequence: e for e in history.events}
+    rows = sorted(history.ledger, key=lambda r: r.expected)
+    groups = [
+        [by_sequence[s] for s in range(row.expected + 1, row.committed + 1) if s in by_sequence]
+        for row in rows
+    ]
+    covered = {e.sequence for group in groups for e in group}
+    groups.append([e for e in history.events if e.sequence not in covered])
+    for n, events in enumerate(groups):
+        if n < len(rows) and not verdict.problems:
+            row = rows[n]
+            work = [w for w in history.work if row.expected < w.sequence <= row.committed]
+            problem = check_transition(registry, state, history.instance_id, events, work, decision)
+            verdict.problems.extend(filter(None, [problem]))
+        for event in events:
+            state = _applied(registry, state, event, verdict)
+            if state is None:
+                return verdict
+    verdict.state = state
+    return verdict
+
+
+def check_transition(
+    registry: Registry,
+    state: Instance | None,
+    instance_id: str,
+    events: list[Event],
+    work: list[WorkItem],
+    decision: Decide = decide,
+) -> str:
+    """Whether the engine, after a transition's leading events, decides what it recorded
+    (``events`` and ``work``: exactly what the transition wrote)."""
+    cause = len(events)
+    while cause and events[cause - 1].kind in MACHINE_DECISION_KINDS:
+        cause -= 1
+    if not cause:
+        return ""
+    draft = Draft(registry, state, events[-1].occurred_at, instance_id)
+    where = f"after sequence {events[cause - 1].sequence}"
+    try:
+        for event in events[:cause]:
+            draft.state = apply(registry, draft.state, event)
+            draft.events.append(event)
+        decision(draft)
+    except (DecisionRejected, ReplayRejected, TransitionInvalid) as exc:
+        return f"{where} the engine cannot decide: {exc}"
+    produced, recorded = draft.events[cause:], events[cause:]
+    if len(produced) != len(recorded):
+        return f"{where} the engine decides {len(produced)} events, history has {len(recorded)}"
+    for made, kept in zip(produced, recorded, strict=True):
+        if event_to_json(made) != event_to_json(kept):
+            return f"{where} the engine decides {_describe(made)}, history has {_describe(kept)}"
+    if _contents(draft.work) != _contents(work):
+        return f"{where} the decision's work differs from the work the transition wrote"
+    return ""
+
+
+def _contents(work: list[WorkItem]) -> list[dict[str, Any]]:
+    return sorted((_work_content(w) for w in work), key=lambda c: c["work_id"])
 
 
 def check_decision(

@@ -220,6 +220,7 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         observations=list(observations.read(env.process_env.observations)),
         histories=histories,
         strands=env.spec.strands,
+        machines=env.record.machines,
     )
     findings = await invariants.check(context)
     failures = failures + env.record.expectations + findings.violations

@@ -17,6 +17,7 @@ from typing import Any
 from engine.model.definitions import Definition
 from engine.model.validation import parse_definition
 from verification.drill_app import EFFECT_TARGET, LOOP_TARGET, UNDO_TARGET
+from verification.drill_machine import flow as machine_flow
 
 FLOW = "drill.flow"
 SIGNAL_STEP = "go"
@@ -81,7 +82,8 @@ most of that timeout, so an attempt that waited for a thread first runs out of i
 
 def definitions() -> list[Definition]:
     """Every definition a drill schema gets."""
-    return [parse_definition(FLOW_DOCUMENT), parse_definition(BURST_DOCUMENT)]
+    flows = [parse_definition(FLOW_DOCUMENT), parse_definition(BURST_DOCUMENT)]
+    return [*flows, machine_flow.definition]
 
 
 @dataclass(frozen=True)
@@ -116,3 +118,29 @@ class Workload:
             instance = f"{self.prefix}-{n}"
             planned.append(Planned(instance, data, f"{instance}-go"))
         return planned
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution of ``drill.machine`` a machine workload starts: it counts to
+    ``steps`` (0: it rests until cancelled) and should end ``ends``."""
+
+    execution_id: str
+    steps: int
+    ends: frozenset[str] = frozenset({"completed"})
+
+    @property
+    def start_data(self) -> dict[str, Any]:
+        return {"input": self.steps, "parent": self.execution_id}
+
+
+@dataclass(frozen=True)
+class MachineWorkload:
+    """A set of executions of ``drill.machine``, each counting ``steps`` advances."""
+
+    prefix: str
+    count: int = 3
+    steps: int = 5
+
+    def executions(self) -> list[Execution]:
+        return [Execution(f"{self.prefix}-m{n}", self.steps) for n in range(self.count)]

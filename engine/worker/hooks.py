@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import psycopg
+
 from engine.worker.activities import ActivityRequest, HandlerExecutor, Outcome, Unknown
 
 
@@ -46,3 +48,9 @@ class WorkerHooks:
         to wait before sending it again, None to give up and raise (``delay``: the
         worker's next wait, None once its waits are used up)."""
         return delay
+
+    async def within_connection(self, conn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
+        """The connection a body that completes a draft inside its commit's transaction
+        (a state machine's advance) runs and writes on (``conn``: that very transaction's,
+        so what it writes commits exactly when the transition does)."""
+        return conn

@@ -272,7 +272,7 @@ async def _commit_within(ctx: Context, lease: leases.Lease, draft: Draft, within
     """``commit`` of a draft that ``within`` completes in the commit's transaction."""
 
     async def body(conn: psycopg.AsyncConnection) -> list[Transition]:
-        await within(draft, conn)
+        await within(draft, await ctx.hooks.within_connection(conn))
         follow(draft)
         ctx.faults.reach(Boundary.BEFORE_COMMIT)
         return [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]

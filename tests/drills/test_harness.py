@@ -4,12 +4,19 @@ relies on, the marking of known engine bugs, and the building of mutants."""
 from __future__ import annotations
 
 import struct
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from engine.decide import lifecycle
+from engine.model.events import EventKind, json_data
+from engine.model.instance import InstanceStatus
+from engine.model.registry import Registry
+from engine.model.transitions import Draft
+from engine.modes import decide, follow
 from engine.worker.faults import Action, Boundary
 from engine.worker.hooks import WorkerHooks
-from verification import wire
+from verification import drill_machine, replay_check, wire
 from verification.drills.catalogue import strands
 from verification.known_bugs import KnownBug, classify
 from verification.mutants import (
@@ -21,6 +28,9 @@ from verification.mutants import (
     points_of,
 )
 from verification.proxy import DrillProxy
+from verification.replay_check import History, LedgerRow
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 
 
 def _message(kind: bytes, *strings: str) -> wire.Message:
@@ -176,3 +186,52 @@ def test_hooks_that_override_a_point_the_engine_no_longer_has_do_not_apply() -> 
 
     with pytest.raises(MutantNotApplicable, match="no_such_point is gone"):
         points_of(Renamed())
+
+
+def _machine_history() -> tuple[Registry, History]:
+    """An execution of the drill machine counting to 2, as its transitions commit it."""
+    definition = drill_machine.flow.definition
+    registry = Registry([definition])
+    start = {"input": 2, "parent": "p"}
+    draft = lifecycle.start_draft(registry, definition, "x", T0, start)
+    decide(draft)
+    transitions, state = [draft.build("start")], draft.state
+    for n, variant in ((1, "Counted"), (2, "Finished")):
+        draft = Draft(registry, state, T0 + timedelta(seconds=n))
+        draft.add(EventKind.STATE_ENTERED, step=variant, attempt=1, data=json_data({"n": n}))
+        follow(draft)
+        transitions.append(draft.build())
+        state = draft.state
+    ledger = [
+        LedgerRow(t.transition_id, t.expected_sequence, t.expected_sequence + len(t.events),
+                  t.fingerprint)
+        for t in transitions
+    ]  # fmt: skip
+    events = [e for t in transitions for e in t.events]
+    return registry, History("x", events, ledger, [w for t in transitions for w in t.work])
+
+
+def test_a_machine_history_replays_with_its_decisions_per_transition() -> None:
+    registry, history = _machine_history()
+    verdict = replay_check.verify(registry, history)
+    assert verdict.problems == []
+    assert verdict.state is not None and verdict.state.status is InstanceStatus.COMPLETED
+
+
+def test_a_machine_decision_that_differs_from_its_history_is_caught() -> None:
+    registry, history = _machine_history()
+
+    def never_completes(draft: Draft) -> None:
+        decide(draft)
+        draft.events[:] = [e for e in draft.events if e.kind is not EventKind.COMPLETED]
+
+    problems = replay_check.verify(registry, history, never_completes).problems
+    assert problems == ["after sequence 3 the engine decides 0 events, history has 1"]
+
+    def schedules_nothing(draft: Draft) -> None:
+        decide(draft)
+        draft.work.clear()
+
+    problems = replay_check.verify(registry, history, schedules_nothing).problems
+    differs = "after sequence 1 the decision's work differs from the work the transition wrote"
+    assert problems == [differs]

@@ -35,13 +35,13 @@ from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import effects, lease_audit, processes
+from verification import drill_machine, effects, lease_audit, processes
 from verification.clocks import FileClock
 from verification.processes import DrillProcess, ProcessEnv
 from verification.profiles import Profile
 from verification.proxy import DrillProxy
 from verification.target import Target
-from verification.workloads import FLOW, SIGNAL_STEP, Planned, Workload, definitions
+from verification.workloads import FLOW, SIGNAL_STEP, Execution, Planned, Workload, definitions
 
 POLL_SECONDS = 0.05
 OPEN_WORK_COUNT = (
@@ -106,6 +106,8 @@ class Record:
     """From the first start to the end of the quiet phase: the workload's wall time."""
     fault_class: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    machines: dict[str, Execution] = field(default_factory=dict)
+    """The machine executions the drill started (how each may end: M3)."""
 
 
 class DrillEnv:
@@ -139,6 +141,7 @@ class DrillEnv:
             async with await psycopg.AsyncConnection.connect(env.ledger_dsn) as conn:
                 await conn.execute(effects.LEDGER_TABLES.encode())
                 await conn.execute(lease_audit.AUDIT_TABLES.encode())
+                await conn.execute(drill_machine.MACHINE_TABLES.encode())
             clock = None
             if manual_clock:
                 clock = FileClock(env.directory / "clock.txt")
@@ -213,6 +216,17 @@ class DrillEnv:
             self.record.acked.append(item.instance_id)
         self.record.stats["started"] += len(planned)
         return planned
+
+    async def start_machines(self, executions: list[Execution]) -> None:
+        """Start every execution of ``drill.machine``, remembered for I1 and the checks
+        of how machine executions end."""
+        self.record.workload_started = self.record.workload_started or time.monotonic()
+        for execution in executions:
+            start = execution.start_data
+            await self.client.start(drill_machine.MACHINE, execution.execution_id, start)
+            self.record.acked.append(execution.execution_id)
+            self.record.machines[execution.execution_id] = execution
+        self.record.stats["machines_started"] += len(executions)
 
     async def signal(self, item: Planned) -> None:
         await self.client.signal(item.instance_id, SIGNAL_STEP, item.signal_id, item.signal_payload)

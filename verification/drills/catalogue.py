@@ -14,6 +14,7 @@ from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
     leases,
+    machines,
     network,
     replay,
     server,
@@ -160,8 +161,52 @@ def named(master: int) -> list[DrillSpec]:
     ]
 
 
+MACHINE_FAULTS = (
+    ("M1", Boundary.AFTER_CLAIM, Action.KILL, "its claim, before it"),
+    ("M1", Boundary.BEFORE_COMMIT, Action.KILL, "its open transaction, during it"),
+    ("M1", Boundary.AFTER_COMMIT, Action.KILL, "its commit, after it"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT, "the proxy, unsent"),
+    ("M3", Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT, "the proxy, once committed"),
+    ("M4", Boundary.AFTER_CLAIM, Action.PAUSE, "its claim, before it"),
+    ("M4", Boundary.BEFORE_COMMIT, Action.PAUSE, "its open transaction, during it"),
+)
+"""The machine drills at a worker boundary: before an advance is its claim, during it its
+commit's open transaction (the advance's writes made), after it its commit."""
+MACHINE_FAULT_TITLES = {
+    "M1": "an advance's worker SIGKILLed",
+    "M3": "an advance's COMMIT cut",
+    "M4": "an advance's worker stopped past its lease",
+}
+"""Each family's title; a drill's title adds where (`` at ...``), as the matrix's do."""
+
+
+def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
+    """The machine drills (families M1-M6), ``profile.machine_seeds`` times each."""
+    cells = [
+        (f"{head}-{action.value}-{boundary.value}", f"{MACHINE_FAULT_TITLES[head]} at {where}",
+         machines.boundary_drill, {"boundary": boundary.value, "action": action.value},
+         strands(boundary, action))
+        for head, boundary, action, where in MACHINE_FAULTS
+    ]  # fmt: skip
+    cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
+    cells.append((*cancels, {}, False))
+    return [
+        DrillSpec(
+            f"{name}-s{n}",
+            named_family(name),
+            title,
+            drill_seed(master, f"{name}-s{n}"),
+            scenario,
+            params=params,
+            strands=stranding,
+        )
+        for name, title, scenario, params, stranding in cells
+        for n in range(profile.machine_seeds)
+    ]
+
+
 def catalogue(profile: Profile, master: int) -> list[DrillSpec]:
-    return matrix(profile, master) + named(master)
+    return matrix(profile, master) + named(master) + machine_drills(profile, master)
 
 
 def _matches(spec: DrillSpec, wanted: str) -> bool:

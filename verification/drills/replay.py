@@ -66,7 +66,8 @@ def _negative_controls(env: DrillEnv, corpus: list[History]) -> None:
         for registry, mutated in cases:
             _expect_caught(env, mutation.name, registry, mutated)
     registry = _current()
-    sample = env.rng.sample(corpus, min(SAMPLE, len(corpus)))
+    keyed = [h for h in corpus if any(e.idempotency_key for e in h.events)]
+    sample = env.rng.sample(keyed, min(SAMPLE, len(keyed)))  # ids to draw afresh
     drifting = random_keys(env.rng)
     for history in sample:
         plain = History(history.instance_id, history.events, [], history.work)

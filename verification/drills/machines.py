@@ -1,0 +1,172 @@
+"""Machine drills (M): the harness's faults applied to state machine executions.
+
+Every drill runs executions of ``drill.machine`` (``verification.drill_machine``), whose
+advances write one application row each in the transaction that records their state;
+the first execution's second advance also fails once (a backoff, with its write rolled
+back), except where a COMMIT is cut. The checker's M1-M3 then hold the rows against
+history. The faults:
+
+- M1 ``kill``: SIGKILL of worker A before an advance (at its claim), during it (its
+  writes made in the open transaction, at ``before_commit``) or after it committed;
+- M3 ``sever_*``: an advance's COMMIT cut before, or after, the server got it (the
+  wire proxy): settled, never applied twice or lost;
+- M4 ``pause``: A SIGSTOPped past its lease before an advance or inside its
+  transaction; another worker takes over, then A resumes (a stale owner stopped before
+  its advance must try to write, and be refused);
+- M6 ``cancels``: one execution is cancelled while an advance is held in flight, the
+  same audited cancel command sent twice at once and then a different cancel; another
+  is cancelled twice in a row while it waits on its timer, then once more after it
+  ended. Each is cancelled once, compensated once, and enters no state after.
+
+Whatever happened, a fresh worker B runs the quiet phase and every execution must end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+
+from engine.client import Client
+from engine.decide.operator_actions import Action as Command
+from engine.model.errors import WaylineError
+from engine.model.events import EventKind
+from engine.worker.faults import Action, Boundary, Fault
+from verification.drills.base import DrillEnv
+from verification.drills.boundaries import SEVERS, react, wait_fired
+from verification.drills.leases import wait_stale_attempt
+from verification.workloads import Execution, MachineWorkload
+
+FIRST_HIT, LAST_HIT = 2, 8
+"""The fault's hit at its boundary: reached well within the workload's advances (three
+executions of five advances each, and one failed attempt)."""
+WAIT_SECONDS = 20.0
+K = EventKind
+
+
+async def script(env: DrillEnv, execution: str, transitions: int, action: str) -> None:
+    """Script the advance that would make transition ``transitions`` of ``execution``."""
+    async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO drill_machine_script (execution, transitions, action) VALUES (%s, %s, %s)",
+            (execution, transitions, action),
+        )
+
+
+async def boundary_drill(env: DrillEnv) -> None:
+    """One fault (``params``: boundary and action) in worker A while it runs advances."""
+    boundary = Boundary(env.spec.params["boundary"])
+    action = Action(env.spec.params["action"])
+    executions = MachineWorkload(env.spec.id).executions()
+    proxy = await env.proxy() if action in SEVERS else None
+    if proxy is None:  # a cut's every commit is an advance's: none records a failure
+        await script(env, executions[0].execution_id, 2, "fail")
+    await env.start_machines(executions)
+    fault = Fault(boundary, env.rng.randint(FIRST_HIT, LAST_HIT), action)
+    worker = env.worker("a", plan=[fault], proxy=proxy)
+    await wait_fired(env, fault, worker)
+    env.mark_fault(action.value)
+    await react(env, worker, action)
+    if action is Action.PAUSE and boundary is Boundary.AFTER_CLAIM:
+        await wait_stale_attempt(env, worker)
+    env.worker("b")
+    await env.quiesce()
+    await env.stop_processes()
+    if action in SEVERS:
+        env.expect(bool(proxy and proxy.ambiguous), f"{action.value}: no COMMIT was cut")
+
+
+async def cancels(env: DrillEnv) -> None:
+    """M6: duplicate and repeated cancels, one of them while an advance is in flight."""
+    cancelled = frozenset({"cancelled"})
+    held = Execution(f"{env.spec.id}-held", 5, cancelled)
+    resting = Execution(f"{env.spec.id}-resting", 0, cancelled)
+    running = Execution(f"{env.spec.id}-running", 3)
+    await script(env, held.execution_id, 2, "hold")
+    await env.start_machines([held, resting, running])
+    env.worker("a")
+    await _entered_hold(env, held.execution_id)
+    env.mark_fault("duplicate-cancels")
+    await _cancel_twice_at_once(env, held.execution_id)
+    await _cancel(env, held.execution_id, "second")
+    await _release(env, held.execution_id)
+    await _resting(env, resting.execution_id)
+    for _ in range(2):  # the same command again: success, nothing new
+        await _command(env.client, resting.execution_id, "first")
+    await env.quiesce()
+    await _cancel(env, resting.execution_id, "after-end")
+    await env.stop_processes()
+    for execution in (held, resting):
+        await _cancelled_once(env, execution.execution_id)
+    made = (await env.client.inspect(held.execution_id)).machine
+    env.expect(
+        made is not None and made.transitions == 1,
+        f"{held.execution_id}: the advance held in flight was not rolled back by the cancel",
+    )
+
+
+async def _entered_hold(env: DrillEnv, execution: str) -> None:
+    async def entered() -> bool:
+        query = "SELECT count(*) FROM drill_machine_entries WHERE execution = %s"
+        return await env.scalar(query, (execution,)) > 0
+
+    await env.until(entered, WAIT_SECONDS, f"the advance of {execution} to be held")
+
+
+async def _resting(env: DrillEnv, execution: str) -> None:
+    async def resting() -> bool:
+        machine = (await env.client.inspect(execution)).machine
+        return machine is not None and machine.state == "Resting"
+
+    await env.until(resting, WAIT_SECONDS, f"{execution} to rest on its timer")
+
+
+async def _cancel_twice_at_once(env: DrillEnv, execution: str) -> None:
+    """The same audited cancel from two clients at once: both answer success."""
+    clients = [Client(env.store) for _ in range(2)]
+    answers = await asyncio.gather(
+        *(_command(c, execution, "first") for c in clients), return_exceptions=True
+    )
+    failed = [a for a in answers if isinstance(a, BaseException)]
+    env.expect(not failed, f"a duplicate of cancel command first was refused: {failed[:1]}")
+
+
+async def _cancel(env: DrillEnv, execution: str, command: str) -> None:
+    """A cancel that may be refused (the execution is cancelling or ended already)."""
+    try:
+        await _command(env.client, execution, command)
+        env.record.stats["cancels_accepted"] += 1
+    except WaylineError:
+        env.record.stats["cancels_refused"] += 1
+
+
+async def _command(client: Client, execution: str, command: str) -> None:
+    await client.command(execution, Command.CANCEL, "drill", "cancelled", f"{execution}-{command}")
+
+
+async def _release(env: DrillEnv, execution: str) -> None:
+    async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
+        await conn.execute(
+            "UPDATE drill_machine_script SET released = true WHERE execution = %s", (execution,)
+        )
+
+
+CANCEL_EVENTS = """
+SELECT count(*) FILTER (WHERE kind = %(requested)s), count(*) FILTER (WHERE kind = %(compensated)s)
+FROM history WHERE instance_id = %(execution)s
+"""
+
+
+async def _cancelled_once(env: DrillEnv, execution: str) -> None:
+    """One cancellation requested and one compensation, whatever was sent."""
+    params = {
+        "requested": int(K.CANCELLATION_REQUESTED),
+        "compensated": int(K.COMPENSATION_SUCCEEDED),
+        "execution": execution,
+    }
+    async with env.store.connection() as conn:
+        requested, compensated = await (await conn.execute(CANCEL_EVENTS, params)).fetchone()
+    env.expect(
+        (requested, compensated) == (1, 1),
+        f"{execution}: {requested} cancellations requested, {compensated} compensations",
+    )

@@ -1,0 +1,138 @@
+"""The invariants of state machine executions (see ``verification.invariants``).
+
+A machine's advance writes the application's rows in the transaction that records the
+state it returns (retry ``transactional``); the drill machine (``verification.
+drill_machine``) writes one row per advance and one per compensation, each with the id
+of the transaction it ran in. Against history and the transitions ledger:
+
+- **M1 writes**: every committed ``state_entered`` has exactly one advance row, written
+  by the very transaction that committed it, and no advance row lacks its transition
+  (a write whose transition rolled back, or one committed twice); the same for every
+  ``compensation_succeeded`` and its compensation row;
+- **M2 cancellation**: no state was entered after the execution's cancellation was
+  requested (a cancellation fences the advance in flight);
+- **M3 ends**: each execution the drill started ended as the drill expects (completed
+  in its final state after exactly its steps, cancelled, or dead).
+
+Not checked yet: at most one active execution per parent, which needs the
+``instances.parent_key`` column that submit brings (MACHINES.md); add it here then.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import psycopg
+
+from engine.model.events import EventKind
+from engine.model.instance import Instance, InstanceStatus
+from verification.drill_machine import MACHINE
+from verification.findings import Findings
+from verification.workloads import Execution
+
+K = EventKind
+RECORDED = """
+SELECT h.instance_id, h.kind, count(*) OVER (PARTITION BY h.instance_id, h.kind
+                                             ORDER BY h.sequence), t.xact_id::text
+FROM history h
+JOIN instances i ON i.instance_id = h.instance_id AND i.definition_name = %(machine)s
+LEFT JOIN transitions t ON t.instance_id = h.instance_id
+     AND h.sequence > t.expected_sequence AND h.sequence <= t.committed_sequence
+WHERE h.kind IN (%(entered)s, %(compensated)s)
+"""
+"""Each state entered (numbered in its execution: the transitions made) and each
+compensation that succeeded, with the transaction that committed it."""
+WRITES = """
+SELECT execution, compensation, transitions, xact_id::text FROM drill_machine_writes
+"""
+ENTERED_AFTER_CANCEL = """
+SELECT h.instance_id, h.step_name, h.sequence, c.sequence FROM history h
+JOIN history c ON c.instance_id = h.instance_id AND c.kind = %(cancel)s
+              AND c.sequence < h.sequence
+WHERE h.kind = %(entered)s
+ORDER BY h.instance_id, h.sequence
+"""
+CANCELLATIONS = "SELECT count(*) FROM history WHERE kind = %(cancel)s"
+
+
+async def writes(conn: psycopg.AsyncConnection, findings: Findings) -> None:
+    """M1: one application write per committed transition, in its transaction."""
+    params = {
+        "machine": MACHINE,
+        "entered": int(K.STATE_ENTERED),
+        "compensated": int(K.COMPENSATION_SUCCEEDED),
+    }
+    recorded = await (await conn.execute(RECORDED, params)).fetchall()
+    written = [(_key(e, c, n), x) for e, c, n, x in await (await conn.execute(WRITES)).fetchall()]
+    rows = Counter(key for key, _ in written)
+    by_xact = dict(written)
+    problems, expected = [], set()
+    for execution, kind, n, xact in recorded:
+        key = _key(execution, kind == K.COMPENSATION_SUCCEEDED, n)
+        expected.add(key)
+        if rows[key] != 1:
+            problems.append(f"{execution}: {_what(key)} committed with {rows[key]} writes")
+        elif by_xact[key] != xact:
+            problems.append(
+                f"{execution}: {_what(key)} committed in transaction {xact}, "
+                f"its write in {by_xact[key]}"
+            )
+    problems += [
+        f"{key[0]}: {_what(key)} written {count} times without its transition"
+        for key, count in rows.items()
+        if key not in expected
+    ]
+    findings.stats["machine_writes"] += sum(rows.values())
+    findings.stats["machine_transitions"] += len(recorded)
+    findings.add("M1", len(recorded) + sum(rows.values()), problems)
+
+
+Key = tuple[str, bool, int]
+
+
+def _key(execution: str, compensation: bool, n: int) -> Key:
+    """What one write stands for: transition ``n`` of ``execution``, or its compensation
+    (one per execution, whatever the transitions it followed)."""
+    return (execution, compensation, 0 if compensation else n)
+
+
+def _what(key: Key) -> str:
+    _, compensation, n = key
+    return "its compensation" if compensation else f"transition {n}"
+
+
+async def cancellation(conn: psycopg.AsyncConnection, findings: Findings) -> None:
+    """M2: no state entered after a cancellation was requested."""
+    params = {"cancel": int(K.CANCELLATION_REQUESTED), "entered": int(K.STATE_ENTERED)}
+    (total,) = await (await conn.execute(CANCELLATIONS, params)).fetchone()
+    late = await (await conn.execute(ENTERED_AFTER_CANCEL, params)).fetchall()
+    findings.add(
+        "M2",
+        total,
+        [f"{i}: entered {s} at {n}, after the cancellation at {c}" for i, s, n, c in late],
+    )
+
+
+def ends(
+    findings: Findings, states: dict[str, Instance], expected: dict[str, Execution], quiet: bool
+) -> None:
+    """M3: every execution ended as expected (after the quiet phase only)."""
+    if not quiet:
+        return
+    problems = []
+    for execution_id, execution in expected.items():
+        state = states.get(execution_id)
+        if state is None:
+            continue  # I1 reports an execution that does not replay or is missing
+        findings.stats[f"machines_{state.status.label}"] += 1
+        if state.status.label not in execution.ends:
+            wanted = " or ".join(sorted(execution.ends))
+            problems.append(f"{execution_id}: {state.status.label}, expected {wanted}")
+        elif state.status is InstanceStatus.COMPLETED:
+            machine = state.machine
+            if machine is None or machine.transitions != execution.steps:
+                made = machine.transitions if machine else 0
+                problems.append(
+                    f"{execution_id}: completed after {made} transitions, not {execution.steps}"
+                )
+    findings.add("M3", len(expected), problems)
