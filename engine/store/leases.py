@@ -382,16 +382,17 @@ async def commit_built(
     what: str,
 ) -> Committed:
     """Commit the transitions ``build`` returns, fenced by ``fence``, in one transaction
-    that ``build`` runs in first, once the lease's work row is locked: whatever ``build``
-    writes on the connection it is given commits exactly when those transitions do (a
-    state machine's advance, whose database writes and new state are one step). A lost
-    lease, a conflict or a failure of ``build`` rolls all of it back; a lost COMMIT
+    that ``build`` runs in first: whatever ``build`` writes on the connection it is
+    given commits exactly when those transitions do (a state machine's advance, whose
+    database writes and new state are one step). The lease is proved by the fenced
+    write at the end, not locked while ``build`` runs, so the worker keeps renewing it
+    meanwhile (a lock held from the start would block every renewal until COMMIT). A
+    lost lease, a conflict or a failure of ``build`` rolls all of it back; a lost COMMIT
     answer is settled like any other. ``what`` names the commit in errors."""
     built: list[Transition] = []
     handed: list[Lease | None] = [None]
 
     async def stage_it(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
-        await check_on(conn, fence.lease, store.clock.sql_now())
         built[:] = await build(conn)
         check_all(built)
         committed, xid = await stage(conn, store, built, fence)
