@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -38,12 +38,18 @@ WAIT_SECONDS = 30.0
 
 
 def run(dsn: str | None, schema: str = "wayline") -> int:
-    """Run the demo; uses (and leaves running) a private cluster when no DSN is given."""
+    """Run the demo; on a private cluster when no DSN is given."""
+    return serve(dsn, lambda found: _demo(found, schema))
+
+
+def serve(dsn: str | None, demo: Callable[[str], Awaitable[int]]) -> int:
+    """Run ``demo`` on ``dsn``, or on the private cluster under ``.data/`` (started for
+    it and stopped after)."""
     if dsn:
-        return asyncio.run(_demo(dsn, schema))
+        return asyncio.run(demo(dsn))
     server = EmbeddedPostgres(DATA_DIR)
     try:
-        return asyncio.run(_demo(server.start(), schema))
+        return asyncio.run(demo(server.start()))
     finally:
         server.stop()
 
@@ -75,7 +81,7 @@ async def _walkthrough(client: Client) -> None:
     order = f"order-{uuid.uuid4().hex[:8]}"
     await client.start(definition.name, order, {"order": order, "amount": 42})
     print(f"started {order} on {definition.ref}")
-    await _until(client, order, _checks_done)
+    await until(client, order, _checks_done)
     await client.command(
         order,
         Action.APPROVE,
@@ -87,7 +93,7 @@ async def _walkthrough(client: Client) -> None:
     print("approved by demo-manager")
     await client.signal(order, "shipped", f"{order}-shipped", {"carrier": "demo-post"})
     print("signal shipped delivered")
-    state = await _until(client, order, lambda s: s.status.terminal)
+    state = await until(client, order, lambda s: s.status.terminal)
     print()
     print(describe_instance(state))
     print()
@@ -100,13 +106,14 @@ def _checks_done(state: Instance) -> bool:
     return all(p is not None and p.status is AttemptStatus.SUCCEEDED for p in checks)
 
 
-async def _until(client: Client, order: str, done: Callable[[Instance], bool]) -> Instance:
+async def until(client: Client, instance: str, done: Callable[[Instance], bool]) -> Instance:
+    """The instance once ``done`` (or ended), read from the store every 0.1 s."""
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
     while True:
-        client.cache.forget(order)
-        state = await client.inspect(order)
+        client.cache.forget(instance)
+        state = await client.inspect(instance)
         if done(state) or state.status.terminal:
             return state
         if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"{order} did not progress within {WAIT_SECONDS} s")
+            raise TimeoutError(f"{instance} did not progress within {WAIT_SECONDS} s")
         await asyncio.sleep(0.1)

@@ -114,11 +114,14 @@ def register_demo(commands: argparse._SubParsersAction) -> None:
     """``wayline demo``: the example saga end to end (see examples/demo.py)."""
     demo = commands.add_parser(
         "demo",
-        help="run the order-fulfillment example end to end",
-        description="Run the example saga on a private PostgreSQL "
-        "(or --dsn) and print what happened.",
+        help="run the order-fulfillment example (or --machine) end to end",
+        description="Run the example saga (or, with --machine, the document-approval "
+        "state machine) on a private PostgreSQL (or --dsn) and print what happened.",
     )
     demo.add_argument("--dsn", help=f"use this PostgreSQL instead of a private one ({DSN_ENV})")
+    demo.add_argument(
+        "--machine", action="store_true", help="the document-approval state machine instead"
+    )
     demo.add_argument("--schema", default="wayline", type=schema_name)
     demo.set_defaults(run=_demo)
 
@@ -127,9 +130,10 @@ def _demo(args: argparse.Namespace) -> int:
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)
-    from examples import demo
+    from examples import demo, machine_demo
 
-    return demo.run(args.dsn or os.environ.get(DSN_ENV), args.schema)
+    chosen = machine_demo if args.machine else demo
+    return chosen.run(args.dsn or os.environ.get(DSN_ENV), args.schema)
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:

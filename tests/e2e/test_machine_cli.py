@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from examples import documents as document_approval
 from tests.e2e.test_cli_e2e import ok, one_line
-from tests.fixtures.machines import document_approval
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Harness
 
-FIXTURE = "tests/fixtures/machines/document_approval.json"
+FIXTURE = "examples/document_approval.json"
 SUBMIT = ("machine", "submit", "document_approval", "--parent", "doc-7", "--as", "admin")
 
 
@@ -80,3 +80,16 @@ async def test_bad_arguments_get_one_line(e2e: Harness) -> None:
         "admin",
     )
     assert steps.code == 1 and one_line(steps).startswith("wayline: ")
+
+
+async def test_the_machine_demo_reviews_reminds_and_approves_a_document(e2e: Harness) -> None:
+    """``wayline demo --machine`` (the README's way to see a machine run): its timers pass
+    on the demo's own clock, so it ends at once."""
+    out = await ok(e2e, "demo", "--machine")
+
+    lines = out.splitlines()
+    assert "in review: InReview(reminders=0)" in lines
+    assert "status completed" in lines
+    assert "state Approved(by='ann')" in lines
+    entered = [line.split()[-1] for line in lines if "state_entered" in line]
+    assert entered == ["InReview", "InReview", "Approved"]

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 
 from engine import ActivityRegistry, MachineCall, Worker, WorkerConfig
 from engine.model.instance import InstanceStatus
+from examples import documents as approval
 from tests.e2e.conftest import Harness
-from tests.fixtures.machines import document_approval as approval
 
 LEASE = timedelta(seconds=1)
 EXPIRY = "SELECT lease_expires_at FROM work WHERE instance_id = %(id)s AND state = 2"

@@ -14,7 +14,7 @@ from engine.model.identifiers import local_instance_id, team_instance_id
 from engine.model.validation import parse_definition
 from engine.store import catalog, reads
 from engine.store.store import Store
-from tests.fixtures.machines import document_approval
+from examples import documents as document_approval
 from tests.integration.transition_builders import RETRY, single_definition
 
 

@@ -26,7 +26,7 @@ from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
-from tests.fixtures.machines import document_approval as approval
+from examples import documents as approval
 from tests.integration.factories import member, run_due
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)

@@ -28,8 +28,8 @@ from engine.model.validation import parse_definition
 from engine.store.clock import ManualClock
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
-from tests.fixtures.machines import document_approval
-from tests.fixtures.machines.document_approval import Submitted
+from examples import documents as document_approval
+from examples.documents import Submitted
 from tests.integration.factories import member, open_store, run_due
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -12,7 +12,7 @@ from studio.instance_urls import instance_ref
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "machines" / "document_approval.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "examples" / "document_approval.json"
 
 
 def machine_team(studio: LiveStudio) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """State machines for the unit tests: manifest documents, random ones, and a driver that
 writes a machine's history the way its runtime will.
 
-``approval_document`` is the fixture manifest (``tests/fixtures/machines``), to be
+``approval_document`` is the example manifest (``examples/document_approval.json``), to be
 broken one field at a time. ``machine_documents`` draws valid manifests of random
 shape: live states in a chain from the initial one, the last leading to every
 terminal state, plus random extra edges out of live states, so every state is
@@ -29,6 +29,7 @@ from engine.modes.machines.manifest import MachineManifest
 from engine.replay.fold import apply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "machines"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "document_approval.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RETRY_DELAY = timedelta(seconds=1)
 SAMPLE_VALUES = {"text": "x", "integer": 7, "number": 1.5, "boolean": True}
@@ -38,7 +39,7 @@ Document = dict[str, Any]
 
 def approval_document() -> Document:
     """The fixture's document-approval manifest, a fresh copy."""
-    return json.loads((FIXTURES / "document_approval.json").read_text(encoding="utf-8"))
+    return json.loads(EXAMPLE.read_text(encoding="utf-8"))
 
 
 _FIELDS = st.dictionaries(

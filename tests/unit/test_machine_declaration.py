@@ -18,7 +18,7 @@ from engine import MachineState, machine, variant
 from engine.model.definitions import Mode, definition_document, definition_to_json
 from engine.model.errors import DefinitionInvalid
 from engine.model.validation import parse_definition
-from tests.fixtures.machines import document_approval
+from examples import documents as document_approval
 from tests.unit.machines import Document, approval_document
 
 

@@ -27,7 +27,7 @@ from engine.model.limits import (
 )
 from engine.model.validation import parse_definition
 from engine.modes.machines.names import GRANT_RULE
-from tests.unit.machines import FIXTURES, Document, approval_document, machine_documents
+from tests.unit.machines import EXAMPLE, FIXTURES, Document, approval_document, machine_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 Problems = list[tuple[str, str]]
@@ -263,7 +263,7 @@ def check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
 
 
 def test_the_cli_checks_the_fixture_manifest(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = check(FIXTURES / "document_approval.json", capsys)
+    status, out = check(EXAMPLE, capsys)
     fingerprint = parse_definition(approval_document()).fingerprint
     assert (status, out) == (0, [f"ok document_approval@1 {fingerprint}"])
 

@@ -16,7 +16,7 @@ from engine.model.validation import parse_definition
 from engine.modes.machines.manifest import MachineManifest
 from engine.modes.machines.standing import StateValue, as_variant, state_value, status_of
 from engine.modes.machines.start_data import StartData, execution_id, read_start_data
-from tests.fixtures.machines import document_approval
+from examples import documents as document_approval
 from tests.unit.machines import Walk, approval_document
 
 K = EventKind
