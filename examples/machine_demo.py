@@ -22,18 +22,20 @@ from engine.store.clock import ManualClock
 from examples import documents
 from examples.demo import serve, until
 
-ACTOR = {"actor": "demo", "team": ""}
-"""The engine's own team: the command line's, whose principal always stands."""
 TIMER = timedelta(seconds=60)
 POLL = timedelta(milliseconds=100)
 
 
-def run(dsn: str | None, schema: str = "wayline") -> int:
-    """Run the demo on ``dsn``, or on a private cluster when none is given."""
-    return serve(dsn, lambda found: _demo(found, schema))
+def run(dsn: str | None, schema: str = "wayline", actor: str = "demo", team: str = "") -> int:
+    """Run the demo on ``dsn``, or on a private cluster when none is given. It submits
+    as ``actor`` of ``team``: by default the engine's own team, whose principal always
+    stands; a studio user and their team (an operator there) make it visible in the
+    studio, and each advance re-checks that user."""
+    owner = {"actor": actor, "team": team}
+    return serve(dsn, lambda found: _demo(found, schema, owner))
 
 
-async def _demo(dsn: str, schema: str) -> int:
+async def _demo(dsn: str, schema: str, owner: dict[str, str]) -> int:
     apply_migrations(dsn, schema)
     clock = ManualClock(datetime.now(UTC))
     store = await Store.open(dsn, schema, clock=clock)
@@ -41,7 +43,7 @@ async def _demo(dsn: str, schema: str) -> int:
     stop = asyncio.Event()
     worker = asyncio.create_task(Worker(store, documents.app, config).run(stop))
     try:
-        await _walkthrough(Executions(Client(store)), store, clock)
+        await _walkthrough(Executions(Client(store)), store, clock, owner)
     finally:
         stop.set()
         await worker
@@ -49,8 +51,10 @@ async def _demo(dsn: str, schema: str) -> int:
     return 0
 
 
-async def _walkthrough(executions: Executions, store: Store, clock: ManualClock) -> None:
-    await executions.client.publish(documents.flow.definition, "demo")
+async def _walkthrough(
+    executions: Executions, store: Store, clock: ManualClock, owner: dict[str, str]
+) -> None:
+    await executions.client.publish(documents.flow.definition, owner["actor"], owner["team"])
     parent = f"doc-{uuid.uuid4().hex[:6]}"
     async with store.connection() as conn:
         await conn.execute(documents.DOCUMENTS)
@@ -58,12 +62,12 @@ async def _walkthrough(executions: Executions, store: Store, clock: ManualClock)
         await conn.commit()
     key = f"review-{parent}"
     submitted = await executions.submit(
-        "document_approval", parent=parent, input="v1", key=key, scope="operator", **ACTOR
+        "document_approval", parent=parent, input="v1", key=key, scope="operator", **owner
     )
     execution = submitted.execution_id
     print(f"submitted {execution} for {parent}")
     await until(executions.client, execution, lambda s: s.machine and s.machine.transitions == 1)
-    print(f"in review: {await executions.state(execution, **ACTOR, family=documents.flow)}")
+    print(f"in review: {await executions.state(execution, **owner, family=documents.flow)}")
     clock.advance(TIMER)
     print("60 s later, no decision yet: a reminder")
     await until(executions.client, execution, lambda s: s.machine and s.machine.transitions == 2)
@@ -74,8 +78,8 @@ async def _walkthrough(executions: Executions, store: Store, clock: ManualClock)
     print("ann approves the document")
     clock.advance(TIMER)
     await until(executions.client, execution, lambda s: s.status.terminal)
-    print(f"status {await executions.status(execution, **ACTOR)}")
-    print(f"state {await executions.state(execution, **ACTOR, family=documents.flow)}")
+    print(f"status {await executions.status(execution, **owner)}")
+    print(f"state {await executions.state(execution, **owner, family=documents.flow)}")
     print()
     async for event in Queries(store).history(execution):
         print(f"{event.sequence:>4} {event.kind.label:<26} {event.step}")

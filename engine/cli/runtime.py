@@ -122,6 +122,13 @@ def register_demo(commands: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--machine", action="store_true", help="the document-approval state machine instead"
     )
+    demo.add_argument(
+        "--as",
+        dest="actor",
+        default="demo",
+        help="--machine: submit as this studio user (with --team, to see it in the studio)",
+    )
+    demo.add_argument("--team", default="", help="--machine: the submitter's studio team")
     demo.add_argument("--schema", default="wayline", type=schema_name)
     demo.set_defaults(run=_demo)
 
@@ -132,8 +139,10 @@ def _demo(args: argparse.Namespace) -> int:
         sys.path.insert(0, root)
     from examples import demo, machine_demo
 
-    chosen = machine_demo if args.machine else demo
-    return chosen.run(args.dsn or os.environ.get(DSN_ENV), args.schema)
+    dsn = args.dsn or os.environ.get(DSN_ENV)
+    if args.machine:
+        return machine_demo.run(dsn, args.schema, args.actor, args.team)
+    return demo.run(dsn, args.schema)
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
