@@ -81,7 +81,7 @@ class StateNode:
 
     @property
     def badge(self) -> str:
-        return f"⏱ {seconds_text(self.timer)}" if self.timer is not None else ""
+        return f"timer {seconds_text(self.timer)}" if self.timer is not None else ""
 
 
 @dataclass(frozen=True)

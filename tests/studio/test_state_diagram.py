@@ -100,7 +100,7 @@ def test_the_fixture_is_drawn_with_its_marks() -> None:
     assert [n.layer for n in diagram.nodes] == [0, 1, 2, 2, 2]
     assert nodes["Submitted"].initial and diagram.entry == (nodes["Submitted"].cx, 56)
     assert [s for s, n in nodes.items() if n.terminal] == ["Approved", "Rejected", "Expired"]
-    assert nodes["InReview"].badge == "⏱ 1 min"
+    assert nodes["InReview"].badge == "timer 1 min"
     assert nodes["InReview"].detail == "reminders: integer"
     assert nodes["Expired"].detail == "no fields"
     routes = {e.edge_id: e.route for e in diagram.edges}
