@@ -1,9 +1,10 @@
-"""A machine in the browser: its version page draws the state diagram, and an
-execution's page highlights its current state and the edges it took, live.
+"""A machine in the browser: its version page draws the state diagram, an execution's
+page highlights its current state and the edges it took, live, and an execution
+started from the studio can be cancelled with a reason.
 
-The machine's worker side is not built yet, so the test writes the execution's
-history itself, as the runtime will (``LiveStudio.start_machine`` and
-``machine_event``, each event checked by replay on the way in).
+No worker here runs the machine's code: the tests write an execution's history
+themselves, as the runtime does (``LiveStudio.start_machine`` and ``machine_event``,
+each event checked by replay on the way in).
 """
 
 from __future__ import annotations
@@ -116,3 +117,36 @@ def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStu
     page.wait_for_url("**/definitions/drawn.approval/versions/1?published=new")
     expect(page.locator("svg.state-diagram .node")).to_have_count(3)
     expect(page.locator("#state-Review .timer-badge")).to_have_text("timer 2 min")
+
+
+def test_submit_a_machine_from_the_studio_and_cancel_it_with_a_reason(
+    page: Page, studio: LiveStudio
+) -> None:
+    """Started from the studio's form, a machine's execution shows its initial state;
+    the operator's cancel asks for a reason, and the audit trail keeps it while the
+    declared compensation is due (no worker here runs the machine's code)."""
+    team = studio.team("machine-ops")
+    document = approval_document()
+    document["name"] = "approval_cancel"
+    studio.publish(team, document)
+    sign_in(page, studio.user(team, Role.OPERATOR))
+
+    page.goto("/instances")
+    page.get_by_role("link", name="Start an instance").click()
+    page.get_by_label("Definition version").select_option("approval_cancel@1")
+    page.get_by_label("Instance id").fill("cancel-me")
+    page.get_by_label("Input (JSON)").fill('{"input": "doc", "parent": "doc-1"}')
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_url("**/instances/cancel-me")
+    expect(page.locator("#state-Submitted")).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator("#machine-status")).to_have_text("running")
+
+    settled(page)
+    page.locator("[data-offer='cancel']").click()
+    expect(page.locator("#confirm-effect")).to_be_visible()
+    settled(page)
+    page.get_by_label("Reason").fill("withdrawn by its author")
+    page.locator("#confirm-button").click()
+
+    expect(page.locator("#machine-status")).to_have_text("cancelling")
+    expect(page.locator("#audit-table")).to_contain_text("withdrawn by its author")
