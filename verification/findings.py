@@ -28,6 +28,7 @@ NAMES = {
     "M1": "machine write per transition",
     "M2": "no advance after cancel",
     "M3": "machine ends",
+    "M4": "one active execution per parent",
 }
 
 

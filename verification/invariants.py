@@ -83,6 +83,7 @@ async def check(ctx: CheckContext) -> Findings:
         await _settlements(conn, ctx, findings)
         await machine_checks.writes(conn, findings)
         await machine_checks.cancellation(conn, findings)
+        await machine_checks.parents(conn, findings)
     machine_checks.ends(findings, states, ctx.machines, ctx.quiet)
     _boundaries(ctx, findings)
     return findings

@@ -12,10 +12,10 @@ of the transaction it ran in. Against history and the transitions ledger:
 - **M2 cancellation**: no state was entered after the execution's cancellation was
   requested (a cancellation fences the advance in flight);
 - **M3 ends**: each execution the drill started ended as the drill expects (completed
-  in its final state after exactly its steps, cancelled, or dead).
-
-Not checked yet: at most one active execution per parent, which needs the
-``instances.parent_key`` column that submit brings (MACHINES.md); add it here then.
+  in its final state after exactly its steps, cancelled, or dead);
+- **M4 parents**: at most one execution of a machine per parent is active (not yet
+  archived) at a time, read from each execution's start data rather than from the
+  ``parent_key`` column whose index is what keeps it.
 """
 
 from __future__ import annotations
@@ -53,6 +53,15 @@ WHERE h.kind = %(entered)s
 ORDER BY h.instance_id, h.sequence
 """
 CANCELLATIONS = "SELECT count(*) FROM history WHERE kind = %(cancel)s"
+ACTIVE_BY_PARENT = """
+SELECT i.definition_name, convert_from(h.data, 'UTF8')::json ->> 'parent', count(*)
+FROM instances i
+JOIN history h ON h.instance_id = i.instance_id AND h.sequence = 1
+JOIN definitions d ON d.name = i.definition_name AND d.version = i.definition_version
+WHERE i.archived_at IS NULL AND d.spec ->> 'mode' = 'machine'
+GROUP BY 1, 2
+"""
+"""Active machine executions by machine and the parent their start data names."""
 
 
 async def writes(conn: psycopg.AsyncConnection, findings: Findings) -> None:
@@ -136,3 +145,17 @@ def ends(
                     f"{execution_id}: completed after {made} transitions, not {execution.steps}"
                 )
     findings.add("M3", len(expected), problems)
+
+
+async def parents(conn: psycopg.AsyncConnection, findings: Findings) -> None:
+    """M4: at most one active execution per machine and parent."""
+    rows = await (await conn.execute(ACTIVE_BY_PARENT)).fetchall()
+    findings.add(
+        "M4",
+        sum(count for *_, count in rows),
+        [
+            f"{machine}: {count} active executions for parent {parent}"
+            for machine, parent, count in rows
+            if count > 1
+        ],
+    )
