@@ -8,7 +8,6 @@ drill can run the same engine in an isolated schema.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -27,8 +26,6 @@ from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
 from engine.store.statements import sessions as session_sql
 from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
-
-log = logging.getLogger("wayline.store")
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 """How long an operation waits for a pooled connection before it reports the store
