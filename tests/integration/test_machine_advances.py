@@ -20,7 +20,7 @@ from engine.model.transitions import Draft
 from engine.modes import decide, follow
 from engine.modes.machines.advances import backoff
 from engine.modes.machines.calls import MachineCall
-from engine.store import reads
+from engine.store import catalog, reads
 from engine.store.clock import ManualClock
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
@@ -28,6 +28,7 @@ from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from examples import documents as approval
 from tests.integration.factories import member, run_due
+from tests.integration.test_catalog import parent_of
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -263,3 +264,25 @@ async def test_each_advance_rechecks_whoever_submitted_the_execution(
     else:
         assert (state.status, state.failure_code) == (S.FAILED, "dead-authorization")
         assert await document(documents, parent) == ("in-review", 0)
+
+
+async def test_a_machine_that_cannot_start_as_a_child_fails_the_child_step(
+    store: Store, documents: psycopg.AsyncConnection
+) -> None:
+    """A step list's child that is a machine is started like any child; a start the
+    machine refuses (no parent in its input here) is a known, final start failure,
+    not a start tried again at every redelivery."""
+    parent_definition = parent_of(MACHINE, "documents-batch")
+    for definition in (MACHINE, parent_definition):
+        await catalog.publish(store, definition, "ann")
+    registry = Registry([MACHINE, parent_definition])
+    ctx = Context(store, approval.app, RegistrySource(store, registry))
+    draft = lifecycle.start_draft(registry, parent_definition, "batch-1", store.now(), {"n": 1})
+    decide(draft)
+    await store.commit(draft.build("start"))
+
+    await run_due(ctx)
+
+    events = await history(store, "batch-1")
+    [failed] = [e for e in events if e.kind is K.CHILD_START_FAILED]
+    assert (failed.step, failed.code, failed.retryable) == ("kid", "child-input-refused", False)
