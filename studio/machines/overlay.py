@@ -8,9 +8,8 @@ cancelled there), every edge taken with how often, and the
 edge taken last. ``view`` is the panel beside the diagram: the state's fields, what
 the execution has used of its bounds, its timer and its failed advances.
 
-The status words are the contract's (``/work/wt/MACHINES.md``: running, waiting,
-paused, cancelling, completed, cancelled, dead), read from the replayed Instance; a
-``dead-*`` failure code is what makes a failed execution dead.
+The status words are the engine's (``status_of``, what the host operation ``status``
+answers: running, waiting, paused, cancelling, completed, cancelled, dead).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from typing import Any
 
 from engine.model.instance import UNWINDING_STATUSES, Instance, InstanceStatus
 from engine.modes.machines.fold import manifest_of, progress_of
+from engine.modes.machines.standing import status_of
 from studio.formats import format_when
 from studio.instances.step_states import StepState
 from studio.machines.diagram import StateDiagram
@@ -33,28 +33,6 @@ DEAD = "dead-"
 LEGEND = (
     "running", "waiting-timer", "retry-waiting", "waiting", "compensating", "succeeded", "failed",
 )  # fmt: skip
-STATUS_WORDS = {
-    S.PAUSED: "paused",
-    S.CANCELLING: "cancelling",
-    S.FAILING: "cancelling",
-    S.COMPLETED: "completed",
-    S.CANCELLED: "cancelled",
-    S.TERMINATED: "cancelled",
-}
-
-
-def status(state: Instance, now: datetime) -> str:
-    """The execution's status in the contract's words."""
-    if state.status is S.FAILED:
-        return "dead" if state.failure_code.startswith(DEAD) else "failed"
-    if state.status is not S.RUNNING:
-        return STATUS_WORDS.get(state.status, state.status.label)
-    progress, manifest = progress_of(state), manifest_of(state)
-    if manifest.timer(progress.state) is not None and progress.timer_fired_at is None:
-        return "waiting"
-    if progress.retry_at is not None and progress.retry_at > now:
-        return "waiting"
-    return "running"
 
 
 def current(state: Instance) -> StepState:
@@ -142,7 +120,7 @@ def view(state: Instance, walk: Walk, now: datetime) -> MachineView:
     declared = variant.fields if variant else ()
     return MachineView(
         progress.state,
-        status(state, now),
+        status_of(state, now),
         current(state).note,
         tuple(Field(name, kind, values.get(name)) for name, kind in declared),
         progress.transitions,

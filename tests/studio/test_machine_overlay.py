@@ -15,6 +15,7 @@ from engine.decide.operator_commands import record_command
 from engine.model.events import EventKind
 from engine.model.transitions import Draft
 from engine.model.validation import parse_definition
+from engine.modes.machines.standing import status_of
 from engine.replay.fold import apply
 from studio.machines import overlay
 from studio.machines import walk as machine_walk
@@ -91,13 +92,13 @@ def test_the_current_state_says_what_it_waits_for() -> None:
     assert overlay.current(history.state).state == "running"  # type: ignore[arg-type]
     history.enter("InReview", reminders=0)
     assert overlay.current(history.state).state == "waiting-timer"  # type: ignore[arg-type]
-    assert overlay.status(history.state, T0) == "waiting"  # type: ignore[arg-type]
+    assert status_of(history.state, T0) == "waiting"  # type: ignore[arg-type]
     history.wait_for_timer()
-    assert overlay.status(history.state, history.now) == "running"  # type: ignore[arg-type]
+    assert status_of(history.state, history.now) == "running"  # type: ignore[arg-type]
     history.fail(1)
     state = history.state
     assert overlay.current(state).state == "retry-waiting"  # type: ignore[arg-type]
-    assert overlay.status(state, history.now - timedelta(seconds=1)) == "waiting"  # type: ignore[arg-type]
+    assert status_of(state, history.now - timedelta(seconds=1)) == "waiting"  # type: ignore[arg-type]
     assert overlay.frontier(state) == {"InReview"}  # type: ignore[arg-type]
 
 
@@ -108,20 +109,20 @@ def test_an_ended_execution_is_completed_dead_or_cancelled_where_it_stopped() ->
     done.enter("Approved", by="ann")
     done.append(K.COMPLETED)
     assert overlay.current(done.state).state == "succeeded"  # type: ignore[arg-type]
-    assert overlay.status(done.state, done.now) == "completed"  # type: ignore[arg-type]
+    assert status_of(done.state, done.now) == "completed"  # type: ignore[arg-type]
     assert overlay.frontier(done.state) == set()  # type: ignore[arg-type]
 
     started = approval()
     cancel = Draft(started.registry, started.state, T0)
     record_command(cancel, "c-1", Action.CANCEL, "ann", "no longer needed")
     assert overlay.current(cancel.state).state == "compensating"  # type: ignore[arg-type]
-    assert overlay.status(cancel.state, T0) == "cancelling"  # type: ignore[arg-type]
+    assert status_of(cancel.state, T0) == "cancelling"  # type: ignore[arg-type]
 
     dead = approval()
     dead.append(K.FAILED, code="dead-attempts-exhausted")
     mark = overlay.current(dead.state)  # type: ignore[arg-type]
     assert (mark.state, mark.note) == ("failed", "dead: dead-attempts-exhausted")
-    assert overlay.status(dead.state, dead.now) == "dead"  # type: ignore[arg-type]
+    assert status_of(dead.state, dead.now) == "dead"  # type: ignore[arg-type]
 
 
 def test_the_state_panel_shows_fields_bounds_timer_and_failures_newest_first() -> None:
