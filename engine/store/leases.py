@@ -492,15 +492,13 @@ def set_rounds(members: Sequence[dict[str, Any]]) -> list[list[int]]:
     instances, in order: a member's instance appears once per statement, and a later
     member of the same instance goes to a later statement."""
     placed: list[list[int]] = []
-    seen: list[set[str]] = []
+    levels: dict[str, int] = {}
     for k, params in enumerate(members):
-        instance = params["instance"]
-        level = sum(1 for instances in seen if instance in instances)
+        level = levels.get(params["instance"], 0)
+        levels[params["instance"]] = level + 1
         if level == len(placed):
             placed.append([])
-            seen.append(set())
         placed[level].append(k)
-        seen[level].add(instance)
     return placed
 
 
