@@ -71,6 +71,9 @@ class SignalSlot:
 
 @dataclass(frozen=True)
 class InstanceDetail:
+    """Everything the instance page shows, from one replay and one read of the work rows,
+    so the graph, the tables and the offered actions agree with each other."""
+
     row: InstanceRow
     replayed: Replayed
     states: dict[str, StepState]
