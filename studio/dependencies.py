@@ -1,6 +1,6 @@
 """What Litestar hands a route besides its parameters: the runtime, the principal, the
-instance list's filters, an instance history's filter and the draft editor (``app.py``
-provides them by these names).
+instance list's filters, the instance a page shows, an instance history's filter and the
+draft editor (``app.py`` provides them by these names).
 
 A page and an API route ask for ``runtime: Runtime`` and ``principal: Principal`` by
 name and get them through dependency injection, so neither reaches into the app's
@@ -13,14 +13,16 @@ from typing import Annotated, get_args
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.di import Provide
-from litestar.params import FromQuery, Parameter
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, FromQuery, Parameter
 
+from engine.queries import InstanceRow
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.editor_pages import draft_editor
+from studio.instance_urls import instance_id_of
 from studio.instances.history import PAGE_EVENTS, HistoryFilter
-from studio.instances.service import InstanceFilters
+from studio.instances.service import InstanceFilters, require_row
 from studio.principal import Principal
 from studio.runtime import Runtime
 
@@ -58,6 +60,14 @@ def instance_filters(
     )
 
 
+async def instance_row(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+) -> InstanceRow:
+    """The instance the path's ``ref`` names, if the principal's team has it (else 404):
+    the ``row`` dependency of the pages that show one instance, which all start there."""
+    return await require_row(runtime, principal.team_id, instance_id_of(ref))
+
+
 def history_filter(
     after: FromQuery[int] = 0,
     kind: FromQuery[list[str] | None] = None,
@@ -73,6 +83,7 @@ DEPENDENCIES = {
     "runtime": Provide(provide_runtime, sync_to_thread=False),
     "principal": Provide(provide_principal, sync_to_thread=False),
     "filters": Provide(instance_filters, sync_to_thread=False),
+    "row": Provide(instance_row),
     "chosen": Provide(history_filter, sync_to_thread=False),
     "editor": Provide(draft_editor, sync_to_thread=False),
 }

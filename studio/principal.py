@@ -21,6 +21,9 @@ BEARER = "bearer "
 
 @dataclass(frozen=True)
 class Principal:
+    """Who is acting, in which team and with which role: read once per request from the
+    session cookie or the API token, so no route works out access on its own."""
+
     actor: str
     """What audit fields record: the username, or ``token:<id>`` for an API token."""
     team: Team | None

@@ -60,6 +60,9 @@ EXECUTION = EXECUTIONS + "/{ref:str}"
 
 @dataclass(frozen=True)
 class Route:
+    """One row of the table: who may call ``method path`` and, for the JSON API, which
+    answers its OpenAPI document lists (so the document cannot drift from the guard)."""
+
     method: str
     path: str
     handler: Callable[..., Any]

@@ -23,6 +23,9 @@ from studio.settings import StudioSettings
 
 @dataclass
 class Runtime:
+    """The parts the module's docstring names, built once (``Runtime.on``) and shared by
+    every request, so caches and the watcher are not rebuilt per page."""
+
     store: Store
     client: Client
     queries: Queries

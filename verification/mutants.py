@@ -67,6 +67,9 @@ class Build:
 
 @dataclass(frozen=True)
 class Mutant:
+    """A deliberately broken engine the self-test runs the drills against: a mutant no
+    drill catches is a promise the drills do not guard."""
+
     name: str
     breaks: str
     """The promise it breaks, in a sentence."""

@@ -64,6 +64,9 @@ RETRIES = 5
 
 @dataclass(frozen=True)
 class RunSummary:
+    """A ``drill_runs`` row: what a list of runs shows without reading any result, so a
+    long history of campaigns pages cheaply."""
+
     run_id: str
     team_id: str
     profile: str
@@ -82,6 +85,9 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class RunDetail:
+    """One run with its per-drill results and, once it ended, its scorecard (text and
+    JSON): what a run's page and the comparison of two runs read."""
+
     summary: RunSummary
     results: list[dict[str, Any]] = field(default_factory=list)
     scorecard_text: str | None = None

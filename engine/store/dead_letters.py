@@ -89,6 +89,8 @@ class DeadLetterCursor:
 
 @dataclass(frozen=True)
 class DeadLetterPage:
+    """One keyset page of dead letters, oldest failure first."""
+
     items: tuple[DeadLetter, ...]
     next_cursor: DeadLetterCursor | None
     """None when no later dead letter existed when the page was read."""

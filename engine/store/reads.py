@@ -46,6 +46,9 @@ class HistoryPage:
 
 
 class InstanceView(StrEnum):
+    """Which instances a list shows: ended instances are archived in the commit that ends
+    them, so the default list stays the ones still running."""
+
     ACTIVE = "active"
     ARCHIVED = "archived"
     ALL = "all"

@@ -66,6 +66,9 @@ class TokenRejected(ValueError):
 
 @dataclass(frozen=True)
 class ApiToken:
+    """A team's API token as listed and checked: never the secret, which is shown once
+    when made and stored only as a hash."""
+
     token_id: str
     team_id: str
     role: Role

@@ -46,6 +46,9 @@ WITHDRAW = "DELETE FROM studio_invitations WHERE invitation_id = %s AND team_id 
 
 @dataclass(frozen=True)
 class Invitation:
+    """An open invitation to join a team with a role; its code is stored only as a hash
+    and lapses at ``expires_at``, so an old code in a chat log opens nothing."""
+
     invitation_id: str
     team_id: str
     username: str

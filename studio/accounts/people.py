@@ -62,12 +62,18 @@ class PeopleError(ValueError):
 
 @dataclass(frozen=True)
 class Team:
+    """A team: the unit that owns definitions, instances and drafts, so access is granted
+    by membership rather than per object."""
+
     team_id: str
     name: str
 
 
 @dataclass(frozen=True)
 class User:
+    """A person who signs in; ``must_change_password`` holds an account whose password
+    was generated (printed once) to choosing its own before anything else."""
+
     user_id: str
     username: str
     display_name: str
@@ -80,12 +86,16 @@ class User:
 
 @dataclass(frozen=True)
 class Membership:
+    """One of a user's teams with the role there: what the team switcher offers."""
+
     team: Team
     role: Role
 
 
 @dataclass(frozen=True)
 class Member:
+    """One of a team's people with the role there: what the settings page lists."""
+
     user: User
     role: Role
 

@@ -34,6 +34,9 @@ SWITCH_TEAM = "UPDATE studio_sessions SET team_id = %s WHERE session_hash = %s"
 
 @dataclass(frozen=True)
 class Session:
+    """A signed-in browser session as stored: only the cookie's hash is kept (a copy of
+    the table signs nobody in); ``csrf_token`` is what its forms must carry back."""
+
     session_hash: str
     user_id: str
     team_id: str | None

@@ -30,6 +30,9 @@ class JoinRejected(Exception):
 
 @dataclass(frozen=True)
 class SignedIn:
+    """A session just opened: the cookie to set, the session it names and whose it is
+    (the page decides where to go from ``user``)."""
+
     cookie: str
     session: Session
     user: User

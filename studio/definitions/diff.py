@@ -20,6 +20,8 @@ TOP_FIELDS = ("name", "version", "mode", "deprecated")
 
 
 class Change(StrEnum):
+    """How a step or field differs; the value is the CSS mark the two graphs show."""
+
     ADDED = "added"
     REMOVED = "removed"
     CHANGED = "changed"
@@ -36,6 +38,8 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class StepChange:
+    """One step added, removed or changed (by name), with the fields that changed."""
+
     step: str
     kind: str
     change: Change

@@ -49,6 +49,9 @@ class DraftChanged(Conflict):
 
 @dataclass(frozen=True)
 class Draft:
+    """A team's unpublished document; ``revision`` counts saves so an edit made on an
+    older one is refused (``DraftChanged``) instead of overwriting it."""
+
     draft_id: str
     team_id: str
     document: dict[str, Any]

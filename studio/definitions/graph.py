@@ -92,6 +92,9 @@ class BranchSlot:
 
 @dataclass(frozen=True)
 class Graph:
+    """A step list laid out for drawing (``layout``): positions are computed here so the
+    template only draws, and a draft that does not validate yet still has a picture."""
+
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
     slots: tuple[BranchSlot, ...]

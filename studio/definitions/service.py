@@ -43,6 +43,9 @@ class DefinitionSummary:
 
 @dataclass(frozen=True)
 class PublishOutcome:
+    """A publish's result: publishing the same content again is success, not an error,
+    so the page says which happened."""
+
     definition: Definition
     created: bool
     """False when exactly this content was already published (nothing changed)."""

@@ -17,6 +17,9 @@ DURATION_HELP = "a whole number and a unit: 500ms, 30s, 5m, 72h, 7d"
 
 @dataclass(frozen=True)
 class FieldSpec:
+    """One editable field of a step form: ``path`` is its dotted place in the step's JSON,
+    so one table drives the form, its parsing and its error placement."""
+
     path: str
     label: str
     input: str = "text"

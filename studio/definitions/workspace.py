@@ -42,6 +42,9 @@ class Selection:
 
 @dataclass
 class Workspace:
+    """Everything the step editor draws for one draft, built from the saved draft for
+    each render (``build_workspace``), so what it shows is always what was saved."""
+
     draft: Draft
     problems: Problems
     graph: Graph

@@ -39,6 +39,9 @@ SEQUENCE_PATTERNS = (
 
 @dataclass(frozen=True)
 class DrillChoice:
+    """One drill as the run form offers it; ``owned_server`` drills need a PostgreSQL the
+    harness owns (they stop, pause or cut it), so the form says they are not run here."""
+
     drill_id: str
     title: str
     owned_server: bool

@@ -114,6 +114,8 @@ async def send_signal(
     ref: FromPath[str],
     data: Annotated[SignalIn, examples.SIGNAL],
 ) -> InstanceDetailOut:
+    """Deliver a signal to a signal step. A retry with the same ``signal_id`` and payload
+    acts once (another payload under that id is a conflict); answers the instance after."""
     instance_id = instance_id_of(ref)
     await interventions.send_signal(
         runtime,

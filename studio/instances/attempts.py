@@ -33,14 +33,22 @@ RETRIES = {K.RETRY_SCHEDULED: ACTIVITY, K.COMPENSATION_RETRY_SCHEDULED: COMPENSA
 
 
 @dataclass(frozen=True)
-class AttemptRecord:
-    """One attempt as history tells it."""
+class AttemptIdentity:
+    """Which attempt: what history and the work row carrying it both name it by, so the
+    table can show an attempt that only one of them knows yet."""
 
     track: str
     """``activity`` or ``compensation``."""
     step: str
     attempt: int
     key: str
+    """The attempt's idempotency key (what an activity sees)."""
+
+
+@dataclass(frozen=True)
+class AttemptRecord(AttemptIdentity):
+    """One attempt as history tells it."""
+
     started_at: datetime
     timeout_at: datetime | None
     started_sequence: int

@@ -22,7 +22,7 @@ from engine.modes import decide
 from engine.queries import InstanceRow, WorkRow, WorkState
 from studio.drawings import drawing_of
 from studio.instances.action_offers import Offer, offers
-from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptRecord
+from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptIdentity, AttemptRecord
 from studio.instances.replays import Replayed
 from studio.instances.service import require_row
 from studio.instances.step_states import StepState
@@ -39,13 +39,9 @@ TRACK_KINDS = {WorkKind.ACTIVITY: ACTIVITY, WorkKind.COMPENSATION: COMPENSATION}
 
 
 @dataclass(frozen=True)
-class AttemptRow:
+class AttemptRow(AttemptIdentity):
     """An attempt as the table shows it: history's record and the work row carrying it."""
 
-    track: str
-    step: str
-    attempt: int
-    key: str
     outcome: str
     record: AttemptRecord | None
     work: WorkRow | None
@@ -71,6 +67,9 @@ class SignalSlot:
 
 @dataclass(frozen=True)
 class InstanceDetail:
+    """Everything the instance page shows, from one replay and one read of the work rows,
+    so the graph, the tables and the offered actions agree with each other."""
+
     row: InstanceRow
     replayed: Replayed
     states: dict[str, StepState]

@@ -20,17 +20,14 @@ from typing import Any
 
 from litestar import Request
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from engine.queries import InstanceRow
-from studio.instance_urls import instance_id_of
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
-from studio.instances import service as instances
 from studio.instances.replays import Replayed
 from studio.instances.sections import node_updates, render_sections
-from studio.principal import Principal
 from studio.rendering import fragment
 from studio.runtime import Runtime
 
@@ -40,12 +37,10 @@ RECONNECT_MS = 1_000
 
 async def live(
     request: Request,
-    principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    ref: FromPath[str],
+    row: NamedDependency[InstanceRow],
     after: FromQuery[int] = 0,
 ) -> ServerSentEvent:
-    row = await instances.require_row(runtime, principal.team_id, instance_id_of(ref))
     resumed = request.headers.get("last-event-id", "")
     known = int(resumed) if resumed.isdigit() else after
     return ServerSentEvent(_stream(request, runtime, row, known), retry_duration=RECONNECT_MS)

@@ -138,11 +138,12 @@ async def instance_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    ref: FromPath[str],
+    row: NamedDependency[InstanceRow],
     chosen: NamedDependency[HistoryFilter],
 ) -> Template:
-    instance_id = instance_id_of(ref)
-    row = await instances.require_row(runtime, principal.team_id, instance_id)
+    """One instance: its state (or a placeholder fetched after a long history) and the
+    first page of its history, which the page then follows live."""
+    instance_id = row.instance_id
     context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
     if not context["lazy"]:
         detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
@@ -222,13 +223,11 @@ async def history(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    ref: FromPath[str],
+    row: NamedDependency[InstanceRow],
     chosen: NamedDependency[HistoryFilter],
 ) -> Template:
     """One filtered history page: the history section for htmx, else its own page."""
-    instance_id = instance_id_of(ref)
-    row = await instances.require_row(runtime, principal.team_id, instance_id)
-    section = await _history_section(runtime, principal.team_id, instance_id, row, chosen)
+    section = await _history_section(runtime, principal.team_id, row.instance_id, row, chosen)
     template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
     return page(request, template, "instances", row=row, **section)
 

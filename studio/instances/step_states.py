@@ -74,6 +74,9 @@ STATES = (
 
 @dataclass(frozen=True)
 class StepState:
+    """A step's state for the graph and the table: one of ``STATES`` (its CSS class) and
+    a note saying what it waits for or how it ended."""
+
     state: str
     note: str
 

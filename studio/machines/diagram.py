@@ -101,6 +101,9 @@ class StateEdge:
 
 @dataclass(frozen=True)
 class StateDiagram:
+    """A machine laid out for drawing: positions are computed here so the template only
+    draws, and overlays address nodes and edges by their ids."""
+
     nodes: tuple[StateNode, ...]
     edges: tuple[StateEdge, ...]
     width: float

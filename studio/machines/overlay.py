@@ -84,6 +84,8 @@ def execution_marks(diagram: StateDiagram, state: Instance, walk: Walk) -> dict[
 
 @dataclass(frozen=True)
 class Field:
+    """One field the current state declares, with its value in the execution's data."""
+
     name: str
     type: str
     value: Any
