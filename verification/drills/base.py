@@ -26,6 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from engine import provision_roles
 from engine.client import Client
 from engine.model.transitions import Draft
 from engine.modes import decide
@@ -139,9 +140,12 @@ class DrillEnv:
         try:
             await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
             async with await psycopg.AsyncConnection.connect(env.ledger_dsn) as conn:
+                await conn.set_autocommit(True)  # roles are the cluster's: see provision_roles
+                await provision_roles(conn, [drill_machine.RESOURCE])
                 await conn.execute(effects.LEDGER_TABLES.encode())
                 await conn.execute(lease_audit.AUDIT_TABLES.encode())
                 await conn.execute(drill_machine.MACHINE_TABLES.encode())
+                await conn.execute(drill_machine.MACHINE_PRIVILEGES.encode())
             clock = None
             if manual_clock:
                 clock = FileClock(env.directory / "clock.txt")
