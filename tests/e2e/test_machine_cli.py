@@ -116,6 +116,13 @@ async def test_roles_apply_provisions_the_published_machines_roles(e2e: Harness)
     applied = await ok(e2e, "machine", "roles", "--apply")
 
     assert applied == "provisioned the roles of Documents and the role without grants\n"
-    member = "SELECT pg_has_role(current_user, %(role)s, 'MEMBER')"
-    for role in ("wayline_documents_write", "wayline_documents_read", "wayline_no_grants"):
-        assert await e2e.query(member, {"role": role}) == [(True,)]
+    roles = ["wayline_documents_write", "wayline_documents_read", "wayline_no_grants"]
+    assert await e2e.query(MEMBERSHIPS, {"roles": roles}) == [(role,) for role in sorted(roles)]
+
+
+MEMBERSHIPS = """
+SELECT r.rolname FROM pg_auth_members a
+JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
+WHERE r.rolname = ANY(%(roles)s) AND m.rolname = current_user ORDER BY 1
+"""
+"""The roles of ``roles`` the login is a member of (superuser or not)."""
