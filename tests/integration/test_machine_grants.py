@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -27,7 +27,7 @@ from engine.modes.machines.declaration import Machine
 from engine.modes.machines.fold import progress_of
 from engine.modes.machines.grants import NO_GRANTS_ROLE, roles_of
 from engine.store import reads, roles
-from engine.store.rows import WorkState
+from engine.store.dead_letters import list_dead_letters, make_resolution, resolve
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.instance_cache import RegistrySource
@@ -59,16 +59,21 @@ def granted(grants: list[str], resource: str = "Documents") -> Machine:
 async def advanced(store: Store, flow: Machine, advance) -> Instance:
     """An execution of ``flow`` for doc-1, after a worker ran its first advance
     (``advance``)."""
-    flow = replace(flow, advance_function=advance)
-    app = ActivityRegistry()
-    app.machine(flow)
-    registry = Registry([flow.definition])
+    ctx = worker_of(store, replace(flow, advance_function=advance))
+    registry = await ctx.registries.get()
     start = {"input": "v1", "parent": "doc-1"}
     draft = lifecycle.start_draft(registry, flow.definition, "exec-1", store.now(), start)
     decide(draft)
     await store.commit(draft.build("start"))
-    assert await run_due(Context(store, app, RegistrySource(store, registry))) == 1
+    assert await run_due(ctx) == 1
     return await reads.inspect(store, registry, "exec-1")
+
+
+def worker_of(store: Store, flow: Machine) -> Context:
+    """A worker's context that runs ``flow``'s code."""
+    app = ActivityRegistry()
+    app.machine(flow)
+    return Context(store, app, RegistrySource(store, Registry([flow.definition])))
 
 
 async def status_of(conn: psycopg.AsyncConnection) -> str:
@@ -188,21 +193,44 @@ async def test_code_that_swallows_a_failed_statement_fails_its_attempt(
     assert (state.status, state.machine.code) == (S.RUNNING, "advance-statement-failed")
 
 
-async def test_a_role_that_does_not_exist_makes_the_work_a_dead_letter(
-    store: Store, documents: psycopg.AsyncConnection
+async def test_a_role_that_does_not_exist_makes_the_work_a_dead_letter_to_retry(
+    store: Store, documents: psycopg.AsyncConnection, schema: str
 ) -> None:
-    """Not the execution's fault: an operator provisions the role and retries."""
+    """Not the execution's fault: an operator provisions the roles and retries it."""
     resource = f"Unprovisioned{uuid.uuid4().hex[:12]}"
     flow = granted([f"DbWrite<{resource}>"], resource)
 
     state = await advanced(store, flow, approval.advance)
 
     assert (state.status, progress_of(state).transitions) == (S.RUNNING, 0)
-    work = "SELECT state, failure_code FROM work WHERE instance_id = 'exec-1'"
-    assert await (await documents.execute(work)).fetchall() == [
-        (WorkState.DEAD_LETTERED, "grant-role-missing")
-    ]
+    (dead,) = (await list_dead_letters(store)).items
+    assert dead.failure_code == "grant-role-missing"
     assert await status_of(documents) == "draft"
+
+    made = roles_of(resource)
+    try:
+        await provision_roles(documents, [resource])
+        await documents.execute(PRIVILEGES.format(read=made.read, write=made.write, schema=schema))
+        now = store.now()
+        retry = ("retry", "olive", "roles made", now, now, now + timedelta(days=1))
+        await resolve(store, make_resolution("cmd-retry", dead.work_id, dead.token, *retry))
+        assert await run_due(worker_of(store, replace(flow, advance_function=approval.advance)))
+    finally:
+        for role in (made.write, made.read):
+            await documents.execute(
+                sql.SQL("DROP OWNED BY {0}; DROP ROLE {0}").format(sql.Identifier(role))
+            )
+    assert (
+        await reads.inspect(store, Registry([flow.definition]), "exec-1")
+    ).machine.state == "InReview"
+    assert await status_of(documents) == "in-review"
+
+
+PRIVILEGES = """
+GRANT USAGE ON SCHEMA {schema} TO {read};
+GRANT SELECT ON documents TO {read};
+GRANT UPDATE ON documents TO {write};
+"""
 
 
 @pytest.fixture
