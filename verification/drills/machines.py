@@ -217,7 +217,8 @@ async def _one_active(env: DrillEnv) -> None:
 async def _end(env: DrillEnv, execution: str) -> None:
     """Cancel an execution resting on its timer, and wait until it is cancelled."""
     await _resting(env, execution)
-    await Executions(env.client).cancel(execution, SUBMITTER["actor"], "", "ends", "end")
+    actor = SUBMITTER["actor"]
+    await Executions(env.client).cancel(execution, actor, "", "ends", f"{execution}-end")
 
     async def ended() -> bool:
         return (await env.client.inspect(execution)).status.terminal
