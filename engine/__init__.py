@@ -20,6 +20,8 @@ from engine.executions import (
     SubmitConflict,
     Submitted,
 )
+from engine.machine_roles import provision_roles, provisioning_sql
+from engine.machine_roles import roles_of as resource_roles
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -34,6 +36,7 @@ from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
+from engine.modes.machines.calls import GrantDenied
 from engine.modes.machines.standing import STATUSES, StateValue
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries
@@ -77,6 +80,7 @@ __all__ = [
     "EmbeddedPostgres",
     "ExecutionNotFound",
     "Executions",
+    "GrantDenied",
     "InputRefused",
     "Instance",
     "InstanceStatus",
@@ -105,5 +109,8 @@ __all__ = [
     "load_definition",
     "machine",
     "make_resolution",
+    "provision_roles",
+    "provisioning_sql",
+    "resource_roles",
     "variant",
 ]

@@ -57,7 +57,7 @@ async def _walkthrough(
     await executions.client.publish(documents.flow.definition, owner["actor"], owner["team"])
     parent = f"doc-{uuid.uuid4().hex[:6]}"
     async with store.connection() as conn:
-        await conn.execute(documents.DOCUMENTS)
+        await documents.set_up(conn)
         await conn.execute("INSERT INTO documents (id) VALUES (%s)", [parent])
         await conn.commit()
     key = f"review-{parent}"

@@ -16,6 +16,10 @@ below ``attempts``), ``hold`` marks its entry in ``drill_machine_entries`` (on a
 connection of its own, committed at once, as the harness's observation) and then waits,
 inside its transaction and after its write, until the harness releases it
 (``released``) or its time runs out.
+
+Its grants are ``DbRead<DrillRows>`` and ``DbWrite<DrillRows>``, so its code acts as
+``wayline_drillrows_write``, which may read the script and write the rows
+(``MACHINE_PRIVILEGES``), and nothing else.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import os
 
 import psycopg
 
-from engine import MachineCall, MachineState, machine, variant
+from engine import MachineCall, MachineState, machine, resource_roles, variant
 from verification.effects import LEDGER_DSN_ENV
 
 MACHINE = "drill.machine"
@@ -65,6 +69,16 @@ SCRIPT = """
 SELECT action, attempts, released FROM drill_machine_script
 WHERE execution = %s AND transitions = %s
 """
+RESOURCE = "DrillRows"
+ROLES = resource_roles(RESOURCE)
+MACHINE_PRIVILEGES = f"""
+DO $$ BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO {ROLES.read}', current_schema());
+END $$;
+GRANT SELECT ON drill_machine_script, drill_machine_writes TO {ROLES.read};
+GRANT INSERT ON drill_machine_writes TO {ROLES.write};
+"""
+"""What the drill machine's roles may do with ``MACHINE_TABLES`` (in the drill's schema)."""
 ENTRY = """
 INSERT INTO drill_machine_entries (execution, transitions, attempt, pid) VALUES (%s, %s, %s, %s)
 """
@@ -109,8 +123,8 @@ flow = machine(
         Resting: [Finished],
     },
     compensation="drill.machine.compensate",
-    grants=["DbRead<DrillRows>", "DbWrite<DrillRows>"],
-    resource="DrillRows",
+    grants=[f"DbRead<{RESOURCE}>", f"DbWrite<{RESOURCE}>"],
+    resource=RESOURCE,
     max_attempts=4,
     max_transitions=16,
     retry="transactional",

@@ -6,7 +6,9 @@ mutant is caught. A mutant breaks the engine only through the seams the engine o
 the store's statement filter (its SQL sent rewritten) and hooks
 (``engine.store.seams``), and the worker's hooks (``engine.worker.hooks``). A drill
 worker process builds its store and worker with the mutant that ``WAYLINE_DRILL_MUTANT``
-names (``from_env``, in ``verification.process_main``).
+names (``from_env``, in ``verification.process_main``); a drill's clients that stand
+for the engine's users (M2's submitters) open their stores with the same build
+(``build_of``, in ``DrillEnv.client_store``).
 
 A mutant names the engine's statements and decision points it breaks; if the engine
 moves or changes one (a statement gone, a fragment no longer in it, a hook point
@@ -81,7 +83,11 @@ class Mutant:
 def from_env(app: ActivityRegistry) -> Build:
     """The build ``WAYLINE_DRILL_MUTANT`` names for a worker running ``app`` (the engine
     as it is when unset)."""
-    name = os.environ.get(MUTANT_ENV, "")
+    return build_of(os.environ.get(MUTANT_ENV, ""), app)
+
+
+def build_of(name: str, app: ActivityRegistry) -> Build:
+    """The build of mutant ``name`` for ``app`` (the engine as it is for '')."""
     return MUTANTS[name].build(app) if name else Build()
 
 
@@ -274,6 +280,22 @@ class _AdvanceWritesOutside(WorkerHooks):
         return self.own
 
 
+# Admission without the parent's index -------------------------------------------------------
+
+
+def _start_ignores_parent(app: ActivityRegistry) -> Build:
+    """Every start is written with an empty parent key, which the index of one active
+    execution per parent does not cover, so each submit for a busy parent is admitted."""
+    from engine.store.statements import transitions
+
+    key = re.escape("END, %(parent_key)s")
+    return Build(
+        statement_filter=StatementRewrites(
+            [Rewrite(transitions, "START_TRANSITION", key, "END, ''")]
+        )
+    )
+
+
 def _worker(hooks: Callable[[], WorkerHooks]) -> Callable[[ActivityRegistry], Build]:
     return lambda app: Build(worker_hooks=points_of(hooks()))
 
@@ -346,6 +368,12 @@ MUTANTS: dict[str, Mutant] = {
             "a machine's advance writes commit on their own, not with the state it returns",
             ("M1-kill-before_commit-s0", "M3-sever_before_commit-before_commit-s0"),
             _worker(_AdvanceWritesOutside),
+        ),
+        Mutant(
+            "start-ignores-parent",
+            "a start is admitted whatever execution of its machine is active for its parent",
+            ("M2-submits-s0",),
+            _start_ignores_parent,
         ),
     )
 }

@@ -1,4 +1,5 @@
-"""`wayline machine submit|state|status|cancel`: the host operations of state machines.
+"""`wayline machine submit|state|status|cancel`: the host operations of state machines
+(and ``roles``, the database roles their advances act as: ``machine_roles``).
 
 Thin shells over ``engine.Executions``: ``submit`` prints ``submitted <id> (new)`` or
 ``(existing)`` for an identical repeat; ``state`` the variant and its fields as JSON
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from engine.cli import machine_roles
 from engine.cli.runtime import add_command, json_arg
 from engine.client import Client
 from engine.executions import Executions
@@ -27,7 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add ``machine`` and its four actions to the ``wayline`` parser."""
     machine = commands.add_parser(
         "machine",
-        help="submit, inspect and cancel state-machine executions",
+        help="submit, inspect and cancel state-machine executions; provision their roles",
         description="The host operations of state machines.",
     )
     actions = machine.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -52,6 +54,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     actions.choices["state"].add_argument("--json", action="store_true", help="as one object")
     actions.choices["cancel"].add_argument("--reason", required=True, help="why (audited)")
     actions.choices["cancel"].add_argument("--command-id", help="idempotency id of the cancel")
+    machine_roles.register(actions)
 
 
 def _caller(parser: argparse.ArgumentParser) -> None:

@@ -157,6 +157,11 @@ class ActivityRegistry:
         """The machine whose ``function`` or ``compensation`` is ``target``, if any."""
         return self._machines.get(target)
 
+    @property
+    def machines(self) -> list[Machine]:
+        """Every machine whose code this worker runs, each once."""
+        return list({id(flow): flow for flow in self._machines.values()}.values())
+
     def register(self, target: str, handler: Handler) -> None:
         problem = name_problem(target)
         if problem:

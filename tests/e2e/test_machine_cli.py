@@ -1,9 +1,12 @@
 """``wayline machine submit|state|status|cancel`` as a person at a terminal sees it:
-the one line each answers, and ``wayline: <message>`` with exit 1 when refused."""
+the one line each answers, and ``wayline: <message>`` with exit 1 when refused; and
+``wayline machine roles``, the SQL of the roles machines act as."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import psycopg
 
 from examples import documents as document_approval
 from tests.e2e.test_cli_e2e import ok, one_line
@@ -93,3 +96,33 @@ async def test_the_machine_demo_reviews_reminds_and_approves_a_document(e2e: Har
     assert "state Approved(by='ann')" in lines
     entered = [line.split()[-1] for line in lines if "state_entered" in line]
     assert entered == ["InReview", "InReview", "Approved"]
+
+
+async def test_roles_prints_sql_that_runs_again_and_again(e2e: Harness) -> None:
+    printed = await e2e.cli("machine", "roles", "--app", "examples.documents:app", store=False)
+    assert printed.code == 0, printed.stderr
+    assert printed.stdout.count("CREATE ROLE") == 3  # read, write and the role without grants
+    assert "GRANT SELECT ON <tables> TO wayline_documents_read;" in printed.stdout
+    from_file = await e2e.cli("machine", "roles", FIXTURE, store=False)
+    assert from_file.stdout == printed.stdout
+    async with await psycopg.AsyncConnection.connect(e2e.dsn, autocommit=True) as conn:
+        for _ in range(2):
+            await conn.execute(printed.stdout)
+
+
+async def test_roles_apply_provisions_the_published_machines_roles(e2e: Harness) -> None:
+    await e2e.publish(document_approval.flow.definition)
+
+    applied = await ok(e2e, "machine", "roles", "--apply")
+
+    assert applied == "provisioned the roles of Documents and the role without grants\n"
+    roles = ["wayline_documents_write", "wayline_documents_read", "wayline_no_grants"]
+    assert await e2e.query(MEMBERSHIPS, {"roles": roles}) == [(role,) for role in sorted(roles)]
+
+
+MEMBERSHIPS = """
+SELECT r.rolname FROM pg_auth_members a
+JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
+WHERE r.rolname = ANY(%(roles)s) AND m.rolname = current_user ORDER BY 1
+"""
+"""The roles of ``roles`` the login is a member of (superuser or not)."""

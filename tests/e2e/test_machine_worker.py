@@ -34,7 +34,8 @@ async def test_an_advance_longer_than_the_lease_keeps_it_and_commits_once(e2e: H
         poll_interval=timedelta(milliseconds=100),
     )
     async with e2e.store.connection() as conn:
-        await conn.execute(approval.DOCUMENTS + "INSERT INTO documents (id) VALUES ('doc-1');")
+        await approval.set_up(conn)
+        await conn.execute("INSERT INTO documents (id) VALUES ('doc-1')")
         await conn.commit()
     stop = asyncio.Event()
     running = asyncio.create_task(Worker(e2e.store, app, config).run(stop))

@@ -41,7 +41,7 @@ S = InstanceStatus
 
 @pytest.fixture
 async def documents(aconn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
-    await aconn.execute(approval.DOCUMENTS)
+    await approval.set_up(aconn)
     return aconn
 
 

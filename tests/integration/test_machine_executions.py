@@ -220,7 +220,7 @@ async def test_a_plain_start_of_a_machine_needs_its_start_data(executions: Execu
 async def test_the_worker_moves_a_submitted_execution_and_its_end_frees_the_parent(
     executions: Executions, store: Store, clock: ManualClock, aconn: psycopg.AsyncConnection
 ) -> None:
-    await aconn.execute(document_approval.DOCUMENTS)
+    await document_approval.set_up(aconn)
     await aconn.execute("INSERT INTO documents (id) VALUES ('doc-7')")
     await member(aconn, "ada", "red", "operator")  # each advance re-checks the submitter
     registries = RegistrySource(store, Registry([document_approval.flow.definition]))

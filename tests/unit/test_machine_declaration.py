@@ -103,7 +103,7 @@ CHANGES: list[tuple[str, Any]] = [
     ("terminal", _not_terminal),
     ("compensation", _set("compensation", "documents.undo")),
     ("grants", _set("grants", ["DbRead<Documents>"])),
-    ("resource", _set("resource", "Files")),
+    ("resource", lambda document: document.update(resource="Files", grants=[])),
     ("function", _set("function", "documents.advance2")),
     ("input", _set("input", "integer")),
     ("deprecated", _set("deprecated", True)),

@@ -210,6 +210,28 @@ RULES: list[tuple[str, Document, Problems]] = [
         [("grants[1]", GRANT_RULE)],
     ),
     (
+        "grants on another resource",
+        _with(grants=["DbRead<Documents>", "DbWrite<Users>"]),
+        [
+            (
+                "grants[1]",
+                "names Users: a machine's grants name its own resource, Documents "
+                "(its advance acts as that resource's database role)",
+            )
+        ],
+    ),
+    (
+        "a resource too long for its roles",
+        _with(resource="D" * 50, grants=[]),
+        [
+            (
+                "resource",
+                "must be at most 49 characters: its database roles "
+                "(wayline_<resource>_write and _read) must fit PostgreSQL's 63-byte names",
+            )
+        ],
+    ),
+    (
         "required names",
         _with(resource=None, function=None, grants=None),
         [

@@ -26,6 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from engine import provision_roles
 from engine.client import Client
 from engine.model.transitions import Draft
 from engine.modes import decide
@@ -35,7 +36,7 @@ from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import drill_machine, effects, lease_audit, processes
+from verification import drill_app, drill_machine, effects, lease_audit, mutants, processes
 from verification.clocks import FileClock
 from verification.processes import DrillProcess, ProcessEnv
 from verification.profiles import Profile
@@ -139,9 +140,12 @@ class DrillEnv:
         try:
             await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
             async with await psycopg.AsyncConnection.connect(env.ledger_dsn) as conn:
+                await conn.set_autocommit(True)  # roles are the cluster's: see provision_roles
+                await provision_roles(conn, [drill_machine.RESOURCE])
                 await conn.execute(effects.LEDGER_TABLES.encode())
                 await conn.execute(lease_audit.AUDIT_TABLES.encode())
                 await conn.execute(drill_machine.MACHINE_TABLES.encode())
+                await conn.execute(drill_machine.MACHINE_PRIVILEGES.encode())
             clock = None
             if manual_clock:
                 clock = FileClock(env.directory / "clock.txt")
@@ -178,6 +182,21 @@ class DrillEnv:
     async def side_store(self, dsn: str) -> Store:
         """Another store on this drill's schema (e.g. through a proxy); closed with it."""
         store = await Store.open(dsn, self.schema)
+        self._stores.append(store)
+        return store
+
+    async def client_store(self) -> Store:
+        """A store of its own (one connection) for one more client of the engine under
+        test, opened as the campaign's build opens a store (a mutant's store seams):
+        what such a client does, M2's submits, is the engine's to get right."""
+        build = mutants.build_of(self.campaign.mutant, drill_app.app)
+        store = await Store.open(
+            self.target.dsn,
+            self.schema,
+            max_size=1,
+            statement_filter=build.statement_filter,
+            hooks=build.store_hooks,
+        )
         self._stores.append(store)
         return store
 

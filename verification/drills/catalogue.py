@@ -188,8 +188,9 @@ def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
          strands(boundary, action))
         for head, boundary, action, where in MACHINE_FAULTS
     ]  # fmt: skip
+    submits = ("M2-submits", "concurrent submits for one parent", machines.submits)
     cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
-    cells.append((*cancels, {}, False))
+    cells += [(*submits, {}, False), (*cancels, {}, False)]
     return [
         DrillSpec(
             f"{name}-s{n}",

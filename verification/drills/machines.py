@@ -10,6 +10,11 @@ history. The faults:
   writes made in the open transaction, at ``before_commit``) or after it committed;
 - M3 ``sever_*``: an advance's COMMIT cut before, or after, the server got it (the
   wire proxy): settled, never applied twice or lost;
+- M2 ``submits``: while worker A runs, many clients, each on a connection of its own,
+  submit executions for one parent at once, one key several times: exactly one is
+  admitted, every other submit is refused naming it, the repeats of its key return
+  it; at most one execution is active per parent (invariant M4, checked right then);
+  and once the admitted one ended, a new submit for the parent is admitted;
 - M4 ``pause``: A SIGSTOPped past its lease before an advance or inside its
   transaction; another worker takes over, then A resumes (a stale owner stopped before
   its advance must try to write, and be refused);
@@ -29,12 +34,17 @@ import psycopg
 
 from engine.client import Client
 from engine.decide.operator_actions import Action as Command
+from engine.executions import Executions, Submitted
 from engine.model.errors import WaylineError
 from engine.model.events import EventKind
+from engine.store.errors import ActiveExecutionExists
 from engine.worker.faults import Action, Boundary, Fault
+from verification import machine_checks
+from verification.drill_machine import MACHINE
 from verification.drills.base import DrillEnv
 from verification.drills.boundaries import SEVERS, react, wait_fired
 from verification.drills.leases import wait_stale_attempt
+from verification.findings import Findings
 from verification.workloads import Execution, MachineWorkload
 
 FIRST_HIT, LAST_HIT = 2, 8
@@ -103,6 +113,124 @@ async def cancels(env: DrillEnv) -> None:
         made is not None and made.transitions == 1,
         f"{held.execution_id}: the advance held in flight was not rolled back by the cancel",
     )
+
+
+SUBMITTERS = 8
+"""Clients that submit for one parent at once, each with a key of its own."""
+REPEATS = 3
+"""More clients that submit the first client's key again, at the same time."""
+SUBMITTER = {"actor": "drills", "team": "", "scope": "operator"}
+
+
+async def submits(env: DrillEnv) -> None:
+    """M2: concurrent submits for one parent (see the module)."""
+    parent = f"{env.spec.id}-parent"
+    keys = [f"k{n}" for n in range(SUBMITTERS)] + ["k0"] * REPEATS
+    clients = [Executions(Client(await env.client_store())) for _ in keys]
+    env.worker("a")
+    env.mark_fault("concurrent-submits")
+    answers = await asyncio.gather(
+        *(_submit(c, parent, key, 0) for c, key in zip(clients, keys, strict=True)),
+        return_exceptions=True,
+    )
+    admitted = _admitted(env, parent, keys, answers)
+    await _one_active(env)
+    for key, client in zip(keys, clients, strict=True):  # each key once more, alone
+        _answered_again(env, key, admitted, await _submit_or_refusal(client, parent, key))
+    for execution in admitted.values():  # the one admitted (more, if the engine is broken)
+        await _end(env, execution)
+    after = await _submit(clients[0], parent, "after-end", 2)
+    env.expect(after.created, f"{parent}: a submit after the active execution ended was refused")
+    _remember(env, after.execution_id, 2, "completed")
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _submit(client: Executions, parent: str, key: str, steps: int) -> Submitted:
+    return await client.submit(MACHINE, parent=parent, input=steps, key=key, **SUBMITTER)
+
+
+async def _submit_or_refusal(
+    client: Executions, parent: str, key: str
+) -> Submitted | ActiveExecutionExists:
+    try:
+        return await _submit(client, parent, key, 0)
+    except ActiveExecutionExists as refused:
+        return refused
+
+
+def _admitted(env: DrillEnv, parent: str, keys: list[str], answers: list[object]) -> dict[str, str]:
+    """The executions the burst admitted, by key; every answer checked: one admitted
+    (once created, its key's repeats answered with it), every other refused naming it."""
+    admitted = {
+        k: a.execution_id for k, a in zip(keys, answers, strict=True) if isinstance(a, Submitted)
+    }
+    created = sum(isinstance(a, Submitted) and a.created for a in answers)
+    env.record.stats["submits"] += len(answers)
+    env.expect(
+        len(set(admitted.values())) == 1 and created == 1,
+        f"{parent}: {len(set(admitted.values()))} executions admitted, {created} created, "
+        f"of {len(answers)} concurrent submits: exactly one must be",
+    )
+    for execution in set(admitted.values()):
+        _remember(env, execution, 0, "cancelled")
+    for key, answer in zip(keys, answers, strict=True):
+        if isinstance(answer, ActiveExecutionExists):
+            env.record.stats["submits_refused"] += 1
+            env.expect(
+                answer.active_id in admitted.values() and key not in admitted,
+                f"{parent}: submit {key} was refused for {answer.active_id}, "
+                f"not the admitted {sorted(set(admitted.values()))}",
+            )
+        elif not isinstance(answer, Submitted):
+            env.expect(False, f"{parent}: submit {key} failed: {answer!r}")
+    return admitted
+
+
+def _answered_again(
+    env: DrillEnv, key: str, admitted: dict[str, str], answer: Submitted | ActiveExecutionExists
+) -> None:
+    """A key submitted again: the admitted key returns its execution, any other key is
+    refused naming it."""
+    if key in admitted:
+        env.expect(
+            isinstance(answer, Submitted)
+            and (answer.execution_id, answer.created) == (admitted[key], False),
+            f"submit {key} again did not return its execution {admitted[key]}: {answer!r}",
+        )
+    else:
+        env.expect(
+            isinstance(answer, ActiveExecutionExists) and answer.active_id in admitted.values(),
+            f"submit {key} again was not refused for the active execution: {answer!r}",
+        )
+
+
+async def _one_active(env: DrillEnv) -> None:
+    """Invariant M4 right after the burst, while the admitted execution is active."""
+    findings = Findings()
+    async with env.store.connection() as conn:
+        await machine_checks.parents(conn, findings)
+    for violation in findings.violations:
+        env.expect(False, violation)
+
+
+async def _end(env: DrillEnv, execution: str) -> None:
+    """Cancel an execution resting on its timer, and wait until it is cancelled."""
+    await _resting(env, execution)
+    actor = SUBMITTER["actor"]
+    await Executions(env.client).cancel(execution, actor, "", "ends", f"{execution}-end")
+
+    async def ended() -> bool:
+        return (await env.client.inspect(execution)).status.terminal
+
+    await env.until(ended, WAIT_SECONDS, f"{execution} to be cancelled")
+
+
+def _remember(env: DrillEnv, execution: str, steps: int, ends: str) -> None:
+    """An execution the drill made, for I1 and M3."""
+    env.record.acked.append(execution)
+    env.record.machines[execution] = Execution(execution, steps, frozenset({ends}))
+    env.record.stats["machines_started"] += 1
 
 
 async def _entered_hold(env: DrillEnv, execution: str) -> None:

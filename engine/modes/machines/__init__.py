@@ -24,9 +24,10 @@ the host operations ``state`` and ``status`` report; ``engine.executions`` runs 
 (with submit and cancel) on a client.
 
 Each advance first re-checks, in its transaction, that whoever submitted the execution
-still stands (``engine.store.principals``). Still to come: enforcing the declared
-grants on the advance's statements (a database role per resource) and the seed's
-parent policy.
+still stands (``engine.store.principals``), then runs its code as the database role
+its declared grants name (``grants``; ``engine.store.roles`` switches to it and back,
+``engine.machine_roles`` provisions the roles), so PostgreSQL refuses what the grants
+do not allow. Still to come: the seed's parent policy.
 """
 
 from __future__ import annotations

@@ -14,14 +14,24 @@ settled like every other commit. Each attempt:
    (``engine.store.principals``: still in the team, with a role that covers the scope
    of the submit), or ends it dead (``dead-authorization``); decodes the start data and
    the current state for the machine's code, and runs the advance with a
-   ``MachineCall`` for at most ``ADVANCE_TIMEOUT``;
+   ``MachineCall`` for at most ``ADVANCE_TIMEOUT``, as the database role its grants
+   name (``grants``: ``SET LOCAL ROLE`` before the code, ``RESET ROLE`` after it, so the
+   engine writes the transition as the worker's own login);
 3. checks the returned state (a variant, along an allowed edge, within
    ``max_transitions``) and records it (``state_entered``); ``decide`` adds what follows.
 
 An advance that raises or runs out of time rolls its writes back and records
 ``advance_failed``, with the next attempt due after a doubling backoff; the last one
 ends the execution dead. What no retry can mend (an unreadable state, an illegal edge,
-transitions used up) ends it dead at once, with its writes rolled back.
+transitions used up, a statement the grants refuse: ``dead-grant-denied``) ends it
+dead at once, with its writes rolled back. Code that returns after one of its
+statements failed (it caught the error) cannot commit its transaction: that attempt
+failed too (``advance-statement-failed``).
+
+A role that does not exist or that the worker's login may not act as is no fault of the
+execution: its work becomes a dead letter (``grant-role-missing``,
+``grant-role-refused``) that an operator retries once the roles are provisioned
+(``wayline machine roles``).
 
 A cancellation fences an advance in flight (its transition no longer fits the moved
 sequence, so it rolls back) and runs the declared compensation the same way; the
@@ -39,6 +49,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from engine.model.errors import ReplayRejected
 from engine.model.events import EventKind, json_data
@@ -50,17 +61,18 @@ from engine.model.limits import (
     MAX_COMPENSATION_TEXT_BYTES,
 )
 from engine.model.transitions import Draft
-from engine.modes.machines import calls
+from engine.modes.machines import calls, grants
 from engine.modes.machines.decide import (
     DEAD_AUTHORIZATION,
     DEAD_CORRUPT_STATE,
+    DEAD_GRANT_DENIED,
     DEAD_ILLEGAL_TRANSITION,
     DEAD_TRANSITIONS_EXHAUSTED,
     dead,
 )
 from engine.modes.machines.declaration import Machine
 from engine.modes.machines.fold import manifest_of, progress_of
-from engine.store import leases
+from engine.store import leases, roles
 from engine.store.principals import Standing, standing_on
 from engine.worker.leased_commits import (
     Context,
@@ -76,6 +88,7 @@ S = InstanceStatus
 log = logging.getLogger("wayline.machines")
 ADVANCE_RAISED = "advance-raised"
 ADVANCE_TIMED_OUT = "advance-timed-out"
+ADVANCE_STATEMENT_FAILED = "advance-statement-failed"
 COMPENSATION_EXHAUSTED = "compensation-exhausted"
 
 
@@ -120,6 +133,9 @@ async def process_advance(ctx: Context, current: LeaseHolder) -> None:
     attempt = _Attempt(lease, flow, order)
     try:
         await commit(ctx, lease, attempt.gate, within=attempt.run)
+    except roles.RoleUnavailable as unavailable:
+        log.error("%s cannot run: %s", lease.work_id, unavailable)
+        await leases.dead_letter(ctx.store, lease, unavailable.code)
     except AttemptFailed as failure:
         if order.compensate:
             await _compensate_later(ctx, lease, flow, failure)
@@ -174,7 +190,7 @@ class _Attempt:
         call = calls.MachineCall(
             state.instance_id, start.parent, start.input, current, attempt, conn
         )
-        result = await self._call(call)
+        result = await self._call(call, grants.role_of(manifest_of(state)))
         if self.order.compensate:
             text = result if isinstance(result, str) else ""
             text = text.encode()[:MAX_COMPENSATION_TEXT_BYTES].decode(errors="ignore")
@@ -184,18 +200,28 @@ class _Attempt:
         else:
             self._enter(draft, result)
 
-    async def _call(self, call: calls.MachineCall) -> object:
+    async def _call(self, call: calls.MachineCall, role: str) -> object:
+        """The code's answer, run as ``role`` (see the module)."""
         flow = self.flow
         code = flow.compensation_function if self.order.compensate else flow.advance_function
         assert code is not None  # registration refuses a machine without it
+        conn = call.connection
+        await roles.act_as(conn, role)
         try:
             async with asyncio.timeout(ADVANCE_TIMEOUT.total_seconds()):
-                return await code(call)
+                result = await code(call)
+        except (calls.GrantDenied, psycopg.errors.InsufficientPrivilege) as exc:
+            log.warning("%s of %s was refused as %s", code.__name__, call.execution_id, role)
+            raise AttemptFailed(DEAD_GRANT_DENIED, final=True) from exc
         except TimeoutError as exc:
             raise AttemptFailed(ADVANCE_TIMED_OUT) from exc
         except Exception as exc:
             log.warning("%s of %s raised", code.__name__, call.execution_id, exc_info=True)
             raise AttemptFailed(ADVANCE_RAISED) from exc
+        if conn.info.transaction_status is TransactionStatus.INERROR:
+            raise AttemptFailed(ADVANCE_STATEMENT_FAILED)
+        await roles.act_as_self(conn)
+        return result
 
     def _enter(self, draft: Draft, result: object) -> None:
         """Record the state the advance returned, or end dead when it may not be."""

@@ -6,6 +6,9 @@ database writes go through ``execute``, on the connection of the very transactio
 records the new state, so they commit exactly when that state does and roll back with
 it (retry ``transactional``). It must not commit, roll back or call out of the
 database itself: a retried advance would repeat such an effect (the seed forbids them).
+
+The statements run as the database role the machine's grants name (``grants``): one
+they do not allow raises ``GrantDenied``, and the execution ends dead.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from engine.modes.machines.start_data import StartData, read_start_data
 from engine.modes.machines.states import MachineState
 
 
+class GrantDenied(BaseException):
+    """The database refused a statement of ``MachineCall.execute``: the machine's grants
+    do not allow it (insufficient_privilege). The execution ends dead, whatever the code
+    does: like ``asyncio.CancelledError``, it is no ``Exception``, so an advance's
+    ``except Exception`` does not swallow it (its transaction could not commit anyway)."""
+
+
 @dataclass(frozen=True)
 class MachineCall:
     """One advance (or compensation) attempt of execution ``execution_id``."""
@@ -39,8 +49,12 @@ class MachineCall:
     connection: psycopg.AsyncConnection = dataclasses.field(repr=False)
 
     async def execute(self, query: Query, params: Params | None = None) -> list[tuple[Any, ...]]:
-        """Run a statement in the attempt's transaction; its rows (none for a write)."""
-        cursor = await self.connection.execute(query, params)
+        """Run a statement in the attempt's transaction; its rows (none for a write).
+        GrantDenied when the machine's grants do not allow it."""
+        try:
+            cursor = await self.connection.execute(query, params)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise GrantDenied("a statement the machine's grants do not allow") from exc
         return await cursor.fetchall() if cursor.description else []
 
 

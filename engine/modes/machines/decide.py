@@ -36,6 +36,7 @@ DEAD_TRANSITIONS_EXHAUSTED = "dead-transitions-exhausted"
 DEAD_ILLEGAL_TRANSITION = "dead-illegal-transition"
 DEAD_CORRUPT_STATE = "dead-corrupt-state"
 DEAD_AUTHORIZATION = "dead-authorization"
+DEAD_GRANT_DENIED = "dead-grant-denied"
 """How an execution that cannot go on ends: ``failed`` with one of these codes and no
 data (the seed's redacted dead execution)."""
 

@@ -11,10 +11,11 @@ The seed's rules: the initial variant has no fields; terminal and timer names ar
 real variants; a terminal state is not a timer state; timers wait 1 to 86,400 s;
 ``max_attempts`` is 1 to 8 and ``max_transitions`` 1 to 256; ``retry`` is
 ``transactional`` and ``concurrency`` ``parent`` (the only profiles); the grants and
-the resource are named. Wayline's, for the edges it draws and enforces: every edge
-joins real variants, a terminal state has none leaving it, the initial state is not
-terminal, every state is reachable from the initial one, and from every state a
-terminal one is reachable.
+the resource are named, and the grants name that resource (an advance acts as one
+database role, its resource's: ``grants``), whose name is short enough to name that
+role. Wayline's, for the edges it draws and enforces: every edge joins real variants,
+a terminal state has none leaving it, the initial state is not terminal, every state
+is reachable from the initial one, and from every state a terminal one is reachable.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from engine.model.limits import (
     MAX_STATE_FIELDS,
 )
 from engine.model.spec_reader import SpecReader, join
+from engine.modes.machines import grants as grants_rules
 from engine.modes.machines import graph
 from engine.modes.machines.field_types import FIELD_TYPES
 from engine.modes.machines.manifest import MachineManifest, Variant
@@ -69,7 +71,7 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
     before = len(reader.errors)
     function = _named(reader, top, "function", name_problem, "the name of the advance")
     resource = _named(
-        reader, top, "resource", type_name_problem, "the resource whose rows are the parents"
+        reader, top, "resource", _resource_problem, "the resource whose rows are the parents"
     )
     family, variants = _state(reader, top.get("state"))
     states = _States(reader, family, variants)
@@ -83,7 +85,7 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
     if initial is not None and every_terminal and transitions is not None:
         _check_walks(reader, variants, initial, terminal, transitions)
     compensation = _compensation(reader, top)
-    grants = _grants(reader, top.get("grants"))
+    grants = _grants(reader, top.get("grants"), resource)
     max_attempts = reader.integer(top, "max_attempts", "", 1, MAX_MACHINE_ATTEMPTS)
     max_transitions = reader.integer(top, "max_transitions", "", 1, MAX_MACHINE_TRANSITIONS)
     retry = _profile(reader, top, "retry", RETRY_PROFILES)
@@ -312,7 +314,12 @@ def _compensation(reader: SpecReader, top: dict[str, Any]) -> str | None:
     return reader.string(top, "compensation", "", name_problem)
 
 
-def _grants(reader: SpecReader, value: Any) -> list[str] | None:
+def _resource_problem(value: Any) -> str | None:
+    return type_name_problem(value) or grants_rules.resource_problem(value)
+
+
+def _grants(reader: SpecReader, value: Any, resource: str | None) -> list[str] | None:
+    """The grants, each on the machine's own ``resource`` (when it could be read)."""
     shape = f"a list of up to {MAX_MACHINE_GRANTS} grants ([] for none)"
     if value is None:
         reader.error("grants", f"is required: {shape}")
@@ -322,7 +329,9 @@ def _grants(reader: SpecReader, value: Any) -> list[str] | None:
         return None
     grants: list[str] = []
     for i, grant in enumerate(value):
-        if problem := grant_problem(grant):
+        if problem := grant_problem(grant) or (
+            resource and grants_rules.foreign_grant_problem(grant, resource)
+        ):
             reader.error(join("grants", i), problem)
         elif grant in grants:
             reader.error(join("grants", i), f"names {grant} twice")
