@@ -20,8 +20,6 @@ from engine.executions import (
     SubmitConflict,
     Submitted,
 )
-from engine.machine_roles import provision_roles, provisioning_sql
-from engine.machine_roles import roles_of as resource_roles
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -37,6 +35,8 @@ from engine.model.instance import AttemptStatus, Instance, InstanceStatus, descr
 from engine.modes import install
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
 from engine.modes.machines.calls import GrantDenied
+from engine.modes.machines.provisioning import provision_roles, provisioning_sql
+from engine.modes.machines.provisioning import roles_of as resource_roles
 from engine.modes.machines.standing import STATUSES, StateValue
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.queries import Queries

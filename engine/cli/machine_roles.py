@@ -20,10 +20,15 @@ import psycopg
 
 from engine.cli.options import UsageError, add_store_options, resolve_dsn
 from engine.cli.runtime import EXIT_FAILED, EXIT_USAGE
-from engine.machine_roles import provision_roles, provisioning_sql, resources_of, roles_of
 from engine.model.definitions import Definition
 from engine.model.errors import ActivityAppNotFound, DefinitionFileError, DefinitionInvalid
 from engine.model.files import load_definition
+from engine.modes.machines.provisioning import (
+    provision_roles,
+    provisioning_sql,
+    resources_of,
+    roles_of,
+)
 from engine.store import catalog
 from engine.store.store import Store
 from engine.worker.activities import load_app

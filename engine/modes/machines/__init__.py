@@ -26,7 +26,7 @@ the host operations ``state`` and ``status`` report; ``engine.executions`` runs 
 Each advance first re-checks, in its transaction, that whoever submitted the execution
 still stands (``engine.store.principals``), then runs its code as the database role
 its declared grants name (``grants``; ``engine.store.roles`` switches to it and back,
-``engine.machine_roles`` provisions the roles), so PostgreSQL refuses what the grants
+``provisioning`` provisions the roles), so PostgreSQL refuses what the grants
 do not allow. Still to come: the seed's parent policy.
 """
 
