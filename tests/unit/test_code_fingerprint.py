@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import textwrap
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -15,11 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.model.canonical import digest
-from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.outline import outline, without_lines
 from engine.modes.code.source import ast_digest
+from tests.unit.code_modules import declared
 
-HEADER = "from engine import ActivityRegistry\n\napp = ActivityRegistry()\n"
 BASE = """
 @app.workflow("order-saga", version="1")
 async def order_saga(ctx, order):
@@ -61,23 +57,6 @@ CHANGES = {
     "another version": ('version="1"', 'version="2"'),
     "another name": ('workflow("order-saga"', 'workflow("order-sagas"'),
 }
-_files = count()
-
-
-def declared(tmp_path: Path, source: str) -> CodeWorkflow:
-    """The workflow ``source`` declares, from a module always named ``flows`` (the module
-    is part of the fingerprint) but each time in a file of its own."""
-    path = tmp_path / f"flows_{next(_files)}.py"
-    path.write_text(HEADER + source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("flows", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["flows"] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["flows"]
-    return module.app.workflows[0]
 
 
 def test_formatting_comments_docstrings_and_moved_lines_keep_the_fingerprint(
