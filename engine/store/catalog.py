@@ -81,13 +81,14 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
         raise DefinitionConflict(f"the name {definition.name} belongs to another team")
     if same_version and fingerprint == definition.fingerprint:
         return False
-    raise DefinitionConflict(_conflict(definition, fingerprint))
+    raise DefinitionConflict(conflict_message(definition, fingerprint))
 
 
-def _conflict(definition: Definition, published: str) -> str:
+def conflict_message(definition: Definition, published: str) -> str:
     """Why ``definition`` cannot be published beside the version of its name already
     published with fingerprint ``published``. Code is not read from a document an author
-    can open, so its message gives both fingerprints: the code changed, not a file."""
+    can open, so its message gives both fingerprints: the code changed, not a file.
+    A worker whose app's code differs from the version it is asked to run says the same."""
     if definition.mode is Mode.CODE:
         return (
             f"{definition.ref} is published with fingerprint {published[:FINGERPRINT_SHOWN]}…, "
