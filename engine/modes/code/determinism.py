@@ -25,13 +25,17 @@ runs them bare), so effects cost nothing extra. The guard is installed and remov
 around each ``send`` in a ``with`` block, so it is removed even when the coroutine
 raises; the profile function that was installed before (a profiler, a debugger) is put
 back. Calls made by ``logging`` are allowed: a log record's timestamp is not a
-decision. The lookups are by identity in frozen sets, so guarded code stays fast.
+decision. The cyclic garbage collector is paused while guarded: its callbacks (and
+the finalizers it runs) are not workflow code, and must neither be refused nor make
+a run diverge; what the code frees is collected after the ``send``. The lookups
+are by identity in frozen sets, so guarded code stays fast.
 """
 
 from __future__ import annotations
 
 import asyncio.events
 import datetime
+import gc
 import os
 import random
 import socket
@@ -166,7 +170,8 @@ class Guard:
             raise NotDeterministic(text)
 
     def __enter__(self) -> Guard:
-        self._previous.append(sys.getprofile())
+        self._previous.append((sys.getprofile(), gc.isenabled()))
+        gc.disable()
         sys.setprofile(self._profile)
         return self
 
@@ -176,7 +181,10 @@ class Guard:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        sys.setprofile(self._previous.pop())
+        profile, collecting = self._previous.pop()
+        sys.setprofile(profile)
+        if collecting:
+            gc.enable()
 
 
 @contextmanager
