@@ -136,3 +136,20 @@ def test_the_guard_pauses_the_cyclic_collector_and_gives_it_back() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+async def unseeded_generator(ctx: Context, _: Any) -> Any:
+    return random.Random().random()
+
+
+async def process_clock(ctx: Context, _: Any) -> Any:
+    return time.process_time()
+
+
+def test_an_unseeded_generator_and_every_clock_are_refused() -> None:
+    assert decide(unseeded_generator).code == "not-deterministic"
+    assert decide(process_clock) == Diverged(
+        "time.process_time() is not available in workflow code; use ctx.now() or call it "
+        "inside ctx.step",
+        code="not-deterministic",
+    )

@@ -6,10 +6,12 @@ randomness, nor perform I/O. The static lint finds most of it at publish; this g
 catches the rest as it happens: while the driver runs the coroutine (one ``coro.send``)
 a ``sys.setprofile`` function refuses calls to
 
-- the clocks (``time.time``/``monotonic``/``perf_counter`` and their ``_ns`` forms,
-  ``datetime.now``/``utcnow``/``today``, ``date.today``),
-- the global random generator (``random.*``, seeding included), ``os.urandom`` (so
-  ``uuid4``, ``secrets`` and ``SystemRandom``), ``uuid.uuid1``/``uuid4``,
+- the clocks (``time.time``/``monotonic``/``perf_counter``/``process_time``/
+  ``thread_time`` and their ``_ns`` forms, ``datetime.now``/``utcnow``/``today``,
+  ``date.today``),
+- the global random generator (``random.*``, seeding included) and an unseeded
+  ``random.Random()``, ``os.urandom`` (so ``uuid4``, ``secrets`` and
+  ``SystemRandom``), ``uuid.uuid1``/``uuid4``,
 - sockets and database connections (``socket.socket``, ``getaddrinfo``,
   ``create_connection``, ``psycopg`` ``connect``),
 - asyncio's running loop (``asyncio.sleep``, ``gather``, ``create_task``...: the code
@@ -57,6 +59,19 @@ from engine.modes.code.failures import (
 ALLOWED_CALLER_MODULES = ("logging",)
 """Modules whose own calls are let through (a log record's timestamp decides nothing)."""
 
+CLOCKS = (
+    "time",
+    "time_ns",
+    "monotonic",
+    "monotonic_ns",
+    "perf_counter",
+    "perf_counter_ns",
+    "process_time",
+    "process_time_ns",
+    "thread_time",
+    "thread_time_ns",
+)
+"""The ``time`` functions that read a clock whatever their arguments."""
 _CLOCK = "ctx.now()"
 _RANDOM = "ctx.random()"
 _UUID = "ctx.uuid4()"
@@ -65,11 +80,8 @@ _UUID = "ctx.uuid4()"
 def _builtin_refusals() -> dict[Any, str]:
     """C functions refused, by the called object, with the text naming them."""
     refusals: dict[Any, str] = {}
-    for name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter"):
+    for name in CLOCKS:
         refusals[getattr(time, name)] = VALUE_REFUSED.format(call=f"time.{name}()", instead=_CLOCK)
-    refusals[time.perf_counter_ns] = VALUE_REFUSED.format(
-        call="time.perf_counter_ns()", instead=_CLOCK
-    )
     for name in ("now", "utcnow", "today"):
         refusals[getattr(datetime.datetime, name)] = VALUE_REFUSED.format(
             call=f"datetime.{name}()", instead=_CLOCK
@@ -120,7 +132,10 @@ _PYTHON = _python_refusals()
 
 def _own_generator(frame: FrameType) -> bool:
     """A method of a ``random.Random(seed)`` the code made itself: deterministic, so
-    allowed (only the module's shared generator is refused)."""
+    allowed (only the module's shared generator is refused, and seeding from the
+    system's entropy, as ``Random()`` without a seed does)."""
+    if frame.f_code is random.Random.seed.__code__ and frame.f_locals.get("a") is None:
+        return False
     return (
         frame.f_code.co_filename == random.__file__
         and frame.f_locals.get("self", random._inst) is not random._inst
