@@ -232,6 +232,7 @@ class Context:
         compensate: Callable[[Any], Awaitable[Any] | Any] | None = None,
         on_unknown: str | OnUnknown = OnUnknown.HOLD,
     ) -> Any:
+        """Perform one effect, durably: the body's result, recorded on its first run."""
         self._refuse_nesting("step", repr(name))
         problem = step_name_problem(name)
         if problem:
@@ -252,17 +253,20 @@ class Context:
         return _settled(entry)
 
     async def sleep(self, duration: Duration) -> None:
+        """Return nothing, after ``duration``."""
         self._refuse_nesting("sleep", repr(duration))
         length = to_duration(duration, "ctx.sleep", low=_POSITIVE, high=MAX_STEP_TIMEOUT)
         _settled(await self._blocking(Verb.SLEEP, timeout=length))
 
     async def wait_signal(self, name: str, timeout: Duration | None = None) -> Any:
+        """The payload of the oldest unconsumed signal ``name``; None on timeout."""
         self._refuse_nesting("wait_signal", repr(name))
         signal = _signal_name("wait_signal", name)
         limit = _optional_timeout("wait_signal", timeout)
         return _settled(await self._blocking(Verb.WAIT, signal, timeout=limit))
 
     async def race(self, *names_or_handles: str | Handle, timeout: Duration | None = None) -> Any:
+        """``(payload, name)`` of the first to arrive; ``(None, None)`` on timeout."""
         self._refuse_nesting("race", "...")
         on, handles = _awaited("race", names_or_handles)
         if not on:
@@ -280,6 +284,7 @@ class Context:
         return (payload, handles.get(which, which))
 
     async def all(self, *names_or_handles: str | Handle, timeout: Duration | None = None) -> list:
+        """Payloads in argument order, None per entry that timed out."""
         self._refuse_nesting("all", "...")
         on, _ = _awaited("all", names_or_handles)
         if not on:
@@ -289,6 +294,7 @@ class Context:
         return [None] * len(on) if value is None else list(value)
 
     def spawn(self, definition: str, input: Any = None) -> Handle:
+        """Start a run of ``definition`` (by name); its handle, at once."""
         self._refuse_nesting("spawn", repr(definition))
         problem = name_problem(definition)
         if problem:
@@ -296,22 +302,23 @@ class Context:
         command, entry = self._immediate(Verb.SPAWN, definition, input=input)
         if entry is None:
             self._cursor.take_new(command)
-        elif entry.state is EntryState.FAILED:
-            raise StepFailed(entry.failure, step=definition)
         return Handle(command.key, definition)
 
     def now(self) -> datetime:
+        """The current time (aware, UTC), as recorded the first time."""
         if _RUNNING.get() is not None:
             return datetime.now(UTC)
         value = self._value(Verb.NOW, lambda: datetime.now(UTC).isoformat())
         return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
     def random(self) -> float:
+        """A float in [0, 1), as recorded the first time."""
         if _RUNNING.get() is not None:
             return _FRESH.random()
         return float(self._value(Verb.RANDOM, _FRESH.random))
 
     def uuid4(self) -> uuid.UUID:
+        """A random UUID, as recorded the first time."""
         if _RUNNING.get() is not None:
             return uuid.uuid4()
         value = self._value(Verb.UUID4, lambda: str(uuid.uuid4()))
