@@ -44,8 +44,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import CodeType, FrameType, TracebackType
 from typing import Any
 
@@ -202,13 +201,25 @@ class Guard:
             gc.enable()
 
 
-@contextmanager
-def unguarded() -> Iterator[None]:
-    """Lift whatever profile function is installed for a ``with`` block, then put it
-    back: ctx drawing a fresh value (``now``, ``random``, ``uuid4``) inside guarded code."""
-    previous = sys.getprofile()
-    sys.setprofile(None)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
+class Unguarded:
+    """Lifts whatever profile function is installed for a ``with`` block, then puts it
+    back: ctx's own work inside guarded code (numbering and matching a command,
+    drawing a fresh ``now``/``random``/``uuid4``). A class rather than a generator-based
+    context manager: entering it costs the guard a single profiled call."""
+
+    __slots__ = ("_previous",)
+
+    def __enter__(self) -> None:
+        self._previous = sys.getprofile()
+        sys.setprofile(None)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        sys.setprofile(self._previous)
+
+
+unguarded = Unguarded
