@@ -6,13 +6,19 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import random
+import secrets
 import sys
 import time
+import uuid
+from datetime import UTC, date, datetime
 from time import time as aliased_time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.modes.code.context import Context
 from engine.modes.code.determinism import Guard, unguarded
@@ -153,3 +159,49 @@ def test_an_unseeded_generator_and_every_clock_are_refused() -> None:
         "inside ctx.step",
         code="not-deterministic",
     )
+
+
+REFUSED_CALLS = {
+    "time.time": time.time,
+    "time.monotonic": time.monotonic,
+    "time.perf_counter_ns": time.perf_counter_ns,
+    "datetime.now": lambda: datetime.now(UTC),
+    "datetime.utcnow": datetime.utcnow,
+    "date.today": date.today,
+    "random.random": random.random,
+    "random.choice": lambda: random.choice("abc"),
+    "random.shuffle": lambda: random.shuffle([1, 2, 3]),
+    "uuid.uuid4": uuid.uuid4,
+    "os.urandom": lambda: os.urandom(4),
+    "secrets.token_hex": secrets.token_hex,
+    "SystemRandom": lambda: random.SystemRandom().random(),
+}
+
+
+def calling(function: Any) -> Any:
+    async def workflow(ctx: Context, _: Any) -> Any:
+        return function()
+
+    return workflow
+
+
+def in_a_step(function: Any) -> Any:
+    async def workflow(ctx: Context, _: Any) -> Any:
+        return await ctx.step("effect", function)
+
+    return workflow
+
+
+@settings(max_examples=len(REFUSED_CALLS) * 2, deadline=None)
+@given(st.sampled_from(sorted(REFUSED_CALLS)))
+def test_guards_refuse_in_workflow_code_and_allow_in_bodies(label: str) -> None:
+    """Guards refuse each clock, randomness and entropy source in workflow code, with
+    the seed's text naming the ctx alternative, and let step bodies call them."""
+    function, before = REFUSED_CALLS[label], sys.getprofile()
+    refused = decide(calling(function))
+    assert isinstance(refused, Diverged) and refused.code == "not-deterministic"
+    assert "is not available in workflow code; use ctx." in refused.message
+    assert refused.message.endswith(" or call it inside ctx.step")
+    command = decide(in_a_step(function)).new[0]
+    asyncio.run(run_body(command, step_id=step_id(RUN_ID, "effect", 1)))
+    assert sys.getprofile() is before
