@@ -5,6 +5,7 @@ A program is a list of operations over every verb (``step``, ``sleep``, ``wait``
 interpreted by one workflow function; ``play`` drives it from an empty journal to its
 end. Then:
 
+- every command's key is unique within its run;
 - replay reproduces the commands: every prefix of the journal asks for exactly the
   commands that followed it, and the whole journal returns without running a body;
 - any rename, insertion, deletion or swap diverges at the first position where the
@@ -96,6 +97,7 @@ def test_replay_reproduces_the_commands_and_never_runs_a_recorded_body(program: 
     workflow = workflow_of(program)
     played = play(workflow)
     assert isinstance(played.end, Returned)
+    assert len({command.key for command in played.commands}) == len(played.commands)
     BODY_RUNS.clear()
     for cut in range(len(played.entries) + 1):
         advance = drive(workflow, None, played.entries[:cut], run_id=RUN_ID)

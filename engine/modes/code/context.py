@@ -151,9 +151,8 @@ def step_options(
 ) -> StepOptions:
     """A step's options, checked and normalised (``retries=0`` read as 1)."""
     what = f"ctx.step('{name}')"
-    if isinstance(retries, bool) or not isinstance(retries, int):
-        raise TypeError(f"{what}: retries must be a whole number from 0 to {MAX_RETRY_ATTEMPTS}")
-    if not 0 <= retries <= MAX_RETRY_ATTEMPTS:
+    whole = isinstance(retries, int) and not isinstance(retries, bool)
+    if not whole or not 0 <= retries <= MAX_RETRY_ATTEMPTS:
         raise ValueError(f"{what}: retries must be a whole number from 0 to {MAX_RETRY_ATTEMPTS}")
     if compensate is not None and not callable(compensate):
         raise TypeError(f"{what}: compensate must be a function taking the step's result")

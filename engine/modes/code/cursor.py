@@ -26,6 +26,12 @@ MAX_JOURNAL_COMMANDS = 10_000
 """Commands one run may reach: replay is linear in the journal and runs every decision."""
 
 
+NAMED_KEYS = frozenset({Verb.STEP, Verb.WAIT})
+"""Verbs whose key holds their name, so their occurrences count per name (``charge.2``,
+``await.paid.2``); the others count per verb (``spawn.2`` is the run's second spawn,
+whatever it spawned), so every key stays unique within a run."""
+
+
 class StopKind(StrEnum):
     BLOCKED = "blocked"
     """On an open entry or on a new blocking command: the normal stop."""
@@ -89,8 +95,9 @@ class Cursor:
     def reach(self, verb: Verb, name: str = "", **fields: Any) -> tuple[Command, Entry | None]:
         """Number the command the code reached and match it; raise nothing: the caller
         checks ``stop`` (a divergence or a full journal is recorded there)."""
-        occurrence = self._occurrences.get((verb, name), 0) + 1
-        self._occurrences[(verb, name)] = occurrence
+        counted = (verb, name if verb in NAMED_KEYS else "")
+        occurrence = self._occurrences.get(counted, 0) + 1
+        self._occurrences[counted] = occurrence
         command = Command(
             position=self._count,
             verb=verb,
