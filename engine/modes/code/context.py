@@ -364,7 +364,7 @@ class Context:
             if entry is None:
                 cursor.take_new(command)
             elif entry.state is EntryState.OPEN:
-                cursor.block(entry)
+                cursor.block()
         return entry
 
     async def _stop_if_told(self) -> None:

@@ -85,7 +85,6 @@ class Cursor:
         self.new: list[Command] = []
         self.stop: Stop | None = None
         self.found: Command | None = None
-        self.blocked_on: Entry | Command | None = None
         self._occurrences: dict[tuple[Verb, str], int] = {}
         self._count = 0
         """Commands reached so far: the position the next one takes."""
@@ -130,17 +129,17 @@ class Cursor:
             self.halt(StopKind.FOUND)
         return command, entry
 
-    def take_new(self, command: Command, value: Any = None) -> Command:
-        """Record a command past the journal (with the value chosen for it, if any)."""
+    def take_new(self, command: Command, value: Any = None) -> None:
+        """Record a command past the journal (with the value chosen for it, if any); a
+        blocking one stops the code."""
         if value is not None:
             command = replace(command, value=value)
         self.new.append(command)
         if command.verb in BLOCKING:
-            self.block(command)
-        return command
+            self.block()
 
-    def block(self, on: Entry | Command) -> None:
-        self.blocked_on = on
+    def block(self) -> None:
+        """The code waits (on a new blocking command or an open entry)."""
         self.halt(StopKind.BLOCKED)
 
     def halt(self, kind: StopKind, message: str = "") -> None:
