@@ -10,6 +10,7 @@ import os
 import random
 import secrets
 import sys
+import threading
 import time
 import uuid
 from datetime import UTC, date, datetime
@@ -205,3 +206,22 @@ def test_guards_refuse_in_workflow_code_and_allow_in_bodies(label: str) -> None:
     command = decide(in_a_step(function)).new[0]
     asyncio.run(run_body(command, step_id=step_id(RUN_ID, "effect", 1)))
     assert sys.getprofile() is before
+
+
+def test_the_collector_stays_paused_until_the_last_thread_leaves_its_guard() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def guarded_elsewhere() -> None:
+        with Guard(lambda text: None):
+            entered.set()
+            release.wait()
+
+    other = threading.Thread(target=guarded_elsewhere)
+    other.start()
+    entered.wait()
+    with Guard(lambda text: None):
+        pass
+    assert not gc.isenabled()
+    release.set()
+    other.join()
+    assert gc.isenabled()

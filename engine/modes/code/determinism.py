@@ -42,6 +42,7 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -184,8 +185,8 @@ class Guard:
             raise NotDeterministic(text)
 
     def __enter__(self) -> Guard:
-        self._previous.append((sys.getprofile(), gc.isenabled()))
-        gc.disable()
+        _COLLECTOR.pause()
+        self._previous.append(sys.getprofile())
         sys.setprofile(self._profile)
         return self
 
@@ -195,10 +196,38 @@ class Guard:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        profile, collecting = self._previous.pop()
-        sys.setprofile(profile)
-        if collecting:
-            gc.enable()
+        sys.setprofile(self._previous.pop())
+        _COLLECTOR.resume()
+
+
+class _Collector:
+    """Pauses the cyclic garbage collector while any thread runs guarded code.
+
+    The collector is process-wide and its callbacks run in whichever thread allocates,
+    so the pause is counted across threads: the first guard to enter disables it
+    (remembering whether it was enabled), the last to leave gives it back.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._guards = 0
+        self._was_enabled = False
+
+    def pause(self) -> None:
+        with self._lock:
+            if self._guards == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._guards += 1
+
+    def resume(self) -> None:
+        with self._lock:
+            self._guards -= 1
+            if self._guards == 0 and self._was_enabled:
+                gc.enable()
+
+
+_COLLECTOR = _Collector()
 
 
 class Unguarded:
