@@ -5,6 +5,7 @@ run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -200,3 +201,19 @@ def test_a_step_id_parses_back_to_its_parts(name: str, occurrence: int, failures
 def test_a_malformed_step_id_is_refused_with_its_form() -> None:
     with pytest.raises(ValueError, match=r"a step_id reads <run>/<step>#<occurrence>.<try>"):
         parse_step_id("order-saga/o-42/charge#1")
+
+
+async def swallows_divergence(ctx: Context, _: Any) -> Any:
+    with contextlib.suppress(BaseException):
+        ctx.spawn("billing", None)
+    try:
+        return await ctx.step("charge", lambda: None)
+    except BaseException:
+        return "carried on"
+
+
+def test_a_divergence_at_a_verb_that_returns_at_once_cannot_be_swallowed() -> None:
+    journal = [Entry(0, Verb.NOW, "now.1", "", 7, EntryState.DONE, "2026-01-01T00:00:00+00:00")]
+    assert decide(swallows_divergence, entries=journal) == Diverged(
+        "journal divergence: expected now() at position 0 (event 7), code reached spawn 'billing'"
+    )
