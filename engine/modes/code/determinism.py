@@ -29,8 +29,13 @@ raises; the profile function that was installed before (a profiler, a debugger) 
 back. Calls made by ``logging`` are allowed: a log record's timestamp is not a
 decision. The cyclic garbage collector is paused while guarded: its callbacks (and
 the finalizers it runs) are not workflow code, and must neither be refused nor make
-a run diverge; what the code frees is collected after the ``send``. The lookups
-are by identity in frozen sets, so guarded code stays fast.
+a run diverge; what the code frees is collected after the ``send``.
+
+Cost: the profile function sees every call of guarded code, so each check is one
+dictionary lookup (by the called object or its code object), and ctx's own work
+runs with the guard lifted (``Unguarded``). A refusal is also reported to the
+driver before it is raised: CPython removes a profile function that raised, and code
+that catches the refusal must still not get away with it.
 """
 
 from __future__ import annotations
