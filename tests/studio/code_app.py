@@ -1,9 +1,10 @@
 """Code workflows for the studio's page tests.
 
 ``pages-saga`` reserves, races ``paid`` against ``cancelled``, charges under its step
-id and waits for ``shipped`` (so a second click on "paid" finds it still running). ``pages-switch`` takes the name of its first step from ``ROUTE``, which a test
-flips while a run waits for ``go``: the same published code then reaches another step
-on replay, as a deploy of different code would, and the run must park, not guess.
+id and waits for ``shipped`` (so a second click on "paid" finds it still running).
+``pages-switch`` takes the name of its first step from ``ROUTE``, which a test flips
+while a run waits for ``go``: the same published code then reaches another step on
+replay, as a deploy of different code would, and the run must park, not guess.
 """
 
 from __future__ import annotations
