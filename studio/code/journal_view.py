@@ -3,8 +3,8 @@
 The journal is the run's memory: every durable verb its code reached, in order, and
 what each recorded. Replay gives it (``Instance.journal``, resolved by
 ``engine.modes.code.fold.entries``); this module adds what an operator reads beside
-it: each step's ``step_id`` and attempts (an unknown outcome shown as UNKNOWN, never
-as a failure), the waits still open with what they await and until when, and the
+it: each step's ``step_id`` and latest attempt (an unknown outcome shown as UNKNOWN,
+never as a failure), the waits still open with what they await and until when, and the
 signals nobody consumed, set aside rather than lost. It also colours the outline: each
 outline node takes the state of the latest journal entry it stands for, and the nodes
 of open entries are where the run stands.
@@ -40,7 +40,6 @@ class JournalRow:
     sequence: int
     state: StepState
     step_id: str = ""
-    attempts: int = 0
     value: str = ""
 
     @property
@@ -119,7 +118,6 @@ def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:
         sequence=record.sequence,
         state=_state(state, record, entry),
         step_id=step_id,
-        attempts=progress.attempt if progress is not None else 0,
         value=_shown(entry.value) if entry.state is EntryState.DONE else entry.failure,
     )
 
