@@ -22,6 +22,7 @@ from typing import Any
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.definitions import Mode
 from engine.model.errors import (
     ActivityAppNotFound,
     DefinitionInvalid,
@@ -67,8 +68,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     register_demo(commands)
     start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
     start.add_argument("definition", metavar="NAME[@VERSION]")
-    start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
+    start.add_argument(
+        "--id",
+        required=True,
+        help="instance id (starting is idempotent); a code-first run's id, without '/', "
+        "names the run NAME/ID and a retried start joins it",
+    )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    status = add_command(
+        commands, "status", "print {kind, seq, at} of an instance's newest event", _status
+    )
+    status.add_argument("instance")
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
     sig.add_argument("step")
@@ -256,8 +266,17 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, _, version = args.definition.partition("@")
+    if not version and (await client.startable(name)).mode == Mode.CODE:
+        run, started = await client.start_run(name, args.input, id=args.id)
+        print(f"run: {run}\nstarted: {str(started).lower()}")
+        return 0
     state = await client.start(name, args.id, args.input, version or None)
     print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    return 0
+
+
+async def _status(client: Client, args: argparse.Namespace) -> int:
+    print(json.dumps(await client.status(args.instance), sort_keys=True))
     return 0
 
 
