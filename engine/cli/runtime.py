@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
 from engine.decide.operator_actions import Action
@@ -156,9 +157,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
-    """``definition publish FILE.json`` and ``definition list``."""
+    """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
     publish = add_command(actions, "publish", "publish a definition version", _publish)
-    publish.add_argument("file", type=Path, metavar="FILE.json")
+    add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     add_command(actions, "list", "list published definition versions", _list)
 
@@ -243,15 +244,25 @@ def json_arg(text: str) -> Any:
 
 
 async def _publish(client: Client, args: argparse.Namespace) -> int:
-    try:
-        definition = load_definition(args.file)
-    except DefinitionInvalid as exc:
-        for error in exc.errors:
-            print(f"{error.path or '(document)'}: {error.message}")
-        return EXIT_FAILED
-    created = await client.publish(definition, args.actor)
-    verb = "published" if created else "already published"
-    print(f"{verb} {definition.ref} {definition.fingerprint}")
+    """Publish the file, or every definition the app declares once its code lints
+    clean (one at a time: a conflict stops at that definition, naming it)."""
+    if args.app is not None:
+        definitions, problems = app_definitions(args.app)
+        for problem in problems:
+            print(problem)
+        if problems:
+            return EXIT_FAILED
+    else:
+        try:
+            definitions = [load_definition(args.file)]
+        except DefinitionInvalid as exc:
+            for error in exc.errors:
+                print(f"{error.path or '(document)'}: {error.message}")
+            return EXIT_FAILED
+    for definition in definitions:
+        created = await client.publish(definition, args.actor)
+        verb = "published" if created else "already published"
+        print(f"{verb} {definition.ref} {definition.fingerprint}")
     return 0
 
 
