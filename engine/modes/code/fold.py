@@ -123,8 +123,8 @@ def schedule_spawn(
 def record_value(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    verb = Verb(event.step.split(".", 1)[0]) if "." in event.step else None
-    if verb not in VALUE_VERBS:
+    verb = next((v for v in VALUE_VERBS if event.step.startswith(f"{v.value}.")), None)
+    if verb is None:
         raise reject(event, f"{event.step!r} is not a journaled value (now, random, uuid4)")
     return _record(state, event, verb, "", _occurrence(event), value=event.data)
 
