@@ -11,7 +11,6 @@ from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.errors import InstanceNotFound
-from examples import order_saga
 from tests.e2e import code_app
 from tests.e2e.conftest import Harness
 from tests.e2e.test_cli_e2e import ok, one_line
@@ -22,8 +21,8 @@ S = InstanceStatus
 
 
 async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
-    for flow in order_saga.app.workflows:
-        await e2e.publish(flow.definition)
+    published = await ok(e2e, "definition", "publish", "--app", SAGA_APP)
+    assert [line.split()[1] for line in published.splitlines()] == ["order-saga@1", "shipping@1"]
     await e2e.spawn(app=SAGA_APP)
     order = json.dumps({"sku": "mug", "amount": 1200})
     assert await ok(e2e, "start", "order-saga", "--id", "o-42", "--input", order) == (
