@@ -155,7 +155,7 @@ def compensation_order(instance: Instance) -> list[tuple[AttemptProgress, Step]]
     """Succeeded activities still to compensate, in the order unwinding would run them
     (latest completion first), each with its step."""
     return [
-        (progress, instance.step(progress.step))  # type: ignore[misc]
+        (progress, instance.step(progress.step))
         for progress in compensable(instance)
         if progress.step not in instance.compensations
     ]
@@ -281,7 +281,7 @@ def _approve(instance: Instance, step: str) -> list[str]:
 
 
 def _compensate(instance: Instance, step: str) -> list[str]:
-    spec = instance.step(step)
+    spec = instance.step(step)  # type: ignore[union-attr]
     target = spec.compensation.target  # type: ignore[union-attr]
     return [
         f"Runs the compensation of {step} now ({target}) with the input the activity had.",

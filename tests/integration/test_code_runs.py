@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from engine.client import Client
+from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
+from engine.modes.code import replay_gate
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
@@ -22,7 +24,16 @@ from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
-from tests.integration.code_runs import effects, journal, keys, kinds, publish_app, settle
+from tests.fixtures.journal import renamed
+from tests.integration.code_runs import (
+    effects,
+    history,
+    journal,
+    keys,
+    kinds,
+    publish_app,
+    settle,
+)
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 K = EventKind
@@ -129,3 +140,40 @@ async def test_duplicate_and_extra_signals_are_set_aside(
     ]
     assert len(await kinds(store, RUN, K.SIGNAL_RECEIVED)) == 2
     assert state.status is S.RUNNING
+    received, resolved = (await kinds(store, RUN, K.SIGNAL_RECEIVED, K.WAIT_RESOLVED))[:2]
+    assert resolved.sequence == received.sequence + 1, "the client resolved the race itself"
+
+
+async def test_a_paused_run_decides_nothing_until_resumed(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    await started(client, ctx)
+    await client.command(RUN, Action.PAUSE, "ops", "hold on")
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})  # buffered while paused
+    await settle(ctx)
+    assert keys(await client.inspect(RUN)) == ["reserve.1", "race.1"]
+    await client.command(RUN, Action.RESUME, "ops", "go on")
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert keys(state)[:3] == ["reserve.1", "race.1", "charge.1"]
+    assert [a.action for a in state.audit] == ["pause", "resume"]
+
+
+async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Versions: the journals of running runs replay against new code; a run the new
+    code departs from is divergent, with where (and nothing is recorded)."""
+    await started(client, ctx)  # o-42 will charge
+    await client.start_run("order-saga", ORDER, id="o-6")  # o-6 stays at the race
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    await settle(ctx)
+    before = await history(store, RUN)
+    (flow,) = renamed.app.workflows
+    verdicts = await replay_gate.check(store, await ctx.registries.refresh(), flow)
+    assert replay_gate.summary(flow, verdicts) == [
+        "order-saga@2: 2 running checked: 1 compatible, 1 divergent",
+        "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
+        "position 2 (event 8), code reached step 'capture'",
+    ]
+    assert await history(store, RUN) == before

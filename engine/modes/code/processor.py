@@ -6,7 +6,9 @@ replays the code against the journal (``driver.drive``). One transition, fenced 
 lease, records the new commands with their work and the run's ending if it ended
 (``commands``); the decision that follows rides with it (``decide``). The first new
 step's attempt is started in that same transaction and leased to this worker (eager
-dispatch), whose body then runs at once, as any activity's would.
+dispatch), whose body then runs at once, as any activity's would; when its outcome asks
+for the next decision, that is handed on to this worker too, so a run whose worker has
+its code goes from step to step without waiting for a claim.
 
 A replay that diverges from the journal (the code changed under the run, or did what
 replay cannot reproduce) records nothing: the work becomes a dead letter with the code
@@ -27,16 +29,17 @@ from engine.model.transitions import Draft
 from engine.modes.code import commands, waits
 from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.driver import drive
+from engine.modes.code.effects import WORKFLOW_CODE_DIFFERS as CODE_DIFFERS
+from engine.modes.code.effects import WORKFLOW_CODE_MISSING as CODE_MISSING
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Diverged
 from engine.store import catalog, leases
+from engine.store.catalog import conflict_message
 from engine.worker import processors
 from engine.worker.leased_commits import Context, Eager, LeaseHolder, Obsolete, Park, commit
 
 S = InstanceStatus
 log = logging.getLogger("wayline.code")
-CODE_DIFFERS = "workflow-code-differs"
-CODE_MISSING = "workflow-code-missing"
 SPAWN_NOT_FOUND = "spawn-definition-not-found"
 
 
@@ -50,12 +53,20 @@ class _Parked(Exception):
 
 
 async def process_decision(ctx: Context, current: LeaseHolder) -> None:
-    """Replay the code of the run ``current``'s work names (see the module)."""
+    """Replay the code of the run ``current``'s work names (see the module), and go on
+    with the decisions handed on to this worker after it (eager dispatch)."""
+    while await _decide(ctx, current):
+        pass
+
+
+async def _decide(ctx: Context, current: LeaseHolder) -> bool:
+    """One decision, and the step it started here; True when the next decision was
+    handed on to this worker (``current`` then holds its lease)."""
     lease = current.lease
     flow = ctx.activities.workflow_at(lease.target)
     if flow is None:
         await leases.dead_letter(ctx.store, lease, CODE_MISSING, f"{lease.target} is not here")
-        return
+        return False
     spawns: dict[str, DefinitionRef] = {}
     eager = Eager(ctx, current.lease_for)
     while True:
@@ -69,19 +80,21 @@ async def process_decision(ctx: Context, current: LeaseHolder) -> None:
                 log.warning("spawn of %s refused: %s", missing.name, type(exc).__name__)
                 detail = f"spawn of {missing.name!r}: no published version can start"
                 await leases.dead_letter(ctx.store, lease, SPAWN_NOT_FOUND, detail)
-                return
+                return False
             spawns[missing.name] = found
             continue
         except _Parked as parked:
             log.warning("%s parked: %s", lease.instance_id, parked.detail)
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
-            return
+            return False
         break
-    if state is None or eager.lease is None or eager.dispatch is None:
-        return
+    if state is None or eager.lease is None:
+        return False
     current.lease = eager.lease
     ctx.metrics.count("eager_dispatches")
-    await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
+    if eager.dispatch is None:  # a decision due at once (a wait resolved from the inbox)
+        return True
+    return await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
 
 
 def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef]):
@@ -95,11 +108,8 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef]):
         if state.status is not S.RUNNING:
             raise Obsolete
         if flow.fingerprint != state.definition.fingerprint:
-            raise _Parked(
-                CODE_DIFFERS,
-                f"{state.definition} is pinned to fingerprint {state.definition.fingerprint}, "
-                f"this worker's code is {flow.fingerprint}: deploy the pinned code",
-            )
+            pinned = state.definition.fingerprint
+            raise _Parked(CODE_DIFFERS, conflict_message(flow.definition, pinned))
         waits.resolve(draft)
         run = draft.state
         assert run is not None
