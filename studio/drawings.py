@@ -60,7 +60,13 @@ MACHINE = Drawing(
     "states",
     diff_machines,
 )
-CODE = Drawing(outline_graph.layout, journal_view.states, journal_view.frontier, diff=diff_outlines)
+CODE = Drawing(
+    outline_graph.layout,
+    journal_view.states,
+    journal_view.frontier,
+    diff=diff_outlines,
+    structure=outline_graph.read_outline,
+)
 DRAWINGS: dict[str, Drawing] = {
     Mode.ORCHESTRATION: STEP_LIST,
     Mode.CHOREOGRAPHY: STEP_LIST,

@@ -118,7 +118,7 @@ def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:
         sequence=record.sequence,
         state=_state(state, record, entry),
         step_id=step_id,
-        value=_shown(entry.value) if entry.state is EntryState.DONE else entry.failure,
+        value=_recorded(entry),
     )
 
 
@@ -141,6 +141,14 @@ def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
     if record.verb == Verb.SLEEP:
         return StepState("waiting-timer", "sleeping")
     return StepState("waiting-signal", "waiting for " + ", ".join(record.on or (record.name,)))
+
+
+def _recorded(entry: Entry) -> str:
+    """What the entry returned to the code (nothing for a spawn's handle), or why it failed."""
+    if entry.state is EntryState.FAILED:
+        return entry.failure
+    done = entry.state is EntryState.DONE and entry.verb is not Verb.SPAWN
+    return _shown(entry.value) if done else ""
 
 
 def _shown(value: Any) -> str:

@@ -221,7 +221,7 @@ async def start(
     if published.definition.mode == Mode.CODE:
         stored = code_run_id(name, chosen)
     else:
-        stored = await _stored_id(runtime, team, chosen)
+        stored = await _start_id(runtime, team, chosen)
     try:
         state = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
@@ -244,8 +244,8 @@ def code_run_id(name: str, chosen: str) -> str:
         raise Invalid(str(refused)) from None
 
 
-async def _stored_id(runtime: Runtime, team: str, chosen: str) -> str:
-    """The stored id of the team's instance ``chosen`` of a step list or machine."""
+async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
+    """The stored id a start of the team's ``chosen`` (a step list or machine) takes."""
     check_instance_id(team, chosen)
     own, scoped = await _lookup(runtime, team, chosen)
     if own is None and scoped is not None:  # another team's, stored before namespacing

@@ -59,6 +59,11 @@ def test_the_version_page_draws_the_outline_of_the_code(operator: SignedInClient
     assert re.search(r'id="code-0" class="[^"]*kind-step', page.text)
     assert re.search(r'id="code-1" class="[^"]*kind-race', page.text)
     assert "reserve" in page.text and "paid | cancelled" in page.text
+    outline = re.search(r'aria-label="Steps outline".*?</nav>', page.text, re.S)
+    assert outline and "charge" in outline.group(0) and "return" in outline.group(0)
+    assert "tests.studio.code_app.pages_saga" in page.text
+    listed = operator.get("/definitions").text
+    assert re.search(r"pages-saga(?:(?!</tr>).)*4 durable calls", listed, re.S)
 
 
 def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
