@@ -7,6 +7,7 @@ external system.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engine.modes.code.context import Context
@@ -97,6 +98,13 @@ async def clocks(ctx: Context, input: Any) -> list:
     ident = str(ctx.uuid4())
     got = await ctx.all("a", "b", timeout="10s")
     return [first, pick, ident, got]
+
+
+@app.workflow("clock-reader", version="1")
+async def clock_reader(ctx: Context, input: Any) -> float:
+    """Reads the wall clock in workflow code: replay could not reproduce it."""
+    await ctx.step("first", lambda: ran("first", ctx))
+    return time.time()
 
 
 reset()

@@ -194,3 +194,16 @@ async def test_journaled_values_replay_and_all_times_out_entry_by_entry(
     first, pick, ident, got = state.value("result")
     assert [first, pick, ident] == values
     assert got == [None, "bee"]
+
+
+async def test_workflow_code_that_reads_the_clock_is_parked_not_run_on(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Determinism row: the clock outside a step is refused with the seed's message,
+    and the run is parked like a divergence (nothing recorded, visible, retryable)."""
+    run = await start(client, ctx, "clock-reader")
+    (letter,) = (await list_dead_letters(store)).items
+    assert letter.failure_code == "not-deterministic"
+    assert "time.time() is not available in workflow code; use ctx.now()" in (letter.failure_detail)
+    state = await client.inspect(run)
+    assert (state.status, keys(state)) == (S.RUNNING, ["first.1"])
