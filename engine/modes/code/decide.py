@@ -1,6 +1,6 @@
 """What a code-first run does next without running its code: the engine's pure part.
 
-Only a worker that has the code can replay it (``engine.modes.code.decisions``); the
+Only a worker that has the code can replay it (``engine.modes.code.processor``); the
 rest is decided here from the draft's events, by whoever commits them (a worker, the
 client), in the same transaction:
 
