@@ -85,6 +85,14 @@ async def parent(ctx: Context, input: Any) -> Any:
     return [payload, which if isinstance(which, str) else which.key]
 
 
+@app.workflow("top", version="1")
+async def top(ctx: Context, input: Any) -> Any:
+    """Spawns ``parent`` (which spawns ``child``) and waits for it, or for ``give-up``."""
+    spawned = ctx.spawn("parent", None)
+    payload, _ = await ctx.race(spawned, "give-up", timeout="1h")
+    return payload
+
+
 @app.workflow("child", version="1")
 async def child(ctx: Context, input: Any) -> Any:
     return await ctx.wait_signal("never")

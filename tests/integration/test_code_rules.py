@@ -167,6 +167,17 @@ async def test_cancel_propagates_to_spawned_runs_and_compensates(
     assert CALLS == [("book", "parent/r1/book#1.1"), ("unbook", "parent/r1/book#1.1")]
 
 
+async def test_cancel_propagates_down_every_generation(client: Client, ctx: Context) -> None:
+    run = await start(client, ctx, "top")
+    middle, bottom = f"{run}/spawn.1", f"{run}/spawn.1/spawn.1"
+    assert (await client.inspect(bottom)).status is S.RUNNING
+    await client.command(run, Action.CANCEL, "ops", "all of it")
+    await settle(ctx)
+    for each in (run, middle, bottom):
+        assert (await client.inspect(each)).status is S.CANCELLED, each
+    assert ("unbook", "top/r1/spawn.1/book#1.1") in CALLS
+
+
 async def test_a_spawned_run_that_ends_wins_the_race(client: Client, ctx: Context) -> None:
     run = await start(client, ctx, "parent")
     spawned = f"{run}/spawn.1"
