@@ -15,7 +15,8 @@ replay cannot reproduce) records nothing: the work becomes a dead letter with th
 ``journal-divergence`` (or ``not-deterministic``) and the divergence message as its
 ``failure_detail``, and the run stays running, parked visibly. Retrying the dead letter
 after deploying code that matches replays it again. Code whose fingerprint is not the
-run's pin is refused the same way (``workflow-code-differs``), never run.
+run's pin is refused the same way (``workflow-code-differs``), never run, and so is a
+decision the engine's rules refuse to record (``decision-refused``, with the rule).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 
 from engine.model.definitions import DefinitionRef
-from engine.model.errors import WaylineError
+from engine.model.errors import EventInvalid, ReplayRejected, TransitionInvalid, WaylineError
 from engine.model.instance import InstanceStatus
 from engine.model.transitions import Draft
 from engine.modes.code import commands, waits
@@ -41,6 +42,7 @@ from engine.worker.leased_commits import Context, Eager, LeaseHolder, Obsolete, 
 S = InstanceStatus
 log = logging.getLogger("wayline.code")
 SPAWN_NOT_FOUND = "spawn-definition-not-found"
+DECISION_REFUSED = "decision-refused"
 
 
 class _Parked(Exception):
@@ -83,6 +85,11 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
                 return False
             spawns[missing.name] = found
             continue
+        except (ReplayRejected, EventInvalid, TransitionInvalid) as refused:
+            # what the code asked for cannot be recorded (a bound it ran into): park it
+            log.warning("%s parked: %s", lease.instance_id, refused)
+            await leases.dead_letter(ctx.store, lease, DECISION_REFUSED, str(refused))
+            return False
         except _Parked as parked:
             log.warning("%s parked: %s", lease.instance_id, parked.detail)
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
