@@ -56,6 +56,10 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
         "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
         "position 2 (event 8), code reached step 'capture'",
     ]
+    gated = await e2e.cli("definition", "publish", "--app", RENAMED_APP, "--require-compatible")
+    assert gated.code == 1
+    assert gated.stdout.splitlines()[0] == check.stdout.splitlines()[0]
+    assert "order-saga@2" not in await ok(e2e, "definition", "list")
 
 
 async def test_a_worker_killed_mid_step_leaves_one_effect_under_one_step_id(
