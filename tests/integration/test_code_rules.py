@@ -234,3 +234,22 @@ async def test_a_decision_larger_than_a_transition_goes_on_in_the_next(
     state = await client.inspect(run)
     assert state.status is S.COMPLETED, state.status
     assert state.value("result") == [100, list(range(60))]
+
+
+async def test_a_timeout_wake_up_claimed_early_waits_for_its_time(
+    client: Client, ctx: Context, clock: ManualClock
+) -> None:
+    """Resuming re-arms a run's work at once, a timeout's wake-up too: claimed before
+    its time, it is released until then rather than spent."""
+    run = await start(client, ctx, "clocks")
+    await client.command(run, Action.PAUSE, "ops", "hold on")
+    await client.command(run, Action.RESUME, "ops", "go on")
+    await settle(ctx)
+    assert (await client.inspect(run)).status is S.RUNNING
+    clock.advance(timedelta(seconds=10))  # a times out
+    await settle(ctx)
+    clock.advance(timedelta(seconds=10))  # then b, 10 s after a did
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result")[3] == [None, None]
