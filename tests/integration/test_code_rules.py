@@ -6,6 +6,7 @@ that time out in turn."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -76,6 +77,17 @@ async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
     assert state.value("result") == {"flaky": "from the gateway"}
     assert len(CALLS) == 1, "the body never ran again"
     assert [a.action for a in state.audit] == ["resolve_activity"]
+
+
+async def test_an_attempt_past_its_timeout_is_unknown_with_the_seeds_text(
+    client: Client, ctx: Context
+) -> None:
+    """Failures row: ``step 'name' timed out after Nms``; the body may have had its
+    effect before it was stopped, so the outcome is unknown (held by default)."""
+    run = await start(client, ctx, "slow")
+    progress = (await client.inspect(run)).activities["slow.1"]
+    assert (progress.status, progress.code) == (A.UNKNOWN, "step-timed-out")
+    assert json.loads(progress.result) == {"message": "step 'slow' timed out after 50ms"}
 
 
 async def test_retry_same_key_runs_again_under_the_same_step_id(
