@@ -39,9 +39,10 @@ from engine.model.instance import describe_instance, instance_to_json
 from engine.modes.code import replay_gate
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
+from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
-from engine.worker.activities import load_app
+from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
@@ -396,11 +397,25 @@ async def _history(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> None:
+    """A worker does not run code that differs from the version published under its
+    name (DefinitionConflict, in the words publishing uses); it warns about a workflow
+    not published yet, whose runs cannot start until it is."""
+    published = await client.registries.refresh()
+    for flow in registry.workflows:
+        pinned = published.get(flow.name, flow.version)
+        if pinned is None:
+            print(f"warning: {flow} is not published; publish it to start runs", file=sys.stderr)
+        elif pinned.fingerprint != flow.fingerprint:
+            raise DefinitionConflict(conflict_message(flow.definition, pinned.fingerprint))
+
+
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     try:
         registry = load_app(args.app)
     except ActivityAppNotFound as error:
         raise UsageError(str(error)) from None
+    await _refuse_changed_code(client, registry)
     config = WorkerConfig(
         concurrency=args.concurrency,
         lease=timedelta(seconds=args.lease_seconds),

@@ -105,3 +105,15 @@ async def _waits(e2e: Harness, run: str, key: str) -> bool:
     except InstanceNotFound:  # not started yet
         return False
     return wait is not None and not wait.done
+
+
+async def test_a_worker_refuses_code_that_differs_from_the_published_version(
+    e2e: Harness,
+) -> None:
+    """Versions: the same version with other code is refused by the worker as by
+    publishing, so it never replays runs against code they were not pinned to."""
+    await ok(e2e, "definition", "publish", "--app", SAGA_APP)
+    refused = await e2e.cli("worker", "--app", "tests.fixtures.journal.changed_saga:app")
+    assert refused.code == 1
+    assert one_line(refused).startswith("wayline worker: order-saga@1 is published with")
+    assert one_line(refused).endswith(": publish a new version")
