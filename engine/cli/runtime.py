@@ -15,13 +15,16 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.definitions import Mode
 from engine.model.errors import (
     ActivityAppNotFound,
     DefinitionInvalid,
@@ -33,6 +36,7 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import describe_instance, instance_to_json
+from engine.modes.code import replay_gate
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.migrations import MigrationError
@@ -67,8 +71,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     register_demo(commands)
     start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
     start.add_argument("definition", metavar="NAME[@VERSION]")
-    start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
+    start.add_argument(
+        "--id",
+        required=True,
+        help="instance id (starting is idempotent); a code-first run's id, without '/', "
+        "names the run NAME/ID and a retried start joins it",
+    )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    status = add_command(
+        commands, "status", "print {kind, seq, at} of an instance's newest event", _status
+    )
+    status.add_argument("instance")
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
     sig.add_argument("step")
@@ -146,11 +159,19 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
-    """``definition publish FILE.json`` and ``definition list``."""
+    """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
     publish = add_command(actions, "publish", "publish a definition version", _publish)
-    publish.add_argument("file", type=Path, metavar="FILE.json")
+    add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     add_command(actions, "list", "list published definition versions", _list)
+    check = add_command(
+        actions,
+        "replay-check",
+        "replay the journals of active runs of other versions against an app's code",
+        _replay_check,
+    )
+    check.add_argument("--app", required=True, metavar="MODULE:APP")
+    check.add_argument("--json", action="store_true", help="one JSON verdict per line")
 
 
 def add_command(
@@ -233,16 +254,45 @@ def json_arg(text: str) -> Any:
 
 
 async def _publish(client: Client, args: argparse.Namespace) -> int:
-    try:
-        definition = load_definition(args.file)
-    except DefinitionInvalid as exc:
-        for error in exc.errors:
-            print(f"{error.path or '(document)'}: {error.message}")
-        return EXIT_FAILED
-    created = await client.publish(definition, args.actor)
-    verb = "published" if created else "already published"
-    print(f"{verb} {definition.ref} {definition.fingerprint}")
+    """Publish the file, or every definition the app declares once its code lints
+    clean (one at a time: a conflict stops at that definition, naming it)."""
+    if args.app is not None:
+        definitions, problems = app_definitions(args.app)
+        for problem in problems:
+            print(problem)
+        if problems:
+            return EXIT_FAILED
+    else:
+        try:
+            definitions = [load_definition(args.file)]
+        except DefinitionInvalid as exc:
+            for error in exc.errors:
+                print(f"{error.path or '(document)'}: {error.message}")
+            return EXIT_FAILED
+    for definition in definitions:
+        created = await client.publish(definition, args.actor)
+        verb = "published" if created else "already published"
+        print(f"{verb} {definition.ref} {definition.fingerprint}")
     return 0
+
+
+async def _replay_check(client: Client, args: argparse.Namespace) -> int:
+    """Exit 1 when any active run diverges from the app's code (``replay_gate``)."""
+    try:
+        flows = load_app(args.app).workflows
+    except ActivityAppNotFound as error:
+        raise UsageError(str(error)) from None
+    registry = await client.registries.refresh()
+    divergent = False
+    for flow in flows:
+        verdicts = await replay_gate.check(client.store, registry, flow)
+        divergent |= any(v.divergence for v in verdicts)
+        if args.json:
+            for v in verdicts:
+                print(json.dumps({"definition": str(flow), **asdict(v)}, sort_keys=True))
+        else:
+            print("\n".join(replay_gate.summary(flow, verdicts)))
+    return EXIT_FAILED if divergent else 0
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
@@ -256,8 +306,17 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, _, version = args.definition.partition("@")
+    if not version and (await client.startable(name)).mode == Mode.CODE:
+        run, started = await client.start_run(name, args.input, id=args.id)
+        print(f"run: {run}\nstarted: {str(started).lower()}")
+        return 0
     state = await client.start(name, args.id, args.input, version or None)
     print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    return 0
+
+
+async def _status(client: Client, args: argparse.Namespace) -> int:
+    print(json.dumps(await client.status(args.instance), sort_keys=True))
     return 0
 
 

@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound
 from engine.model.identifiers import name_problem
+from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
+from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
+from engine.modes.code.records import target_of
 
 if TYPE_CHECKING:
     from engine.modes.machines.declaration import Machine
@@ -128,13 +131,51 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 
 
 class ActivityRegistry:
-    """Maps activity targets to handlers, and the names a state machine's manifest gives
-    its ``function`` and ``compensation`` to the machine whose code this worker runs.
-    Build one explicitly; nothing registers itself."""
+    """Maps activity targets to handlers, the names a state machine's manifest gives
+    its ``function`` and ``compensation`` to the machine whose code this worker runs,
+    and code workflows' names and versions to their code. Build one explicitly;
+    nothing registers itself."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
         self._machines: dict[str, Machine] = {}
+        self._workflows: dict[tuple[str, str], CodeWorkflow] = {}
+
+    def workflow(
+        self, name: str, *, version: str
+    ) -> Callable[[WorkflowFunction], WorkflowFunction]:
+        """Declare the decorated ``async def f(ctx, input)`` as code workflow
+        ``name@version`` run here; the function is returned as it is. A name and
+        version declared twice is a ValueError: a version is one piece of code."""
+
+        def decorate(function: WorkflowFunction) -> WorkflowFunction:
+            if (name, version) in self._workflows:
+                raise ValueError(f"workflow {name}@{version} is declared twice")
+            self._workflows[(name, version)] = declare(name, version, function)
+            return function
+
+        return decorate
+
+    def workflow_for(self, name: str, version: str) -> CodeWorkflow | None:
+        """The code workflow declared as ``name@version``, if any."""
+        return self._workflows.get((name, version))
+
+    def workflow_at(self, target: str) -> CodeWorkflow | None:
+        """The code workflow whose work names ``target`` (``workflow:<name>@<version>``)."""
+        name, at, version = target.removeprefix(WORKFLOW_TARGET_PREFIX).partition("@")
+        if not target.startswith(WORKFLOW_TARGET_PREFIX) or not at:
+            return None
+        return self.workflow_for(name, version)
+
+    def runs(self, target: str) -> bool:
+        """Whether this worker runs work that names ``target``: an activity's, or a code
+        workflow's (its steps and decisions)."""
+        return target in self._handlers or self.workflow_at(target) is not None
+
+    @property
+    def workflows(self) -> list[CodeWorkflow]:
+        """Every code workflow declared here, in declaration order."""
+        return list(self._workflows.values())
 
     def machine(self, flow: Machine) -> Machine:
         """Run ``flow``'s advance (and compensation) here: this worker claims the work
@@ -182,10 +223,29 @@ class ActivityRegistry:
     def get(self, target: str) -> Handler | None:
         return self._handlers.get(target)
 
+    @classmethod
+    def combined(cls, *apps: ActivityRegistry) -> ActivityRegistry:
+        """One registry that runs everything ``apps`` run, for a worker that serves
+        several apps (the studio's, for the examples); a target, machine or workflow
+        that two of them declare is a ValueError, as it is within one app."""
+        merged = cls()
+        for app in apps:
+            for target, handler in app._handlers.items():
+                merged.register(target, handler)
+            for flow in app.machines:
+                merged.machine(flow)
+            for key, code in app._workflows.items():
+                if key in merged._workflows:
+                    raise ValueError(f"workflow {code} is declared twice")
+                merged._workflows[key] = code
+        return merged
+
     @property
     def targets(self) -> list[str]:
-        """Every target this worker runs: activities', and its machines' code."""
-        return sorted([*self._handlers, *self._machines])
+        """Every target this worker runs: activities', its machines' code, and its code
+        workflows' (``workflow:<name>@<version>``)."""
+        code = [target_of(flow.ref) for flow in self._workflows.values()]
+        return sorted([*self._handlers, *self._machines, *code])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.targets)

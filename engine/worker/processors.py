@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine import modes
 from engine.decide import decisions
 from engine.model.errors import ReplayRejected
 from engine.model.events import EventKind
@@ -80,13 +81,13 @@ class Track:
         return track.get(step)
 
     def target_and_timeout(self, state: Instance, step: str) -> tuple[str, timedelta]:
-        spec = state.spec.step(step)
+        spec = state.step(step)
         if self.compensation:
             return spec.compensation.target, spec.compensation.timeout
         return spec.target, spec.timeout
 
     def result_limit(self, state: Instance, step: str) -> int:
-        spec = state.spec.step(step)
+        spec = state.step(step)
         return spec.compensation.result_limit if self.compensation else spec.result_limit
 
 
@@ -131,6 +132,20 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
+    if await run_attempts(ctx, track, current, state, dispatch):
+        decide = modes.processor(current.lease.kind)
+        assert decide is not None  # handed on only when this worker runs its code
+        await decide(ctx, current)
+
+
+async def run_attempts(
+    ctx: Context, track: Track, current: LeaseHolder, state: Instance, dispatch: Dispatch
+) -> bool:
+    """Run the started attempt ``dispatch`` under ``current`` and record its outcome;
+    then each activity eagerly handed on to this worker with it, the same way. True
+    when a code-first run's decision was handed on instead: ``current`` holds its lease
+    and the caller runs it."""
+    lease = current.lease
     while True:
         ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
         outcome = await _run(ctx, state, track, dispatch)
@@ -141,10 +156,12 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         with current.completing():
             state = await commit(ctx, lease, record, eager=eager, known=state)
             if eager is None or eager.lease is None or state is None:
-                return
+                return False
+            current.lease = eager.lease
+            ctx.metrics.count("eager_dispatches")
+            if eager.dispatch is None:
+                return True
             lease, dispatch = eager.lease, eager.dispatch
-            current.lease = lease
-        ctx.metrics.count("eager_dispatches")
 
 
 async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:
@@ -226,6 +243,9 @@ def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -
 
 
 async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:
+    effect = modes.of(state.spec).effect
+    if effect is not None:  # the mode's steps are its own code, not activity handlers
+        return await effect(ctx, state, dispatch.step, track.compensation)
     target, timeout = track.target_and_timeout(state, dispatch.step)
     handler = ctx.activities.get(target)
     if handler is None:  # the attempt is started: without a handler its outcome is unknown

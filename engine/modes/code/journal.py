@@ -26,6 +26,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from engine.model.durations import to_micros
+from engine.model.limits import MAX_RETRY_DELAY
+
 
 class Verb(StrEnum):
     """What a command asks for. The first five block the code until history resolves
@@ -68,6 +71,15 @@ class StepOptions:
     """Whether the step declared ``compensate=`` (undone in reverse when unwinding)."""
     on_unknown: OnUnknown = OnUnknown.HOLD
 
+    def delay_before(self, attempt: int) -> timedelta:
+        """The wait before ``attempt`` (from 1): none before the first, ``backoff``
+        before the second, doubling after that; uncapped by the seed, so only the
+        engine's ``MAX_RETRY_DELAY`` bounds it."""
+        if attempt <= 1:
+            return timedelta(0)
+        micros = to_micros(self.backoff) * 2 ** (attempt - 2)
+        return timedelta(microseconds=min(micros, to_micros(MAX_RETRY_DELAY)))
+
 
 @dataclass(frozen=True)
 class Command:
@@ -77,7 +89,10 @@ class Command:
     ``<name>.<occurrence>`` for a step (``charge.1``), ``<verb>.<n>`` for the others
     (``sleep.1``, ``race.2``, ``spawn.1``, ``now.3``), ``await.<signal>.<n>`` for
     ``wait_signal``. ``occurrence`` counts the commands of the same verb and name
-    before it, plus one: a loop's second pass over ``charge`` is ``charge.2``.
+    before it, plus one: a loop's second pass over ``charge`` is ``charge.2``. For
+    the verbs whose key has no name (all but step and wait) it counts the commands of
+    the same verb, so the key's number is the occurrence and keys stay unique
+    (``spawn.2`` is the second spawn, whatever definition it names).
     """
 
     position: int
@@ -161,6 +176,10 @@ class Diverged:
     message: str
     """``journal divergence: expected step 'charge' at position 3 (event 12), code
     reached step 'capture'`` (or ``..., code returned``)."""
+    code: str = "journal-divergence"
+    """Why: ``journal-divergence``, or ``not-deterministic`` when the determinism guard
+    refused the code (it read the clock, randomness, did I/O, or awaited something not
+    ctx's): both park the run until matching code is deployed."""
 
 
 Advance = Waits | Returned | Raised | Diverged
