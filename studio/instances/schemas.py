@@ -116,6 +116,10 @@ class InstanceDetailOut:
     compensations: list[dict[str, Any]]
     audit: list[AuditOut]
     actions: list[OfferOut] = field(default_factory=list)
+    journal: dict[str, Any] | None = None
+    """A code-first run's journal: its ``entries`` (what each durable call recorded),
+    open ``waits``, signals ``set_aside`` and the ``divergence`` that parks it ('' if
+    none); null for other modes."""
 
 
 @dataclass
@@ -183,6 +187,28 @@ def attempt_out(row: AttemptRow) -> AttemptOut:
     )
 
 
+def _journal_out(detail: InstanceDetail) -> dict[str, Any] | None:
+    journal = detail.journal
+    if journal is None:
+        return None
+    entries = [
+        {
+            "position": r.position,
+            "verb": r.verb,
+            "key": r.key,
+            "name": r.name,
+            "occurrence": r.occurrence,
+            "step_id": r.step_id or None,
+            "state": r.state.state,
+            "note": r.state.note,
+        }
+        for r in journal.rows
+    ]
+    waits = [{"key": w.key, "verb": w.verb, "on": list(w.on)} for w in journal.waits]
+    aside = [{"name": s.name, "signal_id": s.signal_id} for s in journal.set_aside]
+    return {"entries": entries, "waits": waits, "set_aside": aside, "divergence": detail.divergence}
+
+
 def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
     state = detail.state
     ref = state.definition
@@ -212,6 +238,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         children=document["children"],
         compensations=compensations,
         audit=[projected(AuditOut, a) for a in state.audit],
+        journal=_journal_out(detail),
         actions=[
             OfferOut(o.action.value, o.step or None, o.label, list(o.effect), list(o.records))
             for o in detail.offers

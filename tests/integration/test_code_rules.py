@@ -6,6 +6,7 @@ that time out in turn."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -76,6 +77,17 @@ async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
     assert state.value("result") == {"flaky": "from the gateway"}
     assert len(CALLS) == 1, "the body never ran again"
     assert [a.action for a in state.audit] == ["resolve_activity"]
+
+
+async def test_an_attempt_past_its_timeout_is_unknown_with_the_seeds_text(
+    client: Client, ctx: Context
+) -> None:
+    """Failures row: ``step 'name' timed out after Nms``; the body may have had its
+    effect before it was stopped, so the outcome is unknown (held by default)."""
+    run = await start(client, ctx, "slow")
+    progress = (await client.inspect(run)).activities["slow.1"]
+    assert (progress.status, progress.code) == (A.UNKNOWN, "step-timed-out")
+    assert json.loads(progress.result) == {"message": "step 'slow' timed out after 50ms"}
 
 
 async def test_retry_same_key_runs_again_under_the_same_step_id(
@@ -167,6 +179,17 @@ async def test_cancel_propagates_to_spawned_runs_and_compensates(
     assert CALLS == [("book", "parent/r1/book#1.1"), ("unbook", "parent/r1/book#1.1")]
 
 
+async def test_cancel_propagates_down_every_generation(client: Client, ctx: Context) -> None:
+    run = await start(client, ctx, "top")
+    middle, bottom = f"{run}/spawn.1", f"{run}/spawn.1/spawn.1"
+    assert (await client.inspect(bottom)).status is S.RUNNING
+    await client.command(run, Action.CANCEL, "ops", "all of it")
+    await settle(ctx)
+    for each in (run, middle, bottom):
+        assert (await client.inspect(each)).status is S.CANCELLED, each
+    assert ("unbook", "top/r1/spawn.1/book#1.1") in CALLS
+
+
 async def test_a_spawned_run_that_ends_wins_the_race(client: Client, ctx: Context) -> None:
     run = await start(client, ctx, "parent")
     spawned = f"{run}/spawn.1"
@@ -194,3 +217,51 @@ async def test_journaled_values_replay_and_all_times_out_entry_by_entry(
     first, pick, ident, got = state.value("result")
     assert [first, pick, ident] == values
     assert got == [None, "bee"]
+
+
+async def test_workflow_code_that_reads_the_clock_is_parked_not_run_on(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Determinism row: the clock outside a step is refused with the seed's message,
+    and the run is parked like a divergence (nothing recorded, visible, retryable)."""
+    run = await start(client, ctx, "clock-reader")
+    (letter,) = (await list_dead_letters(store)).items
+    assert letter.failure_code == "not-deterministic"
+    assert "time.time() is not available in workflow code; use ctx.now()" in (letter.failure_detail)
+    state = await client.inspect(run)
+    assert (state.status, keys(state)) == (S.RUNNING, ["first.1"])
+
+
+async def test_a_decision_larger_than_a_transition_goes_on_in_the_next(
+    client: Client, ctx: Context
+) -> None:
+    """100 journaled values and an all over 60 signals already in the inbox: each
+    decision records what fits in one transition and the next goes on."""
+    run = await start(client, ctx, "many")
+    assert [r.verb for r in (await client.inspect(run)).journal][-1] == "wait"
+    for number in range(60):
+        await client.signal(run, f"s{number}", f"id-{number}", number)
+    await client.signal(run, "go", "go-1")
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result") == [100, list(range(60))]
+
+
+async def test_a_timeout_wake_up_claimed_early_waits_for_its_time(
+    client: Client, ctx: Context, clock: ManualClock
+) -> None:
+    """Resuming re-arms a run's work at once, a timeout's wake-up too: claimed before
+    its time, it is released until then rather than spent."""
+    run = await start(client, ctx, "clocks")
+    await client.command(run, Action.PAUSE, "ops", "hold on")
+    await client.command(run, Action.RESUME, "ops", "go on")
+    await settle(ctx)
+    assert (await client.inspect(run)).status is S.RUNNING
+    clock.advance(timedelta(seconds=10))  # a times out
+    await settle(ctx)
+    clock.advance(timedelta(seconds=10))  # then b, 10 s after a did
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result")[3] == [None, None]

@@ -108,3 +108,38 @@ def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
     banner = re.search(r'id="journal-divergence".*?</div>', text, re.S)
     assert banner and "journal divergence: expected step &#39;prepare&#39;" in banner.group(0)
     assert "prepare-again" in banner.group(0)
+
+
+def test_the_json_api_starts_signals_and_reads_a_code_run(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    operator.headers["X-CSRF-Token"] = operator.csrf
+    started = operator.post(
+        "/api/instances",
+        json={
+            "definition": "pages-saga",
+            "version": "1",
+            "instance_id": "a-1",
+            "input": {"sku": "cup"},
+        },
+    )
+    assert started.status_code == 201, started.text
+    run = started.json()["id"]
+    assert run == "pages-saga/a-1"
+    refused = operator.post(
+        "/api/instances", json={"definition": "pages-saga", "version": "1", "instance_id": "a/1"}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"] == "A run id is a non-empty string without '/'."
+    api = f"/api{instance_url(run)}"
+    page_until(operator, instance_url(run), lambda t: "race.1" in t)
+    sent = operator.post(f"{api}/signals", json={"step": "cancelled", "signal_id": "api-1"})
+    assert sent.status_code == 200, sent.text
+    page_until(operator, instance_url(run), lambda t: "charge#1" in t)
+    journal = operator.get(api).json()["journal"]
+    assert [e["key"] for e in journal["entries"]][:3] == ["reserve.1", "race.1", "charge.1"]
+    assert journal["entries"][2]["step_id"] == "pages-saga/a-1/charge#1.1"
+    assert journal["divergence"] == ""
+    history = operator.get(f"{api}/history").json()
+    kinds = [event["kind"] for event in history["events"]]
+    assert "wait_resolved" in kinds and "activity_scheduled" in kinds

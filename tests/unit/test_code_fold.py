@@ -23,6 +23,7 @@ from engine.modes.code.failures import failed_text
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Command, EntryState, StepOptions, Verb
 from engine.modes.code.records import step_data, wait_data
+from engine.modes.code.step_ids import RESERVED_STEP_NAMES, step_name_problem
 from examples import order_saga
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
@@ -176,3 +177,62 @@ def test_a_race_is_won_by_the_first_arrival_and_nothing_else_is_consumed(
     assert entry.value == [number, name]
     taken = [s.signal_id for s in draft.state.inbox if s.consumed_by]
     assert taken == [f"s-{number}"]
+
+
+def test_the_code_runs_again_once_per_resolution_and_deciding_twice_adds_nothing() -> None:
+    """The DECISION work is scheduled when the command the code is blocked on
+    resolves (and at the start), never again for the same resolution."""
+    start = lifecycle.start_draft(REGISTRY, SAGA, RUN, T0, {"sku": "mug"})
+    decide.decide(start)
+    assert [w.kind.label for w in start.work] == ["decision"]
+    draft = Draft(REGISTRY, start.state, T0)
+    key = step(draft, "reserve")
+    decide.decide(draft)
+    assert draft.work == [], "blocked on the step: nothing to replay yet"
+    attempt(draft, key, 1, 1, K.ATTEMPT_SUCCEEDED, {"ok": 1})
+    decide.decide(draft)
+    decide.decide(draft)
+    assert [w.work_id for w in draft.work] == [f"{RUN}#4#decision#now"]
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED_STEP_NAMES))
+def test_a_step_may_not_be_named_like_another_verb(name: str) -> None:
+    """A step ``spawn`` would be keyed ``spawn.1``, the key of the run's first spawn."""
+    assert "other verbs' journal keys" in (step_name_problem(name) or "")
+    assert step_name_problem([name]) is not None
+
+
+def expected_all(arrivals: dict[str, int | None], on: list[str], timeout: int) -> list:
+    """The seed's rule for ``all``: entries in turn, each with the whole timeout from
+    when the one before it resolved; an entry that arrived early resolves at once."""
+    values, now = [], 0
+    for name in on:
+        at = arrivals[name]
+        if at is not None and at <= now + timeout:
+            values.append(name)
+            now = max(now, at)
+        else:
+            values.append(None)
+            now += timeout
+    return values
+
+
+@given(st.fixed_dictionaries({n: st.none() | st.integers(0, 40) for n in ("a", "b", "c")}))
+def test_all_times_out_each_entry_in_turn(arrivals: dict[str, int | None]) -> None:
+    """Verbs row (all): payloads in argument order, None per timed-out entry; the
+    timeout applies to each entry in turn, not to the whole."""
+    draft = started()
+    on, timeout = ["a", "b", "c"], 10
+    command = Command(0, Verb.ALL, "all.1", on=tuple(on), timeout=timedelta(seconds=timeout))
+    due = draft.now + timedelta(seconds=timeout)
+    draft.add(K.WAIT_STARTED, step="all.1", data=canonical_json(wait_data(command)), due_at=due)
+    pending = sorted((at, name) for name, at in arrivals.items() if at is not None)
+    while not draft.state.waits["all.1"].done:
+        wait = draft.state.waits["all.1"]
+        times = [T0 + timedelta(seconds=at) for at, _ in pending] + [wait.due_at]
+        draft.now = max(draft.now, min(times))
+        while pending and T0 + timedelta(seconds=pending[0][0]) <= draft.now:
+            _, name = pending.pop(0)
+            signal(draft, name, f"id-{name}", name)
+        waits.resolve(draft)
+    assert entries(draft.state)[0].value == expected_all(arrivals, on, timeout)
