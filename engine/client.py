@@ -253,5 +253,5 @@ def _require_step(state: Instance, step: Any) -> None:
     problem = name_problem(step)
     if problem:
         raise InputRefused(f"the step {problem}")
-    if state.spec is None or state.spec.step(step) is None:
+    if state.step(step) is None:
         raise InputRefused(f"{step!r} is not a step of {state.definition}")

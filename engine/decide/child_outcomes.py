@@ -48,7 +48,7 @@ async def parent_transitions(
 
 def _report(draft: Draft, parent: Instance, child: Instance) -> None:
     progress = parent.children[child.parent_step]
-    limit = parent.spec.step(child.parent_step).result_limit
+    limit = parent.step(child.parent_step).result_limit
     size = 0 if child.result is None else len(child.result.encode())
     if child.status is InstanceStatus.COMPLETED and size <= limit:
         record_child_outcome(draft, progress, True, child.value("result"))

@@ -43,8 +43,8 @@ def child_instance_id(parent_id: str, step: str) -> str:
 
 
 def _step(draft: Draft, name: str) -> Step:
-    assert draft.state is not None and draft.state.spec is not None
-    step = draft.state.spec.step(name)
+    assert draft.state is not None
+    step = draft.state.step(name)
     assert step is not None, name
     return step
 

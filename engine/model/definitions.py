@@ -28,12 +28,14 @@ class Mode(StrEnum):
 
     The first two are step lists: the engine decides (orchestration) or events do
     (choreography). A ``machine`` is a bounded state machine whose ``manifest`` says
-    its states and edges.
+    its states and edges. A ``code`` workflow is an ``async def`` replayed against its
+    journal; its manifest names the code and holds its digest and outline.
     """
 
     ORCHESTRATION = "orchestration"
     CHOREOGRAPHY = "choreography"
     MACHINE = "machine"
+    CODE = "code"
 
 
 class StepKind(StrEnum):
@@ -129,6 +131,12 @@ class Manifest(Protocol):
         """Its fields in the definition document, every one explicit (fingerprinted)."""
         ...
 
+    def exchange(self) -> dict[str, Any]:
+        """Its fields in the exchange format (what the catalog stores): ``document``'s,
+        plus what describes the version without being part of it (a code outline's
+        line numbers, which move when a comment is added)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Definition:
@@ -182,9 +190,9 @@ def definition_document(definition: Definition) -> dict[str, Any]:
 
 def definition_to_json(definition: Definition) -> dict[str, Any]:
     """The exchange-format document, with only the fields each kind uses (a manifest
-    has no durations to spell or defaults to drop: its exchange form is its canonical one)."""
+    has no durations to spell or defaults to drop: it gives its own, ``exchange``)."""
     if definition.manifest is not None:
-        return _manifest_document(definition)
+        return {**_head(definition), **definition.manifest.exchange()}
     steps = [_compact(_step_document(s, format_duration)) for s in definition.steps]
     return _document(definition, steps)
 

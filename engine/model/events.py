@@ -14,6 +14,14 @@ instance fails). Two belong to state machines (``engine.modes.machines``):
 ``state_entered`` (an advance's attempt moved the machine into the state its ``step``
 names, with the state's fields as ``data``) and ``advance_failed`` (an attempt failed
 with ``code``; ``due_at`` is when the next one is due, absent when none is left).
+Three belong to code-first workflows (``engine.modes.code``): ``wait_started`` (the
+code awaits signals or spawned runs: ``wait_signal``, ``race`` or ``all``, named by
+its journal key in ``step``; ``due_at`` when its first entry times out),
+``wait_resolved`` (an entry of that wait resolved, by a signal, a spawned run's end or
+its timeout; ``due_at`` when the next entry of an ``all`` times out) and
+``value_recorded`` (the value ``ctx.now()``, ``ctx.random()`` or ``ctx.uuid4()``
+returned, replayed identically). A code step's attempts use ``step_id`` values as
+idempotency keys (``identifiers.STEP_ID_PATTERN``: ``<run>/<step>#<occ>.<try>``).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from engine.decide.audit import audit_problem
 from engine.model.canonical import canonical_json, format_instant, parse_instant, utc
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
-from engine.model.identifiers import id_problem, key_problem, name_problem
+from engine.model.identifiers import id_problem, key_problem, name_problem, step_id_problem
 from engine.model.labelled import Labelled
 from engine.model.limits import MAX_ATTEMPT, MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES, MAX_SEQUENCE
 
@@ -73,6 +81,9 @@ class EventKind(Labelled):
     INSTANCE_FAILING = 38
     STATE_ENTERED = 39
     ADVANCE_FAILED = 40
+    WAIT_STARTED = 41
+    WAIT_RESOLVED = 42
+    VALUE_RECORDED = 43
 
 
 K = EventKind
@@ -142,6 +153,9 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.INSTANCE_FAILING: (frozenset({"step", "code"}), frozenset({"data"})),
     K.STATE_ENTERED: (_ATTEMPT, frozenset({"data"})),
     K.ADVANCE_FAILED: (_FAILURE, frozenset({"due_at"})),
+    K.WAIT_STARTED: (frozenset({"step", "data"}), frozenset({"due_at"})),
+    K.WAIT_RESOLVED: (frozenset({"step", "data"}), frozenset({"due_at"})),
+    K.VALUE_RECORDED: (frozenset({"step", "data"}), frozenset()),
 }
 OPTIONAL_FIELDS = (
     "definition",
@@ -240,12 +254,11 @@ def _check_values(event: Event, where: str) -> None:
         raise EventInvalid(f"{where}: retryable must be true or false")
     if not 0 <= event.attempt <= MAX_ATTEMPT:
         raise EventInvalid(f"{where}: attempt must be from 1 to {MAX_ATTEMPT}")
-    for label, value in (
-        ("successor id", event.successor_id),
-        ("idempotency key", event.idempotency_key),
-    ):
-        if value and key_problem(value):
-            raise EventInvalid(f"{where}: {label} {key_problem(value)}")
+    if event.successor_id and (problem := key_problem(event.successor_id)):
+        raise EventInvalid(f"{where}: successor id {problem}")
+    key = event.idempotency_key
+    if key and (problem := key_problem(key)) and step_id_problem(key) is not None:
+        raise EventInvalid(f"{where}: idempotency key {problem}")
     if event.due_at is not None:
         _check_due(event, event.due_at, where)
     if event.data is not None:

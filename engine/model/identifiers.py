@@ -24,6 +24,11 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH, MAX_KEY_LENGTH
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
+STEP_ID_PATTERN = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*/[A-Za-z0-9][A-Za-z0-9._-]*#[0-9]+\.[0-9]+$"
+)
+"""A code-first step's ``step_id``, ``<run>/<step>#<occurrence>.<try>``: the idempotency
+key of its attempts (``#`` is what ids may not contain, so it cannot be mistaken)."""
 NAME_RULE = (
     f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits, '.', '_' or '-', "
     "starting with a letter or digit"
@@ -48,6 +53,13 @@ def key_problem(value: object) -> str | None:
     """Why ``value`` is not a valid derived key (an id up to MAX_KEY_LENGTH), or None."""
     rule = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
     return _problem(value, ID_PATTERN, rule, MAX_KEY_LENGTH)
+
+
+def step_id_problem(value: object) -> str | None:
+    """Why ``value`` is not a step_id (``STEP_ID_PATTERN``, up to MAX_KEY_LENGTH), or None."""
+    if isinstance(value, str) and len(value) <= MAX_KEY_LENGTH and STEP_ID_PATTERN.fullmatch(value):
+        return None
+    return f"must be <run>/<step>#<occurrence>.<try> of at most {MAX_KEY_LENGTH} characters"
 
 
 def _problem(

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import IntEnum
 from functools import cached_property
 from typing import Any
 
 from engine.model.canonical import digest, format_instant
-from engine.model.definitions import Definition, DefinitionRef
+from engine.model.definitions import Definition, DefinitionRef, Step
+from engine.model.durations import to_micros
 from engine.model.labelled import Labelled
 
 
@@ -157,6 +158,70 @@ class MachineProgress:
 
 
 @dataclass(frozen=True)
+class JournalRecord:
+    """One command a code-first workflow's code reached, as history recorded it.
+
+    ``key`` names it in the events (their ``step``): ``charge.1``, ``sleep.2``,
+    ``await.paid.1``, ``race.1``, ``spawn.1``, ``now.3``. What it returned is read
+    from the progress its events keep (activities, timers, waits, children); a journaled
+    value (``now``, ``random``, ``uuid4``) is ``value`` itself.
+    """
+
+    position: int
+    verb: str
+    key: str
+    name: str
+    occurrence: int
+    sequence: int
+    on: tuple[str, ...] = ()
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class InboxSignal:
+    """A signal sent to a code-first run: kept, in arrival order, until a wait consumes
+    it (``consumed_by`` names that wait's key); unconsumed extras stay set aside."""
+
+    name: str
+    signal_id: str
+    received_at: datetime
+    sequence: int
+    data: str | None = None
+    consumed_by: str = ""
+
+
+@dataclass(frozen=True)
+class WaitEntry:
+    """How one entry of a wait resolved: by a ``signal`` (its id), a ``spawn`` that
+    ended (its key) or a ``timeout``; ``data`` is what the code gets for it."""
+
+    index: int
+    name: str
+    by: str
+    sequence: int
+    signal_id: str = ""
+    data: str | None = None
+
+
+@dataclass(frozen=True)
+class WaitProgress:
+    """A code-first run awaiting signals or spawned runs (``wait``, ``race``, ``all``).
+
+    ``due_at`` is when the entry being waited for times out (``all`` waits for its
+    entries in turn, each with the whole timeout); None without a timeout or once done.
+    """
+
+    key: str
+    verb: str
+    on: tuple[str, ...]
+    sequence: int
+    timeout: timedelta | None = None
+    due_at: datetime | None = None
+    resolved: tuple[WaitEntry, ...] = ()
+    done: bool = False
+
+
+@dataclass(frozen=True)
 class AuditEntry:
     """One operator command: who, why, when, and which command id (idempotency)."""
 
@@ -192,6 +257,13 @@ class Instance:
     children: Mapping[str, ChildProgress] = field(default_factory=dict)
     race_winners: Mapping[str, str] = field(default_factory=dict)
     machine: MachineProgress | None = None
+    journal: tuple[JournalRecord, ...] = ()
+    """A code-first run's commands, in the order its code reached them."""
+    dynamic_steps: Mapping[str, Step] = field(default_factory=dict)
+    """Steps a code-first run declared as it went (by journal key), with the options
+    its code gave: the attempt rules of step lists apply to them as to declared steps."""
+    inbox: tuple[InboxSignal, ...] = ()
+    waits: Mapping[str, WaitProgress] = field(default_factory=dict)
     audit: tuple[AuditEntry, ...] = ()
     pending_command: AuditEntry | None = None
     spec: Definition | None = field(default=None, compare=False, repr=False)
@@ -200,6 +272,12 @@ class Instance:
     def digest(self) -> str:
         """Snapshot digest: SHA-256 of the canonical JSON of this state."""
         return digest(instance_to_json(self))
+
+    def step(self, name: str) -> Step | None:
+        """The step called ``name``: declared by the definition, or by a code-first run
+        as it went (``dynamic_steps``); None when neither has it."""
+        declared = self.spec.step(name) if self.spec is not None else None
+        return declared or self.dynamic_steps.get(name)
 
     def value(self, name: str) -> Any:
         """``input`` or ``result`` decoded from JSON."""
@@ -210,8 +288,9 @@ class Instance:
 def instance_to_json(instance: Instance) -> dict[str, Any]:
     """Every field of the state as JSON; the basis of the digest and of ``inspect``.
 
-    A machine's progress is written only when there is one, so the digests of every
-    other instance are what they were before machines existed."""
+    A machine's progress, and a code-first run's journal, inbox and waits, are written
+    only when there are any, so the digests of every other instance are what they were
+    before those modes existed."""
     out = {
         "instance_id": instance.instance_id,
         "status": instance.status.label,
@@ -239,6 +318,16 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
     }
     if instance.machine is not None:
         out["machine"] = _record(instance.machine)
+    if instance.journal:
+        out["journal"] = [_record(r) for r in instance.journal]
+        out["dynamic_steps"] = sorted(instance.dynamic_steps)  # options: in the journal
+    if instance.inbox:
+        out["inbox"] = [_record(s) for s in instance.inbox]
+    if instance.waits:
+        out["waits"] = [
+            {**_record(w), "resolved": [_record(e) for e in w.resolved]}
+            for w in instance.waits.values()
+        ]
     return out
 
 
@@ -288,6 +377,8 @@ def _record(value: Any) -> dict[str, Any]:
         item = getattr(value, name)
         if isinstance(item, datetime):
             item = format_instant(item)
+        elif isinstance(item, timedelta):
+            item = to_micros(item)
         elif isinstance(item, IntEnum):
             item = item.name.lower()
         elif isinstance(item, DefinitionRef):

@@ -32,6 +32,9 @@ MAX_REASON_LENGTH = 500
 
 MAX_OPERATOR_AUDIT_BYTES = 1 * KIB
 
+MAX_FAILURE_DETAIL_LENGTH = 2_000
+"""A dead letter's ``failure_detail`` (a code workflow's divergence message), in characters."""
+
 MAX_DISPATCH_BYTES = 1 * KIB
 """Activity, child and compensation work payloads (a small JSON dispatch)."""
 

@@ -53,6 +53,8 @@ class WorkKind(Labelled):
     COMPENSATION = 6
     ADVANCE = 7
     """Run a state machine's advance (or, once cancelled, its compensation)."""
+    DECISION = 8
+    """Replay a code-first workflow's code, record what it asks next."""
 
 
 DISPATCH_KINDS = frozenset({WorkKind.ACTIVITY, WorkKind.CHILD, WorkKind.COMPENSATION})

@@ -31,8 +31,7 @@ def require_status(state: Instance, event: Event, *allowed: InstanceStatus) -> N
 
 def require_step(state: Instance, event: Event, *kinds: StepKind) -> Step:
     """The definition step the event names, which must be one of ``kinds``."""
-    assert state.spec is not None
-    step = state.spec.step(event.step)
+    step = state.step(event.step)
     if step is None:
         raise reject(event, f"step {event.step!r} is not in {state.definition}")
     if step.kind not in kinds:

@@ -77,6 +77,8 @@ class DeadLetter:
     failed_at: datetime
     deadline: datetime
     payload: str | None
+    failure_detail: str = ""
+    """What the code cannot say (a code workflow's journal divergence), or ''."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,7 @@ def _resolution_record(
 
 def _dead_letter(row: tuple[Any, ...]) -> DeadLetter:
     (work_id, kind, instance, sequence, tenant, target, token, attempts, code) = row[:9]
-    failed_at, deadline, payload = row[9:]
+    failed_at, deadline, payload, detail = row[9:]
     return DeadLetter(
         work_id=work_id,
         kind=work_kind(kind),
@@ -269,6 +271,7 @@ def _dead_letter(row: tuple[Any, ...]) -> DeadLetter:
         failed_at=utc(failed_at),
         deadline=utc(deadline),
         payload=payload_text(payload),
+        failure_detail=detail,
     )
 
 

@@ -80,7 +80,7 @@ from engine.model.canonical import utc
 from engine.model.errors import WaylineError
 from engine.model.events import Event
 from engine.model.identifiers import id_problem
-from engine.model.limits import MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
+from engine.model.limits import MAX_FAILURE_DETAIL_LENGTH, MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
 from engine.model.transitions import Transition, WorkKind
 from engine.store import batches, commits, seams
 from engine.store.commits import CommitResult
@@ -231,9 +231,10 @@ async def retry_at(store: Store, lease: Lease, available_at: datetime, code: str
     )
 
 
-async def dead_letter(store: Store, lease: Lease, code: str) -> None:
-    """Park the work as a dead letter (state 4) with ``code``, for an operator to resolve."""
-    params = _dead_letter_params(lease, code, store.clock.sql_now())
+async def dead_letter(store: Store, lease: Lease, code: str, detail: str = "") -> None:
+    """Park the work as a dead letter (state 4) with ``code``, for an operator to resolve;
+    ``detail`` says more where a code cannot (``work.failure_detail``, bounded)."""
+    params = _dead_letter_params(lease, code, store.clock.sql_now(), detail)
     await transact(
         store,
         f"dead-lettering of {lease.work_id}",
@@ -294,9 +295,11 @@ def _retry_params(
     return {**_held(lease, now), "available_at": utc(available_at), "code": code}
 
 
-def _dead_letter_params(lease: Lease, code: str, now: datetime | None) -> dict[str, Any]:
+def _dead_letter_params(
+    lease: Lease, code: str, now: datetime | None, detail: str = ""
+) -> dict[str, Any]:
     _check_code(code)
-    return {**_held(lease, now), "code": code}
+    return {**_held(lease, now), "code": code, "detail": detail[:MAX_FAILURE_DETAIL_LENGTH]}
 
 
 async def _retry(

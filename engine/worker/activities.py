@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound
 from engine.model.identifiers import name_problem
+from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
 
 if TYPE_CHECKING:
     from engine.modes.machines.declaration import Machine
@@ -128,13 +129,39 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 
 
 class ActivityRegistry:
-    """Maps activity targets to handlers, and the names a state machine's manifest gives
-    its ``function`` and ``compensation`` to the machine whose code this worker runs.
-    Build one explicitly; nothing registers itself."""
+    """Maps activity targets to handlers, the names a state machine's manifest gives
+    its ``function`` and ``compensation`` to the machine whose code this worker runs,
+    and code workflows' names and versions to their code. Build one explicitly;
+    nothing registers itself."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
         self._machines: dict[str, Machine] = {}
+        self._workflows: dict[tuple[str, str], CodeWorkflow] = {}
+
+    def workflow(
+        self, name: str, *, version: str
+    ) -> Callable[[WorkflowFunction], WorkflowFunction]:
+        """Declare the decorated ``async def f(ctx, input)`` as code workflow
+        ``name@version`` run here; the function is returned as it is. A name and
+        version declared twice is a ValueError: a version is one piece of code."""
+
+        def decorate(function: WorkflowFunction) -> WorkflowFunction:
+            if (name, version) in self._workflows:
+                raise ValueError(f"workflow {name}@{version} is declared twice")
+            self._workflows[(name, version)] = declare(name, version, function)
+            return function
+
+        return decorate
+
+    def workflow_for(self, name: str, version: str) -> CodeWorkflow | None:
+        """The code workflow declared as ``name@version``, if any."""
+        return self._workflows.get((name, version))
+
+    @property
+    def workflows(self) -> list[CodeWorkflow]:
+        """Every code workflow declared here, in declaration order."""
+        return list(self._workflows.values())
 
     def machine(self, flow: Machine) -> Machine:
         """Run ``flow``'s advance (and compensation) here: this worker claims the work

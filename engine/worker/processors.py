@@ -80,13 +80,13 @@ class Track:
         return track.get(step)
 
     def target_and_timeout(self, state: Instance, step: str) -> tuple[str, timedelta]:
-        spec = state.spec.step(step)
+        spec = state.step(step)
         if self.compensation:
             return spec.compensation.target, spec.compensation.timeout
         return spec.target, spec.timeout
 
     def result_limit(self, state: Instance, step: str) -> int:
-        spec = state.spec.step(step)
+        spec = state.step(step)
         return spec.compensation.result_limit if self.compensation else spec.result_limit
 
 

@@ -158,9 +158,9 @@ def test_uninstalling_a_mode_removes_its_parts(counter: DefinitionMode) -> None:
 def test_a_mode_no_engine_runs_is_refused_at_the_seam() -> None:
     steps = [{"name": "t", "kind": "timer", "timeout": "1s"}]
     timer = parse_definition({"name": "t", "version": "1", "mode": "orchestration", "steps": steps})
-    code = Definition("m", "1", "code", False, ())  # type: ignore[arg-type]
-    with pytest.raises(modes.ModeNotSupported, match="'code' is not supported"):
-        modes.of(code)
+    unknown = Definition("m", "1", "dataflow", False, ())  # type: ignore[arg-type]
+    with pytest.raises(modes.ModeNotSupported, match="'dataflow' is not supported"):
+        modes.of(unknown)
     assert modes.of(timer).name == "orchestration"
 
 

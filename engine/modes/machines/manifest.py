@@ -97,3 +97,7 @@ class MachineManifest:
             "retry": self.retry,
             "concurrency": self.concurrency,
         }
+
+    def exchange(self) -> dict[str, Any]:
+        """The exchange form is the canonical one: a manifest has nothing beside it."""
+        return self.document()

@@ -57,7 +57,7 @@ def _decide_once(draft: Draft) -> Decision:
     if state.status is S.PAUSED:
         return Decision(Outcome.WAITING, "paused")
     if state.status in (S.CANCELLING, S.FAILING):
-        return _unwind(draft)
+        return unwind(draft)
     try:
         _walk(draft)
     except _Stop as stop:
@@ -226,23 +226,23 @@ _STEP_DECIDERS = step_kinds.table(
 def compensable(state: Instance) -> list[AttemptProgress]:
     """Succeeded activities that declare a compensation, latest completion first: the
     order unwinding compensates them in (the studio shows the same order)."""
-    spec = state.spec
-    assert spec is not None
     done = [
         p
         for p in state.activities.values()
-        if p.status is A.SUCCEEDED and spec.step(p.step).compensation is not None
+        if p.status is A.SUCCEEDED and state.step(p.step).compensation is not None
     ]
     return sorted(done, key=lambda p: p.completed_sequence, reverse=True)
 
 
-def _unwind(draft: Draft) -> Decision:
+def unwind(draft: Draft) -> Decision:
+    """Unwind a cancelling or failing instance (see the module): every mode whose steps
+    are activities with compensations (step lists, code-first runs) shares it."""
     state = draft.state
     assert state is not None and state.spec is not None
     for progress in state.activities.values():
         if progress.status is A.RUNNING:
             return Decision(Outcome.WAITING, f"activity {progress.step} is still in flight")
-        if progress.status is A.UNKNOWN and state.spec.step(progress.step).compensation:
+        if progress.status is A.UNKNOWN and state.step(progress.step).compensation:
             return Decision(
                 Outcome.WAITING,
                 f"activity {progress.step} outcome is unknown: resolve it before compensating",
@@ -268,7 +268,7 @@ def _compensate(draft: Draft, name: str) -> Decision | None:
         return Decision(Outcome.SCHEDULED, f"compensation of {name}")
     if progress.status in (A.SUCCEEDED, A.MANUALLY_RESOLVED):
         return None
-    spec = state.spec.step(name).compensation  # type: ignore[union-attr]
+    spec = state.step(name).compensation  # type: ignore[union-attr]
     if (
         progress.status is A.FAILED
         and progress.retryable

@@ -7,7 +7,7 @@ from engine.store.rows import WorkState
 
 DEAD_LETTER_PAGE = f"""
 SELECT w.work_id, w.kind, w.instance_id, w.sequence, w.tenant_id, w.target, w.lease_token,
-       w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload
+       w.attempts, w.failure_code, w.completed_at, w.deadline, w.payload, w.failure_detail
 FROM work w
 WHERE w.state = {WorkState.DEAD_LETTERED} AND w.completed_at IS NOT NULL
   AND (%(tenant)s::text IS NULL OR w.tenant_id = %(tenant)s)
@@ -74,7 +74,8 @@ RETURNING 1
 READMIT_DEAD_LETTER = f"""
 UPDATE work
 SET state = {WorkState.AVAILABLE}, available_at = %(retry_at)s, deadline = %(deadline)s,
-    failure_code = '', completed_at = NULL, lease_owner = '', lease_expires_at = NULL
+    failure_code = '', failure_detail = '', completed_at = NULL, lease_owner = '',
+    lease_expires_at = NULL
 WHERE work_id = %(work)s AND state = {WorkState.DEAD_LETTERED} AND lease_token = %(token)s
 RETURNING available_at <= {NOW_SQL}
 """

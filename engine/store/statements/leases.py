@@ -224,7 +224,7 @@ Returns whether the work is due now (then a NOTIFY wakes idle workers)."""
 DEAD_LETTER_LEASE = f"""
 UPDATE work w
 SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {NOW},
-    lease_owner = '', lease_expires_at = NULL
+    failure_detail = %(detail)s, lease_owner = '', lease_expires_at = NULL
 WHERE {HELD}
 RETURNING w.work_id
 """
