@@ -1,0 +1,199 @@
+"""Code-first drills (C): the harness's faults applied to journaled workflow code.
+
+Every drill runs ``drill.code`` (``verification.drill_code``), whose step bodies mark
+their entry and record their effect by ``ctx.step_id``; the first run's first step
+fails once, cleanly (a known failure: its next attempt runs under a new step_id). The
+checker's J1-J4 then hold the bodies' records against history and replay every journal
+against its code. The faults:
+
+- C1 ``kill``: SIGKILL of worker A before a step's body (its attempt durably started),
+  during it (its effect made, its outcome not recorded) or after it (committed): the
+  step runs again under the same step_id only when its outcome is unknown;
+- C3 ``sever_*``: a COMMIT cut before, or after, the server got it (the wire proxy):
+  settled, never applied twice or lost;
+- C4 ``pause``: A SIGSTOPped past its lease before a step or during its body; another
+  worker takes over, then A resumes and must be refused;
+- C5 ``duplicate-signals``: the signal a run waits for delivered six times at once
+  (before one run waits, while the other does), then a second click with another id,
+  then again after the end: one is consumed, the extra is set aside, nothing breaks;
+- C7 ``divergent-deploy``: runs park at their wait, the workers are replaced by a
+  deployment whose code reaches another first step (same fingerprint: the change is in
+  a helper the workflow calls); the signal's decisions must park each run visibly (a
+  ``journal-divergence`` dead letter, nothing recorded past the journal), and after
+  the matching code is deployed again and the dead letters retried, every run ends.
+
+Whatever happened, a fresh worker B runs the quiet phase and every run must end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine.client import Client
+from engine.model.events import EventKind
+from engine.worker.faults import Action, Boundary, Fault
+from verification import drill_code
+from verification.drills.base import DrillEnv
+from verification.drills.boundaries import SEVERS, react, wait_fired
+from verification.drills.leases import wait_stale_attempt
+from verification.workloads import CodeRun, CodeWorkload
+
+FIRST_HIT, LAST_HIT = 2, 6
+"""The fault's hit at its boundary: reached well within the workload (three runs of
+four steps each, one failed attempt, their decisions)."""
+WAIT_SECONDS = 20.0
+DUPLICATES = 6
+"""Clients that deliver one signal at once (C5)."""
+K = EventKind
+DIVERGENCE = "journal-divergence"
+
+
+async def boundary_drill(env: DrillEnv) -> None:
+    """One fault (``params``: boundary and action) in worker A while it runs steps."""
+    boundary = Boundary(env.spec.params["boundary"])
+    action = Action(env.spec.params["action"])
+    runs = CodeWorkload(env.spec.id).runs()
+    proxy = await env.proxy() if action in SEVERS else None
+    await env.start_runs(runs)
+    for run in runs:  # before each run waits: its inbox holds the signal
+        await env.signal_run(run)
+    fault = Fault(boundary, env.rng.randint(FIRST_HIT, LAST_HIT), action)
+    worker = env.worker("a", plan=[fault], proxy=proxy)
+    await wait_fired(env, fault, worker)
+    env.mark_fault(action.value)
+    await react(env, worker, action)
+    if action is Action.PAUSE:
+        await wait_stale_attempt(env, worker)
+    env.worker("b")
+    await env.quiesce()
+    await env.stop_processes()
+    if action in SEVERS:
+        env.expect(bool(proxy and proxy.ambiguous), f"{action.value}: no COMMIT was cut")
+
+
+async def duplicate_signals(env: DrillEnv) -> None:
+    """C5 (see the module)."""
+    early, waiting = CodeWorkload(env.spec.id, count=2).runs()
+    await env.start_runs([early, waiting])
+    await _deliver_at_once(env, early)
+    env.worker("a")
+    await _until_waiting(env, waiting)
+    env.mark_fault("duplicate-signals")
+    await _deliver_at_once(env, waiting)
+    for run in (early, waiting):  # a second click: another id, set aside
+        await env.client.signal(run.run_id, drill_code.SIGNAL, f"{run.signal_id}-again", None)
+        env.record.stats["signals_sent"] += 1
+    await env.quiesce()
+    await env.stop_processes()
+    for run in (early, waiting):
+        await _consumed_once(env, run)
+
+
+async def _deliver_at_once(env: DrillEnv, run: CodeRun) -> None:
+    """``run``'s signal from ``DUPLICATES`` clients at once: every one answers success."""
+    clients = [Client(env.store) for _ in range(DUPLICATES)]
+    answers = await asyncio.gather(
+        *(env.signal_run(run, client) for client in clients), return_exceptions=True
+    )
+    failed = [a for a in answers if isinstance(a, BaseException)]
+    env.expect(not failed, f"{run.run_id}: duplicate deliveries were refused: {failed[:2]}")
+
+
+SIGNALS = """
+SELECT count(*) FILTER (WHERE kind = %(received)s),
+       count(DISTINCT idempotency_key) FILTER (WHERE kind = %(received)s)
+FROM history WHERE instance_id = %(run)s
+"""
+
+
+async def _consumed_once(env: DrillEnv, run: CodeRun) -> None:
+    """Two signal ids recorded once each, the first consumed: the run returned its
+    payload, and the end is not disturbed by a delivery again."""
+    params = {"received": int(K.SIGNAL_RECEIVED), "run": run.run_id}
+    async with env.store.connection() as conn:
+        received, ids = await (await conn.execute(SIGNALS, params)).fetchone()
+    env.expect(
+        (received, ids) == (2, 2),
+        f"{run.run_id}: {received} signals recorded under {ids} ids, not the two sent",
+    )
+    state = await env.client.inspect(run.run_id)
+    result = state.result if isinstance(state.result, dict) else {}
+    env.expect(
+        result.get("go") == run.signal_payload,
+        f"{run.run_id}: the wait returned {result.get('go')!r}, not the first signal",
+    )
+    events = await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
+    await env.signal_run(run)
+    after = await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
+    env.expect(after == events, f"{run.run_id}: a signal again after the end appended events")
+
+
+async def _until_waiting(env: DrillEnv, run: CodeRun) -> None:
+    async def waiting() -> bool:
+        query = "SELECT count(*) FROM history WHERE instance_id = %s AND kind = %s"
+        return await env.scalar(query, (run.run_id, int(K.WAIT_STARTED))) > 0
+
+    await env.until(waiting, WAIT_SECONDS, f"{run.run_id} to wait for its signal")
+
+
+async def divergent_deploy(env: DrillEnv) -> None:
+    """C7 (see the module)."""
+    runs = CodeWorkload(env.spec.id).runs()
+    await env.start_runs(runs)
+    original = env.worker("a")
+    for run in runs:
+        await _until_waiting(env, run)
+    await original.stop()
+    env.worker("divergent", deployment=drill_code.DIVERGENT)
+    env.mark_fault("divergent-deploy")
+    recorded = {run.run_id: await _events(env, run) for run in runs}
+    for run in runs:
+        await env.signal_run(run)
+    dead = await _parked(env, runs)
+    for run in runs:
+        env.expect(
+            await _events(env, run) == recorded[run.run_id] + 1,
+            f"{run.run_id}: the divergent code recorded past the journal",
+        )
+    await env.stop_processes()
+    env.worker("b")
+    for work_id in dead:
+        await env.client.retry_dead_letter(work_id, "drills", "the matching code is deployed")
+    await env.quiesce()
+    await env.stop_processes()
+
+
+async def _events(env: DrillEnv, run: CodeRun) -> int:
+    query = "SELECT count(*) FROM history WHERE instance_id = %s"
+    return await env.scalar(query, (run.run_id,))
+
+
+DEAD_DECISIONS = """
+SELECT instance_id, work_id, failure_detail FROM work
+WHERE state = %(dead)s AND instance_id = ANY(%(runs)s)
+"""
+
+
+async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[str]:
+    """Until every run's decision is dead-lettered as a journal divergence; their work
+    ids (each run still running, its divergence named)."""
+    from engine.store.rows import WorkState
+
+    params = {"dead": int(WorkState.DEAD_LETTERED), "runs": [r.run_id for r in runs]}
+    found: list[tuple[str, str, str]] = []
+
+    async def parked() -> bool:
+        nonlocal found
+        async with env.store.connection() as conn:
+            found = await (await conn.execute(DEAD_DECISIONS, params)).fetchall()
+        return {i for i, _, _ in found} == set(params["runs"])
+
+    await env.until(parked, WAIT_SECONDS, "every run's decision to park as a journal divergence")
+    for run_id, _, detail in found:
+        env.expect(
+            (detail or "").startswith("journal divergence: expected step 'reserve' at position 0"),
+            f"{run_id}: its decision was dead-lettered with {detail!r}, not the divergence",
+        )
+        state = await env.client.inspect(run_id)
+        env.expect(not state.status.terminal, f"{run_id}: {state.status.label}, not parked")
+    return [w for _, w, _ in found]
