@@ -33,7 +33,7 @@ from engine.model.errors import (
 from engine.model.files import load_definition
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
-from engine.modes.code import CODE
+from engine.modes.code.running import CODE_RUNNING
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
 from engine.modes.machines.calls import GrantDenied
 from engine.modes.machines.provisioning import provision_roles, provisioning_sql
@@ -57,7 +57,7 @@ from engine.worker.activities import (
 )
 from engine.worker.loop import Worker, WorkerConfig
 
-install(ORCHESTRATION, CHOREOGRAPHY, MACHINE, CODE)
+install(ORCHESTRATION, CHOREOGRAPHY, MACHINE, CODE_RUNNING)
 """The definition modes this engine runs (``engine.modes``); the first is the default."""
 
 __all__ = [

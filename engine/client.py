@@ -19,16 +19,19 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from engine import modes
 from engine.decide import decisions, lifecycle
 from engine.decide.child_outcomes import parent_transitions
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.model.definitions import Definition
+from engine.model.canonical import format_instant
+from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
     ReplayRejected,
+    SignalConflict,
     WaylineError,
 )
 from engine.model.events import json_data
@@ -37,6 +40,8 @@ from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.modes import decide
+from engine.modes.code import runs
+from engine.modes.code.spawns import cancel_spawned
 from engine.store import catalog, dead_letters, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
@@ -50,10 +55,6 @@ MAX_CONFLICT_RETRIES = 20
 
 class StartConflict(WaylineError):
     """An instance with this id exists with another definition or input."""
-
-
-class SignalConflict(WaylineError):
-    """This signal step already holds another signal, or this signal id other payload."""
 
 
 class Client:
@@ -114,6 +115,31 @@ class Client:
             )
         return state
 
+    async def start_run(
+        self, name: str, input: Any = None, *, id: str, tenant: str = ""
+    ) -> tuple[str, bool]:
+        """Start run ``id`` of code-first workflow ``name`` (its latest active version):
+        the run's id, ``<name>/<id>``, and whether this call started it (seed 001: the id
+        is the run's identity, so a retried start joins the run, whatever its input).
+        InputRefused with the seed's text for an id that is empty or holds ``/``."""
+        _check_texts(name=name, id=id if isinstance(id, str) else "", tenant=tenant)
+        instance_id = runs.run_id(name, id)
+        definition = await self.startable(name)
+        if definition.mode != Mode.CODE:
+            raise InputRefused(f"{definition.ref} is a {definition.mode} definition: use start")
+        state, created = await self.start_once(definition, instance_id, input, tenant)
+        return state.instance_id, created
+
+    async def status(self, instance_id: str) -> dict[str, Any]:
+        """``{kind, seq, at}`` of the newest event of an instance (seed 001's
+        ``run:status()``): what happened last, its position and when."""
+        _check_texts(instance_id=instance_id)
+        row = await reads.get_instance(self.store, instance_id)
+        page = await reads.history_page(self.store, instance_id, after=row.sequence - 1, limit=1)
+        (event,) = page.events
+        at = format_instant(event.occurred_at)
+        return {"kind": event.kind.label, "seq": event.sequence, "at": at}
+
     async def startable(self, name: str, version: str | None = None) -> Definition:
         """The version of ``name`` a start gets: the latest active one unless pinned."""
         ref = await catalog.resolve_for_start(self.store, name, version)
@@ -156,18 +182,8 @@ class Client:
         check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            state = draft.state
-            existing = state.signals.get(step)
-            if existing is not None:
-                if existing.signal_id == signal_id and existing.data == json_data(payload):
-                    return None
-                raise SignalConflict(
-                    f"step {step} already received signal {existing.signal_id}"
-                    if existing.signal_id != signal_id
-                    else f"signal {signal_id} carried another payload"
-                )
-            decisions.accept_signal(draft, step, signal_id, payload)
-            return ("signal", signal_id)
+            accept = modes.of(draft.state.spec).accept_signal or _accept_step_signal
+            return accept(draft, step, signal_id, payload)
 
         state = await self._mutate(instance_id, build)
         self.faults.reach(Boundary.BEFORE_SIGNAL_ACK)
@@ -216,8 +232,10 @@ class Client:
                 decide(draft)
             except ReplayRejected as exc:
                 raise DecisionRejected(exc.reason) from None
+            spawned = await cancel_spawned(self.cache, self.registries, draft)
             transitions = [
                 draft.build(*id_parts),
+                *spawned,
                 *await parent_transitions(self.cache, self.registries, draft),
             ]
             try:
@@ -246,6 +264,23 @@ def _check_texts(**texts: str) -> None:
     sends them, so the caller gets InputRefused naming the argument, not driver text."""
     for name, text in texts.items():
         check_text(text, f"the {name.replace('_', ' ')}")
+
+
+def _accept_step_signal(
+    draft: Draft, step: str, signal_id: str, payload: Any
+) -> tuple[str, ...] | None:
+    """A step list's signal: its signal step takes one, and a repeat is recognised."""
+    existing = draft.state.signals.get(step)
+    if existing is not None:
+        if existing.signal_id == signal_id and existing.data == json_data(payload):
+            return None
+        raise SignalConflict(
+            f"step {step} already received signal {existing.signal_id}"
+            if existing.signal_id != signal_id
+            else f"signal {signal_id} carried another payload"
+        )
+    decisions.accept_signal(draft, step, signal_id, payload)
+    return ("signal", signal_id)
 
 
 def _require_step(state: Instance, step: Any) -> None:

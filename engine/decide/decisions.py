@@ -16,6 +16,7 @@ from typing import Any
 from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef, Step
 from engine.model.events import Event, EventKind, json_data
+from engine.model.identifiers import step_id_problem
 from engine.model.instance import Attempted, AttemptProgress, ChildProgress
 from engine.model.limits import MAX_IDENTIFIER_LENGTH, WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
@@ -30,6 +31,17 @@ def attempt_key(instance_id: str, step: str, attempt: int, track: str = "") -> s
     """The idempotency key of one semantic attempt."""
     middle = f"/{track}" if track else ""
     return f"{instance_id}/{step}{middle}/{attempt}"
+
+
+def next_key(instance_id: str, progress: AttemptProgress) -> str:
+    """The key of the attempt after a known failure: a new effect, so a new key. A code
+    step's key is its ``step_id``, whose try grows by one (``charge#1.1`` ->
+    ``charge#1.2``); any other is the next attempt's ``attempt_key``."""
+    key = progress.idempotency_key
+    if key and step_id_problem(key) is None:
+        head, _, tried = key.rpartition(".")
+        return f"{head}.{int(tried) + 1}"
+    return attempt_key(instance_id, progress.step, progress.attempt + 1)
 
 
 def child_instance_id(parent_id: str, step: str) -> str:
@@ -81,11 +93,12 @@ def _target(draft: Draft, kind: WorkKind, name: str) -> str:
 # Activities ---------------------------------------------------------------------------
 
 
-def schedule_activity(draft: Draft, name: str, input: Any = None) -> Event:
-    """Schedule an activity's first attempt: the event and its due work, now."""
-    step = _step(draft, name)
+def schedule_activity(draft: Draft, name: str, input: Any = None, key: str = "") -> Event:
+    """Schedule an activity's first attempt: the event and its due work, now; ``key`` is
+    its idempotency key when the caller names one (a code step's ``step_id``)."""
     event = draft.add(K.ACTIVITY_SCHEDULED, step=name, data=json_data(input))
-    key = attempt_key(draft.instance_id, name, 1)
+    step = _step(draft, name)
+    key = key or attempt_key(draft.instance_id, name, 1)
     assert step.timeout is not None
     _dispatch_work(draft, event, WorkKind.ACTIVITY, name, 1, key, step.timeout, draft.now)
     return event
@@ -120,10 +133,7 @@ def schedule_activity_retry(
     """A new attempt after a failure (new key) or an unknown outcome (same key)."""
     step = _step(draft, progress.step)
     assert step.retry is not None and step.timeout is not None
-    nxt = progress.attempt + 1
-    key = (
-        progress.idempotency_key if same_key else attempt_key(draft.instance_id, progress.step, nxt)
-    )
+    key = progress.idempotency_key if same_key else next_key(draft.instance_id, progress)
     due = draft.now if operator else draft.now + step.retry.backoff(progress.attempt)
     return _schedule_retry(draft, WorkKind.ACTIVITY, progress, key, due, step.timeout)
 
@@ -222,18 +232,22 @@ def record_race_winner(draft: Draft, race: str, winner: str) -> Event:
 # Children -----------------------------------------------------------------------------
 
 
-def schedule_child(draft: Draft, name: str, input: Any = None) -> Event:
-    """Pin and schedule a child instance, and the work that will start it."""
-    step = _step(draft, name)
-    assert step.child_definition is not None and step.timeout is not None
+def schedule_child(
+    draft: Draft, name: str, input: Any = None, definition: DefinitionRef | None = None
+) -> Event:
+    """Pin and schedule a child instance, and the work that will start it; a code-first
+    run's spawn names the ``definition`` it pinned (its step is made by the event)."""
+    pinned = definition or _step(draft, name).child_definition
     child_id = child_instance_id(draft.instance_id, name)
     event = draft.add(
         K.CHILD_SCHEDULED,
         step=name,
-        definition=step.child_definition,
+        definition=pinned,
         successor_id=child_id,
         data=json_data(input),
     )
+    step = _step(draft, name)
+    assert step.child_definition is not None and step.timeout is not None
     key = attempt_key(draft.instance_id, name, 1, "child")
     _dispatch_work(
         draft,

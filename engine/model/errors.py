@@ -71,6 +71,10 @@ class DecisionRejected(WaylineError):
     """A command or decision is not allowed in the instance's current state."""
 
 
+class SignalConflict(WaylineError):
+    """This signal step already holds another signal, or this signal id other payload."""
+
+
 class LimitExceeded(WaylineError):
     """A value is larger than a named limit allows."""
 

@@ -87,6 +87,14 @@ class DefinitionMode:
     """Checks a start's input (InputRefused) and returns the key at most one active
     instance of the definition may hold at a time ('' for none: any number may run);
     None when the mode takes any input and runs instances side by side."""
+    effect: Callable[[Any, Instance, str, bool], Awaitable[Any]] | None = None
+    """Runs the effect of a started attempt of a step (or, True, of its compensation)
+    and returns its outcome, when the mode's steps are its own code (code-first runs);
+    None when they are activity handlers, run by target."""
+    accept_signal: Callable[[Any, str, str, Any], tuple[str, ...] | None] | None = None
+    """Records a signal in a draft the mode's own way (a code-first run's inbox): the
+    transition id's parts, or None for an exact repeat (SignalConflict when it
+    conflicts); None when signals fill signal steps, one each."""
 
 
 _INSTALLED: dict[str, DefinitionMode] = {}

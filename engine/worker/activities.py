@@ -27,6 +27,8 @@ from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound
 from engine.model.identifiers import name_problem
 from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
+from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
+from engine.modes.code.records import target_of
 
 if TYPE_CHECKING:
     from engine.modes.machines.declaration import Machine
@@ -158,6 +160,18 @@ class ActivityRegistry:
         """The code workflow declared as ``name@version``, if any."""
         return self._workflows.get((name, version))
 
+    def workflow_at(self, target: str) -> CodeWorkflow | None:
+        """The code workflow whose work names ``target`` (``workflow:<name>@<version>``)."""
+        name, at, version = target.removeprefix(WORKFLOW_TARGET_PREFIX).partition("@")
+        if not target.startswith(WORKFLOW_TARGET_PREFIX) or not at:
+            return None
+        return self.workflow_for(name, version)
+
+    def runs(self, target: str) -> bool:
+        """Whether this worker runs work that names ``target``: an activity's, or a code
+        workflow's (its steps and decisions)."""
+        return target in self._handlers or self.workflow_at(target) is not None
+
     @property
     def workflows(self) -> list[CodeWorkflow]:
         """Every code workflow declared here, in declaration order."""
@@ -211,8 +225,10 @@ class ActivityRegistry:
 
     @property
     def targets(self) -> list[str]:
-        """Every target this worker runs: activities', and its machines' code."""
-        return sorted([*self._handlers, *self._machines])
+        """Every target this worker runs: activities', its machines' code, and its code
+        workflows' (``workflow:<name>@<version>``)."""
+        code = [target_of(flow.ref) for flow in self._workflows.values()]
+        return sorted([*self._handlers, *self._machines, *code])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.targets)

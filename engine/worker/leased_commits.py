@@ -339,7 +339,7 @@ class Eager:
                 for w in draft.work
                 if w.kind is WorkKind.ACTIVITY
                 and w.available_at <= draft.now
-                and self.ctx.activities.get(w.target)
+                and self.ctx.activities.runs(w.target)
             ),
             None,
         )

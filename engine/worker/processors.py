@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine import modes
 from engine.decide import decisions
 from engine.model.errors import ReplayRejected
 from engine.model.events import EventKind
@@ -131,6 +132,15 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
+    await run_attempts(ctx, track, current, state, dispatch)
+
+
+async def run_attempts(
+    ctx: Context, track: Track, current: LeaseHolder, state: Instance, dispatch: Dispatch
+) -> None:
+    """Run the started attempt ``dispatch`` under ``current`` and record its outcome;
+    then each activity eagerly handed on to this worker with it, the same way."""
+    lease = current.lease
     while True:
         ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
         outcome = await _run(ctx, state, track, dispatch)
@@ -226,6 +236,9 @@ def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -
 
 
 async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) -> Outcome:
+    effect = modes.of(state.spec).effect
+    if effect is not None:  # the mode's steps are its own code, not activity handlers
+        return await effect(ctx, state, dispatch.step, track.compensation)
     target, timeout = track.target_and_timeout(state, dispatch.step)
     handler = ctx.activities.get(target)
     if handler is None:  # the attempt is started: without a handler its outcome is unknown

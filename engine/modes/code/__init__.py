@@ -7,6 +7,13 @@ declaring reads its source (``source``) into an outline (``outline``) and a dige
 which make its definition document (``document``: what the catalog stores, validated
 by the reader of every definition). ``lint`` flags, before publishing, calls that
 would make a replay take another path.
+
+Running it: ``records`` says how commands become history, ``fold`` replays that history
+into the journal the driver replays the code against, ``decide`` and ``waits`` decide
+what needs no code (retries, waits, when to run the code, unwinding), ``processor``
+replays the code on a worker (DECISION work) and ``commands`` records what it asked
+for, ``effects`` runs step bodies as attempts, ``signals`` keeps the inbox, ``spawns``
+propagates a cancel to spawned runs, and ``runs`` names and starts runs.
 """
 
 from __future__ import annotations
@@ -24,6 +31,6 @@ CODE = DefinitionMode(
     decide=None,
 )
 """The mode as far as declaring and publishing need it: the engine's fold, decisions
-and work for it are added by the parts that run it."""
+and work for it are added by ``running.CODE_RUNNING``, which ``engine`` installs."""
 
 __all__ = ["CODE"]

@@ -139,7 +139,7 @@ def start_wait(
         timeout = records.from_micros(data["timeout"])
         name = str(data.get("name", ""))
     except (KeyError, TypeError, ValueError):
-        raise reject(event, "wait_started data names its verb, what it awaits and its timeout") from None
+        raise reject(event, "wait_started data names verb, awaited names, timeout") from None
     if verb not in WAIT_VERBS or not on:
         raise reject(event, "a wait is a wait_signal, race or all of at least one name")
     if (timeout is None) != (event.due_at is None):
@@ -283,7 +283,8 @@ def _step(state: Instance, record: JournalRecord) -> tuple[EntryState, Any, str]
     if progress.status is A.SUCCEEDED:
         return EntryState.DONE, _json(progress.result), ""
     if final_failure(state, progress):
-        return EntryState.FAILED, None, failed_text(record.name, progress.attempt, _reason(progress))
+        text = failed_text(record.name, progress.attempt, _reason(progress))
+        return EntryState.FAILED, None, text
     return EntryState.OPEN, None, ""
 
 
@@ -318,4 +319,3 @@ def wait_value(wait: WaitProgress) -> Any:
 
 def _json(text: str | None) -> Any:
     return None if text is None else json.loads(text)
-

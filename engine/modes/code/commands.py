@@ -1,0 +1,110 @@
+"""Recording what a replay of the code asked for: its new commands, then how it ended.
+
+Each new command becomes its event (``records``) and the work that resolves it:
+
+- a step: ``activity_scheduled`` keyed ``charge.1``, and ACTIVITY work whose idempotency
+  key is the step's ``step_id`` (``order-saga/o-42/charge#1.1``): the key every attempt
+  of that effect carries, unchanged across a crash (a redelivery is an unknown outcome
+  with the same key), new after a known failure;
+- a sleep: ``timer_scheduled`` and TIMER work due when it ends;
+- a wait, race or all: ``wait_started`` (due when its first entry times out); it may
+  resolve at once from the inbox (``waits``, in the decision that follows);
+- a spawn: ``child_scheduled`` pinned to the definition's latest published version,
+  and CHILD work that starts it (``<run>/spawn.1``);
+- ``now``/``random``/``uuid4``: ``value_recorded``, the value the code was given.
+
+Then: a code that returned completes the run with its value; a code that raised fails
+it, unwinding its compensations first when a compensated step succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engine.decide import decisions, lifecycle
+from engine.model.canonical import canonical_json
+from engine.model.definitions import DefinitionRef
+from engine.model.events import EventKind, json_data
+from engine.model.limits import WORK_CLAIM_WINDOW
+from engine.model.transitions import Draft, WorkKind
+from engine.modes.code import records
+from engine.modes.code.journal import Command, Raised, Returned, Verb, Waits
+from engine.modes.code.step_ids import step_id
+from engine.modes.steps.orchestration import compensable
+
+K = EventKind
+WORKFLOW_STEP = "workflow"
+"""The ``step`` of a failure that no step of the journal names (the code's own error)."""
+RESULT_NOT_JSON = "result-not-json"
+INPUT_NOT_JSON = "spawn-input-not-json"
+
+
+class SpawnUnresolved(Exception):
+    """A spawn names a definition whose published version the caller must look up."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def record(
+    draft: Draft, advance: Waits | Returned | Raised, spawns: Mapping[str, DefinitionRef]
+) -> None:
+    """Append the advance's new commands and its ending to ``draft`` (see the module);
+    ``spawns`` pins spawned definitions by name (SpawnUnresolved names a missing one)."""
+    try:
+        for command in advance.new:
+            _record_command(draft, command, spawns)
+    except (TypeError, ValueError):
+        fail(draft, INPUT_NOT_JSON, "a spawned run's input is not JSON")
+        return
+    if isinstance(advance, Returned):
+        try:
+            value = json.loads(canonical_json(advance.value))
+        except (TypeError, ValueError):
+            fail(draft, RESULT_NOT_JSON, "the workflow returned a value that is not JSON")
+            return
+        lifecycle.complete(draft, value)
+    elif isinstance(advance, Raised):
+        fail(draft, advance.code, advance.message)
+
+
+def fail(draft: Draft, code: str, message: str) -> None:
+    """End the run failed with ``code``; unwind its compensations first if any."""
+    state = draft.state
+    assert state is not None
+    step = state.journal[-1].key if state.journal else WORKFLOW_STEP
+    data = json_data({"message": message})
+    kind = K.INSTANCE_FAILING if compensable(state) else K.FAILED
+    draft.add(kind, step=step, code=code, data=data)
+
+
+def _record_command(draft: Draft, command: Command, spawns: Mapping[str, DefinitionRef]) -> None:
+    verb, key = command.verb, command.key
+    if verb is Verb.STEP:
+        key_id = step_id(draft.instance_id, command.name, command.occurrence)
+        decisions.schedule_activity(draft, key, records.step_data(command), key=key_id)
+    elif verb is Verb.SLEEP:
+        assert command.timeout is not None
+        due = draft.now + command.timeout
+        event = draft.add(K.TIMER_SCHEDULED, step=key, due_at=due)
+        work_id = "#".join([draft.instance_id, str(event.sequence), WorkKind.TIMER.label, key])
+        draft.add_work(work_id, WorkKind.TIMER, event, due, due + WORK_CLAIM_WINDOW, {"step": key})
+    elif verb in (Verb.WAIT, Verb.RACE, Verb.ALL):
+        due = None if command.timeout is None else draft.now + command.timeout
+        data = canonical_json(records.wait_data(command))
+        draft.add(K.WAIT_STARTED, step=key, data=data, due_at=due)
+    elif verb is Verb.SPAWN:
+        ref = spawns.get(command.name)
+        if ref is None:
+            raise SpawnUnresolved(command.name)
+        decisions.schedule_child(draft, key, _json_value(command.input), ref)
+    else:
+        draft.add(K.VALUE_RECORDED, step=key, data=canonical_json(command.value))
+
+
+def _json_value(value: Any) -> Any:
+    """A spawn's input as JSON (TypeError or ValueError when it is not)."""
+    return json.loads(canonical_json(value))

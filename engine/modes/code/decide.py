@@ -1,0 +1,117 @@
+"""What a code-first run does next without running its code: the engine's pure part.
+
+Only a worker that has the code can replay it (``engine.modes.code.decisions``); the
+rest is decided here from the draft's events, by whoever commits them (a worker, the
+client), in the same transaction:
+
+- a step attempt that failed is retried by its options: after a known failure with a
+  new ``step_id`` (its try grows), after an unknown outcome only under
+  ``on_unknown="retry_same_key"`` and with the same ``step_id``; otherwise an unknown
+  outcome waits for an operator, like every unknown outcome in Wayline;
+- waits resolve from the inbox and from spawned runs that ended (``waits``), and time
+  out when due;
+- once the command the code is blocked on is resolved, a ``DECISION`` work item asks a
+  worker with the code to replay it (only then: deciding twice schedules nothing twice);
+  a wait with a timeout gets one due when it times out;
+- a cancelled or failing run unwinds its compensations in reverse completion order
+  (shared with step lists: ``orchestration.unwind``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engine.decide import decisions
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.limits import WORK_CLAIM_WINDOW
+from engine.model.transitions import Draft, WorkKind
+from engine.modes import Decision, Outcome
+from engine.modes.code import records, waits
+from engine.modes.code.fold import entries
+from engine.modes.code.journal import BLOCKING, EntryState
+from engine.modes.steps.orchestration import unwind
+
+A = AttemptStatus
+S = InstanceStatus
+UNKNOWN_HELD = "step {step} outcome is unknown: waiting for an operator to resolve it"
+
+
+def decide(draft: Draft) -> Decision:
+    """Append what follows the draft's events (see the module)."""
+    state = draft.state
+    assert state is not None
+    if state.status.terminal:
+        return Decision(Outcome.ENDED, f"run is {state.status.label}")
+    if state.status is S.PAUSED:
+        return Decision(Outcome.WAITING, "paused")
+    if state.status in (S.CANCELLING, S.FAILING):
+        return unwind(draft)
+    retried = _retry_steps(draft)
+    waits.resolve(draft)
+    _wake_at_timeouts(draft)
+    if code_pending(draft.state) not in (None, code_pending(draft.base)):
+        decision_work(draft, draft.now, "now")
+        return Decision(Outcome.SCHEDULED, "the code runs next")
+    if retried:
+        return Decision(Outcome.SCHEDULED, f"retry of {', '.join(retried)}")
+    return Decision(Outcome.WAITING, _waiting_reason(draft.state))
+
+
+def code_pending(state: Instance | None) -> str | None:
+    """The key of the command the code is past once it runs again: its last blocking
+    command when that is resolved ('' before its first), None when the code is blocked
+    (or the run does not run). A change of it is what makes the code run again."""
+    if state is None or state.status is not S.RUNNING:
+        return None
+    blocking = [e for e in entries(state) if e.verb in BLOCKING]
+    if not blocking:
+        return ""
+    last = blocking[-1]
+    return None if last.state is EntryState.OPEN else last.key
+
+
+def decision_work(draft: Draft, due: datetime, label: str) -> None:
+    """A DECISION work item, due at ``due``, for a worker that has the run's code."""
+    state = draft.state
+    assert state is not None
+    event = draft.events[-1]
+    work_id = "#".join([draft.instance_id, str(event.sequence), WorkKind.DECISION.label, label])
+    target = records.target_of(state.definition)
+    draft.add_work(work_id, WorkKind.DECISION, event, due, due + WORK_CLAIM_WINDOW, None, target)
+
+
+def _retry_steps(draft: Draft) -> list[str]:
+    """Retry the steps whose options retry them (see the module); their keys."""
+    state = draft.state
+    assert state is not None
+    retried = []
+    for progress in list(state.activities.values()):
+        step = state.step(progress.step)
+        assert step is not None and step.retry is not None
+        left = progress.attempt < step.retry.max_attempts
+        if progress.status is A.FAILED and progress.retryable and left:
+            decisions.schedule_activity_retry(draft, progress, same_key=False)
+        elif progress.status is A.UNKNOWN and step.on_unknown.value == "retry_same_key" and left:
+            decisions.schedule_activity_retry(draft, progress, same_key=True)
+        else:
+            continue
+        retried.append(progress.step)
+    return retried
+
+
+def _wake_at_timeouts(draft: Draft) -> None:
+    """A DECISION due when each wait this draft started (or moved on) times out."""
+    state, base = draft.state, draft.base
+    assert state is not None
+    for key, wait in state.waits.items():
+        before = base.waits.get(key) if base is not None else None
+        if wait.due_at is not None and (before is None or before.due_at != wait.due_at):
+            decision_work(draft, wait.due_at, f"due-{key}")
+
+
+def _waiting_reason(state: Instance) -> str:
+    for progress in state.activities.values():
+        if progress.status is A.UNKNOWN:
+            return UNKNOWN_HELD.format(step=progress.step)
+    open_waits = [w.key for w in state.waits.values() if not w.done]
+    return f"waiting for {', '.join(open_waits)}" if open_waits else "waiting"

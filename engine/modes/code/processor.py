@@ -1,0 +1,113 @@
+"""The DECISION work of a code-first run: replay its code, record what it asks next.
+
+A worker whose app declares the run's workflow (``workflow:<name>@<version>``, pinned
+by fingerprint) claims the work, resolves the waits that are due (their timeouts), and
+replays the code against the journal (``driver.drive``). One transition, fenced by the
+lease, records the new commands with their work and the run's ending if it ended
+(``commands``); the decision that follows rides with it (``decide``). The first new
+step's attempt is started in that same transaction and leased to this worker (eager
+dispatch), whose body then runs at once, as any activity's would.
+
+A replay that diverges from the journal (the code changed under the run, or did what
+replay cannot reproduce) records nothing: the work becomes a dead letter with the code
+``journal-divergence`` (or ``not-deterministic``) and the divergence message as its
+``failure_detail``, and the run stays running, parked visibly. Retrying the dead letter
+after deploying code that matches replays it again. Code whose fingerprint is not the
+run's pin is refused the same way (``workflow-code-differs``), never run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from engine.model.definitions import DefinitionRef
+from engine.model.errors import WaylineError
+from engine.model.instance import InstanceStatus
+from engine.model.transitions import Draft
+from engine.modes.code import commands, waits
+from engine.modes.code.declaration import CodeWorkflow
+from engine.modes.code.driver import drive
+from engine.modes.code.fold import entries
+from engine.modes.code.journal import Diverged
+from engine.store import catalog, leases
+from engine.worker import processors
+from engine.worker.leased_commits import Context, Eager, LeaseHolder, Obsolete, Park, commit
+
+S = InstanceStatus
+log = logging.getLogger("wayline.code")
+CODE_DIFFERS = "workflow-code-differs"
+CODE_MISSING = "workflow-code-missing"
+SPAWN_NOT_FOUND = "spawn-definition-not-found"
+
+
+class _Parked(Exception):
+    """The decision cannot be recorded: its work becomes a dead letter."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+async def process_decision(ctx: Context, current: LeaseHolder) -> None:
+    """Replay the code of the run ``current``'s work names (see the module)."""
+    lease = current.lease
+    flow = ctx.activities.workflow_at(lease.target)
+    if flow is None:
+        await leases.dead_letter(ctx.store, lease, CODE_MISSING, f"{lease.target} is not here")
+        return
+    spawns: dict[str, DefinitionRef] = {}
+    eager = Eager(ctx, current.lease_for)
+    while True:
+        try:
+            with current.completing():
+                state = await commit(ctx, lease, _decision(flow, spawns), eager=eager)
+        except commands.SpawnUnresolved as missing:
+            try:
+                found = await catalog.resolve_for_start(ctx.store, missing.name, None)
+            except WaylineError as exc:  # not published, or deprecated: a deploy problem
+                log.warning("spawn of %s refused: %s", missing.name, type(exc).__name__)
+                detail = f"spawn of {missing.name!r}: no published version can start"
+                await leases.dead_letter(ctx.store, lease, SPAWN_NOT_FOUND, detail)
+                return
+            spawns[missing.name] = found
+            continue
+        except _Parked as parked:
+            log.warning("%s parked: %s", lease.instance_id, parked.detail)
+            await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
+            return
+        break
+    if state is None or eager.lease is None or eager.dispatch is None:
+        return
+    current.lease = eager.lease
+    ctx.metrics.count("eager_dispatches")
+    await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
+
+
+def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef]):
+    """The build of one decision (see the module)."""
+
+    def build(draft: Draft) -> None:
+        state = draft.state
+        assert state is not None
+        if state.status is S.PAUSED:
+            raise Park
+        if state.status is not S.RUNNING:
+            raise Obsolete
+        if flow.fingerprint != state.definition.fingerprint:
+            raise _Parked(
+                CODE_DIFFERS,
+                f"{state.definition} is pinned to fingerprint {state.definition.fingerprint}, "
+                f"this worker's code is {flow.fingerprint}: deploy the pinned code",
+            )
+        waits.resolve(draft)
+        run = draft.state
+        assert run is not None
+        advance = drive(flow.function, run.value("input"), entries(run), run_id=run.instance_id)
+        if isinstance(advance, Diverged):
+            raise _Parked(advance.code, advance.message)
+        commands.record(draft, advance, spawns)
+        if not draft.events:
+            raise Obsolete
+
+    return build

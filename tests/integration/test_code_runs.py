@@ -1,0 +1,131 @@
+"""Code-first runs against a real PostgreSQL on a manual clock: the example order saga
+from start to settlement through every verb (step, race, spawn, all, sleep, the child's
+wait_signal), with the journal, the step ids and the effects checked on the way."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.client import Client
+from engine.model.errors import InputRefused
+from engine.model.events import EventKind
+from engine.model.instance import InstanceStatus
+from engine.modes.code.journal import EntryState, Verb
+from engine.modes.code.runs import RUN_ID_RULE
+from engine.store.clock import ManualClock
+from engine.store.store import Store
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
+from examples import order_saga
+from examples.orders import EFFECTS_ENV
+from tests.integration.code_runs import effects, journal, keys, kinds, publish_app, settle
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
+K = EventKind
+S = InstanceStatus
+RUN = "order-saga/o-42"
+CHILD = "order-saga/o-42/spawn.1"
+
+
+@pytest.fixture
+def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "effects.jsonl"
+    monkeypatch.setenv(EFFECTS_ENV, str(path))
+    return path
+
+
+@pytest.fixture
+async def client(store: Store) -> Client:
+    client = Client(store)
+    await publish_app(client, order_saga.app)
+    return client
+
+
+@pytest.fixture
+def ctx(store: Store) -> Context:
+    return Context(store, order_saga.app, RegistrySource(store))
+
+
+async def started(client: Client, ctx: Context, input: dict | None = None) -> None:
+    run, created = await client.start_run("order-saga", input or ORDER, id="o-42")
+    assert (run, created) == (RUN, True)
+    await settle(ctx)
+
+
+ORDER = {"sku": "mug", "amount": 1200}
+
+
+async def test_the_order_saga_settles_through_every_verb(
+    client: Client, ctx: Context, store: Store, clock: ManualClock, effects_file: Path
+) -> None:
+    await started(client, ctx)
+    state = await client.inspect(RUN)
+    assert keys(state) == ["reserve.1", "race.1"]
+    assert state.activities["reserve.1"].idempotency_key == "order-saga/o-42/reserve#1.1"
+
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert keys(state) == ["reserve.1", "race.1", "charge.1", "spawn.1", "all.1"]
+    race = (await journal(client, RUN))[1]
+    assert race.value == [{"by": "ada"}, "paid"]
+    child = await client.inspect(CHILD)
+    assert keys(child) == ["label.1", "await.picked-up.1"]
+
+    await client.signal(CHILD, "picked-up", "pick-1")
+    await client.signal(RUN, "received", "recv-1", "thanks")
+    await settle(ctx)
+    assert (await client.inspect(CHILD)).status is S.COMPLETED
+    state = await client.inspect(RUN)
+    assert keys(state)[-1] == "sleep.1"
+    assert [e.state for e in await journal(client, RUN)][-1] is EntryState.OPEN
+
+    clock.advance(timedelta(hours=1))
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result") == {"outcome": "settled", "payment": "order-saga/o-42/charge#1.1"}
+    done = [(e["effect"], e["key"]) for e in effects(effects_file)]
+    assert done == [
+        ("reserve", "order-saga/o-42/reserve#1.1"),
+        ("charge", "order-saga/o-42/charge#1.1"),
+        ("label", "order-saga/o-42/spawn.1/label#1.1"),
+        ("settle", "order-saga/o-42/settle#1.1"),
+    ]
+    all_entry = next(e for e in await journal(client, RUN) if e.verb is Verb.ALL)
+    assert all_entry.value[1] == "thanks"
+
+
+async def test_a_retried_start_joins_the_run(client: Client, ctx: Context) -> None:
+    await started(client, ctx)
+    assert await client.start_run("order-saga", {"other": 1}, id="o-42") == (RUN, False)
+    status = await client.status(RUN)
+    assert set(status) == {"kind", "seq", "at"} and status["kind"] == "wait_started"
+
+
+@pytest.mark.parametrize("bad", ["", "a/b"])
+async def test_a_run_id_with_a_slash_or_empty_is_refused(client: Client, bad: str) -> None:
+    with pytest.raises(InputRefused, match=re.escape(RUN_ID_RULE)):
+        await client.start_run("order-saga", ORDER, id=bad)
+
+
+async def test_duplicate_and_extra_signals_are_set_aside(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Seed gotcha: a duplicate signal is safe; an unconsumed extra is set aside."""
+    await started(client, ctx)
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})  # the same click again
+    await client.signal(RUN, "paid", "pay-2", {"by": "bob"})  # a second click
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert [(s.signal_id, s.consumed_by) for s in state.inbox] == [
+        ("pay-1", "race.1"),
+        ("pay-2", ""),
+    ]
+    assert len(await kinds(store, RUN, K.SIGNAL_RECEIVED)) == 2
+    assert state.status is S.RUNNING
