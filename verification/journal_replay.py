@@ -12,8 +12,6 @@ recorded; a failed run's code must raise. A journal that only some other code ex
 
 from __future__ import annotations
 
-import json
-
 from engine.model.canonical import canonical_json
 from engine.model.instance import Instance, InstanceStatus
 from engine.modes.code.driver import drive
@@ -31,8 +29,7 @@ def check(findings: Findings, states: dict[str, Instance], app: ActivityRegistry
         if flow is None:
             continue
         checked += 1
-        data = json.loads(state.input) if state.input is not None else None
-        advance = drive(flow.function, data, entries(state), run_id=run_id)
+        advance = drive(flow.function, state.value("input"), entries(state), run_id=run_id)
         problem = _problem(state, advance)
         if problem:
             problems.append(f"{run_id}: {problem}")

@@ -11,12 +11,13 @@ store's statement filter and hooks (``engine.store.seams``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
-from engine.modes.code.journal import Advance, Diverged, Entry
+from engine.model.instance import Instance
+from engine.modes.code.journal import Advance, Diverged
 from engine.worker.activities import ActivityRequest, HandlerExecutor, Outcome, Unknown
 
 
@@ -62,11 +63,10 @@ class WorkerHooks:
         (``step_id``: the attempt's recorded idempotency key, which a crash never changes)."""
         return step_id
 
-    async def journal_replayed(
-        self, function: Callable[..., Any], input: Any, entries: Sequence[Entry], run_id: str
-    ) -> None:
-        """A decision replayed run ``run_id``'s code (``function`` with ``input``) against
-        its journal (``entries``); no recorded step's body ran again."""
+    async def journal_replayed(self, function: Callable[..., Any], state: Instance) -> None:
+        """A decision replayed a code-first run's code (``function``) against its journal
+        and committed what it asked next (``state``: the run after that); no recorded
+        step's body ran again."""
 
     def journal_diverged(self, advance: Diverged) -> Advance:
         """A decision's replay found the code differs from the journal: what the decision

@@ -270,7 +270,12 @@ def catalogue(profile: Profile, master: int, workload: str = "") -> list[DrillSp
     """Every drill of ``profile`` (only ``workload``'s, when given)."""
     if workload and workload not in WORKLOADS:
         raise ValueError(f"workload is one of {', '.join(WORKLOADS)}, not {workload!r}")
-    specs = matrix(profile, master) + named(master) + machine_drills(profile, master)
+    specs = (
+        matrix(profile, master)
+        + named(master)
+        + machine_drills(profile, master)
+        + code_drills(profile, master)
+    )
     return [s for s in specs if not workload or workload_of(s) == workload]
 
 

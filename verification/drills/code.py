@@ -28,9 +28,12 @@ Whatever happened, a fresh worker B runs the quiet phase and every run must end.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
+from engine import make_resolution
 from engine.client import Client
 from engine.model.events import EventKind
+from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import drill_code
 from verification.drills.base import DrillEnv
@@ -46,6 +49,10 @@ DUPLICATES = 6
 """Clients that deliver one signal at once (C5)."""
 K = EventKind
 DIVERGENCE = "journal-divergence"
+EXPECTED_DIVERGENCE = (
+    f"journal divergence: expected step '{drill_code.FIRST_STEP}' at position 0 (event "
+)
+"""How the divergent code's replay must be refused: at the first step it renamed."""
 
 
 async def boundary_drill(env: DrillEnv) -> None:
@@ -117,7 +124,7 @@ async def _consumed_once(env: DrillEnv, run: CodeRun) -> None:
         f"{run.run_id}: {received} signals recorded under {ids} ids, not the two sent",
     )
     state = await env.client.inspect(run.run_id)
-    result = state.result if isinstance(state.result, dict) else {}
+    result = state.value("result") if state.result is not None else {}
     env.expect(
         result.get("go") == run.signal_payload,
         f"{run.run_id}: the wait returned {result.get('go')!r}, not the first signal",
@@ -146,54 +153,83 @@ async def divergent_deploy(env: DrillEnv) -> None:
     await original.stop()
     env.worker("divergent", deployment=drill_code.DIVERGENT)
     env.mark_fault("divergent-deploy")
-    recorded = {run.run_id: await _events(env, run) for run in runs}
+    recorded = {run.run_id: await _commands(env, run) for run in runs}
     for run in runs:
         await env.signal_run(run)
     dead = await _parked(env, runs)
     for run in runs:
         env.expect(
-            await _events(env, run) == recorded[run.run_id] + 1,
-            f"{run.run_id}: the divergent code recorded past the journal",
+            await _commands(env, run) == recorded[run.run_id],
+            f"{run.run_id}: the divergent code recorded commands past the journal",
         )
     await env.stop_processes()
     env.worker("b")
-    for work_id in dead:
-        await env.client.retry_dead_letter(work_id, "drills", "the matching code is deployed")
+    for n, (work_id, token) in enumerate(dead):
+        await _retry(env, f"{env.spec.id}-retry-{n}", work_id, token)
     await env.quiesce()
     await env.stop_processes()
 
 
-async def _events(env: DrillEnv, run: CodeRun) -> int:
-    query = "SELECT count(*) FROM history WHERE instance_id = %s"
-    return await env.scalar(query, (run.run_id,))
+COMMANDS = """
+SELECT count(*) FROM history WHERE instance_id = %(run)s AND kind = ANY(%(kinds)s)
+"""
+COMMAND_KINDS = [
+    int(k)
+    for k in (
+        K.ACTIVITY_SCHEDULED,
+        K.TIMER_SCHEDULED,
+        K.WAIT_STARTED,
+        K.CHILD_SCHEDULED,
+        K.VALUE_RECORDED,
+        K.COMPLETED,
+        K.INSTANCE_FAILING,
+    )
+]
+"""What only a decision that ran the code records: its commands, and how it ended."""
+
+
+async def _commands(env: DrillEnv, run: CodeRun) -> int:
+    return await env.scalar(COMMANDS, {"run": run.run_id, "kinds": COMMAND_KINDS})
+
+
+RETRY_DEADLINE = timedelta(minutes=5)
+
+
+async def _retry(env: DrillEnv, command_id: str, work_id: str, token: int) -> None:
+    """The operator's retry of a dead letter, once the matching code is deployed."""
+    now = datetime.now(UTC)
+    reason = "the matching code is deployed again"
+    retry = make_resolution(
+        command_id, work_id, token, "retry", "drills", reason, now, now, now + RETRY_DEADLINE
+    )
+    await env.client.resolve_dead_letter(retry)
+    env.record.stats["dead_letters_retried"] += 1
 
 
 DEAD_DECISIONS = """
-SELECT instance_id, work_id, failure_detail FROM work
+SELECT instance_id, work_id, lease_token, failure_code, failure_detail FROM work
 WHERE state = %(dead)s AND instance_id = ANY(%(runs)s)
 """
 
 
-async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[str]:
-    """Until every run's decision is dead-lettered as a journal divergence; their work
-    ids (each run still running, its divergence named)."""
-    from engine.store.rows import WorkState
-
+async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, int]]:
+    """Until every run's decision is dead-lettered; each one's fence (work id and token),
+    once checked to name the divergence and to leave its run running."""
     params = {"dead": int(WorkState.DEAD_LETTERED), "runs": [r.run_id for r in runs]}
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[str, str, int, str, str]] = []
 
     async def parked() -> bool:
         nonlocal found
         async with env.store.connection() as conn:
             found = await (await conn.execute(DEAD_DECISIONS, params)).fetchall()
-        return {i for i, _, _ in found} == set(params["runs"])
+        return {row[0] for row in found} == set(params["runs"])
 
     await env.until(parked, WAIT_SECONDS, "every run's decision to park as a journal divergence")
-    for run_id, _, detail in found:
+    for run_id, _, _, code, detail in found:
         env.expect(
-            (detail or "").startswith("journal divergence: expected step 'reserve' at position 0"),
-            f"{run_id}: its decision was dead-lettered with {detail!r}, not the divergence",
+            code == DIVERGENCE and (detail or "").startswith(EXPECTED_DIVERGENCE),
+            f"{run_id}: its decision was dead-lettered {code}: {detail!r}, not the divergence",
         )
         state = await env.client.inspect(run_id)
         env.expect(not state.status.terminal, f"{run_id}: {state.status.label}, not parked")
-    return [w for _, w, _ in found]
+    return [(work_id, token) for _, work_id, token, _, _ in found]

@@ -61,7 +61,7 @@ async def process_decision(ctx: Context, current: LeaseHolder) -> None:
     while True:
         try:
             with current.completing():
-                state = await commit(ctx, lease, _decision(flow, spawns), eager=eager)
+                state = await commit(ctx, lease, _decision(flow, spawns, ctx), eager=eager)
         except commands.SpawnUnresolved as missing:
             try:
                 found = await catalog.resolve_for_start(ctx.store, missing.name, None)
@@ -77,6 +77,8 @@ async def process_decision(ctx: Context, current: LeaseHolder) -> None:
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
             return
         break
+    if state is not None:
+        await ctx.hooks.journal_replayed(flow.function, state)
     if state is None or eager.lease is None or eager.dispatch is None:
         return
     current.lease = eager.lease
@@ -84,8 +86,8 @@ async def process_decision(ctx: Context, current: LeaseHolder) -> None:
     await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
 
 
-def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef]):
-    """The build of one decision (see the module)."""
+def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context):
+    """The build of one decision (see the module); ``ctx.hooks`` see a divergence."""
 
     def build(draft: Draft) -> None:
         state = draft.state
@@ -104,6 +106,8 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef]):
         run = draft.state
         assert run is not None
         advance = drive(flow.function, run.value("input"), entries(run), run_id=run.instance_id)
+        if isinstance(advance, Diverged):
+            advance = ctx.hooks.journal_diverged(advance)
         if isinstance(advance, Diverged):
             raise _Parked(advance.code, advance.message)
         commands.record(draft, advance, spawns)

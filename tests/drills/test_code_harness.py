@@ -1,0 +1,90 @@
+"""Fast checks of the harness's code-first parts (no database): the step_id oracle of
+J2, the C drills in the catalogue and ``--workload``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.model.events import Event, EventKind
+from studio.drills.service import catalogue_view
+from verification.code_checks import expected_step_id, step_ids
+from verification.drills.catalogue import catalogue, select, workload_of
+from verification.findings import Findings
+from verification.profiles import PROFILES
+from verification.replay_check import History
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
+RUN = "drill.code/r-1"
+K = EventKind
+
+
+def _attempts(*rows: tuple[EventKind, str, int, str]) -> History:
+    """A code-first run's attempt events: (kind, step key, attempt, step_id if started)."""
+    events = [
+        Event(n, RUN, kind, T0, step=step, attempt=attempt, idempotency_key=key)
+        for n, (kind, step, attempt, key) in enumerate(rows, start=1)
+    ]
+    return History(RUN, events)
+
+
+def _j2(history: History) -> list[str]:
+    findings = Findings()
+    step_ids(findings, [history])
+    return findings.checks["J2"].violations
+
+
+def test_a_step_id_reads_run_step_occurrence_and_try() -> None:
+    assert expected_step_id("order-saga/o-42", "charge.1", 0) == "order-saga/o-42/charge#1.1"
+    assert expected_step_id(RUN, "work.2", 2) == f"{RUN}/work#2.3"
+
+
+def test_step_ids_change_on_known_failures_and_loop_passes_only() -> None:
+    """The seed's step_id table: a known failure changes the try, an unknown outcome
+    (a crash between the effect and its recorded result) keeps it, a loop pass is a
+    new occurrence."""
+    history = _attempts(
+        (K.ATTEMPT_STARTED, "reserve.1", 1, f"{RUN}/reserve#1.1"),
+        (K.ATTEMPT_FAILED, "reserve.1", 1, ""),
+        (K.ATTEMPT_STARTED, "reserve.1", 2, f"{RUN}/reserve#1.2"),
+        (K.ATTEMPT_UNKNOWN, "reserve.1", 2, ""),
+        (K.ATTEMPT_STARTED, "reserve.1", 3, f"{RUN}/reserve#1.2"),
+        (K.ATTEMPT_STARTED, "work.1", 1, f"{RUN}/work#1.1"),
+        (K.ATTEMPT_STARTED, "work.2", 1, f"{RUN}/work#2.1"),
+    )
+    assert _j2(history) == []
+
+
+def test_a_step_id_that_changes_across_a_crash_is_caught() -> None:
+    history = _attempts(
+        (K.ATTEMPT_STARTED, "work.1", 1, f"{RUN}/work#1.1"),
+        (K.ATTEMPT_UNKNOWN, "work.1", 1, ""),
+        (K.ATTEMPT_STARTED, "work.1", 2, f"{RUN}/work#1.2"),
+    )
+    assert _j2(history) == [
+        f"{RUN}: attempt 2 of work.1 ran under {RUN}/work#1.2, not {RUN}/work#1.1"
+    ]
+
+
+def test_the_ci_profile_runs_every_code_drill_family() -> None:
+    code = catalogue(PROFILES["ci"], 0, "code")
+    assert {s.family for s in code} == {"C1", "C3", "C4", "C5", "C7"}
+    assert {workload_of(s) for s in code} == {"code"}
+    assert {s.id for s in catalogue(PROFILES["ci"], 0)} >= {s.id for s in code}
+    assert [s.id for s in select(code, ["C7"])] == ["C7-divergent-deploy-s0"]
+
+
+def test_a_workload_chooses_its_drills_only() -> None:
+    machine = catalogue(PROFILES["ci"], 0, "machine")
+    flow = catalogue(PROFILES["ci"], 0, "flow")
+    assert machine and {s.family[0] for s in machine} == {"M"}
+    assert flow and not {s.family[0] for s in flow} & {"M", "C"}
+    with pytest.raises(ValueError, match="workload is one of flow, machine, code"):
+        catalogue(PROFILES["ci"], 0, "choreography")
+
+
+def test_the_studio_titles_the_code_drill_families() -> None:
+    titles = {f.family: f.title for f in catalogue_view("ci")}
+    assert titles["C1"] == "a code-first step's worker SIGKILLed"
+    assert titles["C7"] == "a deploy of divergent code while runs wait"
