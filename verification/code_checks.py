@@ -91,15 +91,15 @@ async def check(
     attempts = Attempts(await (await conn.execute(ATTEMPTS, KINDS)).fetchall())
     entries = await (await conn.execute(ENTRIES)).fetchall()
     effects = await (await conn.execute(EFFECTS)).fetchall()
-    _effects(findings, attempts, entries, effects)
-    _reruns(findings, attempts, entries)
+    effects_checked(findings, attempts, entries, effects)
+    reruns_checked(findings, attempts, entries)
     _unknowns(findings, attempts, entries, excused)
     runs = {run for (run,) in await (await conn.execute(CODE_RUNS)).fetchall()}
     findings.stats["code_runs"] += len(runs)
     step_ids(findings, [h for h in histories if h.instance_id in runs])
 
 
-def _effects(
+def effects_checked(
     findings: Findings, attempts: Attempts, entries: list[tuple], effects: list[tuple]
 ) -> None:
     """J1 (see the module)."""
@@ -125,7 +125,7 @@ def _effects(
     findings.add("J1", len(performed) + len(attempts.started), problems)
 
 
-def _reruns(findings: Findings, attempts: Attempts, entries: list[tuple]) -> None:
+def reruns_checked(findings: Findings, attempts: Attempts, entries: list[tuple]) -> None:
     """J4 (see the module)."""
     problems = []
     for run, key, entered, _, recorded in entries:

@@ -9,7 +9,8 @@ import pytest
 
 from engine.model.events import Event, EventKind
 from studio.drills.service import catalogue_view
-from verification.code_checks import expected_step_id, step_ids
+from verification import code_checks
+from verification.code_checks import Attempts, expected_step_id, step_ids
 from verification.drills.catalogue import catalogue, select, workload_of
 from verification.findings import Findings
 from verification.profiles import PROFILES
@@ -88,3 +89,44 @@ def test_the_studio_titles_the_code_drill_families() -> None:
     titles = {f.family: f.title for f in catalogue_view("ci")}
     assert titles["C1"] == "a code-first step's worker SIGKILLed"
     assert titles["C7"] == "a deploy of divergent code while runs wait"
+
+
+KEY = f"{RUN}/work#1.1"
+STARTED = (RUN, KEY, "work.1", 1)
+
+
+def _checked(attempts: list[tuple], entries: list[tuple], effects: list[tuple]) -> Findings:
+    """J1 and J4 over rows as their statements return them: attempts (run, key, step,
+    attempt, outcome kind), entries (run, key, entered, early, recorded), effects (run,
+    key, count)."""
+    findings = Findings()
+    rows = Attempts(attempts)
+    code_checks.effects_checked(findings, rows, entries, effects)
+    code_checks.reruns_checked(findings, rows, entries)
+    return findings
+
+
+def test_one_effect_per_step_id_unless_it_recorded_an_unknown_outcome() -> None:
+    twice = [(RUN, KEY, 2)]
+    succeeded = [(*STARTED, int(K.ATTEMPT_SUCCEEDED))]
+    after_crash = [(*STARTED, int(K.ATTEMPT_UNKNOWN)), (RUN, KEY, "work.1", 2, 13)]
+    found = _checked(succeeded, [(RUN, KEY, 1, 0, 0)], twice).checks["J1"].violations
+    assert found == [f"{RUN}: 2 effects under step_id {KEY}, which recorded no unknown"]
+    assert _checked(after_crash, [(RUN, KEY, 2, 0, 0)], twice).checks["J1"].violations == []
+
+
+def test_an_effect_under_a_step_id_no_attempt_started_is_caught() -> None:
+    other = f"{RUN}/work#1.2"
+    succeeded = [(*STARTED, int(K.ATTEMPT_SUCCEEDED))]
+    found = _checked(succeeded, [], [(RUN, other, 1)]).checks["J1"].violations
+    assert f"{RUN}: an effect under step_id {other}, which no attempt started" in found
+    assert f"{RUN}: step_id {KEY} recorded success without any effect" in found
+
+
+def test_a_body_run_again_after_its_outcome_was_recorded_is_caught() -> None:
+    succeeded = [(*STARTED, int(K.ATTEMPT_SUCCEEDED))]
+    entries = [(RUN, KEY, 2, 0, 1)]
+    found = _checked(succeeded, entries, [(RUN, KEY, 1)]).checks["J4"].violations
+    assert found == [f"{RUN}: the body of {KEY} ran again after its outcome was recorded"]
+    stale = [(*STARTED, int(K.ATTEMPT_UNKNOWN)), (RUN, KEY, "work.1", 2, 13)]
+    assert _checked(stale, entries, [(RUN, KEY, 2)]).checks["J4"].violations == []
