@@ -50,7 +50,7 @@ KINDS = {
 }
 ATTEMPTS = f"""
 WITH code AS ({CODE_RUNS})
-SELECT s.instance_id, s.idempotency_key, s.step_name, s.attempt, o.kind
+SELECT s.instance_id, s.idempotency_key, o.kind
 FROM history s
 JOIN code c ON c.instance_id = s.instance_id
 LEFT JOIN history o ON o.instance_id = s.instance_id AND o.step_name = s.step_name
@@ -68,12 +68,13 @@ EFFECTS = "SELECT run_id, step_id, count(*) FROM drill_code_effects GROUP BY run
 
 
 class Attempts:
-    """The started attempts of code-first runs, by (run, step_id)."""
+    """The started attempts of code-first runs, by (run, step_id): how many, and each
+    one's outcome kind (None while it has none)."""
 
-    def __init__(self, rows: list[tuple]) -> None:
+    def __init__(self, rows: list[tuple[str, str, int | None]]) -> None:
         self.started: dict[tuple[str, str], int] = {}
-        self.outcomes: dict[tuple[str, str], list[int]] = {}
-        for run, key, _, _, outcome in rows:
+        self.outcomes: dict[tuple[str, str], list[int | None]] = {}
+        for run, key, outcome in rows:
             self.started[(run, key)] = self.started.get((run, key), 0) + 1
             self.outcomes.setdefault((run, key), []).append(outcome)
 
