@@ -19,9 +19,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.definitions import Mode
 from engine.model.errors import (
     ActivityAppNotFound,
     DefinitionInvalid,
@@ -67,8 +69,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     register_demo(commands)
     start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
     start.add_argument("definition", metavar="NAME[@VERSION]")
-    start.add_argument("--id", required=True, help="instance id (starting is idempotent)")
+    start.add_argument(
+        "--id",
+        required=True,
+        help="instance id (starting is idempotent); a code-first run's id, without '/', "
+        "names the run NAME/ID and a retried start joins it",
+    )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    status = add_command(
+        commands, "status", "print {kind, seq, at} of an instance's newest event", _status
+    )
+    status.add_argument("instance")
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
     sig.add_argument("step")
@@ -146,9 +157,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
-    """``definition publish FILE.json`` and ``definition list``."""
+    """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
     publish = add_command(actions, "publish", "publish a definition version", _publish)
-    publish.add_argument("file", type=Path, metavar="FILE.json")
+    add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     add_command(actions, "list", "list published definition versions", _list)
 
@@ -233,15 +244,25 @@ def json_arg(text: str) -> Any:
 
 
 async def _publish(client: Client, args: argparse.Namespace) -> int:
-    try:
-        definition = load_definition(args.file)
-    except DefinitionInvalid as exc:
-        for error in exc.errors:
-            print(f"{error.path or '(document)'}: {error.message}")
-        return EXIT_FAILED
-    created = await client.publish(definition, args.actor)
-    verb = "published" if created else "already published"
-    print(f"{verb} {definition.ref} {definition.fingerprint}")
+    """Publish the file, or every definition the app declares once its code lints
+    clean (one at a time: a conflict stops at that definition, naming it)."""
+    if args.app is not None:
+        definitions, problems = app_definitions(args.app)
+        for problem in problems:
+            print(problem)
+        if problems:
+            return EXIT_FAILED
+    else:
+        try:
+            definitions = [load_definition(args.file)]
+        except DefinitionInvalid as exc:
+            for error in exc.errors:
+                print(f"{error.path or '(document)'}: {error.message}")
+            return EXIT_FAILED
+    for definition in definitions:
+        created = await client.publish(definition, args.actor)
+        verb = "published" if created else "already published"
+        print(f"{verb} {definition.ref} {definition.fingerprint}")
     return 0
 
 
@@ -256,8 +277,17 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, _, version = args.definition.partition("@")
+    if not version and (await client.startable(name)).mode == Mode.CODE:
+        run, started = await client.start_run(name, args.input, id=args.id)
+        print(f"run: {run}\nstarted: {str(started).lower()}")
+        return 0
     state = await client.start(name, args.id, args.input, version or None)
     print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    return 0
+
+
+async def _status(client: Client, args: argparse.Namespace) -> int:
+    print(json.dumps(await client.status(args.instance), sort_keys=True))
     return 0
 
 

@@ -363,6 +363,13 @@ def describe_instance(state: Instance) -> str:
             f"  machine state {m.state}{fields}: transition {m.transitions}, "
             f"failed attempts {m.attempts}"
         )
+    for r in state.journal:
+        lines.append(f"  journal {r.position} {r.verb} {r.key} (event {r.sequence})")
+    for w in state.waits.values():
+        lines.append(f"  wait {w.key}: {'done' if w.done else 'open'} on {', '.join(w.on)}")
+    for s in state.inbox:
+        taken = f"taken by {s.consumed_by}" if s.consumed_by else "set aside"
+        lines.append(f"  inbox {s.name} {s.signal_id}: {taken}")
     for a in state.audit:
         lines.append(
             f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "

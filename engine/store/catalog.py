@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from engine.model.definitions import Definition, DefinitionRef, definition_to_json
+from engine.model.definitions import Definition, DefinitionRef, Mode, definition_to_json
 from engine.model.errors import DefinitionNotFound
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
@@ -24,6 +24,9 @@ from engine.store.errors import StoreError
 from engine.store.statements import catalog as sql
 from engine.store.store import Store
 from engine.store.transactions import transact
+
+FINGERPRINT_SHOWN = 12
+"""How many hex digits of a fingerprint a message shows (as ``wayline definition list``)."""
 
 
 class DefinitionConflict(StoreError):
@@ -78,7 +81,20 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
         raise DefinitionConflict(f"the name {definition.name} belongs to another team")
     if same_version and fingerprint == definition.fingerprint:
         return False
-    raise DefinitionConflict(
+    raise DefinitionConflict(conflict_message(definition, fingerprint))
+
+
+def conflict_message(definition: Definition, published: str) -> str:
+    """Why ``definition`` cannot be published beside the version of its name already
+    published with fingerprint ``published``. Code is not read from a document an author
+    can open, so its message gives both fingerprints: the code changed, not a file.
+    A worker whose app's code differs from the version it is asked to run says the same."""
+    if definition.mode is Mode.CODE:
+        return (
+            f"{definition.ref} is published with fingerprint {published[:FINGERPRINT_SHOWN]}…, "
+            f"this code is {definition.fingerprint[:FINGERPRINT_SHOWN]}…: publish a new version"
+        )
+    return (
         f"{definition.ref} is already published with other content; publish a new version instead"
     )
 

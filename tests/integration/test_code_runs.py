@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.client import Client
+from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
@@ -129,3 +130,20 @@ async def test_duplicate_and_extra_signals_are_set_aside(
     ]
     assert len(await kinds(store, RUN, K.SIGNAL_RECEIVED)) == 2
     assert state.status is S.RUNNING
+    received, resolved = (await kinds(store, RUN, K.SIGNAL_RECEIVED, K.WAIT_RESOLVED))[:2]
+    assert resolved.sequence == received.sequence + 1, "the client resolved the race itself"
+
+
+async def test_a_paused_run_decides_nothing_until_resumed(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    await started(client, ctx)
+    await client.command(RUN, Action.PAUSE, "ops", "hold on")
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})  # buffered while paused
+    await settle(ctx)
+    assert keys(await client.inspect(RUN)) == ["reserve.1", "race.1"]
+    await client.command(RUN, Action.RESUME, "ops", "go on")
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert keys(state)[:3] == ["reserve.1", "race.1", "charge.1"]
+    assert [a.action for a in state.audit] == ["pause", "resume"]

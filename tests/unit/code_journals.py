@@ -78,19 +78,19 @@ def play(
     resolve: Callable[[Command], Any] = default_resolution,
     run_id: str = RUN_ID,
 ) -> Played:
-    """Drive ``function`` decision after decision, resolving each new command, until
-    it no longer waits on something new."""
+    """Drive ``function`` decision after decision, recording and resolving each new
+    command, until it no longer waits on something new (it returned, raised, or
+    diverged): ``entries`` then holds every command, the last decision's too."""
     played = Played()
     for _ in range(MAX_DECISIONS):
         advance = drive(function, input, played.entries, run_id=run_id)
         played.end = advance
-        if not isinstance(advance, Waits) or not advance.new:
-            played.commands.extend(getattr(advance, "new", ()))
-            return played
-        for command in advance.new:
+        for command in getattr(advance, "new", ()):
             played.commands.append(command)
             blocking = command.verb in BLOCKING
             played.entries.append(entry_for(command, value=resolve(command) if blocking else None))
+        if not isinstance(advance, Waits) or not advance.new:
+            return played
     raise AssertionError(f"still deciding after {MAX_DECISIONS} decisions")
 
 

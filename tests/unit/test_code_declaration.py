@@ -15,6 +15,10 @@ async def order_saga(ctx, order):
     return order
 
 
+async def no_ctx():
+    return None
+
+
 def test_the_decorator_registers_the_function_and_returns_it_unchanged() -> None:
     app = ActivityRegistry()
     assert app.workflow("order-saga", version="1")(order_saga) is order_saga
@@ -38,6 +42,8 @@ def test_a_workflow_must_be_an_async_def_with_a_valid_name_and_version() -> None
     app = ActivityRegistry()
     with pytest.raises(TypeError, match="must be an async def"):
         app.workflow("sync", version="1")(lambda ctx, order: order)
+    with pytest.raises(TypeError, match=r"workflow bare@1: no_ctx must take \(ctx, input\)"):
+        app.workflow("bare", version="1")(no_ctx)
     with pytest.raises(ValueError, match="workflow name must be 1 to"):
         app.workflow("a/b", version="1")(order_saga)
     with pytest.raises(ValueError, match="workflow version must be 1 to"):

@@ -80,3 +80,31 @@ def test_a_renamed_step_diverges_with_the_position_and_event() -> None:
 def test_a_spawn_handle_is_keyed_by_its_command() -> None:
     played = play(order_saga, {"id": "o-42"})
     assert Handle("spawn.1", "shipping").key in played.commands[4].on
+
+
+async def two_children(ctx: Context, _: object) -> list:
+    return [ctx.spawn("shipping", 1), ctx.spawn("billing", 2), ctx.spawn("shipping", 3)]
+
+
+def test_every_key_is_unique_within_a_run_spawns_count_per_verb() -> None:
+    played = play(two_children)
+    assert [command.key for command in played.commands] == ["spawn.1", "spawn.2", "spawn.3"]
+    assert isinstance(played.end, Returned)
+    assert [handle.key for handle in played.end.value] == ["spawn.1", "spawn.2", "spawn.3"]
+
+
+async def first_options(ctx: Context, _: object) -> object:
+    await ctx.step("charge", lambda: None, retries=3, timeout="30s")
+    return await ctx.race("paid", timeout="1h")
+
+
+async def changed_options(ctx: Context, _: object) -> object:
+    await ctx.step("charge", lambda: None, retries=5, backoff="1m")
+    return await ctx.race("paid", "cancelled", timeout="2h")
+
+
+def test_changed_options_are_not_divergence_history_already_says_what_happened() -> None:
+    played = play(first_options)
+    assert drive(changed_options, None, played.entries, run_id=RUN_ID) == Returned(
+        (), ({"signal": "paid"}, "paid")
+    )

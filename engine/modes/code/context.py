@@ -151,9 +151,8 @@ def step_options(
 ) -> StepOptions:
     """A step's options, checked and normalised (``retries=0`` read as 1)."""
     what = f"ctx.step('{name}')"
-    if isinstance(retries, bool) or not isinstance(retries, int):
-        raise TypeError(f"{what}: retries must be a whole number from 0 to {MAX_RETRY_ATTEMPTS}")
-    if not 0 <= retries <= MAX_RETRY_ATTEMPTS:
+    whole = isinstance(retries, int) and not isinstance(retries, bool)
+    if not whole or not 0 <= retries <= MAX_RETRY_ATTEMPTS:
         raise ValueError(f"{what}: retries must be a whole number from 0 to {MAX_RETRY_ATTEMPTS}")
     if compensate is not None and not callable(compensate):
         raise TypeError(f"{what}: compensate must be a function taking the step's result")
@@ -202,7 +201,12 @@ def _awaited(verb: str, items: tuple[object, ...]) -> tuple[tuple[str, ...], dic
 
 
 class Context:
-    """The ``ctx`` of one replay of one run (see the module docstring for the verbs)."""
+    """The ``ctx`` of one replay of one run (see the module docstring for the verbs).
+
+    Each verb does its own work (checking arguments, numbering and matching the
+    command) with the determinism guard lifted: it is ctx's code, not the workflow's,
+    and replay runs it for every command of every decision.
+    """
 
     def __init__(self, cursor: Cursor, *, run_id: str) -> None:
         self._cursor = cursor
@@ -232,46 +236,60 @@ class Context:
         compensate: Callable[[Any], Awaitable[Any] | Any] | None = None,
         on_unknown: str | OnUnknown = OnUnknown.HOLD,
     ) -> Any:
-        self._refuse_nesting("step", repr(name))
-        problem = step_name_problem(name)
-        if problem:
-            raise ValueError(f"ctx.step: {problem}")
-        if not callable(body):
-            raise TypeError(f"ctx.step('{name}'): the body must be a function of no arguments")
-        options = step_options(
-            name,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            compensate=compensate,
-            on_unknown=on_unknown,
-        )
-        entry = await self._blocking(
-            Verb.STEP, name, options=options, body=body, compensate=compensate
-        )
+        """Perform one effect, durably: the body's result, recorded on its first run."""
+        with unguarded():
+            self._refuse_nesting("step", repr(name))
+            problem = step_name_problem(name)
+            if problem:
+                raise ValueError(f"ctx.step: {problem}")
+            if not callable(body):
+                raise TypeError(f"ctx.step('{name}'): the body must be a function of no arguments")
+            options = step_options(
+                name,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+                compensate=compensate,
+                on_unknown=on_unknown,
+            )
+            entry = self._blocking(
+                Verb.STEP, name, options=options, body=body, compensate=compensate
+            )
+        await self._stop_if_told()
         return _settled(entry)
 
     async def sleep(self, duration: Duration) -> None:
-        self._refuse_nesting("sleep", repr(duration))
-        length = to_duration(duration, "ctx.sleep", low=_POSITIVE, high=MAX_STEP_TIMEOUT)
-        _settled(await self._blocking(Verb.SLEEP, timeout=length))
+        """Return nothing, after ``duration``."""
+        with unguarded():
+            self._refuse_nesting("sleep", repr(duration))
+            length = to_duration(duration, "ctx.sleep", low=_POSITIVE, high=MAX_STEP_TIMEOUT)
+            entry = self._blocking(Verb.SLEEP, timeout=length)
+        await self._stop_if_told()
+        _settled(entry)
 
     async def wait_signal(self, name: str, timeout: Duration | None = None) -> Any:
-        self._refuse_nesting("wait_signal", repr(name))
-        signal = _signal_name("wait_signal", name)
-        limit = _optional_timeout("wait_signal", timeout)
-        return _settled(await self._blocking(Verb.WAIT, signal, timeout=limit))
+        """The payload of the oldest unconsumed signal ``name``; None on timeout."""
+        with unguarded():
+            self._refuse_nesting("wait_signal", repr(name))
+            signal = _signal_name("wait_signal", name)
+            limit = _optional_timeout("wait_signal", timeout)
+            entry = self._blocking(Verb.WAIT, signal, timeout=limit)
+        await self._stop_if_told()
+        return _settled(entry)
 
     async def race(self, *names_or_handles: str | Handle, timeout: Duration | None = None) -> Any:
-        self._refuse_nesting("race", "...")
-        on, handles = _awaited("race", names_or_handles)
-        if not on:
-            raise ValueError(
-                "ctx.race needs at least one signal name or spawned handle: "
-                "an empty race is refused"
-            )
-        limit = _optional_timeout("race", timeout)
-        value = _settled(await self._blocking(Verb.RACE, on=on, timeout=limit))
+        """``(payload, name)`` of the first to arrive; ``(None, None)`` on timeout."""
+        with unguarded():
+            self._refuse_nesting("race", "...")
+            on, handles = _awaited("race", names_or_handles)
+            if not on:
+                raise ValueError(
+                    "ctx.race needs at least one signal name or spawned handle: "
+                    "an empty race is refused"
+                )
+            entry = self._blocking(Verb.RACE, on=on, timeout=_optional_timeout("race", timeout))
+        await self._stop_if_told()
+        value = _settled(entry)
         if value is None:
             return (None, None)
         if isinstance(value, dict):
@@ -280,42 +298,51 @@ class Context:
         return (payload, handles.get(which, which))
 
     async def all(self, *names_or_handles: str | Handle, timeout: Duration | None = None) -> list:
-        self._refuse_nesting("all", "...")
-        on, _ = _awaited("all", names_or_handles)
-        if not on:
-            return []
-        limit = _optional_timeout("all", timeout)
-        value = _settled(await self._blocking(Verb.ALL, on=on, timeout=limit))
+        """Payloads in argument order, None per entry that timed out."""
+        with unguarded():
+            self._refuse_nesting("all", "...")
+            on, _ = _awaited("all", names_or_handles)
+            if not on:
+                return []
+            entry = self._blocking(Verb.ALL, on=on, timeout=_optional_timeout("all", timeout))
+        await self._stop_if_told()
+        value = _settled(entry)
         return [None] * len(on) if value is None else list(value)
 
     def spawn(self, definition: str, input: Any = None) -> Handle:
-        self._refuse_nesting("spawn", repr(definition))
-        problem = name_problem(definition)
-        if problem:
-            raise ValueError(f"ctx.spawn: a definition name {problem}")
-        command, entry = self._immediate(Verb.SPAWN, definition, input=input)
-        if entry is None:
-            self._cursor.take_new(command)
-        elif entry.state is EntryState.FAILED:
-            raise StepFailed(entry.failure, step=definition)
-        return Handle(command.key, definition)
+        """Start a run of ``definition`` (by name); its handle, at once."""
+        with unguarded():
+            self._refuse_nesting("spawn", repr(definition))
+            problem = name_problem(definition)
+            if problem:
+                raise ValueError(f"ctx.spawn: a definition name {problem}")
+            command, entry = self._immediate(Verb.SPAWN, definition, input=input)
+            if entry is None:
+                self._cursor.take_new(command)
+            return Handle(command.key, definition)
 
     def now(self) -> datetime:
-        if _RUNNING.get() is not None:
-            return datetime.now(UTC)
-        value = self._value(Verb.NOW, lambda: datetime.now(UTC).isoformat())
-        return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+        """The current time (aware, UTC), as recorded the first time."""
+        with unguarded():
+            if _RUNNING.get() is not None:
+                return datetime.now(UTC)
+            value = self._value(Verb.NOW, lambda: datetime.now(UTC).isoformat())
+            return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
     def random(self) -> float:
-        if _RUNNING.get() is not None:
-            return _FRESH.random()
-        return float(self._value(Verb.RANDOM, _FRESH.random))
+        """A float in [0, 1), as recorded the first time."""
+        with unguarded():
+            if _RUNNING.get() is not None:
+                return _FRESH.random()
+            return float(self._value(Verb.RANDOM, _FRESH.random))
 
     def uuid4(self) -> uuid.UUID:
-        if _RUNNING.get() is not None:
-            return uuid.uuid4()
-        value = self._value(Verb.UUID4, lambda: str(uuid.uuid4()))
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+        """A random UUID, as recorded the first time."""
+        with unguarded():
+            if _RUNNING.get() is not None:
+                return uuid.uuid4()
+            value = self._value(Verb.UUID4, lambda: str(uuid.uuid4()))
+            return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
     def _refuse_nesting(self, verb: str, argument: str) -> None:
         running = _RUNNING.get()
@@ -328,18 +355,23 @@ class Context:
             raise ReplayStopped("replay has stopped; nothing more is recorded")
         return cursor.reach(verb, name, **fields)
 
-    async def _blocking(self, verb: Verb, name: str = "", **fields: Any) -> Entry | None:
-        """Reach a blocking verb; return its resolved entry, or stop the code."""
+    def _blocking(self, verb: Verb, name: str = "", **fields: Any) -> Entry | None:
+        """Reach a blocking verb: its entry, after telling the cursor to stop when the
+        entry is open or the command new (``_stop_if_told`` then suspends the code)."""
         cursor = self._cursor
         command, entry = self._reach(verb, name, fields)
         if cursor.stop is None:
             if entry is None:
                 cursor.take_new(command)
             elif entry.state is EntryState.OPEN:
-                cursor.block(entry)
-        if cursor.stop is not None:
-            await SUSPEND
+                cursor.block()
         return entry
+
+    async def _stop_if_told(self) -> None:
+        """Suspend the code for good when the cursor says stop: the driver sees the
+        suspension and closes the coroutine, so this await never returns then."""
+        if self._cursor.stop is not None:
+            await SUSPEND
 
     def _immediate(self, verb: Verb, name: str = "", **fields: Any) -> tuple[Command, Entry | None]:
         """Reach a verb that returns at once; a divergence is raised (and recorded)."""
@@ -356,8 +388,7 @@ class Context:
         command, entry = self._immediate(verb)
         if entry is not None:
             return _settled(entry)
-        with unguarded():
-            value = fresh()
+        value = fresh()
         self._cursor.take_new(command, value)
         return value
 

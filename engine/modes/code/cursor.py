@@ -26,6 +26,12 @@ MAX_JOURNAL_COMMANDS = 10_000
 """Commands one run may reach: replay is linear in the journal and runs every decision."""
 
 
+NAMED_KEYS = frozenset({Verb.STEP, Verb.WAIT})
+"""Verbs whose key holds their name, so their occurrences count per name (``charge.2``,
+``await.paid.2``); the others count per verb (``spawn.2`` is the run's second spawn,
+whatever it spawned), so every key stays unique within a run."""
+
+
 class StopKind(StrEnum):
     BLOCKED = "blocked"
     """On an open entry or on a new blocking command: the normal stop."""
@@ -79,7 +85,6 @@ class Cursor:
         self.new: list[Command] = []
         self.stop: Stop | None = None
         self.found: Command | None = None
-        self.blocked_on: Entry | Command | None = None
         self._occurrences: dict[tuple[Verb, str], int] = {}
         self._count = 0
         """Commands reached so far: the position the next one takes."""
@@ -89,8 +94,9 @@ class Cursor:
     def reach(self, verb: Verb, name: str = "", **fields: Any) -> tuple[Command, Entry | None]:
         """Number the command the code reached and match it; raise nothing: the caller
         checks ``stop`` (a divergence or a full journal is recorded there)."""
-        occurrence = self._occurrences.get((verb, name), 0) + 1
-        self._occurrences[(verb, name)] = occurrence
+        counted = (verb, name if verb in NAMED_KEYS else "")
+        occurrence = self._occurrences.get(counted, 0) + 1
+        self._occurrences[counted] = occurrence
         command = Command(
             position=self._count,
             verb=verb,
@@ -123,17 +129,17 @@ class Cursor:
             self.halt(StopKind.FOUND)
         return command, entry
 
-    def take_new(self, command: Command, value: Any = None) -> Command:
-        """Record a command past the journal (with the value chosen for it, if any)."""
+    def take_new(self, command: Command, value: Any = None) -> None:
+        """Record a command past the journal (with the value chosen for it, if any); a
+        blocking one stops the code."""
         if value is not None:
             command = replace(command, value=value)
         self.new.append(command)
         if command.verb in BLOCKING:
-            self.block(command)
-        return command
+            self.block()
 
-    def block(self, on: Entry | Command) -> None:
-        self.blocked_on = on
+    def block(self) -> None:
+        """The code waits (on a new blocking command or an open entry)."""
         self.halt(StopKind.BLOCKED)
 
     def halt(self, kind: StopKind, message: str = "") -> None:

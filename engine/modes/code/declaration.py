@@ -95,5 +95,7 @@ def declare(name: str, version: str, function: WorkflowFunction) -> CodeWorkflow
     if not inspect.iscoroutinefunction(inspect.unwrap(function)):
         raise TypeError(f"workflow {name}@{version}: {function!r} must be an async def")
     flow = CodeWorkflow(name, version, function, function.__module__, function.__qualname__)
-    flow.definition  # noqa: B018 - read the source and validate now, at declaration
+    if not flow.source.ctx_name:
+        raise TypeError(f"workflow {flow}: {flow.qualname} must take (ctx, input)")
+    flow.definition  # noqa: B018 - validate now, at declaration
     return flow

@@ -6,10 +6,12 @@ randomness, nor perform I/O. The static lint finds most of it at publish; this g
 catches the rest as it happens: while the driver runs the coroutine (one ``coro.send``)
 a ``sys.setprofile`` function refuses calls to
 
-- the clocks (``time.time``/``monotonic``/``perf_counter`` and their ``_ns`` forms,
-  ``datetime.now``/``utcnow``/``today``, ``date.today``),
-- the global random generator (``random.*``, seeding included), ``os.urandom`` (so
-  ``uuid4``, ``secrets`` and ``SystemRandom``), ``uuid.uuid1``/``uuid4``,
+- the clocks (``time.time``/``monotonic``/``perf_counter``/``process_time``/
+  ``thread_time`` and their ``_ns`` forms, ``datetime.now``/``utcnow``/``today``,
+  ``date.today``),
+- the global random generator (``random.*``, seeding included) and an unseeded
+  ``random.Random()``, ``os.urandom`` (so ``uuid4``, ``secrets`` and
+  ``SystemRandom``), ``uuid.uuid1``/``uuid4``,
 - sockets and database connections (``socket.socket``, ``getaddrinfo``,
   ``create_connection``, ``psycopg`` ``connect``),
 - asyncio's running loop (``asyncio.sleep``, ``gather``, ``create_task``...: the code
@@ -25,21 +27,30 @@ runs them bare), so effects cost nothing extra. The guard is installed and remov
 around each ``send`` in a ``with`` block, so it is removed even when the coroutine
 raises; the profile function that was installed before (a profiler, a debugger) is put
 back. Calls made by ``logging`` are allowed: a log record's timestamp is not a
-decision. The lookups are by identity in frozen sets, so guarded code stays fast.
+decision. The cyclic garbage collector is paused while guarded: its callbacks (and
+the finalizers it runs) are not workflow code, and must neither be refused nor make
+a run diverge; what the code frees is collected after the ``send``.
+
+Cost: the profile function sees every call of guarded code, so each check is one
+dictionary lookup (by the called object or its code object), and ctx's own work
+runs with the guard lifted (``Unguarded``). A refusal is also reported to the
+driver before it is raised: CPython removes a profile function that raised, and code
+that catches the refusal must still not get away with it.
 """
 
 from __future__ import annotations
 
 import asyncio.events
 import datetime
+import gc
 import os
 import random
 import socket
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import CodeType, FrameType, TracebackType
 from typing import Any
 
@@ -53,6 +64,19 @@ from engine.modes.code.failures import (
 ALLOWED_CALLER_MODULES = ("logging",)
 """Modules whose own calls are let through (a log record's timestamp decides nothing)."""
 
+CLOCKS = (
+    "time",
+    "time_ns",
+    "monotonic",
+    "monotonic_ns",
+    "perf_counter",
+    "perf_counter_ns",
+    "process_time",
+    "process_time_ns",
+    "thread_time",
+    "thread_time_ns",
+)
+"""The ``time`` functions that read a clock whatever their arguments."""
 _CLOCK = "ctx.now()"
 _RANDOM = "ctx.random()"
 _UUID = "ctx.uuid4()"
@@ -61,11 +85,8 @@ _UUID = "ctx.uuid4()"
 def _builtin_refusals() -> dict[Any, str]:
     """C functions refused, by the called object, with the text naming them."""
     refusals: dict[Any, str] = {}
-    for name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter"):
+    for name in CLOCKS:
         refusals[getattr(time, name)] = VALUE_REFUSED.format(call=f"time.{name}()", instead=_CLOCK)
-    refusals[time.perf_counter_ns] = VALUE_REFUSED.format(
-        call="time.perf_counter_ns()", instead=_CLOCK
-    )
     for name in ("now", "utcnow", "today"):
         refusals[getattr(datetime.datetime, name)] = VALUE_REFUSED.format(
             call=f"datetime.{name}()", instead=_CLOCK
@@ -116,7 +137,10 @@ _PYTHON = _python_refusals()
 
 def _own_generator(frame: FrameType) -> bool:
     """A method of a ``random.Random(seed)`` the code made itself: deterministic, so
-    allowed (only the module's shared generator is refused)."""
+    allowed (only the module's shared generator is refused, and seeding from the
+    system's entropy, as ``Random()`` without a seed does)."""
+    if frame.f_code is random.Random.seed.__code__ and frame.f_locals.get("a") is None:
+        return False
     return (
         frame.f_code.co_filename == random.__file__
         and frame.f_locals.get("self", random._inst) is not random._inst
@@ -166,6 +190,7 @@ class Guard:
             raise NotDeterministic(text)
 
     def __enter__(self) -> Guard:
+        _COLLECTOR.pause()
         self._previous.append(sys.getprofile())
         sys.setprofile(self._profile)
         return self
@@ -177,15 +202,58 @@ class Guard:
         tb: TracebackType | None,
     ) -> None:
         sys.setprofile(self._previous.pop())
+        _COLLECTOR.resume()
 
 
-@contextmanager
-def unguarded() -> Iterator[None]:
-    """Lift whatever profile function is installed for a ``with`` block, then put it
-    back: ctx drawing a fresh value (``now``, ``random``, ``uuid4``) inside guarded code."""
-    previous = sys.getprofile()
-    sys.setprofile(None)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
+class _Collector:
+    """Pauses the cyclic garbage collector while any thread runs guarded code.
+
+    The collector is process-wide and its callbacks run in whichever thread allocates,
+    so the pause is counted across threads: the first guard to enter disables it
+    (remembering whether it was enabled), the last to leave gives it back.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._guards = 0
+        self._was_enabled = False
+
+    def pause(self) -> None:
+        with self._lock:
+            if self._guards == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._guards += 1
+
+    def resume(self) -> None:
+        with self._lock:
+            self._guards -= 1
+            if self._guards == 0 and self._was_enabled:
+                gc.enable()
+
+
+_COLLECTOR = _Collector()
+
+
+class Unguarded:
+    """Lifts whatever profile function is installed for a ``with`` block, then puts it
+    back: ctx's own work inside guarded code (numbering and matching a command,
+    drawing a fresh ``now``/``random``/``uuid4``). A class rather than a generator-based
+    context manager: entering it costs the guard a single profiled call."""
+
+    __slots__ = ("_previous",)
+
+    def __enter__(self) -> None:
+        self._previous = sys.getprofile()
+        sys.setprofile(None)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        sys.setprofile(self._previous)
+
+
+unguarded = Unguarded

@@ -38,13 +38,16 @@ STEP_NOT_REACHED = "step-not-reached"
 """The code no longer reaches the step it started (it was changed under a running
 attempt): the attempt's outcome is unknown, and the next decision says where."""
 WORKFLOW_CODE_MISSING = "workflow-code-missing"
+WORKFLOW_CODE_DIFFERS = "workflow-code-differs"
 
 
 async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) -> Outcome:
     """Run the started attempt of step ``key`` (its compensation when ``compensation``)."""
     flow = ctx.activities.workflow_for(state.definition.name, state.definition.version)
-    if flow is None:
+    if flow is None:  # the attempt is started: as for a missing handler, unknown
         return Unknown(WORKFLOW_CODE_MISSING)
+    if flow.fingerprint != state.definition.fingerprint:
+        return Unknown(WORKFLOW_CODE_DIFFERS)
     command = find_command(
         flow.function, state.value("input"), entries(state), run_id=state.instance_id, key=key
     )

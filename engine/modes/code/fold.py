@@ -35,6 +35,7 @@ from engine.model.instance import (
 from engine.model.registry import Registry
 from engine.modes import FoldRule
 from engine.modes.code import records
+from engine.modes.code.cursor import MAX_JOURNAL_COMMANDS
 from engine.modes.code.failures import failed_text
 from engine.modes.code.journal import Entry, EntryState, Verb
 from engine.modes.steps import fold as steps_fold
@@ -46,8 +47,6 @@ S = InstanceStatus
 A = AttemptStatus
 MAX_INBOX_SIGNALS = 1_000
 """Signals one run keeps (consumed or set aside): a run is not a message queue."""
-MAX_JOURNAL_COMMANDS = 10_000
-"""Commands one run may record (replay is linear in its journal)."""
 VALUE_VERBS = frozenset({Verb.NOW, Verb.RANDOM, Verb.UUID4})
 WAIT_VERBS = frozenset({Verb.WAIT, Verb.RACE, Verb.ALL})
 BY_SIGNAL, BY_SPAWN, BY_TIMEOUT = "signal", "spawn", "timeout"
@@ -123,8 +122,8 @@ def schedule_spawn(
 def record_value(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
-    verb = Verb(event.step.split(".", 1)[0]) if "." in event.step else None
-    if verb not in VALUE_VERBS:
+    verb = next((v for v in VALUE_VERBS if event.step.startswith(f"{v.value}.")), None)
+    if verb is None:
         raise reject(event, f"{event.step!r} is not a journaled value (now, random, uuid4)")
     return _record(state, event, verb, "", _occurrence(event), value=event.data)
 

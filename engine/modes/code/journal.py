@@ -89,7 +89,10 @@ class Command:
     ``<name>.<occurrence>`` for a step (``charge.1``), ``<verb>.<n>`` for the others
     (``sleep.1``, ``race.2``, ``spawn.1``, ``now.3``), ``await.<signal>.<n>`` for
     ``wait_signal``. ``occurrence`` counts the commands of the same verb and name
-    before it, plus one: a loop's second pass over ``charge`` is ``charge.2``.
+    before it, plus one: a loop's second pass over ``charge`` is ``charge.2``. For
+    the verbs whose key has no name (all but step and wait) it counts the commands of
+    the same verb, so the key's number is the occurrence and keys stay unique
+    (``spawn.2`` is the second spawn, whatever definition it names).
     """
 
     position: int

@@ -27,16 +27,17 @@ from engine.model.transitions import Draft
 from engine.modes.code import commands, waits
 from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.driver import drive
+from engine.modes.code.effects import WORKFLOW_CODE_DIFFERS as CODE_DIFFERS
+from engine.modes.code.effects import WORKFLOW_CODE_MISSING as CODE_MISSING
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Diverged
 from engine.store import catalog, leases
+from engine.store.catalog import conflict_message
 from engine.worker import processors
 from engine.worker.leased_commits import Context, Eager, LeaseHolder, Obsolete, Park, commit
 
 S = InstanceStatus
 log = logging.getLogger("wayline.code")
-CODE_DIFFERS = "workflow-code-differs"
-CODE_MISSING = "workflow-code-missing"
 SPAWN_NOT_FOUND = "spawn-definition-not-found"
 
 
@@ -97,11 +98,8 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context
         if state.status is not S.RUNNING:
             raise Obsolete
         if flow.fingerprint != state.definition.fingerprint:
-            raise _Parked(
-                CODE_DIFFERS,
-                f"{state.definition} is pinned to fingerprint {state.definition.fingerprint}, "
-                f"this worker's code is {flow.fingerprint}: deploy the pinned code",
-            )
+            pinned = state.definition.fingerprint
+            raise _Parked(CODE_DIFFERS, conflict_message(flow.definition, pinned))
         waits.resolve(draft)
         run = draft.state
         assert run is not None

@@ -1,0 +1,102 @@
+"""Small code-first workflows for the engine's integration tests, each showing one rule.
+
+Module state (``CALLS``, ``SCRIPT``) lets a test script a body's behaviour and count
+how often it ran, with the ``step_id`` it ran under: the in-process stand-in for an
+external system.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.modes.code.context import Context
+from engine.modes.code.failures import StepFailure
+from engine.worker.activities import ActivityRegistry
+
+app = ActivityRegistry()
+CALLS: list[tuple[str, str]] = []
+"""(what ran, the step_id or compensation it ran under), in order."""
+SCRIPT: dict[str, Any] = {}
+"""``raise``: how many runs of ``flaky`` raise RuntimeError (an unknown outcome);
+``second``: the name ``diverging`` gives its second step (changed to diverge)."""
+
+
+def reset() -> None:
+    CALLS.clear()
+    SCRIPT.clear()
+    SCRIPT.update({"raise": 0, "second": "second", "fail": 0})
+
+
+def ran(what: str, ctx: Context) -> str:
+    CALLS.append((what, ctx.step_id))
+    return what
+
+
+def flaky(ctx: Context) -> str:
+    ran("flaky", ctx)
+    if sum(1 for what, _ in CALLS if what == "flaky") <= SCRIPT["raise"]:
+        raise RuntimeError("connection reset")
+    return "ok"
+
+
+@app.workflow("unknowns", version="1")
+async def unknowns(ctx: Context, input: dict) -> dict:
+    """One step whose body may raise (unknown): held, or retried with the same key."""
+    value = await ctx.step(
+        "flaky", lambda: flaky(ctx), retries=3, on_unknown=input.get("on_unknown", "hold")
+    )
+    return {"flaky": value}
+
+
+@app.workflow("diverging", version="1")
+async def diverging(ctx: Context, input: Any) -> str:
+    """Its second step's name comes from outside the function (``SCRIPT``): changing it
+    keeps the fingerprint and diverges from the journal."""
+    await ctx.step("first", lambda: ran("first", ctx))
+    await ctx.step(SCRIPT["second"], lambda: ran("second", ctx))
+    await ctx.wait_signal("go")
+    return "done"
+
+
+def failing(ctx: Context) -> str:
+    ran("pay", ctx)
+    if sum(1 for what, _ in CALLS if what == "pay") <= SCRIPT["fail"]:
+        raise StepFailure("declined")
+    return "paid"
+
+
+@app.workflow("compensating", version="1")
+async def compensating(ctx: Context, input: Any) -> str:
+    """Two compensated steps, then one that fails for good (its retries are known
+    failures): the run unwinds both in reverse order, then fails."""
+    await ctx.step("book", lambda: ran("book", ctx), compensate=lambda _: ran("unbook", ctx))
+    await ctx.step("hold", lambda: ran("hold", ctx), compensate=lambda _: ran("unhold", ctx))
+    await ctx.step("pay", lambda: failing(ctx), retries=2, backoff=0)
+    return "done"
+
+
+@app.workflow("parent", version="1")
+async def parent(ctx: Context, input: Any) -> Any:
+    """Spawns a child and waits for it (or for ``stop``); cancelling it cancels both."""
+    await ctx.step("book", lambda: ran("book", ctx), compensate=lambda _: ran("unbook", ctx))
+    child = ctx.spawn("child", {"from": ctx.run_id})
+    payload, which = await ctx.race(child, "stop")
+    return [payload, which if isinstance(which, str) else which.key]
+
+
+@app.workflow("child", version="1")
+async def child(ctx: Context, input: Any) -> Any:
+    return await ctx.wait_signal("never")
+
+
+@app.workflow("clocks", version="1")
+async def clocks(ctx: Context, input: Any) -> list:
+    """Journaled values and an all whose entries time out in turn."""
+    first = ctx.now().isoformat()
+    pick = ctx.random()
+    ident = str(ctx.uuid4())
+    got = await ctx.all("a", "b", timeout="10s")
+    return [first, pick, ident, got]
+
+
+reset()

@@ -1,0 +1,196 @@
+"""Code-first runs against a real PostgreSQL, one rule each: unknown outcomes (held for
+an operator, or retried with the same step_id), known failures with new step_ids and
+compensation in reverse, divergence parked as a dead letter and retried after a
+matching deploy, cancellation propagating to spawned runs, journaled values and waits
+that time out in turn."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.client import Client
+from engine.decide.operator_actions import Action
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.modes.code.failures import failed_text
+from engine.store.clock import ManualClock
+from engine.store.dead_letters import list_dead_letters, make_resolution
+from engine.store.store import Store
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
+from tests.integration import code_flows
+from tests.integration.code_flows import CALLS, SCRIPT
+from tests.integration.code_runs import journal, keys, kinds, publish_app, settle
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
+K = EventKind
+S = InstanceStatus
+A = AttemptStatus
+
+
+@pytest.fixture(autouse=True)
+def script() -> None:
+    code_flows.reset()
+
+
+@pytest.fixture
+async def client(store: Store) -> Client:
+    client = Client(store)
+    await publish_app(client, code_flows.app)
+    return client
+
+
+@pytest.fixture
+def ctx(store: Store) -> Context:
+    return Context(store, code_flows.app, RegistrySource(store))
+
+
+async def start(client: Client, ctx: Context, name: str, input: object = None) -> str:
+    run, created = await client.start_run(name, input, id="r1")
+    assert created
+    await settle(ctx)
+    return run
+
+
+async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Seed failures row + Wayline's rule: a body that raises anything but StepFailure
+    may have had its effect: unknown, held for an operator (never retried by itself)."""
+    SCRIPT["raise"] = 1
+    run = await start(client, ctx, "unknowns", {})
+    state = await client.inspect(run)
+    assert state.status is S.RUNNING
+    assert state.activities["flaky.1"].status is A.UNKNOWN
+    assert CALLS == [("flaky", "unknowns/r1/flaky#1.1")]
+    await client.command(
+        run, Action.RESOLVE_ACTIVITY, "ops", "gateway says it went through",
+        step="flaky.1", resolution="succeeded", result="from the gateway",
+    )  # fmt: skip
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED
+    assert state.value("result") == {"flaky": "from the gateway"}
+    assert len(CALLS) == 1, "the body never ran again"
+    assert [a.action for a in state.audit] == ["resolve_activity"]
+
+
+async def test_retry_same_key_runs_again_under_the_same_step_id(
+    client: Client, ctx: Context, clock: ManualClock
+) -> None:
+    """step_id row: a crash between effect and result keeps the id, so the repeat is
+    recognised (on_unknown='retry_same_key')."""
+    SCRIPT["raise"] = 1
+    run = await start(client, ctx, "unknowns", {"on_unknown": "retry_same_key"})
+    retry = (await kinds(ctx.store, run, K.RETRY_SCHEDULED))[0]
+    assert retry.idempotency_key == "unknowns/r1/flaky#1.1"
+    clock.advance(timedelta(seconds=2))  # the step's backoff before attempt 2
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED
+    assert CALLS == [("flaky", "unknowns/r1/flaky#1.1")] * 2
+
+
+async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """step_id row: a retry after a recorded failure changes the id; failures row: the
+    last attempt's failure is raised into the code with the seed's text; compensations
+    unwind in reverse completion order, then the run fails."""
+    SCRIPT["fail"] = 2
+    run = await start(client, ctx, "compensating")
+    state = await client.inspect(run)
+    assert state.status is S.FAILED, state.status
+    assert state.failure_code == "step-failed"
+    assert CALLS == [
+        ("book", "compensating/r1/book#1.1"),
+        ("hold", "compensating/r1/hold#1.1"),
+        ("pay", "compensating/r1/pay#1.1"),
+        ("pay", "compensating/r1/pay#1.2"),
+        ("unhold", "compensating/r1/hold#1.1"),
+        ("unbook", "compensating/r1/book#1.1"),
+    ]
+    pay = (await journal(client, run))[2]
+    assert pay.failure == failed_text("pay", 2, "declined")
+    failing = await kinds(store, run, K.INSTANCE_FAILING)
+    assert failing[0].value() == {"message": failed_text("pay", 2, "declined")}
+
+
+async def test_a_divergence_parks_the_decision_until_matching_code_is_deployed(
+    client: Client, ctx: Context, store: Store, clock: ManualClock
+) -> None:
+    """Determinism row: replay compares the journal with the code and fails on a
+    mismatch rather than guessing; the run stays running, visibly parked."""
+    run = await start(client, ctx, "diverging")
+    assert keys(await client.inspect(run)) == ["first.1", "second.1", "await.go.1"]
+    SCRIPT["second"] = "renamed"  # a deploy that renamed the step, same pin
+    await client.signal(run, "go", "go-1")
+    await settle(ctx)
+    (letter,) = (await list_dead_letters(store)).items
+    assert letter.failure_code == "journal-divergence"
+    assert letter.failure_detail.startswith(
+        "journal divergence: expected step 'second' at position 1"
+    )
+    assert letter.failure_detail.endswith("code reached step 'renamed'")
+    assert (await client.inspect(run)).status is S.RUNNING
+
+    SCRIPT["second"] = "second"  # the matching code is deployed again
+    retry = make_resolution(
+        uuid.uuid4().hex, letter.work_id, letter.token, "retry", "ops", "redeployed",
+        clock.now(), clock.now(), clock.now() + timedelta(hours=1),
+    )  # fmt: skip
+    await client.resolve_dead_letter(retry)
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED
+    assert state.value("result") == "done"
+    assert [what for what, _ in CALLS] == ["first", "second"], "no recorded body re-ran"
+
+
+async def test_cancel_propagates_to_spawned_runs_and_compensates(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Seed: cancel propagates to every run this one spawned (audited, same reason)."""
+    run = await start(client, ctx, "parent")
+    spawned = f"{run}/spawn.1"
+    assert (await client.inspect(spawned)).status is S.RUNNING
+    await client.command(run, Action.CANCEL, "ops", "customer left")
+    await settle(ctx)
+    parent, child = await client.inspect(run), await client.inspect(spawned)
+    assert (parent.status, child.status) == (S.CANCELLED, S.CANCELLED)
+    assert [(a.action, a.actor, a.reason) for a in child.audit] == [
+        ("cancel", "ops", "customer left")
+    ]
+    assert CALLS == [("book", "parent/r1/book#1.1"), ("unbook", "parent/r1/book#1.1")]
+
+
+async def test_a_spawned_run_that_ends_wins_the_race(client: Client, ctx: Context) -> None:
+    run = await start(client, ctx, "parent")
+    spawned = f"{run}/spawn.1"
+    await client.command(spawned, Action.CANCEL, "ops", "not needed")
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED
+    assert state.value("result") == [None, "spawn.1"]
+
+
+async def test_journaled_values_replay_and_all_times_out_entry_by_entry(
+    client: Client, ctx: Context, clock: ManualClock
+) -> None:
+    """Determinism row: now/random/uuid4 are journaled and replayed identically; all's
+    timeout applies to each entry in turn."""
+    run = await start(client, ctx, "clocks")
+    values = [e.value for e in (await journal(client, run))[:3]]
+    clock.advance(timedelta(seconds=6))
+    await client.signal(run, "b", "b-1", "bee")  # arrives early: b is waited for second
+    await settle(ctx)
+    clock.advance(timedelta(seconds=4))  # a times out 10 s after the all began
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    first, pick, ident, got = state.value("result")
+    assert [first, pick, ident] == values
+    assert got == [None, "bee"]
