@@ -35,6 +35,7 @@ from typing import Any
 
 import psycopg
 
+from engine.model.events import EventKind
 from engine.modes.code.context import Context
 from engine.modes.code.failures import StepFailure
 from verification.effects import LEDGER_DSN_ENV
@@ -76,8 +77,8 @@ CREATE TABLE IF NOT EXISTS drill_code_effects (
 """
 """Non-unique on purpose: a body entered, or an effect performed, twice must be seen."""
 
-STARTED, SUCCEEDED, FAILED = 12, 13, 14
-"""``attempt_started``, ``attempt_succeeded``, ``attempt_failed`` (engine.model.events)."""
+K = EventKind
+STARTED, SUCCEEDED, FAILED = int(K.ATTEMPT_STARTED), int(K.ATTEMPT_SUCCEEDED), int(K.ATTEMPT_FAILED)
 ENTER = f"""
 INSERT INTO drill_code_entries (step_id, run_id, start_durable, recorded, pid)
 SELECT %(step_id)s, %(run)s,
