@@ -88,7 +88,7 @@ async def duplicate_signals(env: DrillEnv) -> None:
     env.mark_fault("duplicate-signals")
     await _deliver_at_once(env, waiting)
     for run in (early, waiting):  # a second click: another id, set aside
-        await env.client.signal(run.run_id, drill_code.SIGNAL, f"{run.signal_id}-again", None)
+        await env.client.signal(run.run_id, drill_code.SIGNAL, _extra(run), None)
         env.record.stats["signals_sent"] += 1
     await env.quiesce()
     await env.stop_processes()
@@ -104,6 +104,11 @@ async def _deliver_at_once(env: DrillEnv, run: CodeRun) -> None:
     )
     failed = [a for a in answers if isinstance(a, BaseException)]
     env.expect(not failed, f"{run.run_id}: duplicate deliveries were refused: {failed[:2]}")
+
+
+def _extra(run: CodeRun) -> str:
+    """The id of ``run``'s second click."""
+    return f"{run.signal_id}-again"
 
 
 SIGNALS = """
@@ -128,6 +133,11 @@ async def _consumed_once(env: DrillEnv, run: CodeRun) -> None:
     env.expect(
         result.get("go") == run.signal_payload,
         f"{run.run_id}: the wait returned {result.get('go')!r}, not the first signal",
+    )
+    consumed = {s.signal_id: s.consumed_by for s in state.inbox}
+    env.expect(
+        bool(consumed.get(run.signal_id)) and consumed.get(_extra(run)) == "",
+        f"{run.run_id}: the inbox is {consumed}, not the first consumed and the extra aside",
     )
     events = await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
     await env.signal_run(run)
