@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import describe_instance, instance_to_json
+from engine.modes.code import replay_gate
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.migrations import MigrationError
@@ -162,6 +164,14 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     add_command(actions, "list", "list published definition versions", _list)
+    check = add_command(
+        actions,
+        "replay-check",
+        "replay the journals of active runs of other versions against an app's code",
+        _replay_check,
+    )
+    check.add_argument("--app", required=True, metavar="MODULE:APP")
+    check.add_argument("--json", action="store_true", help="one JSON verdict per line")
 
 
 def add_command(
@@ -264,6 +274,25 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
         verb = "published" if created else "already published"
         print(f"{verb} {definition.ref} {definition.fingerprint}")
     return 0
+
+
+async def _replay_check(client: Client, args: argparse.Namespace) -> int:
+    """Exit 1 when any active run diverges from the app's code (``replay_gate``)."""
+    try:
+        flows = load_app(args.app).workflows
+    except ActivityAppNotFound as error:
+        raise UsageError(str(error)) from None
+    registry = await client.registries.refresh()
+    divergent = False
+    for flow in flows:
+        verdicts = await replay_gate.check(client.store, registry, flow)
+        divergent |= any(v.divergence for v in verdicts)
+        if args.json:
+            for v in verdicts:
+                print(json.dumps({"definition": str(flow), **asdict(v)}, sort_keys=True))
+        else:
+            print("\n".join(replay_gate.summary(flow, verdicts)))
+    return EXIT_FAILED if divergent else 0
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:

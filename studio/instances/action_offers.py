@@ -154,10 +154,8 @@ def candidates(instance: Instance) -> list[tuple[Action, str]]:
 def compensation_order(instance: Instance) -> list[tuple[AttemptProgress, Step]]:
     """Succeeded activities still to compensate, in the order unwinding would run them
     (latest completion first), each with its step."""
-    spec = instance.spec
-    assert spec is not None
     return [
-        (progress, spec.step(progress.step))
+        (progress, instance.step(progress.step))
         for progress in compensable(instance)
         if progress.step not in instance.compensations
     ]
@@ -253,7 +251,7 @@ def _terminate(instance: Instance, step: str) -> list[str]:
 
 def _retry(instance: Instance, step: str) -> list[str]:
     progress = instance.activities[step]
-    target = instance.spec.step(step).target  # type: ignore[union-attr]
+    target = instance.step(step).target  # type: ignore[union-attr]
     lines = [f"Schedules attempt {progress.attempt + 1} of {step} now (target {target})."]
     if progress.status is A.UNKNOWN:
         lines.append(
@@ -283,7 +281,7 @@ def _approve(instance: Instance, step: str) -> list[str]:
 
 
 def _compensate(instance: Instance, step: str) -> list[str]:
-    spec = instance.spec.step(step)  # type: ignore[union-attr]
+    spec = instance.step(step)  # type: ignore[union-attr]
     target = spec.compensation.target  # type: ignore[union-attr]
     return [
         f"Runs the compensation of {step} now ({target}) with the input the activity had.",

@@ -1,7 +1,7 @@
 """Code-first runs in real worker processes: the example order saga driven from the
-command line (start, signal, status), and a worker killed with SIGKILL in the middle of
-a step, whose effect is then neither lost nor done twice: the next attempt runs under
-the same step_id and the body recognises it."""
+command line (publish, start, signal, status, and a replay check of renamed code), and
+a worker killed with SIGKILL in the middle of a step, whose effect is then neither lost
+nor done twice: the next attempt runs under the same step_id and the body recognises it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tests.e2e.test_cli_e2e import ok, one_line
 
 SAGA_APP = "examples.order_saga:app"
 CRASHY_APP = "tests.e2e.code_app:app"
+RENAMED_APP = "tests.fixtures.journal.renamed:app"
 S = InstanceStatus
 
 
@@ -47,6 +48,14 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
     status = json.loads(await ok(e2e, "status", "order-saga/o-42"))
     assert status["kind"] == "timer_scheduled" and set(status) == {"kind", "seq", "at"}
     assert (await e2e.state(child)).status is S.COMPLETED
+
+    check = await e2e.cli("definition", "replay-check", "--app", RENAMED_APP)
+    assert check.code == 1, check.stderr
+    assert check.stdout.splitlines() == [
+        "order-saga@2: 1 running checked: 0 compatible, 1 divergent",
+        "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
+        "position 2 (event 8), code reached step 'capture'",
+    ]
 
 
 async def test_a_worker_killed_mid_step_leaves_one_effect_under_one_step_id(

@@ -15,6 +15,7 @@ from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
+from engine.modes.code import replay_gate
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
@@ -23,7 +24,16 @@ from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
-from tests.integration.code_runs import effects, journal, keys, kinds, publish_app, settle
+from tests.fixtures.journal import renamed
+from tests.integration.code_runs import (
+    effects,
+    history,
+    journal,
+    keys,
+    kinds,
+    publish_app,
+    settle,
+)
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 K = EventKind
@@ -147,3 +157,23 @@ async def test_a_paused_run_decides_nothing_until_resumed(
     state = await client.inspect(RUN)
     assert keys(state)[:3] == ["reserve.1", "race.1", "charge.1"]
     assert [a.action for a in state.audit] == ["pause", "resume"]
+
+
+async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Versions: the journals of running runs replay against new code; a run the new
+    code departs from is divergent, with where (and nothing is recorded)."""
+    await started(client, ctx)  # o-42 will charge
+    await client.start_run("order-saga", ORDER, id="o-6")  # o-6 stays at the race
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    await settle(ctx)
+    before = await history(store, RUN)
+    (flow,) = renamed.app.workflows
+    verdicts = await replay_gate.check(store, await ctx.registries.refresh(), flow)
+    assert replay_gate.summary(flow, verdicts) == [
+        "order-saga@2: 2 running checked: 1 compatible, 1 divergent",
+        "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
+        "position 2 (event 8), code reached step 'capture'",
+    ]
+    assert await history(store, RUN) == before
