@@ -11,7 +11,7 @@ effect it performs by step_id. Against history:
   again under the same key); every effect is under a step_id some attempt of its run
   durably started (a body run under a key the engine never recorded is an effect no one
   can deduplicate), and no body ran before its attempt's start was durable; every
-  recorded success has its effect;
+  recorded success has its effect; the same for the undo a compensation performs;
 - **J2 step_id stable**: every attempt's key reads ``<run>/<step>#<occurrence>.<try>``
   with ``try`` one plus the known failures recorded before it, so a crash (an unknown
   outcome) never changes it;
@@ -32,6 +32,7 @@ from __future__ import annotations
 import psycopg
 
 from engine.model.events import EventKind
+from engine.modes.code.step_ids import parse_step_id, step_key
 from verification.findings import Findings
 from verification.replay_check import History
 
@@ -65,6 +66,23 @@ SELECT run_id, step_id, count(*), count(*) FILTER (WHERE NOT start_durable),
 FROM drill_code_entries GROUP BY run_id, step_id
 """
 EFFECTS = "SELECT run_id, step_id, count(*) FROM drill_code_effects GROUP BY run_id, step_id"
+COMPENSATIONS = f"""
+WITH code AS ({CODE_RUNS})
+SELECT h.instance_id, h.step_name, count(*) FILTER (WHERE h.kind = %(comp_started)s),
+       count(*) FILTER (WHERE h.kind = %(comp_succeeded)s),
+       count(*) FILTER (WHERE h.kind = %(comp_unknown)s)
+FROM history h JOIN code c ON c.instance_id = h.instance_id
+WHERE h.kind IN (%(comp_started)s, %(comp_succeeded)s, %(comp_unknown)s)
+GROUP BY h.instance_id, h.step_name
+"""
+"""Each compensated step of a code-first run: its compensation's attempts, successes and
+unknown outcomes."""
+COMPENSATION_KINDS = {
+    "comp_started": int(K.COMPENSATION_ATTEMPT_STARTED),
+    "comp_succeeded": int(K.COMPENSATION_SUCCEEDED),
+    "comp_unknown": int(K.COMPENSATION_UNKNOWN),
+}
+UNDOS = "SELECT run_id, step_id, count(*) FROM drill_code_undos GROUP BY run_id, step_id"
 
 
 class Attempts:
@@ -93,6 +111,8 @@ async def check(
     entries = await (await conn.execute(ENTRIES)).fetchall()
     effects = await (await conn.execute(EFFECTS)).fetchall()
     effects_checked(findings, attempts, entries, effects)
+    compensations = await (await conn.execute(COMPENSATIONS, COMPENSATION_KINDS)).fetchall()
+    undos_checked(findings, compensations, await (await conn.execute(UNDOS)).fetchall())
     reruns_checked(findings, attempts, entries)
     _unknowns(findings, attempts, entries, excused)
     runs = {run for (run,) in await (await conn.execute(CODE_RUNS)).fetchall()}
@@ -124,6 +144,32 @@ def effects_checked(
     ]
     findings.stats["code_effects"] += sum(performed.values())
     findings.add("J1", len(performed) + len(attempts.started), problems)
+
+
+def undos_checked(findings: Findings, compensations: list[tuple], undos: list[tuple]) -> None:
+    """J1 for compensations: a step's effect undone at most once unless its compensation
+    recorded an unknown outcome, only by a compensation that started, and every
+    compensation that succeeded undid it. An undo runs under its step's step_id."""
+    recorded = {(run, step): tuple(counts) for run, step, *counts in compensations}
+    undone: dict[tuple[str, str], int] = {}
+    for run, key, n in undos:
+        parts = parse_step_id(key)
+        step = step_key(parts.step, parts.occurrence)
+        undone[(run, step)] = undone.get((run, step), 0) + n
+    problems = []
+    for (run, step), n in undone.items():
+        started, _, unknown = recorded.get((run, step), (0, 0, 0))
+        if not started:
+            problems.append(f"{run}: {step} undone {n} times, but no compensation started")
+        elif n > 1 and not unknown:
+            problems.append(f"{run}: {step} undone {n} times, its compensation never unknown")
+    problems += [
+        f"{run}: the compensation of {step} succeeded without undoing it"
+        for (run, step), (_, done, _) in recorded.items()
+        if done and not undone.get((run, step))
+    ]
+    findings.stats["code_undos"] += sum(undone.values())
+    findings.add("J1", len(recorded) + len(undone), problems)
 
 
 def reruns_checked(findings: Findings, attempts: Attempts, entries: list[tuple]) -> None:

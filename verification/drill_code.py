@@ -1,11 +1,12 @@
 """The code-first workflow drills run: every step body records its effect by
 ``ctx.step_id``, scripted by the run's input.
 
-``drill.code`` reserves, sleeps a moment (so timers are reached), waits for the signal
-``go``, works twice in a loop (one step name, two occurrences, so two step_ids) and
-finishes. Every step retries an unknown outcome with the same key
-(``on_unknown="retry_same_key"``), so a crash never leaves a run waiting for an
-operator and the quiet phase can demand that every run ends.
+``drill.code`` reserves (a compensated step: cancelling a run undoes it), sleeps a
+moment (so timers are reached), waits for the signal ``go``, works twice in a loop (one
+step name, two occurrences, so two step_ids) and finishes. Every step retries an
+unknown outcome with the same key (``on_unknown="retry_same_key"``), so a crash never
+leaves a run waiting for an operator and the quiet phase can demand that every run
+ends.
 
 Each body marks its entry first (``drill_code_entries``, on a connection of its own,
 committed at once, as an external system would see it), with two facts read from
@@ -13,7 +14,8 @@ history at that moment: whether an attempt under its step_id is durably started,
 whether that attempt already recorded its outcome (then the body is running *again*
 for a recorded step). Then it performs its effect: one row of ``drill_code_effects``,
 deliberately not deduplicated, so an effect performed twice under one step_id is seen.
-The checker (``verification.code_checks``) holds both tables against history.
+The compensation records its undo the same way (``drill_code_undos``). The checker
+(``verification.code_checks``) holds these tables against history.
 
 The input scripts a body by step name, as the flow workload does: ``{"fail":
 {"reserve": 1}}`` makes the first try of ``reserve`` fail cleanly before any effect (a
@@ -74,8 +76,16 @@ CREATE TABLE IF NOT EXISTS drill_code_effects (
     pid           integer NOT NULL,
     performed_at  timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+CREATE TABLE IF NOT EXISTS drill_code_undos (
+    undo_id       bigserial PRIMARY KEY,
+    step_id       text NOT NULL,
+    run_id        text NOT NULL,
+    pid           integer NOT NULL,
+    undone_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 """
-"""Non-unique on purpose: a body entered, or an effect performed, twice must be seen."""
+"""Non-unique on purpose: a body entered, or an effect performed or undone, twice must be
+seen."""
 
 K = EventKind
 STARTED, SUCCEEDED, FAILED = int(K.ATTEMPT_STARTED), int(K.ATTEMPT_SUCCEEDED), int(K.ATTEMPT_FAILED)
@@ -94,6 +104,9 @@ SELECT %(step_id)s, %(run)s,
 EFFECT = """
 INSERT INTO drill_code_effects (step_id, run_id, pid) VALUES (%(step_id)s, %(run)s, %(pid)s)
 """
+UNDO = """
+INSERT INTO drill_code_undos (step_id, run_id, pid) VALUES (%(step_id)s, %(run)s, %(pid)s)
+"""
 
 
 def first_step() -> str:
@@ -109,6 +122,7 @@ async def workflow(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         retries=ATTEMPTS,
         backoff=BACKOFF,
         timeout=STEP_TIMEOUT,
+        compensate=lambda result: undo(ctx, result),
         on_unknown="retry_same_key",
     )
     await ctx.sleep(COOL)
@@ -149,6 +163,16 @@ async def effect(ctx: Context, data: dict[str, Any], name: str) -> dict[str, Any
         await asyncio.sleep(float(_script(data, "slow", name) or 0))
         await conn.execute(EFFECT, fields)
     return {"step_id": step_id}
+
+
+async def undo(ctx: Context, result: Any) -> dict[str, Any]:
+    """The first step's compensation: undo its effect, once, under its step_id."""
+    fields = {"step_id": ctx.step_id, "run": ctx.run_id, "pid": os.getpid()}
+    async with await psycopg.AsyncConnection.connect(
+        os.environ[LEDGER_DSN_ENV], autocommit=True
+    ) as conn:
+        await conn.execute(UNDO, fields)
+    return {"undone": result}
 
 
 def try_of(step_id: str) -> int:

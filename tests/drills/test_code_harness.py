@@ -70,7 +70,7 @@ def test_a_step_id_that_changes_across_a_crash_is_caught() -> None:
 
 def test_the_ci_profile_runs_every_code_drill_family() -> None:
     code = catalogue(PROFILES["ci"], 0, "code")
-    assert {s.family for s in code} == {"C1", "C3", "C4", "C5", "C7"}
+    assert {s.family for s in code} == {"C1", "C3", "C4", "C5", "C6", "C7"}
     assert {workload_of(s) for s in code} == {"code"}
     assert {s.id for s in catalogue(PROFILES["ci"], 0)} >= {s.id for s in code}
     assert [s.id for s in select(code, ["C7"])] == ["C7-divergent-deploy-s0"]
@@ -129,3 +129,25 @@ def test_a_body_run_again_after_its_outcome_was_recorded_is_caught() -> None:
     assert found == [f"{RUN}: the body of {KEY} ran again after its outcome was recorded"]
     stale = [(*STARTED, int(K.ATTEMPT_UNKNOWN)), (RUN, KEY, int(K.ATTEMPT_SUCCEEDED))]
     assert _checked(stale, entries, [(RUN, KEY, 2)]).checks["J4"].violations == []
+
+
+def test_an_effect_undone_once_by_its_compensation() -> None:
+    """An undo runs under its step's step_id; it is counted per compensated step."""
+    reserve = f"{RUN}/reserve#1.2"
+
+    def undos(compensations: list[tuple], rows: list[tuple]) -> list[str]:
+        findings = Findings()
+        code_checks.undos_checked(findings, compensations, rows)
+        return findings.checks["J1"].violations
+
+    assert undos([(RUN, "reserve.1", 1, 1, 0)], [(RUN, reserve, 1)]) == []
+    assert undos([(RUN, "reserve.1", 1, 1, 0)], [(RUN, reserve, 2)]) == [
+        f"{RUN}: reserve.1 undone 2 times, its compensation never unknown"
+    ]
+    assert undos([(RUN, "reserve.1", 2, 1, 1)], [(RUN, reserve, 2)]) == []
+    assert undos([], [(RUN, reserve, 1)]) == [
+        f"{RUN}: reserve.1 undone 1 times, but no compensation started"
+    ]
+    assert undos([(RUN, "reserve.1", 1, 1, 0)], []) == [
+        f"{RUN}: the compensation of reserve.1 succeeded without undoing it"
+    ]

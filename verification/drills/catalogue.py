@@ -228,6 +228,7 @@ CODE_FAULT_TITLES = {
 CODE_NAMED = (
     ("C5-duplicate-signals", "a code-first run's signal delivered again and again",
      code.duplicate_signals),
+    ("C6-cancels", "duplicate cancels of waiting code-first runs", code.cancels),
     ("C7-divergent-deploy", "a deploy of divergent code while runs wait", code.divergent_deploy),
 )  # fmt: skip
 

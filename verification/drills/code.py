@@ -16,6 +16,9 @@ against its code. The faults:
 - C5 ``duplicate-signals``: the signal a run waits for delivered six times at once
   (before one run waits, while the other does), then a second click with another id,
   then again after the end: one is consumed, the extra is set aside, nothing breaks;
+- C6 ``cancels``: runs waiting for their signal are cancelled with one audited command
+  sent twice at once, then another, then again after they ended: each is cancelled
+  once and its compensated first step undone once (the undo under its step_id);
 - C7 ``divergent-deploy``: runs park at their wait, the workers are replaced by a
   deployment whose code reaches another first step (same fingerprint: the change is in
   a helper the workflow calls); the signal's decisions must park each run visibly (a
@@ -32,6 +35,8 @@ from datetime import UTC, datetime, timedelta
 
 from engine import make_resolution
 from engine.client import Client
+from engine.decide.operator_actions import Action as Command
+from engine.model.errors import WaylineError
 from engine.model.events import EventKind
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
@@ -139,10 +144,16 @@ async def _consumed_once(env: DrillEnv, run: CodeRun) -> None:
         bool(consumed.get(run.signal_id)) and consumed.get(_extra(run)) == "",
         f"{run.run_id}: the inbox is {consumed}, not the first consumed and the extra aside",
     )
-    events = await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
+    events = await _events(env, run)
     await env.signal_run(run)
-    after = await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
-    env.expect(after == events, f"{run.run_id}: a signal again after the end appended events")
+    env.expect(
+        await _events(env, run) == events, f"{run.run_id}: a signal after the end appended events"
+    )
+
+
+async def _events(env: DrillEnv, run: CodeRun) -> int:
+    """How many events ``run``'s history holds."""
+    return await env.scalar("SELECT count(*) FROM history WHERE instance_id = %s", (run.run_id,))
 
 
 async def _until_waiting(env: DrillEnv, run: CodeRun) -> None:
@@ -151,6 +162,70 @@ async def _until_waiting(env: DrillEnv, run: CodeRun) -> None:
         return await env.scalar(query, (run.run_id, int(K.WAIT_STARTED))) > 0
 
     await env.until(waiting, WAIT_SECONDS, f"{run.run_id} to wait for its signal")
+
+
+async def cancels(env: DrillEnv) -> None:
+    """C6 (see the module)."""
+    runs = CodeWorkload(env.spec.id, count=2).runs()
+    await env.start_runs(runs)
+    env.worker("a")
+    for run in runs:
+        await _until_waiting(env, run)
+    env.mark_fault("duplicate-cancels")
+    for run in runs:
+        answers = await asyncio.gather(
+            *(_cancel(Client(env.store), run, "first") for _ in range(2)), return_exceptions=True
+        )
+        failed = [a for a in answers if isinstance(a, BaseException)]
+        env.expect(not failed, f"{run.run_id}: a duplicate of cancel first was refused: {failed}")
+        await _cancel_or_refusal(env, run, "second")
+    await env.quiesce()
+    await env.stop_processes()
+    for run in runs:
+        events = await _events(env, run)
+        await _cancel_or_refusal(env, run, "after-end")
+        await _cancelled_once(env, run, events)
+
+
+async def _cancel(client: Client, run: CodeRun, command: str) -> None:
+    reason = "cancelled by the drill"
+    await client.command(run.run_id, Command.CANCEL, "drills", reason, f"{run.id}-{command}")
+
+
+async def _cancel_or_refusal(env: DrillEnv, run: CodeRun, command: str) -> None:
+    """A cancel that may be refused (the run is cancelling or ended already)."""
+    try:
+        await _cancel(env.client, run, command)
+        env.record.stats["cancels_accepted"] += 1
+    except WaylineError:
+        env.record.stats["cancels_refused"] += 1
+
+
+CANCELS = """
+SELECT count(*) FILTER (WHERE kind = %(requested)s), count(*) FILTER (WHERE kind = %(undone)s),
+       count(*) FILTER (WHERE kind = %(cancelled)s)
+FROM history WHERE instance_id = %(run)s
+"""
+
+
+async def _cancelled_once(env: DrillEnv, run: CodeRun, events: int) -> None:
+    """Cancelled once, its first step undone once, nothing appended after the end."""
+    params = {
+        "requested": int(K.CANCELLATION_REQUESTED),
+        "undone": int(K.COMPENSATION_SUCCEEDED),
+        "cancelled": int(K.CANCELLED),
+        "run": run.run_id,
+    }
+    async with env.store.connection() as conn:
+        counts = await (await conn.execute(CANCELS, params)).fetchone()
+    env.expect(
+        tuple(counts) == (1, 1, 1),
+        f"{run.run_id}: {counts[0]} cancellations requested, {counts[1]} compensations, "
+        f"{counts[2]} cancelled events: one of each, whatever was sent",
+    )
+    env.expect(
+        await _events(env, run) == events, f"{run.run_id}: a cancel after the end appended events"
+    )
 
 
 async def divergent_deploy(env: DrillEnv) -> None:
