@@ -322,6 +322,9 @@ class Eager:
 
     Only an activity this worker has a handler for and that is due now; at most one, so
     it takes exactly the slot the finished attempt frees. Others wait for a claim.
+    Failing that, a code-first run's decision due now whose code this worker has is
+    handed on the same way (``dispatch`` stays None): the next decision then follows
+    the outcome at once, on this worker, rather than after a claim.
     """
 
     ctx: Context
@@ -333,18 +336,18 @@ class Eager:
         """Start the next activity in ``draft`` if it qualifies; ``fence`` then hands its
         work on to this worker."""
         self.dispatch = None
-        item = next(
-            (
-                w
-                for w in draft.work
-                if w.kind is WorkKind.ACTIVITY
-                and w.available_at <= draft.now
-                and self.ctx.activities.runs(w.target)
-            ),
-            None,
-        )
+        due = [
+            w
+            for w in draft.work
+            if w.kind in (WorkKind.ACTIVITY, WorkKind.DECISION)
+            and w.available_at <= draft.now
+            and self.ctx.activities.runs(w.target)
+        ]
+        item = min(due, key=lambda w: w.kind is not WorkKind.ACTIVITY, default=None)
         if item is None or draft.state.status is not S.RUNNING:
             return fence
+        if item.kind is WorkKind.DECISION:
+            return replace(fence, lease_next=item.work_id, lease_for=self.lease_for)
         payload = json.loads(item.payload or "{}")
         self.dispatch = Dispatch(payload["step"], payload["attempt"], payload["key"])
         decisions.start_activity_attempt(

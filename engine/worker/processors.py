@@ -132,14 +132,19 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
-    await run_attempts(ctx, track, current, state, dispatch)
+    if await run_attempts(ctx, track, current, state, dispatch):
+        decide = modes.processor(current.lease.kind)
+        assert decide is not None  # handed on only when this worker runs its code
+        await decide(ctx, current)
 
 
 async def run_attempts(
     ctx: Context, track: Track, current: LeaseHolder, state: Instance, dispatch: Dispatch
-) -> None:
+) -> bool:
     """Run the started attempt ``dispatch`` under ``current`` and record its outcome;
-    then each activity eagerly handed on to this worker with it, the same way."""
+    then each activity eagerly handed on to this worker with it, the same way. True
+    when a code-first run's decision was handed on instead: ``current`` holds its lease
+    and the caller runs it."""
     lease = current.lease
     while True:
         ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
@@ -151,10 +156,12 @@ async def run_attempts(
         with current.completing():
             state = await commit(ctx, lease, record, eager=eager, known=state)
             if eager is None or eager.lease is None or state is None:
-                return
+                return False
+            current.lease = eager.lease
+            ctx.metrics.count("eager_dispatches")
+            if eager.dispatch is None:
+                return True
             lease, dispatch = eager.lease, eager.dispatch
-            current.lease = lease
-        ctx.metrics.count("eager_dispatches")
 
 
 async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:

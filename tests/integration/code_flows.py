@@ -7,6 +7,7 @@ external system.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engine.modes.code.context import Context
@@ -84,6 +85,14 @@ async def parent(ctx: Context, input: Any) -> Any:
     return [payload, which if isinstance(which, str) else which.key]
 
 
+@app.workflow("top", version="1")
+async def top(ctx: Context, input: Any) -> Any:
+    """Spawns ``parent`` (which spawns ``child``) and waits for it, or for ``give-up``."""
+    spawned = ctx.spawn("parent", None)
+    payload, _ = await ctx.race(spawned, "give-up", timeout="1h")
+    return payload
+
+
 @app.workflow("child", version="1")
 async def child(ctx: Context, input: Any) -> Any:
     return await ctx.wait_signal("never")
@@ -97,6 +106,13 @@ async def clocks(ctx: Context, input: Any) -> list:
     ident = str(ctx.uuid4())
     got = await ctx.all("a", "b", timeout="10s")
     return [first, pick, ident, got]
+
+
+@app.workflow("clock-reader", version="1")
+async def clock_reader(ctx: Context, input: Any) -> float:
+    """Reads the wall clock in workflow code: replay could not reproduce it."""
+    await ctx.step("first", lambda: ran("first", ctx))
+    return time.time()
 
 
 reset()

@@ -167,6 +167,17 @@ async def test_cancel_propagates_to_spawned_runs_and_compensates(
     assert CALLS == [("book", "parent/r1/book#1.1"), ("unbook", "parent/r1/book#1.1")]
 
 
+async def test_cancel_propagates_down_every_generation(client: Client, ctx: Context) -> None:
+    run = await start(client, ctx, "top")
+    middle, bottom = f"{run}/spawn.1", f"{run}/spawn.1/spawn.1"
+    assert (await client.inspect(bottom)).status is S.RUNNING
+    await client.command(run, Action.CANCEL, "ops", "all of it")
+    await settle(ctx)
+    for each in (run, middle, bottom):
+        assert (await client.inspect(each)).status is S.CANCELLED, each
+    assert ("unbook", "top/r1/spawn.1/book#1.1") in CALLS
+
+
 async def test_a_spawned_run_that_ends_wins_the_race(client: Client, ctx: Context) -> None:
     run = await start(client, ctx, "parent")
     spawned = f"{run}/spawn.1"
@@ -194,3 +205,16 @@ async def test_journaled_values_replay_and_all_times_out_entry_by_entry(
     first, pick, ident, got = state.value("result")
     assert [first, pick, ident] == values
     assert got == [None, "bee"]
+
+
+async def test_workflow_code_that_reads_the_clock_is_parked_not_run_on(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """Determinism row: the clock outside a step is refused with the seed's message,
+    and the run is parked like a divergence (nothing recorded, visible, retryable)."""
+    run = await start(client, ctx, "clock-reader")
+    (letter,) = (await list_dead_letters(store)).items
+    assert letter.failure_code == "not-deterministic"
+    assert "time.time() is not available in workflow code; use ctx.now()" in (letter.failure_detail)
+    state = await client.inspect(run)
+    assert (state.status, keys(state)) == (S.RUNNING, ["first.1"])

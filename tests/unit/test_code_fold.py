@@ -176,3 +176,19 @@ def test_a_race_is_won_by_the_first_arrival_and_nothing_else_is_consumed(
     assert entry.value == [number, name]
     taken = [s.signal_id for s in draft.state.inbox if s.consumed_by]
     assert taken == [f"s-{number}"]
+
+
+def test_the_code_runs_again_once_per_resolution_and_deciding_twice_adds_nothing() -> None:
+    """The DECISION work is scheduled when the command the code is blocked on
+    resolves (and at the start), never again for the same resolution."""
+    start = lifecycle.start_draft(REGISTRY, SAGA, RUN, T0, {"sku": "mug"})
+    decide.decide(start)
+    assert [w.kind.label for w in start.work] == ["decision"]
+    draft = Draft(REGISTRY, start.state, T0)
+    key = step(draft, "reserve")
+    decide.decide(draft)
+    assert draft.work == [], "blocked on the step: nothing to replay yet"
+    attempt(draft, key, 1, 1, K.ATTEMPT_SUCCEEDED, {"ok": 1})
+    decide.decide(draft)
+    decide.decide(draft)
+    assert [w.work_id for w in draft.work] == [f"{RUN}#4#decision#now"]

@@ -1,6 +1,6 @@
 """What a code-first run does next without running its code: the engine's pure part.
 
-Only a worker that has the code can replay it (``engine.modes.code.decisions``); the
+Only a worker that has the code can replay it (``engine.modes.code.processor``); the
 rest is decided here from the draft's events, by whoever commits them (a worker, the
 client), in the same transaction:
 
@@ -50,7 +50,8 @@ def decide(draft: Draft) -> Decision:
     waits.resolve(draft)
     _wake_at_timeouts(draft)
     if code_pending(draft.state) not in (None, code_pending(draft.base)):
-        decision_work(draft, draft.now, "now")
+        if not _decision_scheduled(draft):
+            decision_work(draft, draft.now, "now")
         return Decision(Outcome.SCHEDULED, "the code runs next")
     if retried:
         return Decision(Outcome.SCHEDULED, f"retry of {', '.join(retried)}")
@@ -68,6 +69,11 @@ def code_pending(state: Instance | None) -> str | None:
         return ""
     last = blocking[-1]
     return None if last.state is EntryState.OPEN else last.key
+
+
+def _decision_scheduled(draft: Draft) -> bool:
+    """Whether the draft already asks for the code to run now (it was decided before)."""
+    return any(w.kind is WorkKind.DECISION and w.available_at <= draft.now for w in draft.work)
 
 
 def decision_work(draft: Draft, due: datetime, label: str) -> None:
@@ -101,11 +107,14 @@ def _retry_steps(draft: Draft) -> list[str]:
 
 def _wake_at_timeouts(draft: Draft) -> None:
     """A DECISION due when each wait this draft started (or moved on) times out."""
-    state, base = draft.state, draft.base
+    state, base, work = draft.state, draft.base, draft.work
     assert state is not None
     for key, wait in state.waits.items():
         before = base.waits.get(key) if base is not None else None
-        if wait.due_at is not None and (before is None or before.due_at != wait.due_at):
+        if wait.due_at is None or (before is not None and before.due_at == wait.due_at):
+            continue
+        due = [w.available_at for w in work if w.kind is WorkKind.DECISION]
+        if wait.due_at not in due:  # not already asked for by an earlier decide
             decision_work(draft, wait.due_at, f"due-{key}")
 
 

@@ -171,7 +171,7 @@ def resolve_wait(
             raise reject(event, f"{event.step!r} has not timed out")
         if wait.verb != Verb.RACE and name != wait.on[index]:
             raise reject(event, f"entry {index} of {event.step!r} is {wait.on[index]!r}")
-        entry, state = WaitEntry(index, name, by, event.sequence), state
+        entry = WaitEntry(index, name, by, event.sequence)
     else:
         allowed = wait.on if wait.verb == Verb.RACE else (wait.on[index],)
         if name not in allowed:

@@ -6,7 +6,9 @@ replays the code against the journal (``driver.drive``). One transition, fenced 
 lease, records the new commands with their work and the run's ending if it ended
 (``commands``); the decision that follows rides with it (``decide``). The first new
 step's attempt is started in that same transaction and leased to this worker (eager
-dispatch), whose body then runs at once, as any activity's would.
+dispatch), whose body then runs at once, as any activity's would; when its outcome asks
+for the next decision, that is handed on to this worker too, so a run whose worker has
+its code goes from step to step without waiting for a claim.
 
 A replay that diverges from the journal (the code changed under the run, or did what
 replay cannot reproduce) records nothing: the work becomes a dead letter with the code
@@ -51,12 +53,20 @@ class _Parked(Exception):
 
 
 async def process_decision(ctx: Context, current: LeaseHolder) -> None:
-    """Replay the code of the run ``current``'s work names (see the module)."""
+    """Replay the code of the run ``current``'s work names (see the module), and go on
+    with the decisions handed on to this worker after it (eager dispatch)."""
+    while await _decide(ctx, current):
+        pass
+
+
+async def _decide(ctx: Context, current: LeaseHolder) -> bool:
+    """One decision, and the step it started here; True when the next decision was
+    handed on to this worker (``current`` then holds its lease)."""
     lease = current.lease
     flow = ctx.activities.workflow_at(lease.target)
     if flow is None:
         await leases.dead_letter(ctx.store, lease, CODE_MISSING, f"{lease.target} is not here")
-        return
+        return False
     spawns: dict[str, DefinitionRef] = {}
     eager = Eager(ctx, current.lease_for)
     while True:
@@ -70,21 +80,23 @@ async def process_decision(ctx: Context, current: LeaseHolder) -> None:
                 log.warning("spawn of %s refused: %s", missing.name, type(exc).__name__)
                 detail = f"spawn of {missing.name!r}: no published version can start"
                 await leases.dead_letter(ctx.store, lease, SPAWN_NOT_FOUND, detail)
-                return
+                return False
             spawns[missing.name] = found
             continue
         except _Parked as parked:
             log.warning("%s parked: %s", lease.instance_id, parked.detail)
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
-            return
+            return False
         break
     if state is not None:
         await ctx.hooks.journal_replayed(flow.function, state)
-    if state is None or eager.lease is None or eager.dispatch is None:
-        return
+    if state is None or eager.lease is None:
+        return False
     current.lease = eager.lease
     ctx.metrics.count("eager_dispatches")
-    await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
+    if eager.dispatch is None:  # a decision due at once (a wait resolved from the inbox)
+        return True
+    return await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
 
 
 def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context):
