@@ -116,15 +116,16 @@ class Client:
         return state
 
     async def start_run(
-        self, name: str, input: Any = None, *, id: str, tenant: str = ""
+        self, name: str, input: Any = None, *, id: str, version: str | None = None, tenant: str = ""
     ) -> tuple[str, bool]:
-        """Start run ``id`` of code-first workflow ``name`` (its latest active version):
+        """Start run ``id`` of code-first workflow ``name`` (its latest active version
+        unless ``version`` pins one):
         the run's id, ``<name>/<id>``, and whether this call started it (seed 001: the id
         is the run's identity, so a retried start joins the run, whatever its input).
         InputRefused with the seed's text for an id that is empty or holds ``/``."""
         _check_texts(name=name, id=id if isinstance(id, str) else "", tenant=tenant)
         instance_id = runs.run_id(name, id)
-        definition = await self.startable(name)
+        definition = await self.startable(name, version)
         if definition.mode != Mode.CODE:
             raise InputRefused(f"{definition.ref} is a {definition.mode} definition: use start")
         state, created = await self.start_once(definition, instance_id, input, tenant)

@@ -306,8 +306,8 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, _, version = args.definition.partition("@")
-    if not version and (await client.startable(name)).mode == Mode.CODE:
-        run, started = await client.start_run(name, args.input, id=args.id)
+    if (await client.startable(name, version or None)).mode == Mode.CODE:
+        run, started = await client.start_run(name, args.input, id=args.id, version=version or None)
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return 0
     state = await client.start(name, args.id, args.input, version or None)

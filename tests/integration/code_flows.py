@@ -115,4 +115,13 @@ async def clock_reader(ctx: Context, input: Any) -> float:
     return time.time()
 
 
+@app.workflow("many", version="1")
+async def many(ctx: Context, input: Any) -> list:
+    """More commands and wait entries than one transition may record."""
+    picks = [ctx.random() for _ in range(100)]
+    await ctx.wait_signal("go")
+    got = await ctx.all(*[f"s{number}" for number in range(60)])
+    return [len(picks), got]
+
+
 reset()

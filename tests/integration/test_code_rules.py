@@ -218,3 +218,19 @@ async def test_workflow_code_that_reads_the_clock_is_parked_not_run_on(
     assert "time.time() is not available in workflow code; use ctx.now()" in (letter.failure_detail)
     state = await client.inspect(run)
     assert (state.status, keys(state)) == (S.RUNNING, ["first.1"])
+
+
+async def test_a_decision_larger_than_a_transition_goes_on_in_the_next(
+    client: Client, ctx: Context
+) -> None:
+    """100 journaled values and an all over 60 signals already in the inbox: each
+    decision records what fits in one transition and the next goes on."""
+    run = await start(client, ctx, "many")
+    assert [r.verb for r in (await client.inspect(run)).journal][-1] == "wait"
+    for number in range(60):
+        await client.signal(run, f"s{number}", f"id-{number}", number)
+    await client.signal(run, "go", "go-1")
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result") == [100, list(range(60))]

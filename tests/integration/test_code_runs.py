@@ -4,6 +4,7 @@ wait_signal), with the journal, the step ids and the effects checked on the way.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ from engine.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
-from engine.model.instance import InstanceStatus
+from engine.model.instance import InstanceStatus, describe_instance, instance_to_json
 from engine.modes.code import replay_gate
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
@@ -109,6 +110,9 @@ async def test_the_order_saga_settles_through_every_verb(
     ]
     all_entry = next(e for e in await journal(client, RUN) if e.verb is Verb.ALL)
     assert all_entry.value[1] == "thanks"
+    shown = json.loads(json.dumps(instance_to_json(state)))  # what inspect --json prints
+    assert [r["key"] for r in shown["journal"]][-2:] == ["sleep.1", "settle.1"]
+    assert "journal 6 step settle.1" in describe_instance(state)
 
 
 async def test_a_retried_start_joins_the_run(client: Client, ctx: Context) -> None:

@@ -23,6 +23,7 @@ from engine.modes.code.failures import failed_text
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Command, EntryState, StepOptions, Verb
 from engine.modes.code.records import step_data, wait_data
+from engine.modes.code.step_ids import RESERVED_STEP_NAMES, step_name_problem
 from examples import order_saga
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
@@ -192,3 +193,10 @@ def test_the_code_runs_again_once_per_resolution_and_deciding_twice_adds_nothing
     decide.decide(draft)
     decide.decide(draft)
     assert [w.work_id for w in draft.work] == [f"{RUN}#4#decision#now"]
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED_STEP_NAMES))
+def test_a_step_may_not_be_named_like_another_verb(name: str) -> None:
+    """A step ``spawn`` would be keyed ``spawn.1``, the key of the run's first spawn."""
+    assert "other verbs' journal keys" in (step_name_problem(name) or "")
+    assert step_name_problem([name]) is not None

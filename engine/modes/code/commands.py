@@ -30,6 +30,7 @@ from engine.model.events import EventKind, json_data
 from engine.model.limits import WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
 from engine.modes.code import records
+from engine.modes.code.decide import decision_work
 from engine.modes.code.journal import Command, Raised, Returned, Verb, Waits
 from engine.modes.code.step_ids import step_id
 from engine.modes.steps.orchestration import compensable
@@ -37,8 +38,16 @@ from engine.modes.steps.orchestration import compensable
 K = EventKind
 WORKFLOW_STEP = "workflow"
 """The ``step`` of a failure that no step of the journal names (the code's own error)."""
+MAX_NEW_COMMANDS = 40
+"""Commands one decision records (a loop may spawn hundreds before it blocks): the
+rest are recorded by the next decision, which replays past these, so a transition
+stays within ``MAX_TRANSITION_EVENTS``."""
 RESULT_NOT_JSON = "result-not-json"
 INPUT_NOT_JSON = "spawn-input-not-json"
+
+
+class NotJson(Exception):
+    """A spawn's input is not JSON."""
 
 
 class SpawnUnresolved(Exception):
@@ -55,10 +64,13 @@ def record(
     """Append the advance's new commands and its ending to ``draft`` (see the module);
     ``spawns`` pins spawned definitions by name (SpawnUnresolved names a missing one)."""
     try:
-        for command in advance.new:
+        for command in advance.new[:MAX_NEW_COMMANDS]:
             _record_command(draft, command, spawns)
-    except (TypeError, ValueError):
+    except NotJson:
         fail(draft, INPUT_NOT_JSON, "a spawned run's input is not JSON")
+        return
+    if len(advance.new) > MAX_NEW_COMMANDS:  # the rest in the next decision, at once
+        decision_work(draft, draft.now, "more")
         return
     if isinstance(advance, Returned):
         try:
@@ -106,5 +118,8 @@ def _record_command(draft: Draft, command: Command, spawns: Mapping[str, Definit
 
 
 def _json_value(value: Any) -> Any:
-    """A spawn's input as JSON (TypeError or ValueError when it is not)."""
-    return json.loads(canonical_json(value))
+    """A spawn's input as JSON (NotJson when it is not)."""
+    try:
+        return json.loads(canonical_json(value))
+    except (TypeError, ValueError):
+        raise NotJson from None

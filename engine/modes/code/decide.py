@@ -47,9 +47,9 @@ def decide(draft: Draft) -> Decision:
     if state.status in (S.CANCELLING, S.FAILING):
         return unwind(draft)
     retried = _retry_steps(draft)
-    waits.resolve(draft)
+    more = waits.resolve(draft)
     _wake_at_timeouts(draft)
-    if code_pending(draft.state) not in (None, code_pending(draft.base)):
+    if more or code_pending(draft.state) not in (None, code_pending(draft.base)):
         if not _decision_scheduled(draft):
             decision_work(draft, draft.now, "now")
         return Decision(Outcome.SCHEDULED, "the code runs next")

@@ -34,8 +34,16 @@ STEP_ID_PATTERN = re.compile(
 """A whole ``step_id`` (use ``fullmatch``)."""
 
 
+RESERVED_STEP_NAMES = frozenset({"sleep", "spawn", "race", "all", "now", "random", "uuid4"})
+"""Names other verbs' journal keys begin with (``sleep.1``, ``spawn.2``): a step so named
+would share their keys (``spawn.1`` the step and ``spawn.1`` the spawn)."""
+
+
 def step_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a step, or None when it can."""
+    if isinstance(name, str) and name in RESERVED_STEP_NAMES:
+        reserved = ", ".join(sorted(RESERVED_STEP_NAMES))
+        return f"a step name may not be one of {reserved}: those name other verbs' journal keys"
     if isinstance(name, str) and STEP_NAME_PATTERN.fullmatch(name):
         return None
     return f"a step name must be {STEP_NAME_RULE}"

@@ -36,13 +36,24 @@ class Arrival:
     signal_id: str = ""
 
 
-def resolve(draft: Draft) -> None:
-    """Resolve every open wait whose entries have arrived or timed out, oldest first."""
+MAX_RESOLUTIONS = 40
+"""Wait entries one transition resolves (an ``all`` over hundreds of signals already in
+the inbox), so it stays within ``MAX_TRANSITION_EVENTS``: ``resolve`` says when it
+stopped there, and the next decision goes on."""
+
+
+def resolve(draft: Draft) -> bool:
+    """Resolve every open wait whose entries have arrived or timed out, oldest first,
+    at most ``MAX_RESOLUTIONS``; whether some were left for the next decision."""
     state = draft.state
     assert state is not None
+    budget = MAX_RESOLUTIONS - sum(e.kind is EventKind.WAIT_RESOLVED for e in draft.events)
     for key in [w.key for w in state.waits.values() if not w.done]:
-        while _resolve_next(draft, key):
-            pass
+        while budget > 0 and _resolve_next(draft, key):
+            budget -= 1
+        if budget <= 0:
+            return True
+    return False
 
 
 def _resolve_next(draft: Draft, key: str) -> bool:
