@@ -41,7 +41,6 @@ from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.code import runs
-from engine.modes.code.spawns import cancel_spawned
 from engine.store import catalog, dead_letters, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
@@ -233,7 +232,8 @@ class Client:
                 decide(draft)
             except ReplayRejected as exc:
                 raise DecisionRejected(exc.reason) from None
-            spawned = await cancel_spawned(self.cache, self.registries, draft)
+            propagate = modes.of(draft.state.spec).propagate
+            spawned = await propagate(self.cache, self.registries, draft) if propagate else []
             transitions = [
                 draft.build(*id_parts),
                 *spawned,

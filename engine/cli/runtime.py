@@ -39,9 +39,10 @@ from engine.model.instance import describe_instance, instance_to_json
 from engine.modes.code import replay_gate
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
+from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
-from engine.worker.activities import load_app
+from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
@@ -163,6 +164,12 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     publish = add_command(actions, "publish", "publish a definition version", _publish)
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
+    publish.add_argument(
+        "--require-compatible",
+        action="store_true",
+        help="with --app: publish nothing when an active run of another version of a code "
+        "workflow diverges from the app's code (see definition replay-check)",
+    )
     add_command(actions, "list", "list published definition versions", _list)
     check = add_command(
         actions,
@@ -262,7 +269,11 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
             print(problem)
         if problems:
             return EXIT_FAILED
+        if args.require_compatible and await _diverges(client, args.app, as_json=False):
+            return EXIT_FAILED
     else:
+        if args.require_compatible:
+            raise UsageError("--require-compatible checks an app's code: give --app")
         try:
             definitions = [load_definition(args.file)]
         except DefinitionInvalid as exc:
@@ -278,8 +289,14 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
 
 async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     """Exit 1 when any active run diverges from the app's code (``replay_gate``)."""
+    return EXIT_FAILED if await _diverges(client, args.app, args.json) else 0
+
+
+async def _diverges(client: Client, app: str, as_json: bool) -> bool:
+    """Print the replay check of every code workflow ``app`` declares; whether any
+    active run of another version diverges from it."""
     try:
-        flows = load_app(args.app).workflows
+        flows = load_app(app).workflows
     except ActivityAppNotFound as error:
         raise UsageError(str(error)) from None
     registry = await client.registries.refresh()
@@ -287,12 +304,12 @@ async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     for flow in flows:
         verdicts = await replay_gate.check(client.store, registry, flow)
         divergent |= any(v.divergence for v in verdicts)
-        if args.json:
+        if as_json:
             for v in verdicts:
                 print(json.dumps({"definition": str(flow), **asdict(v)}, sort_keys=True))
         else:
             print("\n".join(replay_gate.summary(flow, verdicts)))
-    return EXIT_FAILED if divergent else 0
+    return divergent
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
@@ -380,11 +397,25 @@ async def _history(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> None:
+    """A worker does not run code that differs from the version published under its
+    name (DefinitionConflict, in the words publishing uses); it warns about a workflow
+    not published yet, whose runs cannot start until it is."""
+    published = await client.registries.refresh()
+    for flow in registry.workflows:
+        pinned = published.get(flow.name, flow.version)
+        if pinned is None:
+            print(f"warning: {flow} is not published; publish it to start runs", file=sys.stderr)
+        elif pinned.fingerprint != flow.fingerprint:
+            raise DefinitionConflict(conflict_message(flow.definition, pinned.fingerprint))
+
+
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     try:
         registry = load_app(args.app)
     except ActivityAppNotFound as error:
         raise UsageError(str(error)) from None
+    await _refuse_changed_code(client, registry)
     config = WorkerConfig(
         concurrency=args.concurrency,
         lease=timedelta(seconds=args.lease_seconds),

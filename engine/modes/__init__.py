@@ -91,6 +91,10 @@ class DefinitionMode:
     """Runs the effect of a started attempt of a step (or, True, of its compensation)
     and returns its outcome, when the mode's steps are its own code (code-first runs);
     None when they are activity handlers, run by target."""
+    propagate: Callable[[Any, Any, Any], Awaitable[list[Any]]] | None = None
+    """The transitions (built, not committed) that carry a client's change of an
+    instance to the instances it started, committed with it: a code-first run's cancel
+    cancels the runs it spawned. Called with the client's cache, registries and draft."""
     accept_signal: Callable[[Any, str, str, Any], tuple[str, ...] | None] | None = None
     """Records a signal in a draft the mode's own way (a code-first run's inbox): the
     transition id's parts, or None for an exact repeat (SignalConflict when it

@@ -56,6 +56,10 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
         "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
         "position 2 (event 8), code reached step 'capture'",
     ]
+    gated = await e2e.cli("definition", "publish", "--app", RENAMED_APP, "--require-compatible")
+    assert gated.code == 1
+    assert gated.stdout.splitlines()[0] == check.stdout.splitlines()[0]
+    assert "order-saga@2" not in await ok(e2e, "definition", "list")
 
 
 async def test_a_worker_killed_mid_step_leaves_one_effect_under_one_step_id(
@@ -101,3 +105,15 @@ async def _waits(e2e: Harness, run: str, key: str) -> bool:
     except InstanceNotFound:  # not started yet
         return False
     return wait is not None and not wait.done
+
+
+async def test_a_worker_refuses_code_that_differs_from_the_published_version(
+    e2e: Harness,
+) -> None:
+    """Versions: the same version with other code is refused by the worker as by
+    publishing, so it never replays runs against code they were not pinned to."""
+    await ok(e2e, "definition", "publish", "--app", SAGA_APP)
+    refused = await e2e.cli("worker", "--app", "tests.fixtures.journal.changed_saga:app")
+    assert refused.code == 1
+    assert one_line(refused).startswith("wayline worker: order-saga@1 is published with")
+    assert one_line(refused).endswith(": publish a new version")

@@ -115,6 +115,12 @@ async def clock_reader(ctx: Context, input: Any) -> float:
     return time.time()
 
 
+@app.workflow("slow", version="1")
+async def slow(ctx: Context, input: Any) -> None:
+    """A body that outlives its step's timeout."""
+    await ctx.step("slow", lambda: time.sleep(0.3), timeout=0.05)
+
+
 @app.workflow("many", version="1")
 async def many(ctx: Context, input: Any) -> list:
     """More commands and wait entries than one transition may record."""

@@ -6,6 +6,7 @@ that time out in turn."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -76,6 +77,17 @@ async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
     assert state.value("result") == {"flaky": "from the gateway"}
     assert len(CALLS) == 1, "the body never ran again"
     assert [a.action for a in state.audit] == ["resolve_activity"]
+
+
+async def test_an_attempt_past_its_timeout_is_unknown_with_the_seeds_text(
+    client: Client, ctx: Context
+) -> None:
+    """Failures row: ``step 'name' timed out after Nms``; the body may have had its
+    effect before it was stopped, so the outcome is unknown (held by default)."""
+    run = await start(client, ctx, "slow")
+    progress = (await client.inspect(run)).activities["slow.1"]
+    assert (progress.status, progress.code) == (A.UNKNOWN, "step-timed-out")
+    assert json.loads(progress.result) == {"message": "step 'slow' timed out after 50ms"}
 
 
 async def test_retry_same_key_runs_again_under_the_same_step_id(
@@ -234,3 +246,22 @@ async def test_a_decision_larger_than_a_transition_goes_on_in_the_next(
     state = await client.inspect(run)
     assert state.status is S.COMPLETED, state.status
     assert state.value("result") == [100, list(range(60))]
+
+
+async def test_a_timeout_wake_up_claimed_early_waits_for_its_time(
+    client: Client, ctx: Context, clock: ManualClock
+) -> None:
+    """Resuming re-arms a run's work at once, a timeout's wake-up too: claimed before
+    its time, it is released until then rather than spent."""
+    run = await start(client, ctx, "clocks")
+    await client.command(run, Action.PAUSE, "ops", "hold on")
+    await client.command(run, Action.RESUME, "ops", "go on")
+    await settle(ctx)
+    assert (await client.inspect(run)).status is S.RUNNING
+    clock.advance(timedelta(seconds=10))  # a times out
+    await settle(ctx)
+    clock.advance(timedelta(seconds=10))  # then b, 10 s after a did
+    await settle(ctx)
+    state = await client.inspect(run)
+    assert state.status is S.COMPLETED, state.status
+    assert state.value("result")[3] == [None, None]

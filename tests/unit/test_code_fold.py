@@ -200,3 +200,39 @@ def test_a_step_may_not_be_named_like_another_verb(name: str) -> None:
     """A step ``spawn`` would be keyed ``spawn.1``, the key of the run's first spawn."""
     assert "other verbs' journal keys" in (step_name_problem(name) or "")
     assert step_name_problem([name]) is not None
+
+
+def expected_all(arrivals: dict[str, int | None], on: list[str], timeout: int) -> list:
+    """The seed's rule for ``all``: entries in turn, each with the whole timeout from
+    when the one before it resolved; an entry that arrived early resolves at once."""
+    values, now = [], 0
+    for name in on:
+        at = arrivals[name]
+        if at is not None and at <= now + timeout:
+            values.append(name)
+            now = max(now, at)
+        else:
+            values.append(None)
+            now += timeout
+    return values
+
+
+@given(st.fixed_dictionaries({n: st.none() | st.integers(0, 40) for n in ("a", "b", "c")}))
+def test_all_times_out_each_entry_in_turn(arrivals: dict[str, int | None]) -> None:
+    """Verbs row (all): payloads in argument order, None per timed-out entry; the
+    timeout applies to each entry in turn, not to the whole."""
+    draft = started()
+    on, timeout = ["a", "b", "c"], 10
+    command = Command(0, Verb.ALL, "all.1", on=tuple(on), timeout=timedelta(seconds=timeout))
+    due = draft.now + timedelta(seconds=timeout)
+    draft.add(K.WAIT_STARTED, step="all.1", data=canonical_json(wait_data(command)), due_at=due)
+    pending = sorted((at, name) for name, at in arrivals.items() if at is not None)
+    while not draft.state.waits["all.1"].done:
+        wait = draft.state.waits["all.1"]
+        times = [T0 + timedelta(seconds=at) for at, _ in pending] + [wait.due_at]
+        draft.now = max(draft.now, min(times))
+        while pending and T0 + timedelta(seconds=pending[0][0]) <= draft.now:
+            _, name = pending.pop(0)
+            signal(draft, name, f"id-{name}", name)
+        waits.resolve(draft)
+    assert entries(draft.state)[0].value == expected_all(arrivals, on, timeout)

@@ -34,6 +34,8 @@ from engine.modes.steps.orchestration import unwind
 A = AttemptStatus
 S = InstanceStatus
 UNKNOWN_HELD = "step {step} outcome is unknown: waiting for an operator to resolve it"
+WAKE = "wake"
+"""The payload field of a DECISION due at a wait's timeout: the wait's key."""
 
 
 def decide(draft: Draft) -> Decision:
@@ -76,14 +78,17 @@ def _decision_scheduled(draft: Draft) -> bool:
     return any(w.kind is WorkKind.DECISION and w.available_at <= draft.now for w in draft.work)
 
 
-def decision_work(draft: Draft, due: datetime, label: str) -> None:
-    """A DECISION work item, due at ``due``, for a worker that has the run's code."""
+def decision_work(draft: Draft, due: datetime, label: str, wake: str = "") -> None:
+    """A DECISION work item, due at ``due``, for a worker that has the run's code;
+    ``wake`` names the wait whose timeout it is for (its payload says so)."""
     state = draft.state
     assert state is not None
     event = draft.events[-1]
     work_id = "#".join([draft.instance_id, str(event.sequence), WorkKind.DECISION.label, label])
     target = records.target_of(state.definition)
-    draft.add_work(work_id, WorkKind.DECISION, event, due, due + WORK_CLAIM_WINDOW, None, target)
+    payload = {WAKE: wake} if wake else None
+    deadline = due + WORK_CLAIM_WINDOW
+    draft.add_work(work_id, WorkKind.DECISION, event, due, deadline, payload, target)
 
 
 def _retry_steps(draft: Draft) -> list[str]:
@@ -115,7 +120,7 @@ def _wake_at_timeouts(draft: Draft) -> None:
             continue
         due = [w.available_at for w in work if w.kind is WorkKind.DECISION]
         if wait.due_at not in due:  # not already asked for by an earlier decide
-            decision_work(draft, wait.due_at, f"due-{key}")
+            decision_work(draft, wait.due_at, f"due-{key}", wake=key)
 
 
 def _waiting_reason(state: Instance) -> str:

@@ -15,18 +15,22 @@ replay cannot reproduce) records nothing: the work becomes a dead letter with th
 ``journal-divergence`` (or ``not-deterministic``) and the divergence message as its
 ``failure_detail``, and the run stays running, parked visibly. Retrying the dead letter
 after deploying code that matches replays it again. Code whose fingerprint is not the
-run's pin is refused the same way (``workflow-code-differs``), never run.
+run's pin is refused the same way (``workflow-code-differs``), never run, and so is a
+decision the engine's rules refuse to record (``decision-refused``, with the rule).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from datetime import datetime
 
 from engine.model.definitions import DefinitionRef
-from engine.model.errors import WaylineError
-from engine.model.instance import InstanceStatus
+from engine.model.errors import EventInvalid, ReplayRejected, TransitionInvalid, WaylineError
+from engine.model.instance import Instance, InstanceStatus
 from engine.model.transitions import Draft
 from engine.modes.code import commands, waits
+from engine.modes.code.decide import WAKE
 from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.driver import drive
 from engine.modes.code.effects import WORKFLOW_CODE_DIFFERS as CODE_DIFFERS
@@ -36,11 +40,21 @@ from engine.modes.code.journal import Diverged
 from engine.store import catalog, leases
 from engine.store.catalog import conflict_message
 from engine.worker import processors
-from engine.worker.leased_commits import Context, Eager, LeaseHolder, Obsolete, Park, commit
+from engine.worker.hooks import WorkerHooks
+from engine.worker.leased_commits import (
+    Context,
+    Eager,
+    LeaseHolder,
+    Obsolete,
+    Park,
+    commit,
+    wait_until,
+)
 
 S = InstanceStatus
 log = logging.getLogger("wayline.code")
 SPAWN_NOT_FOUND = "spawn-definition-not-found"
+DECISION_REFUSED = "decision-refused"
 
 
 class _Parked(Exception):
@@ -72,7 +86,8 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
     while True:
         try:
             with current.completing():
-                state = await commit(ctx, lease, _decision(flow, spawns, ctx), eager=eager)
+                build = _decision(flow, spawns, lease, ctx.hooks)
+                state = await commit(ctx, lease, build, eager=eager)
         except commands.SpawnUnresolved as missing:
             try:
                 found = await catalog.resolve_for_start(ctx.store, missing.name, None)
@@ -83,6 +98,11 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
                 return False
             spawns[missing.name] = found
             continue
+        except (ReplayRejected, EventInvalid, TransitionInvalid) as refused:
+            # what the code asked for cannot be recorded (a bound it ran into): park it
+            log.warning("%s parked: %s", lease.instance_id, refused)
+            await leases.dead_letter(ctx.store, lease, DECISION_REFUSED, str(refused))
+            return False
         except _Parked as parked:
             log.warning("%s parked: %s", lease.instance_id, parked.detail)
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
@@ -99,8 +119,10 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
     return await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
 
 
-def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context):
-    """The build of one decision (see the module); ``ctx.hooks`` see a divergence."""
+def _decision(
+    flow: CodeWorkflow, spawns: dict[str, DefinitionRef], lease: leases.Lease, hooks: WorkerHooks
+):
+    """The build of one decision (see the module); ``hooks`` see a divergence."""
 
     def build(draft: Draft) -> None:
         state = draft.state
@@ -112,12 +134,15 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context
         if flow.fingerprint != state.definition.fingerprint:
             pinned = state.definition.fingerprint
             raise _Parked(CODE_DIFFERS, conflict_message(flow.definition, pinned))
+        wake = _wake_for(state, lease)
+        if wake is not None:  # the decision is for a wait's timeout: act at its time
+            wait_until(draft, wake, lease.claimed_at)
         waits.resolve(draft)
         run = draft.state
         assert run is not None
         advance = drive(flow.function, run.value("input"), entries(run), run_id=run.instance_id)
         if isinstance(advance, Diverged):
-            advance = ctx.hooks.journal_diverged(advance)
+            advance = hooks.journal_diverged(advance)
         if isinstance(advance, Diverged):
             raise _Parked(advance.code, advance.message)
         commands.record(draft, advance, spawns)
@@ -125,3 +150,16 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], ctx: Context
             raise Obsolete
 
     return build
+
+
+def _wake_for(state: Instance, lease: leases.Lease) -> datetime | None:
+    """When the wait a timeout's DECISION is for times out, while that wait is open;
+    None for any other decision. A claim before then (a resumed run re-arms its work at
+    once) is released until then (``wait_until``), and a claim a moment after it by the
+    store's clock acts at that time, never finding the wait not yet due."""
+    try:
+        key = json.loads(lease.payload or "{}").get(WAKE, "")
+    except (ValueError, AttributeError):
+        return None
+    wait = state.waits.get(key) if isinstance(key, str) else None
+    return None if wait is None or wait.done else wait.due_at

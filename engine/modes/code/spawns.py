@@ -14,10 +14,10 @@ parent no longer runs (``engine.decide.child_starts``).
 
 from __future__ import annotations
 
+from engine import modes
 from engine.decide.decisions import record_child_outcome
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.model.definitions import Mode
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus, InstanceStatus
 from engine.model.transitions import Draft, Transition
@@ -35,8 +35,7 @@ async def cancel_spawned(
     """The transitions cancelling the runs ``draft``'s run spawned, when ``draft`` asks
     for its cancellation (see the module); built, not committed."""
     state = draft.state
-    if state is None or state.spec is None or state.spec.mode != Mode.CODE:
-        return []
+    assert state is not None
     if EventKind.CANCELLATION_REQUESTED not in {e.kind for e in draft.events}:
         return []
     command = state.audit[-1]
@@ -51,7 +50,8 @@ async def cancel_spawned(
         command_id = f"{command.command_id}/{child.step}"
         record_command(child_draft, command_id, Action.CANCEL, command.actor, command.reason)
         follow(child_draft)
-        nested = await cancel_spawned(cache, registries, child_draft)
+        propagate = modes.of(spawned.spec).propagate  # a spawned run of any mode
+        nested = await propagate(cache, registries, child_draft) if propagate else []
         out += [child_draft.build("command", command_id), *nested]
         ended = child_draft.state
         if ended is not None and ended.status.terminal and not draft.state.status.terminal:
