@@ -5,8 +5,9 @@ engine installs; it is found here, by the same mode name. A drawing lays out a
 published version as a graph and says what each of its nodes is doing in an instance
 and where the instance stands. Step lists are drawn as blocks of steps; machines as
 state diagrams (``studio.machines``), which also mark the edges an execution took, so
-their pages draw and update every element from its ``marks``. A new mode adds its
-drawing module and one entry below.
+their pages draw and update every element from its ``marks``. Code-first workflows
+are drawn from the outline of their code (``studio.code``), coloured by their journal.
+A new mode adds its drawing module and one entry below.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from typing import Any
 from engine.model.definitions import Definition, Mode
 from engine.model.instance import Instance
 from engine.modes import ModeNotSupported
+from studio.code import journal_view, outline_graph
+from studio.code.diff import diff_outlines
 from studio.definitions.diff import DefinitionDiff, diff_documents
 from studio.definitions.graph import layout
+from studio.definitions.structure import Structure, read_structure
 from studio.instances.replays import Replayed
 from studio.instances.step_states import StepState, frontier, step_states
 from studio.machines import diagram, overlay
@@ -43,6 +47,8 @@ class Drawing:
     (machines/diagram.html)."""
     diff: Callable[[Any, Any], DefinitionDiff] = diff_documents
     """The structural diff between two versions' documents."""
+    structure: Callable[[Any], Structure] = read_structure
+    """The blocks of a version, for the outline beside a picture drawn as steps."""
 
 
 STEP_LIST = Drawing(layout, step_states, frontier)
@@ -54,10 +60,18 @@ MACHINE = Drawing(
     "states",
     diff_machines,
 )
+CODE = Drawing(
+    outline_graph.layout,
+    journal_view.states,
+    journal_view.frontier,
+    diff=diff_outlines,
+    structure=outline_graph.read_outline,
+)
 DRAWINGS: dict[str, Drawing] = {
     Mode.ORCHESTRATION: STEP_LIST,
     Mode.CHOREOGRAPHY: STEP_LIST,
     Mode.MACHINE: MACHINE,
+    Mode.CODE: CODE,
 }
 
 

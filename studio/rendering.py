@@ -30,7 +30,7 @@ from studio.machines.diagram import seconds_text
 from studio.machines.views import size
 
 STUDIO = Path(__file__).resolve().parent
-FEATURES = ("instances", "definitions", "machines", "operations", "drills", "accounts")
+FEATURES = ("instances", "definitions", "machines", "code", "operations", "drills", "accounts")
 TEMPLATES = [STUDIO / "templates", *(STUDIO / feature / "templates" for feature in FEATURES)]
 """The shared layout and macros, then each feature's own folder of templates. A feature
 keeps its templates under a folder of its name (``instances/templates/instances/``), so

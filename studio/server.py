@@ -23,6 +23,7 @@ from typing import TypeVar
 import uvicorn
 
 from engine import (
+    ActivityRegistry,
     Client,
     DefinitionConflict,
     EmbeddedPostgres,
@@ -76,12 +77,21 @@ async def _with_store(dsn: str, schema: str, action: Callable[[Store], Awaitable
 
 
 async def _first_start(store: Store) -> str | None:
-    """Create the first admin (and publish the example) on an empty studio."""
+    """Create the first admin (and publish the examples: the order fulfillment and the
+    code-first order saga, whose code the studio's worker runs) on an empty studio."""
     password = await people.bootstrap_admin(store)
     if password is not None and EXAMPLE.is_file():
-        # When the example's name already belongs to another team, leave it there.
-        with contextlib.suppress(DefinitionConflict):
-            await Client(store).publish(load_definition(EXAMPLE), "wayline", DEFAULT_TEAM)
+        from examples import order_saga
+
+        client = Client(store)
+        examples = [
+            load_definition(EXAMPLE),
+            *(flow.definition for flow in order_saga.app.workflows),
+        ]
+        for definition in examples:
+            # When an example's name already belongs to another team, leave it there.
+            with contextlib.suppress(DefinitionConflict):
+                await client.publish(definition, "wayline", DEFAULT_TEAM)
     return password
 
 
@@ -97,7 +107,7 @@ def run_studio(
     """Serve the studio until interrupted; returns the exit status."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from examples.orders import app as example_activities
+    from examples import order_saga, orders
 
     install_signal_handlers()
     logging.basicConfig(
@@ -110,7 +120,7 @@ def run_studio(
             ready,
             schema,
             secure_cookies=secure_cookies,
-            worker_activities=example_activities,
+            worker_activities=ActivityRegistry.combined(orders.app, order_saga.app),
             live_interval=timedelta(seconds=live_interval),
             trusted_proxies=trusted_proxies,
         )

@@ -46,6 +46,8 @@ class WorkRow:
     completed_at: datetime | None
     payload: dict[str, Any]
     tenant_id: str = ""
+    failure_detail: str = ""
+    """What a dead letter's code cannot say (a code workflow's journal divergence)."""
 
     @property
     def step(self) -> str:
@@ -108,7 +110,7 @@ def _check_limit(limit: int) -> None:
 
 def _work_row(row: tuple[Any, ...]) -> WorkRow:
     (work_id, kind, instance, sequence, target, state, attempts, owner, token) = row[:9]
-    expires, available, deadline, code, completed, payload, tenant = row[9:]
+    expires, available, deadline, code, completed, payload, tenant, detail = row[9:]
     return WorkRow(
         work_id=work_id,
         kind=work_kind(kind),
@@ -126,6 +128,7 @@ def _work_row(row: tuple[Any, ...]) -> WorkRow:
         completed_at=None if completed is None else utc(completed),
         payload=_payload(payload),
         tenant_id=tenant,
+        failure_detail=detail,
     )
 
 

@@ -223,6 +223,23 @@ class ActivityRegistry:
     def get(self, target: str) -> Handler | None:
         return self._handlers.get(target)
 
+    @classmethod
+    def combined(cls, *apps: ActivityRegistry) -> ActivityRegistry:
+        """One registry that runs everything ``apps`` run, for a worker that serves
+        several apps (the studio's, for the examples); a target, machine or workflow
+        that two of them declare is a ValueError, as it is within one app."""
+        merged = cls()
+        for app in apps:
+            for target, handler in app._handlers.items():
+                merged.register(target, handler)
+            for flow in app.machines:
+                merged.machine(flow)
+            for key, code in app._workflows.items():
+                if key in merged._workflows:
+                    raise ValueError(f"workflow {code} is declared twice")
+                merged._workflows[key] = code
+        return merged
+
     @property
     def targets(self) -> list[str]:
         """Every target this worker runs: activities', its machines' code, and its code

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from studio.definitions.structure import Block, StepShape, read_structure
+from studio.definitions.structure import Block, StepShape, Structure, read_structure
 
 NODE_W = 200
 NODE_H = 56
@@ -114,7 +114,11 @@ class _Canvas:
 
 def layout(document: Any) -> Graph:
     """Lay out ``document`` (a definition or a draft that may not validate yet)."""
-    structure = read_structure(document)
+    return draw(read_structure(document))
+
+
+def draw(structure: Structure) -> Graph:
+    """Lay out a block structure: a step list's, or one another mode builds (outlines)."""
     blocks = list(structure.blocks)
     inner_w, _ = _measure_sequence(blocks)
     width = max(inner_w, NODE_W) + 2 * MARGIN
@@ -146,6 +150,8 @@ def layout(document: Any) -> Graph:
 
 def describe(step: StepShape) -> str:
     """The second line of a node: what the step runs or waits for."""
+    if step.detail:
+        return step.detail
     raw = step.raw
     if step.kind in ("activity", "signal", "approval"):
         return _text(raw.get("target")) or "no target yet"
@@ -182,7 +188,7 @@ def _step_node(step: StepShape, cx: float, y: float) -> Node:
     return Node(
         step.node_id,
         step.kind or "unknown",
-        step.name or f"step {step.index + 1}",
+        step.label or step.name or f"step {step.index + 1}",
         describe(step),
         cx - NODE_W / 2,
         y,
@@ -275,7 +281,7 @@ def _place(canvas: _Canvas, block: Block, cx: float, y: float) -> None:
         canvas.nodes.append(_step_node(block.tail, cx, close_y))
     else:
         merge_id = f"merge-{block.head.node_id}"
-        canvas.nodes.append(_terminal(merge_id, "merge", "first wins", cx, close_y))
+        canvas.nodes.append(_terminal(merge_id, "merge", block.closing, cx, close_y))
 
 
 def node_classes(

@@ -21,9 +21,8 @@ from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
 from studio.definitions.draft_edits import EditRejected
 from studio.definitions.editor_pages import draft_url
-from studio.definitions.graph import layout, node_classes
+from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
-from studio.definitions.structure import read_structure
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
 from studio.machines.views import machine_view
@@ -47,8 +46,8 @@ def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, 
         return machine_view(document, marks)
     return {
         "picture": drawing.picture,
-        "graph": layout(document),
-        "structure": read_structure(document),
+        "graph": drawing.layout(document),
+        "structure": drawing.structure(document),
         "classes": lambda node: node_classes(node, None, marks),
     }
 

@@ -30,11 +30,17 @@ class StepShape:
     kind: str
     branches: tuple[str, ...]
     raw: dict[str, Any]
+    element_id: str = ""
+    """The node's element id when another mode names its nodes (code outlines)."""
+    label: str = ""
+    """The node's title when it is not the step's name (an outline's ``if x > 3``)."""
+    detail: str = ""
+    """The node's second line when ``graph.describe`` cannot tell it from the kind."""
 
     @property
     def node_id(self) -> str:
         """The element id of this step's node; stable while the step keeps its name."""
-        return step_node_id(self.name, self.index)
+        return self.element_id or step_node_id(self.name, self.index)
 
 
 @dataclass(frozen=True)
@@ -50,10 +56,15 @@ class Block:
     tail: StepShape | None = None
     meanwhile: bool = False
     """True when the last column holds the steps between a parallel and its join."""
+    fork: bool | None = None
+    """Whether the block forks; None: when its head is a parallel or a race (other modes
+    say so themselves: an outline's branch forks, its ``race`` verb does not)."""
+    closing: str = "first wins"
+    """The label of the point where a fork without a join closes."""
 
     @property
     def is_fork(self) -> bool:
-        return self.head.kind in FORK_KINDS
+        return self.head.kind in FORK_KINDS if self.fork is None else self.fork
 
     def members(self) -> list[StepShape]:
         """Every step of the block, head first, tail last."""

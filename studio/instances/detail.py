@@ -14,12 +14,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.model.definitions import Definition, Mode, Step, StepKind
+from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
+from engine.model.limits import MAX_PAYLOAD_BYTES
 from engine.model.transitions import Draft, WorkKind
 from engine.modes import decide
 from engine.queries import InstanceRow, WorkRow, WorkState
+from studio.code import journal_view
+from studio.code.journal_view import JournalView
 from studio.drawings import drawing_of
 from studio.instances.action_offers import Offer, offers
 from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptIdentity, AttemptRecord
@@ -58,11 +61,14 @@ class AttemptRow(AttemptIdentity):
 
 @dataclass(frozen=True)
 class SignalSlot:
-    """A signal step that has not received its signal yet (a send form)."""
+    """A signal the instance takes (a send form): a signal step that has not received
+    its signal yet, or a signal a code-first run's open wait awaits."""
 
-    step: Step
+    name: str
     waiting: bool
     """The instance is at this step now (else the signal is kept until it gets there)."""
+    limit: int
+    """The payload's limit, in bytes."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ class InstanceDetail:
     signal_slots: list[SignalSlot] = field(default_factory=list)
     machine: MachineView | None = None
     """A machine's state panel (None for other modes)."""
+    journal: JournalView | None = None
+    """A code-first run's journal (None for other modes)."""
 
     @property
     def state(self) -> Instance:
@@ -109,6 +117,12 @@ class InstanceDetail:
     def dead_letters(self) -> list[WorkRow]:
         return [w for w in self.work if w.state is WorkState.DEAD_LETTERED]
 
+    @property
+    def divergence(self) -> str:
+        """Why a code-first run is parked: its journal and its code differ ('' if not)."""
+        parked = (w for w in self.dead_letters if w.kind == WorkKind.DECISION)
+        return next((w.failure_detail or w.failure_code for w in parked), "")
+
 
 async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
     row = await require_row(runtime, team, instance_id)
@@ -135,9 +149,11 @@ async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> Inst
     registry = await runtime.client.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
-    machine = None
+    machine = journal = None
     if state.spec is not None and state.spec.mode == Mode.MACHINE:
         machine = machine_overlay.view(state, entry.walk, now)
+    if state.spec is not None and state.spec.mode == Mode.CODE:
+        journal = journal_view.view(state)
     return InstanceDetail(
         row=row,
         replayed=entry,
@@ -147,8 +163,9 @@ async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> Inst
         attempts=attempt_rows(entry, work, now),
         work=work,
         now=now,
-        signal_slots=signal_slots(state),
+        signal_slots=signal_slots(state, journal),
         machine=machine,
+        journal=journal,
     )
 
 
@@ -167,12 +184,14 @@ def position(state: Instance, registry: Any, now: datetime) -> str:
     return decision.reason or decision.outcome.value
 
 
-def signal_slots(state: Instance) -> list[SignalSlot]:
+def signal_slots(state: Instance, journal: JournalView | None = None) -> list[SignalSlot]:
     if state.spec is None or state.status not in (InstanceStatus.RUNNING, InstanceStatus.PAUSED):
         return []
+    if journal is not None:
+        return [SignalSlot(name, True, MAX_PAYLOAD_BYTES) for name in journal.awaited]
     current = drawing_of(state.spec).frontier(state)
     return [
-        SignalSlot(step, step.name in current)
+        SignalSlot(step.name, step.name in current, step.input_limit)
         for step in state.spec.steps
         if step.kind is StepKind.SIGNAL and step.name not in state.signals
     ]
@@ -202,5 +221,6 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
                 AttemptRow(*key, str(carrier.payload.get("key", "")), outcome, None, carrier, now)
             )
     order = {s.name: i for i, s in enumerate(state.spec.steps)} if state.spec else {}
+    order.update((record.key, record.position) for record in state.journal)
     rows.sort(key=lambda r: (order.get(r.step, 0), r.track != ACTIVITY, r.attempt))
     return rows

@@ -16,11 +16,11 @@ from typing import Any
 
 from engine.client import SignalConflict
 from engine.decide.operator_actions import Action
-from engine.model.definitions import StepKind
+from engine.model.definitions import Mode, StepKind
 from engine.model.errors import DecisionRejected, EventInvalid
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
-from engine.model.limits import MAX_CODE_LENGTH, MAX_REASON_LENGTH
+from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES, MAX_REASON_LENGTH
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.detail import replayed
@@ -33,6 +33,19 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def signal_limit(state: Instance, name: str) -> int:
+    """How many bytes a signal ``name``'s payload may weigh, if the instance takes it:
+    a code-first run takes any signal into its inbox (a wait may ask for it later); a
+    step list only a signal its definition names as a signal step."""
+    spec = state.spec
+    if spec is not None and spec.mode == Mode.CODE:
+        return MAX_PAYLOAD_BYTES
+    found = spec.step(name) if spec else None
+    if found is None or found.kind is not StepKind.SIGNAL:
+        raise NotFound(f"{name!r} is not a signal step of this instance")
+    return found.input_limit
+
+
 async def send_signal(
     runtime: Runtime,
     team: str,
@@ -42,12 +55,8 @@ async def send_signal(
     payload_text: str = "",
 ) -> Instance:
     row, entry = await replayed(runtime, team, instance_id)
-    spec = entry.state.spec
-    found = spec.step(step) if spec else None
-    if found is None or found.kind is not StepKind.SIGNAL:
-        raise NotFound(f"{step!r} is not a signal step of this instance")
     payload = parse_json(payload_text, "payload")
-    check_size(payload, found.input_limit, "payload", step)
+    check_size(payload, signal_limit(entry.state, step), "payload", step)
     try:
         state = await runtime.client.signal(row.instance_id, step, signal_id or new_id(), payload)
     except SignalConflict as clash:

@@ -22,9 +22,10 @@ from urllib.parse import urlencode
 from engine.client import StartConflict
 from engine.decide import lifecycle
 from engine.model import inputs
-from engine.model.definitions import Definition
+from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
     DefinitionNotFound,
+    InputRefused,
     LimitExceeded,
     NotJSON,
     RegistryError,
@@ -33,6 +34,7 @@ from engine.model.errors import (
 from engine.model.identifiers import id_problem, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
+from engine.modes.code.runs import run_id
 from engine.queries import InstancePage, InstanceRow, InstanceView
 from studio.definitions import service as definitions
 from studio.errors import Conflict, Invalid, NotFound
@@ -216,11 +218,10 @@ async def start(
     limit, step = lifecycle.start_input_limit(published.definition)
     check_size(value, limit, "input", step)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
-    check_instance_id(team, chosen)
-    own, scoped = await _lookup(runtime, team, chosen)
-    if own is None and scoped is not None:  # another team's, stored before namespacing
-        raise Conflict("this instance id is taken; choose another")
-    stored = own.instance_id if own is not None else team_instance_id(team, chosen)
+    if published.definition.mode == Mode.CODE:
+        stored = code_run_id(name, chosen)
+    else:
+        stored = await _start_id(runtime, team, chosen)
     try:
         state = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
@@ -232,6 +233,24 @@ async def start(
         raise NotFound(str(missing)) from None
     runtime.watcher.nudge()
     return state
+
+
+def code_run_id(name: str, chosen: str) -> str:
+    """A code-first run's id, ``<name>/<id>`` (seed 001: the id is the run's identity,
+    which routes address without a lookup; the workflow's name is its team's alone)."""
+    try:
+        return run_id(name, chosen)
+    except InputRefused as refused:
+        raise Invalid(str(refused)) from None
+
+
+async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
+    """The stored id a start of the team's ``chosen`` (a step list or machine) takes."""
+    check_instance_id(team, chosen)
+    own, scoped = await _lookup(runtime, team, chosen)
+    if own is None and scoped is not None:  # another team's, stored before namespacing
+        raise Conflict("this instance id is taken; choose another")
+    return own.instance_id if own is not None else team_instance_id(team, chosen)
 
 
 async def _start(

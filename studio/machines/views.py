@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.model.definitions import Definition
+from engine.modes.code.document import CodeManifest
 from engine.modes.machines.manifest import MachineManifest
+from studio.code.outline_graph import VERBS, read_outline
 from studio.machines.diagram import layout, read_shape
 from studio.machines.marks import Mark, marks
 
@@ -35,10 +37,15 @@ def machine_view(document: Any, changes: dict[str, str] | None = None) -> dict[s
 
 
 def size(definition: Definition, noun: bool = True) -> str:
-    """How big a definition is: its steps, or a machine's states (always with the noun,
-    so a list that shows bare step counts still tells a machine apart)."""
+    """How big a definition is: its steps, a machine's states or the durable calls of a
+    code workflow's outline (always with the noun for the last two, so a list that shows
+    bare step counts still tells them apart)."""
     if isinstance(definition.manifest, MachineManifest):
         count = len(definition.manifest.variants)
         return f"{count} state{'s' if count != 1 else ''}"
+    if isinstance(definition.manifest, CodeManifest):
+        calls = read_outline({"outline": definition.manifest.outline}).steps
+        count = sum(1 for shape in calls if shape.kind in VERBS)
+        return f"{count} durable call{'s' if count != 1 else ''}"
     count = len(definition.steps)
     return f"{count} step{'s' if count != 1 else ''}" if noun else str(count)

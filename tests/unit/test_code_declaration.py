@@ -38,6 +38,18 @@ def test_a_name_and_version_declared_twice_is_refused() -> None:
         app.workflow("order-saga", version="1")(order_saga)
 
 
+def test_one_worker_runs_several_apps_and_refuses_what_two_declare() -> None:
+    shop, sagas = ActivityRegistry(), ActivityRegistry()
+    shop.register("payments.charge", lambda request: {"ok": True})
+    sagas.workflow("order-saga", version="1")(order_saga)
+    both = ActivityRegistry.combined(shop, sagas)
+    assert both.get("payments.charge") is shop.get("payments.charge")
+    assert both.workflows == sagas.workflows
+    assert both.targets == ["payments.charge", "workflow:order-saga@1"]
+    with pytest.raises(ValueError, match="workflow order-saga@1 is declared twice"):
+        ActivityRegistry.combined(sagas, sagas)
+
+
 def test_a_workflow_must_be_an_async_def_with_a_valid_name_and_version() -> None:
     app = ActivityRegistry()
     with pytest.raises(TypeError, match="must be an async def"):

@@ -6,7 +6,7 @@ from engine.store.rows import WorkState
 
 COLUMNS = """work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
        lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
-       payload, tenant_id"""
+       payload, tenant_id, failure_detail"""
 
 INSTANCE_WORK = f"""
 SELECT {COLUMNS}

@@ -1,0 +1,156 @@
+"""A code-first run's journal as its page shows it.
+
+The journal is the run's memory: every durable verb its code reached, in order, and
+what each recorded. Replay gives it (``Instance.journal``, resolved by
+``engine.modes.code.fold.entries``); this module adds what an operator reads beside
+it: each step's ``step_id`` and latest attempt (an unknown outcome shown as UNKNOWN,
+never as a failure), the waits still open with what they await and until when, and the
+signals nobody consumed, set aside rather than lost. It also colours the outline: each
+outline node takes the state of the latest journal entry it stands for, and the nodes
+of open entries are where the run stands.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalRecord
+from engine.modes.code.fold import entries
+from engine.modes.code.journal import Entry, EntryState, Verb
+from studio.code.outline_graph import verb_name
+from studio.formats import format_when
+from studio.instances.step_states import ACTIVITY_STATES, CHILD_STATES, StepState
+
+VALUE_SHOWN = 80
+"""Characters of a recorded value the journal table shows (the history has it all)."""
+A = AttemptStatus
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    """One journal entry as the table shows it."""
+
+    position: int
+    verb: str
+    key: str
+    name: str
+    occurrence: int
+    sequence: int
+    state: StepState
+    step_id: str = ""
+    value: str = ""
+
+    @property
+    def label(self) -> str:
+        """``charge#1`` for a step, the key otherwise (``race.1``, ``sleep.2``)."""
+        return f"{self.name}#{self.occurrence}" if self.verb == Verb.STEP else self.key
+
+
+@dataclass(frozen=True)
+class OpenWait:
+    key: str
+    verb: str
+    on: tuple[str, ...]
+    due: str
+    """When the entry waited for times out ('' without a timeout)."""
+
+
+@dataclass(frozen=True)
+class JournalView:
+    rows: tuple[JournalRow, ...]
+    waits: tuple[OpenWait, ...]
+    set_aside: tuple[InboxSignal, ...]
+    """Signals no wait consumed (duplicates, or sent before anything awaits them)."""
+
+    @property
+    def awaited(self) -> tuple[str, ...]:
+        """The signal names the open waits take, in order, once each."""
+        return tuple(dict.fromkeys(name for wait in self.waits for name in wait.on))
+
+
+def view(state: Instance) -> JournalView:
+    """The journal, open waits and set-aside signals of a code-first run."""
+    pairs = zip(state.journal, entries(state), strict=True)
+    rows = tuple(_row(state, record, entry) for record, entry in pairs)
+    waits = tuple(
+        OpenWait(w.key, w.verb, w.on, format_when(w.due_at) if w.due_at else "")
+        for w in state.waits.values()
+        if not w.done
+    )
+    spare = tuple(s for s in state.inbox if not s.consumed_by)
+    return JournalView(rows, waits, spare)
+
+
+def states(state: Instance) -> dict[str, StepState]:
+    """Each outline node's state: that of the latest journal entry it stands for."""
+    found: dict[str, StepState] = {}
+    counts: dict[str, int] = {}
+    for record, entry in zip(state.journal, entries(state), strict=True):
+        counts[record.verb] = counts.get(record.verb, 0) + 1
+        name = verb_name(record.verb, record.name, record.on, counts[record.verb])
+        found[name] = _state(state, record, entry)
+    return found
+
+
+def frontier(state: Instance) -> set[str]:
+    """The outline nodes of the entries still open (none once the run has ended)."""
+    if state.status.terminal:
+        return set()
+    return {name for name, step in states(state).items() if step.state not in _SETTLED}
+
+
+_SETTLED = frozenset({"succeeded", "failed", "resolved"})
+
+
+def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:
+    progress = state.activities.get(record.key) if record.verb == Verb.STEP else None
+    step_id = ""
+    if progress is not None:
+        step_id = progress.idempotency_key or progress.next_key
+    return JournalRow(
+        position=record.position,
+        verb=record.verb,
+        key=record.key,
+        name=record.name,
+        occurrence=record.occurrence,
+        sequence=record.sequence,
+        state=_state(state, record, entry),
+        step_id=step_id,
+        value=_recorded(entry),
+    )
+
+
+def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
+    if entry.state is EntryState.FAILED:
+        return StepState("failed", entry.failure)
+    if record.verb == Verb.STEP:
+        progress = state.activities[record.key]
+        label = ACTIVITY_STATES.get(progress.status, "scheduled")
+        note = f"attempt {progress.attempt}" if progress.attempt else "not started"
+        if progress.status is A.UNKNOWN:
+            note = f"attempt {progress.attempt}: outcome UNKNOWN (it may have happened)"
+        return StepState(label, note)
+    if record.verb == Verb.SPAWN:
+        child = state.children.get(record.key)
+        label = CHILD_STATES.get(child.status, "running") if child else "scheduled"
+        return StepState(label, f"run {child.child_id}" if child else "not started")
+    if entry.state is EntryState.DONE:
+        return StepState("succeeded", "recorded")
+    if record.verb == Verb.SLEEP:
+        return StepState("waiting-timer", "sleeping")
+    return StepState("waiting-signal", "waiting for " + ", ".join(record.on or (record.name,)))
+
+
+def _recorded(entry: Entry) -> str:
+    """What the entry returned to the code (nothing for a spawn's handle), or why it failed."""
+    if entry.state is EntryState.FAILED:
+        return entry.failure
+    done = entry.state is EntryState.DONE and entry.verb is not Verb.SPAWN
+    return _shown(entry.value) if done else ""
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= VALUE_SHOWN else text[: VALUE_SHOWN - 1] + "…"

@@ -1,0 +1,110 @@
+"""Code-first workflows in the studio (issue 20): the version page draws the outline of
+the code, and a run's page shows its journal (step ids, attempts, open waits, signals
+set aside), takes any signal its waits await, and shows a divergence banner when the
+code no longer matches the journal."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from engine.client import Client
+from studio.instance_urls import instance_url
+from studio.roles import Role
+from tests.studio import code_app
+from tests.studio.live import LiveStudio, SignedInClient, csrf_token
+
+PAGE_WAIT_SECONDS = 30.0
+"""How long a page may take to show what the worker did (it shows it within a second
+or two; this only bounds how long a failure takes)."""
+
+
+@pytest.fixture(scope="module")
+def team(studio: LiveStudio) -> Iterator[str]:
+    team = studio.team("code")
+    for flow in code_app.app.workflows:
+        studio.publish(team, flow.document)
+    with studio.worker(code_app.app):
+        yield team
+
+
+@pytest.fixture(scope="module")
+def operator(studio: LiveStudio, team: str) -> SignedInClient:
+    return studio.client(studio.user(team, Role.OPERATOR))
+
+
+def start(studio: LiveStudio, team: str, name: str, run: str, input: object = None) -> str:
+    found = studio.run(lambda store: Client(store).start_run(name, input, id=run, tenant=team))
+    return found[0]
+
+
+def page_until(client: SignedInClient, url: str, holds: Callable[[str], bool]) -> str:
+    """The page at ``url`` once ``holds`` is true of it (polled: the worker runs apart)."""
+    deadline = time.monotonic() + PAGE_WAIT_SECONDS
+    while True:
+        page = client.get(url)
+        assert page.status_code == 200
+        if holds(page.text):
+            return page.text
+        assert time.monotonic() < deadline, f"{url} never showed what was awaited"
+        time.sleep(0.1)
+
+
+def test_the_version_page_draws_the_outline_of_the_code(operator: SignedInClient) -> None:
+    page = operator.get("/definitions/pages-saga/versions/1")
+    assert page.status_code == 200
+    assert re.search(r'id="code-0" class="[^"]*kind-step', page.text)
+    assert re.search(r'id="code-1" class="[^"]*kind-race', page.text)
+    assert "reserve" in page.text and "paid | cancelled" in page.text
+    outline = re.search(r'aria-label="Steps outline".*?</nav>', page.text, re.S)
+    assert outline and "charge" in outline.group(0) and "return" in outline.group(0)
+    assert "tests.studio.code_app.pages_saga" in page.text
+    listed = operator.get("/definitions").text
+    assert re.search(r"pages-saga(?:(?!</tr>).)*4 durable calls", listed, re.S)
+
+
+def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    run = start(studio, team, "pages-saga", "o-1", {"sku": "mug"})
+    url = instance_url(run)
+    text = page_until(operator, url, lambda t: 'id="journal-waits"' in t and "race.1" in t)
+    assert "pages-saga/o-1/reserve#1.1" in text
+    assert 'id="signal-form-paid"' in text and 'id="signal-form-cancelled"' in text
+    token = csrf_token(operator.get(url))
+    for signal_id in ("click-1", "click-2"):  # the button was clicked twice
+        sent = operator.form(
+            f"{url}/signals/paid",
+            {"_csrf": token, "payload": '{"by": "ada"}', "signal_id": signal_id},
+        )
+        assert sent.status_code == 303, sent.text
+    page_until(operator, url, lambda t: 'id="signal-form-shipped"' in t)
+    sent = operator.form(f"{url}/signals/shipped", {"_csrf": token, "payload": ""})
+    assert sent.status_code == 303, sent.text
+    text = page_until(operator, url, lambda t: "charge#1" in t and "completed" in t)
+    assert "pages-saga/o-1/charge#1.1" in text
+    aside = re.search(r'id="journal-set-aside".*?</table>', text, re.S)
+    assert aside and "click-2" in aside.group(0) and "click-1" not in aside.group(0)
+    assert re.search(r'id="code-2" class="[^"]*state-succeeded', text)
+
+
+def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    run = start(studio, team, "pages-switch", "s-1")
+    url = instance_url(run)
+    page_until(operator, url, lambda t: "await.go.1" in t)
+    code_app.ROUTE["first"] = "prepare-again"
+    try:
+        token = csrf_token(operator.get(url))
+        sent = operator.form(f"{url}/signals/go", {"_csrf": token, "payload": ""})
+        assert sent.status_code == 303, sent.text
+        text = page_until(operator, url, lambda t: 'id="journal-divergence"' in t)
+    finally:
+        code_app.ROUTE["first"] = "prepare"
+    banner = re.search(r'id="journal-divergence".*?</div>', text, re.S)
+    assert banner and "journal divergence: expected step &#39;prepare&#39;" in banner.group(0)
+    assert "prepare-again" in banner.group(0)
