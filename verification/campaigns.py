@@ -66,16 +66,18 @@ async def run_drills(
     artifacts: Path | None = None,
     hit: int | None = None,
     team: str = "",
+    workload: str = "",
 ) -> Outcome:
     """Run the selected drills (all of ``profile`` when None) and record the run.
 
     ``dsn`` None means a private cluster the harness owns (server drills run);
     otherwise drills run in fresh schemas on that server and server drills are not run.
+    ``workload`` (``flow``, ``machine`` or ``code``) keeps only that workload's drills.
     The run is recorded in ``schema`` (its migrations must include drill runs).
     """
     chosen = PROFILES[profile]
     seed = master_seed(seed)
-    specs = select(catalogue(chosen, seed), drills or [])
+    specs = select(catalogue(chosen, seed, workload), drills or [])
     if hit is not None:
         specs = [_with_hit(s, hit) for s in specs]
     directory = artifacts or Path(tempfile.gettempdir()) / "wayline-drills"

@@ -29,13 +29,13 @@ SELECT work_id, kind, instance_id, sequence, available_at, deadline, payload, te
        correlation_id, target
 FROM work ORDER BY instance_id, sequence, work_id
 """
-ORIGINAL_AVAILABLE = """
-SELECT DISTINCT ON (work_id) work_id, old_available FROM drill_work_changes
+ORIGINAL_TIMES = """
+SELECT DISTINCT ON (work_id) work_id, old_available, old_deadline FROM drill_work_changes
 ORDER BY work_id, change_id
 """
-"""A retry or a park moves ``available_at`` after the fact; the change log keeps the
-value the transition wrote (the first change's old value), which its fingerprint and
-its decision cover."""
+"""A retry or a park moves ``available_at`` after the fact, and a dead letter's retry its
+``deadline`` too; the change log keeps the values the transition wrote (the first
+change's old values), which its fingerprint and its decision cover."""
 
 
 async def capture(store: Store) -> list[History]:
@@ -44,7 +44,7 @@ async def capture(store: Store) -> list[History]:
         events = await (await conn.execute(EVENTS)).fetchall()
         ledger = await (await conn.execute(LEDGER)).fetchall()
         work = await (await conn.execute(WORK)).fetchall()
-        original = dict(await (await conn.execute(ORIGINAL_AVAILABLE)).fetchall())
+        original = {w: times for w, *times in await (await conn.execute(ORIGINAL_TIMES)).fetchall()}
     histories: dict[str, History] = {}
     for row in events:
         event = event_from_row(row)
@@ -55,7 +55,9 @@ async def capture(store: Store) -> list[History]:
     for row in work:
         item = _work_item(row)
         if item.work_id in original:
-            item = replace(item, available_at=utc(original[item.work_id]))
+            available, deadline = original[item.work_id]
+            deadline = utc(deadline) if deadline is not None else item.deadline
+            item = replace(item, available_at=utc(available), deadline=deadline)
         if item.instance_id in histories:
             histories[item.instance_id].work.append(item)
     return list(histories.values())

@@ -31,10 +31,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     actions = drill.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="list the drills of a profile")
     listing.add_argument("--profile", choices=("ci", "deep"), default="ci")
+    _workload_option(listing)
     listing.set_defaults(run=_list)
     run = actions.add_parser("run", help="run drills and print the scorecard")
     _campaign_options(run)
     run.add_argument("--drill", help="comma-separated ids or families, e.g. D1,D3,D4-sigstop")
+    _workload_option(run)
     run.add_argument("--json", type=Path, metavar="FILE", help="write the scorecard as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     run.add_argument("--hit", type=int, help="boundary hit number (to reproduce a drill)")
@@ -52,6 +54,14 @@ def _campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="where runs are recorded")
 
 
+def _workload_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workload",
+        choices=("flow", "machine", "code"),
+        help="only the drills of activity flows, state machines or code-first workflows",
+    )
+
+
 def _seed(text: str) -> int:
     try:
         return int(text, 0)
@@ -63,7 +73,7 @@ def _list(args: argparse.Namespace) -> int:
     from verification.drills.catalogue import catalogue
     from verification.profiles import PROFILES
 
-    for spec in catalogue(PROFILES[args.profile], 0):
+    for spec in catalogue(PROFILES[args.profile], 0, args.workload or ""):
         flags = " [owned server]" if spec.owned_server else ""
         print(f"{spec.id:<44} {spec.family:<4} {spec.title}{flags}")
     return 0
@@ -85,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
                 schema=args.schema,
                 artifacts=args.artifacts,
                 hit=args.hit,
+                workload=args.workload or "",
             )
         )
     except ValueError as error:

@@ -12,7 +12,8 @@ scripted per step by the instance input, so one definition serves every drill:
 - ``{"block": {"finish": 3}}``: the first attempt of ``finish`` (an async handler)
   blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5).
 
-The app also runs the drills' state machine (``verification.drill_machine``).
+The app also runs the drills' state machine (``verification.drill_machine``) and their
+code-first workflow (``verification.drill_code``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from typing import Any
 
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
+from verification import drill_code
 from verification.drill_machine import flow as machine_flow
 from verification.effects import mark_entry, record_effect
 
@@ -31,6 +33,7 @@ UNDO_TARGET = "drill.undo"
 
 app = ActivityRegistry()
 app.machine(machine_flow)
+app.workflow(drill_code.CODE, version=drill_code.VERSION)(drill_code.workflow)
 
 
 def _script(request: ActivityRequest, name: str) -> Any:

@@ -29,6 +29,10 @@ NAMES = {
     "M2": "no advance after cancel",
     "M3": "machine ends",
     "M4": "one active execution per parent",
+    "J1": "one effect per step_id",
+    "J2": "step_id stable",
+    "J3": "journal replays",
+    "J4": "recorded bodies never re-run",
 }
 
 

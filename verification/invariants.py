@@ -32,7 +32,8 @@ from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import machine_checks, replay_check, sql_checks
+from verification import code_checks, journal_replay, machine_checks, replay_check, sql_checks
+from verification.drill_app import app
 from verification.fault_plan import BoundaryReport
 from verification.findings import Findings
 from verification.proxy import AmbiguousCommit, Truth
@@ -84,7 +85,9 @@ async def check(ctx: CheckContext) -> Findings:
         await machine_checks.writes(conn, findings)
         await machine_checks.cancellation(conn, findings)
         await machine_checks.parents(conn, findings)
+        await code_checks.check(conn, findings, ctx.histories, ctx.strands)
     machine_checks.ends(findings, states, ctx.machines, ctx.quiet)
+    journal_replay.check(findings, states, app)
     _boundaries(ctx, findings)
     return findings
 

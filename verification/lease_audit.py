@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS drill_work_changes (
     old_expires timestamptz,
     new_expires timestamptz,
     old_available timestamptz NOT NULL,
+    old_deadline timestamptz,
     at          timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE IF NOT EXISTS drill_fenced_writes (
@@ -64,10 +65,10 @@ CREATE OR REPLACE FUNCTION drill_log_work_change() RETURNS trigger AS $$
 BEGIN
     INSERT INTO drill_work_changes (work_id, old_state, new_state, old_token, new_token,
                                     old_owner, new_owner, old_expires, new_expires,
-                                    old_available)
+                                    old_available, old_deadline)
     VALUES (OLD.work_id, OLD.state, NEW.state, OLD.lease_token, NEW.lease_token,
             OLD.lease_owner, NEW.lease_owner, OLD.lease_expires_at, NEW.lease_expires_at,
-            OLD.available_at);
+            OLD.available_at, OLD.deadline);
     RETURN NEW;
 END
 $$ LANGUAGE plpgsql;
@@ -75,9 +76,9 @@ CREATE OR REPLACE FUNCTION drill_log_leased_insert() RETURNS trigger AS $$
 BEGIN
     INSERT INTO drill_work_changes (work_id, old_state, new_state, old_token, new_token,
                                     old_owner, new_owner, old_expires, new_expires,
-                                    old_available)
+                                    old_available, old_deadline)
     VALUES (NEW.work_id, 1, NEW.state, 0, NEW.lease_token, '', NEW.lease_owner, NULL,
-            NEW.lease_expires_at, NEW.available_at);
+            NEW.lease_expires_at, NEW.available_at, NEW.deadline);
     RETURN NEW;
 END
 $$ LANGUAGE plpgsql;

@@ -25,13 +25,18 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg.abc import Query
 
+from engine.model.instance import Instance
+from engine.modes.code.driver import find_command, run_body
+from engine.modes.code.fold import entries
+from engine.modes.code.journal import Advance, Diverged, EntryState, Verb, Waits
+from engine.modes.code.step_ids import parse_step_id, step_id
 from engine.store.errors import StoreError
 from engine.store.seams import StatementFilter, StoreHooks, Unanswered
 from engine.worker.activities import (
@@ -296,6 +301,45 @@ def _start_ignores_parent(app: ActivityRegistry) -> Build:
     )
 
 
+# Code-first runs: recorded bodies, step_ids and divergences ------------------------------
+
+
+class _BodyRerunOnReplay(WorkerHooks):
+    """Every decision's replay runs the bodies of the steps it passed again (under their
+    first step_ids), as a driver that re-executes code instead of returning recorded
+    values would."""
+
+    async def journal_replayed(self, function: Callable[..., Any], state: Instance) -> None:
+        journal, data, run = entries(state), state.value("input"), state.instance_id
+        for entry in journal:
+            if entry.verb is not Verb.STEP or entry.state is not EntryState.DONE:
+                continue
+            command = find_command(function, data, journal, run_id=run, key=entry.key)
+            if command is not None:
+                with contextlib.suppress(Exception):
+                    await run_body(command, step_id=step_id(run, entry.name, entry.occurrence))
+
+
+class _StepIdChangesAcrossCrash(WorkerHooks):
+    """A step's attempt after the first runs under a new try, whatever the first's
+    outcome: the "every attempt is a new effect" mistake, which makes a repeat after a
+    crash unrecognisable to whatever deduplicates by step_id."""
+
+    def step_id(self, step_id: str, attempt: int) -> str:
+        if attempt == 1:
+            return step_id
+        parts = parse_step_id(step_id)
+        return str(replace(parts, attempt_try=parts.attempt_try + attempt - 1))
+
+
+class _DivergenceAccepted(WorkerHooks):
+    """A replay that diverged is taken as code that waits: nothing is recorded, nothing
+    dead-lettered, nothing tells anyone the run is stuck."""
+
+    def journal_diverged(self, advance: Diverged) -> Advance:
+        return Waits()
+
+
 def _worker(hooks: Callable[[], WorkerHooks]) -> Callable[[ActivityRegistry], Build]:
     return lambda app: Build(worker_hooks=points_of(hooks()))
 
@@ -374,6 +418,24 @@ MUTANTS: dict[str, Mutant] = {
             "a start is admitted whatever execution of its machine is active for its parent",
             ("M2-submits-s0",),
             _start_ignores_parent,
+        ),
+        Mutant(
+            "body-rerun-on-replay",
+            "replaying a code-first run runs its recorded steps' bodies again",
+            ("C1-kill-after_commit-s0",),
+            _worker(_BodyRerunOnReplay),
+        ),
+        Mutant(
+            "step-id-changes-across-crash",
+            "a code-first step retried after an unknown outcome runs under a new step_id",
+            ("C1-kill-after_handler-s0",),
+            _worker(_StepIdChangesAcrossCrash),
+        ),
+        Mutant(
+            "divergence-accepted",
+            "code that differs from its run's journal is silently taken as waiting",
+            ("C7-divergent-deploy-s0",),
+            _worker(_DivergenceAccepted),
         ),
     )
 }

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.worker.faults import FAULT_PLAN_ENV, FAULT_REPORT_ENV, FAULT_SEVER_ENV
 from verification.clocks import CLOCK_JUMP_ENV
+from verification.drill_code import DEPLOY_ENV
 from verification.effects import LEDGER_DSN_ENV
 from verification.fault_plan import Fault, plan_json
 from verification.mutants import MUTANT_ENV
@@ -125,9 +126,11 @@ async def _until(condition: Callable[[], bool], timeout: float, what: str) -> No
         await asyncio.sleep(POLL_SECONDS)
 
 
-def _environment(env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str) -> dict[str, str]:
+def _environment(
+    env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str, deployment: str = ""
+) -> dict[str, str]:
     values = dict(os.environ)
-    for name in (FAULT_PLAN_ENV, FAULT_SEVER_ENV, MUTANT_ENV, CLOCK_JUMP_ENV):
+    for name in (FAULT_PLAN_ENV, FAULT_SEVER_ENV, MUTANT_ENV, CLOCK_JUMP_ENV, DEPLOY_ENV):
         values.pop(name, None)
     values.update(
         {
@@ -142,6 +145,7 @@ def _environment(env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str
         FAULT_SEVER_ENV: sever,
         MUTANT_ENV: env.mutant,
         CLOCK_JUMP_ENV: clock_jump,
+        DEPLOY_ENV: deployment,
     }
     values.update({name: value for name, value in optional.items() if value})
     return values
@@ -167,8 +171,10 @@ def spawn(
     plan: list[Fault] = (),
     sever: str = "",
     clock_jump: str = "",
+    deployment: str = "",
 ) -> DrillProcess:
-    """Start ``python -m verification.process_main COMMAND ...`` for this drill."""
+    """Start ``python -m verification.process_main COMMAND ...`` for this drill
+    (``deployment``: the code it runs, see ``verification.drill_code``)."""
     argv = [sys.executable, "-m", "verification.process_main", command[0]]
     argv += ["--dsn", dsn or env.dsn, "--schema", env.schema, *command[1:]]
     if env.clock_file:
@@ -178,7 +184,7 @@ def spawn(
         popen = subprocess.Popen(
             argv,
             cwd=ROOT,
-            env=_environment(env, list(plan), sever, clock_jump),
+            env=_environment(env, list(plan), sever, clock_jump, deployment),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -198,6 +204,7 @@ def spawn_worker(
     lease_seconds: float = 1.5,
     concurrency: int = 4,
     name: str = "",
+    deployment: str = "",
 ) -> DrillProcess:
     """A drill worker; ``name`` (default: the worker id) names its log."""
     command = [
@@ -209,6 +216,6 @@ def spawn_worker(
         "--concurrency",
         str(concurrency),
     ]
-    process = spawn(env, name or worker_id, command, dsn, plan, sever, clock_jump)
+    process = spawn(env, name or worker_id, command, dsn, plan, sever, clock_jump, deployment)
     process.worker_id = worker_id
     return process

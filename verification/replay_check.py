@@ -13,6 +13,9 @@ against another build (D7's corpus). ``verify`` asks of it:
   (its ``decide`` reads the draft's own events), so there each ledger transition is
   checked instead: its leading events are replayed into a draft, the engine decides,
   and what it appends (events and work) must be what the transition recorded after them.
+  A code-first run's decisions record what its code asked for, which only the code can
+  say: its history is replayed without decision checks, and its journal is replayed
+  against its code instead (J3, ``verification.journal_replay``).
 - **I6, history integrity.** The ledger's transitions cover the events exactly,
   contiguously from 0 to the last sequence, and each one's fingerprint, recomputed from
   the events and work rows it wrote, equals the fingerprint committed with it: a hash
@@ -133,7 +136,10 @@ def verify(registry: Registry, history: History, decision: Decide = decide) -> V
 
     ``decision`` is the decision code checked (the engine's ``decide``, unless a
     negative control checks a broken one)."""
-    replay = _replay_by_transition if _is_machine(registry, history) else _replay_with_decisions
+    mode = _mode(registry, history)
+    replay = (
+        REPLAYS.get(mode, _replay_with_decisions) if mode is not None else _replay_with_decisions
+    )
     verdict = replay(registry, history, decision)
     if verdict.state is not None:
         again = _replay(registry, history.events)
@@ -188,11 +194,26 @@ def _applied(
     return state
 
 
-def _is_machine(registry: Registry, history: History) -> bool:
+def _mode(registry: Registry, history: History) -> Mode | None:
+    """The mode of the definition the history started under (None when not published)."""
     first = history.events[0] if history.events else None
     ref = first.definition if first is not None else None
     definition = registry.get(ref.name, ref.version) if ref is not None else None
-    return definition is not None and definition.mode is Mode.MACHINE
+    return definition.mode if definition is not None else None
+
+
+def _replay_code(registry: Registry, history: History, decision: Decide) -> Verdict:
+    """Replay a code-first run's history without decision checks: what its decisions
+    record is what its code asked for, which only its code can say; that is checked by
+    replaying the journal against the code (J3, ``verification.journal_replay``)."""
+    state: Instance | None = None
+    verdict = Verdict(None, 0)
+    for event in history.events:
+        state = _applied(registry, state, event, verdict)
+        if state is None:
+            return verdict
+    verdict.state = state
+    return verdict
 
 
 def _replay_by_transition(registry: Registry, history: History, decision: Decide) -> Verdict:
@@ -357,3 +378,10 @@ def _fingerprint(
         tuple(work),
     )
     return digest(transition_to_json(transition))
+
+
+REPLAYS: dict[Mode, Callable[[Registry, History, Decide], Verdict]] = {
+    Mode.MACHINE: _replay_by_transition,
+    Mode.CODE: _replay_code,
+}
+"""How each mode's history is replayed when it is not the default's, decision by decision."""

@@ -14,6 +14,7 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.store.rows import WorkState
+from verification.code_checks import CODE_RUNS
 from verification.findings import Findings
 
 K = EventKind
@@ -84,7 +85,7 @@ APPLIED_TWICE = """
 SELECT instance_id, step, compensation, count(*) FROM drill_effects_applied
 GROUP BY instance_id, step, compensation HAVING count(*) > 1
 """
-SUCCESS_WITHOUT_EFFECT = """
+SUCCESS_WITHOUT_EFFECT = f"""
 SELECT o.instance_id, o.step_name, o.attempt FROM history o
 JOIN history s ON s.instance_id = o.instance_id AND s.step_name = o.step_name
              AND s.attempt = o.attempt AND s.kind = CASE o.kind WHEN %(succeeded)s
@@ -92,7 +93,9 @@ JOIN history s ON s.instance_id = o.instance_id AND s.step_name = o.step_name
 WHERE o.kind IN (%(succeeded)s, %(comp_succeeded)s)
   AND NOT EXISTS (SELECT 1 FROM drill_effects_applied a
                   WHERE a.idempotency_key = s.idempotency_key)
+  AND o.instance_id NOT IN ({CODE_RUNS})
 """
+"""(Code-first steps record their effects by step_id: ``verification.code_checks``.)"""
 EFFECT_KINDS = {
     "started": int(K.ATTEMPT_STARTED),
     "comp_started": int(K.COMPENSATION_ATTEMPT_STARTED),
@@ -129,12 +132,13 @@ async def effects(conn: psycopg.AsyncConnection, findings: Findings) -> None:
 UNKNOWNS = """
 SELECT count(*) FROM history WHERE kind IN (%(unknown)s, %(comp_unknown)s)
 """
-UNKNOWN_NEVER_ENTERED = """
+UNKNOWN_NEVER_ENTERED = f"""
 SELECT o.instance_id, o.step_name, o.attempt, o.kind = %(comp_unknown)s FROM history o
 WHERE o.kind IN (%(unknown)s, %(comp_unknown)s)
   AND NOT EXISTS (SELECT 1 FROM drill_handler_entries e
                   WHERE e.instance_id = o.instance_id AND e.step = o.step_name
                     AND e.attempt = o.attempt AND e.compensation = (o.kind = %(comp_unknown)s))
+  AND o.instance_id NOT IN ({CODE_RUNS})
 ORDER BY o.instance_id, o.step_name, o.attempt
 """
 UNKNOWN_KINDS = {"unknown": int(K.ATTEMPT_UNKNOWN), "comp_unknown": int(K.COMPENSATION_UNKNOWN)}
@@ -161,15 +165,23 @@ async def unknowns(conn: psycopg.AsyncConnection, findings: Findings, excused: b
     findings.add("U", total, never)
 
 
-SIGNAL_DUPLICATES = """
+SIGNAL_DUPLICATES = f"""
 SELECT instance_id, step_name, count(*), count(DISTINCT idempotency_key) FROM history
-WHERE kind = %(kind)s GROUP BY instance_id, step_name HAVING count(*) > 1
+WHERE kind = %(kind)s AND instance_id NOT IN ({CODE_RUNS})
+GROUP BY instance_id, step_name HAVING count(*) > 1
+UNION ALL
+SELECT instance_id, step_name, count(*), 1 FROM history
+WHERE kind = %(kind)s AND instance_id IN ({CODE_RUNS})
+GROUP BY instance_id, step_name, idempotency_key HAVING count(*) > 1
 """
+"""A flow step takes one signal; a code-first run's inbox one per signal id (a wait
+consumes one, extras are set aside)."""
 SIGNAL_COUNT = "SELECT count(*) FROM history WHERE kind = %(kind)s"
 
 
 async def signals(conn: psycopg.AsyncConnection, findings: Findings) -> None:
-    """I7: one signal event per step (and so per signal id)."""
+    """I7: one signal event per step (and so per signal id); one per signal id in a
+    code-first run's inbox."""
     params = {"kind": int(K.SIGNAL_RECEIVED)}
     (total,) = (await _rows(conn, SIGNAL_COUNT, params))[0]
     findings.stats["signals_accepted"] += total

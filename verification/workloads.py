@@ -16,7 +16,8 @@ from typing import Any
 
 from engine.model.definitions import Definition
 from engine.model.validation import parse_definition
-from verification.drill_app import EFFECT_TARGET, LOOP_TARGET, UNDO_TARGET
+from verification import drill_code
+from verification.drill_app import EFFECT_TARGET, LOOP_TARGET, UNDO_TARGET, app
 from verification.drill_machine import flow as machine_flow
 
 FLOW = "drill.flow"
@@ -83,7 +84,9 @@ most of that timeout, so an attempt that waited for a thread first runs out of i
 def definitions() -> list[Definition]:
     """Every definition a drill schema gets."""
     flows = [parse_definition(FLOW_DOCUMENT), parse_definition(BURST_DOCUMENT)]
-    return [*flows, machine_flow.definition]
+    code = app.workflow_for(drill_code.CODE, drill_code.VERSION)
+    assert code is not None  # drill_app declares it
+    return [*flows, machine_flow.definition, code.definition]
 
 
 @dataclass(frozen=True)
@@ -144,3 +147,40 @@ class MachineWorkload:
 
     def executions(self) -> list[Execution]:
         return [Execution(f"{self.prefix}-m{n}", self.steps) for n in range(self.count)]
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """One run of ``drill.code`` a code workload starts, and the signal it will receive."""
+
+    id: str
+    input: dict[str, Any]
+    signal_id: str
+
+    @property
+    def run_id(self) -> str:
+        """The run's instance id: ``<workflow>/<id>``."""
+        return f"{drill_code.CODE}/{self.id}"
+
+    @property
+    def signal_payload(self) -> dict[str, Any]:
+        return {"from": self.signal_id}
+
+
+@dataclass(frozen=True)
+class CodeWorkload:
+    """A set of runs of ``drill.code``; the first fails its first step once, cleanly."""
+
+    prefix: str
+    count: int = 3
+    slow: float = 0.4
+
+    def runs(self) -> list[CodeRun]:
+        runs = []
+        for n in range(self.count):
+            data: dict[str, Any] = {"slow": {"work": self.slow}}
+            if n == 0:
+                data["fail"] = {drill_code.FIRST_STEP: 1}
+            run = f"{self.prefix}-c{n}"
+            runs.append(CodeRun(run, data, f"{run}-go"))
+        return runs

@@ -12,9 +12,12 @@ store's statement filter and hooks (``engine.store.seams``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
+from engine.model.instance import Instance
+from engine.modes.code.journal import Advance, Diverged
 from engine.worker.activities import ActivityRequest, HandlerExecutor, Outcome, Unknown
 
 
@@ -54,3 +57,18 @@ class WorkerHooks:
         (a state machine's advance) runs and writes on (``conn``: that very transaction's,
         so what it writes commits exactly when the transition does)."""
         return conn
+
+    def step_id(self, step_id: str, attempt: int) -> str:
+        """The ``ctx.step_id`` a code-first step's body runs under in attempt ``attempt``
+        (``step_id``: the attempt's recorded idempotency key, which a crash never changes)."""
+        return step_id
+
+    async def journal_replayed(self, function: Callable[..., Any], state: Instance) -> None:
+        """A decision replayed a code-first run's code (``function``) against its journal
+        and committed what it asked next (``state``: the run after that); no recorded
+        step's body ran again."""
+
+    def journal_diverged(self, advance: Diverged) -> Advance:
+        """A decision's replay found the code differs from the journal: what the decision
+        acts on (``advance``: the divergence, which parks the run, dead-lettered)."""
+        return advance

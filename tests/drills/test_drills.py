@@ -61,6 +61,10 @@ def test_ci_profile_runs_every_drill(campaign: tuple[str, dict, Path]) -> None:
     for boundary in Boundary:
         for action in (Action.KILL, Action.EXIT):
             assert f"D1-{action.value}-{boundary.value}-s0" in ids
+    families = {d["family"] for d in card["drills"]}
+    assert families >= {"M1", "M3", "M4", "C1", "C3", "C4", "C5", "C6", "C7"}, (
+        "machine and code drills"
+    )
     assert card["faults"]["never_reached"] == []
     assert junit.read_text().startswith("<?xml")
 

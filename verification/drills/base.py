@@ -36,13 +36,29 @@ from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import drill_app, drill_machine, effects, lease_audit, mutants, processes
+from verification import (
+    drill_app,
+    drill_code,
+    drill_machine,
+    effects,
+    lease_audit,
+    mutants,
+    processes,
+)
 from verification.clocks import FileClock
 from verification.processes import DrillProcess, ProcessEnv
 from verification.profiles import Profile
 from verification.proxy import DrillProxy
 from verification.target import Target
-from verification.workloads import FLOW, SIGNAL_STEP, Execution, Planned, Workload, definitions
+from verification.workloads import (
+    FLOW,
+    SIGNAL_STEP,
+    CodeRun,
+    Execution,
+    Planned,
+    Workload,
+    definitions,
+)
 
 POLL_SECONDS = 0.05
 OPEN_WORK_COUNT = (
@@ -146,6 +162,7 @@ class DrillEnv:
                 await conn.execute(lease_audit.AUDIT_TABLES.encode())
                 await conn.execute(drill_machine.MACHINE_TABLES.encode())
                 await conn.execute(drill_machine.MACHINE_PRIVILEGES.encode())
+                await conn.execute(drill_code.CODE_TABLES.encode())
             clock = None
             if manual_clock:
                 clock = FileClock(env.directory / "clock.txt")
@@ -246,6 +263,21 @@ class DrillEnv:
             self.record.acked.append(execution.execution_id)
             self.record.machines[execution.execution_id] = execution
         self.record.stats["machines_started"] += len(executions)
+
+    async def start_runs(self, runs: list[CodeRun]) -> None:
+        """Start every run of ``drill.code``, each acknowledged start remembered for I1."""
+        self.record.workload_started = self.record.workload_started or time.monotonic()
+        for run in runs:
+            await self.client.start_run(drill_code.CODE, run.input, id=run.id)
+            self.record.acked.append(run.run_id)
+        self.record.stats["code_runs_started"] += len(runs)
+
+    async def signal_run(self, run: CodeRun, client: Client | None = None) -> None:
+        """Deliver ``run``'s signal (through ``client``, the harness's by default)."""
+        await (client or self.client).signal(
+            run.run_id, drill_code.SIGNAL, run.signal_id, run.signal_payload
+        )
+        self.record.stats["signals_sent"] += 1
 
     async def signal(self, item: Planned) -> None:
         await self.client.signal(item.instance_id, SIGNAL_STEP, item.signal_id, item.signal_payload)

@@ -13,6 +13,7 @@ import hashlib
 from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
+    code,
     leases,
     machines,
     network,
@@ -206,8 +207,77 @@ def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
     ]
 
 
-def catalogue(profile: Profile, master: int) -> list[DrillSpec]:
-    return matrix(profile, master) + named(master) + machine_drills(profile, master)
+CODE_FAULTS = (
+    ("C1", Boundary.AFTER_ATTEMPT_START, Action.KILL, "its durable start, before its body"),
+    ("C1", Boundary.AFTER_HANDLER, Action.KILL, "its body's end, its outcome unrecorded"),
+    ("C1", Boundary.AFTER_COMMIT, Action.KILL, "a commit, after it"),
+    ("C3", Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT, "the proxy, unsent"),
+    ("C3", Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT, "the proxy, once committed"),
+    ("C4", Boundary.AFTER_CLAIM, Action.PAUSE, "its claim, before it"),
+    ("C4", Boundary.AFTER_HANDLER, Action.PAUSE, "its body's end, during it"),
+)
+"""The code-first drills at a worker boundary: before a step is its attempt's durable
+start (the body not entered), during it the body's end (its effect made, its outcome
+not recorded), after it a commit."""
+CODE_FAULT_TITLES = {
+    "C1": "a code-first step's worker SIGKILLed",
+    "C3": "a code-first run's COMMIT cut",
+    "C4": "a code-first step's worker stopped past its lease",
+}
+"""Each family's title; a drill's title adds where (`` at ...``), as the matrix's do."""
+CODE_NAMED = (
+    ("C5-duplicate-signals", "a code-first run's signal delivered again and again",
+     code.duplicate_signals),
+    ("C6-cancels", "duplicate cancels of waiting code-first runs", code.cancels),
+    ("C7-divergent-deploy", "a deploy of divergent code while runs wait", code.divergent_deploy),
+)  # fmt: skip
+
+
+def code_drills(profile: Profile, master: int) -> list[DrillSpec]:
+    """The code-first drills (families C1-C7), ``profile.code_seeds`` times each."""
+    cells = [
+        (f"{head}-{action.value}-{boundary.value}", f"{CODE_FAULT_TITLES[head]} at {where}",
+         code.boundary_drill, {"boundary": boundary.value, "action": action.value},
+         strands(boundary, action))
+        for head, boundary, action, where in CODE_FAULTS
+    ]  # fmt: skip
+    cells += [(name, title, scenario, {}, False) for name, title, scenario in CODE_NAMED]
+    return [
+        DrillSpec(
+            f"{name}-s{n}",
+            named_family(name),
+            title,
+            drill_seed(master, f"{name}-s{n}"),
+            scenario,
+            params=params,
+            strands=stranding,
+        )
+        for name, title, scenario, params, stranding in cells
+        for n in range(profile.code_seeds)
+    ]
+
+
+WORKLOADS = ("flow", "machine", "code")
+"""What ``--workload`` chooses: the drills of activity flows (D, U), of state machines
+(M) or of code-first workflows (C)."""
+
+
+def workload_of(spec: DrillSpec) -> str:
+    """The workload a drill runs, from its family."""
+    return {"M": "machine", "C": "code"}.get(spec.family[:1], "flow")
+
+
+def catalogue(profile: Profile, master: int, workload: str = "") -> list[DrillSpec]:
+    """Every drill of ``profile`` (only ``workload``'s, when given)."""
+    if workload and workload not in WORKLOADS:
+        raise ValueError(f"workload is one of {', '.join(WORKLOADS)}, not {workload!r}")
+    specs = (
+        matrix(profile, master)
+        + named(master)
+        + machine_drills(profile, master)
+        + code_drills(profile, master)
+    )
+    return [s for s in specs if not workload or workload_of(s) == workload]
 
 
 def _matches(spec: DrillSpec, wanted: str) -> bool:

@@ -59,7 +59,8 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
             result = None if progress.result is None else json.loads(progress.result)
             value = await run_compensation(command, result, step_id=progress.idempotency_key)
         else:
-            value = await run_body(command, step_id=progress.idempotency_key)
+            step_id = ctx.hooks.step_id(progress.idempotency_key, progress.attempt)
+            value = await run_body(command, step_id=step_id)
     except StepFailure as failure:
         return Failed(STEP_FAILURE, True, {"message": str(failure)})
     except StepTimedOut as timed_out:

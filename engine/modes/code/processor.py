@@ -40,6 +40,7 @@ from engine.modes.code.journal import Diverged
 from engine.store import catalog, leases
 from engine.store.catalog import conflict_message
 from engine.worker import processors
+from engine.worker.hooks import WorkerHooks
 from engine.worker.leased_commits import (
     Context,
     Eager,
@@ -85,7 +86,8 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
     while True:
         try:
             with current.completing():
-                state = await commit(ctx, lease, _decision(flow, spawns, lease), eager=eager)
+                build = _decision(flow, spawns, lease, ctx.hooks)
+                state = await commit(ctx, lease, build, eager=eager)
         except commands.SpawnUnresolved as missing:
             try:
                 found = await catalog.resolve_for_start(ctx.store, missing.name, None)
@@ -106,6 +108,8 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
             await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
             return False
         break
+    if state is not None:
+        await ctx.hooks.journal_replayed(flow.function, state)
     if state is None or eager.lease is None:
         return False
     current.lease = eager.lease
@@ -115,8 +119,10 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
     return await processors.run_attempts(ctx, processors.ACTIVITY, current, state, eager.dispatch)
 
 
-def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], lease: leases.Lease):
-    """The build of one decision (see the module)."""
+def _decision(
+    flow: CodeWorkflow, spawns: dict[str, DefinitionRef], lease: leases.Lease, hooks: WorkerHooks
+):
+    """The build of one decision (see the module); ``hooks`` see a divergence."""
 
     def build(draft: Draft) -> None:
         state = draft.state
@@ -135,6 +141,8 @@ def _decision(flow: CodeWorkflow, spawns: dict[str, DefinitionRef], lease: lease
         run = draft.state
         assert run is not None
         advance = drive(flow.function, run.value("input"), entries(run), run_id=run.instance_id)
+        if isinstance(advance, Diverged):
+            advance = hooks.journal_diverged(advance)
         if isinstance(advance, Diverged):
             raise _Parked(advance.code, advance.message)
         commands.record(draft, advance, spawns)
