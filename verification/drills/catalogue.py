@@ -9,6 +9,7 @@ reruns exactly that drill.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from engine.worker.faults import Action, Boundary
 from verification.drills import (
@@ -192,19 +193,7 @@ def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
     submits = ("M2-submits", "concurrent submits for one parent", machines.submits)
     cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
     cells += [(*submits, {}, False), (*cancels, {}, False)]
-    return [
-        DrillSpec(
-            f"{name}-s{n}",
-            named_family(name),
-            title,
-            drill_seed(master, f"{name}-s{n}"),
-            scenario,
-            params=params,
-            strands=stranding,
-        )
-        for name, title, scenario, params, stranding in cells
-        for n in range(profile.machine_seeds)
-    ]
+    return _seeded(cells, profile.machine_seeds, master)
 
 
 CODE_FAULTS = (
@@ -242,6 +231,12 @@ def code_drills(profile: Profile, master: int) -> list[DrillSpec]:
         for head, boundary, action, where in CODE_FAULTS
     ]  # fmt: skip
     cells += [(name, title, scenario, {}, False) for name, title, scenario in CODE_NAMED]
+    return _seeded(cells, profile.code_seeds, master)
+
+
+def _seeded(cells: list[tuple[Any, ...]], seeds: int, master: int) -> list[DrillSpec]:
+    """Each cell ``(name, title, scenario, params, strands)`` as ``seeds`` drills, each
+    seeded from the campaign's master seed and its own id."""
     return [
         DrillSpec(
             f"{name}-s{n}",
@@ -253,7 +248,7 @@ def code_drills(profile: Profile, master: int) -> list[DrillSpec]:
             strands=stranding,
         )
         for name, title, scenario, params, stranding in cells
-        for n in range(profile.code_seeds)
+        for n in range(seeds)
     ]
 
 

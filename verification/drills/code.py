@@ -42,8 +42,8 @@ from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import drill_code
 from verification.drills.base import DrillEnv
-from verification.drills.boundaries import SEVERS, react, wait_fired
-from verification.drills.leases import wait_stale_attempt
+from verification.drills.boundaries import SEVERS
+from verification.drills.leases import one_fault_recovered
 from verification.workloads import CodeRun, CodeWorkload
 
 FIRST_HIT, LAST_HIT = 2, 6
@@ -70,17 +70,7 @@ async def boundary_drill(env: DrillEnv) -> None:
     for run in runs:  # before each run waits: its inbox holds the signal
         await env.signal_run(run)
     fault = Fault(boundary, env.rng.randint(FIRST_HIT, LAST_HIT), action)
-    worker = env.worker("a", plan=[fault], proxy=proxy)
-    await wait_fired(env, fault, worker)
-    env.mark_fault(action.value)
-    await react(env, worker, action)
-    if action is Action.PAUSE:
-        await wait_stale_attempt(env, worker)
-    env.worker("b")
-    await env.quiesce()
-    await env.stop_processes()
-    if action in SEVERS:
-        env.expect(bool(proxy and proxy.ambiguous), f"{action.value}: no COMMIT was cut")
+    await one_fault_recovered(env, fault, proxy, wait_stale=action is Action.PAUSE)
 
 
 async def duplicate_signals(env: DrillEnv) -> None:

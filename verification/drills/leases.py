@@ -24,10 +24,12 @@ from datetime import timedelta
 from engine.store import leases, sweeps
 from engine.store.errors import StoreError
 from engine.store.rows import WorkState
+from engine.worker.faults import Fault
 from verification import observations
 from verification.drills.base import DrillEnv
-from verification.drills.boundaries import take_over
+from verification.drills.boundaries import SEVERS, react, take_over, wait_fired
 from verification.processes import DrillProcess
+from verification.proxy import DrillProxy
 from verification.workloads import Planned, Workload
 
 RUNNING_LEASE = f"""
@@ -199,3 +201,23 @@ async def _event_times(env: DrillEnv) -> None:
             f"{instance} event {sequence} is dated {offset} from its commit: event times "
             "follow the worker's wall clock (DatabaseClock measures its offset only at open)",
         )
+
+
+async def one_fault_recovered(
+    env: DrillEnv, fault: Fault, proxy: DrillProxy | None, wait_stale: bool
+) -> None:
+    """Worker a runs until ``fault`` fires in it; once it has acted (a kill, a stop past
+    the lease, a COMMIT cut by ``proxy``), worker b takes over until everything is done,
+    and a cut must really have cut a COMMIT. With ``wait_stale`` a stopped worker a is
+    first seen attempting a stale write (and refused) before b starts."""
+    worker = env.worker("a", plan=[fault], proxy=proxy)
+    await wait_fired(env, fault, worker)
+    env.mark_fault(fault.action.value)
+    await react(env, worker, fault.action)
+    if wait_stale:
+        await wait_stale_attempt(env, worker)
+    env.worker("b")
+    await env.quiesce()
+    await env.stop_processes()
+    if fault.action in SEVERS:
+        env.expect(bool(proxy and proxy.ambiguous), f"{fault.action.value}: no COMMIT was cut")

@@ -42,8 +42,8 @@ from engine.worker.faults import Action, Boundary, Fault
 from verification import machine_checks
 from verification.drill_machine import MACHINE
 from verification.drills.base import DrillEnv
-from verification.drills.boundaries import SEVERS, react, wait_fired
-from verification.drills.leases import wait_stale_attempt
+from verification.drills.boundaries import SEVERS
+from verification.drills.leases import one_fault_recovered
 from verification.findings import Findings
 from verification.workloads import Execution, MachineWorkload
 
@@ -73,17 +73,8 @@ async def boundary_drill(env: DrillEnv) -> None:
         await script(env, executions[0].execution_id, 2, "fail")
     await env.start_machines(executions)
     fault = Fault(boundary, env.rng.randint(FIRST_HIT, LAST_HIT), action)
-    worker = env.worker("a", plan=[fault], proxy=proxy)
-    await wait_fired(env, fault, worker)
-    env.mark_fault(action.value)
-    await react(env, worker, action)
-    if action is Action.PAUSE and boundary is Boundary.AFTER_CLAIM:
-        await wait_stale_attempt(env, worker)
-    env.worker("b")
-    await env.quiesce()
-    await env.stop_processes()
-    if action in SEVERS:
-        env.expect(bool(proxy and proxy.ambiguous), f"{action.value}: no COMMIT was cut")
+    stale = action is Action.PAUSE and boundary is Boundary.AFTER_CLAIM
+    await one_fault_recovered(env, fault, proxy, wait_stale=stale)
 
 
 async def cancels(env: DrillEnv) -> None:
