@@ -99,6 +99,12 @@ class DefinitionMode:
     """Records a signal in a draft the mode's own way (a code-first run's inbox): the
     transition id's parts, or None for an exact repeat (SignalConflict when it
     conflicts); None when signals fill signal steps, one each."""
+    judge: Callable[[Definition, Instance, Any], str] | None = None
+    """Why a running instance of another version of the name could not move to this
+    definition where it stands ('' when it could): called with the new definition,
+    the instance replayed on its own, and the new version's code when the mode runs
+    code (a code-first workflow); None when the mode cannot judge, so no instance of
+    it is ever called compatible (``engine.decide.compatibility``)."""
 
 
 _INSTALLED: dict[str, DefinitionMode] = {}

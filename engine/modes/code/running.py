@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.model.transitions import WorkKind
-from engine.modes.code import CODE, decide, fold, signals, spawns
+from engine.modes.code import CODE, decide, fold, replay_gate, signals, spawns
 from engine.modes.code.effects import run_effect
 from engine.modes.code.processor import process_decision
 
@@ -24,4 +24,5 @@ CODE_RUNNING = replace(
     propagate=spawns.cancel_spawned,
     work={WorkKind.DECISION: process_decision},
     effect=run_effect,
+    judge=replay_gate.judge,
 )

@@ -35,7 +35,7 @@ from __future__ import annotations
 from engine.model.definitions import Mode
 from engine.model.transitions import WorkKind
 from engine.modes import DefinitionMode
-from engine.modes.machines import fold, start_data, validation
+from engine.modes.machines import compatibility, fold, start_data, validation
 from engine.modes.machines.advances import process_advance
 from engine.modes.machines.calls import MachineCall
 from engine.modes.machines.decide import decide
@@ -51,6 +51,7 @@ MACHINE = DefinitionMode(
     decide=decide,
     work={WorkKind.ADVANCE: process_advance},
     admit=start_data.admit,
+    judge=compatibility.judge,
 )
 
 __all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from engine.model.definitions import Mode
 from engine.modes import DefinitionMode
-from engine.modes.steps import fold, orchestration, validation, work
+from engine.modes.steps import compatibility, fold, orchestration, validation, work
 
 ORCHESTRATION = DefinitionMode(
     name=Mode.ORCHESTRATION,
@@ -21,5 +21,6 @@ ORCHESTRATION = DefinitionMode(
     fold=fold.RULES,
     decide=orchestration.decide,
     work=work.PROCESSORS,
+    judge=compatibility.judge,
 )
 CHOREOGRAPHY = replace(ORCHESTRATION, name=Mode.CHOREOGRAPHY, decide=None)
