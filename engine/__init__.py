@@ -20,6 +20,7 @@ from engine.executions import (
     SubmitConflict,
     Submitted,
 )
+from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -73,6 +74,7 @@ __all__ = [
     "AttemptStatus",
     "ChildDefinitionNotFound",
     "Client",
+    "CompatibilityReport",
     "DecisionRejected",
     "DefinitionConflict",
     "DefinitionFileError",
@@ -82,6 +84,7 @@ __all__ = [
     "ExecutionNotFound",
     "Executions",
     "GrantDenied",
+    "IncompatibleInstances",
     "InputRefused",
     "Instance",
     "InstanceStatus",
@@ -99,6 +102,7 @@ __all__ = [
     "SubmitConflict",
     "Submitted",
     "UnknownOutcome",
+    "Verdict",
     "WaylineError",
     "WorkRequestInvalid",
     "Worker",

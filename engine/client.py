@@ -25,6 +25,7 @@ from engine.decide.child_outcomes import parent_transitions
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.canonical import format_instant
+from engine.model.compatibility import CompatibilityReport, IncompatibleInstances
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
     DecisionRejected,
@@ -41,7 +42,7 @@ from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.code import runs
-from engine.store import catalog, dead_letters, reads
+from engine.store import catalog, compatibility, dead_letters, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store
@@ -67,16 +68,39 @@ class Client:
         self.cache = InstanceCache(store, self.registries)
         self.faults = faults or Faults()
 
-    async def publish(self, definition: Definition, actor: str = "", team: str = "") -> bool:
+    async def publish(
+        self,
+        definition: Definition,
+        actor: str = "",
+        team: str = "",
+        *,
+        require_compatible: bool = False,
+        code: Any = None,
+    ) -> bool:
         """Publish a version (True when new); refreshes this client's registry.
 
         ``team`` owns the name from its first version on: DefinitionConflict when
         another team holds it, ChildDefinitionNotFound for a pinned child the team
-        has not published.
+        has not published. The running instances of the name's other versions are
+        judged first (``check_compatibility``) and the report is stored with a new
+        version; with ``require_compatible`` an incompatible instance (or more running
+        than can be judged) refuses the publish with IncompatibleInstances, naming them.
         """
-        created = await catalog.publish(self.store, definition, actor, team)
+        report = await self.check_compatibility(definition, code)
+        if require_compatible and not report.acceptable:
+            raise IncompatibleInstances(report.refusal())
+        created = await catalog.publish(self.store, definition, actor, team, report)
         await self.registries.refresh()
         return created
+
+    async def check_compatibility(
+        self, definition: Definition, code: Any = None
+    ) -> CompatibilityReport:
+        """Could each running or paused instance of another version of the name move to
+        ``definition`` where it stands? One verdict each (nothing is written). ``code``
+        is the new version's code where its mode runs code (a ``CodeWorkflow``)."""
+        registry = await self.registries.refresh()
+        return await compatibility.judge_running(self.store, registry, definition, code)
 
     async def deprecate(self, name: str, version: str) -> None:
         """Refuse new instances of a version; running ones keep it."""

@@ -22,7 +22,7 @@ from typing import Any
 from engine.store import catalog, reads, work_views
 from engine.store import dead_letters as dead_letter_reads
 from engine.store import workers as worker_reads
-from engine.store.catalog import PublishedVersion
+from engine.store.catalog import PublishedVersion, StoredReport
 from engine.store.dead_letters import (
     DeadLetter,
     DeadLetterCursor,
@@ -50,6 +50,7 @@ __all__ = [
     "Queries",
     "ResolutionAction",
     "ResolutionRecord",
+    "StoredReport",
     "WorkRow",
     "WorkState",
     "WorkerInfo",
@@ -92,6 +93,7 @@ class Queries:
 
     # Definitions
     versions = _StoreRead(catalog.versions)
+    compatibility_report = _StoreRead(catalog.compatibility_report)
 
     # Work and workers
     instance_work = _StoreRead(work_views.instance_work)

@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import describe_instance, instance_to_json
-from engine.modes.code import replay_gate
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -167,8 +165,8 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     publish.add_argument(
         "--require-compatible",
         action="store_true",
-        help="with --app: publish nothing when an active run of another version of a code "
-        "workflow diverges from the app's code (see definition replay-check)",
+        help="publish nothing when a running instance of another version could not move "
+        "to the new one (for code workflows: its journal diverges from the app's code)",
     )
     add_command(actions, "list", "list published definition versions", _list)
     check = add_command(
@@ -262,54 +260,63 @@ def json_arg(text: str) -> Any:
 
 async def _publish(client: Client, args: argparse.Namespace) -> int:
     """Publish the file, or every definition the app declares once its code lints
-    clean (one at a time: a conflict stops at that definition, naming it)."""
+    clean (one at a time: a conflict stops at that definition, naming it). Each one's
+    compatibility report is printed when instances of other versions are running; with
+    ``--require-compatible`` nothing is published when any of them is incompatible."""
+    codes: dict[Any, Any] = {}
     if args.app is not None:
         definitions, problems = app_definitions(args.app)
         for problem in problems:
             print(problem)
         if problems:
             return EXIT_FAILED
-        if args.require_compatible and await _diverges(client, args.app, as_json=False):
-            return EXIT_FAILED
+        codes = {flow.ref: flow for flow in _app(args.app).workflows}
     else:
-        if args.require_compatible:
-            raise UsageError("--require-compatible checks an app's code: give --app")
         try:
             definitions = [load_definition(args.file)]
         except DefinitionInvalid as exc:
             for error in exc.errors:
                 print(f"{error.path or '(document)'}: {error.message}")
             return EXIT_FAILED
+    reports = [await client.check_compatibility(d, codes.get(d.ref)) for d in definitions]
+    for report in reports:
+        if report.verdicts or not report.complete:
+            print("\n".join(report.summary()))
+    if args.require_compatible and not all(report.acceptable for report in reports):
+        return EXIT_FAILED
     for definition in definitions:
-        created = await client.publish(definition, args.actor)
+        created = await client.publish(
+            definition,
+            args.actor,
+            require_compatible=args.require_compatible,
+            code=codes.get(definition.ref),
+        )
         verb = "published" if created else "already published"
         print(f"{verb} {definition.ref} {definition.fingerprint}")
     return 0
 
 
 async def _replay_check(client: Client, args: argparse.Namespace) -> int:
-    """Exit 1 when any active run diverges from the app's code (``replay_gate``)."""
-    return EXIT_FAILED if await _diverges(client, args.app, args.json) else 0
+    """Print the compatibility report of every code workflow the app declares (the
+    journals of active runs of its other versions replayed against its code); exit 1
+    when any run is incompatible."""
+    incompatible = False
+    for flow in _app(args.app).workflows:
+        report = await client.check_compatibility(flow.definition, flow)
+        incompatible |= not report.acceptable
+        if args.json:
+            for verdict in report.verdicts:
+                print(json.dumps({"definition": str(flow), **verdict.to_json()}, sort_keys=True))
+        else:
+            print("\n".join(report.summary()))
+    return EXIT_FAILED if incompatible else 0
 
 
-async def _diverges(client: Client, app: str, as_json: bool) -> bool:
-    """Print the replay check of every code workflow ``app`` declares; whether any
-    active run of another version diverges from it."""
+def _app(spec: str) -> ActivityRegistry:
     try:
-        flows = load_app(app).workflows
+        return load_app(spec)
     except ActivityAppNotFound as error:
         raise UsageError(str(error)) from None
-    registry = await client.registries.refresh()
-    divergent = False
-    for flow in flows:
-        verdicts = await replay_gate.check(client.store, registry, flow)
-        divergent |= any(v.divergence for v in verdicts)
-        if as_json:
-            for v in verdicts:
-                print(json.dumps({"definition": str(flow), **asdict(v)}, sort_keys=True))
-        else:
-            print("\n".join(replay_gate.summary(flow, verdicts)))
-    return divergent
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:

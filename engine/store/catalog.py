@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from engine.model.compatibility import CompatibilityReport, report_from_json
 from engine.model.definitions import Definition, DefinitionRef, Mode, definition_to_json
 from engine.model.errors import DefinitionNotFound
 from engine.model.registry import Registry
@@ -47,11 +48,19 @@ class PublishedVersion:
     team_id: str = ""
 
 
-async def publish(store: Store, definition: Definition, actor: str = "", team: str = "") -> bool:
+async def publish(
+    store: Store,
+    definition: Definition,
+    actor: str = "",
+    team: str = "",
+    report: CompatibilityReport | None = None,
+) -> bool:
     """Publish a version; True when new, False when the same content was already there.
 
     A name belongs to the team that first published it; another team gets a conflict.
     Every child step must pin a version this team published (``_require_child``).
+    ``report`` (the judgement of the instances running when it was published) is kept
+    with a new version, in the same transaction; publishing again keeps the first.
     """
     params = {
         "name": definition.name,
@@ -69,6 +78,8 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
             if step.child_definition is not None:
                 await _require_child(conn, step.name, step.child_definition, team)
         if await (await conn.execute(sql.PUBLISH, params)).fetchone() is not None:
+            if report is not None:
+                await conn.execute(sql.SAVE_REPORT, {**params, **_report_row(report)})
             return None
         existing = await (await conn.execute(sql.EXISTING_VERSION, params)).fetchone()
         return existing or ("", team, False)
@@ -82,6 +93,36 @@ async def publish(store: Store, definition: Definition, actor: str = "", team: s
     if same_version and fingerprint == definition.fingerprint:
         return False
     raise DefinitionConflict(conflict_message(definition, fingerprint))
+
+
+def _report_row(report: CompatibilityReport) -> dict[str, Any]:
+    return {
+        "report": Jsonb(report.to_json()),
+        "compatible": report.compatible_count,
+        "incompatible": len(report.incompatible),
+        "complete": report.complete,
+    }
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A version's compatibility report as the catalog keeps it, and when it was made."""
+
+    report: CompatibilityReport
+    judged_at: datetime
+
+
+async def compatibility_report(store: Store, name: str, version: str) -> StoredReport | None:
+    """The report stored when ``name@version`` was published; None for a version
+    published before reports were kept."""
+    async with store.reading() as conn:
+        params = {"name": name, "version": version}
+        row = await (await conn.execute(sql.REPORT, params)).fetchone()
+    if row is None:
+        return None
+    document, judged_at = row
+    document = json.loads(document) if isinstance(document, str) else document
+    return StoredReport(report_from_json(document), judged_at)
 
 
 def conflict_message(definition: Definition, published: str) -> str:

@@ -52,8 +52,8 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
     check = await e2e.cli("definition", "replay-check", "--app", RENAMED_APP)
     assert check.code == 1, check.stderr
     assert check.stdout.splitlines() == [
-        "order-saga@2: 1 running checked: 0 compatible, 1 divergent",
-        "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
+        "order-saga@2: 1 running checked: 0 compatible, 1 incompatible",
+        "incompatible order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
         "position 2 (event 8), code reached step 'capture'",
     ]
     gated = await e2e.cli("definition", "publish", "--app", RENAMED_APP, "--require-compatible")

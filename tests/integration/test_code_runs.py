@@ -16,7 +16,6 @@ from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus, describe_instance, instance_to_json
-from engine.modes.code import replay_gate
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
@@ -174,10 +173,10 @@ async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
     await settle(ctx)
     before = await history(store, RUN)
     (flow,) = renamed.app.workflows
-    verdicts = await replay_gate.check(store, await ctx.registries.refresh(), flow)
-    assert replay_gate.summary(flow, verdicts) == [
-        "order-saga@2: 2 running checked: 1 compatible, 1 divergent",
-        "divergent order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
+    report = await client.check_compatibility(flow.definition, flow)
+    assert report.summary() == [
+        "order-saga@2: 2 running checked: 1 compatible, 1 incompatible",
+        "incompatible order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
         "position 2 (event 8), code reached step 'capture'",
     ]
     assert await history(store, RUN) == before

@@ -41,3 +41,16 @@ DEPRECATE = """
 UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
 RETURNING 1
 """
+
+SAVE_REPORT = """
+INSERT INTO compatibility_reports
+    (name, version, fingerprint, report, compatible, incompatible, complete)
+VALUES (%(name)s, %(version)s, %(fingerprint)s, %(report)s, %(compatible)s, %(incompatible)s,
+        %(complete)s)
+ON CONFLICT (name, version) DO NOTHING
+"""
+
+REPORT = """
+SELECT report, judged_at FROM compatibility_reports
+WHERE name = %(name)s AND version = %(version)s
+"""
