@@ -58,7 +58,9 @@ async def publish(
     data: JSONBody[DocumentIn],
 ) -> Response[PublishOut]:
     """Publish a definition document (201 when new, 200 when identical content existed)."""
-    outcome = await definitions.publish(runtime, principal.team_id, principal.actor, data.document)
+    outcome = await definitions.publish(
+        runtime, principal.team_id, principal.actor, data.document, data.require_compatible
+    )
     return published(outcome)
 
 

@@ -82,10 +82,12 @@ async def replace(
     return saved
 
 
-async def publish(runtime: Runtime, team: str, actor: str, draft_id: str) -> PublishOutcome:
+async def publish(
+    runtime: Runtime, team: str, actor: str, draft_id: str, require_compatible: bool = False
+) -> PublishOutcome:
     """Publish the draft's content; the draft stays (editable) for the next version."""
     draft = await drafts.get_draft(runtime.store, team, draft_id)
-    return await definitions.publish(runtime, team, actor, draft.document)
+    return await definitions.publish(runtime, team, actor, draft.document, require_compatible)
 
 
 async def discard(runtime: Runtime, team: str, draft_id: str) -> None:

@@ -245,9 +245,10 @@ async def replace_json(editor: NamedDependency[DraftEditor]) -> Template | Redir
 async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Template:
     """Publish; success goes to the new version's page (htmx follows HX-Redirect)."""
     principal = editor.principal
+    required = bool((await editor.form()).get("require_compatible"))
     try:
         outcome = await drafts.publish(
-            editor.runtime, principal.team_id, principal.actor, editor.draft_id
+            editor.runtime, principal.team_id, principal.actor, editor.draft_id, required
         )
     except (Invalid, Conflict) as refused:
         status = 409 if isinstance(refused, Conflict) else 422

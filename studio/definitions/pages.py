@@ -114,6 +114,7 @@ async def version_page(
         document=document,
         view=graph_view(document),
         notice=PUBLISHED_NOTICES.get(published or "", ""),
+        compatibility=await definitions.compatibility_of(runtime, found),
     )
 
 
@@ -211,8 +212,11 @@ async def import_save(
             runtime, principal.team_id, principal.actor, document, "import"
         )
         return see_other(draft_url(draft.draft_id))
+    required = bool(values.get("require_compatible"))
     try:
-        outcome = await definitions.publish(runtime, principal.team_id, principal.actor, document)
+        outcome = await definitions.publish(
+            runtime, principal.team_id, principal.actor, document, required
+        )
     except (Invalid, Conflict) as refused:
         return _import_refused(request, text, document, refused, refused.status)
     return see_other(outcome.page)

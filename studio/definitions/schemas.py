@@ -57,6 +57,9 @@ class VersionDetailOut:
 @dataclass
 class DocumentIn:
     document: dict[str, Any]
+    require_compatible: bool = False
+    """Publishing: refuse (409, naming them) when a running instance of another version
+    could not move to this one. Every publish stores the compatibility report."""
 
 
 @dataclass

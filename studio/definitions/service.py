@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine import ChildDefinitionNotFound, DefinitionConflict
+from engine import ChildDefinitionNotFound, DefinitionConflict, IncompatibleInstances
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
-from engine.queries import PublishedVersion
+from engine.queries import PublishedVersion, StoredReport
 from studio.definitions.diff import DefinitionDiff
 from studio.definitions.problems import Problems, check_document
 from studio.drawings import drawing_of_document
@@ -97,8 +97,14 @@ def problems_payload(problems: Problems) -> list[dict[str, str]]:
     return [{"path": p.path, "message": p.message} for p in problems.errors]
 
 
-async def publish(runtime: Runtime, team: str, actor: str, document: Any) -> PublishOutcome:
-    """Validate and publish ``document`` as an immutable version owned by ``team``."""
+async def publish(
+    runtime: Runtime, team: str, actor: str, document: Any, require_compatible: bool = False
+) -> PublishOutcome:
+    """Validate and publish ``document`` as an immutable version owned by ``team``.
+
+    The engine judges the running instances of the name's other versions and keeps
+    the report with the version (shown on its page); ``require_compatible`` refuses
+    the publish (Conflict, naming them) when any could not move to it."""
     problems = check_document(document)
     if problems.definition is None:
         raise Invalid(
@@ -107,8 +113,10 @@ async def publish(runtime: Runtime, team: str, actor: str, document: Any) -> Pub
         )
     definition = problems.definition
     try:
-        created = await runtime.client.publish(definition, actor, team)
-    except DefinitionConflict as clash:
+        created = await runtime.client.publish(
+            definition, actor, team, require_compatible=require_compatible
+        )
+    except (DefinitionConflict, IncompatibleInstances) as clash:
         raise Conflict(str(clash)) from None
     except ChildDefinitionNotFound as missing:
         raise Invalid(str(missing)) from None
@@ -119,6 +127,13 @@ async def deprecate(runtime: Runtime, team: str, name: str, version: str) -> Non
     """Refuse new instances of a version; running ones keep it (its fingerprint stays)."""
     await version_of(runtime, team, name, version)
     await runtime.client.deprecate(name, version)
+
+
+async def compatibility_of(runtime: Runtime, published: PublishedVersion) -> StoredReport | None:
+    """The compatibility report kept when ``published`` was published (None before
+    reports were kept)."""
+    d = published.definition
+    return await runtime.queries.compatibility_report(d.name, d.version)
 
 
 def export_document(published: PublishedVersion) -> dict[str, Any]:
