@@ -12,6 +12,7 @@ from studio.definitions.schemas import (
     DefinitionOut,
     DiffOut,
     DocumentIn,
+    PublishIn,
     PublishOut,
     ValidationOut,
     VersionDetailOut,
@@ -55,7 +56,7 @@ async def get_version(
 async def publish(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    data: JSONBody[DocumentIn],
+    data: JSONBody[PublishIn],
 ) -> Response[PublishOut]:
     """Publish a definition document (201 when new, 200 when identical content existed)."""
     outcome = await definitions.publish(

@@ -57,9 +57,19 @@ class VersionDetailOut:
 @dataclass
 class DocumentIn:
     document: dict[str, Any]
-    require_compatible: bool = False
-    """Publishing: refuse (409, naming them) when a running instance of another version
-    could not move to this one. Every publish stores the compatibility report."""
+
+
+@dataclass
+class PublishIn(DocumentIn):
+    compatibility: Literal["report", "require"] = "report"
+    """What publishing does with its judgement of the instances of other versions still
+    running: ``report`` keeps the report with the version (shown on its page);
+    ``require`` also refuses (409, naming them) when any could not move to this one.
+    A word, not a boolean, so that ``0`` or ``"yes"`` is refused rather than read."""
+
+    @property
+    def require_compatible(self) -> bool:
+        return self.compatibility == "require"
 
 
 @dataclass

@@ -33,6 +33,25 @@ def test_publishing_is_idempotent_and_a_clash_is_a_clear_conflict(studio: LiveSt
     assert [(v["version"], v["fingerprint"]) for v in versions] == [("1", body["fingerprint"])]
 
 
+def test_require_compatible_refuses_a_version_a_running_instance_cannot_take(
+    studio: LiveStudio,
+) -> None:
+    client, team = api_client(studio)
+    name = f"gated.{uuid.uuid4().hex[:6]}"
+    assert client.post("/api/definitions", json={"document": definition(name)}).status_code == 201
+    instance_id = studio.start(team, name)
+    without_reserve = definition(name, "2")
+    del without_reserve["steps"][0]
+    body = {"document": without_reserve, "compatibility": "require"}
+    refused = client.post("/api/definitions", json=body)
+    assert refused.status_code == 409
+    assert f"{instance_id}: step reserve " in refused.json()["error"]
+    assert [v["version"] for v in client.get(f"/api/definitions/{name}").json()] == ["1"]
+    assert client.post("/api/definitions", json={**body, "compatibility": 1}).status_code == 400
+    body["compatibility"] = "report"
+    assert client.post("/api/definitions", json=body).status_code == 201
+
+
 def test_an_invalid_document_is_refused_with_every_problem_located(studio: LiveStudio) -> None:
     client, _ = api_client(studio)
     document = definition("broken")
