@@ -21,16 +21,20 @@ from typing import Any
 
 from engine import modes
 from engine.decide import decisions, lifecycle
+from engine.decide.audit import actor_problem, reason_problem
 from engine.decide.child_outcomes import parent_transitions
+from engine.decide.compatibility import judge
+from engine.decide.migrations import migration_reason, record_migration
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.canonical import format_instant
-from engine.model.compatibility import CompatibilityReport, IncompatibleInstances
+from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
+    RegistryError,
     ReplayRejected,
     SignalConflict,
     WaylineError,
@@ -38,7 +42,8 @@ from engine.model.errors import (
 from engine.model.events import json_data
 from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
-from engine.model.instance import Instance
+from engine.model.instance import Instance, InstanceStatus
+from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.code import runs
@@ -242,6 +247,103 @@ class Client:
 
         return await self._mutate(instance_id, build)
 
+    async def declare_migration(
+        self, name: str, from_version: str, to_version: str, actor: str, reason: str
+    ) -> bool:
+        """Declare an edge from ``name@from_version`` to ``name@to_version`` (True when
+        new; a repeat keeps the first declaration): instances may then be migrated
+        along it (``migrate``). A declared edge has no code: it keeps the instance's
+        input and progress as they are. DefinitionNotFound for an unpublished version;
+        InputRefused for an edge to the same version or a bad actor or reason."""
+        _check_texts(name=name, from_version=from_version, to_version=to_version)
+        if problem := actor_problem(actor) or reason_problem(reason):
+            raise InputRefused(problem)
+        if from_version == to_version:
+            raise InputRefused("a migration edge must lead to another version")
+        registry = await self.registries.refresh()
+        for version in (from_version, to_version):
+            if registry.get(name, version) is None:
+                raise DefinitionNotFound(f"{name}@{version} is not published")
+        created = await catalog.declare_edge(
+            self.store, name, from_version, to_version, actor, reason.strip()
+        )
+        await self.registries.refresh()
+        return created
+
+    async def judge(self, instance_id: str, to_version: str, code: Any = None) -> Verdict:
+        """Could the instance move to ``to_version`` of its name now, where it stands?
+        (The verdict a migration would act on, judged on its current state.)"""
+        state = await self.inspect(instance_id)
+        return judge(_version_in(await self.registries.refresh(), state, to_version), state, code)
+
+    async def migrate(
+        self,
+        instance_id: str,
+        to_version: str,
+        actor: str,
+        reason: str,
+        *,
+        code: Any = None,
+        command_id: str | None = None,
+    ) -> Instance:
+        """Move an instance to ``to_version`` of its name along a declared edge: pause
+        it if it runs, migrate it, resume it, each an audited command whose reason also
+        names the versions and fingerprints (``migration_reason``).
+
+        The judge (``engine.decide.compatibility``) decides on the state each step is
+        built on, never on an earlier verdict: an instance it calls incompatible is
+        never migrated (IncompatibleInstances, and one this call paused is resumed).
+        DecisionRejected when no edge is declared; a repeat of ``command_id`` after it
+        succeeded returns the instance as it is."""
+        command_id = command_id or uuid.uuid4().hex
+        _check_texts(instance_id=instance_id, to_version=to_version, command_id=command_id)
+        state = await self.inspect(instance_id)
+        ids = {step: f"{command_id}.{step}" for step in ("pause", "migrate", "resume")}
+        try:
+            if all(a.command_id != ids["migrate"] for a in state.audit):
+                await self._migrate(state, to_version, actor, reason, code, ids)
+        finally:
+            state = await self._resume(instance_id, actor, ids)
+        return state
+
+    async def _resume(self, instance_id: str, actor: str, ids: dict[str, str]) -> Instance:
+        """Resume what this migration paused (migrated or refused), with the pause's
+        reason; a repeat after a crash resumes too (commands are idempotent by id)."""
+        state = await self.inspect(instance_id)
+        pause = next((a for a in state.audit if a.command_id == ids["pause"]), None)
+        if pause is None:
+            return state
+        return await self.command(instance_id, Action.RESUME, actor, pause.reason, ids["resume"])
+
+    async def _migrate(
+        self,
+        state: Instance,
+        to_version: str,
+        actor: str,
+        reason: str,
+        code: Any,
+        ids: dict[str, str],
+    ) -> Instance:
+        """Judge, pause when running, and migrate (judged again on the paused state)."""
+        registry = await self.registries.refresh()
+        target = _version_in(registry, state, to_version)
+        try:
+            registry.migration(target.name, state.definition.version, to_version)
+        except RegistryError as missing:
+            raise DecisionRejected(f"{missing}: declare the edge first") from None
+        verdict = judge(target, state, code)
+        if not verdict.compatible:
+            raise IncompatibleInstances(f"{verdict.line}; it was not migrated to {target.ref}")
+        why = migration_reason(reason, state.definition, target.ref)
+        if state.status is InstanceStatus.RUNNING:
+            await self.command(state.instance_id, Action.PAUSE, actor, why, ids["pause"])
+
+        def build(draft: Draft) -> tuple[str, ...]:
+            record_migration(draft, ids["migrate"], target, actor, why, code)
+            return ("command", ids["migrate"])
+
+        return await self._mutate(state.instance_id, build)
+
     async def _mutate(
         self, instance_id: str, build: Callable[[Draft], tuple[str, ...] | None]
     ) -> Instance:
@@ -282,6 +384,14 @@ class Client:
         """The replayed instance (bounded; see reads.inspect)."""
         _check_texts(instance_id=instance_id)
         return await reads.inspect(self.store, await self.registries.get(), instance_id)
+
+
+def _version_in(registry: Registry, state: Instance, version: str) -> Definition:
+    """``version`` of the instance's definition name; DefinitionNotFound without it."""
+    target = registry.get(state.definition.name, version)
+    if target is None:
+        raise DefinitionNotFound(f"{state.definition.name}@{version} is not published")
+    return target
 
 
 def _check_texts(**texts: str) -> None:

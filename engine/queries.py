@@ -22,7 +22,7 @@ from typing import Any
 from engine.store import catalog, reads, work_views
 from engine.store import dead_letters as dead_letter_reads
 from engine.store import workers as worker_reads
-from engine.store.catalog import PublishedVersion, StoredReport
+from engine.store.catalog import DeclaredEdge, PublishedVersion, StoredReport
 from engine.store.dead_letters import (
     DeadLetter,
     DeadLetterCursor,
@@ -42,6 +42,7 @@ __all__ = [
     "DeadLetterCursor",
     "DeadLetterGroup",
     "DeadLetterPage",
+    "DeclaredEdge",
     "HistoryPage",
     "InstancePage",
     "InstanceRow",
@@ -94,6 +95,7 @@ class Queries:
     # Definitions
     versions = _StoreRead(catalog.versions)
     compatibility_report = _StoreRead(catalog.compatibility_report)
+    migration_edges = _StoreRead(catalog.migration_edges)
 
     # Work and workers
     instance_work = _StoreRead(work_views.instance_work)

@@ -16,8 +16,29 @@ from engine.decide.compatibility import judge
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.compatibility import IncompatibleInstances
-from engine.model.definitions import Definition
+from engine.model.definitions import Definition, DefinitionRef
+from engine.model.errors import InputRefused
+from engine.model.limits import MAX_REASON_LENGTH
 from engine.model.transitions import Draft
+
+SHOWN_FINGERPRINT = 12
+"""Hex digits of each fingerprint the audited reason of a migration names."""
+
+
+def migration_reason(reason: str, source: DefinitionRef, target: DefinitionRef) -> str:
+    """The reason each command of a migration records: the operator's, then from which
+    version and fingerprint to which (``ship v2 (order@1 3f2a… -> order@2 9bc1…)``), so
+    the audit trail says who, why, and from what to what. InputRefused when the
+    operator's reason leaves no room for the versions within MAX_REASON_LENGTH."""
+    moved = (
+        f"{source} {source.fingerprint[:SHOWN_FINGERPRINT]}… -> "
+        f"{target} {target.fingerprint[:SHOWN_FINGERPRINT]}…"
+    )
+    text = f"{reason.strip()} ({moved})"
+    if len(text) > MAX_REASON_LENGTH:
+        room = MAX_REASON_LENGTH - len(moved) - 3
+        raise InputRefused(f"the reason of a migration must be at most {room} characters")
+    return text
 
 
 def record_migration(

@@ -19,6 +19,13 @@ MigrationApply = Callable[[Any], Any]
 """Maps an instance's input (a JSON value) under the old version to the new version's."""
 
 
+def keep_input(value: Any) -> Any:
+    """The apply of a declared edge (one an operator declared, stored in the catalog):
+    it has no code, so the instance's input moves as it is, and replay keeps its
+    per-step progress (or a machine's state, or a run's journal) by name."""
+    return value
+
+
 @dataclass(frozen=True)
 class MigrationEdge:
     """An explicit, directed way to move a paused instance between two versions."""

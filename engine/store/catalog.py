@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 from engine.model.compatibility import CompatibilityReport, report_from_json
 from engine.model.definitions import Definition, DefinitionRef, Mode, definition_to_json
 from engine.model.errors import DefinitionNotFound
-from engine.model.registry import Registry
+from engine.model.registry import MigrationEdge, Registry, keep_input
 from engine.model.validation import parse_definition
 from engine.store.errors import StoreError
 from engine.store.statements import catalog as sql
@@ -174,8 +174,51 @@ async def versions(store: Store, team: str | None = None) -> list[PublishedVersi
 
 
 async def load_registry(store: Store) -> Registry:
-    """A registry of every published version (what workers replay against)."""
-    return Registry(v.definition for v in await versions(store))
+    """A registry of every published version and every declared migration edge (what
+    workers replay against)."""
+    edges = [
+        MigrationEdge(e.name, e.from_version, e.to_version, keep_input)
+        for e in await migration_edges(store)
+    ]
+    return Registry((v.definition for v in await versions(store)), edges)
+
+
+@dataclass(frozen=True)
+class DeclaredEdge:
+    """A migration edge an operator declared: who, why and when."""
+
+    name: str
+    from_version: str
+    to_version: str
+    declared_by: str
+    reason: str
+    declared_at: datetime
+
+
+async def migration_edges(store: Store, name: str | None = None) -> list[DeclaredEdge]:
+    """The declared edges (of one name, when given), oldest first."""
+    async with store.reading() as conn:
+        rows = await (await conn.execute(sql.EDGES, {"name": name})).fetchall()
+    return [DeclaredEdge(*row) for row in rows]
+
+
+async def declare_edge(
+    store: Store, name: str, from_version: str, to_version: str, actor: str, reason: str
+) -> bool:
+    """Store an edge between two published versions (the caller checked they are);
+    True when new, False when it was declared before (the first declaration stays)."""
+    params = {
+        "name": name,
+        "from_version": from_version,
+        "to_version": to_version,
+        "actor": actor,
+        "reason": reason,
+    }
+
+    async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
+        return await (await conn.execute(sql.DECLARE_EDGE, params)).fetchone()
+
+    return await transact(store, f"declaring {name} {from_version}->{to_version}", body) is not None
 
 
 async def resolve_for_start(store: Store, name: str, version: str | None) -> DefinitionRef:

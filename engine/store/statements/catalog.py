@@ -54,3 +54,16 @@ REPORT = """
 SELECT report, judged_at FROM compatibility_reports
 WHERE name = %(name)s AND version = %(version)s
 """
+
+DECLARE_EDGE = """
+INSERT INTO migration_edges (name, from_version, to_version, declared_by, reason)
+VALUES (%(name)s, %(from_version)s, %(to_version)s, %(actor)s, %(reason)s)
+ON CONFLICT (name, from_version, to_version) DO NOTHING
+RETURNING declared_at
+"""
+
+EDGES = """
+SELECT name, from_version, to_version, declared_by, reason, declared_at FROM migration_edges
+WHERE %(name)s::text IS NULL OR name = %(name)s
+ORDER BY name, declared_at, from_version, to_version
+"""
