@@ -25,6 +25,7 @@ from studio.accounts import signin_pages as signin
 from studio.definitions import api as api_definitions
 from studio.definitions import drafts_api as api_drafts
 from studio.definitions import editor_pages as editor
+from studio.definitions import migration_pages
 from studio.definitions import pages as definitions
 from studio.drills import api as api_drills
 from studio.drills import pages as drills
@@ -120,6 +121,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", VERSION + "/export", definitions.export_version, V),
     Route("POST", VERSION + "/draft", definitions.draft_from_version, A),
     Route("POST", VERSION + "/deprecate", definitions.deprecate_version, A),
+    Route("POST", VERSION + "/edges", migration_pages.declare_edge, OP),
+    Route("POST", VERSION + "/migrate/preview", migration_pages.preview_migration, OP),
+    Route("POST", VERSION + "/migrate", migration_pages.migrate_instances, OP),
     # The draft editor
     Route("POST", "/drafts", editor.create_draft, A),
     Route("GET", DRAFT, editor.show_draft, V),

@@ -16,7 +16,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from studio.definitions import draft_edits
+from studio.definitions import draft_edits, migrations
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
 from studio.definitions.draft_edits import EditRejected
@@ -106,6 +106,8 @@ async def version_page(
 ) -> Template:
     found = await definitions.version_of(runtime, principal.team_id, name, version)
     document = definitions.export_document(found)
+    compatibility = await definitions.compatibility_of(runtime, found)
+    sources = {v.from_version for v in compatibility.report.verdicts} if compatibility else set()
     return page(
         request,
         "definitions/version.html",
@@ -114,7 +116,9 @@ async def version_page(
         document=document,
         view=graph_view(document),
         notice=PUBLISHED_NOTICES.get(published or "", ""),
-        compatibility=await definitions.compatibility_of(runtime, found),
+        compatibility=compatibility,
+        edges=await migrations.edge_choices(runtime, found, sources),
+        max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
     )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from engine.client import Client
+from engine.model.validation import parse_definition
 from studio.roles import Role
 from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio
@@ -88,3 +90,69 @@ def test_the_version_page_shows_the_report_and_the_box_refuses_an_incompatible_v
     expect(refused.locator(".verdict-reason")).to_have_text(
         "step charge is in flight and was removed"
     )
+
+
+PAID = {"name": "paid", "kind": "signal", "target": "on.paid", "timeout": "1h", "input_limit": 100}
+
+
+def publish_judged(studio: LiveStudio, team: str, doc: dict[str, Any]) -> str:
+    """Publish as the studio does: the engine judges running instances and keeps the
+    report with the version. Returns the fingerprint."""
+    definition = parse_definition(doc)
+    studio.run(lambda store: Client(store).publish(definition, "seed", team))
+    return definition.fingerprint
+
+
+def test_an_operator_declares_an_edge_previews_and_migrates_compatible_instances(
+    page: Page, studio: LiveStudio
+) -> None:
+    team = studio.team("migrate")
+    name = f"moving.{uuid.uuid4().hex[:6]}"
+    v1 = {**document(name, "1", "charge"), "steps": [PAID, activity("charge")]}
+    old = publish_judged(studio, team, v1)
+    waiting, moves_on, charging = (f"{n}-{uuid.uuid4().hex[:6]}" for n in "abc")
+    for instance_id in (waiting, moves_on, charging):
+        studio.start(team, name, instance_id)
+    pay = Client.signal
+    studio.run(lambda store: pay(Client(store), charging, "paid", "pay-c", {"by": "card"}))
+    new = publish_judged(studio, team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
+    operator = studio.user(team, Role.OPERATOR)
+    sign_in(page, operator)
+    page.goto(f"/definitions/{name}/versions/2")
+    expect(page.locator("#compatibility-summary")).to_contain_text("2 compatible, 1 incompatible")
+    expect(page.get_by_label(f"Migrate {waiting}")).to_have_count(0)  # no edge yet
+
+    page.get_by_label("Why may instances of v1 move to v2?").fill("v2 ships instead of charging")
+    page.get_by_role("button", name="Declare edge v1 → v2").click()
+    expect(page.locator("#edge-1")).to_contain_text("v2 ships instead of charging")
+    expect(page.get_by_label(f"Migrate {charging}")).to_have_count(0)  # incompatible
+    page.get_by_label(f"Migrate {waiting}").check()
+    page.get_by_label(f"Migrate {moves_on}").check()
+    page.get_by_role("button", name="Preview migration").click()
+    preview = page.locator("#migration-preview")
+    expect(preview.locator(f'tr[data-instance="{waiting}"]')).to_contain_text(
+        "paused, migrated, resumed"
+    )
+    expect(page.locator("#preview-summary")).to_contain_text("2 of 2 would be migrated")
+
+    # Between the preview and the confirmation, one instance is paid: its charge is now
+    # in flight, which v2 does not have. It is judged again and refused.
+    studio.run(lambda store: pay(Client(store), moves_on, "paid", "pay-b", {"by": "card"}))
+    page.get_by_label("Reason (recorded in each instance's audit trail)").fill("ship in v2")
+    page.get_by_role("button", name="Migrate 2 instances").click()
+    expect(page.locator("#migration-summary")).to_have_text("1 migrated, 1 refused.")
+    results = page.locator("#migration-results")
+    expect(results.locator(f'tr[data-instance="{waiting}"]')).to_contain_text("migrated")
+    expect(results.locator(f'tr[data-instance="{moves_on}"] .refusal')).to_contain_text(
+        f"{moves_on}: step charge is in flight and was removed"
+    )
+
+    results.get_by_role("link", name=waiting).click()
+    audit = page.locator("#audit-table")
+    how = f"ship in v2 ({name}@1 {old[:12]}… -> {name}@2 {new[:12]}…)"
+    expect(audit.locator("td.reason")).to_have_text([how, how, how])
+    expect(audit.locator("tr[data-command] td:nth-child(3)")).to_have_text(
+        ["resume", "migrate", "pause"]  # newest first
+    )
+    expect(audit.locator("tr[data-command] td:nth-child(2)")).to_have_text([operator] * 3)
+    assert studio.run(lambda store: Client(store).inspect(moves_on)).definition.version == "1"

@@ -1,0 +1,89 @@
+"""The migration forms of a version's page: declare an edge, preview, migrate.
+
+Plain forms (post, then a page): the preview is a page of its own with the confirm
+form, and migrating answers with the result of each instance. See
+``studio.definitions.migrations`` for what each step checks.
+"""
+
+from __future__ import annotations
+
+from litestar import Request, Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+from litestar.response import Template
+
+from studio.definitions import migrations
+from studio.definitions import service as definitions
+from studio.principal import Principal
+from studio.rendering import form_values, go_to, page
+from studio.runtime import Runtime
+
+
+def version_url(name: str, version: str) -> str:
+    return f"/definitions/{name}/versions/{version}"
+
+
+async def declare_edge(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Response:
+    values = await form_values(request)
+    await migrations.declare(
+        runtime,
+        principal.team_id,
+        principal.actor,
+        name,
+        version,
+        values.get("from_version", ""),
+        values.get("reason", ""),
+    )
+    return go_to(request, version_url(name, version) + "#migrate")
+
+
+async def _chosen(
+    request: Request, principal: Principal, runtime: Runtime, name: str, version: str
+) -> list[str]:
+    form = await request.form()
+    ids = [v for v in form.getall("instance", []) if isinstance(v, str)]
+    return await migrations.chosen(runtime, principal.team_id, name, version, ids)
+
+
+async def preview_migration(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Template:
+    ids = await _chosen(request, principal, runtime, name, version)
+    published = await definitions.version_of(runtime, principal.team_id, name, version)
+    return page(
+        request,
+        "definitions/migrate_preview.html",
+        "definitions",
+        published=published,
+        planned=await migrations.preview(runtime, name, version, ids),
+    )
+
+
+async def migrate_instances(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Template:
+    ids = await _chosen(request, principal, runtime, name, version)
+    reason = (await form_values(request)).get("reason", "")
+    published = await definitions.version_of(runtime, principal.team_id, name, version)
+    results = await migrations.migrate(runtime, principal.actor, version, ids, reason)
+    return page(
+        request,
+        "definitions/migrate_results.html",
+        "definitions",
+        published=published,
+        results=results,
+    )
