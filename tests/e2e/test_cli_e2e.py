@@ -82,6 +82,31 @@ async def test_definition_publish_is_idempotent_and_listed(e2e: Harness) -> None
     assert listed == f"{definition.ref} {definition.fingerprint[:12]} 2 steps\n"
 
 
+async def test_definition_publish_judges_running_instances_and_can_require_compatible(
+    e2e: Harness,
+) -> None:
+    """Publishing prints the compatibility report of the instances of other versions;
+    ``--require-compatible`` publishes nothing when one of them could not move."""
+    await start_signalled(e2e, "order-77")
+    await ok(e2e, "signal", "order-77", "go", "--signal-id", "go-77")
+    without_after = d.definition("e2e.signalled", d.wait("go"), d.activity("later"), version="2")
+    path = e2e.tmp / "v2.json"
+    path.write_text(json.dumps(definition_to_json(without_after)))
+    refused = await e2e.cli("definition", "publish", str(path), "--require-compatible")
+    assert refused.code == 1
+    report = [
+        "e2e.signalled@2: 1 running checked: 0 compatible, 1 incompatible",
+        "incompatible order-77 (v1): step after is in flight and was removed",
+    ]
+    assert refused.stdout.splitlines() == report
+    assert "e2e.signalled@2" not in await ok(e2e, "definition", "list")
+    published = await ok(e2e, "definition", "publish", str(path))
+    assert published.splitlines() == [
+        *report,
+        f"published {without_after.ref} {without_after.fingerprint}",
+    ]
+
+
 async def test_definition_publish_refuses_a_child_of_another_team(e2e: Harness) -> None:
     """The command line is the engine's team (''): a parent pinned to a version only a
     studio team published is refused with the words of a missing one."""
