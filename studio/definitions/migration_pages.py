@@ -12,6 +12,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Template
 
+from engine.queries import PublishedVersion
 from studio.definitions import migrations
 from studio.definitions import service as definitions
 from studio.principal import Principal
@@ -45,10 +46,12 @@ async def declare_edge(
 
 async def _chosen(
     request: Request, principal: Principal, runtime: Runtime, name: str, version: str
-) -> list[str]:
+) -> tuple[PublishedVersion, list[str]]:
+    """The version (the team's) and the instances the form chose, checked."""
+    published = await definitions.version_of(runtime, principal.team_id, name, version)
     form = await request.form()
     ids = [v for v in form.getall("instance", []) if isinstance(v, str)]
-    return await migrations.chosen(runtime, principal.team_id, name, version, ids)
+    return published, await migrations.chosen(runtime, published, ids)
 
 
 async def preview_migration(
@@ -58,8 +61,7 @@ async def preview_migration(
     name: FromPath[str],
     version: FromPath[str],
 ) -> Template:
-    ids = await _chosen(request, principal, runtime, name, version)
-    published = await definitions.version_of(runtime, principal.team_id, name, version)
+    published, ids = await _chosen(request, principal, runtime, name, version)
     return page(
         request,
         "definitions/migrate_preview.html",
@@ -76,9 +78,8 @@ async def migrate_instances(
     name: FromPath[str],
     version: FromPath[str],
 ) -> Template:
-    ids = await _chosen(request, principal, runtime, name, version)
+    published, ids = await _chosen(request, principal, runtime, name, version)
     reason = (await form_values(request)).get("reason", "")
-    published = await definitions.version_of(runtime, principal.team_id, name, version)
     results = await migrations.migrate(runtime, principal.actor, version, ids, reason)
     return page(
         request,

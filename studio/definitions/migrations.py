@@ -110,11 +110,10 @@ async def declare(
 
 
 async def chosen(
-    runtime: Runtime, team: str, name: str, version: str, instance_ids: list[str]
+    runtime: Runtime, published: PublishedVersion, instance_ids: list[str]
 ) -> list[str]:
     """The chosen ids, each in the version's report; Invalid for none, too many, or
     one the report does not hold."""
-    published = await definitions.version_of(runtime, team, name, version)
     if not instance_ids:
         raise Invalid("choose at least one instance to migrate")
     if len(instance_ids) > MAX_MIGRATIONS_PER_REQUEST:
@@ -126,7 +125,8 @@ async def chosen(
     known = {v.instance_id for v in stored.report.verdicts} if stored else set()
     for instance_id in instance_ids:
         if instance_id not in known:
-            raise Invalid(f"{instance_id} is not in the compatibility report of {name}@{version}")
+            ref = published.definition.ref
+            raise Invalid(f"{instance_id} is not in the compatibility report of {ref}")
     return list(dict.fromkeys(instance_ids))
 
 
