@@ -24,11 +24,12 @@ from histories import (
 )
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from machines import Walk, approval_document
+from machines import Walk, approval_document, machine_documents
 
 from engine.decide.compatibility import MOVABLE, judge
 from engine.decide.migrations import record_migration
 from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
 from engine.model.compatibility import (
     MAX_LISTED_REFUSALS,
     CompatibilityReport,
@@ -40,6 +41,7 @@ from engine.model.definitions import Definition
 from engine.model.errors import DefinitionInvalid
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import MigrationEdge, Registry
+from engine.model.transitions import Draft
 from engine.model.validation import parse_definition
 from engine.replay.fold import replay
 
@@ -180,11 +182,12 @@ def test_a_report_round_trips_and_bounds_its_refusal() -> None:
 # Properties ------------------------------------------------------------------------------
 
 _NAMES = [s["name"] for s in RICH_STEPS]
-MUTATIONS = st.one_of(
-    st.just(("same", "")),
-    st.tuples(st.sampled_from(["remove", "as_timer", "retarget", "one_attempt", "insert"]),
-              st.sampled_from(_NAMES)),
-)  # fmt: skip
+HOW = st.sampled_from(["same", "remove", "as_timer", "retarget", "one_attempt", "insert"])
+
+
+def _touched(state: Instance) -> list[str]:
+    """The steps the instance has progress in (where a change matters most)."""
+    return [n for n in _NAMES if n in {*state.activities, *state.timers, *state.signals}]
 
 
 def mutated(how: str, name: str) -> Definition | None:
@@ -213,12 +216,14 @@ CHOICES = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 100)), max_si
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(CHOICES, MUTATIONS)
+@given(CHOICES, HOW, st.data())
 def test_compatible_instances_migrate_and_replay_to_the_same_progress(
-    choices: list[tuple[int, int]], mutation: tuple[str, str]
+    choices: list[tuple[int, int]], how: str, data: st.DataObject
 ) -> None:
     run = drive(choices)
-    target = mutated(*mutation)
+    near = _touched(run.state) or _NAMES
+    name = data.draw(st.sampled_from(near) | st.sampled_from(_NAMES), label="step changed")
+    target = mutated(how, name)
     assume(target is not None and run.state.status in MOVABLE)
     assert target is not None
     verdict = judge(target, run.state)
@@ -239,3 +244,50 @@ def test_compatible_instances_migrate_and_replay_to_the_same_progress(
     run.command(Action.RESUME)
     settle(run)  # the new version carries the instance on without a replay error
     assert replay(run.registry, run.history).digest == run.state.digest
+
+
+def _walk_on(walk: Walk, data: st.DataObject, most: int) -> None:
+    """Enter up to ``most`` states along the walk's manifest's edges."""
+    manifest = walk.manifest
+    for _ in range(most):
+        progress = walk.state.machine if walk.state else None
+        used = progress.transitions if progress else 0
+        if manifest.is_terminal(walk.current) or used >= manifest.max_transitions:
+            return
+        walk.wait_for_timer()
+        walk.enter(data.draw(st.sampled_from(manifest.targets(walk.current)), label="edge"))
+
+
+def _command(walk: Walk, build: Any) -> None:
+    """Append what ``build`` adds to a draft on the walk's state (an operator's)."""
+    draft = Draft(walk.registry, walk.state, walk.now)
+    build(draft)
+    walk.events.extend(draft.events)
+    walk.state = draft.state
+
+
+@settings(max_examples=200, deadline=None)
+@given(machine_documents(), machine_documents(), st.data())
+def test_a_machine_judged_compatible_migrates_and_runs_on_under_the_new_manifest(
+    first: dict[str, Any], second: dict[str, Any], data: st.DataObject
+) -> None:
+    walk = Walk(parse_definition(first))
+    _walk_on(walk, data, data.draw(st.integers(0, 4), label="steps before"))
+    target = parse_definition({**second, "name": first["name"], "version": "2"})
+    state = walk.state
+    assert state is not None
+    verdict = judge(target, state)
+    event("compatible" if verdict.compatible else "incompatible")
+    walk.registry = Registry([walk.definition, target], [MigrationEdge("walk", "1", "2", _keep)])
+    _command(walk, lambda d: record_command(d, "pause-1", Action.PAUSE, ACTOR, "moving"))
+    if not verdict.compatible:
+        with pytest.raises(IncompatibleInstances, match=verdict.reason):
+            _command(walk, lambda d: record_migration(d, "move-1", target, ACTOR, "v2"))
+        return
+    _command(walk, lambda d: record_migration(d, "move-1", target, ACTOR, "v2"))
+    assert walk.state is not None and walk.state.machine == state.machine
+    assert replay(walk.registry, walk.events).digest == walk.state.digest
+    _command(walk, lambda d: record_command(d, "resume-1", Action.RESUME, ACTOR, "moved"))
+    walk.definition = target
+    _walk_on(walk, data, 4)  # every event under the new manifest folds without refusal
+    assert replay(walk.registry, walk.events).digest == walk.state.digest
