@@ -1,0 +1,34 @@
+"""The draft editor's publish form and its "only if every running instance is
+compatible" box: ticked, a version a running instance could not move to is refused
+with the instance named, and the draft stays; unticked, it is published with its report."""
+
+from __future__ import annotations
+
+import uuid
+
+from studio.definitions import drafts
+from studio.roles import Role
+from tests.studio.live import LiveStudio, definition
+
+
+def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
+    studio: LiveStudio,
+) -> None:
+    team = studio.team("gate")
+    name = f"edited.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    instance_id = studio.start(team, name)
+    v2 = definition(name, "2")
+    del v2["steps"][0]  # reserve: the instance has progress in it
+    draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
+    client = studio.client(studio.user(team, Role.AUTHOR))
+    url = f"/drafts/{draft.draft_id}/publish"
+
+    refused = client.form(url, {"require_compatible": "1"})
+    assert refused.status_code == 409
+    assert f"{instance_id}: step reserve " in refused.text
+    assert client.get(f"/definitions/{name}/versions/2").status_code == 404
+    published = client.form(url)
+    assert published.status_code == 303
+    page = client.get(published.headers["location"])
+    assert "0 compatible, 1 incompatible" in page.text
