@@ -199,8 +199,12 @@ def resolve_compensation(
 
 
 def _first_attempt(event: Event) -> AttemptProgress:
-    """A scheduled activity or compensation: ready, with the input it was given."""
-    return AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
+    """A scheduled activity or compensation: ready, with the input it was given and the
+    key its first attempt must use (histories written before the key was recorded with
+    the schedule carry none, and their first start is not checked)."""
+    return AttemptProgress(
+        event.step, A.READY, event.sequence, input=event.data, next_key=event.idempotency_key
+    )
 
 
 def _start(
