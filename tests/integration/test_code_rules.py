@@ -20,11 +20,10 @@ from engine.modes.code.failures import failed_text
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
-from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from tests.integration import code_flows
 from tests.integration.code_flows import CALLS, SCRIPT
-from tests.integration.code_runs import journal, keys, kinds, publish_app, settle
+from tests.integration.code_runs import journal, keys, kinds, published, settle, worker_context
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 K = EventKind
@@ -39,14 +38,12 @@ def script() -> None:
 
 @pytest.fixture
 async def client(store: Store) -> Client:
-    client = Client(store)
-    await publish_app(client, code_flows.app)
-    return client
+    return await published(store, code_flows.app)
 
 
 @pytest.fixture
 def ctx(store: Store) -> Context:
-    return Context(store, code_flows.app, RegistrySource(store))
+    return worker_context(store, code_flows.app)
 
 
 async def start(client: Client, ctx: Context, name: str, input: object = None) -> str:

@@ -21,7 +21,6 @@ from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
 from engine.store.store import Store
-from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
@@ -32,8 +31,9 @@ from tests.integration.code_runs import (
     journal,
     keys,
     kinds,
-    publish_app,
+    published,
     settle,
+    worker_context,
 )
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
@@ -52,14 +52,12 @@ def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 async def client(store: Store) -> Client:
-    client = Client(store)
-    await publish_app(client, order_saga.app)
-    return client
+    return await published(store, order_saga.app)
 
 
 @pytest.fixture
 def ctx(store: Store) -> Context:
-    return Context(store, order_saga.app, RegistrySource(store))
+    return worker_context(store, order_saga.app)
 
 
 async def started(client: Client, ctx: Context, input: dict | None = None) -> None:
