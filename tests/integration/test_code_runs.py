@@ -21,6 +21,7 @@ from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
 from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
@@ -31,9 +32,7 @@ from tests.integration.code_runs import (
     journal,
     keys,
     kinds,
-    published,
     settle,
-    worker_context,
 )
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
@@ -51,13 +50,8 @@ def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-async def client(store: Store) -> Client:
-    return await published(store, order_saga.app)
-
-
-@pytest.fixture
-def ctx(store: Store) -> Context:
-    return worker_context(store, order_saga.app)
+def code_app() -> ActivityRegistry:
+    return order_saga.app
 
 
 async def started(client: Client, ctx: Context, input: dict | None = None) -> None:
