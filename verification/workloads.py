@@ -89,17 +89,37 @@ def definitions() -> list[Definition]:
     return [*flows, machine_flow.definition, code.definition]
 
 
-@dataclass(frozen=True)
-class Planned:
-    """One instance a workload starts, and the signal it will receive."""
+class Signalled:
+    """Whatever a drill signals: the payload names the signal's id, so what the
+    instance consumed shows which signal it was."""
 
-    instance_id: str
-    input: dict[str, Any]
     signal_id: str
 
     @property
     def signal_payload(self) -> dict[str, Any]:
         return {"from": self.signal_id}
+
+
+def first_fails_once(count: int, slow: float, first: str, script: dict[str, Any]) -> list[dict]:
+    """The inputs of a workload's ``count`` instances: each one's ``work`` takes ``slow``
+    seconds, ``script`` shapes the handlers, and the first fails its step ``first`` once,
+    cleanly (unless ``script`` says how it fails)."""
+    inputs = []
+    for n in range(count):
+        data: dict[str, Any] = {"slow": {"work": slow}, **script}
+        if n == 0:
+            data.setdefault("fail", {first: 1})
+        inputs.append(data)
+    return inputs
+
+
+@dataclass(frozen=True)
+class Planned(Signalled):
+    """One instance a workload starts, and the signal it will receive."""
+
+    instance_id: str
+    input: dict[str, Any]
+    signal_id: str
 
 
 @dataclass(frozen=True)
@@ -113,14 +133,9 @@ class Workload:
 
     def instances(self) -> list[Planned]:
         """Deterministic ids and inputs; the first instance also fails once cleanly."""
-        planned = []
-        for n in range(self.count):
-            data: dict[str, Any] = {"slow": {"work": self.slow}, **self.script}
-            if n == 0:
-                data.setdefault("fail", {"reserve": 1})
-            instance = f"{self.prefix}-{n}"
-            planned.append(Planned(instance, data, f"{instance}-go"))
-        return planned
+        inputs = first_fails_once(self.count, self.slow, "reserve", self.script)
+        ids = [f"{self.prefix}-{n}" for n in range(self.count)]
+        return [Planned(i, data, f"{i}-go") for i, data in zip(ids, inputs, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -150,7 +165,7 @@ class MachineWorkload:
 
 
 @dataclass(frozen=True)
-class CodeRun:
+class CodeRun(Signalled):
     """One run of ``drill.code`` a code workload starts, and the signal it will receive."""
 
     id: str
@@ -162,10 +177,6 @@ class CodeRun:
         """The run's instance id: ``<workflow>/<id>``."""
         return f"{drill_code.CODE}/{self.id}"
 
-    @property
-    def signal_payload(self) -> dict[str, Any]:
-        return {"from": self.signal_id}
-
 
 @dataclass(frozen=True)
 class CodeWorkload:
@@ -176,11 +187,6 @@ class CodeWorkload:
     slow: float = 0.4
 
     def runs(self) -> list[CodeRun]:
-        runs = []
-        for n in range(self.count):
-            data: dict[str, Any] = {"slow": {"work": self.slow}}
-            if n == 0:
-                data["fail"] = {drill_code.FIRST_STEP: 1}
-            run = f"{self.prefix}-c{n}"
-            runs.append(CodeRun(run, data, f"{run}-go"))
-        return runs
+        inputs = first_fails_once(self.count, self.slow, drill_code.FIRST_STEP, {})
+        ids = [f"{self.prefix}-c{n}" for n in range(self.count)]
+        return [CodeRun(i, data, f"{i}-go") for i, data in zip(ids, inputs, strict=True)]
