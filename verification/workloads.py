@@ -123,19 +123,28 @@ class Planned(Signalled):
 
 
 @dataclass(frozen=True)
-class Workload:
-    """A set of instances of ``drill.flow``; ``script`` shapes their handlers."""
+class Batch:
+    """What every workload is: ``count`` instances of one drill workflow, named
+    ``<prefix>-<marker><n>`` (the marker keeps flows, machines and code runs apart)."""
 
     prefix: str
     count: int = 3
+
+    def ids(self, marker: str = "") -> list[str]:
+        return [f"{self.prefix}-{marker}{n}" for n in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Workload(Batch):
+    """A set of instances of ``drill.flow``; ``script`` shapes their handlers."""
+
     slow: float = 0.8
     script: dict[str, Any] = field(default_factory=dict)
 
     def instances(self) -> list[Planned]:
         """Deterministic ids and inputs; the first instance also fails once cleanly."""
         inputs = first_fails_once(self.count, self.slow, "reserve", self.script)
-        ids = [f"{self.prefix}-{n}" for n in range(self.count)]
-        return [Planned(i, data, f"{i}-go") for i, data in zip(ids, inputs, strict=True)]
+        return [Planned(i, data, f"{i}-go") for i, data in zip(self.ids(), inputs, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -153,15 +162,13 @@ class Execution:
 
 
 @dataclass(frozen=True)
-class MachineWorkload:
+class MachineWorkload(Batch):
     """A set of executions of ``drill.machine``, each counting ``steps`` advances."""
 
-    prefix: str
-    count: int = 3
     steps: int = 5
 
     def executions(self) -> list[Execution]:
-        return [Execution(f"{self.prefix}-m{n}", self.steps) for n in range(self.count)]
+        return [Execution(execution, self.steps) for execution in self.ids("m")]
 
 
 @dataclass(frozen=True)
@@ -179,14 +186,11 @@ class CodeRun(Signalled):
 
 
 @dataclass(frozen=True)
-class CodeWorkload:
+class CodeWorkload(Batch):
     """A set of runs of ``drill.code``; the first fails its first step once, cleanly."""
 
-    prefix: str
-    count: int = 3
     slow: float = 0.4
 
     def runs(self) -> list[CodeRun]:
         inputs = first_fails_once(self.count, self.slow, drill_code.FIRST_STEP, {})
-        ids = [f"{self.prefix}-c{n}" for n in range(self.count)]
-        return [CodeRun(i, data, f"{i}-go") for i, data in zip(ids, inputs, strict=True)]
+        return [CodeRun(i, data, f"{i}-go") for i, data in zip(self.ids("c"), inputs, strict=True)]
