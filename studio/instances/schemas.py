@@ -193,11 +193,11 @@ def _journal_out(detail: InstanceDetail) -> dict[str, Any] | None:
         return None
     entries = [
         {
-            "position": r.position,
-            "verb": r.verb,
-            "key": r.key,
-            "name": r.name,
-            "occurrence": r.occurrence,
+            "position": r.record.position,
+            "verb": r.record.verb,
+            "key": r.record.key,
+            "name": r.record.name,
+            "occurrence": r.record.occurrence,
             "step_id": r.step_id or None,
             "state": r.state.state,
             "note": r.state.note,

@@ -76,6 +76,12 @@ class Track:
     def put(self, state: Instance, event: Event, progress: AttemptProgress) -> Instance:
         return evolve(state, **{self.field: {**getattr(state, self.field), event.step: progress}})
 
+    def schedule(self, state: Instance, event: Event, input_limit: int, what: str) -> Instance:
+        """The track's first attempt at ``event.step``, once its input (``what``) is
+        within ``input_limit``; the caller has checked that the step may be scheduled."""
+        require_size(event, input_limit, what)
+        return self.put(state, event, _first_attempt(event))
+
     def start(
         self, state: Instance, event: Event, registry: Registry, command: AuditEntry | None
     ) -> Instance:
@@ -117,8 +123,7 @@ def schedule_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
     step = require_first(state, event, StepKind.ACTIVITY, state.activities)
-    require_size(event, step.input_limit, "activity input")
-    return ACTIVITIES.put(state, event, _first_attempt(event))
+    return ACTIVITIES.schedule(state, event, step.input_limit, "activity input")
 
 
 def retry_activity(
@@ -170,8 +175,7 @@ def schedule_compensation(
         raise reject(event, f"activity {event.step!r} has not succeeded; nothing to compensate")
     if event.step in state.compensations:
         raise reject(event, f"compensation of {event.step!r} is already scheduled")
-    require_size(event, step.input_limit, "compensation input")
-    return COMPENSATIONS.put(state, event, _first_attempt(event))
+    return COMPENSATIONS.schedule(state, event, step.input_limit, "compensation input")
 
 
 def retry_compensation(
