@@ -260,7 +260,7 @@ def _fate(before: AttemptProgress, after: Instance, rerun: Rerun | None) -> tupl
     """What became of ``before``'s unknown outcome in the dry run's state ``after``."""
     if rerun is not None:
         return (Fate.RUNS_AGAIN if rerun.same_key else Fate.RUNS_AGAIN_NEW_KEY), ""
-    now = after.activities[before.step]
+    now = after.activities.get(before.step, before)
     if now.status is not A.UNKNOWN:
         return Fate.SETTLED, now.status.label
     if after.status.terminal:

@@ -15,6 +15,7 @@ import pytest
 
 from engine.decide.operator_actions import Action
 from studio.instance_urls import instance_url
+from studio.instances import bulk
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
@@ -125,3 +126,20 @@ def test_the_bulk_api_previews_by_filter_and_acts_once_by_bulk_id(
         headers=headers,
     )
     assert unknown.status_code == 422 and "no such instance in this team: nope" in unknown.text
+
+
+def test_a_filter_matching_more_than_the_limit_says_so_and_covers_the_first(
+    flow: tuple[str, list[str]], operator: SignedInClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name, ids = flow
+    monkeypatch.setattr(bulk, "MAX_BULK_INSTANCES", 2)
+    shown = operator.get(f"/instances/bulk?action=pause&select=filter&view=all&definition={name}")
+    assert shown.status_code == 200 and 'id="bulk-more"' in shown.text
+    picked = re.findall(r'name="pick" value="([^"]+)"', shown.text)
+    assert picked == ids[:2], "the first of the filter, oldest first"
+    at_step = operator.get(
+        f"/instances/bulk?action=pause&select=filter&view=all&definition={name}&step=nowhere"
+    )
+    assert at_step.status_code == 422 and "no instance matches these filters" in at_step.text
+    listed = operator.get(f"/instances?view=all&definition={name}&step=reserve")
+    assert ids[0] in listed.text and ids[2] not in listed.text, "a terminated one is at no step"

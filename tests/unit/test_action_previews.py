@@ -132,43 +132,38 @@ def unknown_run(step: str = "a") -> Run:
     return run
 
 
+def judged(run: Run, action: Action, **arguments: str) -> Preview:
+    """``action`` as a bulk asks it (the step: the one in doubt), judged on ``run``."""
+    return judge(run.state, run.registry, run.now, bulk_request(action, arguments=arguments))
+
+
 def test_an_unknown_outcome_is_retried_with_its_key_and_resolved_absent_with_a_new_one() -> None:
     run = unknown_run()
-    retry = judge(run.state, run.registry, run.now, bulk_request(Action.RETRY_ACTIVITY))
+    retry = judged(run, Action.RETRY_ACTIVITY)
     assert retry.applies and retry.request.step == "a"
     (rerun,) = retry.reruns
     assert (rerun.attempt, rerun.key, rerun.same_key) == (2, "i1/a/1", True)
     assert retry.in_doubt[0].fate is Fate.RUNS_AGAIN
-    absent = judge(
-        run.state,
-        run.registry,
-        run.now,
-        bulk_request(Action.RESOLVE_ACTIVITY, arguments={"resolution": "absent"}),
-    )
+    absent = judged(run, Action.RESOLVE_ACTIVITY, resolution="absent")
     assert [(r.key, r.same_key) for r in absent.reruns] == [("i1/a/2", False)]
     assert absent.in_doubt[0].fate is Fate.RUNS_AGAIN_NEW_KEY
-    failed = judge(
-        run.state,
-        run.registry,
-        run.now,
-        bulk_request(Action.RESOLVE_ACTIVITY, arguments={"resolution": "failed"}),
-    )
+    failed = judged(run, Action.RESOLVE_ACTIVITY, resolution="failed")
     assert (failed.in_doubt[0].fate, failed.in_doubt[0].settled_as) == (Fate.SETTLED, "failed")
 
 
 def test_an_instance_with_nothing_in_doubt_is_refused_with_the_reason() -> None:
     run = Run()
     run.start({"order": 1})
-    judged = judge(run.state, run.registry, run.now, bulk_request(Action.RETRY_ACTIVITY))
-    assert (judged.verdict, judged.reason) == (Verdict.REFUSED, "no activity is in doubt")
+    refused = judged(run, Action.RETRY_ACTIVITY)
+    assert (refused.verdict, refused.reason) == (Verdict.REFUSED, "no activity is in doubt")
 
 
 def test_an_instance_already_where_the_action_leads_is_unchanged_not_refused() -> None:
     run = Run()
     run.start({"order": 1})
     run.command(Action.PAUSE)
-    judged = preview(run.state, run.registry, run.now, ActionRequest(Action.PAUSE))
-    assert (judged.verdict, judged.reason) == (Verdict.UNCHANGED, "already paused")
+    paused = preview(run.state, run.registry, run.now, ActionRequest(Action.PAUSE))
+    assert (paused.verdict, paused.reason) == (Verdict.UNCHANGED, "already paused")
     run.command(Action.TERMINATE)
     ended = preview(run.state, run.registry, run.now, ActionRequest(Action.CANCEL))
     assert ended.verdict is Verdict.REFUSED and ended.reason
