@@ -114,7 +114,7 @@ class BulkCommands:
             detail = "recorded earlier under this bulk command"
             return BulkResult(instance_id, "done", detail, command, state.status, state.status)
         if verdict.verdict is Verdict.APPLIES:
-            detail = f"{verdict.status.label} → {state.status.label}"
+            detail = f"recorded {', '.join(verdict.records)}"
             return BulkResult(instance_id, "done", detail, command, verdict.status, state.status)
         return BulkResult(
             instance_id, verdict.verdict.value, verdict.reason, "", verdict.status, state.status
