@@ -22,6 +22,7 @@ from engine import (
     BulkConflict,
     Client,
     Queries,
+    UnknownOutcome,
     Worker,
     WorkerConfig,
 )
@@ -59,12 +60,18 @@ class Effects:
     """What the worker's handlers did, and a gate that holds ``ship`` while a test wants."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    """(instance, idempotency key) of every ``reserve`` call."""
     ship_open: asyncio.Event = field(default_factory=asyncio.Event)
 
     def app(self) -> ActivityRegistry:
         app = ActivityRegistry()
 
-        async def reserve(request: Any) -> dict:
+        async def reserve(request: Any) -> Any:
+            first = request.instance_id not in {i for i, _ in self.keys}
+            self.keys.append((request.instance_id, request.idempotency_key))
+            if first and request.input.get("doubt"):
+                return UnknownOutcome()  # the effect may or may not have happened
             self.calls.append(("reserve", request.instance_id))
             return {"reserved": True}
 
@@ -99,16 +106,18 @@ async def running(db_store: Store) -> AsyncIterator[tuple[Client, Effects]]:
         await task
 
 
-async def waiting_for_go(client: Client, ids: list[str]) -> None:
-    """Start ``ids`` and wait until the worker has reserved each (they wait for go)."""
+async def waiting_for_go(client: Client, ids: list[str], doubt: bool = False) -> None:
+    """Start ``ids`` and wait until the worker has reserved each (they wait for go), or
+    with ``doubt`` until each reservation's outcome is unknown."""
     for instance_id in ids:
-        await client.start(ORDER.name, instance_id, {"order": instance_id})
+        await client.start(ORDER.name, instance_id, {"order": instance_id, "doubt": doubt})
+    wanted = "unknown" if doubt else "succeeded"
 
     async def reserved() -> bool:
         states = [await client.inspect(i) for i in ids]
-        return all(s.activities["reserve"].status.label == "succeeded" for s in states)
+        return all(s.activities["reserve"].status.label == wanted for s in states)
 
-    await until(reserved, what="every instance reserved")
+    await until(reserved, what=f"every reservation {wanted}")
 
 
 def cancel_bulk(bulk_id: str, ids: list[str], reason: str = "incident 42") -> BulkCommand:
@@ -186,6 +195,36 @@ async def test_the_same_bulk_taken_twice_at_once_acts_once(
 
     with pytest.raises(BulkConflict):
         await bulk.act(replace(cancel_bulk("b2", ids), reason="another reason"))
+
+
+async def test_a_bulk_retry_runs_the_activity_in_doubt_again_with_the_previewed_key(
+    running: tuple[Client, Effects],
+) -> None:
+    client, effects = running
+    await waiting_for_go(client, ["d-1", "d-2"], doubt=True)
+    await waiting_for_go(client, ["d-3"])
+    bulk = BulkCommands(client)
+    previews = await bulk.preview(["d-1", "d-2", "d-3"], bulk_request(Action.RETRY_ACTIVITY))
+    verdicts = {p.instance_id: (p.verdict.value, p.reason) for p in previews}
+    assert verdicts["d-3"] == ("refused", "no activity is in doubt")
+    promised = {p.instance_id: p.reruns for p in previews if p.applies}
+    assert {i: [(r.step, r.attempt, r.same_key) for r in runs] for i, runs in promised.items()} == {
+        "d-1": [("reserve", 2, True)],
+        "d-2": [("reserve", 2, True)],
+    }
+
+    retry = BulkCommand(
+        "b5", "", "retry_activity", "", {}, "alice", "provider back", ("d-1", "d-2", "d-3")
+    )
+    outcome = await bulk.act(retry)
+    assert [r.outcome for r in outcome.results] == ["done", "done", "refused"]
+    await until(
+        lambda: {"d-1", "d-2"} <= {i for what, i in effects.calls if what == "reserve"},
+        what="both reservations ran again",
+    )
+    for instance_id, runs in promised.items():
+        keys = [key for i, key in effects.keys if i == instance_id]
+        assert keys == [runs[0].key, runs[0].key], "run again once, with the previewed key"
 
 
 async def test_a_selection_is_bounded_and_a_bulk_is_kept_with_its_results(
