@@ -71,7 +71,8 @@ async def _preview(
         context["found"] = await bulk.preview(runtime, selection, asked)
         context["by_hand"] = by_hand
     except Invalid as wrong:
-        error, status = error or str(wrong), status if error else wrong.status
+        if not error:  # a refused confirmation keeps its own reason and status
+            error, status = str(wrong), wrong.status
     return page(
         request,
         "instances/bulk_preview.html",
