@@ -16,6 +16,7 @@ from engine.model.identifiers import local_instance_id
 from engine.queries import BulkCommand, BulkResult
 from studio.choices import InstanceStatusName, InstanceView, one_of
 from studio.instances.bulk import BulkPreview
+from studio.instances.schemas import InDoubtOut, RerunOut, consequences_out
 
 BulkActionName = one_of(a.value for a in BULK_ACTIONS)
 BulkResolution = one_of(RESOLUTIONS)
@@ -60,24 +61,6 @@ class BulkIn:
     step: str | None = None
     resolution: BulkResolution | None = None
     result: Any = None
-
-
-@dataclass
-class RerunOut:
-    step: str
-    attempt: int
-    idempotency_key: str
-    same_key: bool
-    compensation: bool
-
-
-@dataclass
-class InDoubtOut:
-    step: str
-    attempt: int
-    idempotency_key: str
-    fate: str
-    settled_as: str
 
 
 @dataclass
@@ -195,12 +178,7 @@ def instance_preview_out(p: Preview, team: str) -> InstancePreviewOut:
         reason=p.reason,
         step=p.request.step or None,
         becomes=p.becomes.label if p.becomes else None,
-        reruns=[RerunOut(r.step, r.attempt, r.key, r.same_key, r.compensation) for r in p.reruns],
-        compensations=list(p.compensations),
-        kept=list(p.kept),
-        in_doubt=[
-            InDoubtOut(d.step, d.attempt, d.key, d.fate.value, d.settled_as) for d in p.in_doubt
-        ],
+        **consequences_out(p),
         records=list(p.records),
     )
 

@@ -102,6 +102,10 @@ def test_the_bulk_api_previews_by_filter_and_acts_once_by_bulk_id(
         ids[2]: "refused",
     }
     assert [v["instances"] for v in found["versions"]] == [3] and not found["more"]
+    single = {a["action"]: a for a in operator.get(f"/api{instance_url(ids[0])}").json()["actions"]}
+    mine = next(i for i in found["instances"] if i["id"] == ids[0])
+    for field in ("reruns", "compensations", "kept", "in_doubt", "records"):
+        assert single["pause"][field] == mine[field], "one preview for one and for many"
 
     act = {"bulk_id": found["bulk_id"], "action": "pause", "reason": "hold", "instances": ids}
     headers = {"X-CSRF-Token": operator.csrf}
