@@ -24,6 +24,7 @@ from engine.decide import decisions, lifecycle
 from engine.decide.child_outcomes import parent_transitions
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
+from engine.decide.previews import Preview
 from engine.model.canonical import format_instant
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
@@ -38,6 +39,7 @@ from engine.model.events import json_data
 from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance
+from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.code import runs
@@ -217,6 +219,41 @@ class Client:
             return ("command", command_id)
 
         return await self._mutate(instance_id, build)
+
+    async def judged_command(
+        self,
+        instance_id: str,
+        judge: Callable[[Instance, Registry, datetime], Preview],
+        actor: str,
+        reason: str,
+        command_id: str,
+    ) -> tuple[Preview | None, Instance]:
+        """An audited operator command recorded only if ``judge`` says it applies to the
+        instance as it is when the command commits; the verdict and the state after.
+
+        ``judge`` is asked on the very state the command is built on (again after an
+        optimistic conflict), so an instance that moved since an earlier preview is
+        judged afresh, never acted on by an old verdict. The verdict is None when this
+        ``command_id`` is already in the instance's audit trail (recorded before).
+        """
+        _check_texts(instance_id=instance_id, actor=actor, reason=reason, command_id=command_id)
+        verdict: Preview | None = None
+
+        def build(draft: Draft) -> tuple[str, ...] | None:
+            nonlocal verdict
+            verdict = None
+            if any(a.command_id == command_id for a in draft.state.audit):
+                return None
+            verdict = judge(draft.state, draft.registry, draft.now)
+            if not verdict.applies:
+                return None
+            request = verdict.request
+            effect = {**request.effect, **({"step": request.step} if request.step else {})}
+            record_command(draft, command_id, request.action, actor, reason, **effect)
+            return ("command", command_id)
+
+        state = await self._mutate(instance_id, build)
+        return verdict, state
 
     async def _mutate(
         self, instance_id: str, build: Callable[[Draft], tuple[str, ...] | None]
