@@ -11,6 +11,7 @@ changes instances, ``Queries`` reads what a console shows, and the store's setup
 outside the engine needs ``engine.store``.
 """
 
+from engine.bulk_commands import BulkCommands, BulkConflict
 from engine.client import Client, SignalConflict, StartConflict
 from engine.decide.operator_actions import Action
 from engine.executions import (
@@ -72,6 +73,8 @@ __all__ = [
     "ActivityRegistry",
     "ActivityRequest",
     "AttemptStatus",
+    "BulkCommands",
+    "BulkConflict",
     "ChildDefinitionNotFound",
     "Client",
     "CompatibilityReport",

@@ -23,10 +23,11 @@ from engine import modes
 from engine.decide import decisions, lifecycle
 from engine.decide.audit import actor_problem, reason_problem
 from engine.decide.child_outcomes import parent_transitions
-from engine.decide.compatibility import judge
+from engine.decide.compatibility import judge as judge_move
 from engine.decide.migrations import migration_reason, record_migration
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
+from engine.decide.previews import Preview
 from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.definitions import Definition, Mode
@@ -274,7 +275,8 @@ class Client:
         """Could the instance move to ``to_version`` of its name now, where it stands?
         (The verdict a migration would act on, judged on its current state.)"""
         state = await self.inspect(instance_id)
-        return judge(_version_in(await self.registries.refresh(), state, to_version), state, code)
+        target = _version_in(await self.registries.refresh(), state, to_version)
+        return judge_move(target, state, code)
 
     async def migrate(
         self,
@@ -331,7 +333,7 @@ class Client:
             registry.migration(target.name, state.definition.version, to_version)
         except RegistryError as missing:
             raise DecisionRejected(f"{missing}: declare the edge first") from None
-        verdict = judge(target, state, code)
+        verdict = judge_move(target, state, code)
         if not verdict.compatible:
             raise IncompatibleInstances(f"{verdict.line}; it was not migrated to {target.ref}")
         why = migration_reason(reason, state.definition, target.ref)
@@ -343,6 +345,41 @@ class Client:
             return ("command", ids["migrate"])
 
         return await self._mutate(state.instance_id, build)
+
+    async def judged_command(
+        self,
+        instance_id: str,
+        judge: Callable[[Instance, Registry, datetime], Preview],
+        actor: str,
+        reason: str,
+        command_id: str,
+    ) -> tuple[Preview | None, Instance]:
+        """An audited operator command recorded only if ``judge`` says it applies to the
+        instance as it is when the command commits; the verdict and the state after.
+
+        ``judge`` is asked on the very state the command is built on (again after an
+        optimistic conflict), so an instance that moved since an earlier preview is
+        judged afresh, never acted on by an old verdict. The verdict is None when this
+        ``command_id`` is already in the instance's audit trail (recorded before).
+        """
+        _check_texts(instance_id=instance_id, actor=actor, reason=reason, command_id=command_id)
+        verdict: Preview | None = None
+
+        def build(draft: Draft) -> tuple[str, ...] | None:
+            nonlocal verdict
+            verdict = None
+            if any(a.command_id == command_id for a in draft.state.audit):
+                return None
+            verdict = judge(draft.state, draft.registry, draft.now)
+            if not verdict.applies:
+                return None
+            request = verdict.request
+            effect = {**request.effect, **({"step": request.step} if request.step else {})}
+            record_command(draft, command_id, request.action, actor, reason, **effect)
+            return ("command", command_id)
+
+        state = await self._mutate(instance_id, build)
+        return verdict, state
 
     async def _mutate(
         self, instance_id: str, build: Callable[[Draft], tuple[str, ...] | None]

@@ -19,9 +19,11 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from engine.store import bulk_commands as bulk_reads
 from engine.store import catalog, reads, work_views
 from engine.store import dead_letters as dead_letter_reads
 from engine.store import workers as worker_reads
+from engine.store.bulk_commands import BulkCommand, BulkResult
 from engine.store.catalog import DeclaredEdge, PublishedVersion, StoredReport
 from engine.store.dead_letters import (
     DeadLetter,
@@ -38,6 +40,8 @@ from engine.store.work_views import WorkRow
 from engine.store.workers import WorkerInfo
 
 __all__ = [
+    "BulkCommand",
+    "BulkResult",
     "DeadLetter",
     "DeadLetterCursor",
     "DeadLetterGroup",
@@ -109,3 +113,7 @@ class Queries:
     dead_letter_groups = _StoreRead(dead_letter_reads.dead_letter_groups)
     recent_resolutions = _StoreRead(dead_letter_reads.recent_resolutions)
     resolution = _StoreRead(dead_letter_reads.find_resolution)
+
+    # Bulk operator actions
+    bulk_command = _StoreRead(bulk_reads.find_bulk)
+    recent_bulk_commands = _StoreRead(bulk_reads.recent_bulks)

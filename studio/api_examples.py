@@ -65,3 +65,16 @@ CANCEL = json_body(
     "Cancel an approval that is no longer needed",
     {"reason": "the document was withdrawn", "command_id": "withdraw-doc-7"},
 )
+BULK_PREVIEW = json_body(
+    "What cancelling every running order of version 3 would do",
+    {"action": "cancel", "filter": {"definition": "order_fulfillment", "version": "3"}},
+)
+BULK = json_body(
+    "Cancel the previewed orders once, with a reason",
+    {
+        "bulk_id": "incident-42-cancel",
+        "action": "cancel",
+        "reason": "incident 42: the payment provider charged twice",
+        "instances": ["order-7", "order-8"],
+    },
+)

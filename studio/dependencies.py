@@ -49,6 +49,8 @@ def instance_filters(
     started_from: FromQuery[str] = "",
     started_before: FromQuery[str] = "",
     instance: FromQuery[str] = "",
+    step: FromQuery[str] = "",
+    failure_code: FromQuery[str] = "",
 ) -> InstanceFilters:
     """The instance list's filters from the query string: the ``filters`` dependency of
     the Instances page and of ``GET /api/instances``, which take the same URLs.
@@ -56,7 +58,15 @@ def instance_filters(
     ``view`` and ``status`` are checked by ``InstanceFilters`` (a 422 that says what is
     allowed, on the page as in the API); the OpenAPI document lists their values."""
     return InstanceFilters(
-        view, definition, version, status, started_from, started_before, instance
+        view,
+        definition,
+        version,
+        status,
+        started_from,
+        started_before,
+        instance,
+        step,
+        failure_code,
     )
 
 

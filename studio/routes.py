@@ -30,6 +30,8 @@ from studio.definitions import pages as definitions
 from studio.drills import api as api_drills
 from studio.drills import pages as drills
 from studio.instances import api as api_instances
+from studio.instances import bulk_api as api_bulk
+from studio.instances import bulk_pages as bulk_actions
 from studio.instances import intervention_pages as interventions
 from studio.instances import live_pages as instance_live
 from studio.instances import pages as instances
@@ -146,6 +148,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/instances", instances.list_page, V),
     Route("GET", "/instances/new", instances.start_page, OP),
     Route("POST", "/instances", instances.start_instance, OP),
+    Route("GET", "/instances/bulk", bulk_actions.preview_page, OP),
+    Route("POST", "/instances/bulk", bulk_actions.confirm, OP),
+    Route("GET", "/instances/bulk/{bulk_id:str}", bulk_actions.result_page, V),
     Route("GET", INSTANCE, instances.instance_page, V),
     Route("GET", INSTANCE + "/state", instances.state_panel, V),
     Route("GET", INSTANCE + "/history", instances.history, V),
@@ -215,6 +220,9 @@ ROUTES: tuple[Route, ...] = (
         OP,
         errors=(NOT_FOUND, CONFLICT, INVALID),
     ),
+    Route("POST", "/api/instances/bulk/preview", api_bulk.preview, OP, 200, (INVALID,)),
+    Route("POST", "/api/instances/bulk", api_bulk.act, OP, 200, (CONFLICT, INVALID)),
+    Route("GET", "/api/instances/bulk/{bulk_id:str}", api_bulk.get_bulk, V),
     Route("GET", API_INSTANCE, api_instances.get_instance, V),
     Route("GET", API_INSTANCE + "/history", api_instances.get_history, V, errors=(INVALID,)),
     Route(

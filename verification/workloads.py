@@ -89,12 +89,10 @@ def definitions() -> list[Definition]:
     return [*flows, machine_flow.definition, code.definition]
 
 
-@dataclass(frozen=True)
-class Planned:
-    """One instance a workload starts, and the signal it will receive."""
+class Signalled:
+    """Whatever a drill signals: the payload names the signal's id, so what the
+    instance consumed shows which signal it was."""
 
-    instance_id: str
-    input: dict[str, Any]
     signal_id: str
 
     @property
@@ -102,25 +100,51 @@ class Planned:
         return {"from": self.signal_id}
 
 
+def first_fails_once(count: int, slow: float, first: str, script: dict[str, Any]) -> list[dict]:
+    """The inputs of a workload's ``count`` instances: each one's ``work`` takes ``slow``
+    seconds, ``script`` shapes the handlers, and the first fails its step ``first`` once,
+    cleanly (unless ``script`` says how it fails)."""
+    inputs = []
+    for n in range(count):
+        data: dict[str, Any] = {"slow": {"work": slow}, **script}
+        if n == 0:
+            data.setdefault("fail", {first: 1})
+        inputs.append(data)
+    return inputs
+
+
 @dataclass(frozen=True)
-class Workload:
-    """A set of instances of ``drill.flow``; ``script`` shapes their handlers."""
+class Planned(Signalled):
+    """One instance a workload starts, and the signal it will receive."""
+
+    instance_id: str
+    input: dict[str, Any]
+    signal_id: str
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What every workload is: ``count`` instances of one drill workflow, named
+    ``<prefix>-<marker><n>`` (the marker keeps flows, machines and code runs apart)."""
 
     prefix: str
     count: int = 3
+
+    def ids(self, marker: str = "") -> list[str]:
+        return [f"{self.prefix}-{marker}{n}" for n in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Workload(Batch):
+    """A set of instances of ``drill.flow``; ``script`` shapes their handlers."""
+
     slow: float = 0.8
     script: dict[str, Any] = field(default_factory=dict)
 
     def instances(self) -> list[Planned]:
         """Deterministic ids and inputs; the first instance also fails once cleanly."""
-        planned = []
-        for n in range(self.count):
-            data: dict[str, Any] = {"slow": {"work": self.slow}, **self.script}
-            if n == 0:
-                data.setdefault("fail", {"reserve": 1})
-            instance = f"{self.prefix}-{n}"
-            planned.append(Planned(instance, data, f"{instance}-go"))
-        return planned
+        inputs = first_fails_once(self.count, self.slow, "reserve", self.script)
+        return [Planned(i, data, f"{i}-go") for i, data in zip(self.ids(), inputs, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -138,19 +162,17 @@ class Execution:
 
 
 @dataclass(frozen=True)
-class MachineWorkload:
+class MachineWorkload(Batch):
     """A set of executions of ``drill.machine``, each counting ``steps`` advances."""
 
-    prefix: str
-    count: int = 3
     steps: int = 5
 
     def executions(self) -> list[Execution]:
-        return [Execution(f"{self.prefix}-m{n}", self.steps) for n in range(self.count)]
+        return [Execution(execution, self.steps) for execution in self.ids("m")]
 
 
 @dataclass(frozen=True)
-class CodeRun:
+class CodeRun(Signalled):
     """One run of ``drill.code`` a code workload starts, and the signal it will receive."""
 
     id: str
@@ -162,25 +184,13 @@ class CodeRun:
         """The run's instance id: ``<workflow>/<id>``."""
         return f"{drill_code.CODE}/{self.id}"
 
-    @property
-    def signal_payload(self) -> dict[str, Any]:
-        return {"from": self.signal_id}
-
 
 @dataclass(frozen=True)
-class CodeWorkload:
+class CodeWorkload(Batch):
     """A set of runs of ``drill.code``; the first fails its first step once, cleanly."""
 
-    prefix: str
-    count: int = 3
     slow: float = 0.4
 
     def runs(self) -> list[CodeRun]:
-        runs = []
-        for n in range(self.count):
-            data: dict[str, Any] = {"slow": {"work": self.slow}}
-            if n == 0:
-                data["fail"] = {drill_code.FIRST_STEP: 1}
-            run = f"{self.prefix}-c{n}"
-            runs.append(CodeRun(run, data, f"{run}-go"))
-        return runs
+        inputs = first_fails_once(self.count, self.slow, drill_code.FIRST_STEP, {})
+        return [CodeRun(i, data, f"{i}-go") for i, data in zip(self.ids("c"), inputs, strict=True)]

@@ -96,9 +96,9 @@ def _target(draft: Draft, kind: WorkKind, name: str) -> str:
 def schedule_activity(draft: Draft, name: str, input: Any = None, key: str = "") -> Event:
     """Schedule an activity's first attempt: the event and its due work, now; ``key`` is
     its idempotency key when the caller names one (a code step's ``step_id``)."""
-    event = draft.add(K.ACTIVITY_SCHEDULED, step=name, data=json_data(input))
-    step = _step(draft, name)
     key = key or attempt_key(draft.instance_id, name, 1)
+    event = draft.add(K.ACTIVITY_SCHEDULED, step=name, data=json_data(input), idempotency_key=key)
+    step = _step(draft, name)
     assert step.timeout is not None
     _dispatch_work(draft, event, WorkKind.ACTIVITY, name, 1, key, step.timeout, draft.now)
     return event
@@ -179,8 +179,9 @@ def schedule_compensation(draft: Draft, name: str) -> Event:
     assert draft.state is not None
     spec = _step(draft, name).compensation
     assert spec is not None
-    event = draft.add(K.COMPENSATION_SCHEDULED, step=name, data=draft.state.activities[name].input)
     key = attempt_key(draft.instance_id, name, 1, "compensate")
+    input = draft.state.activities[name].input
+    event = draft.add(K.COMPENSATION_SCHEDULED, step=name, data=input, idempotency_key=key)
     _dispatch_work(draft, event, WorkKind.COMPENSATION, name, 1, key, spec.timeout, draft.now)
     return event
 
@@ -239,16 +240,17 @@ def schedule_child(
     run's spawn names the ``definition`` it pinned (its step is made by the event)."""
     pinned = definition or _step(draft, name).child_definition
     child_id = child_instance_id(draft.instance_id, name)
+    key = attempt_key(draft.instance_id, name, 1, "child")
     event = draft.add(
         K.CHILD_SCHEDULED,
         step=name,
         definition=pinned,
         successor_id=child_id,
         data=json_data(input),
+        idempotency_key=key,
     )
     step = _step(draft, name)
     assert step.child_definition is not None and step.timeout is not None
-    key = attempt_key(draft.instance_id, name, 1, "child")
     _dispatch_work(
         draft,
         event,

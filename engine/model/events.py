@@ -119,7 +119,7 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.TERMINATED: (frozenset(), frozenset()),
     K.DEFINITION_MIGRATED: (frozenset({"definition"}), frozenset({"data"})),
     K.CONTINUED_AS_NEW: (frozenset({"definition", "successor_id"}), frozenset({"data"})),
-    K.ACTIVITY_SCHEDULED: (frozenset({"step"}), frozenset({"data"})),
+    K.ACTIVITY_SCHEDULED: (frozenset({"step"}), frozenset({"data", "idempotency_key"})),
     **_attempts(
         started=K.ATTEMPT_STARTED,
         succeeded=K.ATTEMPT_SUCCEEDED,
@@ -130,7 +130,7 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.TIMER_SCHEDULED: (frozenset({"step", "due_at"}), frozenset()),
     K.TIMER_FIRED: (frozenset({"step"}), frozenset()),
     K.SIGNAL_RECEIVED: (frozenset({"step", "idempotency_key"}), frozenset({"data"})),
-    K.COMPENSATION_SCHEDULED: (frozenset({"step"}), frozenset({"data"})),
+    K.COMPENSATION_SCHEDULED: (frozenset({"step"}), frozenset({"data", "idempotency_key"})),
     **_attempts(
         started=K.COMPENSATION_ATTEMPT_STARTED,
         succeeded=K.COMPENSATION_SUCCEEDED,
@@ -141,7 +141,10 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.COMPENSATION_MANUALLY_RESOLVED: (frozenset({"step", "code"}), frozenset({"data"})),
     K.OPERATOR_COMMAND_RECORDED: (frozenset({"idempotency_key", "data"}), frozenset()),
     K.RACE_WON: (frozenset({"step", "data"}), frozenset()),
-    K.CHILD_SCHEDULED: (frozenset({"step", "definition", "successor_id"}), frozenset({"data"})),
+    K.CHILD_SCHEDULED: (
+        frozenset({"step", "definition", "successor_id"}),
+        frozenset({"data", "idempotency_key"}),
+    ),
     K.CHILD_COMPLETED: (frozenset({"step", "successor_id"}), frozenset({"data"})),
     K.CHILD_FAILED: (frozenset({"step", "successor_id", "code"}), frozenset({"data"})),
     K.CHILD_START_ATTEMPTED: (_START | {"successor_id"}, frozenset()),

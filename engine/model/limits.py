@@ -107,3 +107,7 @@ ADVANCE_BACKOFF_MAX = timedelta(minutes=1)
 """A failed advance is tried again after 1 s, doubling with each failure, at most 1 min."""
 MAX_COMPENSATION_TEXT_BYTES = 4 * KIB
 """The text a machine's compensation returns is recorded up to this size."""
+
+MAX_BULK_INSTANCES = 100
+"""Instances one bulk operator action previews or acts on per request: each is replayed
+and judged, so a request stays bounded; a wider selection is narrowed or done in parts."""

@@ -58,13 +58,13 @@ def require_first(
 def check_start(event: Event, timeout: timedelta, retry_at: datetime | None, next_key: str) -> None:
     """The rules every attempt's start shares (an activity's, a compensation's, a child's):
     due exactly its timeout after it starts, never before its retry time, and with the
-    idempotency key its retry fixed."""
+    idempotency key its schedule or retry fixed."""
     if event.due_at != event.occurred_at + timeout:
         raise reject(event, "due_at must be the start time plus the step timeout")
     if retry_at is not None and event.occurred_at < retry_at:
         raise reject(event, "attempt starts before its retry time")
     if next_key and event.idempotency_key != next_key:
-        raise reject(event, "attempt must use the idempotency key fixed by its retry")
+        raise reject(event, "attempt must use the idempotency key its schedule or retry fixed")
 
 
 def check_backoff(event: Event, retry: RetryPolicy, attempt: int) -> None:

@@ -220,11 +220,7 @@ async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str
     ids = sorted(set(instance_ids))
     if len(ids) > MAX_INSTANCE_ROWS:
         raise ValueError(f"at most {MAX_INSTANCE_ROWS} instances at a time")
-    if not ids:
-        return {}
-    async with store.reading() as conn:
-        rows = await (await conn.execute(sql.INSTANCE_ROWS, {"ids": ids})).fetchall()
-    found = (_instance_row(r) for r in rows)
+    found = map(_instance_row, await store.read_ids(sql.INSTANCE_ROWS, ids))
     return {r.instance_id: r for r in found}
 
 

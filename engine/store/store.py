@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -185,6 +186,14 @@ class Store:
         async with self.connection() as conn:
             await conn.set_autocommit(True)
             yield conn
+
+    async def read_ids(self, statement: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The rows ``statement`` reads for ``ids`` (its ``%(ids)s`` parameter): the one
+        shape of "these rows by id, those that exist". No ids, no round trip."""
+        if not ids:
+            return []
+        async with self.reading() as conn:
+            return await (await conn.execute(statement, {"ids": list(ids)})).fetchall()
 
     async def commit(self, transition: Transition, tenant: str = "") -> CommitResult:
         """Commit all of ``transition`` or nothing; see ``engine.store.commits``.

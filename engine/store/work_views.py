@@ -95,11 +95,7 @@ async def work_rows(store: Store, work_ids: Collection[str]) -> dict[str, WorkRo
     """The given work rows that exist, by id (at most MAX_VIEW_ROWS ids)."""
     ids = sorted(set(work_ids))
     _check_limit(max(len(ids), 1))
-    if not ids:
-        return {}
-    async with store.connection() as conn:
-        rows = await (await conn.execute(sql.WORK_ROWS, {"ids": ids})).fetchall()
-    found = (_work_row(r) for r in rows)
+    found = map(_work_row, await store.read_ids(sql.WORK_ROWS, ids))
     return {r.work_id: r for r in found}
 
 

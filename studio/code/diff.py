@@ -16,11 +16,9 @@ from typing import Any
 from studio.code.outline_graph import VERBS, read_outline
 from studio.definitions.diff import (
     TOP_FIELDS,
-    Change,
     DefinitionDiff,
-    FieldChange,
-    StepChange,
-    field_changes,
+    named_changes,
+    top_changes,
 )
 
 DECLARATIONS = ("module", "function", "code")
@@ -30,23 +28,8 @@ PLACE = ("line",)
 
 def diff_outlines(left: Any, right: Any) -> DefinitionDiff:
     """The diff from code workflow document ``left`` to ``right``."""
-    top = tuple(
-        FieldChange(key, _get(left, key), _get(right, key))
-        for key in (*TOP_FIELDS, *DECLARATIONS)
-        if _get(left, key) != _get(right, key)
-    )
-    old, new = _verbs(left), _verbs(right)
-    changes = [
-        StepChange(name, kind, Change.ADDED) for name, (kind, _) in new.items() if name not in old
-    ]
-    changes += [
-        StepChange(name, kind, Change.REMOVED) for name, (kind, _) in old.items() if name not in new
-    ]
-    for name in (n for n in new if n in old):
-        fields = field_changes(old[name][1], new[name][1])
-        if fields:
-            changes.append(StepChange(name, new[name][0], Change.CHANGED, tuple(fields)))
-    return DefinitionDiff(top, tuple(changes))
+    top = top_changes(left, right, (*TOP_FIELDS, *DECLARATIONS))
+    return DefinitionDiff(top, tuple(named_changes(_verbs(left), _verbs(right))))
 
 
 def _verbs(document: Any) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -57,7 +40,3 @@ def _verbs(document: Any) -> dict[str, tuple[str, dict[str, Any]]]:
             fields = {k: v for k, v in shape.raw.items() if k not in PLACE}
             found.setdefault(shape.name, (shape.kind, fields))
     return found
-
-
-def _get(document: Any, key: str) -> Any:
-    return document.get(key) if isinstance(document, dict) else None

@@ -30,14 +30,10 @@ A = AttemptStatus
 
 @dataclass(frozen=True)
 class JournalRow:
-    """One journal entry as the table shows it."""
+    """One journal entry as the table shows it: the record replay gave, with what an
+    operator reads beside it (its state, the step's id, the value shown)."""
 
-    position: int
-    verb: str
-    key: str
-    name: str
-    occurrence: int
-    sequence: int
+    record: JournalRecord
     state: StepState
     step_id: str = ""
     value: str = ""
@@ -45,7 +41,8 @@ class JournalRow:
     @property
     def label(self) -> str:
         """``charge#1`` for a step, the key otherwise (``race.1``, ``sleep.2``)."""
-        return f"{self.name}#{self.occurrence}" if self.verb == Verb.STEP else self.key
+        record = self.record
+        return f"{record.name}#{record.occurrence}" if record.verb == Verb.STEP else record.key
 
 
 @dataclass(frozen=True)
@@ -109,17 +106,7 @@ def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:
     step_id = ""
     if progress is not None:
         step_id = progress.idempotency_key or progress.next_key
-    return JournalRow(
-        position=record.position,
-        verb=record.verb,
-        key=record.key,
-        name=record.name,
-        occurrence=record.occurrence,
-        sequence=record.sequence,
-        state=_state(state, record, entry),
-        step_id=step_id,
-        value=_recorded(entry),
-    )
+    return JournalRow(record, _state(state, record, entry), step_id, _recorded(entry))
 
 
 def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:

@@ -10,6 +10,7 @@ the common steps changed is reported as moved. Documents should be in exchange f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -73,11 +74,7 @@ class DefinitionDiff:
 
 def diff_documents(left: Any, right: Any) -> DefinitionDiff:
     """The structural diff from ``left`` to ``right`` (both definition documents)."""
-    top = tuple(
-        FieldChange(key, _get(left, key), _get(right, key))
-        for key in TOP_FIELDS
-        if _get(left, key) != _get(right, key)
-    )
+    top = top_changes(left, right, TOP_FIELDS)
     before = _steps_by_name(left)
     after = _steps_by_name(right)
     moved = _moved(list(before), list(after))
@@ -109,8 +106,41 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
+def top_changes(left: Any, right: Any, keys: Iterable[str]) -> tuple[FieldChange, ...]:
+    """The document fields named by ``keys`` that differ (a dotted key reaches into
+    objects: ``state.name``), in the order of ``keys``."""
+    return tuple(
+        FieldChange(key, _get(left, key), _get(right, key))
+        for key in keys
+        if _get(left, key) != _get(right, key)
+    )
+
+
+def named_changes(
+    old: dict[str, tuple[str, dict[str, Any]]], new: dict[str, tuple[str, dict[str, Any]]]
+) -> list[StepChange]:
+    """Parts matched by name, each given as (kind, its compared fields): the added ones
+    in ``new``'s order, the removed ones in ``old``'s, then the changed ones with the
+    fields that differ. How a mode names and compares its parts (a code workflow's
+    verbs, a machine's states) is the mode's; this is the one way they are matched."""
+    changes = [
+        StepChange(name, kind, Change.ADDED) for name, (kind, _) in new.items() if name not in old
+    ]
+    changes += [
+        StepChange(name, kind, Change.REMOVED) for name, (kind, _) in old.items() if name not in new
+    ]
+    for name in (n for n in new if n in old):
+        fields = field_changes(old[name][1], new[name][1])
+        if fields:
+            changes.append(StepChange(name, new[name][0], Change.CHANGED, tuple(fields)))
+    return changes
+
+
 def _get(document: Any, key: str) -> Any:
-    return document.get(key) if isinstance(document, dict) else None
+    value = document
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def _kind(step: dict[str, Any]) -> str:

@@ -1,34 +1,32 @@
 """Which operator actions an instance allows right now, and what each would do.
 
-An action is offered only when the engine would accept it: each candidate is run as a
-dry run on a throwaway Draft (the audited command, then the orchestration decision
-that follows, exactly as ``Client.command`` builds it), so the rules live in one
-place, the engine's replay. The dry run also says what the command would record, and
-the state says what it means for people: what stops, what is compensated and in which
-order, which key a retry uses. Nothing here touches the store.
+An action is offered only when the engine would accept it: each candidate is judged by
+the engine's preview (``engine.decide.previews``: the audited command and the decision
+that follows, dry-run on a throwaway Draft exactly as ``Client.command`` builds them),
+the same judgement a bulk action shows for every instance it selects, so the rules live
+in one place, the engine's replay. The preview also says what the command would record,
+which attempts run again with which keys, what is compensated in which order and what
+becomes of attempts in doubt; the sentences here say what it means for people. Nothing
+here touches the store.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from engine.decide.bulk_actions import RESOLUTIONS
 from engine.decide.operator_actions import Action
-from engine.decide.operator_commands import record_command
+from engine.decide.previews import ActionRequest, Preview, preview
 from engine.model.definitions import Step, StepKind
-from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, TransitionInvalid
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance
 from engine.model.registry import Registry
-from engine.model.transitions import Draft
-from engine.modes import decide
 from engine.modes.steps.orchestration import compensable
 from studio.drawings import drawing_of
 
 A = AttemptStatus
-DRY_RUN_ID = "dry-run"
-RESOLUTIONS = ("succeeded", "failed", "absent")
+__all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers"]
 PROBE_EFFECTS: dict[Action, dict[str, Any]] = {
     Action.RESOLVE_ACTIVITY: {"resolution": "failed"},
     Action.RESOLVE_COMPENSATION: {"code": "resolved-by-operator"},
@@ -69,9 +67,13 @@ class Offer:
     step: str
     label: str
     effect: tuple[str, ...]
-    records: tuple[str, ...]
-    """The events the command would record, e.g. ``compensation_scheduled charge``."""
+    preview: Preview
     danger: bool
+
+    @property
+    def records(self) -> tuple[str, ...]:
+        """The events the command would record, e.g. ``compensation_scheduled charge``."""
+        return self.preview.records
 
     @property
     def key(self) -> str:
@@ -96,34 +98,12 @@ def offer(
     kind = KINDS.get(action)
     if kind is None or kind.needs_step != bool(step):
         return None
-    try:
-        draft = dry_run(instance, registry, now, action, step)
-    except (
-        DecisionRejected,
-        ReplayRejected,
-        TransitionInvalid,
-        EventInvalid,  # a step name no event can carry
-        ValueError,
-        AssertionError,
-    ):
+    request = ActionRequest(action, step, PROBE_EFFECTS.get(action, {}))
+    judged = preview(instance, registry, now, request)
+    if not judged.applies:
         return None
     label = f"{kind.label} {step}" if step else kind.label
-    records = tuple(f"{e.kind.label} {e.step}".strip() for e in draft.events)
-    return Offer(action, step, label, describe(instance, action, step), records, kind.danger)
-
-
-def dry_run(
-    instance: Instance, registry: Registry, now: datetime, action: Action, step: str = ""
-) -> Draft:
-    """The command and the decision after it, on a throwaway draft; raises when refused."""
-    effect = dict(PROBE_EFFECTS.get(action, {}))
-    if step:
-        effect["step"] = step
-    draft = Draft(registry, instance, max(now, instance.updated_at))
-    record_command(draft, DRY_RUN_ID, action, "studio", "dry run", **effect)
-    with contextlib.suppress(DecisionRejected):  # a mode the engine does not orchestrate
-        decide(draft)
-    return draft
+    return Offer(action, step, label, describe(instance, action, step), judged, kind.danger)
 
 
 def candidates(instance: Instance) -> list[tuple[Action, str]]:

@@ -18,12 +18,15 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
 from engine.decide import lifecycle
+from engine.decide.bulk_actions import RESOLUTIONS
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
+from engine.model.limits import MAX_BULK_INSTANCES
 from engine.queries import InstanceRow
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
+from studio.instances import bulk, bulk_pages
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances import service as instances
@@ -66,6 +69,10 @@ async def list_page(
         filters=filters,
         versions=await definitions.team_versions(runtime, principal.team_id),
         first_page=after is None,
+        bulk_actions=bulk_pages.bulk_actions(),
+        bulk_limit=MAX_BULK_INSTANCES,
+        resolutions=RESOLUTIONS,
+        recent_bulks=await bulk.recent(runtime, principal.team_id),
     )
 
 

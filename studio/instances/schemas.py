@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.decide.previews import Preview
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import instance_to_json
 from engine.queries import HistoryPage, InstanceRow
@@ -74,12 +75,55 @@ class AttemptOut:
 
 
 @dataclass
+class RerunOut:
+    step: str
+    attempt: int
+    idempotency_key: str
+    same_key: bool
+    compensation: bool
+
+
+@dataclass
+class InDoubtOut:
+    step: str
+    attempt: int
+    idempotency_key: str
+    fate: str
+    settled_as: str
+
+
+@dataclass
 class OfferOut:
+    """An action the instance allows now, with the engine's preview of what it does
+    (the same preview a bulk action shows for each instance)."""
+
     action: CommandAction
     step: str | None
     label: str
     effect: list[str]
     records: list[str]
+    reruns: list[RerunOut]
+    compensations: list[str]
+    """Steps whose compensation runs, in the order it runs."""
+    kept: list[str]
+    """Completed steps whose compensation does not run (their effects stay)."""
+    in_doubt: list[InDoubtOut]
+
+
+def consequences_out(preview: Preview) -> dict[str, Any]:
+    """What a preview says runs again, is compensated, kept, or becomes of attempts in
+    doubt, as the API's fields."""
+    return {
+        "reruns": [
+            RerunOut(r.step, r.attempt, r.key, r.same_key, r.compensation) for r in preview.reruns
+        ],
+        "compensations": list(preview.compensations),
+        "kept": list(preview.kept),
+        "in_doubt": [
+            InDoubtOut(d.step, d.attempt, d.key, d.fate.value, d.settled_as)
+            for d in preview.in_doubt
+        ],
+    }
 
 
 @dataclass
@@ -193,11 +237,11 @@ def _journal_out(detail: InstanceDetail) -> dict[str, Any] | None:
         return None
     entries = [
         {
-            "position": r.position,
-            "verb": r.verb,
-            "key": r.key,
-            "name": r.name,
-            "occurrence": r.occurrence,
+            "position": r.record.position,
+            "verb": r.record.verb,
+            "key": r.record.key,
+            "name": r.record.name,
+            "occurrence": r.record.occurrence,
             "step_id": r.step_id or None,
             "state": r.state.state,
             "note": r.state.note,
@@ -240,7 +284,14 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         audit=[projected(AuditOut, a) for a in state.audit],
         journal=_journal_out(detail),
         actions=[
-            OfferOut(o.action.value, o.step or None, o.label, list(o.effect), list(o.records))
+            OfferOut(
+                o.action.value,
+                o.step or None,
+                o.label,
+                list(o.effect),
+                list(o.records),
+                **consequences_out(o.preview),
+            )
             for o in detail.offers
         ],
     )

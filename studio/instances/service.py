@@ -14,7 +14,8 @@ enforces too). One instance's detail is ``studio.instances.detail``.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -37,6 +38,7 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.runs import run_id
 from engine.queries import InstancePage, InstanceRow, InstanceView
 from studio.definitions import service as definitions
+from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound
 from studio.paging import parse_cursor
 from studio.runtime import Runtime
@@ -67,6 +69,10 @@ class InstanceFilters:
     started_from: str = ""
     started_before: str = ""
     instance: str = ""
+    step: str = ""
+    """Only instances at this step (read from their replayed state)."""
+    failure_code: str = ""
+    """Only instances with this failure code, on the instance or any attempt (replayed)."""
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:
@@ -90,23 +96,63 @@ class InstanceFilters:
     def narrowed(self) -> bool:
         return len(self.active) > 1
 
+    @property
+    def by_state(self) -> bool:
+        """Whether a filter reads the replayed state rather than the instance rows."""
+        return bool(self.step or self.failure_code)
+
 
 async def list_page(
     runtime: Runtime, team: str, filters: InstanceFilters, cursor: str | None = None
 ) -> InstancePage:
-    status = next((s for s in InstanceStatus if s.label == filters.status), None)
-    return await runtime.queries.instances(
-        InstanceView(filters.view),
-        parse_cursor(cursor),
-        PAGE_SIZE,
-        definition_name=filters.definition or None,
-        definition_version=filters.version or None,
-        status=status,
-        tenant=team,
-        instance_id=await _stored_id(runtime, team, filters.instance.strip()) or None,
-        started_from=parse_time(filters.started_from, "started from"),
-        started_before=parse_time(filters.started_before, "started before"),
+    """One page of the list; the step and failure-code filters narrow the page's rows
+    (from their replayed states), so a page may hold fewer rows than PAGE_SIZE."""
+    found = await runtime.queries.instances(
+        **await query_of(runtime, team, filters), after=parse_cursor(cursor), limit=PAGE_SIZE
     )
+    if not filters.by_state:
+        return found
+    return replace(found, rows=tuple(await narrowed(runtime, found.rows, filters)))
+
+
+async def query_of(runtime: Runtime, team: str, filters: InstanceFilters) -> dict[str, Any]:
+    """The store's list arguments for ``filters`` (all but the page and its cursor)."""
+    status = next((s for s in InstanceStatus if s.label == filters.status), None)
+    return {
+        "view": InstanceView(filters.view),
+        "definition_name": filters.definition or None,
+        "definition_version": filters.version or None,
+        "status": status,
+        "tenant": team,
+        "instance_id": await _stored_id(runtime, team, filters.instance.strip()) or None,
+        "started_from": parse_time(filters.started_from, "started from"),
+        "started_before": parse_time(filters.started_before, "started before"),
+    }
+
+
+def state_matches(state: Instance, filters: InstanceFilters) -> bool:
+    """Whether ``state`` is at ``filters.step`` and carries ``filters.failure_code``
+    (on the instance or on any attempt), when those are set."""
+    if filters.step:
+        spec = state.spec
+        if spec is None or filters.step not in drawing_of(spec).frontier(state):
+            return False
+    if filters.failure_code:
+        tracks = [*state.activities.values(), *state.compensations.values()]
+        return filters.failure_code in {state.failure_code, *(p.code for p in tracks)}
+    return True
+
+
+async def narrowed(
+    runtime: Runtime, rows: Sequence[InstanceRow], filters: InstanceFilters
+) -> list[InstanceRow]:
+    """``rows`` whose replayed state ``state_matches`` the filters."""
+    kept = []
+    for row in rows:
+        entry = await runtime.replays.load(row.instance_id, at_least=row.sequence)
+        if state_matches(entry.state, filters):
+            kept.append(row)
+    return kept
 
 
 async def find_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow | None:

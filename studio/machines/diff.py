@@ -17,9 +17,9 @@ from studio.definitions.diff import (
     TOP_FIELDS,
     Change,
     DefinitionDiff,
-    FieldChange,
     StepChange,
-    field_changes,
+    named_changes,
+    top_changes,
 )
 from studio.machines.diagram import Shape, read_shape
 from studio.machines.views import EDGE_ARROW
@@ -41,39 +41,25 @@ DECLARATIONS = (
 
 def diff_machines(left: Any, right: Any) -> DefinitionDiff:
     """The diff from machine document ``left`` to ``right``."""
-    top = [
-        FieldChange(key, _get(left, key), _get(right, key))
-        for key in (*TOP_FIELDS, "state.name", *DECLARATIONS)
-        if _get(left, key) != _get(right, key)
-    ]
+    top = top_changes(left, right, (*TOP_FIELDS, "state.name", *DECLARATIONS))
     before, after = read_shape(left), read_shape(right)
-    old, new = _states(before), _states(after)
-    changes = [StepChange(name, "state", Change.ADDED) for name in new if name not in old]
-    changes += [StepChange(name, "state", Change.REMOVED) for name in old if name not in new]
-    for name in (n for n in new if n in old):
-        fields = field_changes(old[name], new[name])
-        if fields:
-            changes.append(StepChange(name, "state", Change.CHANGED, tuple(fields)))
+    changes = named_changes(_states(before), _states(after))
     changes += [_edge(e, Change.ADDED) for e in after.edges if e not in before.edges]
     changes += [_edge(e, Change.REMOVED) for e in before.edges if e not in after.edges]
-    return DefinitionDiff(tuple(top), tuple(changes))
+    return DefinitionDiff(top, tuple(changes))
 
 
-def _get(document: Any, key: str) -> Any:
-    value = document
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def _states(shape: Shape) -> dict[str, dict[str, Any]]:
+def _states(shape: Shape) -> dict[str, tuple[str, dict[str, Any]]]:
     """What is compared of each state: its fields' types, terminal or not, its timer."""
     return {
-        name: {
-            "fields": dict(shape.fields[name]),
-            "terminal": name in shape.terminal,
-            "timer": shape.timers.get(name),
-        }
+        name: (
+            "state",
+            {
+                "fields": dict(shape.fields[name]),
+                "terminal": name in shape.terminal,
+                "timer": shape.timers.get(name),
+            },
+        )
         for name in shape.states
     }
 

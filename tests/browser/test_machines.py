@@ -24,14 +24,19 @@ from tests.unit.machines import approval_document
 K = EventKind
 
 
+def operator_with_approval(page: Page, studio: LiveStudio, team_prefix: str, name: str) -> str:
+    """A new team with the approval machine published as ``name``, and its operator
+    signed in: the team."""
+    team = studio.team(team_prefix)
+    studio.publish(team, {**approval_document(), "name": name})
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    return team
+
+
 def test_a_machine_version_and_an_execution_moving_through_its_states(
     page: Page, studio: LiveStudio, tmp_path: Path
 ) -> None:
-    team = studio.team("machines")
-    document = approval_document()
-    document["name"] = "approval_browser"
-    studio.publish(team, document)
-    sign_in(page, studio.user(team, Role.OPERATOR))
+    team = operator_with_approval(page, studio, "machines", "approval_browser")
 
     page.goto("/definitions/approval_browser/versions/1")
     diagram = page.locator("svg.state-diagram")
@@ -125,11 +130,7 @@ def test_submit_a_machine_from_the_studio_and_cancel_it_with_a_reason(
     """Started from the studio's form, a machine's execution shows its initial state;
     the operator's cancel asks for a reason, and the audit trail keeps it while the
     declared compensation is due (no worker here runs the machine's code)."""
-    team = studio.team("machine-ops")
-    document = approval_document()
-    document["name"] = "approval_cancel"
-    studio.publish(team, document)
-    sign_in(page, studio.user(team, Role.OPERATOR))
+    operator_with_approval(page, studio, "machine-ops", "approval_cancel")
 
     page.goto("/instances")
     page.get_by_role("link", name="Start an instance").click()

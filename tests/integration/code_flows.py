@@ -19,7 +19,8 @@ CALLS: list[tuple[str, str]] = []
 """(what ran, the step_id or compensation it ran under), in order."""
 SCRIPT: dict[str, Any] = {}
 """``raise``: how many runs of ``flaky`` raise RuntimeError (an unknown outcome);
-``second``: the name ``diverging`` gives its second step (changed to diverge)."""
+``fail``: how many runs of ``pay`` fail (a known failure); ``second``: the name
+``diverging`` gives its second step (changed to diverge)."""
 
 
 def reset() -> None:
@@ -33,10 +34,15 @@ def ran(what: str, ctx: Context) -> str:
     return what
 
 
+def fails_first(what: str, ctx: Context, times: str, error: Exception) -> None:
+    """Record a run of ``what``; its first ``SCRIPT[times]`` runs raise ``error``."""
+    ran(what, ctx)
+    if sum(1 for done, _ in CALLS if done == what) <= SCRIPT[times]:
+        raise error
+
+
 def flaky(ctx: Context) -> str:
-    ran("flaky", ctx)
-    if sum(1 for what, _ in CALLS if what == "flaky") <= SCRIPT["raise"]:
-        raise RuntimeError("connection reset")
+    fails_first("flaky", ctx, "raise", RuntimeError("connection reset"))
     return "ok"
 
 
@@ -60,9 +66,7 @@ async def diverging(ctx: Context, input: Any) -> str:
 
 
 def failing(ctx: Context) -> str:
-    ran("pay", ctx)
-    if sum(1 for what, _ in CALLS if what == "pay") <= SCRIPT["fail"]:
-        raise StepFailure("declined")
+    fails_first("pay", ctx, "fail", StepFailure("declined"))
     return "paid"
 
 

@@ -15,14 +15,22 @@ from engine.modes.code.journal import Entry
 from engine.store import reads
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
+from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from tests.integration.factories import run_due
 
 
-async def publish_app(client: Client, app: ActivityRegistry) -> None:
-    """Publish every code workflow ``app`` declares."""
+async def published(store: Store, app: ActivityRegistry) -> Client:
+    """A client of ``store`` once every code workflow ``app`` declares is published."""
+    client = Client(store)
     for flow in app.workflows:
         await client.publish(flow.definition, "tests")
+    return client
+
+
+def worker_context(store: Store, app: ActivityRegistry) -> Context:
+    """What a worker that has ``app``'s code runs due work with, reading the catalog."""
+    return Context(store, app, RegistrySource(store))
 
 
 async def settle(ctx: Context) -> int:

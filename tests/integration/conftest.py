@@ -16,10 +16,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.client import Client
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.embedded import EmbeddedPostgres
 from engine.store.migrations import apply_migrations
 from engine.store.store import DEFAULT_POOL_SIZE, Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.leased_commits import Context
+from tests.integration.code_runs import published, worker_context
 from tests.integration.factories import open_store
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
@@ -97,3 +101,16 @@ async def db_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
     """A store on PostgreSQL's own clock."""
     async with open_store(pg_dsn, schema, DatabaseClock()) as opened:
         yield opened
+
+
+@pytest.fixture
+async def client(store: Store, code_app: ActivityRegistry) -> Client:
+    """A client once every workflow of the module's ``code_app`` is published (a module
+    of code-first tests defines ``code_app``; other modules define their own ``client``)."""
+    return await published(store, code_app)
+
+
+@pytest.fixture
+def ctx(store: Store, code_app: ActivityRegistry) -> Context:
+    """A worker's context that runs the module's ``code_app``."""
+    return worker_context(store, code_app)

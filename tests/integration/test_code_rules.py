@@ -20,11 +20,11 @@ from engine.modes.code.failures import failed_text
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
-from engine.worker.instance_cache import RegistrySource
+from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration import code_flows
 from tests.integration.code_flows import CALLS, SCRIPT
-from tests.integration.code_runs import journal, keys, kinds, publish_app, settle
+from tests.integration.code_runs import journal, keys, kinds, settle
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 K = EventKind
@@ -38,15 +38,8 @@ def script() -> None:
 
 
 @pytest.fixture
-async def client(store: Store) -> Client:
-    client = Client(store)
-    await publish_app(client, code_flows.app)
-    return client
-
-
-@pytest.fixture
-def ctx(store: Store) -> Context:
-    return Context(store, code_flows.app, RegistrySource(store))
+def code_app() -> ActivityRegistry:
+    return code_flows.app
 
 
 async def start(client: Client, ctx: Context, name: str, input: object = None) -> str:

@@ -20,7 +20,7 @@ from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
 from engine.store.store import Store
-from engine.worker.instance_cache import RegistrySource
+from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
@@ -31,7 +31,6 @@ from tests.integration.code_runs import (
     journal,
     keys,
     kinds,
-    publish_app,
     settle,
 )
 
@@ -50,15 +49,8 @@ def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-async def client(store: Store) -> Client:
-    client = Client(store)
-    await publish_app(client, order_saga.app)
-    return client
-
-
-@pytest.fixture
-def ctx(store: Store) -> Context:
-    return Context(store, order_saga.app, RegistrySource(store))
+def code_app() -> ActivityRegistry:
+    return order_saga.app
 
 
 async def started(client: Client, ctx: Context, input: dict | None = None) -> None:

@@ -28,6 +28,8 @@ import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from engine.modes.machines.graph import reachable
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("engine", "studio", "verification", "bench", "examples")
 """The folders scanned: the three packages, the benchmarks and the examples a user
@@ -190,18 +192,6 @@ def is_studio_html(module: str) -> bool:
 
 def is_studio_api(module: str) -> bool:
     return module.startswith("studio.") and module.rpartition(".")[2].endswith("api")
-
-
-def reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
-    """Every module ``start`` imports, directly or through others."""
-    seen: set[str] = set()
-    stack = [start]
-    while stack:
-        for target in edges.get(stack.pop(), ()):
-            if target not in seen:
-                seen.add(target)
-                stack.append(target)
-    return seen
 
 
 def test_the_studio_api_never_imports_the_html_layer() -> None:

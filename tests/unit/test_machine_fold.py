@@ -27,9 +27,10 @@ from tests.unit.machines import RETRY_DELAY, Document, Walk, approval_document, 
 K = EventKind
 
 
-def walk_to_the_end(walk: Walk, data: st.DataObject) -> list[str]:
-    """Walk random allowed edges, with failed attempts, until a terminal state or the
-    last transition; the states entered, in order."""
+def walk_to_the_end(document: Document, data: st.DataObject) -> tuple[Walk, list[str]]:
+    """A walk of ``document``'s machine along random allowed edges, with failed
+    attempts, until a terminal state or the last transition; the states entered, in order."""
+    walk = Walk(parse_definition(document))
     manifest = walk.manifest
     entered: list[str] = []
     while not manifest.is_terminal(walk.current) and len(entered) < manifest.max_transitions:
@@ -40,7 +41,7 @@ def walk_to_the_end(walk: Walk, data: st.DataObject) -> list[str]:
         target = data.draw(st.sampled_from(manifest.targets(walk.current)), label="edge")
         walk.enter(target, attempt=failures + 1)
         entered.append(target)
-    return entered
+    return walk, entered
 
 
 def rejected(walk: Walk, kind: EventKind, **fields: object) -> str:
@@ -58,8 +59,7 @@ def rejected(walk: Walk, kind: EventKind, **fields: object) -> str:
 def test_a_walk_along_allowed_edges_folds_to_the_last_state(
     document: Document, data: st.DataObject
 ) -> None:
-    walk = Walk(parse_definition(document))
-    entered = walk_to_the_end(walk, data)
+    walk, entered = walk_to_the_end(document, data)
 
     state = replay(walk.registry, walk.events)
     assert state == walk.state
@@ -97,8 +97,7 @@ def test_an_edge_the_manifest_does_not_allow_is_refused(
 def test_nothing_moves_a_machine_after_a_terminal_state_or_its_last_transition(
     document: Document, data: st.DataObject
 ) -> None:
-    walk = Walk(parse_definition(document))
-    entered = walk_to_the_end(walk, data)
+    walk, entered = walk_to_the_end(document, data)
     last = entered[-1]
     target = data.draw(st.sampled_from([v.name for v in walk.manifest.variants]))
     reason = rejected(walk, K.STATE_ENTERED, step=target, attempt=1, data=walk.data(target, {}))

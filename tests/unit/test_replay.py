@@ -215,10 +215,14 @@ def test_a_retry_never_starts_before_its_retry_time(run: Run) -> None:
     apply(run.registry, run.state, start_event(run, "a", 2, "i1/a/2"))
 
 
+def test_a_first_attempt_starts_with_the_key_its_schedule_fixed(run: Run) -> None:
+    assert "key its schedule or retry fixed" in rejection(run, start_event(run, "a", 1, "i1/a/x"))
+
+
 def test_a_retry_starts_with_the_key_its_retry_fixed(run: Run) -> None:
     run.run_activity("a", "failed")
     run.advance(1)
-    assert "key fixed by its retry" in rejection(run, start_event(run, "a", 2, "i1/a/1"))
+    assert "key its schedule or retry fixed" in rejection(run, start_event(run, "a", 2, "i1/a/1"))
 
 
 def test_an_outcome_needs_that_attempt_in_flight(run: Run) -> None:

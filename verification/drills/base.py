@@ -28,6 +28,7 @@ from psycopg.conninfo import make_conninfo
 
 from engine import provision_roles
 from engine.client import Client
+from engine.model.errors import WaylineError
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.store import catalog, reads
@@ -347,6 +348,15 @@ class DrillEnv:
         async with self.store.connection() as conn:
             row = await (await conn.execute(statement, params)).fetchone()
         return row[0] if row else None
+
+    async def count_cancel(self, cancel: Awaitable[None]) -> None:
+        """Await a cancel that may be refused (its instance is cancelling or has ended
+        already): either answer is allowed, and the record counts which it was."""
+        try:
+            await cancel
+            self.record.stats["cancels_accepted"] += 1
+        except WaylineError:
+            self.record.stats["cancels_refused"] += 1
 
     def mark_fault(self, fault_class: str) -> None:
         """The fault phase's fault happened now (recovery time is measured from here)."""

@@ -36,7 +36,6 @@ from datetime import UTC, datetime, timedelta
 from engine import make_resolution
 from engine.client import Client
 from engine.decide.operator_actions import Action as Command
-from engine.model.errors import WaylineError
 from engine.model.events import EventKind
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
@@ -168,27 +167,18 @@ async def cancels(env: DrillEnv) -> None:
         )
         failed = [a for a in answers if isinstance(a, BaseException)]
         env.expect(not failed, f"{run.run_id}: a duplicate of cancel first was refused: {failed}")
-        await _cancel_or_refusal(env, run, "second")
+        await env.count_cancel(_cancel(env.client, run, "second"))
     await env.quiesce()
     await env.stop_processes()
     for run in runs:
         events = await _events(env, run)
-        await _cancel_or_refusal(env, run, "after-end")
+        await env.count_cancel(_cancel(env.client, run, "after-end"))
         await _cancelled_once(env, run, events)
 
 
 async def _cancel(client: Client, run: CodeRun, command: str) -> None:
     reason = "cancelled by the drill"
     await client.command(run.run_id, Command.CANCEL, "drills", reason, f"{run.id}-{command}")
-
-
-async def _cancel_or_refusal(env: DrillEnv, run: CodeRun, command: str) -> None:
-    """A cancel that may be refused (the run is cancelling or ended already)."""
-    try:
-        await _cancel(env.client, run, command)
-        env.record.stats["cancels_accepted"] += 1
-    except WaylineError:
-        env.record.stats["cancels_refused"] += 1
 
 
 CANCELS = """

@@ -14,7 +14,7 @@ client), in the same transaction:
   worker with the code to replay it (only then: deciding twice schedules nothing twice);
   a wait with a timeout gets one due when it times out;
 - a cancelled or failing run unwinds its compensations in reverse completion order
-  (shared with step lists: ``orchestration.unwind``).
+  (shared with step lists: ``orchestration.decided_by_status``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from engine.modes import Decision, Outcome
 from engine.modes.code import records, waits
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import BLOCKING, EntryState
-from engine.modes.steps.orchestration import unwind
+from engine.modes.steps.orchestration import decided_by_status
 
 A = AttemptStatus
 S = InstanceStatus
@@ -40,14 +40,9 @@ WAKE = "wake"
 
 def decide(draft: Draft) -> Decision:
     """Append what follows the draft's events (see the module)."""
-    state = draft.state
-    assert state is not None
-    if state.status.terminal:
-        return Decision(Outcome.ENDED, f"run is {state.status.label}")
-    if state.status is S.PAUSED:
-        return Decision(Outcome.WAITING, "paused")
-    if state.status in (S.CANCELLING, S.FAILING):
-        return unwind(draft)
+    by_status = decided_by_status(draft, "run")
+    if by_status is not None:
+        return by_status
     retried = _retry_steps(draft)
     more = waits.resolve(draft)
     _wake_at_timeouts(draft)

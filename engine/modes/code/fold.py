@@ -28,7 +28,6 @@ from engine.model.instance import (
     Instance,
     InstanceStatus,
     JournalRecord,
-    TimerProgress,
     WaitEntry,
     WaitProgress,
 )
@@ -115,10 +114,7 @@ def schedule_sleep(
 ) -> Instance:
     if not event.step.startswith(f"{Verb.SLEEP.value}."):
         raise reject(event, f"{event.step!r} is not a sleep")
-    new = _record(state, event, Verb.SLEEP, "", _occurrence(event))
-    assert event.due_at is not None
-    timer = TimerProgress(event.step, event.due_at)
-    return evolve(new, timers={**state.timers, event.step: timer})
+    return waits.with_timer(_record(state, event, Verb.SLEEP, "", _occurrence(event)), event)
 
 
 def schedule_spawn(

@@ -87,14 +87,12 @@ def step_of(key: str, options: StepOptions, target: str) -> Step:
     compensation = (
         CompensationSpec(target, timeout, STEP_RESULT_LIMIT, retry) if options.compensated else None
     )
-    return Step(
-        name=key,
-        kind=StepKind.ACTIVITY,
+    return _journal_step(
+        key,
+        StepKind.ACTIVITY,
+        timeout,
+        retry,
         target=target,
-        timeout=timeout,
-        input_limit=MAX_PAYLOAD_BYTES,
-        result_limit=STEP_RESULT_LIMIT,
-        retry=retry,
         compensation=compensation,
         on_unknown=UnknownPolicy(options.on_unknown.value),
     )
@@ -102,14 +100,23 @@ def step_of(key: str, options: StepOptions, target: str) -> Step:
 
 def spawn_step(key: str, ref: DefinitionRef) -> Step:
     """The child step of a spawn: its run starts once (its start is never guessed)."""
+    once = RetryPolicy(1, timedelta(seconds=1), MAX_RETRY_DELAY)
+    return _journal_step(key, StepKind.CHILD, NO_TIMEOUT, once, child_definition=ref)
+
+
+def _journal_step(
+    key: str, kind: StepKind, timeout: timedelta, retry: RetryPolicy, **fields: Any
+) -> Step:
+    """A step a journal entry stands for: named by its key, with the limits every
+    code-first step has (any payload the journal takes, a step result's limit)."""
     return Step(
         name=key,
-        kind=StepKind.CHILD,
-        timeout=NO_TIMEOUT,
+        kind=kind,
+        timeout=timeout,
         input_limit=MAX_PAYLOAD_BYTES,
         result_limit=STEP_RESULT_LIMIT,
-        retry=RetryPolicy(1, timedelta(seconds=1), MAX_RETRY_DELAY),
-        child_definition=ref,
+        retry=retry,
+        **fields,
     )
 
 

@@ -50,14 +50,9 @@ def decide(draft: Draft) -> Decision:
 
 
 def _decide_once(draft: Draft) -> Decision:
-    state = draft.state
-    assert state is not None
-    if state.status.terminal:
-        return Decision(Outcome.ENDED, f"instance is {state.status.label}")
-    if state.status is S.PAUSED:
-        return Decision(Outcome.WAITING, "paused")
-    if state.status in (S.CANCELLING, S.FAILING):
-        return unwind(draft)
+    by_status = decided_by_status(draft, "instance")
+    if by_status is not None:
+        return by_status
     try:
         _walk(draft)
     except _Stop as stop:
@@ -232,6 +227,22 @@ def compensable(state: Instance) -> list[AttemptProgress]:
         if p.status is A.SUCCEEDED and state.step(p.step).compensation is not None
     ]
     return sorted(done, key=lambda p: p.completed_sequence, reverse=True)
+
+
+def decided_by_status(draft: Draft, noun: str) -> Decision | None:
+    """What the status alone decides, before any step is looked at: an ended instance
+    adds nothing, a paused one waits, a cancelling or failing one unwinds. None when the
+    status leaves it to the mode (every mode with compensated activities shares this;
+    ``noun`` names the instance as the mode's reason does: instance, run)."""
+    state = draft.state
+    assert state is not None
+    if state.status.terminal:
+        return Decision(Outcome.ENDED, f"{noun} is {state.status.label}")
+    if state.status is S.PAUSED:
+        return Decision(Outcome.WAITING, "paused")
+    if state.status in (S.CANCELLING, S.FAILING):
+        return unwind(draft)
+    return None
 
 
 def unwind(draft: Draft) -> Decision:

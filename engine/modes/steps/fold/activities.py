@@ -76,6 +76,12 @@ class Track:
     def put(self, state: Instance, event: Event, progress: AttemptProgress) -> Instance:
         return evolve(state, **{self.field: {**getattr(state, self.field), event.step: progress}})
 
+    def schedule(self, state: Instance, event: Event, input_limit: int, what: str) -> Instance:
+        """The track's first attempt at ``event.step``, once its input (``what``) is
+        within ``input_limit``; the caller has checked that the step may be scheduled."""
+        require_size(event, input_limit, what)
+        return self.put(state, event, _first_attempt(event))
+
     def start(
         self, state: Instance, event: Event, registry: Registry, command: AuditEntry | None
     ) -> Instance:
@@ -117,8 +123,7 @@ def schedule_activity(
     state: Instance, event: Event, registry: Registry, command: AuditEntry | None
 ) -> Instance:
     step = require_first(state, event, StepKind.ACTIVITY, state.activities)
-    require_size(event, step.input_limit, "activity input")
-    return ACTIVITIES.put(state, event, _first_attempt(event))
+    return ACTIVITIES.schedule(state, event, step.input_limit, "activity input")
 
 
 def retry_activity(
@@ -170,8 +175,7 @@ def schedule_compensation(
         raise reject(event, f"activity {event.step!r} has not succeeded; nothing to compensate")
     if event.step in state.compensations:
         raise reject(event, f"compensation of {event.step!r} is already scheduled")
-    require_size(event, step.input_limit, "compensation input")
-    return COMPENSATIONS.put(state, event, _first_attempt(event))
+    return COMPENSATIONS.schedule(state, event, step.input_limit, "compensation input")
 
 
 def retry_compensation(
@@ -199,8 +203,12 @@ def resolve_compensation(
 
 
 def _first_attempt(event: Event) -> AttemptProgress:
-    """A scheduled activity or compensation: ready, with the input it was given."""
-    return AttemptProgress(event.step, A.READY, event.sequence, input=event.data)
+    """A scheduled activity or compensation: ready, with the input it was given and the
+    key its first attempt must use (histories written before the key was recorded with
+    the schedule carry none, and their first start is not checked)."""
+    return AttemptProgress(
+        event.step, A.READY, event.sequence, input=event.data, next_key=event.idempotency_key
+    )
 
 
 def _start(

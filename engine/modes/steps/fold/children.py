@@ -40,7 +40,12 @@ def schedule_child(
     require_size(event, step.input_limit, "child input")
     assert event.definition is not None
     progress = ChildProgress(
-        event.step, C.SCHEDULED, event.successor_id, event.definition, input=event.data
+        event.step,
+        C.SCHEDULED,
+        event.successor_id,
+        event.definition,
+        input=event.data,
+        next_key=event.idempotency_key,
     )
     return _put(state, progress)
 

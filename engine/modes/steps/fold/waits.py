@@ -44,6 +44,12 @@ def schedule_timer(
     assert step.timeout is not None
     if event.due_at != event.occurred_at + step.timeout:
         raise reject(event, "timer due_at must be the time plus the timer duration")
+    return with_timer(state, event)
+
+
+def with_timer(state: Instance, event: Event) -> Instance:
+    """``state`` with the timer ``event`` schedules, due at the event's ``due_at``: a
+    step list's timer step and a code-first run's sleep keep the same progress."""
     assert event.due_at is not None
     progress = TimerProgress(event.step, event.due_at)
     return evolve(state, timers={**state.timers, event.step: progress})

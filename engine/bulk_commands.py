@@ -1,0 +1,121 @@
+"""Bulk operator actions: preview an action on many instances, then take it once.
+
+A bulk is an operator action (``engine.decide.bulk_actions.BULK_ACTIONS``) on a chosen
+list of at most MAX_BULK_INSTANCES instances. Its preview judges every instance from its
+replayed state (``engine.decide.previews``). Acting records the bulk under the caller's
+bulk id (``engine.store.bulk_commands``), then gives each instance its own audited
+operator command, whose id is derived from the bulk id and the instance, judged again
+on the state it commits against: an instance that moved since the preview is judged
+afresh, and one the action no longer fits records nothing and is reported unchanged or
+refused with the reason. Each instance's result is kept with the bulk. Taking the same
+bulk again acts on no instance twice: the derived command ids are already in their
+audit trails, and the kept results are answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.client import Client
+from engine.decide.bulk_actions import bulk_request, judge
+from engine.decide.previews import ActionRequest, Preview, Verdict
+from engine.model.canonical import digest
+from engine.model.errors import DecisionRejected
+from engine.model.identifiers import require_id
+from engine.model.limits import MAX_BULK_INSTANCES
+from engine.store import bulk_commands as kept
+from engine.store.bulk_commands import BulkCommand, BulkConflict, BulkResult
+from engine.store.errors import SequenceConflict
+
+__all__ = ["BulkCommand", "BulkCommands", "BulkConflict", "BulkOutcome", "BulkResult"]
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """A bulk as recorded and its results, one per instance so far."""
+
+    bulk: BulkCommand
+    results: tuple[BulkResult, ...]
+    replayed: bool = False
+    """True when this call acted on no instance: the bulk had been taken before."""
+
+
+def check_selection(instance_ids: Sequence[str]) -> list[str]:
+    """The selection without repeats; ValueError past MAX_BULK_INSTANCES or when empty."""
+    chosen = list(dict.fromkeys(instance_ids))
+    if not chosen:
+        raise ValueError("choose at least one instance")
+    if len(chosen) > MAX_BULK_INSTANCES:
+        raise ValueError(
+            f"{len(chosen)} instances chosen; a bulk action takes at most "
+            f"{MAX_BULK_INSTANCES} per request (narrow the selection, or act in parts)"
+        )
+    return chosen
+
+
+def command_id(bulk_id: str, instance_id: str) -> str:
+    """The audited command a bulk records on one instance: the bulk id, then a digest
+    of the instance id (any instance id fits; the audit trail shows the bulk id)."""
+    return f"{bulk_id}.{digest(instance_id)[:16]}"
+
+
+class BulkCommands:
+    """Preview and take bulk operator actions through one ``Client``."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def preview(self, instance_ids: Sequence[str], request: ActionRequest) -> list[Preview]:
+        """Each instance's preview of ``request`` (from ``bulk_request``), in order."""
+        chosen = check_selection(instance_ids)
+        now = self.client.store.now()
+        found = []
+        for instance_id in chosen:
+            state = await self.client.cache.load(instance_id)
+            registry = await self.client.registries.get()
+            found.append(judge(state, registry, max(now, state.updated_at), request))
+        return found
+
+    async def act(self, bulk: BulkCommand) -> BulkOutcome:
+        """Take ``bulk`` once (see the module); BulkConflict when its id was used for
+        another action or selection, ValueError for a request no instance could take."""
+        require_id(bulk.bulk_id, "bulk id")
+        check_selection(bulk.instance_ids)
+        request = bulk_request(bulk.action, bulk.step, bulk.arguments)
+        store = self.client.store
+        stored = await kept.record_bulk(store, bulk)
+        found = await kept.find_bulk(store, bulk.bulk_id)
+        done = {r.instance_id for r in found[1]} if found else set()
+        pending = [i for i in stored.instance_ids if i not in done]
+        for instance_id in pending:
+            result = await self._act_on(stored, request, instance_id)
+            await kept.record_result(store, stored.bulk_id, result)
+        found = await kept.find_bulk(store, bulk.bulk_id)
+        assert found is not None
+        return BulkOutcome(found[0], tuple(found[1]), replayed=not pending)
+
+    async def _act_on(
+        self, bulk: BulkCommand, request: ActionRequest, instance_id: str
+    ) -> BulkResult:
+        command = command_id(bulk.bulk_id, instance_id)
+        try:
+            verdict, state = await self.client.judged_command(
+                instance_id,
+                lambda s, registry, now: judge(s, registry, now, request),
+                bulk.actor,
+                bulk.reason,
+                command,
+            )
+        except (DecisionRejected, SequenceConflict) as refused:
+            state = await self.client.cache.load(instance_id)
+            return BulkResult(instance_id, "refused", str(refused), "", state.status, state.status)
+        if verdict is None:
+            detail = "recorded earlier under this bulk command"
+            return BulkResult(instance_id, "done", detail, command, state.status, state.status)
+        if verdict.verdict is Verdict.APPLIES:
+            detail = f"recorded {', '.join(verdict.records)}"
+            return BulkResult(instance_id, "done", detail, command, verdict.status, state.status)
+        return BulkResult(
+            instance_id, verdict.verdict.value, verdict.reason, "", verdict.status, state.status
+        )

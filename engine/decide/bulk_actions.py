@@ -1,0 +1,129 @@
+"""The operator actions that can be taken on many instances at once, and how each is
+asked of one instance of the selection.
+
+``BULK_ACTIONS`` is the one table: the studio offers what it lists, the API accepts
+what it lists, and ``judge`` turns a bulk request into each instance's own request
+(the step it acts on, its arguments) and previews it (``engine.decide.previews``).
+An action that needs more than that per instance supplies its own ``prepare``: this is
+where migration along a version edge joins, once the engine's migration API exists
+(it computes each instance's migrated input from the edge and refuses an incompatible
+instance with the compatibility report's reason).
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from engine.decide.operator_actions import Action
+from engine.decide.previews import ActionRequest, Preview, in_doubt_step, preview, refused
+from engine.model.instance import Instance
+from engine.model.registry import Registry
+
+RESOLUTIONS = ("succeeded", "failed", "absent")
+"""How an unknown outcome is settled (the fold's ``activity_resolved`` codes)."""
+
+
+class StepChoice(StrEnum):
+    """Which step of each instance a bulk action acts on."""
+
+    NONE = "none"
+    """A lifecycle action: the instance itself."""
+    IN_DOUBT = "in doubt"
+    """The step the operator names, or else the instance's one activity in doubt."""
+
+
+Prepare = Callable[[Instance, ActionRequest], ActionRequest]
+"""Turn the bulk's request into this instance's; ValueError says why it cannot apply."""
+
+
+def _as_asked(instance: Instance, request: ActionRequest) -> ActionRequest:
+    return request
+
+
+def _in_doubt(instance: Instance, request: ActionRequest) -> ActionRequest:
+    if request.step:
+        return request
+    step = in_doubt_step(instance)
+    if step is None:
+        raise ValueError("no activity is in doubt")
+    return request.on(step)
+
+
+@dataclass(frozen=True)
+class BulkAction:
+    action: Action
+    label: str
+    step: StepChoice = StepChoice.NONE
+    arguments: tuple[str, ...] = ()
+    """The effect's fields the operator gives once for every instance."""
+    prepare: Prepare = _as_asked
+    danger: bool = False
+
+
+BULK_ACTIONS: dict[Action, BulkAction] = {
+    b.action: b
+    for b in (
+        BulkAction(Action.PAUSE, "Pause"),
+        BulkAction(Action.RESUME, "Resume"),
+        BulkAction(Action.CANCEL, "Cancel", danger=True),
+        BulkAction(Action.TERMINATE, "Terminate", danger=True),
+        BulkAction(
+            Action.RETRY_ACTIVITY,
+            "Retry the activity in doubt",
+            StepChoice.IN_DOUBT,
+            prepare=_in_doubt,
+        ),
+        BulkAction(
+            Action.RESOLVE_ACTIVITY,
+            "Resolve the unknown outcome",
+            StepChoice.IN_DOUBT,
+            ("resolution", "result"),
+            _in_doubt,
+        ),
+    )
+}
+"""Every bulk action (migration joins when the engine can migrate: see the module)."""
+
+
+def bulk_request(
+    action: Action | str, step: str = "", arguments: Mapping[str, Any] | None = None
+) -> ActionRequest:
+    """The request of a bulk action, checked: ValueError says what is wrong and what is
+    allowed (an unknown action, a step it does not take, a missing or extra argument)."""
+    try:
+        bulk = BULK_ACTIONS[Action(action)]
+    except (ValueError, KeyError):
+        allowed = ", ".join(a.value for a in BULK_ACTIONS)
+        raise ValueError(f"bulk action {action!r} is not one of: {allowed}") from None
+    if step and bulk.step is StepChoice.NONE:
+        raise ValueError(f"{bulk.action.value} acts on instances, not on a step")
+    given = {k: v for k, v in (arguments or {}).items() if v is not None}
+    extra = set(given) - set(bulk.arguments)
+    if extra:
+        raise ValueError(f"{bulk.action.value} takes no {', '.join(sorted(extra))}")
+    if bulk.action is Action.RESOLVE_ACTIVITY:
+        _check_resolution(given)
+    return ActionRequest(bulk.action, step, given)
+
+
+def _check_resolution(arguments: Mapping[str, Any]) -> None:
+    if arguments.get("resolution") not in RESOLUTIONS:
+        raise ValueError(f"choose a resolution: {', '.join(RESOLUTIONS)}")
+    if "result" in arguments and arguments["resolution"] != "succeeded":
+        raise ValueError("only an outcome settled as succeeded carries a result")
+
+
+def judge(instance: Instance, registry: Registry, now: datetime, request: ActionRequest) -> Preview:
+    """The preview of ``request`` as a bulk action on ``instance``: prepared for it
+    (``BulkAction.prepare``), then previewed; refused when it cannot even be asked."""
+    try:
+        own = BULK_ACTIONS[request.action].prepare(instance, request)
+    except ValueError as cannot:
+        return refused(instance, request, str(cannot))
+    return preview(instance, registry, now, own)

@@ -1,0 +1,170 @@
+"""Bulk operator actions in the studio: choose instances, preview, confirm, read results.
+
+Instances are chosen by the list's filters or by hand (their ids), at most
+MAX_BULK_INSTANCES per request: a filter that matches more says so, and the preview and
+the action cover its first MAX_BULK_INSTANCES. Filters on the step an instance is at
+and on a failure code are read from replayed state, so a filtered selection examines
+at most MAX_BULK_SCAN rows of the list's other filters and says when it stopped there.
+
+The preview is the engine's (``engine.bulk_commands``): every chosen instance judged
+from its replayed state, and the totals (``engine.decide.previews.blast_radius``).
+Confirming needs a reason and the bulk id the preview was drawn with, so a form posted
+twice acts once; the engine judges every instance again as it acts, and the bulk's
+results are kept for its result page. The pages (``studio.instances.bulk_pages``) and
+the API (``studio.instances.bulk_api``) share this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine import BulkCommands, BulkConflict
+from engine.bulk_commands import BulkCommand, BulkOutcome
+from engine.decide.bulk_actions import bulk_request
+from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
+from engine.model.identifiers import team_instance_id
+from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.queries import BulkResult
+from studio.errors import Conflict, Invalid, NotFound
+from studio.instances import service as instances
+from studio.instances.service import InstanceFilters, narrowed, parse_json
+from studio.runtime import Runtime
+
+MAX_BULK_SCAN = 1_000
+"""Rows of the list's filters a selection examines for its step and failure-code filters."""
+RECENT_BULKS = 10
+"""Bulk actions listed under the instances list."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The instances a bulk action covers (stored ids), and how they were chosen."""
+
+    instance_ids: tuple[str, ...]
+    more: bool = False
+    """The filter matches more than MAX_BULK_INSTANCES: only the first are covered."""
+    scanned_out: bool = False
+    """The step or failure-code filter stopped after MAX_BULK_SCAN rows."""
+
+
+async def select_by_filter(runtime: Runtime, team: str, filters: InstanceFilters) -> Selection:
+    """The first MAX_BULK_INSTANCES instances the filters match, oldest first (Invalid
+    when none does)."""
+    chosen: list[str] = []
+    cursor, scanned = None, 0
+    query = await instances.query_of(runtime, team, filters)
+    while len(chosen) <= MAX_BULK_INSTANCES and scanned < MAX_BULK_SCAN:
+        found = await runtime.queries.instances(**query, after=cursor, limit=MAX_PAGE_ITEMS)
+        scanned += len(found.rows)
+        rows = await narrowed(runtime, found.rows, filters) if filters.by_state else found.rows
+        chosen += [r.instance_id for r in rows]
+        cursor = found.next_cursor
+        if cursor is None:
+            break
+    if not chosen:
+        raise Invalid("no instance matches these filters")
+    more = len(chosen) > MAX_BULK_INSTANCES
+    scanned_out = cursor is not None and not more
+    return Selection(tuple(chosen[:MAX_BULK_INSTANCES]), more, scanned_out)
+
+
+async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) -> Selection:
+    """The team's instances of ``local_ids`` (Invalid names any the team does not have)."""
+    chosen = list(dict.fromkeys(i.strip() for i in local_ids if i.strip()))
+    if not chosen:
+        raise Invalid("choose at least one instance")
+    if len(chosen) > MAX_BULK_INSTANCES:
+        raise Invalid(f"{len(chosen)} instances chosen; at most {MAX_BULK_INSTANCES} per request")
+    scoped = {i: team_instance_id(team, i) for i in chosen}
+    rows = await runtime.queries.instance_rows([*scoped.values(), *chosen])
+    stored, missing = [], []
+    for local in chosen:
+        own = [rows[i] for i in (scoped[local], local) if i in rows and rows[i].tenant_id == team]
+        (stored.append(own[0].instance_id) if own else missing.append(local))
+    if missing:
+        raise Invalid(f"no such instance in this team: {', '.join(missing)}")
+    return Selection(tuple(stored))
+
+
+def ask(action: str, step: str = "", resolution: str = "", result: Any = None) -> ActionRequest:
+    """The bulk request a form or the API describes (Invalid says what is allowed)."""
+    arguments = {"resolution": resolution or None, "result": result}
+    try:
+        return bulk_request(action, step.strip(), arguments)
+    except ValueError as wrong:
+        raise Invalid(str(wrong)) from None
+
+
+def ask_from_form(values: dict[str, str]) -> ActionRequest:
+    result = parse_json(values.get("result", ""), "result")
+    return ask(
+        values.get("action", ""), values.get("step", ""), values.get("resolution", ""), result
+    )
+
+
+@dataclass(frozen=True)
+class BulkPreview:
+    selection: Selection
+    request: ActionRequest
+    previews: tuple[Preview, ...]
+    radius: BlastRadius
+
+
+async def preview(runtime: Runtime, selection: Selection, request: ActionRequest) -> BulkPreview:
+    previews = await BulkCommands(runtime.client).preview(selection.instance_ids, request)
+    return BulkPreview(selection, request, tuple(previews), blast_radius(previews))
+
+
+def check_reason(reason: str) -> str:
+    reason = reason.strip()
+    if not reason or len(reason) > MAX_REASON_LENGTH:
+        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    return reason
+
+
+async def act(
+    runtime: Runtime,
+    team: str,
+    actor: str,
+    bulk_id: str,
+    request: ActionRequest,
+    selection: Selection,
+    reason: str,
+) -> BulkOutcome:
+    """Take the bulk action once under ``bulk_id`` (from the preview's form)."""
+    if not bulk_id:
+        raise Invalid("the bulk id is missing: preview the action first")
+    bulk = BulkCommand(
+        bulk_id,
+        team,
+        request.action.value,
+        request.step,
+        dict(request.effect),
+        actor,
+        check_reason(reason),
+        selection.instance_ids,
+    )
+    try:
+        outcome = await BulkCommands(runtime.client).act(bulk)
+    except BulkConflict as clash:
+        raise Conflict(str(clash)) from None
+    except ValueError as wrong:
+        raise Invalid(str(wrong)) from None
+    runtime.watcher.nudge()
+    return outcome
+
+
+async def outcome(
+    runtime: Runtime, team: str, bulk_id: str
+) -> tuple[BulkCommand, list[BulkResult]]:
+    """The team's bulk ``bulk_id`` and its results; NotFound for another team's."""
+    found = await runtime.queries.bulk_command(bulk_id)
+    if found is None or found[0].tenant_id != team:
+        raise NotFound("no such bulk action in this team")
+    return found
+
+
+async def recent(runtime: Runtime, team: str) -> list[BulkCommand]:
+    return await runtime.queries.recent_bulk_commands(team, RECENT_BULKS)

@@ -1,0 +1,76 @@
+"""``/api/instances/bulk``: preview an operator action on many instances, take it once,
+read its results. The same service as the bulk pages (``studio.instances.bulk``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+
+from engine.model.limits import MAX_BULK_INSTANCES
+from studio import api_examples as examples
+from studio.instances import bulk
+from studio.instances.bulk import Selection
+from studio.instances.bulk_schemas import (
+    BulkIn,
+    BulkOut,
+    BulkPreviewIn,
+    BulkPreviewOut,
+    bulk_out,
+    preview_out,
+)
+from studio.instances.interventions import new_id
+from studio.instances.service import InstanceFilters
+from studio.principal import Principal
+from studio.runtime import Runtime
+
+
+async def preview(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: Annotated[BulkPreviewIn, examples.BULK_PREVIEW],
+) -> BulkPreviewOut:
+    """What the action would do to each instance (at most ``limit`` of them), and the
+    totals; nothing changes. Answers a fresh ``bulk_id`` to take it with."""
+    asked = bulk.ask(data.action, data.step or "", data.resolution or "", data.result)
+    selection = await _selection(runtime, principal.team_id, data)
+    found = await bulk.preview(runtime, selection, asked)
+    return preview_out(found, new_id(), MAX_BULK_INSTANCES, principal.team_id)
+
+
+async def _selection(runtime: Runtime, team: str, data: BulkPreviewIn) -> Selection:
+    if data.instances is not None:
+        return await bulk.select_by_hand(runtime, team, data.instances)
+    chosen = data.filter
+    filters = InstanceFilters(
+        **({} if chosen is None else {**vars(chosen), "status": chosen.status or ""})
+    )
+    return await bulk.select_by_filter(runtime, team, filters)
+
+
+async def act(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    data: Annotated[BulkIn, examples.BULK],
+) -> BulkOut:
+    """Take the action on each instance, judged again from its state now; one result
+    per instance (done, unchanged, or refused and why). The same ``bulk_id`` again
+    answers the kept results and acts on nothing twice; with another action, reason or
+    selection it is a conflict."""
+    asked = bulk.ask(data.action, data.step or "", data.resolution or "", data.result)
+    selection = await bulk.select_by_hand(runtime, principal.team_id, data.instances)
+    outcome = await bulk.act(
+        runtime, principal.team_id, principal.actor, data.bulk_id, asked, selection, data.reason
+    )
+    return bulk_out(outcome.bulk, list(outcome.results), principal.team_id, outcome.replayed)
+
+
+async def get_bulk(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    bulk_id: FromPath[str],
+) -> BulkOut:
+    """A bulk action of the team and what it did to each instance."""
+    found, results = await bulk.outcome(runtime, principal.team_id, bulk_id)
+    return bulk_out(found, results, principal.team_id, replayed=True)
