@@ -45,6 +45,8 @@ from verification.plan_stubs import PLAN_STUBS_ENV
 from verification.processes import DrillProcess, spawn
 
 FAMILY = "P"
+MAX_ID_CHARS = 80
+"""A drill id's readable part: worker ids (lease owners) are made from it."""
 STUB_APP = "verification.plan_stubs:app"
 INSTANCE = "plan-1"
 FIRE_SECONDS = 20.0
@@ -81,9 +83,11 @@ def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
     """One drill per plan, each named by its definition and pins."""
     result = []
     for item in drilled:
-        labels = ",".join(p.label for p in item.plan.pins) or "no-faults"
+        labels = ", ".join(p.label for p in item.plan.pins) or "no faults"
         digest = hashlib.sha256(json.dumps(item.plan.as_json()).encode()).hexdigest()[:6]
-        drill_id = f"P-{item.ref}-{labels}-{digest}"
+        pins = item.plan.pins
+        what = pins[0].label.replace("#", "-") if len(pins) == 1 else f"{len(pins)}-pins"
+        drill_id = f"P-{item.ref}-{what}"[:MAX_ID_CHARS] + f"-{digest}"
         result.append(
             DrillSpec(
                 drill_id,
@@ -272,6 +276,15 @@ async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> bool:
     return True
 
 
+def _why_unfired(pin: plans.Pin) -> str:
+    if pin.boundary == Boundary.AFTER_CLAIM.value:
+        return (
+            "the step was never claimed (a step after an activity is usually handed on to "
+            "the worker with that activity's outcome: eager dispatch)"
+        )
+    return f"the step never reached {pin.boundary} {pin.hit} time(s) in one worker"
+
+
 def describe(state: Instance, definition: Definition) -> list[str]:
     """The instance's state as an operator would say it, one line per activity."""
     doubt = set(in_doubt(state, definition))
@@ -311,7 +324,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str], settled: boo
             "with the same key repeated it",
         )
     for pin in drilled.plan.pins:
-        env.expect(pin.label in fired, f"pin {pin.label} never fired: the step never reached it")
+        env.expect(pin.label in fired, f"pin {pin.label} never fired: {_why_unfired(pin)}")
     env.record.extra["plan"] = {
         "definition": drilled.ref,
         "pins": [
