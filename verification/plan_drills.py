@@ -332,6 +332,9 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str], settled: boo
         ],
         "state": describe(state, drilled.definition),
         "in_doubt": doubt,
+        "recovery_seconds": round(env.record.recovery_seconds[-1], 2)
+        if env.record.recovery_seconds
+        else None,
         "effects": per_key,
         "history": [
             {"seq": q, "kind": EventKind(k).name.lower(), "step": s or "", "attempt": a}

@@ -136,6 +136,7 @@ def drill_entry(result: DrillResult, seed: int, profile: str) -> dict[str, Any]:
         "known_bug": classify(result.failures) if failed else "",
         "artifacts": result.artifacts,
         "extra": {k: v for k, v in result.record.extra.items() if _plain(v)},
+        "invariants": {k: [n, len(v)] for k, (n, v) in result.checks.items() if n},
     }
 
 
