@@ -338,7 +338,7 @@ def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
 
 def _fault_problem(plan: Plan, pin: Pin) -> str:
     boundary = Boundary(pin.boundary)
-    if (pin.fault == DUPLICATE_SIGNAL) != (boundary is Boundary.BEFORE_SIGNAL_ACK):
+    if pin.fault == DUPLICATE_SIGNAL and boundary is not Boundary.BEFORE_SIGNAL_ACK:
         return "duplicate_signal goes with before_signal_ack (a lost ack: sent again), only there"
     if pin.fault in SEVERS and boundary in NO_COMMIT_LEFT:
         return f"{pin.fault} cuts a COMMIT, and at {pin.boundary} this step's was answered already"

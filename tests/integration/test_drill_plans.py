@@ -1,0 +1,121 @@
+"""Drill plans on the team's own workflow, through ``wayline drill`` as CI runs them.
+
+Every plan shipped in ``examples/drills/`` runs against the test server and its
+expected verdict is asserted: one is *expected* to leave ``charge`` in doubt (its
+definition holds an unknown outcome for an operator), one stubs ``fraud_check`` with a
+service that ignores idempotency keys, so its ``retry_same_key`` redelivery shows the
+duplicate effect as a finding, and one recovers from cut COMMITs, a raised error and a
+duplicated signal. A plan added there without an expectation here fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = ROOT / "examples" / "drills"
+LAST_LINE = re.compile(r"drills: (\d+) passed, (\d+) failed")
+EXPECTED = {
+    "order_fulfillment.charge-in-doubt.json": (
+        "passed",
+        ["charge: UNKNOWN (in doubt), waiting for an operator"],
+        "",
+    ),
+    "order_fulfillment.fraud-check-not-idempotent.json": (
+        "failed",
+        ["fraud_check: SUCCEEDED after 2 attempts"],
+        "fraud_check: its effect happened 2 times under one idempotency key",
+    ),
+    "order_fulfillment.recovers.json": ("passed", ["instance: COMPLETED"], ""),
+}
+"""Per shipped plan: its verdict, lines its final state must include, and a finding."""
+
+
+def _drill(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli.main", "drill", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_every_shipped_plan_has_an_expected_verdict() -> None:
+    assert sorted(p.name for p in PLANS.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_path: Path) -> None:
+    verdict, state, finding = EXPECTED[name]
+    card, junit = tmp_path / "card.json", tmp_path / "junit.xml"
+    done = _drill(
+        "run", "--plan", str(PLANS / name), "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--junit", str(junit), "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == (1 if verdict == "failed" else 0), done.stdout + done.stderr
+    assert LAST_LINE.fullmatch(done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
+    (drill,) = json.loads(card.read_text())["drills"]
+    plan = drill["extra"]["plan"]
+    assert drill["verdict"] == verdict, drill["failures"]
+    assert all(pin["fired"] for pin in plan["pins"])
+    assert set(state) <= set(plan["state"]), plan["state"]
+    assert any(finding in f for f in drill["failures"]) if finding else not drill["failures"]
+    assert plan["history"][0]["kind"] == "instance_started"
+    for line in state:
+        assert f"state  {line}" in done.stdout
+    assert "<testsuite" in junit.read_text()
+
+
+@pytest.mark.timeout(120)
+def test_pins_from_the_command_line_run_one_drill_each(pg_dsn: str, tmp_path: Path) -> None:
+    card = tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_attempt_start:kill", "--pin", "shipped:before_signal_ack:kill",
+        "--for-each-pin", "--dsn", pg_dsn, "--schema", "no_runs_here", "--json", str(card),
+        "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout + done.stderr
+    drills = json.loads(card.read_text())["drills"]
+    assert [[p["label"] for p in d["extra"]["plan"]["pins"]] for d in drills] == [
+        ["charge:after_attempt_start:kill"],
+        ["shipped:before_signal_ack:kill"],
+    ]
+    charge = drills[0]["extra"]["plan"]
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in charge["state"]
+    assert charge["recovery_seconds"] is not None
+
+
+def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "checks:after_handler:kill", "--pin", "shipped:before_commit:kill",
+        "--pin", "charge:after_handler:restart_database",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pins[0] checks:after_handler:kill: a parallel step has no work" in done.stderr
+    assert "a signal step does not reach before_commit; it reaches before_signal_ack" in (
+        done.stderr
+    )
+    assert "restart_database is not supported in a plan yet" in done.stderr
+
+
+def test_the_full_matrix_plan_is_written_and_reads_back(tmp_path: Path) -> None:
+    out, definition = tmp_path / "full.json", ROOT / "examples/order_fulfillment.json"
+    done = _drill("plan", "generate", str(definition), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
+    assert "charge:after_handler:kill" in labels
+    assert "shipped:before_signal_ack:duplicate_signal" in labels
+    assert not any(label.startswith(("checks:", "delivery:")) for label in labels)
+    assert (out.parent / document["definition_file"]).resolve() == definition
