@@ -6,10 +6,12 @@ definition holds an unknown outcome for an operator), one stubs ``fraud_check`` 
 service that ignores idempotency keys, so its ``retry_same_key`` redelivery shows the
 duplicate effect as a finding, and one recovers from cut COMMITs, a raised error and a
 duplicated signal. A plan added there without an expectation here fails the test.
+The self-test's plan part proves a plan catches a broken engine build.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -17,6 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from verification.campaigns import target_for
+from verification.self_test import PLAN_DRILL, plan_self_test
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "examples" / "drills"
@@ -119,3 +124,18 @@ def test_the_full_matrix_plan_is_written_and_reads_back(tmp_path: Path) -> None:
     assert "shipped:before_signal_ack:duplicate_signal" in labels
     assert not any(label.startswith(("checks:", "delivery:")) for label in labels)
     assert (out.parent / document["definition_file"]).resolve() == definition
+
+
+@pytest.mark.timeout(180)
+def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> None:
+    """The self-test's plan part: the example plan passes on the real engine, and fails
+    when unknown outcomes are recorded as failures (charged again under a new key)."""
+
+    async def run() -> tuple[list[str], object]:
+        async with target_for(pg_dsn) as target:
+            return await plan_self_test(target, 1, tmp_path, PLAN_DRILL)
+
+    control, verdict = asyncio.run(run())
+    assert control == []
+    assert verdict.caught, verdict.evidence
+    assert "charge" in verdict.evidence
