@@ -329,11 +329,15 @@ def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     if pin.boundary not in {b.value for b in Boundary}:
         return f"boundary {pin.boundary!r} is not one of {', '.join(b.value for b in Boundary)}"
     if not boundaries:
-        return f"a {step.kind.value} step has no work of its own to fault; pin another step"
+        return f"{_a(step.kind.value)} step has no work of its own to fault; pin another step"
     if Boundary(pin.boundary) not in boundaries:
         allowed = ", ".join(b.value for b in boundaries)
-        return f"a {step.kind.value} step does not reach {pin.boundary}; it reaches {allowed}"
+        return f"{_a(step.kind.value)} step does not reach {pin.boundary}; it reaches {allowed}"
     return _fault_problem(plan, pin)
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _fault_problem(plan: Plan, pin: Pin) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -139,3 +140,22 @@ def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> No
     assert control == []
     assert verdict.caught, verdict.evidence
     assert "charge" in verdict.evidence
+
+
+@pytest.mark.timeout(120)
+def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
+    """``--app``: the example's real handlers write their effects to their own file too."""
+    effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli.main", "drill", "run",
+         "--definition", "examples/order_fulfillment.json", "--pin", "charge:after_handler:exit",
+         "--app", "examples.orders:app", "--input", '{"amount": 3}', "--dsn", pg_dsn,
+         "--schema", "no_runs_here", "--json", str(card), "--artifacts", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=100, check=False,
+        env={**os.environ, "WAYLINE_EFFECTS_FILE": str(effects)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (drill,) = json.loads(card.read_text())["drills"]
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in drill["extra"]["plan"]["state"]
+    targets = [json.loads(line)["target"] for line in effects.read_text().splitlines()]
+    assert targets == ["inventory.reserve", "payments.charge"]
