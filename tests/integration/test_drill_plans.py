@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.drills.drill_command import drill
 from verification.campaigns import target_for
 from verification.self_test import PLAN_DRILL, plan_self_test
 
@@ -43,15 +42,8 @@ EXPECTED = {
 """Per shipped plan: its verdict, lines its final state must include, and a finding."""
 
 
-def _drill(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "drill", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def _drill(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return drill(*args, timeout=120, env=env)
 
 
 def test_every_shipped_plan_has_an_expected_verdict() -> None:
@@ -69,12 +61,12 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     )  # fmt: skip
     assert done.returncode == (1 if verdict == "failed" else 0), done.stdout + done.stderr
     assert LAST_LINE.fullmatch(done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
-    (drill,) = json.loads(card.read_text())["drills"]
-    plan = drill["extra"]["plan"]
-    assert drill["verdict"] == verdict, drill["failures"]
+    (result,) = json.loads(card.read_text())["drills"]
+    plan = result["extra"]["plan"]
+    assert result["verdict"] == verdict, result["failures"]
     assert all(pin["fired"] for pin in plan["pins"])
     assert set(state) <= set(plan["state"]), plan["state"]
-    assert any(finding in f for f in drill["failures"]) if finding else not drill["failures"]
+    assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
     assert plan["history"][0]["kind"] == "instance_started"
     for line in state:
         assert f"state  {line}" in done.stdout
@@ -146,16 +138,15 @@ def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> No
 def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
     """``--app``: the example's real handlers write their effects to their own file too."""
     effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "drill", "run",
-         "--definition", "examples/order_fulfillment.json", "--pin", "charge:after_handler:exit",
-         "--app", "examples.orders:app", "--input", '{"amount": 3}', "--dsn", pg_dsn,
-         "--schema", "no_runs_here", "--json", str(card), "--artifacts", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=100, check=False,
-        env={**os.environ, "WAYLINE_EFFECTS_FILE": str(effects)},
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:exit", "--app", "examples.orders:app",
+        "--input", '{"amount": 3}', "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--artifacts", str(tmp_path),
+        env={"WAYLINE_EFFECTS_FILE": str(effects)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    (drill,) = json.loads(card.read_text())["drills"]
-    assert "charge: UNKNOWN (in doubt), waiting for an operator" in drill["extra"]["plan"]["state"]
+    (result,) = json.loads(card.read_text())["drills"]
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in result["extra"]["plan"]["state"]
     targets = [json.loads(line)["target"] for line in effects.read_text().splitlines()]
     assert targets == ["inventory.reserve", "payments.charge"]
