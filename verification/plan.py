@@ -191,6 +191,8 @@ def parse(document: Any) -> Plan:
     app = _text(document, "app", problems)
     if app and ":" not in app:
         problems.append(f"app: {app!r} must be MODULE:APP")
+    if app and stubs:
+        problems.append("stubs: not used when app names your handlers; give one or the other")
     if problems:
         raise PlanInvalid(problems)
     return Plan(
@@ -309,6 +311,12 @@ def check_against(plan: Plan, definition: Definition) -> None:
         problem = pin_problem(plan, definition, pin)
         if problem:
             problems.append(f"pins[{n}] {pin.label}: {problem}")
+    cuts = {p.boundary == Boundary.IN_LEASE_RENEWAL.value for p in plan.pins if p.fault in SEVERS}
+    if len(cuts) > 1:
+        problems.append(
+            "pins: a renewal's COMMIT and a transition's cannot both be cut in one drill "
+            "(one proxy cuts one kind): use --for-each-pin"
+        )
     if problems:
         raise PlanInvalid(problems)
 

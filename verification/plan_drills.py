@@ -117,8 +117,8 @@ async def scenario(env: DrillEnv) -> None:
     env.record.stats["started"] += 1
     fired = await _fault_phase(env, drilled)
     env.worker("b")
-    settled = await _quiet_phase(env, drilled)
-    await _result(env, drilled, fired, settled)
+    await _quiet_phase(env, drilled)
+    await _result(env, drilled, fired)
     await env.stop_processes()
 
 
@@ -263,8 +263,8 @@ def in_doubt(state: Instance, definition: Definition) -> list[str]:
     ]
 
 
-async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> bool:
-    """Answer what waits, until the instance settled; its I1 excuse when in doubt."""
+async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> None:
+    """Answer what waits, until the instance settled; then the recovery time."""
 
     async def settled() -> bool:
         await _answer(env, drilled, {}, set())
@@ -273,7 +273,6 @@ async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> bool:
     await env.until(settled, SETTLE_SECONDS, "the instance to end or wait for an operator")
     if env.fault_at is not None:
         env.record.recovery_seconds.append(time.monotonic() - env.fault_at)
-    return True
 
 
 def _why_unfired(pin: plans.Pin) -> str:
@@ -303,7 +302,7 @@ def describe(state: Instance, definition: Definition) -> list[str]:
     return lines
 
 
-async def _result(env: DrillEnv, drilled: Drilled, fired: set[str], settled: bool) -> None:
+async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
     state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
     doubt = in_doubt(state, drilled.definition)

@@ -128,3 +128,22 @@ def test_a_pin_from_the_command_line_has_three_parts() -> None:
     assert plans.parse_pin("charge:after_handler:kill").label == "charge:after_handler:kill"
     with pytest.raises(plans.PlanInvalid, match="must be STEP:BOUNDARY:FAULT"):
         plans.parse_pin("charge:kill")
+
+
+def test_a_renewal_cut_and_a_transition_cut_need_two_drills() -> None:
+    plan = _plan(
+        stubs={"charge": {"behaviour": "slow", "seconds": 1.5}},
+        pins=[
+            "charge:in_lease_renewal:sever_after_commit",
+            "reserve:before_commit:sever_after_commit",
+        ],
+    )
+    with pytest.raises(plans.PlanInvalid, match="use --for-each-pin"):
+        plans.check_against(plan, ORDER)
+    for one in plans.for_each_pin(plan):
+        plans.check_against(one, ORDER)
+
+
+def test_stubs_and_your_own_handlers_do_not_mix() -> None:
+    with pytest.raises(plans.PlanInvalid, match="stubs: not used when app names your handlers"):
+        _plan(app="examples.orders:app", stubs={"charge": {"behaviour": "fail"}})
