@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,16 +156,20 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
         proxy.target_kind = "renewal" if renewal else "transition"
     round_ = 0
     worker: DrillProcess | None = None
+
+    async def answer() -> None:
+        await _answer(env, drilled, signal_pins, fired)
+
     while True:
         if remaining and (worker is None or not worker.alive):
             round_ += 1
             worker = env.worker(f"a{round_}", plan=_faults(remaining), proxy=proxy)
         elif worker is None:
             worker = env.worker("a")
-        await _answer(env, drilled, signal_pins, fired)
+        await answer()
         if not remaining or await _settled(env, drilled.definition):
             return fired
-        now = await _wait_any_fired(env, remaining, worker, drilled.definition)
+        now = await _wait_any_fired(env, remaining, worker, drilled.definition, answer)
         for pin in now:
             fired.add(pin.label)
             env.mark_fault(pin.fault)
@@ -173,12 +178,18 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
 
 
 async def _wait_any_fired(
-    env: DrillEnv, pins: list[plans.Pin], worker: DrillProcess, definition: Definition
+    env: DrillEnv,
+    pins: list[plans.Pin],
+    worker: DrillProcess,
+    definition: Definition,
+    answer: Callable[[], Awaitable[None]],
 ) -> list[plans.Pin]:
-    """Until a pin fired, the worker is gone, or the instance settled without them."""
+    """Until a pin fired, the worker is gone, or the instance settled without them
+    (answering what it waits for meanwhile: a pin may be after an approval)."""
     found: list[plans.Pin] = []
 
     async def progress() -> bool:
+        await answer()
         report = BoundaryReport.read(env.process_env.report)
         found[:] = [p for p, f in zip(pins, _faults(pins), strict=True) if report.has_fired(f)]
         return bool(found) or not worker.alive or await _settled(env, definition)
