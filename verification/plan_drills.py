@@ -17,8 +17,10 @@ it holds an unknown outcome of a step whose ``on_unknown`` is ``hold`` (in doubt
 the definition's design: it waits for an operator, which is a verdict, not a lost
 instance). The result, per pin (``record.extra["plan"]``), says whether it fired, the
 instance's final state in operator words, the effects per idempotency key (more than
-one effect under one key is a finding: the activity is not idempotent) and the
-history; the recovery time is the runner's.
+one effect under one key is a finding: the activity is not idempotent), the
+history and the recovery time. Its own findings name the step they are about
+(``findings``: ``{step, text}``), so a studio can explain each on its node; the
+invariant checker's violations are the drill's ``failures``.
 """
 
 from __future__ import annotations
@@ -326,16 +328,24 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
         for s, c, k, n, applied in effects
     ]
-    for item in per_key:
-        env.expect(
-            item["effects"] <= 1,
-            f"{item['step']}: its effect happened {item['effects']} times under one "
+    findings = [
+        {
+            "step": item["step"],
+            "text": f"{item['step']}: its effect happened {item['effects']} times under one "
             f"idempotency key ({item['key']}): the activity is not idempotent, and a retry "
             "with the same key repeated it",
-        )
-    for pin in drilled.plan.pins:
-        env.expect(pin.label in fired, f"pin {pin.label} never fired: {_why_unfired(pin)}")
+        }
+        for item in per_key
+        if item["effects"] > 1
+    ]
+    findings += [
+        {"step": p.step, "text": f"pin {p.label} never fired: {_why_unfired(p)}"}
+        for p in drilled.plan.pins
+        if p.label not in fired
+    ]
+    env.record.expectations += [f["text"] for f in findings]
     env.record.extra["plan"] = {
+        "findings": findings,
         "definition": drilled.ref,
         "pins": [
             {**p.as_json(), "label": p.label, "fired": p.label in fired} for p in drilled.plan.pins
