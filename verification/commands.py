@@ -70,7 +70,7 @@ def _plan_options(run: argparse.ArgumentParser) -> None:
         help="a fault pinned on a step (repeatable)",
     )  # fmt: skip
     run.add_argument("--app", metavar="MODULE:APP", help="run your handlers instead of stubs")
-    run.add_argument("--input", type=json.loads, help="the instance's input as JSON")
+    run.add_argument("--input", type=_json_value, help="the instance's input as JSON")
     run.add_argument("--for-each-pin", action="store_true", help="one drill per pin")
 
 
@@ -87,6 +87,13 @@ def _workload_option(parser: argparse.ArgumentParser) -> None:
         choices=("flow", "machine", "code"),
         help="only the drills of activity flows, state machines or code-first workflows",
     )
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be JSON, e.g. '{\"amount\": 3}'") from None
 
 
 def _seed(text: str) -> int:
