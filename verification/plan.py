@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from engine.model.definitions import Definition, Mode, StepKind, UnknownPolicy
+from engine.model.durations import format_duration
 from engine.worker.faults import Action, Boundary
 
 MAX_PINS = 400
@@ -35,6 +37,8 @@ MAX_HIT = 100
 MAX_FAIL_TIMES = 100
 MAX_SLOW_SECONDS = 30.0
 MAX_NAME_CHARS = 200
+MAX_TIMER_WAIT = timedelta(seconds=30)
+"""The longest timer a drill waits for (timers are not fast-forwarded in a drill)."""
 RENEWAL_SLOW_SECONDS = 1.0
 """How slow a stub must be for its lease to be renewed at least once under drill
 timings (a 1.5 s lease renewed every 0.5 s): ``in_lease_renewal`` needs it."""
@@ -341,6 +345,11 @@ def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     if Boundary(pin.boundary) not in boundaries:
         allowed = ", ".join(b.value for b in boundaries)
         return f"{_a(step.kind.value)} step does not reach {pin.boundary}; it reaches {allowed}"
+    if step.kind is StepKind.TIMER and step.timeout and step.timeout > MAX_TIMER_WAIT:
+        return (
+            f"{step.name} waits {format_duration(step.timeout)}; a drill waits for timers "
+            f"of at most {format_duration(MAX_TIMER_WAIT)} (it does not fast-forward them)"
+        )
     return _fault_problem(plan, pin)
 
 

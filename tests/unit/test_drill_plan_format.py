@@ -89,6 +89,10 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
         ("shipped:before_signal_ack:sever_before_commit", "cuts a COMMIT, and at before_sig"),
         ("charge:in_lease_renewal:kill", "give stubs.charge behaviour slow with seconds >= 1"),
         ("charge:after_handler:restart_database", "restart_database is not supported in a"),
+        (
+            "delivery_timeout:after_timer_fire:kill",
+            "waits 7d; a drill waits for timers of at most 30s",
+        ),
     ],
 )
 def test_a_pin_that_cannot_run_is_refused_saying_why(pin: str, problem: str) -> None:
@@ -112,8 +116,7 @@ def test_the_full_matrix_pins_every_applicable_cell_once_within_its_limit() -> N
     assert len(labels) == len(set(labels)) <= plans.MAX_PINS
     plans.check_against(full, ORDER)
     steps = {p.step for p in full.pins}
-    assert steps == {"reserve", "charge", "fraud_check", "inventory_check", "shipped",
-                     "delivery_timeout", "notify"}  # fmt: skip
+    assert steps == {"reserve", "charge", "fraud_check", "inventory_check", "shipped", "notify"}
     assert {p.step for p in full.pins if p.boundary == "after_claim"} == {"reserve"}
     with pytest.raises(plans.PlanInvalid, match="more than 10"):
         plans.matrix(_plan(), ORDER, limit=10)
