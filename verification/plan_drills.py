@@ -136,6 +136,9 @@ def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) ->
     }
     path = env.directory / "stubs.json"
     path.write_text(json.dumps(document))
+    exact = env.directory / "plan.json"  # this drill's own plan: its pins only
+    exact.write_text(json.dumps(plan.as_json(), indent=2))
+    env.record.extra["reproduce"] = f"wayline drill run --plan {exact}"
     env.worker_app = STUB_APP
     env.variables = {PLAN_STUBS_ENV: str(path)}
 

@@ -68,6 +68,9 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     assert set(state) <= set(plan["state"]), plan["state"]
     assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
     assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])
+    if verdict == "failed":  # its reproduction reruns exactly this drill's plan
+        exact = result["reproduce"].removeprefix("wayline drill run --plan ")
+        assert json.loads(Path(exact).read_text())["pins"][0]["step"] == "fraud_check"
     assert plan["history"][0]["kind"] == "instance_started"
     for line in state:
         assert f"state  {line}" in done.stdout
