@@ -97,6 +97,22 @@ def test_pins_from_the_command_line_run_one_drill_each(pg_dsn: str, tmp_path: Pa
     assert charge["recovery_seconds"] is not None
 
 
+@pytest.mark.timeout(120)
+def test_a_cut_outcome_that_lost_its_race_is_settled_truthfully(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Found by the full matrix: fraud_check's outcome, cut after the server got it,
+    wrote nothing (inventory_check's outcome had taken its sequence); the engine's
+    "did not take effect" is the truth, and the order completes."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "fraud_check:before_commit:sever_after_commit",
+        "--pin", "inventory_check:after_attempt_start:sever_after_commit", "--for-each-pin",
+        "--dsn", pg_dsn, "--schema", "no_runs_here", "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout[-3000:]
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
