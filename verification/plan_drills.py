@@ -195,12 +195,21 @@ async def _wait_any_fired(
 
     async def progress() -> bool:
         await answer()
-        report = BoundaryReport.read(env.process_env.report)
-        found[:] = [p for p, f in zip(pins, _faults(pins), strict=True) if report.has_fired(f)]
-        return bool(found) or not worker.alive or await _settled(env, definition)
+        # Gone first, then the report: a fault's line is written before it acts, so a
+        # worker seen gone has written it already.
+        gone = not worker.alive or await _settled(env, definition)
+        found[:] = _fired(env, pins)
+        return bool(found) or gone
 
     await env.until(progress, FIRE_SECONDS, f"a pin to fire ({', '.join(p.label for p in pins)})")
     return found
+
+
+def _fired(env: DrillEnv, pins: list[plans.Pin] | tuple[plans.Pin, ...]) -> list[plans.Pin]:
+    """The worker pins among ``pins`` that the drill's report shows fired."""
+    report = BoundaryReport.read(env.process_env.report)
+    worker = [p for p in pins if p.fault in plans.WORKER_FAULTS]
+    return [p for p, f in zip(worker, _faults(worker), strict=True) if report.has_fired(f)]
 
 
 async def _answer(
@@ -320,6 +329,7 @@ def describe(state: Instance, definition: Definition) -> list[str]:
 
 async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
+    fired |= {p.label for p in _fired(env, drilled.plan.pins)}  # fired as the instance ended
     state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
     doubt = in_doubt(state, drilled.definition)
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
