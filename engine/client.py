@@ -216,7 +216,7 @@ class Client:
             return accept(draft, step, signal_id, payload)
 
         state = await self._mutate(instance_id, build)
-        self.faults.reach(Boundary.BEFORE_SIGNAL_ACK)
+        self.faults.reach(Boundary.BEFORE_SIGNAL_ACK, step)
         return state
 
     async def command(

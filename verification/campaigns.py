@@ -24,9 +24,10 @@ import psycopg
 from engine.store.embedded import EmbeddedPostgres
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
-from verification import reports, runs, scorecard
+from verification import plan_drills, reports, runs, scorecard
 from verification.drills.base import DrillResult, DrillSpec
 from verification.drills.catalogue import catalogue, select
+from verification.plan_drills import Drilled
 from verification.profiles import PROFILES, Profile
 from verification.runner import new_campaign_id, run_campaign
 from verification.target import Target
@@ -80,13 +81,50 @@ async def run_drills(
     specs = select(catalogue(chosen, seed, workload), drills or [])
     if hit is not None:
         specs = [_with_hit(s, hit) for s in specs]
+    return await run_specs(
+        dsn, specs, chosen, seed, progress_callback, schema=schema, artifacts=artifacts,
+        requested=drills or [], team=team,
+    )  # fmt: skip
+
+
+async def run_plans(
+    dsn: str | None,
+    drilled: list[Drilled],
+    seed: int | None = None,
+    progress_callback: DrillProgress | None = None,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    artifacts: Path | None = None,
+) -> Outcome:
+    """Run drill plans (``verification.plan_drills``) as a recorded campaign."""
+    seed = master_seed(seed)
+    specs = plan_drills.specs(drilled, seed)
+    return await run_specs(
+        dsn, specs, PROFILES["ci"], seed, progress_callback, schema=schema,
+        artifacts=artifacts, requested=[s.id for s in specs],
+    )  # fmt: skip
+
+
+async def run_specs(
+    dsn: str | None,
+    specs: list[DrillSpec],
+    chosen: Profile,
+    seed: int,
+    progress_callback: DrillProgress | None,
+    *,
+    schema: str,
+    artifacts: Path | None,
+    requested: list[str],
+    team: str = "",
+) -> Outcome:
+    """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run."""
     directory = artifacts or Path(tempfile.gettempdir()) / "wayline-drills"
     async with target_for(dsn) as target:
         recorder = await _recorder(target.dsn, schema, owned=target.owned)
         try:
             return await _recorded(
                 target, recorder, specs, chosen, seed, directory, progress_callback,
-                requested=drills or [], team=team,
+                requested=requested, team=team,
             )  # fmt: skip
         finally:
             if recorder:

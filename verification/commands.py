@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,10 +42,36 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     run.add_argument("--hit", type=int, help="boundary hit number (to reproduce a drill)")
     run.add_argument("--artifacts", type=Path, help="where drill logs and the corpus go")
+    _plan_options(run)
     run.set_defaults(run=_run)
+    plan = actions.add_parser("plan", help="drill plans: faults pinned on your own steps")
+    plan_actions = plan.add_subparsers(dest="plan_action", required=True, metavar="ACTION")
+    generate = plan_actions.add_parser(
+        "generate", help="write the full matrix plan: every boundary x fault on every step"
+    )
+    generate.add_argument("definition", metavar="NAME@VERSION|FILE.json")
+    generate.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
+    generate.add_argument("--dsn", help="where NAME@VERSION is published")
+    generate.add_argument("--schema", default=DEFAULT_SCHEMA)
+    generate.set_defaults(run=_generate)
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
     selftest.set_defaults(run=_self_test)
+
+
+def _plan_options(run: argparse.ArgumentParser) -> None:
+    """``drill run``'s drill-plan flags (see ``verification.plan``)."""
+    run.add_argument("--plan", type=Path, metavar="PLAN.json", help="run this drill plan")
+    run.add_argument(
+        "--definition", metavar="NAME@VERSION|FILE.json", help="drill this definition (with --pin)"
+    )
+    run.add_argument(
+        "--pin", action="append", default=[], metavar="STEP:BOUNDARY:FAULT",
+        help="a fault pinned on a step (repeatable)",
+    )  # fmt: skip
+    run.add_argument("--app", metavar="MODULE:APP", help="run your handlers instead of stubs")
+    run.add_argument("--input", type=_json_value, help="the instance's input as JSON")
+    run.add_argument("--for-each-pin", action="store_true", help="one drill per pin")
 
 
 def _campaign_options(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +87,13 @@ def _workload_option(parser: argparse.ArgumentParser) -> None:
         choices=("flow", "machine", "code"),
         help="only the drills of activity flows, state machines or code-first workflows",
     )
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be JSON, e.g. '{\"amount\": 3}'") from None
 
 
 def _seed(text: str) -> int:
@@ -80,6 +114,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.plan or args.definition:
+        return _run_plan(args)
+    if args.pin or args.app or args.for_each_pin or args.input is not None:
+        print("wayline drill run: --pin, --app, --input and --for-each-pin go with --plan or "
+              "--definition", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
     from verification.campaigns import run_drills
 
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
@@ -101,12 +141,70 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
+    return _report(args, outcome)
+
+
+def _report(args: argparse.Namespace, outcome: Any, before: str = "") -> int:
+    """Write --json and --junit, print the scorecard (after ``before``), and the exit."""
     if args.json:
         args.json.write_text(json.dumps(outcome.card, indent=2, default=str))
     if args.junit:
         args.junit.write_text(outcome.junit())
-    print(outcome.text)
+    print(f"{before}\n{outcome.text}" if before else outcome.text)
     return EXIT_FAILED if outcome.failed else 0
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    """``drill run --plan`` or ``--definition --pin``: a team's own workflow, drilled."""
+    from verification import plan_report, plan_sources
+    from verification.campaigns import run_plans
+    from verification.plan import PlanInvalid
+
+    install_signal_handlers()
+    try:
+        if args.plan and args.definition:
+            raise PlanInvalid(["give --plan or --definition, not both"])
+        plan = (
+            plan_sources.read_plan(args.plan)
+            if args.plan
+            else plan_sources.plan_from_flags(args.definition, args.pin, args.app, args.input)
+        )
+        drilled = asyncio.run(plan_sources.drilled(plan, args.dsn, args.schema, args.for_each_pin))
+    except PlanInvalid as error:
+        print(f"wayline drill run: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    progress = _Bar() if sys.stderr.isatty() else _lines
+    outcome = asyncio.run(
+        run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
+                  artifacts=args.artifacts)
+    )  # fmt: skip
+    return _report(args, outcome, plan_report.text(outcome.card))
+
+
+def _generate(args: argparse.Namespace) -> int:
+    """``drill plan generate``: the full matrix plan of a definition, as JSON."""
+    from verification import plan_sources
+    from verification.plan import PlanInvalid, matrix
+
+    try:
+        plan = plan_sources.plan_from_flags(args.definition, [], "", None)
+        definition = asyncio.run(plan_sources.definition_of(plan, args.dsn, args.schema))
+        full = matrix(plan, definition)
+    except PlanInvalid as error:
+        print(f"wayline drill plan generate: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    document = full.as_json()
+    if full.definition_file:  # relative to the plan, as a plan reads it
+        base = (args.out or Path.cwd() / "plan.json").resolve().parent
+        document["definition_file"] = os.path.relpath(full.definition_file, base)
+    text = json.dumps(document, indent=2) + "\n"
+    if args.out:
+        args.out.write_text(text)
+        ref = f"{definition.name}@{definition.version}"
+        print(f"wrote {len(full.pins)} pins on {ref} to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _lines(done: int, total: int, drill: dict[str, Any]) -> None:

@@ -105,17 +105,19 @@ def attempt_fields(request: ActivityRequest) -> dict[str, object]:
     }
 
 
-def record_effect(request: ActivityRequest) -> bool:
+def record_effect(request: ActivityRequest, idempotent: bool = True) -> bool:
     """Perform the drill's external effect for ``request``; True when newly applied.
 
     One short transaction on a fresh connection: a crash of the caller right after
-    this returns leaves the effect recorded, as with a real external call.
+    this returns leaves the effect recorded, as with a real external call. A system
+    that is not ``idempotent`` applies the effect on every call, whatever its key
+    (a drill plan's stub can be one, to show what a retry with the same key repeats).
     """
     kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
     started = kinds[request.compensation]
     params = {**attempt_fields(request), "kind": int(started)}
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
-        params["applied"] = conn.execute(APPLY, params).fetchone() is not None
+        params["applied"] = conn.execute(APPLY, params).fetchone() is not None or not idempotent
         conn.execute(CALL, params)
     return params["applied"]

@@ -28,9 +28,12 @@ WORKER_BOUNDARIES = tuple(b for b in Boundary if b is not Boundary.BEFORE_SIGNAL
 
 def plan_json(plan: list[Fault]) -> str:
     """The WAYLINE_FAULT_PLAN value for ``plan``."""
-    return json.dumps(
-        [{"boundary": f.boundary.value, "hit": f.hit, "action": f.action.value} for f in plan]
-    )
+    return json.dumps([_fault_json(f) for f in plan])
+
+
+def _fault_json(fault: Fault) -> dict[str, object]:
+    item = {"boundary": fault.boundary.value, "hit": fault.hit, "action": fault.action.value}
+    return {**item, "step": fault.step} if fault.step else item
 
 
 def choose_hit(rng: random.Random, calibrated: int) -> int:
@@ -55,7 +58,12 @@ class BoundaryReport:
             report.processes.setdefault(boundary, set()).add(record["pid"])
             if record.get("action"):
                 report.fired.append(
-                    Fault(Boundary(boundary), int(record["hit"]), Action(record["action"]))
+                    Fault(
+                        Boundary(boundary),
+                        int(record["hit"]),
+                        Action(record["action"]),
+                        record.get("step", ""),
+                    )
                 )
         return report
 

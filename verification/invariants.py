@@ -261,17 +261,24 @@ async def _session_settlement(
     """A write sent alone in autocommit, settled by ending its session (no xid): the
     proxy's cut on that backend knows the truth. Without such a cut (the server went
     away under it) only a committed verdict can be checked, against the ledger: after
-    "aborted" the engine may well have committed the same transition again."""
+    "aborted" the engine may well have committed the same transition again.
+
+    "aborted" means the write took no effect. A statement that committed but wrote
+    nothing (its expected sequence was taken meanwhile, as when two parallel branches'
+    outcomes race) also took none: with none of its transitions in the ledger, the
+    server's "committed" agrees with it."""
     verdict, ids = record["verdict"], record["transitions"]
     findings.stats["settled_by_session"] += 1
     cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
+    rows = await (await conn.execute(LEDGER_XIDS, {"ids": ids})).fetchall()
+    missing = set(ids) - {t for t, _ in rows}
     if not cuts:
         findings.stats["settled_by_session_without_cut"] += 1
     elif verdict != "unknown" and VERDICT_TRUTH[verdict] != cuts[-1].truth.value:
         truth = cuts[-1].truth.value
-        return [f"the engine settled the write of {ids} as {verdict}, the server says {truth}"]
-    rows = await (await conn.execute(LEDGER_XIDS, {"ids": ids})).fetchall()
-    missing = set(ids) - {t for t, _ in rows}
+        if not (verdict == "aborted" and missing == set(ids)):
+            return [f"the engine settled the write of {ids} as {verdict}, the server says {truth}"]
+        findings.stats["settled_without_effect"] += 1
     if verdict == "committed" and missing:
         return [f"the write of {ids} settled as committed but the ledger lacks {sorted(missing)}"]
     return []

@@ -46,6 +46,10 @@ class ProcessEnv:
     ledger_dsn: str
     mutant: str = ""
     clock_file: str = ""
+    app: str = ""
+    """The worker app (``MODULE:APP``; the drill app when '')."""
+    variables: dict[str, str] = field(default_factory=dict)
+    """More environment for every process (a drill plan's stub file)."""
 
     @property
     def report(self) -> Path:
@@ -148,6 +152,7 @@ def _environment(
         DEPLOY_ENV: deployment,
     }
     values.update({name: value for name, value in optional.items() if value})
+    values.update(env.variables)
     return values
 
 
@@ -215,6 +220,7 @@ def spawn_worker(
         str(lease_seconds),
         "--concurrency",
         str(concurrency),
+        *(["--app", env.app] if env.app else []),
     ]
     process = spawn(env, name or worker_id, command, dsn, plan, sever, clock_jump, deployment)
     process.worker_id = worker_id

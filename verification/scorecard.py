@@ -116,7 +116,10 @@ def _ram_gib() -> int:
 
 
 def reproduce(result: DrillResult, seed: int, profile: str) -> str:
-    """One command that reruns exactly this drill (with the hit it fired at, if any)."""
+    """One command that reruns exactly this drill (with the hit it fired at, if any);
+    a drill plan's drill names the plan it wrote (``verification.plan_drills``)."""
+    if result.record.extra.get("reproduce"):
+        return str(result.record.extra["reproduce"])
     hit = f" --hit {result.fired[0].hit}" if result.fired else ""
     return f"wayline drill run --drill {result.spec_id} --seed 0x{seed:X} --profile {profile}{hit}"
 
@@ -136,6 +139,7 @@ def drill_entry(result: DrillResult, seed: int, profile: str) -> dict[str, Any]:
         "known_bug": classify(result.failures) if failed else "",
         "artifacts": result.artifacts,
         "extra": {k: v for k, v in result.record.extra.items() if _plain(v)},
+        "invariants": {k: [n, len(v)] for k, (n, v) in result.checks.items() if n},
     }
 
 

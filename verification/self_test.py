@@ -7,6 +7,12 @@ pass, or fail only with known engine bugs). Then, for each mutant of
 failure no known engine bug explains; a mutant that no longer applies to the engine
 (checked first, in a fresh interpreter) is missed, whatever its drills do. The
 self-test succeeds only if the control holds and every mutant is caught.
+
+Last, a team's own definition must catch a broken build too, not only the harness's
+workloads: the example drill plan ``PLAN_DRILL`` (``order.fulfillment``'s ``charge``
+worker killed after its handler) must pass on the real engine and fail under
+``PLAN_MUTANT``, which records that unknown outcome as a failure and charges again
+under a new key.
 """
 
 from __future__ import annotations
@@ -16,13 +22,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verification import plan_drills, plan_sources
 from verification.campaigns import master_seed, target_for
 from verification.drills.base import DrillResult
 from verification.drills.catalogue import catalogue, select
 from verification.known_bugs import classify
 from verification.mutants import MUTANTS, Mutant, does_not_apply
+from verification.processes import ROOT
 from verification.profiles import PROFILES
 from verification.runner import run_campaign
+from verification.target import Target
+
+PLAN_DRILL = ROOT / "examples" / "drills" / "order_fulfillment.charge-in-doubt.json"
+PLAN_MUTANT = "unknown-as-failure"
 
 
 @dataclass
@@ -94,16 +106,41 @@ async def self_test(
                 calibration=control.calibration,
             )  # fmt: skip
             evidence = _unexplained(run.results)
-            verdicts.append(
-                MutantVerdict(
-                    mutant.name,
-                    mutant.breaks,
-                    bool(evidence),
-                    evidence[0] if evidence else "every drill passed",
-                    list(mutant.drills),
-                )
-            )
+            verdicts.append(_verdict(mutant, evidence, list(mutant.drills)))
+        say(f"mutant {PLAN_MUTANT} on the drill plan {PLAN_DRILL.name}")
+        plan_control, plan_verdict = await plan_self_test(target, seed, directory)
+        failures += plan_control
+        verdicts.append(plan_verdict)
     return SelfTest(not failures, failures, verdicts)
+
+
+def _verdict(mutant: Mutant, evidence: list[str], drills: list[str]) -> MutantVerdict:
+    return MutantVerdict(
+        mutant.name,
+        mutant.breaks,
+        bool(evidence),
+        evidence[0] if evidence else "every drill passed",
+        drills,
+    )
+
+
+async def plan_self_test(
+    target: Target, seed: int, directory: Path, plan: Path = PLAN_DRILL
+) -> tuple[list[str], MutantVerdict]:
+    """``plan`` on the real engine (its unexplained failures: the control's) and under
+    ``PLAN_MUTANT`` (caught when it fails)."""
+    drilled = await plan_sources.drilled(plan_sources.read_plan(plan), None, "")
+    specs = plan_drills.specs(drilled, seed)
+    chosen = PROFILES["ci"]
+    control = await run_campaign(target, specs, chosen, seed, directory)
+    mutant = MUTANTS[PLAN_MUTANT]
+    problem = await asyncio.to_thread(does_not_apply, mutant.name)
+    if problem:
+        return _unexplained(control.results), _not_applied(mutant, problem)
+    run = await run_campaign(target, specs, chosen, seed, directory, mutant=mutant.name)
+    return _unexplained(control.results), _verdict(
+        mutant, _unexplained(run.results), [s.id for s in specs]
+    )
 
 
 def _not_applied(mutant: Mutant, problem: str) -> MutantVerdict:

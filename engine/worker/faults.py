@@ -3,10 +3,12 @@
 The worker and processors call ``faults.reach(Boundary.X)`` at each boundary. Unarmed,
 that is a counter increment and a dictionary lookup. A FaultPlan (from the drill
 harness, or the ``WAYLINE_FAULT_PLAN`` environment variable as JSON) arms a boundary
-at its n-th hit with an action: kill the process (SIGKILL), exit, raise a connection
-error before COMMIT is sent, pause the process (SIGSTOP), or ask a proxy to sever the
-connection around the next COMMIT. Every boundary counts how often it was reached,
-armed or not, so a drill can prove it exercised what it planned to.
+at its n-th hit (or at the n-th hit *for one step*, when the fault names a step: a
+drill plan pins faults on a team's own steps) with an action: kill the process
+(SIGKILL), exit, raise a connection error before COMMIT is sent, pause the process
+(SIGSTOP), or ask a proxy to sever the connection around the next COMMIT. Every
+boundary counts how often it was reached, armed or not, so a drill can prove it
+exercised what it planned to.
 
 Two more variables serve drills that run workers as subprocesses:
 ``WAYLINE_FAULT_REPORT`` names a file to which every hit is appended as one JSON line
@@ -64,6 +66,8 @@ class Fault:
     boundary: Boundary
     hit: int
     action: Action
+    step: str = ""
+    """When set, ``hit`` counts only this step's hits of ``boundary``."""
 
 
 class Faults:
@@ -75,19 +79,23 @@ class Faults:
         sever: Callable[[Action], None] | None = None,
         report: str | None = None,
     ) -> None:
-        self._armed = {(f.boundary, f.hit): f.action for f in plan}
+        self._armed = {(f.boundary, f.step, f.hit): f.action for f in plan}
         self._sever = sever
         self._report = report
         self.counts: Counter[str] = Counter()
+        self.step_counts: Counter[tuple[str, str]] = Counter()
 
     @classmethod
     def from_env(cls) -> Faults:
-        """The plan in WAYLINE_FAULT_PLAN (a JSON list of {boundary, hit, action})."""
+        """The plan in WAYLINE_FAULT_PLAN (a JSON list of {boundary, hit, action[, step]})."""
         text = os.environ.get(FAULT_PLAN_ENV, "")
         try:
             items = json.loads(text) if text else []
             plan = [
-                Fault(Boundary(i["boundary"]), int(i["hit"]), Action(i["action"])) for i in items
+                Fault(
+                    Boundary(i["boundary"]), int(i["hit"]), Action(i["action"]), i.get("step", "")
+                )
+                for i in items
             ]
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(
@@ -97,23 +105,32 @@ class Faults:
         report = os.environ.get(FAULT_REPORT_ENV) or None
         return cls(plan, sever=proxy_severer(sever) if sever else None, report=report)
 
-    def reach(self, boundary: Boundary) -> None:
-        """Count a hit at ``boundary`` and act when the plan says so."""
+    def reach(self, boundary: Boundary, step: str = "") -> None:
+        """Count a hit at ``boundary`` (on behalf of ``step``, when the caller knows
+        which step's work it does) and act when the plan says so."""
         self.counts[boundary.value] += 1
-        action = self._armed.get((boundary, self.counts[boundary.value]))
-        if self._report:
-            self._write_report(boundary, action)
+        key = (boundary, "", self.counts[boundary.value])
+        if step:
+            self.step_counts[(boundary.value, step)] += 1
+            stepped = (boundary, step, self.step_counts[(boundary.value, step)])
+            key = key if key in self._armed else stepped
+        action = self._armed.get(key)
+        self._write_report(boundary, action, key[1], key[2])
         if action is not None:
             self._act(boundary, action)
 
-    def _write_report(self, boundary: Boundary, action: Action | None) -> None:
+    def _write_report(self, boundary: Boundary, action: Action | None, step: str, hit: int) -> None:
         """Append this hit to the report file in one write, which survives a SIGKILL."""
+        if not self._report:
+            return
         record = {
             "boundary": boundary.value,
-            "hit": self.counts[boundary.value],
+            "hit": hit,
             "action": action.value if action else None,
             "pid": os.getpid(),
         }
+        if step:
+            record["step"] = step
         fd = os.open(self._report, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (json.dumps(record) + "\n").encode())

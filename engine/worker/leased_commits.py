@@ -156,6 +156,15 @@ class Dispatch:
     key: str
 
 
+def step_of(lease: leases.Lease) -> str:
+    """The step whose work ``lease`` holds ('' when its payload names none): the fault
+    boundaries count hits per step, so a drill plan can pin a fault on one step."""
+    try:
+        return str(json.loads(lease.payload or "")["step"])
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
 def dispatch_of(lease: leases.Lease) -> Dispatch | None:
     """The attempt ``lease``'s work names; None when its payload does not name one."""
     try:
@@ -253,14 +262,14 @@ async def commit(
         if eager is not None:
             fence = eager.prepare(draft, fence)
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
-        ctx.faults.reach(Boundary.BEFORE_COMMIT)
+        ctx.faults.reach(Boundary.BEFORE_COMMIT, step_of(lease))
         try:
             committed = await _write(ctx, transitions, fence)
         except (SequenceConflict, DuplicateTransition):
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
             continue
-        ctx.faults.reach(Boundary.AFTER_COMMIT)
+        ctx.faults.reach(Boundary.AFTER_COMMIT, step_of(lease))
         ctx.cache.put(draft.state)
         if eager is not None:
             eager.lease = committed.next_lease
@@ -274,12 +283,12 @@ async def _commit_within(ctx: Context, lease: leases.Lease, draft: Draft, within
     async def body(conn: psycopg.AsyncConnection) -> list[Transition]:
         await within(draft, await ctx.hooks.within_connection(conn))
         follow(draft)
-        ctx.faults.reach(Boundary.BEFORE_COMMIT)
+        ctx.faults.reach(Boundary.BEFORE_COMMIT, step_of(lease))
         return [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
 
     what = f"commit under lease {lease.work_id}"
     await leases.commit_built(ctx.store, leases.LeaseFence(lease), body, what)
-    ctx.faults.reach(Boundary.AFTER_COMMIT)
+    ctx.faults.reach(Boundary.AFTER_COMMIT, step_of(lease))
 
 
 async def _write(

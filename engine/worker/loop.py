@@ -45,7 +45,7 @@ from engine.worker.activities import ActivityRegistry, HandlerThreads
 from engine.worker.faults import Boundary, Faults
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import RegistrySource
-from engine.worker.leased_commits import Context, LeaseHolder
+from engine.worker.leased_commits import Context, LeaseHolder, step_of
 from engine.worker.metrics import Metrics
 
 log = logging.getLogger("wayline.worker")
@@ -166,7 +166,7 @@ class Worker:
         self.metrics.observe("claim", time.perf_counter() - started)
         self.metrics.count("claimed", len(claimed))
         for lease in claimed:
-            self.ctx.faults.reach(Boundary.AFTER_CLAIM)
+            self.ctx.faults.reach(Boundary.AFTER_CLAIM, step_of(lease))
             if lease.attempt > 1:
                 self.metrics.count("readmitted")
             self._start(lease)
@@ -216,7 +216,7 @@ class Worker:
         missed it would keep a failed processor's lease alive for good."""
         while not processor.done():
             await asyncio.sleep(self.config.renew_every.total_seconds())
-            self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL)
+            self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL, step_of(current.lease))
             lease = current.lease
             try:
                 await leases.renew(self.store, lease, self.config.lease)

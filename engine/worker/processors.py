@@ -147,9 +147,9 @@ async def run_attempts(
     and the caller runs it."""
     lease = current.lease
     while True:
-        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START)
+        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
         outcome = await _run(ctx, state, track, dispatch)
-        ctx.faults.reach(Boundary.AFTER_HANDLER)
+        ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
         ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
         eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
         record = _record(track, dispatch, outcome)
@@ -309,4 +309,4 @@ async def process_timer(ctx: Context, current: LeaseHolder) -> None:
             raise Obsolete from None
 
     await commit(ctx, lease, build)
-    ctx.faults.reach(Boundary.AFTER_TIMER_FIRE)
+    ctx.faults.reach(Boundary.AFTER_TIMER_FIRE, step)

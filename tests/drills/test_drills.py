@@ -12,28 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.worker.faults import Action, Boundary
+from tests.drills.drill_command import drill as _drill
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "0x5EED01"
 LAST_LINE = re.compile(r"drills: (\d+) passed, (\d+) failed")
-
-
-def _drill(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine.cli.main", "drill", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

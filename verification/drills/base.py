@@ -145,6 +145,10 @@ class DrillEnv:
         self.client: Client
         self.fault_at: float | None = None
         self.clock_file = ""
+        self.worker_app = ""
+        """The app every worker of this drill runs (the drill app when '')."""
+        self.variables: dict[str, str] = {}
+        """More environment for this drill's processes."""
         self._stores: list[Store] = []
 
     @classmethod
@@ -195,6 +199,8 @@ class DrillEnv:
             self.ledger_dsn,
             self.campaign.mutant,
             self.clock_file,
+            self.worker_app,
+            self.variables,
         )
 
     async def side_store(self, dsn: str) -> Store:

@@ -166,10 +166,13 @@ def _child(draft: Draft, step: Step) -> None:
 
 def _parallel(draft: Draft, step: Step) -> None:
     spec = draft.state.spec  # type: ignore[union-attr]
-    if not any(b in draft.state.activities for b in step.branches):  # type: ignore[union-attr]
-        for branch in step.branches:
+    missing = [b for b in step.branches if b not in draft.state.activities]  # type: ignore
+    if missing:
+        # All of them, in one transition; only some when a state is read between that
+        # transition's events (the replay checker decides after every event).
+        for branch in missing:
             _schedule(draft, branch)
-        raise _Stop(Decision(Outcome.SCHEDULED, f"{len(step.branches)} branches of {step.name}"))
+        raise _Stop(Decision(Outcome.SCHEDULED, f"{len(missing)} branches of {step.name}"))
     branches = [(spec.step(b), draft.state.activities[b]) for b in step.branches]  # type: ignore
     for branch, progress in branches:  # a terminal failure first: no retry beside it
         if progress.status is A.FAILED and not _retryable(branch, progress):

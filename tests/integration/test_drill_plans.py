@@ -1,0 +1,172 @@
+"""Drill plans on the team's own workflow, through ``wayline drill`` as CI runs them.
+
+Every plan shipped in ``examples/drills/`` runs against the test server and its
+expected verdict is asserted: one is *expected* to leave ``charge`` in doubt (its
+definition holds an unknown outcome for an operator), one stubs ``fraud_check`` with a
+service that ignores idempotency keys, so its ``retry_same_key`` redelivery shows the
+duplicate effect as a finding, and one recovers from cut COMMITs, a raised error and a
+duplicated signal. A plan added there without an expectation here fails the test.
+The self-test's plan part proves a plan catches a broken engine build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.drills.drill_command import drill
+from verification.campaigns import target_for
+from verification.self_test import PLAN_DRILL, plan_self_test
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = ROOT / "examples" / "drills"
+LAST_LINE = re.compile(r"drills: (\d+) passed, (\d+) failed")
+EXPECTED = {
+    "order_fulfillment.charge-in-doubt.json": (
+        "passed",
+        ["charge: UNKNOWN (in doubt), waiting for an operator"],
+        "",
+    ),
+    "order_fulfillment.fraud-check-not-idempotent.json": (
+        "failed",
+        ["fraud_check: SUCCEEDED after 2 attempts"],
+        "fraud_check: its effect happened 2 times under one idempotency key",
+    ),
+    "order_fulfillment.recovers.json": ("passed", ["instance: COMPLETED"], ""),
+}
+"""Per shipped plan: its verdict, lines its final state must include, and a finding."""
+
+
+def _drill(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return drill(*args, timeout=120, env=env)
+
+
+def test_every_shipped_plan_has_an_expected_verdict() -> None:
+    assert sorted(p.name for p in PLANS.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_path: Path) -> None:
+    verdict, state, finding = EXPECTED[name]
+    card, junit = tmp_path / "card.json", tmp_path / "junit.xml"
+    done = _drill(
+        "run", "--plan", str(PLANS / name), "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--junit", str(junit), "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == (1 if verdict == "failed" else 0), done.stdout + done.stderr
+    assert LAST_LINE.fullmatch(done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
+    (result,) = json.loads(card.read_text())["drills"]
+    plan = result["extra"]["plan"]
+    assert result["verdict"] == verdict, result["failures"]
+    assert all(pin["fired"] for pin in plan["pins"])
+    assert set(state) <= set(plan["state"]), plan["state"]
+    assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
+    assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])
+    if verdict == "failed":  # its reproduction reruns exactly this drill's plan
+        exact = result["reproduce"].removeprefix("wayline drill run --plan ")
+        assert json.loads(Path(exact).read_text())["pins"][0]["step"] == "fraud_check"
+    assert plan["history"][0]["kind"] == "instance_started"
+    for line in state:
+        assert f"state  {line}" in done.stdout
+    assert "<testsuite" in junit.read_text()
+
+
+@pytest.mark.timeout(120)
+def test_pins_from_the_command_line_run_one_drill_each(pg_dsn: str, tmp_path: Path) -> None:
+    card = tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_attempt_start:kill", "--pin", "shipped:before_signal_ack:kill",
+        "--for-each-pin", "--dsn", pg_dsn, "--schema", "no_runs_here", "--json", str(card),
+        "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout + done.stderr
+    drills = json.loads(card.read_text())["drills"]
+    assert [[p["label"] for p in d["extra"]["plan"]["pins"]] for d in drills] == [
+        ["charge:after_attempt_start:kill"],
+        ["shipped:before_signal_ack:kill"],
+    ]
+    charge = drills[0]["extra"]["plan"]
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in charge["state"]
+    assert charge["recovery_seconds"] is not None
+
+
+@pytest.mark.timeout(120)
+def test_a_cut_outcome_that_lost_its_race_is_settled_truthfully(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Found by the full matrix: fraud_check's outcome, cut after the server got it,
+    wrote nothing (inventory_check's outcome had taken its sequence); the engine's
+    "did not take effect" is the truth, and the order completes."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "fraud_check:before_commit:sever_after_commit",
+        "--pin", "inventory_check:after_attempt_start:sever_after_commit", "--for-each-pin",
+        "--dsn", pg_dsn, "--schema", "no_runs_here", "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout[-3000:]
+
+
+def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "checks:after_handler:kill", "--pin", "shipped:before_commit:kill",
+        "--pin", "charge:after_handler:restart_database",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pins[0] checks:after_handler:kill: a parallel step has no work" in done.stderr
+    assert "a signal step does not reach before_commit; it reaches before_signal_ack" in (
+        done.stderr
+    )
+    assert "restart_database is not supported in a plan yet" in done.stderr
+
+
+def test_the_full_matrix_plan_is_written_and_reads_back(tmp_path: Path) -> None:
+    out, definition = tmp_path / "full.json", ROOT / "examples/order_fulfillment.json"
+    done = _drill("plan", "generate", str(definition), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
+    assert "charge:after_handler:kill" in labels
+    assert "shipped:before_signal_ack:duplicate_signal" in labels
+    assert not any(label.startswith(("checks:", "delivery:")) for label in labels)
+    assert (out.parent / document["definition_file"]).resolve() == definition
+
+
+@pytest.mark.timeout(180)
+def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> None:
+    """The self-test's plan part: the example plan passes on the real engine, and fails
+    when unknown outcomes are recorded as failures (charged again under a new key)."""
+
+    async def run() -> tuple[list[str], object]:
+        async with target_for(pg_dsn) as target:
+            return await plan_self_test(target, 1, tmp_path, PLAN_DRILL)
+
+    control, verdict = asyncio.run(run())
+    assert control == []
+    assert verdict.caught, verdict.evidence
+    assert "charge" in verdict.evidence
+
+
+@pytest.mark.timeout(120)
+def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
+    """``--app``: the example's real handlers write their effects to their own file too."""
+    effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:exit", "--app", "examples.orders:app",
+        "--input", '{"amount": 3}', "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--artifacts", str(tmp_path),
+        env={"WAYLINE_EFFECTS_FILE": str(effects)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (result,) = json.loads(card.read_text())["drills"]
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in result["extra"]["plan"]["state"]
+    targets = [json.loads(line)["target"] for line in effects.read_text().splitlines()]
+    assert targets == ["inventory.reserve", "payments.charge"]

@@ -1,0 +1,152 @@
+"""Drill plans as documents: what is refused (and how it says so), round trips, and the
+full matrix (no database: ``verification.plan`` is pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.model.files import load_definition
+from verification import plan as plans
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER = load_definition(ROOT / "examples" / "order_fulfillment.json")
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def _plan(**fields: object) -> plans.Plan:
+    return plans.parse({"definition": "order.fulfillment@1", **fields})
+
+
+@given(json_values)
+def test_any_document_is_a_plan_or_refused_with_problems(document: object) -> None:
+    try:
+        plans.parse(document)
+    except plans.PlanInvalid as error:
+        assert error.problems and all(isinstance(p, str) for p in error.problems)
+
+
+@given(
+    st.lists(st.sampled_from(plans.matrix(_plan(), ORDER).pins), max_size=6),
+    st.dictionaries(
+        st.sampled_from(["reserve", "charge", "notify"]),
+        st.builds(
+            plans.Stub,
+            st.sampled_from(plans.BEHAVIOURS),
+            json_values,
+            st.integers(0, plans.MAX_FAIL_TIMES),
+            st.floats(0.5, plans.MAX_SLOW_SECONDS),
+            st.booleans(),
+        ),
+    ),
+)
+def test_a_plan_reads_back_from_its_json(pins: list[plans.Pin], stubs: dict) -> None:
+    plan = plans.Plan("order.fulfillment@1", input={"a": 1}, stubs=stubs, pins=tuple(pins))
+    assert plans.parse(plan.as_json()) == plan
+
+
+def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
+    with pytest.raises(plans.PlanInvalid) as caught:
+        plans.parse(
+            {
+                "definition": "no-version",
+                "pins": ["a:b", {"step": "x", "boundary": "y", "fault": "z", "hit": 0}],
+                "stubs": {"charge": {"behaviour": "explode", "seconds": 99}},
+                "colour": "red",
+            }
+        )
+    assert caught.value.problems == [
+        "colour: not a plan field; allowed: answers, app, definition, definition_file, "
+        "input, name, pins, stubs",
+        "definition: 'no-version' must be NAME@VERSION",
+        "stubs.charge.behaviour: 'explode' is not one of succeed, fail, slow, unknown",
+        f"stubs.charge.seconds: must be a number from 0 to {plans.MAX_SLOW_SECONDS:g}",
+        "pins[0]: must be STEP:BOUNDARY:FAULT or an object with step, boundary, fault",
+        f"pins[1].hit: must be a whole number from 1 to {plans.MAX_HIT}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pin", "problem"),
+    [
+        ("nope:after_handler:kill", "no step 'nope'; steps: reserve, charge,"),
+        ("checks:after_handler:kill", "a parallel step has no work of its own to fault"),
+        ("manager_approval:after_handler:kill", "an approval step has no work of its own"),
+        ("charge:after_lunch:kill", "boundary 'after_lunch' is not one of before_commit,"),
+        ("charge:after_handler:melt", "fault 'melt' is not one of kill, exit, raise,"),
+        ("charge:after_timer_fire:kill", "an activity step does not reach after_timer_fire"),
+        ("charge:after_commit:sever_after_commit", "cuts a COMMIT, and at after_commit"),
+        ("charge:after_handler:duplicate_signal", "duplicate_signal goes with before_signal_"),
+        ("shipped:before_signal_ack:sever_before_commit", "cuts a COMMIT, and at before_sig"),
+        ("charge:in_lease_renewal:kill", "give stubs.charge behaviour slow with seconds >= 1"),
+        ("charge:after_handler:restart_database", "restart_database is not supported in a"),
+        (
+            "delivery_timeout:after_timer_fire:kill",
+            "waits 7d; a drill waits for timers of at most 30s",
+        ),
+    ],
+)
+def test_a_pin_that_cannot_run_is_refused_saying_why(pin: str, problem: str) -> None:
+    plan = _plan(pins=[pin])
+    with pytest.raises(plans.PlanInvalid) as caught:
+        plans.check_against(plan, ORDER)
+    (line,) = caught.value.problems
+    assert line.startswith(f"pins[0] {pin}: ")
+    assert problem in line
+
+
+def test_a_slow_stub_makes_lease_renewal_pinnable() -> None:
+    plan = _plan(stubs={"charge": {"behaviour": "slow", "seconds": 1.2}},
+                 pins=["charge:in_lease_renewal:kill"])  # fmt: skip
+    plans.check_against(plan, ORDER)
+
+
+def test_the_full_matrix_pins_every_applicable_cell_once_within_its_limit() -> None:
+    full = plans.matrix(_plan(), ORDER)
+    labels = [p.label for p in full.pins]
+    assert len(labels) == len(set(labels)) <= plans.MAX_PINS
+    plans.check_against(full, ORDER)
+    steps = {p.step for p in full.pins}
+    assert steps == {"reserve", "charge", "fraud_check", "inventory_check", "shipped", "notify"}
+    assert {p.step for p in full.pins if p.boundary == "after_claim"} == {"reserve"}
+    with pytest.raises(plans.PlanInvalid, match="more than 10"):
+        plans.matrix(_plan(), ORDER, limit=10)
+
+
+def test_for_each_pin_makes_one_plan_per_pin() -> None:
+    plan = _plan(pins=["charge:after_handler:kill", "reserve:before_commit:raise"])
+    assert [p.pins for p in plans.for_each_pin(plan)] == [(p,) for p in plan.pins]
+
+
+def test_a_pin_from_the_command_line_has_three_parts() -> None:
+    assert plans.parse_pin("charge:after_handler:kill").label == "charge:after_handler:kill"
+    with pytest.raises(plans.PlanInvalid, match="must be STEP:BOUNDARY:FAULT"):
+        plans.parse_pin("charge:kill")
+
+
+def test_a_renewal_cut_and_a_transition_cut_need_two_drills() -> None:
+    plan = _plan(
+        stubs={"charge": {"behaviour": "slow", "seconds": 1.5}},
+        pins=[
+            "charge:in_lease_renewal:sever_after_commit",
+            "reserve:before_commit:sever_after_commit",
+        ],
+    )
+    with pytest.raises(plans.PlanInvalid, match="use --for-each-pin"):
+        plans.check_against(plan, ORDER)
+    for one in plans.for_each_pin(plan):
+        plans.check_against(one, ORDER)
+
+
+def test_stubs_and_your_own_handlers_do_not_mix() -> None:
+    with pytest.raises(plans.PlanInvalid, match="stubs: not used when app names your handlers"):
+        _plan(app="examples.orders:app", stubs={"charge": {"behaviour": "fail"}})

@@ -1,0 +1,403 @@
+"""Drill plans: a team's own definition, how its activities behave, and faults pinned on
+its steps.
+
+A plan is JSON (see the README's "Drill plans"). It names the definition to drill
+(``definition``: ``NAME@VERSION`` published on the server, or ``definition_file``: a
+definition's JSON file, relative to the plan's), the instance ``input``, per step how
+its activity behaves as a recorded stub (``stubs``; succeed with a result unless told
+otherwise) and the ``pins``: ``{"step", "boundary", "fault"}`` (and ``hit``, the n-th
+time that step reaches that boundary, 1 by default), the boundaries and fault kinds
+the engine's fault points (``engine.worker.faults``) and the harness already name.
+``answers`` give the payload the harness sends to a signal or approval step when the
+instance waits there (``null`` by default); ``app`` runs the team's real handlers
+(``MODULE:APP``) instead of stubs.
+
+Reading a plan is pure: ``parse`` checks its shape and collects every problem with its
+JSON path and what is allowed; ``check_against`` then checks it against the definition
+(the steps exist, each pin's boundary and fault apply to that step's kind). Both raise
+``PlanInvalid`` listing every problem, never only the first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from engine.model.definitions import Definition, Mode, StepKind, UnknownPolicy
+from engine.model.durations import format_duration
+from engine.worker.faults import Action, Boundary
+
+MAX_PINS = 400
+"""Pins in one plan, so also the drills of one ``--for-each-pin`` run and the size of
+the full matrix ``wayline drill plan generate`` writes."""
+MAX_STUBS = 200
+MAX_HIT = 100
+MAX_FAIL_TIMES = 100
+MAX_SLOW_SECONDS = 30.0
+MAX_NAME_CHARS = 200
+MAX_TIMER_WAIT = timedelta(seconds=30)
+"""The longest timer a drill waits for (timers are not fast-forwarded in a drill)."""
+RENEWAL_SLOW_SECONDS = 1.0
+"""How slow a stub must be for its lease to be renewed at least once under drill
+timings (a 1.5 s lease renewed every 0.5 s): ``in_lease_renewal`` needs it."""
+
+BEHAVIOURS = ("succeed", "fail", "slow", "unknown")
+DUPLICATE_SIGNAL = "duplicate_signal"
+RESTART_DATABASE = "restart_database"
+FAULTS = (*(a.value for a in Action), DUPLICATE_SIGNAL)
+SEVERS = frozenset({Action.SEVER_BEFORE_COMMIT.value, Action.SEVER_AFTER_COMMIT.value})
+WORKER_FAULTS = frozenset(a.value for a in Action)
+ACTIVITY_BOUNDARIES = (
+    Boundary.AFTER_CLAIM,
+    Boundary.AFTER_ATTEMPT_START,
+    Boundary.AFTER_HANDLER,
+    Boundary.BEFORE_COMMIT,
+    Boundary.AFTER_COMMIT,
+    Boundary.IN_LEASE_RENEWAL,
+)
+BOUNDARIES_OF = {
+    StepKind.ACTIVITY: ACTIVITY_BOUNDARIES,
+    StepKind.TIMER: (
+        Boundary.AFTER_CLAIM,
+        Boundary.BEFORE_COMMIT,
+        Boundary.AFTER_COMMIT,
+        Boundary.AFTER_TIMER_FIRE,
+    ),
+    StepKind.SIGNAL: (Boundary.BEFORE_SIGNAL_ACK,),
+}
+"""Which boundaries a step of each kind reaches with its own work; other kinds
+(parallel, join, race, approval, child) have none a pin can name."""
+NO_COMMIT_LEFT = frozenset(
+    {Boundary.AFTER_COMMIT, Boundary.AFTER_TIMER_FIRE, Boundary.BEFORE_SIGNAL_ACK}
+)
+"""Where a cut COMMIT has nothing of this step's left to cut: its commit was answered."""
+PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:]+)$")
+STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
+PIN_PARTS = ("step", "boundary", "fault")
+PLAN_FIELDS = ("answers", "app", "definition", "definition_file", "input", "name", "pins", "stubs")
+
+
+class PlanInvalid(ValueError):
+    """A plan that cannot run; ``problems`` names each, with its path and what is allowed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("the drill plan is not valid:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Stub:
+    """How a step's activity behaves in the drill: ``succeed`` with ``result``; ``fail``
+    its first ``times`` attempts (all when 0) before any effect; ``slow`` by
+    ``seconds`` then succeed; ``unknown``: the handler returns an unknown outcome after
+    its effect. ``idempotent`` false makes the effect happen on every call, not once
+    per idempotency key, as a gateway that ignores keys would."""
+
+    behaviour: str = "succeed"
+    result: Any = None
+    times: int = 0
+    seconds: float = 0.0
+    idempotent: bool = True
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "behaviour": self.behaviour,
+            "result": self.result,
+            "times": self.times,
+            "seconds": self.seconds,
+            "idempotent": self.idempotent,
+        }
+
+
+@dataclass(frozen=True)
+class Pin:
+    step: str
+    boundary: str
+    fault: str
+    hit: int = 1
+
+    @property
+    def label(self) -> str:
+        """``STEP:BOUNDARY:FAULT`` (with ``#HIT`` past the first), as the command line
+        and the scorecard name it."""
+        suffix = f"#{self.hit}" if self.hit != 1 else ""
+        return f"{self.step}:{self.boundary}:{self.fault}{suffix}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"step": self.step, "boundary": self.boundary, "fault": self.fault, "hit": self.hit}
+
+
+@dataclass(frozen=True)
+class Plan:
+    definition: str = ""
+    """``NAME@VERSION`` of a published version ('' when ``definition_file`` is given)."""
+    definition_file: str = ""
+    input: Any = None
+    stubs: dict[str, Stub] = field(default_factory=dict)
+    pins: tuple[Pin, ...] = ()
+    answers: dict[str, Any] = field(default_factory=dict)
+    app: str = ""
+    name: str = ""
+
+    def stub(self, step: str) -> Stub:
+        return self.stubs.get(step, Stub())
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as a document ``parse`` reads back to an equal plan."""
+        document: dict[str, Any] = {"name": self.name} if self.name else {}
+        if self.definition:
+            document["definition"] = self.definition
+        if self.definition_file:
+            document["definition_file"] = self.definition_file
+        document.update(
+            input=self.input,
+            stubs={s: stub.as_json() for s, stub in self.stubs.items()},
+            pins=[p.as_json() for p in self.pins],
+            answers=self.answers,
+        )
+        return {**document, "app": self.app} if self.app else document
+
+
+def parse_pin(text: str) -> Pin:
+    """``STEP:BOUNDARY:FAULT`` from the command line (its shape only)."""
+    match = PIN_PATTERN.match(text.strip())
+    if not match:
+        raise PlanInvalid([f"--pin {text!r}: must be STEP:BOUNDARY:FAULT"])
+    return Pin(*match.groups())
+
+
+def parse(document: Any) -> Plan:
+    """A plan from its JSON document; PlanInvalid listing every problem of its shape."""
+    problems: list[str] = []
+    if not isinstance(document, dict):
+        raise PlanInvalid(["the plan must be a JSON object"])
+    problems += [
+        f"{k}: not a plan field; allowed: {', '.join(PLAN_FIELDS)}"
+        for k in document
+        if k not in PLAN_FIELDS
+    ]
+    definition = _text(document, "definition", problems)
+    definition_file = _text(document, "definition_file", problems)
+    if bool(definition) == bool(definition_file):
+        problems.append(
+            "definition: give exactly one of definition (NAME@VERSION) or definition_file"
+        )
+    elif definition and "@" not in definition:
+        problems.append(f"definition: {definition!r} must be NAME@VERSION")
+    stubs = _stubs(document.get("stubs", {}), problems)
+    pins = _pins(document.get("pins", []), problems)
+    answers = document.get("answers", {})
+    if not isinstance(answers, dict):
+        problems.append("answers: must be an object of step name to payload")
+        answers = {}
+    app = _text(document, "app", problems)
+    if app and ":" not in app:
+        problems.append(f"app: {app!r} must be MODULE:APP")
+    if app and stubs:
+        problems.append("stubs: not used when app names your handlers; give one or the other")
+    if problems:
+        raise PlanInvalid(problems)
+    return Plan(
+        definition,
+        definition_file,
+        document.get("input"),
+        stubs,
+        pins,
+        answers,
+        app,
+        _text(document, "name", problems),
+    )
+
+
+def _text(document: dict[str, Any], key: str, problems: list[str]) -> str:
+    value = document.get(key, "")
+    if not isinstance(value, str) or len(value) > MAX_NAME_CHARS:
+        problems.append(f"{key}: must be text of at most {MAX_NAME_CHARS} characters")
+        return ""
+    return value
+
+
+def _stubs(value: Any, problems: list[str]) -> dict[str, Stub]:
+    if not isinstance(value, dict) or len(value) > MAX_STUBS:
+        problems.append(f"stubs: must be an object of at most {MAX_STUBS} step names to stubs")
+        return {}
+    return {step: _stub(f"stubs.{step}", raw, problems) for step, raw in value.items()}
+
+
+def _stub(path: str, raw: Any, problems: list[str]) -> Stub:
+    if not isinstance(raw, dict):
+        problems.append(
+            f"{path}: must be an object with behaviour (one of {', '.join(BEHAVIOURS)})"
+        )
+        return Stub()
+    allowed = {"behaviour", "result", "times", "seconds", "idempotent"}
+    problems += [f"{path}.{k}: not a stub field; allowed: {', '.join(sorted(allowed))}"
+                 for k in raw if k not in allowed]  # fmt: skip
+    behaviour = raw.get("behaviour", "succeed")
+    if behaviour not in BEHAVIOURS:
+        problems.append(f"{path}.behaviour: {behaviour!r} is not one of {', '.join(BEHAVIOURS)}")
+    times = raw.get("times", 0)
+    if not _whole(times, 0, MAX_FAIL_TIMES):
+        problems.append(f"{path}.times: must be a whole number from 0 to {MAX_FAIL_TIMES}")
+        times = 0
+    seconds = raw.get("seconds", 0.0)
+    if not _number(seconds, MAX_SLOW_SECONDS):
+        problems.append(f"{path}.seconds: must be a number from 0 to {MAX_SLOW_SECONDS:g}")
+        seconds = 0.0
+    elif behaviour == "slow" and not seconds:
+        problems.append(f"{path}.seconds: a slow stub needs seconds above 0")
+    idempotent = raw.get("idempotent", True)
+    if not isinstance(idempotent, bool):
+        problems.append(f"{path}.idempotent: must be true or false")
+        idempotent = True
+    return Stub(str(behaviour), raw.get("result"), times, float(seconds), idempotent)
+
+
+def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
+    if not isinstance(value, list) or len(value) > MAX_PINS:
+        problems.append(f"pins: must be a list of at most {MAX_PINS} pins")
+        return ()
+    pins = []
+    for n, raw in enumerate(value):
+        path = f"pins[{n}]"
+        if isinstance(raw, str):
+            match = PIN_PATTERN.match(raw)
+            raw = dict(zip(PIN_PARTS, match.groups(), strict=True)) if match else None
+        if not isinstance(raw, dict):
+            problems.append(
+                f"{path}: must be STEP:BOUNDARY:FAULT or an object with step, boundary, fault"
+            )
+            continue
+        missing = [k for k in PIN_PARTS if not isinstance(raw.get(k), str)]
+        if missing:
+            problems.append(f"{path}: needs {', '.join(missing)} as text")
+            continue
+        hit = raw.get("hit", 1)
+        if not _whole(hit, 1, MAX_HIT):
+            problems.append(f"{path}.hit: must be a whole number from 1 to {MAX_HIT}")
+            hit = 1
+        pins.append(Pin(raw["step"], raw["boundary"], raw["fault"], hit))
+    return tuple(pins)
+
+
+def _whole(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _number(value: Any, high: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= high
+
+
+def check_against(plan: Plan, definition: Definition) -> None:
+    """PlanInvalid unless every stub and pin fits ``definition`` (see the module)."""
+    if definition.mode not in STEP_LIST_MODES:
+        raise PlanInvalid(
+            [
+                f"definition: {definition.name}@{definition.version} is a {definition.mode.value} "
+                "definition; plans drill orchestration step lists for now"
+            ]
+        )
+    steps = {s.name: s for s in definition.steps}
+    activities = sorted(n for n, s in steps.items() if s.kind is StepKind.ACTIVITY)
+    problems = [
+        f"stubs.{name}: no activity {name!r}; activities: {', '.join(activities)}"
+        for name in plan.stubs
+        if name not in activities
+    ]
+    problems += [
+        f"answers.{name}: {name!r} is not a signal or approval step"
+        for name in plan.answers
+        if name not in steps or steps[name].kind not in (StepKind.SIGNAL, StepKind.APPROVAL)
+    ]
+    for n, pin in enumerate(plan.pins):
+        problem = pin_problem(plan, definition, pin)
+        if problem:
+            problems.append(f"pins[{n}] {pin.label}: {problem}")
+    cuts = {p.boundary == Boundary.IN_LEASE_RENEWAL.value for p in plan.pins if p.fault in SEVERS}
+    if len(cuts) > 1:
+        problems.append(
+            "pins: a renewal's COMMIT and a transition's cannot both be cut in one drill "
+            "(one proxy cuts one kind): use --for-each-pin"
+        )
+    if problems:
+        raise PlanInvalid(problems)
+
+
+def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
+    """Why ``pin`` cannot run on ``definition`` ('' when it can)."""
+    step = next((s for s in definition.steps if s.name == pin.step), None)
+    if step is None:
+        return f"no step {pin.step!r}; steps: {', '.join(s.name for s in definition.steps)}"
+    boundaries = BOUNDARIES_OF.get(step.kind, ())
+    if pin.fault == RESTART_DATABASE:
+        return (
+            "restart_database is not supported in a plan yet: the harness restarts the "
+            "server only as drill D10 (`wayline drill run --drill D10`)"
+        )
+    if pin.fault not in FAULTS:
+        return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
+    if pin.boundary not in {b.value for b in Boundary}:
+        return f"boundary {pin.boundary!r} is not one of {', '.join(b.value for b in Boundary)}"
+    if not boundaries:
+        return f"{_a(step.kind.value)} step has no work of its own to fault; pin another step"
+    if Boundary(pin.boundary) not in boundaries:
+        allowed = ", ".join(b.value for b in boundaries)
+        return f"{_a(step.kind.value)} step does not reach {pin.boundary}; it reaches {allowed}"
+    if step.kind is StepKind.TIMER and step.timeout and step.timeout > MAX_TIMER_WAIT:
+        return (
+            f"{step.name} waits {format_duration(step.timeout)}; a drill waits for timers "
+            f"of at most {format_duration(MAX_TIMER_WAIT)} (it does not fast-forward them)"
+        )
+    return _fault_problem(plan, pin)
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _fault_problem(plan: Plan, pin: Pin) -> str:
+    boundary = Boundary(pin.boundary)
+    if pin.fault == DUPLICATE_SIGNAL and boundary is not Boundary.BEFORE_SIGNAL_ACK:
+        return "duplicate_signal goes with before_signal_ack (a lost ack: sent again), only there"
+    if pin.fault in SEVERS and boundary in NO_COMMIT_LEFT:
+        return f"{pin.fault} cuts a COMMIT, and at {pin.boundary} this step's was answered already"
+    if boundary is Boundary.IN_LEASE_RENEWAL and plan.stub(pin.step).seconds < RENEWAL_SLOW_SECONDS:
+        return (
+            f"in_lease_renewal is reached only while a handler runs longer than a renewal: give "
+            f"stubs.{pin.step} behaviour slow with seconds >= {RENEWAL_SLOW_SECONDS:g}"
+        )
+    return ""
+
+
+def holds_on_unknown(definition: Definition, step: str) -> bool:
+    """Whether an unknown outcome of ``step`` waits for an operator (by design)."""
+    found = next((s for s in definition.steps if s.name == step), None)
+    return found is not None and found.on_unknown is UnknownPolicy.HOLD
+
+
+def matrix(plan: Plan, definition: Definition, limit: int = MAX_PINS) -> Plan:
+    """``plan`` with every applicable boundary x fault pinned on every step (the full
+    matrix); PlanInvalid when it would exceed ``limit`` pins. ``after_claim`` is pinned
+    on the first step only: the steps after an activity are handed on to its worker
+    with its outcome (eager dispatch), so whether they are claimed is up to timing."""
+    first = definition.steps[0].name if definition.steps else ""
+    pins = [
+        Pin(step.name, boundary.value, fault)
+        for step in definition.steps
+        for boundary in BOUNDARIES_OF.get(step.kind, ())
+        if boundary is not Boundary.AFTER_CLAIM or step.name == first
+        for fault in FAULTS
+        if not pin_problem(plan, definition, Pin(step.name, boundary.value, fault))
+    ]
+    if len(pins) > limit:
+        raise PlanInvalid(
+            [f"pins: the full matrix of {definition.name} has {len(pins)} pins, more than {limit}"]
+        )
+    return Plan(**{**plan.__dict__, "pins": tuple(pins)})
+
+
+def for_each_pin(plan: Plan) -> list[Plan]:
+    """One plan per pin (``--for-each-pin``): each drill breaks one thing."""
+    return [Plan(**{**plan.__dict__, "pins": (pin,)}) for pin in plan.pins]

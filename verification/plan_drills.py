@@ -1,0 +1,376 @@
+"""A drill plan run as drills: the team's definition, broken where its pins say.
+
+Each plan (or, with ``--for-each-pin``, each pin) is one drill of family ``P`` that the
+harness's runner runs like any other: a fresh schema, real worker processes, the
+invariant checker and the scorecard. The scenario publishes the plan's definition,
+starts one instance with the plan's input, and runs workers for the plan's stubs (or
+the team's app, ``verification.plan_stubs``) with the pins armed per step
+(``engine.worker.faults``: the n-th time *that step* reaches the boundary). When a
+pinned fault kills or exits a worker, the next one gets the pins still to fire; a
+paused worker is taken over and resumed, as drill D4 does. Signal and approval steps
+are answered by the harness (``answers``); a pin on ``before_signal_ack`` sends that
+signal from a subprocess that the fault hits, and the harness redelivers what was never
+acknowledged, as a broker would.
+
+The quiet phase ends when no work is open and the instance has *settled*: it ended, or
+it holds an unknown outcome of a step whose ``on_unknown`` is ``hold`` (in doubt by
+the definition's design: it waits for an operator, which is a verdict, not a lost
+instance). The result, per pin (``record.extra["plan"]``), says whether it fired, the
+instance's final state in operator words, the effects per idempotency key (more than
+one effect under one key is a finding: the activity is not idempotent), the
+history and the recovery time. Its own findings name the step they are about
+(``findings``: ``{step, text}``), so a studio can explain each on its node; the
+invariant checker's violations are the drill's ``failures``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.decide.audit import Action as Command
+from engine.model.definitions import Definition, StepKind
+from engine.model.errors import WaylineError
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, Instance
+from engine.store import catalog, reads
+from engine.worker.faults import Action, Boundary, Fault
+from verification import plan as plans
+from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
+from verification.drills.boundaries import react, wait_fired
+from verification.drills.catalogue import drill_seed, strands
+from verification.fault_plan import BoundaryReport
+from verification.plan_stubs import PLAN_STUBS_ENV
+from verification.processes import DrillProcess, spawn
+
+FAMILY = "P"
+MAX_ID_CHARS = 80
+"""A drill id's readable part: worker ids (lease owners) are made from it."""
+STUB_APP = "verification.plan_stubs:app"
+INSTANCE = "plan-1"
+FIRE_SECONDS = 20.0
+SETTLE_SECONDS = 30.0
+DUPLICATE_DELIVERIES = 3
+"""How many times a ``duplicate_signal`` pin delivers its signal (one id)."""
+ACTOR = "drill-plan"
+MAX_HISTORY_EVENTS = 500
+"""Events of the drilled instance kept in the result (its history is short)."""
+EFFECTS = """
+SELECT step, compensation, idempotency_key, count(*), count(*) FILTER (WHERE applied)
+FROM drill_effect_calls WHERE instance_id = %s
+GROUP BY step, compensation, idempotency_key ORDER BY min(call_id)
+"""
+HISTORY = """
+SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
+ORDER BY sequence LIMIT %s
+"""
+
+
+@dataclass(frozen=True)
+class Drilled:
+    """A plan and the definition it drills (validated against each other)."""
+
+    plan: plans.Plan
+    definition: Definition
+
+    @property
+    def ref(self) -> str:
+        return f"{self.definition.name}@{self.definition.version}"
+
+
+def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
+    """One drill per plan, each named by its definition and pins."""
+    result = []
+    for item in drilled:
+        labels = ", ".join(p.label for p in item.plan.pins) or "no faults"
+        digest = hashlib.sha256(json.dumps(item.plan.as_json()).encode()).hexdigest()[:6]
+        pins = item.plan.pins
+        what = pins[0].label.replace("#", "-") if len(pins) == 1 else f"{len(pins)}-pins"
+        drill_id = f"P-{item.ref}-{what}"[:MAX_ID_CHARS] + f"-{digest}"
+        result.append(
+            DrillSpec(
+                drill_id,
+                FAMILY,
+                f"{item.plan.name or item.ref}: {labels}",
+                drill_seed(master, drill_id),
+                scenario,
+                params={"drilled": item},
+                strands=any(_strands(p) for p in item.plan.pins),
+            )
+        )
+    return result
+
+
+def _strands(pin: plans.Pin) -> bool:
+    return pin.fault in plans.WORKER_FAULTS and strands(Boundary(pin.boundary), Action(pin.fault))
+
+
+async def scenario(env: DrillEnv) -> None:
+    drilled: Drilled = env.spec.params["drilled"]
+    plan, definition = drilled.plan, drilled.definition
+    await env.client.publish(definition, ACTOR)
+    _prepare_workers(env, plan, definition)
+    await env.client.start(definition.name, INSTANCE, plan.input, version=definition.version)
+    env.record.acked.append(INSTANCE)
+    env.record.workload_started = env.record.workload_started or time.monotonic()
+    env.record.stats["started"] += 1
+    fired = await _fault_phase(env, drilled)
+    env.worker("b")
+    await _quiet_phase(env, drilled)
+    await _result(env, drilled, fired)
+    await env.stop_processes()
+
+
+def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) -> None:
+    """Every worker runs the stub app, built from a file in the drill's directory."""
+    targets = {s.target for s in definition.steps if s.kind is StepKind.ACTIVITY}
+    targets |= {s.compensation.target for s in definition.steps if s.compensation}
+    document = {
+        "targets": sorted(targets),
+        "stubs": {step: stub.as_json() for step, stub in plan.stubs.items()},
+        "app": plan.app,
+    }
+    path = env.directory / "stubs.json"
+    path.write_text(json.dumps(document))
+    exact = env.directory / "plan.json"  # this drill's own plan: its pins only
+    exact.write_text(json.dumps(plan.as_json(), indent=2))
+    env.record.extra["reproduce"] = f"wayline drill run --plan {exact}"
+    env.worker_app = STUB_APP
+    env.variables = {PLAN_STUBS_ENV: str(path)}
+
+
+def _faults(pins: list[plans.Pin]) -> list[Fault]:
+    return [Fault(Boundary(p.boundary), p.hit, Action(p.fault), p.step) for p in pins]
+
+
+async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
+    """Run workers with the worker pins armed until each fired or the instance settled;
+    answer signals and approvals meanwhile. The labels of the pins that fired."""
+    pins = drilled.plan.pins
+    signal_pins = {p.step: p for p in pins if p.boundary == Boundary.BEFORE_SIGNAL_ACK.value}
+    remaining = [p for p in pins if p.step not in signal_pins]
+    fired: set[str] = set()
+    proxy = None
+    if any(p.fault in plans.SEVERS for p in remaining):
+        proxy = await env.proxy()
+        renewal = any(p.boundary == Boundary.IN_LEASE_RENEWAL.value for p in remaining)
+        proxy.target_kind = "renewal" if renewal else "transition"
+    round_ = 0
+    worker: DrillProcess | None = None
+
+    async def answer() -> None:
+        await _answer(env, drilled, signal_pins, fired)
+
+    while True:
+        if remaining and (worker is None or not worker.alive):
+            round_ += 1
+            worker = env.worker(f"a{round_}", plan=_faults(remaining), proxy=proxy)
+        elif worker is None:
+            worker = env.worker("a")
+        await answer()
+        if not remaining or await _settled(env, drilled.definition):
+            return fired
+        now = await _wait_any_fired(env, remaining, worker, drilled.definition, answer)
+        for pin in now:
+            fired.add(pin.label)
+            env.mark_fault(pin.fault)
+            await react(env, worker, Action(pin.fault))
+        remaining = [p for p in remaining if p not in now]
+
+
+async def _wait_any_fired(
+    env: DrillEnv,
+    pins: list[plans.Pin],
+    worker: DrillProcess,
+    definition: Definition,
+    answer: Callable[[], Awaitable[None]],
+) -> list[plans.Pin]:
+    """Until a pin fired, the worker is gone, or the instance settled without them
+    (answering what it waits for meanwhile: a pin may be after an approval)."""
+    found: list[plans.Pin] = []
+
+    async def progress() -> bool:
+        await answer()
+        # Gone first, then the report: a fault's line is written before it acts, so a
+        # worker seen gone has written it already.
+        gone = not worker.alive or await _settled(env, definition)
+        found[:] = _fired(env, pins)
+        return bool(found) or gone
+
+    await env.until(progress, FIRE_SECONDS, f"a pin to fire ({', '.join(p.label for p in pins)})")
+    return found
+
+
+def _fired(env: DrillEnv, pins: list[plans.Pin] | tuple[plans.Pin, ...]) -> list[plans.Pin]:
+    """The worker pins among ``pins`` that the drill's report shows fired."""
+    report = BoundaryReport.read(env.process_env.report)
+    worker = [p for p in pins if p.fault in plans.WORKER_FAULTS]
+    return [p for p, f in zip(worker, _faults(worker), strict=True) if report.has_fired(f)]
+
+
+async def _answer(
+    env: DrillEnv, drilled: Drilled, signal_pins: dict[str, plans.Pin], fired: set[str]
+) -> None:
+    """Send each signal step its signal and approve each waiting approval (once each)."""
+    answered = env.record.extra.setdefault("answered", [])
+    for step in drilled.definition.steps:
+        if step.name in answered:
+            continue
+        payload = drilled.plan.answers.get(step.name)
+        if step.kind is StepKind.SIGNAL:
+            pin = signal_pins.get(step.name)
+            await _deliver(env, step.name, payload, pin)
+            if pin is not None:
+                fired.add(pin.label)
+            answered.append(step.name)
+        elif step.kind is StepKind.APPROVAL and await _approve(env, step.name, payload):
+            answered.append(step.name)
+
+
+async def _deliver(env: DrillEnv, step: str, payload: Any, pin: plans.Pin | None) -> None:
+    signal_id = f"{step}-1"
+    if pin is None or pin.fault == plans.DUPLICATE_SIGNAL:
+        times = DUPLICATE_DELIVERIES if pin is not None else 1
+        for _ in range(times):
+            await env.client.signal(INSTANCE, step, signal_id, payload)
+            env.record.stats["signals_sent"] += 1
+        if pin is not None:
+            env.mark_fault(pin.fault)
+        return
+    fault = Fault(Boundary.BEFORE_SIGNAL_ACK, 1, Action(pin.fault), step)
+    command = ["signal", "--instance", INSTANCE, "--step", step, "--signal-id", signal_id,
+               "--payload", json.dumps(payload)]  # fmt: skip
+    env.record.plan.append(fault)
+    sender = spawn(env.process_env, f"{env.spec.id}-signal-{step}", command, plan=[fault])
+    env.processes.append(sender)
+    env.record.stats["signals_sent"] += 1
+    await wait_fired(env, fault, sender)
+    env.mark_fault(pin.fault)
+    if fault.action is Action.PAUSE:
+        await sender.wait_paused(10.0)
+    else:
+        await react(env, sender, fault.action)
+    await env.client.signal(INSTANCE, step, signal_id, payload)  # the broker redelivers
+    env.record.stats["signals_redelivered"] += 1
+    sender.resume()
+
+
+async def _approve(env: DrillEnv, step: str, payload: Any) -> bool:
+    """Approve ``step`` when the instance waits there (False when it does not yet)."""
+    try:
+        await env.client.command(
+            INSTANCE, Command.APPROVE, ACTOR, "drill plan answer", f"approve-{step}",
+            step=step, payload=payload,
+        )  # fmt: skip
+    except WaylineError:
+        return False
+    return True
+
+
+async def _settled(env: DrillEnv, definition: Definition) -> bool:
+    """No open work, and the instance ended or waits for an operator by design."""
+    if await env.scalar(OPEN_WORK_COUNT):
+        return False
+    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
+    return state.status.terminal or bool(in_doubt(state, definition))
+
+
+def in_doubt(state: Instance, definition: Definition) -> list[str]:
+    """Steps whose unknown outcome waits for an operator (``on_unknown: hold``)."""
+    return [
+        step
+        for step, progress in state.activities.items()
+        if progress.status is AttemptStatus.UNKNOWN and plans.holds_on_unknown(definition, step)
+    ]
+
+
+async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> None:
+    """Answer what waits, until the instance settled; then the recovery time."""
+
+    async def settled() -> bool:
+        await _answer(env, drilled, {}, set())
+        return await _settled(env, drilled.definition)
+
+    await env.until(settled, SETTLE_SECONDS, "the instance to end or wait for an operator")
+    if env.fault_at is not None:
+        env.record.recovery_seconds.append(time.monotonic() - env.fault_at)
+
+
+def _why_unfired(pin: plans.Pin) -> str:
+    if pin.boundary == Boundary.AFTER_CLAIM.value:
+        return (
+            "the step was never claimed (a step after an activity is usually handed on to "
+            "the worker with that activity's outcome: eager dispatch)"
+        )
+    return f"the step never reached {pin.boundary} {pin.hit} time(s) in one worker"
+
+
+def describe(state: Instance, definition: Definition) -> list[str]:
+    """The instance's state as an operator would say it, one line per activity."""
+    doubt = set(in_doubt(state, definition))
+    lines = [f"instance: {state.status.label.upper()}"]
+    for step, progress in state.activities.items():
+        line = f"{step}: {progress.status.label.upper()}"
+        if step in doubt:
+            line += " (in doubt), waiting for an operator"
+        elif progress.status is AttemptStatus.UNKNOWN:
+            line += " (in doubt), retried with the same key"
+        if progress.attempt > 1:
+            line += f" after {progress.attempt} attempts"
+        lines.append(line)
+    for step, progress in state.compensations.items():
+        lines.append(f"{step} compensation: {progress.status.label.upper()}")
+    return lines
+
+
+async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
+    """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
+    fired |= {p.label for p in _fired(env, drilled.plan.pins)}  # fired as the instance ended
+    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
+    doubt = in_doubt(state, drilled.definition)
+    if doubt:  # by design: not a lost instance (I1), an operator's to resolve
+        env.record.acked.remove(INSTANCE)
+    async with env.store.connection() as conn:
+        effects = await (await conn.execute(EFFECTS, (INSTANCE,))).fetchall()
+        history = await (await conn.execute(HISTORY, (INSTANCE, MAX_HISTORY_EVENTS))).fetchall()
+    per_key = [
+        {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
+        for s, c, k, n, applied in effects
+    ]
+    findings = [
+        {
+            "step": item["step"],
+            "text": f"{item['step']}: its effect happened {item['effects']} times under one "
+            f"idempotency key ({item['key']}): the activity is not idempotent, and a retry "
+            "with the same key repeated it",
+        }
+        for item in per_key
+        if item["effects"] > 1
+    ]
+    findings += [
+        {"step": p.step, "text": f"pin {p.label} never fired: {_why_unfired(p)}"}
+        for p in drilled.plan.pins
+        if p.label not in fired
+    ]
+    env.record.expectations += [f["text"] for f in findings]
+    env.record.extra["plan"] = {
+        "findings": findings,
+        "definition": drilled.ref,
+        "pins": [
+            {**p.as_json(), "label": p.label, "fired": p.label in fired} for p in drilled.plan.pins
+        ],
+        "state": describe(state, drilled.definition),
+        "in_doubt": doubt,
+        "recovery_seconds": round(env.record.recovery_seconds[-1], 2)
+        if env.record.recovery_seconds
+        else None,
+        "effects": per_key,
+        "history": [
+            {"seq": q, "kind": EventKind(k).name.lower(), "step": s or "", "attempt": a}
+            for q, k, s, a in history
+        ],
+    }

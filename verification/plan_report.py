@@ -1,0 +1,60 @@
+"""A drill plan's verdicts as text: per drill, per pin, in the operator's words.
+
+Printed above the scorecard by ``wayline drill run --plan``: which pins fired, the
+instance's final state (``charge: UNKNOWN (in doubt), waiting for an operator``), the
+invariants checked, held and broken, the recovery time, the effects per idempotency
+key and the history, so a CI log answers "what happens to our workflow if ..." alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verification.findings import NAMES
+
+HISTORY_LINE_EVENTS = 12
+"""Events per history line; the JSON scorecard has the whole history."""
+
+
+def text(card: dict[str, Any]) -> str:
+    """The plan section of every plan drill in ``card`` (empty when there is none)."""
+    lines: list[str] = []
+    for drill in card["drills"]:
+        plan = drill.get("extra", {}).get("plan")
+        if plan is not None:
+            lines += _drill(drill, plan)
+    return "\n".join(lines)
+
+
+def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    recovery = plan.get("recovery_seconds")
+    head = f"plan {drill['title']}  {drill['verdict'].upper()}  {drill['seconds']} s"
+    lines = [head + (f"  recovered in {recovery} s" if recovery is not None else "")]
+    for pin in plan["pins"]:
+        lines.append(f"  pin {pin['label']}: {'fired' if pin['fired'] else 'NEVER FIRED'}")
+    lines += [f"  state  {line}" for line in plan["state"]]
+    lines.append(f"  invariants  {_invariants(drill.get('invariants', {}))}")
+    for effect in plan["effects"]:
+        lines.append(
+            f"  effects  {effect['step']} key {effect['key']}: {effect['calls']} call(s), "
+            f"{effect['effects']} effect(s)"
+        )
+    lines += _history(plan["history"])
+    lines += [f"  finding  {failure}" for failure in drill["failures"]]
+    return lines
+
+
+def _invariants(checks: dict[str, list[int]]) -> str:
+    held = [k for k, (_, broke) in checks.items() if not broke]
+    broke = [f"{k} {NAMES.get(k, '')}".strip() for k, (_, n) in checks.items() if n]
+    return f"{len(checks)} checked, {len(held)} held, {len(broke)} broke" + (
+        f" ({', '.join(broke)})" if broke else ""
+    )
+
+
+def _history(events: list[dict[str, Any]]) -> list[str]:
+    words = [f"{e['seq']} {e['kind']}{' ' + e['step'] if e['step'] else ''}" for e in events]
+    return [
+        f"  history  {'; '.join(words[n : n + HISTORY_LINE_EVENTS])}"
+        for n in range(0, len(words), HISTORY_LINE_EVENTS)
+    ]

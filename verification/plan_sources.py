@@ -1,0 +1,91 @@
+"""Where drill plans and the definitions they drill come from: files, flags, a server.
+
+A plan comes from a JSON file (``--plan``) or from the command line's ``--definition``
+and ``--pin`` flags. Its definition is a file (``definition_file``, relative to the
+plan; or ``--definition FILE.json``) or a version published on the server
+(``NAME@VERSION``, read from ``--dsn``'s schema: the team's own, read only). Either
+way the plan is then checked against it (``verification.plan.check_against``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.model.definitions import Definition
+from engine.model.errors import WaylineError
+from engine.model.files import load_definition
+from engine.store import catalog
+from engine.store.store import Store
+from verification import plan as plans
+from verification.plan_drills import Drilled
+
+MAX_PLAN_BYTES = 1024 * 1024
+"""Size of a plan file; the full matrix of a large definition stays well below it."""
+
+
+def read_plan(path: Path) -> plans.Plan:
+    """The plan in ``path``; PlanInvalid saying what is wrong with the file or the plan."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise plans.PlanInvalid([f"{path}: cannot be read ({exc.strerror})"]) from exc
+    if len(data) > MAX_PLAN_BYTES:
+        raise plans.PlanInvalid([f"{path}: larger than {MAX_PLAN_BYTES} bytes"])
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise plans.PlanInvalid([f"{path}: not JSON ({exc})"]) from exc
+    plan = plans.parse(document)
+    if plan.definition_file:
+        resolved = (path.parent / plan.definition_file).resolve()
+        plan = plans.Plan(**{**plan.__dict__, "definition_file": str(resolved)})
+    return plan
+
+
+def plan_from_flags(definition: str, pins: list[str], app: str, input_: Any) -> plans.Plan:
+    """The plan ``--definition NAME@VERSION|FILE --pin ... [--app]`` describes."""
+    document: dict[str, Any] = {"pins": [p.strip() for p in pins], "input": input_}
+    if definition.endswith(".json") or Path(definition).is_file():
+        document["definition_file"] = str(Path(definition).resolve())
+    else:
+        document["definition"] = definition
+    if app:
+        document["app"] = app
+    return plans.parse(document)
+
+
+async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Definition:
+    """The definition ``plan`` drills; PlanInvalid when it cannot be found or read."""
+    if plan.definition_file:
+        try:
+            return load_definition(Path(plan.definition_file))
+        except WaylineError as exc:
+            raise plans.PlanInvalid([f"definition_file: {exc}"]) from exc
+    name, _, version = plan.definition.rpartition("@")
+    if not dsn:
+        raise plans.PlanInvalid(
+            [
+                f"definition: {plan.definition} is read from the server: give --dsn (its "
+                "schema --schema), or give the definition's JSON file instead"
+            ]
+        )
+    store = await Store.open(dsn, schema)
+    try:
+        found = (await catalog.load_registry(store)).get(name, version)
+    finally:
+        await store.close()
+    if found is None:
+        raise plans.PlanInvalid([f"definition: {plan.definition} is not published in {schema}"])
+    return found
+
+
+async def drilled(
+    plan: plans.Plan, dsn: str | None, schema: str, for_each_pin: bool = False
+) -> list[Drilled]:
+    """The drills of ``plan``: one, or one per pin; each checked against its definition."""
+    definition = await definition_of(plan, dsn, schema)
+    plans.check_against(plan, definition)
+    chosen = plans.for_each_pin(plan) if for_each_pin and plan.pins else [plan]
+    return [Drilled(p, definition) for p in chosen]
