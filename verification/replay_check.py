@@ -131,15 +131,11 @@ class Verdict:
 Decide = Callable[[Draft], None]
 
 
-def verify(
-    registry: Registry, history: History, decision: Decide = decide, chain: bool = True
-) -> Verdict:
+def verify(registry: Registry, history: History, decision: Decide = decide) -> Verdict:
     """Replay ``history`` with decision checks, then check its ledger chain.
 
     ``decision`` is the decision code checked (the engine's ``decide``, unless a
-    negative control checks a broken one). ``chain=False`` leaves the ledger out: a
-    doctored history has no ledger of its own, and a negative control must be caught by
-    replay and the decisions, not by the ledger it lacks."""
+    negative control checks a broken one)."""
     mode = _mode(registry, history)
     replay = (
         REPLAYS.get(mode, _replay_with_decisions) if mode is not None else _replay_with_decisions
@@ -149,8 +145,7 @@ def verify(
         again = _replay(registry, history.events)
         if again is None or again.digest != verdict.state.digest:
             verdict.problems.append("a second replay gave another snapshot digest")
-        if chain:
-            verdict.problems.extend(check_ledger(history, verdict.pins))
+        verdict.problems.extend(check_ledger(history, verdict.pins))
     return verdict
 
 

@@ -82,7 +82,7 @@ def _expect_caught(
     decision: replay_check.Decide = decide,
 ) -> None:
     env.record.stats["mutants_injected"] += 1
-    caught = bool(replay_check.verify(registry, history, decision, chain=False).problems)
+    caught = bool(replay_check.verify(registry, history, decision).problems)
     env.record.stats["mutants_detected"] += caught
     env.expect(caught, f"mutant '{name}' of {history.instance_id} replayed without detection")
 
