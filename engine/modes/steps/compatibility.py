@@ -86,8 +86,10 @@ def _maps(state: Instance, was: Step, now: Step) -> Iterator[str]:
         assert now.retry is not None
         if now.target != was.target:
             yield f"activity {name} is in flight on {was.target} and now runs {now.target}"
-        attempt = state.activities[name].attempt
-        if attempt > now.retry.max_attempts:
+        progress = state.activities[name]
+        waiting = progress.status is AttemptStatus.RETRY_WAITING  # its next attempt is due
+        attempt = progress.attempt + 1 if waiting else progress.attempt
+        if attempt > max(now.retry.max_attempts, progress.granted_attempt):
             yield (
                 f"activity {name} is on attempt {attempt} and now allows {now.retry.max_attempts}"
             )
