@@ -39,7 +39,7 @@ from bench import procs
 from bench.app import EFFECTS_DSN_ENV, EFFECTS_TABLE_ENV, RECOVERY_DEFINITION, W1_DEFINITION
 from bench.app import definitions as wayline_definitions
 from bench.cluster import PROBE, Cluster, Meter, Window
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.events import EventKind
 from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState

@@ -11,16 +11,17 @@ changes instances, ``Queries`` reads what a console shows, and the store's setup
 outside the engine needs ``engine.store``.
 """
 
-from engine.bulk_commands import BulkCommands, BulkConflict
-from engine.client import Client, SignalConflict, StartConflict
-from engine.decide.operator_actions import Action
-from engine.executions import (
+from engine.api.bulk_commands import BulkCommands, BulkConflict
+from engine.api.client import Client, SignalConflict, StartConflict
+from engine.api.executions import (
     AccessRefused,
     ExecutionNotFound,
     Executions,
     SubmitConflict,
     Submitted,
 )
+from engine.api.queries import Queries
+from engine.decide.operator_actions import Action
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.errors import (
     ActivityAppNotFound,
@@ -42,7 +43,6 @@ from engine.modes.machines.provisioning import provision_roles, provisioning_sql
 from engine.modes.machines.provisioning import roles_of as resource_roles
 from engine.modes.machines.standing import STATUSES, StateValue
 from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
-from engine.queries import Queries
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
 from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from engine.api.queries import ResolutionAction
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
-from engine.queries import ResolutionAction
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.service import VIEWS
 from studio.roles import Role

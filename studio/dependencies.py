@@ -16,7 +16,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, Parameter
 
-from engine.queries import InstanceRow
+from engine.api.queries import InstanceRow
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.editor_pages import draft_editor

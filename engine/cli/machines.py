@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from engine.api.client import Client
+from engine.api.executions import Executions
 from engine.cli import machine_roles
 from engine.cli.runtime import add_command, json_arg
-from engine.client import Client
-from engine.executions import Executions
 from engine.modes.machines.standing import StateValue
 
 LABEL = "wayline"

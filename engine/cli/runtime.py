@@ -19,9 +19,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engine.api.client import Client
 from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
-from engine.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.errors import (

@@ -12,7 +12,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Template
 
-from engine.queries import PublishedVersion
+from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
 from studio.definitions import service as definitions
 from studio.principal import Principal

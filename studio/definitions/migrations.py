@@ -25,8 +25,8 @@ from engine import (
     Verdict,
     WaylineError,
 )
+from engine.api.queries import DeclaredEdge, PublishedVersion
 from engine.model.definitions import DefinitionRef
-from engine.queries import DeclaredEdge, PublishedVersion
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.runtime import Runtime

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from litestar import Response
 
-from engine.queries import PublishedVersion
+from engine.api.queries import PublishedVersion
 from studio.definitions.diff import DefinitionDiff, FieldChange
 from studio.definitions.drafts import Draft
 from studio.definitions.problems import Problems, check_document

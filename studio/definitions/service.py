@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import ChildDefinitionNotFound, DefinitionConflict, IncompatibleInstances
+from engine.api.queries import PublishedVersion, StoredReport
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
-from engine.queries import PublishedVersion, StoredReport
 from studio.definitions.diff import DefinitionDiff
 from studio.definitions.problems import Problems, check_document
 from studio.drawings import drawing_of_document

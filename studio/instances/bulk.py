@@ -6,7 +6,7 @@ the action cover its first MAX_BULK_INSTANCES. Filters on the step an instance i
 and on a failure code are read from replayed state, so a filtered selection examines
 at most MAX_BULK_SCAN rows of the list's other filters and says when it stopped there.
 
-The preview is the engine's (``engine.bulk_commands``): every chosen instance judged
+The preview is the engine's (``engine.api.bulk_commands``): every chosen instance judged
 from its replayed state, and the totals (``engine.decide.previews.blast_radius``).
 Confirming needs a reason and the bulk id the preview was drawn with, so a form posted
 twice acts once; the engine judges every instance again as it acts, and the bulk's
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import BulkCommands, BulkConflict
-from engine.bulk_commands import BulkCommand, BulkOutcome
+from engine.api.bulk_commands import BulkCommand, BulkOutcome
+from engine.api.queries import BulkResult
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
 from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS, MAX_REASON_LENGTH
-from engine.queries import BulkResult
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances import service as instances
 from studio.instances.service import InstanceFilters, narrowed, parse_json

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.api.queries import BulkCommand, BulkResult
 from engine.decide.bulk_actions import BULK_ACTIONS, RESOLUTIONS
 from engine.decide.previews import Preview, Verdict
 from engine.model.identifiers import local_instance_id
-from engine.queries import BulkCommand, BulkResult
 from studio.choices import InstanceStatusName, InstanceView, one_of
 from studio.instances.bulk import BulkPreview
 from studio.instances.schemas import InDoubtOut, RerunOut, consequences_out

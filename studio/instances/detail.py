@@ -14,13 +14,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from engine.api.queries import InstanceRow, WorkRow, WorkState
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.limits import MAX_PAYLOAD_BYTES
 from engine.model.transitions import Draft, WorkKind
 from engine.modes import decide
-from engine.queries import InstanceRow, WorkRow, WorkState
 from studio.code import journal_view
 from studio.code.journal_view import JournalView
 from studio.drawings import drawing_of

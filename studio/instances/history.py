@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from engine.api.queries import HistoryPage
 from engine.model.events import Event, EventKind, event_to_json
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
-from engine.queries import HistoryPage
 from studio.errors import Invalid
 from studio.instance_urls import instance_url
 from studio.instances.service import require_row

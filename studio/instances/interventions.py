@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client import SignalConflict
+from engine.api.client import SignalConflict
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import DecisionRejected, EventInvalid

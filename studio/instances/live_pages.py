@@ -23,7 +23,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from engine.queries import InstanceRow
+from engine.api.queries import InstanceRow
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances.replays import Replayed

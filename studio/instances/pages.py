@@ -17,12 +17,12 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Stream, Template
 
+from engine.api.queries import InstanceRow
 from engine.decide import lifecycle
 from engine.decide.bulk_actions import RESOLUTIONS
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
-from engine.queries import InstanceRow
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.api.queries import HistoryPage, InstanceRow
 from engine.decide.previews import Preview
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import instance_to_json
-from engine.queries import HistoryPage, InstanceRow
 from studio.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
 from studio.instances.detail import AttemptRow, InstanceDetail
 from studio.instances.history import event_document

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from engine.client import StartConflict
+from engine.api.client import StartConflict
+from engine.api.queries import InstancePage, InstanceRow, InstanceView
 from engine.decide import lifecycle
 from engine.model import inputs
 from engine.model.definitions import Definition, Mode
@@ -36,7 +37,6 @@ from engine.model.identifiers import id_problem, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.runs import run_id
-from engine.queries import InstancePage, InstanceRow, InstanceView
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound

@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from engine import ResolutionConflict, StaleLease, WorkRequestInvalid, make_resolution
-from engine.model.canonical import digest
-from engine.model.definitions import DefinitionRef
-from engine.model.durations import parse_duration
-from engine.model.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
-from engine.queries import (
+from engine.api.queries import (
     DeadLetter,
     DeadLetterCursor,
     DeadLetterGroup,
     ResolutionAction,
     ResolutionRecord,
 )
+from engine.model.canonical import digest
+from engine.model.definitions import DefinitionRef
+from engine.model.durations import parse_duration
+from engine.model.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
 from studio.errors import Invalid
 from studio.paging import format_cursor, parse_cursor
 from studio.runtime import Runtime

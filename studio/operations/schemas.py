@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from engine.api.queries import DeadLetterGroup, WorkRow
 from engine.model.identifiers import local_instance_id
-from engine.queries import DeadLetterGroup, WorkRow
 from studio.choices import DeadLetterAction
 from studio.operations.dead_letters import DeadLetterView, ItemResult
 from studio.operations.workers import WorkerView

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.queries import Queries, WorkerInfo, WorkRow
+from engine.api.queries import Queries, WorkerInfo, WorkRow
 
 TARGET_FRESHNESS = timedelta(minutes=15)
 """Targets count as advertised while their worker spoke within this long."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.validation import parse_definition
 from studio.roles import Role
 from tests.browser.conftest import settled, sign_in

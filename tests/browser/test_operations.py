@@ -16,7 +16,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.identifiers import team_instance_id
 from engine.worker.activities import ActivityRegistry

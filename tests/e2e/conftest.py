@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.definitions import Definition
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event, EventKind

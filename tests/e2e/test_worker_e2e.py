@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from engine import load_definition
-from engine.client import Client, SignalConflict
+from engine.api.client import Client, SignalConflict
 from engine.decide.child_starts import CHILD_DEFINITION_NOT_FOUND
 from engine.decide.decisions import ACTIVITY_OUTCOME_UNKNOWN
 from engine.decide.operator_actions import Action

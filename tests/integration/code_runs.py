@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.events import Event, EventKind
 from engine.model.instance import Instance
 from engine.modes.code.fold import entries

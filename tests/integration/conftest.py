@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.embedded import EmbeddedPostgres
 from engine.store.migrations import apply_migrations

@@ -26,7 +26,7 @@ from engine import (
     Worker,
     WorkerConfig,
 )
-from engine.bulk_commands import BulkCommand, command_id
+from engine.api.bulk_commands import BulkCommand, command_id
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.model.instance import Instance, InstanceStatus

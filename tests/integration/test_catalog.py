@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.client import Client, StartConflict
+from engine.api.client import Client, StartConflict
 from engine.decide.decisions import child_instance_id
 from engine.model.definitions import Definition
 from engine.model.errors import DefinitionNotFound

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused, LimitExceeded
 from engine.store import reads

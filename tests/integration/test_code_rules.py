@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine import IncompatibleInstances, Queries
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.definitions import Definition
 from engine.model.validation import parse_definition
 from engine.store import catalog

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine import DecisionRejected, IncompatibleInstances, InstanceStatus, Queries
-from engine.client import Client
+from engine.api.client import Client
 from engine.replay.fold import replay
 from engine.store import catalog, reads
 from engine.store.store import Store

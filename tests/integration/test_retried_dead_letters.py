@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide import lifecycle
 from engine.decide.audit import Action
 from engine.model.definitions import Definition

@@ -23,7 +23,7 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.lifecycle import start_draft
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from engine.client import Client
+from engine.api.client import Client
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio import code_app

@@ -255,7 +255,7 @@ def test_a_long_history_opens_with_its_first_page_without_reading_the_rest(
 async def pad_history(store, instance_id: str, events: int) -> int:
     """Grow an instance's history to ``events`` with pause/resume commands, 100 events
     (25 rounds) per transition, built and checked by the engine like any command."""
-    from engine.client import Client
+    from engine.api.client import Client
     from engine.decide.operator_commands import record_command
     from engine.model.transitions import Draft
 

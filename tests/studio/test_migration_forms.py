@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.validation import parse_definition
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
 from studio.roles import Role

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from studio.accounts import api_tokens, people
 from studio.app import create_app

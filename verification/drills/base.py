@@ -27,7 +27,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from engine import provision_roles
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.errors import WaylineError
 from engine.model.transitions import Draft
 from engine.modes import decide

@@ -34,7 +34,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from engine import make_resolution
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action as Command
 from engine.model.events import EventKind
 from engine.store.rows import WorkState

@@ -32,9 +32,9 @@ import asyncio
 
 import psycopg
 
-from engine.client import Client
+from engine.api.client import Client
+from engine.api.executions import Executions, Submitted
 from engine.decide.operator_actions import Action as Command
-from engine.executions import Executions, Submitted
 from engine.model.events import EventKind
 from engine.store.errors import ActiveExecutionExists
 from engine.worker.faults import Action, Boundary, Fault

@@ -20,7 +20,7 @@ import asyncio
 import time
 from datetime import timedelta
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.store import catalog, leases, reads
 from engine.store.rows import WorkState
 from engine.store.store import Deadlines, Store

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.model.errors import WaylineError
 from engine.store.errors import CommitOutcome, StoreError
 from verification.drills.base import DrillEnv

@@ -20,7 +20,7 @@ the code is given).
 An execution starts with the data ``start_data`` checks (the input and the parent,
 and who submitted it); the mode's ``admit`` gives the store the parent, of which one
 execution per machine is active at a time (a unique index). ``standing`` says what
-the host operations ``state`` and ``status`` report; ``engine.executions`` runs them
+the host operations ``state`` and ``status`` report; ``engine.api.executions`` runs them
 (with submit and cancel) on a client.
 
 Each advance first re-checks, in its transaction, that whoever submitted the execution

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import InputRefused, ReplayRejected, WaylineError

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.client import Client
+from engine.api.client import Client
 from engine.decide.bulk_actions import bulk_request, judge
 from engine.decide.previews import ActionRequest, Preview, Verdict
 from engine.model.canonical import digest
