@@ -3,8 +3,8 @@
 ``set --team T --keep 90d --as WHO`` records a team's policy; ``list`` prints every
 policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
 team, the ended instances past their team's keep (``engine.store.retention``), writing
-``DIR/<team>-<UTC time>.jsonl`` (one line per instance: its events, as *Export JSON*
-gives them) and printing what it did. Meant for a scheduler (cron, a Kubernetes
+``DIR/<team>-<UTC time>.jsonl`` (one line per instance: the array of its events, each as
+``wayline history --json`` prints it) and printing what it did. Meant for a scheduler (cron, a Kubernetes
 CronJob): a run takes short batches and never waits on a worker, so it can run at any
 time, and a run that dies half way is simply run again.
 """

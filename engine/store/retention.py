@@ -6,7 +6,7 @@ ended instances (``set_policy``; a team without a policy keeps everything). ``pr
 then works in bounded batches: it picks ended instances archived before the cutoff that
 have no live work and no child still running (a running child reports to its parent,
 which must still be there), writes each one's whole history as one JSON line to the
-export (the events ``Export JSON`` gives, on one line), flushed and synced before
+export (the array of its events, each as ``wayline history --json`` prints it), flushed and synced before
 anything is removed, and then, in one short transaction, locks those still as they were
 exported and deletes their work, history, ledger and row. Nothing waits on a worker:
 an ended instance has no due work, and a row another transaction holds is skipped, to be
