@@ -4,9 +4,9 @@
 policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
 team, the ended instances past their team's keep (``engine.store.retention``), writing
 ``DIR/<team>-<UTC time>.jsonl`` (one line per instance: the array of its events, each as
-``wayline history --json`` prints it) and printing what it did. Meant for a scheduler (cron, a Kubernetes
-CronJob): a run takes short batches and never waits on a worker, so it can run at any
-time, and a run that dies half way is simply run again.
+``wayline history --json`` prints it) and printing what it did. Meant for a scheduler
+(cron, a Kubernetes CronJob): a run takes short batches and never waits on a worker, so
+it can run at any time, and a run that dies half way is simply run again.
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """Bounded history: a team's ended instances past its keep, exported, then removed.
 
-History is append-only, so without retention the store grows for ever, and with it
-every index the claims and the studio's pages walk. A team says how long it keeps its
-ended instances (``set_policy``; a team without a policy keeps everything). ``prune``
-then works in bounded batches: it picks ended instances archived before the cutoff that
-have no live work and no child still running (a running child reports to its parent,
-which must still be there), writes each one's whole history as one JSON line to the
-export (the array of its events, each as ``wayline history --json`` prints it), flushed and synced before
-anything is removed, and then, in one short transaction, locks those still as they were
-exported and deletes their work, history, ledger and row. Nothing waits on a worker:
-an ended instance has no due work, and a row another transaction holds is skipped, to be
-taken by a later run; a crash between export and removal only exports some instances
-twice (each line names its instance).
+History is append-only, so without retention the store grows for ever, and with it every
+index the claims and the studio's pages walk. A team says how long it keeps its ended
+instances (``set_policy``; a team without a policy keeps everything). ``prune`` then
+works in bounded batches: it picks ended instances archived before the cutoff that have
+no live work and no child still running (a running child reports to its parent, which
+must still be there), writes each one's whole history as one JSON line to the export
+(the array of its events, each as ``wayline history --json`` prints it), flushed and
+synced before anything is removed, and then, in one short transaction, locks those still
+as they were exported and deletes their work, history, ledger and row. Nothing waits on
+a worker: an ended instance has no due work, and a row another transaction holds is
+skipped, to be taken by a later run; a crash between export and removal only exports
+some instances twice (each line names its instance).
 
 A removed instance's id is free again: a start with it begins a new instance.
 """
