@@ -88,9 +88,16 @@ async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) 
     return Selection(tuple(stored))
 
 
-def ask(action: str, step: str = "", resolution: str = "", result: Any = None) -> ActionRequest:
-    """The bulk request a form or the API describes (Invalid says what is allowed)."""
-    arguments = {"resolution": resolution or None, "result": result}
+def ask(
+    action: str, step: str = "", resolution: str = "", result: Any = None, version: str = ""
+) -> ActionRequest:
+    """The bulk request a form or the API describes (Invalid says what is allowed):
+    ``version`` is the version a migration moves each instance to."""
+    arguments = {
+        "resolution": resolution or None,
+        "result": result,
+        "version": version.strip() or None,
+    }
     try:
         return bulk_request(action, step.strip(), arguments)
     except ValueError as wrong:
@@ -100,7 +107,11 @@ def ask(action: str, step: str = "", resolution: str = "", result: Any = None) -
 def ask_from_form(values: dict[str, str]) -> ActionRequest:
     result = parse_json(values.get("result", ""), "result")
     return ask(
-        values.get("action", ""), values.get("step", ""), values.get("resolution", ""), result
+        values.get("action", ""),
+        values.get("step", ""),
+        values.get("resolution", ""),
+        result,
+        values.get("version", ""),
     )
 
 
