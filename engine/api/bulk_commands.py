@@ -47,15 +47,16 @@ class BulkOutcome:
     """True when this call acted on no instance: the bulk had been taken before."""
 
 
-def check_selection(instance_ids: Sequence[str]) -> list[str]:
-    """The selection without repeats; ValueError past MAX_BULK_INSTANCES or when empty."""
+def check_selection(instance_ids: Sequence[str], limit: int = MAX_BULK_INSTANCES) -> list[str]:
+    """The selection without repeats; ValueError past ``limit`` (a bulk's, or a
+    smaller one a caller keeps, such as a version page's migration) or when empty."""
     chosen = list(dict.fromkeys(instance_ids))
     if not chosen:
         raise ValueError("choose at least one instance")
-    if len(chosen) > MAX_BULK_INSTANCES:
+    if len(chosen) > limit:
         raise ValueError(
-            f"{len(chosen)} instances chosen; a bulk action takes at most "
-            f"{MAX_BULK_INSTANCES} per request (narrow the selection, or act in parts)"
+            f"{len(chosen)} instances chosen; at most {limit} per request "
+            "(narrow the selection, or act in parts)"
         )
     return chosen
 

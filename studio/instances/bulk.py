@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import BulkCommands, BulkConflict
-from engine.api.bulk_commands import BulkCommand, BulkOutcome
+from engine.api.bulk_commands import BulkCommand, BulkOutcome, check_selection
 from engine.api.queries import BulkResult
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
@@ -70,13 +70,18 @@ async def select_by_filter(runtime: Runtime, team: str, filters: InstanceFilters
     return Selection(tuple(chosen[:MAX_BULK_INSTANCES]), more, scanned_out)
 
 
+def checked(instance_ids: Sequence[str], limit: int = MAX_BULK_INSTANCES) -> list[str]:
+    """The chosen ids without repeats (Invalid for none, or more than ``limit``): the
+    engine's one check of a selection."""
+    try:
+        return check_selection(instance_ids, limit)
+    except ValueError as wrong:
+        raise Invalid(str(wrong)) from None
+
+
 async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) -> Selection:
     """The team's instances of ``local_ids`` (Invalid names any the team does not have)."""
-    chosen = list(dict.fromkeys(i.strip() for i in local_ids if i.strip()))
-    if not chosen:
-        raise Invalid("choose at least one instance")
-    if len(chosen) > MAX_BULK_INSTANCES:
-        raise Invalid(f"{len(chosen)} instances chosen; at most {MAX_BULK_INSTANCES} per request")
+    chosen = checked([i.strip() for i in local_ids if i.strip()])
     scoped = {i: team_instance_id(team, i) for i in chosen}
     rows = await runtime.queries.instance_rows([*scoped.values(), *chosen])
     stored, missing = [], []
