@@ -419,7 +419,10 @@ class Client:
     async def inspect(self, instance_id: str) -> Instance:
         """The replayed instance (bounded; see reads.inspect)."""
         _check_texts(instance_id=instance_id)
-        return await reads.inspect(self.store, await self.registries.get(), instance_id)
+        try:
+            return await reads.inspect(self.store, await self.registries.get(), instance_id)
+        except ReplayRejected:  # a version or edge another process published since
+            return await reads.inspect(self.store, await self.registries.refresh(), instance_id)
 
 
 def _check_texts(**texts: str) -> None:
