@@ -8,12 +8,12 @@ import uuid
 
 from studio.definitions import drafts
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
-def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
-    studio: LiveStudio,
-) -> None:
+def incompatible_draft(studio: LiveStudio) -> tuple[str, str, str, SignedInClient]:
+    """A fresh team's name with a running instance, a draft of version 2 without the
+    step it is in, and an author of the team: the name, instance, draft and client."""
     team = studio.team("gate")
     name = f"edited.{uuid.uuid4().hex[:6]}"
     studio.publish(team, definition(name))
@@ -21,8 +21,14 @@ def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
     v2 = definition(name, "2")
     del v2["steps"][0]  # reserve: the instance has progress in it
     draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
-    client = studio.client(studio.user(team, Role.AUTHOR))
-    url = f"/drafts/{draft.draft_id}/publish"
+    return name, instance_id, draft.draft_id, studio.client(studio.user(team, Role.AUTHOR))
+
+
+def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
+    studio: LiveStudio,
+) -> None:
+    name, instance_id, draft_id, client = incompatible_draft(studio)
+    url = f"/drafts/{draft_id}/publish"
 
     refused = client.form(url, {"require_compatible": "1"})
     assert refused.status_code == 409
@@ -37,16 +43,9 @@ def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
 def test_the_drafts_api_takes_the_same_compatibility_field_as_the_definitions_api(
     studio: LiveStudio,
 ) -> None:
-    team = studio.team("gateapi")
-    name = f"scripted.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance_id = studio.start(team, name)
-    v2 = definition(name, "2")
-    del v2["steps"][0]  # reserve: the instance has progress in it
-    draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
-    client = studio.client(studio.user(team, Role.AUTHOR))
+    name, instance_id, draft_id, client = incompatible_draft(studio)
     client.headers["X-CSRF-Token"] = client.csrf
-    url = f"/api/drafts/{draft.draft_id}/publish"
+    url = f"/api/drafts/{draft_id}/publish"
 
     refused = client.post(url, json={"compatibility": "require"})
     assert refused.status_code == 409
