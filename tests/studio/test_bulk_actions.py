@@ -21,23 +21,12 @@ from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
 from studio.instance_urls import instance_url
 from studio.instances import bulk
-from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
 @pytest.fixture(scope="module")
 def team(studio: LiveStudio) -> str:
     return studio.team("bulk")
-
-
-@pytest.fixture(scope="module")
-def operator(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.OPERATOR))
-
-
-@pytest.fixture(scope="module")
-def viewer(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.VIEWER))
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ with the instance named, and the draft stays; unticked, it is published with its
 
 from __future__ import annotations
 
-import uuid
-
 from studio.definitions import drafts
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
@@ -14,10 +12,7 @@ from tests.studio.live import LiveStudio, SignedInClient, definition
 def incompatible_draft(studio: LiveStudio) -> tuple[str, str, str, SignedInClient]:
     """A fresh team's name with a running instance, a draft of version 2 without the
     step it is in, and an author of the team: the name, instance, draft and client."""
-    team = studio.team("gate")
-    name = f"edited.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance_id = studio.start(team, name)
+    team, name, instance_id = studio.one_running("edited")
     v2 = definition(name, "2")
     del v2["steps"][0]  # reserve: the instance has progress in it
     draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
