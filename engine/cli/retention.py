@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engine.api.client import Client
 from engine.cli.options import UsageError
-from engine.cli.runtime import add_command
+from engine.cli.runtime import add_command, add_group
 from engine.model.durations import format_duration, parse_duration
 from engine.store import retention
 from engine.store.retention import MAX_PRUNE_BATCH, Policy
@@ -29,12 +29,12 @@ NO_TEAM = "(no team)"
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``retention`` and its actions to the ``wayline`` parser."""
-    parser = commands.add_parser(
+    actions = add_group(
+        commands,
         "retention",
-        help="how long teams keep ended instances; export and remove those past it",
-        description="Bounded history: per-team retention of ended instances.",
+        "how long teams keep ended instances; export and remove those past it",
+        "Bounded history: per-team retention of ended instances.",
     )
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set, LABEL)
     chosen.add_argument("--team", default="", help="the team (default: the engine's own, '')")
     chosen.add_argument("--keep", required=True, type=_duration, help="e.g. 90d or 72h")
