@@ -49,6 +49,7 @@ from engine.worker.faults import Boundary, Faults
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import InstanceCache, RegistrySource
 from engine.worker.metrics import Metrics
+from engine.worker.tracing import Tracing
 
 S = InstanceStatus
 PARK_FOR = timedelta(hours=1)
@@ -139,6 +140,8 @@ class Context:
     """Where sync handlers run; the worker sizes it to its concurrency."""
     hooks: WorkerHooks = field(default_factory=WorkerHooks)
     """The worker's decision points (``engine.worker.hooks``)."""
+    tracing: Tracing | None = None
+    """Where its spans go; None when traces are off (``engine.worker.tracing``)."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 

@@ -17,8 +17,10 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -55,6 +57,7 @@ from engine.worker.leased_commits import (
     redelivered,
     wait_until,
 )
+from engine.worker.tracing import Attempt, Tracing, started_ns
 
 A = AttemptStatus
 S = InstanceStatus
@@ -129,13 +132,28 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         return
     start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
+    began = started_ns()
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
+    if start.settled and state is not None and ctx.tracing is not None:
+        _trace_settled(ctx.tracing, state, track, dispatch, began)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     if await run_attempts(ctx, track, current, state, dispatch):
         decide = modes.processor(current.lease.kind)
         assert decide is not None  # handed on only when this worker runs its code
         await decide(ctx, current)
+
+
+def _trace_settled(
+    tracing: Tracing, state: Instance, track: Track, dispatch: Dispatch, began: int
+) -> None:
+    """The span of a redelivered attempt settled without running its handler again."""
+    progress = track.progress(state, dispatch.step)
+    attributes = {"wayline.step": dispatch.step, "wayline.attempt": dispatch.attempt}
+    if progress is not None and progress.attempt == dispatch.attempt:
+        attributes["wayline.outcome"] = progress.status.label
+        attributes["wayline.outcome_code"] = progress.code
+    tracing.record(f"{track.name} {dispatch.step}", state, began, **attributes)
 
 
 async def run_attempts(
@@ -147,21 +165,36 @@ async def run_attempts(
     and the caller runs it."""
     lease = current.lease
     while True:
-        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
-        outcome = await _run(ctx, state, track, dispatch)
-        ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
-        ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
-        eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
-        record = _record(track, dispatch, outcome)
-        with current.completing():
-            state = await commit(ctx, lease, record, eager=eager, known=state)
-            if eager is None or eager.lease is None or state is None:
-                return False
-            current.lease = eager.lease
-            ctx.metrics.count("eager_dispatches")
-            if eager.dispatch is None:
-                return True
-            lease, dispatch = eager.lease, eager.dispatch
+        with _traced(ctx, state, track, dispatch) as span:
+            ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
+            started = time.perf_counter()
+            outcome = await _run(ctx, state, track, dispatch)
+            ctx.metrics.observe("step", time.perf_counter() - started, track=track.name)
+            ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
+            kind = type(outcome).__name__.lower()
+            ctx.metrics.count("outcomes", kind=kind, track=track.name)
+            if span is not None:
+                span.outcome(kind, getattr(outcome, "code", ""))
+            eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
+            record = _record(track, dispatch, outcome)
+            with current.completing():
+                state = await commit(ctx, lease, record, eager=eager, known=state)
+                if eager is None or eager.lease is None or state is None:
+                    return False
+                current.lease = eager.lease
+                ctx.metrics.count("eager_dispatches")
+                if eager.dispatch is None:
+                    return True
+                lease, dispatch = eager.lease, eager.dispatch
+
+
+def _traced(
+    ctx: Context, state: Instance, track: Track, dispatch: Dispatch
+) -> contextlib.AbstractContextManager[Attempt | None]:
+    """The attempt's span (``engine.worker.tracing``), or nothing when traces are off."""
+    if ctx.tracing is None:
+        return contextlib.nullcontext()
+    return ctx.tracing.attempt(state, track.name, dispatch.step, dispatch.attempt, dispatch.key)
 
 
 async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:
@@ -308,5 +341,8 @@ async def process_timer(ctx: Context, current: LeaseHolder) -> None:
         except ReplayRejected:
             raise Obsolete from None
 
-    await commit(ctx, lease, build)
+    began = started_ns()
+    state = await commit(ctx, lease, build)
+    if ctx.tracing is not None and state is not None:
+        ctx.tracing.record(f"timer {step}", state, began, **{"wayline.step": step})
     ctx.faults.reach(Boundary.AFTER_TIMER_FIRE, step)

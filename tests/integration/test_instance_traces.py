@@ -1,0 +1,180 @@
+"""Issue 26: an instance is one trace, joined to the trace of the caller that started it,
+even when two workers each run some of its steps; a handler's own spans nest under its
+attempt's span; an unknown outcome is marked on its span.
+
+Spans go to the SDK's in-memory exporter through a provider of the test's own (the
+process's global provider stays unset, so no other test is traced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from engine.api.client import Client
+from engine.model.instance import InstanceStatus
+from engine.model.validation import parse_definition
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry, ActivityRequest, UnknownOutcome
+from engine.worker.loop import Worker, WorkerConfig
+
+WAIT_SECONDS = 20.0
+STEPS = ("one", "two", "three")
+THREE_STEPS = parse_definition(
+    {
+        "name": "traced.three",
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {
+                "name": step,
+                "kind": "activity",
+                "target": f"traced.{step}",
+                "timeout": "10s",
+                "input_limit": 1000,
+                "result_limit": 1000,
+                "retry": {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"},
+            }
+            for step in STEPS
+        ],
+    }
+)
+
+
+@pytest.fixture
+def provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return tracer_provider, exporter
+
+
+def handler(tracer_provider: TracerProvider, step: str, answer: Callable[[], Any]) -> Any:
+    """A sync handler (it runs in a worker thread) that opens a span of its own."""
+    tracer = tracer_provider.get_tracer("test.handlers")
+
+    def run(request: ActivityRequest) -> Any:
+        with tracer.start_as_current_span(f"handler {step}"):
+            return answer()
+
+    return run
+
+
+@pytest.fixture
+async def two_workers(
+    db_store: Store, provider: tuple[TracerProvider, InMemorySpanExporter]
+) -> AsyncIterator[dict[str, Callable[[], Any]]]:
+    """Worker ``w-a`` runs steps one and three, ``w-b`` step two; each step answers what
+    the returned map says (success unless a test changes it)."""
+    tracer_provider, _ = provider
+    answers: dict[str, Callable[[], Any]] = {step: lambda: {"ok": True} for step in STEPS}
+    apps = {"w-a": ActivityRegistry(), "w-b": ActivityRegistry()}
+    for step in STEPS:
+        app = apps["w-b" if step == "two" else "w-a"]
+        app.register(f"traced.{step}", handler(tracer_provider, step, lambda s=step: answers[s]()))
+    stop = asyncio.Event()
+    tasks = [
+        asyncio.create_task(
+            Worker(
+                db_store,
+                app,
+                WorkerConfig(worker_id=worker_id, poll_interval=timedelta(milliseconds=50)),
+                tracer_provider=tracer_provider,
+            ).run(stop)
+        )
+        for worker_id, app in apps.items()
+    ]
+    try:
+        yield answers
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
+async def ended(exporter: InMemorySpanExporter, count: int) -> list[ReadableSpan]:
+    """The finished spans once there are ``count`` of them."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while len(spans := list(exporter.get_finished_spans())) < count:
+        assert time.monotonic() < deadline, f"only {len(spans)} of {count} spans ended"
+        await asyncio.sleep(0.02)
+    return spans
+
+
+def by_name(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
+    return {span.name: span for span in spans}
+
+
+async def test_three_steps_on_two_workers_make_one_trace_under_the_caller(
+    db_store: Store,
+    provider: tuple[TracerProvider, InMemorySpanExporter],
+    two_workers: dict[str, Callable[[], Any]],
+) -> None:
+    tracer_provider, exporter = provider
+    client = Client(db_store, tracer_provider=tracer_provider)
+    await client.publish(THREE_STEPS)
+    with tracer_provider.get_tracer("test.caller").start_as_current_span("caller"):
+        await client.start("traced.three", "order-7", {"n": 1})
+
+    spans = by_name(await ended(exporter, 8))  # caller, start, 3 attempts, 3 handlers
+    assert (await client.inspect("order-7")).status is InstanceStatus.COMPLETED
+    caller, start = spans["caller"], spans["start traced.three"]
+    assert {s.context.trace_id for s in spans.values()} == {caller.context.trace_id}
+    assert start.parent.span_id == caller.context.span_id
+    workers = {}
+    for step in STEPS:
+        attempt, own = spans[f"activity {step}"], spans[f"handler {step}"]
+        assert attempt.parent.span_id == start.context.span_id
+        assert own.parent.span_id == attempt.context.span_id
+        assert attempt.attributes["wayline.instance_id"] == "order-7"
+        assert attempt.attributes["wayline.definition"] == "traced.three"
+        assert attempt.attributes["wayline.version"] == "1"
+        assert attempt.attributes["wayline.attempt"] == 1
+        assert attempt.attributes["wayline.idempotency_key"]
+        assert attempt.attributes["wayline.outcome"] == "succeeded"
+        workers[step] = attempt.attributes["wayline.worker_id"]
+    assert workers == {"one": "w-a", "two": "w-b", "three": "w-a"}
+    assert all('"n"' not in str(dict(s.attributes or {})) for s in spans.values())  # no input
+
+
+async def test_an_unknown_outcome_is_marked_on_its_span(
+    db_store: Store,
+    provider: tuple[TracerProvider, InMemorySpanExporter],
+    two_workers: dict[str, Callable[[], Any]],
+) -> None:
+    tracer_provider, exporter = provider
+    two_workers["two"] = UnknownOutcome
+    client = Client(db_store, tracer_provider=tracer_provider)
+    await client.publish(THREE_STEPS)
+    await client.start("traced.three", "order-8")
+
+    spans = by_name(await ended(exporter, 5))  # start, 2 attempts, 2 handlers
+    unknown = spans["activity two"]
+    assert unknown.attributes["wayline.outcome"] == "unknown"
+    assert unknown.attributes["wayline.outcome_code"] == "activity-outcome-unknown"
+    assert unknown.status.status_code is StatusCode.ERROR
+    assert [event.name for event in unknown.events] == ["outcome unknown"]
+    assert "activity three" not in spans  # held for an operator, never run
+
+
+async def test_an_instance_started_without_a_trace_is_still_one_trace(
+    db_store: Store,
+    provider: tuple[TracerProvider, InMemorySpanExporter],
+    two_workers: dict[str, Callable[[], Any]],
+) -> None:
+    tracer_provider, exporter = provider
+    await Client(db_store).publish(THREE_STEPS)  # traces off for the caller
+    await Client(db_store).start("traced.three", "order-9")
+
+    spans = await ended(exporter, 6)  # 3 attempts, 3 handlers: no start span
+    assert len({span.context.trace_id for span in spans}) == 1
+    attempts = [s for s in spans if s.name.startswith("activity ")]
+    assert len({span.parent.span_id for span in attempts}) == 1  # a parent derived from the id
