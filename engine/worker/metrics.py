@@ -12,7 +12,7 @@ worker's own event loop rather than the library's server thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import prometheus_client
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Summary
@@ -68,16 +68,26 @@ class Metrics:
         """The Prometheus text exposition of every metric."""
         return prometheus_client.generate_latest(self.registry).decode()
 
-    async def serve(self, host: str, port: int) -> asyncio.Server:
-        """Answer every HTTP request on (host, port) with the current metrics."""
+    async def serve(
+        self, host: str, port: int, ready: Callable[[], Awaitable[str]] | None = None
+    ) -> asyncio.Server:
+        """Answer HTTP requests on (host, port): ``/healthz`` (the process answers),
+        ``/readyz`` (``ready()`` gives '' when ready, else why not: 503 with that reason)
+        and any other path with the current metrics."""
 
         async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readuntil(b"\r\n\r\n")
-            body = self.render().encode()
+            request = await reader.readuntil(b"\r\n\r\n")
+            path = request.split(b" ", 2)[1].partition(b"?")[0] if b" " in request else b""
+            status, kind, body = "200 OK", CONTENT_TYPE_LATEST, b""
+            if path in (b"/healthz", b"/readyz"):
+                why = await ready() if ready is not None and path == b"/readyz" else ""
+                status = "503 Service Unavailable" if why else status
+                kind, body = "text/plain; charset=utf-8", (why or "ok").encode() + b"\n"
+            else:
+                body = self.render().encode()
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: "
-                + CONTENT_TYPE_LATEST.encode()
-                + b"\r\nContent-Length: "
+                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n".encode()
+                + b"Content-Length: "
                 + str(len(body)).encode()
                 + b"\r\nConnection: close\r\n\r\n"
                 + body

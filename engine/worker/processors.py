@@ -34,6 +34,7 @@ from engine.model.instance import AttemptProgress, AttemptStatus, Instance, Inst
 from engine.model.transitions import Draft
 from engine.replay.fold import replay
 from engine.store import leases
+from engine.worker import logs
 from engine.worker.activities import (
     ActivityRequest,
     Failed,
@@ -165,7 +166,7 @@ async def run_attempts(
     and the caller runs it."""
     lease = current.lease
     while True:
-        with _traced(ctx, state, track, dispatch) as span:
+        with _observed(ctx, state, track, dispatch) as span:
             ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
             started = time.perf_counter()
             outcome = await _run(ctx, state, track, dispatch)
@@ -188,10 +189,17 @@ async def run_attempts(
                 lease, dispatch = eager.lease, eager.dispatch
 
 
-def _traced(
+def _observed(
     ctx: Context, state: Instance, track: Track, dispatch: Dispatch
 ) -> contextlib.AbstractContextManager[Attempt | None]:
-    """The attempt's span (``engine.worker.tracing``), or nothing when traces are off."""
+    """The attempt's span (``engine.worker.tracing``), or nothing when traces are off;
+    the attempt's ids are bound for JSON logs (``engine.worker.logs``)."""
+    logs.bind(
+        instance_id=state.instance_id,
+        step=dispatch.step,
+        attempt=dispatch.attempt,
+        idempotency_key=dispatch.key,
+    )
     if ctx.tracing is None:
         return contextlib.nullcontext()
     return ctx.tracing.attempt(state, track.name, dispatch.step, dispatch.attempt, dispatch.key)
