@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -147,7 +148,10 @@ class Context:
 
     def __post_init__(self) -> None:
         self.cache = InstanceCache(self.store, self.registries)
-        self.commits = CommitGroup(self.store)
+        self.commits = CommitGroup(self.store, on_group=self._group_written)
+
+    def _group_written(self, members: int) -> None:
+        self.metrics.observe("group", members, unit="size")
 
 
 @dataclass(frozen=True)
@@ -307,8 +311,11 @@ async def _write(
     the retries with StaleLease, and an outcome that is unknown is never retried here."""
     tried = 0
     while True:
+        started = time.perf_counter()
         try:
-            return await ctx.commits.commit_all(transitions, fence)
+            committed = await ctx.commits.commit_all(transitions, fence)
+            ctx.metrics.observe("commit", time.perf_counter() - started)
+            return committed
         except StoreError as exc:
             delay = _write_again_after(ctx, exc, tried)
             if delay is None:

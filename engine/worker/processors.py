@@ -58,7 +58,7 @@ from engine.worker.leased_commits import (
     redelivered,
     wait_until,
 )
-from engine.worker.tracing import Attempt, Tracing, started_ns
+from engine.worker.tracing import Attempt, started_ns
 
 A = AttemptStatus
 S = InstanceStatus
@@ -135,8 +135,8 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     claimed = await _claimed_state(ctx, lease)
     began = started_ns()
     state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
-    if start.settled and state is not None and ctx.tracing is not None:
-        _trace_settled(ctx.tracing, state, track, dispatch, began)
+    if start.settled and state is not None:
+        _settled(ctx, state, track, dispatch, began)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     if await run_attempts(ctx, track, current, state, dispatch):
@@ -145,16 +145,18 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         await decide(ctx, current)
 
 
-def _trace_settled(
-    tracing: Tracing, state: Instance, track: Track, dispatch: Dispatch, began: int
-) -> None:
-    """The span of a redelivered attempt settled without running its handler again."""
+def _settled(ctx: Context, state: Instance, track: Track, dispatch: Dispatch, began: int) -> None:
+    """Count (and trace) the outcome recorded for a redelivered attempt without running
+    its handler again: unknown, unless a harness's hooks chose another."""
     progress = track.progress(state, dispatch.step)
     attributes = {"wayline.step": dispatch.step, "wayline.attempt": dispatch.attempt}
     if progress is not None and progress.attempt == dispatch.attempt:
-        attributes["wayline.outcome"] = progress.status.label
+        kind = progress.status.label
+        ctx.metrics.count("outcomes", kind=kind, track=track.name)
+        attributes["wayline.outcome"] = kind
         attributes["wayline.outcome_code"] = progress.code
-    tracing.record(f"{track.name} {dispatch.step}", state, began, **attributes)
+    if ctx.tracing is not None:
+        ctx.tracing.record(f"{track.name} {dispatch.step}", state, began, **attributes)
 
 
 async def run_attempts(

@@ -103,9 +103,18 @@ class Tracing:
             otel_context.detach(token)
             span.end()
 
-    def record(self, name: str, state: Instance, started_ns: int, **attributes: str | int) -> None:
-        """A span that already happened (a timer firing, a signal, an operator command):
-        from ``started_ns`` (``time.time_ns()``) to now, in the instance's trace."""
+    def record(
+        self,
+        name: str,
+        state: Instance,
+        started_ns: int,
+        outcome: str = "",
+        outcome_code: str = "",
+        **attributes: str | int,
+    ) -> None:
+        """A span that already happened (a timer firing, a signal, an operator command,
+        a redelivered attempt settled with ``outcome``): from ``started_ns``
+        (``time.time_ns()``) to now, in the instance's trace."""
         ids = _ids(state.instance_id, state.definition.name, state.definition.version)
         span = self.tracer.start_span(
             name,
@@ -113,12 +122,8 @@ class Tracing:
             attributes={**ids, **attributes, "wayline.worker_id": self.worker_id},
             start_time=started_ns,
         )
-        if "wayline.outcome" in attributes:
-            _mark(
-                span,
-                str(attributes["wayline.outcome"]),
-                str(attributes.get("wayline.outcome_code", "")),
-            )
+        if outcome:
+            Attempt(span).outcome(outcome, outcome_code)
         span.end()
 
 
