@@ -134,9 +134,9 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
     began = started_ns()
-    state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
-    if start.settled and state is not None:
-        _settled(ctx, state, track, dispatch, began)
+    state = await commit(ctx, lease, start, finish=start.finishes, known=claimed)
+    if start.settled is not None and state is not None:
+        _settled(ctx, state, track, dispatch, start.settled, began)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     if await run_attempts(ctx, track, current, state, dispatch):
@@ -145,18 +145,17 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         await decide(ctx, current)
 
 
-def _settled(ctx: Context, state: Instance, track: Track, dispatch: Dispatch, began: int) -> None:
+def _settled(
+    ctx: Context, state: Instance, track: Track, dispatch: Dispatch, outcome: Outcome, began: int
+) -> None:
     """Count (and trace) the outcome recorded for a redelivered attempt without running
     its handler again: unknown, unless a harness's hooks chose another."""
-    progress = track.progress(state, dispatch.step)
-    attributes = {"wayline.step": dispatch.step, "wayline.attempt": dispatch.attempt}
-    if progress is not None and progress.attempt == dispatch.attempt:
-        kind = progress.status.label
-        ctx.metrics.count("outcomes", kind=kind, track=track.name)
-        attributes["wayline.outcome"] = kind
-        attributes["wayline.outcome_code"] = progress.code
+    kind = type(outcome).__name__.lower()
+    ctx.metrics.count("outcomes", kind=kind, track=track.name)
     if ctx.tracing is not None:
-        ctx.tracing.record(f"{track.name} {dispatch.step}", state, began, **attributes)
+        at = (dispatch.step, dispatch.attempt, dispatch.key)
+        with ctx.tracing.attempt(state, track.name, *at, started_ns=began) as span:
+            span.outcome(kind, getattr(outcome, "code", ""))
 
 
 async def run_attempts(
@@ -234,20 +233,25 @@ class StartOrSettle:
         self.dispatch = dispatch
         self.claimed_at = claimed_at
         self.hooks = hooks
-        self.settled = False
+        self.settled: Outcome | None = None
+        """The outcome a settled redelivery records (None: the attempt starts)."""
+
+    def finishes(self) -> bool:
+        """Whether the commit of the last build finishes the lease (a settled redelivery)."""
+        return self.settled is not None
 
     def __call__(self, draft: Draft) -> None:
         track, dispatch = self.track, self.dispatch
         state = draft.state
         progress = track.progress(state, dispatch.step)
-        self.settled = False
+        self.settled = None
         startable = (A.READY, A.RETRY_WAITING)
         if redelivered(state, progress, dispatch.attempt, A.RUNNING, startable, track.statuses):
             # Durably started by an earlier owner that vanished: its effect may exist.
             outcome = self.hooks.redelivered_in_flight(Unknown(track.unknown_code))
             if outcome is not None:
                 _outcome(draft, track, dispatch, outcome)
-                self.settled = True
+                self.settled = outcome
             return
         if progress.retry_at is not None:
             wait_until(draft, progress.retry_at, self.claimed_at)

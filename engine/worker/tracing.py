@@ -78,11 +78,18 @@ class Tracing:
 
     @contextlib.contextmanager
     def attempt(
-        self, state: Instance, track: str, step: str, attempt: int, key: str
+        self,
+        state: Instance,
+        track: str,
+        step: str,
+        attempt: int,
+        key: str,
+        started_ns: int | None = None,
     ) -> Iterator[Attempt]:
         """The span of one attempt (an activity's or a compensation's), current while its
         handler runs, so the handler's own spans nest under it; ended after its outcome
-        is committed (or with the error that kept it from being committed)."""
+        is committed (or with the error that kept it from being committed). It starts
+        now, or at ``started_ns`` for an attempt settled before its span opened."""
         attributes = {
             **_ids(state.instance_id, state.definition.name, state.definition.version),
             "wayline.step": step,
@@ -91,7 +98,10 @@ class Tracing:
             "wayline.worker_id": self.worker_id,
         }
         span = self.tracer.start_span(
-            f"{track} {step}", context=instance_context(state), attributes=attributes
+            f"{track} {step}",
+            context=instance_context(state),
+            attributes=attributes,
+            start_time=started_ns,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
@@ -103,18 +113,9 @@ class Tracing:
             otel_context.detach(token)
             span.end()
 
-    def record(
-        self,
-        name: str,
-        state: Instance,
-        started_ns: int,
-        outcome: str = "",
-        outcome_code: str = "",
-        **attributes: str | int,
-    ) -> None:
-        """A span that already happened (a timer firing, a signal, an operator command,
-        a redelivered attempt settled with ``outcome``): from ``started_ns``
-        (``time.time_ns()``) to now, in the instance's trace."""
+    def record(self, name: str, state: Instance, started_ns: int, **attributes: str | int) -> None:
+        """A span that already happened (a timer firing, a signal, an operator command):
+        from ``started_ns`` (``time.time_ns()``) to now, in the instance's trace."""
         ids = _ids(state.instance_id, state.definition.name, state.definition.version)
         span = self.tracer.start_span(
             name,
@@ -122,8 +123,6 @@ class Tracing:
             attributes={**ids, **attributes, "wayline.worker_id": self.worker_id},
             start_time=started_ns,
         )
-        if outcome:
-            Attempt(span).outcome(outcome, outcome_code)
         span.end()
 
 

@@ -9,8 +9,10 @@ process's global provider stays unset, so no other test is traced).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -51,12 +53,16 @@ THREE_STEPS = parse_definition(
 )
 
 
-@pytest.fixture
-def provider() -> tuple[TracerProvider, InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return tracer_provider, exporter
+@dataclass
+class Traced:
+    """Two workers on the test's schema, tracing to ``exporter``; ``client`` starts
+    instances of ``THREE_STEPS`` with traces on; each step answers what ``answers``
+    says (success unless a test changes it)."""
+
+    provider: TracerProvider
+    exporter: InMemorySpanExporter
+    client: Client
+    answers: dict[str, Callable[[], Any]]
 
 
 def handler(tracer_provider: TracerProvider, step: str, answer: Callable[[], Any]) -> Any:
@@ -71,17 +77,19 @@ def handler(tracer_provider: TracerProvider, step: str, answer: Callable[[], Any
 
 
 @pytest.fixture
-async def two_workers(
-    db_store: Store, provider: tuple[TracerProvider, InMemorySpanExporter]
-) -> AsyncIterator[dict[str, Callable[[], Any]]]:
-    """Worker ``w-a`` runs steps one and three, ``w-b`` step two; each step answers what
-    the returned map says (success unless a test changes it)."""
-    tracer_provider, _ = provider
-    answers: dict[str, Callable[[], Any]] = {step: lambda: {"ok": True} for step in STEPS}
+async def traced(db_store: Store) -> AsyncIterator[Traced]:
+    """Worker ``w-a`` runs steps one and three, ``w-b`` step two (see ``Traced``)."""
+    exporter, tracer_provider = InMemorySpanExporter(), TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client = Client(db_store, tracer_provider=tracer_provider)
+    await client.publish(THREE_STEPS)
+    world = Traced(tracer_provider, exporter, client, {s: lambda: {"ok": True} for s in STEPS})
     apps = {"w-a": ActivityRegistry(), "w-b": ActivityRegistry()}
     for step in STEPS:
-        app = apps["w-b" if step == "two" else "w-a"]
-        app.register(f"traced.{step}", handler(tracer_provider, step, lambda s=step: answers[s]()))
+        answer = functools.partial(lambda s: world.answers[s](), step)
+        apps["w-b" if step == "two" else "w-a"].register(
+            f"traced.{step}", handler(tracer_provider, step, answer)
+        )
     stop = asyncio.Event()
     tasks = [
         asyncio.create_task(
@@ -95,7 +103,7 @@ async def two_workers(
         for worker_id, app in apps.items()
     ]
     try:
-        yield answers
+        yield world
     finally:
         stop.set()
         await asyncio.gather(*tasks)
@@ -115,18 +123,13 @@ def by_name(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
 
 
 async def test_three_steps_on_two_workers_make_one_trace_under_the_caller(
-    db_store: Store,
-    provider: tuple[TracerProvider, InMemorySpanExporter],
-    two_workers: dict[str, Callable[[], Any]],
+    traced: Traced,
 ) -> None:
-    tracer_provider, exporter = provider
-    client = Client(db_store, tracer_provider=tracer_provider)
-    await client.publish(THREE_STEPS)
-    with tracer_provider.get_tracer("test.caller").start_as_current_span("caller"):
-        await client.start("traced.three", "order-7", {"n": 1})
+    with traced.provider.get_tracer("test.caller").start_as_current_span("caller"):
+        await traced.client.start("traced.three", "order-7", {"n": 1})
 
-    spans = by_name(await ended(exporter, 8))  # caller, start, 3 attempts, 3 handlers
-    assert (await client.inspect("order-7")).status is InstanceStatus.COMPLETED
+    spans = by_name(await ended(traced.exporter, 8))  # caller, start, 3 attempts, 3 handlers
+    assert (await traced.client.inspect("order-7")).status is InstanceStatus.COMPLETED
     caller, start = spans["caller"], spans["start traced.three"]
     assert {s.context.trace_id for s in spans.values()} == {caller.context.trace_id}
     assert start.parent.span_id == caller.context.span_id
@@ -146,18 +149,11 @@ async def test_three_steps_on_two_workers_make_one_trace_under_the_caller(
     assert all('"n"' not in str(dict(s.attributes or {})) for s in spans.values())  # no input
 
 
-async def test_an_unknown_outcome_is_marked_on_its_span(
-    db_store: Store,
-    provider: tuple[TracerProvider, InMemorySpanExporter],
-    two_workers: dict[str, Callable[[], Any]],
-) -> None:
-    tracer_provider, exporter = provider
-    two_workers["two"] = UnknownOutcome
-    client = Client(db_store, tracer_provider=tracer_provider)
-    await client.publish(THREE_STEPS)
-    await client.start("traced.three", "order-8")
+async def test_an_unknown_outcome_is_marked_on_its_span(traced: Traced) -> None:
+    traced.answers["two"] = UnknownOutcome
+    await traced.client.start("traced.three", "order-8")
 
-    spans = by_name(await ended(exporter, 5))  # start, 2 attempts, 2 handlers
+    spans = by_name(await ended(traced.exporter, 5))  # start, 2 attempts, 2 handlers
     unknown = spans["activity two"]
     assert unknown.attributes["wayline.outcome"] == "unknown"
     assert unknown.attributes["wayline.outcome_code"] == "activity-outcome-unknown"
@@ -167,15 +163,11 @@ async def test_an_unknown_outcome_is_marked_on_its_span(
 
 
 async def test_an_instance_started_without_a_trace_is_still_one_trace(
-    db_store: Store,
-    provider: tuple[TracerProvider, InMemorySpanExporter],
-    two_workers: dict[str, Callable[[], Any]],
+    traced: Traced, db_store: Store
 ) -> None:
-    _, exporter = provider
-    await Client(db_store).publish(THREE_STEPS)  # traces off for the caller
-    await Client(db_store).start("traced.three", "order-9")
+    await Client(db_store).start("traced.three", "order-9")  # traces off for this caller
 
-    spans = await ended(exporter, 6)  # 3 attempts, 3 handlers: no start span
+    spans = await ended(traced.exporter, 6)  # 3 attempts, 3 handlers: no start span
     assert {f"{span.context.trace_id:032x}" for span in spans} == {trace_id_of("order-9", "")}
     attempts = [s for s in spans if s.name.startswith("activity ")]
     assert len({span.parent.span_id for span in attempts}) == 1  # a parent derived from the id

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import psycopg
 import pytest
 from psycopg import sql
@@ -24,6 +25,16 @@ TRACE_URL = "https://traces.example/trace/{trace_id}?from=wayline"
 def traced_studio(pg_dsn: str) -> Iterator[LiveStudio]:
     with serve_studio(pg_dsn, trace_url=TRACE_URL) as live:
         yield live
+
+
+def instance_page(studio: LiveStudio, prefix: str) -> tuple[str, httpx.Response]:
+    """A new instance of a new team's definition, and its page as a viewer sees it."""
+    team = studio.team(prefix)
+    name = f"{prefix}.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    instance_id = studio.start(team, name)
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    return instance_id, viewer.get(instance_url(instance_id))
 
 
 def test_health_and_readiness_answer_without_signing_in(traced_studio: LiveStudio) -> None:
@@ -51,12 +62,8 @@ def test_readiness_fails_while_the_schema_is_not_current(traced_studio: LiveStud
 
 
 def test_request_latencies_are_metrics_by_route_template(traced_studio: LiveStudio) -> None:
-    team = traced_studio.team("latency")
-    name = f"lat.{uuid.uuid4().hex[:6]}"
-    traced_studio.publish(team, definition(name))
-    instance_id = traced_studio.start(team, name)
-    viewer = traced_studio.client(traced_studio.user(team, Role.VIEWER))
-    assert viewer.get(instance_url(instance_id)).status_code == 200
+    instance_id, page = instance_page(traced_studio, "latency")
+    assert page.status_code == 200
 
     text = traced_studio.client().get("/metrics").text
     assert "# TYPE wayline_studio_request_seconds histogram" in text
@@ -66,24 +73,13 @@ def test_request_latencies_are_metrics_by_route_template(traced_studio: LiveStud
 
 
 def test_an_instance_page_links_to_its_trace(traced_studio: LiveStudio) -> None:
-    team = traced_studio.team("traced")
-    name = f"traced.{uuid.uuid4().hex[:6]}"
-    traced_studio.publish(team, definition(name))
-    instance_id = traced_studio.start(team, name)
-    viewer = traced_studio.client(traced_studio.user(team, Role.VIEWER))
-
-    page = viewer.get(instance_url(instance_id)).text
+    instance_id, page = instance_page(traced_studio, "traced")
     link = TRACE_URL.replace("{trace_id}", trace_id_of(instance_id, "")).replace("&", "&amp;")
-    assert f'<a href="{link}" id="trace-link"' in page
+    assert f'<a href="{link}" id="trace-link"' in page.text
 
 
 def test_without_a_trace_address_there_is_no_link(studio: LiveStudio) -> None:
-    team = studio.team("untraced")
-    name = f"untraced.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance_id = studio.start(team, name)
-    viewer = studio.client(studio.user(team, Role.VIEWER))
-    page = viewer.get(instance_url(instance_id))
+    _, page = instance_page(studio, "untraced")
     assert page.status_code == 200 and 'id="trace-link"' not in page.text
 
 
