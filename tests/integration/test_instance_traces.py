@@ -24,6 +24,7 @@ from opentelemetry.trace import StatusCode
 
 from engine import trace_id_of
 from engine.api.client import Client
+from engine.model.definitions import Definition
 from engine.model.instance import InstanceStatus
 from engine.model.validation import parse_definition
 from engine.store.store import Store
@@ -32,25 +33,25 @@ from engine.worker.loop import Worker, WorkerConfig
 
 WAIT_SECONDS = 20.0
 STEPS = ("one", "two", "three")
-THREE_STEPS = parse_definition(
-    {
-        "name": "traced.three",
-        "version": "1",
-        "mode": "orchestration",
-        "steps": [
-            {
-                "name": step,
-                "kind": "activity",
-                "target": f"traced.{step}",
-                "timeout": "10s",
-                "input_limit": 1000,
-                "result_limit": 1000,
-                "retry": {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"},
-            }
-            for step in STEPS
-        ],
-    }
-)
+
+
+def activities(name: str, steps: tuple[str, ...]) -> Definition:
+    """A definition of one activity per step, each with target ``traced.<step>``."""
+    step = {"kind": "activity", "timeout": "10s", "input_limit": 1000, "result_limit": 1000}
+    retry = {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"}
+    return parse_definition(
+        {
+            "name": name,
+            "version": "1",
+            "mode": "orchestration",
+            "steps": [{**step, "name": s, "target": f"traced.{s}", "retry": retry} for s in steps],
+        }
+    )
+
+
+THREE_STEPS = activities("traced.three", STEPS)
+ZERO_FIRST = activities("traced.zero", ("zero",))
+"""One step, run by a worker that dies in it."""
 
 
 @dataclass
@@ -91,22 +92,25 @@ async def traced(db_store: Store) -> AsyncIterator[Traced]:
             f"traced.{step}", handler(tracer_provider, step, answer)
         )
     stop = asyncio.Event()
-    tasks = [
-        asyncio.create_task(
-            Worker(
-                db_store,
-                app,
-                WorkerConfig(worker_id=worker_id, poll_interval=timedelta(milliseconds=50)),
-                tracer_provider=tracer_provider,
-            ).run(stop)
-        )
-        for worker_id, app in apps.items()
-    ]
+    workers = [worker(db_store, app, worker_id, tracer_provider) for worker_id, app in apps.items()]
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
     try:
         yield world
     finally:
         stop.set()
         await asyncio.gather(*tasks)
+
+
+def worker(
+    store: Store, app: ActivityRegistry, worker_id: str, tracer_provider: TracerProvider
+) -> Worker:
+    """A worker that drains for 10 ms only when stopped (then cancels its attempts)."""
+    config = WorkerConfig(
+        worker_id=worker_id,
+        poll_interval=timedelta(milliseconds=50),
+        drain_timeout=timedelta(milliseconds=10),
+    )
+    return Worker(store, app, config, tracer_provider=tracer_provider)
 
 
 async def ended(exporter: InMemorySpanExporter, count: int) -> list[ReadableSpan]:
@@ -171,3 +175,43 @@ async def test_an_instance_started_without_a_trace_is_still_one_trace(
     assert {f"{span.context.trace_id:032x}" for span in spans} == {trace_id_of("order-9", "")}
     attempts = [s for s in spans if s.name.startswith("activity ")]
     assert len({span.parent.span_id for span in attempts}) == 1  # a parent derived from the id
+
+
+async def test_an_attempt_redelivered_after_its_worker_died_is_an_unknown_span(
+    traced: Traced, db_store: Store
+) -> None:
+    began, stop = asyncio.Event(), asyncio.Event()
+
+    async def hang(request: ActivityRequest) -> None:
+        began.set()
+        await asyncio.Event().wait()  # its worker dies first
+
+    doomed = ActivityRegistry()
+    doomed.register("traced.zero", hang)
+    dying = asyncio.create_task(worker(db_store, doomed, "w-dies", traced.provider).run(stop))
+    await traced.client.publish(ZERO_FIRST)
+    await traced.client.start("traced.zero", "order-10")
+    await asyncio.wait_for(began.wait(), WAIT_SECONDS)
+    stop.set()
+    await dying  # its owner lock is gone: a live worker's sweep frees its lease at once
+    successor = ActivityRegistry()
+    successor.register("traced.zero", handler(traced.provider, "zero", lambda: 1 / 0))
+    again = asyncio.Event()
+    survivor = worker(db_store, successor, "w-survives", traced.provider)
+    running = asyncio.create_task(survivor.run(again))
+    try:
+        spans = [s for s in await ended(traced.exporter, 3) if s.name == "activity zero"]
+    finally:
+        again.set()
+        await running
+
+    died, settled = sorted(spans, key=lambda s: s.start_time)
+    assert died.attributes["wayline.worker_id"] == "w-dies"
+    assert died.status.description == "CancelledError" and "wayline.outcome" not in died.attributes
+    assert settled.attributes["wayline.worker_id"] == "w-survives"
+    assert settled.attributes["wayline.outcome"] == "unknown"
+    assert (
+        settled.attributes["wayline.idempotency_key"] == died.attributes["wayline.idempotency_key"]
+    )
+    assert [event.name for event in settled.events] == ["outcome unknown"]
+    assert survivor.metrics.value("outcomes", kind="unknown", track="activity") == 1
