@@ -62,6 +62,8 @@ from engine.worker.tracing import Attempt, started_ns
 
 A = AttemptStatus
 S = InstanceStatus
+UNTRACED = contextlib.nullcontext()
+"""An attempt's span when traces are off (reusable: it holds nothing)."""
 K = EventKind
 
 
@@ -194,15 +196,17 @@ def _observed(
     ctx: Context, state: Instance, track: Track, dispatch: Dispatch
 ) -> contextlib.AbstractContextManager[Attempt | None]:
     """The attempt's span (``engine.worker.tracing``), or nothing when traces are off;
-    the attempt's ids are bound for JSON logs (``engine.worker.logs``)."""
-    logs.bind(
-        instance_id=state.instance_id,
-        step=dispatch.step,
-        attempt=dispatch.attempt,
-        idempotency_key=dispatch.key,
-    )
+    the attempt's ids are bound for JSON logs (``engine.worker.logs``). Both cost a test
+    each when off: this runs for every attempt."""
+    if logs.json_logs:
+        logs.bind(
+            instance_id=state.instance_id,
+            step=dispatch.step,
+            attempt=dispatch.attempt,
+            idempotency_key=dispatch.key,
+        )
     if ctx.tracing is None:
-        return contextlib.nullcontext()
+        return UNTRACED
     return ctx.tracing.attempt(state, track.name, dispatch.step, dispatch.attempt, dispatch.key)
 
 
