@@ -425,7 +425,10 @@ async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> No
 
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
-    tracing.configure("wayline-worker")
+    try:
+        tracing.configure("wayline-worker")
+    except RuntimeError as missing:
+        raise UsageError(str(missing)) from None
     try:
         registry = load_app(args.app)
     except ActivityAppNotFound as error:

@@ -193,17 +193,26 @@ def _ids(instance_id: str, name: str, version: str) -> dict[str, str]:
     }
 
 
-def configure(service: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """Install the SDK's tracer provider for this process when the ``OTEL_*``
-    variables ask for traces (an OTLP endpoint, or ``OTEL_TRACES_EXPORTER``); True when
-    it did. ``service`` names the process unless ``OTEL_SERVICE_NAME`` does."""
+def exporter_wanted(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The span exporter the ``OTEL_*`` variables ask for (``EXPORTERS``), or None: traces
+    stay off without an OTLP endpoint or an exporter named, and with
+    ``OTEL_TRACES_EXPORTER=none`` or ``OTEL_SDK_DISABLED=true``."""
     exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-    )
-    if environ.get("OTEL_SDK_DISABLED", "").lower() == "true" or exporter == "none":
-        return False
-    if exporter not in EXPORTERS and not (endpoint and not exporter):
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    if exporter:
+        return exporter if exporter in EXPORTERS else None
+    endpoints = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    return "otlp" if any(environ.get(name) for name in endpoints) else None
+
+
+def configure(service: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Install the SDK's tracer provider for this process when the ``OTEL_*`` variables
+    ask for traces (``exporter_wanted``); True when it did. ``service`` names the
+    process unless ``OTEL_SERVICE_NAME`` does. RuntimeError, saying what to install,
+    when they ask for traces without the optional packages."""
+    exporter = exporter_wanted(environ)
+    if exporter is None:
         return False
     try:
         from opentelemetry.sdk.resources import Resource
