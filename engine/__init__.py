@@ -57,7 +57,9 @@ from engine.worker.activities import (
     UnknownOutcome,
     load_app,
 )
+from engine.worker.health import readiness as store_readiness
 from engine.worker.loop import Worker, WorkerConfig
+from engine.worker.tracing import trace_id_of
 
 install(ORCHESTRATION, CHOREOGRAPHY, MACHINE, CODE_RUNNING)
 """The definition modes this engine runs (``engine.modes``); the first is the default."""
@@ -120,5 +122,7 @@ __all__ = [
     "provision_roles",
     "provisioning_sql",
     "resource_roles",
+    "store_readiness",
+    "trace_id_of",
     "variant",
 ]

@@ -32,7 +32,7 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" \
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,otel]" \
         2> >(grep -v "is ignored: it is neither" >&2)
     echo "$want" > "$stamp"
 fi

@@ -25,6 +25,7 @@ from studio.accounts import passwords, signin_limits
 from studio.dependencies import DEPENDENCIES
 from studio.failures import handle_error
 from studio.input_checks import InputChecks
+from studio.observability import RequestLatencies
 from studio.rendering import template_config
 from studio.routes import route_handlers
 from studio.runtime import Runtime
@@ -40,6 +41,7 @@ def create_app(settings: StudioSettings) -> Litestar:
     trusted_proxies = signin_limits.trusted_networks(settings.trusted_proxies)
     stop = asyncio.Event()
     running: list[asyncio.Task[None]] = []
+    latencies = RequestLatencies()
 
     async def start(app: Litestar) -> None:
         app.state.store = await Store.open(settings.dsn, settings.schema)
@@ -70,7 +72,13 @@ def create_app(settings: StudioSettings) -> Litestar:
         dependencies=DEPENDENCIES,
         on_startup=[start],
         on_shutdown=[finish],
-        state=State({"settings": settings, "trusted_proxies": trusted_proxies}),
+        state=State(
+            {
+                "settings": settings,
+                "trusted_proxies": trusted_proxies,
+                "request_latencies": latencies,
+            }
+        ),
         template_config=template_config(),
         exception_handlers={Exception: handle_error},
         openapi_config=OpenAPIConfig(
@@ -81,7 +89,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             description="Everything the studio's pages do, for scripts and CI. Authenticate "
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
-        middleware=[InputChecks()],
+        middleware=[latencies, InputChecks()],
         before_send=[add_security_headers],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,

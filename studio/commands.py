@@ -13,6 +13,7 @@ import os
 import sys
 
 from engine.cli.options import DSN_ENV, add_store_options
+from engine.worker import logs
 from studio.roles import Role
 
 ROLES = tuple(role.value for role in Role)
@@ -47,6 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="a reverse proxy (address or network) whose X-Forwarded-For names the client "
         "for sign-in limits; repeat for several (default: none, the header is ignored)",
     )
+    logs.add_option(studio)
     studio.set_defaults(run=_studio)
 
     user = commands.add_parser("user", help="manage studio users")
@@ -90,6 +92,7 @@ def _studio(args: argparse.Namespace) -> int:
         args.secure_cookies,
         live_interval=max(args.live_interval, 0.0),
         trusted_proxies=tuple(args.trusted_proxy),
+        log_format=args.log_format,
     )
 
 

@@ -28,6 +28,7 @@ from studio.formats import format_duration, format_when
 from studio.instance_urls import instance_ref, instance_url
 from studio.machines.diagram import seconds_text
 from studio.machines.views import size
+from studio.trace_links import trace_link
 
 STUDIO = Path(__file__).resolve().parent
 FEATURES = ("instances", "definitions", "machines", "code", "operations", "drills", "accounts")
@@ -68,6 +69,7 @@ def _configure(engine: Any) -> None:
     env.filters["local_id"] = team_local_id
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
+    env.globals["trace_link"] = _trace_link
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the
     # token every page gets, it filled a macro imported without context with the
@@ -132,7 +134,10 @@ def fragment(request: Request, template: str, **context: Any) -> Markup:
     principal = maybe_principal(request)
     environment: Environment = request.app.template_engine.engine
     html = environment.get_template(template).render(
-        principal=principal, csrf_token=principal.csrf_token if principal else "", **context
+        request=request,
+        principal=principal,
+        csrf_token=principal.csrf_token if principal else "",
+        **context,
     )
     return Markup(html)
 
@@ -160,3 +165,9 @@ def int_field(values: dict[str, str], name: str) -> int:
         return int(values.get(name, ""))
     except ValueError:
         raise Invalid(f"the form field {name} must be a whole number") from None
+
+
+@pass_context
+def _trace_link(context: Context, state: Any) -> str:
+    """``trace_link`` under the app's ``trace_url`` (``studio.trace_links``)."""
+    return trace_link(context["request"].app.state.settings.trace_url, state)

@@ -17,7 +17,7 @@ from litestar import Response
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
-from studio import api_responses
+from studio import api_responses, observability
 from studio.access import SAFE_METHODS, enforce_access
 from studio.accounts import api as api_people
 from studio.accounts import settings_pages as settings
@@ -113,6 +113,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/account", signin.account_page, S),
     Route("POST", "/account/password", signin.change_password, S),
     Route("POST", "/account/team", signin.switch_team, S),
+    # For orchestrators and scrapers (``studio.observability``)
+    Route("GET", "/healthz", observability.healthz, P),
+    Route("GET", "/readyz", observability.readyz, P),
+    Route("GET", "/metrics", observability.metrics, P),
     # Definitions and versions
     Route("GET", "/definitions", definitions.list_page, V),
     Route("GET", "/definitions/import", definitions.import_page, A),

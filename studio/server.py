@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 
 from engine import (
     ActivityRegistry,
@@ -32,6 +32,7 @@ from engine import (
     install_signal_handlers,
     load_definition,
 )
+from engine.worker import logs, tracing
 from studio.accounts import people
 from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.app import create_app
@@ -103,16 +104,17 @@ def run_studio(
     secure_cookies: bool = False,
     live_interval: float = 1.0,
     trusted_proxies: tuple[str, ...] = (),
+    log_format: str = "text",
 ) -> int:
-    """Serve the studio until interrupted; returns the exit status."""
+    """Serve the studio until interrupted; returns the exit status. ``log_format``:
+    text, or JSON lines (``engine.worker.logs``), uvicorn's records included."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from examples import order_saga, orders
 
     install_signal_handlers()
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.use_format(log_format)
+    tracing.configure("wayline-studio")
     with database(dsn, schema) as ready:
         password = asyncio.run(_with_store(ready, schema, _first_start))
         _announce(host, port, dsn is None, password)
@@ -129,6 +131,7 @@ def run_studio(
             host=host,
             port=port,
             log_level="warning",
+            log_config=None if log_format == "json" else LOGGING_CONFIG,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             proxy_headers=False,  # the studio reads X-Forwarded-For itself, from trusted proxies
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from engine import DEFAULT_SCHEMA, ActivityRegistry
 from studio.accounts.passwords import Argon2Cost
 from studio.accounts.signin_limits import SignInLimits
+from studio.trace_links import TRACE_URL_ENV, trace_url_problem
 
 MAX_BODY_BYTES = 4_000_000
 """The largest request body the studio reads (a definition, a draft, an input); larger
@@ -38,3 +40,10 @@ class StudioSettings:
     """A live stream ends after this long; the browser reconnects where it left off."""
     drill_artifacts: Path | None = None
     """Where drill campaigns keep logs and their replay corpus (default: the temp dir)."""
+    trace_url: str = field(default_factory=lambda: os.environ.get(TRACE_URL_ENV, ""))
+    """A tracing UI's address of one trace, with ``{trace_id}``: instance pages link to
+    their trace there (``studio.trace_links``); none when empty."""
+
+    def __post_init__(self) -> None:
+        if problem := trace_url_problem(self.trace_url):
+            raise ValueError(problem)

@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.store.embedded import install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
+from engine.worker import logs
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -79,6 +80,7 @@ def _campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_seed, help="master seed (decimal or 0x hex)")
     parser.add_argument("--dsn", help="run on this PostgreSQL (default: a private cluster)")
     parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="where runs are recorded")
+    logs.add_option(parser)
 
 
 def _workload_option(parser: argparse.ArgumentParser) -> None:
@@ -114,6 +116,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    logs.use_format(args.log_format)
     if args.plan or args.definition:
         return _run_plan(args)
     if args.pin or args.app or args.for_each_pin or args.input is not None:
@@ -225,6 +228,7 @@ class _Bar:
 def _self_test(args: argparse.Namespace) -> int:
     from verification.self_test import self_test
 
+    logs.use_format(args.log_format)
     install_signal_handlers()
     result = asyncio.run(
         self_test(args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr))

@@ -58,6 +58,7 @@ from engine.store.errors import DuplicateTransition, InstanceExists, SequenceCon
 from engine.store.store import Store
 from engine.worker.faults import Boundary, Faults
 from engine.worker.instance_cache import InstanceCache, RegistrySource
+from engine.worker.tracing import Tracing, started_ns
 
 MAX_CONFLICT_RETRIES = 20
 """Reload-and-retry rounds after optimistic conflicts before giving up with an error."""
@@ -71,12 +72,19 @@ class Client:
     """Start, signal, command and read instances on one store."""
 
     def __init__(
-        self, store: Store, registries: RegistrySource | None = None, faults: Faults | None = None
+        self,
+        store: Store,
+        registries: RegistrySource | None = None,
+        faults: Faults | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.store = store
         self.registries = registries or RegistrySource(store)
         self.cache = InstanceCache(store, self.registries)
         self.faults = faults or Faults()
+        self.tracing = Tracing.of(provider=tracer_provider)
+        """Where its spans go (starts, signals, commands: to ``tracer_provider``, the
+        process's OpenTelemetry one unless given); None when traces are off."""
 
     async def publish(
         self,
@@ -195,8 +203,20 @@ class Client:
         instance holds the start's key (a machine's parent)."""
         check_value(input, "the input")
         lifecycle.check_start_input(definition, input)
+        if self.tracing is None:
+            return await self._start(definition, instance_id, input, tenant, "")
+        ref = definition.ref
+        with self.tracing.start(ref.name, ref.version, instance_id) as trace_context:
+            return await self._start(definition, instance_id, input, tenant, trace_context)
+
+    async def _start(
+        self, definition: Definition, instance_id: str, input: Any, tenant: str, trace_context: str
+    ) -> tuple[Instance, bool]:
         registry = await self.registries.get()
-        draft = lifecycle.start_draft(registry, definition, instance_id, self.store.now(), input)
+        now = self.store.now()
+        draft = lifecycle.start_draft(
+            registry, definition, instance_id, now, input, trace_context=trace_context
+        )
         decide(draft)
         try:
             result = await self.store.commit(draft.build("start"), tenant)
@@ -219,7 +239,10 @@ class Client:
             accept = modes.of(draft.state.spec).accept_signal or _accept_step_signal
             return accept(draft, step, signal_id, payload)
 
+        began = started_ns()
         state = await self._mutate(instance_id, build)
+        if self.tracing is not None:
+            self.tracing.record(f"signal {step}", state, began, **{"wayline.step": step})
         self.faults.reach(Boundary.BEFORE_SIGNAL_ACK, step)
         return state
 
@@ -250,7 +273,13 @@ class Client:
             record_command(draft, command_id, Action(action), actor, reason, **effect)
             return ("command", command_id)
 
-        return await self._mutate(instance_id, build)
+        began = started_ns()
+        state = await self._mutate(instance_id, build)
+        if self.tracing is not None:
+            step = {"wayline.step": effect["step"]} if "step" in effect else {}
+            name = f"command {Action(action).value}"
+            self.tracing.record(name, state, began, **step, **{"wayline.command_id": command_id})
+        return state
 
     async def declare_migration(
         self, name: str, from_version: str, to_version: str, actor: str, reason: str

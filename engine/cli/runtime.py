@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -40,8 +41,10 @@ from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
+from engine.worker import logs, tracing
 from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
+from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
@@ -221,7 +224,10 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
     )
-    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics here")
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus metrics, /healthz and /readyz here"
+    )
+    logs.add_option(parser)
     parser.set_defaults(run=lambda args: _run(args, _run_worker))
 
 
@@ -426,6 +432,11 @@ async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> No
 
 
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
+    logs.use_format(args.log_format)
+    try:
+        tracing.configure("wayline-worker")
+    except RuntimeError as missing:
+        raise UsageError(str(missing)) from None
     try:
         registry = load_app(args.app)
     except ActivityAppNotFound as error:
@@ -439,12 +450,16 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
         **({"worker_id": args.worker_id} if args.worker_id else {}),
     )
     metrics = Metrics()
+    logs.bind(worker_id=config.worker_id)
     worker = Worker(client.store, registry, config, faults=Faults.from_env(), metrics=metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    server = await metrics.serve("127.0.0.1", args.metrics_port) if args.metrics_port else None
+    server = None
+    if args.metrics_port:
+        ready = functools.partial(worker_readiness, worker)
+        server = await metrics.serve("127.0.0.1", args.metrics_port, ready)
     print(
         f"worker {config.worker_id} running {', '.join(registry.targets) or 'no targets'}",
         flush=True,

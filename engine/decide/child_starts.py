@@ -100,6 +100,7 @@ async def _create(ctx: Context, parent, child) -> str | None:
             now,
             _value(child.input),
             (parent.instance_id, child.step),
+            parent.trace_context,  # a child's spans join its parent's trace
         )
     except InputRefused:  # e.g. a machine's start without a parent: never startable
         return CHILD_INPUT_REFUSED

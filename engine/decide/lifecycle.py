@@ -28,13 +28,15 @@ def start_draft(
     now: datetime,
     input: Any = None,
     parent: tuple[str, str] = ("", ""),
+    trace_context: str = "",
 ) -> Draft:
     """A draft whose first event starts the instance; decide() can add its first step.
 
     A child instance names ``parent`` = (parent instance id, the parent's child step), so
     its outcome can be reported back and the studio can link both ways. The mode checks
     ``input`` first (InputRefused) and names the key the start holds while the instance
-    is active (``DefinitionMode.admit``: a machine's parent).
+    is active (``DefinitionMode.admit``: a machine's parent). ``trace_context`` is the
+    starting caller's ``traceparent`` (``Event.trace_context``), or '' for none.
     """
     require_id(instance_id, "instance id")
     admit = modes.of(definition).admit
@@ -46,6 +48,7 @@ def start_draft(
         data=json_data(input),
         successor_id=parent[0],
         step=parent[1],
+        trace_context=trace_context,
     )
     return draft
 

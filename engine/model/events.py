@@ -22,11 +22,18 @@ its timeout; ``due_at`` when the next entry of an ``all`` times out) and
 ``value_recorded`` (the value ``ctx.now()``, ``ctx.random()`` or ``ctx.uuid4()``
 returned, replayed identically). A code step's attempts use ``step_id`` values as
 idempotency keys (``identifiers.STEP_ID_PATTERN``: ``<run>/<step>#<occ>.<try>``).
+
+An ``instance_started`` may carry ``trace_context``: the W3C ``traceparent`` of the
+caller's span that started it, so that the spans of every worker that runs a step join
+the caller's trace (``engine.worker.tracing``). It is an observation, not a fact of the
+run: replay, the transition's fingerprint and the exchange form leave it out, so a
+start retried from another trace is the same start, and old histories replay as before.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -188,6 +195,10 @@ a policy retry's backoff (an advance's too) are all more than 0. An activity ret
 before it occurs."""
 
 
+TRACE_CONTEXT_PATTERN = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+"""A W3C ``traceparent`` of version 00 (55 characters), the only trace context kept."""
+
+
 @dataclass(frozen=True)
 class Event:
     """One history event. Build with ``make_event`` so the kind's rules are checked."""
@@ -205,6 +216,8 @@ class Event:
     code: str = ""
     retryable: bool = False
     data: str | None = None
+    trace_context: str = ""
+    """The starting caller's ``traceparent`` (``instance_started`` only; see the module)."""
 
     def value(self) -> Any:
         """``data`` decoded from JSON (None when absent)."""
@@ -266,6 +279,17 @@ def _check_values(event: Event, where: str) -> None:
         _check_due(event, event.due_at, where)
     if event.data is not None:
         _check_data(event, where)
+    if event.trace_context:
+        _check_trace_context(event, where)
+
+
+def _check_trace_context(event: Event, where: str) -> None:
+    if event.kind is not K.INSTANCE_STARTED:
+        raise EventInvalid(f"{where}: may not carry trace_context")
+    if not TRACE_CONTEXT_PATTERN.fullmatch(event.trace_context):
+        raise EventInvalid(
+            f"{where}: trace_context must be a W3C traceparent (00-trace-span-flags)"
+        )
 
 
 def _check_due(event: Event, due_at: datetime, where: str) -> None:

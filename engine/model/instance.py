@@ -267,6 +267,9 @@ class Instance:
     audit: tuple[AuditEntry, ...] = ()
     pending_command: AuditEntry | None = None
     spec: Definition | None = field(default=None, compare=False, repr=False)
+    trace_context: str = field(default="", compare=False, repr=False)
+    """The ``traceparent`` its start carried (``Event.trace_context``): where its spans
+    join the starting caller's trace. Not part of the state: the digest leaves it out."""
 
     @cached_property
     def digest(self) -> str:

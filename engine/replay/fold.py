@@ -92,6 +92,7 @@ def _start(registry: Registry, event: Event) -> Instance:
         parent_id=event.successor_id,
         parent_step=event.step,
         spec=spec,
+        trace_context=event.trace_context,
     )
 
 

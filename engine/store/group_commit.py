@@ -19,7 +19,7 @@ committed with the group, like a solo COMMIT that cannot be abandoned half way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -56,11 +56,17 @@ class CommitGroup:
     commits grouped (see the module)."""
 
     def __init__(
-        self, store: Store, lanes: int = COMMIT_LANES, max_members: int = MAX_GROUP_MEMBERS
+        self,
+        store: Store,
+        lanes: int = COMMIT_LANES,
+        max_members: int = MAX_GROUP_MEMBERS,
+        on_group: Callable[[int], None] = lambda members: None,
     ) -> None:
+        """``on_group`` is told each group's size as it is written (a worker's metric)."""
         self.store = store
         self.lanes = lanes
         self.max_members = max_members
+        self.on_group = on_group
         self._waiting: list[_Member] = []
         self._writers: set[asyncio.Task] = set()
 
@@ -100,6 +106,7 @@ class CommitGroup:
             del self._waiting[: self.max_members]
             if not group:
                 continue
+            self.on_group(len(group))
             try:
                 await uncancellable(self._write(group))
             except asyncio.CancelledError:

@@ -31,7 +31,7 @@ class WorkState(IntEnum):
 HISTORY_FIELDS = (
     *("instance_id", "sequence", "kind", "occurred_at", "definition_name"),
     *("definition_version", "definition_fingerprint", "successor_id", "step_name"),
-    *("attempt", "idempotency_key", "due_at", "code", "retryable", "data"),
+    *("attempt", "idempotency_key", "due_at", "code", "retryable", "data", "trace_context"),
 )
 """The history table's columns, in ``event_row`` order."""
 WORK_FIELDS = (
@@ -75,6 +75,7 @@ def event_row(event: Event) -> tuple[Any, ...]:
         event.code,
         event.retryable,
         None if event.data is None else event.data.encode(),
+        event.trace_context or None,
     )
 
 
@@ -96,6 +97,7 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
         code,
         retryable,
         data,
+        trace_context,
     ) = row
     try:
         return make_event(
@@ -112,6 +114,7 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
             code=code,
             retryable=retryable,
             data=None if data is None else bytes(data).decode(),
+            trace_context=trace_context or "",
         )
     except (EventInvalid, ValueError, UnicodeDecodeError) as exc:
         raise CorruptStore(f"history row {sequence} of an instance is not a valid event") from exc

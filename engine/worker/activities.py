@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib
 import inspect
 import os
@@ -308,7 +309,9 @@ class HandlerThreads:
             clock.started = time.monotonic()
             return handler(request)
 
-        future = self.executor.submit(call)
+        # The handler's thread runs in the caller's context: spans it opens nest under
+        # its attempt's (``engine.worker.tracing``), and its logs carry the same ids.
+        future = self.executor.submit(contextvars.copy_context().run, call)
         try:
             async with asyncio.timeout(None) as deadline:
                 clock.arm(deadline)

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -49,6 +50,7 @@ from engine.worker.faults import Boundary, Faults
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import InstanceCache, RegistrySource
 from engine.worker.metrics import Metrics
+from engine.worker.tracing import Tracing
 
 S = InstanceStatus
 PARK_FOR = timedelta(hours=1)
@@ -139,12 +141,17 @@ class Context:
     """Where sync handlers run; the worker sizes it to its concurrency."""
     hooks: WorkerHooks = field(default_factory=WorkerHooks)
     """The worker's decision points (``engine.worker.hooks``)."""
+    tracing: Tracing | None = None
+    """Where its spans go; None when traces are off (``engine.worker.tracing``)."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 
     def __post_init__(self) -> None:
         self.cache = InstanceCache(self.store, self.registries)
-        self.commits = CommitGroup(self.store)
+        self.commits = CommitGroup(self.store, on_group=self._group_written)
+
+    def _group_written(self, members: int) -> None:
+        self.metrics.observe("group", members, unit="size")
 
 
 @dataclass(frozen=True)
@@ -304,8 +311,11 @@ async def _write(
     the retries with StaleLease, and an outcome that is unknown is never retried here."""
     tried = 0
     while True:
+        started = time.perf_counter()
         try:
-            return await ctx.commits.commit_all(transitions, fence)
+            committed = await ctx.commits.commit_all(transitions, fence)
+            ctx.metrics.observe("commit", time.perf_counter() - started)
+            return committed
         except StoreError as exc:
             delay = _write_again_after(ctx, exc, tried)
             if delay is None:

@@ -27,6 +27,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 
@@ -47,6 +48,7 @@ from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context, LeaseHolder, step_of
 from engine.worker.metrics import Metrics
+from engine.worker.tracing import Tracing
 
 log = logging.getLogger("wayline.worker")
 
@@ -88,7 +90,10 @@ class Worker:
         faults: Faults | None = None,
         metrics: Metrics | None = None,
         hooks: WorkerHooks | None = None,
+        tracer_provider: Any = None,
     ) -> None:
+        """``tracer_provider``: where its spans go (the process's OpenTelemetry provider
+        unless given; no spans when neither is installed, ``engine.worker.tracing``)."""
         self.store = store
         self.config = config or WorkerConfig()
         self.config.check()
@@ -103,6 +108,7 @@ class Worker:
             metrics or Metrics(),
             HandlerThreads(self.config.concurrency, on_free=self.wake.set),
             hooks or WorkerHooks(),
+            Tracing.of(self.config.worker_id, tracer_provider),
         )
 
     @property

@@ -1,23 +1,31 @@
-"""Worker metrics: counters and latency summaries, through the Prometheus client library.
+"""Worker metrics: counters and histograms, through the Prometheus client library.
 
 Each ``Metrics`` has its own registry (a process may run several workers, as the tests
 do). Metric names are made on first use: ``count("claimed")`` is the counter
-``wayline_claimed_total``, ``observe("claim", s)`` the summary ``wayline_claim_seconds``
-(its ``_count`` and ``_sum``); a name keeps the label names of its first use. The
-``_created`` series are turned off: one more series per counter that no dashboard of
-a worker reads. ``serve`` exposes the registry over HTTP on an optional port, on the
-worker's own event loop rather than the library's server thread.
+``wayline_claimed_total``, ``observe("claim", s)`` the histogram ``wayline_claim_seconds``
+(its buckets, ``_count`` and ``_sum``), ``observe("group", n, unit="size")`` the
+histogram ``wayline_group_size`` (in ``SIZE_BUCKETS``); a name keeps the label names of
+its first use. The ``_created`` series are turned off: one more series per counter
+that no dashboard of a worker reads. ``serve`` exposes the registry over HTTP on an
+optional port, on the worker's own event loop rather than the library's server thread,
+beside ``/healthz`` and ``/readyz`` (``engine.worker.health``). The README lists every
+name.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import prometheus_client
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Summary
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 
 PREFIX = "wayline_"
+SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+"""Latency buckets in seconds: a step's commit takes about a millisecond, a handler may
+take its whole timeout."""
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32)
+"""Count buckets (a commit group has at most ``group_commit.MAX_GROUP_MEMBERS``)."""
 
 prometheus_client.disable_created_metrics()
 
@@ -31,7 +39,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self._counts: dict[LabelKey, Callable[[float], None]] = {}
         self._observations: dict[LabelKey, Callable[[float], None]] = {}
-        self._families: dict[str, Counter | Summary] = {}
+        self._families: dict[str, Counter | Histogram] = {}
 
     def count(self, name: str, amount: int = 1, **labels: str) -> None:
         key = (name, tuple(labels.items()))  # a call site's own order: no sort
@@ -40,13 +48,14 @@ class Metrics:
             inc = self._counts[key] = self._child(Counter, name, key[1]).inc
         inc(amount)
 
-    def observe(self, name: str, seconds: float, **labels: str) -> None:
+    def observe(self, name: str, value: float, unit: str = "seconds", **labels: str) -> None:
+        """One observation of the histogram ``<name>_<unit>`` (seconds, or a size)."""
         key = (name, tuple(labels.items()))  # a call site's own order: no sort
         record = self._observations.get(key)
         if record is None:
-            child = self._child(Summary, f"{name}_seconds", key[1])
+            child = self._child(Histogram, f"{name}_{unit}", key[1])
             record = self._observations[key] = child.observe
-        record(seconds)
+        record(value)
 
     def value(self, name: str, **labels: str) -> int:
         """A counter's current value (0 before its first count)."""
@@ -68,16 +77,26 @@ class Metrics:
         """The Prometheus text exposition of every metric."""
         return prometheus_client.generate_latest(self.registry).decode()
 
-    async def serve(self, host: str, port: int) -> asyncio.Server:
-        """Answer every HTTP request on (host, port) with the current metrics."""
+    async def serve(
+        self, host: str, port: int, ready: Callable[[], Awaitable[str]] | None = None
+    ) -> asyncio.Server:
+        """Answer HTTP requests on (host, port): ``/healthz`` (the process answers),
+        ``/readyz`` (``ready()`` gives '' when ready, else why not: 503 with that reason)
+        and any other path with the current metrics."""
 
         async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readuntil(b"\r\n\r\n")
-            body = self.render().encode()
+            request = await reader.readuntil(b"\r\n\r\n")
+            path = request.split(b" ", 2)[1].partition(b"?")[0] if b" " in request else b""
+            status, kind, body = "200 OK", CONTENT_TYPE_LATEST, b""
+            if path in (b"/healthz", b"/readyz"):
+                why = await ready() if ready is not None and path == b"/readyz" else ""
+                status = "503 Service Unavailable" if why else status
+                kind, body = "text/plain; charset=utf-8", (why or "ok").encode() + b"\n"
+            else:
+                body = self.render().encode()
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: "
-                + CONTENT_TYPE_LATEST.encode()
-                + b"\r\nContent-Length: "
+                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n".encode()
+                + b"Content-Length: "
                 + str(len(body)).encode()
                 + b"\r\nConnection: close\r\n\r\n"
                 + body
@@ -88,13 +107,18 @@ class Metrics:
         return await asyncio.start_server(answer, host, port)
 
     def _child(
-        self, kind: type[Counter] | type[Summary], name: str, labels: tuple[tuple[str, str], ...]
-    ) -> Counter | Summary:
+        self, kind: type[Counter] | type[Histogram], name: str, labels: tuple[tuple[str, str], ...]
+    ) -> Counter | Histogram:
         """The series of ``name`` with ``labels``, making the metric on its first use."""
         family = self._families.get(name)
         if family is None:
             names = [label for label, _ in labels]
             help_text = f"Wayline worker: {name.replace('_', ' ')}"
-            family = kind(PREFIX + name, help_text, names, registry=self.registry)
+            buckets = {"buckets": _buckets(name)} if kind is Histogram else {}
+            family = kind(PREFIX + name, help_text, names, registry=self.registry, **buckets)
             self._families[name] = family
         return family.labels(**dict(labels)) if labels else family
+
+
+def _buckets(name: str) -> tuple[float, ...]:
+    return SECONDS_BUCKETS if name.endswith("_seconds") else SIZE_BUCKETS

@@ -17,8 +17,10 @@ instance is paused is parked (resuming re-arms it); work the instance no longer 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +34,7 @@ from engine.model.instance import AttemptProgress, AttemptStatus, Instance, Inst
 from engine.model.transitions import Draft
 from engine.replay.fold import replay
 from engine.store import leases
+from engine.worker import logs
 from engine.worker.activities import (
     ActivityRequest,
     Failed,
@@ -55,9 +58,12 @@ from engine.worker.leased_commits import (
     redelivered,
     wait_until,
 )
+from engine.worker.tracing import Attempt, started_ns
 
 A = AttemptStatus
 S = InstanceStatus
+UNTRACED = contextlib.nullcontext()
+"""An attempt's span when traces are off (reusable: it holds nothing)."""
 K = EventKind
 
 
@@ -129,13 +135,29 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         return
     start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
-    state = await commit(ctx, lease, start, finish=lambda: start.settled, known=claimed)
+    began = started_ns()
+    state = await commit(ctx, lease, start, finish=start.finishes, known=claimed)
+    if start.settled is not None and state is not None:
+        _settled(ctx, state, track, dispatch, start.settled, began)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
     if await run_attempts(ctx, track, current, state, dispatch):
         decide = modes.processor(current.lease.kind)
         assert decide is not None  # handed on only when this worker runs its code
         await decide(ctx, current)
+
+
+def _settled(
+    ctx: Context, state: Instance, track: Track, dispatch: Dispatch, outcome: Outcome, began: int
+) -> None:
+    """Count (and trace) the outcome recorded for a redelivered attempt without running
+    its handler again: unknown, unless a harness's hooks chose another."""
+    kind = type(outcome).__name__.lower()
+    ctx.metrics.count("outcomes", kind=kind, track=track.name)
+    if ctx.tracing is not None:
+        at = (dispatch.step, dispatch.attempt, dispatch.key)
+        with ctx.tracing.attempt(state, track.name, *at, started_ns=began) as span:
+            span.outcome(kind, getattr(outcome, "code", ""))
 
 
 async def run_attempts(
@@ -147,21 +169,45 @@ async def run_attempts(
     and the caller runs it."""
     lease = current.lease
     while True:
-        ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
-        outcome = await _run(ctx, state, track, dispatch)
-        ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
-        ctx.metrics.count("outcomes", kind=type(outcome).__name__.lower(), track=track.name)
-        eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
-        record = _record(track, dispatch, outcome)
-        with current.completing():
-            state = await commit(ctx, lease, record, eager=eager, known=state)
-            if eager is None or eager.lease is None or state is None:
-                return False
-            current.lease = eager.lease
-            ctx.metrics.count("eager_dispatches")
-            if eager.dispatch is None:
-                return True
-            lease, dispatch = eager.lease, eager.dispatch
+        with _observed(ctx, state, track, dispatch) as span:
+            ctx.faults.reach(Boundary.AFTER_ATTEMPT_START, dispatch.step)
+            started = time.perf_counter()
+            outcome = await _run(ctx, state, track, dispatch)
+            ctx.metrics.observe("step", time.perf_counter() - started, track=track.name)
+            ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
+            kind = type(outcome).__name__.lower()
+            ctx.metrics.count("outcomes", kind=kind, track=track.name)
+            if span is not None:
+                span.outcome(kind, getattr(outcome, "code", ""))
+            eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
+            record = _record(track, dispatch, outcome)
+            with current.completing():
+                state = await commit(ctx, lease, record, eager=eager, known=state)
+                if eager is None or eager.lease is None or state is None:
+                    return False
+                current.lease = eager.lease
+                ctx.metrics.count("eager_dispatches")
+                if eager.dispatch is None:
+                    return True
+                lease, dispatch = eager.lease, eager.dispatch
+
+
+def _observed(
+    ctx: Context, state: Instance, track: Track, dispatch: Dispatch
+) -> contextlib.AbstractContextManager[Attempt | None]:
+    """The attempt's span (``engine.worker.tracing``), or nothing when traces are off;
+    the attempt's ids are bound for JSON logs (``engine.worker.logs``). Both cost a test
+    each when off: this runs for every attempt."""
+    if logs.json_logs:
+        logs.bind(
+            instance_id=state.instance_id,
+            step=dispatch.step,
+            attempt=dispatch.attempt,
+            idempotency_key=dispatch.key,
+        )
+    if ctx.tracing is None:
+        return UNTRACED
+    return ctx.tracing.attempt(state, track.name, dispatch.step, dispatch.attempt, dispatch.key)
 
 
 async def _claimed_state(ctx: Context, lease: leases.Lease) -> Instance | None:
@@ -191,20 +237,25 @@ class StartOrSettle:
         self.dispatch = dispatch
         self.claimed_at = claimed_at
         self.hooks = hooks
-        self.settled = False
+        self.settled: Outcome | None = None
+        """The outcome a settled redelivery records (None: the attempt starts)."""
+
+    def finishes(self) -> bool:
+        """Whether the commit of the last build finishes the lease (a settled redelivery)."""
+        return self.settled is not None
 
     def __call__(self, draft: Draft) -> None:
         track, dispatch = self.track, self.dispatch
         state = draft.state
         progress = track.progress(state, dispatch.step)
-        self.settled = False
+        self.settled = None
         startable = (A.READY, A.RETRY_WAITING)
         if redelivered(state, progress, dispatch.attempt, A.RUNNING, startable, track.statuses):
             # Durably started by an earlier owner that vanished: its effect may exist.
             outcome = self.hooks.redelivered_in_flight(Unknown(track.unknown_code))
             if outcome is not None:
                 _outcome(draft, track, dispatch, outcome)
-                self.settled = True
+                self.settled = outcome
             return
         if progress.retry_at is not None:
             wait_until(draft, progress.retry_at, self.claimed_at)
@@ -308,5 +359,8 @@ async def process_timer(ctx: Context, current: LeaseHolder) -> None:
         except ReplayRejected:
             raise Obsolete from None
 
-    await commit(ctx, lease, build)
+    began = started_ns()
+    state = await commit(ctx, lease, build)
+    if ctx.tracing is not None and state is not None:
+        ctx.tracing.record(f"timer {step}", state, began, **{"wayline.step": step})
     ctx.faults.reach(Boundary.AFTER_TIMER_FIRE, step)

@@ -240,15 +240,30 @@ class Harness:
         return env
 
     async def spawn(
-        self, count: int = 1, *, concurrency: int = 4, lease: float = 5.0, app: str = APP
+        self,
+        count: int = 1,
+        *,
+        concurrency: int = 4,
+        lease: float = 5.0,
+        app: str = APP,
+        options: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> list[WorkerProcess]:
-        """Start ``count`` worker processes and wait until each runs its loop."""
-        started = [self._launch(concurrency, lease, app) for _ in range(count)]
+        """Start ``count`` worker processes and wait until each runs its loop
+        (``options``: more command-line options; ``env``: more environment)."""
+        started = [self._launch(concurrency, lease, app, options, env) for _ in range(count)]
         processes = list(await asyncio.gather(*started))
         await asyncio.gather(*(p.ready() for p in processes))
         return processes
 
-    async def _launch(self, concurrency: int, lease: float, app: str) -> WorkerProcess:
+    async def _launch(
+        self,
+        concurrency: int,
+        lease: float,
+        app: str,
+        options: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> WorkerProcess:
         worker_id = f"worker-{uuid.uuid4().hex[:8]}"
         stdout, stderr = self.tmp / f"{worker_id}.out", self.tmp / f"{worker_id}.err"
         with stdout.open("wb") as out, stderr.open("wb") as err:
@@ -258,8 +273,9 @@ class Harness:
                 *("--app", app, "--dsn", self.dsn, "--schema", self.schema),
                 *("--concurrency", str(concurrency), "--lease-seconds", str(lease)),
                 *("--poll-seconds", "0.1", "--worker-id", worker_id),
+                *options,
                 cwd=ROOT,
-                env=self.env(),
+                env={**self.env(), **(env or {})},
                 stdout=out,
                 stderr=err,
             )

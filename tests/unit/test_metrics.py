@@ -17,10 +17,57 @@ def test_counters_and_latencies_render_in_prometheus_text_format() -> None:
     assert "# TYPE wayline_claimed_total counter\n" in text
     assert "wayline_claimed_total 3.0\n" in text
     assert 'wayline_outcomes_total{kind="succeeded",track="activity"} 1.0\n' in text
-    assert "# TYPE wayline_claim_seconds summary\n" in text
+    assert "# TYPE wayline_claim_seconds histogram\n" in text
+    assert 'wayline_claim_seconds_bucket{le="0.25"} 1.0\n' in text
+    assert 'wayline_claim_seconds_bucket{le="0.5"} 2.0\n' in text
     assert "wayline_claim_seconds_sum 0.75\n" in text
     assert "wayline_claim_seconds_count 2.0\n" in text
     assert "_created" not in text
+
+
+def test_sizes_are_histograms_in_count_buckets() -> None:
+    metrics = Metrics()
+    for members in (1, 3, 32):
+        metrics.observe("group", members, unit="size")
+    text = metrics.render()
+    assert "# TYPE wayline_group_size histogram\n" in text
+    assert 'wayline_group_size_bucket{le="1.0"} 1.0\n' in text
+    assert 'wayline_group_size_bucket{le="4.0"} 2.0\n' in text
+    assert 'wayline_group_size_bucket{le="32.0"} 3.0\n' in text
+
+
+async def test_health_answers_and_readiness_says_why_not() -> None:
+    reasons = iter(["", "the database is not reachable"])
+
+    async def ready() -> str:
+        return next(reasons)
+
+    server = await Metrics().serve("127.0.0.1", 0, ready)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        answers = [await _get(port, path) for path in ("/healthz", "/readyz", "/readyz?x=1")]
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert [a.split("\r\n", 1)[0] for a in answers] == [
+        "HTTP/1.1 200 OK",
+        "HTTP/1.1 200 OK",
+        "HTTP/1.1 503 Service Unavailable",
+    ]
+    assert [a.partition("\r\n\r\n")[2] for a in answers] == [
+        "ok\n",
+        "ok\n",
+        "the database is not reachable\n",
+    ]
+
+
+async def _get(port: int, path: str) -> str:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    response = (await reader.read()).decode()
+    writer.close()
+    return response
 
 
 def test_a_counter_reads_back_and_is_zero_before_its_first_count() -> None:
@@ -38,11 +85,7 @@ async def test_metrics_are_served_over_http() -> None:
     server = await metrics.serve("127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        await writer.drain()
-        response = (await reader.read()).decode()
-        writer.close()
+        response = await _get(port, "/metrics")
     finally:
         server.close()
         await server.wait_closed()

@@ -1,0 +1,55 @@
+"""Issue 26 through ``wayline worker``: ``OTEL_*`` turns its traces on, its metrics port
+answers ``/healthz`` and ``/readyz``, and ``--log-format json`` is accepted."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from engine.model.instance import InstanceStatus
+from tests.e2e import definitions as d
+from tests.e2e.conftest import Harness
+
+TWO_STEPS = d.definition("e2e.observed", d.activity("first"), d.activity("second"))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def answer(port: int, path: str) -> str:
+    """The status line and body of ``GET path`` ('' while nothing listens)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    response = (await reader.read()).decode()
+    writer.close()
+    head, _, body = response.partition("\r\n\r\n")
+    return f"{head.splitlines()[0]} {body}"
+
+
+async def test_a_worker_process_exports_its_spans_and_answers_readiness(e2e: Harness) -> None:
+    await e2e.publish(TWO_STEPS)
+    port = free_port()
+    options = ("--metrics-port", str(port), "--log-format", "json")
+    [worker] = await e2e.spawn(options=options, env={"OTEL_TRACES_EXPORTER": "console"})
+
+    async def ready() -> bool:  # not before it holds its owner lock
+        return await answer(port, "/readyz") == "HTTP/1.1 200 OK ok\n"
+
+    await e2e.until(ready, what="readiness")
+    assert await answer(port, "/healthz") == "HTTP/1.1 200 OK ok\n"
+
+    await e2e.start(TWO_STEPS, "observed-1")
+    await e2e.settled("observed-1", InstanceStatus.COMPLETED)
+    await worker.stop()  # spans are exported in batches, the last at exit
+
+    spans = worker.stdout.read_text()
+    assert spans.count('"wayline.instance_id": "observed-1"') == 2
+    assert '"name": "activity first"' in spans and '"name": "activity second"' in spans
+    assert '"service.name": "wayline-worker"' in spans

@@ -1,0 +1,76 @@
+"""Issue 26: a worker's metrics port answers ``/healthz`` (the process answers) and
+``/readyz`` (database reachable, schema current, owner lock held), for orchestrators."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from datetime import timedelta
+
+import psycopg
+from psycopg import sql
+
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.health import worker_readiness
+from engine.worker.loop import Worker, WorkerConfig
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    response = (await reader.read()).decode()
+    writer.close()
+    head, _, body = response.partition("\r\n\r\n")
+    return int(head.split(" ", 2)[1]), body
+
+
+async def claim_latency_served(port: int) -> bool:
+    """Whether ``/metrics`` shows the claim latency histogram within a few seconds (the
+    worker's first claim follows its owner lock)."""
+    deadline = asyncio.get_running_loop().time() + 20
+    while asyncio.get_running_loop().time() < deadline:
+        status, text = await get(port, "/metrics")
+        if status == 200 and 'wayline_claim_seconds_bucket{le="0.001"}' in text:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_a_worker_is_ready_only_with_its_owner_lock_and_a_current_schema(
+    db_store: Store, pg_dsn: str, schema: str
+) -> None:
+    config = WorkerConfig(worker_id="health-1", poll_interval=timedelta(milliseconds=50))
+    worker = Worker(db_store, ActivityRegistry(), config)
+    server = await worker.metrics.serve("127.0.0.1", 0, functools.partial(worker_readiness, worker))
+    port = server.sockets[0].getsockname()[1]
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        await asyncio.wait_for(worker.owner_locked.wait(), 20)
+        assert await get(port, "/healthz") == (200, "ok\n")
+        assert await get(port, "/readyz") == (200, "ok\n")
+        assert await claim_latency_served(port)
+
+        ledger = sql.Identifier(schema, "schema_migrations")
+        async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+            hide = "UPDATE {} SET version = -version WHERE version = (SELECT max(version) FROM {})"
+            await conn.execute(sql.SQL(hide).format(ledger, ledger))
+            try:
+                behind = await get(port, "/readyz")
+            finally:
+                restore = "UPDATE {} SET version = -version WHERE version < 0"
+                await conn.execute(sql.SQL(restore).format(ledger))
+        assert behind == (503, "the schema is not current: run `wayline migrate`\n")
+        assert await get(port, "/readyz") == (200, "ok\n")
+    finally:
+        stop.set()
+        await running
+    assert await get(port, "/readyz") == (
+        503,
+        "the worker's owner lock is not held: it claims no work\n",
+    )
+    assert await get(port, "/healthz") == (200, "ok\n")  # the process still answers
+    server.close()
+    await server.wait_closed()

@@ -1,0 +1,72 @@
+"""Issue 26: traces are off unless the usual ``OTEL_*`` variables ask for them, and the
+trace context a start keeps is a W3C traceparent on ``instance_started`` only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.model.definitions import DefinitionRef
+from engine.model.errors import EventInvalid
+from engine.model.events import EventKind, event_to_json, make_event
+from engine.worker.tracing import exporter_wanted, trace_id_of
+
+ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize(
+    ("environ", "wanted"),
+    [
+        ({}, None),
+        ({"OTEL_SERVICE_NAME": "orders"}, None),
+        (ENDPOINT, "otlp"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, "otlp"),
+        ({"OTEL_TRACES_EXPORTER": "console"}, "console"),
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "none"}, None),
+        ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, None),
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "zipkin"}, None),
+    ],
+)
+def test_traces_are_off_unless_the_environment_asks(
+    environ: dict[str, str], wanted: str | None
+) -> None:
+    assert exporter_wanted(environ) == wanted
+
+
+def started(**fields: object) -> object:
+    ref = DefinitionRef("flow", "1", "a" * 64)
+    return make_event(
+        sequence=1,
+        instance_id="order-1",
+        kind=EventKind.INSTANCE_STARTED,
+        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
+        definition=ref,
+        **fields,
+    )
+
+
+def test_a_start_keeps_its_callers_traceparent_outside_its_exchange_form() -> None:
+    traced, plain = started(trace_context=PARENT), started()
+    assert traced.trace_context == PARENT
+    assert event_to_json(traced) == event_to_json(plain)  # so fingerprints are the same
+    assert trace_id_of("order-1", PARENT) == "0af7651916cd43dd8448eb211c80319c"
+    assert trace_id_of("order-1", "") == trace_id_of("order-1", "") != trace_id_of("order-2", "")
+
+
+@pytest.mark.parametrize("bad", ["00-xyz", PARENT.upper(), PARENT + "-extra"])
+def test_a_trace_context_must_be_a_traceparent(bad: str) -> None:
+    with pytest.raises(EventInvalid, match="trace_context must be a W3C traceparent"):
+        started(trace_context=bad)
+
+
+def test_only_a_start_carries_a_trace_context() -> None:
+    with pytest.raises(EventInvalid, match="may not carry trace_context"):
+        make_event(
+            sequence=2,
+            instance_id="order-1",
+            kind=EventKind.PAUSED,
+            occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
+            trace_context=PARENT,
+        )
