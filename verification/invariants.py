@@ -111,10 +111,13 @@ def _replay_all(ctx: CheckContext, findings: Findings) -> dict[str, Instance]:
 
 INSTANCE_ROWS = "SELECT instance_id, status, sequence, archived_at IS NOT NULL FROM instances"
 DEAD_WORK = f"SELECT DISTINCT instance_id FROM work WHERE state = {WorkState.DEAD_LETTERED}"
-OPEN_WORK_ITEMS = (
-    "SELECT instance_id, kind, payload FROM work "
-    f"WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
-)
+OPEN_WORK_ITEMS = f"""
+SELECT i.instance_id, i.sequence, w.kind, w.payload FROM instances i
+LEFT JOIN work w ON w.instance_id = i.instance_id
+  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
+"""
+"""Open work with its instance's position, read in one snapshot: an instance that moved
+since its history was captured (workers still run) is judged at its next check."""
 
 
 async def _instances(
@@ -172,11 +175,14 @@ async def _waits(
 ) -> None:
     """I8: every pending timer and every unfinished attempt of a live instance has work."""
     rows = await (await conn.execute(OPEN_WORK_ITEMS)).fetchall()
-    open_work = {(i, WorkKind(k), _step(p)) for i, k, p in rows}
+    open_work = {(i, WorkKind(k), _step(p)) for i, _, k, p in rows if k is not None}
+    positions = {i: sequence for i, sequence, _, _ in rows}
     problems, checked = [], 0
     for state in states.values():
         if state.status.terminal or state.status is InstanceStatus.PAUSED:
             continue
+        if positions.get(state.instance_id) != state.sequence:
+            continue  # moved on since its capture: its work is of a later position
         for timer in state.timers.values():
             if timer.fired_at is None:
                 checked += 1
