@@ -144,6 +144,16 @@ async def hold_on(run: Running, name: str = HELD.name) -> str:
     return hold.hold_id
 
 
+async def held_starts(running: Running, prefix: str, count: int) -> tuple[str, list[str]]:
+    """A hold on HELD, then ``count`` starts of it (parked): the hold id and their ids."""
+    running.effects.gate.set()
+    hold_id = await hold_on(running)
+    ids = [f"{prefix}-{n}" for n in range(count)]
+    for instance_id in ids:
+        await running.client.start(HELD.name, instance_id, {})
+    return hold_id, ids
+
+
 async def test_a_start_under_a_hold_is_accepted_parked_and_runs_once_after_release(
     running: Running,
 ) -> None:
@@ -208,11 +218,7 @@ async def test_a_timer_due_during_the_hold_fires_after_it(running: Running) -> N
 
 
 async def test_release_by_count_lets_that_many_go_and_keeps_the_hold(running: Running) -> None:
-    running.effects.gate.set()
-    hold_id = await hold_on(running)
-    ids = [f"batch-{n}" for n in range(3)]
-    for instance_id in ids:
-        await running.client.start(HELD.name, instance_id, {})
+    hold_id, ids = await held_starts(running, "batch", 3)
     assert await running.backlog(hold_id) == 3
 
     hold, resumed = await running.client.release_hold("", hold_id, "bob", "one first", count=1)
@@ -231,11 +237,7 @@ async def test_release_by_count_lets_that_many_go_and_keeps_the_hold(running: Ru
 
 
 async def test_release_by_rate_drains_the_backlog_and_ends_the_hold(running: Running) -> None:
-    running.effects.gate.set()
-    hold_id = await hold_on(running)
-    ids = [f"drip-{n}" for n in range(4)]
-    for instance_id in ids:
-        await running.client.start(HELD.name, instance_id, {})
+    hold_id, ids = await held_starts(running, "drip", 4)
     hold, resumed = await running.client.release_hold("", hold_id, "bob", "slowly", rate=4.0)
     assert (hold.active, hold.drain_rate, resumed) == (True, 4.0, 0)
 
