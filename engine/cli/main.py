@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from engine.cli import definitions, machines, migrate, runtime
+from engine.cli import definitions, holds, machines, migrate, runtime
 from engine.cli.runtime import EXIT_USAGE
 from engine.model.errors import InputRefused
 from engine.model.inputs import check_text
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.register(commands)
     runtime.register(commands)
     machines.register(commands)
+    holds.register(commands)
     _register_plugins(commands)
     return parser
 
