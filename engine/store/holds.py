@@ -154,13 +154,16 @@ async def find(store: Store, team: str, hold_id: str) -> Hold | None:
 async def recent(
     store: Store, team: str, active_only: bool = False, limit: int = MAX_PAGE_ITEMS
 ) -> list[Hold]:
-    """The team's holds, the active ones first then the newest; with backlogs."""
+    """The team's holds, the active ones first then the newest; with backlogs and
+    releases."""
     if not 1 <= limit <= MAX_PAGE_ITEMS:
         raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
     params = {"tenant": team, "active": active_only, "limit": limit}
     async with store.reading() as conn:
         rows = await (await conn.execute(sql.RECENT_HOLDS, params)).fetchall()
-    return [_hold(r) for r in rows]
+        holds = {"holds": [r[0] for r in rows]}
+        releases = await (await conn.execute(sql.RELEASES_OF, holds)).fetchall()
+    return [_hold(r, tuple(_release(x) for x in releases if x[1] == r[0])) for r in rows]
 
 
 async def covering(store: Store, team: str, name: str = "", version: str = "") -> list[Hold]:

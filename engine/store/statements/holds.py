@@ -59,10 +59,14 @@ ORDER BY h.placed_at, h.hold_id"""
 """The active holds over a name (any of its versions when ``version`` is '') or one of
 its versions: what a page about them shows. ``name`` '' asks for the team's holds."""
 
-RELEASES = """
+RELEASE_COLUMNS = """
 SELECT release_id, hold_id, mode, amount, released_by, reason, released_at
-FROM hold_releases WHERE hold_id = %(hold)s ORDER BY released_at, release_id
+FROM hold_releases
 """
+
+RELEASES = RELEASE_COLUMNS + "WHERE hold_id = %(hold)s ORDER BY released_at, release_id"
+
+RELEASES_OF = RELEASE_COLUMNS + "WHERE hold_id = ANY(%(holds)s) ORDER BY released_at, release_id"
 
 INSERT_RELEASE = f"""
 INSERT INTO hold_releases (release_id, hold_id, mode, amount, released_by, reason,
