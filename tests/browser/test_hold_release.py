@@ -18,7 +18,7 @@ REASON = "INC-12: the supplier API returns garbage"
 
 def test_hold_and_gradual_release(page: Page, studio: LiveStudio) -> None:
     team = studio.team("holdui")
-    name, ids = waiting_instances(studio, team, 3)
+    name, _ = waiting_instances(studio, team, 3)
     operator = studio.user(team, Role.OPERATOR)
     sign_in(page, operator)
 
