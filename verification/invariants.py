@@ -113,7 +113,7 @@ INSTANCE_ROWS = "SELECT instance_id, status, sequence, archived_at IS NOT NULL F
 DEAD_WORK = f"SELECT DISTINCT instance_id FROM work WHERE state = {WorkState.DEAD_LETTERED}"
 OPEN_WORK_ITEMS = (
     "SELECT instance_id, kind, payload FROM work "
-    f"WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+    f"WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, {WorkState.HELD})"
 )
 
 
