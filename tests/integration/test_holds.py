@@ -31,6 +31,7 @@ from engine import (
     Worker,
     WorkerConfig,
 )
+from engine.decide.operator_actions import Action
 from engine.model.instance import InstanceStatus
 from engine.model.validation import parse_definition
 from engine.store import leases
@@ -293,3 +294,53 @@ async def test_an_expired_lease_of_a_held_instance_is_parked_and_fenced(
         await Client(store).release_hold("", hold.hold_id, "bob", "back")
         [again] = await leases.claim(store, "live", timedelta(seconds=5), 10)
         assert (again.work_id, again.token, again.attempt) == (work_id, 2, 2)
+
+
+async def test_an_instance_that_ends_under_the_hold_leaves_no_held_work(running: Running) -> None:
+    hold_id, [instance_id] = await held_starts(running, "ended", 1)
+    await running.client.command(instance_id, Action.TERMINATE, "ann", "not needed any more")
+    assert not await running.parked(instance_id)
+    assert await running.backlog(hold_id) == 0
+
+
+async def test_claims_racing_a_hold_never_lease_held_work_once_it_is_placed(
+    db_store: Store,
+) -> None:
+    """Claimers hand work back as fast as they claim it while a hold is placed and then
+    released: no claim sent after the hold committed leases its work, and after the
+    release every item is claimed again (nothing is lost), each claim one token on."""
+    work_ids = set(await seed_work(db_store, 12))
+    client, stop = Client(db_store), asyncio.Event()
+    after_hold: list[str] = []
+    held = asyncio.Event()
+
+    async def claimer(n: int) -> None:
+        while not stop.is_set():
+            sent_after_hold = held.is_set()
+            for lease in await leases.claim(db_store, f"racer-{n}", timedelta(seconds=5), 3):
+                if sent_after_hold:
+                    after_hold.append(lease.work_id)
+                await leases.retry_at(db_store, lease, db_store.now(), "handed-back")
+            await asyncio.sleep(0)
+
+    racers = [asyncio.create_task(claimer(n)) for n in range(4)]
+    hold = await client.place_hold(HoldScope("", "lease-test"), "ann", "race")
+    held.set()
+
+    async def all_parked() -> bool:
+        rows = [await work_row(db_store, w) for w in work_ids]
+        return all(r["state"] == WorkState.HELD for r in rows)
+
+    await until(all_parked, what="every item parked")
+    assert after_hold == []
+    tokens = {w: (await work_row(db_store, w))["lease_token"] for w in work_ids}
+    await client.release_hold("", hold.hold_id, "bob", "go")
+    held.clear()
+
+    async def all_claimed_again() -> bool:
+        rows = {w: await work_row(db_store, w) for w in work_ids}
+        return all(r["lease_token"] > tokens[w] for w, r in rows.items())
+
+    await until(all_claimed_again, what="every item claimed after the release")
+    stop.set()
+    await asyncio.gather(*racers)
