@@ -41,7 +41,7 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.events import json_data
-from engine.model.holds import HoldScope, ReleaseMode, release_amount
+from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
 from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
@@ -126,7 +126,8 @@ class Client:
         """Hold ``scope`` (a name, a version or a team) for an incident: workers stop
         claiming its work (attempts already leased finish and record), new starts are
         accepted and parked, timers due meanwhile fire after it. Audited: who and why."""
-        _check_texts(team=scope.team, name=scope.name, version=scope.version)
+        _check_texts(team=scope.team)
+        check_scope(scope)
         if problem := actor_problem(actor) or reason_problem(reason):
             raise InputRefused(problem)
         return await holds.place(self.store, scope, actor, reason.strip())

@@ -54,11 +54,23 @@ def parse_scope(team: str, definition: str | None) -> HoldScope:
     if definition is None:
         return HoldScope(team)
     name, at, version = definition.partition("@")
-    if problem := name_problem(name):
+    if problem := name_problem(name):  # '' too: an empty name must not hold the team
         raise InputRefused(f"the definition name {problem}")
-    if at and (problem := name_problem(version)):
-        raise InputRefused(f"the version after @ {problem}")
-    return HoldScope(team, name, version)
+    if at and not version:
+        raise InputRefused("name a version after @, or leave the @ out to hold every version")
+    return check_scope(HoldScope(team, name, version))
+
+
+def check_scope(scope: HoldScope) -> HoldScope:
+    """``scope`` when its name and version are names (a version only with its name);
+    InputRefused naming what was wrong."""
+    if scope.name and (problem := name_problem(scope.name)):
+        raise InputRefused(f"the definition name {problem}")
+    if scope.version and (problem := name_problem(scope.version)):
+        raise InputRefused(f"the version {problem}")
+    if scope.version and not scope.name:
+        raise InputRefused("a hold on a version names its definition too")
+    return scope
 
 
 def release_amount(mode: ReleaseMode, amount: float | None) -> float:
