@@ -25,16 +25,24 @@ def check(findings: Findings, states: dict[str, Instance], app: ActivityRegistry
     """J3 over every code-first run among ``states`` whose code ``app`` declares."""
     problems, checked = [], 0
     for run_id, state in sorted(states.items()):
-        flow = app.workflow_for(state.definition.name, state.definition.version)
-        if flow is None:
+        problem = problem_of(run_id, state, app)
+        if problem is None:
             continue
         checked += 1
-        advance = drive(flow.function, state.value("input"), entries(state), run_id=run_id)
-        problem = _problem(state, advance)
         if problem:
             problems.append(f"{run_id}: {problem}")
     findings.stats["journals_replayed"] += checked
     findings.add("J3", checked, problems)
+
+
+def problem_of(run_id: str, state: Instance, app: ActivityRegistry) -> str | None:
+    """What is wrong with ``state``'s journal against its code ('' if nothing; None
+    when ``app`` does not declare the code ``state`` is pinned to)."""
+    flow = app.workflow_for(state.definition.name, state.definition.version)
+    if flow is None:
+        return None
+    advance = drive(flow.function, state.value("input"), entries(state), run_id=run_id)
+    return _problem(state, advance)
 
 
 def _problem(state: Instance, advance: Advance) -> str:

@@ -7,7 +7,15 @@ the mutation changes (a retry policy change says nothing about a history without
 retries). Definition mutations re-pin the history to the mutated definition, as a
 deploy that edited a version in place would; history mutations edit the events, as a
 corrupted or hand-edited export would. Both are checked without the ledger, so the
-detection is replay's and the decisions', not the fingerprints'.
+detection is replay's, the decisions' and (for code-first runs) the journal's against
+the code, not the fingerprints'.
+
+A mutation applies only where the change is one replay must catch: a definition edit to
+histories of the edited definition, and each history edit to the modes in which the
+edited history is impossible (``Mutation`` names them). Elsewhere the edited history is
+one the engine could have written (a second signal to a code-first run is buffered, its
+result is whatever its code returns, and a state machine's states come from its own
+handlers); there only the ledger tells, and I6 checks that.
 """
 
 from __future__ import annotations
@@ -19,13 +27,13 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from engine.model.definitions import Definition
+from engine.model.definitions import Definition, Mode
 from engine.model.events import Event, EventKind
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, WorkItem
 from engine.model.validation import parse_definition
 from engine.modes import decide
-from verification.replay_check import History
+from verification.replay_check import History, mode_of
 from verification.workloads import FLOW_DOCUMENT
 
 K = EventKind
@@ -62,7 +70,7 @@ def _definition_mutation(
     change: Callable[[dict[str, Any]], None], exercised: Callable[[History], bool]
 ) -> Callable[[History, random.Random], Mutated]:
     def apply(history: History, rng: random.Random) -> Mutated:
-        if not exercised(history):
+        if history.events[0].definition.name != FLOW_DOCUMENT["name"] or not exercised(history):
             return None
         definition = _document(change)
         return Registry([definition]), _repin(history, definition)
@@ -112,15 +120,18 @@ def _renumbered(history: History, events: list[Event]) -> History:
 
 
 def _history_mutation(
-    edit: Callable[[list[Event], random.Random], list[Event] | None],
+    edit: Callable[[list[Event], random.Random], list[Event] | None], modes: frozenset[Mode]
 ) -> Callable[[History, random.Random], Mutated]:
     def apply(history: History, rng: random.Random) -> Mutated:
         from verification.workloads import definitions
 
+        registry = Registry(definitions())
+        if mode_of(registry, history) not in modes:
+            return None
         edited = edit(list(history.events), rng)
         if edited is None:
             return None
-        return Registry(definitions()), _renumbered(history, edited)
+        return registry, _renumbered(history, edited)
 
     return apply
 
@@ -129,6 +140,21 @@ def _delete_event(events: list[Event], rng: random.Random) -> list[Event] | None
     if len(events) < 3:
         return None
     del events[rng.randrange(1, len(events) - 1)]
+    return events
+
+
+def _delete_answered_event(events: list[Event], rng: random.Random) -> list[Event] | None:
+    """Delete an event a later one of its step (or of the instance) follows from: a
+    code-first run's last event of a step may be missing legitimately (a cancel came
+    first, a buffered signal was never sent), one that a later event answers may not."""
+    answered = [
+        n
+        for n in range(1, len(events) - 1)
+        if not events[n].step or any(e.step == events[n].step for e in events[n + 1 :])
+    ]
+    if not answered:
+        return None
+    del events[rng.choice(answered)]
     return events
 
 
@@ -212,18 +238,27 @@ _DEFINITION_CHANGES = (
     ("the signal step removed", _drop_signal, _has(K.SIGNAL_RECEIVED)),
 )
 """Each definition change, and the history it needs (one that exercises the change)."""
+STEP_LISTS = frozenset({Mode.ORCHESTRATION, Mode.CHOREOGRAPHY})
 _HISTORY_EDITS = (
-    ("an event deleted", _delete_event),
-    ("two events swapped", _swap_events),
-    ("an idempotency key changed", _change_key),
-    ("a signal duplicated", _duplicate_signal),
-    ("time goes backwards", _time_backwards),
-    ("the last result doctored", _change_last_result),
+    ("an event deleted", _delete_event, STEP_LISTS),
+    ("an answered event deleted", _delete_answered_event, frozenset({Mode.CODE})),
+    ("two events swapped", _swap_events, frozenset(Mode)),
+    ("an idempotency key changed", _change_key, frozenset(Mode)),
+    ("a signal duplicated", _duplicate_signal, STEP_LISTS),
+    ("time goes backwards", _time_backwards, frozenset(Mode)),
+    ("the last result doctored", _change_last_result, STEP_LISTS),
 )
+"""Each history edit, and the modes in which the edited history is impossible (a
+code-first run buffers a second signal and returns what its code computes; a state
+machine's states are its handlers' results, so one deleted leaves a history its
+handlers could have written)."""
 MUTATIONS = (
     *(
         Mutation(f"definition: {what}", _definition_mutation(change, exercised))
         for what, change, exercised in _DEFINITION_CHANGES
     ),
-    *(Mutation(f"history: {what}", _history_mutation(edit)) for what, edit in _HISTORY_EDITS),
+    *(
+        Mutation(f"history: {what}", _history_mutation(edit, modes))
+        for what, edit, modes in _HISTORY_EDITS
+    ),
 )

@@ -21,7 +21,7 @@ JSON path and what is allowed; ``check_against`` then checks it against the defi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -102,13 +102,8 @@ class Stub:
     idempotent: bool = True
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "behaviour": self.behaviour,
-            "result": self.result,
-            "times": self.times,
-            "seconds": self.seconds,
-            "idempotent": self.idempotent,
-        }
+        """Every field, as the plan document names it."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -126,7 +121,8 @@ class Pin:
         return f"{self.step}:{self.boundary}:{self.fault}{suffix}"
 
     def as_json(self) -> dict[str, Any]:
-        return {"step": self.step, "boundary": self.boundary, "fault": self.fault, "hit": self.hit}
+        """Every field, as the plan document names it."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -42,6 +43,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from verification import wire
 
 GONE = (OSError, asyncio.IncompleteReadError, ConnectionError)
+_ENDED = object()
+"""What a series of cuts yields once it has run out."""
 
 
 class Cut(StrEnum):
@@ -219,6 +222,7 @@ class DrillProxy:
         self._armed: Cut | None = None
         self._armed_kind = "write"
         self._outage = False
+        self._series: Iterator[Cut | None] | None = None
         self.refusing = False
         """In an outage: every new connection is closed at once until ``restore()``."""
         self._verdict = asyncio.Event()
@@ -272,6 +276,14 @@ class DrillProxy:
         self._armed = cut
         self._armed_kind = kind or self.target_kind
         self._outage = outage
+        self._series = None
+
+    def arm_series(self, cuts: Iterable[Cut | None], kind: str) -> None:
+        """Act on each next COMMIT of a transaction of ``kind`` by the next of ``cuts``
+        (None lets that one through), until ``cuts`` runs out: a client that retries
+        what it lost makes progress one write at a time, and every write loses an answer."""
+        self._armed, self._armed_kind, self._outage = None, kind, False
+        self._series = iter(cuts)
 
     def restore(self) -> None:
         """End an outage: new connections pass through again."""
@@ -283,9 +295,16 @@ class DrillProxy:
         In an outage every other link is severed too, so the client cannot settle the
         outcome on an idle pooled connection opened before the cut.
         """
-        if self._armed is None or self._armed_kind not in kinds:
+        if self._armed_kind not in kinds:
             return None
-        cut, self._armed = self._armed, None
+        if self._series is not None:
+            cut = next(self._series, _ENDED)
+            if cut is _ENDED:
+                self._series = cut = None
+        else:
+            cut, self._armed = self._armed, None
+        if cut is None:
+            return None
         if self._outage:
             self.refusing = True
             for other in self._links - {link}:

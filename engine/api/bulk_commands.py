@@ -10,6 +10,10 @@ afresh, and one the action no longer fits records nothing and is reported unchan
 refused with the reason. Each instance's result is kept with the bulk. Taking the same
 bulk again acts on no instance twice: the derived command ids are already in their
 audit trails, and the kept results are answered.
+
+A migration is the one bulk action that is several commands per instance (pause if it
+runs, migrate, resume): it goes through ``Client.migrate`` itself, under the derived
+command id, which judges the instance again on the state it migrates.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from dataclasses import dataclass
 
 from engine.api.client import Client
 from engine.decide.bulk_actions import bulk_request, judge
+from engine.decide.operator_actions import Action
 from engine.decide.previews import ActionRequest, Preview, Verdict
 from engine.model.canonical import digest
-from engine.model.errors import DecisionRejected
+from engine.model.compatibility import IncompatibleInstances
+from engine.model.errors import DecisionRejected, DefinitionNotFound, InputRefused
 from engine.model.identifiers import require_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from engine.store import bulk_commands as kept
@@ -41,15 +47,16 @@ class BulkOutcome:
     """True when this call acted on no instance: the bulk had been taken before."""
 
 
-def check_selection(instance_ids: Sequence[str]) -> list[str]:
-    """The selection without repeats; ValueError past MAX_BULK_INSTANCES or when empty."""
+def check_selection(instance_ids: Sequence[str], limit: int = MAX_BULK_INSTANCES) -> list[str]:
+    """The selection without repeats; ValueError past ``limit`` (a bulk's, or a
+    smaller one a caller keeps, such as a version page's migration) or when empty."""
     chosen = list(dict.fromkeys(instance_ids))
     if not chosen:
         raise ValueError("choose at least one instance")
-    if len(chosen) > MAX_BULK_INSTANCES:
+    if len(chosen) > limit:
         raise ValueError(
-            f"{len(chosen)} instances chosen; a bulk action takes at most "
-            f"{MAX_BULK_INSTANCES} per request (narrow the selection, or act in parts)"
+            f"{len(chosen)} instances chosen; at most {limit} per request "
+            "(narrow the selection, or act in parts)"
         )
     return chosen
 
@@ -70,10 +77,10 @@ class BulkCommands:
         """Each instance's preview of ``request`` (from ``bulk_request``), in order."""
         chosen = check_selection(instance_ids)
         now = self.client.store.now()
+        registry = await self.client.registries.refresh()  # edges declared elsewhere too
         found = []
         for instance_id in chosen:
             state = await self.client.cache.load(instance_id)
-            registry = await self.client.registries.get()
             found.append(judge(state, registry, max(now, state.updated_at), request))
         return found
 
@@ -99,6 +106,8 @@ class BulkCommands:
         self, bulk: BulkCommand, request: ActionRequest, instance_id: str
     ) -> BulkResult:
         command = command_id(bulk.bulk_id, instance_id)
+        if request.action is Action.MIGRATE:
+            return await self._migrate(bulk, request.effect["version"], instance_id, command)
         try:
             verdict, state = await self.client.judged_command(
                 instance_id,
@@ -119,3 +128,35 @@ class BulkCommands:
         return BulkResult(
             instance_id, verdict.verdict.value, verdict.reason, "", verdict.status, state.status
         )
+
+    async def _migrate(
+        self, bulk: BulkCommand, version: str, instance_id: str, command: str
+    ) -> BulkResult:
+        """Migrate one instance through ``Client.migrate`` (see the module)."""
+        before = await self.client.inspect(instance_id)
+        if any(a.command_id == f"{command}.migrate" for a in before.audit):
+            detail = "migrated earlier under this bulk command"
+            return BulkResult(instance_id, "done", detail, command, before.status, before.status)
+        if before.definition.version == version:
+            detail = f"it already runs {before.definition}"
+            return BulkResult(instance_id, "unchanged", detail, "", before.status, before.status)
+        try:
+            after = await self.client.migrate(
+                instance_id, version, bulk.actor, bulk.reason, command_id=command
+            )
+        except MIGRATION_REFUSALS as refused:
+            state = await self.client.inspect(instance_id)
+            return BulkResult(instance_id, "refused", str(refused), "", before.status, state.status)
+        detail = f"migrated from {before.definition} to {after.definition}"
+        return BulkResult(instance_id, "done", detail, command, before.status, after.status)
+
+
+MIGRATION_REFUSALS = (
+    IncompatibleInstances,
+    DecisionRejected,
+    DefinitionNotFound,
+    InputRefused,
+    SequenceConflict,
+)
+"""Why ``Client.migrate`` leaves an instance where it was: incompatible now, no edge,
+no such version, a reason too long to name the versions too, or it kept changing."""

@@ -24,7 +24,12 @@ from engine.decide import decisions, lifecycle
 from engine.decide.audit import actor_problem, reason_problem
 from engine.decide.child_outcomes import parent_transitions
 from engine.decide.compatibility import judge as judge_move
-from engine.decide.migrations import migration_reason, record_migration
+from engine.decide.migrations import (
+    migration_reason,
+    migration_target,
+    record_migration,
+    version_of,
+)
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.decide.previews import Preview
@@ -35,7 +40,6 @@ from engine.model.errors import (
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
-    RegistryError,
     ReplayRejected,
     SignalConflict,
     WaylineError,
@@ -310,7 +314,7 @@ class Client:
         """Could the instance move to ``to_version`` of its name now, where it stands?
         (The verdict a migration would act on, judged on its current state.)"""
         state = await self.inspect(instance_id)
-        target = _version_in(await self.registries.refresh(), state, to_version)
+        target = version_of(await self.registries.refresh(), state, to_version)
         return judge_move(target, state, code)
 
     async def migrate(
@@ -363,12 +367,7 @@ class Client:
     ) -> Instance:
         """Judge, pause when running, and migrate (judged again on the paused state)."""
         registry = await self.registries.refresh()
-        target = _version_in(registry, state, to_version)
-        try:
-            registry.migration(target.name, state.definition.version, to_version)
-        except RegistryError as missing:
-            raise DecisionRejected(f"{missing}: declare the edge first") from None
-        verdict = judge_move(target, state, code)
+        target, verdict = migration_target(registry, state, to_version, code)
         if not verdict.compatible:
             raise IncompatibleInstances(f"{verdict.line}; it was not migrated to {target.ref}")
         why = migration_reason(reason, state.definition, target.ref)
@@ -455,15 +454,10 @@ class Client:
     async def inspect(self, instance_id: str) -> Instance:
         """The replayed instance (bounded; see reads.inspect)."""
         _check_texts(instance_id=instance_id)
-        return await reads.inspect(self.store, await self.registries.get(), instance_id)
-
-
-def _version_in(registry: Registry, state: Instance, version: str) -> Definition:
-    """``version`` of the instance's definition name; DefinitionNotFound without it."""
-    target = registry.get(state.definition.name, version)
-    if target is None:
-        raise DefinitionNotFound(f"{state.definition.name}@{version} is not published")
-    return target
+        try:
+            return await reads.inspect(self.store, await self.registries.get(), instance_id)
+        except ReplayRejected:  # a version or edge another process published since
+            return await reads.inspect(self.store, await self.registries.refresh(), instance_id)
 
 
 def _check_texts(**texts: str) -> None:

@@ -17,7 +17,7 @@ import json
 from engine.api.client import Client
 from engine.api.executions import Executions
 from engine.cli import machine_roles
-from engine.cli.runtime import add_command, json_arg
+from engine.cli.runtime import add_command, add_group, json_arg
 from engine.modes.machines.standing import StateValue
 
 LABEL = "wayline"
@@ -27,12 +27,12 @@ DEFAULT_SCOPE = "operator"
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``machine`` and its four actions to the ``wayline`` parser."""
-    machine = commands.add_parser(
+    actions = add_group(
+        commands,
         "machine",
-        help="submit, inspect and cancel state-machine executions; provision their roles",
-        description="The host operations of state machines.",
+        "submit, inspect and cancel state-machine executions; provision their roles",
+        "The host operations of state machines.",
     )
-    actions = machine.add_subparsers(dest="action", required=True, metavar="ACTION")
     submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit, LABEL)
     submit.add_argument("machine", metavar="NAME[@VERSION]")
     submit.add_argument("--parent", required=True, help="id of the parent the execution is for")

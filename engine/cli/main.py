@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from engine.cli import definitions, holds, machines, migrate, runtime
+from engine.cli import definitions, holds, machines, migrate, retention, runtime, version_moves
 from engine.cli.runtime import EXIT_USAGE
 from engine.model.errors import InputRefused
 from engine.model.inputs import check_text
@@ -35,9 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     definition_actions = definitions.register(commands)
     runtime.register_definition_actions(definition_actions)
+    version_moves.register_edge(definition_actions)
     migrate.register(commands)
     runtime.register(commands)
+    version_moves.register(commands)
     machines.register(commands)
+    retention.register(commands)
     holds.register(commands)
     _register_plugins(commands)
     return parser

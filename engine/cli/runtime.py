@@ -179,6 +179,14 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     check.add_argument("--json", action="store_true", help="one JSON verdict per line")
 
 
+def add_group(
+    commands: argparse._SubParsersAction, name: str, help: str, description: str
+) -> argparse._SubParsersAction:
+    """A subcommand that only groups actions (``wayline machine submit``): its actions."""
+    group = commands.add_parser(name, help=help, description=description)
+    return group.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+
 def add_command(
     commands: argparse._SubParsersAction,
     name: str,

@@ -4,10 +4,11 @@ asked of one instance of the selection.
 ``BULK_ACTIONS`` is the one table: the studio offers what it lists, the API accepts
 what it lists, and ``judge`` turns a bulk request into each instance's own request
 (the step it acts on, its arguments) and previews it (``engine.decide.previews``).
-An action that needs more than that per instance supplies its own ``prepare``: this is
-where migration along a version edge joins, once the engine's migration API exists
-(it computes each instance's migrated input from the edge and refuses an incompatible
-instance with the compatibility report's reason).
+An action that needs more than that per instance supplies its own ``prepare`` (the
+step in doubt) or its own dry run: a migration along a declared edge is several
+commands (pause, migrate, resume), built as ``Client.migrate`` builds them
+(``engine.decide.migrations.migration_dry_run``), and an instance the compatibility
+judge calls incompatible is refused with the judge's reason.
 
 Pure: no I/O, no clock.
 """
@@ -20,8 +21,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from engine.decide.migrations import migration_dry_run
 from engine.decide.operator_actions import Action
-from engine.decide.previews import ActionRequest, Preview, in_doubt_step, preview, refused
+from engine.decide.previews import (
+    ActionRequest,
+    DryRun,
+    Preview,
+    dry_run,
+    in_doubt_step,
+    preview,
+    refused,
+)
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 
@@ -40,6 +50,8 @@ class StepChoice(StrEnum):
 
 Prepare = Callable[[Instance, ActionRequest], ActionRequest]
 """Turn the bulk's request into this instance's; ValueError says why it cannot apply."""
+Check = Callable[[Mapping[str, Any]], None]
+"""Check the arguments given once for every instance; ValueError says what is allowed."""
 
 
 def _as_asked(instance: Instance, request: ActionRequest) -> ActionRequest:
@@ -55,6 +67,23 @@ def _in_doubt(instance: Instance, request: ActionRequest) -> ActionRequest:
     return request.on(step)
 
 
+def _no_check(arguments: Mapping[str, Any]) -> None:
+    return None
+
+
+def _check_version(arguments: Mapping[str, Any]) -> None:
+    version = arguments.get("version")
+    if not isinstance(version, str) or not version.strip():
+        raise ValueError("choose the version to migrate to")
+
+
+def _check_resolution(arguments: Mapping[str, Any]) -> None:
+    if arguments.get("resolution") not in RESOLUTIONS:
+        raise ValueError(f"choose a resolution: {', '.join(RESOLUTIONS)}")
+    if "result" in arguments and arguments["resolution"] != "succeeded":
+        raise ValueError("only an outcome settled as succeeded carries a result")
+
+
 @dataclass(frozen=True)
 class BulkAction:
     action: Action
@@ -64,6 +93,9 @@ class BulkAction:
     """The effect's fields the operator gives once for every instance."""
     prepare: Prepare = _as_asked
     danger: bool = False
+    check: Check = _no_check
+    run: DryRun = dry_run
+    """How the action is built on an instance (one command, unless it says otherwise)."""
 
 
 BULK_ACTIONS: dict[Action, BulkAction] = {
@@ -85,10 +117,18 @@ BULK_ACTIONS: dict[Action, BulkAction] = {
             StepChoice.IN_DOUBT,
             ("resolution", "result"),
             _in_doubt,
+            check=_check_resolution,
+        ),
+        BulkAction(
+            Action.MIGRATE,
+            "Migrate to version",
+            arguments=("version",),
+            check=_check_version,
+            run=migration_dry_run,
         ),
     )
 }
-"""Every bulk action (migration joins when the engine can migrate: see the module)."""
+"""Every bulk action, in the order the studio offers them."""
 
 
 def bulk_request(
@@ -107,16 +147,8 @@ def bulk_request(
     extra = set(given) - set(bulk.arguments)
     if extra:
         raise ValueError(f"{bulk.action.value} takes no {', '.join(sorted(extra))}")
-    if bulk.action is Action.RESOLVE_ACTIVITY:
-        _check_resolution(given)
+    bulk.check(given)
     return ActionRequest(bulk.action, step, given)
-
-
-def _check_resolution(arguments: Mapping[str, Any]) -> None:
-    if arguments.get("resolution") not in RESOLUTIONS:
-        raise ValueError(f"choose a resolution: {', '.join(RESOLUTIONS)}")
-    if "result" in arguments and arguments["resolution"] != "succeeded":
-        raise ValueError("only an outcome settled as succeeded carries a result")
 
 
 def judge(instance: Instance, registry: Registry, now: datetime, request: ActionRequest) -> Preview:
@@ -126,4 +158,4 @@ def judge(instance: Instance, registry: Registry, now: datetime, request: Action
         own = BULK_ACTIONS[request.action].prepare(instance, request)
     except ValueError as cannot:
         return refused(instance, request, str(cannot))
-    return preview(instance, registry, now, own)
+    return preview(instance, registry, now, own, BULK_ACTIONS[request.action].run)

@@ -6,20 +6,32 @@ built on, so never a stale verdict) and, when it is compatible, appends the audi
 declared in the studio, with no code of its own) keeps the instance's input as it is:
 its per-step progress, a machine's state and a run's journal are kept by replay, so the
 input is all the migration event carries (``engine.replay.lifecycle``).
+
+``migration_target`` is the one check of where an instance may go (the version exists,
+an edge leads there, the judge's verdict), and ``migration_dry_run`` builds on a
+throwaway draft the very commands ``Client.migrate`` commits one by one (pause if it
+runs, migrate, resume what was paused), so a bulk migration's preview is read off the
+engine's own rules.
 """
 
 from __future__ import annotations
 
+import contextlib
+from datetime import datetime
 from typing import Any
 
 from engine.decide.compatibility import judge
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.model.compatibility import IncompatibleInstances
+from engine.decide.previews import DRY_RUN_ID, ActionRequest, AlreadyThere
+from engine.model.compatibility import IncompatibleInstances, Verdict
 from engine.model.definitions import Definition, DefinitionRef
-from engine.model.errors import InputRefused
+from engine.model.errors import DecisionRejected, DefinitionNotFound, InputRefused, RegistryError
+from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_REASON_LENGTH
+from engine.model.registry import Registry
 from engine.model.transitions import Draft
+from engine.modes import decide
 
 SHOWN_FINGERPRINT = 12
 """Hex digits of each fingerprint the audited reason of a migration names."""
@@ -68,3 +80,54 @@ def record_migration(
         target=target.ref,
         input=edge.apply(state.value("input")),
     )
+
+
+def version_of(registry: Registry, state: Instance, version: str) -> Definition:
+    """``version`` of the instance's definition name; DefinitionNotFound without it."""
+    target = registry.get(state.definition.name, version)
+    if target is None:
+        raise DefinitionNotFound(f"{state.definition.name}@{version} is not published")
+    return target
+
+
+def migration_target(
+    registry: Registry, state: Instance, to_version: str, code: Any = None
+) -> tuple[Definition, Verdict]:
+    """Where migrating ``state`` to ``to_version`` leads, and the judge's verdict on it.
+
+    DefinitionNotFound for an unpublished version; DecisionRejected when no edge leads
+    from the instance's version there (an operator declares edges; nothing is guessed)."""
+    target = version_of(registry, state, to_version)
+    try:
+        registry.migration(target.name, state.definition.version, to_version)
+    except RegistryError as missing:
+        raise DecisionRejected(f"{missing}: declare the edge first") from None
+    return target, judge(target, state, code)
+
+
+def migration_dry_run(
+    instance: Instance, registry: Registry, now: datetime, request: ActionRequest
+) -> Draft:
+    """Migrate ``instance`` to ``request.effect["version"]`` on a throwaway draft, as
+    ``Client.migrate`` would; raises (as a preview's refusal) when it would refuse.
+    AlreadyThere when the instance already runs that version."""
+    to_version = request.effect["version"]
+    try:
+        if version_of(registry, instance, to_version).ref == instance.definition:
+            raise AlreadyThere(f"it already runs {instance.definition}")
+        target, verdict = migration_target(registry, instance, to_version)
+    except DefinitionNotFound as missing:
+        raise ValueError(str(missing)) from None
+    if not verdict.compatible:
+        raise ValueError(f"incompatible: {verdict.reason}")
+    draft = Draft(registry, instance, max(now, instance.updated_at))
+    why = migration_reason("preview", instance.definition, target.ref)
+    paused = instance.status is InstanceStatus.RUNNING
+    if paused:
+        record_command(draft, f"{DRY_RUN_ID}.pause", Action.PAUSE, "preview", why)
+    record_migration(draft, f"{DRY_RUN_ID}.migrate", target, "preview", why)
+    if paused:
+        record_command(draft, f"{DRY_RUN_ID}.resume", Action.RESUME, "preview", why)
+    with contextlib.suppress(DecisionRejected):  # a mode the engine does not orchestrate
+        decide(draft)
+    return draft

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -59,6 +59,11 @@ ALREADY: dict[Action, frozenset[InstanceStatus]] = {
 no problem to report, the instance is already where the action would take it."""
 
 UNWINDING = frozenset({S.CANCELLING, S.FAILING})
+
+
+class AlreadyThere(ValueError):
+    """A dry run found nothing to do: the instance already is where the action would
+    take it (for an action whose 'already' is not a status, such as a migration)."""
 
 
 class Verdict(StrEnum):
@@ -117,6 +122,10 @@ class ActionRequest:
         return ActionRequest(self.action, step, self.effect)
 
 
+DryRun = Callable[[Instance, Registry, datetime, ActionRequest], Draft]
+"""Build an action's transitions on a throwaway draft; raise one of REFUSALS when refused."""
+
+
 @dataclass(frozen=True)
 class Preview:
     """What ``request`` would do to one instance, judged from its replayed state."""
@@ -137,6 +146,8 @@ class Preview:
     in_doubt: tuple[InDoubt, ...] = ()
     records: tuple[str, ...] = ()
     """The events the command would record, e.g. ``compensation_scheduled charge``."""
+    moves_to: DefinitionRef | None = None
+    """The version the instance would run afterwards, when the action changes it."""
 
     @property
     def applies(self) -> bool:
@@ -144,9 +155,14 @@ class Preview:
 
 
 def preview(
-    instance: Instance, registry: Registry, now: datetime, request: ActionRequest
+    instance: Instance,
+    registry: Registry,
+    now: datetime,
+    request: ActionRequest,
+    run: DryRun | None = None,
 ) -> Preview:
-    """Judge ``request`` on ``instance`` at ``now`` by its dry run."""
+    """Judge ``request`` on ``instance`` at ``now`` by its dry run (``dry_run`` unless
+    the action builds its transitions otherwise, as a migration does)."""
     base = {
         "instance_id": instance.instance_id,
         "request": request,
@@ -154,12 +170,14 @@ def preview(
         "status": instance.status,
     }
     try:
-        draft = dry_run(instance, registry, now, request)
+        draft = (run or dry_run)(instance, registry, now, request)
     except REFUSALS as refused:
         verdict = _refusal(instance, request.action)
         reason = refused.reason if isinstance(refused, ReplayRejected) else str(refused)
         if verdict is Verdict.UNCHANGED:
             reason = f"already {instance.status.label}"
+        if isinstance(refused, AlreadyThere):
+            verdict = Verdict.UNCHANGED
         return Preview(**base, verdict=verdict, reason=reason)
     after = draft.state
     assert after is not None
@@ -173,6 +191,7 @@ def preview(
         kept=_kept(instance, after, compensations),
         in_doubt=_in_doubt(draft, instance, after),
         records=tuple(f"{e.kind.label} {e.step}".strip() for e in draft.events),
+        moves_to=after.definition if after.definition != instance.definition else None,
     )
 
 

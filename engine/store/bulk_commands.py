@@ -82,6 +82,9 @@ async def record_bulk(store: Store, bulk: BulkCommand) -> BulkCommand:
     }
 
     async def body(conn: Any) -> tuple | None:
+        found = await (await conn.execute(sql.BULK_BY_ID, params)).fetchone()
+        if found is not None:  # taken again: nothing to write, so nothing to lose
+            return found
         await conn.execute(sql.INSERT_BULK, params)
         return await (await conn.execute(sql.BULK_BY_ID, params)).fetchone()
 

@@ -13,6 +13,7 @@ from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
 from studio.definitions.draft_edits import Edited
 from studio.definitions.schemas import (
+    CompatibilityIn,
     DraftEditIn,
     DraftIn,
     DraftOut,
@@ -128,8 +129,13 @@ async def publish_draft(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     draft_id: FromPath[str],
+    data: JSONBody[CompatibilityIn | None] = None,
 ) -> Response[PublishOut]:
-    outcome = await drafts.publish(runtime, principal.team_id, principal.actor, draft_id)
+    """Publish the draft's content as ``POST /api/definitions`` publishes a document
+    (the body is optional: ``{"compatibility": "require"}`` refuses, 409, a version a
+    running instance of another version could not move to)."""
+    require = data is not None and data.require_compatible
+    outcome = await drafts.publish(runtime, principal.team_id, principal.actor, draft_id, require)
     return published(outcome)
 
 

@@ -1,7 +1,8 @@
 """The migration forms of a version's page: declare an edge, preview, migrate.
 
 Plain forms (post, then a page): the preview is a page of its own with the confirm
-form, and migrating answers with the result of each instance. See
+form (carrying the bulk id drawn with it), and migrating answers with the result of
+each instance, kept with the bulk (its page is linked). See
 ``studio.definitions.migrations`` for what each step checks.
 """
 
@@ -15,6 +16,7 @@ from litestar.response import Template
 from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
 from studio.definitions import service as definitions
+from studio.instances.interventions import new_id
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page
 from studio.runtime import Runtime
@@ -67,7 +69,8 @@ async def preview_migration(
         "definitions/migrate_preview.html",
         "definitions",
         published=published,
-        planned=await migrations.preview(runtime, name, version, ids),
+        found=await migrations.preview(runtime, published, ids),
+        bulk_id=new_id(),
     )
 
 
@@ -79,12 +82,13 @@ async def migrate_instances(
     version: FromPath[str],
 ) -> Template:
     published, ids = await _chosen(request, principal, runtime, name, version)
-    reason = (await form_values(request)).get("reason", "")
-    results = await migrations.migrate(runtime, principal.actor, version, ids, reason)
+    values = await form_values(request)
+    bulk_id, reason = values.get("bulk_id", ""), values.get("reason", "")
+    outcome = await migrations.migrate(runtime, principal, published, bulk_id, ids, reason)
     return page(
         request,
         "definitions/migrate_results.html",
         "definitions",
         published=published,
-        results=results,
+        outcome=outcome,
     )

@@ -60,7 +60,10 @@ class DocumentIn:
 
 
 @dataclass
-class PublishIn(DocumentIn):
+class CompatibilityIn:
+    """How publishing treats running instances: the same field for a document
+    (``PublishIn``) and for a draft (``POST /api/drafts/{id}/publish``)."""
+
     compatibility: Literal["report", "require"] = "report"
     """What publishing does with its judgement of the instances of other versions still
     running: ``report`` keeps the report with the version (shown on its page);
@@ -70,6 +73,11 @@ class PublishIn(DocumentIn):
     @property
     def require_compatible(self) -> bool:
         return self.compatibility == "require"
+
+
+@dataclass
+class PublishIn(CompatibilityIn, DocumentIn):
+    """A document to publish, and what to do with incompatible running instances."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import BulkCommands, BulkConflict
-from engine.api.bulk_commands import BulkCommand, BulkOutcome
+from engine.api.bulk_commands import BulkCommand, BulkOutcome, check_selection
 from engine.api.queries import BulkResult
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
@@ -70,13 +70,18 @@ async def select_by_filter(runtime: Runtime, team: str, filters: InstanceFilters
     return Selection(tuple(chosen[:MAX_BULK_INSTANCES]), more, scanned_out)
 
 
+def checked(instance_ids: Sequence[str], limit: int = MAX_BULK_INSTANCES) -> list[str]:
+    """The chosen ids without repeats (Invalid for none, or more than ``limit``): the
+    engine's one check of a selection."""
+    try:
+        return check_selection(instance_ids, limit)
+    except ValueError as wrong:
+        raise Invalid(str(wrong)) from None
+
+
 async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) -> Selection:
     """The team's instances of ``local_ids`` (Invalid names any the team does not have)."""
-    chosen = list(dict.fromkeys(i.strip() for i in local_ids if i.strip()))
-    if not chosen:
-        raise Invalid("choose at least one instance")
-    if len(chosen) > MAX_BULK_INSTANCES:
-        raise Invalid(f"{len(chosen)} instances chosen; at most {MAX_BULK_INSTANCES} per request")
+    chosen = checked([i.strip() for i in local_ids if i.strip()])
     scoped = {i: team_instance_id(team, i) for i in chosen}
     rows = await runtime.queries.instance_rows([*scoped.values(), *chosen])
     stored, missing = [], []
@@ -88,9 +93,16 @@ async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) 
     return Selection(tuple(stored))
 
 
-def ask(action: str, step: str = "", resolution: str = "", result: Any = None) -> ActionRequest:
-    """The bulk request a form or the API describes (Invalid says what is allowed)."""
-    arguments = {"resolution": resolution or None, "result": result}
+def ask(
+    action: str, step: str = "", resolution: str = "", result: Any = None, version: str = ""
+) -> ActionRequest:
+    """The bulk request a form or the API describes (Invalid says what is allowed):
+    ``version`` is the version a migration moves each instance to."""
+    arguments = {
+        "resolution": resolution or None,
+        "result": result,
+        "version": version.strip() or None,
+    }
     try:
         return bulk_request(action, step.strip(), arguments)
     except ValueError as wrong:
@@ -100,7 +112,11 @@ def ask(action: str, step: str = "", resolution: str = "", result: Any = None) -
 def ask_from_form(values: dict[str, str]) -> ActionRequest:
     result = parse_json(values.get("result", ""), "result")
     return ask(
-        values.get("action", ""), values.get("step", ""), values.get("resolution", ""), result
+        values.get("action", ""),
+        values.get("step", ""),
+        values.get("resolution", ""),
+        result,
+        values.get("version", ""),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 
+from engine.decide.previews import ActionRequest
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio import api_examples as examples
 from studio.instances import bulk
@@ -33,10 +34,16 @@ async def preview(
 ) -> BulkPreviewOut:
     """What the action would do to each instance (at most ``limit`` of them), and the
     totals; nothing changes. Answers a fresh ``bulk_id`` to take it with."""
-    asked = bulk.ask(data.action, data.step or "", data.resolution or "", data.result)
+    asked = _asked(data)
     selection = await _selection(runtime, principal.team_id, data)
     found = await bulk.preview(runtime, selection, asked)
     return preview_out(found, new_id(), MAX_BULK_INSTANCES, principal.team_id)
+
+
+def _asked(data: BulkPreviewIn | BulkIn) -> ActionRequest:
+    return bulk.ask(
+        data.action, data.step or "", data.resolution or "", data.result, data.version or ""
+    )
 
 
 async def _selection(runtime: Runtime, team: str, data: BulkPreviewIn) -> Selection:
@@ -58,7 +65,7 @@ async def act(
     per instance (done, unchanged, or refused and why). The same ``bulk_id`` again
     answers the kept results and acts on nothing twice; with another action, reason or
     selection it is a conflict."""
-    asked = bulk.ask(data.action, data.step or "", data.resolution or "", data.result)
+    asked = _asked(data)
     selection = await bulk.select_by_hand(runtime, principal.team_id, data.instances)
     outcome = await bulk.act(
         runtime, principal.team_id, principal.actor, data.bulk_id, asked, selection, data.reason

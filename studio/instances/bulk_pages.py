@@ -41,10 +41,11 @@ async def preview_page(
     pick: FromQuery[list[str] | None] = None,
     bulk_step: FromQuery[str] = "",
     resolution: FromQuery[str] = "",
+    to_version: FromQuery[str] = "",
 ) -> Template:
     """The blast radius of ``action`` on the checked instances (``select=hand``) or on
-    those the filters match."""
-    values = {"action": action, "step": bulk_step, "resolution": resolution}
+    those the filters match (``to_version``: where a migration moves them)."""
+    values = {"action": action, "step": bulk_step, "resolution": resolution, "version": to_version}
     return await _preview(request, principal, runtime, filters, values, pick or [], select)
 
 

@@ -46,6 +46,9 @@ class BulkPreviewIn:
     """For retry and resolve: the step; none means each instance's activity in doubt."""
     resolution: BulkResolution | None = None
     result: Any = None
+    version: str | None = None
+    """For migrate: the version of their name each instance moves to (along a declared
+    edge; an instance the compatibility judge refuses is never migrated)."""
     instances: list[str] | None = None
     filter: BulkFilterIn | None = None
 
@@ -61,6 +64,7 @@ class BulkIn:
     step: str | None = None
     resolution: BulkResolution | None = None
     result: Any = None
+    version: str | None = None
 
 
 @dataclass
@@ -81,6 +85,15 @@ class InstancePreviewOut:
     kept: list[str]
     in_doubt: list[InDoubtOut]
     records: list[str]
+    moves_to: MovesToOut | None = None
+    """For migrate: the version (and fingerprint) the instance would run afterwards."""
+
+
+@dataclass
+class MovesToOut:
+    definition: str
+    version: str
+    fingerprint: str
 
 
 @dataclass
@@ -180,6 +193,9 @@ def instance_preview_out(p: Preview, team: str) -> InstancePreviewOut:
         becomes=p.becomes.label if p.becomes else None,
         **consequences_out(p),
         records=list(p.records),
+        moves_to=MovesToOut(p.moves_to.name, p.moves_to.version, p.moves_to.fingerprint)
+        if p.moves_to
+        else None,
     )
 
 

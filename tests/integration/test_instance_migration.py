@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine import DecisionRejected, IncompatibleInstances, InstanceStatus, Queries
+from engine import BulkCommands, DecisionRejected, IncompatibleInstances, InstanceStatus, Queries
+from engine.api.bulk_commands import BulkCommand, command_id
 from engine.api.client import Client
+from engine.decide.bulk_actions import bulk_request
+from engine.decide.operator_actions import Action
 from engine.replay.fold import replay
 from engine.store import catalog, reads
 from engine.store.store import Store
@@ -86,3 +89,47 @@ async def test_a_verdict_is_taken_again_when_acting_never_reused(store: Store) -
     with pytest.raises(IncompatibleInstances, match="step charge is in flight"):
         await client.migrate("order-79", "2", "olga", "ship v2")
     assert (await client.inspect("order-79")).definition == V1.ref
+
+
+async def test_a_bulk_migration_judges_again_an_instance_that_moved_after_its_preview(
+    store: Store,
+) -> None:
+    client = await published(store)
+    await client.declare_migration(NAME, "1", "2", "olga", "v2 ships instead of charging")
+    ids = ["order-80", "order-81", "order-82"]
+    for n, instance_id in enumerate(ids):
+        await client.start(NAME, instance_id, {"n": n}, "1", tenant="team-a")
+    await client.command("order-82", Action.PAUSE, "olga", "looking at it")
+    bulk = BulkCommands(client)
+    request = bulk_request(Action.MIGRATE, arguments={"version": "2"})
+    previews = await bulk.preview(ids, request)
+    assert [(p.verdict.value, p.moves_to) for p in previews] == [
+        ("applies", WITHOUT_CHARGE.ref)
+    ] * 3
+    effects = [r for r in previews[0].records if r != "operator_command_recorded"]
+    assert effects[:3] == ["paused", "definition_migrated", "resumed"], "as migrate commits"
+
+    await client.signal("order-81", "paid", "pay-81", {"by": "card"})  # it moves on
+    asked = BulkCommand(
+        "b-80", "team-a", "migrate", "", {"version": "2"}, "olga", "ship v2", tuple(ids)
+    )
+    outcome = await bulk.act(asked)
+    results = {r.instance_id: (r.outcome, r.detail, r.status_after) for r in outcome.results}
+    assert results == {
+        "order-80": ("done", "migrated from order@1 to order@2", InstanceStatus.RUNNING),
+        "order-81": (
+            "refused",
+            "order-81: step charge is in flight and was removed; it was not migrated to order@2",
+            InstanceStatus.RUNNING,
+        ),
+        "order-82": ("done", "migrated from order@1 to order@2", InstanceStatus.PAUSED),
+    }
+    moved = await client.inspect("order-81")
+    assert moved.definition == V1.ref and moved.audit == (), "never paused, never migrated"
+    for instance_id in ("order-80", "order-82"):
+        state = await client.inspect(instance_id)
+        assert state.definition == WITHOUT_CHARGE.ref
+        migrated = [a for a in state.audit if a.action == "migrate"]
+        assert [a.command_id for a in migrated] == [f"{command_id('b-80', instance_id)}.migrate"]
+    again = await bulk.act(asked)
+    assert again.replayed and again.results == outcome.results

@@ -6,11 +6,24 @@ from collections.abc import Iterator
 
 import pytest
 
+from studio.roles import Role
 from tests.integration.conftest import default_store, pg_dsn, schema, schema_name  # noqa: F401
-from tests.studio.live import LiveStudio, serve_studio
+from tests.studio.live import LiveStudio, SignedInClient, serve_studio
 
 
 @pytest.fixture(scope="session")
 def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
     with serve_studio(pg_dsn) as live:
         yield live
+
+
+@pytest.fixture(scope="module")
+def operator(studio: LiveStudio, team: str) -> SignedInClient:
+    """An operator of the module's ``team`` (each module that asks names its own)."""
+    return studio.client(studio.user(team, Role.OPERATOR))
+
+
+@pytest.fixture(scope="module")
+def viewer(studio: LiveStudio, team: str) -> SignedInClient:
+    """A viewer of the module's ``team``."""
+    return studio.client(studio.user(team, Role.VIEWER))

@@ -163,6 +163,15 @@ class LiveStudio:
         self.run(lambda store: Client(store).start(name, chosen, input, version, tenant=team))
         return chosen
 
+    def one_running(self, prefix: str) -> tuple[str, str, str]:
+        """A new team with a fresh ``definition`` published and one instance of it
+        started: ``(team, name, instance_id)``, what a test of acting on a version a
+        running instance is pinned to starts from."""
+        team = self.team(prefix)
+        name = f"{prefix}.{uuid.uuid4().hex[:6]}"
+        self.publish(team, definition(name))
+        return team, name, self.start(team, name)
+
     def start_machine(self, team: str, name: str, input: Any, version: str = "1") -> str:
         """Start an execution of the machine ``name``: its ``instance_started`` alone, as
         a plain start writes it (the machine's advance is the worker's, not here)."""

@@ -3,7 +3,10 @@
 The studio here runs no worker, so instances wait at their first activity; the tests
 set their states apart with single commands (one paused, one terminated) and check
 what the preview says for each, that confirming needs a reason, acts once per bulk id,
-and that the results stay reachable.
+and that the results stay reachable. A bulk migration's preview says per instance
+whether the compatibility judge lets it move and to which version and fingerprint; an
+incompatible one is refused, and each migrated one's audit trail names who, why and
+from which fingerprint to which, under the bulk's id.
 """
 
 from __future__ import annotations
@@ -13,26 +16,17 @@ import uuid
 
 import pytest
 
+from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.validation import parse_definition
 from studio.instance_urls import instance_url
 from studio.instances import bulk
-from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
 @pytest.fixture(scope="module")
 def team(studio: LiveStudio) -> str:
     return studio.team("bulk")
-
-
-@pytest.fixture(scope="module")
-def operator(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.OPERATOR))
-
-
-@pytest.fixture(scope="module")
-def viewer(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.VIEWER))
 
 
 @pytest.fixture
@@ -147,3 +141,89 @@ def test_a_filter_matching_more_than_the_limit_says_so_and_covers_the_first(
     assert at_step.status_code == 422 and "no instance matches these filters" in at_step.text
     listed = operator.get(f"/instances?view=all&definition={name}&step=reserve")
     assert ids[0] in listed.text and ids[2] not in listed.text, "a terminated one is at no step"
+
+
+# Migration along a declared edge -------------------------------------------------------
+
+
+@pytest.fixture
+def moving(
+    studio: LiveStudio, team: str, flow: tuple[str, list[str]]
+) -> tuple[str, list[str], str]:
+    """``flow`` and its version 2 (compatible where the instances wait): the name, the
+    ids and version 2's fingerprint."""
+    name, ids = flow
+    v2 = parse_definition(definition(name, "2", timeout="45s"))
+    studio.run(lambda store: Client(store).publish(v2, "seed", team))
+    return name, ids, v2.fingerprint
+
+
+def declare(studio: LiveStudio, name: str) -> None:
+    studio.run(lambda store: Client(store).declare_migration(name, "1", "2", "olga", "v2"))
+
+
+def test_the_api_previews_and_migrates_only_compatible_instances_once(
+    studio: LiveStudio, moving: tuple[str, list[str], str], operator: SignedInClient
+) -> None:
+    name, ids, v2_fingerprint = moving
+    headers = {"X-CSRF-Token": operator.csrf}
+    body = {"action": "migrate", "version": "2", "instances": ids}
+    no_edge = operator.post("/api/instances/bulk/preview", json=body, headers=headers).json()
+    assert no_edge["applies"] == 0
+    assert f"no migration of {name} from 1 to 2: declare the edge first" in str(no_edge)
+    unversioned = {"action": "migrate", "instances": ids}
+    refused = operator.post("/api/instances/bulk/preview", json=unversioned, headers=headers)
+    assert refused.status_code == 422 and "choose the version to migrate to" in refused.text
+
+    declare(studio, name)
+    found = operator.post("/api/instances/bulk/preview", json=body, headers=headers).json()
+    verdicts = {i["id"]: (i["verdict"], i["reason"]) for i in found["instances"]}
+    assert verdicts[ids[0]] == verdicts[ids[1]] == ("applies", "")
+    assert verdicts[ids[2]] == (
+        "refused",
+        "incompatible: it is terminated: only a running or paused instance can move",
+    )
+    moves = {i["id"]: i["moves_to"] for i in found["instances"]}
+    assert moves[ids[0]] == {"definition": name, "version": "2", "fingerprint": v2_fingerprint}
+    [skew] = found["versions"]
+    assert (skew["version"], skew["instances"]) == ("1", 3)
+
+    act = {**body, "bulk_id": found["bulk_id"], "reason": "ship v2"}
+    first = operator.post("/api/instances/bulk", json=act, headers=headers).json()
+    again = operator.post("/api/instances/bulk", json=act, headers=headers).json()
+    assert [r["outcome"] for r in first["results"]] == ["done", "done", "refused"]
+    assert [r["status_after"] for r in first["results"]] == ["running", "paused", "terminated"]
+    assert again["replayed"] and again["results"] == first["results"]
+
+    running = operator.get(f"/api{instance_url(ids[0])}").json()
+    assert (running["definition"]["version"], running["status"]) == ("2", "running")
+    trail = [(a["action"], a["actor"], a["command_id"], a["reason"]) for a in running["audit"]]
+    assert [t[0] for t in trail] == ["pause", "migrate", "resume"]
+    assert all(t[2].startswith(found["bulk_id"] + ".") for t in trail)
+    assert all(t[3].startswith("ship v2 (") and v2_fingerprint[:12] in t[3] for t in trail)
+    paused = operator.get(f"/api{instance_url(ids[1])}").json()
+    assert [a["action"] for a in paused["audit"]] == ["pause", "migrate"], "it stays paused"
+    terminated = studio.run(lambda store: Client(store).inspect(ids[2]))
+    assert terminated.definition.version == "1"
+
+
+def test_the_list_form_previews_a_migration_and_confirms_it(
+    studio: LiveStudio, moving: tuple[str, list[str], str], operator: SignedInClient
+) -> None:
+    name, ids, _ = moving
+    declare(studio, name)
+    query = f"action=migrate&select=hand&pick={ids[0]}&pick={ids[2]}&to_version=2"
+    shown = operator.get(f"/instances/bulk?{query}")
+    assert shown.status_code == 200
+    text = re.sub(r"\s+", " ", shown.text)
+    assert 'id="bulk-applies">1<' in text and 'id="bulk-refused">1<' in text
+    assert f"→ {name}@2" in text and "incompatible: it is terminated" in text
+    assert 'name="version" value="2"' in text
+    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', shown.text).group(1)
+    fields = {"bulk_id": bulk_id, "action": "migrate", "version": "2", "pick": ids[:1]}
+    done = operator.form("/instances/bulk", {**fields, "reason": "ship v2"})
+    assert done.status_code == 303
+    results = re.sub(r"\s+", " ", operator.get(done.headers["location"]).text)
+    assert f"migrated from {name}@1 to {name}@2" in results
+    state = studio.run(lambda store: Client(store).inspect(ids[0]))
+    assert state.definition.version == "2" and state.status.label == "running"

@@ -13,7 +13,6 @@ import pytest
 
 from engine.api.client import Client
 from studio.instance_urls import instance_url
-from studio.roles import Role
 from tests.studio import code_app
 from tests.studio.live import LiveStudio, SignedInClient, csrf_token
 
@@ -29,11 +28,6 @@ def team(studio: LiveStudio) -> Iterator[str]:
         studio.publish(team, flow.document)
     with studio.worker(code_app.app):
         yield team
-
-
-@pytest.fixture(scope="module")
-def operator(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.OPERATOR))
 
 
 def start(studio: LiveStudio, team: str, name: str, run: str, input: object = None) -> str:

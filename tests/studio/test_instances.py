@@ -35,16 +35,6 @@ def flow(studio: LiveStudio, team: str) -> str:
     return name
 
 
-@pytest.fixture(scope="module")
-def operator(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.OPERATOR))
-
-
-@pytest.fixture(scope="module")
-def viewer(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.VIEWER))
-
-
 def audit(client: SignedInClient, instance_id: str) -> list[dict]:
     return client.get(f"/api{instance_url(instance_id)}").json()["audit"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import uuid
 from datetime import timedelta
 
 import httpx
@@ -102,10 +101,7 @@ def read_stream(client: SignedInClient, url: str, found: list[tuple[str, str]]) 
 
 
 def test_the_stream_sends_changed_parts_and_ends_with_the_instance(studio: LiveStudio) -> None:
-    team = studio.team("live")
-    name = f"live.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance_id = studio.start(team, name)
+    team, _, instance_id = studio.one_running("live")
     viewer = studio.client(studio.user(team, Role.VIEWER))
     sequence = viewer.get(f"/api/instances/{instance_id}").json()["sequence"]
     found: list[tuple[str, str]] = []

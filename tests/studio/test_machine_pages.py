@@ -48,11 +48,6 @@ def team(studio: LiveStudio) -> str:
     return team
 
 
-@pytest.fixture(scope="module")
-def viewer(studio: LiveStudio, team: str) -> SignedInClient:
-    return studio.client(studio.user(team, Role.VIEWER))
-
-
 def test_the_definition_list_shows_a_machine_beside_step_lists(viewer: SignedInClient) -> None:
     page = viewer.get("/definitions")
     assert page.status_code == 200

@@ -31,9 +31,12 @@ def test_the_forms_take_only_reported_instances_a_bounded_number_and_a_reason(
     many = [f"i-{n}" for n in range(MAX_MIGRATIONS_PER_REQUEST + 1)]
     too_many = client.form(url + "/migrate/preview", {"instance": many})
     assert too_many.status_code == 422
-    assert f"at most {MAX_MIGRATIONS_PER_REQUEST} can be migrated at a time" in too_many.text
-    no_reason = client.form(url + "/migrate", {"instance": [instance_id], "reason": " "})
+    assert f"at most {MAX_MIGRATIONS_PER_REQUEST} per request" in too_many.text
+    chosen = {"instance": [instance_id], "bulk_id": "b1"}
+    no_reason = client.form(url + "/migrate", {**chosen, "reason": " "})
     assert no_reason.status_code == 422
-    assert "give a reason" in no_reason.text
+    assert "a reason of 1 to 500 characters is required" in no_reason.text
+    unpreviewed = client.form(url + "/migrate", {"instance": [instance_id], "reason": "v2"})
+    assert unpreviewed.status_code == 422 and "preview the action first" in unpreviewed.text
     state = studio.run(lambda store: Client(store).inspect(instance_id))
     assert state.definition.version == "1" and state.audit == ()

@@ -4,25 +4,26 @@ with the instance named, and the draft stays; unticked, it is published with its
 
 from __future__ import annotations
 
-import uuid
-
 from studio.definitions import drafts
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import LiveStudio, SignedInClient, definition
+
+
+def incompatible_draft(studio: LiveStudio) -> tuple[str, str, str, SignedInClient]:
+    """A fresh team's name with a running instance, a draft of version 2 without the
+    step it is in, and an author of the team: the name, instance, draft and client."""
+    team, name, instance_id = studio.one_running("edited")
+    v2 = definition(name, "2")
+    del v2["steps"][0]  # reserve: the instance has progress in it
+    draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
+    return name, instance_id, draft.draft_id, studio.client(studio.user(team, Role.AUTHOR))
 
 
 def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
     studio: LiveStudio,
 ) -> None:
-    team = studio.team("gate")
-    name = f"edited.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance_id = studio.start(team, name)
-    v2 = definition(name, "2")
-    del v2["steps"][0]  # reserve: the instance has progress in it
-    draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
-    client = studio.client(studio.user(team, Role.AUTHOR))
-    url = f"/drafts/{draft.draft_id}/publish"
+    name, instance_id, draft_id, client = incompatible_draft(studio)
+    url = f"/drafts/{draft_id}/publish"
 
     refused = client.form(url, {"require_compatible": "1"})
     assert refused.status_code == 409
@@ -32,3 +33,20 @@ def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
     assert published.status_code == 303
     page = client.get(published.headers["location"])
     assert "0 compatible, 1 incompatible" in page.text
+
+
+def test_the_drafts_api_takes_the_same_compatibility_field_as_the_definitions_api(
+    studio: LiveStudio,
+) -> None:
+    name, instance_id, draft_id, client = incompatible_draft(studio)
+    client.headers["X-CSRF-Token"] = client.csrf
+    url = f"/api/drafts/{draft_id}/publish"
+
+    refused = client.post(url, json={"compatibility": "require"})
+    assert refused.status_code == 409
+    assert f"{instance_id}: step reserve " in refused.text
+    assert client.get(f"/api/definitions/{name}/versions/2").status_code == 404
+    assert client.post(url, json={"compatibility": "yes"}).status_code == 400
+    reported = client.post(url, json={"compatibility": "report"})
+    assert reported.status_code == 201 and reported.json()["version"] == "2"
+    assert client.post(url).status_code == 200, "no body: reported, already published"

@@ -182,7 +182,9 @@ def test_a_cancel_says_which_compensations_run_in_which_order() -> None:
 @pytest.mark.parametrize(
     ("action", "step", "arguments", "message"),
     [
-        ("migrate", "", {}, "is not one of: pause, resume, cancel, terminate"),
+        ("compensate", "", {}, "is not one of: pause, resume, cancel, terminate"),
+        ("migrate", "", {}, "choose the version to migrate to"),
+        ("migrate", "a", {"version": "2"}, "migrate acts on instances, not on a step"),
         ("approve", "", {}, "is not one of"),
         ("pause", "a", {}, "pause acts on instances, not on a step"),
         ("cancel", "", {"resolution": "failed"}, "cancel takes no resolution"),
@@ -204,4 +206,4 @@ def test_a_bulk_request_says_what_is_wrong_and_what_is_allowed(
 
 def test_every_bulk_action_is_an_operator_action_with_a_label() -> None:
     assert all(b.label and b.action is a for a, b in BULK_ACTIONS.items())
-    assert Action.MIGRATE not in BULK_ACTIONS, "migration joins with the engine's migration API"
+    assert BULK_ACTIONS[Action.MIGRATE].arguments == ("version",)

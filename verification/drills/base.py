@@ -330,6 +330,11 @@ class DrillEnv:
         self.proxies.append(proxy)
         return proxy
 
+    async def proxied_client(self) -> tuple[DrillProxy, Client]:
+        """A client whose connections pass a proxy of its own, so its COMMITs can be cut."""
+        proxy = await self.proxy()
+        return proxy, Client(await self.side_store(proxy.conninfo()))
+
     # Waiting --------------------------------------------------------------------------
 
     async def until(

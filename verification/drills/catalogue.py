@@ -19,6 +19,7 @@ from verification.drills import (
     leases,
     machines,
     network,
+    operators,
     replay,
     server,
     signals,
@@ -72,6 +73,11 @@ NAMED = (
         "outcome writes cut before the server: each is written again, not dropped",
         unknowns.cut_before_outcome,
     ),
+    (
+        "O1-bulk-cut",
+        "a bulk cancel whose COMMITs are cut while its workers are killed",
+        operators.bulk_under_faults,
+    ),
     ("D7-replay", "replay every history; mutated definitions must be caught", replay.scenario),
 )
 OWNED = frozenset({"D10-pg-restart", "D14-server-pause"})
@@ -88,6 +94,7 @@ STRANDS = frozenset(
         "D16-same-identity",
         "D19-clock-forward",
         "D19-clock-back",
+        "O1-bulk-cut",
     }
 )
 """Named drills that crash, stop or cut off a worker (or its database), which may leave

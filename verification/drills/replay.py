@@ -6,7 +6,9 @@ produces histories with a scripted failure, a retry and a crash mid-attempt. Cle
 replay against the current definitions must find no nondeterminism at all. Then every mutation of
 ``verification.mutations`` is applied to the histories it applies to (up to a sample
 per mutation), plus decision code that draws randomness before an id; each mutated
-history must be rejected. The kill rate must be 100 %.
+history must be rejected by replay, its decision checks and (for a code-first run) its
+journal replayed against the code, never by the ledger a doctored history lacks. The
+kill rate must be 100 %.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from __future__ import annotations
 from engine.model.registry import Registry
 from engine.modes import decide
 from engine.worker.faults import Action, Boundary, Fault
-from verification import capture, replay_check
+from verification import capture, drill_app, journal_replay, replay_check
 from verification.drills.base import DrillEnv
-from verification.mutations import MUTATIONS, Mutation, random_keys
+from verification.mutations import MUTATIONS, STEP_LISTS, Mutation, random_keys
 from verification.replay_check import History
-from verification.workloads import Workload, definitions
+from verification.workloads import CodeWorkload, Workload, definitions
 
 SAMPLE = 12
 """Histories per mutation (chosen by the drill's seed)."""
@@ -46,9 +48,14 @@ def _applies(mutation: Mutation, corpus: list[History], env: DrillEnv) -> bool:
 
 
 async def _produce(env: DrillEnv) -> list[History]:
-    """Histories with a clean failure, a retry, a crash mid-attempt and its unknown."""
+    """Histories with a clean failure, a retry, a crash mid-attempt and its unknown, of
+    the flow and of code-first runs (each mode's mutations need its own histories)."""
     for item in await env.start_workload(Workload(env.spec.id)):
         await env.signal(item)
+    runs = CodeWorkload(env.spec.id, count=2).runs()
+    await env.start_runs(runs)
+    for run in runs:
+        await env.signal_run(run)
     crash = Fault(Boundary.AFTER_ATTEMPT_START, 2, Action.KILL)
     a = env.worker("a", plan=[crash])
     await a.wait_exit(30.0)
@@ -66,7 +73,7 @@ def _negative_controls(env: DrillEnv, corpus: list[History]) -> None:
         for registry, mutated in cases:
             _expect_caught(env, mutation.name, registry, mutated)
     registry = _current()
-    keyed = [h for h in corpus if any(e.idempotency_key for e in h.events)]
+    keyed = [h for h in corpus if _draws_keys(registry, h)]
     sample = env.rng.sample(keyed, min(SAMPLE, len(keyed)))  # ids to draw afresh
     drifting = random_keys(env.rng)
     for history in sample:
@@ -82,9 +89,27 @@ def _expect_caught(
     decision: replay_check.Decide = decide,
 ) -> None:
     env.record.stats["mutants_injected"] += 1
-    caught = bool(replay_check.verify(registry, history, decision).problems)
+    caught = _caught(registry, history, decision)
     env.record.stats["mutants_detected"] += caught
     env.expect(caught, f"mutant '{name}' of {history.instance_id} replayed without detection")
+
+
+def _caught(registry: Registry, history: History, decision: replay_check.Decide) -> bool:
+    """Replay (without the ledger a doctored history lacks) rejects ``history``, or its
+    journal does not replay against the drill app's code."""
+    verdict = replay_check.verify(registry, history, decision, chain=False)
+    if verdict.problems or verdict.state is None:
+        return True
+    return bool(journal_replay.problem_of(history.instance_id, verdict.state, drill_app.app))
+
+
+def _draws_keys(registry: Registry, history: History) -> bool:
+    """A step list's history with a key its decisions handed out: what decision code
+    drawing randomness changes. (A code-first run's keys are what its code asked for,
+    checked against the code by its journal; a state machine's decisions hand out none.)"""
+    return replay_check.mode_of(registry, history) in STEP_LISTS and any(
+        e.idempotency_key and e.kind in replay_check.DECISION_KINDS for e in history.events
+    )
 
 
 def _current() -> Registry:

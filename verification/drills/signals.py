@@ -23,11 +23,6 @@ from verification.workloads import FLOW, SIGNAL_STEP, Planned, Workload
 CUTS = (Cut.SEVER_AFTER_COMMIT, Cut.SEVER_BEFORE_COMMIT)
 
 
-async def _proxied_client(env: DrillEnv) -> tuple[DrillProxy, Client]:
-    proxy = await env.proxy()
-    return proxy, Client(await env.side_store(proxy.conninfo()))
-
-
 async def _cut_call(
     env: DrillEnv, proxy: DrillProxy, cut: Cut, call: Callable[[], Awaitable[object]]
 ) -> str:
@@ -54,7 +49,7 @@ async def _cut_call(
 
 async def client_commit(env: DrillEnv) -> None:
     """D3 for a client: starts whose COMMIT answer is lost, both ways, then redelivered."""
-    proxy, client = await _proxied_client(env)
+    proxy, client = await env.proxied_client()
     planned = Workload(env.spec.id, count=2).instances()
     for cut, item in zip(CUTS, planned, strict=True):
         await _cut_call(env, proxy, cut, lambda i=item: client.start(FLOW, i.instance_id, i.input))
@@ -88,7 +83,7 @@ async def _deliver(client: Client, item: Planned) -> None:
 async def after_cut(env: DrillEnv) -> None:
     """A signal whose COMMIT answer was lost (both ways), delivered again."""
     planned = await env.start_workload(Workload(env.spec.id, count=2))
-    proxy, client = await _proxied_client(env)
+    proxy, client = await env.proxied_client()
     for cut, item in zip(CUTS, planned, strict=True):
         await _cut_call(env, proxy, cut, lambda i=item: _deliver(client, i))
         env.mark_fault(cut.value)

@@ -1,0 +1,105 @@
+"""`wayline retention set|list|run`: how long teams keep ended instances, and pruning.
+
+``set --team T --keep 90d --as WHO`` records a team's policy; ``list`` prints every
+policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
+team, the ended instances past their team's keep (``engine.store.retention``), writing
+``DIR/<team>-<UTC time>.jsonl`` (one line per instance: the array of its events, each as
+``wayline history --json`` prints it) and printing what it did. Meant for a scheduler
+(cron, a Kubernetes CronJob): a run takes short batches and never waits on a worker, so
+it can run at any time, and a run that dies half way is simply run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine.api.client import Client
+from engine.cli.options import UsageError
+from engine.cli.runtime import add_command, add_group
+from engine.model.durations import format_duration, parse_duration
+from engine.store import retention
+from engine.store.retention import MAX_PRUNE_BATCH, Policy
+
+LABEL = "wayline retention"
+NO_TEAM = "(no team)"
+"""How the engine's own team, '', is printed."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``retention`` and its actions to the ``wayline`` parser."""
+    actions = add_group(
+        commands,
+        "retention",
+        "how long teams keep ended instances; export and remove those past it",
+        "Bounded history: per-team retention of ended instances.",
+    )
+    chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set, LABEL)
+    chosen.add_argument("--team", default="", help="the team (default: the engine's own, '')")
+    chosen.add_argument("--keep", required=True, type=_duration, help="e.g. 90d or 72h")
+    chosen.add_argument("--as", dest="actor", required=True, metavar="ACTOR", help="who sets it")
+    add_command(actions, "list", "print every team's retention policy", _list, LABEL)
+    run = add_command(
+        actions, "run", "export and remove ended instances past their keep", _run, LABEL
+    )
+    run.add_argument("--export-dir", required=True, type=Path, help="where the exports go")
+    run.add_argument("--team", help="only this team (default: every team with a policy)")
+    run.add_argument(
+        "--batch",
+        type=int,
+        default=MAX_PRUNE_BATCH,
+        help=f"instances per transaction (1 to {MAX_PRUNE_BATCH}, the default)",
+    )
+
+
+def _duration(text: str) -> object:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+async def _set(client: Client, args: argparse.Namespace) -> int:
+    policy = await retention.set_policy(client.store, args.team, args.keep, args.actor)
+    print(f"team {_team(policy.tenant_id)} keeps ended instances {format_duration(policy.keep)}")
+    return 0
+
+
+async def _list(client: Client, args: argparse.Namespace) -> int:
+    found = await retention.policies(client.store)
+    if not found:
+        print("no retention policy: every ended instance is kept")
+    for policy in found:
+        print(f"{_team(policy.tenant_id)}\tkeep {format_duration(policy.keep)}\t{_who(policy)}")
+    return 0
+
+
+async def _run(client: Client, args: argparse.Namespace) -> int:
+    retention.check_batch(args.batch)
+    if not args.export_dir.is_dir():
+        raise UsageError(f"--export-dir {args.export_dir} is not a directory")
+    found = await retention.policies(client.store)
+    chosen = [p for p in found if args.team is None or p.tenant_id == args.team]
+    if args.team is not None and not chosen:
+        raise UsageError(f"team {_team(args.team)} has no retention policy (set one first)")
+    for policy in chosen:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = args.export_dir / f"{policy.tenant_id or 'engine'}-{stamp}.jsonl"
+        with path.open("a", encoding="utf-8") as export:
+            done = await retention.prune(
+                client.store, policy.tenant_id, policy.keep, export, args.batch
+            )
+        print(
+            f"team {_team(policy.tenant_id)}: exported {done.exported} to {path}, "
+            f"removed {done.removed}, left {done.skipped} in use for a later run"
+        )
+    return 0
+
+
+def _team(tenant: str) -> str:
+    return repr(tenant) if tenant else NO_TEAM
+
+
+def _who(policy: Policy) -> str:
+    return f"set by {policy.set_by} at {policy.set_at.isoformat(timespec='seconds')}"

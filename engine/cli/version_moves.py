@@ -1,0 +1,120 @@
+"""Moving running instances to another version from the command line (issue 21).
+
+``wayline definition declare-edge NAME@FROM TO --actor A --reason R`` declares the edge
+instances of ``NAME@FROM`` may be migrated along (``Client.declare_migration``).
+
+``wayline instance migrate ID... --to VERSION --actor A --reason R`` is the studio's bulk
+migrate (``engine.api.bulk_commands``): every instance is judged first (an unknown id
+stops the command before anything happens), then each is paused if it runs, migrated
+and resumed, judged again as it moves; it prints one line per instance (``done``,
+``unchanged`` or ``refused`` and why) and exits 1 when any was refused. ``--dry-run``
+prints the judgement alone; ``--bulk-id`` repeated after a crash acts on no instance
+twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+
+from engine.api.bulk_commands import BulkCommand, BulkCommands
+from engine.api.client import Client
+from engine.cli.options import UsageError
+from engine.cli.runtime import EXIT_FAILED, add_command, add_group
+from engine.decide.bulk_actions import bulk_request
+from engine.decide.operator_actions import Action
+from engine.decide.previews import Preview
+from engine.model.limits import MAX_BULK_INSTANCES
+
+AUDITED = "recorded in the audit trail"
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """``instance migrate``."""
+    actions = add_group(commands, "instance", "act on running instances", "Act on instances.")
+    move = add_command(
+        actions,
+        "migrate",
+        "migrate instances to another version of their name along a declared edge",
+        _migrate,
+        "wayline instance migrate",
+    )
+    move.add_argument("instances", nargs="+", metavar="ID", help=f"at most {MAX_BULK_INSTANCES}")
+    move.add_argument("--to", required=True, metavar="VERSION", dest="to_version")
+    move.add_argument("--actor", required=True, help=f"who migrates them ({AUDITED})")
+    move.add_argument("--reason", required=True, help=f"why ({AUDITED} with the fingerprints)")
+    move.add_argument("--team", default="", help="the team the bulk is recorded for")
+    move.add_argument("--bulk-id", help="idempotency id of the whole migration (default: new)")
+    move.add_argument("--dry-run", action="store_true", help="judge each instance, change nothing")
+
+
+def register_edge(actions: argparse._SubParsersAction) -> None:
+    """``definition declare-edge``, beside ``definition publish``."""
+    edge = add_command(
+        actions,
+        "declare-edge",
+        "declare that instances of NAME@FROM may be migrated to version TO",
+        _declare_edge,
+        "wayline definition declare-edge",
+    )
+    edge.add_argument("source", metavar="NAME@FROM")
+    edge.add_argument("to_version", metavar="TO")
+    edge.add_argument("--actor", required=True, help=f"who declares it ({AUDITED})")
+    edge.add_argument("--reason", required=True, help=f"why they may move ({AUDITED})")
+
+
+def edge_source(text: str) -> tuple[str, str]:
+    """``NAME@FROM`` as (name, version); UsageError naming the expected shape."""
+    name, at, version = text.rpartition("@")
+    if not at or not name or not version:
+        raise UsageError(f"give the edge's source as NAME@VERSION, not {text!r}")
+    return name, version
+
+
+async def _declare_edge(client: Client, args: argparse.Namespace) -> int:
+    name, from_version = edge_source(args.source)
+    created = await client.declare_migration(
+        name, from_version, args.to_version, args.actor, args.reason
+    )
+    edge = f"{name}@{from_version} -> {name}@{args.to_version}"
+    print(f"declared {edge}" if created else f"{edge} was declared before (that one is kept)")
+    return 0
+
+
+async def _migrate(client: Client, args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise UsageError(f"give a reason: it is {AUDITED} of every instance")
+    request = bulk_request(Action.MIGRATE, arguments={"version": args.to_version})
+    bulk = BulkCommands(client)
+    previews = await bulk.preview(args.instances, request)  # every id exists, or stop here
+    if args.dry_run:
+        for preview in previews:
+            print(_judged(preview))
+        return 0
+    asked = BulkCommand(
+        args.bulk_id or uuid.uuid4().hex,
+        args.team,
+        request.action.value,
+        "",
+        dict(request.effect),
+        args.actor,
+        args.reason.strip(),
+        tuple(dict.fromkeys(args.instances)),
+    )
+    outcome = await bulk.act(asked)
+    for result in outcome.results:
+        print(f"{result.outcome} {result.instance_id}: {result.detail}")
+    counts = {o: sum(r.outcome == o for r in outcome.results) for o in ("done", "unchanged")}
+    refused = len(outcome.results) - sum(counts.values())
+    print(
+        f"bulk {outcome.bulk.bulk_id}: {counts['done']} migrated, "
+        f"{counts['unchanged']} unchanged, {refused} refused"
+    )
+    return EXIT_FAILED if refused else 0
+
+
+def _judged(preview: Preview) -> str:
+    """``applies order-80: order@1 -> order@2`` or ``refused order-81: <why>``."""
+    if preview.applies and preview.moves_to is not None:
+        return f"applies {preview.instance_id}: {preview.definition} -> {preview.moves_to}"
+    return f"{preview.verdict.value} {preview.instance_id}: {preview.reason}"

@@ -1,0 +1,131 @@
+"""Bounded history: a team's ended instances past its keep, exported, then removed.
+
+History is append-only, so without retention the store grows for ever, and with it every
+index the claims and the studio's pages walk. A team says how long it keeps its ended
+instances (``set_policy``; a team without a policy keeps everything). ``prune`` then
+works in bounded batches: it picks ended instances archived before the cutoff that have
+no live work and no child still running (a running child reports to its parent, which
+must still be there), writes each one's whole history as one JSON line to the export
+(the array of its events, each as ``wayline history --json`` prints it), flushed and
+synced before anything is removed, and then, in one short transaction, locks those still
+as they were exported and deletes their work, history, ledger and row. Nothing waits on
+a worker: an ended instance has no due work, and a row another transaction holds is
+skipped, to be taken by a later run; a crash between export and removal only exports
+some instances twice (each line names its instance).
+
+A removed instance's id is free again: a start with it begins a new instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TextIO
+
+from engine.model.events import event_to_json
+from engine.store import reads
+from engine.store.statements import retention as sql
+from engine.store.store import Store
+from engine.store.transactions import transact
+
+MAX_PRUNE_BATCH = 500
+"""Instances exported and removed per transaction: short enough never to hold locks
+long, large enough that a backlog of millions drains in a few thousand batches."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How long a team keeps its ended instances, and who said so."""
+
+    tenant_id: str
+    keep: timedelta
+    set_by: str
+    set_at: datetime
+
+
+@dataclass
+class Pruned:
+    """What one run of ``prune`` did."""
+
+    exported: int = 0
+    removed: int = 0
+    skipped: int = 0
+    """Exported but not removed: changed or locked meanwhile (a later run takes them)."""
+
+
+def check_batch(batch: int) -> int:
+    """``batch`` when it is from 1 to MAX_PRUNE_BATCH; ValueError saying so otherwise."""
+    if not 1 <= batch <= MAX_PRUNE_BATCH:
+        raise ValueError(f"batch is {batch}; it must be from 1 to {MAX_PRUNE_BATCH} instances")
+    return batch
+
+
+async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
+    """Keep ``tenant``'s ended instances for ``keep`` (replacing any earlier policy)."""
+    if keep <= timedelta(0):
+        raise ValueError("keep must be a positive duration, e.g. 90d")
+    if not actor:
+        raise ValueError("say who sets the policy (actor)")
+    now = store.now()
+    params = {"tenant": tenant, "keep": keep, "actor": actor, "now": now}
+
+    async def body(conn: Any) -> None:
+        await conn.execute(sql.SET_POLICY, params)
+
+    await transact(store, f"retention policy of team {tenant!r}", body, single_statement=True)
+    return Policy(tenant, keep, actor, now)
+
+
+async def policies(store: Store) -> list[Policy]:
+    """Every team's policy, by team."""
+    async with store.reading() as conn:
+        rows = await (await conn.execute(sql.POLICIES)).fetchall()
+    return [Policy(*row) for row in rows]
+
+
+async def prune(
+    store: Store, tenant: str, keep: timedelta, export: TextIO, batch: int = MAX_PRUNE_BATCH
+) -> Pruned:
+    """Export and remove ``tenant``'s ended instances archived more than ``keep`` ago,
+    ``batch`` at a time, until none is left that can go now (see the module)."""
+    check_batch(batch)
+    done = Pruned()
+    params = {"tenant": tenant, "cutoff": store.now() - keep, "limit": batch}
+    while True:
+        async with store.reading() as conn:
+            expired = await (await conn.execute(sql.EXPIRED, params)).fetchall()
+        if not expired:
+            return done
+        await _export(store, [instance_id for instance_id, _ in expired], export)
+        removed = await _remove(store, expired)
+        done.exported += len(expired)
+        done.removed += removed
+        done.skipped += len(expired) - removed
+        if removed == 0 or len(expired) < batch:
+            return done  # what is left is in use now, or there is nothing more
+
+
+async def _export(store: Store, instance_ids: list[str], export: TextIO) -> None:
+    """Each instance's events as one JSON line, on disk before anything is removed."""
+    for instance_id in instance_ids:
+        events = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
+        export.write(json.dumps(events, separators=(",", ":")) + "\n")
+    export.flush()
+    os.fsync(export.fileno())
+
+
+async def _remove(store: Store, expired: list[tuple[str, int]]) -> int:
+    """Remove the instances of ``expired`` still at their exported position; how many."""
+    ids, sequences = (list(column) for column in zip(*expired, strict=True))
+
+    async def body(conn: Any) -> int:
+        locked = await conn.execute(sql.LOCK_UNCHANGED, {"ids": ids, "sequences": sequences})
+        chosen = [row[0] for row in await locked.fetchall()]
+        if chosen:
+            for statement in sql.REMOVE:
+                await conn.execute(statement, {"ids": chosen})
+        return len(chosen)
+
+    return await transact(store, f"removal of {len(ids)} ended instances", body)

@@ -1,0 +1,58 @@
+"""``wayline retention set|list|run`` as an operator at a terminal sees it: a policy per
+team, a run that exports and removes what is past it, and one line for bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from engine.decide.operator_actions import Action
+from tests.e2e.test_cli_e2e import ok, one_line
+from tests.integration.factories import DEFINITION
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Harness
+
+
+async def test_a_run_exports_and_removes_what_is_past_the_keep(e2e: Harness) -> None:
+    await e2e.publish(DEFINITION)
+    await e2e.start(DEFINITION, "gone")
+    await e2e.client.command("gone", Action.TERMINATE, "alice", "no longer needed")
+    await e2e.start(DEFINITION, "still-running")
+    assert (
+        await ok(e2e, "retention", "list") == "no retention policy: every ended instance is kept\n"
+    )
+    assert await ok(e2e, "retention", "set", "--keep", "1ms", "--as", "alice") == (
+        "team (no team) keeps ended instances 1ms\n"
+    )
+    listed = await ok(e2e, "retention", "list")
+    assert listed.startswith("(no team)\tkeep 1ms\tset by alice at ")
+
+    exports = e2e.tmp / "exports"
+    exports.mkdir()
+    out = await ok(e2e, "retention", "run", "--export-dir", str(exports))
+    (path,) = exports.iterdir()
+    assert (
+        out == f"team (no team): exported 1 to {path}, removed 1, left 0 in use for a later run\n"
+    )
+    (line,) = path.read_text().splitlines()
+    assert [e["instance_id"] for e in json.loads(line)][-1] == "gone"
+    assert await e2e.query("SELECT instance_id FROM instances ORDER BY 1") == [("still-running",)]
+
+
+async def test_bad_input_gets_one_line(e2e: Harness) -> None:
+    soon = await e2e.cli("retention", "set", "--keep", "soon", "--as", "alice")
+    assert soon.code == 2 and "expected a duration" in soon.stderr
+    missing = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp / "nowhere"))
+    assert missing.code == 2
+    assert (
+        one_line(missing)
+        == f"wayline retention: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
+    )
+    unset = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--team", "red")
+    assert (
+        one_line(unset) == "wayline retention: team 'red' has no retention policy (set one first)"
+    )
+    batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", "0")
+    assert batch.code == 1
+    assert one_line(batch) == "wayline retention: batch is 0; it must be from 1 to 500 instances"

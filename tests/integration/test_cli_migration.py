@@ -1,0 +1,116 @@
+"""Declaring an edge and migrating instances with the `wayline` command line, against a
+real PostgreSQL: one line per instance (migrated, or refused with the judge's reason),
+a clear one-line error for bad input, and nothing changed for an incompatible one."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from engine.api.client import Client
+from engine.store.store import Store
+from tests.integration.test_compatibility_reports import NAME
+from tests.integration.test_instance_migration import V1, WITHOUT_CHARGE, published
+
+WAYLINE = Path(sys.executable).parent / "wayline"
+
+
+@dataclass(frozen=True)
+class Ran:
+    status: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(pg_dsn: str, schema: str):
+    """Run ``wayline ARGS`` on the test's schema (a real process)."""
+
+    async def run(*args: str) -> Ran:
+        process = await asyncio.create_subprocess_exec(
+            str(WAYLINE),
+            *args,
+            "--dsn",
+            pg_dsn,
+            "--schema",
+            schema,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+        assert process.returncode is not None
+        return Ran(process.returncode, out.decode(), err.decode())
+
+    return run
+
+
+async def test_declare_an_edge_then_migrate_the_compatible_instances(
+    default_store: Store, cli
+) -> None:
+    client: Client = await published(default_store)
+    await client.start(NAME, "order-90", {"n": 90}, "1")
+    await client.start(NAME, "order-91", {"n": 91}, "1")
+    await client.signal("order-91", "paid", "pay-91", {"by": "card"})  # charge in flight
+    migrate = ("instance", "migrate", "--to", "2", "--actor", "olga", "--reason", "ship v2")
+
+    no_edge = await cli(*migrate, "order-90")
+    assert no_edge.status == 1
+    assert "refused order-90: no migration of order from 1 to 2: declare the edge first" in (
+        no_edge.out
+    )
+    edge = ("definition", "declare-edge", "--actor", "olga", "--reason", "v2 ships")
+    declared = await cli(*edge, "order@1", "2")
+    assert (declared.status, declared.out) == (0, "declared order@1 -> order@2\n")
+    again = await cli(*edge, "order@1", "2")
+    assert "was declared before" in again.out
+
+    judged = await cli(*migrate, "order-90", "order-91", "--dry-run")
+    assert judged.status == 0
+    assert judged.out.splitlines() == [
+        "applies order-90: order@1 -> order@2",
+        "refused order-91: incompatible: step charge is in flight and was removed",
+    ]
+    moved = await cli(*migrate, "order-90", "order-91", "--bulk-id", "cli-1")
+    assert moved.status == 1, "a refused instance is a failure a script notices"
+    assert moved.out.splitlines() == [
+        "done order-90: migrated from order@1 to order@2",
+        "refused order-91: order-91: step charge is in flight and was removed; "
+        "it was not migrated to order@2",
+        "bulk cli-1: 1 migrated, 0 unchanged, 1 refused",
+    ]
+    state = await client.inspect("order-90")
+    assert state.definition == WITHOUT_CHARGE.ref
+    assert [a.action for a in state.audit] == ["pause", "migrate", "resume"]
+    assert all(a.command_id.startswith("cli-1.") and a.actor == "olga" for a in state.audit)
+    refused = await client.inspect("order-91")
+    assert refused.definition == V1.ref and refused.audit == ()
+    repeated = await cli(*migrate, "order-90", "order-91", "--bulk-id", "cli-1")
+    assert repeated.out == moved.out, "the same bulk id acts once and answers its results"
+    assert len((await client.inspect("order-90")).audit) == 3
+
+
+async def test_bad_input_is_one_line_and_changes_nothing(default_store: Store, cli) -> None:
+    client: Client = await published(default_store)
+    await client.start(NAME, "order-92", {"n": 92}, "1")
+    edge = ("definition", "declare-edge", "--actor", "olga", "--reason", "why")
+    shapeless = await cli(*edge, "order", "2")
+    assert shapeless.status == 2
+    assert shapeless.err == (
+        "wayline definition declare-edge: give the edge's source as NAME@VERSION, not 'order'\n"
+    )
+    unknown = await cli(*edge, "order@1", "9")
+    assert (unknown.status, unknown.err) == (
+        1,
+        "wayline definition declare-edge: order@9 is not published\n",
+    )
+    migrate = ("instance", "migrate", "--actor", "olga", "--reason", "why")
+    stranger = await cli(*migrate, "--to", "2", "order-92", "nobody-1")
+    assert stranger.status == 1 and stranger.err.startswith("wayline instance migrate: ")
+    assert "nobody-1" in stranger.err and len(stranger.err.splitlines()) == 1
+    nowhere = await cli(*migrate, "--to", "9", "order-92")
+    assert nowhere.status == 1 and "refused order-92: order@9 is not published" in nowhere.out
+    assert (await client.inspect("order-92")).audit == ()

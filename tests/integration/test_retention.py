@@ -1,0 +1,129 @@
+"""Bounded history against a real PostgreSQL: a team's ended instances past its keep are
+exported whole and removed with every row of theirs; nothing running, nothing younger,
+nothing of another team and nothing changed since its export is touched."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.api.client import Client
+from engine.decide.operator_actions import Action
+from engine.store import reads, retention
+from engine.store.clock import ManualClock
+from engine.store.retention import MAX_PRUNE_BATCH
+from engine.store.store import Store
+from tests.integration.factories import DEFINITION
+
+T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
+KEEP = timedelta(days=30)
+ROWS = """
+SELECT (SELECT count(*) FROM instances WHERE instance_id = %(id)s)
+     + (SELECT count(*) FROM history WHERE instance_id = %(id)s)
+     + (SELECT count(*) FROM transitions WHERE instance_id = %(id)s)
+     + (SELECT count(*) FROM work WHERE instance_id = %(id)s)
+"""
+
+
+class Export(io.StringIO):
+    """An in-memory export with a real file descriptor for the fsync ``prune`` does."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.file = path.open("w")
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def instances(self) -> dict[str, list[dict]]:
+        lines = [json.loads(line) for line in self.getvalue().splitlines()]
+        return {events[0]["instance_id"]: events for events in lines}
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Export:
+    return Export(tmp_path / "export.jsonl")
+
+
+async def started(client: Client, name: str, team: str = "red") -> str:
+    await client.start(DEFINITION.name, name, {}, tenant=team)
+    return name
+
+
+async def ended(client: Client, name: str, team: str = "red") -> str:
+    await started(client, name, team)
+    await client.command(name, Action.TERMINATE, "alice", "done with it")
+    return name
+
+
+async def rows_of(store: Store, instance_id: str) -> int:
+    async with store.reading() as conn:
+        return (await (await conn.execute(ROWS, {"id": instance_id})).fetchone())[0]
+
+
+@pytest.fixture
+async def client(store: Store) -> Client:
+    client = Client(store)
+    await client.publish(DEFINITION, "alice")
+    return client
+
+
+async def test_ended_instances_past_the_keep_are_exported_then_removed(
+    client: Client, store: Store, clock: ManualClock, export: Export
+) -> None:
+    old = [await ended(client, f"old-{n}") for n in range(3)]
+    running = await started(client, "running")
+    other_team = await ended(client, "blue-old", team="blue")
+    clock.advance(KEEP + timedelta(days=1))
+    young = await ended(client, "young")
+    histories = {i: [e async for e in reads.export_history(store, i)] for i in old}
+
+    done = await retention.prune(store, "red", KEEP, export, batch=2)
+
+    assert (done.exported, done.removed, done.skipped) == (3, 3, 0)
+    exported = export.instances()
+    assert sorted(exported) == sorted(old)
+    for instance_id in old:
+        assert len(exported[instance_id]) == len(histories[instance_id])
+        assert exported[instance_id][-1]["kind"] == "terminated"
+        assert await rows_of(store, instance_id) == 0
+    for kept in (running, other_team, young):
+        assert await rows_of(store, kept) > 0
+    again = await retention.prune(store, "red", KEEP, export)
+    assert (again.exported, again.removed) == (0, 0)
+
+
+async def test_a_removed_id_starts_a_new_instance(
+    client: Client, store: Store, clock: ManualClock, export: Export
+) -> None:
+    await ended(client, "reused")
+    clock.advance(KEEP * 2)
+    await retention.prune(store, "red", KEEP, export)
+    state = await client.start(DEFINITION.name, "reused", {}, tenant="red")
+    assert state.status.label == "running" and state.sequence <= 2
+
+
+async def test_an_instance_changed_since_its_export_is_kept_for_a_later_run(
+    client: Client, store: Store, clock: ManualClock, export: Export
+) -> None:
+    await ended(client, "moving")
+    clock.advance(KEEP * 2)
+    expired = [("moving", 1)]  # exported at an older position than it now has
+    assert await retention._remove(store, expired) == 0
+    assert await rows_of(store, "moving") > 0
+
+
+async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -> None:
+    await retention.set_policy(store, "red", KEEP, "alice")
+    await retention.set_policy(store, "red", KEEP * 2, "bob")
+    await retention.set_policy(store, "", timedelta(days=7), "carol")
+    found = {p.tenant_id: (p.keep, p.set_by) for p in await retention.policies(store)}
+    assert found == {"red": (KEEP * 2, "bob"), "": (timedelta(days=7), "carol")}
+    with pytest.raises(ValueError, match="positive"):
+        await retention.set_policy(store, "red", timedelta(0), "alice")
+    with pytest.raises(ValueError, match=f"from 1 to {MAX_PRUNE_BATCH}"):
+        retention.check_batch(MAX_PRUNE_BATCH + 1)
