@@ -34,6 +34,15 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.files import load_definition
+from engine.model.holds import (
+    MAX_RELEASE_COUNT,
+    MAX_RELEASE_RATE,
+    HoldNotFound,
+    HoldReleased,
+    HoldScope,
+    ReleaseMode,
+    parse_scope,
+)
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
 from engine.modes import install
 from engine.modes.code.running import CODE_RUNNING
@@ -66,6 +75,8 @@ install(ORCHESTRATION, CHOREOGRAPHY, MACHINE, CODE_RUNNING)
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "MAX_RELEASE_COUNT",
+    "MAX_RELEASE_RATE",
     "STATUSES",
     "AccessRefused",
     "Action",
@@ -89,6 +100,9 @@ __all__ = [
     "ExecutionNotFound",
     "Executions",
     "GrantDenied",
+    "HoldNotFound",
+    "HoldReleased",
+    "HoldScope",
     "IncompatibleInstances",
     "InputRefused",
     "Instance",
@@ -97,6 +111,7 @@ __all__ = [
     "MachineCall",
     "MachineState",
     "Queries",
+    "ReleaseMode",
     "ResolutionConflict",
     "SignalConflict",
     "StaleLease",
@@ -119,6 +134,7 @@ __all__ = [
     "load_definition",
     "machine",
     "make_resolution",
+    "parse_scope",
     "provision_roles",
     "provisioning_sql",
     "resource_roles",

@@ -78,3 +78,10 @@ BULK = json_body(
         "instances": ["order-7", "order-8"],
     },
 )
+HOLD = json_body(
+    "Hold version 3 of a definition during an incident",
+    {"scope": "definition", "definition": "order.fulfillment@3", "reason": "INC-42: payments"},
+)
+RELEASE = json_body(
+    "Let five held instances resume", {"reason": "INC-42: trying a few", "count": 5}
+)

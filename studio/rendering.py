@@ -42,6 +42,7 @@ NAV = (
     ("dead-letters", "Dead letters", "/dead-letters"),
     ("drills", "Drills", "/drills"),
     ("workers", "Workers", "/workers"),
+    ("holds", "Holds", "/holds"),
     ("settings", "Settings", "/settings"),
 )
 

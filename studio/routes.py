@@ -40,6 +40,8 @@ from studio.machines import pages as machine_editor
 from studio.machines.schemas import RESUBMITTED
 from studio.operations import dead_letter_pages as dead_letters
 from studio.operations import dead_letters_api as api_dead_letters
+from studio.operations import hold_pages as holds
+from studio.operations import holds_api as api_holds
 from studio.operations import worker_pages as workers
 from studio.operations import workers_api as api_workers
 from studio.roles import Access
@@ -53,6 +55,7 @@ VERSION = "/definitions/{name:str}/versions/{version:str}"
 INSTANCE = "/instances/{ref:str}"
 """``ref`` is the instance id with each ``/`` written as ``~`` (``studio.instance_urls``)."""
 RUN = "/drills/runs/{run_id:str}"
+HOLD = "/holds/{hold_id:str}"
 API_VERSION = "/api" + VERSION
 API_DRAFT = "/api" + DRAFT
 API_INSTANCE = "/api" + INSTANCE
@@ -173,6 +176,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", RUN, drills.run_page, V),
     Route("GET", RUN + "/drills/{drill_id:str}" + INSTANCE, drills.captured_instance, V),
     Route("GET", "/workers", workers.workers_page, V),
+    Route("GET", "/holds", holds.holds_page, V),
+    Route("POST", "/holds", holds.place_hold, OP),
+    Route("POST", HOLD + "/release", holds.release_hold, OP),
     # Team settings
     Route("GET", "/settings", settings.settings_page, V),
     Route("POST", "/settings/members", settings.invite_member, ADM),
@@ -253,6 +259,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/drills/jobs/{job_id:str}", api_drills.get_job, V),
     Route("GET", "/api/drills/compare", api_drills.compare, V, errors=(NOT_FOUND, INVALID)),
     Route("GET", "/api/workers", api_workers.list_workers, V),
+    Route("GET", "/api/holds", api_holds.list_holds, V),
+    Route("POST", "/api/holds", api_holds.place_hold, OP, errors=(INVALID,)),
+    Route("POST", "/api" + HOLD + "/release", api_holds.release_hold, OP, 200, (CONFLICT, INVALID)),
     Route("GET", "/api/members", api_people.list_members, V),
     Route("GET", "/api/tokens", api_people.list_tokens, ADM),
     Route("POST", "/api/tokens", api_people.create_token, ADM, errors=(INVALID,)),

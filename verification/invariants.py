@@ -114,10 +114,11 @@ DEAD_WORK = f"SELECT DISTINCT instance_id FROM work WHERE state = {WorkState.DEA
 OPEN_WORK_ITEMS = f"""
 SELECT i.instance_id, i.sequence, w.kind, w.payload FROM instances i
 LEFT JOIN work w ON w.instance_id = i.instance_id
-  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
+  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, {WorkState.HELD})
 """
-"""Open work with its instance's position, read in one snapshot: an instance that moved
-since its history was captured (workers still run) is judged at its next check."""
+"""Open work (held work too) with its instance's position, read in one snapshot: an
+instance that moved since its history was captured (workers still run) is judged at
+its next check."""
 
 
 async def _instances(

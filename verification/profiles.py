@@ -1,8 +1,8 @@
 """Campaign profiles: how much to run and how long to wait.
 
 ``ci`` is what the test suite runs on two cores in a few minutes: every boundary with
-every fault action under two seeds, each named drill, each machine drill and each
-code-first drill once, a short hypothesis run.
+every fault action under two seeds, each named drill, each machine drill, each
+code-first drill and each incident-hold drill once, a short hypothesis run.
 ``deep`` is for the studio or a nightly job: more seeds, more examples, longer waits.
 """
 
@@ -31,9 +31,11 @@ class Profile:
     """Seeds of each machine drill (M)."""
     code_seeds: int
     """Seeds of each code-first drill (C)."""
+    hold_seeds: int
+    """Seeds of each incident-hold drill (H)."""
 
 
 PROFILES = {
-    "ci": Profile("ci", 2, 4, 30.0, 120.0, 5, 8, True, 1, 1),
-    "deep": Profile("deep", 5, 3, 60.0, 300.0, 40, 20, False, 3, 3),
+    "ci": Profile("ci", 2, 4, 30.0, 120.0, 5, 8, True, 1, 1, 1),
+    "deep": Profile("deep", 5, 3, 60.0, 300.0, 40, 20, False, 3, 3, 3),
 }

@@ -45,6 +45,7 @@ from engine.model.errors import (
     WaylineError,
 )
 from engine.model.events import json_data
+from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
 from engine.model.identifiers import name_problem
 from engine.model.inputs import check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
@@ -52,7 +53,7 @@ from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.modes import decide
 from engine.modes.code import runs
-from engine.store import catalog, compatibility, dead_letters, reads
+from engine.store import catalog, compatibility, dead_letters, holds, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
 from engine.store.store import Store
@@ -132,6 +133,40 @@ class Client:
         or StaleLease when another command or a reclaim got there first.
         """
         return await dead_letters.resolve(self.store, command)
+
+    async def place_hold(self, scope: HoldScope, actor: str, reason: str) -> holds.Hold:
+        """Hold ``scope`` (a name, a version or a team) for an incident: workers stop
+        claiming its work (attempts already leased finish and record), new starts are
+        accepted and parked, timers due meanwhile fire after it. Audited: who and why."""
+        _check_texts(team=scope.team)
+        check_scope(scope)
+        if problem := actor_problem(actor) or reason_problem(reason):
+            raise InputRefused(problem)
+        return await holds.place(self.store, scope, actor, reason.strip())
+
+    async def release_hold(
+        self,
+        team: str,
+        hold_id: str,
+        actor: str,
+        reason: str,
+        *,
+        count: int | None = None,
+        rate: float | None = None,
+    ) -> tuple[holds.Hold, int]:
+        """Release the team's hold: all of it, ``count`` instances (the longest-waiting
+        first; the hold stays), or ``rate`` instances per second until none is left
+        (then it ends). The hold as it is now and how many work items became due.
+        HoldNotFound, HoldReleased; InputRefused for a bad amount, actor or reason."""
+        _check_texts(team=team, hold_id=hold_id)
+        if count is not None and rate is not None:
+            raise InputRefused("release by a count or by a rate, not both")
+        mode = ReleaseMode.COUNT if count is not None else ReleaseMode.ALL
+        mode = ReleaseMode.RATE if rate is not None else mode
+        amount = release_amount(mode, count if rate is None else rate)
+        if problem := actor_problem(actor) or reason_problem(reason):
+            raise InputRefused(problem)
+        return await holds.release(self.store, team, hold_id, mode, amount, actor, reason.strip())
 
     async def start(
         self,

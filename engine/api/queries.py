@@ -22,6 +22,7 @@ from typing import Any
 from engine.store import bulk_commands as bulk_reads
 from engine.store import catalog, reads, work_views
 from engine.store import dead_letters as dead_letter_reads
+from engine.store import holds as hold_reads
 from engine.store import workers as worker_reads
 from engine.store.bulk_commands import BulkCommand, BulkResult
 from engine.store.catalog import DeclaredEdge, PublishedVersion, StoredReport
@@ -33,6 +34,7 @@ from engine.store.dead_letters import (
     ResolutionAction,
     ResolutionRecord,
 )
+from engine.store.holds import Hold, HoldRelease
 from engine.store.reads import HistoryPage, InstancePage, InstanceRow, InstanceView
 from engine.store.rows import WorkState
 from engine.store.store import Store
@@ -48,6 +50,8 @@ __all__ = [
     "DeadLetterPage",
     "DeclaredEdge",
     "HistoryPage",
+    "Hold",
+    "HoldRelease",
     "InstancePage",
     "InstanceRow",
     "InstanceView",
@@ -113,6 +117,11 @@ class Queries:
     dead_letter_groups = _StoreRead(dead_letter_reads.dead_letter_groups)
     recent_resolutions = _StoreRead(dead_letter_reads.recent_resolutions)
     resolution = _StoreRead(dead_letter_reads.find_resolution)
+
+    # Incident holds
+    holds = _StoreRead(hold_reads.recent)
+    hold = _StoreRead(hold_reads.find)
+    holds_covering = _StoreRead(hold_reads.covering)
 
     # Bulk operator actions
     bulk_command = _StoreRead(bulk_reads.find_bulk)

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from engine.cli import definitions, machines, migrate, retention, runtime, version_moves
+from engine.cli import definitions, holds, machines, migrate, retention, runtime, version_moves
 from engine.cli.runtime import EXIT_USAGE
 from engine.model.errors import InputRefused
 from engine.model.inputs import check_text
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     version_moves.register(commands)
     machines.register(commands)
     retention.register(commands)
+    holds.register(commands)
     _register_plugins(commands)
     return parser
 

@@ -162,7 +162,7 @@ async def claim(
 
     rows = await transact(store, "claim", body, single_statement=True)
     items = [list(group) for _, group in groupby(rows, key=lambda row: row[0])]
-    return [_lease(item[0], _claimed_history(item)) for item in items]
+    return [_lease(item[0], _claimed_history(item)) for item in items if _leased(item[0])]
 
 
 def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
@@ -181,6 +181,13 @@ CLAIM_HISTORY_EVENTS = 16
 this many events (a new instance's first step, typically): its processor starts from
 that state instead of reading it (a stale one fails the commit's sequence check and is
 then read). Longer histories are read, and cached, by the worker as before."""
+
+
+def _leased(row: tuple[Any, ...]) -> bool:
+    """Whether a row that starts with ``LEASE_COLUMNS`` is leased: a claim or a hand-on
+    of work whose instance an incident hold covers parks the row instead (migration
+    0017's trigger), and the row comes back with no owner."""
+    return bool(row[7])
 
 
 def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
@@ -533,7 +540,8 @@ async def _write_fenced(
 def _handed_on_by(fence: LeaseFence, row: tuple[Any, ...]) -> Lease | None:
     """The lease a fenced write that wrote its transition handed on, from its row."""
     columns = row[transition_sql.WRITE_COLUMNS :]
-    return _lease(columns) if fence.lease_next and columns[0] is not None else None
+    handed = fence.lease_next and columns[0] is not None and _leased(columns)
+    return _lease(columns) if handed else None
 
 
 async def _settle(
@@ -542,9 +550,8 @@ async def _settle(
     """Settle the lease when no transition statement did: complete it, and lease the
     next work on (an exact replay with eager dispatch) in the same round trip."""
     if fence.lease_next:
-        return _lease(
-            await _fenced(conn, sql.COMPLETE_AND_LEASE_NEXT, fence.params(now), fence.lease)
-        )
+        row = await _fenced(conn, sql.COMPLETE_AND_LEASE_NEXT, fence.params(now), fence.lease)
+        return _lease(row) if _leased(row) else None
     if fence.finish:
         await complete_on(conn, fence.lease, now)
     return None

@@ -22,6 +22,8 @@ class WorkState(IntEnum):
     LEASED = 2
     COMPLETED = 3
     DEAD_LETTERED = 4
+    HELD = 5
+    """Parked by an incident hold (``engine.store.holds``): due again once released."""
 
     @property
     def label(self) -> str:

@@ -39,7 +39,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_POLL_INTERVAL,
 )
-from engine.store import leases, sweeps, workers
+from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import StaleLease, StoreError
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry, HandlerThreads
@@ -302,9 +302,10 @@ class Worker:
         self.ctx.faults.reach(Boundary.IN_RECOVERY)
         expired = await sweeps.expire_leases_of_dead_owners(self.store)
         dead = await sweeps.sweep_expired_deadlines(self.store)
+        released = await holds.drain(self.store)
         self.metrics.count("recovered_leases", expired)
         self.metrics.count("dead_letters", dead)
-        if expired:
+        if expired or released:
             self.wake.set()
 
 

@@ -26,7 +26,7 @@ from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
 from studio.machines.views import machine_view
-from studio.operations import workers
+from studio.operations import holds, workers
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page, see_other
 from studio.runtime import Runtime
@@ -93,6 +93,7 @@ async def versions_page(
         comparison=comparison,
         views=views,
         latest_view=graph_view(definitions.export_document(versions[-1])),
+        holds_shown=await holds.banner(runtime, principal.team_id, name),
     )
 
 
@@ -119,6 +120,7 @@ async def version_page(
         compatibility=compatibility,
         edges=await migrations.edge_choices(runtime, found, sources),
         max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
+        holds_shown=await holds.banner(runtime, principal.team_id, name, version),
     )
 
 

@@ -44,6 +44,7 @@ from studio.instances.sections import (
 )
 from studio.instances.service import InstanceFilters
 from studio.machines.overlay import LEGEND as MACHINE_LEGEND
+from studio.operations import holds
 from studio.paging import format_cursor
 from studio.principal import Principal
 from studio.rendering import form_values, is_htmx, page, see_other
@@ -73,6 +74,7 @@ async def list_page(
         bulk_limit=MAX_BULK_INSTANCES,
         resolutions=RESOLUTIONS,
         recent_bulks=await bulk.recent(runtime, principal.team_id),
+        holds_shown=await holds.banner(runtime, principal.team_id, filters.definition),
     )
 
 
@@ -158,6 +160,8 @@ async def instance_page(
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
     context |= await _history_section(runtime, principal.team_id, instance_id, row, chosen)
+    pin = row.definition
+    context["holds_shown"] = await holds.banner(runtime, principal.team_id, pin.name, pin.version)
     return page(
         request,
         PAGE,

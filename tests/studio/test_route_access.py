@@ -42,6 +42,7 @@ PLACEHOLDERS = {
     "{drill_id:str}": "D1-kill-after_handler-s0",
     "{invitation_id:str}": "no-such-invitation",
     "{bulk_id:str}": "no-such-bulk",
+    "{hold_id:str}": "no-such-hold",
 }
 """Path values that name nothing real: the answer is then 404/409/422, never 401/403
 for an allowed role (and never a server error)."""

@@ -38,12 +38,14 @@ def test_no_statement_names_a_work_state_by_its_number(path: Path) -> None:
 
 
 def test_work_states_keep_the_numbers_of_the_table_and_its_indexes() -> None:
-    # migrations/0001_core.sql: CHECK (state BETWEEN 1 AND 4) and partial indexes on
-    # state = 1, 2 and 4; the statements must render the same numbers to match them.
+    # migrations/0001_core.sql and 0017_holds.sql: CHECK (state BETWEEN 1 AND 5) and
+    # partial indexes on state = 1, 2, 4 and 5; the statements must render the same
+    # numbers to match them.
     assert [(s.name, int(s)) for s in WorkState] == [
         ("AVAILABLE", 1),
         ("LEASED", 2),
         ("COMPLETED", 3),
         ("DEAD_LETTERED", 4),
+        ("HELD", 5),
     ]
     assert f"state = {WorkState.LEASED}" == "state = 2"

@@ -63,9 +63,10 @@ from verification.workloads import (
 
 POLL_SECONDS = 0.05
 OPEN_WORK_COUNT = (
-    f"SELECT count(*) FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+    "SELECT count(*) FROM work "
+    f"WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, {WorkState.HELD})"
 )
-"""Work still to do: due or leased rows."""
+"""Work still to do: due, leased, or held by an incident hold."""
 
 
 class DrillNotRun(Exception):
@@ -404,7 +405,8 @@ class DrillEnv:
             work = await (
                 await conn.execute(
                     "SELECT work_id, state, lease_owner, lease_token, available_at "
-                    f"FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})"
+                    f"FROM work WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, "
+                    f"{WorkState.HELD})"
                 )
             ).fetchall()
         registry = await catalog.load_registry(self.store)

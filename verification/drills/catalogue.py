@@ -15,6 +15,7 @@ from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
     code,
+    holds,
     leases,
     machines,
     network,
@@ -241,6 +242,21 @@ def code_drills(profile: Profile, master: int) -> list[DrillSpec]:
     return _seeded(cells, profile.code_seeds, master)
 
 
+HOLD_CELLS = (
+    ("H1-crash", "work held across a worker's SIGKILL resumes once after release",
+     holds.crash),
+    ("H1-expiry", "work held across a stopped worker's lease expiry resumes once",
+     holds.expiry),
+)  # fmt: skip
+
+
+def hold_drills(profile: Profile, master: int) -> list[DrillSpec]:
+    """The incident-hold drills (family H1), ``profile.hold_seeds`` times each: both take
+    a worker out mid-attempt, so they may strand an attempt."""
+    cells = [(name, title, scenario, {}, True) for name, title, scenario in HOLD_CELLS]
+    return _seeded(cells, profile.hold_seeds, master)
+
+
 def _seeded(cells: list[tuple[Any, ...]], seeds: int, master: int) -> list[DrillSpec]:
     """Each cell ``(name, title, scenario, params, strands)`` as ``seeds`` drills, each
     seeded from the campaign's master seed and its own id."""
@@ -278,6 +294,7 @@ def catalogue(profile: Profile, master: int, workload: str = "") -> list[DrillSp
         + named(master)
         + machine_drills(profile, master)
         + code_drills(profile, master)
+        + hold_drills(profile, master)
     )
     return [s for s in specs if not workload or workload_of(s) == workload]
 

@@ -16,6 +16,7 @@ from engine.store.clock import NOW_SQL as NOW
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, WorkState
 from engine.store.statements.transitions import (
     LEDGER_COLUMNS,
+    OPEN,
     LeaseParts,
     Source,
     at_position,
@@ -236,12 +237,14 @@ WITH completed AS (
 UPDATE work w
 SET state = {WorkState.LEASED}, attempts = w.attempts + 1, lease_token = w.lease_token + 1,
     lease_owner = %(owner)s, lease_expires_at = LEAST({NOW} + %(lease)s::interval, w.deadline)
-WHERE w.work_id = %(next_id)s AND w.state = {WorkState.AVAILABLE}
+WHERE w.work_id = %(next_id)s AND w.state IN ({OPEN})
   AND EXISTS (SELECT 1 FROM completed)
 RETURNING {LEASE_COLUMNS}
 """
 """Complete the held lease and lease the next work row to the same owner; no row when
-the lease was no longer held (then nothing changed). Used when the commit's transition
+the lease was no longer held (then nothing changed). A next row an incident hold parked
+is leased and parked again at once (migration 0017's trigger): the row comes back
+unleased, and the lease is completed all the same. Used when the commit's transition
 had been written before (an exact replay); a transition written now does both in its
 own statement (``FENCED_WRITE``)."""
 
@@ -368,7 +371,7 @@ retired AS (
     UPDATE work
     SET {retired_values(member)}
     FROM input i JOIN ok ON ok.m = i.m
-    WHERE work.instance_id = i.instance AND work.state = {WorkState.AVAILABLE} AND i.retire
+    WHERE work.instance_id = i.instance AND work.state IN ({OPEN}) AND i.retire
 ),
 moved AS (
     UPDATE instances

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, WorkState
 
+OPEN = f"{WorkState.AVAILABLE}, {WorkState.HELD}"
+"""Unleased work an instance's end retires: due or not, and held by an incident hold."""
+
 Source = Callable[[str], str]
 """Where a transition statement reads the value of a name."""
 
@@ -230,7 +233,7 @@ ok AS MATERIALIZED (
 retired AS (
     UPDATE work
     SET {retired_values(param)}
-    WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND %(retire)s
+    WHERE instance_id = %(instance)s AND state IN ({OPEN}) AND %(retire)s
       AND EXISTS (SELECT 1 FROM ok)
 ),
 moved AS (
@@ -270,7 +273,7 @@ WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND available
 RETIRE_OPEN_WORK = f"""
 UPDATE work
 SET {retired_values(param)}
-WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE}
+WHERE instance_id = %(instance)s AND state IN ({OPEN})
 """
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"

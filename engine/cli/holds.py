@@ -1,0 +1,103 @@
+"""`wayline hold place|release|list`: incident holds from the command line.
+
+Thin shells over ``Client.place_hold``, ``Client.release_hold`` and ``Queries.holds``.
+A hold covers ``--definition NAME[@VERSION]`` or, with ``--whole-team``, everything of
+the team (``--team``, default the engine's own team ''). A release lets everything go,
+or ``--count N`` instances, or ``--rate R`` instances per second; each answer shows the
+backlog left. Bad input prints one line on stderr and exits 2; a refusal exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from engine.api.client import Client
+from engine.api.queries import Queries
+from engine.cli.runtime import add_command
+from engine.model.holds import parse_scope
+from engine.store.holds import Hold
+
+LABEL = "wayline hold"
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``hold`` and its three actions to the ``wayline`` parser."""
+    hold = commands.add_parser(
+        "hold",
+        help="hold a definition, a version or a team for an incident; release it gradually",
+        description="Incident holds: workers run none of the held work until it is released.",
+    )
+    actions = hold.add_subparsers(dest="action", required=True, metavar="ACTION")
+    place = add_command(actions, "place", "place a hold (audited)", _place, LABEL)
+    scope = place.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--definition", metavar="NAME[@VERSION]", help="hold a name or a version")
+    scope.add_argument("--whole-team", action="store_true", help="hold everything of the team")
+    _audited(place)
+    release = add_command(actions, "release", "release a hold, or part of it", _release, LABEL)
+    release.add_argument("hold_id", metavar="ID")
+    amount = release.add_mutually_exclusive_group()
+    amount.add_argument("--count", type=int, help="resume this many instances; the hold stays")
+    amount.add_argument("--rate", type=float, help="resume this many instances per second")
+    _audited(release)
+    listing = add_command(actions, "list", "list holds and their backlogs", _list, LABEL)
+    listing.add_argument("--active", action="store_true", help="only holds still in force")
+    listing.add_argument("--json", action="store_true", help="one JSON object per hold")
+    for parser in (place, release, listing):
+        parser.add_argument("--team", default="", help="the team (default: the engine's own, '')")
+
+
+def _audited(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--actor", required=True, help="who acts (kept with the hold)")
+    parser.add_argument("--reason", required=True, help="why (kept with the hold)")
+
+
+async def _place(client: Client, args: argparse.Namespace) -> int:
+    scope = parse_scope(args.team, None if args.whole_team else args.definition)
+    hold = await client.place_hold(scope, args.actor, args.reason)
+    print(f"hold {hold.hold_id} placed on {scope.label}; backlog {hold.backlog} instance(s)")
+    return 0
+
+
+async def _release(client: Client, args: argparse.Namespace) -> int:
+    hold, due = await client.release_hold(
+        args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
+    )
+    state = "in force" if hold.active else "released"
+    print(f"hold {hold.hold_id}: {due} work item(s) due again; {_left(hold)}; {state}")
+    return 0
+
+
+async def _list(client: Client, args: argparse.Namespace) -> int:
+    holds = await Queries(client.store).holds(args.team, active_only=args.active)
+    for hold in holds:
+        print(json.dumps(_as_json(hold)) if args.json else _line(hold))
+    if not holds and not args.json:
+        print("no holds")
+    return 0
+
+
+def _left(hold: Hold) -> str:
+    rate = f", draining at {hold.drain_rate:g}/s" if hold.drain_rate and hold.active else ""
+    return f"backlog {hold.backlog} instance(s){rate}"
+
+
+def _line(hold: Hold) -> str:
+    state = "active" if hold.active else f"released {hold.released_at:%Y-%m-%d %H:%M:%S}"
+    placed = f"{hold.actor} at {hold.placed_at:%Y-%m-%d %H:%M:%S}"
+    return f"{hold.hold_id}  {hold.scope.label}  {state}  {_left(hold)}  {placed}: {hold.reason}"
+
+
+def _as_json(hold: Hold) -> dict:
+    return {
+        "id": hold.hold_id,
+        "team": hold.scope.team,
+        "name": hold.scope.name,
+        "version": hold.scope.version,
+        "placed_by": hold.actor,
+        "reason": hold.reason,
+        "placed_at": hold.placed_at.isoformat(),
+        "released_at": hold.released_at.isoformat() if hold.released_at else None,
+        "drain_rate": hold.drain_rate,
+        "backlog": hold.backlog,
+    }

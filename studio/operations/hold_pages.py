@@ -1,0 +1,92 @@
+"""The holds page: the team's holds with their backlogs and releases, placing a hold,
+and releasing one (all, a number of instances, or a rate). A successful post answers
+with a redirect to the page (so reloading it does not release again); a refused one
+shows the page with the reason."""
+
+from __future__ import annotations
+
+from litestar import Request
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from studio.definitions.service import team_versions
+from studio.errors import StudioError
+from studio.operations import holds
+from studio.principal import Principal
+from studio.rendering import page, see_other
+from studio.runtime import Runtime
+
+
+async def holds_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    placed: FromQuery[str] = "",
+    released: FromQuery[str] = "",
+    due: FromQuery[int] = 0,
+) -> Template:
+    notice = f"Hold {placed} placed." if placed else ""
+    if released:
+        notice = f"Hold {released}: {due} work item(s) due again."
+    return await _render(request, principal, runtime, notice=notice)
+
+
+async def _render(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    notice: str = "",
+    error: str = "",
+    status: int = 200,
+) -> Template:
+    versions = await team_versions(runtime, principal.team_id)
+    names = sorted({v.definition.name for v in versions})
+    names += [f"{v.definition.name}@{v.definition.version}" for v in versions]
+    return page(
+        request,
+        "operations/holds.html",
+        "holds",
+        status=status,
+        holds=await runtime.queries.holds(principal.team_id),
+        names=names,
+        notice=notice,
+        error=error,
+    )
+
+
+async def place_hold(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template | Redirect:
+    form = await request.form()
+    field = {k: v for k, v in form.items() if isinstance(v, str)}.get
+    try:
+        hold = await holds.place(
+            runtime,
+            principal.team_id,
+            principal.actor,
+            field("scope", ""),
+            field("definition", ""),
+            field("reason", ""),
+        )
+    except StudioError as refused:
+        return await _render(request, principal, runtime, error=str(refused), status=refused.status)
+    return see_other(f"/holds?placed={hold.hold_id}")
+
+
+async def release_hold(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    hold_id: FromPath[str],
+) -> Template | Redirect:
+    form = await request.form()
+    field = {k: v for k, v in form.items() if isinstance(v, str)}.get
+    try:
+        count, rate = holds.form_amounts(field("mode", ""), field("amount", ""))
+        released = await holds.release(
+            runtime, principal.team_id, principal.actor, hold_id, field("reason", ""), count, rate
+        )
+    except StudioError as refused:
+        return await _render(request, principal, runtime, error=str(refused), status=refused.status)
+    return see_other(f"/holds?released={hold_id}&due={released.due}#hold-{hold_id}")

@@ -1,0 +1,55 @@
+"""An incident hold in the browser: place it on the Holds page, see the banner where the
+held instances are, release one instance, and watch the backlog shrink.
+
+The instances run a target no worker runs, so their first activity is all they have:
+placing the hold parks it, and the backlog counts them."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from studio.roles import Role
+from tests.browser.conftest import sign_in
+from tests.browser.test_bulk_cancel import waiting_instances
+from tests.studio.live import LiveStudio
+
+REASON = "INC-12: the supplier API returns garbage"
+
+
+def test_hold_and_gradual_release(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("holdui")
+    name, _ = waiting_instances(studio, team, 3)
+    operator = studio.user(team, Role.OPERATOR)
+    sign_in(page, operator)
+
+    page.goto("/holds")
+    page.get_by_label("Hold", exact=True).select_option("definition")
+    page.get_by_label("Definition (NAME or NAME@VERSION)").fill(name)
+    page.get_by_label("Reason").fill(REASON)
+    page.get_by_role("button", name="Place hold").click()
+    expect(page.locator("#hold-notice")).to_contain_text("placed")
+    row = page.locator("#holds tbody tr").first
+    expect(row.locator(".hold-backlog")).to_have_text("3")
+
+    page.goto(f"/instances?view=all&definition={name}")
+    banner = page.locator("#hold-banner")
+    expect(banner).to_contain_text(f"On hold: {name}")
+    expect(banner).to_contain_text(operator)
+    expect(banner).to_contain_text(REASON)
+    expect(banner.locator(".hold-backlog")).to_have_text("3")
+    page.locator("#instances-table tbody tr a").first.click()
+    expect(page.locator("#hold-banner")).to_contain_text(REASON)
+
+    page.goto("/holds")
+    form = page.locator("form.release-hold").first
+    form.get_by_label("How", exact=True).select_option("count")
+    form.get_by_label("How many").fill("1")
+    form.get_by_label("Reason").fill("try one order first")
+    form.get_by_role("button", name="Release").click()
+    expect(page.locator("#hold-notice")).to_contain_text("1 work item(s) due again")
+    row = page.locator("#holds tbody tr").first
+    expect(row.locator(".hold-backlog")).to_have_text("2")
+    expect(row).to_contain_text("try one order first")
+    expect(row.locator(".pill")).to_have_text("in force")
+    page.goto(f"/definitions/{name}")
+    expect(page.locator("#hold-banner .hold-backlog")).to_have_text("2")

@@ -1,0 +1,84 @@
+"""Incident holds over HTTP: placing and releasing from the Holds page and the JSON API,
+the banner every affected page shows (who, why, backlog), and clear refusals."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from studio.instance_urls import instance_ref
+from studio.roles import Role
+from tests.studio.live import LiveStudio, definition
+
+REASON = "INC-7: the payment provider is down"
+
+
+def banner(html: str) -> str:
+    """The text of the page's hold banner ('' when there is none)."""
+    found = re.search(r'<section class="alert warn hold-banner".*?</section>', html, re.S)
+    return re.sub(r"<[^>]+>", "", found.group(0)) if found else ""
+
+
+def test_a_hold_placed_in_the_studio_shows_on_every_affected_page(studio: LiveStudio) -> None:
+    team = studio.team("holds")
+    name, other = f"held.{uuid.uuid4().hex[:6]}", f"free.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    studio.publish(team, definition(other))
+    operator_name = studio.user(team, Role.OPERATOR)
+    operator = studio.client(operator_name)
+    placed = operator.form("/holds", {"scope": "definition", "definition": name, "reason": REASON})
+    assert placed.status_code == 303 and placed.headers["location"].startswith("/holds?placed=")
+    instance_id = studio.start(team, name)  # accepted under the hold, and parked
+
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    for path in (
+        f"/definitions/{name}",
+        f"/definitions/{name}/versions/1",
+        f"/instances/{instance_ref(instance_id)}",
+        "/instances",
+    ):
+        text = banner(viewer.get(path).text)
+        assert f"On hold: {name}" in text and operator_name in text and REASON in text, path
+        assert "Backlog: 1 instance(s)" in text, path
+    assert banner(viewer.get(f"/definitions/{other}").text) == ""
+    holds_page = viewer.get("/holds").text
+    assert REASON in holds_page
+    assert 'id="place-hold"' not in holds_page and 'class="release-hold"' not in holds_page
+
+    [hold] = operator.get("/api/holds").json()
+    assert (hold["definition"], hold["backlog"], hold["active"]) == (name, 1, True)
+    released = operator.form(
+        f"/holds/{hold['id']}/release", {"mode": "count", "amount": "1", "reason": "one first"}
+    )
+    assert released.status_code == 303
+    page = operator.get(released.headers["location"]).text
+    assert f"Hold {hold['id']}: 1 work item(s) due again." in page
+    [hold] = operator.get("/api/holds").json()
+    assert (hold["backlog"], hold["active"]) == (0, True)
+    assert [(r["mode"], r["amount"], r["released_by"]) for r in hold["releases"]] == [
+        ("count", 1, operator_name)
+    ]
+
+
+def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStudio) -> None:
+    team = studio.team("hold-api")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    headers = {"X-CSRF-Token": operator.csrf}
+
+    def post(path: str, body: dict) -> tuple[int, dict]:
+        answer = operator.post(path, json=body, headers=headers)
+        return answer.status_code, answer.json()
+
+    status, hold = post("/api/holds", {"scope": "team", "reason": "freeze everything"})
+    assert (status, hold["definition"], hold["backlog"]) == (201, "", 0)
+    release = f"/api/holds/{hold['id']}/release"
+    assert post(release, {"reason": "why", "count": 0})[0] == 422
+    status, refused = post(release, {"reason": "why", "count": 1, "rate": 2.0})
+    assert (status, refused["error"]) == (422, "release by a count or by a rate, not both")
+    assert post("/api/holds", {"scope": "definition", "reason": "no name"})[0] == 422
+    assert post("/api/holds/no-such-hold/release", {"reason": "x"})[0] == 404
+    status, done = post(release, {"reason": "all clear"})
+    assert (status, done["hold"]["active"], done["due"]) == (200, False, 0)
+    assert post(release, {"reason": "again"})[0] == 409
+    page = operator.form("/holds", {"scope": "definition", "definition": "a b", "reason": "x"})
+    assert page.status_code == 422 and "the definition name must be" in page.text
