@@ -74,9 +74,9 @@ NAMED = (
         unknowns.cut_before_outcome,
     ),
     (
-        "O1-bulk-cut",
-        "a bulk cancel whose COMMITs are cut while its workers are killed",
-        operators.bulk_under_faults,
+        "O1-bulk-under-hold",
+        "a hold, then a bulk cancel whose COMMITs are cut while its workers are killed",
+        operators.bulk_under_hold,
     ),
     ("D7-replay", "replay every history; mutated definitions must be caught", replay.scenario),
 )
@@ -94,7 +94,7 @@ STRANDS = frozenset(
         "D16-same-identity",
         "D19-clock-forward",
         "D19-clock-back",
-        "O1-bulk-cut",
+        "O1-bulk-under-hold",
     }
 )
 """Named drills that crash, stop or cut off a worker (or its database), which may leave

@@ -76,15 +76,16 @@ async def _held_across(env: DrillEnv, fault: str, lease_seconds: float) -> None:
         await wait_stale_attempt(env, a)
     await env.quiesce()
     await env.stop_processes()
-    released_at = await env.scalar(FIRST_RELEASE, {"hold": hold.hold_id})
-    await _nothing_claimed(env, held_at, released_at)
+    await nothing_claimed_while_held(env, hold.hold_id, held_at)
 
 
 async def _parked(env: DrillEnv) -> bool:
     return bool(await env.scalar(PARKED))
 
 
-async def _nothing_claimed(env: DrillEnv, held_at: object, released_at: object) -> None:
+async def nothing_claimed_while_held(env: DrillEnv, hold_id: str, held_at: object) -> None:
+    """No work was leased from ``held_at`` (the hold's placement) to its first release."""
+    released_at = await env.scalar(FIRST_RELEASE, {"hold": hold_id})
     params = {"leased": int(WorkState.LEASED), "held": held_at, "released": released_at}
     async with env.store.connection() as conn:
         rows = await (await conn.execute(CLAIMED_DURING, params)).fetchall()

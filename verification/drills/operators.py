@@ -1,33 +1,37 @@
-"""O1: an operator's bulk action taken while its COMMITs are cut and workers are killed.
+"""O1: an incident: a hold, and a bulk action whose COMMITs are cut while workers die.
 
 An incident is when operators act on many instances at once, and incidents are when
 connections drop and workers die. The harness is the operator here: while a worker runs
-the instances, it cancels them as one bulk (``BulkCommands``) through a proxy that cuts
-the answer of every other write COMMIT the bulk makes (its record, each instance's
-audited command, each kept result), after and before the server got it in turn; after
-each error it takes the same bulk again, as an operator would, so each take gets at
-least one write further, and after the first two the running worker is SIGKILLed and
-another takes over. Once a take gets through, the bulk is taken once more through a
-clean connection.
+the instances, it holds their definition (``Client.place_hold``), then cancels them as
+one bulk (``BulkCommands``) through a proxy that cuts the answer of every other write
+COMMIT the bulk makes (its record, each instance's audited command, each kept result),
+after and before the server got it in turn; after each error it takes the same bulk
+again, as an operator would, so each take gets at least one write further, and after
+the first two the running worker is SIGKILLed and another takes over. Once a take gets
+through, the bulk is taken once more through a clean connection, and the hold is
+released gradually (one instance, then a rate) so the cancellations run.
 
 What must hold, beside every invariant: each answer the engine gave for a cut COMMIT is
 true of what the server did (``unknown`` is true of both); the last take acts on no
-instance (it was all done); every selected instance has exactly one kept result, and
-exactly one audited command of the bulk in its history when that result is ``done``,
-none otherwise.
+instance (it was all done); no work was leased while the hold held it; every selected
+instance has exactly one kept result, and exactly one audited command of the bulk in
+its history when that result is ``done``, none otherwise.
 """
 
 from __future__ import annotations
 
 from itertools import cycle, islice
 
+from engine import HoldScope, Queries
 from engine.api.bulk_commands import BulkCommand, BulkCommands, BulkOutcome, command_id
 from engine.api.client import Client
 from engine.store.errors import CommitOutcome, StoreError
 from verification.drills.base import DrillEnv
+from verification.drills.holds import ACTOR, NOW, RELEASE_RATE, nothing_claimed_while_held
 from verification.drills.leases import wait_running
+from verification.processes import DrillProcess
 from verification.proxy import AmbiguousCommit, Cut, DrillProxy, Truth
-from verification.workloads import Planned, Workload
+from verification.workloads import FLOW, Planned, Workload
 
 SELECTED = 6
 """Instances the bulk cancels: half signalled before (racing to complete), half waiting."""
@@ -46,18 +50,28 @@ TRUE_ANSWERS = {
 """What the engine may answer for a COMMIT the server committed, or did not."""
 
 
-async def bulk_under_faults(env: DrillEnv) -> None:
+async def bulk_under_hold(env: DrillEnv) -> None:
     """O1 (see the module)."""
     planned = await env.start_workload(Workload(env.spec.id, count=SELECTED))
     for item in planned[: SELECTED // 2]:
         await env.signal(item)
     bulk = _cancel_all(env, planned)
     proxy, client = await env.proxied_client()
-    await _take_with_cuts(env, proxy, BulkCommands(client), bulk)
+    worker = env.worker("a")
+    await wait_running(env, worker.worker_id)  # the hold and the bulk land on work in flight
+    hold = await env.client.place_hold(HoldScope("", FLOW), ACTOR, "incident: cancel the batch")
+    held_at = await env.scalar(NOW)
+    await _take_with_cuts(env, proxy, BulkCommands(client), bulk, worker)
     outcome = await BulkCommands(env.client).act(bulk)
     env.expect(outcome.replayed, "taking the finished bulk again acted on an instance again")
+    held = await Queries(env.store).hold("", hold.hold_id)
+    env.record.extra["backlog"] = backlog = held.backlog if held else 0
+    env.expect(backlog > 0, "no cancellation's work was held: the hold was not exercised")
+    await env.client.release_hold("", hold.hold_id, ACTOR, "one first", count=1)
+    await env.client.release_hold("", hold.hold_id, ACTOR, "the rest", rate=RELEASE_RATE)
     await env.quiesce()
     await env.stop_processes()
+    await nothing_claimed_while_held(env, hold.hold_id, held_at)
     await _one_result_each(env, env.client, bulk, outcome)
 
 
@@ -68,20 +82,18 @@ def _cancel_all(env: DrillEnv, planned: list[Planned]) -> BulkCommand:
         action="cancel",
         step="",
         arguments={},
-        actor="drill-operator",
+        actor=ACTOR,
         reason="incident drill: cancel the batch",
         instance_ids=tuple(item.instance_id for item in planned),
     )
 
 
 async def _take_with_cuts(
-    env: DrillEnv, proxy: DrillProxy, bulks: BulkCommands, bulk: BulkCommand
+    env: DrillEnv, proxy: DrillProxy, bulks: BulkCommands, bulk: BulkCommand, worker: DrillProcess
 ) -> None:
     """Take ``bulk`` with every write's COMMIT cut (after, then before the server got it,
-    in turn) until a take finishes; kill the running worker after the takes
+    in turn) until a take finishes; kill the running ``worker`` after the takes
     ``KILLED_AT`` names. A take that fails answers for the last COMMIT it lost."""
-    worker = env.worker("a")
-    await wait_running(env, env.worker_id("a"))  # the bulk lands on work in flight
     proxy.arm_series(islice(cycle(CUTS), 2 * MAX_CUTS), "write")
     for take in range(MAX_TAKES):
         answer = await _answer(bulks, bulk)
