@@ -44,6 +44,17 @@ class EditRejected(ValueError):
     """The edit cannot apply to this document; the message says why."""
 
 
+class FieldRejected(EditRejected):
+    """One field's new value cannot be saved (a name another step has): the editor shows
+    the message beside that field, with the value that was typed."""
+
+    def __init__(self, message: str, index: int, field: str, value: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.field = field
+        self.value = value
+
+
 @dataclass(frozen=True)
 class Edited:
     document: dict[str, Any]
@@ -135,21 +146,27 @@ def add_branch(document: Mapping[str, Any], owner: int, kind: str = "") -> Edite
     return Edited(doc, name)
 
 
-def delete_step(document: Mapping[str, Any], index: int) -> Edited:
-    """Delete a step; a parallel or race takes its branches (and join) with it."""
+def delete_step(document: Mapping[str, Any], index: int, name: str | None = None) -> Edited:
+    """Delete a step; a parallel or race takes its branches (and join) with it.
+
+    ``name`` is the name the delete button showed: when the step at ``index`` is not
+    called that, nothing is deleted, so a delete never removes a step it did not name.
+    """
     doc = _copy(document)
     shape = _shape(doc, index)
+    if name is not None and shape.name != name:
+        raise EditRejected(f"{name or 'that step'} is no longer there; nothing was deleted")
     structure = read_structure(doc)
     doomed = {index}
     block = structure.fork_of(index)
     if block is not None:
         doomed |= {s.index for s in block.members()}
         doomed -= {s.index for s in _meanwhile_members(block)}
-    owner_name = structure.owners.get(shape.name) if shape.name else None
-    if owner_name:
-        _drop_branch(doc, owner_name, shape.name)
+    owner = structure.owner_of(structure.steps[index])
+    if owner is not None:
+        _drop_branch(doc, owner.index, shape.name)
     doc["steps"] = [raw for i, raw in enumerate(_steps(doc)) if i not in doomed]
-    return Edited(doc, owner_name or "")
+    return Edited(doc, owner.name if owner is not None else "")
 
 
 def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited:
@@ -163,10 +180,10 @@ def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited
     doc = _copy(document)
     shape = _shape(doc, index)
     structure = read_structure(doc)
-    owner_name = structure.owners.get(shape.name) if shape.name else None
-    if owner_name:
-        _move_branch(doc, owner_name, shape.name, direction)
-        return Edited(doc, owner_name)  # branches are reordered from their owner's list
+    owner = structure.owner_of(structure.steps[index])
+    if owner is not None:
+        _move_branch(doc, owner.index, shape.name, direction)
+        return Edited(doc, owner.name)  # branches are reordered from their owner's list
     found = structure.block_of(index)
     if found is None:
         raise EditRejected("this step cannot be moved on its own")
@@ -198,6 +215,7 @@ def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, st
     doc = _copy(document)
     steps = _steps(doc)
     shape = _shape(doc, index)
+    _refuse_taken_name(doc, shape, values.get("name", shape.name).strip())
     step = steps[index]
     specs = list(specs_for(shape.kind))
     if shape.kind in HAS_COMPENSATION and "compensation.shown" in values:
@@ -222,6 +240,29 @@ def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, st
     if isinstance(new_name, str) and shape.name and new_name != shape.name:
         _rename(steps, shape.name, new_name)
     return Edited(doc, new_name if isinstance(new_name, str) else "")
+
+
+def _refuse_taken_name(doc: dict[str, Any], shape: StepShape, name: str) -> None:
+    """FieldRejected when ``name`` is a new name for the step that another step has.
+
+    Two steps of one name would share a node, a selection and every branch reference,
+    so the rename is refused before anything is saved, naming the step that has it.
+    """
+    if not name or name == shape.name:
+        return
+    structure = read_structure(doc)
+    other = next((s for s in structure.steps if s.name == name and s.index != shape.index), None)
+    if other is None:
+        return
+    owner = structure.owner_of(other)
+    where = f", a branch of {owner.name}" if owner is not None else ""
+    raise FieldRejected(
+        f"step {other.index + 1} ({other.kind or 'unknown kind'}{where}) is already "
+        f"called {name}; step names must be unique",
+        shape.index,
+        "name",
+        name,
+    )
 
 
 def next_version(version: str, taken: set[str]) -> str:
@@ -353,12 +394,8 @@ def _joins_of(doc: dict[str, Any], branches: set[str]) -> list[dict[str, Any]]:
     ]
 
 
-def _owner_step(doc: dict[str, Any], owner: str) -> dict[str, Any]:
-    return next(s for s in _steps(doc) if isinstance(s, dict) and s.get("name") == owner)
-
-
-def _drop_branch(doc: dict[str, Any], owner: str, branch: str) -> None:
-    step = _owner_step(doc, owner)
+def _drop_branch(doc: dict[str, Any], owner: int, branch: str) -> None:
+    step = _steps(doc)[owner]
     old = [b for b in step.get("branches", []) if isinstance(b, str)]
     new = [b for b in old if b != branch]
     if step.get("kind") == "parallel":
@@ -367,8 +404,8 @@ def _drop_branch(doc: dict[str, Any], owner: str, branch: str) -> None:
     step["branches"] = new
 
 
-def _move_branch(doc: dict[str, Any], owner: str, branch: str, direction: int) -> None:
-    step = _owner_step(doc, owner)
+def _move_branch(doc: dict[str, Any], owner: int, branch: str, direction: int) -> None:
+    step = _steps(doc)[owner]
     branches = [b for b in step.get("branches", []) if isinstance(b, str)]
     position = branches.index(branch)
     other = position + direction

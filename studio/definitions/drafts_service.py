@@ -14,7 +14,13 @@ from typing import Any
 from engine.model.definitions import definition_to_json
 from studio.definitions import drafts
 from studio.definitions import service as definitions
-from studio.definitions.draft_edits import Edited, EditRejected, new_document, next_version
+from studio.definitions.draft_edits import (
+    Edited,
+    EditRejected,
+    FieldRejected,
+    new_document,
+    next_version,
+)
 from studio.definitions.drafts import Draft, DraftChanged
 from studio.definitions.service import PublishOutcome
 from studio.errors import Invalid
@@ -69,10 +75,20 @@ async def edit(
         )
     try:
         edited = change(draft.document)
+    except FieldRejected as rejected:
+        where = f"steps[{rejected.index}].{rejected.field}"
+        raise Invalid(str(rejected), [{"path": where, "message": str(rejected)}]) from None
     except EditRejected as rejected:
         raise Invalid(str(rejected)) from None
     saved = await drafts.save_draft(runtime.store, team, draft_id, edited.document, revision, actor)
     return saved, edited.selected
+
+
+async def step_back(
+    runtime: Runtime, team: str, actor: str, draft_id: str, way: str, revision: int
+) -> Draft:
+    """Undo (``way`` 'undo') or redo the draft's last edit, as of ``revision``."""
+    return await drafts.step_back(runtime.store, team, draft_id, way, revision, actor)
 
 
 async def replace(

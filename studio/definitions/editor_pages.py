@@ -9,7 +9,7 @@ rendered from; a stale edit is refused with the latest draft shown (409).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -23,7 +23,7 @@ from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
 from studio.definitions.draft_edits import Edited, EditRejected
-from studio.definitions.drafts import Draft, DraftChanged
+from studio.definitions.drafts import Draft
 from studio.definitions.workspace import Selection, build_workspace
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
@@ -106,17 +106,31 @@ class DraftEditor:
         self, values: dict[str, str], change: Callable[[dict[str, Any]], Edited]
     ) -> Template | Redirect:
         """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
+        team, actor = self.principal.team_id, self.principal.actor
+        return await self.answer(
+            values,
+            lambda revision: drafts.edit(
+                self.runtime, team, actor, self.draft_id, revision, change
+            ),
+        )
+
+    async def answer(
+        self, values: dict[str, str], save: Callable[[int], Awaitable[tuple[Draft, str]]]
+    ) -> Template | Redirect:
+        """Run ``save`` on the form's revision; answer with the saved draft, or with the
+        latest one and why nothing was saved (a refused field is shown at the field)."""
         view = values.get("view", "graph")
-        principal = self.principal
         try:
-            revision = int_field(values, "revision")
-            draft, selected = await drafts.edit(
-                self.runtime, principal.team_id, principal.actor, self.draft_id, revision, change
-            )
-        except (DraftChanged, Invalid) as refused:
+            draft, selected = await save(int_field(values, "revision"))
+        except (Conflict, Invalid) as refused:
             selection = Selection(values.get("selected", ""))
-            status = 409 if isinstance(refused, DraftChanged) else 422
+            status = 409 if isinstance(refused, Conflict) else 422
             current = await self.draft()
+            located = refused.problems if isinstance(refused, Invalid) else []
+            if located:  # shown beside the field, with what was typed in it
+                return await self.render(
+                    current, selection, view=view, status=status, refused=located, typed=values
+                )
             return await self.render(
                 current, selection, view=view, status=status, error=str(refused)
             )
@@ -214,7 +228,8 @@ async def move_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect
 async def delete_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
     index = int_field(values, "index")
-    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index))
+    name = values.get("name")
+    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index, name))
 
 
 async def set_header(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
@@ -240,6 +255,27 @@ async def replace_json(editor: NamedDependency[DraftEditor]) -> Template | Redir
         )
     values["view"] = "json"
     return await editor.apply(values, lambda _: Edited(document))
+
+
+async def undo_edit(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    return await _step_back(editor, "undo")
+
+
+async def redo_edit(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    return await _step_back(editor, "redo")
+
+
+async def _step_back(editor: DraftEditor, way: str) -> Template | Redirect:
+    """Bring back the document before the last edit (undo) or the one undone (redo)."""
+    values = await editor.form()
+    team, actor = editor.principal.team_id, editor.principal.actor
+    selected = values.get("selected", "")
+
+    async def save(revision: int) -> tuple[Draft, str]:
+        draft = await drafts.step_back(editor.runtime, team, actor, editor.draft_id, way, revision)
+        return draft, selected
+
+    return await editor.answer(values, save)
 
 
 async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Template:

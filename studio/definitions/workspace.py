@@ -16,7 +16,7 @@ from engine.model.definitions import DefinitionRef
 from studio.definitions.draft_edits import INSERTABLE, RACE_BRANCH_KINDS
 from studio.definitions.drafts import Draft
 from studio.definitions.graph import Graph, layout, node_classes
-from studio.definitions.problems import Problems, check_document
+from studio.definitions.problems import Problem, Problems, check_document, locate_path
 from studio.definitions.step_fields import (
     COMPENSATION,
     HAS_COMPENSATION,
@@ -61,6 +61,10 @@ class Workspace:
     insertable: tuple[str, ...] = INSERTABLE
     race_branch_kinds: tuple[str, ...] = RACE_BRANCH_KINDS
     badges: dict[str, int] = field(default_factory=dict)
+    refused: tuple[Problem, ...] = ()
+    """Values an edit refused (a name another step has), shown at their fields."""
+    typed: dict[str, str] = field(default_factory=dict)
+    """What was typed into the refused edit's form, shown again to be fixed."""
 
     @property
     def selected(self) -> StepShape | None:
@@ -87,10 +91,15 @@ class Workspace:
         return COMPENSATION if step.kind in HAS_COMPENSATION else ()
 
     def value(self, step: StepShape, spec: FieldSpec) -> str:
+        if self._refusals(step, spec):
+            return self.typed.get(spec.path, "")
         return display(read_path(step.raw, spec.path))
 
     def field_problems(self, step: StepShape, spec: FieldSpec) -> list[Any]:
-        return self.problems.for_field(step.index, spec.path)
+        return self._refusals(step, spec) + self.problems.for_field(step.index, spec.path)
+
+    def _refusals(self, step: StepShape, spec: FieldSpec) -> list[Problem]:
+        return [p for p in self.refused if p.index == step.index and p.field == spec.path]
 
     def other_problems(self, step: StepShape) -> list[Any]:
         """Problems of the step that no input of its form shows (e.g. its branches)."""
@@ -101,7 +110,7 @@ class Workspace:
 
     def insert_after(self, step: StepShape) -> int | None:
         """Where 'insert after this step' puts a new step (None for branch steps)."""
-        if step.name in self.structure.owners:
+        if self.structure.owner_of(step) is not None:
             return None
         return self.structure.insertion_after(step.index)
 
@@ -118,6 +127,8 @@ def build_workspace(
     error: str = "",
     json_text: str | None = None,
     json_error: str = "",
+    refused: list[dict[str, str]] | None = None,
+    typed: dict[str, str] | None = None,
 ) -> Workspace:
     problems = check_document(draft.document, targets)
     structure = read_structure(draft.document)
@@ -137,4 +148,6 @@ def build_workspace(
         json_text=json.dumps(draft.document, indent=2) if json_text is None else json_text,
         json_error=json_error,
         badges=problems.counts_by_step(),
+        refused=tuple(locate_path(p["path"], p["message"], draft.document) for p in refused or ()),
+        typed=typed or {},
     )
