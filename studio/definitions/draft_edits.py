@@ -85,6 +85,23 @@ def parse_json(text: str) -> dict[str, Any]:
     return document
 
 
+def locate_step(document: Mapping[str, Any], index: int, name: str | None) -> int:
+    """Where the step a form named (by position ``index`` and ``name``) is now.
+
+    A form names the step it acts on twice, so an edit made on an older revision (one
+    queued while another was saving) still acts on exactly that step: at ``index`` when
+    it is still called ``name``, else wherever the one step of that name moved to. When
+    it cannot be told, nothing is changed (EditRejected).
+    """
+    steps = _copy(document)["steps"]
+    if name is None or (0 <= index < len(steps) and shape_of(index, steps[index]).name == name):
+        return index
+    found = [i for i, raw in enumerate(steps) if shape_of(i, raw).name == name]
+    if len(found) != 1:
+        raise EditRejected(f"{name or 'that step'} is no longer where it was; nothing was changed")
+    return found[0]
+
+
 def set_header(document: Mapping[str, Any], name: str, version: str) -> Edited:
     """Rename the definition or change its version."""
     doc = _copy(document)
@@ -146,16 +163,10 @@ def add_branch(document: Mapping[str, Any], owner: int, kind: str = "") -> Edite
     return Edited(doc, name)
 
 
-def delete_step(document: Mapping[str, Any], index: int, name: str | None = None) -> Edited:
-    """Delete a step; a parallel or race takes its branches (and join) with it.
-
-    ``name`` is the name the delete button showed: when the step at ``index`` is not
-    called that, nothing is deleted, so a delete never removes a step it did not name.
-    """
+def delete_step(document: Mapping[str, Any], index: int) -> Edited:
+    """Delete a step; a parallel or race takes its branches (and join) with it."""
     doc = _copy(document)
     shape = _shape(doc, index)
-    if name is not None and shape.name != name:
-        raise EditRejected(f"{name or 'that step'} is no longer there; nothing was deleted")
     structure = read_structure(doc)
     doomed = {index}
     block = structure.fork_of(index)

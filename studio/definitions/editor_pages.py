@@ -156,6 +156,12 @@ def _optional_int(value: str | None) -> int | None:
         return None
 
 
+def _step_at(values: dict[str, str]) -> Callable[[dict[str, Any]], int]:
+    """Where, in the document an edit is applied to, the step the form named is."""
+    index, name = int_field(values, "index"), values.get("index_name")
+    return lambda document: draft_edits.locate_step(document, index, name)
+
+
 async def show_draft(
     editor: NamedDependency[DraftEditor],
     step: FromQuery[str | None] = None,
@@ -196,14 +202,14 @@ async def insert_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
 
 async def add_branch(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    owner = int_field(values, "index")
+    owner = _step_at(values)
     kind = values.get("kind", "")
-    return await editor.apply(values, lambda d: draft_edits.add_branch(d, owner, kind))
+    return await editor.apply(values, lambda d: draft_edits.add_branch(d, owner(d), kind))
 
 
 async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
+    index = _step_at(values)
     pick = values.pop("child_definition.pick", "")
     if pick.count("@") == 2:  # a published version chosen from the list pins all three
         name, version, fingerprint = pick.split("@")
@@ -215,21 +221,20 @@ async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
                 "target": name,
             }
         )
-    return await editor.apply(values, lambda d: draft_edits.update_step(d, index, values))
+    return await editor.apply(values, lambda d: draft_edits.update_step(d, index(d), values))
 
 
 async def move_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
+    index = _step_at(values)
     direction = -1 if values.get("direction") == "up" else 1
-    return await editor.apply(values, lambda d: draft_edits.move_step(d, index, direction))
+    return await editor.apply(values, lambda d: draft_edits.move_step(d, index(d), direction))
 
 
 async def delete_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
-    name = values.get("name")
-    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index, name))
+    index = _step_at(values)
+    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index(d)))
 
 
 async def set_header(editor: NamedDependency[DraftEditor]) -> Template | Redirect:

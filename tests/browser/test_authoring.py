@@ -55,9 +55,8 @@ def set_fields(page: Page, **values: str) -> None:
 
     Each field is typed only once htmx has wired the form (a change before that would
     save nothing) and waits until htmx has settled the workspace its save returned (an
-    earlier swap settling late does not count): the workspace drops a change made while
-    a save is still in flight (its revision would be stale), so the next field is typed
-    only into the fresh form, as a person does.
+    earlier swap settling late does not count), so each step of the test sees its own
+    save (a change made while one is in flight waits its turn: test_editor_saving).
     """
     for field, value in values.items():
         settled(page)
