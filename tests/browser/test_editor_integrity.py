@@ -130,3 +130,17 @@ def test_the_last_edits_are_undone_and_redone(page: Page, studio: LiveStudio) ->
     expect(redo).to_be_disabled()
     page.reload()
     expect(cool_off).to_contain_text("wait 9m")
+
+
+def test_every_problem_of_the_draft_is_listed_at_once(page: Page, studio: LiveStudio) -> None:
+    document = definition("problems.flow")
+    document["steps"][0]["timeout"] = "soon"  # a field error
+    document["steps"][3]["name"] = "fraud"  # a duplicate name
+    document["steps"][1]["branches"] = ["fraud", "gone"]  # a branch naming no step
+    open_document(page, studio, document)
+    problems = page.locator("#problems")
+    expect(problems).to_contain_text("expected a duration")
+    expect(problems).to_contain_text("duplicates step 2")
+    expect(problems).to_contain_text("names no step: 'gone'")
+    select(page, "reserve")
+    expect(page.locator("#field-timeout-note")).to_contain_text("expected a duration")
