@@ -60,26 +60,49 @@
     htmx.ajax(request.verb, request.path, options);
   }
 
-  // What is being typed when an answer arrives stays typed, with the caret where it
-  // was: the answer redraws the form from what was saved, which does not hold it yet.
-  var typing = null;
+  // Focus stays where the work is across an answer: on the field being typed in (with
+  // what is typed and the caret), on the link just chosen (the outline item or graph
+  // node, drawn again), or where the control that asked says (Cancel: the canvas). The
+  // answer's [autofocus] (an insert menu's first choice, a new step's first field)
+  // comes after, as htmx focuses it once the new content settles.
+  var kept = null;
   document.addEventListener("htmx:beforeSwap", function (event) {
     if (!forWorkspace(event.detail)) return;
-    var active = document.activeElement;
-    typing = null;
-    if (!active || !active.id || !workspace() || !workspace().contains(active)) return;
-    typing = { id: active.id, value: active.value, changed: "defaultValue" in active && active.value !== active.defaultValue };
-    if (typing.changed && "selectionStart" in active) {
-      try { typing.start = active.selectionStart; typing.end = active.selectionEnd; } catch (e) { typing.start = null; }
-    }
+    kept = remembered(document.activeElement, event.detail.requestConfig.elt);
   });
+
+  function remembered(active, asker) {
+    var ws = workspace();
+    var after = asker && asker.getAttribute && asker.getAttribute("data-focus-after");
+    if (after) return { id: after };
+    if (!active || !ws || !ws.contains(active)) return null;
+    if (active.id) {
+      var was = { id: active.id, value: active.value };
+      was.changed = "defaultValue" in active && active.value !== active.defaultValue;
+      if (was.changed && "selectionStart" in active) {
+        try { was.start = active.selectionStart; was.end = active.selectionEnd; } catch (e) { was.start = null; }
+      }
+      return was;
+    }
+    var link = active.getAttribute("hx-get");
+    if (!link) return null;
+    return { link: link, region: active.closest("svg") ? "svg" : ".outline-pane" };
+  }
 
   document.addEventListener("htmx:afterSwap", function (event) {
     if (!forWorkspace(event.detail)) return;
     showState();
-    var was = typing;
-    typing = null;
+    var was = kept;
+    kept = null;
     if (!was) return;
+    if (was.link) {
+      var region = workspace() && workspace().querySelector(was.region);
+      var again = region && Array.prototype.find.call(
+        region.querySelectorAll("a[hx-get]"),
+        function (a) { return a.getAttribute("hx-get") === was.link; });
+      if (again) again.focus();
+      return;
+    }
     var field = document.getElementById(was.id);
     if (!field) return;
     field.focus();
@@ -89,6 +112,26 @@
       try { field.setSelectionRange(was.start, was.end); } catch (e) { /* not a text field */ }
     }
     changeOnLeaving(field);
+  });
+
+  // Escape closes the insert and branch menus; the arrow keys, Home and End move
+  // through the outline (Enter chooses, as on any link).
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") {
+      var close = document.querySelector("#inspector [data-closes-panel]");
+      if (!close || event.target.closest("input, textarea, select")) return;
+      event.preventDefault();
+      close.click();
+      return;
+    }
+    var item = event.target.closest && event.target.closest(".outline-pane .outline-item");
+    if (!item) return;
+    var items = Array.prototype.slice.call(document.querySelectorAll(".outline-pane .outline-item"));
+    var at = items.indexOf(item);
+    var to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 }[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    if (items[to]) items[to].focus();
   });
 
   // A value put back by script is not a change the browser reports on leaving the

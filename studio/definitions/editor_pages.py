@@ -103,19 +103,31 @@ class DraftEditor:
         return page(self.request, template, "definitions", status=status, ws=workspace)
 
     async def apply(
-        self, values: dict[str, str], change: Callable[[dict[str, Any]], Edited]
+        self,
+        values: dict[str, str],
+        change: Callable[[dict[str, Any]], Edited],
+        *,
+        new_step: bool = False,
     ) -> Template | Redirect:
-        """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
+        """Save one edit and answer with the editor (htmx) or a redirect to it (forms).
+
+        ``new_step``: the edit made a step, whose first field then takes the focus.
+        """
         team, actor = self.principal.team_id, self.principal.actor
         return await self.answer(
             values,
             lambda revision: drafts.edit(
                 self.runtime, team, actor, self.draft_id, revision, change
             ),
+            new_step=new_step,
         )
 
     async def answer(
-        self, values: dict[str, str], save: Callable[[int], Awaitable[tuple[Draft, str]]]
+        self,
+        values: dict[str, str],
+        save: Callable[[int], Awaitable[tuple[Draft, str]]],
+        *,
+        new_step: bool = False,
     ) -> Template | Redirect:
         """Run ``save`` on the form's revision; answer with the saved draft, or with the
         latest one and why nothing was saved (a refused field is shown at the field)."""
@@ -136,7 +148,7 @@ class DraftEditor:
             )
         if not is_htmx(self.request):
             return see_other(draft_url(self.draft_id, selected, view if view != "graph" else ""))
-        return await self.render(draft, Selection(selected), view=view)
+        return await self.render(draft, Selection(selected), view=view, focus_first_field=new_step)
 
 
 def draft_editor(
@@ -197,14 +209,16 @@ async def insert_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
     values = await editor.form()
     at = int_field(values, "at")
     kind = values.get("kind", "")
-    return await editor.apply(values, lambda d: draft_edits.insert_step(d, at, kind))
+    return await editor.apply(values, lambda d: draft_edits.insert_step(d, at, kind), new_step=True)
 
 
 async def add_branch(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
     owner = _step_at(values)
     kind = values.get("kind", "")
-    return await editor.apply(values, lambda d: draft_edits.add_branch(d, owner(d), kind))
+    return await editor.apply(
+        values, lambda d: draft_edits.add_branch(d, owner(d), kind), new_step=True
+    )
 
 
 async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:

@@ -65,6 +65,8 @@ class Workspace:
     """Values an edit refused (a name another step has), shown at their fields."""
     typed: dict[str, str] = field(default_factory=dict)
     """What was typed into the refused edit's form, shown again to be fixed."""
+    focus_first_field: bool = False
+    """The edit made a step (insert, add a branch): its first field takes the focus."""
 
     @property
     def selected(self) -> StepShape | None:
@@ -98,6 +100,12 @@ class Workspace:
     def field_problems(self, step: StepShape, spec: FieldSpec) -> list[Any]:
         return self._refusals(step, spec) + self.problems.for_field(step.index, spec.path)
 
+    def focused(self, step: StepShape, spec: FieldSpec) -> bool:
+        """Whether this field takes the focus: a refused one, or a new step's first."""
+        if self.refused:
+            return bool(self._refusals(step, spec))
+        return self.focus_first_field and spec.path == "name"
+
     def _refusals(self, step: StepShape, spec: FieldSpec) -> list[Problem]:
         return [p for p in self.refused if p.index == step.index and p.field == spec.path]
 
@@ -129,6 +137,7 @@ def build_workspace(
     json_error: str = "",
     refused: list[dict[str, str]] | None = None,
     typed: dict[str, str] | None = None,
+    focus_first_field: bool = False,
 ) -> Workspace:
     problems = check_document(draft.document, targets)
     structure = read_structure(draft.document)
@@ -150,4 +159,5 @@ def build_workspace(
         badges=problems.counts_by_step(),
         refused=tuple(locate_path(p["path"], p["message"], draft.document) for p in refused or ()),
         typed=typed or {},
+        focus_first_field=focus_first_field,
     )
