@@ -46,21 +46,21 @@ UPDATE studio_drafts SET document = %s, revision = revision + 1, updated_by = %s
 WHERE draft_id = %s AND team_id = %s AND revision = %s
 RETURNING {COLUMNS}
 """
-UNDO = f"""
-UPDATE studio_drafts SET document = undo -> 0, undo = undo - 0,
-    redo = {_PUSHED.format(stack="redo", cap=MAX_UNDO)},
+
+
+def _step_back(source: str, other: str) -> str:
+    """Bring back the newest document of ``source`` (undo or redo), keeping the current
+    one in ``other`` so the step can be taken back."""
+    return f"""
+UPDATE studio_drafts SET document = {source} -> 0, {source} = {source} - 0,
+    {other} = {_PUSHED.format(stack=other, cap=MAX_UNDO)},
     revision = revision + 1, updated_by = %s, updated_at = now()
-WHERE draft_id = %s AND team_id = %s AND revision = %s AND jsonb_array_length(undo) > 0
+WHERE draft_id = %s AND team_id = %s AND revision = %s AND jsonb_array_length({source}) > 0
 RETURNING {COLUMNS}
 """
-REDO = f"""
-UPDATE studio_drafts SET document = redo -> 0, redo = redo - 0,
-    undo = {_PUSHED.format(stack="undo", cap=MAX_UNDO)},
-    revision = revision + 1, updated_by = %s, updated_at = now()
-WHERE draft_id = %s AND team_id = %s AND revision = %s AND jsonb_array_length(redo) > 0
-RETURNING {COLUMNS}
-"""
-STEPS_BACK = {"undo": UNDO, "redo": REDO}
+
+
+STEPS_BACK = {"undo": _step_back("undo", "redo"), "redo": _step_back("redo", "undo")}
 DELETE = "DELETE FROM studio_drafts WHERE draft_id = %s AND team_id = %s RETURNING 1"
 
 

@@ -10,9 +10,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from studio.definitions import drafts
-from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
+from tests.browser.conftest import open_new_draft, settled
 from tests.studio.live import LiveStudio, definition
 
 DUPLICATE_IDS = """() => {
@@ -26,12 +24,7 @@ DUPLICATE_IDS = """() => {
 
 
 def open_document(page: Page, studio: LiveStudio, document: dict[str, Any]) -> str:
-    """Sign in as an author of a fresh team and open a draft holding ``document``."""
-    team = studio.team("integrity")
-    draft = studio.run(lambda store: drafts.create_draft(store, team, document, "", "x"))
-    sign_in(page, studio.user(team, Role.AUTHOR))
-    page.goto(f"/drafts/{draft.draft_id}")
-    return draft.draft_id
+    return open_new_draft(page, studio, "integrity", document)
 
 
 def select(page: Page, step: str) -> None:

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from studio.definitions import drafts
-from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
+from tests.browser.conftest import open_new_draft, settled
 from tests.studio.live import LiveStudio, definition
 
 
 def open_draft(page: Page, studio: LiveStudio, name: str) -> None:
-    team = studio.team("keyboard")
-    draft = studio.run(lambda store: drafts.create_draft(store, team, definition(name), "", "x"))
-    sign_in(page, studio.user(team, Role.AUTHOR))
-    page.goto(f"/drafts/{draft.draft_id}")
-    settled(page)
+    open_new_draft(page, studio, "keyboard", definition(name))
 
 
 def test_focus_follows_the_work_and_escape_closes_the_menu(page: Page, studio: LiveStudio) -> None:

@@ -7,22 +7,16 @@ from typing import Any
 
 from playwright.sync_api import Page, Route, expect
 
-from studio.definitions import drafts
-from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
+from tests.browser.conftest import open_new_draft, settled
 from tests.studio.live import LiveStudio, definition
 
 
-def open_draft(page: Page, studio: LiveStudio, name: str) -> None:
-    team = studio.team("saving")
-    draft = studio.run(lambda store: drafts.create_draft(store, team, definition(name), "", "x"))
-    sign_in(page, studio.user(team, Role.AUTHOR))
-    page.goto(f"/drafts/{draft.draft_id}?step=reserve")
+def save_held(page: Page, studio: LiveStudio, name: str, timeout: str) -> list[Route]:
+    """Open a draft of ``name`` at its first step, change its timeout and hold that save
+    in the network until the test lets it go (``held[0]``)."""
+    draft_id = open_new_draft(page, studio, "saving", definition(name))
+    page.goto(f"/drafts/{draft_id}?step=reserve")
     settled(page)
-
-
-def hold_first_save(page: Page) -> list[Route]:
-    """Hold the next save in the network until the test lets it go (``held[0]``)."""
     held: list[Route] = []
 
     def route(route: Route, _: Any) -> None:
@@ -32,18 +26,16 @@ def hold_first_save(page: Page) -> list[Route]:
             held.append(route)
 
     page.route("**/update", route)
+    box = page.locator("#step-form #field-timeout")
+    box.fill(timeout)
+    box.press("Tab")
+    expect(page.locator("#save-state")).to_have_text("Saving…")
+    assert len(held) == 1
     return held
 
 
 def test_an_edit_made_while_saving_is_queued_and_applied(page: Page, studio: LiveStudio) -> None:
-    open_draft(page, studio, "queue.flow")
-    held = hold_first_save(page)
-    timeout = page.locator("#step-form #field-timeout")
-    timeout.fill("45s")
-    timeout.press("Tab")
-    expect(page.locator("#save-state")).to_have_text("Saving…")
-    assert len(held) == 1
-
+    held = save_held(page, studio, "queue.flow", "45s")
     target = page.locator("#step-form #field-target")
     target.fill("inventory.hold")
     target.press("Tab")  # made on the revision being replaced: queued, not dropped
@@ -59,12 +51,8 @@ def test_an_edit_made_while_saving_is_queued_and_applied(page: Page, studio: Liv
 
 
 def test_typing_survives_the_answer_of_an_earlier_save(page: Page, studio: LiveStudio) -> None:
-    open_draft(page, studio, "typing.flow")
-    held = hold_first_save(page)
+    held = save_held(page, studio, "typing.flow", "50s")
     timeout = page.locator("#step-form #field-timeout")
-    timeout.fill("50s")
-    timeout.press("Tab")
-    expect(page.locator("#save-state")).to_have_text("Saving…")
     target = page.locator("#step-form #field-target")
     target.fill("inventory.keep")  # still typing when the first save answers
     held[0].continue_()
