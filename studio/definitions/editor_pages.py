@@ -146,9 +146,12 @@ class DraftEditor:
             return await self.render(
                 current, selection, view=view, status=status, error=str(refused)
             )
+        address = draft_url(self.draft_id, selected, view if view != "graph" else "")
         if not is_htmx(self.request):
-            return see_other(draft_url(self.draft_id, selected, view if view != "graph" else ""))
-        return await self.render(draft, Selection(selected), view=view, focus_first_field=new_step)
+            return see_other(address)
+        shown = await self.render(draft, Selection(selected), view=view, focus_first_field=new_step)
+        shown.headers["HX-Replace-Url"] = address  # a reload shows what the edit showed
+        return shown
 
 
 def draft_editor(

@@ -73,6 +73,24 @@ class Workspace:
         return self.structure.step(self.selection.step) if self.selection.step else None
 
     @property
+    def empty(self) -> bool:
+        """A new draft's list of steps, still empty: an invitation, not an error."""
+        steps = self.draft.document.get("steps")
+        return isinstance(steps, list) and not steps
+
+    @property
+    def document_problems(self) -> tuple[Problem, ...]:
+        """The document's errors for its banner; an empty new draft's step list is not
+        one (the outline and the inspector invite the first step instead)."""
+        errors = self.problems.document_errors
+        return tuple(p for p in errors if not (self.empty and p.path == "steps"))
+
+    @property
+    def listed_problems(self) -> tuple[Problem, ...]:
+        """Every problem for the inspector's list, but the empty step list's."""
+        return tuple(p for p in self.problems.items if not (self.empty and p.path == "steps"))
+
+    @property
     def branch_owner(self) -> StepShape | None:
         index = self.selection.branch_of
         if index is None or not 0 <= index < len(self.structure.steps):
