@@ -138,6 +138,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", DRAFT + "/json", editor.replace_json, A),
     Route("POST", DRAFT + "/undo", editor.undo_edit, A),
     Route("POST", DRAFT + "/redo", editor.redo_edit, A),
+    Route("POST", DRAFT + "/new-version", editor.new_version, A),
     Route("POST", DRAFT + "/publish", editor.publish_draft, A),
     Route("POST", DRAFT + "/discard", editor.discard_draft, A),
     Route("POST", DRAFT + "/machine/add-state", machine_editor.add_state, A),

@@ -90,8 +90,10 @@ class DraftEditor:
                 error=extra.get("error", ""),
             )
             return page(self.request, MACHINE_EDITOR, "definitions", status=status, mw=machine)
+        marks = await drafts.published_as(runtime, principal.team_id, [draft])
         workspace = build_workspace(
             draft,
+            published_as=marks.get(draft.draft_id, ""),
             editable=principal.can(Access.AUTHOR),
             targets=await workers.known_targets(runtime.queries),
             children=await definitions.child_choices(runtime, principal.team_id),
@@ -298,6 +300,16 @@ async def _step_back(editor: DraftEditor, way: str) -> Template | Redirect:
         return draft, selected
 
     return await editor.answer(values, save)
+
+
+async def new_version(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    """Number a published draft's content as the next version, in one click."""
+    values = await editor.form()
+    team, actor = editor.principal.team_id, editor.principal.actor
+    return await editor.answer(
+        values,
+        lambda revision: drafts.new_version(editor.runtime, team, actor, editor.draft_id, revision),
+    )
 
 
 async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Template:

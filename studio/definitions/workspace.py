@@ -67,6 +67,8 @@ class Workspace:
     """What was typed into the refused edit's form, shown again to be fixed."""
     focus_first_field: bool = False
     """The edit made a step (insert, add a branch): its first field takes the focus."""
+    published_as: str = ""
+    """``name@version`` when the draft's content is that published version."""
 
     @property
     def selected(self) -> StepShape | None:
@@ -156,6 +158,7 @@ def build_workspace(
     refused: list[dict[str, str]] | None = None,
     typed: dict[str, str] | None = None,
     focus_first_field: bool = False,
+    published_as: str = "",
 ) -> Workspace:
     problems = check_document(draft.document, targets)
     structure = read_structure(draft.document)
@@ -178,4 +181,5 @@ def build_workspace(
         refused=tuple(locate_path(p["path"], p["message"], draft.document) for p in refused or ()),
         typed=typed or {},
         focus_first_field=focus_first_field,
+        published_as=published_as,
     )

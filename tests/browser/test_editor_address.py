@@ -1,5 +1,6 @@
-"""The editor's address and first impressions: the URL follows the selection (a reload
-shows what an edit showed), and a new empty draft opens without an error banner."""
+"""The editor's address and what a draft says of itself: the URL follows the selection
+(a reload shows what an edit showed), a new empty draft opens without an error banner,
+and a published draft says so and becomes the next version in one click."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import uuid
 from playwright.sync_api import Page, expect
 
 from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
-from tests.studio.live import LiveStudio
+from tests.browser.conftest import open_new_draft, settled, sign_in
+from tests.studio.live import LiveStudio, definition
 
 
 def new_definition(page: Page, studio: LiveStudio) -> None:
@@ -48,3 +49,24 @@ def test_the_address_follows_the_selection(page: Page, studio: LiveStudio) -> No
     page.reload()
     expect(page.locator("#selected-step")).to_have_text("cool_off")
     expect(page.locator("#field-name")).to_have_value("cool_off")
+
+
+def test_a_published_draft_says_so_and_offers_a_new_version(page: Page, studio: LiveStudio) -> None:
+    name = f"released.{uuid.uuid4().hex[:6]}"
+    draft_id = open_new_draft(page, studio, "published", definition(name))
+    expect(page.locator("#published-note")).to_have_count(0)
+    page.get_by_role("button", name="Publish").click()
+    page.wait_for_url(f"**/definitions/{name}/versions/1?published=new")
+
+    page.goto("/definitions")
+    row = page.locator("#drafts-table tr", has_text=name)
+    expect(row.locator(".pill")).to_have_text("published")
+    row.get_by_role("link", name=f"{name}@1").click()
+    expect(page.locator("#published-note")).to_contain_text(f"published as {name}@1")
+    settled(page)
+    page.get_by_role("button", name="New version").click()
+    expect(page.locator("#draft-version")).to_have_value("2")
+    expect(page.locator("#published-note")).to_have_count(0)
+    page.goto("/definitions")
+    expect(row.locator(".pill")).to_have_count(0)
+    assert draft_id in page.locator("#drafts-table").inner_html()
