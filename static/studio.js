@@ -113,6 +113,19 @@
     table.querySelectorAll("tbody input[type=checkbox]").forEach(function (box) { box.checked = group.checked; });
   });
 
+  // Undo and redo in the draft editor: Ctrl+Z, Ctrl+Shift+Z or Ctrl+Y outside the
+  // fields (inside them the keys keep undoing typing, as everywhere).
+  document.addEventListener("keydown", function (event) {
+    if (!(event.ctrlKey || event.metaKey) || event.altKey) return;
+    if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+    var key = event.key.toLowerCase();
+    var way = key === "y" || (key === "z" && event.shiftKey) ? "redo" : key === "z" ? "undo" : "";
+    var button = way && document.getElementById(way + "-button");
+    if (!button) return;
+    event.preventDefault();
+    if (!button.disabled) button.click();
+  });
+
   document.addEventListener("DOMContentLoaded", function () { setUp(document); });
   document.addEventListener("htmx:load", function (event) { setUp(event.target); });
 })();

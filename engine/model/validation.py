@@ -43,8 +43,12 @@ def read_document(reader: SpecReader, document: Any) -> Definition | None:
     mode = reader.choice(top, "mode", "", modes.installed())
     deprecated = reader.boolean(top, "deprecated", "", False)
     body = rules.read(reader, top)
-    if name is None or version is None or mode is None or body is None:
+    if body is None:
         return None
-    definition = Definition(name, version, mode.name, deprecated, **body)
-    mode.check(reader, definition)
+    # The structure is checked even when the head is not usable, so every problem of
+    # the document is reported at once (its steps do not depend on its name).
+    definition = Definition(name or "", version or "", rules.name, deprecated, **body)
+    rules.check(reader, definition)
+    if name is None or version is None or mode is None:
+        return None
     return definition

@@ -44,6 +44,17 @@ class EditRejected(ValueError):
     """The edit cannot apply to this document; the message says why."""
 
 
+class FieldRejected(EditRejected):
+    """One field's new value cannot be saved (a name another step has): the editor shows
+    the message beside that field, with the value that was typed."""
+
+    def __init__(self, message: str, index: int, field: str, value: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.field = field
+        self.value = value
+
+
 @dataclass(frozen=True)
 class Edited:
     document: dict[str, Any]
@@ -72,6 +83,23 @@ def parse_json(text: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise EditRejected("a definition must be a JSON object")
     return document
+
+
+def locate_step(document: Mapping[str, Any], index: int, name: str | None) -> int:
+    """Where the step a form named (by position ``index`` and ``name``) is now.
+
+    A form names the step it acts on twice, so an edit made on an older revision (one
+    queued while another was saving) still acts on exactly that step: at ``index`` when
+    it is still called ``name``, else wherever the one step of that name moved to. When
+    it cannot be told, nothing is changed (EditRejected).
+    """
+    steps = _copy(document)["steps"]
+    if name is None or (0 <= index < len(steps) and shape_of(index, steps[index]).name == name):
+        return index
+    found = [i for i, raw in enumerate(steps) if shape_of(i, raw).name == name]
+    if len(found) != 1:
+        raise EditRejected(f"{name or 'that step'} is no longer where it was; nothing was changed")
+    return found[0]
 
 
 def set_header(document: Mapping[str, Any], name: str, version: str) -> Edited:
@@ -145,11 +173,11 @@ def delete_step(document: Mapping[str, Any], index: int) -> Edited:
     if block is not None:
         doomed |= {s.index for s in block.members()}
         doomed -= {s.index for s in _meanwhile_members(block)}
-    owner_name = structure.owners.get(shape.name) if shape.name else None
-    if owner_name:
-        _drop_branch(doc, owner_name, shape.name)
+    owner = structure.owner_of(structure.steps[index])
+    if owner is not None:
+        _drop_branch(doc, owner.index, shape.name)
     doc["steps"] = [raw for i, raw in enumerate(_steps(doc)) if i not in doomed]
-    return Edited(doc, owner_name or "")
+    return Edited(doc, owner.name if owner is not None else "")
 
 
 def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited:
@@ -163,10 +191,10 @@ def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited
     doc = _copy(document)
     shape = _shape(doc, index)
     structure = read_structure(doc)
-    owner_name = structure.owners.get(shape.name) if shape.name else None
-    if owner_name:
-        _move_branch(doc, owner_name, shape.name, direction)
-        return Edited(doc, owner_name)  # branches are reordered from their owner's list
+    owner = structure.owner_of(structure.steps[index])
+    if owner is not None:
+        _move_branch(doc, owner.index, shape.name, direction)
+        return Edited(doc, owner.name)  # branches are reordered from their owner's list
     found = structure.block_of(index)
     if found is None:
         raise EditRejected("this step cannot be moved on its own")
@@ -198,6 +226,7 @@ def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, st
     doc = _copy(document)
     steps = _steps(doc)
     shape = _shape(doc, index)
+    _refuse_taken_name(doc, shape, values.get("name", shape.name).strip())
     step = steps[index]
     specs = list(specs_for(shape.kind))
     if shape.kind in HAS_COMPENSATION and "compensation.shown" in values:
@@ -222,6 +251,29 @@ def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, st
     if isinstance(new_name, str) and shape.name and new_name != shape.name:
         _rename(steps, shape.name, new_name)
     return Edited(doc, new_name if isinstance(new_name, str) else "")
+
+
+def _refuse_taken_name(doc: dict[str, Any], shape: StepShape, name: str) -> None:
+    """FieldRejected when ``name`` is a new name for the step that another step has.
+
+    Two steps of one name would share a node, a selection and every branch reference,
+    so the rename is refused before anything is saved, naming the step that has it.
+    """
+    if not name or name == shape.name:
+        return
+    structure = read_structure(doc)
+    other = next((s for s in structure.steps if s.name == name and s.index != shape.index), None)
+    if other is None:
+        return
+    owner = structure.owner_of(other)
+    where = f", a branch of {owner.name}" if owner is not None else ""
+    raise FieldRejected(
+        f"step {other.index + 1} ({other.kind or 'unknown kind'}{where}) is already "
+        f"called {name}; step names must be unique",
+        shape.index,
+        "name",
+        name,
+    )
 
 
 def next_version(version: str, taken: set[str]) -> str:
@@ -353,12 +405,8 @@ def _joins_of(doc: dict[str, Any], branches: set[str]) -> list[dict[str, Any]]:
     ]
 
 
-def _owner_step(doc: dict[str, Any], owner: str) -> dict[str, Any]:
-    return next(s for s in _steps(doc) if isinstance(s, dict) and s.get("name") == owner)
-
-
-def _drop_branch(doc: dict[str, Any], owner: str, branch: str) -> None:
-    step = _owner_step(doc, owner)
+def _drop_branch(doc: dict[str, Any], owner: int, branch: str) -> None:
+    step = _steps(doc)[owner]
     old = [b for b in step.get("branches", []) if isinstance(b, str)]
     new = [b for b in old if b != branch]
     if step.get("kind") == "parallel":
@@ -367,8 +415,8 @@ def _drop_branch(doc: dict[str, Any], owner: str, branch: str) -> None:
     step["branches"] = new
 
 
-def _move_branch(doc: dict[str, Any], owner: str, branch: str, direction: int) -> None:
-    step = _owner_step(doc, owner)
+def _move_branch(doc: dict[str, Any], owner: int, branch: str, direction: int) -> None:
+    step = _steps(doc)[owner]
     branches = [b for b in step.get("branches", []) if isinstance(b, str)]
     position = branches.index(branch)
     other = position + direction

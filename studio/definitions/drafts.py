@@ -21,10 +21,16 @@ from studio.errors import Conflict, NotFound
 
 MAX_DRAFTS_LISTED = 200
 
+MAX_UNDO = 20
+"""How many earlier documents a draft keeps to undo (and undone ones to redo)."""
+
 COLUMNS = (
     "draft_id, team_id, document, based_on, revision, created_by, updated_by, "
-    "created_at, updated_at"
+    "created_at, updated_at, jsonb_array_length(undo), jsonb_array_length(redo)"
 )
+_PUSHED = """(SELECT coalesce(jsonb_agg(e ORDER BY i), '[]') FROM jsonb_array_elements(
+    jsonb_build_array(document) || {stack}) WITH ORDINALITY AS t(e, i) WHERE i <= {cap})"""
+"""``stack`` with the current document in front, cut to ``MAX_UNDO`` entries."""
 CREATE = f"""
 INSERT INTO studio_drafts (draft_id, team_id, document, based_on, created_by, updated_by)
 VALUES (%s, %s, %s, %s, %s, %s) RETURNING {COLUMNS}
@@ -36,10 +42,25 @@ ORDER BY updated_at DESC, draft_id LIMIT %s
 """
 SAVE = f"""
 UPDATE studio_drafts SET document = %s, revision = revision + 1, updated_by = %s,
-    updated_at = now()
+    updated_at = now(), undo = {_PUSHED.format(stack="undo", cap=MAX_UNDO)}, redo = '[]'
 WHERE draft_id = %s AND team_id = %s AND revision = %s
 RETURNING {COLUMNS}
 """
+
+
+def _step_back(source: str, other: str) -> str:
+    """Bring back the newest document of ``source`` (undo or redo), keeping the current
+    one in ``other`` so the step can be taken back."""
+    return f"""
+UPDATE studio_drafts SET document = {source} -> 0, {source} = {source} - 0,
+    {other} = {_PUSHED.format(stack=other, cap=MAX_UNDO)},
+    revision = revision + 1, updated_by = %s, updated_at = now()
+WHERE draft_id = %s AND team_id = %s AND revision = %s AND jsonb_array_length({source}) > 0
+RETURNING {COLUMNS}
+"""
+
+
+STEPS_BACK = {"undo": _step_back("undo", "redo"), "redo": _step_back("redo", "undo")}
 DELETE = "DELETE FROM studio_drafts WHERE draft_id = %s AND team_id = %s RETURNING 1"
 
 
@@ -61,6 +82,10 @@ class Draft:
     updated_by: str
     created_at: datetime
     updated_at: datetime
+    undoable: int = 0
+    """How many earlier documents undo can bring back."""
+    redoable: int = 0
+    """How many undone documents redo can bring back."""
 
     @property
     def title(self) -> str:
@@ -104,15 +129,40 @@ async def save_draft(
     actor: str,
 ) -> Draft:
     """Store a new document made against ``revision``; DraftChanged when it is stale."""
+    params = (Jsonb(document), actor, draft_id, team_id, revision)
+    return await _update(store, SAVE, params, team_id, draft_id)
+
+
+async def step_back(
+    store: Store, team_id: str, draft_id: str, way: str, revision: int, actor: str
+) -> Draft:
+    """Undo (``way`` 'undo') or redo (``'redo'``) the last edit, as of ``revision``.
+
+    DraftChanged when the draft moved on since; Conflict when there is nothing to undo
+    or redo (the editor's buttons are disabled then; an old page may still ask).
+    """
+    params = (actor, draft_id, team_id, revision)
+    return await _update(store, STEPS_BACK[way], params, team_id, draft_id, way)
+
+
+async def _update(
+    store: Store,
+    statement: str,
+    params: tuple[Any, ...],
+    team_id: str,
+    draft_id: str,
+    way: str = "",
+) -> Draft:
+    """Run one revision-checked update; the draft it saved, or why it saved nothing."""
     async with store.connection() as conn:
-        params = (Jsonb(document), actor, draft_id, team_id, revision)
-        row = await (await conn.execute(SAVE, params)).fetchone()
-        if row is None:
-            current = await (await conn.execute(GET, (draft_id, team_id))).fetchone()
-    if row is not None:
-        return Draft(*row)
+        row = await (await conn.execute(statement, params)).fetchone()
+        if row is not None:
+            return Draft(*row)
+        current = await (await conn.execute(GET, (draft_id, team_id))).fetchone()
     if current is None:
         raise NotFound("no such draft in this team")
+    if way and Draft(*current).revision == params[-1]:
+        raise Conflict(f"there is nothing to {way}")
     raise DraftChanged(
         "this draft was changed in another window; the latest version is shown, "
         "please repeat your change"

@@ -12,9 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.model.definitions import definition_to_json
+from engine.model.errors import DefinitionInvalid
+from engine.model.validation import parse_definition
 from studio.definitions import drafts
 from studio.definitions import service as definitions
-from studio.definitions.draft_edits import Edited, EditRejected, new_document, next_version
+from studio.definitions.draft_edits import (
+    Edited,
+    EditRejected,
+    FieldRejected,
+    new_document,
+    next_version,
+    set_header,
+)
 from studio.definitions.drafts import Draft, DraftChanged
 from studio.definitions.service import PublishOutcome
 from studio.errors import Invalid
@@ -52,6 +61,36 @@ async def list_for_team(runtime: Runtime, team: str) -> list[Draft]:
     return await drafts.list_drafts(runtime.store, team)
 
 
+async def published_as(runtime: Runtime, team: str, found: list[Draft]) -> dict[str, str]:
+    """Draft id -> ``name@version`` for each draft whose content is that published
+    version: a draft stays after publishing, and this tells it from unpublished work."""
+    published = {v.definition.ref for v in await definitions.team_versions(runtime, team)}
+    marks = {}
+    for draft in found:
+        try:
+            ref = parse_definition(draft.document).ref
+        except DefinitionInvalid:
+            continue
+        if ref in published:
+            marks[draft.draft_id] = f"{ref.name}@{ref.version}"
+    return marks
+
+
+async def new_version(
+    runtime: Runtime, team: str, actor: str, draft_id: str, revision: int
+) -> tuple[Draft, str]:
+    """Number the draft one version higher than every published version of its name."""
+    draft = await drafts.get_draft(runtime.store, team, draft_id)
+    name, version = draft.document.get("name"), draft.document.get("version")
+    if not isinstance(name, str) or not isinstance(version, str):
+        raise Invalid("give the draft a name and a version first")
+    taken = {v.definition.version for v in await definitions.versions_of(runtime, team, name)}
+    bumped = next_version(version, taken)
+    return await edit(
+        runtime, team, actor, draft_id, revision, lambda d: set_header(d, name, bumped)
+    )
+
+
 async def edit(
     runtime: Runtime,
     team: str,
@@ -69,10 +108,20 @@ async def edit(
         )
     try:
         edited = change(draft.document)
+    except FieldRejected as rejected:
+        where = f"steps[{rejected.index}].{rejected.field}"
+        raise Invalid(str(rejected), [{"path": where, "message": str(rejected)}]) from None
     except EditRejected as rejected:
         raise Invalid(str(rejected)) from None
     saved = await drafts.save_draft(runtime.store, team, draft_id, edited.document, revision, actor)
     return saved, edited.selected
+
+
+async def step_back(
+    runtime: Runtime, team: str, actor: str, draft_id: str, way: str, revision: int
+) -> Draft:
+    """Undo (``way`` 'undo') or redo the draft's last edit, as of ``revision``."""
+    return await drafts.step_back(runtime.store, team, draft_id, way, revision, actor)
 
 
 async def replace(

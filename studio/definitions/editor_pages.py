@@ -9,7 +9,7 @@ rendered from; a stale edit is refused with the latest draft shown (409).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -23,7 +23,7 @@ from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
 from studio.definitions.draft_edits import Edited, EditRejected
-from studio.definitions.drafts import Draft, DraftChanged
+from studio.definitions.drafts import Draft
 from studio.definitions.workspace import Selection, build_workspace
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
@@ -90,8 +90,10 @@ class DraftEditor:
                 error=extra.get("error", ""),
             )
             return page(self.request, MACHINE_EDITOR, "definitions", status=status, mw=machine)
+        marks = await drafts.published_as(runtime, principal.team_id, [draft])
         workspace = build_workspace(
             draft,
+            published_as=marks.get(draft.draft_id, ""),
             editable=principal.can(Access.AUTHOR),
             targets=await workers.known_targets(runtime.queries),
             children=await definitions.child_choices(runtime, principal.team_id),
@@ -103,26 +105,55 @@ class DraftEditor:
         return page(self.request, template, "definitions", status=status, ws=workspace)
 
     async def apply(
-        self, values: dict[str, str], change: Callable[[dict[str, Any]], Edited]
+        self,
+        values: dict[str, str],
+        change: Callable[[dict[str, Any]], Edited],
+        *,
+        new_step: bool = False,
     ) -> Template | Redirect:
-        """Save one edit and answer with the editor (htmx) or a redirect to it (forms)."""
+        """Save one edit and answer with the editor (htmx) or a redirect to it (forms).
+
+        ``new_step``: the edit made a step, whose first field then takes the focus.
+        """
+        team, actor = self.principal.team_id, self.principal.actor
+        return await self.answer(
+            values,
+            lambda revision: drafts.edit(
+                self.runtime, team, actor, self.draft_id, revision, change
+            ),
+            new_step=new_step,
+        )
+
+    async def answer(
+        self,
+        values: dict[str, str],
+        save: Callable[[int], Awaitable[tuple[Draft, str]]],
+        *,
+        new_step: bool = False,
+    ) -> Template | Redirect:
+        """Run ``save`` on the form's revision; answer with the saved draft, or with the
+        latest one and why nothing was saved (a refused field is shown at the field)."""
         view = values.get("view", "graph")
-        principal = self.principal
         try:
-            revision = int_field(values, "revision")
-            draft, selected = await drafts.edit(
-                self.runtime, principal.team_id, principal.actor, self.draft_id, revision, change
-            )
-        except (DraftChanged, Invalid) as refused:
+            draft, selected = await save(int_field(values, "revision"))
+        except (Conflict, Invalid) as refused:
             selection = Selection(values.get("selected", ""))
-            status = 409 if isinstance(refused, DraftChanged) else 422
+            status = 409 if isinstance(refused, Conflict) else 422
             current = await self.draft()
+            located = refused.problems if isinstance(refused, Invalid) else []
+            if located:  # shown beside the field, with what was typed in it
+                return await self.render(
+                    current, selection, view=view, status=status, refused=located, typed=values
+                )
             return await self.render(
                 current, selection, view=view, status=status, error=str(refused)
             )
+        address = draft_url(self.draft_id, selected, view if view != "graph" else "")
         if not is_htmx(self.request):
-            return see_other(draft_url(self.draft_id, selected, view if view != "graph" else ""))
-        return await self.render(draft, Selection(selected), view=view)
+            return see_other(address)
+        shown = await self.render(draft, Selection(selected), view=view, focus_first_field=new_step)
+        shown.headers["HX-Replace-Url"] = address  # a reload shows what the edit showed
+        return shown
 
 
 def draft_editor(
@@ -140,6 +171,12 @@ def _optional_int(value: str | None) -> int | None:
         return int(value) if value not in (None, "") else None
     except ValueError:
         return None
+
+
+def _step_at(values: dict[str, str]) -> Callable[[dict[str, Any]], int]:
+    """Where, in the document an edit is applied to, the step the form named is."""
+    index, name = int_field(values, "index"), values.get("index_name")
+    return lambda document: draft_edits.locate_step(document, index, name)
 
 
 async def show_draft(
@@ -177,19 +214,21 @@ async def insert_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
     values = await editor.form()
     at = int_field(values, "at")
     kind = values.get("kind", "")
-    return await editor.apply(values, lambda d: draft_edits.insert_step(d, at, kind))
+    return await editor.apply(values, lambda d: draft_edits.insert_step(d, at, kind), new_step=True)
 
 
 async def add_branch(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    owner = int_field(values, "index")
+    owner = _step_at(values)
     kind = values.get("kind", "")
-    return await editor.apply(values, lambda d: draft_edits.add_branch(d, owner, kind))
+    return await editor.apply(
+        values, lambda d: draft_edits.add_branch(d, owner(d), kind), new_step=True
+    )
 
 
 async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
+    index = _step_at(values)
     pick = values.pop("child_definition.pick", "")
     if pick.count("@") == 2:  # a published version chosen from the list pins all three
         name, version, fingerprint = pick.split("@")
@@ -201,20 +240,20 @@ async def update_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
                 "target": name,
             }
         )
-    return await editor.apply(values, lambda d: draft_edits.update_step(d, index, values))
+    return await editor.apply(values, lambda d: draft_edits.update_step(d, index(d), values))
 
 
 async def move_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
+    index = _step_at(values)
     direction = -1 if values.get("direction") == "up" else 1
-    return await editor.apply(values, lambda d: draft_edits.move_step(d, index, direction))
+    return await editor.apply(values, lambda d: draft_edits.move_step(d, index(d), direction))
 
 
 async def delete_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
     values = await editor.form()
-    index = int_field(values, "index")
-    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index))
+    index = _step_at(values)
+    return await editor.apply(values, lambda d: draft_edits.delete_step(d, index(d)))
 
 
 async def set_header(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
@@ -240,6 +279,37 @@ async def replace_json(editor: NamedDependency[DraftEditor]) -> Template | Redir
         )
     values["view"] = "json"
     return await editor.apply(values, lambda _: Edited(document))
+
+
+async def undo_edit(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    return await _step_back(editor, "undo")
+
+
+async def redo_edit(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    return await _step_back(editor, "redo")
+
+
+async def _step_back(editor: DraftEditor, way: str) -> Template | Redirect:
+    """Bring back the document before the last edit (undo) or the one undone (redo)."""
+    values = await editor.form()
+    team, actor = editor.principal.team_id, editor.principal.actor
+    selected = values.get("selected", "")
+
+    async def save(revision: int) -> tuple[Draft, str]:
+        draft = await drafts.step_back(editor.runtime, team, actor, editor.draft_id, way, revision)
+        return draft, selected
+
+    return await editor.answer(values, save)
+
+
+async def new_version(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
+    """Number a published draft's content as the next version, in one click."""
+    values = await editor.form()
+    team, actor = editor.principal.team_id, editor.principal.actor
+    return await editor.answer(
+        values,
+        lambda revision: drafts.new_version(editor.runtime, team, actor, editor.draft_id, revision),
+    )
 
 
 async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Template:

@@ -48,6 +48,8 @@ class Node:
     index: int = -1
     """The step's position in the document; -1 for start, end and merge points."""
     step: str = ""
+    ref: str = ""
+    """How a link names the step (``StepShape.ref``): its name unless another has it."""
 
     @property
     def cx(self) -> float:
@@ -196,6 +198,7 @@ def _step_node(step: StepShape, cx: float, y: float) -> Node:
         NODE_H,
         step.index,
         step.name,
+        step.ref or step.name,
     )
 
 
@@ -296,6 +299,6 @@ def node_classes(
         classes.append("invalid")
     if node.is_step and marks and node.step in marks:
         classes.append(f"diff-{marks[node.step]}")
-    if node.is_step and selected and node.step == selected:
+    if node.is_step and selected and (node.ref or node.step) == selected:
         classes.append("selected")
     return " ".join(classes)

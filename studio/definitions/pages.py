@@ -55,12 +55,14 @@ def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, 
 async def list_page(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> Template:
+    found = await drafts.list_for_team(runtime, principal.team_id)
     return page(
         request,
         "definitions/list.html",
         "definitions",
         summaries=await definitions.summaries(runtime, principal.team_id),
-        drafts=await drafts.list_for_team(runtime, principal.team_id),
+        drafts=found,
+        published=await drafts.published_as(runtime, principal.team_id, found),
     )
 
 

@@ -105,14 +105,19 @@ def check_document(document: Any, known_targets: Iterable[str] | None = None) ->
 
 def locate(error: FieldError, document: Any) -> Problem:
     """The step (by position and name) and the field an engine error is about."""
-    match = _STEP_PATH.match(error.path)
+    return locate_path(error.path, error.message, document)
+
+
+def locate_path(path: str, message: str, document: Any) -> Problem:
+    """The step (by position and name) and the field a message at ``path`` is about."""
+    match = _STEP_PATH.match(path)
     if match is None:
-        return Problem(error.path, error.message)
+        return Problem(path, message)
     index = int(match.group(1))
     steps = raw_steps(document)
     name = shape_of(index, steps[index]).name if index < len(steps) else ""
     field_path = _LIST_INDEX.sub("", match.group(2) or "")
-    return Problem(error.path, error.message, name, index, field_path)
+    return Problem(path, message, name, index, field_path)
 
 
 def unknown_targets(document: Any, known: set[str]) -> list[Problem]:

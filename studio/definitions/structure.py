@@ -15,10 +15,12 @@ the two run while the branches do and form one more column of the block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 FORK_KINDS = ("parallel", "race")
+_INDEX_REF = re.compile(r"^#\d+$")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,10 @@ class StepShape:
     """The node's title when it is not the step's name (an outline's ``if x > 3``)."""
     detail: str = ""
     """The node's second line when ``graph.describe`` cannot tell it from the kind."""
+    ref: str = ""
+    """How links and the editor's selection name this step: its name when it is the
+    first step so named, else ``#<index>`` (``#`` is not allowed in names), so a draft
+    holding one name twice still lets each of the two be chosen."""
 
     @property
     def node_id(self) -> str:
@@ -87,11 +93,21 @@ class Structure:
 
     blocks: tuple[Block, ...]
     steps: tuple[StepShape, ...]
-    owners: dict[str, str] = field(default_factory=dict)
-    """Branch step name -> the parallel or race that owns it."""
+    owned: dict[int, int] = field(default_factory=dict)
+    """Branch step position -> the position of the parallel or race that owns it."""
 
-    def step(self, name: str) -> StepShape | None:
-        return next((s for s in self.steps if s.name == name), None)
+    def step(self, ref: str) -> StepShape | None:
+        """The step a link or selection names (``StepShape.ref``; a name works too)."""
+        return next((s for s in self.steps if (s.ref or s.name) == ref), None)
+
+    def owner_of(self, step: StepShape) -> StepShape | None:
+        """The parallel or race that ``step`` is a branch of, if any."""
+        owner = self.owned.get(step.index)
+        return None if owner is None else self.steps[owner]
+
+    def branch_step(self, owner: StepShape, name: str) -> StepShape | None:
+        """The step that branch ``name`` of ``owner`` is (not merely one so named)."""
+        return _branch_of(self.steps, self.owned, owner, name)
 
     def fork_of(self, index: int) -> Block | None:
         """The fork block headed by step ``index`` (a parallel or race), if any."""
@@ -152,41 +168,69 @@ def shape_of(index: int, raw: Any) -> StepShape:
 
 def read_structure(document: Any) -> Structure:
     """The block tree of ``document``; never raises."""
-    steps = tuple(shape_of(i, raw) for i, raw in enumerate(raw_steps(document)))
-    owners = _owners(steps)
-    builder = _Builder(steps, owners)
-    top = [s for s in steps if s.name not in owners or not s.name]
+    steps = identified(tuple(shape_of(i, raw) for i, raw in enumerate(raw_steps(document))))
+    owned = _owned(steps)
+    builder = _Builder(steps, owned)
+    top = [s for s in steps if s.index not in owned]
     blocks = builder.sequence(top)
-    return Structure(tuple(blocks), steps, owners)
+    return Structure(tuple(blocks), steps, owned)
 
 
-def _owners(steps: tuple[StepShape, ...]) -> dict[str, str]:
-    """Branch name -> owner, for branches that exist and come after their owner."""
-    positions: dict[str, int] = {}
+def identified(steps: tuple[StepShape, ...]) -> tuple[StepShape, ...]:
+    """The steps with a ``ref`` and an element id that no other step of them has.
+
+    A draft may hold one name twice (typed in the JSON view, imported): the first keeps
+    its name as ref and ``step-<name>`` as id, the others are told apart by position.
+    """
+    names: set[str] = set()
+    ids: set[str] = set()
+    found = []
     for step in steps:
-        if step.name:
-            positions.setdefault(step.name, step.index)
-    owners: dict[str, str] = {}
+        first = bool(step.name) and step.name not in names and not _INDEX_REF.match(step.name)
+        names.add(step.name)
+        node_id = step.node_id if first else f"step-n{step.index}"
+        while node_id in ids:
+            node_id = f"{node_id}-{step.index}"
+        ids.add(node_id)
+        ref = step.name if first else f"#{step.index}"
+        found.append(replace(step, element_id=node_id, ref=ref))
+    return tuple(found)
+
+
+def _owned(steps: tuple[StepShape, ...]) -> dict[int, int]:
+    """Branch position -> owner position: each branch name of a parallel or race is the
+    first step so named after it that no earlier fork took."""
+    owned: dict[int, int] = {}
     for step in steps:
         if step.kind not in FORK_KINDS:
             continue
         for branch in step.branches:
-            if branch != step.name and positions.get(branch, -1) > step.index:
-                owners.setdefault(branch, step.name)
-    return owners
+            found = next(
+                (
+                    s.index
+                    for s in steps[step.index + 1 :]
+                    if s.name == branch and s.index not in owned
+                ),
+                None,
+            )
+            if found is not None:
+                owned[found] = step.index
+    return owned
+
+
+def _branch_of(
+    steps: tuple[StepShape, ...], owned: dict[int, int], owner: StepShape, name: str
+) -> StepShape | None:
+    return next((s for s in steps if s.name == name and owned.get(s.index) == owner.index), None)
 
 
 class _Builder:
     """Builds blocks, placing each step index once."""
 
-    def __init__(self, steps: tuple[StepShape, ...], owners: dict[str, str]) -> None:
+    def __init__(self, steps: tuple[StepShape, ...], owned: dict[int, int]) -> None:
         self.steps = steps
-        self.owners = owners
+        self.owned = owned
         self.placed: set[int] = set()
-        self.by_name: dict[str, StepShape] = {}
-        for step in steps:
-            if step.name:
-                self.by_name.setdefault(step.name, step)
 
     def sequence(self, candidates: list[StepShape]) -> list[Block]:
         blocks: list[Block] = []
@@ -210,10 +254,8 @@ class _Builder:
     def _branch_columns(self, owner: StepShape) -> tuple[tuple[Block, ...], ...]:
         columns = []
         for name in owner.branches:
-            branch = self.by_name.get(name)
-            if branch is None or self.owners.get(name) != owner.name:
-                continue
-            if branch.index in self.placed:
+            branch = _branch_of(self.steps, self.owned, owner, name)
+            if branch is None or branch.index in self.placed:
                 continue
             self.placed.add(branch.index)
             columns.append((Block(branch),))

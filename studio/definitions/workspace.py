@@ -16,7 +16,7 @@ from engine.model.definitions import DefinitionRef
 from studio.definitions.draft_edits import INSERTABLE, RACE_BRANCH_KINDS
 from studio.definitions.drafts import Draft
 from studio.definitions.graph import Graph, layout, node_classes
-from studio.definitions.problems import Problems, check_document
+from studio.definitions.problems import Problem, Problems, check_document, locate_path
 from studio.definitions.step_fields import (
     COMPENSATION,
     HAS_COMPENSATION,
@@ -61,10 +61,36 @@ class Workspace:
     insertable: tuple[str, ...] = INSERTABLE
     race_branch_kinds: tuple[str, ...] = RACE_BRANCH_KINDS
     badges: dict[str, int] = field(default_factory=dict)
+    refused: tuple[Problem, ...] = ()
+    """Values an edit refused (a name another step has), shown at their fields."""
+    typed: dict[str, str] = field(default_factory=dict)
+    """What was typed into the refused edit's form, shown again to be fixed."""
+    focus_first_field: bool = False
+    """The edit made a step (insert, add a branch): its first field takes the focus."""
+    published_as: str = ""
+    """``name@version`` when the draft's content is that published version."""
 
     @property
     def selected(self) -> StepShape | None:
         return self.structure.step(self.selection.step) if self.selection.step else None
+
+    @property
+    def empty(self) -> bool:
+        """A new draft's list of steps, still empty: an invitation, not an error."""
+        steps = self.draft.document.get("steps")
+        return isinstance(steps, list) and not steps
+
+    @property
+    def document_problems(self) -> tuple[Problem, ...]:
+        """The document's errors for its banner; an empty new draft's step list is not
+        one (the outline and the inspector invite the first step instead)."""
+        errors = self.problems.document_errors
+        return tuple(p for p in errors if not (self.empty and p.path == "steps"))
+
+    @property
+    def listed_problems(self) -> tuple[Problem, ...]:
+        """Every problem for the inspector's list, but the empty step list's."""
+        return tuple(p for p in self.problems.items if not (self.empty and p.path == "steps"))
 
     @property
     def branch_owner(self) -> StepShape | None:
@@ -87,10 +113,21 @@ class Workspace:
         return COMPENSATION if step.kind in HAS_COMPENSATION else ()
 
     def value(self, step: StepShape, spec: FieldSpec) -> str:
+        if self._refusals(step, spec):
+            return self.typed.get(spec.path, "")
         return display(read_path(step.raw, spec.path))
 
     def field_problems(self, step: StepShape, spec: FieldSpec) -> list[Any]:
-        return self.problems.for_field(step.index, spec.path)
+        return self._refusals(step, spec) + self.problems.for_field(step.index, spec.path)
+
+    def focused(self, step: StepShape, spec: FieldSpec) -> bool:
+        """Whether this field takes the focus: a refused one, or a new step's first."""
+        if self.refused:
+            return bool(self._refusals(step, spec))
+        return self.focus_first_field and spec.path == "name"
+
+    def _refusals(self, step: StepShape, spec: FieldSpec) -> list[Problem]:
+        return [p for p in self.refused if p.index == step.index and p.field == spec.path]
 
     def other_problems(self, step: StepShape) -> list[Any]:
         """Problems of the step that no input of its form shows (e.g. its branches)."""
@@ -101,7 +138,7 @@ class Workspace:
 
     def insert_after(self, step: StepShape) -> int | None:
         """Where 'insert after this step' puts a new step (None for branch steps)."""
-        if step.name in self.structure.owners:
+        if self.structure.owner_of(step) is not None:
             return None
         return self.structure.insertion_after(step.index)
 
@@ -118,6 +155,10 @@ def build_workspace(
     error: str = "",
     json_text: str | None = None,
     json_error: str = "",
+    refused: list[dict[str, str]] | None = None,
+    typed: dict[str, str] | None = None,
+    focus_first_field: bool = False,
+    published_as: str = "",
 ) -> Workspace:
     problems = check_document(draft.document, targets)
     structure = read_structure(draft.document)
@@ -137,4 +178,8 @@ def build_workspace(
         json_text=json.dumps(draft.document, indent=2) if json_text is None else json_text,
         json_error=json_error,
         badges=problems.counts_by_step(),
+        refused=tuple(locate_path(p["path"], p["message"], draft.document) for p in refused or ()),
+        typed=typed or {},
+        focus_first_field=focus_first_field,
+        published_as=published_as,
     )

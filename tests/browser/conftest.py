@@ -14,11 +14,14 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 from examples.orders import app as example_activities
+from studio.definitions import drafts
+from studio.roles import Role
 from tests.integration.conftest import pg_dsn  # noqa: F401  (the session's PostgreSQL)
 from tests.studio.live import PASSWORD, LiveStudio, serve_studio
 
@@ -117,6 +120,17 @@ def sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/definitions")
+
+
+def open_new_draft(page: Page, studio: LiveStudio, team: str, document: dict[str, Any]) -> str:
+    """Sign in as an author of a new team named after ``team`` and open a new draft
+    holding ``document``; returns the draft's id."""
+    team_id = studio.team(team)
+    draft = studio.run(lambda store: drafts.create_draft(store, team_id, document, "", "x"))
+    sign_in(page, studio.user(team_id, Role.AUTHOR))
+    page.goto(f"/drafts/{draft.draft_id}")
+    settled(page)
+    return draft.draft_id
 
 
 def screenshot(page: Page, name: str, tmp_path: Path) -> Path:

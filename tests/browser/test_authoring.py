@@ -55,9 +55,8 @@ def set_fields(page: Page, **values: str) -> None:
 
     Each field is typed only once htmx has wired the form (a change before that would
     save nothing) and waits until htmx has settled the workspace its save returned (an
-    earlier swap settling late does not count): the workspace drops a change made while
-    a save is still in flight (its revision would be stale), so the next field is typed
-    only into the fresh form, as a person does.
+    earlier swap settling late does not count), so each step of the test sees its own
+    save (a change made while one is in flight waits its turn: test_editor_saving).
     """
     for field, value in values.items():
         settled(page)
@@ -74,13 +73,13 @@ def test_author_publish_version_two_diff_export_and_import(page: Page, studio: L
     sign_in(page, studio.user(team, Role.AUTHOR))
     name = f"orders.express-{uuid.uuid4().hex[:6]}"
 
-    # A new definition starts as an empty draft, and the editor says what is missing.
+    # A new definition starts as an empty draft, and the editor invites the first step.
     expect(page.get_by_text("Nothing published in this team yet")).to_be_visible()
     if not page.get_by_label("Name").is_visible():  # open by default in an empty team
         page.get_by_text("New definition").click()
     page.get_by_label("Name").fill(name)
     page.get_by_role("button", name="Create draft").click()
-    expect(page.locator(".doc-problems")).to_contain_text("must be a list of 1 to")
+    expect(page.locator("#inspector")).to_contain_text("No steps yet")
 
     # An activity: inserted on the only connection, then given a name and a target.
     insert(page, "at the end", "Activity")

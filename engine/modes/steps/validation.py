@@ -68,8 +68,46 @@ def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
         return None
     steps = [read_step(reader, raw, join("steps", i)) for i, raw in enumerate(raw_steps)]
     if None in steps:
+        check_names(reader, raw_steps)
         return None
     return {"steps": tuple(s for s in steps if s)}
+
+
+def check_names(reader: SpecReader, raw_steps: list[Any]) -> None:
+    """Duplicate names and branches that name no step, in steps not all readable yet.
+
+    The structure check needs every step read; these two need only names, so they are
+    reported together with the field errors and a document's problems come in one pass.
+    """
+    named = [
+        (i, raw["name"])
+        for i, raw in enumerate(raw_steps)
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str)
+    ]
+    _unique_names(reader, named)
+    names = {name for _, name in named}
+    for i, raw in enumerate(raw_steps):
+        forks = (StepKind.PARALLEL.value, StepKind.RACE.value)
+        if not isinstance(raw, dict) or raw.get("kind") not in forks:
+            continue
+        branches = raw.get("branches")
+        for b, branch in enumerate(branches if isinstance(branches, list) else ()):
+            if isinstance(branch, str) and branch not in names:
+                reader.error(join(join(join("steps", i), "branches"), b), _names_no_step(branch))
+
+
+def _unique_names(reader: SpecReader, named: list[tuple[int, str]]) -> dict[str, int]:
+    """Each name's first position; a later step of the same name is an error."""
+    positions: dict[str, int] = {}
+    for i, name in named:
+        if name in positions:
+            reader.error(join(join("steps", i), "name"), f"duplicates step {positions[name]}")
+        positions.setdefault(name, i)
+    return positions
+
+
+def _names_no_step(branch: str) -> str:
+    return f"names no step: {branch!r}"
 
 
 def read_step(reader: SpecReader, raw: Any, path: str) -> Step | None:
@@ -245,11 +283,7 @@ def _branches(reader: SpecReader, obj: dict[str, Any], path: str) -> tuple[str, 
 
 def check_structure(reader: SpecReader, definition: Definition) -> None:
     """Rules across steps: unique names, branches, ownership, joins, child pins."""
-    positions: dict[str, int] = {}
-    for i, step in enumerate(definition.steps):
-        if step.name in positions:
-            reader.error(join(join("steps", i), "name"), f"duplicates step {positions[step.name]}")
-        positions.setdefault(step.name, i)
+    positions = _unique_names(reader, [(i, s.name) for i, s in enumerate(definition.steps)])
     structure = _Structure(reader, definition, positions)
     for i, step in enumerate(definition.steps):
         path = join("steps", i)
@@ -296,7 +330,7 @@ class _Structure:
             if branch == step.name:
                 self.reader.error(at, "a step cannot be its own branch")
             elif target is None:
-                self.reader.error(at, f"names no step: {branch!r}")
+                self.reader.error(at, _names_no_step(branch))
             elif target.kind not in allowed:
                 self.reader.error(
                     at,

@@ -1,0 +1,63 @@
+"""The editor by keyboard: after each action focus lands where the work continues (the
+insert menu's first choice, the new step's first field, the chosen outline item),
+Escape closes the insert menu, and the arrow keys move through the outline."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import open_new_draft, settled
+from tests.studio.live import LiveStudio, definition
+
+
+def open_draft(page: Page, studio: LiveStudio, name: str) -> None:
+    open_new_draft(page, studio, "keyboard", definition(name))
+
+
+def test_focus_follows_the_work_and_escape_closes_the_menu(page: Page, studio: LiveStudio) -> None:
+    open_draft(page, studio, "keys.flow")
+    inspector = page.locator("#inspector")
+    menu = inspector.get_by_role("heading", name="Insert a step")
+
+    page.get_by_role("link", name="Insert a step at the end", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(menu).to_be_visible()
+    expect(inspector.get_by_role("button", name="Activity", exact=True)).to_be_focused()
+    settled(page)
+    page.keyboard.press("Escape")
+    expect(menu).to_have_count(0)
+    expect(page.locator("#draft-canvas")).to_be_focused()
+
+    settled(page)
+    page.get_by_role("link", name="Insert a step at the end", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(inspector.get_by_role("button", name="Activity", exact=True)).to_be_focused()
+    settled(page)
+    page.keyboard.press("Tab")  # the second choice
+    page.keyboard.press("Enter")
+    name = page.locator("#step-form #field-name")
+    expect(name).to_have_value("signal_1")
+    expect(name).to_be_focused()
+
+
+def test_arrow_keys_move_through_the_outline(page: Page, studio: LiveStudio) -> None:
+    open_draft(page, studio, "arrows.flow")
+    items = page.locator(".outline-pane .outline-item")
+    items.first.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#selected-step")).to_have_text("reserve")
+    expect(items.first).to_be_focused()  # the chosen item keeps the focus
+    settled(page)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(items.nth(2)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#selected-step")).to_have_text("fraud")
+    expect(items.nth(2)).to_be_focused()
+    settled(page)
+    page.keyboard.press("End")
+    expect(items.last).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(items.nth(4)).to_be_focused()
+    page.keyboard.press("Home")
+    expect(items.first).to_be_focused()

@@ -1,0 +1,68 @@
+"""No edit is lost while another is saving: the editor says it is saving, queues an edit
+made meanwhile and applies it on the fresh revision, and keeps what is being typed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Page, Route, expect
+
+from tests.browser.conftest import open_new_draft, settled
+from tests.studio.live import LiveStudio, definition
+
+
+def save_held(page: Page, studio: LiveStudio, name: str, timeout: str) -> list[Route]:
+    """Open a draft of ``name`` at its first step, change its timeout and hold that save
+    in the network until the test lets it go (``held[0]``)."""
+    draft_id = open_new_draft(page, studio, "saving", definition(name))
+    page.goto(f"/drafts/{draft_id}?step=reserve")
+    settled(page)
+    held: list[Route] = []
+
+    def route(route: Route, _: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/update", route)
+    box = page.locator("#step-form #field-timeout")
+    box.fill(timeout)
+    box.press("Tab")
+    expect(page.locator("#save-state")).to_have_text("Saving…")
+    assert len(held) == 1
+    return held
+
+
+def test_an_edit_made_while_saving_is_queued_and_applied(page: Page, studio: LiveStudio) -> None:
+    held = save_held(page, studio, "queue.flow", "45s")
+    target = page.locator("#step-form #field-target")
+    target.fill("inventory.hold")
+    target.press("Tab")  # made on the revision being replaced: queued, not dropped
+    expect(page.locator("#save-state")).to_have_text("Saving…")
+    held[0].continue_()
+
+    expect(page.locator("#step-reserve")).to_contain_text("inventory.hold")
+    expect(page.locator("#save-state")).to_have_text("")
+    expect(page.locator("#editor-error")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#field-timeout")).to_have_value("45s")
+    expect(page.locator("#field-target")).to_have_value("inventory.hold")
+
+
+def test_typing_survives_the_answer_of_an_earlier_save(page: Page, studio: LiveStudio) -> None:
+    held = save_held(page, studio, "typing.flow", "50s")
+    timeout = page.locator("#step-form #field-timeout")
+    target = page.locator("#step-form #field-target")
+    target.fill("inventory.keep")  # still typing when the first save answers
+    held[0].continue_()
+    expect(page.locator("#save-state")).to_have_text("")
+    expect(timeout).to_have_value("50s")
+    expect(target).to_have_value("inventory.keep")
+    expect(target).to_be_focused()
+    settled(page)
+    target.press("Tab")
+    expect(page.locator("#step-reserve")).to_contain_text("inventory.keep")
+    page.reload()
+    expect(page.locator("#field-timeout")).to_have_value("50s")
+    expect(page.locator("#field-target")).to_have_value("inventory.keep")
