@@ -20,7 +20,7 @@ from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus
 from engine.modes import decide
-from engine.store import catalog, leases, reads
+from engine.store import catalog, reads
 from engine.store.errors import ActiveExecutionExists, DuplicateTransition, InstanceExists
 from engine.worker.leased_commits import (
     Context,
@@ -48,7 +48,7 @@ async def process_child(ctx: Context, current: LeaseHolder) -> None:
     """Start the child that ``current``'s work names (see the module)."""
     dispatch = dispatch_of(current.lease)
     if dispatch is None:
-        await leases.dead_letter(ctx.store, current.lease, "invalid-child-dispatch")
+        await ctx.dead_letter(current.lease, "invalid-child-dispatch")
         return
     await _start_child(ctx, current.lease, dispatch)
 

@@ -153,6 +153,12 @@ class Context:
     def _group_written(self, members: int) -> None:
         self.metrics.observe("group", members, unit="size")
 
+    async def dead_letter(self, lease: leases.Lease, code: str, detail: str = "") -> None:
+        """Park ``lease``'s work as a dead letter (``leases.dead_letter``), counted in
+        ``wayline_dead_letters_total`` with the sweep's, so the metric is every one."""
+        await leases.dead_letter(self.store, lease, code, detail)
+        self.metrics.count("dead_letters")
+
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -392,7 +398,7 @@ async def _release_until(ctx: Context, lease: leases.Lease, due_at: datetime) ->
     if due_at < lease.deadline:
         await leases.retry_at(ctx.store, lease, due_at, NOT_YET_DUE)
     else:
-        await leases.dead_letter(ctx.store, lease, DUE_AFTER_DEADLINE)
+        await ctx.dead_letter(lease, DUE_AFTER_DEADLINE)
 
 
 def _now(ctx: Context, state: Instance) -> datetime:

@@ -314,6 +314,6 @@ async def process(ctx: Context, current: LeaseHolder) -> None:
     the processor of its kind that a definition mode installed (``engine.modes``)."""
     run = modes.processor(current.lease.kind)
     if run is None:
-        await leases.dead_letter(ctx.store, current.lease, "unsupported-work-kind")
+        await ctx.dead_letter(current.lease, "unsupported-work-kind")
         return
     await run(ctx, current)

@@ -131,7 +131,7 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     lease = current.lease
     dispatch = dispatch_of(lease)
     if dispatch is None:
-        await leases.dead_letter(ctx.store, lease, track.poison_code)
+        await ctx.dead_letter(lease, track.poison_code)
         return
     start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
@@ -340,7 +340,7 @@ async def process_timer(ctx: Context, current: LeaseHolder) -> None:
     try:
         step = str(json.loads(lease.payload or "")["step"])
     except (ValueError, KeyError, TypeError):
-        await leases.dead_letter(ctx.store, lease, "invalid-timer-dispatch")
+        await ctx.dead_letter(lease, "invalid-timer-dispatch")
         return
 
     def build(draft: Draft) -> None:

@@ -136,6 +136,7 @@ async def test_a_divergence_parks_the_decision_until_matching_code_is_deployed(
     await settle(ctx)
     (letter,) = (await list_dead_letters(store)).items
     assert letter.failure_code == "journal-divergence"
+    assert ctx.metrics.value("dead_letters") == 1  # every dead letter is counted
     assert letter.failure_detail.startswith(
         "journal divergence: expected step 'second' at position 1"
     )

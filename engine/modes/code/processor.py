@@ -79,7 +79,7 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
     lease = current.lease
     flow = ctx.activities.workflow_at(lease.target)
     if flow is None:
-        await leases.dead_letter(ctx.store, lease, CODE_MISSING, f"{lease.target} is not here")
+        await ctx.dead_letter(lease, CODE_MISSING, f"{lease.target} is not here")
         return False
     spawns: dict[str, DefinitionRef] = {}
     eager = Eager(ctx, current.lease_for)
@@ -94,18 +94,18 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
             except WaylineError as exc:  # not published, or deprecated: a deploy problem
                 log.warning("spawn of %s refused: %s", missing.name, type(exc).__name__)
                 detail = f"spawn of {missing.name!r}: no published version can start"
-                await leases.dead_letter(ctx.store, lease, SPAWN_NOT_FOUND, detail)
+                await ctx.dead_letter(lease, SPAWN_NOT_FOUND, detail)
                 return False
             spawns[missing.name] = found
             continue
         except (ReplayRejected, EventInvalid, TransitionInvalid) as refused:
             # what the code asked for cannot be recorded (a bound it ran into): park it
             log.warning("%s parked: %s", lease.instance_id, refused)
-            await leases.dead_letter(ctx.store, lease, DECISION_REFUSED, str(refused))
+            await ctx.dead_letter(lease, DECISION_REFUSED, str(refused))
             return False
         except _Parked as parked:
             log.warning("%s parked: %s", lease.instance_id, parked.detail)
-            await leases.dead_letter(ctx.store, lease, parked.code, parked.detail)
+            await ctx.dead_letter(lease, parked.code, parked.detail)
             return False
         break
     if state is not None:

@@ -128,14 +128,14 @@ async def process_advance(ctx: Context, current: LeaseHolder) -> None:
     flow = ctx.activities.machine_for(lease.target)
     if order is None or flow is None:
         code = "invalid-advance-dispatch" if order is None else "advance-code-missing"
-        await leases.dead_letter(ctx.store, lease, code)
+        await ctx.dead_letter(lease, code)
         return
     attempt = _Attempt(lease, flow, order)
     try:
         await commit(ctx, lease, attempt.gate, within=attempt.run)
     except roles.RoleUnavailable as unavailable:
         log.error("%s cannot run: %s", lease.work_id, unavailable)
-        await leases.dead_letter(ctx.store, lease, unavailable.code)
+        await ctx.dead_letter(lease, unavailable.code)
     except AttemptFailed as failure:
         if order.compensate:
             await _compensate_later(ctx, lease, flow, failure)
@@ -271,6 +271,6 @@ async def _compensate_later(
     """A failed compensation runs again after a backoff; after ``max_attempts`` claims
     its work is a dead letter, for an operator to retry or discard."""
     if failure.final or lease.attempt >= flow.definition.manifest.max_attempts:
-        await leases.dead_letter(ctx.store, lease, COMPENSATION_EXHAUSTED)
+        await ctx.dead_letter(lease, COMPENSATION_EXHAUSTED)
         return
     await leases.retry_at(ctx.store, lease, ctx.store.now() + backoff(lease.attempt), failure.code)
