@@ -72,6 +72,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     _worker(commands)
     register_demo(commands)
     start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
+    start.set_defaults(traced_as="wayline-cli")  # the instance's trace begins here
     start.add_argument("definition", metavar="NAME[@VERSION]")
     start.add_argument(
         "--id",
@@ -212,6 +213,7 @@ def _worker(commands: argparse._SubParsersAction) -> None:
         description="Claim and process due work until SIGTERM.",
     )
     add_store_options(parser)
+    parser.set_defaults(traced_as="wayline-worker")
     parser.add_argument(
         "--app",
         required=True,
@@ -255,6 +257,8 @@ async def _with_client(
 ) -> int:
     # A worker needs a connection per busy slot, plus claims, renewals and sweeps.
     pool_size = max(DEFAULT_POOL_SIZE, getattr(args, "concurrency", 0) + 4)
+    if service := getattr(args, "traced_as", ""):
+        _traced(service)  # before the client is made: it takes the provider then
     store = await Store.open(dsn, args.schema, max_size=pool_size)
     try:
         return await action(Client(store), args)
@@ -431,12 +435,17 @@ async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> No
             raise DefinitionConflict(conflict_message(flow.definition, pinned.fingerprint))
 
 
-async def _run_worker(client: Client, args: argparse.Namespace) -> int:
-    logs.use_format(args.log_format)
+def _traced(service: str) -> None:
+    """Traces for this process as the ``OTEL_*`` variables ask (UsageError saying what
+    to install when they ask without the optional packages)."""
     try:
-        tracing.configure("wayline-worker")
+        tracing.configure(service)
     except RuntimeError as missing:
         raise UsageError(str(missing)) from None
+
+
+async def _run_worker(client: Client, args: argparse.Namespace) -> int:
+    logs.use_format(args.log_format)
     try:
         registry = load_app(args.app)
     except ActivityAppNotFound as error:

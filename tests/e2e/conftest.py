@@ -283,16 +283,19 @@ class Harness:
         self.workers.append(worker)
         return worker
 
-    async def cli(self, *args: str, store: bool = True) -> CliResult:
+    async def cli(
+        self, *args: str, store: bool = True, env: dict[str, str] | None = None
+    ) -> CliResult:
         """Run ``wayline ARGS`` (with this test's --dsn and --schema unless ``store``
-        is False) and capture its exit status and output."""
+        is False; ``env`` added to its environment) and capture its exit status and
+        output."""
         options = ("--dsn", self.dsn, "--schema", self.schema) if store else ()
         process = await asyncio.create_subprocess_exec(
             WAYLINE,
             *args,
             *options,
             cwd=ROOT,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )

@@ -53,3 +53,17 @@ async def test_a_worker_process_exports_its_spans_and_answers_readiness(e2e: Har
     assert spans.count('"wayline.instance_id": "observed-1"') == 2
     assert '"name": "activity first"' in spans and '"name": "activity second"' in spans
     assert '"service.name": "wayline-worker"' in spans
+
+
+async def test_a_start_from_the_command_line_begins_the_instances_trace(e2e: Harness) -> None:
+    await e2e.publish(TWO_STEPS)
+    console = {"OTEL_TRACES_EXPORTER": "console"}
+    started = await e2e.cli("start", "e2e.observed", "--id", "cli-1", "--input", "{}", env=console)
+    assert started.code == 0, started.stderr
+    assert '"name": "start e2e.observed"' in started.stdout
+    assert '"service.name": "wayline-cli"' in started.stdout
+    [(kept,)] = await e2e.query(
+        "SELECT trace_context FROM history WHERE instance_id = 'cli-1' AND sequence = 1"
+    )
+    trace_id = kept.split("-")[1]  # traceparent: version-trace_id-span_id-flags
+    assert f'"trace_id": "0x{trace_id}"' in started.stdout
