@@ -25,7 +25,7 @@ from studio.accounts import passwords, signin_limits
 from studio.dependencies import DEPENDENCIES
 from studio.failures import handle_error
 from studio.input_checks import InputChecks
-from studio.observability import RequestLatencies
+from studio.observability import CallerTrace, RequestLatencies
 from studio.rendering import template_config
 from studio.routes import route_handlers
 from studio.runtime import Runtime
@@ -89,7 +89,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             description="Everything the studio's pages do, for scripts and CI. Authenticate "
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
-        middleware=[latencies, InputChecks()],
+        middleware=[latencies, CallerTrace(), InputChecks()],
         before_send=[add_security_headers],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,

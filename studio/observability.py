@@ -23,6 +23,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram
 
 from engine import store_readiness
+from engine.worker import tracing
 from studio.runtime import Runtime
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -64,6 +65,19 @@ class RequestLatencies(ASGIMiddleware):
 
     def render(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
+
+
+class CallerTrace(ASGIMiddleware):
+    """An API caller's ``traceparent`` header is the current trace context while its
+    request is handled: an instance it starts (``Client.start``) joins the caller's
+    trace, as one started by the Python client in the caller's own span does."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        header = next((v for k, v in scope["headers"] if k == b"traceparent"), b"")
+        with tracing.caller(header.decode("latin-1")):
+            await next_app(scope, receive, send)
 
 
 async def healthz() -> Response[str]:

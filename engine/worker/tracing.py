@@ -169,13 +169,33 @@ def trace_id_of(instance_id: str, trace_context: str) -> str:
     return _derived(instance_id)[:32]
 
 
+@contextlib.contextmanager
+def caller(traceparent: str) -> Iterator[None]:
+    """A remote caller's W3C ``traceparent`` (an HTTP header) as the current trace
+    context meanwhile, so an instance it starts joins the caller's trace; nothing when
+    traces are off or the header is not a version-00 traceparent."""
+    text = traceparent.strip().lower()
+    if trace is None or not TRACE_CONTEXT_PATTERN.fullmatch(text):
+        yield
+        return
+    parent = trace.set_span_in_context(NonRecordingSpan(_span_context(text)))
+    token = otel_context.attach(parent)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 def _parent(state: Instance) -> Any:
     text = state.trace_context
     if TRACE_CONTEXT_PATTERN.fullmatch(text):
-        trace_id, span_id, flags = text[3:35], text[36:52], text[53:55]
-    else:
-        derived = _derived(state.instance_id)
-        trace_id, span_id, flags = derived[:32], derived[32:48], "01"
+        return _span_context(text)
+    derived = _derived(state.instance_id)
+    return _span_context(f"00-{derived[:32]}-{derived[32:48]}-01")
+
+
+def _span_context(traceparent: str) -> Any:
+    trace_id, span_id, flags = traceparent[3:35], traceparent[36:52], traceparent[53:55]
     return SpanContext(
         int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16))
     )
