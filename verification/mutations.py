@@ -82,6 +82,17 @@ def _has(kind: EventKind, step: str | None = None) -> Callable[[History], bool]:
     return lambda h: any(e.kind is kind and (step is None or e.step == step) for e in h.events)
 
 
+def _retried_after_unknown(history: History) -> bool:
+    """An attempt left unknown and then retried: what holding unknowns would forbid (an
+    instance cancelled while in doubt never asked the policy)."""
+    events = history.events
+    return any(
+        e.kind is K.ATTEMPT_UNKNOWN
+        and any(r.kind is K.RETRY_SCHEDULED and r.step == e.step for r in events[n + 1 :])
+        for n, e in enumerate(events)
+    )
+
+
 def _swap_first_steps(document: dict[str, Any]) -> None:
     steps = document["steps"]
     steps[0], steps[1] = steps[1], steps[0]
@@ -234,7 +245,7 @@ _DEFINITION_CHANGES = (
     ("a step inserted first", _insert_step, _has(K.ACTIVITY_SCHEDULED)),
     ("a timeout changed", _longer_timeout, _has(K.ATTEMPT_STARTED, "reserve")),
     ("a retry delay changed", _slower_retry, _has(K.RETRY_SCHEDULED, "reserve")),
-    ("unknown outcomes held", _hold_unknowns, _has(K.ATTEMPT_UNKNOWN)),
+    ("unknown outcomes held", _hold_unknowns, _retried_after_unknown),
     ("the signal step removed", _drop_signal, _has(K.SIGNAL_RECEIVED)),
 )
 """Each definition change, and the history it needs (one that exercises the change)."""
