@@ -180,6 +180,8 @@ async def state_panel(
     """The replayed state of the page (graph, sections), fetched after a long history."""
     detail = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
     htmx = is_htmx(request)
+    pin = detail.row.definition
+    shown = None if htmx else await holds.banner(runtime, principal.team_id, pin.name, pin.version)
     return page(
         request,
         "instances/_state.html" if htmx else PAGE,
@@ -187,6 +189,7 @@ async def state_panel(
         row=detail.row,
         lazy=False,
         head_oob=render_section(request, "head", detail, oob=True) if htmx else None,
+        holds_shown=shown,
         **_state_context(request, detail),
         **_history_context(detail.row, None, HistoryFilter(), []),
         live_interval=runtime.settings.live_interval.total_seconds(),

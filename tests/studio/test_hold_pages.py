@@ -35,6 +35,7 @@ def test_a_hold_placed_in_the_studio_shows_on_every_affected_page(studio: LiveSt
         f"/definitions/{name}",
         f"/definitions/{name}/versions/1",
         f"/instances/{instance_ref(instance_id)}",
+        f"/instances/{instance_ref(instance_id)}/state",  # the state panel, opened alone
         "/instances",
     ):
         text = banner(viewer.get(path).text)
