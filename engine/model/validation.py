@@ -19,6 +19,9 @@ from engine.model.identifiers import name_problem
 from engine.model.spec_reader import SpecReader
 
 HEAD_FIELDS = frozenset({"name", "version", "mode", "deprecated"})
+DEFAULT_MODE = "orchestration"
+"""A document's ``mode`` when it names none: a step list the engine advances. The
+canonical form always writes it, so leaving it out does not change a fingerprint."""
 """The fields of every definition document, whatever its mode."""
 
 
@@ -33,6 +36,8 @@ def parse_definition(document: Any) -> Definition:
 
 def read_document(reader: SpecReader, document: Any) -> Definition | None:
     """Read the head, then the mode's own fields and structure; None when unusable."""
+    if isinstance(document, dict) and "mode" not in document:
+        document = {**document, "mode": DEFAULT_MODE}
     named = modes.find(document.get("mode")) if isinstance(document, dict) else None
     rules = named or next(iter(modes.installed().values()))
     top = reader.object(document, "", HEAD_FIELDS | rules.fields)

@@ -163,7 +163,7 @@ def test_name_and_version_must_be_names(field: str, value: str) -> None:
     assert_only_error(document, field, "1 to 200 characters", "letters, digits")
 
 
-@pytest.mark.parametrize("field", ["name", "version", "mode", "steps"])
+@pytest.mark.parametrize("field", ["name", "version", "steps"])
 def test_top_level_fields_are_required(field: str) -> None:
     document = definition(timer())
     del document[field]
@@ -230,16 +230,23 @@ KIND_SAMPLES: dict[str, tuple[list[Document], int]] = {
 """A valid definition's steps for each kind, and the index of the step of that kind."""
 
 REQUIRED = {
-    "activity": ("target", "timeout", "input_limit", "result_limit", "retry"),
-    "signal": ("target", "timeout", "input_limit"),
-    "approval": ("target", "timeout", "input_limit"),
+    "activity": ("target", "timeout"),
+    "signal": ("target", "timeout"),
+    "approval": ("target", "timeout"),
     "timer": ("timeout",),
-    "child": ("target", "timeout", "input_limit", "result_limit", "retry", "child_definition"),
+    "child": ("target", "timeout", "child_definition"),
     "parallel": ("branches", "fan_out_limit"),
     "join": ("branches",),
     "race": ("branches", "fan_out_limit"),
 }
-OPTIONAL = {"activity": ("compensation", "on_unknown")}
+DEFAULTED = ("input_limit", "result_limit", "retry")
+"""Left out, these take their documented defaults (``test_definition_defaults``)."""
+OPTIONAL = {
+    "activity": (*DEFAULTED, "compensation", "on_unknown"),
+    "signal": ("input_limit",),
+    "approval": ("input_limit",),
+    "child": DEFAULTED,
+}
 SAMPLE_VALUES = {
     "target": "x",
     "timeout": "1s",

@@ -14,6 +14,7 @@ timeout is the common case).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from engine.model.definitions import (
@@ -27,6 +28,7 @@ from engine.model.definitions import (
 )
 from engine.model.identifiers import name_problem
 from engine.model.limits import (
+    KIB,
     MAX_FAN_OUT,
     MAX_PAYLOAD_BYTES,
     MAX_RETRY_ATTEMPTS,
@@ -212,11 +214,23 @@ def _enum(reader: SpecReader, obj: dict[str, Any], key: str, path: str, enum: An
     return reader.choice(obj, key, path, {member.value: member for member in enum})
 
 
+DEFAULT_PAYLOAD_LIMIT = 64 * KIB
+"""``input_limit`` and ``result_limit`` when a step leaves them out: a generous size for
+the references and small documents a step usually passes (larger ones say so)."""
+DEFAULT_RETRY = RetryPolicy(3, timedelta(seconds=1), timedelta(minutes=1))
+"""``retry`` when a step or compensation leaves it out: three attempts, 1 s then 2 s
+apart (a transient fault passes, a lasting one is reported within seconds)."""
+
+
 def _limit(reader: SpecReader, obj: dict[str, Any], key: str, path: str) -> int | None:
+    if key not in obj:
+        return DEFAULT_PAYLOAD_LIMIT
     return reader.integer(obj, key, path, 1, MAX_PAYLOAD_BYTES)
 
 
 def _retry(reader: SpecReader, obj: dict[str, Any], path: str) -> RetryPolicy | None:
+    if "retry" not in obj:
+        return DEFAULT_RETRY
     where = join(path, "retry")
     shape = "{max_attempts, initial_delay, max_delay}"
     retry = reader.required_object(obj.get("retry"), where, RETRY_FIELDS, shape)
