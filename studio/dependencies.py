@@ -51,6 +51,7 @@ def instance_filters(
     instance: FromQuery[str] = "",
     step: FromQuery[str] = "",
     failure_code: FromQuery[str] = "",
+    sort: FromQuery[str] = "",
 ) -> InstanceFilters:
     """The instance list's filters from the query string: the ``filters`` dependency of
     the Instances page and of ``GET /api/instances``, which take the same URLs.
@@ -67,6 +68,7 @@ def instance_filters(
         instance,
         step,
         failure_code,
+        sort,
     )
 
 

@@ -26,12 +26,13 @@ from engine.model.limits import MAX_BULK_INSTANCES
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
-from studio.instances import bulk, bulk_pages
+from studio.instances import bulk, bulk_pages, list_order
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances import service as instances
 from studio.instances.detail import InstanceDetail
 from studio.instances.history import HistoryFilter
+from studio.instances.list_order import format_cursor
 from studio.instances.sections import (
     LEGEND,
     graph_of,
@@ -44,7 +45,6 @@ from studio.instances.sections import (
 )
 from studio.instances.service import InstanceFilters
 from studio.machines.overlay import LEGEND as MACHINE_LEGEND
-from studio.paging import format_cursor
 from studio.principal import Principal
 from studio.rendering import form_values, is_htmx, page, see_other
 from studio.runtime import Runtime
@@ -73,6 +73,7 @@ async def list_page(
         bulk_limit=MAX_BULK_INSTANCES,
         resolutions=RESOLUTIONS,
         recent_bulks=await bulk.recent(runtime, principal.team_id),
+        sort_columns=list_order.COLUMNS,
     )
 
 
