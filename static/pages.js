@@ -1,6 +1,8 @@
 // Wayline studio: small comforts for ordinary pages. Every page works without them.
 //  - [data-copy="ID"] buttons copy the text of element ID (a new token, a one-time code);
 //  - form[data-confirm] asks before it posts (removing a member, revoking a token);
+//  - select[data-hint-for] shows the chosen option's data-hint in that element (the
+//    start form's input limit follows the chosen version);
 //  - [data-replace-url] puts that URL in the address bar: a page a form's POST answered
 //    (a secret shown once) reloads as the page itself, never as the POST again.
 (function () {
@@ -34,6 +36,13 @@
   document.addEventListener("submit", function (event) {
     var question = event.target.dataset && event.target.dataset.confirm;
     if (question && !window.confirm(question)) event.preventDefault();
+  });
+
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest("select[data-hint-for]");
+    var hint = select && document.getElementById(select.dataset.hintFor);
+    var option = select && select.selectedOptions[0];
+    if (hint && option && option.dataset.hint !== undefined) hint.textContent = option.dataset.hint;
   });
 
   document.addEventListener("DOMContentLoaded", function () {

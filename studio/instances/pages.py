@@ -114,6 +114,10 @@ async def _start_form(
         versions=versions,
         chosen=chosen,
         limit=limit,
+        limits={
+            f"{v.definition.name}@{v.definition.version}": lifecycle.start_input_limit(v.definition)
+            for v in versions
+        },
         values=extra.pop("values", {}),
         **extra,
     )

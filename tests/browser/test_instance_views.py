@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from engine.api.client import Client
 from studio.roles import Role
 from tests.browser.conftest import sign_in
-from tests.studio.live import LiveStudio
+from tests.studio.live import LiveStudio, definition
 
 SIGNALS = 14
 INSIDE = """([node, box]) => {
@@ -32,7 +32,9 @@ def far_along(studio: LiveStudio, first_signal: str = "x0") -> tuple[str, str, s
     instance_id = studio.start(team, name)
     for n in range(SIGNALS - 1):
         signal_id = first_signal if n == 0 else f"x{n}"
-        studio.run(lambda store, n=n, i=signal_id: Client(store).signal(instance_id, f"s{n}", i, {}))
+        studio.run(
+            lambda store, n=n, i=signal_id: Client(store).signal(instance_id, f"s{n}", i, {})
+        )
     return team, instance_id, f"s{SIGNALS - 1}"
 
 
@@ -55,3 +57,22 @@ def test_a_long_value_wraps_in_the_steps_table(page: Page, studio: LiveStudio) -
     expect(row).to_contain_text("k" * 150)
     fits = "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth + 1"
     assert page.locator("#steps-table").evaluate(fits)
+
+
+def test_the_start_form_input_limit_follows_the_chosen_version(
+    page: Page, studio: LiveStudio
+) -> None:
+    team = studio.team("startlimit")
+    name = f"limit.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name, "1"))
+    wider = definition(name, "2")
+    wider["steps"][0]["input_limit"] = 512  # reserve's limit is now the smallest
+    studio.publish(team, wider)
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto(f"/instances/new?definition={name}&version=1")
+    hint = page.locator("#start-input-help")
+    expect(hint).to_contain_text("at most 1024 bytes")
+    page.get_by_label("Definition version").select_option(f"{name}@2")
+    expect(hint).to_contain_text("at most 512 bytes (the limit of step reserve)")
+    page.get_by_label("Definition version").select_option(f"{name}@1")
+    expect(hint).to_contain_text("at most 1024 bytes")
