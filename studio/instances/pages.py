@@ -15,7 +15,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
-from litestar.response import Stream, Template
+from litestar.response import Redirect, Stream, Template
 
 from engine.api.queries import InstanceRow
 from engine.decide import lifecycle
@@ -23,6 +23,7 @@ from engine.decide.bulk_actions import RESOLUTIONS
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
+from studio.accounts import saved_views
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
@@ -58,7 +59,13 @@ async def list_page(
     runtime: NamedDependency[Runtime],
     filters: NamedDependency[InstanceFilters],
     after: FromQuery[str | None] = None,
-) -> Template:
+) -> Template | Redirect:
+    asked = request.url.query
+    saved = await saved_views.remembered(
+        runtime.store, principal, "/instances", asked, filters.query()
+    )
+    if saved:
+        return see_other(saved)
     found = await instances.list_page(runtime, principal.team_id, filters, after)
     return page(
         request,

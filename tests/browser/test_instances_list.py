@@ -53,3 +53,26 @@ def test_newest_first_sort_by_column_and_search_by_id_start(page: Page, studio: 
     assert shown(page) == [second]
     expect(page.get_by_label("Status")).to_have_value("terminated")
     expect(page.get_by_label("Definition", exact=True)).to_have_value(name)
+
+
+def test_the_list_opens_with_the_persons_last_view(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("savedview")
+    name = f"saved.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    kept = studio.start(team, name, f"kept-{name}")
+    studio.start(team, name, f"other-{name}")
+    operator = studio.user(team, Role.OPERATOR)
+    sign_in(page, operator)
+    page.goto("/instances")
+    page.get_by_label("Instance id").fill("kept")
+    page.get_by_role("button", name="Filter", exact=True).click()
+    expect(page.locator("#instances-table tbody tr")).to_have_count(1)
+
+    page.get_by_role("link", name="Definitions").first.click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Instances").click()
+    expect(page).to_have_url(re.compile(r"instance=kept"))
+    assert shown(page) == [kept]
+
+    page.get_by_role("link", name="Clear").click()  # a view of its own, remembered too
+    page.goto("/instances")
+    expect(page.locator("#instances-table tbody tr")).to_have_count(2)
