@@ -30,6 +30,8 @@ FIRST_DESCENDING = frozenset({"events", "started", "updated"})
 TIMES = frozenset({"started", "updated"})
 NUMBERS = frozenset({"status", "events"})
 DEFAULT = "-started"
+SORTS = tuple(f"{way}{key}" for key in COLUMNS for way in ("", "-"))
+"""Every ``sort`` the list takes."""
 
 
 @dataclass(frozen=True)
