@@ -23,6 +23,7 @@ from engine.api.executions import (
 from engine.api.queries import Queries
 from engine.decide.operator_actions import Action
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
+from engine.model.description import describe_instance
 from engine.model.errors import (
     ActivityAppNotFound,
     DecisionRejected,
@@ -43,7 +44,7 @@ from engine.model.holds import (
     ReleaseMode,
     parse_scope,
 )
-from engine.model.instance import AttemptStatus, Instance, InstanceStatus, describe_instance
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.modes import install
 from engine.modes.code.running import CODE_RUNNING
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant

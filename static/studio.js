@@ -34,13 +34,27 @@
   function restore(viewport) {
     var saved = views[viewport.dataset.zoomKey || ""];
     if (!saved) {
-      // A graph wider than its canvas opens centred, where its main line runs.
+      // A graph opens at the step an instance is at; else centred, where its main line runs.
+      var current = viewport.querySelector(CURRENT);
+      if (current) { showNode(viewport, current); return; }
       viewport.scrollLeft = (viewport.scrollWidth - viewport.clientWidth) / 2;
       return;
     }
     apply(viewport, saved.zoom);
     viewport.scrollLeft = saved.left;
     viewport.scrollTop = saved.top;
+  }
+
+  // The states of a step the instance is at (studio/instances/step_states.py).
+  var CURRENT = [
+    "running", "scheduled", "retry-waiting", "unknown", "waiting-signal", "waiting-timer",
+    "waiting-approval", "waiting", "compensating", "compensation-unknown", "failed"
+  ].map(function (state) { return ".node.state-" + state; }).join(", ");
+
+  function showNode(viewport, node) {
+    var box = viewport.getBoundingClientRect(), at = node.getBoundingClientRect();
+    viewport.scrollLeft += (at.left + at.width / 2) - (box.left + box.width / 2);
+    viewport.scrollTop += (at.top + at.height / 2) - (box.top + box.height / 2);
   }
 
   function zoomAt(viewport, factor, clientX, clientY) {

@@ -22,6 +22,7 @@ from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.editor_pages import draft_editor
 from studio.instance_urls import instance_id_of
 from studio.instances.history import PAGE_EVENTS, HistoryFilter
+from studio.instances.list_order import SORTS
 from studio.instances.service import InstanceFilters, require_row
 from studio.principal import Principal
 from studio.runtime import Runtime
@@ -51,12 +52,14 @@ def instance_filters(
     instance: FromQuery[str] = "",
     step: FromQuery[str] = "",
     failure_code: FromQuery[str] = "",
+    sort: Annotated[str, Parameter(schema_extra={"enum": ["", *SORTS]})] = "",
 ) -> InstanceFilters:
     """The instance list's filters from the query string: the ``filters`` dependency of
-    the Instances page and of ``GET /api/instances``, which take the same URLs.
+        the Instances page and of ``GET /api/instances``, which take the same URLs.
 
-    ``view`` and ``status`` are checked by ``InstanceFilters`` (a 422 that says what is
-    allowed, on the page as in the API); the OpenAPI document lists their values."""
+        ``view`` and ``status`` are checked by ``InstanceFilters`` (a 422 that says what is
+        allowed, on the page as in the API); the OpenAPI document lists their values, and
+    those of ``sort``."""
     return InstanceFilters(
         view,
         definition,
@@ -67,6 +70,7 @@ def instance_filters(
         instance,
         step,
         failure_code,
+        sort,
     )
 
 

@@ -25,6 +25,7 @@ from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
+from engine.model.description import describe_instance
 from engine.model.errors import (
     ActivityAppNotFound,
     DefinitionInvalid,
@@ -35,7 +36,7 @@ from engine.model.errors import (
 from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
-from engine.model.instance import describe_instance, instance_to_json
+from engine.model.instance import instance_to_json
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message

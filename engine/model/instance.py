@@ -334,53 +334,6 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
     return out
 
 
-def describe_instance(state: Instance) -> str:
-    """A human summary: status, pin, per-step progress, attempts, audit trail."""
-    lines = [
-        f"instance {state.instance_id}: {state.status.label}",
-        f"definition {state.definition} {state.definition.fingerprint}",
-        f"position {state.sequence}, updated {format_instant(state.updated_at)}",
-    ]
-    if state.failure_code:
-        lines.append(f"failure {state.failure_step}: {state.failure_code}")
-    for p in state.activities.values():
-        extra = f" code={p.code}" if p.code else ""
-        lines.append(
-            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
-            f"key={p.idempotency_key or '-'}{extra}"
-        )
-    for p in state.compensations.values():
-        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
-    for t in state.timers.values():
-        fired = f"fired {format_instant(t.fired_at)}" if t.fired_at else "pending"
-        lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {fired}")
-    for s in state.signals.values():
-        lines.append(f"  signal {s.step}: received {s.signal_id}")
-    for c in state.children.values():
-        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
-    for race, winner in state.race_winners.items():
-        lines.append(f"  race {race}: won by {winner}")
-    if (m := state.machine) is not None:
-        fields = f" {m.data}" if m.data else ""
-        lines.append(
-            f"  machine state {m.state}{fields}: transition {m.transitions}, "
-            f"failed attempts {m.attempts}"
-        )
-    for r in state.journal:
-        lines.append(f"  journal {r.position} {r.verb} {r.key} (event {r.sequence})")
-    for w in state.waits.values():
-        lines.append(f"  wait {w.key}: {'done' if w.done else 'open'} on {', '.join(w.on)}")
-    for s in state.inbox:
-        taken = f"taken by {s.consumed_by}" if s.consumed_by else "set aside"
-        lines.append(f"  inbox {s.name} {s.signal_id}: {taken}")
-    for a in state.audit:
-        lines.append(
-            f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "
-            f"{a.reason} ({a.command_id})"
-        )
-    return "\n".join(lines)
-
-
 def _record(value: Any) -> dict[str, Any]:
     out = {}
     for name in value.__dataclass_fields__:

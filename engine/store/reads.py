@@ -9,10 +9,11 @@ no page view counts rows or uses OFFSET.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 import psycopg
 
@@ -71,7 +72,8 @@ class InstanceRow:
 @dataclass(frozen=True)
 class InstancePage:
     rows: tuple[InstanceRow, ...]
-    next_cursor: tuple[datetime, str] | None
+    next_cursor: tuple[Any, str] | None
+    """The last row's sort value (a time, text or number) and id, when more follow."""
 
 
 async def history_page(
@@ -183,18 +185,26 @@ async def list_instances(
     instance_id: str | None = None,
     started_from: datetime | None = None,
     started_before: datetime | None = None,
+    instance_prefixes: Sequence[str] | None = None,
+    sort: str = "started",
+    descending: bool = False,
 ) -> InstancePage:
-    """One keyset page of instances, oldest first, with optional filters.
+    """One keyset page of instances, oldest first unless ``sort`` (a key of
+    ``INSTANCE_SORT_COLUMNS``) and ``descending`` say otherwise, with optional filters.
 
     ``started_from`` (inclusive) and ``started_before`` (exclusive) bound the creation
     time, which is the leading column of every instance index after its filter, so a
-    range is an index range, never a scan of older rows.
+    range is an index range, never a scan of older rows. ``instance_id`` matches one id,
+    ``instance_prefixes`` every id that starts with one of them. The cursor is the last row's sort
+    value and id (``after``), the position the next page starts strictly after.
     """
+    if sort not in sql.INSTANCE_SORT_COLUMNS:
+        raise ValueError(f"sort is one of {', '.join(sql.INSTANCE_SORT_COLUMNS)}")
     if not 1 <= limit <= MAX_PAGE_ITEMS:
         raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
     async with store.reading() as conn:
         cur = await conn.execute(
-            sql.INSTANCE_PAGE,
+            sql.INSTANCE_PAGES[(sort, descending)],
             {
                 "view": InstanceView(view).value,
                 "name": definition_name,
@@ -202,17 +212,30 @@ async def list_instances(
                 "status": None if status is None else int(status),
                 "tenant": tenant,
                 "instance": instance_id,
+                "prefixes": None if instance_prefixes is None else list(instance_prefixes),
                 "started_from": started_from,
                 "started_before": started_before,
-                "after_at": after[0] if after else None,
+                "after_value": after[0] if after else None,
                 "after_id": after[1] if after else None,
                 "limit": limit + 1,
             },
         )
         rows = await cur.fetchall()
     page = tuple(_instance_row(r) for r in rows[:limit])
-    cursor = (page[-1].created_at, page[-1].instance_id) if len(rows) > limit else None
+    cursor = (sort_value(page[-1], sort), page[-1].instance_id) if len(rows) > limit else None
     return InstancePage(page, cursor)
+
+
+def sort_value(row: InstanceRow, sort: str) -> Any:
+    """The value ``row`` is sorted by under ``sort`` (a page's cursor holds the last)."""
+    return {
+        "started": row.created_at,
+        "updated": row.updated_at,
+        "id": row.instance_id,
+        "definition": row.definition.name,
+        "status": int(row.status),
+        "events": row.sequence,
+    }[sort]
 
 
 async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str, InstanceRow]:

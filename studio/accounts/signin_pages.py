@@ -30,13 +30,15 @@ from studio.runtime import Runtime
 
 LOGIN_COOKIE = "wayline_login"
 LOGIN_FIELD = "_login"
+HOME = "/definitions"
+"""Where signing in (and a first own password) leads: the team's definitions."""
 
 
 def _safe_next(target: str | None) -> str:
     """Only local paths: a sign-in link must not redirect anywhere else."""
     if target and target.startswith("/") and not target.startswith(("//", "/\\")):
         return target
-    return "/definitions"
+    return HOME
 
 
 def _login_page(
@@ -154,7 +156,7 @@ async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template 
     except (signin.JoinFailed, signin.JoinRejected) as refused:
         error = _sentence(refused)
         return _form_page(request, "signin/join.html", 422, username=username, error=error)
-    return Redirect("/definitions", status_code=303, cookies=[_session_cookie(request, done)])
+    return Redirect(HOME, status_code=303, cookies=[_session_cookie(request, done)])
 
 
 async def logout(
@@ -168,7 +170,7 @@ async def logout(
 
 
 async def home(request: Request) -> Redirect:
-    return see_other("/definitions")
+    return see_other(HOME)
 
 
 async def account_page(request: Request) -> Template:
@@ -189,7 +191,8 @@ async def change_password(
         )
     except Invalid as invalid:
         return page(request, "signin/account.html", "settings", status=422, error=str(invalid))
-    return see_other("/account?changed=1")
+    # A first password (replacing the one-time one) was the only thing in the way: go on.
+    return see_other(HOME if principal.must_change_password else "/account?changed=1")
 
 
 async def switch_team(

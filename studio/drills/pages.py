@@ -17,6 +17,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
+from studio.errors import Invalid
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
 from studio.principal import Principal
@@ -31,6 +32,19 @@ async def drills_page(
     profile: FromQuery[str] = "ci",
     before: FromQuery[str | None] = None,
 ) -> Template:
+    return await _drills(request, principal, runtime, profile, before)
+
+
+async def _drills(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    profile: str,
+    before: str | None = None,
+    **refused: Any,
+) -> Template:
+    """The Drills page; with ``refused`` (its ``status`` and ``error``) it answers a run
+    form that was refused, with the message beside the form."""
     past, older = await drills.runs_page(runtime.store, principal.team_id, before)
     running = runtime.drills.running()
     return page(
@@ -43,18 +57,23 @@ async def drills_page(
         runs=past,
         older=older,
         running=running if running and running.team == principal.team_id else None,
+        **refused,
     )
 
 
 async def start_run(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
-) -> Redirect:
+) -> Template | Redirect:
     form = await request.form()
     wanted = [v for v in form.getall("drill", []) if isinstance(v, str) and v]
-    profile = form.get("profile", "ci")
-    job = runtime.drills.start(
-        principal.team_id, principal.actor, wanted, profile if isinstance(profile, str) else "ci"
-    )
+    chosen = form.get("profile", "ci")
+    profile = chosen if isinstance(chosen, str) else "ci"
+    try:
+        job = runtime.drills.start(principal.team_id, principal.actor, wanted, profile)
+    except Invalid as invalid:
+        if profile not in drills.profiles():
+            raise
+        return await _drills(request, principal, runtime, profile, status=422, error=str(invalid))
     return see_other(f"/drills/jobs/{job.job_id}")
 
 
@@ -77,7 +96,13 @@ def _run_context(detail: Any) -> dict[str, Any]:
     findings = {d["id"]: drills.findings(d) for d in detail.results}
     card = detail.scorecard or {}
     tables = drills.scorecard_tables(card)
-    return {"run": detail, "card": card, "tables": tables, "findings": findings}
+    return {
+        "run": detail,
+        "card": card,
+        "tables": tables,
+        "findings": findings,
+        "units": drills.SCORECARD_UNITS,
+    }
 
 
 async def run_page(

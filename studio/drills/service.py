@@ -19,6 +19,7 @@ from typing import Any
 
 from engine import Store
 from engine.model.events import Event, event_from_json
+from studio.drills.families import about, order
 from studio.drills.jobs import DrillJob
 from studio.errors import Invalid, NotFound
 from studio.instance_urls import instance_ref
@@ -54,6 +55,8 @@ class Family:
     family: str
     title: str
     drills: tuple[DrillChoice, ...]
+    about: str = ""
+    """What the family tests (``studio.drills.families``)."""
 
     @property
     def owned_server(self) -> bool:
@@ -61,7 +64,7 @@ class Family:
 
 
 def catalogue_view(profile: str) -> list[Family]:
-    """Every drill of ``profile``, by family in catalogue order."""
+    """Every drill of ``profile``, by family in reading order (``families.order``)."""
     from verification.drills.catalogue import catalogue
     from verification.profiles import PROFILES
 
@@ -74,7 +77,10 @@ def catalogue_view(profile: str) -> list[Family]:
             DrillChoice(spec.id, spec.title, spec.owned_server)
         )
         titles.setdefault(spec.family, _family_title(spec.id, spec.title))
-    return [Family(f, titles[f], tuple(d)) for f, d in families.items()]
+    return [
+        Family(f, titles[f], tuple(families[f]), about(f, titles[f]))
+        for f in sorted(families, key=order)
+    ]
 
 
 def _family_title(drill_id: str, title: str) -> str:
@@ -129,6 +135,14 @@ class ScorecardTables:
     invariants: list[tuple[str, dict[str, Any]]]
     boundaries: list[tuple[str, dict[str, Any]]]
     actions: list[str]
+
+
+SCORECARD_UNITS = {
+    "recovery": {"p50": " s", "p95": " s", "max": " s"},
+    "replay": {"kill_rate": " %"},
+}
+"""The unit of each scorecard figure that is not a count, by section and key
+(``verification.scorecard``: recovery times in seconds, a kill rate in percent)."""
 
 
 def scorecard_tables(card: dict[str, Any]) -> ScorecardTables:

@@ -23,6 +23,7 @@ from studio.instances import interventions
 from studio.instances import service as instances
 from studio.instances.history import HistoryFilter
 from studio.instances.interventions import CommandForm
+from studio.instances.list_order import format_cursor
 from studio.instances.schemas import (
     CommandIn,
     HistoryOut,
@@ -35,7 +36,6 @@ from studio.instances.schemas import (
     instance_out,
 )
 from studio.instances.service import InstanceFilters
-from studio.paging import format_cursor
 from studio.principal import Principal
 from studio.runtime import Runtime
 

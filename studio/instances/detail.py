@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.api.queries import InstanceRow, WorkRow, WorkState
 from engine.model.definitions import Definition, Mode, StepKind
+from engine.model.description import never_happens
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.limits import MAX_PAYLOAD_BYTES
@@ -98,6 +99,10 @@ class InstanceDetail:
     def definition(self) -> Definition:
         assert self.state.spec is not None
         return self.state.spec
+
+    def never_happens(self, step: str) -> str:
+        """Why the wait ``step`` has not happened and never will ('' while it may)."""
+        return never_happens(self.state, step)
 
     @property
     def compensations(self) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
-from litestar.response import Stream, Template
+from litestar.response import Redirect, Stream, Template
 
 from engine.api.queries import InstanceRow
 from engine.decide import lifecycle
@@ -23,15 +23,17 @@ from engine.decide.bulk_actions import RESOLUTIONS
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
+from studio.accounts import saved_views
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
-from studio.instances import bulk, bulk_pages
+from studio.instances import bulk, bulk_pages, list_order
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances import service as instances
 from studio.instances.detail import InstanceDetail
 from studio.instances.history import HistoryFilter
+from studio.instances.list_order import format_cursor
 from studio.instances.sections import (
     LEGEND,
     graph_of,
@@ -45,7 +47,6 @@ from studio.instances.sections import (
 from studio.instances.service import InstanceFilters
 from studio.machines.overlay import LEGEND as MACHINE_LEGEND
 from studio.operations import holds
-from studio.paging import format_cursor
 from studio.principal import Principal
 from studio.rendering import form_values, is_htmx, page, see_other
 from studio.runtime import Runtime
@@ -59,7 +60,13 @@ async def list_page(
     runtime: NamedDependency[Runtime],
     filters: NamedDependency[InstanceFilters],
     after: FromQuery[str | None] = None,
-) -> Template:
+) -> Template | Redirect:
+    asked = request.url.query
+    saved = await saved_views.remembered(
+        runtime.store, principal, "/instances", asked, filters.query()
+    )
+    if saved:
+        return see_other(saved)
     found = await instances.list_page(runtime, principal.team_id, filters, after)
     return page(
         request,
@@ -75,6 +82,7 @@ async def list_page(
         resolutions=RESOLUTIONS,
         recent_bulks=await bulk.recent(runtime, principal.team_id),
         holds_shown=await holds.banner(runtime, principal.team_id, filters.definition),
+        sort_columns=list_order.COLUMNS,
     )
 
 
@@ -115,6 +123,10 @@ async def _start_form(
         versions=versions,
         chosen=chosen,
         limit=limit,
+        limits={
+            f"{v.definition.name}@{v.definition.version}": lifecycle.start_input_limit(v.definition)
+            for v in versions
+        },
         values=extra.pop("values", {}),
         **extra,
     )

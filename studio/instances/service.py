@@ -40,7 +40,7 @@ from engine.modes.code.runs import run_id
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound
-from studio.paging import parse_cursor
+from studio.instances.list_order import ListOrder, parse_cursor
 from studio.runtime import Runtime
 
 PAGE_SIZE = 50
@@ -73,6 +73,9 @@ class InstanceFilters:
     """Only instances at this step (read from their replayed state)."""
     failure_code: str = ""
     """Only instances with this failure code, on the instance or any attempt (replayed)."""
+    sort: str = ""
+    """The list's order (``studio.instances.list_order``; '' is newest first). Not a
+    filter: a bulk selection by filter ignores it and takes the oldest first."""
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:
@@ -81,6 +84,7 @@ class InstanceFilters:
             raise Invalid(f"status {self.status!r} is not an instance status")
         parse_time(self.started_from, "started from")
         parse_time(self.started_before, "started before")
+        ListOrder.parse(self.sort)
 
     @property
     def active(self) -> dict[str, str]:
@@ -94,7 +98,11 @@ class InstanceFilters:
 
     @property
     def narrowed(self) -> bool:
-        return len(self.active) > 1
+        return any(v for k, v in vars(self).items() if k not in ("view", "sort"))
+
+    @property
+    def order(self) -> ListOrder:
+        return ListOrder.parse(self.sort)
 
     @property
     def by_state(self) -> bool:
@@ -107,8 +115,13 @@ async def list_page(
 ) -> InstancePage:
     """One page of the list; the step and failure-code filters narrow the page's rows
     (from their replayed states), so a page may hold fewer rows than PAGE_SIZE."""
+    order = filters.order
     found = await runtime.queries.instances(
-        **await query_of(runtime, team, filters), after=parse_cursor(cursor), limit=PAGE_SIZE
+        **await query_of(runtime, team, filters),
+        after=parse_cursor(cursor, order),
+        limit=PAGE_SIZE,
+        sort=order.key,
+        descending=order.descending,
     )
     if not filters.by_state:
         return found
@@ -124,7 +137,7 @@ async def query_of(runtime: Runtime, team: str, filters: InstanceFilters) -> dic
         "definition_version": filters.version or None,
         "status": status,
         "tenant": team,
-        "instance_id": await _stored_id(runtime, team, filters.instance.strip()) or None,
+        "instance_prefixes": _id_prefixes(team, filters.instance.strip()),
         "started_from": parse_time(filters.started_from, "started from"),
         "started_before": parse_time(filters.started_before, "started before"),
     }
@@ -186,13 +199,10 @@ async def require_row(runtime: Runtime, team: str, instance_id: str) -> Instance
     return row
 
 
-async def _stored_id(runtime: Runtime, team: str, instance_id: str) -> str:
-    """The stored id of the team's ``instance_id``: its instance's, or the one a new
-    instance of that id gets ('' for '')."""
-    if not instance_id:
-        return ""
-    row = await find_row(runtime, team, instance_id)
-    return row.instance_id if row is not None else team_instance_id(team, instance_id)
+def _id_prefixes(team: str, typed: str) -> list[str] | None:
+    """The stored forms of an id's start: the team's own ids (``<team>:<id>``) and ids
+    stored as given (``find_row``) that start with ``typed``."""
+    return [team_instance_id(team, typed), typed] if typed else None
 
 
 async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:

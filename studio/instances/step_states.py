@@ -5,7 +5,10 @@ short note for its title: scheduled, running, succeeded, failed, unknown (the ou
 of an attempt is in doubt), retry-waiting, compensating, compensated,
 compensation-failed, compensation-unknown, resolved (settled by an operator),
 waiting-signal, waiting-timer, waiting-approval, waiting (a join, race or child),
-skipped (a race branch that lost) or pending (not reached).
+cancelled (a wait that never will happen: a race branch that lost, a timer of an
+instance that ended), pending (not reached yet) or not-reached (the instance ended or
+is unwinding before it got there). An instance that moves no further has no pending
+step: each says why it never happened (``engine.model.description``).
 
 Progress comes from the replayed state only. Which waits are *current* follows the
 orchestration walk (top-level steps in definition order; the first one not done is
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.model.definitions import Step, StepKind
+from engine.model.description import ending, lost_race, never_happens
 from engine.model.instance import (
     AttemptProgress,
     AttemptStatus,
@@ -67,7 +71,8 @@ WAITS = {
 STATES = (
     "pending", "scheduled", "running", "succeeded", "failed", "unknown", "retry-waiting",
     "compensating", "compensated", "compensation-failed", "compensation-unknown", "resolved",
-    "waiting-signal", "waiting-timer", "waiting-approval", "waiting", "skipped",
+    "waiting-signal", "waiting-timer", "waiting-approval", "waiting", "cancelled",
+    "not-reached",
 )  # fmt: skip
 """Every state, in the order the legend lists them."""
 
@@ -136,21 +141,12 @@ def _done(instance: Instance, step: Step) -> bool:
 
 
 def _state_of(instance: Instance, step: Step, current: bool) -> StepState:
-    lost = _lost_race(instance, step)
+    lost = lost_race(instance, step.name)
     if lost:
-        return StepState("skipped", lost)
-    return _BY_KIND[step.kind](instance, step, current)
-
-
-def _lost_race(instance: Instance, step: Step) -> str:
-    """Why a race branch is skipped ('' when it is not a losing branch)."""
-    spec = instance.spec
-    assert spec is not None
-    owner = spec.owners.get(step.name)
-    if owner is None or spec.step(owner).kind is not StepKind.RACE:  # type: ignore[union-attr]
-        return ""
-    winner = instance.race_winners.get(owner)
-    return f"race {owner} was won by {winner}" if winner and winner != step.name else ""
+        return StepState("cancelled", lost)
+    state = _BY_KIND[step.kind](instance, step, current)
+    ended = ending(instance)
+    return StepState("not-reached", ended) if ended and state.state == "pending" else state
 
 
 def _activity(instance: Instance, step: Step, current: bool) -> StepState:
@@ -183,8 +179,9 @@ def _timer(instance: Instance, step: Step, current: bool) -> StepState:
         return PENDING
     if timer.fired_at is not None:
         return StepState("succeeded", f"fired at {format_when(timer.fired_at)}")
-    if instance.status.terminal:
-        return StepState("pending", f"was due at {format_when(timer.due_at)}")
+    reason = never_happens(instance, step.name)
+    if reason:
+        return StepState("cancelled", f"{reason}; was due at {format_when(timer.due_at)}")
     return StepState("waiting-timer", f"due at {format_when(timer.due_at)}")
 
 

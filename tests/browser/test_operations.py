@@ -135,7 +135,7 @@ def test_approve_then_send_a_signal_and_the_race_resolves(
     page.get_by_label("Payload for shipped").fill('{"carrier": "DHL"}')
     page.get_by_role("button", name="Send shipped").click()
     expect(page.locator("#race-winner-delivery")).to_have_text("shipped")
-    expect(page.locator("#step-delivery_timeout")).to_have_class(re.compile(r"\bstate-skipped\b"))
+    expect(page.locator("#step-delivery_timeout")).to_have_class(re.compile(r"\bstate-cancelled\b"))
     expect(page.locator("#step-notify")).to_have_class(
         re.compile(r"\bstate-succeeded\b"), timeout=WORK_SECONDS
     )

@@ -13,9 +13,10 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.description import describe_instance
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
-from engine.model.instance import InstanceStatus, describe_instance, instance_to_json
+from engine.model.instance import InstanceStatus, instance_to_json
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock

@@ -132,3 +132,12 @@ def test_a_campaign_needs_drills_that_exist(studio: LiveStudio) -> None:
     catalogue = operator.get("/api/drills").json()
     assert any(f["family"] == "D1" and len(f["drills"]) > 1 for f in catalogue)
     assert operator.get("/api/drills/jobs/nothing").status_code == 404
+
+
+def test_every_catalogued_family_is_described() -> None:
+    from studio.drills.families import ABOUT
+    from verification.drills.catalogue import catalogue
+    from verification.profiles import PROFILES
+
+    found = {s.family for p in PROFILES.values() for s in catalogue(p, 0)}
+    assert found - set(ABOUT) == set()

@@ -82,7 +82,9 @@ def test_the_list_keeps_filters_in_the_url_and_pages_by_keyset(
     ids = [studio.start(team, flow, f"{flow}-list-{n}") for n in range(3)]
     studio.command(ids[1], Action.TERMINATE)
     running = viewer.get(f"/api/instances?definition={flow}").json()["items"]
-    assert [i["id"] for i in running if i["id"] in ids] == [ids[0], ids[2]]
+    assert [i["id"] for i in running if i["id"] in ids] == [ids[2], ids[0]]  # newest first
+    oldest = viewer.get(f"/api/instances?definition={flow}&sort=started").json()["items"]
+    assert [i["id"] for i in oldest if i["id"] in ids] == [ids[0], ids[2]]
     archived = viewer.get(f"/api/instances?view=archived&definition={flow}").json()["items"]
     assert [i["id"] for i in archived] == [ids[1]]
     page = viewer.get(f"/instances?view=all&definition={flow}&status=terminated")

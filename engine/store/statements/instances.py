@@ -22,7 +22,21 @@ INSTANCE_COLUMNS = (
 
 INSTANCE_ROW = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = %(instance)s"
 
-INSTANCE_PAGE = f"""
+INSTANCE_SORT_COLUMNS = {
+    "started": ("created_at", "timestamptz"),
+    "updated": ("updated_at", "timestamptz"),
+    "id": ("instance_id", "text"),
+    "definition": ("definition_name", "text"),
+    "status": ("status", "smallint"),
+    "events": ("sequence", "bigint"),
+}
+"""What the instance list sorts by: a column and its type (a cursor's value is cast to
+it); ties are broken by the instance id, so every order is total and keyset-pageable."""
+
+
+def _instance_page(column: str, kind: str, descending: bool) -> str:
+    past, direction = ("<", "DESC") if descending else (">", "ASC")
+    return f"""
 SELECT {INSTANCE_COLUMNS} FROM instances
 WHERE (%(view)s = 'all'
        OR (%(view)s = 'active' AND archived_at IS NULL)
@@ -32,13 +46,25 @@ WHERE (%(view)s = 'all'
   AND (%(status)s::smallint IS NULL OR status = %(status)s)
   AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
   AND (%(instance)s::text IS NULL OR instance_id = %(instance)s)
+  AND (%(prefixes)s::text[] IS NULL OR EXISTS (
+       SELECT 1 FROM unnest(%(prefixes)s::text[]) AS p(prefix)
+       WHERE starts_with(instance_id, p.prefix)))
   AND (%(started_from)s::timestamptz IS NULL OR created_at >= %(started_from)s)
   AND (%(started_before)s::timestamptz IS NULL OR created_at < %(started_before)s)
-  AND (%(after_at)s::timestamptz IS NULL
-       OR (created_at, instance_id) > (%(after_at)s, %(after_id)s))
-ORDER BY created_at, instance_id
+  AND (%(after_id)s::text IS NULL
+       OR ({column}, instance_id) {past} (%(after_value)s::{kind}, %(after_id)s::text))
+ORDER BY {column} {direction}, instance_id {direction}
 LIMIT %(limit)s
 """
+
+
+INSTANCE_PAGES = {
+    (sort, descending): _instance_page(column, kind, descending)
+    for sort, (column, kind) in INSTANCE_SORT_COLUMNS.items()
+    for descending in (False, True)
+}
+"""One keyset page of instances by (sort key, newest or largest first). ``instance``
+matches one id exactly and ``prefixes`` every id that starts with one of them."""
 
 INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = ANY(%(ids)s)"
 """Rows of several instances by id (primary-key probes): what a page of dead letters

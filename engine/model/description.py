@@ -1,0 +1,99 @@
+"""What an instance has done, in words: ``wayline inspect`` and the studio's pages.
+
+A timer, signal or approval that has not happened is either still ahead, or it never
+will: its race was won by another branch (the engine cancels the losers' timers) or
+the instance has ended or is unwinding. Calling the latter "pending" would be false,
+so every description asks ``never_happens`` before it says a wait is still open.
+"""
+
+from __future__ import annotations
+
+from engine.model.canonical import format_instant
+from engine.model.definitions import StepKind
+from engine.model.instance import Instance, InstanceStatus, TimerProgress
+
+S = InstanceStatus
+ENDINGS = {
+    S.COMPLETED: "the instance completed",
+    S.FAILED: "the instance failed",
+    S.CANCELLED: "the instance was cancelled",
+    S.TERMINATED: "the instance was terminated",
+    S.CONTINUED_AS_NEW: "the instance continued as new",
+    S.CANCELLING: "the instance is being cancelled",
+    S.FAILING: "the instance is failing",
+}
+"""Why nothing more happens, by status: every status but running and paused."""
+
+
+def lost_race(instance: Instance, step: str) -> str:
+    """Why a race branch will not happen ('' unless it is a branch of a race another
+    branch won)."""
+    spec = instance.spec
+    owner = spec.owners.get(step) if spec is not None else None
+    if owner is None or spec.step(owner).kind is not StepKind.RACE:  # type: ignore[union-attr]
+        return ""
+    winner = instance.race_winners.get(owner)
+    return f"race {owner} was won by {winner}" if winner and winner != step else ""
+
+
+def ending(instance: Instance) -> str:
+    """Why the instance moves no further ('' while it is running or paused)."""
+    return ENDINGS.get(instance.status, "")
+
+
+def never_happens(instance: Instance, step: str) -> str:
+    """Why a wait that has not happened never will ('' while it still may)."""
+    return lost_race(instance, step) or ending(instance)
+
+
+def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
+    if timer.fired_at is not None:
+        return f"fired {format_instant(timer.fired_at)}"
+    reason = never_happens(instance, timer.step)
+    return f"cancelled ({reason})" if reason else "pending"
+
+
+def describe_instance(state: Instance) -> str:
+    """A human summary: status, pin, per-step progress, attempts, audit trail."""
+    lines = [
+        f"instance {state.instance_id}: {state.status.label}",
+        f"definition {state.definition} {state.definition.fingerprint}",
+        f"position {state.sequence}, updated {format_instant(state.updated_at)}",
+    ]
+    if state.failure_code:
+        lines.append(f"failure {state.failure_step}: {state.failure_code}")
+    for p in state.activities.values():
+        extra = f" code={p.code}" if p.code else ""
+        lines.append(
+            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
+            f"key={p.idempotency_key or '-'}{extra}"
+        )
+    for p in state.compensations.values():
+        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
+    for t in state.timers.values():
+        lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {_timer_outcome(state, t)}")
+    for s in state.signals.values():
+        lines.append(f"  signal {s.step}: received {s.signal_id}")
+    for c in state.children.values():
+        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
+    for race, winner in state.race_winners.items():
+        lines.append(f"  race {race}: won by {winner}")
+    if (m := state.machine) is not None:
+        fields = f" {m.data}" if m.data else ""
+        lines.append(
+            f"  machine state {m.state}{fields}: transition {m.transitions}, "
+            f"failed attempts {m.attempts}"
+        )
+    for r in state.journal:
+        lines.append(f"  journal {r.position} {r.verb} {r.key} (event {r.sequence})")
+    for w in state.waits.values():
+        lines.append(f"  wait {w.key}: {'done' if w.done else 'open'} on {', '.join(w.on)}")
+    for s in state.inbox:
+        taken = f"taken by {s.consumed_by}" if s.consumed_by else "set aside"
+        lines.append(f"  inbox {s.name} {s.signal_id}: {taken}")
+    for a in state.audit:
+        lines.append(
+            f"  audit {format_instant(a.occurred_at)} {a.actor} {a.action}: "
+            f"{a.reason} ({a.command_id})"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""The instance page brings the work into view: the graph opens scrolled to the step
+the instance is at (not to its top), and long values in the steps table wrap instead
+of widening the page."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.sync_api import Page, expect
+
+from engine.api.client import Client
+from studio.roles import Role
+from tests.browser.conftest import sign_in
+from tests.studio.live import LiveStudio, definition
+
+SIGNALS = 14
+INSIDE = """([node, box]) => {
+  const n = node.getBoundingClientRect(), v = box.getBoundingClientRect();
+  return n.top >= v.top && n.bottom <= v.bottom && n.left >= v.left && n.right <= v.right;
+}"""
+
+
+def far_along(studio: LiveStudio, first_signal: str = "x0") -> tuple[str, str, str]:
+    """An instance of a long chain of signal steps, signalled up to its last but one
+    (the first signal's id is ``first_signal``)."""
+    team = studio.team("farview")
+    name = f"far.{uuid.uuid4().hex[:6]}"
+    wait = {"kind": "signal", "timeout": "1h", "input_limit": 1024}
+    steps = [{"name": f"s{n}", "target": f"far.s{n}", **wait} for n in range(SIGNALS)]
+    studio.publish(team, {"name": name, "version": "1", "mode": "orchestration", "steps": steps})
+    instance_id = studio.start(team, name)
+    for n in range(SIGNALS - 1):
+        signal_id = first_signal if n == 0 else f"x{n}"
+        studio.run(
+            lambda store, n=n, i=signal_id: Client(store).signal(instance_id, f"s{n}", i, {})
+        )
+    return team, instance_id, f"s{SIGNALS - 1}"
+
+
+def test_the_graph_opens_at_the_current_step(page: Page, studio: LiveStudio) -> None:
+    team, instance_id, current = far_along(studio)
+    page.set_viewport_size({"width": 1000, "height": 700})
+    sign_in(page, studio.user(team, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    node = page.locator(f"#step-{current}")
+    expect(node).to_have_class(re.compile(r"state-waiting-signal"))
+    canvas = page.locator("#instance-canvas").element_handle()
+    page.wait_for_function(INSIDE, arg=[node.element_handle(), canvas])
+
+
+def test_a_long_value_wraps_in_the_steps_table(page: Page, studio: LiveStudio) -> None:
+    team, instance_id, _ = far_along(studio, first_signal="k" * 150)
+    sign_in(page, studio.user(team, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    row = page.locator("#step-row-s0")
+    expect(row).to_contain_text("k" * 150)
+    fits = "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth + 1"
+    assert page.locator("#steps-table").evaluate(fits)
+
+
+def test_the_start_form_input_limit_follows_the_chosen_version(
+    page: Page, studio: LiveStudio
+) -> None:
+    team = studio.team("startlimit")
+    name = f"limit.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name, "1"))
+    wider = definition(name, "2")
+    wider["steps"][0]["input_limit"] = 512  # reserve's limit is now the smallest
+    studio.publish(team, wider)
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto(f"/instances/new?definition={name}&version=1")
+    hint = page.locator("#start-input-help")
+    expect(hint).to_contain_text("at most 1024 bytes")
+    page.get_by_label("Definition version").select_option(f"{name}@2")
+    expect(hint).to_contain_text("at most 512 bytes (the limit of step reserve)")
+    page.get_by_label("Definition version").select_option(f"{name}@1")
+    expect(hint).to_contain_text("at most 1024 bytes")

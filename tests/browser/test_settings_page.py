@@ -1,0 +1,96 @@
+"""The Settings page as an admin uses it: a new token or invitation code is one click
+to copy and the page stays Settings (a reload does not post again), removing a member
+or revoking a token asks first, and a first own password leads on to the definitions."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Dialog, Page, expect
+
+from studio.roles import Role
+from tests.browser.conftest import settled, sign_in
+from tests.studio.live import PASSWORD, LiveStudio
+
+CLIPBOARD = "() => navigator.clipboard.readText()"
+
+
+def copied(page: Page, button: str, secret: str) -> None:
+    """Clicking ``button`` puts the text of ``#secret`` on the clipboard."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    shown = page.locator(f"#{secret}").inner_text().strip()
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()
+    assert page.evaluate(CLIPBOARD) == shown
+
+
+def answer(page: Page, accept: bool, asked: list[str]) -> None:
+    def reply(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", reply)
+
+
+def test_a_new_token_and_code_copy_and_the_page_stays_settings(
+    page: Page, studio: LiveStudio
+) -> None:
+    team = studio.team("settingsui")
+    sign_in(page, studio.user(team, Role.ADMIN))
+    page.goto("/settings")
+    page.get_by_label("Label").fill("ci-publish")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.locator("#token-created")).to_be_visible()
+    expect(page).to_have_url(f"{studio.url}/settings")
+    copied(page, "Copy token", "new-token")
+
+    page.locator("#member-username").fill("newcomer")
+    page.get_by_role("button", name="Invite").click()
+    expect(page.locator("#member-invited")).to_be_visible()
+    expect(page).to_have_url(f"{studio.url}/settings")
+    copied(page, "Copy code", "invitation-code")
+    page.reload()  # the page, not the POST again: the code was shown once
+    expect(page.locator("#invitations-table")).to_contain_text("newcomer")
+    expect(page.locator("#member-invited")).to_have_count(0)
+
+
+def test_removing_a_member_and_revoking_a_token_ask_first(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("confirmui")
+    member = studio.user(team, Role.VIEWER)
+    sign_in(page, studio.user(team, Role.ADMIN))
+    page.goto("/settings")
+    page.get_by_label("Label").fill("to-revoke")
+    page.get_by_role("button", name="Create token").click()
+    tokens = page.locator("#tokens-table")
+    members = page.locator("#members-table")
+    asked: list[str] = []
+
+    for accept in (False, True):
+        settled(page)
+        answer(page, accept, asked)
+        tokens.get_by_role("button", name="Revoke").click()
+        settled(page)
+        answer(page, accept, asked)
+        members.locator("tr", has_text=member).get_by_role("button", name="Remove").click()
+        settled(page)
+        if not accept:  # dismissed: nothing posted, both still there
+            expect(tokens).to_contain_text("to-revoke")
+            expect(members).to_contain_text(member)
+    expect(page.locator("#members-table")).not_to_contain_text(member)
+    expect(page.locator("body")).not_to_contain_text("to-revoke")
+    assert len(asked) == 4 and "Revoke the token to-revoke" in asked[0]
+    assert f"Remove {member}" in asked[1]
+
+
+def test_a_first_own_password_leads_on_to_the_definitions(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("firstpw")
+    username = studio.user(team, Role.AUTHOR, must_change=True)
+    page.goto("/login")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/account")
+    page.locator("#current").fill(PASSWORD)
+    page.locator("#new").fill("a much better password")
+    page.locator("#confirm").fill("a much better password")
+    page.get_by_role("button", name="Change password").click()
+    page.wait_for_url("**/definitions")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Definitions")
