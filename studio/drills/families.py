@@ -4,7 +4,7 @@ The catalogue (``verification.drills.catalogue``) names families by id and its m
 families' drills by action and boundary only (``kill at after_claim``), so a family
 needs one sentence of its own. The order is the reading order: the engine's fault
 families by number (D1, D2, ..., D19), then unknown outcomes (U), operations (O),
-state machines (M), code-first runs (C) and drill plans (P).
+holds (H), state machines (M), code-first runs (C) and drill plans (P).
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ ABOUT = {
     "D19": "A worker's wall clock jumps an hour ahead or back.",
     "U": "Unknown outcomes: outcome answers held back or cut while leases renew; a "
     "handler that never ran is never called unknown.",
-    "O1": "An incident: a bulk cancel whose COMMITs are cut while its workers are killed.",
+    "O1": "An incident: a definition held, then a bulk cancel whose COMMITs are cut while "
+    "its workers are killed, then a gradual release: every instance gets one result.",
+    "H1": "An incident hold across a worker killed or stopped past its lease: nothing is "
+    "claimed while held, and everything resumes exactly once after a gradual release.",
     "M1": "A state machine's worker killed before, during and after an advance.",
     "M2": "Concurrent submits for one parent: exactly one execution is admitted.",
     "M3": "An advance's COMMIT cut at the proxy, before and after the server got it.",
@@ -48,7 +51,7 @@ ABOUT = {
     "P": "A drill plan: one drill with every pin of a plan file.",
 }
 """One sentence per family: what breaks and what must still hold."""
-GROUPS = "DUOMCP"
+GROUPS = "DUOHMCP"
 """Family letters in reading order (any other letter comes after them)."""
 FAMILY_ID = re.compile(r"([A-Z]+)(\d*)")
 
