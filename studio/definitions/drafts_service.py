@@ -8,6 +8,7 @@ object.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,13 @@ async def get(runtime: Runtime, team: str, draft_id: str) -> Draft:
 
 async def list_for_team(runtime: Runtime, team: str) -> list[Draft]:
     return await drafts.list_drafts(runtime.store, team)
+
+
+def twin_titles(found: list[Draft]) -> set[str]:
+    """The ``name@version`` titles more than one of ``found`` has: the list tells those
+    drafts apart by id, start and author, so nobody edits or publishes the wrong one."""
+    seen = Counter(d.title for d in found)
+    return {title for title, count in seen.items() if count > 1}
 
 
 async def published_as(runtime: Runtime, team: str, found: list[Draft]) -> dict[str, str]:

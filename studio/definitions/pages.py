@@ -62,6 +62,7 @@ async def list_page(
         "definitions",
         summaries=await definitions.summaries(runtime, principal.team_id),
         drafts=found,
+        twins=drafts.twin_titles(found),
         published=await drafts.published_as(runtime, principal.team_id, found),
     )
 

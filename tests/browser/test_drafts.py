@@ -81,3 +81,19 @@ def test_deprecating_a_version_keeps_it_listed(page: Page, studio: LiveStudio) -
     row.get_by_role("button", name="Deprecate").click()
     expect(row.locator(".pill")).to_have_text("deprecated")
     expect(page.locator("#diff-summary")).to_contain_text("0 added, 0 removed, 3 changed")
+
+
+def test_two_drafts_of_one_name_and_version_are_told_apart(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("twins")
+    name = f"twin.{uuid.uuid4().hex[:6]}"
+    made = [
+        studio.run(lambda store, w=who: drafts.create_draft(store, team, definition(name), "", w))
+        for who in ("ada", "bob")
+    ]
+    sign_in(page, studio.user(team, Role.AUTHOR))
+    rows = page.locator("#drafts-table tbody tr", has_text=f"{name}@1")
+    expect(rows).to_have_count(2)
+    for draft in made:
+        tell = rows.filter(has=page.locator(f'a[href="/drafts/{draft.draft_id}"]'))
+        expect(tell.locator(".draft-tell")).to_contain_text(f"draft {draft.draft_id[:8]}, started ")
+        expect(tell.locator(".draft-tell")).to_contain_text(f"by {draft.created_by}")
