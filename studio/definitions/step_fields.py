@@ -77,13 +77,23 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
     ),
     "signal": (
         NAME,
-        FieldSpec("target", "Signal", help="the signal name senders use"),
+        FieldSpec(
+            "target",
+            "Signal",
+            help="the name senders deliver the signal under, e.g. payment.confirmed "
+            "(letters, digits, '.', '_' or '-'); the step waits for one signal of it",
+        ),
         _TIMEOUT,
         _INPUT_LIMIT,
     ),
     "approval": (
         NAME,
-        FieldSpec("target", "Approval", help="what is being approved"),
+        FieldSpec(
+            "target",
+            "Approval",
+            help="what an approver is asked to approve, shown to them, e.g. order.refund "
+            "(letters, digits, '.', '_' or '-'); answered by an audited approve command",
+        ),
         _TIMEOUT,
         _INPUT_LIMIT,
     ),
