@@ -19,7 +19,7 @@ FAMILY = re.compile(r"([A-Z]+)(\d*)")
 
 def reading_order(family: str) -> tuple[int, int]:
     letters, number = FAMILY.fullmatch(family).groups()  # type: ignore[union-attr]
-    return "DUOMCP".index(letters), int(number or 0)
+    return "DUOHMCP".index(letters), int(number or 0)
 
 
 def test_an_empty_run_is_refused_beside_the_form(page: Page, studio: LiveStudio) -> None:
