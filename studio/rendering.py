@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from engine.model.identifiers import local_instance_id
 from studio.access import maybe_principal
-from studio.definitions.graph import shorten
+from studio.definitions.graph import FITS_LABEL, shorten
 from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
@@ -70,6 +70,7 @@ def _configure(engine: Any) -> None:
     env.filters["local_id"] = team_local_id
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
+    env.globals["FITS_LABEL"] = FITS_LABEL
     env.globals["trace_link"] = _trace_link
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the

@@ -31,6 +31,9 @@ SLOT = 26
 """Size of the 'add a branch' button beside a fork's columns."""
 MARGIN = 24
 MAX_LABEL = 26
+FITS_LABEL = 16
+"""Labels this long fit a node's width whatever their glyphs (the widest, W or M, at the
+title's size); a longer one is squeezed to the node's width rather than spill out."""
 
 
 @dataclass(frozen=True)
