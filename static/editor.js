@@ -114,7 +114,8 @@
     changeOnLeaving(field);
   });
 
-  // Escape closes the insert and branch menus; the arrow keys, Home and End move
+  // Escape closes the insert and branch menus and the chosen step (outside its fields,
+  // where it belongs to the field); the arrow keys, Home and End move
   // through the outline (Enter chooses, as on any link).
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape") {

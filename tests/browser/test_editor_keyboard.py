@@ -1,6 +1,7 @@
 """The editor by keyboard: after each action focus lands where the work continues (the
 insert menu's first choice, the new step's first field, the chosen outline item),
-Escape closes the insert menu, and the arrow keys move through the outline."""
+Escape closes the insert menu and the chosen step, and the arrow keys move through the
+outline."""
 
 from __future__ import annotations
 
@@ -61,3 +62,22 @@ def test_arrow_keys_move_through_the_outline(page: Page, studio: LiveStudio) -> 
     expect(items.nth(4)).to_be_focused()
     page.keyboard.press("Home")
     expect(items.first).to_be_focused()
+
+
+def test_escape_closes_the_chosen_step_but_not_from_its_fields(
+    page: Page, studio: LiveStudio
+) -> None:
+    open_draft(page, studio, "close.flow")
+    items = page.locator(".outline-pane .outline-item")
+    items.first.focus()
+    page.keyboard.press("Enter")
+    chosen = page.locator("#selected-step")
+    expect(chosen).to_have_text("reserve")
+    settled(page)
+    page.locator("#step-form #field-name").focus()
+    page.keyboard.press("Escape")  # in a field, Escape is the field's
+    expect(chosen).to_have_text("reserve")
+    items.first.focus()
+    page.keyboard.press("Escape")
+    expect(chosen).to_have_count(0)
+    expect(page.locator("#draft-canvas")).to_be_focused()
