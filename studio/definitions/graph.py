@@ -53,6 +53,8 @@ class Node:
     step: str = ""
     ref: str = ""
     """How a link names the step (``StepShape.ref``): its name unless another has it."""
+    compensation: str = ""
+    """The target that undoes the step when its instance unwinds ('' when none)."""
 
     @property
     def cx(self) -> float:
@@ -202,7 +204,13 @@ def _step_node(step: StepShape, cx: float, y: float) -> Node:
         step.index,
         step.name,
         step.ref or step.name,
+        _compensation(step.raw),
     )
+
+
+def _compensation(raw: dict[str, Any]) -> str:
+    compensation = raw.get("compensation")
+    return _text(compensation.get("target")) if isinstance(compensation, dict) else ""
 
 
 def _connect(canvas: _Canvas, x: float, y1: float, y2: float, insert_at: int | None = None) -> None:
