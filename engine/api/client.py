@@ -142,7 +142,21 @@ class Client:
         check_scope(scope)
         if problem := actor_problem(actor) or reason_problem(reason):
             raise InputRefused(problem)
+        if scope.name:
+            await self._require_published(scope)
         return await holds.place(self.store, scope, actor, reason.strip())
+
+    async def _require_published(self, scope: HoldScope) -> None:
+        """DefinitionNotFound unless the team has published ``scope``'s name (and
+        version): a hold on a mistyped name would hold nothing and say nothing."""
+        published = {
+            (v.definition.name, v.definition.version)
+            for v in await catalog.versions(self.store, scope.team)
+        }
+        if scope.version and (scope.name, scope.version) not in published:
+            raise DefinitionNotFound(f"{scope.name}@{scope.version} is not published in this team")
+        if not any(name == scope.name for name, _ in published):
+            raise DefinitionNotFound(f"no version of {scope.name} is published in this team")
 
     async def release_hold(
         self,

@@ -13,7 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from engine import HoldNotFound, HoldReleased, InputRefused, ReleaseMode, parse_scope
+from engine import (
+    DefinitionNotFound,
+    HoldNotFound,
+    HoldReleased,
+    InputRefused,
+    ReleaseMode,
+    parse_scope,
+)
 from engine.api.queries import Hold
 from studio.errors import Conflict, Invalid, NotFound
 from studio.runtime import Runtime
@@ -100,5 +107,5 @@ async def _refused(action: Callable[[], Awaitable[T]]) -> T:
         raise NotFound(str(missing)) from None
     except HoldReleased as released:
         raise Conflict(str(released)) from None
-    except InputRefused as refused:
+    except (InputRefused, DefinitionNotFound) as refused:
         raise Invalid(str(refused)) from None

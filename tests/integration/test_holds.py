@@ -22,6 +22,7 @@ import pytest
 from engine import (
     ActivityRegistry,
     Client,
+    DefinitionNotFound,
     HoldNotFound,
     HoldReleased,
     HoldScope,
@@ -40,7 +41,7 @@ from engine.store.errors import StaleLease
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from tests.e2e.conftest import until
-from tests.integration.factories import open_store, seed_work, work_row
+from tests.integration.factories import DEFINITION, open_store, seed_work, work_row
 
 T0 = datetime(2031, 3, 4, 5, 6, 7, tzinfo=UTC)
 LIMITS = {"input_limit": 1024, "result_limit": 1024}
@@ -283,6 +284,7 @@ async def test_an_expired_lease_of_a_held_instance_is_parked_and_fenced(
     async with open_store(pg_dsn, schema, clock) as store:
         [work_id] = await seed_work(store, 1)
         [lease] = await leases.claim(store, "dead", timedelta(seconds=5), 1)
+        await Client(store).publish(DEFINITION, "ann")  # a hold names a published definition
         hold = await Client(store).place_hold(HoldScope("", "lease-test"), "ann", "why")
         clock.advance(timedelta(seconds=6))
         assert await leases.claim(store, "live", timedelta(seconds=5), 10) == []
@@ -323,6 +325,7 @@ async def test_claims_racing_a_hold_never_lease_held_work_once_it_is_placed(
                 await leases.retry_at(db_store, lease, db_store.now(), "handed-back")
             await asyncio.sleep(0)
 
+    await client.publish(DEFINITION, "ann")
     racers = [asyncio.create_task(claimer(n)) for n in range(4)]
     hold = await client.place_hold(HoldScope("", "lease-test"), "ann", "race")
     held.set()
@@ -344,3 +347,15 @@ async def test_claims_racing_a_hold_never_lease_held_work_once_it_is_placed(
     await until(all_claimed_again, what="every item claimed after the release")
     stop.set()
     await asyncio.gather(*racers)
+
+
+async def test_a_hold_on_a_name_or_version_never_published_is_refused(store: Store) -> None:
+    client = Client(store)
+    await client.publish(DEFINITION, "ann")
+    with pytest.raises(DefinitionNotFound, match="no version of lease-tset is published"):
+        await client.place_hold(HoldScope("", "lease-tset"), "ann", "typo")
+    with pytest.raises(DefinitionNotFound, match="lease-test@9 is not published"):
+        await client.place_hold(HoldScope("", "lease-test", "9"), "ann", "typo")
+    with pytest.raises(DefinitionNotFound):  # another team's view: not published there
+        await client.place_hold(HoldScope("blue", "lease-test"), "ann", "typo")
+    assert await Queries(store).holds("") == []

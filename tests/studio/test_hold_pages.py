@@ -77,6 +77,13 @@ def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStu
     status, refused = post(release, {"reason": "why", "count": 1, "rate": 2.0})
     assert (status, refused["error"]) == (422, "release by a count or by a rate, not both")
     assert post("/api/holds", {"scope": "definition", "reason": "no name"})[0] == 422
+    status, unknown = post(
+        "/api/holds", {"scope": "definition", "definition": "never.published", "reason": "typo"}
+    )
+    assert (status, unknown["error"]) == (
+        422,
+        "no version of never.published is published in this team",
+    )
     assert post("/api/holds/no-such-hold/release", {"reason": "x"})[0] == 404
     status, done = post(release, {"reason": "all clear"})
     assert (status, done["hold"]["active"], done["due"]) == (200, False, 0)
