@@ -53,6 +53,7 @@ def instance_filters(
     step: FromQuery[str] = "",
     failure_code: FromQuery[str] = "",
     sort: Annotated[str, Parameter(schema_extra={"enum": ["", *SORTS]})] = "",
+    nest: Annotated[str, Parameter(schema_extra={"enum": ["", "1"]})] = "",
 ) -> InstanceFilters:
     """The instance list's filters from the query string: the ``filters`` dependency of
         the Instances page and of ``GET /api/instances``, which take the same URLs.
@@ -71,6 +72,7 @@ def instance_filters(
         step,
         failure_code,
         sort,
+        nest,
     )
 
 

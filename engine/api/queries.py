@@ -97,6 +97,7 @@ class Queries:
     # Instances and their history
     instances = _StoreRead(reads.list_instances)
     instance_rows = _StoreRead(reads.get_instances)
+    parents = _StoreRead(reads.parents_of)
     history_page = _StoreRead(reads.history_page)
     history = _StoreRead(reads.export_history)
 

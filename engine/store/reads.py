@@ -247,6 +247,15 @@ async def get_instances(store: Store, instance_ids: Collection[str]) -> dict[str
     return {r.instance_id: r for r in found}
 
 
+async def parents_of(store: Store, instance_ids: Collection[str]) -> dict[str, str]:
+    """The parent of each of the given instances that is a child, by child id (at most
+    MAX_INSTANCE_ROWS ids)."""
+    ids = sorted(set(instance_ids))
+    if len(ids) > MAX_INSTANCE_ROWS:
+        raise ValueError(f"at most {MAX_INSTANCE_ROWS} instances at a time")
+    return dict(await store.read_ids(sql.PARENTS, ids))
+
+
 def _instance_row(row: tuple) -> InstanceRow:
     (
         instance_id,

@@ -27,7 +27,7 @@ from studio.accounts import saved_views
 from studio.definitions import service as definitions
 from studio.errors import Invalid
 from studio.instance_urls import instance_id_of, instance_url
-from studio.instances import bulk, bulk_pages, list_order
+from studio.instances import bulk, bulk_pages, family, list_order
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances import service as instances
@@ -72,7 +72,7 @@ async def list_page(
         request,
         "instances/list.html",
         "instances",
-        page_rows=found.rows,
+        page_rows=await family.arranged(runtime, found.rows, filters.nest == "1"),
         next_cursor=format_cursor(found.next_cursor),
         filters=filters,
         versions=await definitions.team_versions(runtime, principal.team_id),

@@ -76,10 +76,14 @@ class InstanceFilters:
     sort: str = ""
     """The list's order (``studio.instances.list_order``; '' is newest first). Not a
     filter: a bulk selection by filter ignores it and takes the oldest first."""
+    nest: str = ""
+    """'1': children under their parents (``studio.instances.family``). Not a filter."""
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:
             raise Invalid("view is one of active, archived, all")
+        if self.nest not in ("", "1"):
+            raise Invalid("nest is 1 (children under their parents) or empty")
         if self.status and self.status not in {s.label for s in InstanceStatus}:
             raise Invalid(f"status {self.status!r} is not an instance status")
         parse_time(self.started_from, "started from")
@@ -98,7 +102,7 @@ class InstanceFilters:
 
     @property
     def narrowed(self) -> bool:
-        return any(v for k, v in vars(self).items() if k not in ("view", "sort"))
+        return any(v for k, v in vars(self).items() if k not in ("view", "sort", "nest"))
 
     @property
     def order(self) -> ListOrder:

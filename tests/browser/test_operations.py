@@ -278,9 +278,8 @@ def test_an_operator_action_without_the_role_is_refused(
     expect(page.locator("#instance-audit")).to_contain_text("No operator has acted")
 
 
-def test_a_child_instance_links_to_its_parent_and_back(
-    page: Page, studio: LiveStudio, shop: str
-) -> None:
+def parent_of_a_child(studio: LiveStudio, shop: str) -> str:
+    """A published parent whose one step runs a child to completion; the parent's name."""
     child = notifying(f"child.demo-{uuid.uuid4().hex[:6]}")
     fingerprint = studio.publish(shop, child)
     parent = {
@@ -305,7 +304,13 @@ def test_a_child_instance_links_to_its_parent_and_back(
         ],
     }
     studio.publish(shop, parent)
-    parent_id = studio.start(shop, parent["name"])
+    return parent["name"]
+
+
+def test_a_child_instance_links_to_its_parent_and_back(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    parent_id = studio.start(shop, parent_of_a_child(studio, shop))
     open_as(page, studio, shop, Role.VIEWER, parent_id)
     expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
     page.locator("#children-table").get_by_role("link", name=f"{parent_id}/ship").click()
@@ -313,3 +318,19 @@ def test_a_child_instance_links_to_its_parent_and_back(
     expect(page.locator("#instance-status")).to_have_text("completed")
     page.locator("#parent-link").click()
     expect(page.locator("h1")).to_contain_text(parent_id)
+
+
+def test_the_list_shows_children_under_their_parents(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    parent_id = studio.start(shop, parent_of_a_child(studio, shop))
+    open_as(page, studio, shop, Role.VIEWER, parent_id)
+    expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
+    page.goto("/instances?view=all")
+    page.get_by_label("Children under their parents").check()
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"nest=1"))
+    parent_row = page.locator("#instances-table tbody tr", has_text=parent_id).first
+    child_row = parent_row.locator("xpath=following-sibling::tr[1]")
+    expect(child_row).to_have_attribute("data-parent", parent_id)
+    expect(child_row.locator("td.child-row")).to_contain_text(f"↳ {parent_id}/ship")

@@ -4,6 +4,7 @@ taken nor observed, and a child's id cannot be taken before its parent starts it
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -163,3 +164,23 @@ def test_an_id_too_long_with_the_teams_prefix_is_refused_with_the_limit(
         f"the instance id is {limit + 1} characters; this team's ids have at most {limit}"
     )
     assert start(client, flow, "x" * limit).status_code == 201
+
+
+def test_the_list_shows_children_under_their_parents(working: LiveStudio) -> None:
+    team = working.team("family")
+    client = operator(working, team)
+    parent = f"fam-{uuid.uuid4().hex[:6]}"
+    assert start(client, child_definitions(working, team), parent).status_code == 201
+    kid = child_of(client, parent)["child_id"]
+
+    flat = client.get("/instances?view=all").text  # newest first: the child above
+    assert flat.index(f"<code>{kid}</code>") < flat.index(f"<code>{parent}</code></a></td>")
+    assert f'child of <a href="{instance_url(parent)}"><code>{parent}</code></a>' in flat
+
+    nested = client.get("/instances?view=all&nest=1").text
+    choose = r"(?:<td><input[^>]*></td>\s*)?"  # the bulk selection's box, for an operator
+    row = rf'<tr( data-parent="[^"]*")?>\s*{choose}<td( class="child-row[^"]*")?>'
+    rows = re.findall(row, nested)
+    assert rows[:2] == [("", ""), (f' data-parent="{parent}"', ' class="child-row depth-1"')]
+    assert nested.index(f"<code>{parent}</code>") < nested.index(f"<code>{kid}</code>")
+    assert client.get("/instances?nest=yes").status_code == 422

@@ -67,5 +67,11 @@ INSTANCE_PAGES = {
 matches one id exactly and ``prefixes`` every id that starts with one of them."""
 
 INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = ANY(%(ids)s)"
+
+PARENTS = """
+SELECT instance_id, successor_id FROM history
+WHERE instance_id = ANY(%(ids)s) AND sequence = 1 AND successor_id <> ''
+"""
+"""The parent each child names in its start event (``lifecycle.start_draft``)."""
 """Rows of several instances by id (primary-key probes): what a page of dead letters
 points at, or the positions of every instance a studio is following."""
