@@ -85,18 +85,24 @@ def parse_json(text: str) -> dict[str, Any]:
     return document
 
 
-def locate_step(document: Mapping[str, Any], index: int, name: str | None) -> int:
+def locate_step(
+    document: Mapping[str, Any], index: int, name: str | None, renamed_to: str | None = None
+) -> int:
     """Where the step a form named (by position ``index`` and ``name``) is now.
 
     A form names the step it acts on twice, so an edit made on an older revision (one
     queued while another was saving) still acts on exactly that step: at ``index`` when
-    it is still called ``name``, else wherever the one step of that name moved to. When
-    it cannot be told, nothing is changed (EditRejected).
+    it is still called ``name``, else wherever the one step of that name moved to. A step
+    form's edit queued behind its own rename names the step by its old name: the step
+    still at ``index`` under the name the form itself sets (``renamed_to``) is that one,
+    as a rename moves nothing. When it cannot be told, nothing is changed (EditRejected).
     """
     steps = _copy(document)["steps"]
-    if name is None or (0 <= index < len(steps) and shape_of(index, steps[index]).name == name):
+    names = [shape_of(i, raw).name for i, raw in enumerate(steps)]
+    here = names[index] if 0 <= index < len(names) else None
+    if name is None or here == name or (renamed_to and here == renamed_to):
         return index
-    found = [i for i, raw in enumerate(steps) if shape_of(i, raw).name == name]
+    found = [i for i, have in enumerate(names) if have == name]
     if len(found) != 1:
         raise EditRejected(f"{name or 'that step'} is no longer where it was; nothing was changed")
     return found[0]

@@ -174,9 +174,11 @@ def _optional_int(value: str | None) -> int | None:
 
 
 def _step_at(values: dict[str, str]) -> Callable[[dict[str, Any]], int]:
-    """Where, in the document an edit is applied to, the step the form named is."""
+    """Where, in the document an edit is applied to, the step the form named is (a step
+    form also names the step by the name it sets: see ``locate_step``)."""
     index, name = int_field(values, "index"), values.get("index_name")
-    return lambda document: draft_edits.locate_step(document, index, name)
+    renamed_to = values.get("name", "").strip() or None
+    return lambda document: draft_edits.locate_step(document, index, name, renamed_to)
 
 
 async def show_draft(

@@ -11,9 +11,12 @@ from tests.browser.conftest import open_new_draft, settled
 from tests.studio.live import LiveStudio, definition
 
 
-def save_held(page: Page, studio: LiveStudio, name: str, timeout: str) -> list[Route]:
-    """Open a draft of ``name`` at its first step, change its timeout and hold that save
-    in the network until the test lets it go (``held[0]``)."""
+def save_held(
+    page: Page, studio: LiveStudio, name: str, value: str, field: str = "timeout"
+) -> list[Route]:
+    """Open a draft of ``name`` at its first step, change one of its fields (the timeout
+    unless told) and hold that save in the network until the test lets it go
+    (``held[0]``)."""
     draft_id = open_new_draft(page, studio, "saving", definition(name))
     page.goto(f"/drafts/{draft_id}?step=reserve")
     settled(page)
@@ -26,8 +29,8 @@ def save_held(page: Page, studio: LiveStudio, name: str, timeout: str) -> list[R
             held.append(route)
 
     page.route("**/update", route)
-    box = page.locator("#step-form #field-timeout")
-    box.fill(timeout)
+    box = page.locator(f"#step-form #field-{field}")
+    box.fill(value)
     box.press("Tab")
     expect(page.locator("#save-state")).to_have_text("Saving…")
     assert len(held) == 1
@@ -66,3 +69,20 @@ def test_typing_survives_the_answer_of_an_earlier_save(page: Page, studio: LiveS
     page.reload()
     expect(page.locator("#field-timeout")).to_have_value("50s")
     expect(page.locator("#field-target")).to_have_value("inventory.keep")
+
+
+def test_an_edit_queued_behind_a_rename_reaches_the_renamed_step(
+    page: Page, studio: LiveStudio
+) -> None:
+    held = save_held(page, studio, "rename.flow", "hold_stock", field="name")
+    target = page.locator("#step-form #field-target")
+    target.fill("inventory.hold")
+    target.press("Tab")  # names the step by its old name: queued behind the rename
+    held[0].continue_()
+
+    expect(page.locator("#step-hold_stock")).to_contain_text("inventory.hold")
+    expect(page.locator("#save-state")).to_have_text("")
+    expect(page.locator("#editor-error")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#field-name")).to_have_value("hold_stock")
+    expect(page.locator("#field-target")).to_have_value("inventory.hold")

@@ -55,3 +55,12 @@ def test_a_form_finds_its_step_after_it_moved_or_refuses() -> None:
     assert edits.locate_step(moved, 0, None) == 0
     with pytest.raises(EditRejected):
         edits.locate_step(edits.delete_step(document, 0).document, 0, "activity_1")
+
+
+def test_an_edit_queued_behind_its_own_rename_finds_the_renamed_step() -> None:
+    document = build()
+    form = {"name": "charge", "target": "payments.charge"}
+    renamed = edits.update_step(document, 0, {"name": "charge"}).document
+    assert edits.locate_step(renamed, 0, "activity_1", form["name"]) == 0
+    with pytest.raises(EditRejected):  # the rename's name alone never reaches another place
+        edits.locate_step(edits.move_step(renamed, 0, 1).document, 0, "activity_1", "charge")
