@@ -32,3 +32,18 @@ def test_signal_and_approval_fields_say_what_to_enter(page: Page, studio: LiveSt
         field = page.get_by_label(label, exact=True)
         expect(field).to_have_accessible_description(re.compile(re.escape(example)))
         expect(field).to_have_accessible_description(re.compile("letters, digits"))
+
+
+def test_a_new_wait_step_says_what_to_enter_beside_what_is_missing(
+    page: Page, studio: LiveStudio
+) -> None:
+    open_new_draft(page, studio, "waits", {**DOCUMENT, "name": "waits.new"})
+    for kind, example in (("Signal", "e.g. payment.confirmed"), ("Approval", "e.g. order.refund")):
+        page.get_by_role("link", name="Insert a step at the end", exact=True).click()
+        settled(page)
+        page.locator("#inspector button.kind-button", has_text=kind).click()
+        settled(page)
+        field = page.get_by_label(kind, exact=True)
+        expect(field).to_be_empty()
+        expect(field).to_have_accessible_description(re.compile("is required"))
+        expect(field).to_have_accessible_description(re.compile(re.escape(example)))
