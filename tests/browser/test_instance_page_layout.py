@@ -1,6 +1,6 @@
 """The instance page brings the work into view: the graph opens scrolled to the step
-the instance is at (not to its top), and long values in the steps table wrap instead
-of widening the page."""
+the instance is at (not to its top), and long values in the steps table and the
+history wrap instead of widening the page."""
 
 from __future__ import annotations
 
@@ -57,6 +57,15 @@ def test_a_long_value_wraps_in_the_steps_table(page: Page, studio: LiveStudio) -
     expect(row).to_contain_text("k" * 150)
     fits = "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth + 1"
     assert page.locator("#steps-table").evaluate(fits)
+
+
+def test_a_long_input_wraps_in_the_history(page: Page, studio: LiveStudio) -> None:
+    team, name, _ = studio.one_running("wideinput")
+    instance_id = studio.start(team, name, input={"note": "w" * 400})
+    sign_in(page, studio.user(team, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    expect(page.locator("#history-table")).to_contain_text("w" * 100)
+    assert page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth") <= 0
 
 
 def test_the_start_form_input_limit_follows_the_chosen_version(
