@@ -4,23 +4,38 @@ screen."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from studio.roles import Role
 from tests.browser.conftest import TIMEOUT_MS, settled, sign_in
-from tests.studio.live import LiveStudio
+from tests.studio.live import LiveStudio, definition
 
 PHONE = {"width": 390, "height": 844}
 WIDER_THAN_SCREEN = "document.scrollingElement.scrollWidth - window.innerWidth"
 
 
-def test_no_main_page_scrolls_sideways_at_390_px(browser: Browser, studio: LiveStudio) -> None:
-    team, name, instance_id = studio.one_running("phone")
+def phone(browser: Browser, studio: LiveStudio) -> Page:
+    """A page in a new context at a phone's width."""
     context = browser.new_context(viewport=PHONE, base_url=studio.url)
     context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    return context.new_page()
+
+
+def wider_than_screen(page: Page, paths: list[str]) -> dict[str, int]:
+    """The paths whose page is wider than the screen, and by how many pixels."""
+    overflow = {}
+    for path in paths:
+        page.goto(path)
+        settled(page)
+        overflow[path] = page.evaluate(WIDER_THAN_SCREEN)
+    return {path: px for path, px in overflow.items() if px > 0}
+
+
+def test_no_main_page_scrolls_sideways_at_390_px(browser: Browser, studio: LiveStudio) -> None:
+    team, name, instance_id = studio.one_running("phone")
+    page = phone(browser, studio)
     page.goto("/login")
-    overflow = {"/login": page.evaluate(WIDER_THAN_SCREEN)}
+    assert page.evaluate(WIDER_THAN_SCREEN) <= 0, "the sign-in page scrolls sideways"
     sign_in(page, studio.user(team, Role.ADMIN))
     page.goto("/settings")  # a token and an invitation fill the Settings page's tables
     page.get_by_label("Label").fill("ci-publish")
@@ -42,9 +57,24 @@ def test_no_main_page_scrolls_sideways_at_390_px(browser: Browser, studio: LiveS
         "/settings",
         "/account",
     ]
-    for path in pages:
-        page.goto(path)
-        settled(page)
-        overflow[path] = page.evaluate(WIDER_THAN_SCREEN)
-    context.close()
-    assert {path: px for path, px in overflow.items() if px > 0} == {}
+    assert wider_than_screen(page, pages) == {}
+    page.context.close()
+
+
+def test_long_names_and_values_wrap_at_390_px(browser: Browser, studio: LiveStudio) -> None:
+    team = studio.team("phonelong")
+    name = "orders.fulfilment.with.a.name.far.longer.than.a.phone.screen.is.wide"
+    studio.publish(team, definition(name))
+    instance_id = studio.start(team, name, input={"note": "n" * 300})
+    page = phone(browser, studio)
+    sign_in(page, studio.user(team, Role.ADMIN))
+    pages = [
+        f"/definitions/{name}",
+        f"/definitions/{name}/versions/1",
+        "/instances?view=all",
+        "/instances/new",
+        f"/instances/{instance_id}",
+        "/holds",
+    ]
+    assert wider_than_screen(page, pages) == {}
+    page.context.close()
