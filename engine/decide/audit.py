@@ -31,6 +31,10 @@ class Action(StrEnum):
     MIGRATE = "migrate"
 
 
+DANGEROUS = frozenset({Action.CANCEL, Action.TERMINATE, Action.COMPENSATE})
+"""Actions that end or unwind what an instance did, past undoing: wherever they are
+offered (one instance or many) they are marked as dangerous."""
+
 AUDIT_KEYS = frozenset({"action", "actor", "reason"})
 ACTIONS = frozenset(Action)
 REASON_RULE = f"a reason of 1 to {MAX_REASON_LENGTH} characters, not only spaces, is required"

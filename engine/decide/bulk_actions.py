@@ -92,7 +92,6 @@ class BulkAction:
     arguments: tuple[str, ...] = ()
     """The effect's fields the operator gives once for every instance."""
     prepare: Prepare = _as_asked
-    danger: bool = False
     check: Check = _no_check
     run: DryRun = dry_run
     """How the action is built on an instance (one command, unless it says otherwise)."""
@@ -103,8 +102,8 @@ BULK_ACTIONS: dict[Action, BulkAction] = {
     for b in (
         BulkAction(Action.PAUSE, "Pause"),
         BulkAction(Action.RESUME, "Resume"),
-        BulkAction(Action.CANCEL, "Cancel", danger=True),
-        BulkAction(Action.TERMINATE, "Terminate", danger=True),
+        BulkAction(Action.CANCEL, "Cancel"),
+        BulkAction(Action.TERMINATE, "Terminate"),
         BulkAction(
             Action.RETRY_ACTIVITY,
             "Retry the activity in doubt",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from engine.decide.audit import DANGEROUS
 from engine.decide.bulk_actions import RESOLUTIONS
 from engine.decide.operator_actions import Action
 from engine.decide.previews import ActionRequest, Preview, preview
@@ -39,7 +40,6 @@ class ActionKind:
     action: Action
     label: str
     needs_step: bool = False
-    danger: bool = False
 
 
 KINDS = {
@@ -47,12 +47,12 @@ KINDS = {
     for k in (
         ActionKind(Action.PAUSE, "Pause"),
         ActionKind(Action.RESUME, "Resume"),
-        ActionKind(Action.CANCEL, "Cancel", danger=True),
-        ActionKind(Action.TERMINATE, "Terminate", danger=True),
+        ActionKind(Action.CANCEL, "Cancel"),
+        ActionKind(Action.TERMINATE, "Terminate"),
         ActionKind(Action.RETRY_ACTIVITY, "Retry", needs_step=True),
         ActionKind(Action.RESOLVE_ACTIVITY, "Resolve outcome of", needs_step=True),
         ActionKind(Action.APPROVE, "Approve", needs_step=True),
-        ActionKind(Action.COMPENSATE, "Compensate", needs_step=True, danger=True),
+        ActionKind(Action.COMPENSATE, "Compensate", needs_step=True),
         ActionKind(Action.RESOLVE_COMPENSATION, "Resolve compensation of", needs_step=True),
     )
 }
@@ -103,7 +103,7 @@ def offer(
     if not judged.applies:
         return None
     label = f"{kind.label} {step}" if step else kind.label
-    return Offer(action, step, label, describe(instance, action, step), judged, kind.danger)
+    return Offer(action, step, label, describe(instance, action, step), judged, action in DANGEROUS)
 
 
 def candidates(instance: Instance) -> list[tuple[Action, str]]:

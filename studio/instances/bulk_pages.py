@@ -18,6 +18,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
+from engine.decide.audit import DANGEROUS
 from engine.decide.bulk_actions import BULK_ACTIONS
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Verdict
@@ -87,7 +88,7 @@ async def _preview(
         scan=bulk.MAX_BULK_SCAN,
         reason_limit=MAX_REASON_LENGTH,
         verdicts=Verdict,
-        danger=context["asked"] is not None and BULK_ACTIONS[context["asked"].action].danger,
+        danger=context["asked"] is not None and context["asked"].action in DANGEROUS,
         **context,
     )
 
