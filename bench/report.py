@@ -166,23 +166,31 @@ def render(results: Results) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _header(r: Results) -> list[str]:
-    s = r.sizes
+def _provenance(r: Results) -> list[str]:
+    """Where and on what code and versions the run measured."""
     dirty = ", ".join(r.dirty) if r.dirty else "none"
-    lines = [
-        "# Benchmarks: Wayline, DBOS and the PostgreSQL limit",
-        "",
-        f"Written by `bench/run`{' --quick' if r.mode == 'quick' else ''} on {r.started_at} "
-        f"in {r.duration_seconds / 60:.1f} minutes ({r.mode} mode). Issue 5 defines the "
-        "workloads; `bench/` holds the code. Regenerate with `bench/run` (about 20 minutes "
-        "on 2 cores) or `bench/run --quick` (small sizes, writes `bench/.data/`).",
-        "",
+    return [
         f"- **Machine:** {r.machine}. Load average {r.load_before} before the run, "
         f"{r.load_after} after.",
         f"- **Engine:** commit `{r.head}`; engine and migration files that differ from it in "
         f"the code this run executed (a snapshot of the working tree, digest "
         f"`{r.code_digest}`): {dirty}.",
         "- **Versions:** " + "; ".join(f"{k} {val}" for k, val in r.versions.items()) + ".",
+    ]
+
+
+def _header(r: Results) -> list[str]:
+    s = r.sizes
+    lines = [
+        "# Benchmarks: Wayline, DBOS, procrastinate and the PostgreSQL limit",
+        "",
+        f"Written by `bench/run`{' --quick' if r.mode == 'quick' else ''} on {r.started_at} "
+        f"in {r.duration_seconds / 60:.1f} minutes ({r.mode} mode). Issues 5 and 23 define "
+        "the workloads; `bench/` holds the code. Regenerate with `bench/run` (about 30 "
+        "minutes on 2 cores) or `bench/run --quick` (small sizes, writes `bench/.data/`); "
+        "`bench/run --latency` measures only the idle latency (a few minutes).",
+        "",
+        *_provenance(r),
         "- **PostgreSQL:** one private cluster made by `bench/run` with initdb defaults "
         "(default durability), TCP on 127.0.0.1 for every client. Settings: "
         + ", ".join(f"`{k}={val}`" for k, val in r.settings.items())
@@ -459,7 +467,6 @@ def render_latency(results: Results) -> str:
     """The report of ``bench/run --latency``: idle latency only, every engine and shape."""
     v = View(results)
     r = results
-    dirty = ", ".join(r.dirty) if r.dirty else "none"
     out = [
         "# Idle latency: Wayline, DBOS and procrastinate",
         "",
@@ -468,11 +475,7 @@ def render_latency(results: Results) -> str:
         f"{r.sizes.latency_warmup} warm-ups per engine and shape and round, rounds "
         "interleaved, samples of a shape pooled. The full comparison is `bench/RESULTS.md`.",
         "",
-        f"- **Machine:** {r.machine}. Load average {r.load_before} before the run, "
-        f"{r.load_after} after.",
-        f"- **Engine:** commit `{r.head}`; engine and migration files that differ from it: "
-        f"{dirty} (code digest `{r.code_digest}`).",
-        "- **Versions:** " + "; ".join(f"{k} {val}" for k, val in r.versions.items()) + ".",
+        *_provenance(r),
         "",
         "## Wayline against each peer's best shape",
         "",

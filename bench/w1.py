@@ -31,7 +31,7 @@ import contextlib
 import random
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -352,20 +352,11 @@ def wayline_throughput(
         procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
         for k in range(processes)
     ]
-    with cluster.connect() as probe, _killed_on_error(workers):
-        for w in workers:
-            w.expect("ready")
-        meter.checkpoint()
-        meter.begin()
-        started = time.perf_counter()
-        for w in workers:
-            w.send("go")
-        query = WAYLINE_PROGRESS.format(schema=schema)
-        seconds, failed = _wait_until_done(probe, query, {}, n, started)
-        meter.mark_end()
-    run = Throughput("wayline", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
-    run = replace(run, creation_seconds=creation_seconds, failed=failed)
-    return _finished(run, cluster, meter, schema, workers)
+    query = WAYLINE_PROGRESS.format(schema=schema)
+    run = Throughput(
+        "wayline", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(run, cluster, meter, schema, workers, (query, {}))
 
 
 def dbos_throughput(
@@ -378,22 +369,19 @@ def dbos_throughput(
         _dbos_worker(cluster, schema, queue, f"{schema}-e{k}", concurrency)
         for k in range(processes)
     ]
-    with cluster.connect() as probe, _killed_on_error(workers):
-        for w in workers:
-            w.expect("ready", timeout=120)
-        meter.checkpoint()
-        meter.begin()
-        for w in workers:
-            w.send("go")  # starts their CPU clocks; they still dequeue nothing
-        started = time.perf_counter()
-        params = {"queue": queue, "concurrency": concurrency}
-        probe.execute(DBOS_RELEASE.format(schema=schema), params)
-        query = DBOS_PROGRESS.format(schema=schema)
-        seconds, failed = _wait_until_done(probe, query, params, n, started)
-        meter.mark_end()
-    run = Throughput("dbos", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
-    run = replace(run, creation_seconds=creation_seconds, failed=failed)
-    return _finished(run, cluster, meter, schema, workers)
+    params = {"queue": queue, "concurrency": concurrency}
+    run = Throughput(
+        "dbos", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(
+        run,
+        cluster,
+        meter,
+        schema,
+        workers,
+        (DBOS_PROGRESS.format(schema=schema), params),
+        release=lambda probe: probe.execute(DBOS_RELEASE.format(schema=schema), params),
+    )
 
 
 def procrastinate_throughput(
@@ -421,6 +409,25 @@ def procrastinate_throughput(
         )
         for k in range(processes)
     ]
+    query = PROCRASTINATE_PROGRESS.format(schema=schema)
+    run = Throughput(
+        "procrastinate", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(run, cluster, meter, schema, workers, (query, {}))
+
+
+def _drain(
+    run: Throughput,
+    cluster: Cluster,
+    meter: Meter,
+    schema: str,
+    workers: list[procs.Worker],
+    progress: tuple[str, dict[str, Any]],
+    release: Callable[[psycopg.Connection], object] | None = None,
+) -> Throughput:
+    """The timed window, the same for every engine: once every worker is ready, the
+    clock starts, the workers get ``go`` (and, for DBOS, the queue is ``release``d), and
+    it stops when the probe sees ``run.instances`` instances ended."""
     with cluster.connect() as probe, _killed_on_error(workers):
         for w in workers:
             w.expect("ready", timeout=120)
@@ -428,14 +435,13 @@ def procrastinate_throughput(
         meter.begin()
         started = time.perf_counter()
         for w in workers:
-            w.send("go")
-        query = PROCRASTINATE_PROGRESS.format(schema=schema)
-        seconds, failed = _wait_until_done(probe, query, {}, n, started)
+            w.send("go")  # starts their CPU clocks (DBOS's still dequeue nothing)
+        if release:
+            release(probe)
+        query, params = progress
+        seconds, failed = _wait_until_done(probe, query, params, run.instances, started)
         meter.mark_end()
-    run = Throughput(
-        "procrastinate", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0
-    )
-    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    run = replace(run, seconds=seconds, failed=failed)
     return _finished(run, cluster, meter, schema, workers)
 
 
