@@ -184,7 +184,8 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
 
 def _latencies(results: Results, cluster: Any, sizes: Sizes, rounds: int) -> None:
     """Idle latency of every engine in every shape, ``rounds`` times interleaved; the
-    samples of one engine and shape are pooled in ``results.latency``."""
+    samples of one engine and shape are pooled in ``results.latency`` (Wayline's
+    timeline is the first round's)."""
     for round_ in range(rounds):
         for engine, shape, measure in w1.LATENCIES:
             machine.wait_for_quiet()
@@ -235,7 +236,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--samples",
-        type=_positive,
+        type=sample_count,
         metavar="N",
         help="latency samples per engine and shape (and round), instead of the mode's",
     )
@@ -252,7 +253,8 @@ def main() -> None:
         run("quick" if args.quick else "latency" if args.latency else "full", args.samples)
 
 
-def _positive(text: str) -> int:
+def sample_count(text: str) -> int:
+    """``--samples``: a whole number, at least 1 (argparse shows the message)."""
     try:
         value = int(text)
     except ValueError:

@@ -3,10 +3,13 @@ and names it: a comparison with a peer's weaker shape would flatter Wayline."""
 
 from __future__ import annotations
 
+import argparse
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import peers, report
+from bench import main, peers, report
 from bench.results import Results, Sizes
 from bench.w1 import Latency
 
@@ -67,3 +70,16 @@ def test_a_peer_that_was_not_measured_is_shown_as_missing() -> None:
     text = report.render_latency(results(latency("wayline", "", 5, 6, 7)))
     median = next(line for line in text.splitlines() if ", median, ms" in line)
     assert median.split(" | ")[1:] == ["6.0", "n/a", "n/a", "n/a", "n/a |"]
+
+
+def test_shapes_are_filed_and_named_apart() -> None:
+    assert peers.key("dbos", "direct") == "dbos direct" and peers.key("wayline", "") == "wayline"
+    assert peers.label("dbos", "queue") == "DBOS (queue)" and peers.label("wayline") == "Wayline"
+    assert latency("dbos", "direct", 1).key != latency("dbos", "queue", 1).key
+
+
+def test_the_sample_count_must_be_asample_count_whole_number() -> None:
+    assert main.sample_count("12") == 12
+    for wrong in ("0", "-3", "ten", "1.5"):
+        with pytest.raises(argparse.ArgumentTypeError, match="at least 1"):
+            main.sample_count(wrong)
