@@ -186,7 +186,7 @@ def _header(r: Results) -> list[str]:
         "",
         f"Written by `bench/run`{' --quick' if r.mode == 'quick' else ''} on {r.started_at} "
         f"in {r.duration_seconds / 60:.1f} minutes ({r.mode} mode). Issues 5 and 23 define "
-        "the workloads; `bench/` holds the code. Regenerate with `bench/run` (about 30 "
+        "the workloads; `bench/` holds the code. Regenerate with `bench/run` (about 35 "
         "minutes on 2 cores) or `bench/run --quick` (small sizes, writes `bench/.data/`); "
         "`bench/run --latency` measures only the idle latency (a few minutes).",
         "",
