@@ -243,6 +243,10 @@ PEER_CHANGES = [
     "connections a server dropped while idle. Now off. Neither change alters what DBOS "
     "commits or when.",
     "- *Recovery's side table:* its pool has a connection per concurrent step (it had 8).",
+    "- *Hold-back:* the workers are held back by a worker concurrency of 0 on the queue's "
+    "row, which they re-read on every poll. DBOS 3.4 queues are all database-backed "
+    "(`DBOS.register_queue`; a `Queue` cannot be built in code), so every DBOS worker "
+    "re-reads that row on every poll anyway; kept.",
     "- *Threads:* DBOS's own (a thread per workflow, unbounded); kept. One process is "
     "bound by one core of Python: in the 2026-12-02 run its worker CPU per instance times "
     "its rate was about one core (22 to 27 ms x 36 to 51/s), so its throughput follows "
