@@ -1,7 +1,8 @@
-"""The DBOS side of the benchmark; runs in ``bench/.venv-dbos`` (``pip install dbos==3.4.0``).
+"""The DBOS side of the benchmark; runs in ``bench/.venv-dbos`` (``pip install dbos==3.4.0``),
+as ``python -m bench.dbos_side``.
 
-DBOS is not a project dependency, so this file imports nothing from Wayline and is run
-as a script by that virtual environment's Python:
+DBOS is not a project dependency, so this file imports nothing from Wayline (only
+``bench.peer_side``, which needs the standard library alone):
 
 - ``setup``: launch DBOS without listening to any user queue (this also creates or
   migrates its system schema), register the queue with ``polling_interval_sec=0.01`` and
@@ -13,38 +14,56 @@ as a script by that virtual environment's Python:
   the CPU clock, ``stop`` prints one JSON line (CPU since ``go``) and exits. The benchmark
   SIGKILLs it to test recovery; a fresh worker with the same executor id recovers the
   killed one's workflows at launch, as DBOS does without Conductor.
-- ``latency``: enqueue one workflow at a time on an idle system, each after the same
-  seeded random idle gap as Wayline's run, and poll its status every millisecond (the
-  same probe) until it succeeded.
+- ``latency``: the queue shape: enqueue one workflow at a time on an idle system, each
+  after the same seeded random idle gap as Wayline's run, and poll its status every
+  millisecond (the same probe) until it succeeded; a separate worker process runs it.
+- ``direct``: the direct shape, DBOS's best latency and the way it is usually quoted:
+  call the workflow function in this process (it returns once the workflow's outcome is
+  recorded), after the same gaps.
 
 The workflow is three ``@DBOS.step``s in sequence: no-ops (``w1``) or, for recovery,
 steps that each insert one row into a side table (``effects``).
+
+Configuration (what a user tuning DBOS for throughput would set; none of it changes
+durability, see ``bench/RESULTS.md``): a system-database pool with one connection per
+concurrent workflow plus the background threads' (``sys_db_pool_size``; DBOS's default
+of 20 made 32 workflows wait for connections), and no pre-ping on checkout
+(``pool_pre_ping`` is DBOS's default, a round trip on every checkout, which only guards
+against connections a server dropped while idle; nothing drops them here).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
-import random
-import resource
-import statistics
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
 
 import psycopg
 from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+from bench.peer_side import (
+    CREATE_CONCURRENCY,
+    add_latency_arguments,
+    cpu,
+    done,
+    held_back,
+    measure_latency,
+    until_stop,
+)
 
 APP_NAME = "wayline-bench"
 APP_VERSION = "bench-1"
 POLLING_INTERVAL = 0.01
 STEPS = ("one", "two", "three")
+POOL_SPARE = 8
+"""System-database connections beyond one per concurrent workflow: the queue thread,
+the notification listener, recovery and the other background threads."""
+DEFAULT_CONCURRENCY = 16
 
 _effects: _Pool | None = None
 
@@ -112,22 +131,12 @@ def _configure(args: argparse.Namespace, executor_id: str) -> None:
         "application_version": APP_VERSION,
         "executor_id": executor_id,
         "log_level": "WARNING",
+        "sys_db_pool_size": args.concurrency + POOL_SPARE,
+        "db_engine_kwargs": {"pool_pre_ping": False},
     }
     DBOS(config=config)
     if args.effects_dsn:
-        _effects = _Pool(args.effects_dsn)
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _done(result: dict[str, Any]) -> None:
-    """Print the answer and leave at once (shutting DBOS down politely is not measured)."""
-    print(json.dumps(result), flush=True)
-    sys.stdout.flush()
-    os._exit(0)
+        _effects = _Pool(args.effects_dsn, args.concurrency)
 
 
 def setup(args: argparse.Namespace) -> None:
@@ -140,65 +149,65 @@ def setup(args: argparse.Namespace) -> None:
         polling_interval_sec=POLLING_INTERVAL,
         on_conflict="always_update",
     )
-    print("ready", flush=True)
-    sys.stdin.readline()  # "go": enqueue now (the benchmark measures this window)
+    held_back()  # then enqueue: the benchmark measures this window
     workflow = WORKFLOWS[args.workflow]
     started = time.perf_counter()
 
     def enqueue(k: int) -> None:
         DBOS.enqueue_workflow(args.queue, workflow, f"i{k}")
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=CREATE_CONCURRENCY) as pool:
         list(pool.map(enqueue, range(args.n)))
-    _done({"enqueue_seconds": time.perf_counter() - started})
+    done({"enqueue_seconds": time.perf_counter() - started})
 
 
 def worker(args: argparse.Namespace) -> None:
     _configure(args, args.executor_id)
     DBOS.listen_queues([args.queue])
     DBOS.launch()
-    print("ready", flush=True)
-    if sys.stdin.readline().strip() != "go":
-        _done({"aborted": True})
-    cpu = _cpu()
-    sys.stdin.readline()  # "stop" or EOF
-    _done({"cpu": _cpu() - cpu})
+    held_back()
+    until_stop(cpu())
 
 
 def latency(args: argparse.Namespace) -> None:
     _configure(args, "bench-latency")
     DBOS.listen_queues([])
     DBOS.launch()
-    samples, calls = [], []
     probe = psycopg.connect(args.effects_dsn, autocommit=True)
     status = (
         f"/* bench-probe */ SELECT status FROM {args.schema}.workflow_status "
         "WHERE workflow_uuid = %s"
     )
-    gaps = random.Random(args.gap_seed)
-    for k in range(args.warmup + args.count):
-        workflow_id = f"lat-{k}"
-        time.sleep(gaps.uniform(0, args.max_gap))  # the same seeded gaps as Wayline's run
-        started = time.perf_counter()
+
+    def start(workflow_id: str) -> None:
         with SetWorkflowID(workflow_id):
             DBOS.enqueue_workflow(args.queue, w1, workflow_id)
-        enqueued = time.perf_counter() - started
-        while True:
-            row = probe.execute(status, [workflow_id], prepare=True).fetchone()
-            if row and row[0] == "SUCCESS":
-                break
-            if row and row[0] == "ERROR":
-                raise RuntimeError(f"workflow {workflow_id} failed")
-            time.sleep(0.001)
-        if k >= args.warmup:
-            samples.append(time.perf_counter() - started)
-            calls.append(enqueued)
-    _done({"samples": samples, "calls": calls, "median": statistics.median(samples)})
+
+    def finished(workflow_id: str) -> bool:
+        row = probe.execute(status, [workflow_id], prepare=True).fetchone()
+        if row and row[0] == "ERROR":
+            raise RuntimeError(f"workflow {workflow_id} failed")
+        return bool(row and row[0] == "SUCCESS")
+
+    measure_latency(args, start, finished)
+
+
+def direct(args: argparse.Namespace) -> None:
+    """The workflow called in this process: the call returns once it completed."""
+    _configure(args, "bench-direct")
+    DBOS.listen_queues([])
+    DBOS.launch()
+
+    def start(workflow_id: str) -> None:
+        with SetWorkflowID(workflow_id):
+            w1(workflow_id)
+
+    measure_latency(args, start, lambda workflow_id: True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="DBOS side of the Wayline benchmark")
-    parser.add_argument("action", choices=("setup", "worker", "latency"))
+    parser.add_argument("action", choices=sorted(ACTIONS))
     parser.add_argument("--url", required=True, help="system database URL")
     parser.add_argument("--schema", required=True, help="DBOS system schema")
     parser.add_argument("--queue", default="bench")
@@ -209,12 +218,18 @@ def main() -> None:
     )
     parser.add_argument("--executor-id", default="bench-worker")
     parser.add_argument("--effects-dsn", default="", help="psycopg DSN for side-table inserts")
-    parser.add_argument("--count", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--max-gap", type=float, default=0.0, help="random idle gap, s")
-    parser.add_argument("--gap-seed", type=int, default=0)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help="workflows this process runs at a time (sizes its pool)",
+    )
+    add_latency_arguments(parser)
     args = parser.parse_args()
-    {"setup": setup, "worker": worker, "latency": latency}[args.action](args)
+    ACTIONS[args.action](args)
+
+
+ACTIONS = {"setup": setup, "worker": worker, "latency": latency, "direct": direct}
 
 
 if __name__ == "__main__":

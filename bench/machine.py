@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from bench.cluster import Cluster, machine_cpu
-from bench.procs import DBOS_PYTHON, ROOT
+from bench.procs import DBOS_PYTHON, PROCRASTINATE_PYTHON, ROOT
 
 
 def machine_line() -> str:
@@ -77,20 +77,29 @@ def versions(cluster: Cluster) -> dict[str, str]:
     }
     with cluster.connect() as conn:
         found["PostgreSQL"] = conn.execute("SHOW server_version").fetchone()[0]
-    script = (
-        "import importlib.metadata as m, platform; "
-        "print(platform.python_version(), m.version('dbos'), m.version('sqlalchemy'), "
-        "m.version('psycopg'))"
-    )
-    out = subprocess.run(
-        [str(DBOS_PYTHON), "-c", script], capture_output=True, text=True, check=True
-    ).stdout.split()
-    found["DBOS"] = f"{out[1]} (Python {out[0]}, SQLAlchemy {out[2]}, psycopg {out[3]})"
+    for name, python, package, also in (
+        ("DBOS", DBOS_PYTHON, "dbos", "sqlalchemy"),
+        ("procrastinate", PROCRASTINATE_PYTHON, "procrastinate", "psycopg-pool"),
+    ):
+        found[name] = _peer_versions(python, package, also)
     pgbench = subprocess.run(
         [str(cluster.bin_dir / "pgbench"), "--version"], capture_output=True, text=True, check=True
     )
     found["pgbench"] = pgbench.stdout.strip()
     return found
+
+
+def _peer_versions(python: Path, package: str, also: str) -> str:
+    """A peer's version, with its environment's Python, ``also`` and psycopg versions."""
+    script = (
+        "import importlib.metadata as m, platform; "
+        f"print(platform.python_version(), m.version('{package}'), m.version('{also}'), "
+        "m.version('psycopg'))"
+    )
+    out = subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return f"{out[1]} (Python {out[0]}, {also} {out[2]}, psycopg {out[3]})"
 
 
 def engine_revision(code: Path) -> tuple[str, list[str], str]:

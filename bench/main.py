@@ -1,13 +1,16 @@
-"""``bench/run``: every workload of issue 5 in one run, then ``bench/RESULTS.md``.
+"""``bench/run``: every workload of issues 5 and 23 in one run, then ``bench/RESULTS.md``.
 
 One private PostgreSQL 15 cluster (``bench/.data/pg``, recreated each run) serves the
-whole run. Order: pgbench, W1 throughput (Wayline and DBOS interleaved per
-configuration, so slow drifts of the machine hit both), idle latency, recovery after
-SIGKILL, a profiled untimed Wayline run, W2, W3/W4, pgbench again. A section that fails
-is reported as failed (with its error) and the run goes on.
+whole run. Order: pgbench, W1 throughput (Wayline, DBOS and procrastinate interleaved
+per configuration, so slow drifts of the machine hit all of them), idle latency (every
+engine in every shape), recovery after SIGKILL, a profiled untimed Wayline run, W2,
+W3/W4, pgbench again. A section that fails is reported as failed (with its error) and
+the run goes on.
 
 ``--quick`` is for development: small sizes, one run each, and it writes
-``bench/.data/RESULTS-quick.md`` so the committed full results stay put.
+``bench/.data/RESULTS-quick.md`` so the committed full results stay put. ``--latency``
+measures only the idle latency, for Wayline and each peer's shapes side by side, in
+interleaved rounds (a few minutes), and writes ``bench/.data/RESULTS-latency.md``.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench import claims, histories, machine, pgbench, report, w1
+from bench import claims, histories, machine, peers, pgbench, report, w1
 from bench import saved as saved_results
 from bench.cluster import Meter, settings, start_cluster
 from bench.procs import CODE, ROOT
@@ -37,6 +40,14 @@ T = TypeVar("T")
 CONFIGS = ((1, 16), (1, 32), (2, 16), (2, 32))
 FULL = Sizes(2000, 3, CONFIGS, 200, 20, 2000, (10**4, 10**5, 10**6), 200, 3333, 10**5, 200, 10)
 QUICK = Sizes(200, 1, CONFIGS, 30, 5, 200, (10**4,), 50, 333, 10**4, 30, 3)
+LATENCY_ROUNDS = 3
+"""``--latency`` measures each engine and shape this many times, interleaved, so that a
+slow stretch of a shared machine falls on all of them; a shape's samples are pooled."""
+W1_ENGINES = (
+    ("wayline", w1.wayline_throughput),
+    ("dbos", w1.dbos_throughput),
+    ("procrastinate", w1.procrastinate_throughput),
+)
 
 
 def _log(message: str) -> None:
@@ -58,11 +69,20 @@ def _section(results: Results, name: str, action: Callable[[], T]) -> T | None:
     return value
 
 
-def run(quick: bool) -> Path:
-    sizes = QUICK if quick else FULL
-    results = Results(
-        "quick" if quick else "full", sizes, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
-    )
+TARGETS = {
+    "quick": DATA / "RESULTS-quick.md",
+    "full": ROOT / "bench" / "RESULTS.md",
+    "latency": DATA / "RESULTS-latency.md",
+}
+
+
+def run(mode: str, samples: int | None = None) -> Path:
+    """Measure in ``mode`` (``full``, ``quick`` or ``latency``), save the results and write
+    the report; ``samples`` overrides the number of latency samples per shape."""
+    sizes = QUICK if mode == "quick" else FULL
+    if samples:
+        sizes = replace(sizes, latency_count=samples, latency_warmup=min(samples, 20))
+    results = Results(mode, sizes, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     results.machine = machine.machine_line()
     results.load_before = machine.load_average()
     results.head, results.dirty, results.code_digest = machine.engine_revision(CODE)
@@ -72,7 +92,10 @@ def run(quick: bool) -> Path:
     try:
         results.versions = machine.versions(cluster)
         results.settings = settings(cluster)
-        _measure(results, cluster, meter, sizes)
+        if mode == "latency":
+            _latencies(results, cluster, sizes, LATENCY_ROUNDS)
+        else:
+            _measure(results, cluster, meter, sizes)
     finally:
         meter.close()
         cluster.stop()
@@ -80,9 +103,16 @@ def run(quick: bool) -> Path:
     results.load_after = machine.load_average()
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / f"results-{results.mode}.json").write_text(json.dumps(asdict(results), default=str))
-    target = DATA / "RESULTS-quick.md" if quick else ROOT / "bench" / "RESULTS.md"
-    target.write_text(report.render(results))
+    target = _write(results)
     _log(f"wrote {target.relative_to(ROOT)} after {results.duration_seconds / 60:.1f} min")
+    return target
+
+
+def _write(results: Results) -> Path:
+    target = TARGETS[results.mode]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    render = report.render_latency if results.mode == "latency" else report.render
+    target.write_text(render(results))
     return target
 
 
@@ -93,10 +123,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
 
     for repetition in range(sizes.runs):
         for processes, concurrency in sizes.configs:
-            for engine, measure in (
-                ("wayline", w1.wayline_throughput),
-                ("dbos", w1.dbos_throughput),
-            ):
+            for engine, measure in W1_ENGINES:
                 tag = f"r{repetition}_p{processes}_c{concurrency}"
                 background = machine.wait_for_quiet()
                 done = _section(
@@ -114,15 +141,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
                         f"{done.processing.commit_records / done.instances:.2f} commits/instance"
                     )
 
-    for engine, measure in (("wayline", w1.wayline_latency), ("dbos", w1.dbos_latency)):
-        machine.wait_for_quiet()
-        done = _section(
-            results,
-            f"latency {engine}",
-            lambda m=measure: m(cluster, sizes.latency_count, sizes.latency_warmup),
-        )
-        if done:
-            results.latency[engine] = done
+    _latencies(results, cluster, sizes, 1)
     for engine, measure in (("wayline", w1.wayline_recovery), ("dbos", w1.dbos_recovery)):
         machine.wait_for_quiet()
         done = _section(
@@ -163,6 +182,27 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
     results.pgbench_after += _pgbench_runs(results, cluster, meter, seconds, "after")
 
 
+def _latencies(results: Results, cluster: Any, sizes: Sizes, rounds: int) -> None:
+    """Idle latency of every engine in every shape, ``rounds`` times interleaved; the
+    samples of one engine and shape are pooled in ``results.latency`` (Wayline's
+    timeline is the first round's)."""
+    for round_ in range(rounds):
+        for engine, shape, measure in w1.LATENCIES:
+            machine.wait_for_quiet()
+            done = _section(
+                results,
+                f"latency {peers.key(engine, shape)} round {round_ + 1}",
+                lambda m=measure: m(cluster, sizes.latency_count, sizes.latency_warmup),
+            )
+            if done:
+                held = results.latency.get(done.key)
+                if held:
+                    held.samples += done.samples
+                    held.calls += done.calls
+                else:
+                    results.latency[done.key] = done
+
+
 def _pgbench_runs(
     results: Results, cluster: Any, meter: Meter, seconds: int, when: str
 ) -> list[pgbench.PgbenchRun]:
@@ -181,9 +221,24 @@ def _pgbench_runs(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Wayline vs DBOS vs pgbench (issue 5)")
-    parser.add_argument(
+    parser = argparse.ArgumentParser(
+        description="Wayline vs DBOS vs procrastinate vs pgbench (issues 5 and 23)"
+    )
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
         "--quick", action="store_true", help="small sizes, one run; writes bench/.data/"
+    )
+    modes.add_argument(
+        "--latency",
+        action="store_true",
+        help="only the idle latency of every engine and shape, side by side (a few "
+        "minutes); writes bench/.data/RESULTS-latency.md",
+    )
+    parser.add_argument(
+        "--samples",
+        type=sample_count,
+        metavar="N",
+        help="latency samples per engine and shape (and round), instead of the mode's",
     )
     parser.add_argument(
         "--render",
@@ -195,14 +250,26 @@ def main() -> None:
     if args.render:
         render(args.render)
     else:
-        run(args.quick)
+        run("quick" if args.quick else "latency" if args.latency else "full", args.samples)
+
+
+def sample_count(text: str) -> int:
+    """``--samples``: a whole number, at least 1 (argparse shows the message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of samples, at least 1: {text!r}"
+        )
+    return value
 
 
 def render(saved: Path) -> Path:
     """Rebuild a saved run's results and write its report again."""
     results = saved_results.load(Results, json.loads(saved.read_text()))
-    target = DATA / "RESULTS-quick.md" if results.mode == "quick" else ROOT / "bench" / "RESULTS.md"
-    target.write_text(report.render(results))
+    target = _write(results)
     _log(f"wrote {target.relative_to(ROOT)} from {saved}")
     return target
 

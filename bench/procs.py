@@ -27,6 +27,7 @@ ROOT = Path(os.environ.get("BENCH_HOME", CODE)).resolve()
 LOGS = ROOT / "bench" / ".data" / "logs"
 WAYLINE_PYTHON = ROOT / ".venv" / "bin" / "python"
 DBOS_PYTHON = ROOT / "bench" / ".venv-dbos" / "bin" / "python"
+PROCRASTINATE_PYTHON = ROOT / "bench" / ".venv-procrastinate" / "bin" / "python"
 
 
 class WorkerFailed(RuntimeError):
@@ -141,5 +142,10 @@ def wayline_worker(
 
 def dbos(name: str, action: str, *args: str, env: dict[str, str] | None = None) -> Worker:
     """A process running ``bench/dbos_side.py ACTION ...`` in the DBOS environment."""
-    script = str(CODE / "bench" / "dbos_side.py")
-    return Worker(name, [str(DBOS_PYTHON), script, action, *args], env)
+    return Worker(name, [str(DBOS_PYTHON), "-m", "bench.dbos_side", action, *args], env)
+
+
+def procrastinate(name: str, action: str, *args: str) -> Worker:
+    """A process running ``bench/procrastinate_side.py ACTION ...`` in its environment."""
+    argv = [str(PROCRASTINATE_PYTHON), "-m", "bench.procrastinate_side", action, *args]
+    return Worker(name, argv)

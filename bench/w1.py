@@ -1,4 +1,4 @@
-"""W1 for Wayline and DBOS: throughput, idle latency, and recovery after SIGKILL.
+"""W1 for Wayline and its peers: throughput, idle latency, and recovery after SIGKILL.
 
 Throughput (copied from issue 5): an instance is 3 no-op activities in sequence; N
 instances are created first with the workers held back; the clock starts when the
@@ -7,11 +7,14 @@ the last instance's completion committed. Each run uses a fresh schema, so no ru
 another's rows. Holding back means: Wayline worker processes wait for ``go`` on stdin
 with their store open; DBOS worker processes are launched with the queue's worker
 concurrency at 0 and are released by raising it in the database (they re-read it on
-every 10 ms poll).
+every 10 ms poll); procrastinate's N first jobs are deferred before its worker processes
+start working (on ``go``), and an instance is done when its third job succeeded.
 
 Latency: one instance at a time on an idle system (one worker process), each started
 after a seeded random idle gap, from the start call until a probe polling every
-millisecond sees it complete.
+millisecond sees it complete. Each peer is measured in each of its shapes
+(``bench.peers.SHAPES``): DBOS through its queue and by a direct in-process call,
+procrastinate as a chain of three jobs through a separate worker.
 
 Recovery: the same shape, but each step inserts a row into a side table. When half of
 the 3 N step executions are in the table the worker gets SIGKILL and a fresh one is
@@ -28,14 +31,14 @@ import contextlib
 import random
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from bench import procs
+from bench import peers, procs
 from bench.app import EFFECTS_DSN_ENV, EFFECTS_TABLE_ENV, RECOVERY_DEFINITION, W1_DEFINITION
 from bench.app import definitions as wayline_definitions
 from bench.cluster import PROBE, Cluster, Meter, Window
@@ -66,6 +69,11 @@ DBOS_PROGRESS = (
     PROBE + " SELECT count(*) FILTER (WHERE status = 'SUCCESS'), "
     "count(*) FILTER (WHERE status IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')) "
     "FROM {schema}.workflow_status WHERE queue_name = %(queue)s"
+)
+PROCRASTINATE_PROGRESS = (
+    PROBE + " SELECT count(*) FILTER (WHERE status = 'succeeded' AND task_name = 'three'), "
+    "count(*) FILTER (WHERE status IN ('failed', 'cancelled', 'aborted')) "
+    "FROM {schema}.procrastinate_jobs"
 )
 DBOS_RELEASE = (
     PROBE + " UPDATE {schema}.queues SET worker_concurrency = %(concurrency)s, "
@@ -110,6 +118,12 @@ class Latency:
     """How long the start call itself took (Client.start / enqueue_workflow), seconds."""
     timeline: list[tuple[int, str, str, float]] = field(default_factory=list)
     """Wayline: per history position, the event and the median ms since the previous one."""
+    shape: str = ""
+    """How a peer was driven (``bench.peers.SHAPES``); empty for Wayline."""
+
+    @property
+    def key(self) -> str:
+        return peers.key(self.engine, self.shape)
 
     def percentile(self, p: float) -> float:
         """Nearest-rank percentile, in seconds."""
@@ -282,15 +296,43 @@ def _dbos_args(cluster: Cluster, schema: str, queue: str) -> list[str]:
     ]
 
 
-def _dbos_worker(cluster: Cluster, schema: str, queue: str, executor: str) -> procs.Worker:
+def _dbos_worker(
+    cluster: Cluster, schema: str, queue: str, executor: str, concurrency: int = 16
+) -> procs.Worker:
     return procs.dbos(
         executor,
         "worker",
         *_dbos_args(cluster, schema, queue),
         "--executor-id",
         executor,
+        "--concurrency",
+        str(concurrency),
         env={EFFECTS_TABLE_ENV: f"{schema}_effects"},
     )
+
+
+def _procrastinate_args(cluster: Cluster, schema: str) -> list[str]:
+    return ["--dsn", cluster.dsn, "--schema", schema]
+
+
+def _latency_args(count: int, warmup: int) -> list[str]:
+    """The latency loop's sizes and the idle gaps every engine's samples start after."""
+    return [
+        "--count",
+        str(count),
+        "--warmup",
+        str(warmup),
+        "--max-gap",
+        str(LATENCY_MAX_GAP_SECONDS),
+        "--gap-seed",
+        str(LATENCY_GAP_SEED),
+    ]
+
+
+def _peer_latency(engine: str, shape: str, driver: procs.Worker) -> Latency:
+    result = driver.result(timeout=600)
+    samples = [float(s) for s in result["samples"]]
+    return Latency(engine, samples, [float(c) for c in result["calls"]], shape=shape)
 
 
 # Throughput ----------------------------------------------------------------------------
@@ -310,20 +352,11 @@ def wayline_throughput(
         procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
         for k in range(processes)
     ]
-    with cluster.connect() as probe, _killed_on_error(workers):
-        for w in workers:
-            w.expect("ready")
-        meter.checkpoint()
-        meter.begin()
-        started = time.perf_counter()
-        for w in workers:
-            w.send("go")
-        query = WAYLINE_PROGRESS.format(schema=schema)
-        seconds, failed = _wait_until_done(probe, query, {}, n, started)
-        meter.mark_end()
-    run = Throughput("wayline", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
-    run = replace(run, creation_seconds=creation_seconds, failed=failed)
-    return _finished(run, cluster, meter, schema, workers)
+    query = WAYLINE_PROGRESS.format(schema=schema)
+    run = Throughput(
+        "wayline", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(run, cluster, meter, schema, workers, (query, {}))
 
 
 def dbos_throughput(
@@ -332,22 +365,83 @@ def dbos_throughput(
     schema, queue = f"dbos_{tag}", "w1"
     creation_seconds, creation = _dbos_setup(cluster, meter, schema, queue, "w1", n)
     assert creation is not None
-    workers = [_dbos_worker(cluster, schema, queue, f"{schema}-e{k}") for k in range(processes)]
+    workers = [
+        _dbos_worker(cluster, schema, queue, f"{schema}-e{k}", concurrency)
+        for k in range(processes)
+    ]
+    params = {"queue": queue, "concurrency": concurrency}
+    run = Throughput(
+        "dbos", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(
+        run,
+        cluster,
+        meter,
+        schema,
+        workers,
+        (DBOS_PROGRESS.format(schema=schema), params),
+        release=lambda probe: probe.execute(DBOS_RELEASE.format(schema=schema), params),
+    )
+
+
+def procrastinate_throughput(
+    cluster: Cluster, meter: Meter, tag: str, n: int, processes: int, concurrency: int
+) -> Throughput:
+    schema = f"pq_{tag}"
+    drop_schema(cluster, schema)
+    setup = procs.procrastinate(
+        f"{schema}-setup", "setup", *_procrastinate_args(cluster, schema), "--n", str(n)
+    )
+    setup.expect("ready", timeout=120)
+    meter.checkpoint()
+    meter.begin()
+    setup.send("go")
+    creation_seconds = float(setup.result(timeout=300)["enqueue_seconds"])
+    meter.mark_end()
+    creation = meter.finish()
+    workers = [
+        procs.procrastinate(
+            f"{schema}-{k}",
+            "worker",
+            *_procrastinate_args(cluster, schema),
+            "--concurrency",
+            str(concurrency),
+        )
+        for k in range(processes)
+    ]
+    query = PROCRASTINATE_PROGRESS.format(schema=schema)
+    run = Throughput(
+        "procrastinate", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
+    )
+    return _drain(run, cluster, meter, schema, workers, (query, {}))
+
+
+def _drain(
+    run: Throughput,
+    cluster: Cluster,
+    meter: Meter,
+    schema: str,
+    workers: list[procs.Worker],
+    progress: tuple[str, dict[str, Any]],
+    release: Callable[[psycopg.Connection], object] | None = None,
+) -> Throughput:
+    """The timed window, the same for every engine: once every worker is ready, the
+    clock starts, the workers get ``go`` (and, for DBOS, the queue is ``release``d), and
+    it stops when the probe sees ``run.instances`` instances ended."""
     with cluster.connect() as probe, _killed_on_error(workers):
         for w in workers:
             w.expect("ready", timeout=120)
         meter.checkpoint()
         meter.begin()
-        for w in workers:
-            w.send("go")  # starts their CPU clocks; they still dequeue nothing
         started = time.perf_counter()
-        params = {"queue": queue, "concurrency": concurrency}
-        probe.execute(DBOS_RELEASE.format(schema=schema), params)
-        query = DBOS_PROGRESS.format(schema=schema)
-        seconds, failed = _wait_until_done(probe, query, params, n, started)
+        for w in workers:
+            w.send("go")  # starts their CPU clocks (DBOS's still dequeue nothing)
+        if release:
+            release(probe)
+        query, params = progress
+        seconds, failed = _wait_until_done(probe, query, params, run.instances, started)
         meter.mark_end()
-    run = Throughput("dbos", processes, concurrency, n, seconds, 0.0, Window(), creation, 0.0)
-    run = replace(run, creation_seconds=creation_seconds, failed=failed)
+    run = replace(run, seconds=seconds, failed=failed)
     return _finished(run, cluster, meter, schema, workers)
 
 
@@ -431,6 +525,7 @@ async def _wayline_latency(
 
 
 def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    """The queue shape: enqueued by one process, run by a separate worker process."""
     schema, queue = "dbos_latency", "latency"
     _dbos_setup(cluster, None, schema, queue, "w1", 0, worker_concurrency=16)
     worker = _dbos_worker(cluster, schema, queue, f"{schema}-e0")
@@ -441,20 +536,54 @@ def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
             f"{schema}-driver",
             "latency",
             *_dbos_args(cluster, schema, queue),
-            "--count",
-            str(count),
-            "--warmup",
-            str(warmup),
-            "--max-gap",
-            str(LATENCY_MAX_GAP_SECONDS),
-            "--gap-seed",
-            str(LATENCY_GAP_SEED),
+            *_latency_args(count, warmup),
         )
-        result = driver.result(timeout=600)
+        latency = _peer_latency("dbos", "queue", driver)
     worker.finish()
-    return Latency(
-        "dbos", [float(s) for s in result["samples"]], [float(c) for c in result["calls"]]
+    return latency
+
+
+def dbos_direct_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    """The direct shape: the workflow function called in the measuring process."""
+    schema = "dbos_direct"
+    drop_schema(cluster, schema)
+    driver = procs.dbos(
+        f"{schema}-driver",
+        "direct",
+        *_dbos_args(cluster, schema, "direct"),
+        *_latency_args(count, warmup),
     )
+    return _peer_latency("dbos", "direct", driver)
+
+
+def procrastinate_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    """The chain shape: three jobs, each deferring the next, run by a separate worker."""
+    schema = "pq_latency"
+    drop_schema(cluster, schema)
+    args = _procrastinate_args(cluster, schema)
+    setup = procs.procrastinate(f"{schema}-setup", "setup", *args)
+    setup.expect("ready", timeout=120)
+    setup.send("go")
+    setup.result(timeout=60)
+    worker = procs.procrastinate(f"{schema}-0", "worker", *args, "--concurrency", "16")
+    with _killed_on_error([worker]):
+        worker.expect("ready", timeout=120)
+        worker.send("go")
+        driver = procs.procrastinate(
+            f"{schema}-driver", "latency", *args, *_latency_args(count, warmup)
+        )
+        latency = _peer_latency("procrastinate", "chain", driver)
+    worker.finish()
+    return latency
+
+
+LATENCIES = (
+    ("wayline", "", wayline_latency),
+    ("dbos", "queue", dbos_latency),
+    ("dbos", "direct", dbos_direct_latency),
+    ("procrastinate", "chain", procrastinate_latency),
+)
+"""Every engine and shape the idle latency is measured in, in the order they run."""
 
 
 # Recovery ------------------------------------------------------------------------------
