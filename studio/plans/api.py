@@ -57,8 +57,8 @@ async def get_plan(
     plan: FromPath[str],
 ) -> PlanOut:
     """The plan's latest version."""
-    await plans.definition_of(runtime, principal.team_id, name, version)
-    return plan_out(await plans.saved_plan(runtime, principal.team_id, plan, None))
+    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, None)
+    return plan_out(found)
 
 
 async def get_plan_version(
@@ -69,8 +69,8 @@ async def get_plan_version(
     plan: FromPath[str],
     number: FromPath[str],
 ) -> PlanOut:
-    await plans.definition_of(runtime, principal.team_id, name, version)
-    return plan_out(await plans.saved_plan(runtime, principal.team_id, plan, number))
+    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
+    return plan_out(found)
 
 
 async def export_plan(
@@ -82,8 +82,8 @@ async def export_plan(
     number: FromPath[str],
 ) -> dict[str, Any]:
     """The plan document alone, as ``wayline drill run --plan`` reads it."""
-    await plans.definition_of(runtime, principal.team_id, name, version)
-    return (await plans.saved_plan(runtime, principal.team_id, plan, number)).document
+    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
+    return found.document
 
 
 async def run_plan(
@@ -95,8 +95,9 @@ async def run_plan(
     number: FromPath[str],
 ) -> PlanRunOut:
     """Start a run in a throwaway schema (202); follow it at ``.../plans/jobs/{id}``."""
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    found = await plans.saved_plan(runtime, principal.team_id, plan, number)
+    definition, found = await plans.plan_on_version(
+        runtime, principal.team_id, name, version, plan, number
+    )
     job = plans.run(runtime, principal, definition, found)
     view, run_id = await plans.run_view(runtime, job)
     return run_out(job, view, run_id)

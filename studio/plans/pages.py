@@ -19,7 +19,6 @@ from litestar.response import Template
 
 from engine.model.definitions import Definition, definition_to_json
 from studio.definitions.graph import layout, node_classes
-from studio.definitions.service import version_of as published_version
 from studio.errors import Invalid
 from studio.plans import diff as plan_diff
 from studio.plans import documents, outcome, saved
@@ -188,8 +187,7 @@ async def export_plan(
     number: FromPath[str],
 ) -> Response[str]:
     """The plan version as ``wayline drill run --plan`` reads it, as a download."""
-    await published_version(runtime, principal.team_id, name, version)
-    found = await plans.saved_plan(runtime, principal.team_id, plan, number)
+    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
     filename = f"{found.name}.v{found.version}.json".replace('"', "")
     return Response(
         json.dumps(found.document, indent=2) + "\n",

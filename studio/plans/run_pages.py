@@ -11,13 +11,15 @@ artifacts are kept.
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from engine.model.definitions import definition_to_json
-from studio.definitions.graph import layout, node_classes
+from engine.model.definitions import Definition, definition_to_json
+from studio.definitions.graph import Node, layout, node_classes
 from studio.plans import heatmap, outcome
 from studio.plans import service as plans
 from studio.plans.pages import plans_url
@@ -35,10 +37,20 @@ async def run_plan(
     plan: FromPath[str],
     number: FromPath[str],
 ) -> Redirect:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    found = await plans.saved_plan(runtime, principal.team_id, plan, number)
+    definition, found = await plans.plan_on_version(
+        runtime, principal.team_id, name, version, plan, number
+    )
     job = plans.run(runtime, principal, definition, found)
     return see_other(f"{plans_url(definition)}/jobs/{job.job_id}")
+
+
+def _picture(definition: Definition, extra: dict[str, str]) -> dict[str, Any]:
+    """The version's graph, each step's node also classed ``extra[step]``."""
+
+    def classes(node: Node) -> str:
+        return f"{node_classes(node)} {extra.get(node.step, '')}".strip()
+
+    return {"graph": layout(definition_to_json(definition)), "classes": classes}
 
 
 def _notes(view: outcome.RunView) -> dict[str, str]:
@@ -66,19 +78,13 @@ async def job_page(
     job = plans.job_of(runtime, principal.team_id, job_id)
     view, run_id = await plans.run_view(runtime, job)
     markers = {step: node.pins for step, node in view.nodes.items()}
-
-    def classes(node: object) -> str:
-        found = view.nodes.get(getattr(node, "step", ""))
-        return f"{node_classes(node)} {found.css if found else ''}".strip()  # type: ignore[arg-type]
-
     context = {
         "definition": definition,
         "url": plans_url(definition),
         "job": job,
         "view": view,
         "run_id": run_id,
-        "graph": layout(definition_to_json(definition)),
-        "classes": classes,
+        **_picture(definition, {step: node.css for step, node in view.nodes.items()}),
         "markers": markers,
         "notes": _notes(view) if view.status == "finished" else {},
     }
@@ -95,13 +101,7 @@ async def coverage_page(
 ) -> Template:
     definition = await plans.definition_of(runtime, principal.team_id, name, version)
     steps = await plans.coverage(runtime, principal.team_id, definition)
-    by_step = {s.step: s for s in steps}
-
-    def classes(node: object) -> str:
-        found = by_step.get(getattr(node, "step", ""))
-        heat = f" heat heat-{found.level}" if found else ""
-        return node_classes(node) + heat  # type: ignore[arg-type]
-
+    heat = {s.step: f"heat heat-{s.level}" for s in steps}
     return page(
         request,
         "plans/coverage.html",
@@ -109,8 +109,7 @@ async def coverage_page(
         definition=definition,
         url=plans_url(definition),
         steps=steps,
-        graph=layout(definition_to_json(definition)),
-        classes=classes,
+        **_picture(definition, heat),
         notes={s.step: f"{s.drilled} of {s.applicable} cells drilled" for s in steps},
         faults=FAULTS,
         levels=heatmap.HEAT_LEVELS,
