@@ -20,6 +20,8 @@ MAX_PLAN_VERSIONS_LISTED = 200
 MAX_RUNS_READ = 200
 """Finished plan runs the heatmap reads for one definition version (newest first)."""
 
+SAVING_ONE_NAME = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+"""Two saves of one name at once take turns, so each gets its own next version."""
 SAVE = """
 INSERT INTO studio_drill_plans (team_id, name, version, definition, document, saved_by)
 SELECT %(team)s, %(name)s, coalesce(max(version), 0) + 1, %(definition)s, %(document)s, %(by)s
@@ -84,7 +86,8 @@ async def save(
         "team": team, "name": name, "definition": definition,
         "document": json.dumps(document), "by": by,
     }  # fmt: skip
-    async with store.connection() as conn:
+    async with store.connection() as conn, conn.transaction():
+        await conn.execute(SAVING_ONE_NAME, (f"drill-plan:{team}:{name}",))
         row = await (await conn.execute(SAVE, params)).fetchone()
     assert row is not None  # INSERT ... SELECT of an aggregate always yields one row
     return SavedPlan(name, row[0], definition, document, by, row[1])

@@ -4,22 +4,27 @@ and follow the run to its verdict per node, the coverage it adds; and who may do
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from studio.plans.outcome import REPORT, live
 from tests.studio.live import LiveStudio, SignedInClient
+from verification.plan import Pin
 from verification.plan_sources import read_plan
 
 RUN_SECONDS = 150.0
 """A drill run: a fresh schema, worker processes killed and replaced, the checker."""
 
 
-def payments(name: str) -> dict[str, Any]:
-    """Two activities; an unknown outcome of ``charge`` waits for an operator."""
+def payments(name: str, on_unknown: str = "hold") -> dict[str, Any]:
+    """Two activities; an unknown outcome of ``charge`` waits for an operator (or, with
+    ``retry_same_key``, is retried under the same idempotency key)."""
     activity = {
         "kind": "activity", "timeout": "30s", "input_limit": 1024, "result_limit": 1024,
         "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "5s"},
@@ -30,7 +35,7 @@ def payments(name: str) -> dict[str, Any]:
         "mode": "orchestration",
         "steps": [
             {"name": "reserve", "target": "stock.reserve", **activity},
-            {"name": "charge", "target": "payments.charge", **activity},
+            {"name": "charge", "target": "payments.charge", "on_unknown": on_unknown, **activity},
         ],
     }
 
@@ -50,6 +55,22 @@ def base(studio: LiveStudio, team: str) -> str:
 def api(client: SignedInClient) -> SignedInClient:
     client.headers["X-CSRF-Token"] = client.csrf
     return client
+
+
+def finished_run(client: SignedInClient, base: str, started: Any) -> dict[str, Any]:
+    """Poll the run as the page does (it has no event to await) until it finished."""
+    assert started.status_code == 202, started.text
+    run = started.json()
+    deadline = time.monotonic() + RUN_SECONDS
+    while run["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        run = client.get(f"{base}/jobs/{run['job_id']}").json()
+    assert run["status"] == "finished", run
+    return run
+
+
+def node(run: dict[str, Any], step: str) -> dict[str, Any]:
+    return next(n for n in run["nodes"] if n["step"] == step)
 
 
 def plan(name: str, *pins: str) -> dict[str, Any]:
@@ -114,21 +135,20 @@ def test_a_viewer_reads_plans_but_cannot_save_or_run(
 def test_a_run_reports_per_node_and_fills_the_coverage(operator: SignedInClient, base: str) -> None:
     client = api(operator)
     client.post(base, json={"document": plan("in-doubt", "charge:after_handler:kill")})
-    started = client.post(f"{base}/in-doubt/versions/1/run")
-    assert started.status_code == 202, started.text
-    job = started.json()["job_id"]
-    deadline = time.monotonic() + RUN_SECONDS
-    run = started.json()
-    while run["status"] == "running" and time.monotonic() < deadline:
-        time.sleep(0.5)  # polling the job as the page does; the run has no event to await
-        run = client.get(f"{base}/jobs/{job}").json()
-    assert run["status"] == "finished", run
+    run = finished_run(client, base, client.post(f"{base}/in-doubt/versions/1/run"))
     assert run["verdict"] == "passed", run["findings"]
-    charge = next(n for n in run["nodes"] if n["step"] == "charge")
+    charge = node(run, "charge")
     assert charge["pins"][0]["state"] == "fired"
     assert "charge: UNKNOWN (in doubt), waiting for an operator" in charge["state"]
     assert any("1 effect(s)" in e for e in charge["effects"])
+    assert not charge["findings"]
     assert run["instance_url"].endswith("/instances/plan-1")
+    # While a run is under way the page reads the drill's boundary report: this one's
+    # shows the kill, as the page would have seen it the moment it fired.
+    drill_id = run["instance_url"].split("/drills/")[2].split("/")[0]
+    report = Path(tempfile.gettempdir()) / "wayline-drills" / run["run_id"] / drill_id / REPORT
+    pins = [Pin("charge", "after_handler", "kill")]
+    assert live("running", pins, report).nodes["charge"].pins[0].state == "fired"
     cells = {
         (s["step"], c["boundary"], c["fault"]): c["status"]
         for s in client.get(f"{base}/coverage").json()
@@ -136,3 +156,34 @@ def test_a_run_reports_per_node_and_fills_the_coverage(operator: SignedInClient,
     }
     assert cells[("charge", "after_handler", "kill")] == "passed"
     assert cells[("reserve", "after_handler", "kill")] == "not drilled"
+
+
+def test_a_duplicate_effect_is_explained_on_its_node(
+    studio: LiveStudio, operator: SignedInClient, team: str
+) -> None:
+    name = f"pay.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, payments(name, on_unknown="retry_same_key"))
+    base = f"/api/definitions/{name}/versions/1/plans"
+    client = api(operator)
+    document = plan("ignores keys", "charge:after_handler:kill")
+    document["stubs"] = {"charge": {"behaviour": "succeed", "idempotent": False}}
+    client.post(base, json={"document": document})
+    run = finished_run(client, base, client.post(f"{base}/ignores keys/versions/1/run"))
+    assert run["verdict"] == "failed"
+    (finding,) = node(run, "charge")["findings"]
+    assert "its effect happened 2 times under one idempotency key" in finding
+    assert not node(run, "reserve")["findings"] and not run["findings"]
+
+
+def test_saves_of_one_name_at_once_each_get_their_own_version(
+    operator: SignedInClient, base: str
+) -> None:
+    client = api(operator)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(
+            pool.map(
+                lambda _: client.post(base, json={"document": plan("racing")}).json()["version"],
+                range(6),
+            )
+        )
+    assert sorted(answers) == [1, 2, 3, 4, 5, 6]
