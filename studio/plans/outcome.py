@@ -57,7 +57,8 @@ class NodeOutcome:
 @dataclass
 class RunView:
     status: str
-    """running, finished or error."""
+    """running, finished or error: the job's (a drill's verdict comes before its run is
+    recorded: ``verdict`` is then set while the status is still running)."""
     verdict: str = ""
     nodes: dict[str, NodeOutcome] = field(default_factory=dict)
     instance: list[str] = field(default_factory=list)

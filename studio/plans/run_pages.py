@@ -86,7 +86,7 @@ async def job_page(
         "run_id": run_id,
         **_picture(definition, {step: node.css for step, node in view.nodes.items()}),
         "markers": markers,
-        "notes": _notes(view) if view.status == "finished" else {},
+        "notes": _notes(view),
     }
     template = "plans/_run.html" if is_htmx(request) else "plans/run.html"
     return page(request, template, "definitions", **context)

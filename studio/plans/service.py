@@ -126,8 +126,10 @@ async def run_view(runtime: Runtime, job: DrillJob) -> tuple[outcome.RunView, st
     """What the run shows now, and the run id it is recorded under ('' until known)."""
     pins = list(plans.parse(job.plan.document).pins)
     run_id = await drills.recorded_run(runtime.store, job)
-    if job.finished:
-        return outcome.finished(job.finished[0], pins), run_id
+    if job.finished:  # the drill ended; the job still records the run until it is done
+        view = outcome.finished(job.finished[0], pins)
+        view.status = job.status
+        return view, run_id
     if job.status == "error":
         view = outcome.live("error", pins, None)
         view.findings.append(f"The run itself broke: {job.error}")

@@ -52,6 +52,7 @@ def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveSt
     )
     expect(page.locator("#outcome-charge")).to_contain_text("pin charge:after_handler:kill: fired")
 
+    expect(page.locator("#plan-run")).to_have_attribute("data-status", "finished")  # recorded
     coverage = page.get_by_role("link", name="Coverage heatmap").get_attribute("href")
     page.locator("#drilled-instance").click()  # its history, captured before the drop
     expect(page.get_by_role("heading", level=1)).to_have_text("Drill instance plan-1")
