@@ -12,6 +12,7 @@ is kept for the heatmap (``studio.plans.saved``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from verification.plan_drills import Drilled
 MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
 MAX_PLAN_VERSION = 2**31 - 1
 """The highest plan version (the column is an integer)."""
+VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
+"""ASCII digits only: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
 
 
 async def definition_of(runtime: Runtime, team: str, name: str, version: str) -> Definition:
@@ -68,9 +71,19 @@ async def save(
     )  # fmt: skip
 
 
+def plan_version(text: str | int | None) -> int | None:
+    """A plan version from a path or query (None: the latest); Invalid unless whole."""
+    if text is None or isinstance(text, int):
+        return text
+    if not VERSION_DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_PLAN_VERSION:
+        raise Invalid(f"a plan version is a whole number from 1 to {MAX_PLAN_VERSION}")
+    return int(text)
+
+
 async def saved_plan(
-    runtime: Runtime, team: str, name: str, version: int | None
+    runtime: Runtime, team: str, name: str, number: str | int | None
 ) -> saved.SavedPlan:
+    version = plan_version(number)
     found = await saved.get(runtime.store, team, name, version)
     if found is None:
         which = f"{name} v{version}" if version else name
