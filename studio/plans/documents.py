@@ -145,8 +145,12 @@ def _stubs(form: FormData, definition: Definition, problems: list[str]) -> dict[
         except ValueError:
             problems.append(f"stubs.{step}.seconds: {seconds_text!r} is not a number of seconds")
             seconds = 0.0
-        idempotent = form.one(f"stub.{step}.idempotent", "true") != "false"
+        idempotent = form.one(f"stub.{step}.ignores_keys") != "on"
+        times_text = form.one(f"stub.{step}.times", "0") or "0"
+        times: Any = int(times_text) if times_text.isascii() and times_text.isdigit() else -1
         raw = {"behaviour": behaviour, "result": result, "seconds": seconds}
+        if times:  # kept from the plan as saved (a hand-written or API plan may set it)
+            raw["times"] = times
         if (behaviour, result, seconds, idempotent) != ("succeed", None, 0.0, True):
             stubs[step] = {**raw, "idempotent": idempotent}
     return stubs

@@ -90,3 +90,22 @@ def test_a_bad_input_is_refused_and_the_plan_kept(operator: SignedInClient, url:
 def test_a_viewer_sees_no_editor(viewer: SignedInClient, url: str) -> None:
     assert viewer.get(f"{url}/compose", params={"step": "charge"}).status_code == 403
     assert viewer.form(url, fields(name="mine")).status_code == 403
+
+
+def test_a_stub_that_ignores_keys_is_saved_as_not_idempotent(
+    operator: SignedInClient, url: str
+) -> None:
+    operator.form(
+        url,
+        fields("charge:after_handler:kill", name="keys", **{
+            "stub.charge.behaviour": "succeed", "stub.charge.ignores_keys": "on",
+        }),
+    )  # fmt: skip
+    exported = json.loads(operator.get(f"{url}/keys/versions/1/export").text)
+    assert exported["stubs"] == {
+        "charge": {"behaviour": "succeed", "result": None, "seconds": 0.0, "idempotent": False}
+    }
+    assert (
+        'name="stub.charge.ignores_keys" checked'
+        in operator.get(url, params={"plan": "keys", "v": 1}).text
+    )
