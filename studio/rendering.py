@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from engine.model.identifiers import local_instance_id
 from studio.access import maybe_principal
-from studio.definitions.graph import FITS_LABEL, shorten
+from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
 from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
 from studio.formats import format_duration, format_when
@@ -31,7 +31,16 @@ from studio.machines.views import size
 from studio.trace_links import trace_link
 
 STUDIO = Path(__file__).resolve().parent
-FEATURES = ("instances", "definitions", "machines", "code", "operations", "drills", "accounts")
+FEATURES = (
+    "instances",
+    "definitions",
+    "machines",
+    "code",
+    "operations",
+    "drills",
+    "plans",
+    "accounts",
+)
 TEMPLATES = [STUDIO / "templates", *(STUDIO / feature / "templates" for feature in FEATURES)]
 """The shared layout and macros, then each feature's own folder of templates. A feature
 keeps its templates under a folder of its name (``instances/templates/instances/``), so
@@ -71,6 +80,7 @@ def _configure(engine: Any) -> None:
     env.globals["NAV"] = NAV
     env.globals["shorten"] = shorten
     env.globals["FITS_LABEL"] = FITS_LABEL
+    env.globals["MAX_MARKERS"] = MAX_MARKERS
     env.globals["trace_link"] = _trace_link
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the

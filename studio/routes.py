@@ -44,6 +44,9 @@ from studio.operations import hold_pages as holds
 from studio.operations import holds_api as api_holds
 from studio.operations import worker_pages as workers
 from studio.operations import workers_api as api_workers
+from studio.plans import api as api_plans
+from studio.plans import pages as plans
+from studio.plans import run_pages as plan_runs
 from studio.roles import Access
 
 P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
@@ -55,6 +58,12 @@ VERSION = "/definitions/{name:str}/versions/{version:str}"
 INSTANCE = "/instances/{ref:str}"
 """``ref`` is the instance id with each ``/`` written as ``~`` (``studio.instance_urls``)."""
 RUN = "/drills/runs/{run_id:str}"
+PLANS = VERSION + "/plans"
+PLAN = PLANS + "/{plan:str}"
+PLAN_VERSION = PLAN + "/versions/{number:str}"
+API_PLANS = "/api" + PLANS
+API_PLAN = "/api" + PLAN
+API_PLAN_VERSION = "/api" + PLAN_VERSION
 HOLD = "/holds/{hold_id:str}"
 API_VERSION = "/api" + VERSION
 API_DRAFT = "/api" + DRAFT
@@ -133,6 +142,16 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", VERSION + "/edges", migration_pages.declare_edge, OP),
     Route("POST", VERSION + "/migrate/preview", migration_pages.preview_migration, OP),
     Route("POST", VERSION + "/migrate", migration_pages.migrate_instances, OP),
+    # Drill plans on a version's graph (issue 22)
+    Route("GET", PLANS, plans.plans_page, V),
+    Route("POST", PLANS, plans.save_plan, OP),
+    Route("GET", PLANS + "/compose", plans.compose, OP),
+    Route("POST", PLANS + "/compose", plans.compose, OP),
+    Route("GET", PLANS + "/coverage", plan_runs.coverage_page, V),
+    Route("GET", PLANS + "/jobs/{job_id:str}", plan_runs.job_page, V),
+    Route("GET", PLAN + "/diff", plans.diff_page, V),
+    Route("GET", PLAN_VERSION + "/export", plans.export_plan, V),
+    Route("POST", PLAN_VERSION + "/run", plan_runs.run_plan, OP),
     # The draft editor
     Route("POST", "/drafts", editor.create_draft, A),
     Route("GET", DRAFT, editor.show_draft, V),
@@ -211,6 +230,14 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/definitions/{name:str}/diff", api_definitions.diff, V, errors=(INVALID,)),
     Route("GET", API_VERSION, api_definitions.get_version, V),
     Route("POST", API_VERSION + "/deprecate", api_definitions.deprecate, A, 200),
+    Route("GET", API_PLANS, api_plans.list_plans, V, errors=(INVALID,)),
+    Route("POST", API_PLANS, api_plans.save_plan, OP, 201, (INVALID,)),
+    Route("GET", API_PLANS + "/coverage", api_plans.plan_coverage, V, errors=(INVALID,)),
+    Route("GET", API_PLANS + "/jobs/{job_id:str}", api_plans.get_plan_run, V, errors=(INVALID,)),
+    Route("GET", API_PLAN, api_plans.get_plan, V, errors=(INVALID,)),
+    Route("GET", API_PLAN_VERSION, api_plans.get_plan_version, V, errors=(INVALID,)),
+    Route("GET", API_PLAN_VERSION + "/export", api_plans.export_plan, V, errors=(INVALID,)),
+    Route("POST", API_PLAN_VERSION + "/run", api_plans.run_plan, OP, 202, (CONFLICT, INVALID)),
     Route("GET", "/api/drafts", api_drafts.list_drafts, V),
     Route("POST", "/api/drafts", api_drafts.create_draft, A, errors=(NOT_FOUND, INVALID)),
     Route("GET", API_DRAFT, api_drafts.get_draft, V),

@@ -95,13 +95,15 @@ async def run_plans(
     *,
     schema: str = DEFAULT_SCHEMA,
     artifacts: Path | None = None,
+    team: str = "",
 ) -> Outcome:
-    """Run drill plans (``verification.plan_drills``) as a recorded campaign."""
+    """Run drill plans (``verification.plan_drills``) as a recorded campaign (of
+    ``team`` when the studio runs them)."""
     seed = master_seed(seed)
     specs = plan_drills.specs(drilled, seed)
     return await run_specs(
         dsn, specs, PROFILES["ci"], seed, progress_callback, schema=schema,
-        artifacts=artifacts, requested=[s.id for s in specs],
+        artifacts=artifacts, requested=[s.id for s in specs], team=team,
     )  # fmt: skip
 
 

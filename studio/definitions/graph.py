@@ -34,6 +34,8 @@ MAX_LABEL = 26
 FITS_LABEL = 16
 """Labels this long fit a node's width whatever their glyphs (the widest, W or M, at the
 title's size); a longer one is squeezed to the node's width rather than spill out."""
+MAX_MARKERS = 6
+"""Pin markers drawn along one node's edge; more are counted (``+n``) instead."""
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,19 @@ import random
 import tempfile
 import threading
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import Store
 from studio.errors import Conflict, Invalid, NotFound
 from studio.settings import StudioSettings
+
+if TYPE_CHECKING:
+    from verification.campaigns import DrillProgress, Outcome
+    from verification.plan_drills import Drilled
 
 log = logging.getLogger("wayline.studio")
 KEEP_JOBS = 50
@@ -50,6 +55,8 @@ class DrillJob:
     run_id: str = ""
     error: str = ""
     finished_at: datetime | None = None
+    plan: Any = None
+    """The saved drill plan this job runs (``studio.plans``); None for a campaign."""
 
     @property
     def done(self) -> int:
@@ -102,23 +109,67 @@ class DrillJobs:
             chosen = select(catalogue(PROFILES[profile], seed), wanted)
         except ValueError as unknown:
             raise Invalid(str(unknown)) from None
+        job = self._new_job(team, actor, profile, list(wanted), seed, len(chosen))
+
+        def campaign(progress: DrillProgress) -> Awaitable[Outcome]:
+            from verification.campaigns import run_drills
+
+            return run_drills(
+                self.settings.dsn, job.drills, job.profile, job.seed, progress,
+                schema=self.settings.schema, artifacts=self.artifacts, team=job.team,
+            )  # fmt: skip
+
+        return self._launch(job, campaign)
+
+    def start_plan(
+        self,
+        team: str,
+        actor: str,
+        drilled: Drilled,
+        plan: Any,
+        finished: Callable[[DrillJob, Outcome], Awaitable[None]],
+    ) -> DrillJob:
+        """Run one drill plan (``plan``: its saved version) in a throwaway schema;
+        ``finished`` is awaited on the job's own loop once the run is recorded."""
+        from verification.plan_drills import specs
+
+        seed = random.SystemRandom().randrange(1, 2**31)
+        ids = [s.id for s in specs([drilled], seed)]
+        job = self._new_job(team, actor, "ci", ids, seed, len(ids), plan)
+
+        async def run(progress: DrillProgress) -> Outcome:
+            from verification.campaigns import run_plans
+
+            outcome = await run_plans(
+                self.settings.dsn, [drilled], seed, progress, schema=self.settings.schema,
+                artifacts=self.artifacts, team=team,
+            )  # fmt: skip
+            await finished(job, outcome)
+            return outcome
+
+        return self._launch(job, run)
+
+    def _new_job(
+        self, team: str, actor: str, profile: str, drills: list[str], seed: int, total: int,
+        plan: Any = None,
+    ) -> DrillJob:  # fmt: skip
+        """A new running job; Conflict while another runs (one at a time per studio)."""
         with self._lock:
             if self.running() is not None:
                 raise Conflict("a drill campaign is running; one runs at a time, try again later")
             job = DrillJob(
-                uuid.uuid4().hex[:12],
-                team,
-                actor,
-                profile,
-                list(wanted),
-                seed,
-                len(chosen),
-                datetime.now(UTC),
-            )
+                uuid.uuid4().hex[:12], team, actor, profile, drills, seed, total,
+                datetime.now(UTC), plan=plan,
+            )  # fmt: skip
             self._jobs[job.job_id] = job
             self._forget_old()
+        return job
+
+    def _launch(
+        self, job: DrillJob, work: Callable[[DrillProgress], Awaitable[Outcome]]
+    ) -> DrillJob:
         thread = threading.Thread(
-            target=self._run, args=(job,), name=f"drills-{job.job_id}", daemon=True
+            target=self._run, args=(job, work), name=f"drills-{job.job_id}", daemon=True
         )
         self._threads[job.job_id] = thread
         thread.start()
@@ -130,26 +181,14 @@ class DrillJobs:
             self._jobs.pop(job.job_id, None)
             self._threads.pop(job.job_id, None)
 
-    def _run(self, job: DrillJob) -> None:
+    def _run(self, job: DrillJob, work: Callable[[DrillProgress], Awaitable[Outcome]]) -> None:
         """The campaign on this thread's own event loop."""
-        from verification.campaigns import run_drills
 
         def progress(done: int, total: int, drill: dict[str, Any]) -> None:
             job.finished.append(drill)
 
         async def campaign() -> None:
-            task = asyncio.create_task(
-                run_drills(
-                    self.settings.dsn,
-                    job.drills,
-                    job.profile,
-                    job.seed,
-                    progress,
-                    schema=self.settings.schema,
-                    artifacts=self.artifacts,
-                    team=job.team,
-                )
-            )
+            task = asyncio.ensure_future(work(progress))
             self._cancel[job.job_id] = (asyncio.get_running_loop(), task)
             outcome = await task
             job.run_id = outcome.run_id

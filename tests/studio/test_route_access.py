@@ -43,6 +43,8 @@ PLACEHOLDERS = {
     "{invitation_id:str}": "no-such-invitation",
     "{bulk_id:str}": "no-such-bulk",
     "{hold_id:str}": "no-such-hold",
+    "{plan:str}": "no-such-plan",
+    "{number:str}": "1",
 }
 """Path values that name nothing real: the answer is then 404/409/422, never 401/403
 for an allowed role (and never a server error)."""

@@ -1,0 +1,125 @@
+"""Coverage of a version's steps by drills: per step, each boundary x fault cell, drilled
+or not, when, and with what verdict, across the team's saved plans and finished runs.
+
+A cell is ``passed`` or ``failed`` by the newest run whose pin there fired, ``never
+fired`` when runs pinned it but it never fired, ``planned`` when only a saved plan pins
+it, empty when nothing does, and not applicable when the harness cannot pin that fault
+there (``verification.plan.pin_problem``), so the untested corners are the empty cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine.model.definitions import Definition, StepKind
+from studio.plans.saved import PlanRun, SavedPlan
+from verification import plan as plans
+
+SYMBOLS = {"passed": "✓", "failed": "✗", "never fired": "∅", "planned": "○", "": "·"}
+"""How a cell shows its status (the page's legend explains them)."""
+HEAT_LEVELS = 4
+"""A node's colour steps: the share of its applicable cells that a run drilled."""
+
+
+@dataclass
+class Cell:
+    boundary: str
+    fault: str
+    applicable: bool
+    status: str = ""
+    """passed, failed, never fired, planned, or '' (not drilled)."""
+    when: datetime | None = None
+    source: str = ""
+    """The plan version, and the run when one drilled it."""
+    run_id: str = ""
+
+    @property
+    def drilled(self) -> bool:
+        return self.status in ("passed", "failed")
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOLS.get(self.status, "?") if self.applicable else ""
+
+
+@dataclass
+class StepCoverage:
+    step: str
+    kind: str
+    boundaries: list[str]
+    cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
+
+    @property
+    def applicable(self) -> int:
+        return sum(c.applicable for c in self.cells.values())
+
+    @property
+    def drilled(self) -> int:
+        return sum(c.drilled for c in self.cells.values())
+
+    @property
+    def level(self) -> int:
+        """0 (nothing drilled) to HEAT_LEVELS (every applicable cell drilled)."""
+        if not self.applicable:
+            return 0
+        return -(-self.drilled * HEAT_LEVELS // self.applicable)
+
+
+def coverage(
+    definition: Definition, saved: list[SavedPlan], runs: list[PlanRun]
+) -> list[StepCoverage]:
+    """Every step with work of its own, and its cells (newest evidence first wins)."""
+    slow = {
+        s.name: plans.Stub("slow", seconds=plans.RENEWAL_SLOW_SECONDS)
+        for s in definition.steps
+        if s.kind is StepKind.ACTIVITY
+    }
+    anything = plans.Plan(definition=f"{definition.name}@{definition.version}", stubs=slow)
+    steps = []
+    for step in definition.steps:
+        boundaries = [b.value for b in plans.BOUNDARIES_OF.get(step.kind, ())]
+        if not boundaries:
+            continue
+        found = StepCoverage(step.name, step.kind.value, boundaries)
+        for boundary in boundaries:
+            for fault in plans.FAULTS:
+                pin = plans.Pin(step.name, boundary, fault)
+                applicable = not plans.pin_problem(anything, definition, pin)
+                found.cells[(boundary, fault)] = Cell(boundary, fault, applicable)
+        steps.append(found)
+    by_step = {s.step: s for s in steps}
+    _from_runs(by_step, runs)
+    _from_plans(by_step, saved)
+    return steps
+
+
+def _cell(by_step: dict[str, StepCoverage], step: str, boundary: str, fault: str) -> Cell | None:
+    found = by_step.get(step)
+    return found.cells.get((boundary, fault)) if found else None
+
+
+def _from_runs(by_step: dict[str, StepCoverage], runs: list[PlanRun]) -> None:
+    for run in runs:
+        for pin in run.pins:
+            cell = _cell(by_step, pin["step"], pin["boundary"], pin["fault"])
+            if cell is None or cell.drilled:
+                continue
+            if pin.get("fired"):
+                cell.status = run.verdict
+            elif not cell.status:
+                cell.status = "never fired"
+            else:
+                continue
+            cell.when, cell.run_id = run.finished_at, run.run_id
+            cell.source = f"{run.plan_name} v{run.plan_version}, run {run.run_id}"
+
+
+def _from_plans(by_step: dict[str, StepCoverage], saved: list[SavedPlan]) -> None:
+    for plan in saved:
+        for pin in plan.document.get("pins", []):
+            if isinstance(pin, str):
+                pin = plans.parse_pin(pin).as_json()
+            cell = _cell(by_step, pin["step"], pin["boundary"], pin["fault"])
+            if cell is not None and not cell.status:
+                cell.status, cell.when, cell.source = "planned", plan.saved_at, plan.label

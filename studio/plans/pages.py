@@ -1,0 +1,215 @@
+"""The drill plan editor on a published version's graph: pick a step on the graph, a
+boundary and a fault, and the pin shows as a marker on its node; save the plan (a new
+version each time), export it, compare two versions.
+
+The working plan lives in the page's form (``studio.plans.documents``): clicking a node
+or pinning a fault re-renders the workspace (graph and form) with htmx and stores
+nothing; only saving does. Viewers see the plans and the graph but no form.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Template
+
+from engine.model.definitions import Definition, definition_to_json
+from studio.definitions.graph import layout, node_classes
+from studio.errors import Invalid
+from studio.plans import diff as plan_diff
+from studio.plans import documents, outcome, saved
+from studio.plans import service as plans
+from studio.plans.documents import FormData, WorkingPlan
+from studio.principal import Principal
+from studio.rendering import is_htmx, page, see_other
+from studio.roles import Access
+from studio.runtime import Runtime
+from verification import plan as harness
+
+BEHAVIOURS = harness.BEHAVIOURS
+FAULT_WORDS = {
+    "kill": "kill the worker (SIGKILL)",
+    "exit": "the worker exits",
+    "raise": "raise in the worker",
+    "pause": "pause past the lease",
+    "sever_before_commit": "cut the COMMIT before the server got it",
+    "sever_after_commit": "cut the COMMIT after the server got it",
+    "duplicate_signal": "deliver the signal again",
+}
+"""How the fault picker names each fault kind (its value is the plan's)."""
+
+
+def plans_url(definition: Definition) -> str:
+    return f"/definitions/{definition.name}/versions/{definition.version}/plans"
+
+
+def blank(definition: Definition) -> WorkingPlan:
+    return WorkingPlan("", {"definition": documents.ref(definition), "input": None,
+                            "stubs": {}, "pins": []})  # fmt: skip
+
+
+def workspace(
+    principal: Principal,
+    definition: Definition,
+    working: WorkingPlan,
+    picked: str = "",
+    error: str = "",
+) -> dict[str, Any]:
+    """What the editor's workspace (graph and form) needs."""
+    document = definition_to_json(definition)
+    editable = principal.can(Access.OPERATOR)
+    markers = {
+        step: [outcome.PinState(p.label, p.boundary, p.fault, "pinned") for p in pins]
+        for step, pins in working.markers().items()
+    }
+    return {
+        "definition": definition,
+        "url": plans_url(definition),
+        "graph": layout(document),
+        "classes": lambda node: node_classes(node, selected=picked),
+        "markers": markers,
+        "working": working,
+        "picked": picked,
+        "boundaries": documents.boundaries_for(definition, picked),
+        "faults": FAULT_WORDS,
+        "behaviours": BEHAVIOURS,
+        "activities": documents.activities(definition),
+        "editable": editable,
+        "error": error,
+    }
+
+
+async def plans_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    plan: FromQuery[str | None] = None,
+    v: FromQuery[int | None] = None,
+    saved_notice: FromQuery[int | None] = None,
+) -> Template:
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    working = blank(definition)
+    if plan:
+        found = await plans.saved_plan(runtime, principal.team_id, plan, v)
+        working = documents.from_document(found.document, definition)
+    return await _page(
+        request, principal, runtime, definition, working,
+        notice=f"Saved {plan} v{v}." if saved_notice and plan and v else "",
+    )  # fmt: skip
+
+
+async def _page(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    definition: Definition,
+    working: WorkingPlan,
+    status: int = 200,
+    picked: str = "",
+    error: str = "",
+    notice: str = "",
+) -> Template:
+    listed = await saved.listed(runtime.store, principal.team_id, documents.ref(definition))
+    return page(
+        request,
+        "plans/page.html",
+        "definitions",
+        status=status,
+        ws=workspace(principal, definition, working, picked, error),
+        saved=listed,
+        notice=notice,
+    )
+
+
+async def _form(request: Request) -> FormData:
+    """The working plan's fields, from the query of a node click or a posted form."""
+    source = await request.form() if request.method == "POST" else request.query_params
+    values: dict[str, list[str]] = {}
+    for key, value in source.multi_items():
+        if isinstance(value, str) and key != "_csrf":
+            values.setdefault(key, []).append(value)
+    return FormData(values)
+
+
+async def compose(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Template:
+    """The workspace again after a node was picked or a pin added or removed."""
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    form = await _form(request)
+    picked = (form.get("step") or form.get("picked") or [""])[0]
+    error = ""
+    if form.one("action") == "pin":
+        form, error = documents.with_pin(FormData({**dict(form), "step": [picked]}), definition)
+    elif form.one("unpin"):
+        form = documents.without_pin(form, form.one("unpin"))
+    working = documents.from_form(form, definition)
+    if not is_htmx(request):
+        return await _page(request, principal, runtime, definition, working, picked=picked,
+                           error=error)  # fmt: skip
+    context = workspace(principal, definition, working, picked, error)
+    return page(request, "plans/_workspace.html", "definitions", ws=context)
+
+
+async def save_plan(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Template | Response[Any]:
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    working = documents.from_form(await _form(request), definition)
+    try:
+        kept = await plans.save(runtime, principal, definition, working)
+    except Invalid as invalid:
+        return await _page(request, principal, runtime, definition, working, status=422,
+                           error=str(invalid))  # fmt: skip
+    return see_other(f"{plans_url(definition)}?plan={kept.name}&v={kept.version}&saved_notice=1")
+
+
+async def export_plan(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    plan: FromPath[str],
+    number: FromPath[str],
+) -> Response[str]:
+    """The plan version as ``wayline drill run --plan`` reads it, as a download."""
+    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
+    filename = f"{found.name}.v{found.version}.json".replace('"', "")
+    return Response(
+        json.dumps(found.document, indent=2) + "\n",
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+async def diff_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    plan: FromPath[str],
+    left: FromQuery[int],
+    right: FromQuery[int],
+) -> Template:
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    one = await plans.saved_plan(runtime, principal.team_id, plan, left)
+    two = await plans.saved_plan(runtime, principal.team_id, plan, right)
+    return page(
+        request, "plans/diff.html", "definitions", definition=definition,
+        url=plans_url(definition), diff=plan_diff.diff(one, two),
+    )  # fmt: skip

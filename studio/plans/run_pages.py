@@ -1,0 +1,116 @@
+"""Running a saved drill plan from the studio, watching it on the graph, and the
+version's coverage heatmap.
+
+The run page polls (htmx, every second) while the drill runs: each pin's marker turns
+when its fault fires; once the drill is recorded, each node shows its outcome in the
+operator's words (``studio.plans.outcome``). The drilled instance lived in a throwaway
+schema that is dropped after the run, so its link opens the history the harness
+captured (the drill's replay corpus) on the drills pages, as long as the run's
+artifacts are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+from litestar.response import Redirect, Template
+
+from engine.model.definitions import Definition, definition_to_json
+from studio.definitions.graph import Node, layout, node_classes
+from studio.plans import heatmap, outcome
+from studio.plans import service as plans
+from studio.plans.pages import plans_url
+from studio.principal import Principal
+from studio.rendering import is_htmx, page, see_other
+from studio.runtime import Runtime
+from verification.plan import FAULTS
+
+
+async def run_plan(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    plan: FromPath[str],
+    number: FromPath[str],
+) -> Redirect:
+    definition, found = await plans.plan_on_version(
+        runtime, principal.team_id, name, version, plan, number
+    )
+    job = plans.run(runtime, principal, definition, found)
+    return see_other(f"{plans_url(definition)}/jobs/{job.job_id}")
+
+
+def _picture(definition: Definition, extra: dict[str, str]) -> dict[str, Any]:
+    """The version's graph, each step's node also classed ``extra[step]``."""
+
+    def classes(node: Node) -> str:
+        return f"{node_classes(node)} {extra.get(node.step, '')}".strip()
+
+    return {"graph": layout(definition_to_json(definition)), "classes": classes}
+
+
+def _notes(view: outcome.RunView) -> dict[str, str]:
+    """The verdict written beside each node: its state, or that a fault fired there."""
+    notes = {}
+    for step, node in view.nodes.items():
+        if node.findings:
+            notes[step] = "violation: see below"
+        elif node.state:
+            notes[step] = node.state[0].partition(": ")[2]
+        elif any(p.state == "fired" for p in node.pins):
+            notes[step] = "fault fired"
+    return notes
+
+
+async def job_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+    job_id: FromPath[str],
+) -> Template:
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    job = plans.job_of(runtime, principal.team_id, job_id)
+    view, run_id = await plans.run_view(runtime, job)
+    markers = {step: node.pins for step, node in view.nodes.items()}
+    context = {
+        "definition": definition,
+        "url": plans_url(definition),
+        "job": job,
+        "view": view,
+        "run_id": run_id,
+        **_picture(definition, {step: node.css for step, node in view.nodes.items()}),
+        "markers": markers,
+        "notes": _notes(view),
+    }
+    template = "plans/_run.html" if is_htmx(request) else "plans/run.html"
+    return page(request, template, "definitions", **context)
+
+
+async def coverage_page(
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> Template:
+    definition = await plans.definition_of(runtime, principal.team_id, name, version)
+    steps = await plans.coverage(runtime, principal.team_id, definition)
+    heat = {s.step: f"heat heat-{s.level}" for s in steps}
+    return page(
+        request,
+        "plans/coverage.html",
+        "definitions",
+        definition=definition,
+        url=plans_url(definition),
+        steps=steps,
+        **_picture(definition, heat),
+        notes={s.step: f"{s.drilled} of {s.applicable} cells drilled" for s in steps},
+        faults=FAULTS,
+        levels=heatmap.HEAT_LEVELS,
+    )

@@ -1,0 +1,168 @@
+"""Drill plans for one published version: saving, reading, running, and what a run and
+the version's coverage look like.
+
+The plan's definition is the team's published version (read through the studio's
+definitions service, so another team's version is not found); a plan is checked by the
+harness's own rules before it is saved and again before it runs. A run is a drill job
+(``studio.drills.jobs``): the harness publishes the version into a throwaway schema,
+runs the instance there with stubbed activities and drops the schema afterwards, so it
+never touches the team's instances. When the run is recorded, the plan's verdict per pin
+is kept for the heatmap (``studio.plans.saved``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from engine import Store
+from engine.model.definitions import Definition
+from studio.definitions import service as definitions
+from studio.drills import service as drills
+from studio.drills.jobs import DrillJob
+from studio.errors import Invalid, NotFound
+from studio.plans import documents, heatmap, outcome, saved
+from studio.plans.documents import WorkingPlan
+from studio.principal import Principal
+from studio.runtime import Runtime
+from verification import plan as plans
+from verification.plan_drills import Drilled
+
+MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
+MAX_PLAN_VERSION = 2**31 - 1
+"""The highest plan version (the column is an integer)."""
+VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
+"""ASCII digits only: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
+
+
+async def definition_of(runtime: Runtime, team: str, name: str, version: str) -> Definition:
+    """The team's published version; Invalid when its mode has no step list to pin."""
+    found = (await definitions.version_of(runtime, team, name, version)).definition
+    if found.mode not in plans.STEP_LIST_MODES:
+        raise Invalid(
+            f"{name}@{version} is a {found.mode.value} definition; drill plans pin faults on "
+            "orchestration step lists for now"
+        )
+    return found
+
+
+def plan_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > MAX_PLAN_NAME:
+        raise Invalid(f"name the plan (1 to {MAX_PLAN_NAME} characters)")
+    return name
+
+
+async def save(
+    runtime: Runtime, principal: Principal, definition: Definition, working: WorkingPlan
+) -> saved.SavedPlan:
+    """The working plan saved as the next version of its name; Invalid listing every
+    problem when it could not run."""
+    name = plan_name(working.name)
+    if working.problems:
+        raise Invalid(
+            "the drill plan is not valid", [{"path": "", "message": p} for p in working.problems]
+        )
+    document = {**working.document, "name": name}
+    return await saved.save(
+        runtime.store, principal.team_id, name, documents.ref(definition), document,
+        principal.actor,
+    )  # fmt: skip
+
+
+def plan_version(text: str | int | None) -> int | None:
+    """A plan version from a path or query (None: the latest); Invalid unless whole."""
+    if text is None or isinstance(text, int):
+        return text
+    if not VERSION_DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_PLAN_VERSION:
+        raise Invalid(f"a plan version is a whole number from 1 to {MAX_PLAN_VERSION}")
+    return int(text)
+
+
+async def saved_plan(
+    runtime: Runtime, team: str, name: str, number: str | int | None
+) -> saved.SavedPlan:
+    version = plan_version(number)
+    found = await saved.get(runtime.store, team, name, version)
+    if found is None:
+        which = f"{name} v{version}" if version else name
+        raise NotFound(f"no drill plan {which} in this team")
+    return found
+
+
+async def plan_on_version(
+    runtime: Runtime, team: str, name: str, version: str, plan: str, number: str | None
+) -> tuple[Definition, saved.SavedPlan]:
+    """The published version and one version of a plan (its latest when ``number`` is
+    None), as the routes below a version's plans name them."""
+    definition = await definition_of(runtime, team, name, version)
+    return definition, await saved_plan(runtime, team, plan, number)
+
+
+def run(
+    runtime: Runtime, principal: Principal, definition: Definition, plan: saved.SavedPlan
+) -> DrillJob:
+    """Start a run of ``plan`` (Conflict while another drill job runs)."""
+    if plan.definition != documents.ref(definition):
+        raise Invalid(f"{plan.label} drills {plan.definition}, not {documents.ref(definition)}")
+    problems = documents.check(plan.document, definition)
+    if problems:
+        raise Invalid("the drill plan cannot run", [{"path": "", "message": p} for p in problems])
+    drilled = Drilled(plans.parse(plan.document), definition)
+    settings = runtime.settings
+
+    async def finished(job: DrillJob, outcome_: Any) -> None:
+        """On the job's own loop: the studio's pool belongs to the studio's loop."""
+        drill = (outcome_.card.get("drills") or [{}])[0]
+        result = (drill.get("extra") or {}).get("plan") or {}
+        store = await Store.open(settings.dsn, settings.schema)
+        try:
+            await saved.record_run(
+                store, job.team, plan, outcome_.run_id, drill.get("verdict", "failed"),
+                result.get("pins", []), job.actor,
+            )  # fmt: skip
+        finally:
+            await store.close()
+
+    return runtime.drills.start_plan(principal.team_id, principal.actor, drilled, plan, finished)
+
+
+def job_of(runtime: Runtime, team: str, job_id: str) -> DrillJob:
+    job = runtime.drills.get(team, job_id)
+    if job.plan is None:
+        raise NotFound("no such drill plan run in this studio")
+    return job
+
+
+async def run_view(runtime: Runtime, job: DrillJob) -> tuple[outcome.RunView, str]:
+    """What the run shows now, and the run id it is recorded under ('' until known)."""
+    pins = list(plans.parse(job.plan.document).pins)
+    run_id = await drills.recorded_run(runtime.store, job)
+    if job.finished:  # the drill ended; the job still records the run until it is done
+        view = outcome.finished(job.finished[0], pins)
+        view.status = job.status
+        return view, run_id
+    if job.status == "error":
+        view = outcome.live("error", pins, None)
+        view.findings.append(f"The run itself broke: {job.error}")
+        return view, run_id
+    report = _report(runtime, run_id, job)
+    return outcome.live(job.status, pins, report), run_id
+
+
+def _report(runtime: Runtime, run_id: str, job: DrillJob) -> Path | None:
+    if not run_id or not job.drills:
+        return None
+    return runtime.drills.artifacts / run_id / job.drills[0] / outcome.REPORT
+
+
+async def coverage(
+    runtime: Runtime, team: str, definition: Definition
+) -> list[heatmap.StepCoverage]:
+    ref = documents.ref(definition)
+    return heatmap.coverage(
+        definition,
+        await saved.listed(runtime.store, team, ref),
+        await saved.runs_of(runtime.store, team, ref),
+    )

@@ -1,0 +1,67 @@
+"""A drill plan in the browser, as an operator makes one: click a step on a published
+version's graph, pin a fault on it, save the plan, run it, watch the marker fire and
+read the verdict on the node, then open the coverage heatmap."""
+
+from __future__ import annotations
+
+import uuid
+
+from playwright.sync_api import Page, expect
+
+from studio.roles import Role
+from tests.browser.conftest import settled, sign_in
+from tests.studio.live import LiveStudio
+from tests.studio.test_plan_api import payments
+
+RUN_MS = 150_000
+"""A whole drill run: a fresh schema, a worker killed and replaced, the checker."""
+
+
+def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveStudio) -> None:
+    team = studio.team("pins")
+    name = f"pay.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, payments(name))
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto(f"/definitions/{name}/versions/1")
+    page.locator("#drill-plans-link").click()
+    settled(page)
+
+    page.locator("#step-charge a").click()
+    settled(page)
+    expect(page.locator("#picked-step")).to_have_text("charge")
+    page.get_by_label("Boundary").select_option("after_handler")
+    page.get_by_label("Fault").select_option("kill")
+    page.get_by_role("button", name="Pin fault").click()
+    settled(page)
+    marker = page.locator("#step-charge .pin-marker[data-pin='charge:after_handler:kill']")
+    expect(marker).to_have_count(1)
+    expect(page.locator("#plan-pins")).to_contain_text("charge:after_handler:kill")
+
+    page.get_by_label("Save as").fill("in doubt")
+    page.get_by_role("button", name="Save plan").click()
+    expect(page.locator("#plan-notice")).to_have_text("Saved in doubt v1.")
+    expect(marker).to_have_count(1)  # the saved plan shows its pin again
+
+    page.locator("tr[data-plan='in doubt']").get_by_role("button", name="Run").click()
+    fired = page.locator("#step-charge .pin-marker.pin-fired")
+    expect(fired).to_have_count(1, timeout=RUN_MS)
+    expect(page.locator("#plan-verdict")).to_have_text("passed", timeout=RUN_MS)
+    expect(page.locator("#step-charge .node-note")).to_contain_text("UNKNOWN (in doubt)")
+    expect(page.locator("#outcome-charge")).to_contain_text(
+        "charge: UNKNOWN (in doubt), waiting for an operator"
+    )
+    expect(page.locator("#outcome-charge")).to_contain_text("pin charge:after_handler:kill: fired")
+
+    expect(page.locator("#plan-run")).to_have_attribute("data-status", "finished")  # recorded
+    coverage = page.get_by_role("link", name="Coverage heatmap").get_attribute("href")
+    page.locator("#drilled-instance").click()  # its history, captured before the drop
+    expect(page.get_by_role("heading", level=1)).to_have_text("Drill instance plan-1")
+    expect(page.locator("tr", has_text="attempt_unknown")).to_contain_text("charge")
+
+    page.goto(str(coverage))
+    cell = page.locator("#coverage-charge td[data-cell='after_handler:kill']")
+    expect(cell).to_have_class("cell cell-passed")
+    expect(page.locator("#coverage-reserve td[data-cell='after_handler:kill']")).to_have_class(
+        "cell cell-none"
+    )
+    expect(page.locator("#step-charge")).to_have_class("node kind-activity heat heat-1")

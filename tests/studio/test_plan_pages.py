@@ -1,0 +1,111 @@
+"""The drill plan editor over HTTP: a pin added by picking a step shows as a marker, a
+pin the step cannot take is refused beside the form, saving twice makes two versions
+whose diff shows what changed, a bad input is refused with the plan kept, and a viewer
+cannot edit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.test_plan_api import payments
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture(scope="module")
+def team(studio: LiveStudio) -> str:
+    return studio.team("planpages")
+
+
+@pytest.fixture(scope="module")
+def url(studio: LiveStudio, team: str) -> str:
+    name = f"pay.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, payments(name))
+    return f"/definitions/{name}/versions/1/plans"
+
+
+def fields(*pins: str, **more: str) -> dict[str, object]:
+    return {"pin": list(pins), "input": '{"order": "o-1"}', **more}
+
+
+def test_picking_a_step_and_pinning_draws_a_marker(operator: SignedInClient, url: str) -> None:
+    picked = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    assert 'id="picked-step">charge<' in picked.text and "after_handler" in picked.text
+    added = operator.form(
+        f"{url}/compose",
+        fields(picked="charge", boundary="after_handler", fault="kill", action="pin"),
+        headers=HTMX,
+    )
+    assert added.status_code == 200
+    assert 'data-pin="charge:after_handler:kill"' in added.text  # the node's marker
+    assert 'name="pin" value="charge:after_handler:kill"' in added.text
+
+
+def test_a_pin_the_step_cannot_take_is_refused_beside_the_form(
+    operator: SignedInClient, url: str
+) -> None:
+    refused = operator.form(
+        f"{url}/compose",
+        fields(picked="charge", boundary="before_signal_ack", fault="kill", action="pin"),
+        headers=HTMX,
+    )
+    assert 'id="plan-error"' in refused.text
+    assert "an activity step does not reach before_signal_ack" in refused.text
+    assert 'name="pin"' not in refused.text
+
+
+def test_saving_twice_makes_versions_and_their_diff_shows_the_change(
+    operator: SignedInClient, url: str
+) -> None:
+    first = operator.form(url, fields("charge:after_handler:kill", name="weekly"))
+    assert first.status_code == 303 and first.headers["location"].endswith("v=1&saved_notice=1")
+    operator.form(
+        url, fields("charge:after_handler:kill", "reserve:after_commit:exit", name="weekly")
+    )
+    page = operator.get(url)
+    assert 'data-plan="weekly" data-version="2"' in page.text
+    diff = operator.get(f"{url}/weekly/diff", params={"left": 1, "right": 2})
+    assert "reserve:after_commit:exit</code> added" in diff.text
+    assert (
+        "+      &#34;step&#34;: &#34;reserve&#34;" in diff.text or '"step": "reserve"' in diff.text
+    )
+    exported = operator.get(f"{url}/weekly/versions/1/export")
+    assert "attachment" in exported.headers["content-disposition"]
+    assert [p["step"] for p in json.loads(exported.text)["pins"]] == ["charge"]
+
+
+def test_a_bad_input_is_refused_and_the_plan_kept(operator: SignedInClient, url: str) -> None:
+    refused = operator.form(
+        url, {"pin": ["charge:after_handler:kill"], "input": "{nope", "name": "typo"}
+    )
+    assert refused.status_code == 422
+    assert "input: not valid JSON" in refused.text
+    assert 'name="pin" value="charge:after_handler:kill"' in refused.text
+
+
+def test_a_viewer_sees_no_editor(viewer: SignedInClient, url: str) -> None:
+    assert viewer.get(f"{url}/compose", params={"step": "charge"}).status_code == 403
+    assert viewer.form(url, fields(name="mine")).status_code == 403
+
+
+def test_a_stub_that_ignores_keys_is_saved_as_not_idempotent(
+    operator: SignedInClient, url: str
+) -> None:
+    operator.form(
+        url,
+        fields("charge:after_handler:kill", name="keys", **{
+            "stub.charge.behaviour": "succeed", "stub.charge.ignores_keys": "on",
+        }),
+    )  # fmt: skip
+    exported = json.loads(operator.get(f"{url}/keys/versions/1/export").text)
+    assert exported["stubs"] == {
+        "charge": {"behaviour": "succeed", "result": None, "seconds": 0.0, "idempotent": False}
+    }
+    assert (
+        'name="stub.charge.ignores_keys" checked'
+        in operator.get(url, params={"plan": "keys", "v": 1}).text
+    )
