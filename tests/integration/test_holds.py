@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from engine import (
@@ -359,3 +360,18 @@ async def test_a_hold_on_a_name_or_version_never_published_is_refused(store: Sto
     with pytest.raises(DefinitionNotFound):  # another team's view: not published there
         await client.place_hold(HoldScope("blue", "lease-test"), "ann", "typo")
     assert await Queries(store).holds("") == []
+
+
+async def test_a_session_naming_the_schema_writes_work_and_held_work_stays_parked(
+    pg_dsn: str, schema: str, running: Running
+) -> None:
+    """A repair from psql names tables with their schema and sets no search_path: the
+    hold trigger still finds the holds and parks the held instance's claim."""
+    await held_starts(running, "repair", 1)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as repair:
+        await repair.execute("SET search_path TO pg_catalog")
+        await repair.execute(
+            f"UPDATE {schema}.work SET state = 2, lease_token = lease_token + 1, "
+            "lease_owner = 'psql' WHERE instance_id = 'repair-0'"
+        )
+    assert await running.parked("repair-0")
