@@ -128,6 +128,20 @@ class StandbyPair:
                 )
             time.sleep(POLL_SECONDS)
 
+    def wait_caught_up(self) -> None:
+        """Until the standby has replayed all the primary had written when called
+        (with ``apply_delay``, that takes the delay)."""
+        query = "SELECT count(*) FROM pg_stat_replication WHERE replay_lsn >= %s::pg_lsn"
+        with psycopg.connect(self.primary_dsn, autocommit=True) as conn:
+            written = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        deadline = time.monotonic() + STREAMING_SECONDS
+        while _scalar(self.primary_dsn, query, (written,)) < 1:
+            if time.monotonic() > deadline:
+                raise StandbyError(
+                    f"the standby did not replay up to {written} within {STREAMING_SECONDS:g} s"
+                )
+            time.sleep(POLL_SECONDS)
+
     def kill_primary(self) -> int:
         """SIGKILL the primary's postmaster (a crash, no shutdown checkpoint); its pid."""
         return self.primary.kill()
