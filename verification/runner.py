@@ -237,6 +237,7 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         histories=histories,
         strands=env.spec.strands,
         machines=env.record.machines,
+        xid_horizon=env.record.extra.get("xid_horizon", 0),
     )
     findings = await invariants.check(context)
     failures = failures + env.record.expectations + findings.violations

@@ -7,7 +7,7 @@ workers and the checker, through one multi-host connection string
 
 - ``F1-sync``: the standby is synchronous (``synchronous_standby_names``). A worker stops
   itself with an outcome's transaction staged and its COMMIT not yet sent (a
-  persistence boundary) while another worker is busy; the primary's postmaster is
+  persistence boundary), another worker takes a lease; the primary's postmaster is
   SIGKILLed, the stopped worker resumed (its COMMIT meets a dead server), the standby
   promoted. Workers must resume on the promoted server by themselves, every COMMIT whose
   answer was lost must be settled there like any other unknown commit, and every
@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import observations
 from verification.drills.base import DrillEnv
@@ -41,6 +42,7 @@ RESUME_SECONDS = 30.0
 """How long work may take to resume on the promoted server (kill to first new commit)."""
 LOST_INSTANCES = 3
 """Instances started while the asynchronous standby receives nothing (F1-async)."""
+LEASED_BY = f"SELECT count(*) FROM work WHERE state = {WorkState.LEASED} AND lease_owner = %s"
 COMMITTED_SINCE = "SELECT count(*) FROM transitions WHERE committed_at > %s"
 """Transitions whose transaction began after a moment (after the kill: on the promoted
 server, as the old primary was gone)."""
@@ -81,13 +83,18 @@ def _pair(env: DrillEnv) -> StandbyPair:
 
 async def synchronous(env: DrillEnv) -> None:
     pair = _pair(env)
-    for item in await env.start_workload(Workload(env.spec.id, count=4)):
+    for item in await env.start_workload(Workload(env.spec.id, count=6)):
         await env.signal(item)
     fault = Fault(Boundary.BEFORE_COMMIT, 3, Action.PAUSE)
     stopped = env.worker("a", plan=[fault])
-    env.worker("b")
     await wait_fired(env, fault, stopped)
     await stopped.wait_paused(10.0)
+    busy = env.worker("b")
+
+    async def leasing() -> bool:
+        return await env.scalar(LEASED_BY, (busy.worker_id,)) > 0
+
+    await env.until(leasing, RESUME_SECONDS, f"{busy.worker_id} to hold a lease")
     killed = await _fail_over(env, pair, resume=stopped.resume)
     await _resumed(env, killed)
     await env.quiesce()
@@ -107,7 +114,7 @@ async def _fail_over(
     if resume is not None:
         resume()
     started = time.monotonic()
-    await asyncio.to_thread(pair.promote)
+    env.record.extra["xid_horizon"] = await asyncio.to_thread(pair.promote)
     env.record.extra["promote_seconds"] = round(time.monotonic() - started, 3)
     return killed
 
@@ -151,13 +158,15 @@ async def asynchronous(env: DrillEnv) -> None:
 async def _report_lost(env: DrillEnv, started: list[str]) -> None:
     """Which acknowledged starts the promoted server lacks: the finding. They are taken
     out of the acknowledged set, as the engine never had them to lose or keep."""
-    async with env.store.reading() as conn:
-        rows = await (
-            await conn.execute(
-                "SELECT instance_id FROM instances WHERE instance_id = ANY(%s)", (started,)
-            )
-        ).fetchall()
-    present = {instance for (instance,) in rows}
+    present: set[str] = set()
+
+    async def read() -> bool:  # the first reads may meet connections to the dead primary
+        async with env.store.reading() as conn:
+            query = "SELECT instance_id FROM instances WHERE instance_id = ANY(%s)"
+            present.update(i for (i,) in await (await conn.execute(query, (started,))).fetchall())
+        return True
+
+    await env.until(read, RESUME_SECONDS, "the promoted server to answer")
     lost = [instance for instance in started if instance not in present]
     env.record.acked = [a for a in env.record.acked if a not in lost]
     env.record.extra["acknowledged_lost"] = len(lost)
