@@ -109,8 +109,9 @@ def _failover_lines(failover: dict[str, Any]) -> list[str]:
     resume = failover["time_to_resume_max"]
     lines = [
         f"failover   drills {failover['drills']}  time-to-resume max "
-        f"{'-' if resume is None else f'{resume} s'}  ambiguous commits "
-        f"{failover['ambiguous_commits']}  acknowledged then lost (asynchronous standby) "
+        f"{'-' if resume is None else f'{resume} s'}  commits in flight "
+        f"{failover['commits_in_flight']} (settled {failover['ambiguous_commits']})  "
+        "acknowledged then lost (asynchronous standby) "
         f"{failover['acknowledged_lost']}"
     ]
     lines.extend(f"finding    {finding}" for finding in failover["findings"])

@@ -258,13 +258,16 @@ def _recovery(results: list[DrillResult]) -> dict[str, Any]:
 
 def _failover(results: list[DrillResult]) -> dict[str, Any]:
     """The failover drills (F1): how soon work resumed on the promoted standby, how many
-    commits lost their answer with the primary, and what an asynchronous standby lost
-    after acknowledging it (a finding about the setting, not an engine failure)."""
+    COMMITs were in flight when the primary died (their answers lost) and how many of
+    them the engine settled (the others, claims and heartbeats, are retried as unknown),
+    and what an asynchronous standby lost after acknowledging it (a finding about the
+    setting, not an engine failure)."""
     extras = [r.record.extra for r in results if r.family == "F1"]
     resumed = [e["time_to_resume_seconds"] for e in extras if "time_to_resume_seconds" in e]
     return {
         "drills": len(extras),
         "time_to_resume_max": round(max(resumed), 2) if resumed else None,
+        "commits_in_flight": sum(e.get("commits_in_flight", 0) for e in extras),
         "ambiguous_commits": sum(e.get("ambiguous_commits", 0) for e in extras),
         "acknowledged_lost": sum(e.get("acknowledged_lost", 0) for e in extras),
         "findings": [e["finding"] for e in extras if "finding" in e],

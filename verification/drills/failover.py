@@ -5,14 +5,16 @@ and a standby made by ``pg_basebackup``) and runs everything, the harness's stor
 workers and the checker, through one multi-host connection string
 (``host=p,s target_session_attrs=read-write``), exactly as a team would.
 
-- ``F1-sync``: the standby is synchronous (``synchronous_standby_names``). A worker stops
-  itself with an outcome's transaction staged and its COMMIT not yet sent (a
-  persistence boundary), another worker takes a lease; the primary's postmaster is
-  SIGKILLed, the stopped worker resumed (its COMMIT meets a dead server), the standby
-  promoted. Workers must resume on the promoted server by themselves, every COMMIT whose
-  answer was lost must be settled there like any other unknown commit, and every
-  invariant must hold on the promoted server. The record gives the time to resume
-  (kill to the first new commit on the promoted server) and the ambiguous commits.
+- ``F1-sync``: the standby is synchronous (``synchronous_standby_names``). While two
+  workers run, the standby stops receiving WAL, so every COMMIT the primary is sent
+  waits for it: a persistence boundary held open. With commits so in flight, the
+  primary's postmaster is SIGKILLed and the standby promoted. Workers must resume on
+  the promoted server by themselves, every COMMIT whose answer was lost must be settled
+  there like any other unknown commit (none of them reached the standby, so none may be
+  taken for committed, even when the promoted server gives its transaction id to
+  another), and every invariant must hold on the promoted server. The record gives the
+  time to resume (kill to the first new commit on the promoted server), the COMMITs in
+  flight at the kill and how many of them the engine settled.
 - ``F1-async``: the standby is asynchronous. Its WAL shipping is paused, a client starts
   instances (each acknowledged by the primary), and the primary is killed: after the
   promotion those starts are gone. That loss is PostgreSQL's documented behaviour with
@@ -29,20 +31,25 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engine.store.rows import WorkState
-from engine.worker.faults import Action, Boundary, Fault
 from verification import observations
 from verification.drills.base import DrillEnv
-from verification.drills.boundaries import wait_fired
 from verification.standby import StandbyPair
 from verification.target import Target
 from verification.workloads import Workload
 
 RESUME_SECONDS = 30.0
 """How long work may take to resume on the promoted server (kill to first new commit)."""
+IN_FLIGHT = 2
+"""COMMITs F1-sync has waiting for the standby (sent, not answered) when it kills the
+primary: each answer is surely lost, each must be settled on the promoted server."""
+WAITING_FOR_STANDBY = (
+    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' "
+    "AND application_name LIKE 'F1-%'"
+)
+STARTED = "SELECT count(*) FROM history WHERE kind = 12"
+"""Attempts started (``attempt_started`` events): the workload is under way."""
 LOST_INSTANCES = 3
 """Instances started while the asynchronous standby receives nothing (F1-async)."""
-LEASED_BY = f"SELECT count(*) FROM work WHERE state = {WorkState.LEASED} AND lease_owner = %s"
 COMMITTED_SINCE = "SELECT count(*) FROM transitions WHERE committed_at > %s"
 """Transitions whose transaction began after a moment (after the kill: on the promoted
 server, as the old primary was gone)."""
@@ -85,17 +92,21 @@ async def synchronous(env: DrillEnv) -> None:
     pair = _pair(env)
     for item in await env.start_workload(Workload(env.spec.id, count=6)):
         await env.signal(item)
-    fault = Fault(Boundary.BEFORE_COMMIT, 3, Action.PAUSE)
-    stopped = env.worker("a", plan=[fault])
-    await wait_fired(env, fault, stopped)
-    await stopped.wait_paused(10.0)
-    busy = env.worker("b")
+    env.worker("a")
+    env.worker("b")
 
-    async def leasing() -> bool:
-        return await env.scalar(LEASED_BY, (busy.worker_id,)) > 0
+    async def progressed() -> bool:
+        return await env.scalar(STARTED) >= 2
 
-    await env.until(leasing, RESUME_SECONDS, f"{busy.worker_id} to hold a lease")
-    killed = await _fail_over(env, pair, resume=stopped.resume)
+    await env.until(progressed, RESUME_SECONDS, "attempts to start")
+    await asyncio.to_thread(pair.pause_shipping)
+
+    async def waiting() -> bool:
+        return await env.scalar(WAITING_FOR_STANDBY) >= IN_FLIGHT
+
+    await env.until(waiting, RESUME_SECONDS, f"{IN_FLIGHT} commits to wait for the standby")
+    env.record.extra["commits_in_flight"] = await env.scalar(WAITING_FOR_STANDBY)
+    killed = await _fail_over(env, pair)
     await _resumed(env, killed)
     await env.quiesce()
     await env.stop_processes()
@@ -131,7 +142,9 @@ async def _resumed(env: DrillEnv, killed: datetime) -> None:
 
 
 def _count_ambiguous(env: DrillEnv) -> None:
-    """The commits whose answer was lost (settled by the engine), for the scorecard."""
+    """The commits whose answer was lost that the engine settled, for the scorecard
+    (lease writes, claims and heartbeats have no ledger row to settle by: they stay
+    unknown and are retried)."""
     settled = [
         o for o in observations.read(env.process_env.observations) if o.get("kind") == "settled"
     ]
