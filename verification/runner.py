@@ -189,6 +189,8 @@ async def _on_own_servers(spec: DrillSpec, campaign: Campaign) -> DrillResult:
         async with spec.servers(campaign.directory / spec.id / "servers") as target:
             own = replace(campaign, target=target)
             return await run_drill(replace(spec, servers=None), own)
+    except DrillNotRun as exc:
+        return _not_run(spec, str(exc))
     except Exception as exc:  # the servers could not be built or stopped: say why
         log.exception("drill %s could not build or stop its servers", spec.id)
         return _result(spec, "failed", started, [f"servers: {type(exc).__name__}: {exc}"])

@@ -31,8 +31,9 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine.store.embedded import EmbeddedPostgresError, find_pg_bin
 from verification import observations
-from verification.drills.base import DrillEnv
+from verification.drills.base import DrillEnv, DrillNotRun
 from verification.standby import StandbyPair
 from verification.target import Target
 from verification.workloads import Workload
@@ -63,7 +64,12 @@ SYNC_FINDING = (
 
 @asynccontextmanager
 async def standby_pair(root: Path, synchronous: bool) -> AsyncIterator[Target]:
-    """A drill's own primary and standby, as a target named by a multi-host DSN."""
+    """A drill's own primary and standby, as a target named by a multi-host DSN; not
+    run where PostgreSQL's server binaries are missing (a borrowed server)."""
+    try:
+        find_pg_bin()
+    except EmbeddedPostgresError as exc:
+        raise DrillNotRun(str(exc)) from None
     pair = await asyncio.to_thread(StandbyPair.start, root, synchronous)
     try:
         yield Target(pair.multi_host_dsn, standby=pair)
