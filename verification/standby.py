@@ -27,6 +27,7 @@ promotion without being told. Use ``StandbyPair.start(root, synchronous=...)``, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -121,15 +122,12 @@ class StandbyPair:
         params: tuple[str, ...] = ()
         if state:
             query, params = f"{query} AND sync_state = %s", (state,)
-        deadline = time.monotonic() + STREAMING_SECONDS
-        while _scalar(self.primary_dsn, query, params) < 1:
-            if time.monotonic() > deadline:
-                raise StandbyError(
-                    f"the standby did not stream{' as ' + state if state else ''} within "
-                    f"{STREAMING_SECONDS:g} s (logs {self.primary.log_path}, "
-                    f"{self.standby.log_path})"
-                )
-            time.sleep(POLL_SECONDS)
+        _until(
+            lambda: _scalar(self.primary_dsn, query, params) > 0,
+            STREAMING_SECONDS,
+            f"the standby did not stream{' as ' + state if state else ''} (logs "
+            f"{self.primary.log_path}, {self.standby.log_path})",
+        )
 
     def wait_caught_up(self) -> None:
         """Until the standby has replayed all the primary had written when called
@@ -137,13 +135,11 @@ class StandbyPair:
         query = "SELECT count(*) FROM pg_stat_replication WHERE replay_lsn >= %s::pg_lsn"
         with psycopg.connect(self.primary_dsn, autocommit=True) as conn:
             written = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
-        deadline = time.monotonic() + STREAMING_SECONDS
-        while _scalar(self.primary_dsn, query, (written,)) < 1:
-            if time.monotonic() > deadline:
-                raise StandbyError(
-                    f"the standby did not replay up to {written} within {STREAMING_SECONDS:g} s"
-                )
-            time.sleep(POLL_SECONDS)
+        _until(
+            lambda: _scalar(self.primary_dsn, query, (written,)) > 0,
+            STREAMING_SECONDS,
+            f"the standby did not replay up to {written}",
+        )
 
     def kill_primary(self) -> int:
         """SIGKILL the primary's postmaster (a crash, no shutdown checkpoint); its pid."""
@@ -155,21 +151,18 @@ class StandbyPair:
         primary gave out never reached the standby; the promoted server gives them out
         again, so their status there says nothing about the old primary's transactions.
         """
-        deadline = time.monotonic() + PROMOTED_SECONDS
-        while _scalar(self.standby_dsn, REPLAYING) > 0:  # read the horizon once all is in
-            if time.monotonic() > deadline:
-                raise StandbyError("the standby did not replay what it had received")
-            time.sleep(POLL_SECONDS)
+        _until(  # the horizon is read once all the standby received is replayed
+            lambda: _scalar(self.standby_dsn, REPLAYING) == 0,
+            PROMOTED_SECONDS,
+            "the standby did not replay what it had received",
+        )
         horizon = _scalar(self.standby_dsn, "SELECT pg_snapshot_xmax(pg_current_snapshot())")
         self.standby.promote()
-        deadline = time.monotonic() + PROMOTED_SECONDS
-        while _scalar(self.standby_dsn, "SELECT count(*) WHERE NOT pg_is_in_recovery()") < 1:
-            if time.monotonic() > deadline:
-                raise StandbyError(
-                    f"the promoted standby did not accept writes within {PROMOTED_SECONDS:g} s"
-                    f" (log {self.standby.log_path})"
-                )
-            time.sleep(POLL_SECONDS)
+        _until(
+            lambda: _scalar(self.standby_dsn, "SELECT count(*) WHERE NOT pg_is_in_recovery()") > 0,
+            PROMOTED_SECONDS,
+            f"the promoted standby did not accept writes (log {self.standby.log_path})",
+        )
         return horizon
 
     def pause_shipping(self) -> None:
@@ -178,12 +171,11 @@ class StandbyPair:
         acknowledges commits the standby will never have."""
         _execute(self.standby_dsn, "ALTER SYSTEM SET primary_conninfo = ''")
         _execute(self.standby_dsn, "SELECT pg_reload_conf()")
-        deadline = time.monotonic() + STREAMING_SECONDS
-        query = "SELECT count(*) FROM pg_stat_wal_receiver"
-        while _scalar(self.standby_dsn, query) > 0:
-            if time.monotonic() > deadline:
-                raise StandbyError("the standby's WAL receiver did not stop")
-            time.sleep(POLL_SECONDS)
+        _until(
+            lambda: _scalar(self.standby_dsn, "SELECT count(*) FROM pg_stat_wal_receiver") == 0,
+            STREAMING_SECONDS,
+            "the standby's WAL receiver did not stop",
+        )
 
     def stop(self) -> None:
         """Stop both clusters (whatever state they are in); their data dirs remain."""
@@ -220,6 +212,15 @@ def multi_host(*dsns: str) -> str:
         port=",".join(str(p["port"]) for p in parts),
         target_session_attrs="read-write",
     )
+
+
+def _until(condition: Callable[[], bool], seconds: float, failure: str) -> None:
+    """Poll ``condition`` until it holds; StandbyError saying ``failure`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise StandbyError(f"{failure} within {seconds:g} s")
+        time.sleep(POLL_SECONDS)
 
 
 def _append_setting(server: EmbeddedPostgres, name: str, value: str) -> None:
