@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from engine.store.embedded import EmbeddedPostgresError, find_pg_bin
@@ -54,7 +55,7 @@ LOST_INSTANCES = 3
 COMMITTED_SINCE = "SELECT count(*) FROM transitions WHERE committed_at > %s"
 """Transitions whose transaction began after a moment (after the kill: on the promoted
 server, as the old primary was gone)."""
-SYNC_FINDING = (
+ASYNC_FINDING = (
     "with an asynchronous standby (synchronous_standby_names empty) the primary "
     "acknowledges a commit before the standby has it: {lost} of {started} starts "
     "acknowledged to the client were missing after the standby was promoted. With a "
@@ -77,16 +78,8 @@ async def standby_pair(root: Path, synchronous: bool) -> AsyncIterator[Target]:
         await asyncio.to_thread(pair.stop)
 
 
-@asynccontextmanager
-async def synchronous_pair(root: Path) -> AsyncIterator[Target]:
-    async with standby_pair(root, synchronous=True) as target:
-        yield target
-
-
-@asynccontextmanager
-async def asynchronous_pair(root: Path) -> AsyncIterator[Target]:
-    async with standby_pair(root, synchronous=False) as target:
-        yield target
+synchronous_pair = partial(standby_pair, synchronous=True)
+asynchronous_pair = partial(standby_pair, synchronous=False)
 
 
 def _pair(env: DrillEnv) -> StandbyPair:
@@ -119,17 +112,12 @@ async def synchronous(env: DrillEnv) -> None:
     _count_ambiguous(env)
 
 
-async def _fail_over(
-    env: DrillEnv, pair: StandbyPair, resume: Callable[[], None] | None = None
-) -> datetime:
-    """SIGKILL the primary (resume a stopped worker into the dead server), promote;
-    when the primary was killed."""
+async def _fail_over(env: DrillEnv, pair: StandbyPair) -> datetime:
+    """SIGKILL the primary, promote the standby; when the primary was killed."""
     await asyncio.to_thread(pair.kill_primary)
     killed = datetime.now(UTC)
     env.mark_fault("failover")
     env.record.env_faults["primary_killed"] += 1
-    if resume is not None:
-        resume()
     started = time.monotonic()
     env.record.extra["xid_horizon"] = await asyncio.to_thread(pair.promote)
     env.record.extra["promote_seconds"] = round(time.monotonic() - started, 3)
@@ -189,6 +177,6 @@ async def _report_lost(env: DrillEnv, started: list[str]) -> None:
     lost = [instance for instance in started if instance not in present]
     env.record.acked = [a for a in env.record.acked if a not in lost]
     env.record.extra["acknowledged_lost"] = len(lost)
-    env.record.extra["finding"] = SYNC_FINDING.format(lost=len(lost), started=len(started))
+    env.record.extra["finding"] = ASYNC_FINDING.format(lost=len(lost), started=len(started))
     env.expect(lost == started, f"an asynchronous standby kept {len(started) - len(lost)} "
                "starts it was never sent: WAL shipping was not paused")  # fmt: skip
