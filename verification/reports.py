@@ -72,6 +72,7 @@ def _body(card: dict[str, Any]) -> list[str]:
         f"recovery   faults {r['faults']}  time-to-recover p50 {r['p50']} s  p95 {r['p95']} s  "
         f"max {r['max']} s  sweeps {r['recovery_sweeps']}  stranded-after-quiet "
         f"{r['stranded_after_quiet']}",
+        *_failover_lines(card.get("failover", {})),
         *_invariant_lines(card["invariants"]),
         f"replay     histories {_n(rp['histories'])}  events replayed "
         f"{_n(rp['events_replayed'])}  clean NDE {rp['clean_nondeterminism']}  mutants "
@@ -98,6 +99,22 @@ def _fault_table(faults: dict[str, Any]) -> list[str]:
         lines.append(f"           {boundary:<20}{row}{reached:>14}")
     never = ", ".join(faults["never_reached"]) or "-"
     lines.append(f"           never reached: {never}")
+    return lines
+
+
+def _failover_lines(failover: dict[str, Any]) -> list[str]:
+    """Only when failover drills ran: time to resume, answers lost, and the findings."""
+    if not failover.get("drills"):
+        return []
+    resume = failover["time_to_resume_max"]
+    lines = [
+        f"failover   drills {failover['drills']}  time-to-resume max "
+        f"{'-' if resume is None else f'{resume} s'}  commits in flight "
+        f"{failover['commits_in_flight']} (settled {failover['ambiguous_commits']})  "
+        "acknowledged then lost (asynchronous standby) "
+        f"{failover['acknowledged_lost']}"
+    ]
+    lines.extend(f"finding    {finding}" for finding in failover["findings"])
     return lines
 
 

@@ -56,6 +56,7 @@ def build(result: CampaignResult, postgres_version: str) -> dict[str, Any]:
         "ambiguity": _ambiguity(totals),
         "leases": _leases(totals),
         "recovery": _recovery(result.results),
+        "failover": _failover(result.results),
         "invariants": _invariants(result.results),
         "replay": _replay(totals),
         "property": _property(result.results),
@@ -252,6 +253,24 @@ def _recovery(results: list[DrillResult]) -> dict[str, Any]:
         "recovery_sweeps": sum(
             r.stats.get("recovery_sweeps", 0) + r.reached.get("in_recovery", 0) for r in results
         ),
+    }
+
+
+def _failover(results: list[DrillResult]) -> dict[str, Any]:
+    """The failover drills (F1): how soon work resumed on the promoted standby, how many
+    COMMITs were in flight when the primary died (their answers lost) and how many of
+    them the engine settled (the others, claims and heartbeats, are retried as unknown),
+    and what an asynchronous standby lost after acknowledging it (a finding about the
+    setting, not an engine failure)."""
+    extras = [r.record.extra for r in results if r.family == "F1"]
+    resumed = [e["time_to_resume_seconds"] for e in extras if "time_to_resume_seconds" in e]
+    return {
+        "drills": len(extras),
+        "time_to_resume_max": round(max(resumed), 2) if resumed else None,
+        "commits_in_flight": sum(e.get("commits_in_flight", 0) for e in extras),
+        "ambiguous_commits": sum(e.get("ambiguous_commits", 0) for e in extras),
+        "acknowledged_lost": sum(e.get("acknowledged_lost", 0) for e in extras),
+        "findings": [e["finding"] for e in extras if "finding" in e],
     }
 
 

@@ -3,8 +3,8 @@
 The catalogue (``verification.drills.catalogue``) names families by id and its matrix
 families' drills by action and boundary only (``kill at after_claim``), so a family
 needs one sentence of its own. The order is the reading order: the engine's fault
-families by number (D1, D2, ..., D19), then unknown outcomes (U), operations (O),
-holds (H), state machines (M), code-first runs (C) and drill plans (P).
+families by number (D1, D2, ..., D19), failover (F), then unknown outcomes (U),
+operations (O), holds (H), state machines (M), code-first runs (C) and drill plans (P).
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ ABOUT = {
     "D15": "Recovery sweeps and claimers race live workers.",
     "D16": "A worker killed and restarted at once under the same id.",
     "D19": "A worker's wall clock jumps an hour ahead or back.",
+    "F1": "The primary SIGKILLed mid-commit and its standby promoted: with a synchronous "
+    "standby, workers follow the multi-host connection string, every lost answer is "
+    "settled and nothing acknowledged is lost; an asynchronous standby loses acknowledged "
+    "commits (reported as a finding).",
     "U": "Unknown outcomes: outcome answers held back or cut while leases renew; a "
     "handler that never ran is never called unknown.",
     "O1": "An incident: a definition held, then a bulk cancel whose COMMITs are cut while "
@@ -51,7 +55,7 @@ ABOUT = {
     "P": "A drill plan: one drill with every pin of a plan file.",
 }
 """One sentence per family: what breaks and what must still hold."""
-GROUPS = "DUOHMCP"
+GROUPS = "DFUOHMCP"
 """Family letters in reading order (any other letter comes after them)."""
 FAMILY_ID = re.compile(r"([A-Z]+)(\d*)")
 
