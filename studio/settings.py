@@ -22,6 +22,9 @@ BODY_TOO_LARGE = f"the request body is larger than the {MAX_BODY_BYTES:,} bytes 
 class StudioSettings:
     dsn: str
     schema: str = DEFAULT_SCHEMA
+    read_dsn: str = ""
+    """A replica the list, instance, history and drill-report pages read from
+    (``studio.reads``); empty: they read the primary like everything else."""
     secure_cookies: bool = False
     """Mark cookies Secure; turn on whenever the studio is served over HTTPS."""
     session_ttl: timedelta = timedelta(hours=12)

@@ -80,7 +80,7 @@ async def _update(
     sent: dict[str, str],
 ) -> dict[str, Any]:
     """What changed since ``known``: node classes, changed parts, new history rows."""
-    detail = await instance_detail.detail_of(runtime, row, entry)
+    detail = await instance_detail.detail_of(runtime.primary, row, entry)
     parts = {}
     for section in render_sections(request, detail).values():
         if sent.get(section.element_id) != section.digest:
