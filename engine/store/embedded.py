@@ -321,6 +321,39 @@ class EmbeddedPostgres:
         self._remove_temp_socket_dir(Path(self._running.socket_dir))
         self._running = None
 
+    def clone(self, source_dsn: str, slot: str) -> None:
+        """Make this (not yet created) cluster a standby of the server at ``source_dsn``.
+
+        ``pg_basebackup -R`` copies the running server and writes the standby's
+        ``primary_conninfo``; ``slot`` (a physical replication slot on the source) keeps
+        the source's WAL until the standby has it. ``start()`` then runs it as a standby.
+        """
+        if self.data_dir.exists() and any(self.data_dir.iterdir()):
+            raise EmbeddedPostgresError(f"{self.data_dir} is not empty: cannot clone into it")
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._run_as.own(self.data_dir)
+        result = self._tool("pg_basebackup", "-d", source_dsn, "-R", "-X", "stream", "-S", slot)
+        if result.returncode != 0:
+            raise EmbeddedPostgresError(
+                f"pg_basebackup into {self.data_dir} failed: {_tail(result.stderr)}"
+            )
+
+    def promote(self) -> None:
+        """End recovery on this standby (``pg_ctl promote``) and wait until it is a primary."""
+        result = self._tool("pg_ctl", *_WAIT, "promote")
+        if result.returncode != 0:
+            raise EmbeddedPostgresError(
+                f"PostgreSQL in {self.data_dir} was not promoted: {_tail(result.stderr)}"
+            )
+
+    def kill(self) -> int:
+        """SIGKILL the postmaster (a crash: its backends lose their parent and end); its pid.
+
+        ``start()`` afterwards waits out the corpse and starts the cluster again."""
+        pid = self._pid_file().pid
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
     def __enter__(self) -> Self:
         self.start()
         return self
