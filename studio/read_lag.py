@@ -25,8 +25,9 @@ from studio.formats import format_duration
 
 READ_LAG_HEADER = "Wayline-Read-Lag"
 """On answers read from a replica: ``bytes=N; seconds=S`` (N bytes of the primary's WAL
-not replayed yet; S bounds the staleness in seconds; both 0 when up to date), or
-``unknown`` when the read server is not a standby or has replayed nothing yet."""
+not replayed yet; S bounds the staleness in seconds, absent when the standby has
+replayed no commit since it started; both 0 when up to date), or ``unknown`` when the
+read server is not a standby or has replayed nothing yet."""
 STATE_KEY = "wayline_read_lag"
 """Where a request's measured lag waits for its page and its response headers."""
 
@@ -65,8 +66,11 @@ class ReadLag:
         """``READ_LAG_HEADER``'s value."""
         if self.behind_bytes is None:
             return "unknown"
-        seconds = self.at_most.total_seconds() if self.at_most is not None else 0.0
-        return f"bytes={self.behind_bytes}; seconds={seconds:.3f}"
+        if self.up_to_date:
+            return "bytes=0; seconds=0.000"
+        if self.at_most is None:
+            return f"bytes={self.behind_bytes}"
+        return f"bytes={self.behind_bytes}; seconds={self.at_most.total_seconds():.3f}"
 
 
 def lag_between(primary: WalPosition, replica: WalPosition) -> ReadLag:
