@@ -10,7 +10,6 @@ Live updates are off, so the stale view stays what the replica says.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -22,7 +21,7 @@ from engine.decide.operator_actions import Action
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.browser.conftest import TIMEOUT_MS, VIEWPORT, settled, sign_in
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import LiveStudio
 from tests.studio.replica import catch_up, frozen, replica_studio
 from verification.standby import StandbyPair
 
@@ -53,10 +52,7 @@ def test_a_stale_page_says_how_far_behind_it_is_and_its_cancel_is_refused(
     pair_and_studio: tuple[StandbyPair, LiveStudio], replica_page: Page
 ) -> None:
     pair, live = pair_and_studio
-    team = live.team("replica")
-    name = f"flow.{uuid.uuid4().hex[:6]}"
-    live.publish(team, definition(name))
-    instance_id = live.start(team, name)
+    team, _, instance_id = live.one_running("replica")
     sign_in(replica_page, live.user(team, Role.OPERATOR))
     url = instance_url(instance_id)
     catch_up(pair)

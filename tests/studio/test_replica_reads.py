@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from engine import Client
 from engine.decide.operator_actions import Action
+from engine.model.instance import Instance
 from engine.store import catalog
 from studio.dependencies import DEPENDENCIES
 from studio.instance_urls import instance_url
@@ -77,34 +79,21 @@ def lag_of(answer: Any) -> tuple[int, float]:
     return int(found.group(1)), float(found.group(2))
 
 
+def on_primary(live: LiveStudio, instance_id: str) -> Instance:
+    """The instance as the primary holds it."""
+    return live.run(lambda store: Client(store).inspect(instance_id))
+
+
 def audit(live: LiveStudio, instance_id: str) -> list[tuple[str, str]]:
-    """The instance's audit as the primary holds it: (action, actor) pairs."""
-
-    async def read(store: Any) -> list[tuple[str, str]]:
-        from engine import Client
-
-        state = await Client(store).inspect(instance_id)
-        return [(entry.action, entry.actor) for entry in state.audit]
-
-    return live.run(read)
-
-
-def status_on_primary(live: LiveStudio, instance_id: str) -> str:
-    async def read(store: Any) -> str:
-        from engine import Client
-
-        return (await Client(store).inspect(instance_id)).status.label
-
-    return live.run(read)
+    """The instance's audit on the primary: (action, actor) pairs."""
+    return [(entry.action, entry.actor) for entry in on_primary(live, instance_id).audit]
 
 
 def test_without_a_replica_pages_read_the_primary_and_say_nothing_of_one(
     studio: LiveStudio,
 ) -> None:
-    team = studio.team("primary-only")
-    name = f"flow.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    url = instance_url(studio.start(team, name))
+    team, _, instance_id = studio.one_running("primary-only")
+    url = instance_url(instance_id)
     client = studio.client(studio.user(team, Role.VIEWER))
     for path in ("/instances", url, f"/api{url}"):
         answer = client.get(path)
@@ -140,7 +129,7 @@ def test_a_stale_page_offers_cancel_but_the_primary_refuses_it(
     url = instance_url(instance_id)
     with frozen(pair):
         live.command(instance_id, Action.TERMINATE, "ended on the primary")
-        assert status_on_primary(live, instance_id) == "terminated"
+        assert on_primary(live, instance_id).status.label == "terminated"
 
         page = ops.get(url)  # the replica has not replayed the termination
         assert page.status_code == 200
@@ -167,7 +156,7 @@ def test_a_stale_page_offers_cancel_but_the_primary_refuses_it(
         assert READ_LAG_HEADER not in scripted.headers  # an action's answer is the primary's
 
     assert audit(live, instance_id) == [("terminate", "seed")]
-    assert status_on_primary(live, instance_id) == "terminated"
+    assert on_primary(live, instance_id).status.label == "terminated"
     page = ops.get(url)
     assert UP_TO_DATE in page.text and 'data-offer="cancel"' not in page.text
 
