@@ -232,6 +232,30 @@ def test_an_action_allowed_on_the_primary_acts_on_the_primary_state(
     assert [a for a, _ in audit(live, instance_id)] == ["pause", "resume"]
 
 
+def test_a_bulk_cancel_chosen_from_a_stale_list_is_judged_instance_by_instance_on_the_primary(
+    pair: StandbyPair, live: LiveStudio, team: str, flow: str, ops: SignedInClient
+) -> None:
+    running, ended = live.start(team, flow), live.start(team, flow)
+    headers = {"X-CSRF-Token": ops.csrf}
+    with frozen(pair):
+        live.command(ended, Action.TERMINATE, "ended on the primary")
+        listed = ops.get("/api/instances", params={"view": "active", "definition": flow})
+        assert {row["id"] for row in listed.json()["items"]} >= {running, ended}  # stale
+        assert lag_of(listed)[0] > 0
+        chosen = {"action": "cancel", "instances": [running, ended]}
+        preview = ops.post("/api/instances/bulk/preview", json=chosen, headers=headers).json()
+        assert (preview["applies"], preview["refused"]) == (1, 1)  # read on the primary
+        done = ops.post(
+            "/api/instances/bulk",
+            json={**chosen, "bulk_id": preview["bulk_id"], "reason": "from the stale list"},
+            headers=headers,
+        ).json()
+    outcomes = {r["id"]: (r["outcome"], r["status_before"]) for r in done["results"]}
+    assert outcomes[ended] == ("refused", "terminated")
+    assert outcomes[running][0] == "done"
+    assert audit(live, ended) == [("terminate", "seed")]
+
+
 def _dependencies_of(handler: Any, seen: set[str] | None = None) -> set[str]:
     """Every dependency a handler asks for, and what those ask for in turn."""
     seen = set() if seen is None else seen
