@@ -151,7 +151,7 @@ def _announce(
         f"  database: {where}; a worker runs the example activities (examples/orders.py)",
     ]
     if replica:
-        lines.append("  list, instance, history and drill-report pages read the read replica")
+        lines.append("  reads: list, instance, history and drill-report pages read the replica")
     if password:
         lines += [
             f"  sign in as {FIRST_ADMIN} with this one-time password: {password}",
