@@ -21,7 +21,7 @@ import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -154,6 +154,8 @@ async def _calibration_scenario(env: DrillEnv) -> None:
 
 async def run_drill(spec: DrillSpec, campaign: Campaign) -> DrillResult:
     """One drill: scenario, checks, cleanup. Never raises for a drill's own failure."""
+    if spec.servers is not None:
+        return await _on_own_servers(spec, campaign)
     started = time.monotonic()
     if spec.owned_server and not campaign.target.owned:
         return _not_run(spec, "needs a PostgreSQL the harness owns (run without --dsn)")
@@ -176,6 +178,20 @@ async def run_drill(spec: DrillSpec, campaign: Campaign) -> DrillResult:
         return _result(spec, "failed", started, [*failures, f"check failed: {exc!r}"])
     finally:
         await _close(env)
+
+
+async def _on_own_servers(spec: DrillSpec, campaign: Campaign) -> DrillResult:
+    """A drill on the servers it builds: the same run with them as the campaign's target
+    (its schema, processes and checks all on them); they are stopped afterwards."""
+    assert spec.servers is not None
+    started = time.monotonic()
+    try:
+        async with spec.servers(campaign.directory / spec.id / "servers") as target:
+            own = replace(campaign, target=target)
+            return await run_drill(replace(spec, servers=None), own)
+    except Exception as exc:  # the servers could not be built or stopped: say why
+        log.exception("drill %s could not build or stop its servers", spec.id)
+        return _result(spec, "failed", started, [f"servers: {type(exc).__name__}: {exc}"])
 
 
 async def _scenario(env: DrillEnv) -> list[str]:
@@ -221,6 +237,7 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         histories=histories,
         strands=env.spec.strands,
         machines=env.record.machines,
+        xid_horizon=env.record.extra.get("xid_horizon", 0),
     )
     findings = await invariants.check(context)
     failures = failures + env.record.expectations + findings.violations

@@ -44,6 +44,9 @@ STREAMING_SECONDS = 30.0
 PROMOTED_SECONDS = 30.0
 """How long a promoted standby may take to accept writes."""
 POLL_SECONDS = 0.05
+REPLAYING = "SELECT count(*) WHERE pg_last_wal_replay_lsn() < pg_last_wal_receive_lsn()"
+"""1 while a standby has received WAL it has not replayed yet (a NULL, when it never
+streamed, counts as nothing to replay)."""
 SYNC_STATE = "sync"
 """``pg_stat_replication.sync_state`` of a standby the primary waits for."""
 
@@ -128,12 +131,36 @@ class StandbyPair:
                 )
             time.sleep(POLL_SECONDS)
 
+    def wait_caught_up(self) -> None:
+        """Until the standby has replayed all the primary had written when called
+        (with ``apply_delay``, that takes the delay)."""
+        query = "SELECT count(*) FROM pg_stat_replication WHERE replay_lsn >= %s::pg_lsn"
+        with psycopg.connect(self.primary_dsn, autocommit=True) as conn:
+            written = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        deadline = time.monotonic() + STREAMING_SECONDS
+        while _scalar(self.primary_dsn, query, (written,)) < 1:
+            if time.monotonic() > deadline:
+                raise StandbyError(
+                    f"the standby did not replay up to {written} within {STREAMING_SECONDS:g} s"
+                )
+            time.sleep(POLL_SECONDS)
+
     def kill_primary(self) -> int:
         """SIGKILL the primary's postmaster (a crash, no shutdown checkpoint); its pid."""
         return self.primary.kill()
 
-    def promote(self) -> None:
-        """Promote the standby and wait until it accepts writes."""
+    def promote(self) -> int:
+        """Promote the standby and wait until it accepts writes; the xid horizon: the
+        first transaction id the standby had not seen. Ids at or past it that the old
+        primary gave out never reached the standby; the promoted server gives them out
+        again, so their status there says nothing about the old primary's transactions.
+        """
+        deadline = time.monotonic() + PROMOTED_SECONDS
+        while _scalar(self.standby_dsn, REPLAYING) > 0:  # read the horizon once all is in
+            if time.monotonic() > deadline:
+                raise StandbyError("the standby did not replay what it had received")
+            time.sleep(POLL_SECONDS)
+        horizon = _scalar(self.standby_dsn, "SELECT pg_snapshot_xmax(pg_current_snapshot())")
         self.standby.promote()
         deadline = time.monotonic() + PROMOTED_SECONDS
         while _scalar(self.standby_dsn, "SELECT count(*) WHERE NOT pg_is_in_recovery()") < 1:
@@ -143,6 +170,7 @@ class StandbyPair:
                     f" (log {self.standby.log_path})"
                 )
             time.sleep(POLL_SECONDS)
+        return horizon
 
     def pause_shipping(self) -> None:
         """Stop the standby receiving WAL (an empty ``primary_conninfo``, reloaded): the

@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 
 from engine.store.embedded import EmbeddedPostgres
+from verification.standby import StandbyPair
 
 POLL_SECONDS = 0.02
 
@@ -33,6 +34,8 @@ class NotOwned(RuntimeError):
 class Target:
     dsn: str
     server: EmbeddedPostgres | None = None
+    standby: StandbyPair | None = None
+    """A primary and standby the drill built (F1), ``dsn`` naming both."""
 
     @property
     def owned(self) -> bool:

@@ -334,8 +334,17 @@ async def reconcile_on(
 
 
 async def xact_status(conn: psycopg.AsyncConnection, xid: str) -> str | None:
-    """``committed``, ``aborted``, ``in progress`` or None (too old to tell)."""
-    row = await (await conn.execute(sql.XACT_STATUS, {"xid": xid})).fetchone()
+    """``committed``, ``aborted``, ``in progress`` or None (too old to tell).
+
+    An id newer than any this server has seen ("in the future") was given by another
+    server: a primary lost before the transaction reached this standby, since promoted.
+    Here it never ran, so it is ``aborted`` (``conn`` is rolled back: the error ended its
+    transaction)."""
+    try:
+        row = await (await conn.execute(sql.XACT_STATUS, {"xid": xid})).fetchone()
+    except psycopg.errors.InvalidParameterValue:
+        await conn.rollback()
+        return "aborted"
     return row[0]
 
 
@@ -361,8 +370,17 @@ async def settle(connect, written: list[Transition], xid: str) -> None:
         ) from exc
     if status == "in progress":
         raise CommitUnknown(f"commit of {label} is still in progress: reconcile before retrying")
-    if status != "committed":
-        _judge(label, written, verdicts, told=status is not None)
+    if status == "committed" and not _reused(verdicts):
+        return
+    _judge(label, written, verdicts, told=status is not None)
+
+
+def _reused(verdicts: list[Reconciliation]) -> bool:
+    """PostgreSQL says the id committed, but the ledger lacks what that transaction wrote:
+    it is another transaction's id. A standby promoted after its primary was lost gives
+    out again the ids that primary used and never sent it. (A lease-only update writes
+    no ledger row, so nothing can tell; its id's status is believed.)"""
+    return any(v is Reconciliation.MISSING for v in verdicts)
 
 
 async def settle_session(connect, written: list[Transition], session: Session | None) -> None:

@@ -121,14 +121,14 @@ class CommitGroup:
             await self._alone(group[0])
             return
         try:
-            conn = await self.store.pool.getconn()
-        except Exception:
-            _answer_all(group, StoreUnavailable("the database is unavailable; nothing was written"))
+            conn = await self.store.borrow()
+        except StoreUnavailable as exc:
+            _answer_all(group, exc)
             return
         try:
             together = await self._together(conn, group)
         finally:
-            await self.store.pool.putconn(conn)
+            await self.store.give_back(conn)
         if not together:  # with the group's connection back in the pool for them
             await asyncio.gather(*(self._alone(member) for member in group))
 

@@ -92,6 +92,7 @@ class Store:
         self.clock = clock
         self.seams = given
         self.channel = f"{schema}_work"
+        self._checking: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -161,7 +162,34 @@ class Store:
         return self.clock.now()
 
     async def close(self) -> None:
+        if self._checking is not None:
+            self._checking.cancel()
+            await asyncio.gather(self._checking, return_exceptions=True)
         await self.pool.close()
+
+    def _check_pool(self) -> None:
+        """A connection broke: the server restarted, or (with a multi-host conninfo) a
+        standby took over. Every idle connection in the pool is then likely dead too, so
+        they are all checked now, in the background, and the dead replaced by new ones
+        (to whichever server accepts writes), instead of each failing one operation.
+        Checking only then keeps the round trip a ``check`` on every checkout costs."""
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self.pool.check())
+
+    async def borrow(self) -> psycopg.AsyncConnection:
+        """A pooled connection for a write that classifies its own errors
+        (``transactions.run``); always ``give_back``. Failing to get one is
+        StoreUnavailable (nothing was written)."""
+        try:
+            return await self.pool.getconn()
+        except Exception as exc:
+            raise StoreUnavailable("the database is unavailable; nothing was written") from exc
+
+    async def give_back(self, conn: psycopg.AsyncConnection) -> None:
+        """Return a borrowed connection (a broken one has the pool checked)."""
+        if conn.broken:
+            self._check_pool()
+        await self.pool.putconn(conn)
 
     async def dedicated(self) -> psycopg.AsyncConnection:
         """A connection of its own in autocommit, outside the pool (a worker's owner
@@ -175,13 +203,40 @@ class Store:
         """A pooled connection; failing to get one is StoreUnavailable (nothing written)."""
         try:
             async with asyncio.timeout(self.deadlines.operation), self.pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    if conn.broken:
+                        self._check_pool()
         except psycopg.OperationalError as exc:
             raise StoreUnavailable("the database is unavailable") from exc
         except TimeoutError as exc:
             raise StoreUnavailable(
                 f"the database did not answer within {self.deadlines.operation:g} s"
             ) from exc
+
+    @asynccontextmanager
+    async def settling(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection found live, to settle a write whose answer was lost.
+
+        An answer is mostly lost because a connection broke; when the server itself went
+        away (a restart, a standby promoted) the pool's idle connections are dead too,
+        and a settlement on one of them would leave the outcome unknown for nothing. So
+        each is checked first (a round trip, and settlements are rare) and a dead one
+        dropped, the pool checked (``_check_pool``), and the next tried, at most the
+        pool's size and once more; then the pool's own error says the server is gone.
+        """
+        for _ in range(self.pool.max_size):
+            async with self.pool.connection() as conn:
+                try:
+                    await self.pool.check_connection(conn)
+                except psycopg.Error:
+                    self._check_pool()
+                    continue
+                yield conn
+                return
+        async with self.pool.connection() as conn:
+            yield conn
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -241,10 +296,7 @@ class Store:
         itself (``leases.commit_built``); ``what`` then names the commit.
         """
         names = what or ", ".join(t.transition_id for t in transitions) or "lease update"
-        try:
-            conn = await self.pool.getconn()
-        except Exception as exc:
-            raise StoreUnavailable("the database is unavailable; nothing was written") from exc
+        conn = await self.borrow()
         try:
             if alone:
                 settle = self._settle_alone(conn, transitions[0])
@@ -260,7 +312,7 @@ class Store:
                 within=self.deadlines.operation,
             )
         finally:
-            await self.pool.putconn(conn)
+            await self.give_back(conn)
 
     def _settle_alone(self, conn: psycopg.AsyncConnection, transition: Transition) -> Settle:
         """How a lone write whose answer was lost is settled: end the session that ran it
@@ -272,7 +324,7 @@ class Store:
             await seams.settle(
                 self.seams.hooks,
                 seams.Unanswered([transition], pid=session.pid if session else 0),
-                lambda: commits.settle_session(self.pool.connection, [transition], session),
+                lambda: commits.settle_session(self.settling, [transition], session),
             )
             return [CommitResult(transition.transition_id, replayed=False)], ""
 
@@ -297,7 +349,7 @@ class Store:
         await seams.settle(
             self.seams.hooks,
             seams.Unanswered(written, xid=xid),
-            lambda: commits.settle(self.pool.connection, list(written), xid),
+            lambda: commits.settle(self.settling, list(written), xid),
         )
 
     async def stage_all(

@@ -17,6 +17,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +93,9 @@ class DrillSpec:
     strands: bool = False
     """Crashes, stops or cuts off a worker: an attempt may be left durably started with
     its handler never run, so the checker excuses unknowns without a handler entry."""
+    servers: Callable[[Path], AbstractAsyncContextManager[Target]] | None = None
+    """Builds the servers the drill runs on, in the directory given (F1's primary and
+    standby), instead of the campaign's; the runner stops them after the checks."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ from engine.worker.faults import Action, Boundary
 from verification.drills import (
     boundaries,
     code,
+    failover,
     holds,
     leases,
     machines,
@@ -275,6 +276,32 @@ def _seeded(cells: list[tuple[Any, ...]], seeds: int, master: int) -> list[Drill
     ]
 
 
+FAILOVER_CELLS = (
+    ("F1-sync", "the primary SIGKILLed mid-commit, its synchronous standby promoted",
+     failover.synchronous, failover.synchronous_pair),
+    ("F1-async", "an asynchronous standby promoted: acknowledged commits lost (a finding)",
+     failover.asynchronous, failover.asynchronous_pair),
+)  # fmt: skip
+"""The failover drills: each builds its own primary and standby (``servers``)."""
+
+
+def failover_drills(master: int) -> list[DrillSpec]:
+    """The failover drills (family F1), once each in every profile: each builds two
+    clusters, which is what takes their time."""
+    return [
+        DrillSpec(
+            name,
+            named_family(name),
+            title,
+            drill_seed(master, name),
+            scenario,
+            strands=True,
+            servers=servers,
+        )
+        for name, title, scenario, servers in FAILOVER_CELLS
+    ]
+
+
 WORKLOADS = ("flow", "machine", "code")
 """What ``--workload`` chooses: the drills of activity flows (D, U), of state machines
 (M) or of code-first workflows (C)."""
@@ -295,6 +322,7 @@ def catalogue(profile: Profile, master: int, workload: str = "") -> list[DrillSp
         + machine_drills(profile, master)
         + code_drills(profile, master)
         + hold_drills(profile, master)
+        + failover_drills(master)
     )
     return [s for s in specs if not workload or workload_of(s) == workload]
 
