@@ -51,7 +51,9 @@ def create_app(settings: StudioSettings) -> Litestar:
         app.state.replica = None
         if settings.read_dsn:
             replica = await Store.open(settings.read_dsn, settings.schema, read_only=True)
-            app.state.replica = Reads.replica(replica, app.state.runtime.client.registries)
+            app.state.replica = Reads.replica(
+                replica, app.state.runtime.client.registries, settings.poll_interval
+            )
         if settings.worker_activities is not None:
             stop.clear()
             config = WorkerConfig(
@@ -69,7 +71,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             await task
         running.clear()
         if app.state.replica is not None:
-            await app.state.replica.store.close()
+            await app.state.replica.close_replica()
         await app.state.store.close()
 
     return Litestar(

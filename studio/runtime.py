@@ -12,7 +12,6 @@ act through the same objects. A Runtime holds the primary only: a read replica's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from engine import Client, Queries, Store
 from engine.worker.instance_cache import ReplayCache
@@ -45,7 +44,7 @@ class Runtime:
             client=client,
             queries=queries,
             replays=replay_cache(store, client.registries),
-            watcher=InstanceWatcher(queries, settings.live_interval or timedelta(seconds=1)),
+            watcher=InstanceWatcher(queries, settings.poll_interval),
             drills=DrillJobs(store, settings),
             settings=settings,
         )
@@ -54,7 +53,7 @@ class Runtime:
     def primary(self) -> Reads:
         """Reads on the primary: what an action re-reads before it acts, and what every
         page reads when there is no replica."""
-        return Reads(self.store, self.queries, self.replays, self.client.registries)
+        return Reads(self.store, self.queries, self.replays, self.client.registries, self.watcher)
 
     async def close(self) -> None:
         await self.watcher.close()

@@ -47,6 +47,12 @@ class StudioSettings:
     """A tracing UI's address of one trace, with ``{trace_id}``: instance pages link to
     their trace there (``studio.trace_links``); none when empty."""
 
+    @property
+    def poll_interval(self) -> timedelta:
+        """How often the watcher of followed instances polls (a second when live
+        updates are off: it then follows nothing anyway)."""
+        return self.live_interval or timedelta(seconds=1)
+
     def __post_init__(self) -> None:
         if problem := trace_url_problem(self.trace_url):
             raise ValueError(problem)

@@ -10,9 +10,13 @@ from that page: the action is judged on the primary's state, never on the stale 
 from __future__ import annotations
 
 import inspect
+import json
+import queue
 import re
+import threading
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -35,13 +39,18 @@ UP_TO_DATE = "Read from a replica, up to date with the primary."
 BEHIND = re.compile(r"Read from a replica at most [^<]+ behind the primary \([\d,]+ bytes")
 LAG = re.compile(r"bytes=(\d+); seconds=([\d.]+)")
 HTMX = {"HX-Request": "true"}
+POLL = timedelta(milliseconds=200)
+"""The studio's live poll: short, so that a quiet stream has polled many times soon."""
+QUIET_SECONDS = 1.5
+"""How long a stream following the frozen replica must stay quiet (several polls)."""
+WAIT_SECONDS = 20.0
 
 
 @pytest.fixture(scope="module")
 def pair_and_studio(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[StandbyPair, LiveStudio]]:
-    with replica_studio(tmp_path_factory.mktemp("replica")) as both:
+    with replica_studio(tmp_path_factory.mktemp("replica"), live_interval=POLL) as both:
         yield both
 
 
@@ -254,6 +263,43 @@ def test_a_bulk_cancel_chosen_from_a_stale_list_is_judged_instance_by_instance_o
     assert outcomes[ended] == ("refused", "terminated")
     assert outcomes[running][0] == "done"
     assert audit(live, ended) == [("terminate", "seed")]
+
+
+def _events(client: SignedInClient, path: str, found: queue.Queue[dict[str, str]]) -> None:
+    """Put each named event of the server-sent stream at ``path`` into ``found``."""
+    with client.stream("GET", path, timeout=WAIT_SECONDS * 2) as answer:
+        event: dict[str, str] = {}
+        for line in answer.iter_lines():
+            if line:
+                name, _, value = line.partition(": ")
+                event[name] = value
+                continue
+            if "event" in event:
+                found.put(event)
+                if event["event"] == "end":
+                    return
+            event = {}
+
+
+def test_a_live_page_follows_the_replica_and_moves_on_when_it_replays(
+    pair: StandbyPair, live: LiveStudio, team: str, flow: str, ops: SignedInClient
+) -> None:
+    instance_id = live.start(team, flow)
+    url = instance_url(instance_id)
+    catch_up(pair)
+    shown = ops.get(f"/api{url}").json()["sequence"]
+    found: queue.Queue[dict[str, str]] = queue.Queue()
+    with frozen(pair):
+        live.command(instance_id, Action.TERMINATE, "ended on the primary")
+        reader = threading.Thread(target=_events, args=(ops, f"{url}/live?after={shown}", found))
+        reader.start()
+        with pytest.raises(queue.Empty):  # the replica has nothing new to show
+            found.get(timeout=QUIET_SECONDS)
+    update = found.get(timeout=WAIT_SECONDS)  # replayed now: the page moves on
+    assert update["event"] == "update"
+    assert json.loads(update["data"])["status"] == "terminated"
+    assert found.get(timeout=WAIT_SECONDS)["event"] == "end"
+    reader.join(WAIT_SECONDS)
 
 
 def _dependencies_of(handler: Any, seen: set[str] | None = None) -> set[str]:
