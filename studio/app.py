@@ -26,6 +26,8 @@ from studio.dependencies import DEPENDENCIES
 from studio.failures import handle_error
 from studio.input_checks import InputChecks
 from studio.observability import CallerTrace, RequestLatencies
+from studio.read_lag import add_read_lag_header
+from studio.reads import Reads
 from studio.rendering import template_config
 from studio.routes import route_handlers
 from studio.runtime import Runtime
@@ -46,6 +48,12 @@ def create_app(settings: StudioSettings) -> Litestar:
     async def start(app: Litestar) -> None:
         app.state.store = await Store.open(settings.dsn, settings.schema)
         app.state.runtime = Runtime.on(app.state.store, settings)
+        app.state.replica = None
+        if settings.read_dsn:
+            replica = await Store.open(settings.read_dsn, settings.schema, read_only=True)
+            app.state.replica = Reads.replica(
+                replica, app.state.runtime.client.registries, settings.poll_interval
+            )
         if settings.worker_activities is not None:
             stop.clear()
             config = WorkerConfig(
@@ -62,6 +70,8 @@ def create_app(settings: StudioSettings) -> Litestar:
         for task in running:
             await task
         running.clear()
+        if app.state.replica is not None:
+            await app.state.replica.close_replica()
         await app.state.store.close()
 
     return Litestar(
@@ -90,7 +100,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
         middleware=[latencies, CallerTrace(), InputChecks()],
-        before_send=[add_security_headers],
+        before_send=[add_security_headers, add_read_lag_header],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,
     )

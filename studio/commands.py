@@ -12,11 +12,12 @@ import argparse
 import os
 import sys
 
-from engine.cli.options import DSN_ENV, add_store_options
+from engine.cli.options import DSN_ENV, UsageError, add_store_options, checked_dsn
 from engine.worker import logs
 from studio.roles import Role
 
 ROLES = tuple(role.value for role in Role)
+READ_DSN_ENV = "WAYLINE_READ_DSN"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -28,6 +29,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "in .data/studio-pg; runs a worker for the example activities.",
     )
     add_store_options(studio)
+    studio.add_argument(
+        "--read-dsn",
+        help=f"a streaming replica that the instance list, instance pages, histories and "
+        f"drill reports read from, each saying how far behind it is; actions always act "
+        f"on the primary (default: {READ_DSN_ENV}; none: everything reads the primary)",
+    )
     studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
     studio.add_argument("--port", type=int, default=8080, help="port to listen on")
     studio.add_argument(
@@ -80,7 +87,8 @@ def _studio(args: argparse.Namespace) -> int:
 
     try:
         trusted_networks(args.trusted_proxy)
-    except ValueError as bad:
+        read_dsn = _read_dsn(args)
+    except (ValueError, UsageError) as bad:
         print(f"wayline studio: {bad}", file=sys.stderr)
         return 2
 
@@ -93,7 +101,14 @@ def _studio(args: argparse.Namespace) -> int:
         live_interval=max(args.live_interval, 0.0),
         trusted_proxies=tuple(args.trusted_proxy),
         log_format=args.log_format,
+        read_dsn=read_dsn,
     )
+
+
+def _read_dsn(args: argparse.Namespace) -> str:
+    """The replica's DSN from --read-dsn or WAYLINE_READ_DSN ('' for none)."""
+    given = args.read_dsn or os.environ.get(READ_DSN_ENV) or ""
+    return checked_dsn(given, "the read DSN") if given else ""
 
 
 def _user_create(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, Parameter
 
 from engine.api.queries import InstanceRow
+from studio import read_lag
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
 from studio.definitions.editor_pages import draft_editor
@@ -25,12 +26,27 @@ from studio.instances.history import PAGE_EVENTS, HistoryFilter
 from studio.instances.list_order import SORTS
 from studio.instances.service import InstanceFilters, require_row
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.runtime import Runtime
 
 
 def provide_runtime(state: State) -> Runtime:
     """The one Runtime the app built at startup (``studio.app``)."""
     return state.runtime
+
+
+async def provide_reads(state: State, request: Request) -> Reads:
+    """Where a read page reads (``studio.reads``): the replica, its lag measured first
+    for the page's notice and the answer's header (``studio.read_lag``), else the
+    primary. Only read routes ask for it; actions take the ``Runtime``."""
+    runtime: Runtime = state.runtime
+    replica: Reads | None = state.replica
+    if replica is None:
+        return runtime.primary
+    request.scope.setdefault("state", {})[read_lag.STATE_KEY] = await read_lag.measure(
+        runtime.queries, replica.queries
+    )
+    return replica
 
 
 def provide_principal(request: Request) -> Principal:
@@ -77,11 +93,12 @@ def instance_filters(
 
 
 async def instance_row(
-    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+    principal: NamedDependency[Principal], reads: NamedDependency[Reads], ref: FromPath[str]
 ) -> InstanceRow:
     """The instance the path's ``ref`` names, if the principal's team has it (else 404):
-    the ``row`` dependency of the pages that show one instance, which all start there."""
-    return await require_row(runtime, principal.team_id, instance_id_of(ref))
+    the ``row`` dependency of the pages that show one instance, which all start there
+    (read pages only: it is read where they read, perhaps a replica)."""
+    return await require_row(reads, principal.team_id, instance_id_of(ref))
 
 
 def history_filter(
@@ -97,6 +114,7 @@ def history_filter(
 
 DEPENDENCIES = {
     "runtime": Provide(provide_runtime, sync_to_thread=False),
+    "reads": Provide(provide_reads),
     "principal": Provide(provide_principal, sync_to_thread=False),
     "filters": Provide(instance_filters, sync_to_thread=False),
     "row": Provide(instance_row),

@@ -20,6 +20,7 @@ from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
 from engine.model.identifiers import local_instance_id
+from studio import read_lag
 from studio.access import maybe_principal
 from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
 from studio.definitions.service import short_fingerprint
@@ -127,7 +128,8 @@ def is_htmx(request: Request) -> bool:
 def page(
     request: Request, template: str, section: str = "", status: int = 200, **context: Any
 ) -> Template:
-    """A full page (or a fragment for htmx) with the shared context."""
+    """A full page (or a fragment for htmx) with the shared context: with it, a page
+    read from a replica says how far behind it was (``studio.read_lag``)."""
     principal = maybe_principal(request)
     return Template(
         template_name=template,
@@ -135,6 +137,7 @@ def page(
             "principal": principal,
             "csrf_token": principal.csrf_token if principal else "",
             "section": section,
+            "read_lag": request.scope.get("state", {}).get(read_lag.STATE_KEY),
             **context,
         },
         status_code=status,

@@ -5,19 +5,20 @@ operator commands, publishing, resolving dead letters, with its own instance cac
 the engine's Queries (every read of the engine's tables), the replay cache the pages
 read, the watcher that live pages follow, and the drill jobs running in the background.
 Pages and the API receive it by dependency injection (``studio.dependencies``), so both
-act through the same objects.
+act through the same objects. A Runtime holds the primary only: a read replica's
+``Reads`` is another dependency (``studio.reads``), never reachable from here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from engine import Client, Queries, Store
 from engine.worker.instance_cache import ReplayCache
 from studio.drills.jobs import DrillJobs
 from studio.instances.live import InstanceWatcher
 from studio.instances.replays import Replayed, replay_cache
+from studio.reads import Reads
 from studio.settings import StudioSettings
 
 
@@ -43,10 +44,16 @@ class Runtime:
             client=client,
             queries=queries,
             replays=replay_cache(store, client.registries),
-            watcher=InstanceWatcher(queries, settings.live_interval or timedelta(seconds=1)),
+            watcher=InstanceWatcher(queries, settings.poll_interval),
             drills=DrillJobs(store, settings),
             settings=settings,
         )
+
+    @property
+    def primary(self) -> Reads:
+        """Reads on the primary: what an action re-reads before it acts, and what every
+        page reads when there is no replica."""
+        return Reads(self.store, self.queries, self.replays, self.client.registries, self.watcher)
 
     async def close(self) -> None:
         await self.watcher.close()

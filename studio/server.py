@@ -105,9 +105,11 @@ def run_studio(
     live_interval: float = 1.0,
     trusted_proxies: tuple[str, ...] = (),
     log_format: str = "text",
+    read_dsn: str = "",
 ) -> int:
     """Serve the studio until interrupted; returns the exit status. ``log_format``:
-    text, or JSON lines (``engine.worker.logs``), uvicorn's records included."""
+    text, or JSON lines (``engine.worker.logs``), uvicorn's records included;
+    ``read_dsn``: a replica the read pages read from (``studio.reads``)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from examples import order_saga, orders
@@ -117,10 +119,11 @@ def run_studio(
     tracing.configure("wayline-studio")
     with database(dsn, schema) as ready:
         password = asyncio.run(_with_store(ready, schema, _first_start))
-        _announce(host, port, dsn is None, password)
+        _announce(host, port, dsn is None, password, bool(read_dsn))
         settings = StudioSettings(
             ready,
             schema,
+            read_dsn=read_dsn,
             secure_cookies=secure_cookies,
             worker_activities=ActivityRegistry.combined(orders.app, order_saga.app),
             live_interval=timedelta(seconds=live_interval),
@@ -138,13 +141,17 @@ def run_studio(
     return 0
 
 
-def _announce(host: str, port: int, embedded: bool, password: str | None) -> None:
+def _announce(
+    host: str, port: int, embedded: bool, password: str | None, replica: bool = False
+) -> None:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     where = f"a private PostgreSQL in {DATA_DIR}" if embedded else "WAYLINE_DSN"
     lines = [
         f"Wayline studio: http://{shown}:{port}/",
         f"  database: {where}; a worker runs the example activities (examples/orders.py)",
     ]
+    if replica:
+        lines.append("  reads: list, instance, history and drill-report pages read the replica")
     if password:
         lines += [
             f"  sign in as {FIRST_ADMIN} with this one-time password: {password}",

@@ -22,6 +22,9 @@ BODY_TOO_LARGE = f"the request body is larger than the {MAX_BODY_BYTES:,} bytes 
 class StudioSettings:
     dsn: str
     schema: str = DEFAULT_SCHEMA
+    read_dsn: str = ""
+    """A replica the list, instance, history and drill-report pages read from
+    (``studio.reads``); empty: they read the primary like everything else."""
     secure_cookies: bool = False
     """Mark cookies Secure; turn on whenever the studio is served over HTTPS."""
     session_ttl: timedelta = timedelta(hours=12)
@@ -43,6 +46,12 @@ class StudioSettings:
     trace_url: str = field(default_factory=lambda: os.environ.get(TRACE_URL_ENV, ""))
     """A tracing UI's address of one trace, with ``{trace_id}``: instance pages link to
     their trace there (``studio.trace_links``); none when empty."""
+
+    @property
+    def poll_interval(self) -> timedelta:
+        """How often the watcher of followed instances polls (a second when live
+        updates are off: it then follows nothing anyway)."""
+        return self.live_interval or timedelta(seconds=1)
 
     def __post_init__(self) -> None:
         if problem := trace_url_problem(self.trace_url):

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from engine.store import bulk_commands as bulk_reads
-from engine.store import catalog, reads, work_views
+from engine.store import catalog, reads, replication, work_views
 from engine.store import dead_letters as dead_letter_reads
 from engine.store import holds as hold_reads
 from engine.store import workers as worker_reads
@@ -36,6 +36,7 @@ from engine.store.dead_letters import (
 )
 from engine.store.holds import Hold, HoldRelease
 from engine.store.reads import HistoryPage, InstancePage, InstanceRow, InstanceView
+from engine.store.replication import WalPosition
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.store.work_views import WorkRow
@@ -60,6 +61,7 @@ __all__ = [
     "ResolutionAction",
     "ResolutionRecord",
     "StoredReport",
+    "WalPosition",
     "WorkRow",
     "WorkState",
     "WorkerInfo",
@@ -123,6 +125,9 @@ class Queries:
     holds = _StoreRead(hold_reads.recent)
     hold = _StoreRead(hold_reads.find)
     holds_covering = _StoreRead(hold_reads.covering)
+
+    # Replication: how far a replica's reads are behind its primary
+    wal_position = _StoreRead(replication.wal_position)
 
     # Bulk operator actions
     bulk_command = _StoreRead(bulk_reads.find_bulk)

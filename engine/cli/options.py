@@ -35,10 +35,16 @@ def resolve_dsn(args: argparse.Namespace) -> str:
     dsn = args.dsn or os.environ.get(DSN_ENV)
     if not dsn:
         raise UsageError(f"no database given: pass --dsn or set {DSN_ENV}")
+    return checked_dsn(dsn)
+
+
+def checked_dsn(dsn: str, what: str = "the DSN") -> str:
+    """``dsn`` if it parses as a PostgreSQL connection string; else UsageError naming
+    ``what`` (never the text, which may hold a password)."""
     try:
         conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        raise UsageError("the DSN is not a valid PostgreSQL connection string") from None
+        raise UsageError(f"{what} is not a valid PostgreSQL connection string") from None
     return dsn
 
 

@@ -55,12 +55,14 @@ is stopped mid-transaction must not keep work rows locked (claims skip locked ro
 and engine transactions never wait on anything but the database."""
 
 
-def session_options(schema: str) -> str:
-    """Settings of every engine session: its schema, and the idle-transaction limit."""
-    return (
+def session_options(schema: str, read_only: bool = False) -> str:
+    """Settings of every engine session: its schema, and the idle-transaction limit;
+    a read-only store's sessions refuse every write (``Store.open``)."""
+    options = (
         f"-c search_path={schema} "
         f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
     )
+    return options + " -c default_transaction_read_only=on" if read_only else options
 
 
 Staged = tuple[list[CommitResult], str]
@@ -103,11 +105,14 @@ class Store:
         statement_filter: seams.StatementFilter | None = None,
         hooks: seams.StoreHooks | None = None,
         deadlines: Deadlines = DEADLINES,
+        read_only: bool = False,
     ) -> Store:
         """Open a pool on ``schema``; SchemaBehindError when migrations are missing.
 
         ``statement_filter`` and ``hooks`` are the store's seams (``engine.store.seams``):
-        how a drill harness changes or watches the store without patching it."""
+        how a drill harness changes or watches the store without patching it.
+        ``read_only``: every session refuses writes, as a console reading a replica
+        wants even when its address names a primary by mistake."""
         validate_schema_name(schema)
         await _probe(conninfo, deadlines.connect)
         given = seams.Seams(statement_filter, hooks)
@@ -118,7 +123,7 @@ class Store:
             max_size=max_size,
             open=False,
             kwargs={
-                "options": session_options(schema),
+                "options": session_options(schema, read_only),
                 "connect_timeout": deadlines.connect,
                 "seams": given,
             },

@@ -24,6 +24,7 @@ from studio.drills.schemas import (
     run_out,
 )
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.runtime import Runtime
 
 
@@ -33,10 +34,10 @@ async def catalogue(profile: FromQuery[DrillProfile] = "ci") -> list[DrillFamily
 
 async def list_runs(
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     before: FromQuery[str | None] = None,
 ) -> DrillRunPageOut:
-    found, older = await drills.runs_page(runtime.store, principal.team_id, before)
+    found, older = await drills.runs_page(reads.store, principal.team_id, before)
     return DrillRunPageOut([run_out(r) for r in found], older or None)
 
 
@@ -58,15 +59,15 @@ async def get_job(
 
 
 async def get_run(
-    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], run_id: FromPath[str]
+    principal: NamedDependency[Principal], reads: NamedDependency[Reads], run_id: FromPath[str]
 ) -> DrillRunDetailOut:
-    return run_detail_out(await drills.run_detail(runtime.store, principal.team_id, run_id))
+    return run_detail_out(await drills.run_detail(reads.store, principal.team_id, run_id))
 
 
 async def compare(
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     left: FromQuery[str] = "",
     right: FromQuery[str] = "",
 ) -> ComparisonOut:
-    return comparison_out(await drills.compare(runtime.store, principal.team_id, left, right))
+    return comparison_out(await drills.compare(reads.store, principal.team_id, left, right))

@@ -21,6 +21,7 @@ from studio.errors import Invalid
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.rendering import is_htmx, page, see_other
 from studio.runtime import Runtime
 
@@ -108,33 +109,33 @@ def _run_context(detail: Any) -> dict[str, Any]:
 async def run_page(
     request: Request,
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     run_id: FromPath[str],
 ) -> Template:
-    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
+    detail = await drills.run_detail(reads.store, principal.team_id, run_id)
     return page(request, "drills/run.html", "drills", **_run_context(detail))
 
 
 async def compare_page(
     request: Request,
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     left: FromQuery[str] = "",
     right: FromQuery[str] = "",
 ) -> Template:
-    comparison = await drills.compare(runtime.store, principal.team_id, left, right)
+    comparison = await drills.compare(reads.store, principal.team_id, left, right)
     return page(request, "drills/compare.html", "drills", c=comparison)
 
 
 async def captured_instance(
     request: Request,
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     run_id: FromPath[str],
     drill_id: FromPath[str],
     ref: FromPath[str],
 ) -> Template:
-    detail = await drills.run_detail(runtime.store, principal.team_id, run_id)
+    detail = await drills.run_detail(reads.store, principal.team_id, run_id)
     captured = drills.captured_instance(detail, drill_id, instance_id_of(ref))
     drill = next((d for d in detail.results if d["id"] == drill_id), None)
     return page(

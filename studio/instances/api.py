@@ -37,17 +37,18 @@ from studio.instances.schemas import (
 )
 from studio.instances.service import InstanceFilters
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.runtime import Runtime
 
 
 async def list_instances(
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     filters: NamedDependency[InstanceFilters],
     after: FromQuery[str | None] = None,
 ) -> InstancePageOut:
     """A keyset page of the team's instances (filters as on the Instances page)."""
-    found = await instances.list_page(runtime, principal.team_id, filters, after)
+    found = await instances.list_page(reads, principal.team_id, filters, after)
     return InstancePageOut(
         [instance_out(r, principal.team_id) for r in found.rows],
         format_cursor(found.next_cursor) or None,
@@ -68,12 +69,13 @@ async def start_instance(
         data.instance_id or "",
         _text(data.input),
     )
-    return await _detail(runtime, principal.team_id, started.instance_id)
+    return await _detail(runtime.primary, principal.team_id, started.instance_id)
 
 
-async def _detail(runtime: Runtime, team_id: str, instance_id: str) -> InstanceDetailOut:
-    """The instance as the API shows it, read now (after whatever was just done to it)."""
-    return detail_out(await instance_detail.detail(runtime, team_id, instance_id), team_id)
+async def _detail(reads: Reads, team_id: str, instance_id: str) -> InstanceDetailOut:
+    """The instance as the API shows it, read now: from the primary after whatever was
+    just done to it, so an answer shows its own action."""
+    return detail_out(await instance_detail.detail(reads, team_id, instance_id), team_id)
 
 
 def _text(value: Any) -> str:
@@ -82,18 +84,20 @@ def _text(value: Any) -> str:
 
 
 async def get_instance(
-    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+    principal: NamedDependency[Principal], reads: NamedDependency[Reads], ref: FromPath[str]
 ) -> InstanceDetailOut:
     """The replayed instance: steps, attempts with leases, waits, audit, allowed actions.
 
-    ``ref`` is the instance id with each ``/`` written as ``~``.
+    ``ref`` is the instance id with each ``/`` written as ``~``. Read from the replica
+    when the studio has one (its lag in the ``Wayline-Read-Lag`` header); the actions
+    listed are what that state allowed, and an action is judged on the primary.
     """
-    return await _detail(runtime, principal.team_id, instance_id_of(ref))
+    return await _detail(reads, principal.team_id, instance_id_of(ref))
 
 
 async def get_history(
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     ref: FromPath[str],
     after: Annotated[int, Parameter(ge=0)] = 0,
     kind: FromQuery[list[EventKindName] | None] = None,
@@ -103,7 +107,7 @@ async def get_history(
     """One page of events after sequence ``after``, narrowed by kinds and step."""
     chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
     page = await instance_history.history_page(
-        runtime, principal.team_id, instance_id_of(ref), chosen
+        reads, principal.team_id, instance_id_of(ref), chosen
     )
     return history_out(page, principal.team_id)
 
@@ -125,7 +129,7 @@ async def send_signal(
         data.signal_id or "",
         _text(data.payload),
     )
-    return await _detail(runtime, principal.team_id, instance_id)
+    return await _detail(runtime.primary, principal.team_id, instance_id)
 
 
 async def command(
@@ -148,4 +152,4 @@ async def command(
         evidence=_text(data.evidence),
     )
     await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
-    return await _detail(runtime, principal.team_id, instance_id)
+    return await _detail(runtime.primary, principal.team_id, instance_id)

@@ -54,11 +54,13 @@ async def select_by_filter(runtime: Runtime, team: str, filters: InstanceFilters
     when none does)."""
     chosen: list[str] = []
     cursor, scanned = None, 0
-    query = await instances.query_of(runtime, team, filters)
+    query = instances.query_of(team, filters)
     while len(chosen) <= MAX_BULK_INSTANCES and scanned < MAX_BULK_SCAN:
         found = await runtime.queries.instances(**query, after=cursor, limit=MAX_PAGE_ITEMS)
         scanned += len(found.rows)
-        rows = await narrowed(runtime, found.rows, filters) if filters.by_state else found.rows
+        rows = found.rows
+        if filters.by_state:
+            rows = await narrowed(runtime.primary, rows, filters)
         chosen += [r.instance_id for r in rows]
         cursor = found.next_cursor
         if cursor is None:

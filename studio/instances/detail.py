@@ -32,7 +32,7 @@ from studio.instances.service import require_row
 from studio.instances.step_states import StepState
 from studio.machines import overlay as machine_overlay
 from studio.machines.overlay import MachineView
-from studio.runtime import Runtime
+from studio.reads import Reads
 
 WORK_SHOWN = 200
 AUDIT_SHOWN = 50
@@ -129,29 +129,29 @@ class InstanceDetail:
         return next((w.failure_detail or w.failure_code for w in parked), "")
 
 
-async def replayed(runtime: Runtime, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
-    row = await require_row(runtime, team, instance_id)
-    return row, await runtime.replays.load(row.instance_id, at_least=row.sequence)
+async def replayed(reads: Reads, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:
+    row = await require_row(reads, team, instance_id)
+    return row, await reads.replays.load(row.instance_id, at_least=row.sequence)
 
 
-def needs_lazy_state(runtime: Runtime, row: InstanceRow) -> bool:
+def needs_lazy_state(reads: Reads, row: InstanceRow) -> bool:
     """Whether the page should fetch the replayed state after it opens."""
-    cached = runtime.replays.cached(row.instance_id)
+    cached = reads.replays.cached(row.instance_id)
     fresh = cached is not None and cached.state.sequence >= row.sequence
     return not fresh and row.sequence > INLINE_REPLAY_EVENTS
 
 
-async def detail(runtime: Runtime, team: str, instance_id: str) -> InstanceDetail:
+async def detail(reads: Reads, team: str, instance_id: str) -> InstanceDetail:
     """Everything the instance page shows, from the replay and the work rows."""
-    row, entry = await replayed(runtime, team, instance_id)
-    return await detail_of(runtime, row, entry)
+    row, entry = await replayed(reads, team, instance_id)
+    return await detail_of(reads, row, entry)
 
 
-async def detail_of(runtime: Runtime, row: InstanceRow, entry: Replayed) -> InstanceDetail:
+async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> InstanceDetail:
     state = entry.state
-    now = runtime.store.now()
-    work = await runtime.queries.instance_work(state.instance_id, WORK_SHOWN)
-    registry = await runtime.client.registries.get()
+    now = reads.store.now()
+    work = await reads.queries.instance_work(state.instance_id, WORK_SHOWN)
+    registry = await reads.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
     machine = journal = None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.api.queries import InstanceRow
-from studio.runtime import Runtime
+from studio.reads import Reads
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,9 @@ class Listed:
     depth: int = 0
 
 
-async def arranged(runtime: Runtime, rows: Sequence[InstanceRow], nest: bool) -> list[Listed]:
+async def arranged(reads: Reads, rows: Sequence[InstanceRow], nest: bool) -> list[Listed]:
     """``rows`` with their parents named, and (``nest``) each child after its parent."""
-    parents = await runtime.queries.parents([r.instance_id for r in rows]) if rows else {}
+    parents = await reads.queries.parents([r.instance_id for r in rows]) if rows else {}
     if not nest:
         return [Listed(r, parents.get(r.instance_id, "")) for r in rows]
     shown = {r.instance_id for r in rows}

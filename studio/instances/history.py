@@ -22,7 +22,7 @@ from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from studio.errors import Invalid
 from studio.instance_urls import instance_url
 from studio.instances.service import require_row
-from studio.runtime import Runtime
+from studio.reads import Reads
 
 PAGE_EVENTS = 50
 KIND_LABELS = tuple(k.label for k in EventKind)
@@ -69,10 +69,10 @@ def event_link(instance_id: str, sequence: int) -> str:
 
 
 async def history_page(
-    runtime: Runtime, team: str, instance_id: str, chosen: HistoryFilter
+    reads: Reads, team: str, instance_id: str, chosen: HistoryFilter
 ) -> HistoryPage:
-    row = await require_row(runtime, team, instance_id)
-    return await runtime.queries.history_page(
+    row = await require_row(reads, team, instance_id)
+    return await reads.queries.history_page(
         row.instance_id,
         chosen.after,
         chosen.limit,
@@ -81,10 +81,10 @@ async def history_page(
     )
 
 
-async def export(runtime: Runtime, team: str, instance_id: str) -> AsyncIterator[bytes]:
+async def export(reads: Reads, team: str, instance_id: str) -> AsyncIterator[bytes]:
     """The whole history as a JSON array, streamed (the team is checked first)."""
-    row = await require_row(runtime, team, instance_id)
-    return _json_array(runtime.queries.history(row.instance_id), team)
+    row = await require_row(reads, team, instance_id)
+    return _json_array(reads.queries.history(row.instance_id), team)
 
 
 async def _json_array(events: AsyncIterator[Event], team: str) -> AsyncIterator[bytes]:

@@ -65,7 +65,7 @@ async def _confirm(
     error: str = "",
     status: int = 200,
 ) -> Template:
-    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    detail = await instance_detail.detail(runtime.primary, principal.team_id, instance_id)
     registry = await runtime.client.registries.get()
     offered = offer(detail.state, registry, runtime.store.now(), action, step)
     if offered is None and not error:
@@ -160,7 +160,7 @@ async def _after(
     """The page again (a redirect), or for htmx the notice and every changed part."""
     if not is_htmx(request):
         return see_other(instance_url(instance_id) + f"#instance-{anchor}")
-    detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+    detail = await instance_detail.detail(runtime.primary, principal.team_id, instance_id)
     return Response(_answer(request, detail, message), media_type="text/html", status_code=200)
 
 

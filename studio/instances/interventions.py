@@ -54,7 +54,7 @@ async def send_signal(
     signal_id: str = "",
     payload_text: str = "",
 ) -> Instance:
-    row, entry = await replayed(runtime, team, instance_id)
+    row, entry = await replayed(runtime.primary, team, instance_id)
     payload = parse_json(payload_text, "payload")
     check_size(payload, signal_limit(entry.state, step), "payload", step)
     try:
@@ -135,7 +135,7 @@ async def command(
     if not reason or len(reason) > MAX_REASON_LENGTH:
         raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
     effect = effect_of(action, form)
-    row, _ = await replayed(runtime, team, instance_id)  # the team owns it
+    row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
     try:
         state = await runtime.client.command(
             row.instance_id, action, actor, reason, form.command_id or new_id(), **effect

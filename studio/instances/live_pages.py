@@ -28,8 +28,10 @@ from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances.replays import Replayed
 from studio.instances.sections import node_updates, render_sections
+from studio.reads import Reads
 from studio.rendering import fragment
 from studio.runtime import Runtime
+from studio.settings import StudioSettings
 
 KEEP_ALIVE_SECONDS = 15.0
 RECONNECT_MS = 1_000
@@ -38,31 +40,32 @@ RECONNECT_MS = 1_000
 async def live(
     request: Request,
     runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     row: NamedDependency[InstanceRow],
     after: FromQuery[int] = 0,
 ) -> ServerSentEvent:
     resumed = request.headers.get("last-event-id", "")
     known = int(resumed) if resumed.isdigit() else after
-    return ServerSentEvent(_stream(request, runtime, row, known), retry_duration=RECONNECT_MS)
+    stream = _stream(request, runtime.settings, reads, row, known)
+    return ServerSentEvent(stream, retry_duration=RECONNECT_MS)
 
 
 async def _stream(
-    request: Request, runtime: Runtime, row: InstanceRow, known: int
+    request: Request, settings: StudioSettings, reads: Reads, row: InstanceRow, known: int
 ) -> AsyncIterator[ServerSentEventMessage]:
-    settings = runtime.settings
     if not settings.live_interval or (row.status.terminal and known >= row.sequence):
         yield ServerSentEventMessage(event="end", data="ended")
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.live_stream_limit.total_seconds()
     sent: dict[str, str] = {}
-    async with runtime.watcher.follow(row.instance_id, known) as follower:
+    async with reads.watcher.follow(row.instance_id, known) as follower:
         while (remaining := deadline - loop.time()) > 0:
             if not await follower.wait(min(KEEP_ALIVE_SECONDS, remaining)):
                 yield ServerSentEventMessage(data=None, comment="waiting")
                 continue
-            entry = await runtime.replays.load(row.instance_id, at_least=follower.known)
-            update = await _update(request, runtime, row, entry, known, sent)
+            entry = await reads.replays.load(row.instance_id, at_least=follower.known)
+            update = await _update(request, reads, row, entry, known, sent)
             known = entry.state.sequence
             follower.known = max(follower.known, known)
             yield ServerSentEventMessage(event="update", id=known, data=json.dumps(update))
@@ -73,14 +76,14 @@ async def _stream(
 
 async def _update(
     request: Request,
-    runtime: Runtime,
+    reads: Reads,
     row: InstanceRow,
     entry: Replayed,
     known: int,
     sent: dict[str, str],
 ) -> dict[str, Any]:
     """What changed since ``known``: node classes, changed parts, new history rows."""
-    detail = await instance_detail.detail_of(runtime, row, entry)
+    detail = await instance_detail.detail_of(reads, row, entry)
     parts = {}
     for section in render_sections(request, detail).values():
         if sent.get(section.element_id) != section.digest:

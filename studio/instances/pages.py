@@ -48,6 +48,7 @@ from studio.instances.service import InstanceFilters
 from studio.machines.overlay import LEGEND as MACHINE_LEGEND
 from studio.operations import holds
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.rendering import form_values, is_htmx, page, see_other
 from studio.runtime import Runtime
 
@@ -58,6 +59,7 @@ async def list_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     filters: NamedDependency[InstanceFilters],
     after: FromQuery[str | None] = None,
 ) -> Template | Redirect:
@@ -67,12 +69,12 @@ async def list_page(
     )
     if saved:
         return see_other(saved)
-    found = await instances.list_page(runtime, principal.team_id, filters, after)
+    found = await instances.list_page(reads, principal.team_id, filters, after)
     return page(
         request,
         "instances/list.html",
         "instances",
-        page_rows=await family.arranged(runtime, found.rows, filters.nest == "1"),
+        page_rows=await family.arranged(reads, found.rows, filters.nest == "1"),
         next_cursor=format_cursor(found.next_cursor),
         filters=filters,
         versions=await definitions.team_versions(runtime, principal.team_id),
@@ -159,19 +161,20 @@ async def instance_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     row: NamedDependency[InstanceRow],
     chosen: NamedDependency[HistoryFilter],
 ) -> Template:
     """One instance: its state (or a placeholder fetched after a long history) and the
     first page of its history, which the page then follows live."""
     instance_id = row.instance_id
-    context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(runtime, row)}
+    context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(reads, row)}
     if not context["lazy"]:
-        detail = await instance_detail.detail(runtime, principal.team_id, instance_id)
+        detail = await instance_detail.detail(reads, principal.team_id, instance_id)
         context |= _state_context(request, detail)
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
-    context |= await _history_section(runtime, principal.team_id, instance_id, row, chosen)
+    context |= await _history_section(reads, principal.team_id, instance_id, row, chosen)
     pin = row.definition
     context["holds_shown"] = await holds.banner(runtime, principal.team_id, pin.name, pin.version)
     return page(
@@ -187,10 +190,11 @@ async def state_panel(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     ref: FromPath[str],
 ) -> Template:
     """The replayed state of the page (graph, sections), fetched after a long history."""
-    detail = await instance_detail.detail(runtime, principal.team_id, instance_id_of(ref))
+    detail = await instance_detail.detail(reads, principal.team_id, instance_id_of(ref))
     htmx = is_htmx(request)
     pin = detail.row.definition
     shown = None if htmx else await holds.banner(runtime, principal.team_id, pin.name, pin.version)
@@ -236,33 +240,33 @@ def _history_context(
 
 
 async def _history_section(
-    runtime: Runtime, team: str, instance_id: str, row: InstanceRow, chosen: HistoryFilter
+    reads: Reads, team: str, instance_id: str, row: InstanceRow, chosen: HistoryFilter
 ) -> dict[str, Any]:
     """The history section's context: one page of the history, filtered as ``chosen``
     says, and the steps the filter offers (the pinned version's)."""
-    found = await instance_history.history_page(runtime, team, instance_id, chosen)
-    steps = [s.name for s in (await instances.pinned_definition(runtime, row)).steps]
+    found = await instance_history.history_page(reads, team, instance_id, chosen)
+    steps = [s.name for s in (await instances.pinned_definition(reads, row)).steps]
     return _history_context(row, found, chosen, steps)
 
 
 async def history(
     request: Request,
     principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     row: NamedDependency[InstanceRow],
     chosen: NamedDependency[HistoryFilter],
 ) -> Template:
     """One filtered history page: the history section for htmx, else its own page."""
-    section = await _history_section(runtime, principal.team_id, row.instance_id, row, chosen)
+    section = await _history_section(reads, principal.team_id, row.instance_id, row, chosen)
     template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
     return page(request, template, "instances", row=row, **section)
 
 
 async def export_history(
-    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], ref: FromPath[str]
+    principal: NamedDependency[Principal], reads: NamedDependency[Reads], ref: FromPath[str]
 ) -> Stream:
     instance_id = instance_id_of(ref)
-    body = await instance_history.export(runtime, principal.team_id, instance_id)
+    body = await instance_history.export(reads, principal.team_id, instance_id)
     filename = instance_id.replace("/", "_")
     return Stream(
         body,

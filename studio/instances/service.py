@@ -41,6 +41,7 @@ from studio.definitions import service as definitions
 from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances.list_order import ListOrder, parse_cursor
+from studio.reads import Reads
 from studio.runtime import Runtime
 
 PAGE_SIZE = 50
@@ -115,13 +116,13 @@ class InstanceFilters:
 
 
 async def list_page(
-    runtime: Runtime, team: str, filters: InstanceFilters, cursor: str | None = None
+    reads: Reads, team: str, filters: InstanceFilters, cursor: str | None = None
 ) -> InstancePage:
     """One page of the list; the step and failure-code filters narrow the page's rows
     (from their replayed states), so a page may hold fewer rows than PAGE_SIZE."""
     order = filters.order
-    found = await runtime.queries.instances(
-        **await query_of(runtime, team, filters),
+    found = await reads.queries.instances(
+        **query_of(team, filters),
         after=parse_cursor(cursor, order),
         limit=PAGE_SIZE,
         sort=order.key,
@@ -129,10 +130,10 @@ async def list_page(
     )
     if not filters.by_state:
         return found
-    return replace(found, rows=tuple(await narrowed(runtime, found.rows, filters)))
+    return replace(found, rows=tuple(await narrowed(reads, found.rows, filters)))
 
 
-async def query_of(runtime: Runtime, team: str, filters: InstanceFilters) -> dict[str, Any]:
+def query_of(team: str, filters: InstanceFilters) -> dict[str, Any]:
     """The store's list arguments for ``filters`` (all but the page and its cursor)."""
     status = next((s for s in InstanceStatus if s.label == filters.status), None)
     return {
@@ -161,43 +162,43 @@ def state_matches(state: Instance, filters: InstanceFilters) -> bool:
 
 
 async def narrowed(
-    runtime: Runtime, rows: Sequence[InstanceRow], filters: InstanceFilters
+    reads: Reads, rows: Sequence[InstanceRow], filters: InstanceFilters
 ) -> list[InstanceRow]:
     """``rows`` whose replayed state ``state_matches`` the filters."""
     kept = []
     for row in rows:
-        entry = await runtime.replays.load(row.instance_id, at_least=row.sequence)
+        entry = await reads.replays.load(row.instance_id, at_least=row.sequence)
         if state_matches(entry.state, filters):
             kept.append(row)
     return kept
 
 
-async def find_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow | None:
+async def find_row(reads: Reads, team: str, instance_id: str) -> InstanceRow | None:
     """The row of the team's instance that the team calls ``instance_id``, or None.
 
     That is the instance stored under the team's prefix, or else one of the team's
     instances stored under ``instance_id`` itself (started before ids were namespaced,
     or a child whose id was too long to be readable); another team's is never found.
     """
-    own, _ = await _lookup(runtime, team, instance_id)
+    own, _ = await _lookup(reads, team, instance_id)
     return own
 
 
 async def _lookup(
-    runtime: Runtime, team: str, instance_id: str
+    reads: Reads, team: str, instance_id: str
 ) -> tuple[InstanceRow | None, InstanceRow | None]:
     """The team's own row for ``instance_id`` (``find_row``), and the row stored under
     the team's prefixed id whoever owns it (another team's only if it chose that id
     before ids were namespaced), from one read."""
     scoped = team_instance_id(team, instance_id)
-    rows = await runtime.queries.instance_rows([scoped, instance_id])
+    rows = await reads.queries.instance_rows([scoped, instance_id])
     owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
     return (owned[0] if owned else None), rows.get(scoped)
 
 
-async def require_row(runtime: Runtime, team: str, instance_id: str) -> InstanceRow:
+async def require_row(reads: Reads, team: str, instance_id: str) -> InstanceRow:
     """The instance's row (``find_row``); NotFound when the team has no such instance."""
-    row = await find_row(runtime, team, instance_id)
+    row = await find_row(reads, team, instance_id)
     if row is None:
         raise NotFound("no such instance in this team")
     return row
@@ -209,12 +210,12 @@ def _id_prefixes(team: str, typed: str) -> list[str] | None:
     return [team_instance_id(team, typed), typed] if typed else None
 
 
-async def pinned_definition(runtime: Runtime, row: InstanceRow) -> Definition:
+async def pinned_definition(reads: Reads, row: InstanceRow) -> Definition:
     """The version an instance is pinned to (its fingerprint, not just its number)."""
     try:
-        return (await runtime.client.registries.get()).resolve(row.definition)
+        return (await reads.registries.get()).resolve(row.definition)
     except RegistryError:  # published after this process read the catalog
-        return (await runtime.client.registries.refresh()).resolve(row.definition)
+        return (await reads.registries.refresh()).resolve(row.definition)
 
 
 # Starting ---------------------------------------------------------------------------
@@ -307,7 +308,7 @@ def code_run_id(name: str, chosen: str) -> str:
 async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
     """The stored id a start of the team's ``chosen`` (a step list or machine) takes."""
     check_instance_id(team, chosen)
-    own, scoped = await _lookup(runtime, team, chosen)
+    own, scoped = await _lookup(runtime.primary, team, chosen)
     if own is None and scoped is not None:  # another team's, stored before namespacing
         raise Conflict("this instance id is taken; choose another")
     return own.instance_id if own is not None else team_instance_id(team, chosen)

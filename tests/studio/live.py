@@ -319,9 +319,11 @@ class AnnouncingServer(uvicorn.Server):
 
 
 @contextmanager
-def serve_studio(dsn: str, **settings: Any) -> Iterator[LiveStudio]:
-    """A studio on a fresh schema, served on a free port until the block ends."""
-    schema = f"studio_{uuid.uuid4().hex[:12]}"
+def serve_studio(dsn: str, schema: str = "", **settings: Any) -> Iterator[LiveStudio]:
+    """A studio on a fresh schema (``schema``, migrated already, when given: a replica
+    must have replayed its migrations before the studio opens it), served on a free
+    port until the block ends."""
+    schema = schema or f"studio_{uuid.uuid4().hex[:12]}"
     apply_migrations(dsn, schema)
     limits = settings.pop("signin_limits", SignInLimits(per_client=100_000, per_user=100_000))
     cost = Argon2Cost(time_cost=1, memory_cost_kib=1024, parallelism=1)  # fast, same code
