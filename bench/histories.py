@@ -72,6 +72,26 @@ class Timing:
     statements: float
 
 
+W3_EVENTS = (10**2, 10**3, 10**4, 10**5)
+"""History lengths W3 opens cold (each instance has at most this many events: 3 per
+step plus its start and completion)."""
+
+
+@dataclass
+class ScaleRow:
+    """Opening one instance of ``events`` events cold (median ms), and what it read."""
+
+    events: int
+    snapshot_at: int
+    """Where its newest snapshot is (0: none), so ``events - snapshot_at`` were folded."""
+    cold_load_ms: float
+    """``InstanceCache.load`` on an empty cache: what a worker pays after a restart."""
+    inspect_ms: float
+    """``reads.inspect``: what ``wayline inspect`` and the client pay."""
+    full_fold_ms: float
+    """The pure fold of every event: what opening cost without a snapshot, less I/O."""
+
+
 @dataclass
 class HistoryResults:
     events: int
@@ -89,9 +109,10 @@ class HistoryResults:
     list_generate_seconds: float
     instance_list: list[Timing]
     plans: dict[str, list[str]]
+    scaling: list[ScaleRow]
 
 
-def long_definition(steps: int) -> Definition:
+def long_definition(steps: int, version: str = "1") -> Definition:
     step = {
         "kind": "activity",
         "target": "bench.noop",
@@ -103,24 +124,26 @@ def long_definition(steps: int) -> Definition:
     return parse_definition(
         {
             "name": "bench.long",
-            "version": "1",
+            "version": version,
             "mode": "orchestration",
             "steps": [{"name": f"s{k}", **step} for k in range(steps)],
         }
     )
 
 
-def build_history(definition: Definition, registry: Registry) -> list[Transition]:
+def build_history(
+    definition: Definition, registry: Registry, instance_id: str = LONG_INSTANCE
+) -> list[Transition]:
     """The transitions a worker would commit for one instance that runs every step."""
     now = datetime.now(UTC) - timedelta(days=1)
-    draft = lifecycle.start_draft(registry, definition, LONG_INSTANCE, now)
+    draft = lifecycle.start_draft(registry, definition, instance_id, now)
     decide(draft)
     transitions = [draft.build("start")]
     state = draft.state
     for step in definition.steps:
         now += timedelta(milliseconds=1)
         draft = Draft(registry, state, now)
-        key = decisions.attempt_key(LONG_INSTANCE, step.name, 1)
+        key = decisions.attempt_key(instance_id, step.name, 1)
         decisions.start_activity_attempt(draft, step.name, 1, key)
         transitions.append(draft.build())
         now += timedelta(milliseconds=1)
@@ -146,7 +169,67 @@ def run(cluster: Cluster, steps: int, list_instances: int, samples: int) -> Hist
     with cluster.connect() as conn:
         conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     apply_migrations(cluster.dsn, SCHEMA)
-    return asyncio.run(_run(cluster, steps, list_instances, samples))
+    results = asyncio.run(_run(cluster, steps, list_instances, samples))
+    longest = 10 * (3 * steps + 2)  # the quick run stops at 10^4
+    results.scaling = scaling(cluster.dsn, tuple(e for e in W3_EVENTS if e <= longest))
+    return results
+
+
+def scaling(dsn: str, sizes: tuple[int, ...], schema: str = "w3") -> list[ScaleRow]:
+    """W3 at each history length of ``sizes``, in a fresh ``schema`` on ``dsn``."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {schema} CASCADE")
+    apply_migrations(dsn, schema)
+    return asyncio.run(_scaling(dsn, sizes, schema))
+
+
+async def _scaling(dsn: str, sizes: tuple[int, ...], schema: str) -> list[ScaleRow]:
+    rows = []
+    store = await Store.open(dsn, schema)
+    try:
+        for events in sizes:
+            steps = (events - 2) // 3
+            definition = long_definition(steps, version=str(steps))
+            registry = Registry([definition])
+            await catalog.publish(store, definition, "bench")
+            instance = f"long-{events}"
+            transitions = build_history(definition, registry, instance)
+            for k in range(0, len(transitions), COMMIT_CHUNK):
+                await store.commit_all(transitions[k : k + COMMIT_CHUNK])
+            history = [e for t in transitions for e in t.events]
+            loaded = await reads.load(store, registry, instance)
+
+            async def cold(instance: str = instance) -> None:
+                await InstanceCache(store, RegistrySource(store)).load(instance)
+
+            async def inspect(instance: str = instance, registry: Registry = registry) -> None:
+                await reads.inspect(store, registry, instance)
+
+            rows.append(
+                ScaleRow(
+                    len(history),
+                    loaded.snapshot_sequence,
+                    await _median_ms(cold, SCALE_SAMPLES),
+                    await _median_ms(inspect, SCALE_SAMPLES),
+                    1000 * _median_seconds(lambda h=history, r=registry: replay(r, h), 1),
+                )
+            )
+    finally:
+        await store.close()
+    return rows
+
+
+SCALE_SAMPLES = 5
+
+
+async def _median_ms(call: Callable[[], Awaitable[Any]], calls: int) -> float:
+    await call()  # warm-up: the pool's connections, the registry
+    timings = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await call()
+        timings.append(1000 * (time.perf_counter() - started))
+    return statistics.median(timings)
 
 
 async def _run(cluster: Cluster, steps: int, list_count: int, samples: int) -> HistoryResults:
@@ -283,6 +366,7 @@ async def _run(cluster: Cluster, steps: int, list_count: int, samples: int) -> H
         list_generate_seconds=generate,
         instance_list=listing,
         plans=executed,
+        scaling=[],
     )
 
 
