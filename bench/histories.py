@@ -27,7 +27,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -109,7 +109,8 @@ class HistoryResults:
     list_generate_seconds: float
     instance_list: list[Timing]
     plans: dict[str, list[str]]
-    scaling: list[ScaleRow]
+    scaling: list[ScaleRow] = field(default_factory=list)
+    """W3 by history length (``W3_EVENTS``); empty in results saved before it existed."""
 
 
 def long_definition(steps: int, version: str = "1") -> Definition:
@@ -366,7 +367,6 @@ async def _run(cluster: Cluster, steps: int, list_count: int, samples: int) -> H
         list_generate_seconds=generate,
         instance_list=listing,
         plans=executed,
-        scaling=[],
     )
 
 
