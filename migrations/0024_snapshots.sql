@@ -3,9 +3,10 @@
 -- instance (its newest), written by the transition that crosses a multiple of
 -- engine.replay.snapshots.SNAPSHOT_INTERVAL_EVENTS, in that transition's own
 -- PostgreSQL transaction (engine/store/commits.py). A row is only a cache of what
--- history already says: a reader ignores one whose fold_version or digest does not
--- match this build, or whose pinned definition the registry does not resolve, and
--- replays the whole history instead. Retention removes it with its instance.
+-- history already says: a reader ignores one whose fold_version is not this build's,
+-- whose state text does not have its digest (SHA-256), that does not decode, or whose
+-- pinned definition the registry does not resolve, and replays the whole history
+-- instead. Retention removes it with its instance.
 CREATE TABLE snapshots (
     instance_id  text NOT NULL,
     sequence     bigint NOT NULL CHECK (sequence >= 1),
@@ -16,4 +17,4 @@ CREATE TABLE snapshots (
     PRIMARY KEY (instance_id)
 );
 COMMENT ON TABLE snapshots IS
-    'Per instance: its replayed state at sequence, as canonical JSON, and that state''s digest.';
+    'Per instance: its replayed state at sequence as canonical JSON, and that text''s SHA-256.';

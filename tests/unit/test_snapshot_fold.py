@@ -4,12 +4,15 @@ refused; and a reader never folds a whole interval after the newest snapshot."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.decide import lifecycle
+from engine.model.canonical import canonical_json
 from engine.model.definitions import Definition
 from engine.model.events import Event
 from engine.model.instance import Instance
@@ -82,6 +85,10 @@ def test_a_snapshot_this_build_may_not_trust_is_refused(run: Run) -> None:
     assert restore(run.registry, replace(taken, digest="0" * 64)) is None
     assert restore(run.registry, replace(taken, sequence=taken.sequence + 1)) is None
     assert restore(run.registry, replace(taken, state=taken.state[:-1])) is None
+    for damage in ({"sequence": "1"}, {"status": "lost"}, {"unknown_field": 1}):
+        text = canonical_json({**json.loads(taken.state), **damage})
+        checksum = hashlib.sha256(text.encode()).hexdigest()
+        assert restore(run.registry, replace(taken, state=text, digest=checksum)) is None
     other: Definition = replace(run.spec, steps=run.spec.steps[:-1])
     assert restore(Registry([other]), taken) is None, "another definition under its name"
     assert restore(Registry([]), taken) is None, "a definition the registry lacks"
