@@ -85,11 +85,14 @@ class ScaleRow:
     snapshot_at: int
     """Where its newest snapshot is (0: none), so ``events - snapshot_at`` were folded."""
     cold_load_ms: float
-    """``InstanceCache.load`` on an empty cache: what a worker pays after a restart."""
+    """``InstanceCache.load`` on an empty cache (its registry already loaded): what a
+    worker pays for an instance it has not seen since it started."""
     inspect_ms: float
     """``reads.inspect``: what ``wayline inspect`` and the client pay."""
+    inspect_without_snapshot_ms: float
+    """``reads.inspect`` once the snapshot is deleted: the whole history, read and folded."""
     full_fold_ms: float
-    """The pure fold of every event: what opening cost without a snapshot, less I/O."""
+    """The pure fold of every event (no I/O)."""
 
 
 @dataclass
@@ -200,17 +203,23 @@ async def _scaling(dsn: str, sizes: tuple[int, ...], schema: str) -> list[ScaleR
             history = [e for t in transitions for e in t.events]
             loaded = await reads.load(store, registry, instance)
 
-            async def cold(instance: str = instance) -> None:
-                await InstanceCache(store, RegistrySource(store)).load(instance)
+            async def cold(instance: str = instance, registry: Registry = registry) -> None:
+                await InstanceCache(store, RegistrySource(store, registry)).load(instance)
 
             async def inspect(instance: str = instance, registry: Registry = registry) -> None:
                 await reads.inspect(store, registry, instance)
 
+            cold_ms = await _median_ms(cold, SCALE_SAMPLES)
+            inspect_ms = await _median_ms(inspect, SCALE_SAMPLES)
+            async with store.connection() as conn:
+                await conn.execute(DROP_SNAPSHOT, {"instance": instance})
+                await conn.commit()
             rows.append(
                 ScaleRow(
                     len(history),
                     loaded.snapshot_sequence,
-                    await _median_ms(cold, SCALE_SAMPLES),
+                    cold_ms,
+                    inspect_ms,
                     await _median_ms(inspect, SCALE_SAMPLES),
                     1000 * _median_seconds(lambda h=history, r=registry: replay(r, h), 1),
                 )
@@ -221,6 +230,7 @@ async def _scaling(dsn: str, sizes: tuple[int, ...], schema: str) -> list[ScaleR
 
 
 SCALE_SAMPLES = 5
+DROP_SNAPSHOT = "DELETE FROM snapshots WHERE instance_id = %(instance)s"
 
 
 async def _median_ms(call: Callable[[], Awaitable[Any]], calls: int) -> float:

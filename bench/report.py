@@ -804,6 +804,7 @@ def _scaling(rows: list[ScaleRow]) -> list[str]:
             "events folded after it",
             "cold load ms (InstanceCache)",
             "inspect ms",
+            "inspect ms, snapshot deleted",
             "pure fold of every event ms",
         ],
         [
@@ -813,6 +814,7 @@ def _scaling(rows: list[ScaleRow]) -> list[str]:
                 f"{r.events - r.snapshot_at:,}",
                 f"{r.cold_load_ms:.1f}",
                 f"{r.inspect_ms:.1f}",
+                f"{r.inspect_without_snapshot_ms:.1f}",
                 f"{r.full_fold_ms:.0f}",
             ]
             for r in rows
