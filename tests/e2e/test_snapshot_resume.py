@@ -14,13 +14,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from engine.decide import decisions, lifecycle
-from engine.model.definitions import Definition
-from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.registry import Registry
-from engine.model.transitions import Draft, Transition
-from engine.modes import decide
 from engine.replay.fold import replay
 from engine.replay.snapshots import SNAPSHOT_INTERVAL_EVENTS
 from engine.store.rows import WorkState
@@ -28,6 +23,7 @@ from engine.worker.loop import Worker, WorkerConfig
 from tests.e2e import definitions as d
 from tests.e2e.app import Behaviour, app, script
 from tests.e2e.conftest import Harness
+from tests.integration.long_histories import commit_history, long_history
 
 INSTANCE = "long-crash"
 STEPS_BEFORE = 260
@@ -49,37 +45,14 @@ WHERE instance_id = %(instance)s AND work_id <> ALL(%(keep)s)
 """The work rows of the steps the pure core ran (no worker held them) are done."""
 
 
-def long_history(definition: Definition, harness: Harness, gate: str) -> list[Transition]:
-    """The transitions of an instance whose steps before ``risky`` all succeeded, each
-    attempt started and finished in transitions of its own, ending with ``risky``
-    scheduled: what workers would have committed, a millisecond apart, just now."""
-    registry = Registry([definition])
-    now = harness.store.now() - timedelta(seconds=5)
-    risky = script({"risky": Behaviour(block=gate)})
-    draft = lifecycle.start_draft(registry, definition, INSTANCE, now, risky)
-    decide(draft)
-    transitions = [draft.build("start")]
-    for step in definition.steps[:-1]:
-        now += timedelta(milliseconds=1)
-        draft = Draft(registry, draft.state, now)
-        key = decisions.attempt_key(INSTANCE, step.name, 1)
-        decisions.start_activity_attempt(draft, step.name, 1, key)
-        transitions.append(draft.build())
-        now += timedelta(milliseconds=1)
-        draft = Draft(registry, draft.state, now)
-        decisions.record_outcome(draft, step.name, 1, EventKind.ATTEMPT_SUCCEEDED)
-        decide(draft)
-        transitions.append(draft.build())
-    return transitions
-
-
 async def test_a_worker_resuming_a_long_instance_reads_one_snapshot_and_the_tail(
     e2e: Harness,
 ) -> None:
     await e2e.publish(LONG)
-    transitions = long_history(LONG, e2e, e2e.gate("risky"))
-    for k in range(0, len(transitions), 100):
-        await e2e.store.commit_all(transitions[k : k + 100])
+    risky = script({"risky": Behaviour(block=e2e.gate("risky"))})
+    start = e2e.store.now() - timedelta(seconds=5)
+    transitions = long_history(LONG, INSTANCE, start, risky, run_last=False)
+    await commit_history(e2e.store, transitions)
     keep = [w.work_id for w in transitions[-1].work]
     async with e2e.store.connection() as conn:
         await conn.execute(RETIRE_OTHER_WORK, {"instance": INSTANCE, "keep": keep})
