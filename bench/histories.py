@@ -73,8 +73,11 @@ class Timing:
 
 
 W3_EVENTS = (10**2, 10**3, 10**4, 10**5)
-"""History lengths W3 opens cold (each instance has at most this many events: 3 per
-step plus its start and completion)."""
+"""History lengths W3 opens cold. Each instance has at most this many events: a
+definition has at most 10,000 steps, so every step here fails ``W3_ATTEMPTS - 1``
+times before it succeeds (12 events a step, one shape at every length)."""
+W3_ATTEMPTS = 4
+W3_EVENTS_PER_STEP = 3 * W3_ATTEMPTS
 
 
 @dataclass
@@ -116,14 +119,14 @@ class HistoryResults:
     """W3 by history length (``W3_EVENTS``); empty in results saved before it existed."""
 
 
-def long_definition(steps: int, version: str = "1") -> Definition:
+def long_definition(steps: int, version: str = "1", attempts: int = 3) -> Definition:
     step = {
         "kind": "activity",
         "target": "bench.noop",
         "timeout": "30s",
         "input_limit": 1024,
         "result_limit": 1024,
-        "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "1m"},
+        "retry": {"max_attempts": attempts, "initial_delay": "1s", "max_delay": "1m"},
     }
     return parse_definition(
         {
@@ -160,6 +163,37 @@ def build_history(
     return transitions
 
 
+def retried_history(
+    definition: Definition, registry: Registry, instance_id: str, attempts: int
+) -> list[Transition]:
+    """Like ``build_history``, but each step fails ``attempts - 1`` times (retryable)
+    before it succeeds, each retry started when its backoff says."""
+    now = datetime.now(UTC) - timedelta(days=1)
+    draft = lifecycle.start_draft(registry, definition, instance_id, now)
+    decide(draft)
+    transitions = [draft.build("start")]
+    for step in definition.steps:
+        for attempt in range(1, attempts + 1):
+            progress = draft.state.activities[step.name]
+            now = max(now + timedelta(milliseconds=1), progress.retry_at or now)
+            key = progress.next_key or decisions.attempt_key(instance_id, step.name, attempt)
+            draft = Draft(registry, draft.state, now)
+            decisions.start_activity_attempt(draft, step.name, attempt, key)
+            transitions.append(draft.build())
+            draft = Draft(registry, draft.state, now)
+            if attempt == attempts:
+                decisions.record_outcome(draft, step.name, attempt, EventKind.ATTEMPT_SUCCEEDED)
+            else:
+                failed = EventKind.ATTEMPT_FAILED
+                decisions.record_outcome(
+                    draft, step.name, attempt, failed, code="bench-failure", retryable=True
+                )
+            decide(draft)
+            transitions.append(draft.build())
+    assert draft.state.status is InstanceStatus.COMPLETED
+    return transitions
+
+
 def _median_seconds(action: Callable[[], object], repeat: int) -> float:
     timings = []
     for _ in range(repeat):
@@ -192,12 +226,12 @@ async def _scaling(dsn: str, sizes: tuple[int, ...], schema: str) -> list[ScaleR
     store = await Store.open(dsn, schema)
     try:
         for events in sizes:
-            steps = (events - 2) // 3
-            definition = long_definition(steps, version=str(steps))
+            steps = (events - 2) // W3_EVENTS_PER_STEP
+            definition = long_definition(steps, version=str(steps), attempts=W3_ATTEMPTS)
             registry = Registry([definition])
             await catalog.publish(store, definition, "bench")
             instance = f"long-{events}"
-            transitions = build_history(definition, registry, instance)
+            transitions = retried_history(definition, registry, instance, W3_ATTEMPTS)
             for k in range(0, len(transitions), COMMIT_CHUNK):
                 await store.commit_all(transitions[k : k + COMMIT_CHUNK])
             history = [e for t in transitions for e in t.events]
