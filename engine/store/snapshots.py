@@ -27,10 +27,24 @@ def carried(transition: Transition) -> bool:
     )
 
 
+_TAKEN = "_snapshot"
+"""Where a transition keeps the snapshot ``prepare`` encoded for it."""
+
+
+def prepare(transition: Transition) -> None:
+    """Encode the snapshot ``transition`` carries, if any, before its PostgreSQL
+    transaction begins (the store does this where it checks a transition): encoding a
+    large state takes a while, which is better not spent holding the instance's row
+    lock and a lease's. A transition is frozen, so what is encoded cannot go stale."""
+    if carried(transition) and _TAKEN not in transition.__dict__:
+        assert transition.state_after is not None
+        object.__setattr__(transition, _TAKEN, snapshots.take(transition.state_after))
+
+
 async def write(conn: psycopg.AsyncConnection, transition: Transition) -> None:
     """Write the snapshot ``transition`` carries, in the caller's open transaction."""
-    assert transition.state_after is not None
-    taken = snapshots.take(transition.state_after)
+    prepare(transition)
+    taken: Snapshot = transition.__dict__[_TAKEN]
     await conn.execute(
         sql.WRITE_SNAPSHOT,
         {
