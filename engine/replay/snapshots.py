@@ -49,11 +49,16 @@ from engine.model.errors import RegistryError
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 
-SNAPSHOT_INTERVAL_EVENTS = 500
+SNAPSHOT_INTERVAL_EVENTS = 250
 """A transition that crosses a multiple of this many events writes a snapshot, so a
-reader folds fewer than this many events after the newest one: less than one history
-page (``MAX_HISTORY_PAGE_EVENTS``), read in one round trip. Smaller means cheaper opens
-and more snapshot bytes written (each is the whole state); see the README's figures."""
+reader folds fewer than this many events after the newest one (one history page). The
+trade: each snapshot is the whole state, encoded by the committing worker. Measured in
+CPU time on the W3 instance of 10^4 events (833 steps, each retried 3 times): decoding
+its snapshot takes about 14 ms, encoding it 27 ms, and reading and folding 500 tail
+events about 30 ms, against about 8 ms to open an instance of 10^2 events and 500 ms to
+replay the 10^4 whole. At 250 the tail costs about 15 ms at most, and a long instance
+pays about 0.1 ms of encoding per event (1 ms at 10^5 events, whose state is ten times
+larger); instances shorter than the interval, the usual case, never write one."""
 
 FOLD_VERSION = 1
 """Bump whenever a fold rule, or a field of the replayed state, changes meaning: every
