@@ -805,6 +805,7 @@ def _scaling(rows: list[ScaleRow]) -> list[str]:
             "cold load ms (InstanceCache)",
             "inspect ms",
             "inspect ms, snapshot deleted",
+            "inspect CPU ms (with / snapshot deleted)",
             "pure fold of every event ms",
         ],
         [
@@ -815,6 +816,7 @@ def _scaling(rows: list[ScaleRow]) -> list[str]:
                 f"{r.cold_load_ms:.1f}",
                 f"{r.inspect_ms:.1f}",
                 f"{r.inspect_without_snapshot_ms:.1f}",
+                f"{r.inspect_cpu_ms:.1f} / {r.inspect_without_snapshot_cpu_ms:.1f}",
                 f"{r.full_fold_ms:.0f}",
             ]
             for r in rows
