@@ -27,8 +27,8 @@ from tests.integration.long_histories import commit_history, long_history
 
 INSTANCE = "long-crash"
 STEPS_BEFORE = 260
-"""Steps run before the one that crashes: 3 events each, so the history passes one
-snapshot interval and ends well after it."""
+"""Steps run before the one that crashes: 3 events each, so the history passes more
+than one snapshot interval, and its newest snapshot is behind its end."""
 CRASH_LEASE_SECONDS = 600.0
 """Longer than the test: the fresh worker finds the dead one's work through its closed
 session, not by waiting for the lease to run out."""

@@ -18,7 +18,8 @@ from tests.integration.long_histories import commit_history, long_history
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
 STEPS = 200
-"""3 events a step: the history passes one snapshot interval and ends well after it."""
+"""3 events a step: the history passes more than one snapshot interval, and its newest
+snapshot is behind its end."""
 LONG = parse_definition(
     {
         "name": "long",
