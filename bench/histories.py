@@ -27,7 +27,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,6 +72,36 @@ class Timing:
     statements: float
 
 
+W3_EVENTS = (10**2, 10**3, 10**4, 10**5)
+"""History lengths W3 opens cold. Each instance has at most this many events: a
+definition has at most 10,000 steps, so every step here fails ``W3_ATTEMPTS - 1``
+times before it succeeds (12 events a step, one shape at every length)."""
+W3_ATTEMPTS = 4
+W3_EVENTS_PER_STEP = 3 * W3_ATTEMPTS
+
+
+@dataclass
+class ScaleRow:
+    """Opening one instance of ``events`` events cold (median ms), and what it read."""
+
+    events: int
+    snapshot_at: int
+    """Where its newest snapshot is (0: none), so ``events - snapshot_at`` were folded."""
+    cold_load_ms: float
+    """``InstanceCache.load`` on an empty cache (its registry already loaded): what a
+    worker pays for an instance it has not seen since it started."""
+    inspect_ms: float
+    """``reads.inspect``: what ``wayline inspect`` and the client pay."""
+    inspect_without_snapshot_ms: float
+    """``reads.inspect`` once the snapshot is deleted: the whole history, read and folded."""
+    inspect_cpu_ms: float
+    """This process's CPU time of ``inspect_ms`` (decoding, folding, reading rows): what a
+    busy shared machine blurs least."""
+    inspect_without_snapshot_cpu_ms: float
+    full_fold_ms: float
+    """The pure fold of every event (no I/O)."""
+
+
 @dataclass
 class HistoryResults:
     events: int
@@ -89,38 +119,50 @@ class HistoryResults:
     list_generate_seconds: float
     instance_list: list[Timing]
     plans: dict[str, list[str]]
+    scaling: list[ScaleRow] = field(default_factory=list)
+    """W3 by history length (``W3_EVENTS``); empty in results saved before it existed."""
 
 
-def long_definition(steps: int) -> Definition:
+def long_definition(steps: int, version: str = "1", attempts: int = 3) -> Definition:
     step = {
         "kind": "activity",
         "target": "bench.noop",
         "timeout": "30s",
         "input_limit": 1024,
         "result_limit": 1024,
-        "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "1m"},
+        "retry": {"max_attempts": attempts, "initial_delay": "1s", "max_delay": "1m"},
     }
     return parse_definition(
         {
             "name": "bench.long",
-            "version": "1",
+            "version": version,
             "mode": "orchestration",
             "steps": [{"name": f"s{k}", **step} for k in range(steps)],
         }
     )
 
 
-def build_history(definition: Definition, registry: Registry) -> list[Transition]:
-    """The transitions a worker would commit for one instance that runs every step."""
-    now = datetime.now(UTC) - timedelta(days=1)
-    draft = lifecycle.start_draft(registry, definition, LONG_INSTANCE, now)
+def build_history(
+    definition: Definition,
+    registry: Registry,
+    instance_id: str = LONG_INSTANCE,
+    *,
+    now: datetime | None = None,
+    input: Any = None,
+    run_last: bool = True,
+) -> list[Transition]:
+    """The transitions a worker would commit for one instance that runs every step, a
+    millisecond apart from ``now`` (default: a day ago); without ``run_last``, it stops
+    with its last step scheduled (its work due), as the snapshot tests need."""
+    now = now or datetime.now(UTC) - timedelta(days=1)
+    draft = lifecycle.start_draft(registry, definition, instance_id, now, input)
     decide(draft)
     transitions = [draft.build("start")]
     state = draft.state
-    for step in definition.steps:
+    for step in definition.steps if run_last else definition.steps[:-1]:
         now += timedelta(milliseconds=1)
         draft = Draft(registry, state, now)
-        key = decisions.attempt_key(LONG_INSTANCE, step.name, 1)
+        key = decisions.attempt_key(instance_id, step.name, 1)
         decisions.start_activity_attempt(draft, step.name, 1, key)
         transitions.append(draft.build())
         now += timedelta(milliseconds=1)
@@ -129,7 +171,38 @@ def build_history(definition: Definition, registry: Registry) -> list[Transition
         decide(draft)
         transitions.append(draft.build())
         state = draft.state
-    assert state is not None and state.status is InstanceStatus.COMPLETED
+    assert state is not None and (state.status is InstanceStatus.COMPLETED or not run_last)
+    return transitions
+
+
+def retried_history(
+    definition: Definition, registry: Registry, instance_id: str, attempts: int
+) -> list[Transition]:
+    """Like ``build_history``, but each step fails ``attempts - 1`` times (retryable)
+    before it succeeds, each retry started when its backoff says."""
+    now = datetime.now(UTC) - timedelta(days=1)
+    draft = lifecycle.start_draft(registry, definition, instance_id, now)
+    decide(draft)
+    transitions = [draft.build("start")]
+    for step in definition.steps:
+        for attempt in range(1, attempts + 1):
+            progress = draft.state.activities[step.name]
+            now = max(now + timedelta(milliseconds=1), progress.retry_at or now)
+            key = progress.next_key or decisions.attempt_key(instance_id, step.name, attempt)
+            draft = Draft(registry, draft.state, now)
+            decisions.start_activity_attempt(draft, step.name, attempt, key)
+            transitions.append(draft.build())
+            draft = Draft(registry, draft.state, now)
+            if attempt == attempts:
+                decisions.record_outcome(draft, step.name, attempt, EventKind.ATTEMPT_SUCCEEDED)
+            else:
+                failed = EventKind.ATTEMPT_FAILED
+                decisions.record_outcome(
+                    draft, step.name, attempt, failed, code="bench-failure", retryable=True
+                )
+            decide(draft)
+            transitions.append(draft.build())
+    assert draft.state.status is InstanceStatus.COMPLETED
     return transitions
 
 
@@ -146,7 +219,79 @@ def run(cluster: Cluster, steps: int, list_instances: int, samples: int) -> Hist
     with cluster.connect() as conn:
         conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     apply_migrations(cluster.dsn, SCHEMA)
-    return asyncio.run(_run(cluster, steps, list_instances, samples))
+    results = asyncio.run(_run(cluster, steps, list_instances, samples))
+    longest = 10 * (3 * steps + 2)  # the quick run stops at 10^4
+    results.scaling = scaling(cluster.dsn, tuple(e for e in W3_EVENTS if e <= longest))
+    return results
+
+
+def scaling(dsn: str, sizes: tuple[int, ...], schema: str = "w3") -> list[ScaleRow]:
+    """W3 at each history length of ``sizes``, in a fresh ``schema`` on ``dsn``."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"{PROBE} DROP SCHEMA IF EXISTS {schema} CASCADE")
+    apply_migrations(dsn, schema)
+    return asyncio.run(_scaling(dsn, sizes, schema))
+
+
+async def _scaling(dsn: str, sizes: tuple[int, ...], schema: str) -> list[ScaleRow]:
+    rows = []
+    store = await Store.open(dsn, schema)
+    try:
+        for events in sizes:
+            steps = (events - 2) // W3_EVENTS_PER_STEP
+            definition = long_definition(steps, version=str(steps), attempts=W3_ATTEMPTS)
+            registry = Registry([definition])
+            await catalog.publish(store, definition, "bench")
+            instance = f"long-{events}"
+            transitions = retried_history(definition, registry, instance, W3_ATTEMPTS)
+            for k in range(0, len(transitions), COMMIT_CHUNK):
+                await store.commit_all(transitions[k : k + COMMIT_CHUNK])
+            history = [e for t in transitions for e in t.events]
+            loaded = await reads.load(store, registry, instance)
+
+            async def cold(instance: str = instance, registry: Registry = registry) -> None:
+                await InstanceCache(store, RegistrySource(store, registry)).load(instance)
+
+            async def inspect(instance: str = instance, registry: Registry = registry) -> None:
+                await reads.inspect(store, registry, instance)
+
+            cold_ms, _ = await _median_ms(cold, SCALE_SAMPLES)
+            inspect_ms, inspect_cpu = await _median_ms(inspect, SCALE_SAMPLES)
+            async with store.connection() as conn:
+                await conn.execute(DROP_SNAPSHOT, {"instance": instance})
+                await conn.commit()
+            whole_ms, whole_cpu = await _median_ms(inspect, SCALE_SAMPLES)
+            rows.append(
+                ScaleRow(
+                    len(history),
+                    loaded.snapshot_sequence,
+                    cold_ms,
+                    inspect_ms,
+                    whole_ms,
+                    inspect_cpu,
+                    whole_cpu,
+                    1000 * _median_seconds(lambda h=history, r=registry: replay(r, h), 1),
+                )
+            )
+    finally:
+        await store.close()
+    return rows
+
+
+SCALE_SAMPLES = 5
+DROP_SNAPSHOT = "DELETE FROM snapshots WHERE instance_id = %(instance)s"
+
+
+async def _median_ms(call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
+    """Median wall time and median CPU time of this process per call, in ms."""
+    await call()  # warm-up: the pool's connections, the registry
+    wall, cpu = [], []
+    for _ in range(calls):
+        started, used = time.perf_counter(), time.process_time()
+        await call()
+        wall.append(1000 * (time.perf_counter() - started))
+        cpu.append(1000 * (time.process_time() - used))
+    return statistics.median(wall), statistics.median(cpu)
 
 
 async def _run(cluster: Cluster, steps: int, list_count: int, samples: int) -> HistoryResults:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from bench import peers
 from bench.cluster import Window
-from bench.histories import Timing
+from bench.histories import ScaleRow, Timing
 from bench.results import Results
 from bench.w1 import STEPS_PER_INSTANCE, Latency, Throughput
 
@@ -933,6 +933,38 @@ def _claims(v: View) -> list[str]:
     return lines
 
 
+def _scaling(rows: list[ScaleRow]) -> list[str]:
+    """W3 at 10^2 to 10^5 events: opening cold from the newest snapshot."""
+    if not rows:
+        return []
+    return _section(
+        "W3: opening an instance cold, by history length",
+        [
+            "events",
+            "newest snapshot at",
+            "events folded after it",
+            "cold load ms (InstanceCache)",
+            "inspect ms",
+            "inspect ms, snapshot deleted",
+            "inspect CPU ms (with / snapshot deleted)",
+            "pure fold of every event ms",
+        ],
+        [
+            [
+                f"{r.events:,}",
+                f"{r.snapshot_at:,}" if r.snapshot_at else "none",
+                f"{r.events - r.snapshot_at:,}",
+                f"{r.cold_load_ms:.1f}",
+                f"{r.inspect_ms:.1f}",
+                f"{r.inspect_without_snapshot_ms:.1f}",
+                f"{r.inspect_cpu_ms:.1f} / {r.inspect_without_snapshot_cpu_ms:.1f}",
+                f"{r.full_fold_ms:.0f}",
+            ]
+            for r in rows
+        ],
+    )
+
+
 def _histories(v: View) -> list[str]:
     h = v.r.histories
     if h is None:
@@ -967,6 +999,7 @@ def _histories(v: View) -> list[str]:
             ],
         ],
     )
+    lines += _scaling(h.scaling)
     lines += ["## W4: the reads behind the studio's pages", ""]
     lines += [
         "The studio does not exist yet, so these are the store calls its pages will make "

@@ -16,6 +16,10 @@ against another build (D7's corpus). ``verify`` asks of it:
   A code-first run's decisions record what its code asked for, which only the code can
   say: its history is replayed without decision checks, and its journal is replayed
   against its code instead (J3, ``verification.journal_replay``).
+- **I9, the snapshot path.** At the end of every transition (where the store writes a
+  snapshot when it crosses an interval, ``engine.replay.snapshots``), the state restored
+  from its snapshot, with the rest of the history folded on, has the full replay's
+  digest: opening an instance from a snapshot can never see another state.
 - **I6, history integrity.** The ledger's transitions cover the events exactly,
   contiguously from 0 to the last sequence, and each one's fingerprint, recomputed from
   the events and work rows it wrote, equals the fingerprint committed with it: a hash
@@ -36,6 +40,7 @@ from engine.model.instance import Instance
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
 from engine.modes import decide
+from engine.replay import snapshots
 from engine.replay.fold import apply
 
 K = EventKind
@@ -122,6 +127,8 @@ class Verdict:
     problems: list[str] = field(default_factory=list)
     pins: dict[int, DefinitionRef] = field(default_factory=dict)
     """The pinned definition after each sequence (what a transition from there carries)."""
+    snapshots: int = 0
+    """Positions where the snapshot path was checked against the full replay."""
 
     @property
     def digest(self) -> str | None:
@@ -149,13 +156,38 @@ def verify(
         again = _replay(registry, history.events)
         if again is None or again.digest != verdict.state.digest:
             verdict.problems.append("a second replay gave another snapshot digest")
+        verdict.problems.extend(check_snapshots(registry, history, verdict))
         if chain:
             verdict.problems.extend(check_ledger(history, verdict.pins))
     return verdict
 
 
-def _replay(registry: Registry, events: list[Event]) -> Instance | None:
-    state = None
+def check_snapshots(registry: Registry, history: History, verdict: Verdict) -> list[str]:
+    """The snapshot path against the full replay (see the module), at the end of each of
+    the ledger's transitions; counted in ``verdict.snapshots``."""
+    assert verdict.state is not None
+    ends = {row.committed for row in history.ledger}
+    problems: list[str] = []
+    state: Instance | None = None
+    for index, event in enumerate(history.events):
+        state = apply(registry, state, event)
+        if event.sequence not in ends or state.pending_command is not None:
+            continue
+        verdict.snapshots += 1
+        restored = snapshots.restore(registry, snapshots.take(state))
+        resumed = restored and _replay(registry, history.events[index + 1 :], restored)
+        if resumed is None or resumed.digest != verdict.state.digest:
+            problems.append(
+                f"folding from a snapshot at {event.sequence} gave another state "
+                "than the full replay"
+            )
+    return problems
+
+
+def _replay(
+    registry: Registry, events: list[Event], state: Instance | None = None
+) -> Instance | None:
+    """``state`` (None: nothing) with ``events`` folded on; None when replay rejects one."""
     try:
         for event in events:
             state = apply(registry, state, event)

@@ -75,7 +75,8 @@ def _body(card: dict[str, Any]) -> list[str]:
         *_failover_lines(card.get("failover", {})),
         *_invariant_lines(card["invariants"]),
         f"replay     histories {_n(rp['histories'])}  events replayed "
-        f"{_n(rp['events_replayed'])}  clean NDE {rp['clean_nondeterminism']}  mutants "
+        f"{_n(rp['events_replayed'])}  clean NDE {rp['clean_nondeterminism']}  snapshot paths "
+        f"{_n(rp.get('snapshot_paths_checked', 0))}  mutants "
         f"{rp['mutants_injected']} detected {rp['mutants_detected']} "
         f"({rp['kill_rate'] if rp['kill_rate'] is not None else '-'}%)",
         f"hypothesis examples {p['examples']}  steps {p['steps']}  shrinks {p['shrinks']}  "

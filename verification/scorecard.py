@@ -304,6 +304,7 @@ def _replay(totals: Counter[str]) -> dict[str, Any]:
         "histories": totals.get("histories", 0) + totals.get("corpus_histories", 0),
         "events_replayed": totals.get("events_replayed", 0) + totals.get("corpus_events", 0),
         "clean_nondeterminism": totals.get("clean_nondeterminism", 0),
+        "snapshot_paths_checked": totals.get("snapshot_paths_checked", 0),
         "mutants_injected": injected,
         "mutants_detected": detected,
         "kill_rate": round(100 * detected / injected, 1) if injected else None,

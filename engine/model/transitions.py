@@ -92,6 +92,10 @@ class Transition:
     key (a machine's parent: ``DefinitionMode.admit``); the store enforces it. It is
     derived from the start's data, which the fingerprint covers, so it is not part of
     the fingerprint itself."""
+    state_after: Instance | None = field(default=None, compare=False, repr=False)
+    """The replayed state the events end in, when its builder knows it (a ``Draft``
+    does): the store snapshots it when the transition crosses a snapshot interval
+    (``engine.replay.snapshots``). Derived from the events, so not fingerprinted."""
 
     @cached_property
     def fingerprint(self) -> str:
@@ -126,6 +130,7 @@ def make_transition(
     events: list[Event],
     work: list[WorkItem] = (),
     parent_key: str = "",
+    state_after: Instance | None = None,
 ) -> Transition:
     """Build the transition, checked (``check_transition``)."""
     transition = Transition(
@@ -136,6 +141,7 @@ def make_transition(
         tuple(events),
         tuple(work),
         parent_key,
+        state_after,
     )
     check_transition(transition)
     return transition
@@ -349,4 +355,6 @@ class Draft:
             else (expected + 1,)
         )
         tid = transition_id(self.instance_id, *(id_parts or default))
-        return make_transition(tid, definition, expected, self.events, self.work, self.parent_key)
+        return make_transition(
+            tid, definition, expected, self.events, self.work, self.parent_key, self.state
+        )

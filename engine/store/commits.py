@@ -22,7 +22,9 @@ The order inside the transaction:
    retry that will never run): nothing is left waiting for an instance that is over
    (in step 1's statement, or after it when the ending transition made work itself);
    on ``resumed``, make the instance's parked work (processors park work that arrives
-   while the instance is paused) available again at once;
+   while the instance is paused) available again at once; when the transition crosses
+   a snapshot interval, write the snapshot of the state it ends in
+   (``engine.store.snapshots``), so the snapshot commits exactly when it does;
 3. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
@@ -53,7 +55,7 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.model.transitions import Transition
-from engine.store import sessions
+from engine.store import sessions, snapshots
 from engine.store.errors import (
     ActiveExecutionExists,
     CommitUnknown,
@@ -282,7 +284,11 @@ def _params(transition: Transition, channel: str) -> dict[str, Any]:
 
 def one_statement(transition: Transition) -> bool:
     """Whether writing ``transition`` takes its statement alone (no ``_after_write``)."""
-    return not (transition.terminal and transition.work) and not _resumes(transition)
+    return (
+        not (transition.terminal and transition.work)
+        and not _resumes(transition)
+        and not snapshots.carried(transition)
+    )
 
 
 def _resumes(transition: Transition) -> bool:
@@ -290,7 +296,9 @@ def _resumes(transition: Transition) -> bool:
 
 
 async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
-    """The rare follow-ups a transition statement cannot do itself."""
+    """The rare follow-ups a transition statement cannot do itself: retiring work an
+    ending transition made, re-arming parked work on resume, and the snapshot of a
+    transition that crosses an interval (``engine.store.snapshots``)."""
     at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(sql.RETIRE_OPEN_WORK, at)
@@ -298,6 +306,8 @@ async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, ch
         rearmed = (await conn.execute(sql.REARM_PARKED_WORK, at)).rowcount
         if rearmed and channel and not transition.work:
             await conn.execute(sql.NOTIFY_WORK, {"channel": channel})
+    if snapshots.carried(transition):
+        await snapshots.write(conn, transition)
 
 
 def json_rows(names: tuple[str, ...], rows: Iterable[tuple[Any, ...]]) -> str:

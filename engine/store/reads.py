@@ -27,6 +27,8 @@ from engine.model.limits import (
 )
 from engine.model.registry import Registry
 from engine.replay.fold import apply
+from engine.replay.snapshots import restore
+from engine.store import snapshots
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
 from engine.store.rows import event_from_row
 from engine.store.statements import instances as sql
@@ -130,10 +132,10 @@ def _check_page(instance_id: str, after: int, events: tuple[Event, ...], contigu
 
 
 async def export_history(
-    store: Store, instance_id: str, page_size: int = MAX_HISTORY_PAGE_EVENTS
+    store: Store, instance_id: str, page_size: int = MAX_HISTORY_PAGE_EVENTS, after: int = 0
 ) -> AsyncIterator[Event]:
-    """Every event in order, one page in memory at a time."""
-    after = 0
+    """Every event after sequence ``after`` (by default all of them) in order, one page
+    in memory at a time."""
     while True:
         page = await history_page(store, instance_id, after, page_size)
         for event in page.events:
@@ -143,26 +145,60 @@ async def export_history(
         after = page.events[-1].sequence
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A replayed instance, and what opening it read: the snapshot it started from
+    (``snapshot_sequence``, 0 when none was usable) and the events folded after it."""
+
+    state: Instance
+    snapshot_sequence: int
+    events_read: int
+
+
 async def inspect(
     store: Store,
     registry: Registry,
     instance_id: str,
     max_events: int = MAX_INSPECTION_HISTORY_EVENTS,
 ) -> Instance:
-    """Replay an instance through pages; HistoryLimitExceeded past ``max_events``."""
-    state: Instance | None = None
-    count = 0
-    async for event in export_history(store, instance_id):
-        count += 1
-        if count > max_events:
-            raise HistoryLimitExceeded(
-                f"instance {instance_id} has more than {max_events} "
-                "events; continue it as new to keep it inspectable"
-            )
+    """The replayed instance (``load``); HistoryLimitExceeded past ``max_events``."""
+    return (await load(store, registry, instance_id, max_events)).state
+
+
+async def load(
+    store: Store,
+    registry: Registry,
+    instance_id: str,
+    max_events: int = MAX_INSPECTION_HISTORY_EVENTS,
+) -> Loaded:
+    """Replay an instance from its newest usable snapshot (``restored``) through the
+    pages of events after it, or from its first event when it has none; refused with
+    HistoryLimitExceeded when it has more than ``max_events`` events."""
+    state = await restored(store, registry, instance_id)
+    start = state.sequence if state is not None else 0
+    _check_length(instance_id, start, max_events)
+    async for event in export_history(store, instance_id, after=start):
+        _check_length(instance_id, event.sequence, max_events)
         state = apply(registry, state, event)
     if state is None:
         raise CorruptStore(f"instance {instance_id} has no history")
-    return state
+    return Loaded(state, start, state.sequence - start)
+
+
+async def restored(store: Store, registry: Registry, instance_id: str) -> Instance | None:
+    """The state of the instance's newest snapshot, or None when it has none this build
+    may use (``engine.replay.snapshots.restore``)."""
+    async with store.reading() as conn:
+        snapshot = await snapshots.newest(conn, instance_id)
+    return None if snapshot is None else restore(registry, snapshot)
+
+
+def _check_length(instance_id: str, sequence: int, max_events: int) -> None:
+    if sequence > max_events:
+        raise HistoryLimitExceeded(
+            f"instance {instance_id} has more than {max_events} "
+            "events; continue it as new to keep it inspectable"
+        )
 
 
 async def get_instance(store: Store, instance_id: str) -> InstanceRow:

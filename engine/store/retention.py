@@ -8,7 +8,7 @@ no live work and no child still running (a running child reports to its parent, 
 must still be there), writes each one's whole history as one JSON line to the export
 (the array of its events, each as ``wayline history --json`` prints it), flushed and
 synced before anything is removed, and then, in one short transaction, locks those still
-as they were exported and deletes their work, history, ledger and row. Nothing waits on
+as they were exported and deletes their work, history, ledger, snapshot and row. Nothing waits on
 a worker: an ended instance has no due work, and a row another transaction holds is
 skipped, to be taken by a later run; a crash between export and removal only exports
 some instances twice (each line names its instance).

@@ -20,7 +20,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.model.transitions import Transition, check_transition
-from engine.store import batches, commits, seams, sessions, transactions
+from engine.store import batches, commits, seams, sessions, snapshots, transactions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
@@ -419,9 +419,12 @@ class Store:
 def check_all(transitions: Sequence[Transition]) -> None:
     """Refuse the write (TransitionInvalid) before anything is sent when a transition
     breaks a structural rule, whoever built it (``check_transition``): the database
-    checks position, pin and identity, but not that replay could follow the events."""
+    checks position, pin and identity, but not that replay could follow the events.
+    A transition that carries a snapshot has it encoded here, outside any transaction
+    (``snapshots.prepare``)."""
     for transition in transitions:
         check_transition(transition)
+        snapshots.prepare(transition)
 
 
 def one_statement(transitions: Sequence[Transition]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 from engine.model.errors import ReplayRejected
@@ -62,9 +63,14 @@ class Folding(Protocol[Entry]):
         """The replayed instance the entry holds (its id and position key the cache)."""
         ...
 
+    resume: Callable[[Instance], Entry] | None
+    """The entry of a snapshot's state, to fold only the events after it; None when an
+    entry needs every event (the studio's log of every attempt)."""
+
 
 class StateOnly:
-    """The replayed instance and nothing else: what deciding the next step needs."""
+    """The replayed instance and nothing else: what deciding the next step needs, and
+    what a snapshot holds, so a cold load starts from the newest one."""
 
     @staticmethod
     def fold(registry: Registry, entry: Instance | None, events: Events) -> Instance | None:
@@ -75,6 +81,11 @@ class StateOnly:
     @staticmethod
     def state(entry: Instance) -> Instance:
         return entry
+
+    @staticmethod
+    def resume(state: Instance) -> Instance:
+        """A snapshot's state is the whole entry."""
+        return state
 
 
 class ReplayCache(Generic[Entry]):
@@ -93,6 +104,8 @@ class ReplayCache(Generic[Entry]):
         self.max_entries = max_entries
         self.events_read = 0
         """Events read from history so far (for tests and the benchmark's profile)."""
+        self.snapshots_read = 0
+        """Snapshots a cold load started from so far (for tests and the benchmark)."""
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -141,7 +154,7 @@ class ReplayCache(Generic[Entry]):
                     del self._locks[key]
 
     async def _advance(self, instance_id: str, registry: Registry) -> Entry:
-        entry = self._entries.get(instance_id)
+        entry = self._entries.get(instance_id) or await self._resumed(instance_id, registry)
         after = self.folding.state(entry).sequence if entry is not None else 0
         while True:
             page = await reads.history_page(self.store, instance_id, after)
@@ -160,6 +173,18 @@ class ReplayCache(Generic[Entry]):
         assert entry is not None
         self.put(entry)
         return entry
+
+    async def _resumed(self, instance_id: str, registry: Registry) -> Entry | None:
+        """A cold load's start: the entry of the instance's newest usable snapshot, when
+        the folding can start from one (``Folding.resume``); else None (every event)."""
+        resume = self.folding.resume
+        if resume is None:
+            return None
+        state = await reads.restored(self.store, registry, instance_id)
+        if state is None:
+            return None
+        self.snapshots_read += 1
+        return resume(state)
 
 
 class InstanceCache(ReplayCache[Instance]):

@@ -49,7 +49,12 @@ class Replayed:
 
 
 class StudioFolding:
-    """Folds each page of events into the state, the attempt log and the recent events."""
+    """Folds each page of events into the state, the attempt log and the recent events.
+
+    It never starts from a snapshot of the state (``resume``): the attempt log and a
+    machine's walk are folded from every event, which a snapshot does not keep."""
+
+    resume = None
 
     @staticmethod
     def fold(registry: Registry, entry: Replayed | None, events: Events) -> Replayed | None:

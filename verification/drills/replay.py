@@ -3,12 +3,13 @@
 The corpus is what the other drills captured (``corpus.jsonl`` in the campaign
 directory). When it lacks what some mutation needs (run alone, it is empty), D7 first
 produces histories with a scripted failure, a retry and a crash mid-attempt. Clean
-replay against the current definitions must find no nondeterminism at all. Then every mutation of
-``verification.mutations`` is applied to the histories it applies to (up to a sample
-per mutation), plus decision code that draws randomness before an id; each mutated
-history must be rejected by replay, its decision checks and (for a code-first run) its
-journal replayed against the code, never by the ledger a doctored history lacks. The
-kill rate must be 100 %.
+replay against the current definitions must find no nondeterminism at all, and folding
+from a snapshot at the end of any transition must reach the full replay's digest. Then
+every mutation of ``verification.mutations`` is applied to the histories it applies to
+(up to a sample per mutation), plus decision code that draws randomness before an id;
+each mutated history must be rejected by replay, its decision checks and (for a
+code-first run) its journal replayed against the code, never by the ledger a doctored
+history lacks. The kill rate must be 100 %.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ async def scenario(env: DrillEnv) -> None:
     for history in corpus:
         verdict = replay_check.verify(registry, history)
         env.record.stats["corpus_events"] += verdict.events
+        env.record.stats["snapshot_paths_checked"] += verdict.snapshots
         for problem in verdict.problems:
             clean += 1
             env.expect(False, f"nondeterminism in clean replay of {history.instance_id}: {problem}")

@@ -46,6 +46,7 @@ REMOVE = (
     "DELETE FROM history WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM transitions WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM hold_exemptions WHERE instance_id = ANY(%(ids)s)",
+    "DELETE FROM snapshots WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM instances WHERE instance_id = ANY(%(ids)s)",
 )
 """An instance's rows, dependents first."""

@@ -1,0 +1,132 @@
+"""Snapshots in a real PostgreSQL (issue 23): written with the transition that crosses an
+interval and only when it commits, read back with only the events after them, ignored
+when this build may not trust them, and removed by retention with their instance."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from engine.model.registry import Registry
+from engine.model.validation import parse_definition
+from engine.replay.fold import replay
+from engine.replay.snapshots import FOLD_VERSION, SNAPSHOT_INTERVAL_EVENTS, due
+from engine.store import catalog, reads, retention
+from engine.store.clock import ManualClock
+from engine.store.store import Store
+from tests.integration.long_histories import commit_history, long_history
+
+T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
+STEPS = 200
+"""3 events a step: the history passes more than one snapshot interval, and its newest
+snapshot is behind its end."""
+LONG = parse_definition(
+    {
+        "name": "long",
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {
+                "name": f"s{k}",
+                "kind": "activity",
+                "target": "long.noop",
+                "timeout": "10s",
+                "input_limit": 100,
+                "result_limit": 100,
+                "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "4s"},
+            }
+            for k in range(STEPS)
+        ],
+    }
+)
+REGISTRY = Registry([LONG])
+SNAPSHOTS = "SELECT instance_id, sequence FROM snapshots ORDER BY instance_id"
+
+
+async def snapshots_of(store: Store) -> list[tuple[str, int]]:
+    async with store.reading() as conn:
+        return await (await conn.execute(SNAPSHOTS)).fetchall()
+
+
+async def written(store: Store, instance_id: str, run_last: bool = True) -> list:
+    await catalog.publish(store, LONG, "alice")
+    transitions = long_history(LONG, instance_id, T0, run_last=run_last)
+    await commit_history(store, transitions)
+    return transitions
+
+
+async def test_the_transition_crossing_an_interval_writes_the_snapshot_with_it(
+    store: Store,
+) -> None:
+    await catalog.publish(store, LONG, "alice")
+    transitions = long_history(LONG, "long-1", T0)
+    crossing = next(
+        k for k, t in enumerate(transitions) if due(t.expected_sequence, t.committed_sequence)
+    )
+    await commit_history(store, transitions[:crossing])
+    assert await snapshots_of(store) == []
+
+    async with store.connection() as conn:  # staged, then rolled back: no snapshot
+        assert await store.stage(conn, transitions[crossing])
+        await conn.rollback()
+    assert await snapshots_of(store) == []
+
+    await store.commit(transitions[crossing])
+    at = transitions[crossing].committed_sequence
+    assert SNAPSHOT_INTERVAL_EVENTS <= at < SNAPSHOT_INTERVAL_EVENTS + 3
+    assert await snapshots_of(store) == [("long-1", at)]
+
+
+async def test_opening_reads_the_snapshot_and_only_the_events_after_it(store: Store) -> None:
+    transitions = await written(store, "long-1")
+    events = [e for t in transitions for e in t.events]
+    ((_, at),) = await snapshots_of(store)
+
+    loaded = await reads.load(store, REGISTRY, "long-1")
+
+    assert (loaded.snapshot_sequence, loaded.events_read) == (at, len(events) - at)
+    assert loaded.state == replay(REGISTRY, events)
+    assert loaded.state.digest == replay(REGISTRY, events).digest
+
+
+async def test_a_snapshot_this_build_may_not_trust_is_ignored(store: Store) -> None:
+    transitions = await written(store, "long-1")
+    events = [e for t in transitions for e in t.events]
+    damages = (
+        f"UPDATE snapshots SET fold_version = {FOLD_VERSION + 1}",
+        "UPDATE snapshots SET state = replace(state, '\"succeeded\"', '\"failed\"')",
+    )
+    for damage in damages:
+        async with store.connection() as conn:
+            await conn.execute(damage)
+            await conn.commit()
+
+        loaded = await reads.load(store, REGISTRY, "long-1")
+
+        assert (loaded.snapshot_sequence, loaded.events_read) == (0, len(events)), damage
+        assert loaded.state.digest == replay(REGISTRY, events).digest
+
+
+async def test_retention_removes_the_snapshot_with_its_instance(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    await written(store, "long-1")
+    await written(store, "long-2", run_last=False)  # still running: kept
+    clock.advance(timedelta(days=31))
+    with (tmp_path / "export.jsonl").open("w") as export:
+        done = await retention.prune(store, "", timedelta(days=30), export)
+    assert done.removed == 1
+    assert [i for i, _ in await snapshots_of(store)] == ["long-2"]
+
+
+async def test_a_removed_id_started_again_never_opens_an_old_snapshot(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    await written(store, "long-1")
+    clock.advance(timedelta(days=31))
+    with (tmp_path / "export.jsonl").open("w") as export:
+        await retention.prune(store, "", timedelta(days=30), export)
+    short = long_history(LONG, "long-1", clock.now())[:1]
+    await store.commit(short[0])
+    loaded = await reads.load(store, REGISTRY, "long-1")
+    assert (loaded.snapshot_sequence, loaded.state.sequence) == (0, short[0].committed_sequence)
