@@ -9,6 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from studio.drills.families import GROUPS
 from studio.roles import Role
 from tests.browser.conftest import sign_in
 from tests.studio.live import LiveStudio
@@ -19,7 +20,7 @@ FAMILY = re.compile(r"([A-Z]+)(\d*)")
 
 def reading_order(family: str) -> tuple[int, int]:
     letters, number = FAMILY.fullmatch(family).groups()  # type: ignore[union-attr]
-    return "DUOHMCP".index(letters), int(number or 0)
+    return GROUPS.index(letters), int(number or 0)
 
 
 def test_an_empty_run_is_refused_beside_the_form(page: Page, studio: LiveStudio) -> None:
