@@ -40,6 +40,7 @@ from engine.model.instance import instance_to_json
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
+from engine.store.errors import InstanceNotFound
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import logs, tracing
@@ -246,9 +247,20 @@ def _run(
     except UsageError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except InstanceNotFound as error:
+        print(f"{name}: {error}{_team_hint(getattr(args, 'instance', ''))}", file=sys.stderr)
+        return EXIT_FAILED
     except (WaylineError, MigrationError, ValueError) as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _team_hint(instance_id: str) -> str:
+    """Why an id copied from the studio is not found: the studio stores a team's ids as
+    ``TEAM:ID`` and shows them without the prefix, while the command line's team is ''."""
+    if not instance_id or ":" in instance_id:
+        return ""
+    return f" (an instance started in the studio is stored as TEAM:{instance_id})"
 
 
 async def _with_client(

@@ -200,7 +200,12 @@ async def test_bad_input_gets_one_line_and_a_non_zero_exit(e2e: Harness) -> None
     ):
         result = await e2e.cli(*command)
         assert result.code == 1
-        assert one_line(result) == f"wayline {command[0]}: instance missing does not exist"
+        assert one_line(result) == (
+            f"wayline {command[0]}: instance missing does not exist"
+            " (an instance started in the studio is stored as TEAM:missing)"
+        )
+    with_team = await e2e.cli("inspect", "acme:missing")
+    assert one_line(with_team) == "wayline inspect: instance acme:missing does not exist"
 
     unknown = await e2e.cli("start", "no.such.definition", "--id", "x")
     assert unknown.code == 1
@@ -323,7 +328,9 @@ async def test_start_refuses_an_input_over_the_smallest_activity_input_limit(
         f"wayline start: the input is {len(big)} bytes; step after accepts at most {d.LIMIT}"
     )
     missing = await e2e.cli("inspect", "big")
-    assert one_line(missing) == "wayline inspect: instance big does not exist", "nothing written"
+    assert one_line(missing).startswith("wayline inspect: instance big does not exist"), (
+        "nothing written"
+    )
 
 
 async def test_json_nested_too_deeply_is_refused_in_one_line(e2e: Harness) -> None:
