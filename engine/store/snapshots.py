@@ -11,11 +11,13 @@ one lone statement; it is one transition in ``SNAPSHOT_INTERVAL_EVENTS``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import psycopg
 
+from engine.model.snapshots import Snapshot
 from engine.model.transitions import Transition
 from engine.replay import snapshots
-from engine.replay.snapshots import Snapshot
 from engine.store.statements import snapshots as sql
 
 
@@ -27,24 +29,27 @@ def carried(transition: Transition) -> bool:
     )
 
 
-_TAKEN = "_snapshot"
-"""Where a transition keeps the snapshot ``prepare`` encoded for it."""
+def prepared(transition: Transition) -> Transition:
+    """``transition`` ready to write: when it carries a snapshot, a copy of it with the
+    snapshot encoded (``Transition.snapshot``); otherwise (the usual case), itself.
+
+    The store calls this where it checks transitions (``store.ready_to_write``), before
+    their PostgreSQL transaction begins: encoding a large state takes a while, which is
+    better not spent holding the instance's row lock and a lease's."""
+    if not carried(transition) or transition.snapshot is not None:
+        return transition
+    return dataclasses.replace(transition, snapshot=_taken(transition))
 
 
-def prepare(transition: Transition) -> None:
-    """Encode the snapshot ``transition`` carries, if any, before its PostgreSQL
-    transaction begins (the store does this where it checks a transition): encoding a
-    large state takes a while, which is better not spent holding the instance's row
-    lock and a lease's. A transition is frozen, so what is encoded cannot go stale."""
-    if carried(transition) and _TAKEN not in transition.__dict__:
-        assert transition.state_after is not None
-        object.__setattr__(transition, _TAKEN, snapshots.take(transition.state_after))
+def _taken(transition: Transition) -> Snapshot:
+    assert transition.state_after is not None  # ``carried``
+    return snapshots.take(transition.state_after)
 
 
 async def write(conn: psycopg.AsyncConnection, transition: Transition) -> None:
-    """Write the snapshot ``transition`` carries, in the caller's open transaction."""
-    prepare(transition)
-    taken: Snapshot = transition.__dict__[_TAKEN]
+    """Write the snapshot ``transition`` carries, in the caller's open transaction (one
+    staged without ``prepared``, by code of the caller's own, is encoded here)."""
+    taken = transition.snapshot or _taken(transition)
     await conn.execute(
         sql.WRITE_SNAPSHOT,
         {

@@ -10,10 +10,10 @@ from pathlib import Path
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.replay.fold import replay
-from engine.replay.snapshots import FOLD_VERSION, SNAPSHOT_INTERVAL_EVENTS, due
+from engine.replay.snapshots import FOLD_VERSION, SNAPSHOT_INTERVAL_EVENTS, due, take
 from engine.store import catalog, reads, retention
 from engine.store.clock import ManualClock
-from engine.store.store import Store
+from engine.store.store import Store, ready_to_write
 from tests.integration.long_histories import commit_history, long_history
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
@@ -130,3 +130,22 @@ async def test_a_removed_id_started_again_never_opens_an_old_snapshot(
     await store.commit(short[0])
     loaded = await reads.load(store, REGISTRY, "long-1")
     assert (loaded.snapshot_sequence, loaded.state.sequence) == (0, short[0].committed_sequence)
+
+
+def test_a_crossing_transition_has_its_snapshot_encoded_before_it_is_written() -> None:
+    """The store encodes a snapshot before the transaction that writes it (where it
+    checks transitions), into a copy of the crossing transition: the one given is left
+    as it was, and every other transition is written as given."""
+    transitions = long_history(LONG, "long-1", T0)
+
+    ready = ready_to_write(transitions)
+
+    for given, made in zip(transitions, ready, strict=True):
+        assert given.snapshot is None
+        if due(given.expected_sequence, given.committed_sequence):
+            assert made is not given
+            assert (made, made.fingerprint) == (given, given.fingerprint)
+            assert given.state_after is not None
+            assert made.snapshot == take(given.state_after)
+        else:
+            assert made is given
