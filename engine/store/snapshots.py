@@ -1,6 +1,7 @@
 """Snapshots of replayed state in the store: written with the transition that crosses an
-interval, read back by whoever opens the instance (``engine.replay.snapshots`` says what
-a snapshot is and when one is due).
+interval, read back by whoever opens the instance, with the history after it in the same
+statement (``opening``); ``engine.replay.snapshots`` says what a snapshot is and when
+one is due.
 
 The write is part of the crossing transition's own PostgreSQL transaction (a follow-up
 of its statement, ``commits._after_write``), so a snapshot exists exactly when the
@@ -12,6 +13,7 @@ one lone statement; it is one transition in ``SNAPSHOT_INTERVAL_EVENTS``.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import psycopg
 
@@ -63,7 +65,16 @@ async def write(conn: psycopg.AsyncConnection, transition: Transition) -> None:
     )
 
 
-async def newest(conn: psycopg.AsyncConnection, instance_id: str) -> Snapshot | None:
-    """The instance's newest snapshot, whatever fold wrote it (``restore`` judges it)."""
-    row = await (await conn.execute(sql.NEWEST_SNAPSHOT, {"instance": instance_id})).fetchone()
-    return None if row is None else Snapshot(instance_id, *row)
+async def opening(
+    conn: psycopg.AsyncConnection, instance_id: str, limit: int
+) -> tuple[Snapshot | None, list[tuple[Any, ...]]]:
+    """The instance's newest snapshot, whatever fold wrote it (``restore`` judges it),
+    and at most ``limit`` history rows after it (after its start, without one). One
+    statement reads both (``OPENING``), so opening an instance is one round trip, and
+    they are of one point in time: no snapshot written meanwhile leaves a gap."""
+    params = {"instance": instance_id, "limit": limit}
+    rows = await (await conn.execute(sql.OPENING, params)).fetchall()
+    history = [row[sql.SNAPSHOT_COLUMNS :] for row in rows]
+    if rows and rows[0][sql.SNAPSHOT_COLUMNS - 1] is not None:
+        return Snapshot(instance_id, *rows[0][: sql.SNAPSHOT_COLUMNS]), history[1:]
+    return None, history
