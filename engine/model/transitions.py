@@ -42,6 +42,7 @@ from engine.model.limits import (
     MAX_TRANSITION_WORK,
 )
 from engine.model.registry import Registry
+from engine.model.snapshots import Snapshot
 
 
 class WorkKind(Labelled):
@@ -96,6 +97,11 @@ class Transition:
     """The replayed state the events end in, when its builder knows it (a ``Draft``
     does): the store snapshots it when the transition crosses a snapshot interval
     (``engine.replay.snapshots``). Derived from the events, so not fingerprinted."""
+    snapshot: Snapshot | None = field(default=None, compare=False, repr=False)
+    """``state_after`` encoded, when the transition crosses a snapshot interval: a
+    builder leaves it None, and the store fills it in a copy of the transition before
+    the PostgreSQL transaction that writes it (``engine.store.snapshots.prepared``).
+    Derived from the events, so not fingerprinted."""
 
     @cached_property
     def fingerprint(self) -> str:

@@ -38,7 +38,6 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum, IntEnum
 from typing import Any
@@ -48,6 +47,7 @@ from engine.model.durations import to_micros
 from engine.model.errors import RegistryError
 from engine.model.instance import Instance
 from engine.model.registry import Registry
+from engine.model.snapshots import Snapshot
 
 SNAPSHOT_INTERVAL_EVENTS = 250
 """A transition that crosses a multiple of this many events writes a snapshot, so a
@@ -66,19 +66,6 @@ snapshot written before is then ignored (and replaced at its instance's next int
 
 Encode = Callable[[Any], Any]
 Decode = Callable[[Any], Any]
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One instance's replayed state at ``sequence``, as stored."""
-
-    instance_id: str
-    sequence: int
-    fold_version: int
-    digest: str
-    """SHA-256 of ``state``, checked when it is restored."""
-    state: str
-    """The state as canonical JSON (``encode``)."""
 
 
 def due(expected: int, committed: int) -> bool:

@@ -28,7 +28,7 @@ from engine.model.transitions import Transition
 from engine.store import commits, leases, transactions
 from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.leases import Committed, LeaseFence
-from engine.store.store import Store, check_all, newly_written
+from engine.store.store import Store, newly_written, ready_to_write
 from engine.store.transactions import uncancellable
 
 COMMIT_LANES = 2
@@ -77,8 +77,7 @@ class CommitGroup:
 
         A transition that breaks a structural rule is refused here, before it joins a
         group it would otherwise take down with it."""
-        check_all(transitions)
-        member = _Member(transitions, fence)
+        member = _Member(ready_to_write(transitions), fence)
         self._waiting.append(member)
         if len(self._writers) < self.lanes:
             writer = asyncio.create_task(self._write_groups())

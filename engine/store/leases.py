@@ -88,7 +88,7 @@ from engine.store.errors import CorruptStore, StaleLease, StoreError
 from engine.store.rows import event_from_row, payload_text, work_kind
 from engine.store.statements import leases as sql
 from engine.store.statements import transitions as transition_sql
-from engine.store.store import Store, check_all, one_statement
+from engine.store.store import Store, one_statement, ready_to_write
 from engine.store.transactions import transact
 
 log = logging.getLogger("wayline.leases")
@@ -370,7 +370,7 @@ async def commit(store: Store, transitions: Sequence[Transition], fence: LeaseFe
     the lease in the same transaction. A lone transition that carries the fence is one
     statement sent alone (``Store.run_commit``); when its answer was lost and it settled
     as committed, the lease it handed on is read back (``_handed_on``)."""
-    check_all(transitions)
+    transitions = ready_to_write(transitions)
     handed: list[Lease | None] = [None]
 
     async def stage_it(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
@@ -403,8 +403,7 @@ async def commit_built(
     handed: list[Lease | None] = [None]
 
     async def stage_it(conn: psycopg.AsyncConnection) -> tuple[list[CommitResult], str]:
-        built[:] = await build(conn)
-        check_all(built)
+        built[:] = ready_to_write(await build(conn))
         committed, xid = await stage(conn, store, built, fence)
         handed[0] = committed.next_lease
         return committed.results, xid

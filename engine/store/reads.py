@@ -104,8 +104,15 @@ async def history_page(
         rows = await cur.fetchall()
         if not rows:  # every instance has events: only an empty page needs the check
             await _require_instance(conn, instance_id)
+    return _page(instance_id, after, rows, limit, contiguous=not filtered)
+
+
+def _page(
+    instance_id: str, after: int, rows: Sequence[tuple], limit: int, contiguous: bool
+) -> HistoryPage:
+    """The page of history ``rows`` (up to one more than ``limit``) after ``after``."""
     events = tuple(event_from_row(r) for r in rows[:limit])
-    _check_page(instance_id, after, events, contiguous=not filtered)
+    _check_page(instance_id, after, events, contiguous)
     return HistoryPage(events, has_more=len(rows) > limit)
 
 
@@ -136,13 +143,21 @@ async def export_history(
 ) -> AsyncIterator[Event]:
     """Every event after sequence ``after`` (by default all of them) in order, one page
     in memory at a time."""
+    first = await history_page(store, instance_id, after, page_size)
+    async for event in _onwards(store, instance_id, first, page_size):
+        yield event
+
+
+async def _onwards(
+    store: Store, instance_id: str, page: HistoryPage, page_size: int = MAX_HISTORY_PAGE_EVENTS
+) -> AsyncIterator[Event]:
+    """The events of ``page`` and of every page after it, in order."""
     while True:
-        page = await history_page(store, instance_id, after, page_size)
         for event in page.events:
             yield event
-        if not page.has_more:
+        if page.next_after is None:
             return
-        after = page.events[-1].sequence
+        page = await history_page(store, instance_id, page.next_after, page_size)
 
 
 @dataclass(frozen=True)
@@ -171,13 +186,13 @@ async def load(
     instance_id: str,
     max_events: int = MAX_INSPECTION_HISTORY_EVENTS,
 ) -> Loaded:
-    """Replay an instance from its newest usable snapshot (``restored``) through the
-    pages of events after it, or from its first event when it has none; refused with
+    """Replay an instance from its newest usable snapshot through the events after it,
+    or from its first event when it has none (``opening``); refused with
     HistoryLimitExceeded when it has more than ``max_events`` events."""
-    state = await restored(store, registry, instance_id)
-    start = state.sequence if state is not None else 0
+    opened = await opening(store, registry, instance_id)
+    state, start = opened.state, opened.start
     _check_length(instance_id, start, max_events)
-    async for event in export_history(store, instance_id, after=start):
+    async for event in _onwards(store, instance_id, opened.page):
         _check_length(instance_id, event.sequence, max_events)
         state = apply(registry, state, event)
     if state is None:
@@ -185,12 +200,39 @@ async def load(
     return Loaded(state, start, state.sequence - start)
 
 
-async def restored(store: Store, registry: Registry, instance_id: str) -> Instance | None:
-    """The state of the instance's newest snapshot, or None when it has none this build
-    may use (``engine.replay.snapshots.restore``)."""
+@dataclass(frozen=True)
+class Opening:
+    """What opening an instance reads first: the state of its newest snapshot this build
+    may use (None: none, so every event is folded) and the first page of history after
+    it."""
+
+    state: Instance | None
+    page: HistoryPage
+
+    @property
+    def start(self) -> int:
+        """The position the page follows: the snapshot's, or 0."""
+        return 0 if self.state is None else self.state.sequence
+
+
+async def opening(
+    store: Store, registry: Registry, instance_id: str, limit: int = MAX_HISTORY_PAGE_EVENTS
+) -> Opening:
+    """The start of a cold load, in one round trip: the newest snapshot and the page of
+    history after it are read by one statement (``snapshots.opening``). A snapshot this
+    build may not use (``engine.replay.snapshots.restore``: another fold version, damage,
+    a pin the registry cannot resolve) costs a second round trip, for the first page of
+    the whole history instead."""
     async with store.reading() as conn:
-        snapshot = await snapshots.newest(conn, instance_id)
-    return None if snapshot is None else restore(registry, snapshot)
+        snapshot, rows = await snapshots.opening(conn, instance_id, limit + 1)
+        if snapshot is None and not rows:
+            await _require_instance(conn, instance_id)
+    if snapshot is None:
+        return Opening(None, _page(instance_id, 0, rows, limit, contiguous=True))
+    state = restore(registry, snapshot)
+    if state is None:
+        return Opening(None, await history_page(store, instance_id, 0, limit))
+    return Opening(state, _page(instance_id, state.sequence, rows, limit, contiguous=True))
 
 
 def _check_length(instance_id: str, sequence: int, max_events: int) -> None:

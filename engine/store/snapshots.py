@@ -1,6 +1,7 @@
 """Snapshots of replayed state in the store: written with the transition that crosses an
-interval, read back by whoever opens the instance (``engine.replay.snapshots`` says what
-a snapshot is and when one is due).
+interval, read back by whoever opens the instance, with the history after it in the same
+statement (``opening``); ``engine.replay.snapshots`` says what a snapshot is and when
+one is due.
 
 The write is part of the crossing transition's own PostgreSQL transaction (a follow-up
 of its statement, ``commits._after_write``), so a snapshot exists exactly when the
@@ -11,11 +12,14 @@ one lone statement; it is one transition in ``SNAPSHOT_INTERVAL_EVENTS``.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import psycopg
 
+from engine.model.snapshots import Snapshot
 from engine.model.transitions import Transition
 from engine.replay import snapshots
-from engine.replay.snapshots import Snapshot
 from engine.store.statements import snapshots as sql
 
 
@@ -27,24 +31,27 @@ def carried(transition: Transition) -> bool:
     )
 
 
-_TAKEN = "_snapshot"
-"""Where a transition keeps the snapshot ``prepare`` encoded for it."""
+def prepared(transition: Transition) -> Transition:
+    """``transition`` ready to write: when it carries a snapshot, a copy of it with the
+    snapshot encoded (``Transition.snapshot``); otherwise (the usual case), itself.
+
+    The store calls this where it checks transitions (``store.ready_to_write``), before
+    their PostgreSQL transaction begins: encoding a large state takes a while, which is
+    better not spent holding the instance's row lock and a lease's."""
+    if not carried(transition) or transition.snapshot is not None:
+        return transition
+    return dataclasses.replace(transition, snapshot=_taken(transition))
 
 
-def prepare(transition: Transition) -> None:
-    """Encode the snapshot ``transition`` carries, if any, before its PostgreSQL
-    transaction begins (the store does this where it checks a transition): encoding a
-    large state takes a while, which is better not spent holding the instance's row
-    lock and a lease's. A transition is frozen, so what is encoded cannot go stale."""
-    if carried(transition) and _TAKEN not in transition.__dict__:
-        assert transition.state_after is not None
-        object.__setattr__(transition, _TAKEN, snapshots.take(transition.state_after))
+def _taken(transition: Transition) -> Snapshot:
+    assert transition.state_after is not None  # ``carried``
+    return snapshots.take(transition.state_after)
 
 
 async def write(conn: psycopg.AsyncConnection, transition: Transition) -> None:
-    """Write the snapshot ``transition`` carries, in the caller's open transaction."""
-    prepare(transition)
-    taken: Snapshot = transition.__dict__[_TAKEN]
+    """Write the snapshot ``transition`` carries, in the caller's open transaction (one
+    staged without ``prepared``, by code of the caller's own, is encoded here)."""
+    taken = transition.snapshot or _taken(transition)
     await conn.execute(
         sql.WRITE_SNAPSHOT,
         {
@@ -58,7 +65,16 @@ async def write(conn: psycopg.AsyncConnection, transition: Transition) -> None:
     )
 
 
-async def newest(conn: psycopg.AsyncConnection, instance_id: str) -> Snapshot | None:
-    """The instance's newest snapshot, whatever fold wrote it (``restore`` judges it)."""
-    row = await (await conn.execute(sql.NEWEST_SNAPSHOT, {"instance": instance_id})).fetchone()
-    return None if row is None else Snapshot(instance_id, *row)
+async def opening(
+    conn: psycopg.AsyncConnection, instance_id: str, limit: int
+) -> tuple[Snapshot | None, list[tuple[Any, ...]]]:
+    """The instance's newest snapshot, whatever fold wrote it (``restore`` judges it),
+    and at most ``limit`` history rows after it (after its start, without one). One
+    statement reads both (``OPENING``), so opening an instance is one round trip, and
+    they are of one point in time: no snapshot written meanwhile leaves a gap."""
+    params = {"instance": instance_id, "limit": limit}
+    rows = await (await conn.execute(sql.OPENING, params)).fetchall()
+    history = [row[sql.SNAPSHOT_COLUMNS :] for row in rows]
+    if rows and rows[0][sql.SNAPSHOT_COLUMNS - 1] is not None:
+        return Snapshot(instance_id, *rows[0][: sql.SNAPSHOT_COLUMNS]), history[1:]
+    return None, history

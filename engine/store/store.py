@@ -267,7 +267,7 @@ class Store:
     ) -> list[CommitResult]:
         """Commit several transitions in one PostgreSQL transaction; exact replays write
         nothing. A worker's commit under its lease is ``leases.commit``."""
-        check_all(transitions)
+        transitions = ready_to_write(transitions)
 
         async def stage(conn: psycopg.AsyncConnection) -> Staged:
             return await self.stage_all(conn, transitions, tenant)
@@ -395,7 +395,7 @@ class Store:
         would commit on its own, and a failure half-way would leave a ledger row that
         reconciles as committed beside a partial transition.
         """
-        check_all([transition])
+        (transition,) = ready_to_write([transition])
         if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             raise StoreError(
                 f"transition {transition.transition_id} was not staged: "
@@ -416,15 +416,19 @@ class Store:
                 raise StoreUnavailable("could not read the transition ledger") from exc
 
 
-def check_all(transitions: Sequence[Transition]) -> None:
-    """Refuse the write (TransitionInvalid) before anything is sent when a transition
-    breaks a structural rule, whoever built it (``check_transition``): the database
+def ready_to_write(transitions: Sequence[Transition]) -> list[Transition]:
+    """The transitions as the store writes them, made ready before any transaction.
+
+    A transition that breaks a structural rule, whoever built it, refuses the write
+    (TransitionInvalid) before anything is sent (``check_transition``): the database
     checks position, pin and identity, but not that replay could follow the events.
-    A transition that carries a snapshot has it encoded here, outside any transaction
-    (``snapshots.prepare``)."""
+    One that carries a snapshot comes back as a copy with the snapshot encoded
+    (``snapshots.prepared``); every other comes back as it was given."""
+    ready = []
     for transition in transitions:
         check_transition(transition)
-        snapshots.prepare(transition)
+        ready.append(snapshots.prepared(transition))
+    return ready
 
 
 def one_statement(transitions: Sequence[Transition]) -> bool:

@@ -154,10 +154,13 @@ class ReplayCache(Generic[Entry]):
                     del self._locks[key]
 
     async def _advance(self, instance_id: str, registry: Registry) -> Entry:
-        entry = self._entries.get(instance_id) or await self._resumed(instance_id, registry)
-        after = self.folding.state(entry).sequence if entry is not None else 0
-        while True:
+        entry = self._entries.get(instance_id)
+        if entry is None:
+            entry, page = await self._opened(instance_id, registry)
+        else:
+            after = self.folding.state(entry).sequence
             page = await reads.history_page(self.store, instance_id, after)
+        while True:
             self.events_read += len(page.events)
             entry = self.folding.fold(registry, entry, page.events)
             if entry is not None and (
@@ -167,24 +170,28 @@ class ReplayCache(Generic[Entry]):
                     f"instance {instance_id} has more than {MAX_INSPECTION_HISTORY_EVENTS} "
                     "events; its history can be read but not replayed"
                 )
-            if not page.has_more:
+            if page.next_after is None:
                 break
-            after = page.events[-1].sequence
+            page = await reads.history_page(self.store, instance_id, page.next_after)
         assert entry is not None
         self.put(entry)
         return entry
 
-    async def _resumed(self, instance_id: str, registry: Registry) -> Entry | None:
+    async def _opened(
+        self, instance_id: str, registry: Registry
+    ) -> tuple[Entry | None, reads.HistoryPage]:
         """A cold load's start: the entry of the instance's newest usable snapshot, when
-        the folding can start from one (``Folding.resume``); else None (every event)."""
+        the folding can start from one (``Folding.resume``), and the first page of
+        history after it, read together (``reads.opening``); else no entry and the
+        first page of the whole history."""
         resume = self.folding.resume
         if resume is None:
-            return None
-        state = await reads.restored(self.store, registry, instance_id)
-        if state is None:
-            return None
+            return None, await reads.history_page(self.store, instance_id)
+        opened = await reads.opening(self.store, registry, instance_id)
+        if opened.state is None:
+            return None, opened.page
         self.snapshots_read += 1
-        return resume(state)
+        return resume(opened.state), opened.page
 
 
 class InstanceCache(ReplayCache[Instance]):
