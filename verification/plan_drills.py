@@ -21,10 +21,20 @@ one effect under one key is a finding: the activity is not idempotent), the
 history and the recovery time. Its own findings name the step they are about
 (``findings``: ``{step, text}``), so a studio can explain each on its node; the
 invariant checker's violations are the drill's ``failures``.
+
+A plan on a state machine starts one execution (its parent is the instance itself) and
+runs workers with a stubbed machine (``verification.plan_stubs``) whose pins hit the
+advance of the state they name. Its advances write their rows in the drill's schema
+as the role the machine's grants name (provisioned here), so invariant M1 holds one
+committed write per transition; its effects are those rows, per transition. The drill
+runs on a clock every process shares, which follows the wall clock and is moved past a
+timer when the execution waits for one (a drill does not wait a machine's minutes).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -32,14 +42,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
+from engine import provision_roles
 from engine.decide.audit import Action as Command
-from engine.model.definitions import Definition, StepKind
+from engine.model.definitions import Definition, Mode, StepKind, definition_to_json
 from engine.model.errors import WaylineError
 from engine.model.events import EventKind
-from engine.model.instance import AttemptStatus, Instance
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.modes.machines.fold import progress_of
+from engine.modes.machines.grants import role_of
 from engine.store import catalog, reads
 from engine.worker.faults import Action, Boundary, Fault
 from verification import plan as plans
+from verification import plan_machines as machines
+from verification.clocks import FileClock, keep_running
 from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
 from verification.drills.boundaries import react, wait_fired
 from verification.drills.catalogue import drill_seed, strands
@@ -68,6 +86,15 @@ HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
 """
+MACHINE_WRITES = """
+SELECT compensation, transitions, count(*) FROM drill_machine_writes WHERE execution = %s
+GROUP BY compensation, transitions ORDER BY compensation, transitions
+"""
+MACHINE_GRANTS = """
+GRANT USAGE ON SCHEMA {schema} TO {role};
+GRANT SELECT, INSERT ON drill_machine_writes TO {role};
+"""
+"""What the role a stubbed machine acts as may do in the drill's schema: its rows."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,10 @@ class Drilled:
     @property
     def ref(self) -> str:
         return f"{self.definition.name}@{self.definition.version}"
+
+    @property
+    def machine(self) -> bool:
+        return self.definition.mode is Mode.MACHINE
 
 
 def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
@@ -100,6 +131,7 @@ def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
                 scenario,
                 params={"drilled": item},
                 strands=any(_strands(p) for p in item.plan.pins),
+                manual_clock=item.machine,
             )
         )
     return result
@@ -113,27 +145,51 @@ async def scenario(env: DrillEnv) -> None:
     drilled: Drilled = env.spec.params["drilled"]
     plan, definition = drilled.plan, drilled.definition
     await env.client.publish(definition, ACTOR)
-    _prepare_workers(env, plan, definition)
-    await env.client.start(definition.name, INSTANCE, plan.input, version=definition.version)
-    env.record.acked.append(INSTANCE)
-    env.record.workload_started = env.record.workload_started or time.monotonic()
-    env.record.stats["started"] += 1
-    fired = await _fault_phase(env, drilled)
-    env.worker("b")
-    await _quiet_phase(env, drilled)
-    await _result(env, drilled, fired)
-    await env.stop_processes()
+    clock = asyncio.create_task(keep_running(FileClock(env.clock_file))) if env.clock_file else None
+    try:
+        if drilled.machine:
+            await _machine_rows(env, definition)
+        _prepare_workers(env, plan, definition)
+        start = {"input": plan.input, "parent": INSTANCE} if drilled.machine else plan.input
+        await env.client.start(definition.name, INSTANCE, start, version=definition.version)
+        env.record.acked.append(INSTANCE)
+        env.record.workload_started = env.record.workload_started or time.monotonic()
+        env.record.stats["started"] += 1
+        fired = await _fault_phase(env, drilled)
+        env.worker("b")
+        await _quiet_phase(env, drilled)
+        await _result(env, drilled, fired)
+        await env.stop_processes()
+    finally:
+        if clock is not None:
+            clock.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await clock
+
+
+async def _machine_rows(env: DrillEnv, definition: Definition) -> None:
+    """The machine's roles (cluster-wide, as ``wayline machine roles --apply`` makes
+    them), and the role its grants name allowed to write its rows in this schema."""
+    role = role_of(machines.manifest_of(definition))
+    grants = sql.SQL(MACHINE_GRANTS).format(
+        schema=sql.Identifier(env.schema), role=sql.Identifier(role)
+    )
+    async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
+        await provision_roles(conn, [machines.manifest_of(definition).resource])
+        await conn.execute(grants)
 
 
 def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) -> None:
     """Every worker runs the stub app, built from a file in the drill's directory."""
     targets = {s.target for s in definition.steps if s.kind is StepKind.ACTIVITY}
     targets |= {s.compensation.target for s in definition.steps if s.compensation}
-    document = {
+    document: dict[str, Any] = {
         "targets": sorted(targets),
         "stubs": {step: stub.as_json() for step, stub in plan.stubs.items()},
         "app": plan.app,
     }
+    if definition.mode is Mode.MACHINE:
+        document["machine"] = definition_to_json(definition)
     path = env.directory / "stubs.json"
     path.write_text(json.dumps(document))
     exact = env.directory / "plan.json"  # this drill's own plan: its pins only
@@ -273,10 +329,22 @@ async def _approve(env: DrillEnv, step: str, payload: Any) -> bool:
 
 async def _settled(env: DrillEnv, definition: Definition) -> bool:
     """No open work, and the instance ended or waits for an operator by design."""
+    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
+    if definition.mode is Mode.MACHINE:
+        _pass_timer(env, state)
     if await env.scalar(OPEN_WORK_COUNT):
         return False
-    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
     return state.status.terminal or bool(in_doubt(state, definition))
+
+
+def _pass_timer(env: DrillEnv, state: Instance) -> None:
+    """Move the drill's clock to the timer the execution waits for (if it does)."""
+    now = progress_of(state)
+    due = now.timer_due_at
+    if state.status is InstanceStatus.RUNNING and due and now.timer_fired_at is None:
+        clock = FileClock(env.clock_file)
+        if due > clock.now():
+            clock.set(due)
 
 
 def in_doubt(state: Instance, definition: Definition) -> list[str]:
@@ -310,7 +378,10 @@ def _why_unfired(pin: plans.Pin) -> str:
 
 
 def describe(state: Instance, definition: Definition) -> list[str]:
-    """The instance's state as an operator would say it, one line per activity."""
+    """The instance's state as an operator would say it, one line per activity (a
+    machine's: the state it is in)."""
+    if definition.mode is Mode.MACHINE:
+        return _describe_machine(state)
     doubt = set(in_doubt(state, definition))
     lines = [f"instance: {state.status.label.upper()}"]
     for step, progress in state.activities.items():
@@ -327,6 +398,18 @@ def describe(state: Instance, definition: Definition) -> list[str]:
     return lines
 
 
+def _describe_machine(state: Instance) -> list[str]:
+    """The execution's end, and the state it is in (named first, as an activity's line
+    is, so a studio shows it on that state's node)."""
+    now = progress_of(state)
+    code = f" ({state.failure_code})" if state.failure_code else ""
+    failed = f", {now.attempts} failed attempt(s)" if now.attempts else ""
+    return [
+        f"instance: {state.status.label.upper()}{code}",
+        f"{now.state}: CURRENT STATE after {now.transitions} transition(s){failed}",
+    ]
+
+
 async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
     fired |= {p.label for p in _fired(env, drilled.plan.pins)}  # fired as the instance ended
@@ -337,6 +420,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     async with env.store.connection() as conn:
         effects = await (await conn.execute(EFFECTS, (INSTANCE,))).fetchall()
         history = await (await conn.execute(HISTORY, (INSTANCE, MAX_HISTORY_EVENTS))).fetchall()
+        writes = await (await conn.execute(MACHINE_WRITES, (INSTANCE,))).fetchall()
     per_key = [
         {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
         for s, c, k, n, applied in effects
@@ -351,6 +435,8 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         for item in per_key
         if item["effects"] > 1
     ]
+    if drilled.machine:
+        per_key, findings = _machine_effects(drilled.definition, writes, history)
     findings += [
         {"step": p.step, "text": f"pin {p.label} never fired: {_why_unfired(p)}"}
         for p in drilled.plan.pins
@@ -374,3 +460,32 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
             for q, k, s, a in history
         ],
     }
+
+
+def _machine_effects(
+    definition: Definition, writes: list[tuple[Any, ...]], history: list[tuple[Any, ...]]
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """A machine's effects (its advances' committed rows, per transition, named by the
+    state each advanced from) and the findings among them: a transition whose write
+    committed more than once."""
+    entered = [step for _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
+    left = [machines.manifest_of(definition).initial, *entered]
+    per_key = [
+        {
+            "step": "compensation" if compensation else left[min(n, len(left)) - 1],
+            "key": "compensation" if compensation else f"transition {n}",
+            "calls": count,
+            "effects": count,
+        }
+        for compensation, n, count in writes
+    ]
+    findings = [
+        {
+            "step": item["step"],
+            "text": f"{item['step']}: its advance's write for {item['key']} committed "
+            f"{item['effects']} times: an advance must commit once, with its state",
+        }
+        for item in per_key
+        if item["effects"] > 1
+    ]
+    return per_key, findings
