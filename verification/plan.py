@@ -386,8 +386,15 @@ def _machine_problems(plan: Plan, definition: Definition) -> list[str]:
 
 def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     """Why ``pin`` cannot run on ``definition`` ('' when it can)."""
+    return cell_problem(plan, definition, pin, reachable=True)
+
+
+def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool = False) -> str:
+    """Why no plan could pin ``pin`` ('' when one can): ``pin_problem`` without
+    asking, unless ``reachable``, whether this plan's stubs lead a machine to the
+    pin's state (another plan's may: a coverage heatmap's cell is applicable)."""
     if definition.mode is Mode.MACHINE:
-        return _machine_pin_problem(plan, definition, pin)
+        return _machine_pin_problem(plan, definition, pin, reachable)
     step = next((s for s in definition.steps if s.name == pin.step), None)
     if step is None:
         return f"no step {pin.step!r}; steps: {', '.join(s.name for s in definition.steps)}"
@@ -411,7 +418,7 @@ def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     return _fault_problem(plan, pin)
 
 
-def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
+def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool) -> str:
     manifest = machines.manifest_of(definition)
     states = machines.advancing(manifest)
     if pin.step not in states:
@@ -425,13 +432,13 @@ def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     if pin.boundary not in {b.value for b in machines.MACHINE_BOUNDARIES}:
         allowed = ", ".join(b.value for b in machines.MACHINE_BOUNDARIES)
         return f"a machine's advance does not reach {pin.boundary}; it reaches {allowed}"
-    path = machines.walk(manifest, plan.stubs)
-    if pin.step not in path:
-        return (
-            f"{pin.step} never advances with this plan's stubs: the execution goes "
-            f"{machines.route(path)}"
-        )
-    return _fault_problem(plan, pin)
+    problem = _fault_problem(plan, pin)
+    path = machines.walk(manifest, plan.stubs) if reachable and not problem else [pin.step]
+    if pin.step in path:
+        return problem
+    return f"{pin.step} never advances with this plan's stubs: the execution goes " + (
+        machines.route(path)
+    )
 
 
 def _a(word: str) -> str:
@@ -494,10 +501,16 @@ def matrix(plan: Plan, definition: Definition, limit: int = MAX_PINS) -> Plan:
         raise PlanInvalid(
             [f"pins: the full matrix of {definition.name} has {len(pins)} pins, more than {limit}"]
         )
-    start = plan.input
-    if start is None and definition.mode is Mode.MACHINE:  # an input of the machine's type
-        start = FIELD_TYPES[machines.manifest_of(definition).input]()
+    start = default_input(definition) if plan.input is None else plan.input
     return Plan(**{**plan.__dict__, "pins": tuple(pins), "input": start})
+
+
+def default_input(definition: Definition) -> Any:
+    """The input a new plan of ``definition`` starts with: null, or for a machine (whose
+    input has a type) that type's zero."""
+    if definition.mode is Mode.MACHINE:
+        return FIELD_TYPES[machines.manifest_of(definition).input]()
+    return None
 
 
 def for_each_pin(plan: Plan) -> list[Plan]:

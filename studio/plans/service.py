@@ -37,12 +37,13 @@ VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
 
 
 async def definition_of(runtime: Runtime, team: str, name: str, version: str) -> Definition:
-    """The team's published version; Invalid when its mode has no step list to pin."""
+    """The team's published version; Invalid when plans do not drill its mode."""
     found = (await definitions.version_of(runtime, team, name, version)).definition
-    if found.mode not in plans.STEP_LIST_MODES:
+    if found.mode not in plans.PLAN_MODES:
+        modes = " and ".join(sorted(m.value for m in plans.PLAN_MODES))
         raise Invalid(
             f"{name}@{version} is a {found.mode.value} definition; drill plans pin faults on "
-            "orchestration step lists for now"
+            f"{modes} definitions"
         )
     return found
 
