@@ -12,10 +12,13 @@ the engine's fault points (``engine.worker.faults``) and the harness already nam
 instance waits there (``null`` by default); ``app`` runs the team's real handlers
 (``MODULE:APP``) instead of stubs.
 
-A plan drills a step list (orchestration) or a state machine. A machine's steps are
-its states that advance, the stubs say what each state's advance does and the pins hit
-the advance of the state they name (``verification.plan_machines``); it has no signal
-or approval to answer, and its timers are passed by the drill's clock.
+A plan drills a step list (orchestration), a state machine or a code-first workflow. A
+machine's steps are its states that advance, the stubs say what each state's advance
+does and the pins hit the advance of the state they name (``verification.
+plan_machines``); it has no signal or approval to answer, and its timers are passed by
+the drill's clock. A code-first workflow's steps are its journaled calls (``charge.1``)
+and the signals it waits for; its bodies are the team's code, run from ``app``
+(``verification.plan_code``).
 
 Reading a plan is pure: ``parse`` checks its shape and collects every problem with its
 JSON path and what is allowed; ``check_against`` then checks it against the definition
@@ -34,6 +37,7 @@ from engine.model.definitions import Definition, Mode, StepKind, UnknownPolicy
 from engine.model.durations import format_duration
 from engine.modes.machines.field_types import FIELD_TYPES, value_problem
 from engine.worker.faults import Action, Boundary
+from verification import plan_code as code
 from verification import plan_machines as machines
 
 MAX_PINS = 400
@@ -86,7 +90,7 @@ _RESTART_REFUSED = (
 )
 PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:]+)$")
 STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
-PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE})
+PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 """The definition modes a plan drills."""
 PIN_PARTS = ("step", "boundary", "fault")
 PLAN_FIELDS = ("answers", "app", "definition", "definition_file", "input", "name", "pins", "stubs")
@@ -309,11 +313,9 @@ def check_against(plan: Plan, definition: Definition) -> None:
                 f"definition; plans drill {modes} definitions"
             ]
         )
-    problems = (
-        _machine_problems(plan, definition)
-        if definition.mode is Mode.MACHINE
-        else _step_list_problems(plan, definition)
-    )
+    problems = {Mode.MACHINE: _machine_problems, Mode.CODE: _code_problems}.get(
+        definition.mode, _step_list_problems
+    )(plan, definition)
     for n, pin in enumerate(plan.pins):
         problem = pin_problem(plan, definition, pin)
         if problem:
@@ -341,6 +343,26 @@ def _step_list_problems(plan: Plan, definition: Definition) -> list[str]:
         f"answers.{name}: {name!r} is not a signal or approval step"
         for name in plan.answers
         if name not in steps or steps[name].kind not in (StepKind.SIGNAL, StepKind.APPROVAL)
+    ]
+    return problems
+
+
+def _code_problems(plan: Plan, definition: Definition) -> list[str]:
+    """What in the app, stubs and answers does not fit a code-first workflow."""
+    problems = []
+    if not plan.app:
+        problems.append(
+            f"app: {definition.name}@{definition.version} is a code-first workflow: it runs "
+            "its own code, so name the app that declares it (MODULE:APP, --app)"
+        )
+    if plan.stubs and not plan.app:
+        problems.append("stubs: a code-first step's body is your code; stubs do not replace it")
+    signals = code.signals(definition)
+    problems += [
+        f"answers.{name}: the code waits for no signal {name!r}; it waits for "
+        f"{', '.join(signals) or 'none'}"
+        for name in plan.answers
+        if name not in signals
     ]
     return problems
 
@@ -395,6 +417,8 @@ def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool =
     pin's state (another plan's may: a coverage heatmap's cell is applicable)."""
     if definition.mode is Mode.MACHINE:
         return _machine_pin_problem(plan, definition, pin, reachable)
+    if definition.mode is Mode.CODE:
+        return _code_pin_problem(plan, definition, pin)
     step = next((s for s in definition.steps if s.name == pin.step), None)
     if step is None:
         return f"no step {pin.step!r}; steps: {', '.join(s.name for s in definition.steps)}"
@@ -415,6 +439,22 @@ def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool =
             f"{step.name} waits {format_duration(step.timeout)}; a drill waits for timers "
             f"of at most {format_duration(MAX_TIMER_WAIT)} (it does not fast-forward them)"
         )
+    return _fault_problem(plan, pin)
+
+
+def _code_pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
+    problem = code.step_problem(definition, pin.step)
+    if problem:
+        return problem
+    if pin.fault == RESTART_DATABASE:
+        return _RESTART_REFUSED
+    if pin.fault not in FAULTS:
+        return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
+    reached = code.boundaries(definition, pin.step)
+    if pin.boundary not in {b.value for b in reached}:
+        what = "a signal" if reached == code.SIGNAL_BOUNDARIES else "a step call"
+        allowed = ", ".join(b.value for b in reached)
+        return f"{what} does not reach {pin.boundary}; it reaches {allowed}"
     return _fault_problem(plan, pin)
 
 
@@ -463,6 +503,8 @@ def steps_of(definition: Definition) -> list[str]:
     """The steps a pin may name: a step list's steps, a machine's states that advance."""
     if definition.mode is Mode.MACHINE:
         return machines.advancing(machines.manifest_of(definition))
+    if definition.mode is Mode.CODE:
+        return code.steps(definition)
     return [s.name for s in definition.steps]
 
 
@@ -471,6 +513,8 @@ def boundaries_of(definition: Definition, step: str) -> tuple[Boundary, ...]:
     step that has none, or that ``definition`` does not have)."""
     if definition.mode is Mode.MACHINE:
         return machines.MACHINE_BOUNDARIES if step in steps_of(definition) else ()
+    if definition.mode is Mode.CODE:
+        return code.boundaries(definition, step)
     found = next((s for s in definition.steps if s.name == step), None)
     return BOUNDARIES_OF.get(found.kind, ()) if found else ()
 

@@ -161,6 +161,8 @@ def build(document: dict[str, Any]) -> ActivityRegistry:
             handler = team.get(target)
             if handler is not None:
                 registry.register(target, recorded(handler))
+        for flow in team.workflows:  # a code-first workflow's steps run in its code
+            registry.workflow(flow.name, version=flow.version)(flow.function)
         return registry
     stubs = {step: Stub(**raw) for step, raw in document.get("stubs", {}).items()}
     handler = stub_handler(stubs)

@@ -7,8 +7,11 @@ service that ignores idempotency keys, so its ``retry_same_key`` redelivery show
 duplicate effect as a finding, and one recovers from cut COMMITs, a raised error and a
 duplicated signal. Two drill the document-approval state machine: its decision
 survives a killed worker, one that exits and a cut COMMIT; and a review service that is
-always down ends the approval dead (by design: the verdict passes). A plan added there
-without an expectation here fails the test.
+always down ends the approval dead (by design: the verdict passes). Two drill the
+code-first order saga with its own code: a charge whose worker died after its body ran
+is in doubt, and lost signal acks, a cut COMMIT and an exit still settle the order (its
+72 h, 7 day and 1 h waits passed by the drill's clock). A plan added there without an
+expectation here fails the test.
 The self-test's plan part proves a plan catches a broken engine build.
 """
 
@@ -44,6 +47,16 @@ EXPECTED = {
     "document_approval.review-recovers.json": (
         "passed",
         ["instance: COMPLETED", "Approved: CURRENT STATE after 2 transition(s)"],
+        "",
+    ),
+    "order_saga.charge-in-doubt.json": (
+        "passed",
+        ["charge.1: UNKNOWN (in doubt), waiting for an operator"],
+        "",
+    ),
+    "order_saga.settles.json": (
+        "passed",
+        ["instance: COMPLETED", "charge.1: SUCCEEDED", "settle.1: SUCCEEDED"],
         "",
     ),
     "document_approval.review-service-down.json": (
@@ -239,3 +252,30 @@ def test_the_full_matrix_of_a_machine_is_written_and_reads_back(tmp_path: Path) 
     assert {"Submitted:after_claim:kill", "InReview:before_commit:sever_after_commit"} <= labels
     assert not any(label.startswith(("Approved:", "Rejected:", "Expired:")) for label in labels)
     assert document["input"] == ""
+
+
+def test_a_code_first_pin_that_cannot_run_is_refused_saying_what_is_allowed() -> None:
+    done = _drill(
+        "run", "--definition", "order-saga@1", "--app", "examples.order_saga:app",
+        "--pin", "charge:after_handler:kill", "--pin", "charge.1:after_claim:kill",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pins[0] charge:after_handler:kill: no step call or signal 'charge'" in done.stderr
+    assert (
+        "pins[1] charge.1:after_claim:kill: a step call does not reach after_claim; it reaches "
+        "after_attempt_start, after_handler, before_commit, after_commit"
+    ) in done.stderr
+
+
+def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "full.json"
+    done = _drill(
+        "plan", "generate", "order-saga@1", "--app", "examples.order_saga:app", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    assert document["app"] == "examples.order_saga:app"
+    labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
+    assert {"charge.1:after_handler:kill", "paid:before_signal_ack:duplicate_signal"} <= labels
