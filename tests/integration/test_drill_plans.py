@@ -27,7 +27,12 @@ import pytest
 
 from tests.drills.drill_command import drill
 from verification.campaigns import target_for
-from verification.self_test import PLAN_DRILL, plan_self_test
+from verification.self_test import (
+    MACHINE_PLAN_DRILL,
+    MACHINE_PLAN_MUTANT,
+    PLAN_DRILL,
+    plan_self_test,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "examples" / "drills"
@@ -181,6 +186,25 @@ def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> No
     assert control == []
     assert verdict.caught, verdict.evidence
     assert "charge" in verdict.evidence
+
+
+@pytest.mark.timeout(180)
+def test_a_machine_plan_catches_advances_that_write_outside_their_transition(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The self-test's machine plan: it passes on the real engine, and M1 finds the
+    review's write committed without its state when advances write on their own."""
+
+    async def run() -> tuple[list[str], object]:
+        async with target_for(pg_dsn) as target:
+            return await plan_self_test(
+                target, 1, tmp_path, MACHINE_PLAN_DRILL, MACHINE_PLAN_MUTANT
+            )
+
+    control, verdict = asyncio.run(run())
+    assert control == []
+    assert verdict.caught, verdict.evidence
+    assert "M1" in verdict.evidence
 
 
 @pytest.mark.timeout(120)
