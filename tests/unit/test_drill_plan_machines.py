@@ -4,13 +4,17 @@ database: ``verification.plan`` and ``verification.plan_machines`` are pure)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.model.definitions import Definition
 from engine.model.files import load_definition
+from engine.model.validation import parse_definition
+from studio.plans import heatmap
 from verification import plan as plans
 from verification import plan_machines as machines
 
@@ -133,3 +137,31 @@ def test_the_full_matrix_of_a_machine_pins_every_state_that_advances() -> None:
 @given(st.lists(st.sampled_from(plans.matrix(_plan(), APPROVAL).pins), max_size=6))
 def test_any_pins_of_the_matrix_fit_the_machine(pins: list[plans.Pin]) -> None:
     plans.check_against(plans.Plan("document_approval@1", input="v1", pins=tuple(pins)), APPROVAL)
+
+
+def _escalating() -> Definition:
+    """The approval machine with ``Escalated``, which no default way passes through."""
+    document = json.loads((ROOT / "examples" / "document_approval.json").read_text())
+    document["state"]["variants"].append({"name": "Escalated"})
+    document["transitions"]["InReview"].append("Escalated")
+    document["transitions"]["Escalated"] = ["Approved"]
+    return parse_definition(document)
+
+
+def test_a_state_off_the_default_way_is_pinned_once_a_stub_leads_there() -> None:
+    escalating = _escalating()
+    pin = ["Escalated:before_commit:kill"]
+    with pytest.raises(plans.PlanInvalid, match="Escalated never advances with this plan"):
+        plans.check_against(_plan(pins=pin), escalating)
+    plans.check_against(_plan(pins=pin, stubs={"InReview": {"result": "Escalated"}}), escalating)
+
+
+def test_the_heatmap_of_a_machine_has_every_state_that_advances_and_its_cells() -> None:
+    steps = {s.step: s for s in heatmap.coverage(_escalating(), [], [])}
+    assert list(steps) == ["Submitted", "InReview", "Escalated"]
+    escalated = steps["Escalated"]
+    assert escalated.kind == "state"
+    assert escalated.boundaries == [b.value for b in machines.MACHINE_BOUNDARIES]
+    assert escalated.cells[("before_commit", "kill")].applicable  # another plan may lead there
+    assert escalated.cells[("in_lease_renewal", "kill")].applicable
+    assert not escalated.cells[("before_commit", "duplicate_signal")].applicable
