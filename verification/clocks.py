@@ -3,7 +3,8 @@
 - ``FileClock`` is the engine's manual clock shared by the harness and its worker
   subprocesses through a file: the harness writes an instant, every process reads it on
   each use. The stateful drill (D9) uses it to advance time past timers and leases
-  without waiting for them.
+  without waiting for them; ``keep_running`` makes it follow the wall clock, so a
+  drill plan can move it past a machine's timer while leases still run out in time.
 - ``jump_from_env`` makes this process's wall clock jump (``WAYLINE_DRILL_CLOCK_JUMP``
   = seconds, optionally ``@delay``), the way an NTP step or an operator's ``date -s``
   does, while monotonic time keeps running: D19 checks that a worker whose clock jumps
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from datetime import UTC, datetime, timedelta
@@ -21,6 +23,8 @@ from pathlib import Path
 from engine.model.canonical import format_instant, parse_instant, utc
 
 CLOCK_JUMP_ENV = "WAYLINE_DRILL_CLOCK_JUMP"
+TICK_SECONDS = 0.05
+"""How often ``keep_running`` moves a file clock on: the staleness its readers see."""
 
 
 class FileClock:
@@ -43,6 +47,18 @@ class FileClock:
 
     def advance(self, delta: timedelta) -> None:
         self.set(self.now() + delta)
+
+
+async def keep_running(clock: FileClock) -> None:
+    """Move ``clock`` on as time passes, until cancelled: its readers see time run,
+    and whoever moves it ahead (``FileClock.set``) keeps the lead. Every write happens
+    between two awaits, so a move ahead in the same event loop is never overwritten."""
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(TICK_SECONDS)
+        now = time.monotonic()
+        clock.advance(timedelta(seconds=now - last))
+        last = now
 
 
 def jump_from_env() -> None:

@@ -22,6 +22,10 @@ effect it performs by step_id. Against history:
   its attempt late), and no step_id was entered more often than attempts under it were
   started.
 
+J1, J4 and U read the drill workflow's ledger, so they hold for its runs; a drill plan's
+run of a team's own workflow has no such ledger (its bodies are the team's), and J2 and
+J3 hold for every code-first run.
+
 The flow checks that read the activities' ledger (I3's "success without effect", U's
 handler entries) and one signal per step (I7) do not apply to code-first runs, whose
 bodies and inbox are checked here instead (U from ``drill_code_entries``).
@@ -33,6 +37,7 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.modes.code.step_ids import parse_step_id, step_key
+from verification import drill_code
 from verification.findings import Findings
 from verification.replay_check import History
 
@@ -43,14 +48,17 @@ JOIN definitions d ON d.name = i.definition_name AND d.version = i.definition_ve
 WHERE d.spec ->> 'mode' = 'code'
 """
 """Every code-first run of the schema (the flow checks skip these)."""
+LEDGERED_RUNS = CODE_RUNS + "  AND i.definition_name = %(ledgered)s\n"
+"""The code-first runs whose bodies write the drill's ledger (``drill.code``'s)."""
 KINDS = {
     "started": int(K.ATTEMPT_STARTED),
     "succeeded": int(K.ATTEMPT_SUCCEEDED),
     "failed": int(K.ATTEMPT_FAILED),
     "unknown": int(K.ATTEMPT_UNKNOWN),
+    "ledgered": drill_code.CODE,
 }
 ATTEMPTS = f"""
-WITH code AS ({CODE_RUNS})
+WITH code AS ({LEDGERED_RUNS})
 SELECT s.instance_id, s.idempotency_key, o.kind
 FROM history s
 JOIN code c ON c.instance_id = s.instance_id
@@ -59,7 +67,7 @@ LEFT JOIN history o ON o.instance_id = s.instance_id AND o.step_name = s.step_na
                    AND o.kind IN (%(succeeded)s, %(failed)s, %(unknown)s)
 WHERE s.kind = %(started)s
 """
-"""Every started step attempt of a code-first run: its key (the step_id) and outcome."""
+"""Every started step attempt of a ledgered run: its key (the step_id) and outcome."""
 ENTRIES = """
 SELECT run_id, step_id, count(*), count(*) FILTER (WHERE NOT start_durable),
        count(*) FILTER (WHERE recorded)
@@ -67,7 +75,7 @@ FROM drill_code_entries GROUP BY run_id, step_id
 """
 EFFECTS = "SELECT run_id, step_id, count(*) FROM drill_code_effects GROUP BY run_id, step_id"
 COMPENSATIONS = f"""
-WITH code AS ({CODE_RUNS})
+WITH code AS ({LEDGERED_RUNS})
 SELECT h.instance_id, h.step_name, count(*) FILTER (WHERE h.kind = %(comp_started)s),
        count(*) FILTER (WHERE h.kind = %(comp_succeeded)s),
        count(*) FILTER (WHERE h.kind = %(comp_unknown)s)
@@ -81,6 +89,7 @@ COMPENSATION_KINDS = {
     "comp_started": int(K.COMPENSATION_ATTEMPT_STARTED),
     "comp_succeeded": int(K.COMPENSATION_SUCCEEDED),
     "comp_unknown": int(K.COMPENSATION_UNKNOWN),
+    "ledgered": drill_code.CODE,
 }
 UNDOS = "SELECT run_id, step_id, count(*) FROM drill_code_undos GROUP BY run_id, step_id"
 

@@ -54,6 +54,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
     generate.add_argument("--dsn", help="where NAME@VERSION is published")
     generate.add_argument("--schema", default=DEFAULT_SCHEMA)
+    generate.add_argument(
+        "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
+    )
     generate.set_defaults(run=_generate)
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
@@ -190,7 +193,7 @@ def _generate(args: argparse.Namespace) -> int:
     from verification.plan import PlanInvalid, matrix
 
     try:
-        plan = plan_sources.plan_from_flags(args.definition, [], "", None)
+        plan = plan_sources.plan_from_flags(args.definition, [], args.app, None)
         definition = asyncio.run(plan_sources.definition_of(plan, args.dsn, args.schema))
         full = matrix(plan, definition)
     except PlanInvalid as error:

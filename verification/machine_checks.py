@@ -2,8 +2,9 @@
 
 A machine's advance writes the application's rows in the transaction that records the
 state it returns (retry ``transactional``); the drill machine (``verification.
-drill_machine``) writes one row per advance and one per compensation, each with the id
-of the transaction it ran in. Against history and the transitions ledger:
+drill_machine``), and a drill plan's stubbed machine, write one row per advance and one
+per compensation, each with the id of the transaction it ran in. Against history and
+the transitions ledger:
 
 - **M1 writes**: every committed ``state_entered`` has exactly one advance row, written
   by the very transaction that committed it, and no advance row lacks its transition
@@ -26,7 +27,6 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.model.instance import Instance, InstanceStatus
-from verification.drill_machine import MACHINE
 from verification.findings import Findings
 from verification.workloads import Execution
 
@@ -35,13 +35,17 @@ RECORDED = """
 SELECT h.instance_id, h.kind, count(*) OVER (PARTITION BY h.instance_id, h.kind
                                              ORDER BY h.sequence), t.xact_id::text
 FROM history h
-JOIN instances i ON i.instance_id = h.instance_id AND i.definition_name = %(machine)s
+JOIN instances i ON i.instance_id = h.instance_id
+JOIN definitions d ON d.name = i.definition_name AND d.version = i.definition_version
+                  AND d.spec ->> 'mode' = 'machine'
 LEFT JOIN transitions t ON t.instance_id = h.instance_id
      AND h.sequence > t.expected_sequence AND h.sequence <= t.committed_sequence
 WHERE h.kind IN (%(entered)s, %(compensated)s)
 """
 """Each state entered (numbered in its execution: the transitions made) and each
-compensation that succeeded, with the transaction that committed it."""
+compensation that succeeded, with the transaction that committed it: of every machine
+a drill runs, ``drill.machine`` or a drill plan's stubbed machine (``verification.
+plan_stubs``), whose advances write the same rows."""
 WRITES = """
 SELECT execution, compensation, transitions, xact_id::text FROM drill_machine_writes
 """
@@ -67,7 +71,6 @@ GROUP BY 1, 2
 async def writes(conn: psycopg.AsyncConnection, findings: Findings) -> None:
     """M1: one application write per committed transition, in its transaction."""
     params = {
-        "machine": MACHINE,
         "entered": int(K.STATE_ENTERED),
         "compensated": int(K.COMPENSATION_SUCCEEDED),
     }

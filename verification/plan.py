@@ -12,6 +12,14 @@ the engine's fault points (``engine.worker.faults``) and the harness already nam
 instance waits there (``null`` by default); ``app`` runs the team's real handlers
 (``MODULE:APP``) instead of stubs.
 
+A plan drills a step list (orchestration), a state machine or a code-first workflow. A
+machine's steps are its states that advance, the stubs say what each state's advance
+does and the pins hit the advance of the state they name (``verification.
+plan_machines``); it has no signal or approval to answer, and its timers are passed by
+the drill's clock. A code-first workflow's steps are its journaled calls (``charge.1``)
+and the signals it waits for; its bodies are the team's code, run from ``app``
+(``verification.plan_code``).
+
 Reading a plan is pure: ``parse`` checks its shape and collects every problem with its
 JSON path and what is allowed; ``check_against`` then checks it against the definition
 (the steps exist, each pin's boundary and fault apply to that step's kind). Both raise
@@ -27,7 +35,10 @@ from typing import Any
 
 from engine.model.definitions import Definition, Mode, StepKind, UnknownPolicy
 from engine.model.durations import format_duration
+from engine.modes.machines.field_types import FIELD_TYPES, value_problem
 from engine.worker.faults import Action, Boundary
+from verification import plan_code as code
+from verification import plan_machines as machines
 
 MAX_PINS = 400
 """Pins in one plan, so also the drills of one ``--for-each-pin`` run and the size of
@@ -73,8 +84,14 @@ NO_COMMIT_LEFT = frozenset(
     {Boundary.AFTER_COMMIT, Boundary.AFTER_TIMER_FIRE, Boundary.BEFORE_SIGNAL_ACK}
 )
 """Where a cut COMMIT has nothing of this step's left to cut: its commit was answered."""
+_RESTART_REFUSED = (
+    "restart_database is not supported in a plan yet: the harness restarts the server "
+    "only as drill D10 (`wayline drill run --drill D10`)"
+)
 PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:]+)$")
 STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
+PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
+"""The definition modes a plan drills."""
 PIN_PARTS = ("step", "boundary", "fault")
 PLAN_FIELDS = ("answers", "app", "definition", "definition_file", "input", "name", "pins", "stubs")
 
@@ -288,25 +305,17 @@ def _number(value: Any, high: float) -> bool:
 
 def check_against(plan: Plan, definition: Definition) -> None:
     """PlanInvalid unless every stub and pin fits ``definition`` (see the module)."""
-    if definition.mode not in STEP_LIST_MODES:
+    if definition.mode not in PLAN_MODES:
+        modes = " and ".join(sorted(m.value for m in PLAN_MODES))
         raise PlanInvalid(
             [
                 f"definition: {definition.name}@{definition.version} is a {definition.mode.value} "
-                "definition; plans drill orchestration step lists for now"
+                f"definition; plans drill {modes} definitions"
             ]
         )
-    steps = {s.name: s for s in definition.steps}
-    activities = sorted(n for n, s in steps.items() if s.kind is StepKind.ACTIVITY)
-    problems = [
-        f"stubs.{name}: no activity {name!r}; activities: {', '.join(activities)}"
-        for name in plan.stubs
-        if name not in activities
-    ]
-    problems += [
-        f"answers.{name}: {name!r} is not a signal or approval step"
-        for name in plan.answers
-        if name not in steps or steps[name].kind not in (StepKind.SIGNAL, StepKind.APPROVAL)
-    ]
+    problems = {Mode.MACHINE: _machine_problems, Mode.CODE: _code_problems}.get(
+        definition.mode, _step_list_problems
+    )(plan, definition)
     for n, pin in enumerate(plan.pins):
         problem = pin_problem(plan, definition, pin)
         if problem:
@@ -321,17 +330,101 @@ def check_against(plan: Plan, definition: Definition) -> None:
         raise PlanInvalid(problems)
 
 
+def _step_list_problems(plan: Plan, definition: Definition) -> list[str]:
+    """What in the stubs and answers does not fit a step list's steps."""
+    steps = {s.name: s for s in definition.steps}
+    activities = sorted(n for n, s in steps.items() if s.kind is StepKind.ACTIVITY)
+    problems = [
+        f"stubs.{name}: no activity {name!r}; activities: {', '.join(activities)}"
+        for name in plan.stubs
+        if name not in activities
+    ]
+    problems += [
+        f"answers.{name}: {name!r} is not a signal or approval step"
+        for name in plan.answers
+        if name not in steps or steps[name].kind not in (StepKind.SIGNAL, StepKind.APPROVAL)
+    ]
+    return problems
+
+
+def _code_problems(plan: Plan, definition: Definition) -> list[str]:
+    """What in the app, stubs and answers does not fit a code-first workflow."""
+    problems = []
+    if not plan.app:
+        problems.append(
+            f"app: {definition.name}@{definition.version} is a code-first workflow: it runs "
+            "its own code, so name the app that declares it (MODULE:APP, --app)"
+        )
+    if plan.stubs and not plan.app:
+        problems.append("stubs: a code-first step's body is your code; stubs do not replace it")
+    signals = code.signals(definition)
+    problems += [
+        f"answers.{name}: the code waits for no signal {name!r}; it waits for "
+        f"{', '.join(signals) or 'none'}"
+        for name in plan.answers
+        if name not in signals
+    ]
+    return problems
+
+
+def _machine_problems(plan: Plan, definition: Definition) -> list[str]:
+    """What in the stubs, answers and app does not fit a machine (``plan_machines``)."""
+    manifest = machines.manifest_of(definition)
+    states = machines.advancing(manifest)
+    allowed = ", ".join(machines.MACHINE_BEHAVIOURS)
+    problems = []
+    if plan.answers:
+        problems.append(
+            f"answers: {definition.name} is a state machine: it waits for no signal or approval"
+        )
+    if problem := value_problem(manifest.input, plan.input):
+        problems.append(f"input: {problem} (the machine's input is {manifest.input})")
+    if plan.app:
+        problems.append(
+            "app: a machine's own code runs its writes in your tables, which a drill's "
+            "throwaway schema does not have; drill it with stubs"
+        )
+    for name, stub in plan.stubs.items():
+        path = f"stubs.{name}"
+        if name not in states:
+            problems.append(f"{path}: no state {name!r} that advances; states: {', '.join(states)}")
+            continue
+        if stub.behaviour not in machines.MACHINE_BEHAVIOURS:
+            problems.append(
+                f"{path}.behaviour: a machine's advance commits with its state or not at all, "
+                f"so it is never {stub.behaviour}; one of {allowed}"
+            )
+        if not stub.idempotent:
+            problems.append(
+                f"{path}.idempotent: a machine's advance has no effect outside its "
+                "transaction to repeat; leave it out"
+            )
+        try:
+            machines.entered(manifest, name, stub.result)
+        except ValueError as problem:
+            problems.append(f"{path}.result: {problem}")
+    return problems
+
+
 def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     """Why ``pin`` cannot run on ``definition`` ('' when it can)."""
+    return cell_problem(plan, definition, pin, reachable=True)
+
+
+def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool = False) -> str:
+    """Why no plan could pin ``pin`` ('' when one can): ``pin_problem`` without
+    asking, unless ``reachable``, whether this plan's stubs lead a machine to the
+    pin's state (another plan's may: a coverage heatmap's cell is applicable)."""
+    if definition.mode is Mode.MACHINE:
+        return _machine_pin_problem(plan, definition, pin, reachable)
+    if definition.mode is Mode.CODE:
+        return _code_pin_problem(plan, definition, pin)
     step = next((s for s in definition.steps if s.name == pin.step), None)
     if step is None:
         return f"no step {pin.step!r}; steps: {', '.join(s.name for s in definition.steps)}"
     boundaries = BOUNDARIES_OF.get(step.kind, ())
     if pin.fault == RESTART_DATABASE:
-        return (
-            "restart_database is not supported in a plan yet: the harness restarts the "
-            "server only as drill D10 (`wayline drill run --drill D10`)"
-        )
+        return _RESTART_REFUSED
     if pin.fault not in FAULTS:
         return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
     if pin.boundary not in {b.value for b in Boundary}:
@@ -347,6 +440,45 @@ def pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
             f"of at most {format_duration(MAX_TIMER_WAIT)} (it does not fast-forward them)"
         )
     return _fault_problem(plan, pin)
+
+
+def _code_pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
+    problem = code.step_problem(definition, pin.step)
+    if problem:
+        return problem
+    if pin.fault == RESTART_DATABASE:
+        return _RESTART_REFUSED
+    if pin.fault not in FAULTS:
+        return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
+    reached = code.boundaries(definition, pin.step)
+    if pin.boundary not in {b.value for b in reached}:
+        what = "a signal" if reached == code.SIGNAL_BOUNDARIES else "a step call"
+        allowed = ", ".join(b.value for b in reached)
+        return f"{what} does not reach {pin.boundary}; it reaches {allowed}"
+    return _fault_problem(plan, pin)
+
+
+def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool) -> str:
+    manifest = machines.manifest_of(definition)
+    states = machines.advancing(manifest)
+    if pin.step not in states:
+        what = "is a terminal state: it never advances" if manifest.is_terminal(pin.step) else ""
+        return f"{pin.step!r} {what or 'is no state of the machine'}; states: {', '.join(states)}"
+    if pin.fault == RESTART_DATABASE:
+        return _RESTART_REFUSED
+    if pin.fault not in WORKER_FAULTS:
+        faults = ", ".join(a.value for a in Action)
+        return f"fault {pin.fault!r} does not apply to a machine's advance; one of {faults}"
+    if pin.boundary not in {b.value for b in machines.MACHINE_BOUNDARIES}:
+        allowed = ", ".join(b.value for b in machines.MACHINE_BOUNDARIES)
+        return f"a machine's advance does not reach {pin.boundary}; it reaches {allowed}"
+    problem = _fault_problem(plan, pin)
+    path = machines.walk(manifest, plan.stubs) if reachable and not problem else [pin.step]
+    if pin.step in path:
+        return problem
+    return f"{pin.step} never advances with this plan's stubs: the execution goes " + (
+        machines.route(path)
+    )
 
 
 def _a(word: str) -> str:
@@ -367,6 +499,26 @@ def _fault_problem(plan: Plan, pin: Pin) -> str:
     return ""
 
 
+def steps_of(definition: Definition) -> list[str]:
+    """The steps a pin may name: a step list's steps, a machine's states that advance."""
+    if definition.mode is Mode.MACHINE:
+        return machines.advancing(machines.manifest_of(definition))
+    if definition.mode is Mode.CODE:
+        return code.steps(definition)
+    return [s.name for s in definition.steps]
+
+
+def boundaries_of(definition: Definition, step: str) -> tuple[Boundary, ...]:
+    """The boundaries ``step`` of ``definition`` reaches with its own work (none for a
+    step that has none, or that ``definition`` does not have)."""
+    if definition.mode is Mode.MACHINE:
+        return machines.MACHINE_BOUNDARIES if step in steps_of(definition) else ()
+    if definition.mode is Mode.CODE:
+        return code.boundaries(definition, step)
+    found = next((s for s in definition.steps if s.name == step), None)
+    return BOUNDARIES_OF.get(found.kind, ()) if found else ()
+
+
 def holds_on_unknown(definition: Definition, step: str) -> bool:
     """Whether an unknown outcome of ``step`` waits for an operator (by design)."""
     found = next((s for s in definition.steps if s.name == step), None)
@@ -377,21 +529,32 @@ def matrix(plan: Plan, definition: Definition, limit: int = MAX_PINS) -> Plan:
     """``plan`` with every applicable boundary x fault pinned on every step (the full
     matrix); PlanInvalid when it would exceed ``limit`` pins. ``after_claim`` is pinned
     on the first step only: the steps after an activity are handed on to its worker
-    with its outcome (eager dispatch), so whether they are claimed is up to timing."""
-    first = definition.steps[0].name if definition.steps else ""
+    with its outcome (eager dispatch), so whether they are claimed is up to timing (a
+    machine's every advance is claimed)."""
+    steps = steps_of(definition)
+    eager = definition.mode is Mode.ORCHESTRATION
     pins = [
-        Pin(step.name, boundary.value, fault)
-        for step in definition.steps
-        for boundary in BOUNDARIES_OF.get(step.kind, ())
-        if boundary is not Boundary.AFTER_CLAIM or step.name == first
+        Pin(step, boundary.value, fault)
+        for step in steps
+        for boundary in boundaries_of(definition, step)
+        if boundary is not Boundary.AFTER_CLAIM or step == steps[0] or not eager
         for fault in FAULTS
-        if not pin_problem(plan, definition, Pin(step.name, boundary.value, fault))
+        if not pin_problem(plan, definition, Pin(step, boundary.value, fault))
     ]
     if len(pins) > limit:
         raise PlanInvalid(
             [f"pins: the full matrix of {definition.name} has {len(pins)} pins, more than {limit}"]
         )
-    return Plan(**{**plan.__dict__, "pins": tuple(pins)})
+    start = default_input(definition) if plan.input is None else plan.input
+    return Plan(**{**plan.__dict__, "pins": tuple(pins), "input": start})
+
+
+def default_input(definition: Definition) -> Any:
+    """The input a new plan of ``definition`` starts with: null, or for a machine (whose
+    input has a type) that type's zero."""
+    if definition.mode is Mode.MACHINE:
+        return FIELD_TYPES[machines.manifest_of(definition).input]()
+    return None
 
 
 def for_each_pin(plan: Plan) -> list[Plan]:

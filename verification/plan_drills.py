@@ -21,10 +21,28 @@ one effect under one key is a finding: the activity is not idempotent), the
 history and the recovery time. Its own findings name the step they are about
 (``findings``: ``{step, text}``), so a studio can explain each on its node; the
 invariant checker's violations are the drill's ``failures``.
+
+A plan on a state machine starts one execution (its parent is the instance itself) and
+runs workers with a stubbed machine (``verification.plan_stubs``) whose pins hit the
+advance of the state they name. Its advances write their rows in the drill's schema
+as the role the machine's grants name (provisioned here), so invariant M1 holds one
+committed write per transition; its effects are those rows, per transition. The drill
+runs on a clock every process shares, which follows the wall clock and is moved past a
+timer when the execution waits for one (a drill does not wait a machine's minutes).
+
+A plan on a code-first workflow starts one run (``<workflow>/plan-1``) of the team's own
+code: its workers run the app the plan names, every workflow that app declares is
+published (the children it spawns), every signal the plan answers or pins is sent when
+the run starts (its inbox keeps it until the code waits), and the clock is moved to the
+next work due whenever nothing is due or in hand (its sleeps, its waits' timeouts). A
+step whose outcome is unknown is held for an operator unless the code says otherwise,
+so a run holding one settles as in doubt.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -32,14 +50,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
+from engine import load_app, provision_roles
 from engine.decide.audit import Action as Command
-from engine.model.definitions import Definition, StepKind
+from engine.model.definitions import Definition, Mode, StepKind, definition_to_json
 from engine.model.errors import WaylineError
 from engine.model.events import EventKind
-from engine.model.instance import AttemptStatus, Instance
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.modes.machines.fold import progress_of
+from engine.modes.machines.grants import role_of
 from engine.store import catalog, reads
+from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import plan as plans
+from verification import plan_machines as machines
+from verification.clocks import FileClock, keep_running
 from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
 from verification.drills.boundaries import react, wait_fired
 from verification.drills.catalogue import drill_seed, strands
@@ -68,6 +95,21 @@ HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
 """
+NEXT_DUE = f"""
+SELECT min(available_at) FILTER (WHERE state = {WorkState.AVAILABLE}),
+       count(*) FILTER (WHERE state = {WorkState.LEASED})
+FROM work
+"""
+"""The earliest work to claim, and how much is in hand."""
+MACHINE_WRITES = """
+SELECT compensation, transitions, count(*) FROM drill_machine_writes WHERE execution = %s
+GROUP BY compensation, transitions ORDER BY compensation, transitions
+"""
+MACHINE_GRANTS = """
+GRANT USAGE ON SCHEMA {schema} TO {role};
+GRANT SELECT, INSERT ON drill_machine_writes TO {role};
+"""
+"""What the role a stubbed machine acts as may do in the drill's schema: its rows."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +122,19 @@ class Drilled:
     @property
     def ref(self) -> str:
         return f"{self.definition.name}@{self.definition.version}"
+
+    @property
+    def machine(self) -> bool:
+        return self.definition.mode is Mode.MACHINE
+
+    @property
+    def code(self) -> bool:
+        return self.definition.mode is Mode.CODE
+
+    @property
+    def instance(self) -> str:
+        """The drilled instance's id (a code-first run's is ``<workflow>/<id>``)."""
+        return f"{self.definition.name}/{INSTANCE}" if self.code else INSTANCE
 
 
 def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
@@ -100,6 +155,7 @@ def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
                 scenario,
                 params={"drilled": item},
                 strands=any(_strands(p) for p in item.plan.pins),
+                manual_clock=item.machine or item.code,
             )
         )
     return result
@@ -112,28 +168,72 @@ def _strands(pin: plans.Pin) -> bool:
 async def scenario(env: DrillEnv) -> None:
     drilled: Drilled = env.spec.params["drilled"]
     plan, definition = drilled.plan, drilled.definition
-    await env.client.publish(definition, ACTOR)
-    _prepare_workers(env, plan, definition)
-    await env.client.start(definition.name, INSTANCE, plan.input, version=definition.version)
-    env.record.acked.append(INSTANCE)
-    env.record.workload_started = env.record.workload_started or time.monotonic()
-    env.record.stats["started"] += 1
-    fired = await _fault_phase(env, drilled)
-    env.worker("b")
-    await _quiet_phase(env, drilled)
-    await _result(env, drilled, fired)
-    await env.stop_processes()
+    for published in _published(drilled):
+        await env.client.publish(published, ACTOR)
+    clock = asyncio.create_task(keep_running(FileClock(env.clock_file))) if env.clock_file else None
+    try:
+        if drilled.machine:
+            await _machine_rows(env, definition)
+        _prepare_workers(env, plan, definition)
+        await _start(env, drilled)
+        env.record.acked.append(drilled.instance)
+        env.record.workload_started = env.record.workload_started or time.monotonic()
+        env.record.stats["started"] += 1
+        fired = await _fault_phase(env, drilled)
+        env.worker("b")
+        await _quiet_phase(env, drilled)
+        await _result(env, drilled, fired)
+        await env.stop_processes()
+    finally:
+        if clock is not None:
+            clock.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await clock
+
+
+def _published(drilled: Drilled) -> list[Definition]:
+    """What the drill publishes: the plan's definition; for a code-first workflow every
+    workflow its app declares too (the ones it spawns)."""
+    if not drilled.code:
+        return [drilled.definition]
+    others = [f.definition for f in load_app(drilled.plan.app).workflows]
+    return [drilled.definition, *(d for d in others if d.ref != drilled.definition.ref)]
+
+
+async def _start(env: DrillEnv, drilled: Drilled) -> None:
+    plan, definition = drilled.plan, drilled.definition
+    if drilled.code:
+        await env.client.start_run(
+            definition.name, plan.input, id=INSTANCE, version=definition.version
+        )
+        return
+    start = {"input": plan.input, "parent": INSTANCE} if drilled.machine else plan.input
+    await env.client.start(definition.name, INSTANCE, start, version=definition.version)
+
+
+async def _machine_rows(env: DrillEnv, definition: Definition) -> None:
+    """The machine's roles (cluster-wide, as ``wayline machine roles --apply`` makes
+    them), and the role its grants name allowed to write its rows in this schema."""
+    role = role_of(machines.manifest_of(definition))
+    grants = sql.SQL(MACHINE_GRANTS).format(
+        schema=sql.Identifier(env.schema), role=sql.Identifier(role)
+    )
+    async with await psycopg.AsyncConnection.connect(env.ledger_dsn, autocommit=True) as conn:
+        await provision_roles(conn, [machines.manifest_of(definition).resource])
+        await conn.execute(grants)
 
 
 def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) -> None:
     """Every worker runs the stub app, built from a file in the drill's directory."""
     targets = {s.target for s in definition.steps if s.kind is StepKind.ACTIVITY}
     targets |= {s.compensation.target for s in definition.steps if s.compensation}
-    document = {
+    document: dict[str, Any] = {
         "targets": sorted(targets),
         "stubs": {step: stub.as_json() for step, stub in plan.stubs.items()},
         "app": plan.app,
     }
+    if definition.mode is Mode.MACHINE:
+        document["machine"] = definition_to_json(definition)
     path = env.directory / "stubs.json"
     path.write_text(json.dumps(document))
     exact = env.directory / "plan.json"  # this drill's own plan: its pins only
@@ -172,9 +272,9 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
         elif worker is None:
             worker = env.worker("a")
         await answer()
-        if not remaining or await _settled(env, drilled.definition):
+        if not remaining or await _settled(env, drilled):
             return fired
-        now = await _wait_any_fired(env, remaining, worker, drilled.definition, answer)
+        now = await _wait_any_fired(env, remaining, worker, drilled, answer)
         for pin in now:
             fired.add(pin.label)
             env.mark_fault(pin.fault)
@@ -186,7 +286,7 @@ async def _wait_any_fired(
     env: DrillEnv,
     pins: list[plans.Pin],
     worker: DrillProcess,
-    definition: Definition,
+    drilled: Drilled,
     answer: Callable[[], Awaitable[None]],
 ) -> list[plans.Pin]:
     """Until a pin fired, the worker is gone, or the instance settled without them
@@ -197,7 +297,7 @@ async def _wait_any_fired(
         await answer()
         # Gone first, then the report: a fault's line is written before it acts, so a
         # worker seen gone has written it already.
-        gone = not worker.alive or await _settled(env, definition)
+        gone = not worker.alive or await _settled(env, drilled)
         found[:] = _fired(env, pins)
         return bool(found) or gone
 
@@ -215,34 +315,44 @@ def _fired(env: DrillEnv, pins: list[plans.Pin] | tuple[plans.Pin, ...]) -> list
 async def _answer(
     env: DrillEnv, drilled: Drilled, signal_pins: dict[str, plans.Pin], fired: set[str]
 ) -> None:
-    """Send each signal step its signal and approve each waiting approval (once each)."""
+    """Send each signal step its signal and approve each waiting approval (once each);
+    a code-first run gets every signal its plan answers or pins at once (its inbox keeps
+    it until the code waits)."""
     answered = env.record.extra.setdefault("answered", [])
-    for step in drilled.definition.steps:
-        if step.name in answered:
-            continue
-        payload = drilled.plan.answers.get(step.name)
-        if step.kind is StepKind.SIGNAL:
-            pin = signal_pins.get(step.name)
-            await _deliver(env, step.name, payload, pin)
+    signals = [s.name for s in drilled.definition.steps if s.kind is StepKind.SIGNAL]
+    if drilled.code:
+        signals = [
+            *drilled.plan.answers,
+            *(s for s in signal_pins if s not in drilled.plan.answers),
+        ]
+    approvals = [s.name for s in drilled.definition.steps if s.kind is StepKind.APPROVAL]
+    for name in signals:
+        if name not in answered:
+            pin = signal_pins.get(name)
+            await _deliver(env, drilled.instance, name, drilled.plan.answers.get(name), pin)
             if pin is not None:
                 fired.add(pin.label)
-            answered.append(step.name)
-        elif step.kind is StepKind.APPROVAL and await _approve(env, step.name, payload):
-            answered.append(step.name)
+            answered.append(name)
+    for name in approvals:
+        payload = drilled.plan.answers.get(name)
+        if name not in answered and await _approve(env, drilled.instance, name, payload):
+            answered.append(name)
 
 
-async def _deliver(env: DrillEnv, step: str, payload: Any, pin: plans.Pin | None) -> None:
+async def _deliver(
+    env: DrillEnv, instance: str, step: str, payload: Any, pin: plans.Pin | None
+) -> None:
     signal_id = f"{step}-1"
     if pin is None or pin.fault == plans.DUPLICATE_SIGNAL:
         times = DUPLICATE_DELIVERIES if pin is not None else 1
         for _ in range(times):
-            await env.client.signal(INSTANCE, step, signal_id, payload)
+            await env.client.signal(instance, step, signal_id, payload)
             env.record.stats["signals_sent"] += 1
         if pin is not None:
             env.mark_fault(pin.fault)
         return
     fault = Fault(Boundary.BEFORE_SIGNAL_ACK, 1, Action(pin.fault), step)
-    command = ["signal", "--instance", INSTANCE, "--step", step, "--signal-id", signal_id,
+    command = ["signal", "--instance", instance, "--step", step, "--signal-id", signal_id,
                "--payload", json.dumps(payload)]  # fmt: skip
     env.record.plan.append(fault)
     sender = spawn(env.process_env, f"{env.spec.id}-signal-{step}", command, plan=[fault])
@@ -254,16 +364,16 @@ async def _deliver(env: DrillEnv, step: str, payload: Any, pin: plans.Pin | None
         await sender.wait_paused(10.0)
     else:
         await react(env, sender, fault.action)
-    await env.client.signal(INSTANCE, step, signal_id, payload)  # the broker redelivers
+    await env.client.signal(instance, step, signal_id, payload)  # the broker redelivers
     env.record.stats["signals_redelivered"] += 1
     sender.resume()
 
 
-async def _approve(env: DrillEnv, step: str, payload: Any) -> bool:
+async def _approve(env: DrillEnv, instance: str, step: str, payload: Any) -> bool:
     """Approve ``step`` when the instance waits there (False when it does not yet)."""
     try:
         await env.client.command(
-            INSTANCE, Command.APPROVE, ACTOR, "drill plan answer", f"approve-{step}",
+            instance, Command.APPROVE, ACTOR, "drill plan answer", f"approve-{step}",
             step=step, payload=payload,
         )  # fmt: skip
     except WaylineError:
@@ -271,12 +381,37 @@ async def _approve(env: DrillEnv, step: str, payload: Any) -> bool:
     return True
 
 
-async def _settled(env: DrillEnv, definition: Definition) -> bool:
+async def _settled(env: DrillEnv, drilled: Drilled) -> bool:
     """No open work, and the instance ended or waits for an operator by design."""
+    registry = await catalog.load_registry(env.store)
+    state = await reads.inspect(env.store, registry, drilled.instance)
+    if drilled.machine:
+        _pass_timer(env, state)
+    elif drilled.code:
+        await _pass_due_work(env)
     if await env.scalar(OPEN_WORK_COUNT):
         return False
-    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
-    return state.status.terminal or bool(in_doubt(state, definition))
+    return state.status.terminal or bool(in_doubt(state, drilled.definition))
+
+
+async def _pass_due_work(env: DrillEnv) -> None:
+    """When nothing is due or in hand, move the drill's clock to the earliest work due
+    later (a code-first run's sleep, or a wait's timeout): a drill does not wait hours."""
+    async with env.store.connection() as conn:
+        due, leased = await (await conn.execute(NEXT_DUE)).fetchone()
+    clock = FileClock(env.clock_file)
+    if due is not None and not leased and due > clock.now():
+        clock.set(due)
+
+
+def _pass_timer(env: DrillEnv, state: Instance) -> None:
+    """Move the drill's clock to the timer the execution waits for (if it does)."""
+    now = progress_of(state)
+    due = now.timer_due_at
+    if state.status is InstanceStatus.RUNNING and due and now.timer_fired_at is None:
+        clock = FileClock(env.clock_file)
+        if due > clock.now():
+            clock.set(due)
 
 
 def in_doubt(state: Instance, definition: Definition) -> list[str]:
@@ -284,7 +419,8 @@ def in_doubt(state: Instance, definition: Definition) -> list[str]:
     return [
         step
         for step, progress in state.activities.items()
-        if progress.status is AttemptStatus.UNKNOWN and plans.holds_on_unknown(definition, step)
+        if progress.status is AttemptStatus.UNKNOWN
+        and (definition.mode is Mode.CODE or plans.holds_on_unknown(definition, step))
     ]
 
 
@@ -293,7 +429,7 @@ async def _quiet_phase(env: DrillEnv, drilled: Drilled) -> None:
 
     async def settled() -> bool:
         await _answer(env, drilled, {}, set())
-        return await _settled(env, drilled.definition)
+        return await _settled(env, drilled)
 
     await env.until(settled, SETTLE_SECONDS, "the instance to end or wait for an operator")
     if env.fault_at is not None:
@@ -310,7 +446,10 @@ def _why_unfired(pin: plans.Pin) -> str:
 
 
 def describe(state: Instance, definition: Definition) -> list[str]:
-    """The instance's state as an operator would say it, one line per activity."""
+    """The instance's state as an operator would say it, one line per activity (a
+    machine's: the state it is in)."""
+    if definition.mode is Mode.MACHINE:
+        return _describe_machine(state)
     doubt = set(in_doubt(state, definition))
     lines = [f"instance: {state.status.label.upper()}"]
     for step, progress in state.activities.items():
@@ -327,16 +466,30 @@ def describe(state: Instance, definition: Definition) -> list[str]:
     return lines
 
 
+def _describe_machine(state: Instance) -> list[str]:
+    """The execution's end, and the state it is in (named first, as an activity's line
+    is, so a studio shows it on that state's node)."""
+    now = progress_of(state)
+    code = f" ({state.failure_code})" if state.failure_code else ""
+    failed = f", {now.attempts} failed attempt(s)" if now.attempts else ""
+    return [
+        f"instance: {state.status.label.upper()}{code}",
+        f"{now.state}: CURRENT STATE after {now.transitions} transition(s){failed}",
+    ]
+
+
 async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
     fired |= {p.label for p in _fired(env, drilled.plan.pins)}  # fired as the instance ended
-    state = await reads.inspect(env.store, await catalog.load_registry(env.store), INSTANCE)
+    instance = drilled.instance
+    state = await reads.inspect(env.store, await catalog.load_registry(env.store), instance)
     doubt = in_doubt(state, drilled.definition)
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
-        env.record.acked.remove(INSTANCE)
+        env.record.acked.remove(instance)
     async with env.store.connection() as conn:
-        effects = await (await conn.execute(EFFECTS, (INSTANCE,))).fetchall()
-        history = await (await conn.execute(HISTORY, (INSTANCE, MAX_HISTORY_EVENTS))).fetchall()
+        effects = await (await conn.execute(EFFECTS, (instance,))).fetchall()
+        history = await (await conn.execute(HISTORY, (instance, MAX_HISTORY_EVENTS))).fetchall()
+        writes = await (await conn.execute(MACHINE_WRITES, (instance,))).fetchall()
     per_key = [
         {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
         for s, c, k, n, applied in effects
@@ -351,6 +504,8 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         for item in per_key
         if item["effects"] > 1
     ]
+    if drilled.machine:
+        per_key, findings = _machine_effects(drilled.definition, writes, history)
     findings += [
         {"step": p.step, "text": f"pin {p.label} never fired: {_why_unfired(p)}"}
         for p in drilled.plan.pins
@@ -374,3 +529,32 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
             for q, k, s, a in history
         ],
     }
+
+
+def _machine_effects(
+    definition: Definition, writes: list[tuple[Any, ...]], history: list[tuple[Any, ...]]
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """A machine's effects (its advances' committed rows, per transition, named by the
+    state each advanced from) and the findings among them: a transition whose write
+    committed more than once."""
+    entered = [step for _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
+    left = [machines.manifest_of(definition).initial, *entered]
+    per_key = [
+        {
+            "step": "compensation" if compensation else left[min(n, len(left)) - 1],
+            "key": "compensation" if compensation else f"transition {n}",
+            "calls": count,
+            "effects": count,
+        }
+        for compensation, n, count in writes
+    ]
+    findings = [
+        {
+            "step": item["step"],
+            "text": f"{item['step']}: its advance's write for {item['key']} committed "
+            f"{item['effects']} times: an advance must commit once, with its state",
+        }
+        for item in per_key
+        if item["effects"] > 1
+    ]
+    return per_key, findings

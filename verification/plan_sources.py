@@ -3,8 +3,9 @@
 A plan comes from a JSON file (``--plan``) or from the command line's ``--definition``
 and ``--pin`` flags. Its definition is a file (``definition_file``, relative to the
 plan; or ``--definition FILE.json``) or a version published on the server
-(``NAME@VERSION``, read from ``--dsn``'s schema: the team's own, read only). Either
-way the plan is then checked against it (``verification.plan.check_against``).
+(``NAME@VERSION``, read from ``--dsn``'s schema: the team's own, read only), or, for
+a code-first workflow, the one its ``app`` declares. Either way the plan is then
+checked against it (``verification.plan.check_against``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine import load_app
 from engine.model.definitions import Definition
 from engine.model.errors import WaylineError
 from engine.model.files import load_definition
@@ -57,7 +59,11 @@ def plan_from_flags(definition: str, pins: list[str], app: str, input_: Any) -> 
 
 
 async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Definition:
-    """The definition ``plan`` drills; PlanInvalid when it cannot be found or read."""
+    """The definition ``plan`` drills; PlanInvalid when it cannot be found or read. A
+    code-first workflow's is its code's, declared by the plan's app (no server needed)."""
+    declared = _declared(plan)
+    if declared is not None:
+        return declared
     if plan.definition_file:
         try:
             return load_definition(Path(plan.definition_file))
@@ -79,6 +85,19 @@ async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Defin
     if found is None:
         raise plans.PlanInvalid([f"definition: {plan.definition} is not published in {schema}"])
     return found
+
+
+def _declared(plan: plans.Plan) -> Definition | None:
+    """The code-first workflow ``plan.definition`` as ``plan.app`` declares it, if so."""
+    if not (plan.app and plan.definition):
+        return None
+    try:
+        app = load_app(plan.app)
+    except WaylineError as exc:
+        raise plans.PlanInvalid([f"app: {exc}"]) from exc
+    name, _, version = plan.definition.rpartition("@")
+    found = app.workflow_for(name, version)
+    return found.definition if found is not None else None
 
 
 async def drilled(

@@ -161,7 +161,7 @@ async def run_drill(spec: DrillSpec, campaign: Campaign) -> DrillResult:
         return _not_run(spec, "needs a PostgreSQL the harness owns (run without --dsn)")
     schema = f"drill_{campaign.campaign_id}_{hashlib.sha256(spec.id.encode()).hexdigest()[:10]}"
     try:
-        env = await DrillEnv.open(spec, campaign, schema)
+        env = await DrillEnv.open(spec, campaign, schema, manual_clock=spec.manual_clock)
     except Exception as exc:  # the drill never started: that is a failure, say why
         log.exception("drill %s could not be set up", spec.id)
         return _result(spec, "failed", started, [f"setup failed: {type(exc).__name__}: {exc}"])

@@ -12,7 +12,9 @@ Last, a team's own definition must catch a broken build too, not only the harnes
 workloads: the example drill plan ``PLAN_DRILL`` (``order.fulfillment``'s ``charge``
 worker killed after its handler) must pass on the real engine and fail under
 ``PLAN_MUTANT``, which records that unknown outcome as a failure and charges again
-under a new key.
+under a new key; and the state machine's plan ``MACHINE_PLAN_DRILL`` (the approval's
+review advance cut off mid-transaction, among others) must fail under
+``MACHINE_PLAN_MUTANT``, whose advances write outside the transaction of their state.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from verification.target import Target
 
 PLAN_DRILL = ROOT / "examples" / "drills" / "order_fulfillment.charge-in-doubt.json"
 PLAN_MUTANT = "unknown-as-failure"
+MACHINE_PLAN_DRILL = ROOT / "examples" / "drills" / "document_approval.review-recovers.json"
+MACHINE_PLAN_MUTANT = "advance-writes-outside-transition"
+PLAN_DRILLS = ((PLAN_DRILL, PLAN_MUTANT), (MACHINE_PLAN_DRILL, MACHINE_PLAN_MUTANT))
+"""Each example plan the self-test runs, and the broken build it must catch."""
 
 
 @dataclass
@@ -107,10 +113,11 @@ async def self_test(
             )  # fmt: skip
             evidence = _unexplained(run.results)
             verdicts.append(_verdict(mutant, evidence, list(mutant.drills)))
-        say(f"mutant {PLAN_MUTANT} on the drill plan {PLAN_DRILL.name}")
-        plan_control, plan_verdict = await plan_self_test(target, seed, directory)
-        failures += plan_control
-        verdicts.append(plan_verdict)
+        for plan, name in PLAN_DRILLS:
+            say(f"mutant {name} on the drill plan {plan.name}")
+            plan_control, plan_verdict = await plan_self_test(target, seed, directory, plan, name)
+            failures += plan_control
+            verdicts.append(plan_verdict)
     return SelfTest(not failures, failures, verdicts)
 
 
@@ -125,15 +132,15 @@ def _verdict(mutant: Mutant, evidence: list[str], drills: list[str]) -> MutantVe
 
 
 async def plan_self_test(
-    target: Target, seed: int, directory: Path, plan: Path = PLAN_DRILL
+    target: Target, seed: int, directory: Path, plan: Path = PLAN_DRILL, name: str = PLAN_MUTANT
 ) -> tuple[list[str], MutantVerdict]:
     """``plan`` on the real engine (its unexplained failures: the control's) and under
-    ``PLAN_MUTANT`` (caught when it fails)."""
+    mutant ``name`` (caught when it fails)."""
     drilled = await plan_sources.drilled(plan_sources.read_plan(plan), None, "")
     specs = plan_drills.specs(drilled, seed)
     chosen = PROFILES["ci"]
     control = await run_campaign(target, specs, chosen, seed, directory)
-    mutant = MUTANTS[PLAN_MUTANT]
+    mutant = MUTANTS[name]
     problem = await asyncio.to_thread(does_not_apply, mutant.name)
     if problem:
         return _unexplained(control.results), _not_applied(mutant, problem)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.model.definitions import Definition, StepKind
+from engine.model.definitions import Definition, Mode, StepKind
 from verification import plan as plans
 
 MAX_INPUT_CHARS = 20_000
@@ -68,11 +68,13 @@ class WorkingPlan:
 
 def boundaries_for(definition: Definition, step: str) -> list[str]:
     """The boundaries a pin on ``step`` can name (none for a step with no work of its own)."""
-    found = next((s for s in definition.steps if s.name == step), None)
-    return [b.value for b in plans.BOUNDARIES_OF.get(found.kind, ())] if found else []
+    return [b.value for b in plans.boundaries_of(definition, step)]
 
 
-def activities(definition: Definition) -> list[str]:
+def stubbed_steps(definition: Definition) -> list[str]:
+    """The steps a plan stubs: a step list's activities, a machine's states that advance."""
+    if definition.mode is Mode.MACHINE:
+        return plans.steps_of(definition)
     return [s.name for s in definition.steps if s.kind is StepKind.ACTIVITY]
 
 
@@ -136,7 +138,7 @@ def _stubs(form: FormData, definition: Definition, problems: list[str]) -> dict[
     """Each activity's stub from its fields; a plain ``succeed`` with no result is the
     default and is left out, as a hand-written plan would."""
     stubs: dict[str, Any] = {}
-    for step in activities(definition):
+    for step in stubbed_steps(definition):
         behaviour = form.one(f"stub.{step}.behaviour", "succeed")
         result = _json(form.one(f"stub.{step}.result", "null"), f"stubs.{step}.result", problems)
         seconds_text = form.one(f"stub.{step}.seconds", "0") or "0"

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from engine.model.definitions import Definition, StepKind
+from engine.model.definitions import Definition, Mode
+from studio.plans.documents import stubbed_steps
 from studio.plans.saved import PlanRun, SavedPlan
 from verification import plan as plans
 
@@ -69,29 +70,35 @@ class StepCoverage:
 def coverage(
     definition: Definition, saved: list[SavedPlan], runs: list[PlanRun]
 ) -> list[StepCoverage]:
-    """Every step with work of its own, and its cells (newest evidence first wins)."""
+    """Every step (a machine's every state that advances) with work of its own, and its
+    cells (newest evidence first wins)."""
     slow = {
-        s.name: plans.Stub("slow", seconds=plans.RENEWAL_SLOW_SECONDS)
-        for s in definition.steps
-        if s.kind is StepKind.ACTIVITY
+        step: plans.Stub("slow", seconds=plans.RENEWAL_SLOW_SECONDS)
+        for step in stubbed_steps(definition)
     }
     anything = plans.Plan(definition=f"{definition.name}@{definition.version}", stubs=slow)
     steps = []
-    for step in definition.steps:
-        boundaries = [b.value for b in plans.BOUNDARIES_OF.get(step.kind, ())]
+    for step in plans.steps_of(definition):
+        boundaries = [b.value for b in plans.boundaries_of(definition, step)]
         if not boundaries:
             continue
-        found = StepCoverage(step.name, step.kind.value, boundaries)
+        found = StepCoverage(step, _kind(definition, step), boundaries)
         for boundary in boundaries:
             for fault in plans.FAULTS:
-                pin = plans.Pin(step.name, boundary, fault)
-                applicable = not plans.pin_problem(anything, definition, pin)
+                pin = plans.Pin(step, boundary, fault)
+                applicable = not plans.cell_problem(anything, definition, pin)
                 found.cells[(boundary, fault)] = Cell(boundary, fault, applicable)
         steps.append(found)
     by_step = {s.step: s for s in steps}
     _from_runs(by_step, runs)
     _from_plans(by_step, saved)
     return steps
+
+
+def _kind(definition: Definition, step: str) -> str:
+    if definition.mode is Mode.MACHINE:
+        return "state"
+    return next(s.kind.value for s in definition.steps if s.name == step)
 
 
 def _cell(by_step: dict[str, StepCoverage], step: str, boundary: str, fault: str) -> Cell | None:

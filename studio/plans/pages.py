@@ -1,5 +1,6 @@
-"""The drill plan editor on a published version's graph: pick a step on the graph, a
-boundary and a fault, and the pin shows as a marker on its node; save the plan (a new
+"""The drill plan editor on a published version's graph (a machine's state diagram):
+pick a step on the graph (a state), a boundary and a fault, and the pin shows as a
+marker on its node; save the plan (a new
 version each time), export it, compare two versions.
 
 The working plan lives in the page's form (``studio.plans.documents``): clicking a node
@@ -17,20 +18,22 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
-from engine.model.definitions import Definition, definition_to_json
-from studio.definitions.graph import layout, node_classes
+from engine.model.definitions import Definition, Mode
 from studio.errors import Invalid
 from studio.plans import diff as plan_diff
 from studio.plans import documents, outcome, saved
 from studio.plans import service as plans
 from studio.plans.documents import FormData, WorkingPlan
+from studio.plans.pictures import picture
 from studio.principal import Principal
 from studio.rendering import is_htmx, page, see_other
 from studio.roles import Access
 from studio.runtime import Runtime
 from verification import plan as harness
+from verification import plan_machines
 
 BEHAVIOURS = harness.BEHAVIOURS
+MACHINE_BEHAVIOURS = plan_machines.MACHINE_BEHAVIOURS
 FAULT_WORDS = {
     "kill": "kill the worker (SIGKILL)",
     "exit": "the worker exits",
@@ -48,7 +51,8 @@ def plans_url(definition: Definition) -> str:
 
 
 def blank(definition: Definition) -> WorkingPlan:
-    return WorkingPlan("", {"definition": documents.ref(definition), "input": None,
+    return WorkingPlan("", {"definition": documents.ref(definition),
+                            "input": harness.default_input(definition),
                             "stubs": {}, "pins": []})  # fmt: skip
 
 
@@ -59,9 +63,9 @@ def workspace(
     picked: str = "",
     error: str = "",
 ) -> dict[str, Any]:
-    """What the editor's workspace (graph and form) needs."""
-    document = definition_to_json(definition)
+    """What the editor's workspace (graph or state diagram, and form) needs."""
     editable = principal.can(Access.OPERATOR)
+    machine = definition.mode is Mode.MACHINE
     markers = {
         step: [outcome.PinState(p.label, p.boundary, p.fault, "pinned") for p in pins]
         for step, pins in working.markers().items()
@@ -69,15 +73,17 @@ def workspace(
     return {
         "definition": definition,
         "url": plans_url(definition),
-        "graph": layout(document),
-        "classes": lambda node: node_classes(node, selected=picked),
+        "picture": picture(definition, {}, picked),
+        "machine": machine,
         "markers": markers,
         "working": working,
         "picked": picked,
         "boundaries": documents.boundaries_for(definition, picked),
-        "faults": FAULT_WORDS,
-        "behaviours": BEHAVIOURS,
-        "activities": documents.activities(definition),
+        "faults": {
+            f: w for f, w in FAULT_WORDS.items() if not machine or f in harness.WORKER_FAULTS
+        },
+        "behaviours": MACHINE_BEHAVIOURS if machine else BEHAVIOURS,
+        "activities": documents.stubbed_steps(definition),
         "editable": editable,
         "error": error,
     }

@@ -11,18 +11,15 @@ artifacts are kept.
 
 from __future__ import annotations
 
-from typing import Any
-
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from engine.model.definitions import Definition, definition_to_json
-from studio.definitions.graph import Node, layout, node_classes
 from studio.plans import heatmap, outcome
 from studio.plans import service as plans
 from studio.plans.pages import plans_url
+from studio.plans.pictures import picture
 from studio.principal import Principal
 from studio.rendering import is_htmx, page, see_other
 from studio.runtime import Runtime
@@ -42,15 +39,6 @@ async def run_plan(
     )
     job = plans.run(runtime, principal, definition, found)
     return see_other(f"{plans_url(definition)}/jobs/{job.job_id}")
-
-
-def _picture(definition: Definition, extra: dict[str, str]) -> dict[str, Any]:
-    """The version's graph, each step's node also classed ``extra[step]``."""
-
-    def classes(node: Node) -> str:
-        return f"{node_classes(node)} {extra.get(node.step, '')}".strip()
-
-    return {"graph": layout(definition_to_json(definition)), "classes": classes}
 
 
 def _notes(view: outcome.RunView) -> dict[str, str]:
@@ -84,7 +72,7 @@ async def job_page(
         "job": job,
         "view": view,
         "run_id": run_id,
-        **_picture(definition, {step: node.css for step, node in view.nodes.items()}),
+        "picture": picture(definition, {step: node.css for step, node in view.nodes.items()}),
         "markers": markers,
         "notes": _notes(view),
     }
@@ -109,7 +97,7 @@ async def coverage_page(
         definition=definition,
         url=plans_url(definition),
         steps=steps,
-        **_picture(definition, heat),
+        picture=picture(definition, heat),
         notes={s.step: f"{s.drilled} of {s.applicable} cells drilled" for s in steps},
         faults=FAULTS,
         levels=heatmap.HEAT_LEVELS,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Store
-from engine.model.definitions import Definition
+from engine.model.definitions import Definition, Mode
 from studio.definitions import service as definitions
 from studio.drills import service as drills
 from studio.drills.jobs import DrillJob
@@ -29,6 +29,9 @@ from studio.runtime import Runtime
 from verification import plan as plans
 from verification.plan_drills import Drilled
 
+PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE})
+"""The modes the plan pages draw and run here (a code-first workflow's plans name the
+team's app, which the studio does not load: they run from ``wayline drill run``)."""
 MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
 MAX_PLAN_VERSION = 2**31 - 1
 """The highest plan version (the column is an integer)."""
@@ -37,12 +40,13 @@ VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
 
 
 async def definition_of(runtime: Runtime, team: str, name: str, version: str) -> Definition:
-    """The team's published version; Invalid when its mode has no step list to pin."""
+    """The team's published version; Invalid when plans do not drill its mode."""
     found = (await definitions.version_of(runtime, team, name, version)).definition
-    if found.mode not in plans.STEP_LIST_MODES:
+    if found.mode not in PLAN_MODES:
+        modes = " and ".join(sorted(m.value for m in PLAN_MODES))
         raise Invalid(
             f"{name}@{version} is a {found.mode.value} definition; drill plans pin faults on "
-            "orchestration step lists for now"
+            f"{modes} definitions"
         )
     return found
 

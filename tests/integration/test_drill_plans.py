@@ -5,7 +5,13 @@ expected verdict is asserted: one is *expected* to leave ``charge`` in doubt (it
 definition holds an unknown outcome for an operator), one stubs ``fraud_check`` with a
 service that ignores idempotency keys, so its ``retry_same_key`` redelivery shows the
 duplicate effect as a finding, and one recovers from cut COMMITs, a raised error and a
-duplicated signal. A plan added there without an expectation here fails the test.
+duplicated signal. Two drill the document-approval state machine: its decision
+survives a killed worker, one that exits and a cut COMMIT; and a review service that is
+always down ends the approval dead (by design: the verdict passes). Two drill the
+code-first order saga with its own code: a charge whose worker died after its body ran
+is in doubt, and lost signal acks, a cut COMMIT and an exit still settle the order (its
+72 h, 7 day and 1 h waits passed by the drill's clock). A plan added there without an
+expectation here fails the test.
 The self-test's plan part proves a plan catches a broken engine build.
 """
 
@@ -21,7 +27,12 @@ import pytest
 
 from tests.drills.drill_command import drill
 from verification.campaigns import target_for
-from verification.self_test import PLAN_DRILL, plan_self_test
+from verification.self_test import (
+    MACHINE_PLAN_DRILL,
+    MACHINE_PLAN_MUTANT,
+    PLAN_DRILL,
+    plan_self_test,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "examples" / "drills"
@@ -38,6 +49,29 @@ EXPECTED = {
         "fraud_check: its effect happened 2 times under one idempotency key",
     ),
     "order_fulfillment.recovers.json": ("passed", ["instance: COMPLETED"], ""),
+    "document_approval.review-recovers.json": (
+        "passed",
+        ["instance: COMPLETED", "Approved: CURRENT STATE after 2 transition(s)"],
+        "",
+    ),
+    "order_saga.charge-in-doubt.json": (
+        "passed",
+        ["charge.1: UNKNOWN (in doubt), waiting for an operator"],
+        "",
+    ),
+    "order_saga.settles.json": (
+        "passed",
+        ["instance: COMPLETED", "charge.1: SUCCEEDED", "settle.1: SUCCEEDED"],
+        "",
+    ),
+    "document_approval.review-service-down.json": (
+        "passed",
+        [
+            "instance: FAILED (dead-attempts-exhausted)",
+            "InReview: CURRENT STATE after 1 transition(s), 3 failed attempt(s)",
+        ],
+        "",
+    ),
 }
 """Per shipped plan: its verdict, lines its final state must include, and a finding."""
 
@@ -154,6 +188,25 @@ def test_a_plan_catches_a_broken_engine_build(pg_dsn: str, tmp_path: Path) -> No
     assert "charge" in verdict.evidence
 
 
+@pytest.mark.timeout(180)
+def test_a_machine_plan_catches_advances_that_write_outside_their_transition(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The self-test's machine plan: it passes on the real engine, and M1 finds the
+    review's write committed without its state when advances write on their own."""
+
+    async def run() -> tuple[list[str], object]:
+        async with target_for(pg_dsn) as target:
+            return await plan_self_test(
+                target, 1, tmp_path, MACHINE_PLAN_DRILL, MACHINE_PLAN_MUTANT
+            )
+
+    control, verdict = asyncio.run(run())
+    assert control == []
+    assert verdict.caught, verdict.evidence
+    assert "M1" in verdict.evidence
+
+
 @pytest.mark.timeout(120)
 def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
     """``--app``: the example's real handlers write their effects to their own file too."""
@@ -170,3 +223,83 @@ def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path
     assert "charge: UNKNOWN (in doubt), waiting for an operator" in result["extra"]["plan"]["state"]
     targets = [json.loads(line)["target"] for line in effects.read_text().splitlines()]
     assert targets == ["inventory.reserve", "payments.charge"]
+
+
+@pytest.mark.timeout(120)
+def test_a_machines_pins_from_the_command_line_hit_the_advance_of_their_state(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    card = tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/document_approval.json", "--input", '"v1"',
+        "--pin", "InReview:before_commit:exit",
+        "--pin", "Submitted:after_claim:sever_before_commit", "--for-each-pin",
+        "--dsn", pg_dsn, "--schema", "no_runs_here", "--json", str(card),
+        "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout + done.stderr
+    for result in json.loads(card.read_text())["drills"]:
+        plan = result["extra"]["plan"]
+        assert [pin["fired"] for pin in plan["pins"]] == [True]
+        assert plan["state"] == [
+            "instance: COMPLETED",
+            "Approved: CURRENT STATE after 2 transition(s)",
+        ]
+        assert [(e["step"], e["key"], e["effects"]) for e in plan["effects"]] == [
+            ("Submitted", "transition 1", 1),
+            ("InReview", "transition 2", 1),
+        ]
+        assert "M1" in result["invariants"]
+
+
+def test_a_machine_pin_that_cannot_run_is_refused_saying_what_is_allowed() -> None:
+    done = _drill(
+        "run", "--definition", "examples/document_approval.json", "--input", '"v1"',
+        "--pin", "Approved:before_commit:kill", "--pin", "InReview:after_handler:kill",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pins[0] Approved:before_commit:kill: 'Approved' is a terminal state" in done.stderr
+    assert (
+        "pins[1] InReview:after_handler:kill: a machine's advance does not reach after_handler; "
+        "it reaches after_claim, before_commit, after_commit, in_lease_renewal"
+    ) in done.stderr
+
+
+def test_the_full_matrix_of_a_machine_is_written_and_reads_back(tmp_path: Path) -> None:
+    out = tmp_path / "full.json"
+    done = _drill(
+        "plan", "generate", str(ROOT / "examples/document_approval.json"), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
+    assert {"Submitted:after_claim:kill", "InReview:before_commit:sever_after_commit"} <= labels
+    assert not any(label.startswith(("Approved:", "Rejected:", "Expired:")) for label in labels)
+    assert document["input"] == ""
+
+
+def test_a_code_first_pin_that_cannot_run_is_refused_saying_what_is_allowed() -> None:
+    done = _drill(
+        "run", "--definition", "order-saga@1", "--app", "examples.order_saga:app",
+        "--pin", "charge:after_handler:kill", "--pin", "charge.1:after_claim:kill",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pins[0] charge:after_handler:kill: no step call or signal 'charge'" in done.stderr
+    assert (
+        "pins[1] charge.1:after_claim:kill: a step call does not reach after_claim; it reaches "
+        "after_attempt_start, after_handler, before_commit, after_commit"
+    ) in done.stderr
+
+
+def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "full.json"
+    done = _drill(
+        "plan", "generate", "order-saga@1", "--app", "examples.order_saga:app", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(out.read_text())
+    assert document["app"] == "examples.order_saga:app"
+    labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
+    assert {"charge.1:after_handler:kill", "paid:before_signal_ack:duplicate_signal"} <= labels

@@ -55,7 +55,12 @@ def test_a_start_asks_for_the_first_advance_at_once() -> None:
     draft, _ = started(approval_document())
     work = the_advance(draft)
     assert (work.available_at, work.target) == (T0, "documents.advance")
-    assert json.loads(work.payload or "") == {"attempt": 1, "transitions": 0, "compensate": False}
+    assert json.loads(work.payload or "") == {
+        "attempt": 1,
+        "transitions": 0,
+        "compensate": False,
+        "step": "Submitted",
+    }
 
 
 def test_a_timer_state_schedules_its_timer_and_its_advance_for_when_it_is_due() -> None:
@@ -66,6 +71,7 @@ def test_a_timer_state_schedules_its_timer_and_its_advance_for_when_it_is_due() 
 
     assert [e.kind for e in entered.events] == [K.STATE_ENTERED, K.TIMER_SCHEDULED]
     assert the_advance(entered).available_at == T0 + timedelta(seconds=60)
+    assert json.loads(the_advance(entered).payload or "")["step"] == "InReview"
 
 
 def cancel(registry: Registry, state: Instance | None) -> Draft:

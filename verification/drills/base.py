@@ -93,6 +93,9 @@ class DrillSpec:
     strands: bool = False
     """Crashes, stops or cuts off a worker: an attempt may be left durably started with
     its handler never run, so the checker excuses unknowns without a handler entry."""
+    manual_clock: bool = False
+    """Every process of the drill reads a clock the harness moves (``FileClock``): a
+    drill plan's machine passes its timers so (``verification.plan_drills``)."""
     servers: Callable[[Path], AbstractAsyncContextManager[Target]] | None = None
     """Builds the servers the drill runs on, in the directory given (F1's primary and
     standby), instead of the campaign's; the runner stops them after the checks."""

@@ -16,12 +16,15 @@ twice:
 The work (``WorkKind.ADVANCE``) names the machine's ``function`` (or ``compensation``)
 as its target, so only a worker that has the machine's code claims it, and its payload
 names the attempt and the state it is for (by the transitions used when it was made):
-a redelivery after that state was left finds it obsolete.
+a redelivery after that state was left finds it obsolete. An advance's payload also
+names that state as its ``step``: the worker's fault points count hits per step
+(``engine.worker.faults``), so a drill plan can pin a fault on one state's advance.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from engine.decide import lifecycle
 from engine.model.events import Event, EventKind
@@ -109,7 +112,8 @@ def _advance_work(
     manifest = manifest_of(draft.state)
     target = manifest.compensation if compensate else manifest.function
     assert target is not None
-    transitions = progress_of(draft.state).transitions
-    payload = {"attempt": attempt, "transitions": transitions, "compensate": compensate}
+    now = progress_of(draft.state)
+    payload: dict[str, Any] = {"attempt": attempt, "transitions": now.transitions}
+    payload |= {"compensate": True} if compensate else {"compensate": False, "step": now.state}
     work_id = "#".join([draft.instance_id, str(event.sequence), WorkKind.ADVANCE.label])
     draft.add_work(work_id, WorkKind.ADVANCE, event, due, due + WORK_CLAIM_WINDOW, payload, target)
