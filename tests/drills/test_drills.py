@@ -1,7 +1,8 @@
 """The verification harness in CI: the ``ci`` drill profile and the self-test.
 
 Both run exactly as a person would run them, through ``wayline drill`` in a subprocess,
-each on its own private PostgreSQL cluster (so the server drills run too). The campaign
+each on its own private PostgreSQL cluster (so the server drills run too), started with
+the session and judged at its end (``tests/drills/background.py``). The campaign
 must run at least 100 drills, D1 at every boundary, with no drill not run; a failure
 is acceptable only when it is a known engine bug (``verification/known_bugs.py``):
 then the test is marked xfail with the bugs' names, so the suite stays honest about
@@ -17,27 +18,24 @@ from pathlib import Path
 import pytest
 
 from engine.worker.faults import Action, Boundary
-from tests.drills.drill_command import drill as _drill
+from tests.drills import background
 
-ROOT = Path(__file__).resolve().parents[2]
-SEED = "0x5EED01"
 LAST_LINE = re.compile(r"drills: (\d+) passed, (\d+) failed")
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, Path]:
-    """The ci profile, once: (its printed scorecard, the JSON scorecard, the JUnit file)."""
-    directory = tmp_path_factory.mktemp("drills")
-    card, junit = directory / "scorecard.json", directory / "junit.xml"
-    done = _drill(
-        "run", "--profile", "ci", "--seed", SEED, "--json", str(card), "--junit", str(junit),
-        "--artifacts", str(directory), timeout=840,
-    )  # fmt: skip
+def campaign() -> tuple[str, dict, Path]:
+    """The ci profile, started with the session: (its printed scorecard, the JSON
+    scorecard, the JUnit file)."""
+    started = background.get("campaign")
+    done = started.result()
+    card, junit = started.directory / "scorecard.json", started.directory / "junit.xml"
     assert card.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout, json.loads(card.read_text()), junit
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.background_drills("campaign")
+@pytest.mark.timeout(1300)
 def test_ci_profile_runs_every_drill(campaign: tuple[str, dict, Path]) -> None:
     text, card, junit = campaign
     match = LAST_LINE.fullmatch(text.strip().splitlines()[-1])
@@ -57,7 +55,8 @@ def test_ci_profile_runs_every_drill(campaign: tuple[str, dict, Path]) -> None:
     assert junit.read_text().startswith("<?xml")
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.background_drills("campaign")
+@pytest.mark.timeout(1300)
 def test_ci_profile_holds_every_promise(campaign: tuple[str, dict, Path]) -> None:
     _, card, _ = campaign
     assert card["leases"]["stale_writes_accepted"] == 0
@@ -73,9 +72,10 @@ def test_ci_profile_holds_every_promise(campaign: tuple[str, dict, Path]) -> Non
         pytest.xfail(f"drills fail only with known engine bugs: {bugs}")
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.background_drills("self-test")
+@pytest.mark.timeout(1000)
 def test_self_test_catches_every_broken_build() -> None:
-    done = _drill("self-test", "--profile", "ci", "--seed", SEED, timeout=560)
+    done = background.get("self-test").result()
     last = done.stdout.strip().splitlines()[-1]
     caught = re.fullmatch(r"self-test: (\d+) of (\d+) mutants caught", last)
     assert caught and caught.group(1) == caught.group(2), done.stdout[-3000:] + done.stderr[-2000:]

@@ -1,0 +1,114 @@
+"""The long drill runs (the ``ci`` campaign, the self-test) start when the test session
+starts and are judged at its end.
+
+They are ``wayline drill`` subprocesses that spend most of their minutes waiting (for
+leases to expire, for quiet phases, for servers to restart), each on a private cluster of
+its own, so they overlap the rest of the suite instead of adding to it. A test that
+judges one is marked ``background_drills(NAME)``: ``tests/conftest.py`` moves it to the
+end of the session and starts, before the first test runs, every run the session's tests
+name; ``result`` then waits for it. Output goes to files, never to a pipe nobody reads.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.drills.drill_command import ROOT
+
+SEED = "0x5EED01"
+MARKER = "background_drills"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A ``wayline drill`` command and how long it may take from its start."""
+
+    args: tuple[str, ...]
+    budget_seconds: float
+
+
+def campaign_args(directory: Path) -> tuple[str, ...]:
+    """The ci profile, writing its JSON scorecard and JUnit file into ``directory``."""
+    return (
+        "run", "--profile", "ci", "--seed", SEED,
+        "--json", str(directory / "scorecard.json"), "--junit", str(directory / "junit.xml"),
+        "--artifacts", str(directory),
+    )  # fmt: skip
+
+
+RUNS = {
+    "campaign": lambda directory: Run(campaign_args(directory), 1200.0),
+    "self-test": lambda directory: Run(("self-test", "--profile", "ci", "--seed", SEED), 900.0),
+}
+"""Each background run by name, made for the directory it writes into."""
+
+
+class Started:
+    """One background run: its process, where its output goes, and its deadline."""
+
+    def __init__(self, name: str, directory: Path) -> None:
+        self.directory = directory
+        self.run = RUNS[name](directory)
+        self._out = (directory / "stdout.txt").open("w")
+        self._err = (directory / "stderr.txt").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli.main", "drill", *self.run.args],
+            cwd=ROOT,
+            stdout=self._out,
+            stderr=self._err,
+            text=True,
+        )
+        self.deadline = time.monotonic() + self.run.budget_seconds
+
+    def result(self) -> subprocess.CompletedProcess[str]:
+        """Wait for the run (until its deadline; past it, it is killed and the wait fails
+        with ``subprocess.TimeoutExpired``) and return what it printed."""
+        try:
+            self.process.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        self._close()
+        return subprocess.CompletedProcess(
+            self.process.args,
+            self.process.returncode,
+            (self.directory / "stdout.txt").read_text(),
+            (self.directory / "stderr.txt").read_text(),
+        )
+
+    def stop(self) -> None:
+        """Kill the run if it still runs (the session ended without judging it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._close()
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
+
+
+_started: dict[str, Started] = {}
+
+
+def start(names: set[str], base: Path) -> None:
+    """Start every named run not started yet, each writing under ``base / NAME``."""
+    for name in sorted(names - _started.keys()):
+        directory = base / name
+        directory.mkdir(parents=True, exist_ok=True)
+        _started[name] = Started(name, directory)
+
+
+def get(name: str) -> Started:
+    """The run started for this session (``tests/conftest.py`` starts them)."""
+    return _started[name]
+
+
+def stop_all() -> None:
+    for started in _started.values():
+        started.stop()
+    _started.clear()
