@@ -44,6 +44,7 @@ from bench.scale_results import Batch, RemovalResults, Sample, sample
 from engine.store import leases, reads, retention
 from engine.store.migrations import apply_migrations
 from engine.store.statements import retention as retention_sql
+from engine.store.statements.transitions import LEDGER_READ
 from engine.store.store import Store
 
 PART_SCHEMA = "hscale_part"
@@ -312,26 +313,36 @@ def _drop(conn: psycopg.Connection, phases: Phases, results: RemovalResults) -> 
 
 
 async def _reads(cluster: Cluster, store: Store, conn: psycopg.Connection) -> list[Sample]:
-    """``history_page`` of one ended instance of the second month, both ways."""
-    instance = conn.execute(
-        f"{PROBE} SELECT instance_id FROM {PART_SCHEMA}.{partition_name('history', 1)} LIMIT 1"
-    ).fetchone()[0]
+    """Each read both ways, production table first: ``history_page`` of one ended
+    instance of the second month, and the ledger lookup every commit makes
+    (``LEDGER_READ``) of one of its transition ids and of a new one."""
+    instance, transition = conn.execute(
+        f"{PROBE} SELECT instance_id, transition_id "
+        f"FROM {PART_SCHEMA}.{partition_name('transitions', 1)} LIMIT 1"
+    ).fetchone()
     found = []
     partitioned = await Store.open(cluster.dsn, PART_SCHEMA, max_size=1)
     try:
-        for label, on in (("production table", store), ("partitioned copy", partitioned)):
-            timed = await histories._timed(
-                conn,
-                f"history_page 100 (ended), {label}",
-                READ_SAMPLES,
-                lambda on=on: reads.history_page(on, instance, limit=100),
-            )
-            found.append(
-                Sample(timed.name, timed.calls, timed.median_ms, timed.p99_ms, timed.server_ms)
-            )
+        for name, call in (
+            ("history_page 100 (ended)", lambda on: reads.history_page(on, instance, limit=100)),
+            ("ledger lookup, committed id", lambda on: _ledger(on, transition)),
+            ("ledger lookup, new id", lambda on: _ledger(on, transition + "#new")),
+        ):
+            for label, on in (("production", store), ("partitioned", partitioned)):
+                timed = await histories._timed(
+                    conn, f"{name}, {label}", READ_SAMPLES, lambda c=call, s=on: c(s)
+                )
+                found.append(
+                    Sample(timed.name, timed.calls, timed.median_ms, timed.p99_ms, timed.server_ms)
+                )
     finally:
         await partitioned.close()
     return found
+
+
+async def _ledger(store: Store, transition_id: str) -> None:
+    async with store.reading() as conn:
+        await (await conn.execute(LEDGER_READ, {"id": transition_id})).fetchall()
 
 
 def claim_loop(dsn: str, schema: str, pause: float, stop: Any, out: Any) -> None:
