@@ -143,7 +143,7 @@ def render(r: ScaleResults, decision: str = "") -> str:
         f"Ended instances added: {shape.instances:,} copies of one engine-committed instance "
         f"of {shape.events_per_instance} events ({shape.events:,} history, {shape.ledger:,} "
         f"ledger and {shape.work:,} completed work rows), created over 12 months ending a "
-        f"month ago (`bench/ended_rows.py`), in {r.load_seconds / 60:.1f} minutes, then "
+        f"month ago (`bench/ended_rows.py`), in {r.load_seconds:,.0f} s, then "
         f"`VACUUM ANALYZE` ({r.vacuum_seconds:.0f} s). Both measurements run in the same schema "
         "with the 10,001-event instance, 100,000 running instances and 10,000 due work rows "
         "(topped up before each series of claims); 'ended' is one 32-event ended instance. "
