@@ -79,6 +79,7 @@ def _removal(r: ScaleResults) -> list[str]:
     per = m.shape
     remove_ms = [b.remove_ms for b in batches]
     export_ms = [b.export_ms for b in batches]
+    find_ms = [b.select_ms for b in batches]
     wal = m.wal_bytes
     drop_ms = sum(m.detach_ms.values()) + sum(m.drop_ms.values())
     lines = [
@@ -96,6 +97,8 @@ def _removal(r: ScaleResults) -> list[str]:
         f"| retention, delete per batch of {max(b.instances for b in batches)} (median / p99) "
         f"| {statistics.median(remove_ms):,.0f} / {sample('', remove_ms).p99_ms:,.0f} ms "
         f"| {wal / len(batches) / MIB:,.1f} MiB per batch |",
+        f"| retention, finding a batch (median / max) "
+        f"| {statistics.median(find_ms):,.0f} / {max(find_ms):,.0f} ms | {DASH} |",
         f"| retention, export per batch (median; the same with partitions) "
         f"| {statistics.median(export_ms):,.0f} ms | {DASH} |",
         f"| retention, deletes of the month in all | {sum(remove_ms) / 1000:,.1f} s "
@@ -186,5 +189,42 @@ def splice(document: str, section: str) -> str:
     return document.rstrip("\n") + "\n\n" + section
 
 
-DECISION = ""
+DECISION = """**What the run of 2026-12-03 says (issue 25).**
+
+- *Studio reads are unchanged* by 10^7 history rows of ended instances: every instance-page
+  and list read stayed within its noise (server time within 0.1 ms either way). They read
+  by instance id, or indexes of running instances ordered by time. The ended list's first
+  page is slower only because it now has 100 rows to show instead of 2.
+- *Claims were not, until this run's fix.* A 1-item claim was unchanged (0.17 ms on the
+  server); the 16-item claim went from 0.56 to 32.6 ms. Same plan, but the bigger tables
+  raised its estimated cost past PostgreSQL's `jit_above_cost` (100,000, with JIT on by
+  default in 15), so the server JIT-compiled it on every execution. On a copy with
+  3.2x10^6 history rows its cost was 63,800 (a 1-item claim: 15,800), and with JIT forced
+  on there the 16-item claim took 59 ms and the 1-item 34 ms, against 1.5 and 0.6. Engine
+  sessions now set `jit=off` (`engine/store/store.py`); with JIT forced on for the role,
+  claims stay at 1.5 and 0.6 ms. The figures above were measured before the fix (one run
+  at this size, for the machine's sake); the next `--history-scale` run measures with it.
+- *Removal: partitioning does not pay at this size, so it is not done.* Retention removed
+  a month (25,685 instances, 0.8 M history and 0.5 M ledger rows) in 52 batches, about
+  110 s in all: about 50 s finding batches, 51 s exporting, 6.7 s deleting. Of the
+  deletes' 5.0 s of server time, history and the ledger took 1.4 s (work took 3.5 s: a
+  foreign-key check per deleted row). The WAL was 345 MiB for the deletes (13.7 KiB per
+  instance) and 153 MiB for the VACUUM after them (4.6 s). Dropping the same month's
+  partitions of a partitioned copy took 0.1 s and 0.3 MiB of WAL. So partitions would
+  save about 1.4 s of server time and most of 0.5 GB of WAL per month. The export still
+  reads every instance, and instances and work are still deleted row by row. In
+  exchange, every history read and every commit's ledger lookup would probe each
+  partition's index: with 12 partitions, a history page took 0.050 ms on the server
+  instead of 0.036, and a ledger lookup 0.023 ms instead of 0.009. The number of
+  partitions would keep growing with the months kept. It would also take a partition key
+  in the primary keys of history and the ledger, written by every commit, and one of two
+  things: partitions per team, because keeps differ by team, or drops that wait until
+  every instance of the month is expired and free of running children. A claim loop
+  alongside moved with the machine's background (probably the checkpoint after the 3 GB
+  copy), not visibly with the deletes: 9 ms median during the deletes, 11 ms idle just
+  before them, 2 ms idle later. Revisit when deleting history and the ledger becomes most of retention's cost or
+  its WAL matters (replicas, backups), e.g. well past 10^8 rows, where the VACUUM after
+  deletes scans indexes ten times larger.
+"""
+
 """What the figures decided (issue 25: partition history and ledger only if it pays)."""
