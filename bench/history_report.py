@@ -222,9 +222,9 @@ DECISION = """**What the run of 2026-12-03 says (issue 25).**
   every instance of the month is expired and free of running children. A claim loop
   alongside moved with the machine's background (probably the checkpoint after the 3 GB
   copy), not visibly with the deletes: 9 ms median during the deletes, 11 ms idle just
-  before them, 2 ms idle later. Revisit when deleting history and the ledger becomes most of retention's cost or
-  its WAL matters (replicas, backups), e.g. well past 10^8 rows, where the VACUUM after
-  deletes scans indexes ten times larger.
+  before them, 2 ms idle later. Revisit when deleting history and the ledger becomes
+  most of retention's cost or its WAL matters (replicas, backups), e.g. well past 10^8
+  rows, where the VACUUM after deletes scans indexes ten times larger.
 """
 
 """What the figures decided (issue 25: partition history and ledger only if it pays)."""

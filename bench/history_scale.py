@@ -1,6 +1,6 @@
 """Issue 25, bounded history: W2 and W4 with 10^7 ended history rows, and removal's cost.
 
-``bench/run --history-scale`` (about 25 minutes at 10^7 on 2 cores; ``--ended-events``
+``bench/run --history-scale`` (about 10 minutes at 10^7 on 2 cores; ``--ended-events``
 for development sizes). In one schema of the run's private cluster:
 
 1. *Before.* The engine commits the long W4 instance (``LONG_STEPS`` steps) and one

@@ -290,7 +290,7 @@ def main() -> None:
         "--history-scale",
         action="store_true",
         help="issue 25: W2 and W4 before and after 10^7 ended history rows, and removal "
-        "(about 25 minutes); writes its section of bench/RESULTS.md",
+        "(about 10 minutes); writes its section of bench/RESULTS.md",
     )
     parser.add_argument(
         "--ended-events",
