@@ -192,7 +192,7 @@ def splice(document: str, section: str) -> str:
 DECISION = """**What the run of 2026-12-03 says (issue 25).**
 
 - *Studio reads are unchanged* by 10^7 history rows of ended instances: every instance-page
-  and list read stayed within its noise (server time within 0.1 ms either way). They read
+  and list read stayed within its noise (server time within 0.15 ms either way). They read
   by instance id, or indexes of running instances ordered by time. The ended list's first
   page is slower only because it now has 100 rows to show instead of 2.
 - *Claims were not, until this run's fix.* A 1-item claim was unchanged (0.17 ms on the
