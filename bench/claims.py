@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import psycopg
+
 from bench import plans
 from bench.app import W1_DEFINITION, definitions
 from bench.cluster import PROBE, Cluster
@@ -110,3 +112,29 @@ async def _plan(cluster: Cluster, schema: str) -> str:
         cluster.dsn, schema, lambda store: leases.claim(store, OWNER, LEASE, 16, targets=TARGETS)
     )
     return found[-1] if found else "(no plan was reported)"
+
+
+RESET_LEASES = (
+    PROBE + f" UPDATE {{schema}}.work SET state = {WorkState.COMPLETED}, completed_at = now(), "
+    f"lease_owner = '', lease_expires_at = NULL WHERE state = {WorkState.LEASED}"
+)
+"""Leases taken by earlier claims end as completed, so a later series of claims (perhaps
+after those leases expired) starts from a backlog of available rows only."""
+TOP_UP_PREFIX = "due-"
+
+
+def top_up(conn: psycopg.Connection, schema: str, due: int) -> int:
+    """End earlier leases (``RESET_LEASES``), then start instances until ``due`` work rows
+    are available, and ``VACUUM ANALYZE`` work as autovacuum would; how many were added."""
+    conn.execute(RESET_LEASES.format(schema=schema))
+    available = conn.execute(DUE.format(schema=schema)).fetchone()[0]
+    missing = max(0, due - available)
+    if missing:
+        made = conn.execute(
+            f"{PROBE} SELECT count(*) FROM {schema}.instances WHERE instance_id LIKE %s",
+            [TOP_UP_PREFIX + "%"],
+        ).fetchone()[0]
+        ref = next(d.ref for d in definitions() if d.name == W1_DEFINITION)
+        add_started_instances(conn, schema, TOP_UP_PREFIX, made, made + missing, ref, "bench.noop")
+    conn.execute(f"{PROBE} VACUUM ANALYZE {schema}.work")
+    return missing

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 import traceback
@@ -26,7 +27,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench import claims, histories, machine, peers, pgbench, report, w1
+from bench import (
+    claims,
+    histories,
+    history_report,
+    history_scale,
+    machine,
+    peers,
+    pgbench,
+    report,
+    scale_results,
+    w1,
+)
 from bench import saved as saved_results
 from bench.cluster import Meter, settings, start_cluster
 from bench.procs import CODE, ROOT
@@ -112,7 +124,47 @@ def _write(results: Results) -> Path:
     target = TARGETS[results.mode]
     target.parent.mkdir(parents=True, exist_ok=True)
     render = report.render_latency if results.mode == "latency" else report.render
-    target.write_text(render(results))
+    kept = history_report.section_of(target.read_text()) if target.exists() else ""
+    target.write_text(history_report.splice(render(results), kept))
+    return target
+
+
+def run_history_scale(events: int) -> Path:
+    """``--history-scale``: W2 and W4 before and after ``events`` ended history rows, and
+    removal (``bench.history_scale``), on a private cluster of its own. At the issue's
+    size the section goes into ``bench/RESULTS.md``, otherwise into ``bench/.data/``."""
+    results = scale_results.ScaleResults(
+        events,
+        started_at=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        machine=machine.machine_line(),
+        load_before=machine.load_average(),
+        head=machine.engine_revision(CODE)[0],
+    )
+    began = time.perf_counter()
+    cluster = start_cluster(DATA / "pg-history")
+    try:
+        results.server_version = settings(cluster)["server_version"]
+        history_scale.run(cluster, results)
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.data_dir, ignore_errors=True)  # gigabytes of WAL and tables
+    results.duration_seconds = time.perf_counter() - began
+    results.load_after = machine.load_average()
+    DATA.mkdir(parents=True, exist_ok=True)
+    saved = DATA / "results-history-scale.json"
+    saved.write_text(json.dumps(asdict(results), default=str))
+    return _write_history_scale(results)
+
+
+def _write_history_scale(results: scale_results.ScaleResults) -> Path:
+    section = history_report.render(results, history_report.DECISION)
+    if results.ended_events != history_scale.ENDED_EVENTS:
+        target = DATA / "RESULTS-history-scale.md"
+        target.write_text(section)
+    else:
+        target = TARGETS["full"]
+        target.write_text(history_report.splice(target.read_text(), section))
+    _log(f"wrote {target.relative_to(ROOT)}")
     return target
 
 
@@ -234,6 +286,20 @@ def main() -> None:
         help="only the idle latency of every engine and shape, side by side (a few "
         "minutes); writes bench/.data/RESULTS-latency.md",
     )
+    modes.add_argument(
+        "--history-scale",
+        action="store_true",
+        help="issue 25: W2 and W4 before and after 10^7 ended history rows, and removal "
+        "(about 10 minutes); writes its section of bench/RESULTS.md",
+    )
+    parser.add_argument(
+        "--ended-events",
+        type=sample_count,
+        default=history_scale.ENDED_EVENTS,
+        metavar="N",
+        help="with --history-scale: history rows of ended instances to add (below 10^7 the "
+        "section goes to bench/.data/RESULTS-history-scale.md)",
+    )
     parser.add_argument(
         "--samples",
         type=sample_count,
@@ -249,6 +315,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.render:
         render(args.render)
+    elif args.history_scale:
+        run_history_scale(args.ended_events)
     else:
         run("quick" if args.quick else "latency" if args.latency else "full", args.samples)
 
@@ -268,7 +336,10 @@ def sample_count(text: str) -> int:
 
 def render(saved: Path) -> Path:
     """Rebuild a saved run's results and write its report again."""
-    results = saved_results.load(Results, json.loads(saved.read_text()))
+    data = json.loads(saved.read_text())
+    if "ended_events" in data:
+        return _write_history_scale(saved_results.load(scale_results.ScaleResults, data))
+    results = saved_results.load(Results, data)
     target = _write(results)
     _log(f"wrote {target.relative_to(ROOT)} from {saved}")
     return target

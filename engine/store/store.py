@@ -56,11 +56,19 @@ and engine transactions never wait on anything but the database."""
 
 
 def session_options(schema: str, read_only: bool = False) -> str:
-    """Settings of every engine session: its schema, and the idle-transaction limit;
-    a read-only store's sessions refuse every write (``Store.open``)."""
+    """Settings of every engine session: its schema, the idle-transaction limit, and no
+    JIT compilation; a read-only store's sessions refuse every write (``Store.open``).
+
+    JIT is for long analytic queries: PostgreSQL compiles a statement whose estimated
+    cost passes ``jit_above_cost`` on every execution, which costs 30 to 60 ms for the
+    claim statement, against its 0.2 to 0.6 ms of execution. With 10^7 history rows of
+    ended instances the 16-item claim's estimate passed the default threshold and the
+    claim went from 0.6 to 33 ms on the server (``bench/run --history-scale``, issue 25).
+    A session option outranks a role's or a database's setting."""
     options = (
         f"-c search_path={schema} "
-        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
+        "-c jit=off"
     )
     return options + " -c default_transaction_read_only=on" if read_only else options
 

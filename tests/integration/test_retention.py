@@ -117,6 +117,27 @@ async def test_an_instance_changed_since_its_export_is_kept_for_a_later_run(
     assert await rows_of(store, "moving") > 0
 
 
+async def test_an_instance_with_live_work_or_a_running_child_is_kept(
+    client: Client, store: Store, clock: ManualClock, export: Export
+) -> None:
+    busy, parent, free = [await ended(client, name) for name in ("busy", "parent", "free")]
+    child = await started(client, "child")
+    async with store.connection() as conn:  # as a crash or a race could leave them
+        await conn.execute("UPDATE work SET state = 1 WHERE instance_id = %s", [busy])
+        await conn.execute(
+            "UPDATE history SET successor_id = %s WHERE instance_id = %s AND sequence = 1",
+            [child, parent],
+        )
+        await conn.commit()
+    clock.advance(KEEP + timedelta(days=1))
+
+    done = await retention.prune(store, "red", KEEP, export)
+
+    assert (done.exported, done.removed) == (1, 1)
+    assert list(export.instances()) == [free]
+    assert await rows_of(store, busy) > 0 and await rows_of(store, parent) > 0
+
+
 async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -> None:
     await retention.set_policy(store, "red", KEEP, "alice")
     await retention.set_policy(store, "red", KEEP * 2, "bob")

@@ -20,15 +20,23 @@ SELECT i.instance_id, i.sequence FROM instances i
 WHERE i.tenant_id = %(tenant)s
   AND i.archived_at IS NOT NULL AND i.archived_at < %(cutoff)s
   AND NOT EXISTS (
-      SELECT 1 FROM work w WHERE w.instance_id = i.instance_id AND w.state NOT IN {FINISHED})
+      SELECT 1 FROM work w WHERE w.instance_id = i.instance_id AND w.state NOT IN {FINISHED}
+      OFFSET 0)
   AND NOT EXISTS (
       SELECT 1 FROM history h JOIN instances c ON c.instance_id = h.successor_id
-      WHERE h.instance_id = i.instance_id AND h.successor_id <> '' AND c.archived_at IS NULL)
+      WHERE h.instance_id = i.instance_id AND h.successor_id <> '' AND c.archived_at IS NULL
+      OFFSET 0)
 ORDER BY i.archived_at, i.instance_id
 LIMIT %(limit)s
 """
 """Ended instances past the cutoff with no live work and no child still running (a
-running child reports to its parent, which must still be there)."""
+running child reports to its parent, which must still be there).
+
+``OFFSET 0`` keeps each ``NOT EXISTS`` a lookup per candidate instance (by
+``work_instance_idx`` and the history key), so a batch costs the same at any table size.
+Without it the planner turns both into anti-joins. Expecting almost no live work and no
+child events, it then scans all of work and all of history once per batch: 0.18 s at 10^6
+history rows, about 1 s at 10^7 (``bench/run --history-scale``)."""
 
 LOCK_UNCHANGED = """
 SELECT i.instance_id FROM instances i
