@@ -42,8 +42,11 @@ FAULT_WORDS = {
     "sever_before_commit": "cut the COMMIT before the server got it",
     "sever_after_commit": "cut the COMMIT after the server got it",
     "duplicate_signal": "deliver the signal again",
+    "restart_database": "restart the database (crash; runs from the CLI only)",
 }
 """How the fault picker names each fault kind (its value is the plan's)."""
+MACHINE_FAULTS = harness.WORKER_FAULTS | {harness.RESTART_DATABASE}
+"""What a machine's advance can be hit with: no signal to duplicate."""
 
 
 def plans_url(definition: Definition) -> str:
@@ -79,9 +82,7 @@ def workspace(
         "working": working,
         "picked": picked,
         "boundaries": documents.boundaries_for(definition, picked),
-        "faults": {
-            f: w for f, w in FAULT_WORDS.items() if not machine or f in harness.WORKER_FAULTS
-        },
+        "faults": {f: w for f, w in FAULT_WORDS.items() if not machine or f in MACHINE_FAULTS},
         "behaviours": MACHINE_BEHAVIOURS if machine else BEHAVIOURS,
         "activities": documents.stubbed_steps(definition),
         "editable": editable,

@@ -88,7 +88,7 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
         ("charge:after_handler:duplicate_signal", "duplicate_signal goes with before_signal_"),
         ("shipped:before_signal_ack:sever_before_commit", "cuts a COMMIT, and at before_sig"),
         ("charge:in_lease_renewal:kill", "give stubs.charge behaviour slow with seconds >= 1"),
-        ("charge:after_handler:restart_database", "restart_database is not supported in a"),
+        ("shipped:before_signal_ack:restart_database", "restart_database holds a worker at"),
         (
             "delivery_timeout:after_timer_fire:kill",
             "waits 7d; a drill waits for timers of at most 30s",
