@@ -94,7 +94,8 @@ NO_COMMIT_LEFT = frozenset(
     {Boundary.AFTER_COMMIT, Boundary.AFTER_TIMER_FIRE, Boundary.BEFORE_SIGNAL_ACK}
 )
 """Where a cut COMMIT has nothing of this step's left to cut: its commit was answered."""
-PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:]+)$")
+PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:#]+)(?:#([0-9]{1,9}))?$")
+"""``STEP:BOUNDARY:FAULT``, with ``#HIT`` past the first hit (as ``Pin.label`` writes it)."""
 STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
 PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 """The definition modes a plan drills."""
@@ -180,11 +181,12 @@ class Plan:
 
 
 def parse_pin(text: str) -> Pin:
-    """``STEP:BOUNDARY:FAULT`` from the command line (its shape only)."""
+    """``STEP:BOUNDARY:FAULT[#HIT]`` from the command line (its shape only)."""
     match = PIN_PATTERN.match(text.strip())
     if not match:
-        raise PlanInvalid([f"--pin {text!r}: must be STEP:BOUNDARY:FAULT"])
-    return Pin(*match.groups())
+        raise PlanInvalid([f"--pin {text!r}: must be STEP:BOUNDARY:FAULT[#HIT]"])
+    step, boundary, fault, hit = match.groups()
+    return Pin(step, boundary, fault, int(hit or 1))
 
 
 def parse(document: Any) -> Plan:
@@ -283,10 +285,11 @@ def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
         path = f"pins[{n}]"
         if isinstance(raw, str):
             match = PIN_PATTERN.match(raw)
-            raw = dict(zip(PIN_PARTS, match.groups(), strict=True)) if match else None
+            raw = _pin_fields(*match.groups()) if match else None
         if not isinstance(raw, dict):
             problems.append(
-                f"{path}: must be STEP:BOUNDARY:FAULT or an object with step, boundary, fault"
+                f"{path}: must be STEP:BOUNDARY:FAULT[#HIT] or an object with step, boundary, "
+                "fault (and hit)"
             )
             continue
         missing = [k for k in PIN_PARTS if not isinstance(raw.get(k), str)]
@@ -299,6 +302,11 @@ def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
             hit = 1
         pins.append(Pin(raw["step"], raw["boundary"], raw["fault"], hit))
     return tuple(pins)
+
+
+def _pin_fields(step: str, boundary: str, fault: str, hit: str | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"step": step, "boundary": boundary, "fault": fault}
+    return {**found, "hit": int(hit)} if hit else found
 
 
 def _whole(value: Any, low: int, high: int) -> bool:

@@ -68,9 +68,10 @@ async def save(
     """The working plan saved as the next version of its name; Invalid listing every
     problem when it could not run."""
     name = plan_name(working.name)
-    if working.problems:
+    if not working.valid:
         raise Invalid(
-            "the drill plan is not valid", [{"path": "", "message": p} for p in working.problems]
+            "the drill plan is not valid",
+            [{"path": "", "message": p} for p in working.all_problems()],
         )
     document = {**working.document, "name": name}
     return await saved.save(
