@@ -58,6 +58,16 @@ BEHAVIOURS = ("succeed", "fail", "slow", "unknown")
 DUPLICATE_SIGNAL = "duplicate_signal"
 RESTART_DATABASE = "restart_database"
 FAULTS = (*(a.value for a in Action), DUPLICATE_SIGNAL)
+"""The faults a drill can make on any server: what the full matrix and the coverage
+heatmap cross with every boundary."""
+PIN_FAULTS = (*FAULTS, RESTART_DATABASE)
+"""Every fault a pin may name: ``FAULTS``, and ``restart_database``, which crashes the
+server (the worker that reached the boundary is held there meanwhile) and so runs only
+on a private cluster the drill started (``OWNED_SERVER_NEEDED``)."""
+OWNED_SERVER_NEEDED = (
+    "restart_database crashes and restarts the PostgreSQL server, which a drill does only "
+    "to a private cluster it started itself, never to a server it was given"
+)
 SEVERS = frozenset({Action.SEVER_BEFORE_COMMIT.value, Action.SEVER_AFTER_COMMIT.value})
 WORKER_FAULTS = frozenset(a.value for a in Action)
 ACTIVITY_BOUNDARIES = (
@@ -84,11 +94,8 @@ NO_COMMIT_LEFT = frozenset(
     {Boundary.AFTER_COMMIT, Boundary.AFTER_TIMER_FIRE, Boundary.BEFORE_SIGNAL_ACK}
 )
 """Where a cut COMMIT has nothing of this step's left to cut: its commit was answered."""
-_RESTART_REFUSED = (
-    "restart_database is not supported in a plan yet: the harness restarts the server "
-    "only as drill D10 (`wayline drill run --drill D10`)"
-)
-PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:]+)$")
+PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:#]+)(?:#([0-9]{1,9}))?$")
+"""``STEP:BOUNDARY:FAULT``, with ``#HIT`` past the first hit (as ``Pin.label`` writes it)."""
 STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
 PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 """The definition modes a plan drills."""
@@ -174,11 +181,12 @@ class Plan:
 
 
 def parse_pin(text: str) -> Pin:
-    """``STEP:BOUNDARY:FAULT`` from the command line (its shape only)."""
+    """``STEP:BOUNDARY:FAULT[#HIT]`` from the command line (its shape only)."""
     match = PIN_PATTERN.match(text.strip())
     if not match:
-        raise PlanInvalid([f"--pin {text!r}: must be STEP:BOUNDARY:FAULT"])
-    return Pin(*match.groups())
+        raise PlanInvalid([f"--pin {text!r}: must be STEP:BOUNDARY:FAULT[#HIT]"])
+    step, boundary, fault, hit = match.groups()
+    return Pin(step, boundary, fault, int(hit or 1))
 
 
 def parse(document: Any) -> Plan:
@@ -277,10 +285,11 @@ def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
         path = f"pins[{n}]"
         if isinstance(raw, str):
             match = PIN_PATTERN.match(raw)
-            raw = dict(zip(PIN_PARTS, match.groups(), strict=True)) if match else None
+            raw = _pin_fields(*match.groups()) if match else None
         if not isinstance(raw, dict):
             problems.append(
-                f"{path}: must be STEP:BOUNDARY:FAULT or an object with step, boundary, fault"
+                f"{path}: must be STEP:BOUNDARY:FAULT[#HIT] or an object with step, boundary, "
+                "fault (and hit)"
             )
             continue
         missing = [k for k in PIN_PARTS if not isinstance(raw.get(k), str)]
@@ -293,6 +302,11 @@ def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
             hit = 1
         pins.append(Pin(raw["step"], raw["boundary"], raw["fault"], hit))
     return tuple(pins)
+
+
+def _pin_fields(step: str, boundary: str, fault: str, hit: str | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"step": step, "boundary": boundary, "fault": fault}
+    return {**found, "hit": int(hit)} if hit else found
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -423,10 +437,8 @@ def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool =
     if step is None:
         return f"no step {pin.step!r}; steps: {', '.join(s.name for s in definition.steps)}"
     boundaries = BOUNDARIES_OF.get(step.kind, ())
-    if pin.fault == RESTART_DATABASE:
-        return _RESTART_REFUSED
-    if pin.fault not in FAULTS:
-        return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
+    if pin.fault not in PIN_FAULTS:
+        return f"fault {pin.fault!r} is not one of {', '.join(PIN_FAULTS)}"
     if pin.boundary not in {b.value for b in Boundary}:
         return f"boundary {pin.boundary!r} is not one of {', '.join(b.value for b in Boundary)}"
     if not boundaries:
@@ -446,10 +458,8 @@ def _code_pin_problem(plan: Plan, definition: Definition, pin: Pin) -> str:
     problem = code.step_problem(definition, pin.step)
     if problem:
         return problem
-    if pin.fault == RESTART_DATABASE:
-        return _RESTART_REFUSED
-    if pin.fault not in FAULTS:
-        return f"fault {pin.fault!r} is not one of {', '.join(FAULTS)}"
+    if pin.fault not in PIN_FAULTS:
+        return f"fault {pin.fault!r} is not one of {', '.join(PIN_FAULTS)}"
     reached = code.boundaries(definition, pin.step)
     if pin.boundary not in {b.value for b in reached}:
         what = "a signal" if reached == code.SIGNAL_BOUNDARIES else "a step call"
@@ -464,10 +474,8 @@ def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin, reachable
     if pin.step not in states:
         what = "is a terminal state: it never advances" if manifest.is_terminal(pin.step) else ""
         return f"{pin.step!r} {what or 'is no state of the machine'}; states: {', '.join(states)}"
-    if pin.fault == RESTART_DATABASE:
-        return _RESTART_REFUSED
-    if pin.fault not in WORKER_FAULTS:
-        faults = ", ".join(a.value for a in Action)
+    if pin.fault not in WORKER_FAULTS | {RESTART_DATABASE}:
+        faults = ", ".join((*(a.value for a in Action), RESTART_DATABASE))
         return f"fault {pin.fault!r} does not apply to a machine's advance; one of {faults}"
     if pin.boundary not in {b.value for b in machines.MACHINE_BOUNDARIES}:
         allowed = ", ".join(b.value for b in machines.MACHINE_BOUNDARIES)
@@ -487,6 +495,12 @@ def _a(word: str) -> str:
 
 def _fault_problem(plan: Plan, pin: Pin) -> str:
     boundary = Boundary(pin.boundary)
+    if pin.fault == RESTART_DATABASE and boundary is Boundary.BEFORE_SIGNAL_ACK:
+        return (
+            "restart_database holds a worker at its boundary while the server restarts; at "
+            "before_signal_ack the signal is committed and its sender asks the server "
+            "nothing more: pin it on a step's worker boundary"
+        )
     if pin.fault == DUPLICATE_SIGNAL and boundary is not Boundary.BEFORE_SIGNAL_ACK:
         return "duplicate_signal goes with before_signal_ack (a lost ack: sent again), only there"
     if pin.fault in SEVERS and boundary in NO_COMMIT_LEFT:
@@ -497,6 +511,11 @@ def _fault_problem(plan: Plan, pin: Pin) -> str:
             f"stubs.{pin.step} behaviour slow with seconds >= {RENEWAL_SLOW_SECONDS:g}"
         )
     return ""
+
+
+def restarts(plan: Plan) -> bool:
+    """Whether ``plan`` restarts the database (so needs a server the drill owns)."""
+    return any(p.fault == RESTART_DATABASE for p in plan.pins)
 
 
 def steps_of(definition: Definition) -> list[str]:

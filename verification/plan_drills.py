@@ -154,6 +154,8 @@ def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
                 drill_seed(master, drill_id),
                 scenario,
                 params={"drilled": item},
+                owned_server=plans.restarts(item.plan),
+                exclusive=plans.restarts(item.plan),
                 strands=any(_strands(p) for p in item.plan.pins),
                 manual_clock=item.machine or item.code,
             )
@@ -162,6 +164,8 @@ def specs(drilled: list[Drilled], master: int) -> list[DrillSpec]:
 
 
 def _strands(pin: plans.Pin) -> bool:
+    if pin.fault == plans.RESTART_DATABASE:  # as D10: the server's crash cuts the worker off
+        return True
     return pin.fault in plans.WORKER_FAULTS and strands(Boundary(pin.boundary), Action(pin.fault))
 
 
@@ -244,7 +248,13 @@ def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) ->
 
 
 def _faults(pins: list[plans.Pin]) -> list[Fault]:
-    return [Fault(Boundary(p.boundary), p.hit, Action(p.fault), p.step) for p in pins]
+    """The worker's faults: a ``restart_database`` pin stops (SIGSTOP) the worker at
+    its boundary, where the harness holds it while it restarts the server."""
+    return [Fault(Boundary(p.boundary), p.hit, _action(p), p.step) for p in pins]
+
+
+def _action(pin: plans.Pin) -> Action:
+    return Action.PAUSE if pin.fault == plans.RESTART_DATABASE else Action(pin.fault)
 
 
 async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
@@ -278,8 +288,22 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
         for pin in now:
             fired.add(pin.label)
             env.mark_fault(pin.fault)
-            await react(env, worker, Action(pin.fault))
+            if pin.fault == plans.RESTART_DATABASE:
+                await _restart_database(env, worker)
+            else:
+                await react(env, worker, Action(pin.fault))
         remaining = [p for p in remaining if p not in now]
+
+
+async def _restart_database(env: DrillEnv, worker: DrillProcess) -> None:
+    """With ``worker`` stopped at its pin's boundary, crash the server (``pg_ctl stop
+    -m immediate``) and start it again, then let the worker go on, as D10 does to the
+    whole engine: what it held in the server is gone, and it must recover."""
+    await worker.wait_paused(10.0)
+    down = await env.target.restart_immediate()
+    env.record.env_faults["pg_restart_immediate"] += 1
+    env.record.extra.setdefault("server_down_seconds", []).append(round(down, 3))
+    worker.resume()
 
 
 async def _wait_any_fired(
@@ -308,7 +332,7 @@ async def _wait_any_fired(
 def _fired(env: DrillEnv, pins: list[plans.Pin] | tuple[plans.Pin, ...]) -> list[plans.Pin]:
     """The worker pins among ``pins`` that the drill's report shows fired."""
     report = BoundaryReport.read(env.process_env.report)
-    worker = [p for p in pins if p.fault in plans.WORKER_FAULTS]
+    worker = [p for p in pins if p.fault in plans.WORKER_FAULTS | {plans.RESTART_DATABASE}]
     return [p for p, f in zip(worker, _faults(worker), strict=True) if report.has_fired(f)]
 
 
@@ -524,6 +548,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         if env.record.recovery_seconds
         else None,
         "effects": per_key,
+        "server_down_seconds": env.record.extra.get("server_down_seconds", []),
         "history": [
             {"seq": q, "kind": EventKind(k).name.lower(), "step": s or "", "attempt": a}
             for q, k, s, a in history

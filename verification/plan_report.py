@@ -32,6 +32,11 @@ def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
     lines = [head + (f"  recovered in {recovery} s" if recovery is not None else "")]
     for pin in plan["pins"]:
         lines.append(f"  pin {pin['label']}: {'fired' if pin['fired'] else 'NEVER FIRED'}")
+    downs = plan.get("server_down_seconds") or []
+    if downs:
+        lines.append(
+            f"  server  restarted {len(downs)} time(s), down {', '.join(map(str, downs))} s"
+        )
     lines += [f"  state  {line}" for line in plan["state"]]
     lines.append(f"  invariants  {_invariants(drill.get('invariants', {}))}")
     for effect in plan["effects"]:

@@ -87,6 +87,16 @@ async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Defin
     return found
 
 
+def borrowed_server(plan: plans.Plan) -> str:
+    """Why ``plan`` cannot run on the server ``--dsn`` names, and what to do instead."""
+    labels = ", ".join(p.label for p in plan.pins if p.fault == plans.RESTART_DATABASE)
+    instead = " with its definition as definition_file" if plan.definition and not plan.app else ""
+    return (
+        f"pins {labels}: {plans.OWNED_SERVER_NEEDED} (--dsn names a server given to it): run "
+        f"the plan without --dsn{instead}, and a private cluster is started for it"
+    )
+
+
 def _declared(plan: plans.Plan) -> Definition | None:
     """The code-first workflow ``plan.definition`` as ``plan.app`` declares it, if so."""
     if not (plan.app and plan.definition):
@@ -103,7 +113,10 @@ def _declared(plan: plans.Plan) -> Definition | None:
 async def drilled(
     plan: plans.Plan, dsn: str | None, schema: str, for_each_pin: bool = False
 ) -> list[Drilled]:
-    """The drills of ``plan``: one, or one per pin; each checked against its definition."""
+    """The drills of ``plan``: one, or one per pin; each checked against its definition.
+    A plan that restarts the database is refused on a server given by ``dsn``."""
+    if dsn and plans.restarts(plan):
+        raise plans.PlanInvalid([borrowed_server(plan)])
     definition = await definition_of(plan, dsn, schema)
     plans.check_against(plan, definition)
     chosen = plans.for_each_pin(plan) if for_each_pin and plan.pins else [plan]

@@ -20,6 +20,18 @@ from verification import plan as plans
 MAX_INPUT_CHARS = 20_000
 """Characters of a plan's input (or a stub's result) as typed in the form."""
 PLAN_NAME_CHARS = plans.MAX_NAME_CHARS
+MAX_SHOWN_CHARS = 40
+"""Characters of a refused value quoted back at its field."""
+MAX_DIGITS = 9
+ANSWERED = (StepKind.SIGNAL, StepKind.APPROVAL)
+HIT_ALLOWED = (
+    f"the n-th time the step reaches the boundary: a whole number from 1 to {plans.MAX_HIT}"
+)
+TIMES_ALLOWED = (
+    f"how many first attempts fail: a whole number from 0 to {plans.MAX_FAIL_TIMES} "
+    "(0: every attempt)"
+)
+ANSWER_ALLOWED = f"JSON of at most {MAX_INPUT_CHARS} characters (null for nothing)"
 
 
 class FormData(Mapping[str, list[str]]):
@@ -44,11 +56,32 @@ class FormData(Mapping[str, list[str]]):
 
 @dataclass
 class WorkingPlan:
-    """The plan being edited: its document, and every problem it has so far."""
+    """The plan being edited: its document, and every problem it has so far: the
+    plan's (``problems``) and, by form field name, a field's value that is not allowed
+    (``field_errors``, shown at that field with what is, its text kept in ``typed``)."""
 
     name: str
     document: dict[str, Any]
     problems: list[str] = field(default_factory=list)
+    field_errors: dict[str, str] = field(default_factory=dict)
+    typed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return not (self.problems or self.field_errors)
+
+    def all_problems(self) -> list[str]:
+        """Every problem, a field's named by its field."""
+        return [*self.problems, *(f"{k}: {v}" for k, v in self.field_errors.items())]
+
+    def answer(self, step: str) -> str:
+        """The answer field's text: as typed when refused, else the plan's JSON."""
+        name = f"answer.{step}"
+        return self.typed.get(name) or json.dumps(self.document.get("answers", {}).get(step))
+
+    def times(self, step: str) -> str:
+        name = f"stub.{step}.times"
+        return self.typed.get(name) or str(self.stub(step).times)
 
     @property
     def pins(self) -> list[plans.Pin]:
@@ -76,6 +109,14 @@ def stubbed_steps(definition: Definition) -> list[str]:
     if definition.mode is Mode.MACHINE:
         return plans.steps_of(definition)
     return [s.name for s in definition.steps if s.kind is StepKind.ACTIVITY]
+
+
+def answered_steps(definition: Definition) -> list[str]:
+    """The steps a plan answers: a step list's signal and approval steps (a machine
+    waits for none)."""
+    if definition.mode is not Mode.ORCHESTRATION:
+        return []
+    return [s.name for s in definition.steps if s.kind in ANSWERED]
 
 
 def ref(definition: Definition) -> str:
@@ -109,14 +150,54 @@ def from_form(form: FormData, definition: Definition) -> WorkingPlan:
         problems.append(f"name: at most {PLAN_NAME_CHARS} characters")
         name = name[:PLAN_NAME_CHARS]
     document: dict[str, Any] = {"name": name, "definition": ref(definition)}
+    working = WorkingPlan(name, document, problems)
     document["input"] = _json(form.one("input", "null"), "input", problems)
-    document["stubs"] = _stubs(form, definition, problems)
+    document["stubs"] = _stubs(form, definition, working)
     document["pins"] = [
         plans.parse_pin(text).as_json() for text in form.get("pin", []) if _pin_shaped(text)
     ]
-    working = WorkingPlan(name, document, problems)
+    document["answers"] = _answers(form, definition, working)
     working.problems += check(document, definition)
     return working
+
+
+def _refuse(working: WorkingPlan, name: str, text: str, allowed: str) -> None:
+    """``text`` in field ``name`` is not allowed: say so at the field, keep what was typed."""
+    shown = text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+    working.field_errors[name] = f"{shown!r} is not allowed; {allowed}"
+    working.typed[name] = text
+
+
+def whole(text: str, low: int, high: int) -> int | None:
+    """``text`` as a whole number from ``low`` to ``high`` (ASCII digits), else None."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS):
+        return None
+    return int(text) if low <= int(text) <= high else None
+
+
+def _answers(form: FormData, definition: Definition, working: WorkingPlan) -> dict[str, Any]:
+    """The payload of each answered step (null, the default, is left out)."""
+    answers: dict[str, Any] = {}
+    for step in answered_steps(definition):
+        name = f"answer.{step}"
+        text = form.one(name, "null") or "null"
+        value, loaded = _loaded(text)
+        if not loaded:
+            _refuse(working, name, text, ANSWER_ALLOWED)
+        elif value is not None:
+            answers[step] = value
+    return answers
+
+
+def _loaded(text: str) -> tuple[Any, bool]:
+    """``text`` as JSON of at most ``MAX_INPUT_CHARS`` characters, and whether it was."""
+    if len(text) > MAX_INPUT_CHARS:
+        return None, False
+    try:
+        return json.loads(text), True
+    except ValueError:
+        return None, False
 
 
 def _pin_shaped(text: str) -> bool:
@@ -134,10 +215,11 @@ def _json(text: str, path: str, problems: list[str]) -> Any:
         return None
 
 
-def _stubs(form: FormData, definition: Definition, problems: list[str]) -> dict[str, Any]:
+def _stubs(form: FormData, definition: Definition, working: WorkingPlan) -> dict[str, Any]:
     """Each activity's stub from its fields; a plain ``succeed`` with no result is the
     default and is left out, as a hand-written plan would."""
     stubs: dict[str, Any] = {}
+    problems = working.problems
     for step in stubbed_steps(definition):
         behaviour = form.one(f"stub.{step}.behaviour", "succeed")
         result = _json(form.one(f"stub.{step}.result", "null"), f"stubs.{step}.result", problems)
@@ -149,29 +231,36 @@ def _stubs(form: FormData, definition: Definition, problems: list[str]) -> dict[
             seconds = 0.0
         idempotent = form.one(f"stub.{step}.ignores_keys") != "on"
         times_text = form.one(f"stub.{step}.times", "0") or "0"
-        times: Any = int(times_text) if times_text.isascii() and times_text.isdigit() else -1
+        times = whole(times_text, 0, plans.MAX_FAIL_TIMES)
+        if times is None:
+            _refuse(working, f"stub.{step}.times", times_text, TIMES_ALLOWED)
         raw = {"behaviour": behaviour, "result": result, "seconds": seconds}
-        if times:  # kept from the plan as saved (a hand-written or API plan may set it)
+        if times:
             raw["times"] = times
         if (behaviour, result, seconds, idempotent) != ("succeed", None, 0.0, True):
             stubs[step] = {**raw, "idempotent": idempotent}
     return stubs
 
 
-def with_pin(form: FormData, definition: Definition) -> tuple[FormData, str]:
-    """The form with the picked ``step``/``boundary``/``fault`` added as a pin, or the
-    form unchanged and why that pin cannot be added."""
-    pin = plans.Pin(form.one("step"), form.one("boundary"), form.one("fault"))
+def with_pin(form: FormData, definition: Definition) -> tuple[FormData, dict[str, str]]:
+    """The form with the picked ``step``/``boundary``/``fault`` (at its ``hit``) added
+    as a pin, or the form unchanged and why that pin cannot be added: by the field at
+    fault (``hit``), or '' for the pin as a whole."""
+    hit_text = form.one("hit", "1") or "1"
+    hit = whole(hit_text, 1, plans.MAX_HIT)
+    if hit is None:
+        return form, {"hit": f"{hit_text[:MAX_SHOWN_CHARS]!r} is not allowed; {HIT_ALLOWED}"}
+    pin = plans.Pin(form.one("step"), form.one("boundary"), form.one("fault"), hit)
     if not pin.step:
-        return form, "pick a step: click its node on the graph"
+        return form, {"": "pick a step: click its node on the graph"}
     current = from_form(form, definition)
     plan = plans.parse({**current.document, "pins": []}) if not current.problems else None
     problem = plans.pin_problem(plan or plans.Plan(definition=ref(definition)), definition, pin)
     if problem:
-        return form, f"{pin.label}: {problem}"
+        return form, {"": f"{pin.label}: {problem}"}
     if pin.label in form.get("pin", []):
-        return form, f"{pin.label} is pinned already"
-    return FormData({**dict(form), "pin": [*form.get("pin", []), pin.label]}), ""
+        return form, {"": f"{pin.label} is pinned already"}
+    return FormData({**dict(form), "pin": [*form.get("pin", []), pin.label]}), {}
 
 
 def without_pin(form: FormData, label: str) -> FormData:

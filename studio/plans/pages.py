@@ -42,8 +42,11 @@ FAULT_WORDS = {
     "sever_before_commit": "cut the COMMIT before the server got it",
     "sever_after_commit": "cut the COMMIT after the server got it",
     "duplicate_signal": "deliver the signal again",
+    "restart_database": "restart the database (crash; runs from the CLI only)",
 }
 """How the fault picker names each fault kind (its value is the plan's)."""
+MACHINE_FAULTS = harness.WORKER_FAULTS | {harness.RESTART_DATABASE}
+"""What a machine's advance can be hit with: no signal to duplicate."""
 
 
 def plans_url(definition: Definition) -> str:
@@ -61,9 +64,12 @@ def workspace(
     definition: Definition,
     working: WorkingPlan,
     picked: str = "",
-    error: str = "",
+    errors: dict[str, str] | None = None,
+    hit: str = "1",
 ) -> dict[str, Any]:
-    """What the editor's workspace (graph or state diagram, and form) needs."""
+    """What the editor's workspace (graph or state diagram, and form) needs; ``errors``
+    by field name ('' for the plan as a whole), with the working plan's own."""
+    errors = {**working.field_errors, **(errors or {})}
     editable = principal.can(Access.OPERATOR)
     machine = definition.mode is Mode.MACHINE
     markers = {
@@ -79,13 +85,17 @@ def workspace(
         "working": working,
         "picked": picked,
         "boundaries": documents.boundaries_for(definition, picked),
-        "faults": {
-            f: w for f, w in FAULT_WORDS.items() if not machine or f in harness.WORKER_FAULTS
-        },
+        "faults": {f: w for f, w in FAULT_WORDS.items() if not machine or f in MACHINE_FAULTS},
         "behaviours": MACHINE_BEHAVIOURS if machine else BEHAVIOURS,
         "activities": documents.stubbed_steps(definition),
+        "answered": documents.answered_steps(definition),
+        "kinds": {s.name: s.kind.value for s in definition.steps},
         "editable": editable,
-        "error": error,
+        "error": errors.get(""),
+        "errors": errors,
+        "hit": hit,
+        "max_hit": harness.MAX_HIT,
+        "max_times": harness.MAX_FAIL_TIMES,
     }
 
 
@@ -118,8 +128,9 @@ async def _page(
     working: WorkingPlan,
     status: int = 200,
     picked: str = "",
-    error: str = "",
+    errors: dict[str, str] | None = None,
     notice: str = "",
+    hit: str = "1",
 ) -> Template:
     listed = await saved.listed(runtime.store, principal.team_id, documents.ref(definition))
     return page(
@@ -127,7 +138,7 @@ async def _page(
         "plans/page.html",
         "definitions",
         status=status,
-        ws=workspace(principal, definition, working, picked, error),
+        ws=workspace(principal, definition, working, picked, errors, hit),
         saved=listed,
         notice=notice,
     )
@@ -154,16 +165,18 @@ async def compose(
     definition = await plans.definition_of(runtime, principal.team_id, name, version)
     form = await _form(request)
     picked = (form.get("step") or form.get("picked") or [""])[0]
-    error = ""
+    errors: dict[str, str] = {}
+    hit = form.one("hit", "1")
     if form.one("action") == "pin":
-        form, error = documents.with_pin(FormData({**dict(form), "step": [picked]}), definition)
+        form, errors = documents.with_pin(FormData({**dict(form), "step": [picked]}), definition)
+        hit = hit if errors.get("hit") else "1"
     elif form.one("unpin"):
         form = documents.without_pin(form, form.one("unpin"))
     working = documents.from_form(form, definition)
     if not is_htmx(request):
         return await _page(request, principal, runtime, definition, working, picked=picked,
-                           error=error)  # fmt: skip
-    context = workspace(principal, definition, working, picked, error)
+                           errors=errors, hit=hit)  # fmt: skip
+    context = workspace(principal, definition, working, picked, errors, hit)
     return page(request, "plans/_workspace.html", "definitions", ws=context)
 
 
@@ -180,7 +193,7 @@ async def save_plan(
         kept = await plans.save(runtime, principal, definition, working)
     except Invalid as invalid:
         return await _page(request, principal, runtime, definition, working, status=422,
-                           error=str(invalid))  # fmt: skip
+                           errors={"": str(invalid)})  # fmt: skip
     return see_other(f"{plans_url(definition)}?plan={kept.name}&v={kept.version}&saved_notice=1")
 
 

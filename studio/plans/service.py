@@ -35,6 +35,10 @@ team's app, which the studio does not load: they run from ``wayline drill run``)
 MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
 MAX_PLAN_VERSION = 2**31 - 1
 """The highest plan version (the column is an integer)."""
+STUDIO_RESTART = (
+    f"{plans.OWNED_SERVER_NEEDED}, and the studio runs plans on its own database: export "
+    "the plan and run `wayline drill run --plan FILE` without --dsn (a private cluster)"
+)
 VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
 """ASCII digits only: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
 
@@ -64,9 +68,10 @@ async def save(
     """The working plan saved as the next version of its name; Invalid listing every
     problem when it could not run."""
     name = plan_name(working.name)
-    if working.problems:
+    if not working.valid:
         raise Invalid(
-            "the drill plan is not valid", [{"path": "", "message": p} for p in working.problems]
+            "the drill plan is not valid",
+            [{"path": "", "message": p} for p in working.all_problems()],
         )
     document = {**working.document, "name": name}
     return await saved.save(
@@ -113,7 +118,10 @@ def run(
     problems = documents.check(plan.document, definition)
     if problems:
         raise Invalid("the drill plan cannot run", [{"path": "", "message": p} for p in problems])
-    drilled = Drilled(plans.parse(plan.document), definition)
+    parsed = plans.parse(plan.document)
+    if plans.restarts(parsed):
+        raise Invalid(f"{plan.label} cannot run here: {STUDIO_RESTART}")
+    drilled = Drilled(parsed, definition)
     settings = runtime.settings
 
     async def finished(job: DrillJob, outcome_: Any) -> None:

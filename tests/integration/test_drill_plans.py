@@ -151,14 +151,80 @@ def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
         "--pin", "checks:after_handler:kill", "--pin", "shipped:before_commit:kill",
-        "--pin", "charge:after_handler:restart_database",
+        "--pin", "shipped:before_signal_ack:restart_database",
     )  # fmt: skip
     assert done.returncode == 2
     assert "pins[0] checks:after_handler:kill: a parallel step has no work" in done.stderr
     assert "a signal step does not reach before_commit; it reaches before_signal_ack" in (
         done.stderr
     )
-    assert "restart_database is not supported in a plan yet" in done.stderr
+    assert (
+        "pins[2] shipped:before_signal_ack:restart_database: restart_database holds a worker "
+        "at its boundary while the server restarts; at before_signal_ack"
+    ) in done.stderr
+
+
+@pytest.mark.timeout(180)
+def test_a_restart_pin_crashes_the_private_cluster_where_its_step_is(tmp_path: Path) -> None:
+    """Without --dsn the drill owns its cluster: the server is stopped -m immediate while
+    the pinned step's worker waits at the boundary, started again, and the invariants
+    are checked after recovery. charge's outcome was never written: it is in doubt, as
+    its definition says; reserve's uncommitted outcome is redone and the order ends."""
+    card = tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:restart_database",
+        "--pin", "reserve:before_commit:restart_database", "--for-each-pin",
+        "--json", str(card), "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout + done.stderr
+    assert "target=owned cluster" in done.stdout
+    assert done.stdout.count("  server  restarted 1 time(s), down ") == 2
+    charge, reserve = (d["extra"]["plan"] for d in json.loads(card.read_text())["drills"])
+    for plan in (charge, reserve):
+        assert [p["fired"] for p in plan["pins"]] == [True]
+        assert len(plan["server_down_seconds"]) == 1 and plan["recovery_seconds"] is not None
+    assert "charge: UNKNOWN (in doubt), waiting for an operator" in charge["state"]
+    assert {"instance: COMPLETED", "reserve: SUCCEEDED"} <= set(reserve["state"])
+    assert all(e["effects"] == 1 for e in charge["effects"] + reserve["effects"])
+
+
+@pytest.mark.timeout(180)
+def test_a_restart_pin_hits_a_machines_advance_and_a_code_first_step_call(
+    tmp_path: Path,
+) -> None:
+    saga = json.loads((PLANS / "order_saga.charge-in-doubt.json").read_text())
+    plan = tmp_path / "saga.json"
+    plan.write_text(json.dumps({**saga, "pins": ["charge.1:after_handler:restart_database"]}))
+    machine = _drill(
+        "run", "--definition", "examples/document_approval.json", "--input", '"v1"',
+        "--pin", "InReview:before_commit:restart_database", "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    code = _drill("run", "--plan", str(plan), "--artifacts", str(tmp_path))
+    for done, state in (
+        (machine, "Approved: CURRENT STATE after 2 transition(s)"),
+        (code, "charge.1: UNKNOWN (in doubt), waiting for an operator"),
+    ):
+        assert done.stdout.strip().endswith("drills: 1 passed, 0 failed"), done.stdout[-3000:]
+        assert ":restart_database: fired" in done.stdout
+        assert "  server  restarted 1 time(s), down " in done.stdout
+        assert f"  state  {state}" in done.stdout
+
+
+def test_a_restart_pin_is_refused_on_a_server_it_was_given(pg_dsn: str, tmp_path: Path) -> None:
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:restart_database", "--pin", "charge:after_handler:kill",
+        "--for-each-pin", "--dsn", pg_dsn, "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "pins charge:after_handler:restart_database: restart_database crashes and restarts "
+        "the PostgreSQL server, which a drill does only to a private cluster it started "
+        "itself, never to a server it was given (--dsn names a server given to it): run the "
+        "plan without --dsn, and a private cluster is started for it"
+    ) in done.stderr
+    assert "drills:" not in done.stdout
 
 
 def test_the_full_matrix_plan_is_written_and_reads_back(tmp_path: Path) -> None:

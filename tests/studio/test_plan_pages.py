@@ -109,3 +109,19 @@ def test_a_stub_that_ignores_keys_is_saved_as_not_idempotent(
         'name="stub.charge.ignores_keys" checked'
         in operator.get(url, params={"plan": "keys", "v": 1}).text
     )
+
+
+def test_a_restart_pin_is_saved_and_exported_but_runs_only_from_the_cli(
+    operator: SignedInClient, url: str
+) -> None:
+    """The studio runs plans on its own database, which a drill may not restart."""
+    picker = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    assert 'value="restart_database"' in picker.text
+    saved = operator.form(url, fields("charge:before_commit:restart_database", name="crash"))
+    assert saved.status_code == 303
+    exported = json.loads(operator.get(f"{url}/crash/versions/1/export").text)
+    assert exported["pins"][0]["fault"] == "restart_database"
+    refused = operator.form(f"{url}/crash/versions/1/run", {})
+    assert refused.status_code == 422
+    assert "never to a server it was given, and the studio runs plans on its own" in (refused.text)
+    assert "wayline drill run --plan FILE` without --dsn" in refused.text

@@ -37,7 +37,7 @@ def test_a_runs_steps_are_its_first_calls_then_its_signals() -> None:
         ("paid:after_handler:kill", "a signal does not reach after_handler; it reaches before_s"),
         ("charge.1:after_commit:sever_before_commit", "cuts a COMMIT, and at after_commit"),
         ("charge.1:after_handler:duplicate_signal", "duplicate_signal goes with before_signal"),
-        ("charge.1:after_handler:restart_database", "restart_database is not supported"),
+        ("paid:before_signal_ack:restart_database", "the signal is committed and its sender"),
     ],
 )
 def test_a_pin_that_cannot_run_on_code_is_refused_saying_why(pin: str, problem: str) -> None:

@@ -70,7 +70,8 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
         "definition: 'no-version' must be NAME@VERSION",
         "stubs.charge.behaviour: 'explode' is not one of succeed, fail, slow, unknown",
         f"stubs.charge.seconds: must be a number from 0 to {plans.MAX_SLOW_SECONDS:g}",
-        "pins[0]: must be STEP:BOUNDARY:FAULT or an object with step, boundary, fault",
+        "pins[0]: must be STEP:BOUNDARY:FAULT[#HIT] or an object with step, boundary, "
+        "fault (and hit)",
         f"pins[1].hit: must be a whole number from 1 to {plans.MAX_HIT}",
     ]
 
@@ -88,7 +89,7 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
         ("charge:after_handler:duplicate_signal", "duplicate_signal goes with before_signal_"),
         ("shipped:before_signal_ack:sever_before_commit", "cuts a COMMIT, and at before_sig"),
         ("charge:in_lease_renewal:kill", "give stubs.charge behaviour slow with seconds >= 1"),
-        ("charge:after_handler:restart_database", "restart_database is not supported in a"),
+        ("shipped:before_signal_ack:restart_database", "restart_database holds a worker at"),
         (
             "delivery_timeout:after_timer_fire:kill",
             "waits 7d; a drill waits for timers of at most 30s",
@@ -131,6 +132,19 @@ def test_a_pin_from_the_command_line_has_three_parts() -> None:
     assert plans.parse_pin("charge:after_handler:kill").label == "charge:after_handler:kill"
     with pytest.raises(plans.PlanInvalid, match="must be STEP:BOUNDARY:FAULT"):
         plans.parse_pin("charge:kill")
+
+
+@given(st.integers(min_value=1, max_value=plans.MAX_HIT))
+def test_a_pins_label_reads_back_with_its_hit(hit: int) -> None:
+    """``#HIT`` as ``Pin.label`` writes it, on the command line and in a plan's pins."""
+    pin = plans.Pin("charge", "after_handler", "kill", hit)
+    assert plans.parse_pin(pin.label) == pin
+    assert _plan(pins=[pin.label]).pins == (pin,)
+
+
+def test_a_hit_out_of_range_in_a_label_is_refused() -> None:
+    with pytest.raises(plans.PlanInvalid, match=r"pins\[0\]\.hit: must be a whole number"):
+        _plan(pins=[f"charge:after_handler:kill#{plans.MAX_HIT + 1}"])
 
 
 def test_a_renewal_cut_and_a_transition_cut_need_two_drills() -> None:

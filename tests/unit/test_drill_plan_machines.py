@@ -63,7 +63,7 @@ def test_a_stub_that_loops_is_walked_once() -> None:
         ("InReview:before_commit:duplicate_signal", "'duplicate_signal' does not apply to a"),
         ("InReview:after_commit:sever_before_commit", "cuts a COMMIT, and at after_commit"),
         ("InReview:in_lease_renewal:kill", "give stubs.InReview behaviour slow with seconds"),
-        ("InReview:before_commit:restart_database", "restart_database is not supported"),
+        ("InReview:after_handler:restart_database", "does not reach after_handler; it reach"),
     ],
 )
 def test_a_pin_that_cannot_run_on_a_machine_is_refused_saying_why(pin: str, problem: str) -> None:

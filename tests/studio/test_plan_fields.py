@@ -1,0 +1,135 @@
+"""The plan editor's fields for what a plan document can say besides its pins: a fail
+stub's ``times``, the ``answers`` sent to signal and approval steps, and a pin's ``hit``.
+Each is a plain form field; a value it does not allow is refused at that field, saying
+what it allows, and the plan is not saved."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.test_plan_machines import approval
+from verification.plan import MAX_FAIL_TIMES, MAX_HIT
+
+HTMX = {"HX-Request": "true"}
+
+
+def waits(name: str) -> dict[str, Any]:
+    """An activity, then an approval, then a signal."""
+    limits = {"timeout": "30s", "input_limit": 1024}
+    return {
+        "name": name,
+        "version": "1",
+        "mode": "orchestration",
+        "steps": [
+            {"name": "charge", "kind": "activity", "target": "payments.charge",
+             "result_limit": 1024, "retry": {"max_attempts": 3, "initial_delay": "1s",
+                                             "max_delay": "5s"}, **limits},
+            {"name": "manager", "kind": "approval", "target": "order.manager", **limits},
+            {"name": "shipped", "kind": "signal", "target": "order.shipped", **limits},
+        ],
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def team(studio: LiveStudio) -> str:
+    return studio.team("planfields")
+
+
+@pytest.fixture(scope="module")
+def url(studio: LiveStudio, team: str) -> str:
+    name = f"waits.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, waits(name))
+    return f"/definitions/{name}/versions/1/plans"
+
+
+def error_at(page: str, field: str) -> str:
+    """The error shown at ``field`` (the field points at it), or ''."""
+    tag = re.search(rf'<input[^>]*name="{re.escape(field)}"[^>]*>', page)
+    assert tag, f"no field {field}"
+    if f'aria-describedby="error-{field}"' not in tag.group(0):
+        return ""
+    found = re.search(rf'id="error-{re.escape(field)}"[^>]*>([^<]*)<', page)
+    return found.group(1) if found else ""
+
+
+def test_times_answers_and_a_hit_are_saved_as_the_cli_reads_them(
+    operator: SignedInClient, url: str
+) -> None:
+    picked = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    assert 'name="hit" value="1"' in picked.text
+    assert 'name="answer.manager" value="null"' in picked.text
+    pinned = operator.form(
+        f"{url}/compose",
+        {"picked": "charge", "boundary": "after_handler", "fault": "kill", "hit": "2",
+         "action": "pin", "input": "null"},
+        headers=HTMX,
+    )  # fmt: skip
+    assert 'name="pin" value="charge:after_handler:kill#2"' in pinned.text
+    saved = operator.form(
+        url,
+        {"pin": ["charge:after_handler:kill#2"], "input": "null", "name": "second-try",
+         "stub.charge.behaviour": "fail", "stub.charge.times": "1",
+         "answer.manager": '{"approved": true}', "answer.shipped": '{"carrier": "dhl"}'},
+    )  # fmt: skip
+    assert saved.status_code == 303, saved.text
+    exported = json.loads(operator.get(f"{url}/second-try/versions/1/export").text)
+    assert exported["pins"] == [
+        {"step": "charge", "boundary": "after_handler", "fault": "kill", "hit": 2}
+    ]
+    assert exported["stubs"]["charge"]["times"] == 1
+    assert exported["answers"] == {"manager": {"approved": True}, "shipped": {"carrier": "dhl"}}
+    again = operator.get(url, params={"plan": "second-try", "v": 1}).text
+    assert 'name="stub.charge.times" value="1"' in again
+    assert 'name="answer.shipped" value="{&#34;carrier&#34;: &#34;dhl&#34;}"' in again
+
+
+@pytest.mark.parametrize("hit", ["0", str(MAX_HIT + 1), "two", "²"])
+def test_a_hit_out_of_range_is_refused_at_its_field(
+    operator: SignedInClient, url: str, hit: str
+) -> None:
+    refused = operator.form(
+        f"{url}/compose",
+        {"picked": "charge", "boundary": "after_handler", "fault": "kill", "hit": hit,
+         "action": "pin", "input": "null"},
+        headers=HTMX,
+    )  # fmt: skip
+    assert refused.status_code == 200
+    said = error_at(refused.text, "hit")
+    assert f"a whole number from 1 to {MAX_HIT}" in said, refused.text
+    assert 'name="pin"' not in refused.text  # nothing pinned
+
+
+def test_bad_times_and_answers_are_refused_at_their_fields_and_not_saved(
+    operator: SignedInClient, url: str
+) -> None:
+    refused = operator.form(
+        url,
+        {"pin": ["charge:after_handler:kill"], "input": "null", "name": "typos",
+         "stub.charge.behaviour": "fail", "stub.charge.times": str(MAX_FAIL_TIMES + 1),
+         "answer.manager": "{yes", "answer.shipped": '"fine"'},
+    )  # fmt: skip
+    assert refused.status_code == 422
+    assert f"a whole number from 0 to {MAX_FAIL_TIMES} (0: every attempt)" in error_at(
+        refused.text, "stub.charge.times"
+    )
+    assert "JSON of at most" in error_at(refused.text, "answer.manager")
+    assert 'value="{yes"' in refused.text  # what was typed is kept to correct
+    assert error_at(refused.text, "answer.shipped") == ""
+    plans = operator.get(url).text
+    assert 'data-plan="typos"' not in plans
+
+
+def test_a_machine_has_no_answers_to_give(
+    operator: SignedInClient, studio: LiveStudio, team: str
+) -> None:
+    """A state machine waits for no signal or approval: its editor offers no answers."""
+    name = f"approval.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, approval(name))
+    page = operator.get(f"/definitions/{name}/versions/1/plans").text
+    assert "plan-answers" not in page and 'name="stub.' in page
