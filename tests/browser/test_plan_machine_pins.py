@@ -8,32 +8,16 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
-from tests.browser.test_plan_pins import RUN_MS
+from tests.browser.plan_pins import RUN_MS, pin_on_a_node
 from tests.studio.live import LiveStudio
 from tests.studio.test_plan_machines import approval
 
 
 def test_pin_a_state_run_and_see_the_verdict_on_the_diagram(page: Page, studio: LiveStudio) -> None:
-    team = studio.team("machinepins")
     name = f"approval.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, approval(name))
-    sign_in(page, studio.user(team, Role.OPERATOR))
-    page.goto(f"/definitions/{name}/versions/1")
-    page.locator("#drill-plans-link").click()
-    settled(page)
-
-    page.locator("#state-InReview a").click()
-    settled(page)
-    expect(page.locator("#picked-step")).to_have_text("InReview")
-    page.get_by_label("Boundary").select_option("before_commit")
-    page.get_by_label("Fault").select_option("kill")
-    page.get_by_role("button", name="Pin fault").click()
-    settled(page)
-    marker = page.locator("#state-InReview .pin-marker[data-pin='InReview:before_commit:kill']")
-    expect(marker).to_have_count(1)
-
+    pin_on_a_node(
+        page, studio, "machinepins", approval(name), "state-InReview", "InReview:before_commit:kill"
+    )
     page.get_by_label("Input (JSON)").fill('"v1"')
     page.get_by_label("InReview result").fill('"Rejected"')
     page.get_by_label("Save as").fill("review killed")

@@ -8,33 +8,15 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from studio.roles import Role
-from tests.browser.conftest import settled, sign_in
+from tests.browser.plan_pins import RUN_MS, pin_on_a_node
 from tests.studio.live import LiveStudio
 from tests.studio.test_plan_api import payments
 
-RUN_MS = 150_000
-"""A whole drill run: a fresh schema, a worker killed and replaced, the checker."""
-
 
 def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveStudio) -> None:
-    team = studio.team("pins")
     name = f"pay.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, payments(name))
-    sign_in(page, studio.user(team, Role.OPERATOR))
-    page.goto(f"/definitions/{name}/versions/1")
-    page.locator("#drill-plans-link").click()
-    settled(page)
-
-    page.locator("#step-charge a").click()
-    settled(page)
-    expect(page.locator("#picked-step")).to_have_text("charge")
-    page.get_by_label("Boundary").select_option("after_handler")
-    page.get_by_label("Fault").select_option("kill")
-    page.get_by_role("button", name="Pin fault").click()
-    settled(page)
-    marker = page.locator("#step-charge .pin-marker[data-pin='charge:after_handler:kill']")
-    expect(marker).to_have_count(1)
+    pin = "charge:after_handler:kill"
+    marker = pin_on_a_node(page, studio, "pins", payments(name), "step-charge", pin)
     expect(page.locator("#plan-pins")).to_contain_text("charge:after_handler:kill")
 
     page.get_by_label("Save as").fill("in doubt")
