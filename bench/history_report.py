@@ -189,45 +189,38 @@ def splice(document: str, section: str) -> str:
     return document.rstrip("\n") + "\n\n" + section
 
 
-DECISION = """**What the run of 2026-12-03 says (issue 25).**
+DECISION = """**What the run of 2026-12-03 19:41 UTC says (issue 25).**
 
-- *Studio reads are unchanged* by 10^7 history rows of ended instances: every instance-page
-  and list read stayed within its noise (server time within 0.15 ms either way). They read
-  by instance id, or indexes of running instances ordered by time. The ended list's first
-  page is slower only because it now has 100 rows to show instead of 2.
-- *Claims were not, until this run's fix.* A 1-item claim was unchanged (0.17 ms on the
-  server); the 16-item claim went from 0.56 to 32.6 ms. Same plan, but the bigger tables
-  raised its estimated cost past PostgreSQL's `jit_above_cost` (100,000, with JIT on by
-  default in 15), so the server JIT-compiled it on every execution. On a copy with
-  3.2x10^6 history rows its cost was 63,800 (a 1-item claim: 15,800), and with JIT forced
-  on there the 16-item claim took 59 ms and the 1-item 34 ms, against 1.5 and 0.6. Engine
-  sessions now set `jit=off` (`engine/store/store.py`); with JIT forced on for the role,
-  claims stay at 1.5 and 0.6 ms. The figures above were measured before the fix (one run
-  at this size, for the machine's sake); the next `--history-scale` run measures with it.
+- *Studio reads and claims are unchanged* by 10^7 history rows of ended instances: every
+  instance-page and list read, and both claims, stayed within their noise (a 1-item claim
+  0.20 -> 0.21 ms on the server, a 16-item claim 0.57 -> 0.70 ms). They read by instance
+  id, or by indexes of running instances and due work. The ended list's first page is
+  slower only because it has 100 rows to show instead of 2.
+- *Claims needed one fix to get there.* The first run at this size (19:06 UTC, before the
+  fix) measured the 16-item claim at 32.6 ms on the server: same plan, but the bigger
+  tables raised its estimated cost past PostgreSQL's `jit_above_cost` (100,000; JIT is on
+  by default in 15), so the server JIT-compiled it on every execution. Engine sessions now
+  set `jit=off` (`engine/store/store.py`), which outranks a role's or a database's setting.
+- *Retention's batches no longer grow with the tables.* Finding a batch scanned all of
+  work and history (about 1 s per batch at this size in the first run); it now looks each
+  candidate instance up: 10 ms per batch here.
 - *Removal: partitioning does not pay at this size, so it is not done.* Retention removed
-  a month (25,685 instances, 0.8 M history and 0.5 M ledger rows) in 52 batches, about
-  110 s in all: about 50 s finding batches, 51 s exporting, 6.7 s deleting. (Finding a
-  batch scanned all of work and history, about 1 s each at this size. It now looks up each
-  candidate instance instead: 177 ms became 10 ms on a copy with 10^6 history rows, and
-  the time no longer grows with the tables.) Of the
-  deletes' 5.0 s of server time, history and the ledger took 1.4 s (work took 3.5 s: a
-  foreign-key check per deleted row). The WAL was 345 MiB for the deletes (13.7 KiB per
-  instance) and 153 MiB for the VACUUM after them (4.6 s). Dropping the same month's
-  partitions of a partitioned copy took 0.1 s and 0.3 MiB of WAL. So partitions would
-  save about 1.4 s of server time and most of 0.5 GB of WAL per month. The export still
-  reads every instance, and instances and work are still deleted row by row. In
-  exchange, every history read and every commit's ledger lookup would probe each
-  partition's index: with 12 partitions, a history page took 0.050 ms on the server
-  instead of 0.036, and a ledger lookup 0.023 ms instead of 0.009. The number of
-  partitions would keep growing with the months kept. It would also take a partition key
-  in the primary keys of history and the ledger, written by every commit, and one of two
-  things: partitions per team, because keeps differ by team, or drops that wait until
-  every instance of the month is expired and free of running children. A claim loop
-  alongside moved with the machine's background (probably the checkpoint after the 3 GB
-  copy), not visibly with the deletes: 9 ms median during the deletes, 11 ms idle just
-  before them, 2 ms idle later. Revisit when deleting history and the ledger becomes
-  most of retention's cost or its WAL matters (replicas, backups), e.g. well past 10^8
-  rows, where the VACUUM after deletes scans indexes ten times larger.
+  a month (25,685 instances, 0.8 M history and 0.5 M ledger rows) in 52 batches: 19 s
+  exporting (the same with partitions), 2.9 s deleting, of whose 2.3 s of server time
+  history and the ledger took 0.6 s (work most of the rest: a foreign-key check per
+  deleted row). The WAL was 345 MiB for the deletes (13.7 KiB per instance) and 157 MiB
+  for the VACUUM after them (2.2 s). Dropping the same month's partitions of a
+  partitioned copy took 0.16 s and 0.3 MiB of WAL. So partitions would save about 0.6 s
+  of server time and most of 0.5 GB of WAL per month. In exchange, every history read and
+  every commit's ledger lookup would probe each partition's index: with 12 partitions a
+  history page took 0.034 ms on the server instead of 0.021, a ledger lookup 0.012 to
+  0.014 ms instead of 0.002, growing with the months kept. It would also put a partition
+  key in the primary keys of history and the ledger, written by every commit, and need
+  either partitions per team (keeps differ by team) or drops that wait until every
+  instance of the month is expired and free of running children. A worker's claim loop
+  alongside moved a little while the deletes ran (median 4.5 ms, p99 12.9, against 3.0 and
+  5.9 idle). Revisit when deleting history and the ledger becomes most of retention's
+  cost or its WAL matters (replicas, backups), e.g. well past 10^8 rows.
 """
 
 """What the figures decided (issue 25: partition history and ledger only if it pays)."""
