@@ -117,12 +117,22 @@ def test_a_call_out_of_range_a_boundary_never_reached_and_a_bad_app_are_refused(
     assert "a step call does not reach after_claim; it reaches after_attempt_start" in (
         boundary.text
     )
+    page = operator.get(url).text
+    end = re.search(r'data-step="(return@\d+)"', page)
+    assert end
+    nothing = operator.get(f"{url}/compose", params={"step": end[1]}, headers=HTMX)
+    assert "has no work a code plan can fault (only step calls and signal waits do)" in (
+        nothing.text
+    )
     app = operator.form(url, fields(name="bad app", app="shop.worker"))
     assert app.status_code == 422
     assert 'id="error-app"' in app.text and "as MODULE:APP (e.g. shop.worker:app)" in app.text
     missing = operator.form(url, fields(name="no app", app=""))
     assert missing.status_code == 422
     assert "required: a code-first workflow runs its own code" in missing.text
+    by_api = api(operator).post(f"/api{url}", json={"document": {"name": "no app", "pins": []}})
+    assert by_api.status_code == 422
+    assert "is a code-first workflow: it runs its own code, so name the app" in by_api.text
 
 
 def test_a_saved_plan_exports_as_the_command_line_reads_it(
