@@ -171,7 +171,7 @@ async def _page(
         ws=workspace(principal, definition, working, picked, errors, hit, call),
         saved=listed,
         notice=notice,
-        exported={p.label: plans.export_name(p) for p in listed},
+        commands={p.label: plans.run_command(p) for p in listed},
     )
 
 

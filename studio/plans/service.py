@@ -13,6 +13,7 @@ is kept for the heatmap (``studio.plans.saved``).
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,7 @@ PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 covered here but run only from ``wayline drill run``: ``STUDIO_CODE``)."""
 STUDIO_CODE = (
     "a code-first plan runs your own code from its app ({app}), and the studio does not "
-    "load your code: export the plan and run `wayline drill run --plan "
-    "{file}` where that app can be imported"
+    "load your code: export the plan and run `{command}` where that app can be imported"
 )
 MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
 MAX_PLAN_VERSION = 2**31 - 1
@@ -63,6 +63,12 @@ async def definition_of(runtime: Runtime, team: str, name: str, version: str) ->
 def export_name(plan: saved.SavedPlan) -> str:
     """The file name a plan version is exported as (and the CLI command names)."""
     return f"{plan.name}.v{plan.version}.json".replace('"', "")
+
+
+def run_command(plan: saved.SavedPlan) -> str:
+    """The command that runs the plan version's export (its file name quoted for a
+    shell when it must be)."""
+    return f"wayline drill run --plan {shlex.quote(export_name(plan))}"
 
 
 def plan_name(name: str) -> str:
@@ -127,9 +133,8 @@ def run(
         raise Invalid(f"{plan.label} drills {plan.definition}, not {documents.ref(definition)}")
     if definition.mode is Mode.CODE:
         app = str(plan.document.get("app") or "MODULE:APP")
-        raise Invalid(
-            f"{plan.label} cannot run here: {STUDIO_CODE.format(app=app, file=export_name(plan))}"
-        )
+        why = STUDIO_CODE.format(app=app, command=run_command(plan))
+        raise Invalid(f"{plan.label} cannot run here: {why}")
     problems = documents.check(plan.document, definition)
     if problems:
         raise Invalid("the drill plan cannot run", [{"path": "", "message": p} for p in problems])
