@@ -292,7 +292,12 @@ def pin_step(form: FormData, definition: Definition, picked: str) -> tuple[str, 
     call = whole(call_text, 1, plan_code.MAX_OCCURRENCE)
     if call is None:
         return "", {"call": f"{call_text[:MAX_SHOWN_CHARS]!r} is not allowed; {CALL_ALLOWED}"}
-    return node.key(call, form.one("signal")), {}
+    signal = form.one("signal")
+    if signal and node.signals and signal not in node.signals:
+        awaited = ", ".join(node.signals)
+        shown = signal[:MAX_SHOWN_CHARS]
+        return "", {"signal": f"{shown!r} is not allowed; this wait awaits {awaited}"}
+    return node.key(call, signal), {}
 
 
 def with_pin(form: FormData, definition: Definition) -> tuple[FormData, dict[str, str]]:

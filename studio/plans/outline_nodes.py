@@ -33,11 +33,11 @@ class Pinnable:
     signals: tuple[str, ...] = ()
 
     def key(self, call: int = 1, signal: str = "") -> str:
-        """The pin's step key: ``NAME.CALL`` of a step, else the chosen signal (the
-        node's first when none is chosen or the one chosen is not awaited here)."""
+        """The pin's step key: ``NAME.CALL`` of a step, else ``signal`` (the node's
+        first when none is given)."""
         if self.step:
             return f"{self.step}.{call}"
-        return signal if signal in self.signals else self.signals[0]
+        return signal or self.signals[0]
 
     def holds(self, key: str) -> bool:
         match = plan_code.KEY.match(key)

@@ -117,6 +117,13 @@ def test_a_call_out_of_range_a_boundary_never_reached_and_a_bad_app_are_refused(
     assert "a step call does not reach after_claim; it reaches after_attempt_start" in (
         boundary.text
     )
+    signal = operator.form(
+        f"{url}/compose",
+        fields(picked="race:paid,cancelled", signal="shipped", boundary="before_signal_ack",
+               fault="kill", action="pin"),
+        headers=HTMX,
+    )  # fmt: skip
+    assert 'id="error-signal"' in signal.text and "this wait awaits paid, cancelled" in signal.text
     page = operator.get(url).text
     end = re.search(r'data-step="(return@\d+)"', page)
     assert end
