@@ -10,12 +10,15 @@ checks (``verification.plan``) decide what is valid, so the studio and the CLI a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.definitions import Definition, Mode, StepKind
+from studio.plans import outline_nodes
 from verification import plan as plans
+from verification import plan_code
 
 MAX_INPUT_CHARS = 20_000
 """Characters of a plan's input (or a stub's result) as typed in the form."""
@@ -32,6 +35,20 @@ TIMES_ALLOWED = (
     "(0: every attempt)"
 )
 ANSWER_ALLOWED = f"JSON of at most {MAX_INPUT_CHARS} characters (null for nothing)"
+APP_SHAPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+"""``MODULE:APP``: a dotted module path, a colon, the name of the app in it."""
+APP_ALLOWED = (
+    "the module and the app in it that declare this workflow, as MODULE:APP "
+    "(e.g. shop.worker:app), importable where `wayline drill run` runs"
+)
+APP_REQUIRED = (
+    "required: a code-first workflow runs its own code, so name the app that declares it, "
+    "as MODULE:APP (e.g. shop.worker:app)"
+)
+CALL_ALLOWED = (
+    f"which call of the step: a whole number from 1 to {plan_code.MAX_OCCURRENCE} "
+    "(2: its second call)"
+)
 
 
 class FormData(Mapping[str, list[str]]):
@@ -105,15 +122,20 @@ def boundaries_for(definition: Definition, step: str) -> list[str]:
 
 
 def stubbed_steps(definition: Definition) -> list[str]:
-    """The steps a plan stubs: a step list's activities, a machine's states that advance."""
+    """The steps a plan stubs: a step list's activities, a machine's states that advance
+    (a code-first workflow's bodies are its code: none)."""
     if definition.mode is Mode.MACHINE:
         return plans.steps_of(definition)
+    if definition.mode is Mode.CODE:
+        return []
     return [s.name for s in definition.steps if s.kind is StepKind.ACTIVITY]
 
 
 def answered_steps(definition: Definition) -> list[str]:
-    """The steps a plan answers: a step list's signal and approval steps (a machine
-    waits for none)."""
+    """The steps a plan answers: a step list's signal and approval steps, the signals a
+    code-first workflow waits for (a machine waits for none)."""
+    if definition.mode is Mode.CODE:
+        return plan_code.signals(definition)
     if definition.mode is not Mode.ORCHESTRATION:
         return []
     return [s.name for s in definition.steps if s.kind in ANSWERED]
@@ -142,8 +164,9 @@ def check(document: dict[str, Any], definition: Definition) -> list[str]:
     return []
 
 
-def from_form(form: FormData, definition: Definition) -> WorkingPlan:
-    """The working plan the form describes, with its problems (pins and JSON fields)."""
+def from_form(form: FormData, definition: Definition, saving: bool = False) -> WorkingPlan:
+    """The working plan the form describes, with its problems (pins and JSON fields);
+    ``saving``: a required field left empty is refused at its field too."""
     problems: list[str] = []
     name = form.one("name")
     if len(name) > PLAN_NAME_CHARS:
@@ -157,8 +180,22 @@ def from_form(form: FormData, definition: Definition) -> WorkingPlan:
         plans.parse_pin(text).as_json() for text in form.get("pin", []) if _pin_shaped(text)
     ]
     document["answers"] = _answers(form, definition, working)
+    if definition.mode is Mode.CODE:
+        document["app"] = _app(form, working, saving)
     working.problems += check(document, definition)
     return working
+
+
+def _app(form: FormData, working: WorkingPlan, saving: bool) -> str:
+    """The app that declares a code-first workflow, refused at its field unless it is
+    ``MODULE:APP`` (left empty while the plan is composed, only the plan's problems
+    say it is required: the field says so when the plan is saved)."""
+    text = form.one("app")
+    if text and not APP_SHAPE.fullmatch(text):
+        _refuse(working, "app", text, APP_ALLOWED)
+    elif not text and saving:
+        working.field_errors["app"] = APP_REQUIRED
+    return text
 
 
 def _refuse(working: WorkingPlan, name: str, text: str, allowed: str) -> None:
@@ -240,6 +277,27 @@ def _stubs(form: FormData, definition: Definition, working: WorkingPlan) -> dict
         if (behaviour, result, seconds, idempotent) != ("succeed", None, 0.0, True):
             stubs[step] = {**raw, "idempotent": idempotent}
     return stubs
+
+
+def pin_step(form: FormData, definition: Definition, picked: str) -> tuple[str, dict[str, str]]:
+    """The step a pin on the ``picked`` node names, or '' and why not by field: the node
+    itself, or on a code-first outline the picked step's call (field ``call``, its first
+    by default) or the signal picked among those the picked wait awaits (``signal``)."""
+    if definition.mode is not Mode.CODE or not picked:
+        return picked, {}
+    node = outline_nodes.pinnable(definition, picked)
+    if node is None:
+        return "", {"": f"{picked} has no work a code plan can fault; pick a step or a wait"}
+    call_text = form.one("call", "1") or "1"
+    call = whole(call_text, 1, plan_code.MAX_OCCURRENCE)
+    if call is None:
+        return "", {"call": f"{call_text[:MAX_SHOWN_CHARS]!r} is not allowed; {CALL_ALLOWED}"}
+    signal = form.one("signal")
+    if signal and node.signals and signal not in node.signals:
+        awaited = ", ".join(node.signals)
+        shown = signal[:MAX_SHOWN_CHARS]
+        return "", {"signal": f"{shown!r} is not allowed; this wait awaits {awaited}"}
+    return node.key(call, signal), {}
 
 
 def with_pin(form: FormData, definition: Definition) -> tuple[FormData, dict[str, str]]:

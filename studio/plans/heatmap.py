@@ -16,6 +16,7 @@ from engine.model.definitions import Definition, Mode
 from studio.plans.documents import stubbed_steps
 from studio.plans.saved import PlanRun, SavedPlan
 from verification import plan as plans
+from verification import plan_code
 
 SYMBOLS = {"passed": "✓", "failed": "✗", "never fired": "∅", "planned": "○", "": "·"}
 """How a cell shows its status (the page's legend explains them)."""
@@ -61,24 +62,29 @@ class StepCoverage:
 
     @property
     def level(self) -> int:
-        """0 (nothing drilled) to HEAT_LEVELS (every applicable cell drilled)."""
-        if not self.applicable:
-            return 0
-        return -(-self.drilled * HEAT_LEVELS // self.applicable)
+        return heat_level(self.drilled, self.applicable)
+
+
+def heat_level(drilled: int, applicable: int) -> int:
+    """0 (nothing drilled) to HEAT_LEVELS (every applicable cell drilled)."""
+    if not applicable:
+        return 0
+    return -(-drilled * HEAT_LEVELS // applicable)
 
 
 def coverage(
     definition: Definition, saved: list[SavedPlan], runs: list[PlanRun]
 ) -> list[StepCoverage]:
-    """Every step (a machine's every state that advances) with work of its own, and its
-    cells (newest evidence first wins)."""
+    """Every step (a machine's every state that advances, a code-first workflow's first
+    call of each step and each signal it waits for, and any later call a plan pinned)
+    with work of its own, and its cells (newest evidence first wins)."""
     slow = {
         step: plans.Stub("slow", seconds=plans.RENEWAL_SLOW_SECONDS)
         for step in stubbed_steps(definition)
     }
     anything = plans.Plan(definition=f"{definition.name}@{definition.version}", stubs=slow)
     steps = []
-    for step in plans.steps_of(definition):
+    for step in _pinned_steps(definition, saved, runs):
         boundaries = [b.value for b in plans.boundaries_of(definition, step)]
         if not boundaries:
             continue
@@ -95,9 +101,21 @@ def coverage(
     return steps
 
 
+def _pinned_steps(definition: Definition, saved: list[SavedPlan], runs: list[PlanRun]) -> list[str]:
+    """The steps a pin may name, then those the plans and runs pinned besides (a code
+    step's later calls), each once."""
+    pinned = [p["step"] for run in runs for p in run.pins if isinstance(p, dict)]
+    for plan in saved:
+        for pin in plan.document.get("pins", []):
+            pinned.append(plans.parse_pin(pin).step if isinstance(pin, str) else pin["step"])
+    return list(dict.fromkeys([*plans.steps_of(definition), *map(str, pinned)]))
+
+
 def _kind(definition: Definition, step: str) -> str:
     if definition.mode is Mode.MACHINE:
         return "state"
+    if definition.mode is Mode.CODE:
+        return "signal" if step in plan_code.signals(definition) else "step call"
     return next(s.kind.value for s in definition.steps if s.name == step)
 
 

@@ -1,7 +1,7 @@
-"""The drill plan editor on a published version's graph (a machine's state diagram):
-pick a step on the graph (a state), a boundary and a fault, and the pin shows as a
-marker on its node; save the plan (a new
-version each time), export it, compare two versions.
+"""The drill plan editor on a published version's graph (a machine's state diagram, a
+code-first workflow's outline): pick a step on the graph (a state; a step call or a
+signal wait of the outline), a boundary and a fault, and the pin shows as a marker on
+its node; save the plan (a new version each time), export it, compare two versions.
 
 The working plan lives in the page's form (``studio.plans.documents``): clicking a node
 or pinning a fault re-renders the workspace (graph and form) with htmx and stores
@@ -21,7 +21,7 @@ from litestar.response import Template
 from engine.model.definitions import Definition, Mode
 from studio.errors import Invalid
 from studio.plans import diff as plan_diff
-from studio.plans import documents, outcome, saved
+from studio.plans import documents, outcome, outline_nodes, saved
 from studio.plans import service as plans
 from studio.plans.documents import FormData, WorkingPlan
 from studio.plans.pictures import picture
@@ -30,7 +30,7 @@ from studio.rendering import is_htmx, page, see_other
 from studio.roles import Access
 from studio.runtime import Runtime
 from verification import plan as harness
-from verification import plan_machines
+from verification import plan_code, plan_machines
 
 BEHAVIOURS = harness.BEHAVIOURS
 MACHINE_BEHAVIOURS = plan_machines.MACHINE_BEHAVIOURS
@@ -54,9 +54,32 @@ def plans_url(definition: Definition) -> str:
 
 
 def blank(definition: Definition) -> WorkingPlan:
-    return WorkingPlan("", {"definition": documents.ref(definition),
-                            "input": harness.default_input(definition),
-                            "stubs": {}, "pins": []})  # fmt: skip
+    document = {"definition": documents.ref(definition),
+                "input": harness.default_input(definition), "stubs": {}, "pins": []}  # fmt: skip
+    if definition.mode is Mode.CODE:
+        document["app"] = ""
+    return WorkingPlan("", document)
+
+
+def _picking(definition: Definition, picked: str) -> dict[str, Any]:
+    """What the picker offers on the picked node: its boundaries and faults, and on a
+    code-first outline what it pins (a step's calls, a wait's signals)."""
+    faults = dict(FAULT_WORDS)
+    if definition.mode is Mode.MACHINE:
+        faults = {f: w for f, w in faults.items() if f in MACHINE_FAULTS}
+    if definition.mode is not Mode.CODE:
+        return {"boundaries": documents.boundaries_for(definition, picked), "faults": faults,
+                "pinnable": None}  # fmt: skip
+    node = outline_nodes.pinnable(definition, picked)
+    key = node.key() if node else ""
+    boundaries = documents.boundaries_for(definition, key) if key else []
+    applies = harness.Plan(definition=documents.ref(definition))
+    faults = {
+        f: w for f, w in faults.items()
+        if any(not harness.cell_problem(applies, definition, harness.Pin(key, b, f))
+               for b in boundaries)
+    }  # fmt: skip
+    return {"boundaries": boundaries, "faults": faults, "pinnable": node}
 
 
 def workspace(
@@ -66,36 +89,42 @@ def workspace(
     picked: str = "",
     errors: dict[str, str] | None = None,
     hit: str = "1",
+    call: str = "1",
 ) -> dict[str, Any]:
-    """What the editor's workspace (graph or state diagram, and form) needs; ``errors``
-    by field name ('' for the plan as a whole), with the working plan's own."""
+    """What the editor's workspace (graph, state diagram or outline, and form) needs;
+    ``errors`` by field name ('' for the plan as a whole), with the working plan's own."""
     errors = {**working.field_errors, **(errors or {})}
     editable = principal.can(Access.OPERATOR)
     machine = definition.mode is Mode.MACHINE
-    markers = {
+    code = definition.mode is Mode.CODE
+    markers = outline_nodes.by_node(definition, {
         step: [outcome.PinState(p.label, p.boundary, p.fault, "pinned") for p in pins]
         for step, pins in working.markers().items()
-    }
+    })  # fmt: skip
+    kinds = {s.name: s.kind.value for s in definition.steps}
     return {
         "definition": definition,
         "url": plans_url(definition),
         "picture": picture(definition, {}, picked),
         "machine": machine,
+        "code": code,
         "markers": markers,
         "working": working,
         "picked": picked,
-        "boundaries": documents.boundaries_for(definition, picked),
-        "faults": {f: w for f, w in FAULT_WORDS.items() if not machine or f in MACHINE_FAULTS},
+        **_picking(definition, picked),
         "behaviours": MACHINE_BEHAVIOURS if machine else BEHAVIOURS,
         "activities": documents.stubbed_steps(definition),
         "answered": documents.answered_steps(definition),
-        "kinds": {s.name: s.kind.value for s in definition.steps},
+        "kinds": dict.fromkeys(plan_code.signals(definition), "signal") if code else kinds,
         "editable": editable,
         "error": errors.get(""),
         "errors": errors,
         "hit": hit,
         "max_hit": harness.MAX_HIT,
         "max_times": harness.MAX_FAIL_TIMES,
+        "call": call,
+        "max_call": plan_code.MAX_OCCURRENCE,
+        "app": working.typed.get("app") or working.document.get("app", ""),
     }
 
 
@@ -131,6 +160,7 @@ async def _page(
     errors: dict[str, str] | None = None,
     notice: str = "",
     hit: str = "1",
+    call: str = "1",
 ) -> Template:
     listed = await saved.listed(runtime.store, principal.team_id, documents.ref(definition))
     return page(
@@ -138,9 +168,10 @@ async def _page(
         "plans/page.html",
         "definitions",
         status=status,
-        ws=workspace(principal, definition, working, picked, errors, hit),
+        ws=workspace(principal, definition, working, picked, errors, hit, call),
         saved=listed,
         notice=notice,
+        commands={p.label: plans.run_command(p) for p in listed},
     )
 
 
@@ -166,17 +197,20 @@ async def compose(
     form = await _form(request)
     picked = (form.get("step") or form.get("picked") or [""])[0]
     errors: dict[str, str] = {}
-    hit = form.one("hit", "1")
+    hit, call = form.one("hit", "1"), form.one("call", "1")
     if form.one("action") == "pin":
-        form, errors = documents.with_pin(FormData({**dict(form), "step": [picked]}), definition)
+        step, errors = documents.pin_step(form, definition, picked)
+        if not errors:
+            form, errors = documents.with_pin(FormData({**dict(form), "step": [step]}), definition)
         hit = hit if errors.get("hit") else "1"
+        call = call if errors.get("call") else "1"
     elif form.one("unpin"):
         form = documents.without_pin(form, form.one("unpin"))
     working = documents.from_form(form, definition)
     if not is_htmx(request):
         return await _page(request, principal, runtime, definition, working, picked=picked,
-                           errors=errors, hit=hit)  # fmt: skip
-    context = workspace(principal, definition, working, picked, errors, hit)
+                           errors=errors, hit=hit, call=call)  # fmt: skip
+    context = workspace(principal, definition, working, picked, errors, hit, call)
     return page(request, "plans/_workspace.html", "definitions", ws=context)
 
 
@@ -188,7 +222,7 @@ async def save_plan(
     version: FromPath[str],
 ) -> Template | Response[Any]:
     definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    working = documents.from_form(await _form(request), definition)
+    working = documents.from_form(await _form(request), definition, saving=True)
     try:
         kept = await plans.save(runtime, principal, definition, working)
     except Invalid as invalid:
@@ -207,7 +241,7 @@ async def export_plan(
 ) -> Response[str]:
     """The plan version as ``wayline drill run --plan`` reads it, as a download."""
     _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
-    filename = f"{found.name}.v{found.version}.json".replace('"', "")
+    filename = plans.export_name(found)
     return Response(
         json.dumps(found.document, indent=2) + "\n",
         media_type="application/json",

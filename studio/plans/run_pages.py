@@ -16,7 +16,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from studio.plans import heatmap, outcome
+from studio.plans import heatmap, outcome, outline_nodes
 from studio.plans import service as plans
 from studio.plans.pages import plans_url
 from studio.plans.pictures import picture
@@ -65,7 +65,7 @@ async def job_page(
     definition = await plans.definition_of(runtime, principal.team_id, name, version)
     job = plans.job_of(runtime, principal.team_id, job_id)
     view, run_id = await plans.run_view(runtime, job)
-    markers = {step: node.pins for step, node in view.nodes.items()}
+    markers = outline_nodes.by_node(definition, {s: node.pins for s, node in view.nodes.items()})
     context = {
         "definition": definition,
         "url": plans_url(definition),
@@ -89,7 +89,12 @@ async def coverage_page(
 ) -> Template:
     definition = await plans.definition_of(runtime, principal.team_id, name, version)
     steps = await plans.coverage(runtime, principal.team_id, definition)
-    heat = {s.step: f"heat heat-{s.level}" for s in steps}
+    on_nodes = outline_nodes.by_node(definition, {s.step: [s] for s in steps})
+    heat, notes = {}, {}
+    for node, covered in on_nodes.items():
+        drilled, applicable = sum(s.drilled for s in covered), sum(s.applicable for s in covered)
+        heat[node] = f"heat heat-{heatmap.heat_level(drilled, applicable)}"
+        notes[node] = f"{drilled} of {applicable} cells drilled"
     return page(
         request,
         "plans/coverage.html",
@@ -98,7 +103,7 @@ async def coverage_page(
         url=plans_url(definition),
         steps=steps,
         picture=picture(definition, heat),
-        notes={s.step: f"{s.drilled} of {s.applicable} cells drilled" for s in steps},
+        notes=notes,
         faults=FAULTS,
         levels=heatmap.HEAT_LEVELS,
     )

@@ -13,6 +13,7 @@ is kept for the heatmap (``studio.plans.saved``).
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,13 @@ from studio.runtime import Runtime
 from verification import plan as plans
 from verification.plan_drills import Drilled
 
-PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE})
-"""The modes the plan pages draw and run here (a code-first workflow's plans name the
-team's app, which the studio does not load: they run from ``wayline drill run``)."""
+PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
+"""The modes the plan pages draw (a code-first workflow's plans are saved, exported and
+covered here but run only from ``wayline drill run``: ``STUDIO_CODE``)."""
+STUDIO_CODE = (
+    "a code-first plan runs your own code from its app ({app}), and the studio does not "
+    "load your code: export the plan and run `{command}` where that app can be imported"
+)
 MAX_PLAN_NAME = documents.PLAN_NAME_CHARS
 MAX_PLAN_VERSION = 2**31 - 1
 """The highest plan version (the column is an integer)."""
@@ -53,6 +58,17 @@ async def definition_of(runtime: Runtime, team: str, name: str, version: str) ->
             f"{modes} definitions"
         )
     return found
+
+
+def export_name(plan: saved.SavedPlan) -> str:
+    """The file name a plan version is exported as (and the CLI command names)."""
+    return f"{plan.name}.v{plan.version}.json".replace('"', "")
+
+
+def run_command(plan: saved.SavedPlan) -> str:
+    """The command that runs the plan version's export (its file name quoted for a
+    shell when it must be)."""
+    return f"wayline drill run --plan {shlex.quote(export_name(plan))}"
 
 
 def plan_name(name: str) -> str:
@@ -115,6 +131,10 @@ def run(
     """Start a run of ``plan`` (Conflict while another drill job runs)."""
     if plan.definition != documents.ref(definition):
         raise Invalid(f"{plan.label} drills {plan.definition}, not {documents.ref(definition)}")
+    if definition.mode is Mode.CODE:
+        app = str(plan.document.get("app") or "MODULE:APP")
+        why = STUDIO_CODE.format(app=app, command=run_command(plan))
+        raise Invalid(f"{plan.label} cannot run here: {why}")
     problems = documents.check(plan.document, definition)
     if problems:
         raise Invalid("the drill plan cannot run", [{"path": "", "message": p} for p in problems])

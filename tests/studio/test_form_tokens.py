@@ -19,6 +19,7 @@ from studio.access import CSRF_FIELD
 from studio.accounts import api_tokens, people
 from studio.definitions import drafts
 from studio.roles import Role
+from tests.studio import plan_code_app
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
 MAX_PAGES = 600
@@ -117,6 +118,8 @@ def seed(studio: LiveStudio) -> tuple[str, list[str]]:
     name = "forms.flow"
     studio.publish(team, definition(name))
     studio.publish(team, signalled("forms.signalled"))
+    code = plan_code_app.app.workflows[0].document  # its drill plan page is reached too
+    studio.publish(team, {**code, "name": "forms.code"})
     draft = studio.run(lambda store: drafts.create_draft(store, team, definition(name), "", "x"))
     waiting = studio.start(team, "forms.signalled")
     studio.overdue(studio.start(team, name))
@@ -163,6 +166,7 @@ def test_every_form_that_changes_state_carries_the_csrf_token(studio: LiveStudio
     assert len(posts) > 40, "the walk found too few forms to mean anything"
     actions = {form.action.rsplit("/", 1)[-1] for form in posts}
     assert {"move", "update", "deprecate", "revoke", "resolve", "team", "logout"} <= actions
+    assert any(f.action == "/definitions/forms.code/versions/1/plans" for f in posts)
     missing = [f"{f.action} on {f.where}: {f.tokens}" for f in posts if f.tokens != [client.csrf]]
     assert not missing, "forms without the session's CSRF token:\n" + "\n".join(missing)
     writes = [write for parts in pages for write in parts.htmx_writes]
