@@ -170,6 +170,12 @@ def _run_plan(args: argparse.Namespace) -> int:
     try:
         if args.plan and args.definition:
             raise PlanInvalid(["give --plan or --definition, not both"])
+        if args.plan and (args.pin or args.app or args.input is not None):
+            raise PlanInvalid([
+                "--pin, --app and --input go with --definition: a plan file carries its "
+                "own pins, app and input (edit the plan, or drill its definition with "
+                "--definition and --pin)"
+            ])  # fmt: skip
         plan = (
             plan_sources.read_plan(args.plan)
             if args.plan

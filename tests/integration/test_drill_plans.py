@@ -147,6 +147,14 @@ def test_a_cut_outcome_that_lost_its_race_is_settled_truthfully(
     assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout[-3000:]
 
 
+def test_flags_a_plan_file_would_ignore_are_refused() -> None:
+    plan = str(PLANS / "order_fulfillment.charge-in-doubt.json")
+    done = _drill("run", "--plan", plan, "--pin", "charge:after_handler:restart_database")
+    assert done.returncode == 2
+    assert "--pin, --app and --input go with --definition" in done.stderr
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
