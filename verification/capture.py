@@ -38,9 +38,16 @@ ORDER BY work_id, change_id
 change's old values), which its fingerprint and its decision cover."""
 
 
+ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+"""The statements read one snapshot: checks run while workers still commit (D9's live
+invariants), and a transition committed between two reads would show ledger rows whose
+events were not read."""
+
+
 async def capture(store: Store) -> list[History]:
-    """Every instance of the store's schema as a History."""
-    async with store.connection() as conn:
+    """Every instance of the store's schema as a History, as of one moment."""
+    async with store.connection() as conn, conn.transaction():
+        await conn.execute(ONE_SNAPSHOT)
         events = await (await conn.execute(EVENTS)).fetchall()
         ledger = await (await conn.execute(LEDGER)).fetchall()
         work = await (await conn.execute(WORK)).fetchall()

@@ -3,10 +3,14 @@ starts and are judged at its end.
 
 They are ``wayline drill`` subprocesses that spend most of their minutes waiting (for
 leases to expire, for quiet phases, for servers to restart), each on a private cluster of
-its own, so they overlap the rest of the suite instead of adding to it. A test that
-judges one is marked ``background_drills(NAME)``: ``tests/conftest.py`` moves it to the
-end of the session and starts, before the first test runs, every run the session's tests
-name; ``result`` then waits for it. Output goes to files, never to a pipe nobody reads.
+its own, so the campaign overlaps the rest of the suite instead of adding to it. A test
+that judges one is marked ``background_drills(NAME)``: ``tests/conftest.py`` moves it to
+the end of the session and starts, before the first test runs, every run the session's
+tests name that may share the machine; ``result`` then waits for it. The self-test may
+not: a mutant is caught only if its drill's race really happens (U1's renewal racing an
+outcome's commit), which two drill runs and the suite at once on two cores can starve,
+so it starts when its test asks for it, the session's last, with nothing else running.
+Output goes to files, never to a pipe nobody reads.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class Run:
 
     args: tuple[str, ...]
     budget_seconds: float
+    with_the_session: bool = True
+    """Started with the session; otherwise when its test asks for it."""
 
 
 def campaign_args(directory: Path) -> tuple[str, ...]:
@@ -42,7 +48,9 @@ def campaign_args(directory: Path) -> tuple[str, ...]:
 
 RUNS = {
     "campaign": lambda directory: Run(campaign_args(directory), 1200.0),
-    "self-test": lambda directory: Run(("self-test", "--profile", "ci", "--seed", SEED), 900.0),
+    "self-test": lambda directory: Run(
+        ("self-test", "--profile", "ci", "--seed", SEED), 900.0, with_the_session=False
+    ),
 }
 """Each background run by name, made for the directory it writes into."""
 
@@ -93,19 +101,30 @@ class Started:
 
 
 _started: dict[str, Started] = {}
+_base: list[Path] = []
+"""Where this session's runs write (set by ``start``)."""
 
 
 def start(names: set[str], base: Path) -> None:
-    """Start every named run not started yet, each writing under ``base / NAME``."""
+    """Start every named run that goes with the session, each writing under
+    ``base / NAME``; the others start when ``get`` asks for them."""
+    _base[:] = [base]
     for name in sorted(names - _started.keys()):
-        directory = base / name
-        directory.mkdir(parents=True, exist_ok=True)
-        _started[name] = Started(name, directory)
+        if RUNS[name](base / name).with_the_session:
+            _begin(name)
 
 
 def get(name: str) -> Started:
-    """The run started for this session (``tests/conftest.py`` starts them)."""
+    """The session's run of this name, started now if it waits for its test."""
+    if name not in _started:
+        _begin(name)
     return _started[name]
+
+
+def _begin(name: str) -> None:
+    directory = _base[0] / name
+    directory.mkdir(parents=True, exist_ok=True)
+    _started[name] = Started(name, directory)
 
 
 def stop_all() -> None:
