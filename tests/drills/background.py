@@ -33,8 +33,6 @@ class Run:
 
     args: tuple[str, ...]
     budget_seconds: float
-    with_the_session: bool = True
-    """Started with the session; otherwise when its test asks for it."""
 
 
 def campaign_args(directory: Path) -> tuple[str, ...]:
@@ -48,11 +46,11 @@ def campaign_args(directory: Path) -> tuple[str, ...]:
 
 RUNS = {
     "campaign": lambda directory: Run(campaign_args(directory), 1200.0),
-    "self-test": lambda directory: Run(
-        ("self-test", "--profile", "ci", "--seed", SEED), 900.0, with_the_session=False
-    ),
+    "self-test": lambda directory: Run(("self-test", "--profile", "ci", "--seed", SEED), 900.0),
 }
 """Each background run by name, made for the directory it writes into."""
+WITH_THE_SESSION = frozenset({"campaign"})
+"""The runs started with the session; the others start when their test asks."""
 
 
 class Started:
@@ -101,17 +99,17 @@ class Started:
 
 
 _started: dict[str, Started] = {}
-_base: list[Path] = []
+_base = Path()
 """Where this session's runs write (set by ``start``)."""
 
 
 def start(names: set[str], base: Path) -> None:
     """Start every named run that goes with the session, each writing under
     ``base / NAME``; the others start when ``get`` asks for them."""
-    _base[:] = [base]
-    for name in sorted(names - _started.keys()):
-        if RUNS[name](base / name).with_the_session:
-            _begin(name)
+    global _base
+    _base = base
+    for name in sorted((names & WITH_THE_SESSION) - _started.keys()):
+        _begin(name)
 
 
 def get(name: str) -> Started:
@@ -122,7 +120,7 @@ def get(name: str) -> Started:
 
 
 def _begin(name: str) -> None:
-    directory = _base[0] / name
+    directory = _base / name
     directory.mkdir(parents=True, exist_ok=True)
     _started[name] = Started(name, directory)
 
