@@ -58,6 +58,7 @@ def test_the_version_links_its_plans_and_they_draw_the_state_diagram(
     assert 'class="graph state-diagram"' in page.text
     assert f'hx-get="{url}/compose?step=InReview"' in page.text
     assert "Click a state on the diagram" in page.text
+    assert "with a stubbed machine" in page.text and "stubbed activities" not in page.text
     assert 'data-stub="Submitted"' in page.text and 'data-stub="InReview"' in page.text
     assert 'data-stub="Approved"' not in page.text  # a terminal state never advances
     assert "ignores_keys" not in page.text
