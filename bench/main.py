@@ -251,6 +251,7 @@ def _latencies(results: Results, cluster: Any, sizes: Sizes, rounds: int) -> Non
                 if held:
                     held.samples += done.samples
                     held.calls += done.calls
+                    held.marks += done.marks
                 else:
                     results.latency[done.key] = done
 

@@ -120,6 +120,7 @@ def wayline_worker(
     *,
     worker_id: str | None = None,
     profile: Path | None = None,
+    marks: bool = False,
     env: dict[str, str] | None = None,
 ) -> Worker:
     argv = [
@@ -137,6 +138,8 @@ def wayline_worker(
         argv += ["--worker-id", worker_id]
     if profile:
         argv += ["--profile", str(profile)]
+    if marks:
+        argv.append("--marks")
     return Worker(name, argv, env)
 
 

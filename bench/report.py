@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable
 
-from bench import peers
+from bench import latency_marks, peers
 from bench.cluster import Window
 from bench.histories import ScaleRow, Timing
 from bench.results import Results
@@ -815,7 +815,32 @@ def _latency(v: View) -> list[str]:
                 for seq, kind, step, ms in ours.timeline
             ],
         )
+    if ours and ours.marks:
+        lines += ["", MARKS_NOTE, ""]
+        lines += _table(
+            ["mark", "samples", "median ms since the start call", "ms since the row above"],
+            _mark_rows(latency_marks.breakdown(ours.marks), len(ours.marks)),
+        )
     return lines
+
+
+MARKS_NOTE = (
+    "The same samples, marked in the measuring process and in the worker on one clock "
+    "(`bench/latency_marks.py`): commit 1 records the first attempt's start; each later "
+    "commit records an outcome with the next attempt's start (the last, the completion) "
+    "and is answered once durable; a handler is called on one of the worker's threads "
+    "(a sync handler) and returns there. A claim begins on the start's NOTIFY or on a "
+    "poll. A row's medians are over the samples that have that mark; the difference to "
+    "the row above is the difference of the medians."
+)
+
+
+def _mark_rows(rows: list[tuple[str, int, float]], samples: int) -> list[list[str]]:
+    out, previous = [], 0.0
+    for label, count, ms in rows:
+        out.append([label, f"{count}/{samples}", f"{ms:.2f}", f"{ms - previous:+.2f}"])
+        previous = ms
+    return out
 
 
 def _recovery(v: View) -> list[str]:

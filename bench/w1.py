@@ -38,7 +38,7 @@ from typing import Any
 
 import psycopg
 
-from bench import peers, procs
+from bench import latency_marks, peers, procs
 from bench.app import EFFECTS_DSN_ENV, EFFECTS_TABLE_ENV, RECOVERY_DEFINITION, W1_DEFINITION
 from bench.app import definitions as wayline_definitions
 from bench.cluster import PROBE, Cluster, Meter, Window
@@ -120,6 +120,9 @@ class Latency:
     """Wayline: per history position, the event and the median ms since the previous one."""
     shape: str = ""
     """How a peer was driven (``bench.peers.SHAPES``); empty for Wayline."""
+    marks: list[dict[str, float]] = field(default_factory=list)
+    """Wayline: per sample, its named marks in ms since the start call
+    (``bench.latency_marks``)."""
 
     @property
     def key(self) -> str:
@@ -463,17 +466,18 @@ def _finished(
 def wayline_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
     schema = "wl_latency"
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
-    worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16)
+    worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16, marks=True)
     with _killed_on_error([worker]):
         worker.expect("ready")
         worker.send("go")
-        samples, calls = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
-    worker.finish()
+        samples, calls, windows = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
+    worker_marks = [(float(t), what) for t, what in worker.finish()["marks"]]
     ids = [f"lat-{k}" for k in range(warmup, warmup + count)]
     with cluster.connect() as conn:
         rows = conn.execute(TIMELINE.format(schema=schema), [ids]).fetchall()
     timeline = [(seq, EventKind(kind).label, step, float(ms)) for seq, kind, step, ms in rows]
-    return Latency("wayline", samples, calls, timeline)
+    marks = [latency_marks.offsets(*window, worker_marks) for window in windows]
+    return Latency("wayline", samples, calls, timeline, marks=marks)
 
 
 TIMELINE = (
@@ -494,11 +498,13 @@ ORDER BY h.sequence
 
 async def _wayline_latency(
     dsn: str, schema: str, count: int, warmup: int
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], list[tuple[float, float, float]]]:
+    """Samples and start calls (seconds), and each sample's ``perf_counter`` readings
+    when its start call began and was answered and when the probe saw it completed."""
     store = await Store.open(dsn, schema)
     probe = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
     status = f"{PROBE} SELECT status FROM {schema}.instances WHERE instance_id = %s"
-    samples, calls = [], []
+    samples, calls, windows = [], [], []
     try:
         client = Client(store)
         gaps = random.Random(LATENCY_GAP_SEED)
@@ -507,7 +513,7 @@ async def _wayline_latency(
             await asyncio.sleep(gaps.uniform(0, LATENCY_MAX_GAP_SECONDS))
             started = time.perf_counter()
             await client.start(W1_DEFINITION, instance)
-            started_call = time.perf_counter() - started
+            answered = time.perf_counter()
             while True:
                 row = await (await probe.execute(status, [instance], prepare=True)).fetchone()
                 if row and row[0] == COMPLETED:
@@ -516,12 +522,14 @@ async def _wayline_latency(
                     raise RuntimeError(f"instance {instance} ended with status {row[0]}")
                 await asyncio.sleep(LATENCY_POLL_SECONDS)
             if k >= warmup:
-                samples.append(time.perf_counter() - started)
-                calls.append(started_call)
+                done = time.perf_counter()
+                samples.append(done - started)
+                calls.append(answered - started)
+                windows.append((started, answered, done))
     finally:
         await probe.close()
         await store.close()
-    return samples, calls
+    return samples, calls, windows
 
 
 def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:

@@ -9,6 +9,9 @@ timed); ``stop`` stops it, drains, and prints one JSON line with the CPU time th
 process used since ``go`` and the worker's metrics. The benchmark SIGKILLs it to test
 recovery.
 
+``--marks`` adds the worker's marks (``bench.latency_marks``) to that JSON line: the
+latency loop's breakdown of where one instance's milliseconds go.
+
 ``--profile FILE`` is for a separate, untimed run: it profiles the event loop with
 cProfile (on the thread's CPU time) and counts how the instance cache is used (loads,
 hits, events read).
@@ -27,6 +30,7 @@ import time
 from datetime import timedelta
 
 from bench.app import app
+from bench.latency_marks import MarkingFaults, MarkingMetrics
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 from engine.store.store import Store
@@ -66,7 +70,8 @@ async def _main(args: argparse.Namespace) -> dict[str, object]:
         concurrency=args.concurrency,
         poll_interval=timedelta(seconds=args.poll_seconds),
     )
-    worker = Worker(store, app, config)
+    faults, metrics = (MarkingFaults(), MarkingMetrics()) if args.marks else (None, None)
+    worker = Worker(store, app, config, faults=faults, metrics=metrics)
     cache = None
     if args.profile:
         cache = CountingCache(store, worker.ctx.registries)
@@ -94,6 +99,8 @@ async def _main(args: argparse.Namespace) -> dict[str, object]:
     used = _cpu() - cpu
     await store.close()
     result: dict[str, object] = {"cpu": used, "metrics": worker.metrics.counts()}
+    if faults is not None and metrics is not None:
+        result["marks"] = sorted(faults.marks + metrics.marks)
     if cache is not None:
         result["cache"] = {
             "loads": cache.loads,
@@ -111,6 +118,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--poll-seconds", type=float, default=0.01)
     parser.add_argument("--worker-id")
+    parser.add_argument("--marks", action="store_true", help="report the worker's marks")
     parser.add_argument("--profile", help="write cProfile stats here (untimed runs only)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(_main(args))), flush=True)

@@ -1,0 +1,59 @@
+"""The latency breakdown names each sample's marks right: the claim that took the work
+(not a poll that found nothing), commits and handlers in their order, nothing from
+another sample's window; and the report shows them in the order they happen."""
+
+from __future__ import annotations
+
+from bench import latency_marks, report
+from bench.latency_marks import CLAIM_TIMED
+from bench.results import Results
+from bench.w1 import Latency
+from engine.worker.faults import Boundary
+from tests.unit.test_bench_peers import SIZES
+
+B = Boundary
+
+
+def test_a_sample_names_the_claim_that_took_its_work_and_numbers_commits_and_handlers():
+    worker = [
+        (0.5, B.BEFORE_COMMIT.value),  # the previous sample's, before this one began
+        (1.001, CLAIM_TIMED),  # a poll that found nothing
+        (1.002, CLAIM_TIMED),  # the claim that took the work
+        (1.003, B.AFTER_CLAIM.value),
+        (1.004, B.BEFORE_COMMIT.value),
+        (1.005, B.AFTER_COMMIT.value),
+        (1.006, B.AFTER_ATTEMPT_START.value),
+        (1.007, B.AFTER_HANDLER.value),
+        (1.008, B.BEFORE_COMMIT.value),
+        (1.009, B.AFTER_COMMIT.value),
+        (1.020, CLAIM_TIMED),  # after the probe saw it completed: the next sample's
+    ]
+    marks = latency_marks.offsets(1.0, 1.0015, 1.010, worker)
+    assert {label: round(ms, 3) for label, ms in marks.items()} == {
+        "start call answered": 1.5,
+        "claim that took it began": 2.0,
+        "claim answered": 3.0,
+        "commit 1 sent": 4.0,
+        "commit 1 answered": 5.0,
+        "handler 1 called": 6.0,
+        "handler 1 returned": 7.0,
+        "commit 2 sent": 8.0,
+        "commit 2 answered": 9.0,
+        "probe saw it completed": 10.0,
+    }
+
+
+def test_the_report_lists_marks_by_their_median_with_the_gap_to_the_row_above():
+    samples = [
+        {"start call answered": 3.0, "claim answered": 4.0, "probe saw it completed": 9.0},
+        {"start call answered": 2.0, "claim answered": 5.0, "probe saw it completed": 11.0},
+        {"start call answered": 2.5, "probe saw it completed": 10.0},
+    ]
+    ours = Latency("wayline", [0.01] * 3, [0.0025] * 3, marks=samples)
+    found = Results("latency", SIZES, "2026-12-04 00:00 UTC")
+    found.latency = {ours.key: ours}
+    text = report.render_latency(found)
+    assert "| start call answered | 3/3 | 2.50 | +2.50 |" in text
+    assert "| claim answered | 2/3 | 4.50 | +2.00 |" in text
+    assert "| probe saw it completed | 3/3 | 10.00 | +5.50 |" in text
+    assert text.index("| start call answered |") < text.index("| claim answered |")
