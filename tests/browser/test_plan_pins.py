@@ -18,6 +18,7 @@ def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveSt
     pin = "charge:after_handler:kill"
     marker = pin_on_a_node(page, studio, "pins", payments(name), "step-charge", pin)
     expect(page.locator("#plan-pins")).to_contain_text("charge:after_handler:kill")
+    _stubs_fit_their_pane(page)
 
     page.get_by_label("Save as").fill("in doubt")
     page.get_by_role("button", name="Save plan").click()
@@ -47,3 +48,14 @@ def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveSt
         "cell cell-none"
     )
     expect(page.locator("#step-charge")).to_have_class("node kind-activity heat heat-1")
+
+
+def _stubs_fit_their_pane(page: Page) -> None:
+    """At desktop width every column of "How activities behave" is inside the side
+    pane (its last column, "Ignores keys", was cut off), and a result has room to read."""
+    pane = page.locator(".plan-pane").first.bounding_box()
+    table = page.locator("table.plan-stubs").bounding_box()
+    result = page.get_by_label("charge result").bounding_box()
+    assert pane and table and result
+    assert table["x"] + table["width"] <= pane["x"] + pane["width"]
+    assert result["width"] >= 60
