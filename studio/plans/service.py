@@ -116,15 +116,6 @@ async def saved_plan(
     return found
 
 
-async def plan_on_version(
-    runtime: Runtime, team: str, name: str, version: str, plan: str, number: str | None
-) -> tuple[Definition, saved.SavedPlan]:
-    """The published version and one version of a plan (its latest when ``number`` is
-    None), as the routes below a version's plans name them."""
-    definition = await definition_of(runtime, team, name, version)
-    return definition, await saved_plan(runtime, team, plan, number)
-
-
 def run(
     runtime: Runtime, principal: Principal, definition: Definition, plan: saved.SavedPlan
 ) -> DrillJob:
