@@ -12,6 +12,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from engine.model.definitions import Definition
+from studio.drills.jobs import DrillJob
 from studio.plans import documents
 from studio.plans import service as plans
 from studio.plans.saved import SavedPlan, listed
@@ -81,9 +82,7 @@ async def run_plan(
     planned: NamedDependency[tuple[Definition, SavedPlan]],
 ) -> PlanRunOut:
     """Start a run in a throwaway schema (202); follow it at ``.../plans/jobs/{id}``."""
-    job = plans.run(runtime, principal, *planned)
-    view, run_id = await plans.run_view(runtime, job)
-    return run_out(job, view, run_id)
+    return await _followed(runtime, plans.run(runtime, principal, *planned))
 
 
 async def get_plan_run(
@@ -93,7 +92,11 @@ async def get_plan_run(
     job_id: FromPath[str],
 ) -> PlanRunOut:
     """A run's progress and verdict (``drilled`` checks the version first)."""
-    job = plans.job_of(runtime, principal.team_id, job_id)
+    return await _followed(runtime, plans.job_of(runtime, principal.team_id, job_id))
+
+
+async def _followed(runtime: Runtime, job: DrillJob) -> PlanRunOut:
+    """The run as a start answers it and as following it shows it, now."""
     view, run_id = await plans.run_view(runtime, job)
     return run_out(job, view, run_id)
 
