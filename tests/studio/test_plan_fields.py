@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from typing import Any
 
 import pytest
@@ -43,8 +42,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = f"waits.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, waits(name))
+    name = studio.publish_new(team, "waits", waits)
     return f"/definitions/{name}/versions/1/plans"
 
 
@@ -129,7 +127,6 @@ def test_a_machine_has_no_answers_to_give(
     operator: SignedInClient, studio: LiveStudio, team: str
 ) -> None:
     """A state machine waits for no signal or approval: its editor offers no answers."""
-    name = f"approval.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, approval(name))
+    name = studio.publish_new(team, "approval", approval)
     page = operator.get(f"/definitions/{name}/versions/1/plans").text
     assert "plan-answers" not in page and 'name="stub.' in page

@@ -7,7 +7,6 @@ and the execution's end on the state it ended in, then fills the coverage."""
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def name(studio: LiveStudio, team: str) -> str:
-    name = f"approval.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, approval(name))
+    name = studio.publish_new(team, "approval", approval)
     return name
 
 

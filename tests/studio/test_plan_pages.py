@@ -6,7 +6,6 @@ cannot edit."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -23,8 +22,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = f"pay.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, payments(name))
+    name = studio.publish_new(team, "pay", payments)
     return f"/definitions/{name}/versions/1/plans"
 
 
