@@ -1,6 +1,7 @@
 """The drill-plan editor's workspace as the page's htmx drives it, for the plan page
 tests of every mode: picking a node on the graph, and posting the plan's form to
-``compose`` (a pin added or removed). ``url`` is a version's plans page."""
+``compose`` (a pin added or removed), and what a refused pin looks like. ``url`` is a
+version's plans page."""
 
 from __future__ import annotations
 
@@ -21,3 +22,10 @@ def pick(client: SignedInClient, url: str, node: str) -> httpx.Response:
 def compose(client: SignedInClient, url: str, fields: dict[str, Any]) -> httpx.Response:
     """The workspace after the plan's form, ``fields``, is posted to ``compose``."""
     return client.form(f"{url}/compose", fields, headers=HTMX)
+
+
+def assert_pin_refused(workspace: httpx.Response, why: str) -> None:
+    """The workspace says beside the form why the pin was refused, and pins nothing."""
+    assert 'id="plan-error"' in workspace.text
+    assert why in workspace.text
+    assert 'name="pin"' not in workspace.text
