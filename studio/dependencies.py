@@ -1,7 +1,7 @@
 """What Litestar hands a route besides its parameters: the runtime, the principal, the
 instance list's filters, the instance a page shows, an instance history's filter, the
-draft editor and the published version and saved plan a drill-plan route is below
-(``app.py`` provides them by these names).
+draft editor, the published version a route names and the saved plan a drill-plan
+route is below (``app.py`` provides them by these names).
 
 A page and an API route ask for ``runtime: Runtime`` and ``principal: Principal`` by
 name and get them through dependency injection, so neither reaches into the app's
@@ -17,11 +17,12 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, Parameter
 
-from engine.api.queries import InstanceRow
+from engine.api.queries import InstanceRow, PublishedVersion
 from engine.model.definitions import Definition
 from studio import read_lag
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
+from studio.definitions import service as definitions
 from studio.definitions.editor_pages import draft_editor
 from studio.instance_urls import instance_id_of
 from studio.instances.history import PAGE_EVENTS, HistoryFilter
@@ -116,16 +117,21 @@ def history_filter(
     return HistoryFilter(tuple(kind or ()), step, after, limit)
 
 
-async def drilled_version(
+async def published_version(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     name: FromPath[str],
     version: FromPath[str],
-) -> Definition:
-    """The published version the path names, if it is the team's (else 404) and of a mode
-    plans drill (else 422): the ``drilled`` dependency of the routes below a version's
-    plans, which all start there."""
-    return await plans.definition_of(runtime, principal.team_id, name, version)
+) -> PublishedVersion:
+    """The published version the path names, if it is the team's (else 404): the
+    ``published_version`` dependency of the routes of one version, which start there."""
+    return await definitions.version_of(runtime, principal.team_id, name, version)
+
+
+def drilled_version(published_version: NamedDependency[PublishedVersion]) -> Definition:
+    """The path's published version, if it is of a mode plans drill (else 422): the
+    ``drilled`` dependency of the routes below a version's plans."""
+    return plans.plannable(published_version)
 
 
 async def planned_version(
@@ -148,6 +154,7 @@ DEPENDENCIES = {
     "row": Provide(instance_row),
     "chosen": Provide(history_filter, sync_to_thread=False),
     "editor": Provide(draft_editor, sync_to_thread=False),
-    "drilled": Provide(drilled_version),
+    "published_version": Provide(published_version),
+    "drilled": Provide(drilled_version, sync_to_thread=False),
     "planned": Provide(planned_version),
 }
