@@ -1,6 +1,7 @@
 """What Litestar hands a route besides its parameters: the runtime, the principal, the
-instance list's filters, the instance a page shows, an instance history's filter and the
-draft editor (``app.py`` provides them by these names).
+instance list's filters, the instance a page shows, an instance history's filter, the
+draft editor, the published version a route names and the saved plan a drill-plan
+route is below (``app.py`` provides them by these names).
 
 A page and an API route ask for ``runtime: Runtime`` and ``principal: Principal`` by
 name and get them through dependency injection, so neither reaches into the app's
@@ -16,15 +17,19 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, Parameter
 
-from engine.api.queries import InstanceRow
+from engine.api.queries import InstanceRow, PublishedVersion
+from engine.model.definitions import Definition
 from studio import read_lag
 from studio.access import maybe_principal
 from studio.choices import InstanceStatusName, InstanceView
+from studio.definitions import service as definitions
 from studio.definitions.editor_pages import draft_editor
 from studio.instance_urls import instance_id_of
 from studio.instances.history import PAGE_EVENTS, HistoryFilter
 from studio.instances.list_order import SORTS
 from studio.instances.service import InstanceFilters, require_row
+from studio.plans import service as plans
+from studio.plans.saved import SavedPlan
 from studio.principal import Principal
 from studio.reads import Reads
 from studio.runtime import Runtime
@@ -112,6 +117,35 @@ def history_filter(
     return HistoryFilter(tuple(kind or ()), step, after, limit)
 
 
+async def published_version(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    name: FromPath[str],
+    version: FromPath[str],
+) -> PublishedVersion:
+    """The published version the path names, if it is the team's (else 404): the
+    ``published_version`` dependency of the routes of one version, which start there."""
+    return await definitions.version_of(runtime, principal.team_id, name, version)
+
+
+def drilled_version(published_version: NamedDependency[PublishedVersion]) -> Definition:
+    """The path's published version, if it is of a mode plans drill (else 422): the
+    ``drilled`` dependency of the routes below a version's plans."""
+    return plans.plannable(published_version)
+
+
+async def planned_version(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    drilled: NamedDependency[Definition],
+    plan: FromPath[str],
+    number: FromPath[str],
+) -> tuple[Definition, SavedPlan]:
+    """The drilled version and the plan version the path names (the ``planned``
+    dependency): asking for ``drilled`` first checks the version before the plan."""
+    return drilled, await plans.saved_plan(runtime, principal.team_id, plan, number)
+
+
 DEPENDENCIES = {
     "runtime": Provide(provide_runtime, sync_to_thread=False),
     "reads": Provide(provide_reads),
@@ -120,4 +154,7 @@ DEPENDENCIES = {
     "row": Provide(instance_row),
     "chosen": Provide(history_filter, sync_to_thread=False),
     "editor": Provide(draft_editor, sync_to_thread=False),
+    "published_version": Provide(published_version),
+    "drilled": Provide(drilled_version, sync_to_thread=False),
+    "planned": Provide(planned_version),
 }

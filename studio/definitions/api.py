@@ -6,6 +6,7 @@ from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from engine.api.queries import PublishedVersion
 from studio.definitions import service as definitions
 from studio.definitions.problems import check_document
 from studio.definitions.schemas import (
@@ -43,14 +44,9 @@ async def list_versions(
     return [version_out(v) for v in found]
 
 
-async def get_version(
-    principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
-) -> VersionDetailOut:
-    found = await definitions.version_of(runtime, principal.team_id, name, version)
-    return VersionDetailOut(version_out(found), definitions.export_document(found))
+async def get_version(published_version: NamedDependency[PublishedVersion]) -> VersionDetailOut:
+    document = definitions.export_document(published_version)
+    return VersionDetailOut(version_out(published_version), document)
 
 
 async def publish(

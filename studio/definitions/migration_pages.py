@@ -15,7 +15,6 @@ from litestar.response import Template
 
 from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
-from studio.definitions import service as definitions
 from studio.instances.interventions import new_id
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page
@@ -46,30 +45,25 @@ async def declare_edge(
     return go_to(request, version_url(name, version) + "#migrate")
 
 
-async def _chosen(
-    request: Request, principal: Principal, runtime: Runtime, name: str, version: str
-) -> tuple[PublishedVersion, list[str]]:
-    """The version (the team's) and the instances the form chose, checked."""
-    published = await definitions.version_of(runtime, principal.team_id, name, version)
+async def _chosen(request: Request, runtime: Runtime, published: PublishedVersion) -> list[str]:
+    """The instances the form chose, checked against the version."""
     form = await request.form()
     ids = [v for v in form.getall("instance", []) if isinstance(v, str)]
-    return published, await migrations.chosen(runtime, published, ids)
+    return await migrations.chosen(runtime, published, ids)
 
 
 async def preview_migration(
     request: Request,
-    principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    published_version: NamedDependency[PublishedVersion],
 ) -> Template:
-    published, ids = await _chosen(request, principal, runtime, name, version)
+    ids = await _chosen(request, runtime, published_version)
     return page(
         request,
         "definitions/migrate_preview.html",
         "definitions",
-        published=published,
-        found=await migrations.preview(runtime, published, ids),
+        published=published_version,
+        found=await migrations.preview(runtime, published_version, ids),
         bulk_id=new_id(),
     )
 
@@ -78,17 +72,16 @@ async def migrate_instances(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    published_version: NamedDependency[PublishedVersion],
 ) -> Template:
-    published, ids = await _chosen(request, principal, runtime, name, version)
+    ids = await _chosen(request, runtime, published_version)
     values = await form_values(request)
     bulk_id, reason = values.get("bulk_id", ""), values.get("reason", "")
-    outcome = await migrations.migrate(runtime, principal, published, bulk_id, ids, reason)
+    outcome = await migrations.migrate(runtime, principal, published_version, bulk_id, ids, reason)
     return page(
         request,
         "definitions/migrate_results.html",
         "definitions",
-        published=published,
+        published=published_version,
         outcome=outcome,
     )

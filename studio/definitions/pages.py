@@ -16,6 +16,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
+from engine.api.queries import PublishedVersion
 from studio.definitions import draft_edits, migrations
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
@@ -104,41 +105,37 @@ async def version_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    published_version: NamedDependency[PublishedVersion],
     published: FromQuery[str | None] = None,
 ) -> Template:
-    found = await definitions.version_of(runtime, principal.team_id, name, version)
-    document = definitions.export_document(found)
-    compatibility = await definitions.compatibility_of(runtime, found)
+    definition = published_version.definition
+    document = definitions.export_document(published_version)
+    compatibility = await definitions.compatibility_of(runtime, published_version)
     sources = {v.from_version for v in compatibility.report.verdicts} if compatibility else set()
     return page(
         request,
         "definitions/version.html",
         "definitions",
-        published=found,
+        published=published_version,
         document=document,
         view=graph_view(document),
         notice=PUBLISHED_NOTICES.get(published or "", ""),
         compatibility=compatibility,
-        edges=await migrations.edge_choices(runtime, found, sources),
+        edges=await migrations.edge_choices(runtime, published_version, sources),
         max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
-        holds_shown=await holds.banner(runtime, principal.team_id, name, version),
+        holds_shown=await holds.banner(
+            runtime, principal.team_id, definition.name, definition.version
+        ),
     )
 
 
-async def export_version(
-    principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
-) -> Response:
-    found = await definitions.version_of(runtime, principal.team_id, name, version)
-    body = json.dumps(definitions.export_document(found), indent=2) + "\n"
+async def export_version(published_version: NamedDependency[PublishedVersion]) -> Response:
+    body = json.dumps(definitions.export_document(published_version), indent=2) + "\n"
+    filename = f"{published_version.definition.ref}.json"
     return Response(
         content=body,
         media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{name}@{version}.json"'},
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
 
 

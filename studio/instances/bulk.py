@@ -26,10 +26,11 @@ from engine.api.queries import BulkResult
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
 from engine.model.identifiers import team_instance_id
-from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances import service as instances
 from studio.instances.service import InstanceFilters, narrowed, parse_json
+from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
 MAX_BULK_SCAN = 1_000
@@ -135,13 +136,6 @@ async def preview(runtime: Runtime, selection: Selection, request: ActionRequest
     return BulkPreview(selection, request, tuple(previews), blast_radius(previews))
 
 
-def check_reason(reason: str) -> str:
-    reason = reason.strip()
-    if not reason or len(reason) > MAX_REASON_LENGTH:
-        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
-    return reason
-
-
 async def act(
     runtime: Runtime,
     team: str,
@@ -161,7 +155,7 @@ async def act(
         request.step,
         dict(request.effect),
         actor,
-        check_reason(reason),
+        operator_reason(reason),
         selection.instance_ids,
     )
     try:

@@ -20,11 +20,12 @@ from engine.model.definitions import Mode, StepKind
 from engine.model.errors import DecisionRejected, EventInvalid
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
-from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES, MAX_REASON_LENGTH
+from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.detail import replayed
 from studio.instances.service import check_size, parse_json
+from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
 
@@ -131,9 +132,7 @@ async def command(
 ) -> Instance:
     """Run an audited operator command; refused (409) when the state does not allow it."""
     action = parse_action(form.action)
-    reason = form.reason.strip()
-    if not reason or len(reason) > MAX_REASON_LENGTH:
-        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    reason = operator_reason(form.reason)
     effect = effect_of(action, form)
     row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
     try:

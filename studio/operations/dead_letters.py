@@ -26,9 +26,10 @@ from engine.api.queries import (
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
 from engine.model.durations import parse_duration
-from engine.model.limits import MAX_PAGE_ITEMS, MAX_REASON_LENGTH
+from engine.model.limits import MAX_PAGE_ITEMS
 from studio.errors import Invalid
 from studio.paging import format_cursor, parse_cursor
+from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
 PAGE_SIZE = 50
@@ -151,9 +152,7 @@ def _check(resolution: Resolution, fences: list[Fence]) -> ResolutionAction:
         action = ResolutionAction(resolution.action)
     except ValueError:
         raise Invalid("action is retry or discard") from None
-    reason = resolution.reason.strip()
-    if not reason or len(reason) > MAX_REASON_LENGTH:
-        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+    operator_reason(resolution.reason)
     if not resolution.command_id:
         raise Invalid("the form carries no command id; reload the page")
     if not fences:

@@ -25,6 +25,7 @@ from studio.plans import documents, outcome, outline_nodes, saved
 from studio.plans import service as plans
 from studio.plans.documents import FormData, WorkingPlan
 from studio.plans.pictures import picture
+from studio.plans.saved import SavedPlan
 from studio.principal import Principal
 from studio.rendering import is_htmx, page, see_other
 from studio.roles import Access
@@ -132,19 +133,17 @@ async def plans_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
     plan: FromQuery[str | None] = None,
     v: FromQuery[int | None] = None,
     saved_notice: FromQuery[int | None] = None,
 ) -> Template:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    working = blank(definition)
+    working = blank(drilled)
     if plan:
         found = await plans.saved_plan(runtime, principal.team_id, plan, v)
-        working = documents.from_document(found.document, definition)
+        working = documents.from_document(found.document, drilled)
     return await _page(
-        request, principal, runtime, definition, working,
+        request, principal, runtime, drilled, working,
         notice=f"Saved {plan} v{v}." if saved_notice and plan and v else "",
     )  # fmt: skip
 
@@ -189,28 +188,26 @@ async def compose(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
 ) -> Template:
     """The workspace again after a node was picked or a pin added or removed."""
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
     form = await _form(request)
     picked = (form.get("step") or form.get("picked") or [""])[0]
     errors: dict[str, str] = {}
     hit, call = form.one("hit", "1"), form.one("call", "1")
     if form.one("action") == "pin":
-        step, errors = documents.pin_step(form, definition, picked)
+        step, errors = documents.pin_step(form, drilled, picked)
         if not errors:
-            form, errors = documents.with_pin(FormData({**dict(form), "step": [step]}), definition)
+            form, errors = documents.with_pin(FormData({**dict(form), "step": [step]}), drilled)
         hit = hit if errors.get("hit") else "1"
         call = call if errors.get("call") else "1"
     elif form.one("unpin"):
         form = documents.without_pin(form, form.one("unpin"))
-    working = documents.from_form(form, definition)
+    working = documents.from_form(form, drilled)
     if not is_htmx(request):
-        return await _page(request, principal, runtime, definition, working, picked=picked,
+        return await _page(request, principal, runtime, drilled, working, picked=picked,
                            errors=errors, hit=hit, call=call)  # fmt: skip
-    context = workspace(principal, definition, working, picked, errors, hit, call)
+    context = workspace(principal, drilled, working, picked, errors, hit, call)
     return page(request, "plans/_workspace.html", "definitions", ws=context)
 
 
@@ -218,29 +215,20 @@ async def save_plan(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
 ) -> Template | Response[Any]:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    working = documents.from_form(await _form(request), definition, saving=True)
+    working = documents.from_form(await _form(request), drilled, saving=True)
     try:
-        kept = await plans.save(runtime, principal, definition, working)
+        kept = await plans.save(runtime, principal, drilled, working)
     except Invalid as invalid:
-        return await _page(request, principal, runtime, definition, working, status=422,
+        return await _page(request, principal, runtime, drilled, working, status=422,
                            errors={"": str(invalid)})  # fmt: skip
-    return see_other(f"{plans_url(definition)}?plan={kept.name}&v={kept.version}&saved_notice=1")
+    return see_other(f"{plans_url(drilled)}?plan={kept.name}&v={kept.version}&saved_notice=1")
 
 
-async def export_plan(
-    principal: NamedDependency[Principal],
-    runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
-    plan: FromPath[str],
-    number: FromPath[str],
-) -> Response[str]:
+async def export_plan(planned: NamedDependency[tuple[Definition, SavedPlan]]) -> Response[str]:
     """The plan version as ``wayline drill run --plan`` reads it, as a download."""
-    _, found = await plans.plan_on_version(runtime, principal.team_id, name, version, plan, number)
+    _, found = planned
     filename = plans.export_name(found)
     return Response(
         json.dumps(found.document, indent=2) + "\n",
@@ -253,16 +241,14 @@ async def diff_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
     plan: FromPath[str],
     left: FromQuery[int],
     right: FromQuery[int],
 ) -> Template:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
     one = await plans.saved_plan(runtime, principal.team_id, plan, left)
     two = await plans.saved_plan(runtime, principal.team_id, plan, right)
     return page(
-        request, "plans/diff.html", "definitions", definition=definition,
-        url=plans_url(definition), diff=plan_diff.diff(one, two),
+        request, "plans/diff.html", "definitions", definition=drilled,
+        url=plans_url(drilled), diff=plan_diff.diff(one, two),
     )  # fmt: skip

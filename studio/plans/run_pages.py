@@ -16,10 +16,12 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
+from engine.model.definitions import Definition
 from studio.plans import heatmap, outcome, outline_nodes
 from studio.plans import service as plans
 from studio.plans.pages import plans_url
 from studio.plans.pictures import picture
+from studio.plans.saved import SavedPlan
 from studio.principal import Principal
 from studio.rendering import is_htmx, page, see_other
 from studio.runtime import Runtime
@@ -29,14 +31,9 @@ from verification.plan import FAULTS
 async def run_plan(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
-    plan: FromPath[str],
-    number: FromPath[str],
+    planned: NamedDependency[tuple[Definition, SavedPlan]],
 ) -> Redirect:
-    definition, found = await plans.plan_on_version(
-        runtime, principal.team_id, name, version, plan, number
-    )
+    definition, found = planned
     job = plans.run(runtime, principal, definition, found)
     return see_other(f"{plans_url(definition)}/jobs/{job.job_id}")
 
@@ -58,21 +55,19 @@ async def job_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
     job_id: FromPath[str],
 ) -> Template:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
     job = plans.job_of(runtime, principal.team_id, job_id)
     view, run_id = await plans.run_view(runtime, job)
-    markers = outline_nodes.by_node(definition, {s: node.pins for s, node in view.nodes.items()})
+    markers = outline_nodes.by_node(drilled, {s: node.pins for s, node in view.nodes.items()})
     context = {
-        "definition": definition,
-        "url": plans_url(definition),
+        "definition": drilled,
+        "url": plans_url(drilled),
         "job": job,
         "view": view,
         "run_id": run_id,
-        "picture": picture(definition, {step: node.css for step, node in view.nodes.items()}),
+        "picture": picture(drilled, {step: node.css for step, node in view.nodes.items()}),
         "markers": markers,
         "notes": _notes(view),
     }
@@ -84,25 +79,23 @@ async def coverage_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
-    name: FromPath[str],
-    version: FromPath[str],
+    drilled: NamedDependency[Definition],
 ) -> Template:
-    definition = await plans.definition_of(runtime, principal.team_id, name, version)
-    steps = await plans.coverage(runtime, principal.team_id, definition)
-    on_nodes = outline_nodes.by_node(definition, {s.step: [s] for s in steps})
+    steps = await plans.coverage(runtime, principal.team_id, drilled)
+    on_nodes = outline_nodes.by_node(drilled, {s.step: [s] for s in steps})
     heat, notes = {}, {}
     for node, covered in on_nodes.items():
-        drilled, applicable = sum(s.drilled for s in covered), sum(s.applicable for s in covered)
-        heat[node] = f"heat heat-{heatmap.heat_level(drilled, applicable)}"
-        notes[node] = f"{drilled} of {applicable} cells drilled"
+        cells, applicable = sum(s.drilled for s in covered), sum(s.applicable for s in covered)
+        heat[node] = f"heat heat-{heatmap.heat_level(cells, applicable)}"
+        notes[node] = f"{cells} of {applicable} cells drilled"
     return page(
         request,
         "plans/coverage.html",
         "definitions",
-        definition=definition,
-        url=plans_url(definition),
+        definition=drilled,
+        url=plans_url(drilled),
         steps=steps,
-        picture=picture(definition, heat),
+        picture=picture(drilled, heat),
         notes=notes,
         faults=FAULTS,
         levels=heatmap.HEAT_LEVELS,

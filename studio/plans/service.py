@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Store
+from engine.api.queries import PublishedVersion
 from engine.model.definitions import Definition, Mode
 from studio.definitions import service as definitions
 from studio.drills import service as drills
@@ -50,12 +51,17 @@ VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
 
 async def definition_of(runtime: Runtime, team: str, name: str, version: str) -> Definition:
     """The team's published version; Invalid when plans do not drill its mode."""
-    found = (await definitions.version_of(runtime, team, name, version)).definition
+    return plannable(await definitions.version_of(runtime, team, name, version))
+
+
+def plannable(published: PublishedVersion) -> Definition:
+    """The published version's definition; Invalid when plans do not drill its mode."""
+    found = published.definition
     if found.mode not in PLAN_MODES:
         modes = " and ".join(sorted(m.value for m in PLAN_MODES))
         raise Invalid(
-            f"{name}@{version} is a {found.mode.value} definition; drill plans pin faults on "
-            f"{modes} definitions"
+            f"{found.name}@{found.version} is a {found.mode.value} definition; drill plans "
+            f"pin faults on {modes} definitions"
         )
     return found
 
@@ -114,15 +120,6 @@ async def saved_plan(
         which = f"{name} v{version}" if version else name
         raise NotFound(f"no drill plan {which} in this team")
     return found
-
-
-async def plan_on_version(
-    runtime: Runtime, team: str, name: str, version: str, plan: str, number: str | None
-) -> tuple[Definition, saved.SavedPlan]:
-    """The published version and one version of a plan (its latest when ``number`` is
-    None), as the routes below a version's plans name them."""
-    definition = await definition_of(runtime, team, name, version)
-    return definition, await saved_plan(runtime, team, plan, number)
 
 
 def run(

@@ -7,30 +7,19 @@ acknowledged commits the standby never received, as a finding, without failing."
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.drills.drill_command import drill as _drill
+from tests.drills.drill_command import ci_drill
 from verification.drills.failover import IN_FLIGHT, LOST_INSTANCES, RESUME_SECONDS
-
-TEST_DSN_ENV = "WAYLINE_TEST_DSN"
 
 
 @pytest.mark.timeout(400)
 def test_a_promoted_standby_loses_nothing_acknowledged_unless_it_is_asynchronous(
     tmp_path: Path,
 ) -> None:
-    card_path = tmp_path / "scorecard.json"
-    server = ("--dsn", os.environ[TEST_DSN_ENV]) if os.environ.get(TEST_DSN_ENV) else ()
-    done = _drill(
-        "run", "--drill", "F1", "--profile", "ci", "--json", str(card_path),
-        "--artifacts", str(tmp_path), *server, timeout=360,
-    )  # fmt: skip
-    assert card_path.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    card = json.loads(card_path.read_text())
+    card, done = ci_drill("F1", tmp_path)
     drills = {d["id"]: d for d in card["drills"]}
     assert {i: d["verdict"] for i, d in drills.items()} == {
         "F1-sync": "passed",

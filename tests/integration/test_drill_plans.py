@@ -326,17 +326,39 @@ def test_a_machines_pins_from_the_command_line_hit_the_advance_of_their_state(
         assert "M1" in result["invariants"]
 
 
-def test_a_machine_pin_that_cannot_run_is_refused_saying_what_is_allowed() -> None:
-    done = _drill(
-        "run", "--definition", "examples/document_approval.json", "--input", '"v1"',
-        "--pin", "Approved:before_commit:kill", "--pin", "InReview:after_handler:kill",
-    )  # fmt: skip
+@pytest.mark.parametrize(
+    ("source", "pins", "problems"),
+    [
+        pytest.param(
+            ("--definition", "examples/document_approval.json", "--input", '"v1"'),
+            ("Approved:before_commit:kill", "InReview:after_handler:kill"),
+            (
+                "pins[0] Approved:before_commit:kill: 'Approved' is a terminal state",
+                "pins[1] InReview:after_handler:kill: a machine's advance does not reach "
+                "after_handler; it reaches after_claim, before_commit, after_commit, "
+                "in_lease_renewal",
+            ),
+            id="machine",
+        ),
+        pytest.param(
+            ("--definition", "order-saga@1", "--app", "examples.order_saga:app"),
+            ("charge:after_handler:kill", "charge.1:after_claim:kill"),
+            (
+                "pins[0] charge:after_handler:kill: no step call or signal 'charge'",
+                "pins[1] charge.1:after_claim:kill: a step call does not reach after_claim; it "
+                "reaches after_attempt_start, after_handler, before_commit, after_commit",
+            ),
+            id="code-first",
+        ),
+    ],
+)
+def test_a_pin_that_cannot_run_is_refused_saying_what_is_allowed(
+    source: tuple[str, ...], pins: tuple[str, ...], problems: tuple[str, ...]
+) -> None:
+    done = _drill("run", *source, *(a for pin in pins for a in ("--pin", pin)))
     assert done.returncode == 2
-    assert "pins[0] Approved:before_commit:kill: 'Approved' is a terminal state" in done.stderr
-    assert (
-        "pins[1] InReview:after_handler:kill: a machine's advance does not reach after_handler; "
-        "it reaches after_claim, before_commit, after_commit, in_lease_renewal"
-    ) in done.stderr
+    for problem in problems:
+        assert problem in done.stderr
 
 
 def test_the_full_matrix_of_a_machine_is_written_and_reads_back(tmp_path: Path) -> None:
@@ -350,19 +372,6 @@ def test_the_full_matrix_of_a_machine_is_written_and_reads_back(tmp_path: Path) 
     assert {"Submitted:after_claim:kill", "InReview:before_commit:sever_after_commit"} <= labels
     assert not any(label.startswith(("Approved:", "Rejected:", "Expired:")) for label in labels)
     assert document["input"] == ""
-
-
-def test_a_code_first_pin_that_cannot_run_is_refused_saying_what_is_allowed() -> None:
-    done = _drill(
-        "run", "--definition", "order-saga@1", "--app", "examples.order_saga:app",
-        "--pin", "charge:after_handler:kill", "--pin", "charge.1:after_claim:kill",
-    )  # fmt: skip
-    assert done.returncode == 2
-    assert "pins[0] charge:after_handler:kill: no step call or signal 'charge'" in done.stderr
-    assert (
-        "pins[1] charge.1:after_claim:kill: a step call does not reach after_claim; it reaches "
-        "after_attempt_start, after_handler, before_commit, after_commit"
-    ) in done.stderr
 
 
 def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(

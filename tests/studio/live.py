@@ -147,6 +147,18 @@ class LiveStudio:
         self.run(lambda store: catalog.publish(store, definition, "seed", team))
         return definition.fingerprint
 
+    def publish_new(
+        self,
+        team: str,
+        prefix: str,
+        document: Callable[[str], dict[str, Any]] | None = None,
+    ) -> str:
+        """``document(name)`` (by default the small ``definition`` below) published for
+        ``team`` under a name no other test uses, ``PREFIX.xxxxxx``; returns the name."""
+        name = f"{prefix}.{uuid.uuid4().hex[:6]}"
+        self.publish(team, (document or definition)(name))
+        return name
+
     def advertise(self, targets: list[str] = TARGETS) -> None:
         """Pretend a worker is running and can execute ``targets``."""
         self.run(
@@ -168,8 +180,7 @@ class LiveStudio:
         started: ``(team, name, instance_id)``, what a test of acting on a version a
         running instance is pinned to starts from."""
         team = self.team(prefix)
-        name = f"{prefix}.{uuid.uuid4().hex[:6]}"
-        self.publish(team, definition(name))
+        name = self.publish_new(team, prefix)
         return team, name, self.start(team, name)
 
     def start_machine(self, team: str, name: str, input: Any, version: str = "1") -> str:

@@ -128,8 +128,7 @@ def test_a_new_draft_from_a_version_and_the_diff_between_versions(studio: LiveSt
 def test_instances_are_listed_for_their_team_only(studio: LiveStudio) -> None:
     client, team = api_client(studio, Role.VIEWER)
     other, other_team = api_client(studio, Role.VIEWER)
-    name = f"running.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "running")
     instance = f"order-{uuid.uuid4().hex[:8]}"
 
     async def start(store) -> None:
@@ -148,8 +147,7 @@ def test_instances_are_listed_for_their_team_only(studio: LiveStudio) -> None:
 
 def test_the_editor_says_why_a_publish_clashes(studio: LiveStudio) -> None:
     client, team = api_client(studio)
-    name = f"clash.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "clash")
     draft = client.post("/api/drafts", json={"document": definition(name, timeout="7s")}).json()
     page = client.post(f"/drafts/{draft['id']}/publish", headers={"HX-Request": "true"})
     assert page.status_code == 409

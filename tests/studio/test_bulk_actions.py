@@ -12,7 +12,6 @@ from which fingerprint to which, under the bulk's id.
 from __future__ import annotations
 
 import re
-import uuid
 
 import pytest
 
@@ -32,8 +31,7 @@ def team(studio: LiveStudio) -> str:
 @pytest.fixture
 def flow(studio: LiveStudio, team: str) -> tuple[str, list[str]]:
     """A fresh definition with three instances: running, paused, terminated."""
-    name = f"bulk.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "bulk")
     ids = [studio.start(team, name, f"{name}-{n}") for n in range(3)]
     studio.command(ids[1], Action.PAUSE)
     studio.command(ids[2], Action.TERMINATE)

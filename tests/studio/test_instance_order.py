@@ -48,8 +48,7 @@ def test_every_sort_pages_each_instance_once_in_order(studio: LiveStudio, sort: 
 
 def test_an_id_filter_matches_ids_by_their_start(studio: LiveStudio) -> None:
     team = studio.team("prefix")
-    name = f"prefix.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "prefix")
     eu1, eu2, us1 = (studio.start(team, name, f"{where}-{name}") for where in ("eu1", "eu2", "us1"))
     client = studio.client(studio.user(team, Role.VIEWER))
     assert [i["id"] for i in listed(client, "instance=eu&sort=id")] == [eu1, eu2]

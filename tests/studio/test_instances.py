@@ -30,8 +30,7 @@ def team(studio: LiveStudio) -> str:
 @pytest.fixture(scope="module")
 def flow(studio: LiveStudio, team: str) -> str:
     """A published definition of the team (activity, parallel of two, join, timer)."""
-    name = f"flow.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "flow")
     return name
 
 

@@ -4,8 +4,6 @@ more than a request may take, and a migration without a reason."""
 
 from __future__ import annotations
 
-import uuid
-
 from engine.api.client import Client
 from engine.model.validation import parse_definition
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
@@ -17,8 +15,7 @@ def test_the_forms_take_only_reported_instances_a_bounded_number_and_a_reason(
     studio: LiveStudio,
 ) -> None:
     team = studio.team("moves")
-    name = f"moved.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "moved")
     instance_id = studio.start(team, name)
     v2 = parse_definition(definition(name, "2", timeout="45s"))
     studio.run(lambda store: Client(store).publish(v2, "seed", team))

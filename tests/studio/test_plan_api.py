@@ -47,8 +47,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def base(studio: LiveStudio, team: str) -> str:
-    name = f"pay.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, payments(name))
+    name = studio.publish_new(team, "pay", payments)
     return f"/api/definitions/{name}/versions/1/plans"
 
 

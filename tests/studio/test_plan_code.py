@@ -19,11 +19,11 @@ from engine import Store
 from studio.plans import saved
 from tests.studio import plan_code_app
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import compose, pick
 from tests.studio.test_plan_api import api
 from verification import plan as harness
 from verification.plan_sources import definition_of, read_plan
 
-HTMX = {"HX-Request": "true"}
 APP = "tests.studio.plan_code_app:app"
 NAME = plan_code_app.NAME
 
@@ -70,27 +70,25 @@ def test_the_plans_of_a_code_version_draw_its_outline_with_the_app_and_answers(
 def test_pinning_a_later_call_and_a_signal_draws_markers_on_their_nodes(
     operator: SignedInClient, url: str
 ) -> None:
-    picked = operator.get(f"{url}/compose", params={"step": "step:charge"}, headers=HTMX)
+    picked = pick(operator, url, "step:charge")
     assert 'id="picked-step">charge<' in picked.text and 'id="pin-call"' in picked.text
     assert '<option value="after_attempt_start">' in picked.text
     assert '<option value="after_claim">' not in picked.text
     assert 'value="duplicate_signal"' not in picked.text
-    added = operator.form(
-        f"{url}/compose",
+    added = compose(
+        operator, url,
         fields(picked="step:charge", call="2", boundary="before_commit", fault="kill",
                action="pin"),
-        headers=HTMX,
     )  # fmt: skip
     assert 'name="pin" value="charge.2:before_commit:kill"' in added.text
     assert marked_on(added.text, "charge.2:before_commit:kill") == "step:charge"
-    race = operator.get(f"{url}/compose", params={"step": "race:paid,cancelled"}, headers=HTMX)
+    race = pick(operator, url, "race:paid,cancelled")
     assert '<select id="pin-signal" name="signal"><option value="paid">' in race.text
     assert '<option value="before_signal_ack">' in race.text
-    both = operator.form(
-        f"{url}/compose",
+    both = compose(
+        operator, url,
         fields("charge.2:before_commit:kill", picked="race:paid,cancelled", signal="cancelled",
                boundary="before_signal_ack", fault="duplicate_signal", action="pin"),
-        headers=HTMX,
     )  # fmt: skip
     assert marked_on(both.text, "cancelled:before_signal_ack:duplicate_signal") == (
         "race:paid,cancelled"
@@ -101,33 +99,31 @@ def test_pinning_a_later_call_and_a_signal_draws_markers_on_their_nodes(
 def test_a_call_out_of_range_a_boundary_never_reached_and_a_bad_app_are_refused(
     operator: SignedInClient, url: str
 ) -> None:
-    call = operator.form(
-        f"{url}/compose",
+    call = compose(
+        operator, url,
         fields(picked="step:charge", call="0", boundary="before_commit", fault="kill",
                action="pin"),
-        headers=HTMX,
     )  # fmt: skip
     assert 'id="error-call"' in call.text and "a whole number from 1 to 100" in call.text
     assert 'name="pin"' not in call.text
-    boundary = operator.form(
-        f"{url}/compose",
+    boundary = compose(
+        operator,
+        url,
         fields(picked="step:reserve", boundary="after_claim", fault="kill", action="pin"),
-        headers=HTMX,
     )
     assert "a step call does not reach after_claim; it reaches after_attempt_start" in (
         boundary.text
     )
-    signal = operator.form(
-        f"{url}/compose",
+    signal = compose(
+        operator, url,
         fields(picked="race:paid,cancelled", signal="shipped", boundary="before_signal_ack",
                fault="kill", action="pin"),
-        headers=HTMX,
     )  # fmt: skip
     assert 'id="error-signal"' in signal.text and "this wait awaits paid, cancelled" in signal.text
     page = operator.get(url).text
     end = re.search(r'data-step="(return@\d+)"', page)
     assert end
-    nothing = operator.get(f"{url}/compose", params={"step": end[1]}, headers=HTMX)
+    nothing = pick(operator, url, end[1])
     assert "has no work a code plan can fault (only step calls and signal waits do)" in (
         nothing.text
     )

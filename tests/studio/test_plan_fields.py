@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from typing import Any
 
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import compose, pick
 from tests.studio.test_plan_machines import approval
 from verification.plan import MAX_FAIL_TIMES, MAX_HIT
-
-HTMX = {"HX-Request": "true"}
 
 
 def waits(name: str) -> dict[str, Any]:
@@ -43,8 +41,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = f"waits.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, waits(name))
+    name = studio.publish_new(team, "waits", waits)
     return f"/definitions/{name}/versions/1/plans"
 
 
@@ -61,14 +58,13 @@ def error_at(page: str, field: str) -> str:
 def test_times_answers_and_a_hit_are_saved_as_the_cli_reads_them(
     operator: SignedInClient, url: str
 ) -> None:
-    picked = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    picked = pick(operator, url, "charge")
     assert 'name="hit" value="1"' in picked.text
     assert 'name="answer.manager" value="null"' in picked.text
-    pinned = operator.form(
-        f"{url}/compose",
+    pinned = compose(
+        operator, url,
         {"picked": "charge", "boundary": "after_handler", "fault": "kill", "hit": "2",
          "action": "pin", "input": "null"},
-        headers=HTMX,
     )  # fmt: skip
     assert 'name="pin" value="charge:after_handler:kill#2"' in pinned.text
     saved = operator.form(
@@ -93,11 +89,10 @@ def test_times_answers_and_a_hit_are_saved_as_the_cli_reads_them(
 def test_a_hit_out_of_range_is_refused_at_its_field(
     operator: SignedInClient, url: str, hit: str
 ) -> None:
-    refused = operator.form(
-        f"{url}/compose",
+    refused = compose(
+        operator, url,
         {"picked": "charge", "boundary": "after_handler", "fault": "kill", "hit": hit,
          "action": "pin", "input": "null"},
-        headers=HTMX,
     )  # fmt: skip
     assert refused.status_code == 200
     said = error_at(refused.text, "hit")
@@ -129,7 +124,6 @@ def test_a_machine_has_no_answers_to_give(
     operator: SignedInClient, studio: LiveStudio, team: str
 ) -> None:
     """A state machine waits for no signal or approval: its editor offers no answers."""
-    name = f"approval.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, approval(name))
+    name = studio.publish_new(team, "approval", approval)
     page = operator.get(f"/definitions/{name}/versions/1/plans").text
     assert "plan-answers" not in page and 'name="stub.' in page

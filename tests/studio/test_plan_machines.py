@@ -7,18 +7,17 @@ and the execution's end on the state it ended in, then fills the coverage."""
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick
 from tests.studio.test_plan_api import api, finished_run, node
 from verification.plan_sources import read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-HTMX = {"HX-Request": "true"}
 
 
 def approval(name: str) -> dict[str, Any]:
@@ -34,8 +33,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def name(studio: LiveStudio, team: str) -> str:
-    name = f"approval.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, approval(name))
+    name = studio.publish_new(team, "approval", approval)
     return name
 
 
@@ -68,16 +66,16 @@ def test_the_version_links_its_plans_and_they_draw_the_state_diagram(
 def test_picking_a_state_and_pinning_draws_a_marker_on_it(
     operator: SignedInClient, url: str
 ) -> None:
-    picked = operator.get(f"{url}/compose", params={"step": "InReview"}, headers=HTMX)
+    picked = pick(operator, url, "InReview")
     assert 'id="picked-step">InReview<' in picked.text
     assert '<option value="before_commit">' in picked.text
     assert '<option value="after_handler">' not in picked.text
     assert 'value="duplicate_signal"' not in picked.text
     assert 'class="node kind-state timer-state selected"' in picked.text
-    added = operator.form(
-        f"{url}/compose",
+    added = compose(
+        operator,
+        url,
         fields(picked="InReview", boundary="before_commit", fault="kill", action="pin"),
-        headers=HTMX,
     )
     assert 'id="state-InReview"' in added.text
     marker = added.text.index('data-pin="InReview:before_commit:kill"')
@@ -90,16 +88,14 @@ def test_picking_a_state_and_pinning_draws_a_marker_on_it(
 def test_a_terminal_state_or_a_boundary_it_never_reaches_is_refused(
     operator: SignedInClient, url: str
 ) -> None:
-    terminal = operator.get(f"{url}/compose", params={"step": "Approved"}, headers=HTMX)
+    terminal = pick(operator, url, "Approved")
     assert "is a terminal state: it never advances" in terminal.text
-    refused = operator.form(
-        f"{url}/compose",
+    refused = compose(
+        operator,
+        url,
         fields(picked="InReview", boundary="after_handler", fault="kill", action="pin"),
-        headers=HTMX,
     )
-    assert 'id="plan-error"' in refused.text
-    assert "advance does not reach after_handler; it reaches after_claim" in refused.text
-    assert 'name="pin"' not in refused.text
+    assert_pin_refused(refused, "advance does not reach after_handler; it reaches after_claim")
 
 
 def test_a_saved_plan_exports_as_the_command_line_reads_it(

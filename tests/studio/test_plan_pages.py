@@ -6,14 +6,12 @@ cannot edit."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick
 from tests.studio.test_plan_api import payments
-
-HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +21,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = f"pay.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, payments(name))
+    name = studio.publish_new(team, "pay", payments)
     return f"/definitions/{name}/versions/1/plans"
 
 
@@ -33,12 +30,10 @@ def fields(*pins: str, **more: str) -> dict[str, object]:
 
 
 def test_picking_a_step_and_pinning_draws_a_marker(operator: SignedInClient, url: str) -> None:
-    picked = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    picked = pick(operator, url, "charge")
     assert 'id="picked-step">charge<' in picked.text and "after_handler" in picked.text
-    added = operator.form(
-        f"{url}/compose",
-        fields(picked="charge", boundary="after_handler", fault="kill", action="pin"),
-        headers=HTMX,
+    added = compose(
+        operator, url, fields(picked="charge", boundary="after_handler", fault="kill", action="pin")
     )
     assert added.status_code == 200
     assert 'data-pin="charge:after_handler:kill"' in added.text  # the node's marker
@@ -48,14 +43,12 @@ def test_picking_a_step_and_pinning_draws_a_marker(operator: SignedInClient, url
 def test_a_pin_the_step_cannot_take_is_refused_beside_the_form(
     operator: SignedInClient, url: str
 ) -> None:
-    refused = operator.form(
-        f"{url}/compose",
+    refused = compose(
+        operator,
+        url,
         fields(picked="charge", boundary="before_signal_ack", fault="kill", action="pin"),
-        headers=HTMX,
     )
-    assert 'id="plan-error"' in refused.text
-    assert "an activity step does not reach before_signal_ack" in refused.text
-    assert 'name="pin"' not in refused.text
+    assert_pin_refused(refused, "an activity step does not reach before_signal_ack")
 
 
 def test_saving_twice_makes_versions_and_their_diff_shows_the_change(
@@ -115,7 +108,7 @@ def test_a_restart_pin_is_saved_and_exported_but_runs_only_from_the_cli(
     operator: SignedInClient, url: str
 ) -> None:
     """The studio runs plans on its own database, which a drill may not restart."""
-    picker = operator.get(f"{url}/compose", params={"step": "charge"}, headers=HTMX)
+    picker = pick(operator, url, "charge")
     assert 'value="restart_database"' in picker.text
     saved = operator.form(url, fields("charge:before_commit:restart_database", name="crash"))
     assert saved.status_code == 303

@@ -30,7 +30,7 @@ from studio.instance_urls import instance_url
 from studio.read_lag import READ_LAG_HEADER
 from studio.roles import Role
 from studio.routes import ROUTES
-from tests.studio.live import LiveStudio, SignedInClient, definition
+from tests.studio.live import LiveStudio, SignedInClient
 from tests.studio.replica import catch_up, frozen, replica_studio
 from tests.unit.histories import RICH, Run
 from verification.standby import StandbyPair
@@ -76,8 +76,7 @@ def ops(live: LiveStudio, team: str) -> SignedInClient:
 
 @pytest.fixture(scope="module")
 def flow(live: LiveStudio, team: str) -> str:
-    name = f"flow.{uuid.uuid4().hex[:6]}"
-    live.publish(team, definition(name))
+    name = live.publish_new(team, "flow")
     return name
 
 

@@ -81,8 +81,7 @@ def test_a_post_without_the_csrf_token_is_refused(studio: LiveStudio) -> None:
 
 def test_another_teams_objects_are_not_found(studio: LiveStudio) -> None:
     ours, theirs = studio.team(), studio.team()
-    name = f"theirs.{uuid.uuid4().hex[:6]}"
-    studio.publish(theirs, definition(name))
+    name = studio.publish_new(theirs, "theirs")
     other = studio.client(studio.user(theirs, Role.AUTHOR))
     draft_url = other.form("/drafts", {"name": "secret"}).headers["location"]
     client = studio.client(studio.user(ours, Role.ADMIN))
@@ -135,8 +134,7 @@ def test_a_child_cannot_pin_another_teams_version(studio: LiveStudio) -> None:
 
 def test_a_viewer_is_refused_every_change(studio: LiveStudio) -> None:
     team = studio.team()
-    name = f"viewed.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "viewed")
     client = studio.client(studio.user(team, Role.VIEWER))
     page = client.get(f"/definitions/{name}")
     assert page.status_code == 200 and "New draft" not in page.text and "Deprecate" not in page.text

@@ -17,7 +17,6 @@ from tests.studio.live import (
     PASSWORD,
     LiveStudio,
     SignedInClient,
-    definition,
     login_token,
 )
 
@@ -119,8 +118,7 @@ def test_an_admin_cannot_demote_or_remove_themselves(studio: LiveStudio) -> None
 
 def test_switching_teams_changes_what_is_visible(studio: LiveStudio) -> None:
     first, second = studio.team("first", "Alpha"), studio.team("second", "Beta")
-    name = f"beta.only.{uuid.uuid4().hex[:6]}"
-    studio.publish(second, definition(name))
+    name = studio.publish_new(second, "beta.only")
     username = studio.user(first, Role.VIEWER)
     user_id = _user_id(studio, username)
     studio.run(lambda store: people.set_membership(store, user_id, second, Role.AUTHOR))

@@ -17,7 +17,7 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.worker.activities import ActivityRegistry
 from studio.instance_urls import instance_url
 from studio.roles import Role
-from tests.studio.live import LiveStudio, SignedInClient, definition, serve_studio
+from tests.studio.live import LiveStudio, SignedInClient, serve_studio
 
 CHILD_WAIT_SECONDS = 20.0
 """Generous: these machines are shared, and a loaded one is slow, not broken."""
@@ -46,8 +46,7 @@ def seen(client: SignedInClient, instance_id: str) -> httpx.Response:
 
 
 def published(studio: LiveStudio, team: str) -> str:
-    name = f"flow.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
+    name = studio.publish_new(team, "flow")
     return name
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from examples.order_saga import app
+from tests.unit.plan_refusals import assert_pin_refused
 from verification import plan as plans
 from verification import plan_code
 
@@ -41,11 +42,7 @@ def test_a_runs_steps_are_its_first_calls_then_its_signals() -> None:
     ],
 )
 def test_a_pin_that_cannot_run_on_code_is_refused_saying_why(pin: str, problem: str) -> None:
-    with pytest.raises(plans.PlanInvalid) as caught:
-        plans.check_against(_plan(pins=[pin]), SAGA)
-    (line,) = caught.value.problems
-    assert line.startswith(f"pins[0] {pin}: ")
-    assert problem in line
+    assert_pin_refused(_plan(pins=[pin]), SAGA, pin, problem)
 
 
 def test_code_runs_its_own_bodies_from_the_app_and_answers_its_signals() -> None:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.model.files import load_definition
+from tests.unit.plan_refusals import assert_pin_refused
 from verification import plan as plans
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,12 +98,7 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
     ],
 )
 def test_a_pin_that_cannot_run_is_refused_saying_why(pin: str, problem: str) -> None:
-    plan = _plan(pins=[pin])
-    with pytest.raises(plans.PlanInvalid) as caught:
-        plans.check_against(plan, ORDER)
-    (line,) = caught.value.problems
-    assert line.startswith(f"pins[0] {pin}: ")
-    assert problem in line
+    assert_pin_refused(_plan(pins=[pin]), ORDER, pin, problem)
 
 
 def test_a_slow_stub_makes_lease_renewal_pinnable() -> None:

@@ -15,6 +15,7 @@ from engine.model.definitions import Definition
 from engine.model.files import load_definition
 from engine.model.validation import parse_definition
 from studio.plans import heatmap
+from tests.unit.plan_refusals import assert_pin_refused
 from verification import plan as plans
 from verification import plan_machines as machines
 
@@ -67,11 +68,7 @@ def test_a_stub_that_loops_is_walked_once() -> None:
     ],
 )
 def test_a_pin_that_cannot_run_on_a_machine_is_refused_saying_why(pin: str, problem: str) -> None:
-    with pytest.raises(plans.PlanInvalid) as caught:
-        plans.check_against(_plan(pins=[pin]), APPROVAL)
-    (line,) = caught.value.problems
-    assert line.startswith(f"pins[0] {pin}: ")
-    assert problem in line
+    assert_pin_refused(_plan(pins=[pin]), APPROVAL, pin, problem)
 
 
 def test_a_pin_on_a_state_the_stubs_never_reach_is_refused_naming_the_way() -> None:

@@ -1,0 +1,31 @@
+"""The drill-plan editor's workspace as the page's htmx drives it, for the plan page
+tests of every mode: picking a node on the graph, and posting the plan's form to
+``compose`` (a pin added or removed), and what a refused pin looks like. ``url`` is a
+version's plans page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.studio.live import SignedInClient
+
+HTMX = {"HX-Request": "true"}
+
+
+def pick(client: SignedInClient, url: str, node: str) -> httpx.Response:
+    """The workspace with ``node`` picked on the graph."""
+    return client.get(f"{url}/compose", params={"step": node}, headers=HTMX)
+
+
+def compose(client: SignedInClient, url: str, fields: dict[str, Any]) -> httpx.Response:
+    """The workspace after the plan's form, ``fields``, is posted to ``compose``."""
+    return client.form(f"{url}/compose", fields, headers=HTMX)
+
+
+def assert_pin_refused(workspace: httpx.Response, why: str) -> None:
+    """The workspace says beside the form why the pin was refused, and pins nothing."""
+    assert 'id="plan-error"' in workspace.text
+    assert why in workspace.text
+    assert 'name="pin"' not in workspace.text
