@@ -51,7 +51,7 @@ PART_SCHEMA = "hscale_part"
 PARTITION_KEY = "instance_created_at"
 PARTITIONED = {
     "history": ("instance_id, sequence", ("instance_id, kind, sequence",)),
-    "transitions": ("transition_id", ("instance_id",)),
+    "transitions": ("instance_id, transition_id", ()),
 }
 """Per table: its primary key (the partition key is added to it) and its other indexes,
 as the production schema has them."""
@@ -325,8 +325,8 @@ async def _reads(cluster: Cluster, store: Store, conn: psycopg.Connection) -> li
     try:
         for name, call in (
             ("history_page 100 (ended)", lambda on: reads.history_page(on, instance, limit=100)),
-            ("ledger lookup, committed id", lambda on: _ledger(on, transition)),
-            ("ledger lookup, new id", lambda on: _ledger(on, transition + "#new")),
+            ("ledger lookup, committed id", lambda on: _ledger(on, instance, transition)),
+            ("ledger lookup, new id", lambda on: _ledger(on, instance, transition + "#new")),
         ):
             for label, on in (("production", store), ("partitioned", partitioned)):
                 timed = await histories._timed(
@@ -340,9 +340,10 @@ async def _reads(cluster: Cluster, store: Store, conn: psycopg.Connection) -> li
     return found
 
 
-async def _ledger(store: Store, transition_id: str) -> None:
+async def _ledger(store: Store, instance_id: str, transition_id: str) -> None:
     async with store.reading() as conn:
-        await (await conn.execute(LEDGER_READ, {"id": transition_id})).fetchall()
+        key = {"instance": instance_id, "id": transition_id}
+        await (await conn.execute(LEDGER_READ, key)).fetchall()
 
 
 def claim_loop(dsn: str, schema: str, pause: float, stop: Any, out: Any) -> None:

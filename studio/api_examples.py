@@ -46,7 +46,10 @@ RESOLVE = json_body(
     {
         "action": "retry",
         "reason": "the payment provider is back",
-        "items": [{"work_id": "w-1", "token": 3}, {"work_id": "w-2", "token": 1}],
+        "items": [
+            {"instance_id": "order-1", "work_id": "acme:order-1#4#activity#charge", "token": 3},
+            {"instance_id": "order-2", "work_id": "acme:order-2#2#timer#wait", "token": 1},
+        ],
         "retry_in": "10m",
         "deadline_in": "1d",
     },

@@ -212,8 +212,11 @@ def _step(payload: bytes | None) -> str:
 
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
 LEDGER_XIDS = """
-SELECT transition_id, xact_id::text FROM transitions WHERE transition_id = ANY(%(ids)s)
+SELECT t.transition_id, t.xact_id::text
+FROM unnest(%(instances)s::text[], %(ids)s::text[]) AS k (instance_id, transition_id)
+JOIN transitions t ON t.instance_id = k.instance_id AND t.transition_id = k.transition_id
 """
+"""The ledger rows of a settlement's transitions, by the ledger's key."""
 VERDICT_TRUTH = {"committed": "committed", "aborted": "aborted", "conflicting": "aborted"}
 """What PostgreSQL must say about a settled COMMIT ("conflicting": not committed, and
 another transaction's content holds the id)."""
@@ -259,7 +262,7 @@ async def _settlement(
         return [f"the engine settled commit {xid} as {verdict}, PostgreSQL says {truth}"]
     if verdict == "unknown":
         findings.stats[f"resolved_later_{truth}"] += 1
-    rows = await (await conn.execute(LEDGER_XIDS, {"ids": record["transitions"]})).fetchall()
+    rows = await _ledger_xids(conn, record)
     by_xid = {t for t, x in rows if x == xid}
     missing = set(record["transitions"]) - by_xid
     if truth == "committed" and missing:
@@ -267,6 +270,14 @@ async def _settlement(
     if truth == "aborted" and by_xid:
         return [f"commit {xid} aborted but the ledger holds {sorted(by_xid)} from it"]
     return []
+
+
+async def _ledger_xids(
+    conn: psycopg.AsyncConnection, record: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """(transition id, xid) of each of the settled record's transitions in the ledger."""
+    params = {"instances": record["instances"], "ids": record["transitions"]}
+    return await (await conn.execute(LEDGER_XIDS, params)).fetchall()
 
 
 async def _session_settlement(
@@ -284,7 +295,7 @@ async def _session_settlement(
     verdict, ids = record["verdict"], record["transitions"]
     findings.stats["settled_by_session"] += 1
     cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
-    rows = await (await conn.execute(LEDGER_XIDS, {"ids": ids})).fetchall()
+    rows = await _ledger_xids(conn, record)
     missing = set(ids) - {t for t, _ in rows}
     if not cuts:
         findings.stats["settled_by_session_without_cut"] += 1

@@ -96,7 +96,7 @@ HOLDS = f"""
 SELECT w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s AND w.lease_token = %(token)s
        AND w.lease_expires_at > COALESCE(%(now)s::timestamptz, statement_timestamp())
        AND w.deadline > COALESCE(%(now)s::timestamptz, statement_timestamp())
-FROM work w WHERE w.work_id = %(work_id)s
+FROM work w WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s
 FOR UPDATE
 """
 RECORD_WRITE = """

@@ -74,7 +74,12 @@ class SettlementRecorder(Observer):
 
     async def settle(self, unanswered: Unanswered, decide: Callable[[], Awaitable[None]]) -> None:
         named = {"xid": unanswered.xid} if unanswered.xid else {"pid": unanswered.pid}
-        record = {**named, "transitions": [t.transition_id for t in unanswered.written]}
+        written = unanswered.written
+        record = {
+            **named,
+            "transitions": [t.transition_id for t in written],
+            "instances": [t.instance_id for t in written],
+        }
         try:
             await self.inner.settle(unanswered, decide)
         except CommitUnknown:

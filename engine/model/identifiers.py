@@ -12,8 +12,9 @@ child's ``<parent>/<step>``, transition, work and idempotency keys) inherits the
 team's prefix. The engine's own callers (the command line, tests, drills) are the
 team ``''`` and use ids as they are. Namespacing the ids, rather than making the
 primary key (tenant, id), keeps every table, statement and index of the write path
-as it is (all of them key on the instance id alone); the studio is the only place
-that turns a team's id into its stored form and back (``local_instance_id``).
+as it is (all of them are keyed by instance id first, migration 0027); the studio is
+the only place that turns a team's id into its stored form and back
+(``local_instance_id``).
 """
 
 from __future__ import annotations

@@ -187,6 +187,8 @@ def check_transition(transition: Transition) -> None:
     if transition.parent_key and (expected != 0 or id_problem(transition.parent_key)):
         raise TransitionInvalid("only a start carries a parent key, and it is a valid id")
     _check_events(transition)
+    if not derived_from(tid, transition.instance_id):
+        raise TransitionInvalid(f"transition id {tid!r} must start with its instance id and '#'")
     _check_work(events, work)
     if type(events) is tuple and type(work) is tuple:
         object.__setattr__(transition, _CHECKED, True)
@@ -228,6 +230,10 @@ def _check_work(events: tuple[Event, ...], work: tuple[WorkItem, ...]) -> None:
             )
         if item.work_id in seen or not item.work_id or len(item.work_id) > MAX_KEY_LENGTH * 2:
             raise TransitionInvalid(f"work id {item.work_id!r} is empty, too long or repeated")
+        if not derived_from(item.work_id, item.instance_id):
+            raise TransitionInvalid(
+                f"work id {item.work_id!r} must start with its instance id and '#'"
+            )
         seen.add(item.work_id)
         try:
             early = utc(item.available_at) < event.occurred_at
@@ -277,6 +283,16 @@ def work_to_json(item: WorkItem) -> dict[str, Any]:
         "correlation_id": item.correlation_id,
         "target": item.target,
     }
+
+
+def derived_from(key: str, instance_id: str) -> bool:
+    """Whether ``key`` (a transition or work id) is derived from ``instance_id``.
+
+    The ledger and work are keyed (instance_id, id) (migration 0027, so that instance
+    id can be a shard key); ids that start with their instance's id and ``#``, which
+    instance ids cannot contain, never meet across instances, so an id is still one
+    content everywhere, not only within its instance."""
+    return key.startswith(f"{instance_id}#")
 
 
 def transition_id(instance_id: str, *parts: object) -> str:

@@ -71,6 +71,8 @@ from engine.store.sessions import Session
 from engine.store.statements import transitions as sql
 
 LEDGER_KEY = "transitions_pkey"
+"""The ledger's key, (instance_id, transition_id) since migration 0027, which kept its
+name: a statement that fails it lost the race for its transition id."""
 
 SETTLE_ATTEMPTS = 20
 SETTLE_INTERVAL_SECONDS = 0.1
@@ -149,8 +151,10 @@ async def _blocked(conn: psycopg.AsyncConnection, params: dict[str, Any]) -> Sto
 
 @contextmanager
 def id_taken(transition: Transition) -> Iterator[None]:
-    """A statement that failed the ledger's key: the id was committed meanwhile for
-    another instance (the statement, and so its transaction, wrote nothing)."""
+    """A statement that failed the ledger's key: the instance's transition id was
+    committed meanwhile by a transaction its snapshot did not see (the statement, and
+    so its transaction, wrote nothing). Ids are derived from their instance's id
+    (``transitions.derived_from``), so no other instance can hold it."""
     try:
         yield
     except psycopg.errors.UniqueViolation as exc:
@@ -204,7 +208,8 @@ async def _recheck(
     conn: psycopg.AsyncConnection, transition: Transition, conflict: StoreError
 ) -> None:
     """After losing a race: our own transition committed meanwhile is an exact replay."""
-    row = await (await conn.execute(sql.LEDGER_READ, {"id": transition.transition_id})).fetchone()
+    key = {"instance": transition.instance_id, "id": transition.transition_id}
+    row = await (await conn.execute(sql.LEDGER_READ, key)).fetchone()
     if row is None:
         raise conflict
     _check_replay(transition, row[0])
@@ -334,10 +339,12 @@ options builds a new one each time, a cost paid several times per step."""
 
 
 async def reconcile_on(
-    conn: psycopg.AsyncConnection, transition_id: str, fingerprint: str
+    conn: psycopg.AsyncConnection, instance_id: str, transition_id: str, fingerprint: str
 ) -> Reconciliation:
-    """What the ledger holds for ``transition_id``: missing, committed or conflicting."""
-    row = await (await conn.execute(sql.LEDGER_READ, {"id": transition_id})).fetchone()
+    """What the ledger holds for ``transition_id`` of ``instance_id``: missing, committed
+    or conflicting."""
+    key = {"instance": instance_id, "id": transition_id}
+    row = await (await conn.execute(sql.LEDGER_READ, key)).fetchone()
     if row is None:
         return Reconciliation.MISSING
     return Reconciliation.COMMITTED if row[0] == fingerprint else Reconciliation.CONFLICTING
@@ -423,7 +430,9 @@ def _label(written: list[Transition]) -> str:
 async def _verdicts(
     conn: psycopg.AsyncConnection, written: list[Transition]
 ) -> list[Reconciliation]:
-    return [await reconcile_on(conn, t.transition_id, t.fingerprint) for t in written]
+    return [
+        await reconcile_on(conn, t.instance_id, t.transition_id, t.fingerprint) for t in written
+    ]
 
 
 def _judge(

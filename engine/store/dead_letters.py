@@ -1,18 +1,20 @@
 """Dead letters: listing unresolved ones, and resolving each fence exactly once.
 
 A dead letter is a work row in state 4 (a processor gave up on it, or its deadline
-passed). Its fence is (work_id, lease_token). An operator resolves a fence with an
+passed). Its fence is (work_id, lease_token), found by the work's key (instance_id,
+work_id). An operator resolves a fence with an
 audited command, retry (readmit at ``retry_at`` with a new deadline) or discard, and
 each fence is resolved at most once:
 
-- the command is fingerprinted over its complete content; the same command id with the
+- the command is fingerprinted over its complete content; the same command id (within
+  its instance: resolutions are keyed (instance_id, command_id), migration 0027) with the
   same fingerprint is an exact replay (success, nothing written, so a caller whose
   COMMIT was lost simply sends the command again), with another fingerprint a
   ResolutionConflict;
 - the work row is locked where it is still that fence's dead letter; otherwise the
   token is stale (StaleLease), unless the command itself committed meanwhile;
 - a second, different command for a fence still dead-lettered conflicts on the
-  resolutions table's (work_id, lease_token) key.
+  resolutions table's (instance_id, work_id, lease_token) key.
 
 A retry returns the row to available with the new times and clears the failure; the
 token is unchanged, so the next claim bumps it, and if that lease dead-letters again it
@@ -26,7 +28,7 @@ which costs one index probe per discarded row scanned.
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
@@ -103,6 +105,7 @@ class Resolution:
     """An audited resolution command; build with ``make_resolution`` so it is checked."""
 
     command_id: str
+    instance_id: str
     work_id: str
     token: int
     action: ResolutionAction
@@ -114,7 +117,10 @@ class Resolution:
 
     @cached_property
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of the complete command."""
+        """SHA-256 of the canonical JSON of the complete command. The instance id is left
+        out: the work id is derived from it (``transitions.derived_from``), so the
+        content is the same, and commands recorded before migration 0027 added it keep
+        their fingerprints (a replay of one stays a replay)."""
         return digest(
             {
                 "command_id": self.command_id,
@@ -206,13 +212,9 @@ async def dead_letter_groups(
     ]
 
 
-@dataclass(frozen=True)
-class ResolutionRecord(Resolution):
-    """A committed resolution as the audit shows it: the command, and the instance whose
-    work it resolved."""
-
-    _: KW_ONLY
-    instance_id: str
+ResolutionRecord = Resolution
+"""A committed resolution as the audit shows it: the command, with the instance whose
+work it resolved."""
 
 
 async def recent_resolutions(
@@ -228,12 +230,16 @@ async def recent_resolutions(
     return [_resolution_record(row, actions) for row in rows]
 
 
-async def find_resolution(store: Store, command_id: str) -> ResolutionRecord | None:
-    """The committed resolution with this command id, if any (a caller whose repeat was
-    refused as a conflict learns whether it was its own command that had acted)."""
+async def find_resolution(
+    store: Store, instance_id: str, command_id: str
+) -> ResolutionRecord | None:
+    """The committed resolution with this command id on work of ``instance_id``, if any
+    (a caller whose repeat was refused as a conflict learns whether it was its own
+    command that had acted)."""
     actions = {code: action for action, code in ACTION_CODES.items()}
+    key = {"instance": instance_id, "command": command_id}
     async with store.connection() as conn:
-        row = await (await conn.execute(sql.RESOLUTION_RECORD, {"command": command_id})).fetchone()
+        row = await (await conn.execute(sql.RESOLUTION_RECORD, key)).fetchone()
     return None if row is None else _resolution_record(row, actions)
 
 
@@ -243,6 +249,7 @@ def _resolution_record(
     command, work, instance, token, action, actor, reason, at, retry, deadline = row
     return ResolutionRecord(
         command,
+        instance,
         work,
         token,
         actions[action],
@@ -251,7 +258,6 @@ def _resolution_record(
         utc(at),
         None if retry is None else utc(retry),
         None if deadline is None else utc(deadline),
-        instance_id=instance,
     )
 
 
@@ -290,6 +296,7 @@ def _check_order(after: DeadLetterCursor | None, items: tuple[DeadLetter, ...]) 
 
 def make_resolution(
     command_id: str,
+    instance_id: str,
     work_id: str,
     token: int,
     action: ResolutionAction | str,
@@ -301,14 +308,15 @@ def make_resolution(
 ) -> Resolution:
     """Check every field of a resolution command; WorkRequestInvalid names the first problem.
 
+    ``instance_id`` and ``work_id`` are the dead letter's key, as its listing shows them.
     Retry needs ``occurred_at <= retry_at < deadline``; discard takes neither time.
     """
     if problem := id_problem(command_id):
         raise WorkRequestInvalid(f"command id {problem}")
     if problem := actor_problem(actor):
         raise WorkRequestInvalid(problem)
-    if not isinstance(work_id, str) or not 1 <= len(work_id) <= 2 * MAX_KEY_LENGTH:
-        raise WorkRequestInvalid(f"work id must be 1 to {2 * MAX_KEY_LENGTH} characters")
+    _check_key(instance_id, "instance id")
+    _check_key(work_id, "work id")
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
         raise WorkRequestInvalid("a dead letter's fencing token is an integer of at least 1")
     if problem := reason_problem(reason):
@@ -321,6 +329,7 @@ def make_resolution(
     _check_times(kind, occurred_at, retry_at, deadline)
     return Resolution(
         command_id,
+        instance_id,
         work_id,
         token,
         kind,
@@ -330,6 +339,12 @@ def make_resolution(
         None if retry_at is None else utc(retry_at),
         None if deadline is None else utc(deadline),
     )
+
+
+def _check_key(value: object, what: str) -> None:
+    """A stored id (the dead letter's key as listed): a string of bounded length."""
+    if not isinstance(value, str) or not 1 <= len(value) <= 2 * MAX_KEY_LENGTH:
+        raise WorkRequestInvalid(f"{what} must be 1 to {2 * MAX_KEY_LENGTH} characters")
 
 
 def _check_times(
@@ -375,7 +390,7 @@ async def _resolve_on(
     """The resolution's statements in order; True for an exact replay (nothing written)."""
     if await _replayed(conn, command):
         return True
-    fence = {"work": command.work_id, "token": command.token}
+    fence = {"instance": command.instance_id, "work": command.work_id, "token": command.token}
     if await (await conn.execute(sql.LOCK_DEAD_LETTER, fence)).fetchone() is None:
         if await _replayed(conn, command):  # our own command committed meanwhile
             return True
@@ -405,9 +420,8 @@ async def _resolve_on(
 
 async def _replayed(conn: psycopg.AsyncConnection, command: Resolution) -> bool:
     """True if this exact command is recorded; ResolutionConflict if its id holds another."""
-    row = await (
-        await conn.execute(sql.RESOLUTION_BY_COMMAND, {"command": command.command_id})
-    ).fetchone()
+    key = {"instance": command.instance_id, "command": command.command_id}
+    row = await (await conn.execute(sql.RESOLUTION_BY_COMMAND, key)).fetchone()
     if row is None:
         return False
     if row[0] != command.fingerprint:
@@ -419,6 +433,7 @@ async def _replayed(conn: psycopg.AsyncConnection, command: Resolution) -> bool:
 
 def _resolution_row(command: Resolution) -> dict[str, Any]:
     return {
+        "instance": command.instance_id,
         "command": command.command_id,
         "fingerprint": command.fingerprint,
         "work": command.work_id,

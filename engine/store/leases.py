@@ -318,7 +318,16 @@ async def _retry(
 
 
 def _held(lease: Lease, now: datetime | None) -> dict[str, Any]:
-    return {"work_id": lease.work_id, "owner": lease.owner, "token": lease.token, "now": now}
+    """The parameters of ``HELD``: the work's key, the lease and the store's clock. The
+    work's instance is ``work_instance``, apart from a transition's ``instance``, which
+    the statements of a fenced commit take too."""
+    return {
+        "work_instance": lease.instance_id,
+        "work_id": lease.work_id,
+        "owner": lease.owner,
+        "token": lease.token,
+        "now": now,
+    }
 
 
 async def _fenced(
@@ -341,7 +350,8 @@ async def _fenced(
 class LeaseFence:
     """The lease a commit is fenced by, and what the commit does with it (see the
     module): ``finish`` completes it; ``lease_next`` names a work row the commit writes
-    that is leased on to the same owner for ``lease_for`` (eager dispatch)."""
+    for the lease's own instance (its next step) that is leased on to the same owner for
+    ``lease_for`` (eager dispatch)."""
 
     lease: Lease
     finish: bool = True

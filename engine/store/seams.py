@@ -39,7 +39,8 @@ placeholders, or bytes, or a composed statement) and returns what is sent instea
 @dataclass(frozen=True)
 class LeaseWrite:
     """A lease holder's write: its statement and parameters, which name the lease
-    (``work_id``, ``owner``, ``token``) and the store clock's ``now``."""
+    (``work_instance`` and ``work_id``, the work's key; ``owner``, ``token``) and the
+    store clock's ``now``."""
 
     statement: str
     params: Mapping[str, Any]

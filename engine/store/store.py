@@ -415,11 +415,14 @@ class Store:
             raise StoreError(f"transition {transition.transition_id} could not be staged") from exc
         return written
 
-    async def reconcile(self, transition_id: str, fingerprint: str) -> Reconciliation:
-        """Missing (safe to retry), committed, or conflicting (the id holds other content)."""
+    async def reconcile(
+        self, instance_id: str, transition_id: str, fingerprint: str
+    ) -> Reconciliation:
+        """Missing (safe to retry), committed, or conflicting (the id holds other content),
+        for ``transition_id`` of ``instance_id`` (the ledger's key)."""
         async with self.connection() as conn:
             try:
-                return await commits.reconcile_on(conn, transition_id, fingerprint)
+                return await commits.reconcile_on(conn, instance_id, transition_id, fingerprint)
             except psycopg.Error as exc:
                 raise StoreUnavailable("could not read the transition ledger") from exc
 

@@ -91,12 +91,19 @@ async def held_leases(
     return [_work_row(r) for r in rows]
 
 
-async def work_rows(store: Store, work_ids: Collection[str]) -> dict[str, WorkRow]:
-    """The given work rows that exist, by id (at most MAX_VIEW_ROWS ids)."""
-    ids = sorted(set(work_ids))
-    _check_limit(max(len(ids), 1))
-    found = map(_work_row, await store.read_ids(sql.WORK_ROWS, ids))
-    return {r.work_id: r for r in found}
+async def work_rows(
+    store: Store, keys: Collection[tuple[str, str]]
+) -> dict[tuple[str, str], WorkRow]:
+    """The given work rows that exist, by their key (instance id, work id), at most
+    MAX_VIEW_ROWS keys. No keys, no round trip."""
+    pairs = sorted(set(keys))
+    _check_limit(max(len(pairs), 1))
+    if not pairs:
+        return {}
+    params = {"instances": [i for i, _ in pairs], "ids": [w for _, w in pairs]}
+    async with store.reading() as conn:
+        found = map(_work_row, await (await conn.execute(sql.WORK_ROWS, params)).fetchall())
+    return {(r.instance_id, r.work_id): r for r in found}
 
 
 def _check_limit(limit: int) -> None:

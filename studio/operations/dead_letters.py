@@ -94,21 +94,30 @@ async def page(
 
 @dataclass(frozen=True)
 class Fence:
-    """A dead letter as a resolution names it: the work and the token it failed under."""
+    """A dead letter as a resolution names it: the work by its key (the stored instance
+    id and the work id, as the list shows them) and the token it failed under."""
 
+    instance_id: str
     work_id: str
     token: int
 
     @classmethod
     def parse(cls, text: str) -> Fence:
-        """``<token>:<work id>`` (work ids may contain ``:``, tokens may not)."""
-        token, sep, work_id = text.partition(":")
-        if not sep or not token.isdigit() or not work_id:
+        """``<token>:<instance id> <work id>`` (ids may contain ``:``, tokens may not;
+        neither contains a space)."""
+        token, sep, key = text.partition(":")
+        instance_id, space, work_id = key.partition(" ")
+        if not sep or not token.isdigit() or not space or not instance_id or not work_id:
             raise Invalid(f"{text!r} does not name a dead letter")
-        return cls(work_id, int(token))
+        return cls(instance_id, work_id, int(token))
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The work row's key: (instance id, work id)."""
+        return self.instance_id, self.work_id
 
     def __str__(self) -> str:
-        return f"{self.token}:{self.work_id}"
+        return f"{self.token}:{self.instance_id} {self.work_id}"
 
 
 @dataclass(frozen=True)
@@ -174,10 +183,10 @@ async def resolve(
     action = _check(resolution, fences)
     now = runtime.queries.now()
     retry_at, deadline = _times(resolution, now)
-    rows = await runtime.queries.work_rows([f.work_id for f in fences])
+    rows = await runtime.queries.work_rows([f.key for f in fences])
     results = []
     for fence in fences:
-        row = rows.get(fence.work_id)
+        row = rows.get(fence.key)
         if row is None or row.tenant_id != team:
             missing = ItemResult(fence.work_id, fence.token, "", False, "refused", "not found")
             results.append(missing)
@@ -207,6 +216,7 @@ async def _resolve_one(
     try:
         command = make_resolution(
             command_id,
+            fence.instance_id,
             fence.work_id,
             fence.token,
             action,
@@ -236,7 +246,7 @@ async def _refused(
 ) -> ItemResult:
     """A refused item: the same form posted again (its own command acted before, at
     another time), or someone else resolved or reclaimed the work meanwhile."""
-    earlier = await runtime.queries.resolution(command_id)
+    earlier = await runtime.queries.resolution(instance_id, command_id)
     if earlier is not None and (earlier.work_id, earlier.token) == (fence.work_id, fence.token):
         return _unchanged(fence, instance_id)
     if isinstance(error, StaleLease):

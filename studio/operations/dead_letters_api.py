@@ -7,8 +7,10 @@ from typing import Annotated
 from litestar.di import NamedDependency
 from litestar.params import FromQuery
 
+from engine.model.identifiers import team_instance_id
 from studio import api_examples as examples
 from studio.instances.interventions import new_id
+from studio.instances.service import find_row
 from studio.operations import dead_letters
 from studio.operations.dead_letters import Fence, Resolution
 from studio.operations.schemas import (
@@ -47,8 +49,20 @@ async def resolve(
     resolution = Resolution(
         data.action, data.reason, data.command_id or new_id(), data.retry_in, data.deadline_in
     )
-    fences = [Fence(item.work_id, item.token) for item in data.items]
+    stored = await _stored_ids(runtime, principal.team_id, {i.instance_id for i in data.items})
+    fences = [Fence(stored[i.instance_id], i.work_id, i.token) for i in data.items]
     results = await dead_letters.resolve(
         runtime, principal.team_id, principal.actor, fences, resolution
     )
     return [result_out(r, principal.team_id) for r in results]
+
+
+async def _stored_ids(runtime: Runtime, team: str, local_ids: set[str]) -> dict[str, str]:
+    """The stored id of each instance id as the team's list shows it (``find_row``, on
+    the primary: the resolution acts on it); one the team has not is taken as its own
+    prefixed id, whose dead letters are then not found."""
+    stored = {}
+    for local in local_ids:
+        row = await find_row(runtime.primary, team, local)
+        stored[local] = row.instance_id if row is not None else team_instance_id(team, local)
+    return stored

@@ -46,6 +46,9 @@ class DeadLetterPageOut:
 
 @dataclass
 class FenceIn:
+    """A dead letter to resolve: its instance (as the list shows it), work id and token."""
+
+    instance_id: str
     work_id: str
     token: int
 

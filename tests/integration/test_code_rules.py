@@ -145,7 +145,8 @@ async def test_a_divergence_parks_the_decision_until_matching_code_is_deployed(
 
     SCRIPT["second"] = "second"  # the matching code is deployed again
     retry = make_resolution(
-        uuid.uuid4().hex, letter.work_id, letter.token, "retry", "ops", "redeployed",
+        uuid.uuid4().hex, letter.instance_id, letter.work_id, letter.token, "retry", "ops",
+        "redeployed",
         clock.now(), clock.now(), clock.now() + timedelta(hours=1),
     )  # fmt: skip
     await client.resolve_dead_letter(retry)

@@ -174,7 +174,10 @@ async def test_duplicate_work_id_aborts_the_whole_transition(
     not_committed(caught.value, StoreError)
     assert isinstance(caught.value.__cause__, psycopg.errors.UniqueViolation)
     assert await ledger(aconn, flow.instance_id) == before
-    assert await store.reconcile(clash.transition_id, clash.fingerprint) is Reconciliation.MISSING
+    assert (
+        await store.reconcile(clash.instance_id, clash.transition_id, clash.fingerprint)
+        is Reconciliation.MISSING
+    )
     await store.commit(last)  # the correct transition at that position still commits
     assert (await ledger(aconn, flow.instance_id)).history == rows_of(*committed, last)[0]
 
@@ -252,52 +255,53 @@ async def test_reusing_an_id_with_other_content_writes_nothing(
         with pytest.raises(DuplicateTransition) as caught:
             await store.commit(reused)
         not_committed(caught.value, DuplicateTransition)
-        verdict = await store.reconcile(reused.transition_id, reused.fingerprint)
+        verdict = await store.reconcile(
+            reused.instance_id, reused.transition_id, reused.fingerprint
+        )
         assert verdict is Reconciliation.CONFLICTING
     assert await ledger(aconn, flow.instance_id) == before
 
 
-async def test_an_id_committed_for_one_instance_conflicts_for_another(
+async def test_an_id_not_derived_from_its_instance_is_refused(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:
+    """The ledger is keyed (instance_id, transition_id) (migration 0027); one id stays
+    one content everywhere because every id starts with its instance's id, which the
+    store checks before it writes: another instance's id is refused, not committed."""
     first = CATALOG.flow(CATALOG.single, "owner")
     second = CATALOG.flow(CATALOG.single, "borrower")
     start = first.start()
     await store.commit(start)
-    borrowed = relabel(second.start(), transition_id=start.transition_id)
+    borrowed = replace(second.start(), transition_id=start.transition_id)  # unchecked
 
-    with pytest.raises(DuplicateTransition) as caught:
+    with pytest.raises(TransitionInvalid, match="must start with its instance id and '#'"):
         await store.commit(borrowed)
 
-    not_committed(caught.value, DuplicateTransition)
     assert (await ledger(aconn, second.instance_id)).instance is None
     assert (await ledger(aconn, first.instance_id)).history == rows_of(start)[0]
 
 
-async def test_one_id_racing_for_two_new_instances(
-    pg_dsn: str, schema: str, store: Store, rival: Store, aconn: psycopg.AsyncConnection
+async def test_an_id_taken_meanwhile_fails_the_ledger_key(
+    pg_dsn: str, schema: str, store: Store, aconn: psycopg.AsyncConnection
 ) -> None:
-    """Neither sees the other's ledger row at first: the ledger insert itself decides."""
-    flows = [CATALOG.flow(CATALOG.single, f"twin-{n}") for n in (1, 2)]
-    shared_id = "shared#start"
-    starts = [relabel(f.start(), transition_id=shared_id) for f in flows]
+    """The ledger's key decides what the lookup cannot see: a transaction that wrote the
+    instance's start id (and moved nothing) commits while the start waits on the key;
+    the start then fails the key (``commits.LEDGER_KEY``) and writes nothing."""
+    flow = CATALOG.flow(CATALOG.single, "taken")
+    start = flow.start()
+    taken = {"transition": start.transition_id, "id": flow.instance_id}
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as holder:
+        await holder.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await holder.execute(HOLD_TRANSITION_ID, taken)
+        task = asyncio.ensure_future(store.commit(start))
+        await until_queued(aconn, holder.info.backend_pid, [task])
+        await holder.commit()
+        (result,) = await asyncio.gather(task, return_exceptions=True)
 
-    results = await race(
-        pg_dsn,
-        schema,
-        aconn,
-        (HOLD_NEW_INSTANCE, HOLD_TRANSITION_ID),
-        {"id": "gate-instance", "transition": shared_id},
-        store.commit(starts[0]),
-        rival.commit(starts[1]),
-    )
-
-    winners = [n for n, r in enumerate(results) if isinstance(r, CommitResult)]
-    assert len(winners) == 1, results
-    loser = 1 - winners[0]
-    not_committed(results[loser], DuplicateTransition)
-    assert (await ledger(aconn, flows[loser].instance_id)).instance is None
-    assert (await ledger(aconn, flows[winners[0]].instance_id)).history == rows_of(starts[0])[0]
+    not_committed(result, DuplicateTransition)
+    assert (await ledger(aconn, flow.instance_id)).instance is None
+    verdict = await store.reconcile(flow.instance_id, start.transition_id, start.fingerprint)
+    assert verdict is Reconciliation.CONFLICTING
 
 
 # Invariant 4: optimistic concurrency ------------------------------------------------
@@ -328,8 +332,11 @@ async def test_two_decisions_at_one_position_exactly_one_commits(
     lost = "y" if won == ["x"] else "x"
     not_committed(outcomes[lost], SequenceConflict)
     loser, winner = decisions[lost], decisions[won[0]]
-    assert await store.reconcile(loser.transition_id, loser.fingerprint) is Reconciliation.MISSING
-    assert await store.reconcile(winner.transition_id, winner.fingerprint) is (
+    assert (
+        await store.reconcile(loser.instance_id, loser.transition_id, loser.fingerprint)
+        is Reconciliation.MISSING
+    )
+    assert await store.reconcile(winner.instance_id, winner.transition_id, winner.fingerprint) is (
         Reconciliation.COMMITTED
     )
     with pytest.raises(SequenceConflict):  # the stale transition stays stale
@@ -546,7 +553,7 @@ async def test_staging_is_atomic_with_the_callers_own_rows(
         await aconn.execute(*outbox_row)
     assert (await ledger(aconn, flow.instance_id)).history == rows_of(start)[0]
     assert (await (await aconn.execute(outbox)).fetchone())[0] == 1
-    assert await store.reconcile(start.transition_id, start.fingerprint) is (
+    assert await store.reconcile(start.instance_id, start.transition_id, start.fingerprint) is (
         Reconciliation.COMMITTED
     )
 
@@ -558,21 +565,16 @@ async def test_staging_is_atomic_with_the_callers_own_rows(
 async def test_staging_outside_a_transaction_block_is_refused(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:
-    """In autocommit each statement would commit alone: a clash in the work rows would
-    leave the ledger row (reconciling COMMITTED) and history without the work."""
-    first = CATALOG.flow(CATALOG.pair, "staged-first")
-    start = first.start()
-    await store.commit(start)
+    """In autocommit each statement would commit alone: a statement failing after the
+    ledger row would leave it (reconciling COMMITTED) and history without the rest."""
     second = CATALOG.flow(CATALOG.pair, "staged-loose")
     loose = second.start()
-    clash = relabel(loose, work=[replace(loose.work[0], work_id=start.work[0].work_id)])
 
-    for transition in (loose, clash):
-        with pytest.raises(StoreError) as caught:
-            await store.stage(aconn, transition)
-        not_committed(caught.value, StoreError)
-        verdict = await store.reconcile(transition.transition_id, transition.fingerprint)
-        assert verdict is Reconciliation.MISSING
+    with pytest.raises(StoreError) as caught:
+        await store.stage(aconn, loose)
+    not_committed(caught.value, StoreError)
+    verdict = await store.reconcile(loose.instance_id, loose.transition_id, loose.fingerprint)
+    assert verdict is Reconciliation.MISSING
     assert (await ledger(aconn, second.instance_id)).instance is None
 
 

@@ -46,12 +46,12 @@ async def dead_lettered(store: Store, code: str = "poison", count: int = 1) -> l
 
 
 async def retry(store: Store, command: str, lease: leases.Lease, at: datetime):
-    fence = (lease.work_id, lease.token)
+    fence = (lease.instance_id, lease.work_id, lease.token)
     return await resolve(store, make(command, *fence, "retry", "alice", "fixed", at, at, at + DAY))
 
 
 async def discard(store: Store, command: str, lease: leases.Lease, reason: str = "obsolete"):
-    fence = (lease.work_id, lease.token)
+    fence = (lease.instance_id, lease.work_id, lease.token)
     return await resolve(store, make(command, *fence, "discard", "bob", reason, store.now()))
 
 
@@ -116,12 +116,19 @@ async def test_other_commands_on_a_resolved_fence_conflict(store: Store) -> None
 
 async def test_a_stale_or_unknown_fence_is_rejected(store: Store) -> None:
     (lease,) = await dead_lettered(store)
-    for work_id, token in ((lease.work_id, 2), ("no-such-work", 1)):
+    unknown = [
+        (lease.instance_id, lease.work_id, 2),
+        (lease.instance_id, "no-such-work", 1),
+        ("no-such-instance", lease.work_id, 1),  # the key names the instance too
+    ]
+    for n, fence in enumerate(unknown):
         with pytest.raises(StaleLease):
-            await resolve(store, make(f"cmd-{token}", work_id, token, "discard", "bob", "x", T0))
-    live = (await seed_work(store, 1))[0]
-    with pytest.raises(StaleLease):  # available work is no dead letter
-        await resolve(store, make("cmd-live", live, 1, "discard", "bob", "x", T0))
+            await resolve(store, make(f"cmd-{n}", *fence, "discard", "bob", "x", T0))
+    await seed_work(store, 1)
+    (live,) = await leases.claim(store, "worker", LEASE, 1)
+    with pytest.raises(StaleLease):  # leased work is no dead letter
+        fence = (live.instance_id, live.work_id, live.token)
+        await resolve(store, make("cmd-live", *fence, "discard", "bob", "x", T0))
     assert await resolution_rows(store) == []
 
 
@@ -149,7 +156,8 @@ async def test_a_swept_deadline_is_a_dead_letter_that_can_be_retried(
     assert (item.work_id, item.token, item.failure_code) == (work_id, 1, sweeps.DEADLINE_EXCEEDED)
     later = T0 + 2 * MINUTE
     times = (clock.now(), later, later + DAY)
-    await resolve(store, make("cmd", work_id, 1, "retry", "carol", "more time", *times))
+    fence = (item.instance_id, work_id, 1)
+    await resolve(store, make("cmd", *fence, "retry", "carol", "more time", *times))
     assert await leases.claim(store, "worker", LEASE, 1) == []
     clock.set(later)
     lease = (await leases.claim(store, "worker", LEASE, 1))[0]
@@ -180,7 +188,8 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
     nowhere = Store(None, "nowhere", ManualClock(T0))  # type: ignore[arg-type]
     valid = {
         "command_id": "cmd",
-        "work_id": "w",
+        "instance_id": "i",
+        "work_id": "i#w",
         "token": 1,
         "action": "retry",
         "actor": "alice",
@@ -201,6 +210,8 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
         ({"reason": "x" * 501}, "reason"),
         ({"token": 0}, "token"),
         ({"command_id": ""}, "command id"),
+        ({"instance_id": ""}, "instance id"),
+        ({"work_id": 7}, "work id"),
         ({"occurred_at": datetime(2031, 1, 1)}, "time zone"),
         ({"limit": 101}, "MAX_PAGE_ITEMS"),
     ]

@@ -143,7 +143,9 @@ async def test_a_member_that_conflicts_fails_alone(
     for k, (transition, outcome) in enumerate(zip(transitions, outcomes, strict=True)):
         if k in stale:
             assert isinstance(outcome, SequenceConflict), outcome
-            verdict = await store.reconcile(transition.transition_id, transition.fingerprint)
+            verdict = await store.reconcile(
+                transition.instance_id, transition.transition_id, transition.fingerprint
+            )
             assert verdict is Reconciliation.MISSING
         else:
             assert outcome.results == [CommitResult(transition.transition_id)]
@@ -199,7 +201,7 @@ async def test_a_member_cancelled_while_it_waits_writes_nothing(
     with pytest.raises(asyncio.CancelledError):
         await waiting
     await group.close()
-    verdict = await store.reconcile(behind.transition_id, behind.fingerprint)
+    verdict = await store.reconcile(behind.instance_id, behind.transition_id, behind.fingerprint)
     assert verdict is Reconciliation.MISSING
 
 

@@ -213,7 +213,9 @@ async def test_a_role_that_does_not_exist_makes_the_work_a_dead_letter_to_retry(
         await documents.execute(PRIVILEGES.format(read=made.read, write=made.write, schema=schema))
         now = store.now()
         retry = ("retry", "olive", "roles made", now, now, now + timedelta(days=1))
-        await resolve(store, make_resolution("cmd-retry", dead.work_id, dead.token, *retry))
+        await resolve(
+            store, make_resolution("cmd-retry", dead.instance_id, dead.work_id, dead.token, *retry)
+        )
         assert await run_due(worker_of(store, replace(flow, advance_function=approval.advance)))
     finally:
         for role in (made.write, made.read):

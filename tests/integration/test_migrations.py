@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -210,8 +211,9 @@ def test_core_schema_rejects_a_retry_resolution_without_times(conn: psycopg.Conn
     )
     with pytest.raises(psycopg.errors.CheckViolation):
         conn.execute(
-            "INSERT INTO work_resolutions (command_id, fingerprint, work_id, lease_token,"
-            " action, actor, reason, occurred_at) VALUES ('c1', %s, 'w1', 1, 1, 'ann', 'x', now())",
+            "INSERT INTO work_resolutions (instance_id, command_id, fingerprint, work_id,"
+            " lease_token, action, actor, reason, occurred_at)"
+            " VALUES ('i1', 'c1', %s, 'w1', 1, 1, 'ann', 'x', now())",
             (FINGERPRINT,),
         )
 
@@ -290,3 +292,103 @@ def test_cli_migrate_rejects_a_bad_schema_name(pg_dsn: str) -> None:
     result = _wayline("migrate", "--dsn", pg_dsn, "--schema", "Bad-Name")
     assert result.returncode == 2
     assert "invalid schema name 'Bad-Name'" in result.stderr
+
+
+# Shard-ready keys (migration 0027) -----------------------------------------------------
+
+KEYED_BY_THEIR_OWNER = {
+    "bulk_command_results",  # one bulk command's outcome per instance: that command's report
+    "hold_exemptions",  # the instances one hold released: that hold's list
+}
+"""Tables with an ``instance_id`` column keyed by the command or hold their rows belong
+to, not by instance (migration 0027 says why). Every other such table is keyed by
+instance id first, so that instance id can be the shard key (docs/scaling.md)."""
+PER_INSTANCE = {"instances", "history", "snapshots", "transitions", "work", "work_resolutions"}
+KEY_COLUMNS = """
+SELECT c.relname,
+       ARRAY(SELECT a.attname FROM unnest(k.conkey) WITH ORDINALITY AS u (attnum, n)
+             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = u.attnum ORDER BY u.n)
+FROM pg_class c
+JOIN pg_namespace s ON s.oid = c.relnamespace
+LEFT JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype = 'p'
+WHERE s.nspname = %(schema)s AND c.relkind IN ('r', 'p')
+  AND EXISTS (SELECT 1 FROM pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attname = 'instance_id' AND NOT a.attisdropped)
+"""
+"""Each table of the schema with an ``instance_id`` column, and its primary key's
+columns in order (NULL: no primary key)."""
+
+
+def test_every_per_instance_table_is_keyed_by_instance_id_first(
+    conn: psycopg.Connection, schema: str
+) -> None:
+    keys = dict(conn.execute(KEY_COLUMNS, {"schema": schema}).fetchall())
+    assert set(keys) >= KEYED_BY_THEIR_OWNER | PER_INSTANCE  # both lists name real tables
+    misfits = {
+        table: key
+        for table, key in keys.items()
+        if table not in KEYED_BY_THEIR_OWNER and (not key or key[0] != "instance_id")
+    }
+    assert misfits == {}, "key these tables by instance_id first, or say why not"
+    assert keys["transitions"] == ["instance_id", "transition_id"]
+    assert keys["work"] == ["instance_id", "work_id"]
+    assert keys["work_resolutions"] == ["instance_id", "command_id"]
+
+
+SEED_0026 = [
+    "INSERT INTO instances VALUES"
+    " ('i1', 'd', '1', repeat('f', 64), 1, 2, '', now(), now(), NULL),"
+    " ('i2', 'd', '1', repeat('f', 64), 1, 1, '', now(), now(), NULL)",
+    "INSERT INTO history (instance_id, sequence, kind, occurred_at)"
+    " VALUES ('i1', 1, 1, now()), ('i1', 2, 2, now()), ('i2', 1, 1, now())",
+    "INSERT INTO transitions (transition_id, instance_id, fingerprint, expected_sequence,"
+    " committed_sequence) VALUES ('i1#start', 'i1', repeat('a', 64), 0, 1),"
+    " ('i1#2', 'i1', repeat('b', 64), 1, 2), ('i2#start', 'i2', repeat('c', 64), 0, 1)",
+    "INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, state,"
+    " lease_token, completed_at) VALUES"
+    " ('i1#2#activity#a', 1, 'i1', 2, now(), now() + interval '1 hour', 4, 1, now()),"
+    " ('i2#1#activity#a', 1, 'i2', 1, now(), now() + interval '1 hour', 1, 0, NULL)",
+    "INSERT INTO work_resolutions (command_id, fingerprint, work_id, lease_token, action,"
+    " actor, reason, occurred_at) VALUES"
+    " ('c1', repeat('d', 64), 'i1#2#activity#a', 1, 2, 'ann', 'obsolete', now())",
+]
+"""Rows of every re-keyed table, written as the schema before migration 0027 took them."""
+
+
+def test_rekeying_by_instance_keeps_every_row(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    """Migration 0027 on a populated schema: every ledger, work and resolution row is
+    still there, each resolution now names its work's instance, and the keys hold."""
+    before = tmp_path / "before_0027"
+    before.mkdir()
+    for migration in load_migrations():
+        if migration.version < 27:
+            shutil.copy(MIGRATIONS_DIR / migration.name, before / migration.name)
+    apply_migrations(pg_dsn, schema_name, directory=before)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema_name)))
+        for statement in SEED_0026:
+            conn.execute(statement)
+        assert apply_migrations(pg_dsn, schema_name)[0] == "0027_keyed_by_instance.sql"
+
+        ledger = conn.execute(
+            "SELECT instance_id, transition_id FROM transitions ORDER BY 1, 2"
+        ).fetchall()
+        assert ledger == [("i1", "i1#2"), ("i1", "i1#start"), ("i2", "i2#start")]
+        work = conn.execute("SELECT instance_id, work_id, state FROM work ORDER BY 1").fetchall()
+        assert work == [("i1", "i1#2#activity#a", 4), ("i2", "i2#1#activity#a", 1)]
+        resolutions = conn.execute(
+            "SELECT instance_id, command_id, work_id, lease_token FROM work_resolutions"
+        ).fetchall()
+        assert resolutions == [("i1", "c1", "i1#2#activity#a", 1)]
+        with pytest.raises(psycopg.errors.UniqueViolation, match="work_resolutions_fence_key"):
+            conn.execute(
+                "INSERT INTO work_resolutions VALUES ('c2', repeat('e', 64), 'i1#2#activity#a',"
+                " 1, 2, 'bob', 'again', now(), NULL, NULL, 'i1')"
+            )
+        with pytest.raises(psycopg.errors.ForeignKeyViolation, match="work_resolutions_work_fkey"):
+            conn.execute(  # the work of another instance is not this instance's
+                "INSERT INTO work_resolutions VALUES ('c3', repeat('e', 64), 'i1#2#activity#a',"
+                " 1, 2, 'bob', 'other', now(), NULL, NULL, 'i2')"
+            )

@@ -63,7 +63,7 @@ async def test_dead_letters_are_listed_and_grouped_per_team(
     assert len(await dead_letter_groups(store, tenant="red", scan=1)) == 1  # bounded scan
 
     lease = red[0]
-    fence = (lease.work_id, lease.token)
+    fence = (lease.instance_id, lease.work_id, lease.token)
     discard = make_resolution("c-1", *fence, "discard", "alice", "obsolete", store.now())
     await resolve(store, discard)
     assert [g.count for g in await dead_letter_groups(store, tenant="red")] == [1, 1]
@@ -72,8 +72,9 @@ async def test_dead_letters_are_listed_and_grouped_per_team(
         ("c-1", "alice", "obsolete", "discard")
     ]
     assert audit[0].instance_id == lease.instance_id
-    assert await find_resolution(store, "c-1") == audit[0]
-    assert await find_resolution(store, "c-2") is None
+    assert await find_resolution(store, lease.instance_id, "c-1") == audit[0]
+    assert await find_resolution(store, lease.instance_id, "c-2") is None
+    assert await find_resolution(store, "another-instance", "c-1") is None
     assert await recent_resolutions(store, tenant="blue") == []
 
 
@@ -95,8 +96,10 @@ async def test_an_instances_work_rows_and_the_leases_workers_hold(store: Store) 
     assert [r.work_id for r in held] == [lease.work_id]
     assert await work_views.held_leases(store, ["worker-a"], tenant="blue") == []
     assert await work_views.held_leases(store, []) == []
-    rows_by_id = await work_views.work_rows(store, [lease.work_id, "missing"])
-    assert list(rows_by_id) == [lease.work_id] and rows_by_id[lease.work_id].tenant_id == "red"
+    key = (instance, lease.work_id)
+    unknown = [(instance, "missing"), ("another-instance", lease.work_id)]
+    rows_by_key = await work_views.work_rows(store, [key, *unknown])
+    assert list(rows_by_key) == [key] and rows_by_key[key].tenant_id == "red"
     assert await work_views.work_rows(store, []) == {}
     with pytest.raises(ValueError, match="limit"):
         await work_views.instance_work(store, instance, limit=0)

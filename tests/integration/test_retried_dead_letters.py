@@ -109,7 +109,7 @@ async def dead_in_backoff(
 
 async def retry_now(store: Store, dead: DeadLetter, deadline: timedelta = DAY) -> None:
     """The operator's retry of ``dead``: due at once, with a new deadline."""
-    now, fence = store.now(), (dead.work_id, dead.token)
+    now, fence = store.now(), (dead.instance_id, dead.work_id, dead.token)
     retry = ("retry", "olive", "back", now, now, now + deadline)
     command = make_resolution("cmd-retry", *fence, *retry)
     await resolve(store, command)

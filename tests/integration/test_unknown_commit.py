@@ -73,7 +73,9 @@ class Pending:
             assert (await ledger(aconn, step.instance_id)).rows == rows_of(*kept)
 
     async def verdicts(self, store: Store) -> set[Reconciliation]:
-        return {await store.reconcile(s.transition_id, s.fingerprint) for s in self.steps}
+        return {
+            await store.reconcile(s.instance_id, s.transition_id, s.fingerprint) for s in self.steps
+        }
 
 
 async def pending(store: Store, name: str, way: str) -> Pending:

@@ -36,9 +36,10 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
     page = operator.get("/dead-letters")
     first, second = fences(page.text)
     command_id = re.search(r'name="command_id" value="(\w+)"', page.text).group(1)
-    foreign_fence = "1:" + studio.run(lambda store: foreign_work(store, foreign))
-    token, _, work_id = second.partition(":")
-    stale = f"{int(token) + 5}:{work_id}"
+    foreign_work_id = studio.run(lambda store: foreign_work(store, foreign))
+    foreign_fence = f"1:{foreign} {foreign_work_id}"
+    token, _, key = second.partition(":")  # key: "<instance id> <work id>"
+    stale = f"{int(token) + 5}:{key}"
     form = {
         "action": "retry",
         "reason": "the worker fleet is back",
@@ -68,14 +69,12 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
     )
     assert no_reason.status_code == 422 and "a reason of 1 to 500" in no_reason.text
 
-    token, _, work_id = second.partition(":")
+    (listed,) = operator.get("/api/dead-letters").json()["items"]
+    assert f"{listed['token']}:" in second and second.endswith(f" {listed['work_id']}")
+    item = {k: listed[k] for k in ("instance_id", "work_id", "token")}  # as the list shows it
     discarded = operator.post(
         "/api/dead-letters/resolve",
-        json={
-            "action": "discard",
-            "reason": "obsolete order",
-            "items": [{"work_id": work_id, "token": int(token)}],
-        },
+        json={"action": "discard", "reason": "obsolete order", "items": [item]},
         headers={"X-CSRF-Token": operator.csrf},
     )
     assert discarded.status_code == 200

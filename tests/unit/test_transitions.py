@@ -57,7 +57,7 @@ def signal(sequence: int, data: str | None = None, at: datetime = T0) -> Event:
 
 
 def work(
-    work_id: str = "w1",
+    work_id: str = "i1#w1",
     sequence: int = 3,
     kind: WorkKind = WorkKind.TIMER,
     available_at: datetime = T0,
@@ -101,13 +101,15 @@ def test_a_minimal_transition_is_valid() -> None:
         ),
         (
             [signal(3)],
-            [work(f"w{n}") for n in range(MAX_TRANSITION_WORK + 1)],
+            [work(f"i1#w{n}") for n in range(MAX_TRANSITION_WORK + 1)],
             "at most 1000 work items, not 1001",
         ),
         ([signal(3)], [work(sequence=4)], "must reference an event of this transition"),
         ([signal(3)], [work(sequence=2)], "must reference an event of this transition"),
-        ([signal(3)], [work(), work()], "'w1' is empty, too long or repeated"),
+        ([signal(3)], [work(), work()], "'i1#w1' is empty, too long or repeated"),
         ([signal(3)], [work("")], "is empty, too long or repeated"),
+        ([signal(3)], [work("i2#w1")], "must start with its instance id and '#'"),
+        ([signal(3)], [work("i1w1")], "must start with its instance id and '#'"),
         (
             [signal(3)],
             [work(available_at=T0 - timedelta(microseconds=1))],
@@ -125,6 +127,8 @@ def test_a_minimal_transition_is_valid() -> None:
         "work before the events",
         "duplicate work id",
         "empty work id",
+        "work id of another instance",
+        "work id without the separator",
         "work before its event",
         "deadline at available",
         "not after expected",
@@ -161,6 +165,7 @@ def test_a_transition_built_directly_is_checked_like_a_built_one() -> None:
         (replace(valid, instance_id="i2"), "belong to one instance"),
         (replace(valid, events=()), "1 to 100 events, not 0"),
         (replace(valid, transition_id=""), "transition id has 1 to"),
+        (replace(valid, transition_id="i2#3"), "must start with its instance id and '#'"),
     ]:
         with pytest.raises(TransitionInvalid, match=message):
             check_transition(broken)
@@ -281,7 +286,7 @@ def _variants(base: Transition) -> dict[str, Transition]:
         "event time": with_event(occurred_at=event.occurred_at + timedelta(microseconds=1)),
         "event data": with_event(data=canonical_json({"n": 2})),
         "event key": with_event(idempotency_key="s-other"),
-        "work id": with_work(work_id="w2"),
+        "work id": with_work(work_id="i1#w2"),
         "work kind": with_work(kind=WorkKind.PUBLICATION),
         "work available": with_work(available_at=item.available_at + timedelta(microseconds=1)),
         "work deadline": with_work(deadline=item.deadline + timedelta(microseconds=1)),

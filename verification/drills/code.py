@@ -229,8 +229,8 @@ async def divergent_deploy(env: DrillEnv) -> None:
         )
     await env.stop_processes()
     env.worker("b")
-    for n, (work_id, token) in enumerate(dead):
-        await _retry(env, f"{env.spec.id}-retry-{n}", work_id, token)
+    for n, fence in enumerate(dead):
+        await _retry(env, f"{env.spec.id}-retry-{n}", *fence)
     await env.quiesce()
     await env.stop_processes()
 
@@ -260,12 +260,15 @@ async def _commands(env: DrillEnv, run: CodeRun) -> int:
 RETRY_DEADLINE = timedelta(minutes=5)
 
 
-async def _retry(env: DrillEnv, command_id: str, work_id: str, token: int) -> None:
+async def _retry(
+    env: DrillEnv, command_id: str, instance_id: str, work_id: str, token: int
+) -> None:
     """The operator's retry of a dead letter, once the matching code is deployed."""
     now = datetime.now(UTC)
     reason = "the matching code is deployed again"
+    fence = (instance_id, work_id, token)
     retry = make_resolution(
-        command_id, work_id, token, "retry", "drills", reason, now, now, now + RETRY_DEADLINE
+        command_id, *fence, "retry", "drills", reason, now, now, now + RETRY_DEADLINE
     )
     await env.client.resolve_dead_letter(retry)
     env.record.stats["dead_letters_retried"] += 1
@@ -277,8 +280,9 @@ WHERE state = %(dead)s AND instance_id = ANY(%(runs)s)
 """
 
 
-async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, int]]:
-    """Until every run's decision is dead-lettered; each one's fence (work id and token),
+async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, str, int]]:
+    """Until every run's decision is dead-lettered; each one's fence (instance id, work
+    id and token),
     once checked to name the divergence and to leave its run running."""
     params = {"dead": int(WorkState.DEAD_LETTERED), "runs": [r.run_id for r in runs]}
     found: list[tuple[str, str, int, str, str]] = []
@@ -297,4 +301,4 @@ async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, int]]:
         )
         state = await env.client.inspect(run_id)
         env.expect(not state.status.terminal, f"{run_id}: {state.status.label}, not parked")
-    return [(work_id, token) for _, work_id, token, _, _ in found]
+    return [(run_id, work_id, token) for run_id, work_id, token, _, _ in found]

@@ -35,9 +35,11 @@ from engine.store.statements.transitions import (
 
 
 def held(v: Source) -> str:
-    """The work row ``w`` is the lease named by ``v``'s work_id, owner and token, and it
-    is unexpired (lease and deadline) by the store's clock."""
-    return one_line(f"""w.work_id = {v("work_id")} AND w.state = {WorkState.LEASED}
+    """The work row ``w`` is the lease named by ``v``'s work_instance and work_id (the
+    work's key), owner and token, and it is unexpired (lease and deadline) by the
+    store's clock."""
+    return one_line(f"""w.instance_id = {v("work_instance")} AND w.work_id = {v("work_id")}
+    AND w.state = {WorkState.LEASED}
     AND w.lease_owner = {v("owner")} AND w.lease_token = {v("token")}
     AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
 
@@ -110,7 +112,7 @@ WITH RECURSIVE tenants AS (
 due AS (
     SELECT d.* FROM tenants t
     CROSS JOIN LATERAL (
-        SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
+        SELECT w.instance_id, w.work_id, w.tenant_id, w.available_at, w.state FROM work w
         WHERE w.state < {WorkState.LEASED} AND w.tenant_id = t.tenant_id
           AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
         ORDER BY w.available_at, w.work_id
@@ -118,14 +120,14 @@ due AS (
     ) d
 ),
 expired AS (
-    SELECT w.work_id, w.tenant_id, w.available_at, w.state FROM work w
+    SELECT w.instance_id, w.work_id, w.tenant_id, w.available_at, w.state FROM work w
     WHERE w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
       AND {WANTED}
     ORDER BY w.lease_expires_at, w.work_id
     LIMIT %(limit)s
 ),
 chosen AS (
-    SELECT c.work_id, c.tenant_id, c.state FROM (
+    SELECT c.* FROM (
         SELECT u.*, row_number() OVER (PARTITION BY u.tenant_id
                                        ORDER BY u.state DESC, u.available_at, u.work_id)
                     AS tenant_rank
@@ -139,9 +141,9 @@ quotas AS (
     WHERE c.state = {WorkState.AVAILABLE} GROUP BY c.tenant_id
 ),
 locked_due AS MATERIALIZED (
-    SELECT d.work_id FROM quotas q
+    SELECT d.* FROM quotas q
     CROSS JOIN LATERAL (
-        SELECT w.work_id FROM work w
+        SELECT w.instance_id, w.work_id FROM work w
         WHERE w.state < {WorkState.LEASED} AND w.tenant_id = q.tenant_id
           AND w.available_at <= {NOW} AND w.deadline > {NOW} AND {WANTED}
         ORDER BY w.available_at, w.work_id
@@ -150,7 +152,8 @@ locked_due AS MATERIALIZED (
     ) d
 ),
 locked_expired AS MATERIALIZED (
-    SELECT w.work_id FROM chosen c JOIN work w ON w.work_id = c.work_id
+    SELECT w.instance_id, w.work_id FROM chosen c
+    JOIN work w ON w.instance_id = c.instance_id AND w.work_id = c.work_id
     WHERE c.state = {WorkState.LEASED}
       AND w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
     FOR UPDATE OF w SKIP LOCKED
@@ -162,10 +165,10 @@ claimed AS (
         lease_token = w.lease_token + 1,
         lease_owner = %(owner)s,
         lease_expires_at = LEAST({NOW} + %(lease)s::interval, w.deadline)
-    FROM (SELECT work_id FROM locked_expired
-          UNION ALL SELECT work_id FROM locked_due
+    FROM (SELECT * FROM locked_expired
+          UNION ALL SELECT * FROM locked_due
           LIMIT %(limit)s) l
-    WHERE w.work_id = l.work_id AND {ELIGIBLE}
+    WHERE w.instance_id = l.instance_id AND w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}
 )
 SELECT c.*, {", ".join(f"h.{name}" for name in HISTORY_FIELDS)}
@@ -237,7 +240,7 @@ WITH completed AS (
 UPDATE work w
 SET state = {WorkState.LEASED}, attempts = w.attempts + 1, lease_token = w.lease_token + 1,
     lease_owner = %(owner)s, lease_expires_at = LEAST({NOW} + %(lease)s::interval, w.deadline)
-WHERE w.work_id = %(next_id)s AND w.state IN ({OPEN})
+WHERE w.instance_id = %(work_instance)s AND w.work_id = %(next_id)s AND w.state IN ({OPEN})
   AND EXISTS (SELECT 1 FROM completed)
 RETURNING {LEASE_COLUMNS}
 """
@@ -250,8 +253,8 @@ own statement (``FENCED_WRITE``)."""
 
 HANDED_ON = f"""
 SELECT {LEASE_COLUMNS} FROM work w
-WHERE w.work_id = %(next_id)s AND w.state = {WorkState.LEASED}
-  AND w.lease_owner = %(owner)s AND w.lease_token = 1
+WHERE w.instance_id = %(work_instance)s AND w.work_id = %(next_id)s
+  AND w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s AND w.lease_token = 1
 """
 """The lease ``FENCED_WRITE`` handed on (token 1, this owner), read back when the
 write's answer was lost and it was settled as committed; no row once it expired and
@@ -277,7 +280,8 @@ held AS MATERIALIZED (
 finished AS (
     UPDATE work w
     SET {COMPLETED_BY_HOLDER}
-    WHERE w.work_id = %(work_id)s AND %(finish)s AND EXISTS (SELECT 1 FROM ok)
+    WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s AND %(finish)s
+      AND EXISTS (SELECT 1 FROM ok)
 ),""",
             columns=", next_lease.*",
             join="LEFT JOIN new_work next_lease ON next_lease.work_id = %(next_id)s",
@@ -310,6 +314,7 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("pin_version", "text"),
     ("pin_fingerprint", "text"),
     ("retire", "boolean"),
+    ("work_instance", "text"),
     ("work_id", "text"),
     ("owner", "text"),
     ("token", "bigint"),
@@ -365,7 +370,7 @@ finished AS (
     UPDATE work w
     SET {COMPLETED_BY_HOLDER}
     FROM input i JOIN ok ON ok.m = i.m
-    WHERE w.work_id = i.work_id AND i.finish
+    WHERE w.instance_id = i.work_instance AND w.work_id = i.work_id AND i.finish
 ),
 retired AS (
     UPDATE work
@@ -429,7 +434,7 @@ would miss."""
 
 SWEEP_DEADLINES = f"""
 WITH overdue AS MATERIALIZED (
-    SELECT w.work_id FROM work w
+    SELECT w.instance_id, w.work_id FROM work w
     WHERE w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
       AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
     ORDER BY w.deadline, w.work_id
@@ -441,7 +446,8 @@ SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {
     lease_owner = '', lease_expires_at = NULL,
     lease_token = GREATEST(w.lease_token, 1)
 FROM overdue o
-WHERE w.work_id = o.work_id AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
+WHERE w.instance_id = o.instance_id AND w.work_id = o.work_id
+  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
   AND w.deadline <= {NOW}
   AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
 """

@@ -48,8 +48,7 @@ FOR UPDATE OF i SKIP LOCKED
 """The exported instances still as exported, locked; one being changed is skipped."""
 
 REMOVE = (
-    """DELETE FROM work_resolutions r USING work w
-       WHERE r.work_id = w.work_id AND w.instance_id = ANY(%(ids)s)""",
+    "DELETE FROM work_resolutions WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM work WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM history WHERE instance_id = ANY(%(ids)s)",
     "DELETE FROM transitions WHERE instance_id = ANY(%(ids)s)",

@@ -116,8 +116,12 @@ def moved_values(v: Source, status: str = "status") -> str:
 
 
 def ledger_read(v: Source) -> str:
-    """The ledger's fingerprint of the transition id, if it was committed."""
-    return f"SELECT fingerprint FROM transitions WHERE transition_id = {v('id')}"
+    """The ledger's fingerprint of the transition id, if it was committed: a probe of
+    the ledger's key (instance id, transition id)."""
+    return (
+        "SELECT fingerprint FROM transitions "
+        f"WHERE instance_id = {v('instance')} AND transition_id = {v('id')}"
+    )
 
 
 LEDGER_READ = ledger_read(param)
@@ -260,10 +264,10 @@ writes its own table (every work row points at a history row the same statement
 writes). The ledger lookup reads the statement's snapshot, taken before the lock was
 granted: a commit of this very transition that the lock waited for shows as a position
 mismatch, which ``commits._recheck`` settles in a fresh statement. The count says
-whether the instance moved. An id taken meanwhile by a concurrent transaction (of
-another instance: one of the same instance waits for the lock and then finds the
-instance moved) fails the ledger's primary key, and with it the whole statement, which
-thus never writes part of a transition."""
+whether the instance moved. An id taken meanwhile by a concurrent transaction that did
+not move the instance (a transition that did is seen after the lock as a moved
+instance) fails the ledger's primary key, (instance_id, transition_id), and with it the
+whole statement, which thus never writes part of a transition."""
 WRITE_COLUMNS = 8
 """The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
 REARM_PARKED_WORK = f"""

@@ -28,5 +28,9 @@ LIMIT %(limit)s
 """Leases recorded for the given owners (expired ones included: until a claim takes
 them over, the row still names its last owner)."""
 
-WORK_ROWS = f"SELECT {COLUMNS} FROM work WHERE work_id = ANY(%(ids)s)"
-"""Work rows by id (primary-key probes): what an operator is about to resolve."""
+WORK_ROWS = f"""
+SELECT {COLUMNS} FROM work
+WHERE (instance_id, work_id) IN (SELECT * FROM unnest(%(instances)s::text[], %(ids)s::text[]))
+"""
+"""Work rows by key, (instance id, work id) pairs given as two arrays (primary-key
+probes): what an operator is about to resolve."""
