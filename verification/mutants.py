@@ -245,7 +245,7 @@ def _settled_write_drops_next_lease(app: ActivityRegistry) -> Build:
     from engine.store.statements import leases
 
     handed_on = Rewrite(
-        leases, "HANDED_ON", re.escape("WHERE w.work_id = %(next_id)s"), "WHERE false"
+        leases, "HANDED_ON", re.escape("AND w.work_id = %(next_id)s"), "AND false"
     )
     return Build(statement_filter=StatementRewrites([handed_on]))
 
