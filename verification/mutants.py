@@ -244,9 +244,7 @@ class _RenewalCancelsOwnCommit(WorkerHooks):
 def _settled_write_drops_next_lease(app: ActivityRegistry) -> Build:
     from engine.store.statements import leases
 
-    handed_on = Rewrite(
-        leases, "HANDED_ON", re.escape("AND w.work_id = %(next_id)s"), "AND false"
-    )
+    handed_on = Rewrite(leases, "HANDED_ON", re.escape("AND w.work_id = %(next_id)s"), "AND false")
     return Build(statement_filter=StatementRewrites([handed_on]))
 
 
