@@ -14,7 +14,7 @@ enforces too). One instance's detail is ``studio.instances.detail``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -192,8 +192,24 @@ async def _lookup(
     before ids were namespaced), from one read."""
     scoped = team_instance_id(team, instance_id)
     rows = await reads.queries.instance_rows([scoped, instance_id])
+    return _owned(rows, team, instance_id), rows.get(scoped)
+
+
+async def find_rows(
+    reads: Reads, team: str, instance_ids: Collection[str]
+) -> dict[str, InstanceRow | None]:
+    """``find_row`` of each of ``instance_ids``, from one read."""
+    stored = [i for local in instance_ids for i in (team_instance_id(team, local), local)]
+    rows = await reads.queries.instance_rows(stored)
+    return {local: _owned(rows, team, local) for local in instance_ids}
+
+
+def _owned(rows: Mapping[str, InstanceRow], team: str, instance_id: str) -> InstanceRow | None:
+    """Of ``rows``, by stored id, the team's own for ``instance_id`` (``find_row``): the
+    one under the team's prefix first."""
+    scoped = team_instance_id(team, instance_id)
     owned = [rows[i] for i in (scoped, instance_id) if i in rows and rows[i].tenant_id == team]
-    return (owned[0] if owned else None), rows.get(scoped)
+    return owned[0] if owned else None
 
 
 async def require_row(reads: Reads, team: str, instance_id: str) -> InstanceRow:

@@ -164,11 +164,17 @@ def _check(resolution: Resolution, fences: list[Fence]) -> ResolutionAction:
     operator_reason(resolution.reason)
     if not resolution.command_id:
         raise Invalid("the form carries no command id; reload the page")
-    if not fences:
-        raise Invalid("choose at least one dead letter")
-    if len(fences) > MAX_PAGE_ITEMS:
-        raise Invalid(f"at most {MAX_PAGE_ITEMS} dead letters at a time")
+    check_item_count(len(fences))
     return action
+
+
+def check_item_count(count: int) -> None:
+    """Invalid unless 1 to MAX_PAGE_ITEMS dead letters are chosen (checked before the
+    API reads anything for them)."""
+    if not count:
+        raise Invalid("choose at least one dead letter")
+    if count > MAX_PAGE_ITEMS:
+        raise Invalid(f"at most {MAX_PAGE_ITEMS} dead letters at a time")
 
 
 def item_command_id(command_id: str, fence: Fence) -> str:

@@ -10,7 +10,7 @@ from litestar.params import FromQuery
 from engine.model.identifiers import team_instance_id
 from studio import api_examples as examples
 from studio.instances.interventions import new_id
-from studio.instances.service import find_row
+from studio.instances.service import find_rows
 from studio.operations import dead_letters
 from studio.operations.dead_letters import Fence, Resolution
 from studio.operations.schemas import (
@@ -49,6 +49,7 @@ async def resolve(
     resolution = Resolution(
         data.action, data.reason, data.command_id or new_id(), data.retry_in, data.deadline_in
     )
+    dead_letters.check_item_count(len(data.items))
     stored = await _stored_ids(runtime, principal.team_id, {i.instance_id for i in data.items})
     fences = [Fence(stored[i.instance_id], i.work_id, i.token) for i in data.items]
     results = await dead_letters.resolve(
@@ -58,11 +59,11 @@ async def resolve(
 
 
 async def _stored_ids(runtime: Runtime, team: str, local_ids: set[str]) -> dict[str, str]:
-    """The stored id of each instance id as the team's list shows it (``find_row``, on
+    """The stored id of each instance id as the team's list shows it (``find_rows``, on
     the primary: the resolution acts on it); one the team has not is taken as its own
     prefixed id, whose dead letters are then not found."""
-    stored = {}
-    for local in local_ids:
-        row = await find_row(runtime.primary, team, local)
-        stored[local] = row.instance_id if row is not None else team_instance_id(team, local)
-    return stored
+    rows = await find_rows(runtime.primary, team, local_ids)
+    return {
+        local: row.instance_id if row is not None else team_instance_id(team, local)
+        for local, row in rows.items()
+    }

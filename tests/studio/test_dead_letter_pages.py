@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import uuid
 
+from engine.model.limits import MAX_PAGE_ITEMS
+from engine.store.reads import MAX_INSTANCE_ROWS
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 
@@ -85,6 +87,26 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
         "/dead-letters/resolve", data={**form, "_csrf": viewer.csrf, "item": [second]}
     )
     assert viewer_try.status_code == 403
+
+
+def test_the_api_refuses_more_dead_letters_than_a_page_before_reading_any(
+    studio: LiveStudio,
+) -> None:
+    """Even more than one read of instance rows could take (MAX_INSTANCE_ROWS ids, two
+    per item): the count is checked first, so the answer is the limit, not a failure."""
+    team = studio.team("too-many")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    items = [
+        {"instance_id": f"order-{k}", "work_id": f"order-{k}#2#activity#charge", "token": 1}
+        for k in range(MAX_INSTANCE_ROWS // 2 + 1)
+    ]
+    answer = operator.post(
+        "/api/dead-letters/resolve",
+        json={"action": "discard", "reason": "clean up", "items": items},
+        headers={"X-CSRF-Token": operator.csrf},
+    )
+    assert answer.status_code == 422
+    assert f"at most {MAX_PAGE_ITEMS} dead letters at a time" in answer.text
 
 
 async def foreign_work(store, instance_id: str) -> str:
