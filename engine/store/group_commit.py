@@ -29,7 +29,6 @@ from engine.store import commits, leases, transactions
 from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.leases import Committed, LeaseFence
 from engine.store.store import Store, newly_written, ready_to_write
-from engine.store.transactions import uncancellable
 
 COMMIT_LANES = 2
 """Groups one worker writes at the same time: while one waits for its WAL flush, the
@@ -93,7 +92,12 @@ class CommitGroup:
         """Write groups until none waits. The writer leaves ``_writers`` in the same step
         that finds the queue empty: its task's done-callback runs turns later, and a
         commit queued meanwhile would find every lane taken and no writer to take it
-        (the callback stays for a writer cancelled before it ever ran)."""
+        (the callback stays for a writer cancelled before it ever ran).
+
+        A writer is a task of its own that its members' callers never cancel (a caller
+        cancelled meanwhile only drops its answer), so a group it has started is written
+        to a classified end in it directly (``transactions.caller_proof``)."""
+        transactions.caller_proof()
         try:
             await self._write_waiting()
         finally:
@@ -107,7 +111,7 @@ class CommitGroup:
                 continue
             self.on_group(len(group))
             try:
-                await uncancellable(self._write(group))
+                await self._write(group)
             except asyncio.CancelledError:
                 for member in group:
                     member.answer.cancel()

@@ -137,7 +137,6 @@ class Store:
             },
             timeout=deadlines.pool_wait,
             configure=sessions.remember,
-            reset=_transactional,
         )
         try:
             await pool.open(wait=True, timeout=deadlines.pool_wait)
@@ -189,7 +188,7 @@ class Store:
         (``transactions.run``); always ``give_back``. Failing to get one is
         StoreUnavailable (nothing was written)."""
         try:
-            return await self.pool.getconn()
+            return await _transactional(await self.pool.getconn())
         except Exception as exc:
             raise StoreUnavailable("the database is unavailable; nothing was written") from exc
 
@@ -212,7 +211,7 @@ class Store:
         try:
             async with asyncio.timeout(self.deadlines.operation), self.pool.connection() as conn:
                 try:
-                    yield conn
+                    yield await _transactional(conn)
                 finally:
                     if conn.broken:
                         self._check_pool()
@@ -241,16 +240,16 @@ class Store:
                 except psycopg.Error:
                     self._check_pool()
                     continue
-                yield conn
+                yield await _transactional(conn)
                 return
         async with self.pool.connection() as conn:
-            yield conn
+            yield await _transactional(conn)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection for reads only, in autocommit: a read costs its own round
-        trips and no BEGIN or COMMIT (each statement reads its own snapshot). The pool
-        takes it out of autocommit again when it comes back (``_transactional``)."""
+        trips and no BEGIN or COMMIT (each statement reads its own snapshot). The next
+        borrower gets it out of autocommit again (``_transactional``)."""
         async with self.connection() as conn:
             await conn.set_autocommit(True)
             yield conn
@@ -464,8 +463,15 @@ async def _probe(conninfo: str, connect_timeout: int) -> None:
     await conn.close()
 
 
-async def _transactional(conn: psycopg.AsyncConnection) -> None:
-    """The pool's reset: every connection goes back out of autocommit (``reading`` sets
-    it), so a write never commits statement by statement."""
-    if conn.autocommit:
+async def _transactional(conn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
+    """``conn`` out of autocommit (``reading`` and lone writes set it), as every pooled
+    connection is handed out, so a write never commits statement by statement.
+
+    Done as it leaves the pool, not by the pool's ``reset`` as it comes back: with a
+    reset, psycopg_pool returns every connection through a task of its own (a queue
+    hand-off and a task switch per use); without one, inline. Setting the flag on an
+    idle connection sends nothing; one that died while idle (a server restart) is left
+    as it is: it cannot commit anything, and its first statement reports it broken."""
+    if conn.autocommit and conn.pgconn.transaction_status == TransactionStatus.IDLE:
         await conn.set_autocommit(False)
+    return conn

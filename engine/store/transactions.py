@@ -183,8 +183,8 @@ async def uncancellable(operation: Awaitable[T]) -> T:
     A COMMIT abandoned half way would leave its outcome unknown and the connection in
     use after it went back to the pool; so the commit and its settlement always run to
     a classified end, and only then does cancellation take effect. Inside an operation
-    that is already uncancellable (a group commit's, around its COMMIT), nothing more is
-    needed, so no second task is made.
+    that is already uncancellable (a group commit's, around its COMMIT), or in a task no
+    caller can cancel (``caller_proof``), nothing more is needed, so no task is made.
     """
     if _SHIELDED.get():
         return await operation
@@ -203,8 +203,16 @@ _SHIELDED: ContextVar[bool] = ContextVar("wayline_uncancellable", default=False)
 
 
 async def _shielded(operation: Awaitable[T]) -> T:
-    _SHIELDED.set(True)
+    caller_proof()
     return await operation
+
+
+def caller_proof() -> None:
+    """Mark the running task as one that no caller's cancellation reaches: it was made
+    to run operations for callers that each wait on a future of their own (a group
+    commit's writer), and nothing cancels it. What it runs ``uncancellable`` then runs
+    in it directly: a task and two event-loop turns fewer per commit."""
+    _SHIELDED.set(True)
 
 
 async def rollback(conn: psycopg.AsyncConnection) -> None:
