@@ -14,6 +14,11 @@ from tests.studio.live import SignedInClient
 HTMX = {"HX-Request": "true"}
 
 
+def plans_of(name: str) -> str:
+    """The plans page of version 1 of the definition ``name`` (the API's is under ``/api``)."""
+    return f"/definitions/{name}/versions/1/plans"
+
+
 def pick(client: SignedInClient, url: str, node: str) -> httpx.Response:
     """The workspace with ``node`` picked on the graph."""
     return client.get(f"{url}/compose", params={"step": node}, headers=HTMX)

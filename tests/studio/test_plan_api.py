@@ -15,6 +15,7 @@ import pytest
 
 from studio.plans.outcome import REPORT, live
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import plans_of
 from verification.plan import Pin
 from verification.plan_sources import read_plan
 
@@ -41,14 +42,8 @@ def payments(name: str, on_unknown: str = "hold") -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("plans")
-
-
-@pytest.fixture(scope="module")
 def base(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "pay", payments)
-    return f"/api/definitions/{name}/versions/1/plans"
+    return "/api" + plans_of(studio.publish_new(team, "pay", payments))
 
 
 def api(client: SignedInClient) -> SignedInClient:
@@ -162,7 +157,7 @@ def test_a_duplicate_effect_is_explained_on_its_node(
 ) -> None:
     name = f"pay.{uuid.uuid4().hex[:6]}"
     studio.publish(team, payments(name, on_unknown="retry_same_key"))
-    base = f"/api/definitions/{name}/versions/1/plans"
+    base = "/api" + plans_of(name)
     client = api(operator)
     document = plan("ignores keys", "charge:after_handler:kill")
     document["stubs"] = {"charge": {"behaviour": "succeed", "idempotent": False}}

@@ -19,7 +19,7 @@ from engine import Store
 from studio.plans import saved
 from tests.studio import plan_code_app
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import compose, pick
+from tests.studio.plan_workspace import compose, pick, plans_of
 from tests.studio.test_plan_api import api
 from verification import plan as harness
 from verification.plan_sources import definition_of, read_plan
@@ -37,7 +37,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(team: str) -> str:
-    return f"/definitions/{NAME}/versions/1/plans"
+    return plans_of(NAME)
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import assert_pin_refused, compose, pick
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
 from tests.studio.test_plan_api import api, finished_run, node
 from verification.plan_sources import read_plan
 
@@ -27,19 +27,13 @@ def approval(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("planmachines")
-
-
-@pytest.fixture(scope="module")
 def name(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "approval", approval)
-    return name
+    return studio.publish_new(team, "approval", approval)
 
 
 @pytest.fixture(scope="module")
 def url(name: str) -> str:
-    return f"/definitions/{name}/versions/1/plans"
+    return plans_of(name)
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:

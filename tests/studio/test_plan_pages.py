@@ -10,19 +10,13 @@ import json
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import assert_pin_refused, compose, pick
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
 from tests.studio.test_plan_api import payments
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("planpages")
-
-
-@pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "pay", payments)
-    return f"/definitions/{name}/versions/1/plans"
+    return plans_of(studio.publish_new(team, "pay", payments))
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:
