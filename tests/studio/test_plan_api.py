@@ -67,6 +67,15 @@ def node(run: dict[str, Any], step: str) -> dict[str, Any]:
     return next(n for n in run["nodes"] if n["step"] == step)
 
 
+def coverage_cells(client: SignedInClient, base: str) -> dict[tuple[str, str, str], str]:
+    """The coverage API's status of every cell, by (step, boundary, fault)."""
+    return {
+        (s["step"], c["boundary"], c["fault"]): c["status"]
+        for s in client.get(f"{base}/coverage").json()
+        for c in s["cells"]
+    }
+
+
 def plan(name: str, *pins: str) -> dict[str, Any]:
     return {"name": name, "input": {"order": "o-1"}, "pins": list(pins),
             "stubs": {"charge": {"behaviour": "succeed", "result": {"charge": "C-1"}}}}  # fmt: skip
@@ -143,11 +152,7 @@ def test_a_run_reports_per_node_and_fills_the_coverage(operator: SignedInClient,
     report = Path(tempfile.gettempdir()) / "wayline-drills" / run["run_id"] / drill_id / REPORT
     pins = [Pin("charge", "after_handler", "kill")]
     assert live("running", pins, report).nodes["charge"].pins[0].state == "fired"
-    cells = {
-        (s["step"], c["boundary"], c["fault"]): c["status"]
-        for s in client.get(f"{base}/coverage").json()
-        for c in s["cells"]
-    }
+    cells = coverage_cells(client, base)
     assert cells[("charge", "after_handler", "kill")] == "passed"
     assert cells[("reserve", "after_handler", "kill")] == "not drilled"
 

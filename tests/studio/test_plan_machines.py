@@ -14,7 +14,7 @@ import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
 from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
-from tests.studio.test_plan_api import api, finished_run, node
+from tests.studio.test_plan_api import api, coverage_cells, finished_run, node
 from verification.plan_sources import read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,11 +131,7 @@ def test_a_run_shows_the_pin_fired_and_the_end_on_its_state_then_the_coverage(
     page = operator.get(f"{url}/jobs/{run['job_id']}")
     assert 'class="graph state-diagram"' in page.text
     assert "drill-fired" in page.text
-    cells = {
-        (s["step"], c["boundary"], c["fault"]): c["status"]
-        for s in client.get(f"{base}/coverage").json()
-        for c in s["cells"]
-    }
+    cells = coverage_cells(client, base)
     assert cells[("InReview", "before_commit", "kill")] == "passed"
     assert cells[("Submitted", "after_claim", "kill")] == "not drilled"
     coverage = operator.get(f"{url}/coverage")
