@@ -84,12 +84,9 @@ def test_a_terminal_state_or_a_boundary_it_never_reaches_is_refused(
 ) -> None:
     terminal = pick(operator, url, "Approved")
     assert "is a terminal state: it never advances" in terminal.text
-    refused = compose(
-        operator,
-        url,
-        fields(picked="InReview", boundary="after_handler", fault="kill", action="pin"),
-    )
-    assert_pin_refused(refused, "advance does not reach after_handler; it reaches after_claim")
+    pin = fields(picked="InReview", boundary="after_handler", fault="kill", action="pin")
+    why = "advance does not reach after_handler; it reaches after_claim"
+    assert_pin_refused(operator, url, pin, why)
 
 
 def test_a_saved_plan_exports_as_the_command_line_reads_it(
