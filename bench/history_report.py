@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 
 from bench.scale_results import Sample, ScaleResults, TableSize, sample
+from bench.tables import table
 
 HEADING = "## Bounded history: W2 and W4 at 10^7 ended history rows, and removal (issue 25)"
 MIB = 1024 * 1024
@@ -27,45 +28,71 @@ def change(before: float, after: float) -> str:
 def side_by_side(before: list[Sample], after: list[Sample]) -> list[str]:
     """A table row per call measured both times, in ``before``'s order."""
     later = {s.name: s for s in after}
-    lines = [
-        "| call | calls | before median ms | before p99 ms | after median ms | after p99 ms "
-        "| median change | server ms before | server ms after |",
-        "|---|---|---|---|---|---|---|---|---|",
+    header = [
+        "call",
+        "calls",
+        "before median ms",
+        "before p99 ms",
+        "after median ms",
+        "after p99 ms",
+        "median change",
+        "server ms before",
+        "server ms after",
     ]
+    rows = []
     for b in before:
         a = later.get(b.name)
         if a is None:
             continue
-        lines.append(
-            f"| {b.name} | {b.calls} | {b.median_ms:.2f} | {b.p99_ms:.2f} | {a.median_ms:.2f} "
-            f"| {a.p99_ms:.2f} | {change(b.median_ms, a.median_ms)} | {b.server_ms:.3f} "
-            f"| {a.server_ms:.3f} |"
+        rows.append(
+            [
+                b.name,
+                str(b.calls),
+                f"{b.median_ms:.2f}",
+                f"{b.p99_ms:.2f}",
+                f"{a.median_ms:.2f}",
+                f"{a.p99_ms:.2f}",
+                change(b.median_ms, a.median_ms),
+                f"{b.server_ms:.3f}",
+                f"{a.server_ms:.3f}",
+            ]
         )
-    return lines
+    return table(header, rows)
 
 
 def size_table(before: list[TableSize], after: list[TableSize]) -> list[str]:
     """Rows, heap and index MiB per table, before and after."""
     earlier = {t.name: t for t in before}
-    lines = [
-        "| table | rows before | rows after | heap MiB after | indexes MiB after | largest index "
-        "after |",
-        "|---|---|---|---|---|---|",
+    header = [
+        "table",
+        "rows before",
+        "rows after",
+        "heap MiB after",
+        "indexes MiB after",
+        "largest index after",
     ]
+    rows = []
     for t in after:
         b = earlier.get(t.name)
         largest = max(t.indexes.items(), key=lambda item: item[1], default=(DASH, 0))
-        lines.append(
-            f"| {t.name} | {b.rows if b else 0:,} | {t.rows:,} | {t.heap_bytes / MIB:,.0f} "
-            f"| {t.index_bytes / MIB:,.0f} | {largest[0]} {largest[1] / MIB:,.0f} MiB |"
+        rows.append(
+            [
+                t.name,
+                f"{b.rows if b else 0:,}",
+                f"{t.rows:,}",
+                f"{t.heap_bytes / MIB:,.0f}",
+                f"{t.index_bytes / MIB:,.0f}",
+                f"{largest[0]} {largest[1] / MIB:,.0f} MiB",
+            ]
         )
-    return lines
+    return table(header, rows)
 
 
 def _latency_rows(samples: list[Sample]) -> list[str]:
-    lines = ["| phase | claims | median ms | p99 ms |", "|---|---|---|---|"]
-    lines += [f"| {s.name} | {s.calls} | {s.median_ms:.2f} | {s.p99_ms:.2f} |" for s in samples]
-    return lines
+    return table(
+        ["phase", "claims", "median ms", "p99 ms"],
+        ([s.name, str(s.calls), f"{s.median_ms:.2f}", f"{s.p99_ms:.2f}"] for s in samples),
+    )
 
 
 def _removal(r: ScaleResults) -> list[str]:
@@ -120,11 +147,18 @@ def _removal(r: ScaleResults) -> list[str]:
         "instance id and every commit looks its transition id up in the ledger; neither names "
         "a partition, so each probes every partition's index:",
         "",
-        "| call | calls | median ms | p99 ms | server ms |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {s.name} | {s.calls} | {s.median_ms:.2f} | {s.p99_ms:.2f} | {s.server_ms:.3f} |"
-            for s in m.reads
+        *table(
+            ["call", "calls", "median ms", "p99 ms", "server ms"],
+            (
+                [
+                    s.name,
+                    str(s.calls),
+                    f"{s.median_ms:.2f}",
+                    f"{s.p99_ms:.2f}",
+                    f"{s.server_ms:.3f}",
+                ]
+                for s in m.reads
+            ),
         ),
     ]
     return lines

@@ -13,6 +13,7 @@ from bench import latency_marks, peers
 from bench.cluster import Window
 from bench.histories import ScaleRow, Timing
 from bench.results import Results
+from bench.tables import table
 from bench.w1 import STEPS_PER_INSTANCE, Latency, Throughput
 
 DASH = "\u2013"  # an en dash, for ranges and empty cells
@@ -74,9 +75,8 @@ def _section(title: str, header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return [*lines, ""]
+    """The table and the blank line that ends it."""
+    return [*table(header, rows), ""]
 
 
 def _folded_plan(summary: str, plan: str) -> list[str]:

@@ -35,6 +35,15 @@ DANGEROUS = frozenset({Action.CANCEL, Action.TERMINATE, Action.COMPENSATE})
 """Actions that end or unwind what an instance did, past undoing: wherever they are
 offered (one instance or many) they are marked as dangerous."""
 
+LIFECYCLE: dict[Action, str] = {
+    Action.PAUSE: "Pause",
+    Action.RESUME: "Resume",
+    Action.CANCEL: "Cancel",
+    Action.TERMINATE: "Terminate",
+}
+"""The actions on a whole instance (they take no step), in the order they are offered
+(one instance or many), with the label every offer of them shows."""
+
 AUDIT_KEYS = frozenset({"action", "actor", "reason"})
 ACTIONS = frozenset(Action)
 REASON_RULE = f"a reason of 1 to {MAX_REASON_LENGTH} characters, not only spaces, is required"

@@ -21,6 +21,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from engine.decide.audit import LIFECYCLE
 from engine.decide.migrations import migration_dry_run
 from engine.decide.operator_actions import Action
 from engine.decide.previews import (
@@ -100,10 +101,7 @@ class BulkAction:
 BULK_ACTIONS: dict[Action, BulkAction] = {
     b.action: b
     for b in (
-        BulkAction(Action.PAUSE, "Pause"),
-        BulkAction(Action.RESUME, "Resume"),
-        BulkAction(Action.CANCEL, "Cancel"),
-        BulkAction(Action.TERMINATE, "Terminate"),
+        *(BulkAction(action, label) for action, label in LIFECYCLE.items()),
         BulkAction(
             Action.RETRY_ACTIVITY,
             "Retry the activity in doubt",

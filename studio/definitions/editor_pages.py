@@ -124,6 +124,13 @@ class DraftEditor:
             new_step=new_step,
         )
 
+    async def apply_fields(self, change: Callable[..., Edited], *names: str) -> Template | Redirect:
+        """Save ``change(document, *fields)``, ``fields`` being the form's text fields
+        ``names`` in that order ('' where one is missing): the edits that take only those."""
+        values = await self.form()
+        fields = [values.get(name, "") for name in names]
+        return await self.apply(values, lambda d: change(d, *fields))
+
     async def answer(
         self,
         values: dict[str, str],
@@ -259,9 +266,7 @@ async def delete_step(editor: NamedDependency[DraftEditor]) -> Template | Redire
 
 
 async def set_header(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
-    values = await editor.form()
-    name, version = values.get("name", ""), values.get("version", "")
-    return await editor.apply(values, lambda d: draft_edits.set_header(d, name, version))
+    return await editor.apply_fields(draft_edits.set_header, "name", "version")
 
 
 async def replace_json(editor: NamedDependency[DraftEditor]) -> Template | Redirect:

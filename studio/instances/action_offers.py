@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.decide.audit import DANGEROUS
+from engine.decide.audit import DANGEROUS, LIFECYCLE
 from engine.decide.bulk_actions import RESOLUTIONS
 from engine.decide.operator_actions import Action
 from engine.decide.previews import ActionRequest, Preview, preview
@@ -45,10 +45,7 @@ class ActionKind:
 KINDS = {
     k.action: k
     for k in (
-        ActionKind(Action.PAUSE, "Pause"),
-        ActionKind(Action.RESUME, "Resume"),
-        ActionKind(Action.CANCEL, "Cancel"),
-        ActionKind(Action.TERMINATE, "Terminate"),
+        *(ActionKind(action, label) for action, label in LIFECYCLE.items()),
         ActionKind(Action.RETRY_ACTIVITY, "Retry", needs_step=True),
         ActionKind(Action.RESOLVE_ACTIVITY, "Resolve outcome of", needs_step=True),
         ActionKind(Action.APPROVE, "Approve", needs_step=True),
@@ -111,9 +108,7 @@ def candidates(instance: Instance) -> list[tuple[Action, str]]:
     spec = instance.spec
     if spec is None or instance.status.terminal:
         return []
-    found: list[tuple[Action, str]] = [
-        (a, "") for a in (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
-    ]
+    found: list[tuple[Action, str]] = [(a, "") for a in LIFECYCLE]
     to_compensate = {progress.step for progress, _ in compensation_order(instance)}
     for progress in instance.activities.values():
         if progress.status in (A.FAILED, A.UNKNOWN):

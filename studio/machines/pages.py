@@ -6,21 +6,15 @@ the step lists' drafts, their conflicts, publishing and discarding."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from litestar.di import NamedDependency
 from litestar.response import Redirect, Template
 
-from studio.definitions.draft_edits import Edited
 from studio.definitions.editor_pages import DraftEditor
 from studio.machines import edits
 
 
 async def add_state(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
-    values = await editor.form()
-    name, fields = values.get("name", ""), values.get("fields", "")
-    return await editor.apply(values, lambda d: edits.add_state(d, name, fields))
+    return await editor.apply_fields(edits.add_state, "name", "fields")
 
 
 async def update_state(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
@@ -39,25 +33,15 @@ async def update_state(editor: NamedDependency[DraftEditor]) -> Template | Redir
 
 
 async def remove_state(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
-    values = await editor.form()
-    return await editor.apply(values, lambda d: edits.remove_state(d, values.get("state", "")))
+    return await editor.apply_fields(edits.remove_state, "state")
 
 
 async def add_edge(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
-    return await _edge_edit(editor, edits.add_edge)
+    return await editor.apply_fields(edits.add_edge, "source", "target")
 
 
 async def remove_edge(editor: NamedDependency[DraftEditor]) -> Template | Redirect:
-    return await _edge_edit(editor, edits.remove_edge)
-
-
-async def _edge_edit(
-    editor: DraftEditor, edit: Callable[[dict[str, Any], str, str], Edited]
-) -> Template | Redirect:
-    """Apply ``edit`` to the edge the form names (its ``source`` and ``target``)."""
-    values = await editor.form()
-    source, target = values.get("source", ""), values.get("target", "")
-    return await editor.apply(values, lambda d: edit(d, source, target))
+    return await editor.apply_fields(edits.remove_edge, "source", "target")
 
 
 async def set_bounds(editor: NamedDependency[DraftEditor]) -> Template | Redirect:

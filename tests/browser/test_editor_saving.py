@@ -37,6 +37,15 @@ def save_held(
     return held
 
 
+def assert_saved_then_reload(page: Page, step: str, target: str) -> None:
+    """Every held and queued save has landed: ``step``'s node shows ``target``, nothing
+    is saving and no error shows. Then reload, so the fields read what was stored."""
+    expect(page.locator(f"#step-{step}")).to_contain_text(target)
+    expect(page.locator("#save-state")).to_have_text("")
+    expect(page.locator("#editor-error")).to_have_count(0)
+    page.reload()
+
+
 def test_an_edit_made_while_saving_is_queued_and_applied(page: Page, studio: LiveStudio) -> None:
     held = save_held(page, studio, "queue.flow", "45s")
     target = page.locator("#step-form #field-target")
@@ -45,10 +54,7 @@ def test_an_edit_made_while_saving_is_queued_and_applied(page: Page, studio: Liv
     expect(page.locator("#save-state")).to_have_text("Saving…")
     held[0].continue_()
 
-    expect(page.locator("#step-reserve")).to_contain_text("inventory.hold")
-    expect(page.locator("#save-state")).to_have_text("")
-    expect(page.locator("#editor-error")).to_have_count(0)
-    page.reload()
+    assert_saved_then_reload(page, "reserve", "inventory.hold")
     expect(page.locator("#field-timeout")).to_have_value("45s")
     expect(page.locator("#field-target")).to_have_value("inventory.hold")
 
@@ -80,9 +86,6 @@ def test_an_edit_queued_behind_a_rename_reaches_the_renamed_step(
     target.press("Tab")  # names the step by its old name: queued behind the rename
     held[0].continue_()
 
-    expect(page.locator("#step-hold_stock")).to_contain_text("inventory.hold")
-    expect(page.locator("#save-state")).to_have_text("")
-    expect(page.locator("#editor-error")).to_have_count(0)
-    page.reload()
+    assert_saved_then_reload(page, "hold_stock", "inventory.hold")
     expect(page.locator("#field-name")).to_have_value("hold_stock")
     expect(page.locator("#field-target")).to_have_value("inventory.hold")

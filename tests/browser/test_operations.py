@@ -307,12 +307,19 @@ def parent_of_a_child(studio: LiveStudio, shop: str) -> str:
     return parent["name"]
 
 
-def test_a_child_instance_links_to_its_parent_and_back(
-    page: Page, studio: LiveStudio, shop: str
-) -> None:
+def open_finished_parent(page: Page, studio: LiveStudio, shop: str) -> str:
+    """An instance of ``parent_of_a_child``, open in ``page`` for a viewer once it has
+    completed (its child with it); the parent's instance id."""
     parent_id = studio.start(shop, parent_of_a_child(studio, shop))
     open_as(page, studio, shop, Role.VIEWER, parent_id)
     expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
+    return parent_id
+
+
+def test_a_child_instance_links_to_its_parent_and_back(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    parent_id = open_finished_parent(page, studio, shop)
     page.locator("#children-table").get_by_role("link", name=f"{parent_id}/ship").click()
     expect(page.locator("h1")).to_contain_text(f"{parent_id}/ship")
     expect(page.locator("#instance-status")).to_have_text("completed")
@@ -323,9 +330,7 @@ def test_a_child_instance_links_to_its_parent_and_back(
 def test_the_list_shows_children_under_their_parents(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:
-    parent_id = studio.start(shop, parent_of_a_child(studio, shop))
-    open_as(page, studio, shop, Role.VIEWER, parent_id)
-    expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
+    parent_id = open_finished_parent(page, studio, shop)
     page.goto("/instances?view=all")
     page.get_by_label("Children under their parents").check()
     page.get_by_role("button", name="Filter").click()

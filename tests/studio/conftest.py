@@ -18,6 +18,15 @@ def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
+def team(request: pytest.FixtureRequest, studio: LiveStudio) -> str:
+    """A team of the module's own, named after it (``test_plan_pages`` gets
+    ``plan-pages-…``), so no two modules see each other's data; a module that seeds its
+    team defines ``team`` itself."""
+    module = request.module.__name__.rpartition(".")[2].removeprefix("test_")
+    return studio.team(module.replace("_", "-"))
+
+
+@pytest.fixture(scope="module")
 def operator(studio: LiveStudio, team: str) -> SignedInClient:
     """An operator of the module's ``team`` (each module that asks names its own)."""
     return studio.client(studio.user(team, Role.OPERATOR))

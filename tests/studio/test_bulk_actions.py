@@ -23,11 +23,6 @@ from studio.instances import bulk
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
-@pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("bulk")
-
-
 @pytest.fixture
 def flow(studio: LiveStudio, team: str) -> tuple[str, list[str]]:
     """A fresh definition with three instances: running, paused, terminated."""

@@ -23,11 +23,6 @@ HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("ops")
-
-
-@pytest.fixture(scope="module")
 def flow(studio: LiveStudio, team: str) -> str:
     """A published definition of the team (activity, parallel of two, join, timer)."""
     name = studio.publish_new(team, "flow")

@@ -15,6 +15,7 @@ import pytest
 
 from studio.plans.outcome import REPORT, live
 from tests.studio.live import LiveStudio, SignedInClient
+from tests.studio.plan_workspace import plans_of
 from verification.plan import Pin
 from verification.plan_sources import read_plan
 
@@ -41,14 +42,8 @@ def payments(name: str, on_unknown: str = "hold") -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("plans")
-
-
-@pytest.fixture(scope="module")
 def base(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "pay", payments)
-    return f"/api/definitions/{name}/versions/1/plans"
+    return "/api" + plans_of(studio.publish_new(team, "pay", payments))
 
 
 def api(client: SignedInClient) -> SignedInClient:
@@ -70,6 +65,15 @@ def finished_run(client: SignedInClient, base: str, started: Any) -> dict[str, A
 
 def node(run: dict[str, Any], step: str) -> dict[str, Any]:
     return next(n for n in run["nodes"] if n["step"] == step)
+
+
+def coverage_cells(client: SignedInClient, base: str) -> dict[tuple[str, str, str], str]:
+    """The coverage API's status of every cell, by (step, boundary, fault)."""
+    return {
+        (s["step"], c["boundary"], c["fault"]): c["status"]
+        for s in client.get(f"{base}/coverage").json()
+        for c in s["cells"]
+    }
 
 
 def plan(name: str, *pins: str) -> dict[str, Any]:
@@ -148,11 +152,7 @@ def test_a_run_reports_per_node_and_fills_the_coverage(operator: SignedInClient,
     report = Path(tempfile.gettempdir()) / "wayline-drills" / run["run_id"] / drill_id / REPORT
     pins = [Pin("charge", "after_handler", "kill")]
     assert live("running", pins, report).nodes["charge"].pins[0].state == "fired"
-    cells = {
-        (s["step"], c["boundary"], c["fault"]): c["status"]
-        for s in client.get(f"{base}/coverage").json()
-        for c in s["cells"]
-    }
+    cells = coverage_cells(client, base)
     assert cells[("charge", "after_handler", "kill")] == "passed"
     assert cells[("reserve", "after_handler", "kill")] == "not drilled"
 
@@ -162,7 +162,7 @@ def test_a_duplicate_effect_is_explained_on_its_node(
 ) -> None:
     name = f"pay.{uuid.uuid4().hex[:6]}"
     studio.publish(team, payments(name, on_unknown="retry_same_key"))
-    base = f"/api/definitions/{name}/versions/1/plans"
+    base = "/api" + plans_of(name)
     client = api(operator)
     document = plan("ignores keys", "charge:after_handler:kill")
     document["stubs"] = {"charge": {"behaviour": "succeed", "idempotent": False}}

@@ -19,8 +19,8 @@ from engine import Store
 from studio.plans import saved
 from tests.studio import plan_code_app
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import compose, pick
-from tests.studio.test_plan_api import api
+from tests.studio.plan_workspace import compose, pick, plans_of
+from tests.studio.test_plan_api import api, coverage_cells
 from verification import plan as harness
 from verification.plan_sources import definition_of, read_plan
 
@@ -37,7 +37,7 @@ def team(studio: LiveStudio) -> str:
 
 @pytest.fixture(scope="module")
 def url(team: str) -> str:
-    return f"/definitions/{NAME}/versions/1/plans"
+    return plans_of(NAME)
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:
@@ -196,11 +196,7 @@ def test_the_coverage_heatmap_shades_the_outline_nodes(
         await saved.record_run(store, team, plan, run_id, "passed", pins, "seed")
 
     studio.run(record)
-    cells = {
-        (s["step"], c["boundary"], c["fault"]): c["status"]
-        for s in api(operator).get(f"/api{url}/coverage").json()
-        for c in s["cells"]
-    }
+    cells = coverage_cells(api(operator), f"/api{url}")
     assert cells[("charge.1", "after_handler", "kill")] == "passed"
     assert cells[("charge.3", "before_commit", "kill")] == "planned"
     assert cells[("paid", "before_signal_ack", "duplicate_signal")] == "not drilled"

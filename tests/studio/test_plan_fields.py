@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import compose, pick
+from tests.studio.plan_workspace import compose, pick, plans_of
 from tests.studio.test_plan_machines import approval
 from verification.plan import MAX_FAIL_TIMES, MAX_HIT
 
@@ -35,14 +35,8 @@ def waits(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("planfields")
-
-
-@pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "waits", waits)
-    return f"/definitions/{name}/versions/1/plans"
+    return plans_of(studio.publish_new(team, "waits", waits))
 
 
 def error_at(page: str, field: str) -> str:
@@ -125,5 +119,5 @@ def test_a_machine_has_no_answers_to_give(
 ) -> None:
     """A state machine waits for no signal or approval: its editor offers no answers."""
     name = studio.publish_new(team, "approval", approval)
-    page = operator.get(f"/definitions/{name}/versions/1/plans").text
+    page = operator.get(plans_of(name)).text
     assert "plan-answers" not in page and 'name="stub.' in page

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import assert_pin_refused, compose, pick
-from tests.studio.test_plan_api import api, finished_run, node
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
+from tests.studio.test_plan_api import api, coverage_cells, finished_run, node
 from verification.plan_sources import read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,19 +27,13 @@ def approval(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("planmachines")
-
-
-@pytest.fixture(scope="module")
 def name(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "approval", approval)
-    return name
+    return studio.publish_new(team, "approval", approval)
 
 
 @pytest.fixture(scope="module")
 def url(name: str) -> str:
-    return f"/definitions/{name}/versions/1/plans"
+    return plans_of(name)
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:
@@ -90,12 +84,9 @@ def test_a_terminal_state_or_a_boundary_it_never_reaches_is_refused(
 ) -> None:
     terminal = pick(operator, url, "Approved")
     assert "is a terminal state: it never advances" in terminal.text
-    refused = compose(
-        operator,
-        url,
-        fields(picked="InReview", boundary="after_handler", fault="kill", action="pin"),
-    )
-    assert_pin_refused(refused, "advance does not reach after_handler; it reaches after_claim")
+    pin = fields(picked="InReview", boundary="after_handler", fault="kill", action="pin")
+    why = "advance does not reach after_handler; it reaches after_claim"
+    assert_pin_refused(operator, url, pin, why)
 
 
 def test_a_saved_plan_exports_as_the_command_line_reads_it(
@@ -137,11 +128,7 @@ def test_a_run_shows_the_pin_fired_and_the_end_on_its_state_then_the_coverage(
     page = operator.get(f"{url}/jobs/{run['job_id']}")
     assert 'class="graph state-diagram"' in page.text
     assert "drill-fired" in page.text
-    cells = {
-        (s["step"], c["boundary"], c["fault"]): c["status"]
-        for s in client.get(f"{base}/coverage").json()
-        for c in s["cells"]
-    }
+    cells = coverage_cells(client, base)
     assert cells[("InReview", "before_commit", "kill")] == "passed"
     assert cells[("Submitted", "after_claim", "kill")] == "not drilled"
     coverage = operator.get(f"{url}/coverage")

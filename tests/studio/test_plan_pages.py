@@ -10,19 +10,13 @@ import json
 import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
-from tests.studio.plan_workspace import assert_pin_refused, compose, pick
+from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
 from tests.studio.test_plan_api import payments
 
 
 @pytest.fixture(scope="module")
-def team(studio: LiveStudio) -> str:
-    return studio.team("planpages")
-
-
-@pytest.fixture(scope="module")
 def url(studio: LiveStudio, team: str) -> str:
-    name = studio.publish_new(team, "pay", payments)
-    return f"/definitions/{name}/versions/1/plans"
+    return plans_of(studio.publish_new(team, "pay", payments))
 
 
 def fields(*pins: str, **more: str) -> dict[str, object]:
@@ -43,12 +37,8 @@ def test_picking_a_step_and_pinning_draws_a_marker(operator: SignedInClient, url
 def test_a_pin_the_step_cannot_take_is_refused_beside_the_form(
     operator: SignedInClient, url: str
 ) -> None:
-    refused = compose(
-        operator,
-        url,
-        fields(picked="charge", boundary="before_signal_ack", fault="kill", action="pin"),
-    )
-    assert_pin_refused(refused, "an activity step does not reach before_signal_ack")
+    pin = fields(picked="charge", boundary="before_signal_ack", fault="kill", action="pin")
+    assert_pin_refused(operator, url, pin, "an activity step does not reach before_signal_ack")
 
 
 def test_saving_twice_makes_versions_and_their_diff_shows_the_change(

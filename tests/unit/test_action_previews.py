@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.decide.audit import LIFECYCLE
 from engine.decide.bulk_actions import BULK_ACTIONS, RESOLUTIONS, bulk_request, judge
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
@@ -34,7 +35,6 @@ from tests.unit.histories import Run, legal_runs
 
 A = AttemptStatus
 S = InstanceStatus
-LIFECYCLE = (Action.PAUSE, Action.RESUME, Action.CANCEL, Action.TERMINATE)
 
 
 def requests(run: Run) -> list[ActionRequest]:
@@ -110,7 +110,9 @@ def test_cancel_previews_compensation_latest_first_and_terminate_keeps_effects(r
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(legal_runs(max_moves=30), min_size=1, max_size=4), st.sampled_from(LIFECYCLE))
+@given(
+    st.lists(legal_runs(max_moves=30), min_size=1, max_size=4), st.sampled_from(tuple(LIFECYCLE))
+)
 def test_the_blast_radius_counts_every_instance_once(runs: list[Run], action: Action) -> None:
     previews = [
         preview(r.state, r.registry, r.now, ActionRequest(action)) for r in runs
