@@ -14,8 +14,10 @@ Idempotency, as a caller sees it:
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +42,7 @@ from engine.model.errors import (
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
+    LimitExceeded,
     ReplayRejected,
     SignalConflict,
     WaylineError,
@@ -55,7 +58,12 @@ from engine.modes import decide
 from engine.modes.code import runs
 from engine.store import catalog, compatibility, dead_letters, holds, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
-from engine.store.errors import DuplicateTransition, InstanceExists, SequenceConflict
+from engine.store.errors import (
+    DuplicateTransition,
+    InstanceExists,
+    SequenceConflict,
+    StartVersionMoved,
+)
 from engine.store.store import Store
 from engine.worker.faults import Boundary, Faults
 from engine.worker.instance_cache import InstanceCache, RegistrySource
@@ -86,6 +94,10 @@ class Client:
         self.tracing = Tracing.of(provider=tracer_provider)
         """Where its spans go (starts, signals, commands: to ``tracer_provider``, the
         process's OpenTelemetry one unless given); None when traces are off."""
+        self._latest: dict[str, Definition] = {}
+        """Per definition name, the version this client last read as the latest active
+        one: its next unpinned start is written on it without reading the catalog
+        again, and only while it still is the latest (``Transition.latest_only``)."""
 
     async def publish(
         self,
@@ -197,8 +209,19 @@ class Client:
         refused (LimitExceeded) rather than written as an instance that fails at once.
         """
         _check_texts(name=name, instance_id=instance_id, version=version or "", tenant=tenant)
-        definition = await self.startable(name, version)
-        state, created = await self.start_once(definition, instance_id, input, tenant)
+        definition = self._latest.get(name) if version is None else None
+        started = None
+        if definition is not None:
+            # Nothing written when the version moved, or when the input is too large for
+            # it (a newer version may take it): read which version is latest, then start.
+            with contextlib.suppress(StartVersionMoved, LimitExceeded):
+                started = await self.start_once(definition, instance_id, input, tenant, True)
+        if started is None:
+            definition = await self.startable(name, version)
+            if version is None:
+                self._latest[name] = definition
+            started = await self.start_once(definition, instance_id, input, tenant)
+        state, created = started
         if not created and (state.definition != definition.ref or state.input != json_data(input)):
             raise StartConflict(
                 f"instance {instance_id} already exists with another definition or input"
@@ -244,22 +267,37 @@ class Client:
         return definition
 
     async def start_once(
-        self, definition: Definition, instance_id: str, input: Any, tenant: str = ""
+        self,
+        definition: Definition,
+        instance_id: str,
+        input: Any,
+        tenant: str = "",
+        latest_only: bool = False,
     ) -> tuple[Instance, bool]:
         """Start ``instance_id`` on ``definition`` unless it exists: the instance, and
         whether this call created it (an existing one is returned as it is, whatever it
         started with: the caller compares). ActiveExecutionExists when another active
-        instance holds the start's key (a machine's parent)."""
+        instance holds the start's key (a machine's parent). ``latest_only``: written
+        only while ``definition`` is its name's latest active version (StartVersionMoved
+        otherwise, with nothing written)."""
         check_value(input, "the input")
         lifecycle.check_start_input(definition, input)
         if self.tracing is None:
-            return await self._start(definition, instance_id, input, tenant, "")
+            return await self._start(definition, instance_id, input, tenant, "", latest_only)
         ref = definition.ref
         with self.tracing.start(ref.name, ref.version, instance_id) as trace_context:
-            return await self._start(definition, instance_id, input, tenant, trace_context)
+            return await self._start(
+                definition, instance_id, input, tenant, trace_context, latest_only
+            )
 
     async def _start(
-        self, definition: Definition, instance_id: str, input: Any, tenant: str, trace_context: str
+        self,
+        definition: Definition,
+        instance_id: str,
+        input: Any,
+        tenant: str,
+        trace_context: str,
+        latest_only: bool,
     ) -> tuple[Instance, bool]:
         registry = await self.registries.get()
         now = self.store.now()
@@ -267,8 +305,9 @@ class Client:
             registry, definition, instance_id, now, input, trace_context=trace_context
         )
         decide(draft)
+        transition = replace(draft.build("start"), latest_only=latest_only)
         try:
-            result = await self.store.commit(draft.build("start"), tenant)
+            result = await self.store.commit(transition, tenant)
         except (InstanceExists, DuplicateTransition):
             return await self.inspect(instance_id), False
         if result.replayed:  # this very start, committed before

@@ -17,9 +17,14 @@ from typing import Any
 
 def canonical_json(value: Any) -> str:
     """The canonical JSON text of a JSON-compatible value."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL(value)
+
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+"""One encoder for every call: ``json.dumps`` with options builds a new one each time,
+and every event, fingerprint and digest is encoded here."""
 
 
 def digest(value: Any) -> str:
@@ -29,6 +34,8 @@ def digest(value: Any) -> str:
 
 def utc(instant: datetime) -> datetime:
     """The same instant in UTC; naive datetimes are refused, not guessed."""
+    if instant.tzinfo is UTC:  # most are already: every instant the engine makes
+        return instant
     if instant.tzinfo is None or instant.utcoffset() is None:
         raise ValueError("instants must carry a time zone")
     return instant.astimezone(UTC)

@@ -15,5 +15,7 @@ class Labelled(IntEnum):
 
     @property
     def label(self) -> str:
-        """The member's name in JSON and in the studio, e.g. ``attempt_started``."""
-        return self.name.lower()
+        """The member's name in JSON and in the studio, e.g. ``attempt_started``.
+        (``_name_``: the member's own attribute, which ``name`` reaches through the
+        enum's descriptor; a label is read for every event written.)"""
+        return self._name_.lower()

@@ -102,6 +102,11 @@ class Transition:
     builder leaves it None, and the store fills it in a copy of the transition before
     the PostgreSQL transaction that writes it (``engine.store.snapshots.prepared``).
     Derived from the events, so not fingerprinted."""
+    latest_only: bool = field(default=False, compare=False)
+    """Set on a start whose version its client took as the latest active one from what
+    it read before: the store writes it only while that version still is the latest
+    active one (StartVersionMoved otherwise), which spares the start a read of the
+    catalog. A condition of the write, not content, so not fingerprinted."""
 
     @cached_property
     def fingerprint(self) -> str:

@@ -64,6 +64,7 @@ from engine.store.errors import (
     InstanceNotFound,
     Reconciliation,
     SequenceConflict,
+    StartVersionMoved,
     StoreError,
 )
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
@@ -114,19 +115,26 @@ async def _start(
     conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str
 ) -> tuple[bool, str]:
     """Run ``START_TRANSITION``: (True, xid) when written, (False, xid) for an exact
-    replay; raises InstanceExists or DuplicateTransition."""
+    replay; raises InstanceExists, DuplicateTransition or (a ``latest_only`` start)
+    StartVersionMoved."""
     params = {
         **_params(transition, channel),
         "tenant": tenant,
         "created": transition.events[0].occurred_at,
         "parent_key": transition.parent_key,
+        "latest_only": transition.latest_only,
     }
     with id_taken(transition):
         row = await (await conn.execute(sql.START_TRANSITION, params)).fetchone()
-    xid, existing, created, _ = row
+    xid, existing, created, _, startable = row
     if existing is not None:
         _check_replay(transition, existing)
         return False, xid
+    if not startable:
+        raise StartVersionMoved(
+            f"{transition.definition} is no longer the latest active version of "
+            f"{transition.definition.name}: nothing was written"
+        )
     if not created:
         await _recheck(conn, transition, await _blocked(conn, params))
         return False, xid

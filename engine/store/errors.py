@@ -52,6 +52,11 @@ class SequenceConflict(StoreError):
     """Another transition moved the instance first; reload and decide again."""
 
 
+class StartVersionMoved(StoreError):
+    """A ``latest_only`` start's version is no longer the latest active one of its
+    definition (one was published or it was deprecated): nothing was written."""
+
+
 class DuplicateTransition(StoreError):
     """The transition id was already committed with other content."""
 

@@ -108,11 +108,12 @@ class Faults:
     def reach(self, boundary: Boundary, step: str = "") -> None:
         """Count a hit at ``boundary`` (on behalf of ``step``, when the caller knows
         which step's work it does) and act when the plan says so."""
-        self.counts[boundary.value] += 1
-        key = (boundary, "", self.counts[boundary.value])
+        name = boundary.value
+        self.counts[name] += 1
+        key = (boundary, "", self.counts[name])
         if step:
-            self.step_counts[(boundary.value, step)] += 1
-            stepped = (boundary, step, self.step_counts[(boundary.value, step)])
+            self.step_counts[(name, step)] += 1
+            stepped = (boundary, step, self.step_counts[(name, step)])
             key = key if key in self._armed else stepped
         action = self._armed.get(key)
         self._write_report(boundary, action, key[1], key[2])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -172,8 +173,14 @@ class Dispatch:
 def step_of(lease: leases.Lease) -> str:
     """The step whose work ``lease`` holds ('' when its payload names none): the fault
     boundaries count hits per step, so a drill plan can pin a fault on one step."""
+    return _step_in(lease.payload or "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _step_in(payload: str) -> str:
+    """``step_of`` a payload, parsed once: every boundary a step reaches asks again."""
     try:
-        return str(json.loads(lease.payload or "")["step"])
+        return str(json.loads(payload)["step"])
     except (ValueError, KeyError, TypeError):
         return ""
 

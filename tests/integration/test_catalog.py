@@ -13,6 +13,7 @@ from engine.model.errors import DefinitionNotFound
 from engine.model.identifiers import local_instance_id, team_instance_id
 from engine.model.validation import parse_definition
 from engine.store import catalog, reads
+from engine.store.statements.transitions import START_TRANSITION
 from engine.store.store import Store
 from examples import documents as document_approval
 from tests.integration.transition_builders import RETRY, single_definition
@@ -77,6 +78,26 @@ async def test_a_version_published_elsewhere_is_started_by_a_client_that_never_s
     assert (await client.start("store-single", "second")).definition.version == "2"
     pinned = await client.start("store-single", "pinned", version="1")
     assert pinned.definition == single_definition("1").ref
+
+
+async def test_a_start_on_the_version_a_client_knows_is_latest_is_one_statement(
+    pg_dsn: str, schema: str, store: Store
+) -> None:
+    """A client that read the latest version once starts the next instances without
+    reading the catalog again (one round trip: latency), and the start statement itself
+    refuses that version once it moved, as the tests above show."""
+    sent: list[str] = []
+    counting = await Store.open(pg_dsn, schema, statement_filter=lambda q: sent.append(q) or q)
+    try:
+        client = Client(counting)
+        await Client(store).publish(single_definition("1"))
+        await client.start("store-single", "first")  # reads which version is latest
+        sent.clear()
+        assert (await client.start("store-single", "second")).definition.version == "1"
+        assert [q for q in sent if "definitions" in str(q)] == [START_TRANSITION]
+        assert len(sent) == 1
+    finally:
+        await counting.close()
 
 
 async def test_unknown_names_are_clear_errors(store: Store) -> None:

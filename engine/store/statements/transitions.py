@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, WorkState
+from engine.store.statements.catalog import LATEST_ACTIVE
 
 OPEN = f"{WorkState.AVAILABLE}, {WorkState.HELD}"
 """Unleased work an instance's end retires: due or not, and held by an incident hold."""
@@ -154,6 +155,9 @@ START_TRANSITION = one_line(f"""
 WITH prior AS MATERIALIZED (
     {LEDGER_READ}
 ),
+startable AS MATERIALIZED (
+    SELECT 1 WHERE NOT %(latest_only)s OR (%(version)s, %(def_fingerprint)s) = ({LATEST_ACTIVE})
+),
 created AS MATERIALIZED (
     INSERT INTO instances (instance_id, definition_name, definition_version,
                            definition_fingerprint, status, sequence, tenant_id, created_at,
@@ -161,7 +165,7 @@ created AS MATERIALIZED (
     SELECT %(instance)s, %(name)s, %(version)s, %(def_fingerprint)s, COALESCE(%(status)s, 1),
            %(committed)s, %(tenant)s, %(created)s, %(at)s,
            CASE WHEN %(terminal)s THEN %(at)s END, %(parent_key)s
-    WHERE NOT EXISTS (SELECT 1 FROM prior)
+    WHERE NOT EXISTS (SELECT 1 FROM prior) AND EXISTS (SELECT 1 FROM startable)
     ON CONFLICT DO NOTHING
     RETURNING tenant_id
 ),
@@ -170,7 +174,7 @@ ok AS MATERIALIZED (
 ),
 {gated_writes()}
 SELECT pg_current_xact_id()::text, (SELECT fingerprint FROM prior),
-       (SELECT count(*) FROM created), {NOTIFY_IF_WRITTEN}
+       (SELECT count(*) FROM created), {NOTIFY_IF_WRITTEN}, (SELECT count(*) FROM startable)
 """)
 """A start in one statement: the ledger lookup, then the instance row already at its
 committed position and, only when it went in (``ok``), the writes: no row of the
@@ -180,7 +184,9 @@ exact replay, or InstanceExists. So is a start whose ``parent_key`` an active in
 of the definition holds (the unique index of migration 0010): ``ON CONFLICT`` names no
 index, so either conflict writes nothing (never an error), and ``START_BLOCKED`` then
 says which it was. A concurrent start of the same key waits for the other to end; the
-one that commits first is admitted."""
+one that commits first is admitted. A ``latest_only`` start (``Transition.latest_only``)
+is written only while its version is the one ``catalog.LATEST_ACTIVE`` reads
+(``startable``)."""
 START_BLOCKED = """
 SELECT (SELECT instance_id FROM instances WHERE instance_id = %(instance)s),
        (SELECT instance_id FROM instances
