@@ -22,12 +22,23 @@ one ``engine.replay.fold``, and the codec covers every field of ``Instance`` (a 
 progress, a code-first run's journal, inbox, waits and its declared steps with their
 options), so all three modes are snapshotted alike.
 
-The encoding follows the dataclasses' type hints: a mapping is a list of [key, value]
-pairs (its order is part of the state: compensation reverses completion order, and
-the digest lists progress in insertion order), a dataclass an object of the fields that
-differ from their defaults, instants ISO 8601 in UTC, durations integer microseconds,
+The encoding follows the dataclasses' type hints: a dataclass is an object of the fields
+that differ from their defaults, a mapping a list of [key, value] pairs (its order is
+part of the state: compensation reverses completion order, and the digest lists
+progress in insertion order), instants ISO 8601 in UTC, durations integer microseconds,
 enums by name. ``Instance.spec`` is not stored: it is the registry's definition of the
 pinned reference.
+
+The text is lines, so that restoring a long instance does not decode what the reader
+never looks at. The first line is the canonical JSON of the instance's fields but its
+mappings (its progress by step); each mapping that is not empty follows as a section:
+a line ``[field, [key, ...]]``, then one line per entry, the canonical JSON of that
+entry alone (canonical JSON escapes every line break inside it). ``restore`` decodes the
+first line and checks the sections' shape; each entry becomes a ``DeferredMap`` entry,
+decoded when it is first read (``engine.model.deferred``), and a snapshot of a state
+restored that way copies the text of every entry not changed since instead of encoding
+it again. A snapshot written before sections existed is the first line alone, with its
+mappings inline as pairs, and restores as it always did.
 """
 
 from __future__ import annotations
@@ -37,12 +48,13 @@ import hashlib
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from enum import Enum, IntEnum
 from typing import Any
 
 from engine.model.canonical import canonical_json, format_instant
+from engine.model.deferred import DeferredMap
 from engine.model.durations import to_micros
 from engine.model.errors import RegistryError
 from engine.model.instance import Instance
@@ -82,8 +94,16 @@ def take(state: Instance) -> Snapshot:
 
 
 def encode(state: Instance) -> str:
-    """The canonical JSON of every field of ``state`` but its definition."""
-    return canonical_json(_INSTANCE_FIELDS[0](state))
+    """Every field of ``state`` but its definition: its first line, then a section per
+    mapping that is not empty (see the module)."""
+    lines = [canonical_json(_HEAD_ENCODE(state))]
+    for name, (encode_entry, _) in _SECTIONS.items():
+        mapping = getattr(state, name)
+        if mapping:
+            keys = list(mapping)
+            lines.append(canonical_json([name, keys]))
+            lines.extend(_entry_text(mapping, key, encode_entry) for key in keys)
+    return "\n".join(lines)
 
 
 def restore(registry: Registry, snapshot: Snapshot) -> Instance | None:
@@ -91,12 +111,41 @@ def restore(registry: Registry, snapshot: Snapshot) -> Instance | None:
     if snapshot.fold_version != FOLD_VERSION or _digest(snapshot.state) != snapshot.digest:
         return None
     try:
-        fields = _INSTANCE_FIELDS[1](json.loads(snapshot.state))
+        head, *sections = snapshot.state.split("\n")
+        fields = _INSTANCE_FIELDS[1](json.loads(head))
+        fields.update(_deferred(sections, fields.keys()))
         spec = registry.resolve(fields["definition"])
         state = Instance(**fields, spec=spec)
     except (RegistryError, KeyError, TypeError, ValueError, AttributeError):
         return None
     return state if state.sequence == snapshot.sequence else None
+
+
+def _entry_text(mapping: Mapping[str, Any], key: str, encode_entry: Encode) -> str:
+    """One entry's line: the text it was restored from, when it is unchanged since."""
+    if isinstance(mapping, DeferredMap):
+        text = mapping.encoded(key)
+        if text is not None:
+            return text
+    return canonical_json(encode_entry(mapping[key]))
+
+
+def _deferred(lines: list[str], inline: Collection[str]) -> dict[str, DeferredMap[Any]]:
+    """The mappings the sections of ``lines`` hold, their entries left encoded; refused
+    (ValueError) unless every section is whole, of a mapping field, and not given twice."""
+    out: dict[str, DeferredMap[Any]] = {}
+    position = 0
+    while position < len(lines):
+        name, keys = json.loads(lines[position])
+        if name in out or name in inline:
+            raise ValueError(f"mapping {name!r} is given twice")
+        entries = lines[position + 1 : position + 1 + len(keys)]
+        encoded = dict(zip(keys, entries, strict=True))
+        if not entries or len(encoded) != len(keys):
+            raise ValueError(f"mapping {name!r} is cut short or repeats a key")
+        out[name] = DeferredMap(encoded, _SECTIONS[name][1])
+        position += 1 + len(keys)
+    return out
 
 
 def _digest(text: str) -> str:
@@ -181,11 +230,15 @@ def _optional(hint: Any) -> tuple[Encode, Decode]:
     )
 
 
-def _fields(cls: type) -> tuple[Encode, Callable[[Any], dict[str, Any]]]:
+def _fields(
+    cls: type, skipped: Collection[str] | None = None
+) -> tuple[Encode, Callable[[Any], dict[str, Any]]]:
     """Encode a dataclass value as the object of its fields that differ from their
-    defaults; decode such an object into the keyword arguments of ``cls``."""
+    defaults (but the ``skipped``: by default, those never stored); decode such an object
+    into the keyword arguments of ``cls``."""
     hints = typing.get_type_hints(cls)
-    skipped = _SKIPPED.get(cls, frozenset())
+    if skipped is None:
+        skipped = _SKIPPED.get(cls, frozenset())
     plan = []
     for f in dataclasses.fields(cls):
         if f.name in skipped:
@@ -254,3 +307,18 @@ def _default(f: dataclasses.Field) -> Any:
 
 
 _INSTANCE_FIELDS = _fields(Instance)
+
+
+def _section(hint: Any) -> tuple[Encode, Callable[[str], Any]]:
+    """How one entry of a mapping of type ``hint`` is encoded, and decoded from its line."""
+    encode, decode = codec(typing.get_args(hint)[1])
+    return encode, lambda text: decode(json.loads(text))
+
+
+_SECTIONS = {
+    name: _section(hint)
+    for name, hint in typing.get_type_hints(Instance).items()
+    if typing.get_origin(hint) is Mapping
+}
+"""The instance's mappings, each stored as a section of its own."""
+_HEAD_ENCODE = _fields(Instance, _SKIPPED[Instance] | _SECTIONS.keys())[0]
