@@ -96,13 +96,16 @@ def take(state: Instance) -> Snapshot:
 def encode(state: Instance) -> str:
     """Every field of ``state`` but its definition: its first line, then a section per
     mapping that is not empty (see the module)."""
+    texts = _EntryTexts(_TAKEN.pop(state.instance_id, {}))
     lines = [canonical_json(_HEAD_ENCODE(state))]
     for name, (encode_entry, _) in _SECTIONS.items():
         mapping = getattr(state, name)
         if mapping:
-            keys = list(mapping)
-            lines.append(canonical_json([name, keys]))
-            lines.extend(_entry_text(mapping, key, encode_entry) for key in keys)
+            lines.append(canonical_json([name, list(mapping)]))
+            lines.extend(texts.lines(mapping, encode_entry))
+    _TAKEN[state.instance_id] = texts.taken
+    while len(_TAKEN) > _TAKEN_INSTANCES:
+        del _TAKEN[next(iter(_TAKEN))]
     return "\n".join(lines)
 
 
@@ -121,13 +124,38 @@ def restore(registry: Registry, snapshot: Snapshot) -> Instance | None:
     return state if state.sequence == snapshot.sequence else None
 
 
-def _entry_text(mapping: Mapping[str, Any], key: str, encode_entry: Encode) -> str:
-    """One entry's line: the text it was restored from, when it is unchanged since."""
-    if isinstance(mapping, DeferredMap):
-        text = mapping.encoded(key)
-        if text is not None:
-            return text
-    return canonical_json(encode_entry(mapping[key]))
+_TAKEN: dict[str, dict[int, tuple[Any, str]]] = {}
+"""The entry texts of the latest snapshot this process took of an instance (the latest
+``_TAKEN_INSTANCES`` instances), by the identity of each entry, which the tuple keeps
+alive. The fold never changes an entry in place: an entry the next snapshot finds that
+is the same object is the same value, so its text is copied rather than encoded again,
+and a worker that follows a long instance encodes, per snapshot, the entries changed
+since its previous one (plus the head), not the whole state."""
+_TAKEN_INSTANCES = 64
+
+
+class _EntryTexts:
+    """The lines of one snapshot's entries, reusing what is already encoded."""
+
+    def __init__(self, previous: dict[int, tuple[Any, str]]) -> None:
+        self.previous = previous
+        self.taken: dict[int, tuple[Any, str]] = {}
+
+    def lines(self, mapping: Mapping[str, Any], encode_entry: Encode) -> list[str]:
+        """The lines of ``mapping``'s entries, in its order: for each, the text it was
+        restored from when it is unchanged since (``DeferredMap.encoded``), the text the
+        previous snapshot gave the same entry, or its canonical JSON."""
+        if not isinstance(mapping, DeferredMap):
+            return [self._text(entry, encode_entry) for entry in mapping.values()]
+        return [mapping.encoded(key) or self._text(mapping[key], encode_entry) for key in mapping]
+
+    def _text(self, entry: Any, encode_entry: Encode) -> str:
+        found = self.previous.get(id(entry))
+        text = found[1] if found is not None and found[0] is entry else None
+        if text is None:
+            text = canonical_json(encode_entry(entry))
+        self.taken[id(entry)] = (entry, text)
+        return text
 
 
 def _deferred(lines: list[str], inline: Collection[str]) -> dict[str, DeferredMap[Any]]:

@@ -33,7 +33,8 @@ from tests.unit.test_machine_fold import walk_to_the_end
 def from_each_position(registry: Registry, events: list[Event]) -> None:
     """At every position a transition could end (no operator command awaiting its
     effect), a snapshot restores that state exactly, and folding the rest onto it ends
-    where the full fold ends, digest and all."""
+    where the full fold ends, digest and all. Each snapshot follows the previous one of
+    the same instance, so the entry texts it copies from that one are checked too."""
     full = replay(registry, events)
     state: Instance | None = None
     for position, event in enumerate(events, start=1):
