@@ -189,7 +189,7 @@ def _digest(text: str) -> str:
 
 # The codec, built once per type from the type hints ---------------------------------------
 
-_CODECS: dict[Any, tuple[Encode, Decode]] = {}
+_CODECS: dict[tuple[Any, bool], tuple[Encode, Decode]] = {}
 _SKIPPED = {Instance: frozenset({"spec"})}
 """Fields not stored: an instance's definition is the registry's, by its pinned ref."""
 
@@ -198,18 +198,21 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def codec(hint: Any) -> tuple[Encode, Decode]:
-    """The (encode, decode) pair of values of type ``hint``."""
-    found = _CODECS.get(hint)
+def codec(hint: Any, checked: bool = True) -> tuple[Encode, Decode]:
+    """The (encode, decode) pair of values of type ``hint``. Unless ``checked``, decoding
+    takes the text's strings, numbers and field names as they are (converting only what
+    JSON cannot hold: instants, durations, enums, tuples, records): the decode of entries
+    the digest vouches for, which is most of the cost of reading one."""
+    found = _CODECS.get((hint, checked))
     if found is None:
-        found = _CODECS[hint] = _build(hint)
+        found = _CODECS[hint, checked] = _build(hint, checked)
     return found
 
 
-def _build(hint: Any) -> tuple[Encode, Decode]:
+def _build(hint: Any, checked: bool) -> tuple[Encode, Decode]:
     origin = typing.get_origin(hint)
     if hint in (str, int, bool, type(None)):
-        return _identity, _checked(hint)
+        return _identity, _checked(hint) if checked else _identity
     if hint is datetime:
         return format_instant, _instant
     if hint is timedelta:
@@ -219,19 +222,19 @@ def _build(hint: Any) -> tuple[Encode, Decode]:
     if isinstance(hint, type) and issubclass(hint, Enum):
         return lambda e: e.value, hint
     if origin in (typing.Union, types.UnionType):
-        return _optional(hint)
+        return _optional(hint, checked)
     if origin is tuple:
-        encode, decode = codec(typing.get_args(hint)[0])
+        encode, decode = codec(typing.get_args(hint)[0], checked)
         return lambda t: [encode(v) for v in t], lambda items: tuple(decode(v) for v in items)
     if origin is Mapping or origin is dict:
         _, value_hint = typing.get_args(hint)
-        encode, decode = codec(value_hint)
+        encode, decode = codec(value_hint, checked)
         return (
             lambda m: [[k, encode(v)] for k, v in m.items()],
             lambda pairs: {k: decode(v) for k, v in pairs},
         )
     if dataclasses.is_dataclass(hint):
-        encode_fields, decode_fields = _fields(hint)
+        encode_fields, decode_fields = _fields(hint, checked=checked)
         return encode_fields, _constructor(hint, decode_fields)
     raise TypeError(f"a snapshot cannot hold a value of type {hint!r}")
 
@@ -254,23 +257,23 @@ def _checked(kind: type) -> Decode:
     return decode
 
 
-def _optional(hint: Any) -> tuple[Encode, Decode]:
+def _optional(hint: Any, checked: bool) -> tuple[Encode, Decode]:
     inner = [a for a in typing.get_args(hint) if a is not type(None)]
     if len(inner) != 1:
         raise TypeError(f"a snapshot cannot hold a value of type {hint!r}")
-    encode, decode = codec(inner[0])
+    encode, decode = codec(inner[0], checked)
     return (
         lambda v: None if v is None else encode(v),
-        lambda v: None if v is None else decode(v),
+        _identity if decode is _identity else lambda v: None if v is None else decode(v),
     )
 
 
 def _fields(
-    cls: type, skipped: Collection[str] | None = None
+    cls: type, skipped: Collection[str] | None = None, checked: bool = True
 ) -> tuple[Encode, Callable[[Any], dict[str, Any]]]:
     """Encode a dataclass value as the object of its fields that differ from their
     defaults (but the ``skipped``: by default, those never stored); decode such an object
-    into the keyword arguments of ``cls``."""
+    into the keyword arguments of ``cls`` (see ``codec`` for ``checked``)."""
     hints = typing.get_type_hints(cls)
     if skipped is None:
         skipped = _SKIPPED.get(cls, frozenset())
@@ -278,9 +281,10 @@ def _fields(
     for f in dataclasses.fields(cls):
         if f.name in skipped:
             continue
-        encode, decode = codec(hints[f.name])
+        encode, decode = codec(hints[f.name], checked)
         plan.append((f.name, encode, decode, _default(f)))
     decoders = {name: decode for name, _, decode, _ in plan}
+    converted = [(name, decode) for name, decode in decoders.items() if decode is not _identity]
 
     def encode_fields(value: Any) -> dict[str, Any]:
         out = {}
@@ -293,7 +297,13 @@ def _fields(
     def decode_fields(doc: Any) -> dict[str, Any]:
         return {name: decoders[name](item) for name, item in doc.items()}
 
-    return encode_fields, decode_fields
+    def convert_fields(doc: dict[str, Any]) -> dict[str, Any]:
+        for name, decode in converted:
+            if name in doc:
+                doc[name] = decode(doc[name])
+        return doc
+
+    return encode_fields, decode_fields if checked else convert_fields
 
 
 _REQUIRED = object()
@@ -345,9 +355,15 @@ _INSTANCE_FIELDS = _fields(Instance)
 
 
 def _section(hint: Any) -> tuple[Encode, Callable[[str], Any]]:
-    """How one entry of a mapping of type ``hint`` is encoded, and decoded from its line."""
-    encode, decode = codec(typing.get_args(hint)[1])
-    return encode, lambda text: decode(json.loads(text))
+    """How one entry of a mapping of type ``hint`` is encoded, and decoded from its line
+    (unchecked: the digest vouches for it, see the module)."""
+    encode, decode = codec(typing.get_args(hint)[1], checked=False)
+    return encode, lambda text: decode(_parse(text)[0])
+
+
+_parse = json.JSONDecoder().raw_decode
+"""JSON text to its value, without ``json.loads``'s whitespace checks (an entry's line
+is canonical JSON, with none)."""
 
 
 _SECTIONS = {
