@@ -2,8 +2,8 @@
 
 Folding a whole history costs time in proportion to its length (and each event a little
 more as the state grows). A snapshot is the folded ``Instance`` at one position, as
-canonical JSON: opening an instance reads its newest snapshot and folds only the events
-after it. A snapshot is taken by the transition that crosses a multiple of
+lines of canonical JSON: opening an instance reads its newest snapshot and folds only
+the events after it. A snapshot is taken by the transition that crosses a multiple of
 ``SNAPSHOT_INTERVAL_EVENTS`` (``due``), so the events after the newest one are always
 fewer than the interval; the store writes it in that transition's own PostgreSQL
 transaction (``engine.store.commits``), never on its own.
