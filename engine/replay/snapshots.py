@@ -152,7 +152,7 @@ class _EntryTexts:
         """The lines of ``mapping``'s entries, in its order: for each, the text it was
         restored from when it is unchanged since (``DeferredMap.encoded``), the text the
         previous snapshot gave the same entry, or its canonical JSON."""
-        if not isinstance(mapping, DeferredMap):
+        if type(mapping) is not DeferredMap:
             return [self._text(entry, encode_entry) for entry in mapping.values()]
         return [mapping.encoded(key) or self._text(mapping[key], encode_entry) for key in mapping]
 
