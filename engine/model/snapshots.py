@@ -19,4 +19,4 @@ class Snapshot:
     digest: str
     """SHA-256 of ``state``, checked when it is restored."""
     state: str
-    """The state as canonical JSON (``engine.replay.snapshots.encode``)."""
+    """The state as lines of canonical JSON (``engine.replay.snapshots.encode``)."""

@@ -18,6 +18,7 @@ from engine.model.events import Event
 from engine.model.instance import Instance
 from engine.model.limits import MAX_TRANSITION_EVENTS
 from engine.model.registry import Registry
+from engine.model.snapshots import Snapshot
 from engine.model.transitions import Draft
 from engine.modes.code import waits
 from engine.replay import snapshots
@@ -32,20 +33,41 @@ from tests.unit.test_machine_fold import walk_to_the_end
 def from_each_position(registry: Registry, events: list[Event]) -> None:
     """At every position a transition could end (no operator command awaiting its
     effect), a snapshot restores that state exactly, and folding the rest onto it ends
-    where the full fold ends, digest and all."""
+    where the full fold ends, digest and all. Each snapshot follows the previous one of
+    the same instance, so the entry texts it copies from that one are checked too."""
     full = replay(registry, events)
     state: Instance | None = None
     for position, event in enumerate(events, start=1):
         state = apply(registry, state, event)
         if state.pending_command is not None:
             continue
-        restored = restore(registry, take(state))
+        taken = take(state)
+        restored = restore(registry, taken)
         assert restored == state and restored.digest == state.digest
         assert restored.trace_context == state.trace_context
         assert restored.spec is registry.resolve(state.definition)
+        assert restore(registry, _unsectioned(taken)) == state, "a snapshot of before sections"
         for rest in events[position:]:
             restored = apply(registry, restored, rest)
         assert restored == full and restored.digest == full.digest
+        assert take(restored) == take(full), "entries copied as restored are encoded alike"
+
+
+def _unsectioned(taken: Snapshot) -> Snapshot:
+    """``taken`` as a snapshot was written before its mappings had sections of their own:
+    one line, each mapping inline as a list of [key, entry] pairs."""
+    head, *lines = taken.state.split("\n")
+    doc = json.loads(head)
+    while lines:
+        name, keys = json.loads(lines[0])
+        doc[name] = [[key, json.loads(entry)] for key, entry in zip(keys, lines[1:], strict=False)]
+        lines = lines[1 + len(keys) :]
+    return _rewritten(taken, canonical_json(doc))
+
+
+def _rewritten(taken: Snapshot, text: str) -> Snapshot:
+    """``taken`` holding ``text``, with its digest: damage the digest cannot tell."""
+    return replace(taken, state=text, digest=hashlib.sha256(text.encode()).hexdigest())
 
 
 @settings(max_examples=60, deadline=None)
@@ -85,10 +107,16 @@ def test_a_snapshot_this_build_may_not_trust_is_refused(run: Run) -> None:
     assert restore(run.registry, replace(taken, digest="0" * 64)) is None
     assert restore(run.registry, replace(taken, sequence=taken.sequence + 1)) is None
     assert restore(run.registry, replace(taken, state=taken.state[:-1])) is None
+    head, *sections = taken.state.split("\n")
     for damage in ({"sequence": "1"}, {"status": "lost"}, {"unknown_field": 1}):
-        text = canonical_json({**json.loads(taken.state), **damage})
-        checksum = hashlib.sha256(text.encode()).hexdigest()
-        assert restore(run.registry, replace(taken, state=text, digest=checksum)) is None
+        text = "\n".join([canonical_json({**json.loads(head), **damage}), *sections])
+        assert restore(run.registry, _rewritten(taken, text)) is None
+    assert sections, "a run that scheduled a step has its activities in a section"
+    for cut in (sections[:-1], [*sections, sections[-1]], [*sections, *sections]):
+        assert restore(run.registry, _rewritten(taken, "\n".join([head, *cut]))) is None
+    unknown = ["unknown_field", *json.loads(sections[0])[1:]]
+    text = "\n".join([head, canonical_json(unknown), *sections[1:]])
+    assert restore(run.registry, _rewritten(taken, text)) is None
     other: Definition = replace(run.spec, steps=run.spec.steps[:-1])
     assert restore(Registry([other]), taken) is None, "another definition under its name"
     assert restore(Registry([]), taken) is None, "a definition the registry lacks"

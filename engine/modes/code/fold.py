@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.model.deferred import with_entry
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import (
@@ -105,7 +106,7 @@ def schedule_step(
         raise reject(event, "a code step's data names its name, occurrence and options") from None
     step = records.step_of(event.step, options, records.target_of(state.definition))
     new = _record(state, event, Verb.STEP, name, occurrence)
-    new = evolve(new, dynamic_steps={**state.dynamic_steps, event.step: step})
+    new = evolve(new, dynamic_steps=with_entry(state.dynamic_steps, event.step, step))
     return activities.schedule_activity(new, event, registry, command)
 
 
@@ -123,7 +124,7 @@ def schedule_spawn(
     assert event.definition is not None
     new = _record(state, event, Verb.SPAWN, event.definition.name, _occurrence(event))
     step = records.spawn_step(event.step, event.definition)
-    new = evolve(new, dynamic_steps={**state.dynamic_steps, event.step: step})
+    new = evolve(new, dynamic_steps=with_entry(state.dynamic_steps, event.step, step))
     return children.schedule_child(new, event, registry, command)
 
 
@@ -155,7 +156,7 @@ def start_wait(
         raise reject(event, "due_at must be the time plus the wait's timeout")
     new = _record(state, event, verb, name, _occurrence(event), on=on)
     wait = WaitProgress(event.step, verb.value, on, event.sequence, timeout, event.due_at)
-    return evolve(new, waits={**state.waits, event.step: wait})
+    return evolve(new, waits=with_entry(state.waits, event.step, wait))
 
 
 def resolve_wait(
@@ -193,7 +194,7 @@ def resolve_wait(
     resolved = evolve(
         wait, resolved=(*wait.resolved, entry), done=done, due_at=None if done else event.due_at
     )
-    return evolve(state, waits={**state.waits, event.step: resolved})
+    return evolve(state, waits=with_entry(state.waits, event.step, resolved))
 
 
 def _resolved_by(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from engine.model.deferred import with_entry
 from engine.model.definitions import RetryPolicy, Step, StepKind, UnknownPolicy
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
@@ -74,7 +75,8 @@ class Track:
         return progress
 
     def put(self, state: Instance, event: Event, progress: AttemptProgress) -> Instance:
-        return evolve(state, **{self.field: {**getattr(state, self.field), event.step: progress}})
+        track = with_entry(getattr(state, self.field), event.step, progress)
+        return evolve(state, **{self.field: track})
 
     def schedule(self, state: Instance, event: Event, input_limit: int, what: str) -> Instance:
         """The track's first attempt at ``event.step``, once its input (``what``) is

@@ -10,6 +10,7 @@ bounds the child's result and any failure's detail.
 
 from __future__ import annotations
 
+from engine.model.deferred import with_entry
 from engine.model.definitions import Step, StepKind
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
@@ -134,7 +135,7 @@ def _child(state: Instance, event: Event) -> tuple[Step, ChildProgress]:
 
 
 def _put(state: Instance, child: ChildProgress) -> Instance:
-    return evolve(state, children={**state.children, child.step: child})
+    return evolve(state, children=with_entry(state.children, child.step, child))
 
 
 RULES = {

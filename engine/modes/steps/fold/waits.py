@@ -14,6 +14,7 @@ import json
 from datetime import datetime
 
 from engine.decide.operator_actions import Action
+from engine.model.deferred import with_entry
 from engine.model.definitions import Step, StepKind
 from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
@@ -52,7 +53,7 @@ def with_timer(state: Instance, event: Event) -> Instance:
     step list's timer step and a code-first run's sleep keep the same progress."""
     assert event.due_at is not None
     progress = TimerProgress(event.step, event.due_at)
-    return evolve(state, timers={**state.timers, event.step: progress})
+    return evolve(state, timers=with_entry(state.timers, event.step, progress))
 
 
 def fire_timer(
@@ -67,7 +68,7 @@ def fire_timer(
     if event.occurred_at < timer.due_at:
         raise reject(event, f"timer {event.step!r} fires before it is due")
     fired = evolve(timer, fired_at=event.occurred_at, fired_sequence=event.sequence)
-    return evolve(state, timers={**state.timers, event.step: fired})
+    return evolve(state, timers=with_entry(state.timers, event.step, fired))
 
 
 def receive_signal(
@@ -82,7 +83,7 @@ def receive_signal(
     progress = SignalProgress(
         event.step, event.idempotency_key, event.occurred_at, event.sequence, event.data
     )
-    return evolve(state, signals={**state.signals, event.step: progress})
+    return evolve(state, signals=with_entry(state.signals, event.step, progress))
 
 
 def _check_sender(step: Step, event: Event, command: AuditEntry | None) -> None:
@@ -105,7 +106,7 @@ def win_race(
         raise reject(event, f"no branch of race {event.step!r} has completed")
     if winner != expected:
         raise reject(event, f"race {event.step!r} was won by {expected!r}, not {winner!r}")
-    return evolve(state, race_winners={**state.race_winners, event.step: winner})
+    return evolve(state, race_winners=with_entry(state.race_winners, event.step, winner))
 
 
 def race_winner(state: Instance, race: Step) -> str | None:
