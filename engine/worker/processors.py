@@ -21,7 +21,7 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -319,7 +319,7 @@ def _request(state: Instance, track: Track, dispatch: Dispatch) -> ActivityReque
         deadline=progress.due_at,
         input=_value(progress.input),
         compensation=track.compensation,
-        results=_results(state),
+        results=_Results(state.activities),
     )
 
 
@@ -327,8 +327,29 @@ def _value(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _results(state: Instance) -> dict[str, Any]:
-    return {p.step: _value(p.result) for p in state.activities.values() if p.status is A.SUCCEEDED}
+class _Results(Mapping[str, Any]):
+    """The results of an instance's succeeded activities by step (``ActivityRequest``),
+    each decoded when the handler first reads it: the handler of a long instance's step
+    pays for the results it reads, not for every step before it (whose progress a
+    restored snapshot has not even decoded: ``engine.model.deferred``)."""
+
+    def __init__(self, activities: Mapping[str, AttemptProgress]) -> None:
+        self._activities = activities
+        self._decoded: dict[str, Any] = {}
+
+    def __getitem__(self, step: str) -> Any:
+        if step not in self._decoded:
+            progress = self._activities.get(step)
+            if progress is None or progress.status is not A.SUCCEEDED:
+                raise KeyError(step)
+            self._decoded[step] = _value(progress.result)
+        return self._decoded[step]
+
+    def __iter__(self) -> Iterator[str]:
+        return (step for step, p in self._activities.items() if p.status is A.SUCCEEDED)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 # Timers -------------------------------------------------------------------------------

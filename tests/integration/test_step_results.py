@@ -1,0 +1,77 @@
+"""What an activity handler is told of the steps before it: ``ActivityRequest.results``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from engine.api.client import Client
+from engine.model.validation import parse_definition
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry, ActivityRequest
+from engine.worker.loop import Worker, WorkerConfig
+
+STEPS = ("quote", "nothing", "charge")
+WAIT_SECONDS = 30.0
+
+
+def definition() -> Any:
+    step = {"kind": "activity", "timeout": "10s", "input_limit": 1000, "result_limit": 1000}
+    return parse_definition(
+        {
+            "name": "results.three",
+            "version": "1",
+            "mode": "orchestration",
+            "steps": [{**step, "name": s, "target": f"results.{s}"} for s in STEPS],
+        }
+    )
+
+
+async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it(
+    db_store: Store,
+) -> None:
+    seen: dict[str, Any] = {}
+    charged = threading.Event()
+    app = ActivityRegistry()
+    app.register("results.quote", lambda request: {"amount": 12, "currency": "EUR"})
+    app.register("results.nothing", lambda request: None)
+
+    def charge(request: ActivityRequest) -> str:
+        results: Mapping[str, Any] = request.results
+        seen.update(
+            keys=list(results),
+            size=len(results),
+            quote=results["quote"],
+            nothing=results["nothing"],
+            again=results["quote"] is results["quote"],
+            charge="charge" in results,
+            missing=results.get("refund", "absent"),
+        )
+        charged.set()
+        return "charged"
+
+    app.register("results.charge", charge)
+    client = Client(db_store)
+    await client.publish(definition())
+    stop = asyncio.Event()
+    config = WorkerConfig(worker_id="results", poll_interval=timedelta(milliseconds=50))
+    running = asyncio.create_task(Worker(db_store, app, config).run(stop))
+    try:
+        await client.start("results.three", "order-1")
+        assert await asyncio.to_thread(charged.wait, WAIT_SECONDS), "charge never ran"
+    finally:
+        stop.set()
+        await running
+
+    assert seen == {
+        "keys": ["quote", "nothing"],
+        "size": 2,
+        "quote": {"amount": 12, "currency": "EUR"},
+        "nothing": None,
+        "again": True,  # decoded once, when first read
+        "charge": False,  # the step running is not a result yet
+        "missing": "absent",
+    }
