@@ -69,8 +69,10 @@ async def test_starting_is_idempotent_per_id(store: Store) -> None:
 async def test_a_version_published_elsewhere_is_started_by_a_client_that_never_saw_it(
     store: Store,
 ) -> None:
-    """A client keeps parsed definitions in its registry; a start reads only which
-    version is current, and a version the registry lacks makes it reload."""
+    """A client keeps parsed definitions in its registry and the version it last read
+    as current; a start on that version is refused by the store once another was
+    published, the client reads which version is current, and a version the registry
+    lacks makes it reload."""
     client = Client(store)
     await client.publish(single_definition("1"))
     assert (await client.start("store-single", "first")).definition.version == "1"
