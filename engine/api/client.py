@@ -305,7 +305,9 @@ class Client:
             registry, definition, instance_id, now, input, trace_context=trace_context
         )
         decide(draft)
-        transition = replace(draft.build("start"), latest_only=latest_only)
+        transition = draft.build("start")
+        if latest_only:
+            transition = replace(transition, latest_only=True)
         try:
             result = await self.store.commit(transition, tenant)
         except (InstanceExists, DuplicateTransition):
