@@ -188,7 +188,7 @@ class Store:
         (``transactions.run``); always ``give_back``. Failing to get one is
         StoreUnavailable (nothing was written)."""
         try:
-            return await _transactional(await self.pool.getconn())
+            return await _in_mode(await self.pool.getconn())
         except Exception as exc:
             raise StoreUnavailable("the database is unavailable; nothing was written") from exc
 
@@ -206,12 +206,13 @@ class Store:
         )
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        """A pooled connection; failing to get one is StoreUnavailable (nothing written)."""
+    async def connection(self, autocommit: bool = False) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection (in ``autocommit`` or out of it); failing to get one is
+        StoreUnavailable (nothing written)."""
         try:
             async with asyncio.timeout(self.deadlines.operation), self.pool.connection() as conn:
                 try:
-                    yield await _transactional(conn)
+                    yield await _in_mode(conn, autocommit)
                 finally:
                     if conn.broken:
                         self._check_pool()
@@ -240,18 +241,17 @@ class Store:
                 except psycopg.Error:
                     self._check_pool()
                     continue
-                yield await _transactional(conn)
+                yield await _in_mode(conn)
                 return
         async with self.pool.connection() as conn:
-            yield await _transactional(conn)
+            yield await _in_mode(conn)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection for reads only, in autocommit: a read costs its own round
         trips and no BEGIN or COMMIT (each statement reads its own snapshot). The next
-        borrower gets it out of autocommit again (``_transactional``)."""
-        async with self.connection() as conn:
-            await conn.set_autocommit(True)
+        borrower that writes gets it out of autocommit again (``_in_mode``)."""
+        async with self.connection(autocommit=True) as conn:
             yield conn
 
     async def read_ids(self, statement: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -463,15 +463,18 @@ async def _probe(conninfo: str, connect_timeout: int) -> None:
     await conn.close()
 
 
-async def _transactional(conn: psycopg.AsyncConnection) -> psycopg.AsyncConnection:
-    """``conn`` out of autocommit (``reading`` and lone writes set it), as every pooled
-    connection is handed out, so a write never commits statement by statement.
+async def _in_mode(
+    conn: psycopg.AsyncConnection, autocommit: bool = False
+) -> psycopg.AsyncConnection:
+    """``conn`` in the mode its borrower asked for, as every pooled connection is handed
+    out: out of autocommit (a lone write or a read may have left it in), so a write never
+    commits statement by statement; in it for ``reading``.
 
     Done as it leaves the pool, not by the pool's ``reset`` as it comes back: with a
     reset, psycopg_pool returns every connection through a task of its own (a queue
     hand-off and a task switch per use); without one, inline. Setting the flag on an
     idle connection sends nothing; one that died while idle (a server restart) is left
     as it is: it cannot commit anything, and its first statement reports it broken."""
-    if conn.autocommit and conn.pgconn.transaction_status == TransactionStatus.IDLE:
-        await conn.set_autocommit(False)
+    if conn.autocommit != autocommit and conn.pgconn.transaction_status == TransactionStatus.IDLE:
+        await conn.set_autocommit(autocommit)
     return conn
