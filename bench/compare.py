@@ -9,9 +9,9 @@ own code, on one private cluster (``bench.cluster``) shared by all of them. Runs
 interleaved (each round runs every checkout once), so a drift of the machine's load
 hits them all.
 
-A shared machine's clock is not to be trusted, so besides worker CPU per instance it
-reports what does not depend on load: durable commits (WAL COMMIT records) and
-transactions per instance, statements per instance, and with ``--profile`` the
+A shared machine's clock is not to be trusted, so besides worker and server CPU per
+instance it reports what does not depend on load: WAL bytes, durable commits (WAL
+COMMIT records), transactions and statements per instance, and with ``--profile`` the
 worker's Python function calls and event loop iterations per instance, and which
 functions gained or lost calls compared with the first checkout.
 """
@@ -58,6 +58,8 @@ class Run:
     commits: float
     transactions: float
     statements: float
+    server_cpu_ms: float
+    wal_bytes: float
     calls: Counter[str] = field(default_factory=Counter)
 
 
@@ -111,6 +113,8 @@ def run_once(
         window.commit_records / n,
         window.xact_commit / n,
         window.statement_calls / n,
+        1000 * window.server_cpu / n,
+        window.wal_bytes / n,
         calls,
     )
 
@@ -159,9 +163,10 @@ def _median(runs: list[Run], field_name: str) -> float:
 def render(runs: dict[str, list[Run]], top: int) -> str:
     """Medians per checkout, then (profiled) the functions whose calls changed most."""
     lines = [
-        "| checkout | worker CPU ms/inst | durable commits/inst | transactions/inst "
-        "| statements/inst | Python calls/inst | loop iterations/inst |",
-        "|---|---|---|---|---|---|---|",
+        "| checkout | worker CPU ms/inst | server CPU ms/inst | WAL bytes/inst "
+        "| durable commits/inst | transactions/inst | statements/inst | Python calls/inst "
+        "| loop iterations/inst |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     totals: dict[str, Counter[str]] = {}
     for name, done in runs.items():
@@ -172,7 +177,8 @@ def render(runs: dict[str, list[Run]], top: int) -> str:
         loop = sum(v for k, v in total.items() if k.endswith(f"({LOOP_STEP})"))
         counted = f"{sum(total.values()):.0f} | {loop:.2f}" if total else "- | -"
         lines.append(
-            f"| {name} | {_median(done, 'cpu_ms'):.2f} | {_median(done, 'commits'):.3f} "
+            f"| {name} | {_median(done, 'cpu_ms'):.2f} | {_median(done, 'server_cpu_ms'):.2f} "
+            f"| {_median(done, 'wal_bytes'):.0f} | {_median(done, 'commits'):.3f} "
             f"| {_median(done, 'transactions'):.3f} | {_median(done, 'statements'):.3f} "
             f"| {counted} |"
         )

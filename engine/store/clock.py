@@ -33,10 +33,17 @@ class DatabaseClock:
         self._server = wall()
         self._at = time.monotonic()
 
-    def sync(self, server_time: datetime, local_monotonic: float) -> None:
-        """The server said ``server_time`` when the monotonic clock read ``local_monotonic``."""
+    def sync(self, server_time: datetime, answered_at: float) -> None:
+        """The server read ``server_time`` during a round trip whose answer arrived when
+        the monotonic clock read ``answered_at``.
+
+        The reading is taken as of the answer, so this clock is behind the server's by
+        at most the round trip and never ahead of it. Ahead would hide work: what this
+        process makes due "now" is due at its own instant, and a worker's claim, which
+        compares with the server's clock, would not see it until the server caught up,
+        that is until a later poll instead of the NOTIFY that announced it."""
         self._server = utc(server_time)
-        self._at = local_monotonic
+        self._at = answered_at
 
     def sql_now(self) -> datetime | None:
         return None
