@@ -23,8 +23,9 @@ class DatabaseClock:
     Event times (which the pure core needs as values) follow the server too, without a
     round trip per decision: the store reads the server's time (``sync``), and ``now``
     adds the time elapsed since on this process's *monotonic* clock. A jump of the
-    machine's wall clock therefore moves nothing; the worker re-syncs periodically so
-    the two clocks' rates cannot drift apart.
+    machine's wall clock therefore moves nothing; the store syncs again when a reading
+    finds its sync older than ``Deadlines.clock_resync`` (and a worker with every
+    heartbeat), so a server clock that was stepped or drifts is followed.
     """
 
     def __init__(self, wall: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:

@@ -8,6 +8,8 @@ drill can run the same engine in an isolated schema.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -35,6 +37,10 @@ unavailable (nothing was written)."""
 DEFAULT_POOL_SIZE = 10
 CONNECT_TIMEOUT = 10
 """Seconds libpq may spend establishing one connection."""
+CLOCK_RESYNC_SECONDS = 60.0
+"""How old a store's clock sync may get before its next reading starts another in the
+background (a worker also syncs with every heartbeat): a server clock stepped since,
+or drifting from this machine's, is followed within this bound."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Deadlines:
     operation: float = OPERATION_TIMEOUT_SECONDS
     pool_wait: float = CONNECT_TIMEOUT_SECONDS
     connect: int = CONNECT_TIMEOUT
+    clock_resync: float = CLOCK_RESYNC_SECONDS
 
 
 DEADLINES = Deadlines()
@@ -105,6 +112,13 @@ class Store:
         self.seams = given
         self.channel = f"{schema}_work"
         self._checking: asyncio.Future[None] | None = None
+        self.clock_sync: asyncio.Future[None] | None = None
+        """The clock sync running in the background, if any (``now``)."""
+        self._clock_due = (
+            time.monotonic() + deadlines.clock_resync
+            if isinstance(clock, DatabaseClock)
+            else math.inf  # a manual clock moves only when told to
+        )
 
     @classmethod
     async def open(
@@ -161,6 +175,7 @@ class Store:
         """Sync the clock to the quickest of ``CLOCK_READINGS`` round trips: the first
         statement on a fresh connection is often slow, and the error is its length."""
         if isinstance(self.clock, DatabaseClock):
+            self._clock_due = time.monotonic() + self.deadlines.clock_resync
             readings = []
             for _ in range(CLOCK_READINGS):
                 before = time.monotonic()
@@ -176,13 +191,33 @@ class Store:
             await self._measure_clock(conn)
 
     def now(self) -> datetime:
-        """The store's clock as a value, for event times built by the pure core."""
+        """The store's clock as a value, for event times built by the pure core; a sync
+        older than ``Deadlines.clock_resync`` is renewed in the background."""
+        if time.monotonic() > self._clock_due:
+            self._resync_clock()
         return self.clock.now()
 
+    def _resync_clock(self) -> None:
+        """Start a clock sync in the background (``now`` cannot wait for one); a failed
+        one keeps the old estimate and is tried again a ``clock_resync`` later."""
+        self._clock_due = time.monotonic() + self.deadlines.clock_resync
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop here: the next reading in one syncs
+            self._clock_due = 0.0
+            return
+        if self.clock_sync is None or self.clock_sync.done():
+            self.clock_sync = asyncio.ensure_future(self._sync_quietly())
+
+    async def _sync_quietly(self) -> None:
+        with contextlib.suppress(StoreError, psycopg.Error, OSError, TimeoutError):
+            await self.sync_clock()
+
     async def close(self) -> None:
-        if self._checking is not None:
-            self._checking.cancel()
-            await asyncio.gather(self._checking, return_exceptions=True)
+        for background in (self._checking, self.clock_sync):
+            if background is not None:
+                background.cancel()
+                await asyncio.gather(background, return_exceptions=True)
         await self.pool.close()
 
     def _check_pool(self) -> None:

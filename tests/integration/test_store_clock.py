@@ -8,6 +8,7 @@ wakes a worker whose claim finds nothing, and the work waits for a later poll.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 
 from psycopg.abc import Query
@@ -15,7 +16,7 @@ from psycopg.abc import Query
 from engine.store import leases
 from engine.store.clock import DatabaseClock
 from engine.store.statements.sessions import SERVER_TIME
-from engine.store.store import Store
+from engine.store.store import Deadlines, Store
 from tests.integration.factories import seed_work
 
 SLOW_READING_SECONDS = 1.0
@@ -66,5 +67,22 @@ async def test_work_a_store_makes_due_now_is_claimable_at_once(
         (work_id,) = await seed_work(store, 1)
         claimed = await leases.claim(db_store, "worker-1", timedelta(seconds=30), 1)
         assert [lease.work_id for lease in claimed] == [work_id]
+    finally:
+        await store.close()
+
+
+async def test_a_store_follows_the_server_clock_when_its_sync_gets_old(
+    pg_dsn: str, schema: str
+) -> None:
+    always_old = Deadlines(clock_resync=0.0)
+    store = await Store.open(pg_dsn, schema, clock=DatabaseClock(), deadlines=always_old)
+    try:
+        # As if the server's clock had been stepped back a minute since the sync.
+        assert isinstance(store.clock, DatabaseClock)
+        store.clock.sync(await server_now(store) + timedelta(minutes=1), time.monotonic())
+        store.now()  # a reading of an old sync starts a new one
+        assert store.clock_sync is not None
+        await store.clock_sync
+        assert store.now() <= await server_now(store)
     finally:
         await store.close()
