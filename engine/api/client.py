@@ -253,18 +253,19 @@ class Client:
         terminated or continued as new), at once when it already has.
 
         Woken by the end's own notification (``engine.store.endings``), not by polling;
-        concurrent waits of this client share one listening connection, open only
-        while one waits. WaitTimedOut when ``timeout`` passes first; InputRefused for a
-        timeout that is not more than 0 and at most MAX_WAIT_TIMEOUT (one day);
-        InstanceNotFound for an id that names no instance."""
+        concurrent waits of this client share one listening connection, borrowed from
+        the store's pool only while one waits (``waits.EndListener``). WaitTimedOut
+        when ``timeout`` passes first; InputRefused for a timeout that is not more than
+        0 and at most MAX_WAIT_TIMEOUT (one day); InstanceNotFound for an id that names
+        no instance."""
         _check_texts(instance_id=instance_id)
         waits.check_timeout(timeout)
         return await waits.until_ended(self._ends, self.inspect, instance_id, timeout)
 
     @property
     def listening(self) -> bool:
-        """Whether this client holds a connection listening for instance ends: only
-        while a ``wait`` runs."""
+        """Whether this client holds a pooled connection listening for instance ends:
+        only while a ``wait`` runs."""
         return self._ends.open
 
     async def status(self, instance_id: str) -> dict[str, Any]:

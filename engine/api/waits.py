@@ -22,7 +22,7 @@ from psycopg import sql
 from engine.model.errors import InputRefused, WaylineError
 from engine.model.instance import Instance
 from engine.model.limits import MAX_WAIT_TIMEOUT
-from engine.store.errors import StoreUnavailable
+from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.store import Store
 
 RECHECK_SECONDS = 5.0
@@ -35,8 +35,9 @@ class WaitTimedOut(WaylineError):
 
 
 class EndListener:
-    """One dedicated connection LISTENing on a store's end channel while any waiter
-    waits, closed when the last one leaves (so an idle client holds no connection).
+    """One connection LISTENing on a store's end channel while any waiter waits: one of
+    the store's pooled connections (already open: a wait costs no connect), given back
+    to the pool, after an UNLISTEN, when the last waiter leaves.
 
     Each waiter holds a hint (``watch``) that a notification naming its instance sets,
     and so does the connection's end (broken or closed): every waiter then reads again
@@ -45,6 +46,7 @@ class EndListener:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._channel = sql.Identifier(store.ended_channel)
         self._hints: dict[str, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -80,17 +82,16 @@ class EndListener:
         await asyncio.shield(self._ready)  # a waiter's cancel must not fail the others
 
     async def _listen(self, ready: asyncio.Future[None]) -> None:
+        conn = None
         try:
-            async with asyncio.timeout(self.store.deadlines.operation):
-                conn = await self.store.dedicated()
-            async with conn:
-                channel = sql.Identifier(self.store.ended_channel)
-                await conn.execute(sql.SQL("LISTEN {}").format(channel))
-                ready.set_result(None)
-                async for notice in conn.notifies():
-                    for hint in self._hints.get(notice.payload, ()):
-                        hint.set()
-        except (psycopg.Error, OSError, TimeoutError):
+            conn = await self.store.borrow()
+            await conn.set_autocommit(True)
+            await conn.execute(sql.SQL("LISTEN {}").format(self._channel))
+            ready.set_result(None)
+            async for notice in conn.notifies():
+                for hint in self._hints.get(notice.payload, ()):
+                    hint.set()
+        except (StoreError, psycopg.Error, OSError):
             if not ready.done():  # else the waiters read again and listen anew (below)
                 ready.set_exception(StoreUnavailable("cannot listen for instance ends"))
                 ready.exception()  # marked as seen: each waiter is told by its own await
@@ -98,6 +99,17 @@ class EndListener:
             for hints in self._hints.values():
                 for hint in hints:
                     hint.set()
+            if conn is not None:
+                await self._give_back(conn)
+
+    async def _give_back(self, conn: psycopg.AsyncConnection) -> None:
+        """Return the connection to the store's pool listening to nothing (closed, for
+        the pool to replace, when it cannot say so)."""
+        try:
+            await conn.execute(sql.SQL("UNLISTEN {}").format(self._channel))
+        except (psycopg.Error, OSError):
+            await conn.close()
+        await self.store.give_back(conn)
 
     async def _close(self) -> None:
         task, ready, self._task, self._ready = self._task, self._ready, None, None

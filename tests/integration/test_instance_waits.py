@@ -49,6 +49,26 @@ async def client(db_store: Store) -> Client:
     return client
 
 
+async def left_behind(client: Client) -> tuple[int, int]:
+    """How many of the store's pooled connections the client still holds, and how many
+    still LISTEN (every pooled connection is borrowed at once and asked)."""
+    pool = client.store.pool
+    held = pool.get_stats()["pool_size"] - pool.get_stats()["pool_available"]
+    borrowed = [await pool.getconn() for _ in range(pool.get_stats()["pool_size"] - held)]
+    try:
+        listening = 0
+        for conn in borrowed:
+            row = await (
+                await conn.execute("SELECT count(*) FROM pg_listening_channels()")
+            ).fetchone()
+            listening += row[0] > 0
+            await conn.rollback()
+    finally:
+        for conn in borrowed:
+            await pool.putconn(conn)
+    return held, listening
+
+
 @asynccontextmanager
 async def running_worker(store: Store) -> AsyncIterator[None]:
     """A worker that runs the three steps (each returns its own name) until the end."""
@@ -73,7 +93,7 @@ async def test_an_instance_that_already_ended_is_returned_at_once(client: Client
 
     assert state.instance_id == "ended-1"
     assert state.status is InstanceStatus.TERMINATED
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
 async def test_a_wait_is_woken_by_the_worker_that_completes_the_instance(
@@ -88,7 +108,7 @@ async def test_a_wait_is_woken_by_the_worker_that_completes_the_instance(
     assert state.status is InstanceStatus.COMPLETED
     assert {s: json.loads(state.activities[s].result) for s in STEPS} == {s: s for s in STEPS}
     assert waited < SHORTER_THAN_A_RECHECK.total_seconds()  # the end's NOTIFY woke it
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
 async def test_concurrent_waiters_each_get_their_own_instance(
@@ -103,10 +123,10 @@ async def test_concurrent_waiters_each_get_their_own_instance(
 
     assert [s.instance_id for s in states] == ids
     assert all(s.status is InstanceStatus.COMPLETED for s in states)
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
-async def test_a_timeout_raises_and_closes_the_listening_connection(client: Client) -> None:
+async def test_a_timeout_raises_and_gives_the_listening_connection_back(client: Client) -> None:
     await client.start("waits.three", "idle-1")  # no worker: it never ends
 
     with pytest.raises(
@@ -114,17 +134,17 @@ async def test_a_timeout_raises_and_closes_the_listening_connection(client: Clie
     ):
         await client.wait("idle-1", timedelta(milliseconds=200))
 
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
-async def test_a_cancelled_wait_closes_the_listening_connection(client: Client) -> None:
+async def test_a_cancelled_wait_gives_the_listening_connection_back(client: Client) -> None:
     await client.start("waits.three", "idle-2")
 
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.2):  # the caller's own deadline cancels the wait
             await client.wait("idle-2", LONG)
 
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
 @pytest.mark.parametrize(
@@ -142,11 +162,11 @@ async def test_a_timeout_outside_the_limit_is_refused_with_what_is_allowed(
     assert str(refused.value).startswith(
         "the timeout must be a duration more than 0 and at most MAX_WAIT_TIMEOUT (1 day, 0:00:00)"
     )
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
 
 
 async def test_waiting_on_an_unknown_instance_says_so(client: Client) -> None:
     with pytest.raises(InstanceNotFound):
         await client.wait("nobody", LONG)
 
-    assert not client.listening
+    assert not client.listening and await left_behind(client) == (0, 0)
