@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from engine import MAX_WAIT_TIMEOUT, InputRefused, WaitTimedOut
@@ -169,4 +170,45 @@ async def test_waiting_on_an_unknown_instance_says_so(client: Client) -> None:
     with pytest.raises(InstanceNotFound):
         await client.wait("nobody", LONG)
 
+    assert not client.listening and await left_behind(client) == (0, 0)
+
+
+LISTENER = """
+SELECT pid FROM pg_stat_activity
+WHERE query = %(listen)s AND state = 'idle' AND pid <> pg_backend_pid()
+"""
+UNTIL_SECONDS = 20.0
+
+
+async def listener_pid(aconn: psycopg.AsyncConnection, store: Store, other_than: int = 0) -> int:
+    """The backend that LISTENs for the store's ends (not ``other_than``), once there is
+    one: the server's view, polled against a deadline (nothing else announces it)."""
+    listen = f'LISTEN "{store.ended_channel}"'
+    deadline = time.monotonic() + UNTIL_SECONDS
+    while time.monotonic() < deadline:
+        await aconn.execute("SELECT pg_stat_clear_snapshot()")
+        rows = await (await aconn.execute(LISTENER, {"listen": listen})).fetchall()
+        pids = [pid for (pid,) in rows if pid != other_than]
+        if pids:
+            return pids[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"nothing listened within {UNTIL_SECONDS} s")
+
+
+async def test_a_wait_whose_listening_connection_is_cut_listens_again_and_sees_the_end(
+    client: Client, db_store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    await client.start("waits.three", "cut-1")
+    waiting = asyncio.create_task(client.wait("cut-1", LONG))
+    first = await listener_pid(aconn, db_store)
+
+    await aconn.execute("SELECT pg_terminate_backend(%s, 5000)", [first])
+    await listener_pid(aconn, db_store, other_than=first)  # it listens again at once
+    async with running_worker(db_store):
+        began = time.monotonic()
+        state = await waiting
+        waited = time.monotonic() - began
+
+    assert state.status is InstanceStatus.COMPLETED
+    assert waited < SHORTER_THAN_A_RECHECK.total_seconds()  # woken by the new LISTEN
     assert not client.listening and await left_behind(client) == (0, 0)
