@@ -1,10 +1,11 @@
 """Where the milliseconds of one Wayline instance go (issue 23): marks on one clock.
 
 The latency loop marks when each start call begins and is answered and when the probe
-sees the instance completed; the worker marks, through its own seams (``Faults`` counts
-every persistence boundary it reaches, ``Metrics`` times every claim), when the claim
-that took the work began and was answered, when each fenced commit was sent and
-answered, and when each handler began and returned. Both processes read
+sees the instance completed (in the awaited shape: when ``Client.wait`` returns it);
+the worker marks, through its own seams (``Faults`` counts every persistence boundary
+it reaches, ``Metrics`` times every claim), when the claim that took the work began and
+was answered, when each fenced commit was sent and answered, and when each handler
+began and returned. Both processes read
 ``time.perf_counter`` (``CLOCK_MONOTONIC`` on Linux, one clock for every process on the
 host), so the marks of one sample line up; the samples run one at a time, so the worker
 marks between a start call and its completion belong to that instance.
@@ -26,6 +27,8 @@ Mark = tuple[float, str]
 
 START_ANSWERED = "start call answered"
 SEEN_COMPLETED = "probe saw it completed"
+WAIT_RETURNED = "Client.wait returned it completed"
+"""The awaited shape's end mark, where the probed shape has ``SEEN_COMPLETED``."""
 CLAIM_TIMED = "claim"
 """The worker metric whose observations end when a claim is answered."""
 CLAIM_BEGAN = "claim that took it began"
@@ -65,15 +68,20 @@ class MarkingMetrics(Metrics):
 
 
 def offsets(
-    called: float, answered: float, done: float, worker: Sequence[Mark]
+    called: float,
+    answered: float,
+    done: float,
+    worker: Sequence[Mark],
+    seen: str = SEEN_COMPLETED,
 ) -> dict[str, float]:
     """One sample's named marks, in ms since its start call began (``called``; it was
-    ``answered``, and the probe saw the instance ``done``); ``worker``: every
+    ``answered``, and the probe saw the instance ``done``, or ``Client.wait`` returned
+    it: ``seen`` names that mark); ``worker``: every
     worker mark in time order (those outside ``called``..``done`` are not this
     sample's). The claim that took the work is the last one to begin before the first
     claimed item; earlier claims of the window were polls that found nothing."""
     inside = [(t, what) for t, what in worker if called <= t <= done]
-    named = {START_ANSWERED: answered, SEEN_COMPLETED: done}
+    named = {START_ANSWERED: answered, seen: done}
     claims = [t for t, what in inside if what == CLAIM_TIMED]
     first_claimed = next((t for t, what in inside if what == Boundary.AFTER_CLAIM.value), None)
     if first_claimed is not None:

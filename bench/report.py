@@ -780,7 +780,9 @@ LATENCY_HEADER = [
 LATENCY_NOTE = (
     "From the start call until the instance is seen completed. Wayline: `Client.start`, "
     "then a probe polls the instance's status every millisecond; one worker process with "
-    "16 slots, which wakes on NOTIFY and polls every 10 ms. DBOS (queue): "
+    "16 slots, which wakes on NOTIFY and polls every 10 ms. Wayline (awaited): the same, "
+    "but `Client.start` is followed by `Client.wait`, which the NOTIFY of the transition "
+    "that ends the instance wakes, instead of the probe. DBOS (queue): "
     "`DBOS.enqueue_workflow`, the same probe, one worker process polling the queue every "
     "10 ms (`polling_interval_sec=0.01`). DBOS (direct): the workflow function called in "
     "the measuring process; the call returns once the workflow's outcome is recorded, so "
@@ -815,11 +817,11 @@ def _latency(v: View) -> list[str]:
                 for seq, kind, step, ms in ours.timeline
             ],
         )
-    if ours and ours.marks:
-        lines += ["", MARKS_NOTE, ""]
+    for shape in (s for s in v.r.latency.values() if s.engine == "wayline" and s.marks):
+        lines += ["", f"{peers.label(shape.engine, shape.shape)}: {MARKS_NOTE}", ""]
         lines += _table(
             ["mark", "samples", "median ms since the start call", "ms since the row above"],
-            _mark_rows(latency_marks.breakdown(ours.marks), len(ours.marks)),
+            _mark_rows(latency_marks.breakdown(shape.marks), len(shape.marks)),
         )
     return lines
 

@@ -33,6 +33,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,12 @@ LATENCY_MAX_GAP_SECONDS = 0.02
 seeded gaps for both engines), so a start never locks in step with an engine's poll
 interval: requests reach a real system at random moments."""
 LATENCY_GAP_SEED = 5
+WAYLINE_AWAITED = "awaited"
+"""Wayline's shape that awaits ``Client.wait`` instead of probing (issue 23); the probed
+shape keeps the empty name it always had."""
 RUN_TIMEOUT_SECONDS = 300.0
+LATENCY_WAIT = timedelta(seconds=RUN_TIMEOUT_SECONDS)
+"""How long the awaited shape's ``Client.wait`` waits for one instance at most."""
 CREATE_CONCURRENCY = 8
 COMPLETED = 4  # engine.model.instance.InstanceStatus.COMPLETED
 ENDED_BADLY = (5, 6, 7)  # failed, cancelled, terminated
@@ -464,20 +470,35 @@ def _finished(
 
 
 def wayline_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
-    schema = "wl_latency"
+    """The probed shape: ``Client.start``, then the probe polls the status every 1 ms
+    (as the peers' queued shapes are measured)."""
+    return _wayline_shape(cluster, count, warmup, "")
+
+
+def wayline_awaited_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
+    """The awaited shape: ``Client.start``, then ``Client.wait``, which the end's own
+    NOTIFY wakes (how an application learns that its instance ended)."""
+    return _wayline_shape(cluster, count, warmup, WAYLINE_AWAITED)
+
+
+def _wayline_shape(cluster: Cluster, count: int, warmup: int, shape: str) -> Latency:
+    schema = f"wl_latency{'_' + shape if shape else ''}"
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
     worker = procs.wayline_worker(f"{schema}-0", cluster.dsn, schema, 16, marks=True)
     with _killed_on_error([worker]):
         worker.expect("ready")
         worker.send("go")
-        samples, calls, windows = asyncio.run(_wayline_latency(cluster.dsn, schema, count, warmup))
+        samples, calls, windows = asyncio.run(
+            _wayline_latency(cluster.dsn, schema, count, warmup, awaited=bool(shape))
+        )
     worker_marks = [(float(t), what) for t, what in worker.finish()["marks"]]
     ids = [f"lat-{k}" for k in range(warmup, warmup + count)]
     with cluster.connect() as conn:
         rows = conn.execute(TIMELINE.format(schema=schema), [ids]).fetchall()
     timeline = [(seq, EventKind(kind).label, step, float(ms)) for seq, kind, step, ms in rows]
-    marks = [latency_marks.offsets(*window, worker_marks) for window in windows]
-    return Latency("wayline", samples, calls, timeline, marks=marks)
+    seen = latency_marks.WAIT_RETURNED if shape else latency_marks.SEEN_COMPLETED
+    marks = [latency_marks.offsets(*window, worker_marks, seen=seen) for window in windows]
+    return Latency("wayline", samples, calls, timeline, shape=shape, marks=marks)
 
 
 TIMELINE = (
@@ -497,10 +518,11 @@ ORDER BY h.sequence
 
 
 async def _wayline_latency(
-    dsn: str, schema: str, count: int, warmup: int
+    dsn: str, schema: str, count: int, warmup: int, awaited: bool
 ) -> tuple[list[float], list[float], list[tuple[float, float, float]]]:
     """Samples and start calls (seconds), and each sample's ``perf_counter`` readings
-    when its start call began and was answered and when the probe saw it completed."""
+    when its start call began and was answered and when the probe saw it completed
+    (``awaited``: when ``Client.wait`` returned it completed)."""
     store = await Store.open(dsn, schema)
     probe = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
     status = f"{PROBE} SELECT status FROM {schema}.instances WHERE instance_id = %s"
@@ -514,15 +536,14 @@ async def _wayline_latency(
             started = time.perf_counter()
             await client.start(W1_DEFINITION, instance)
             answered = time.perf_counter()
-            while True:
-                row = await (await probe.execute(status, [instance], prepare=True)).fetchone()
-                if row and row[0] == COMPLETED:
-                    break
-                if row and row[0] in ENDED_BADLY:
-                    raise RuntimeError(f"instance {instance} ended with status {row[0]}")
-                await asyncio.sleep(LATENCY_POLL_SECONDS)
+            if awaited:
+                ended = (await client.wait(instance, LATENCY_WAIT)).status
+            else:
+                ended = await _probed(probe, status, instance)
+            done = time.perf_counter()
+            if ended != COMPLETED:
+                raise RuntimeError(f"instance {instance} ended with status {int(ended)}")
             if k >= warmup:
-                done = time.perf_counter()
                 samples.append(done - started)
                 calls.append(answered - started)
                 windows.append((started, answered, done))
@@ -530,6 +551,15 @@ async def _wayline_latency(
         await probe.close()
         await store.close()
     return samples, calls, windows
+
+
+async def _probed(probe: psycopg.AsyncConnection, status: str, instance: str) -> int:
+    """The instance's status once it has ended, read every LATENCY_POLL_SECONDS."""
+    while True:
+        row = await (await probe.execute(status, [instance], prepare=True)).fetchone()
+        if row and row[0] in (COMPLETED, *ENDED_BADLY):
+            return row[0]
+        await asyncio.sleep(LATENCY_POLL_SECONDS)
 
 
 def dbos_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
@@ -587,6 +617,7 @@ def procrastinate_latency(cluster: Cluster, count: int, warmup: int) -> Latency:
 
 LATENCIES = (
     ("wayline", "", wayline_latency),
+    ("wayline", WAYLINE_AWAITED, wayline_awaited_latency),
     ("dbos", "queue", dbos_latency),
     ("dbos", "direct", dbos_direct_latency),
     ("procrastinate", "chain", procrastinate_latency),

@@ -21,6 +21,7 @@ from engine.api.executions import (
     Submitted,
 )
 from engine.api.queries import Queries
+from engine.api.waits import WaitTimedOut
 from engine.decide.operator_actions import Action
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.description import describe_instance
@@ -45,6 +46,7 @@ from engine.model.holds import (
     parse_scope,
 )
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.limits import MAX_WAIT_TIMEOUT
 from engine.modes import install
 from engine.modes.code.running import CODE_RUNNING
 from engine.modes.machines import MACHINE, MachineCall, MachineState, machine, variant
@@ -78,6 +80,7 @@ __all__ = [
     "DEFAULT_SCHEMA",
     "MAX_RELEASE_COUNT",
     "MAX_RELEASE_RATE",
+    "MAX_WAIT_TIMEOUT",
     "STATUSES",
     "AccessRefused",
     "Action",
@@ -124,6 +127,7 @@ __all__ = [
     "Submitted",
     "UnknownOutcome",
     "Verdict",
+    "WaitTimedOut",
     "WaylineError",
     "WorkRequestInvalid",
     "Worker",

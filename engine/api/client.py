@@ -18,10 +18,12 @@ import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from engine import modes
+from engine.api import waits
+from engine.api.waits import EndListener
 from engine.decide import decisions, lifecycle
 from engine.decide.audit import actor_problem, reason_problem
 from engine.decide.child_outcomes import parent_transitions
@@ -94,6 +96,8 @@ class Client:
         self.tracing = Tracing.of(provider=tracer_provider)
         """Where its spans go (starts, signals, commands: to ``tracer_provider``, the
         process's OpenTelemetry one unless given); None when traces are off."""
+        self._ends = EndListener(store)
+        """The LISTEN connection this client's ``wait`` calls share while any waits."""
         self._latest: dict[str, Definition] = {}
         """Per definition name, the version this client last read as the latest active
         one: its next unpinned start is written on it without reading the catalog
@@ -243,6 +247,26 @@ class Client:
             raise InputRefused(f"{definition.ref} is a {definition.mode} definition: use start")
         state, created = await self.start_once(definition, instance_id, input, tenant)
         return state.instance_id, created
+
+    async def wait(self, instance_id: str, timeout: timedelta) -> Instance:
+        """The replayed instance once it has ended (completed, failed, cancelled,
+        terminated or continued as new), at once when it already has.
+
+        Woken by the end's own notification (``engine.store.endings``), not by polling;
+        concurrent waits of this client share one listening connection, borrowed from
+        the store's pool only while one waits (``waits.EndListener``). WaitTimedOut
+        when ``timeout`` passes first; InputRefused for a timeout that is not more than
+        0 and at most MAX_WAIT_TIMEOUT (one day); InstanceNotFound for an id that names
+        no instance."""
+        _check_texts(instance_id=instance_id)
+        waits.check_timeout(timeout)
+        return await waits.until_ended(self._ends, self.inspect, instance_id, timeout)
+
+    @property
+    def listening(self) -> bool:
+        """Whether this client holds a pooled connection listening for instance ends:
+        only while a ``wait`` runs."""
+        return self._ends.open
 
     async def status(self, instance_id: str) -> dict[str, Any]:
         """``{kind, seq, at}`` of the newest event of an instance (seed 001's

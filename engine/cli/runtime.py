@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import functools
 import json
+import math
 import os
 import signal
 import sys
@@ -36,7 +37,8 @@ from engine.model.errors import (
 from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
-from engine.model.instance import instance_to_json
+from engine.model.instance import InstanceStatus, instance_to_json
+from engine.model.limits import MAX_WAIT_TIMEOUT
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -83,6 +85,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "names the run NAME/ID and a retried start joins it",
     )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    start.add_argument(
+        "--wait",
+        type=wait_seconds,
+        metavar="SECONDS",
+        help="then wait up to SECONDS for the instance to end and print how it ended "
+        "(exit 1 unless it completed)",
+    )
     status = add_command(
         commands, "status", "print {kind, seq, at} of an instance's newest event", _status
     )
@@ -364,10 +373,41 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
     if (await client.startable(name, version or None)).mode == Mode.CODE:
         run, started = await client.start_run(name, args.input, id=args.id, version=version or None)
         print(f"run: {run}\nstarted: {str(started).lower()}")
-        return 0
+        return await _ended(client, run, args.wait)
     state = await client.start(name, args.id, args.input, version or None)
     print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
-    return 0
+    return await _ended(client, state.instance_id, args.wait)
+
+
+async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> int:
+    """With ``--wait``: print how the instance ended (0 only when it completed)."""
+    if wait is None:
+        return 0
+    sys.stdout.flush()  # the start's line comes first, whatever follows on stderr
+    state = await client.wait(instance_id, wait)
+    print(f"ended {state.instance_id} ({state.status.label})")
+    if state.status is InstanceStatus.COMPLETED:
+        return 0
+    print(
+        f"wayline start: {instance_id} did not complete: it ended {state.status.label}",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
+def wait_seconds(text: str) -> timedelta:
+    """argparse type for ``--wait``: seconds more than 0 and at most MAX_WAIT_TIMEOUT, so
+    a bad value is refused before anything is started."""
+    most = MAX_WAIT_TIMEOUT.total_seconds()
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= most:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds more than 0 and at most {most:g} (MAX_WAIT_TIMEOUT)"
+        )
+    return timedelta(seconds=seconds)
 
 
 async def _status(client: Client, args: argparse.Namespace) -> int:

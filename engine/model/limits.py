@@ -111,3 +111,7 @@ MAX_COMPENSATION_TEXT_BYTES = 4 * KIB
 MAX_BULK_INSTANCES = 100
 """Instances one bulk operator action previews or acts on per request: each is replayed
 and judged, so a request stays bounded; a wider selection is narrowed or done in parts."""
+
+MAX_WAIT_TIMEOUT = timedelta(days=1)
+"""The longest one ``Client.wait`` for an instance's end may last: a caller that waits
+longer waits again (the instance is read anew each time, nothing is lost)."""

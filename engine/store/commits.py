@@ -9,7 +9,7 @@ The order inside the transaction:
    the instance is at the expected sequence and pinned definition: the ledger row, the
    history rows, the work rows (with the instance's tenant) and the instance's move
    (position, status, pinned definition after a migration, archive time when the last
-   event is terminal), with the ``NOTIFY`` of step 3 when it made work. What it returns
+   event is terminal), with the ``NOTIFY`` of step 3. What it returns
    says which case it was: the same fingerprint in the ledger is an exact replay
    (success, nothing written), another a DuplicateTransition; a position mismatch or
    an existing instance is re-checked against the ledger in a fresh statement (a
@@ -25,7 +25,10 @@ The order inside the transaction:
    while the instance is paused) available again at once; when the transition crosses
    a snapshot interval, write the snapshot of the state it ends in
    (``engine.store.snapshots``), so the snapshot commits exactly when it does;
-3. ``NOTIFY`` when work became due (a wake-up hint only), then COMMIT.
+3. ``NOTIFY`` (a wake-up hint only), then COMMIT: on the store's work channel when
+   work became due, or, when the transition ends the instance, on its end channel with
+   the instance id (``engine.store.endings``; the end retires the instance's unleased
+   work, so no worker is woken for it). Either rides in step 1's statement.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled (``engine.store.transactions`` runs every transaction and calls ``settle``):
@@ -89,7 +92,12 @@ class CommitResult:
 
 
 async def stage(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str = "", tenant: str = ""
+    conn: psycopg.AsyncConnection,
+    transition: Transition,
+    channel: str = "",
+    tenant: str = "",
+    *,
+    ended: str = "",
 ) -> tuple[bool, str]:
     """Write ``transition`` in the caller's open transaction; never commits.
 
@@ -101,24 +109,24 @@ async def stage(
     lease's parts, whose answer ``written_by`` reads the same way.
     """
     if transition.expected_sequence == 0:
-        written, xid = await _start(conn, transition, channel, tenant)
+        written, xid = await _start(conn, transition, channel, tenant, ended)
         if written:
             await _after_write(conn, transition, channel)
         return written, xid
-    write = write_of(transition, channel)
+    write = write_of(transition, channel, ended)
     with id_taken(transition):
         row = await (await conn.execute(write.statement, write.params)).fetchone()
     return await written_by(conn, transition, channel, row)
 
 
 async def _start(
-    conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str
+    conn: psycopg.AsyncConnection, transition: Transition, channel: str, tenant: str, ended: str
 ) -> tuple[bool, str]:
     """Run ``START_TRANSITION``: (True, xid) when written, (False, xid) for an exact
     replay; raises InstanceExists, DuplicateTransition or (a ``latest_only`` start)
     StartVersionMoved."""
     params = {
-        **_params(transition, channel),
+        **_params(transition, channel, ended),
         "tenant": tenant,
         "created": transition.events[0].occurred_at,
         "parent_key": transition.parent_key,
@@ -242,11 +250,12 @@ def written_cleanly(row: tuple[Any, ...] | None) -> bool:
     return existing is None and moved == 1
 
 
-def write_of(transition: Transition, channel: str) -> Write:
-    """The statement and parameters that write ``transition`` on its instance."""
+def write_of(transition: Transition, channel: str, ended: str = "") -> Write:
+    """The statement and parameters that write ``transition`` on its instance (new work
+    announced on ``channel``, an end on ``ended``; "": nowhere)."""
     pin = transition.definition
     params = {
-        **_params(transition, channel),
+        **_params(transition, channel, ended),
         "pin_name": pin.name,
         "pin_version": pin.version,
         "pin_fingerprint": pin.fingerprint,
@@ -272,8 +281,9 @@ async def written_by(
     return True, xid
 
 
-def _params(transition: Transition, channel: str) -> dict[str, Any]:
-    """What both transition statements take: the ledger row, the rows, the move."""
+def _params(transition: Transition, channel: str, ended: str) -> dict[str, Any]:
+    """What both transition statements take: the ledger row, the rows, the move, and
+    the one NOTIFY the statement sends when it writes (``sql.NOTIFY_IF_WRITTEN``)."""
     ref = transition.migration_target or transition.definition
     status = status_after(transition)
     return {
@@ -288,11 +298,20 @@ def _params(transition: Transition, channel: str) -> dict[str, Any]:
         "version": ref.version,
         "def_fingerprint": ref.fingerprint,
         "terminal": transition.terminal,
-        "notify": bool(transition.work and channel),
-        "channel": channel,
+        **_notice(transition, channel, ended),
         "history": json_rows(HISTORY_FIELDS, (event_row(e) for e in transition.events)),
         "work": json_rows(WORK_FIELDS, (work_row(w) for w in transition.work)),
     }
+
+
+def _notice(transition: Transition, channel: str, ended: str) -> dict[str, Any]:
+    """The statement's NOTIFY: an end on ``ended``, naming the instance (its waiters,
+    ``Client.wait``), else new work on ``channel`` (idle workers). Not both: an end
+    retires the unleased work it made (``_after_write``), so no worker has anything to
+    claim for it. A transition that does neither sends none."""
+    if transition.terminal and ended:
+        return {"notify": True, "channel": ended, "payload": transition.instance_id}
+    return {"notify": bool(transition.work and channel), "channel": channel, "payload": ""}
 
 
 def one_statement(transition: Transition) -> bool:

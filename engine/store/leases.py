@@ -447,11 +447,12 @@ async def stage(
     for k, transition in enumerate(transitions):
         channel = _channel(store, transition, fence)
         if k == 0 and carried:
-            row = await _write_fenced(conn, commits.write_of(transition, channel), fence, now)
+            write = commits.write_of(transition, channel, store.ended_channel)
+            row = await _write_fenced(conn, write, fence, now)
             written, xid = await commits.written_by(conn, transition, channel, row)
             next_lease, settled = _handed_on_by(fence, row) if written else None, written
         else:
-            written, xid = await commits.stage(conn, transition, channel)
+            written, xid = await commits.stage(conn, transition, channel, ended=store.ended_channel)
         results.append(CommitResult(transition.transition_id, replayed=not written))
     if not settled:
         next_lease = await _settle(conn, fence, now)
@@ -473,7 +474,9 @@ async def stage_set(
     now = store.clock.sql_now()
     params = []
     for transition, fence in members:
-        write = commits.write_of(transition, _channel(store, transition, fence))
+        write = commits.write_of(
+            transition, _channel(store, transition, fence), store.ended_channel
+        )
         params.append({**write.params, **fence.params(now)})
     await conn.set_autocommit(True)  # the message opens the transaction itself
     rows = await write_set(conn, params)

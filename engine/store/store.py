@@ -22,7 +22,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.model.transitions import Transition, check_transition
-from engine.store import batches, commits, seams, sessions, snapshots, transactions
+from engine.store import batches, commits, endings, seams, sessions, snapshots, transactions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
@@ -111,6 +111,8 @@ class Store:
         self.clock = clock
         self.seams = given
         self.channel = f"{schema}_work"
+        self.ended_channel = endings.channel_of(schema)
+        """Where a transition that ends an instance announces it (``engine.store.endings``)."""
         self._checking: asyncio.Future[None] | None = None
         self.clock_sync: asyncio.Future[None] | None = None
         """The clock sync running in the background, if any (``now``)."""
@@ -416,7 +418,9 @@ class Store:
         already known), which is not committed; their results and the transaction id."""
         results = []
         for transition in transitions:
-            written, xid = await commits.stage(conn, transition, self.channel, tenant)
+            written, xid = await commits.stage(
+                conn, transition, self.channel, tenant, ended=self.ended_channel
+            )
             results.append(CommitResult(transition.transition_id, replayed=not written))
         return results, xid or await commits.current_xact_id(conn)
 
@@ -431,7 +435,7 @@ class Store:
         instance, ...): the caller rolls back and commits each on its own, where every
         such case has its answer. Otherwise the results and the transaction id.
         """
-        writes = [commits.write_of(t, self.channel) for t in transitions]
+        writes = [commits.write_of(t, self.channel, self.ended_channel) for t in transitions]
         await conn.set_autocommit(True)  # the message opens the transaction itself
         answers = await batches.send(conn, [(w.statement, w.params) for w in writes])
         rows = [found[0] if found else None for found in answers]
@@ -455,7 +459,9 @@ class Store:
                 "stage() needs the caller's open transaction"
             )
         try:
-            written, _ = await commits.stage(conn, transition, self.channel)
+            written, _ = await commits.stage(
+                conn, transition, self.channel, ended=self.ended_channel
+            )
         except psycopg.Error as exc:
             raise StoreError(f"transition {transition.transition_id} could not be staged") from exc
         return written

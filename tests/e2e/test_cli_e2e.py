@@ -377,3 +377,46 @@ async def test_history_into_a_closed_pipe_ends_quietly(e2e: Harness) -> None:
         os.close(writer)
     _, err = await asyncio.wait_for(process.communicate(), 20)
     assert (process.returncode, err.decode()) == (0, "")
+
+
+async def test_start_with_wait_prints_how_the_instance_ended_and_exits_by_it(
+    e2e: Harness,
+) -> None:
+    """``--wait`` awaits the end (``Client.wait``): exit 0 only when it completed; a
+    failure or a timeout exits 1 with one line on stderr after the start's answer."""
+    await publish(e2e, d.THREE_STEPS)
+    await publish(e2e, d.SIGNALLED)
+    await e2e.spawn()
+
+    done = await ok(e2e, "start", "e2e.three", "--id", "waited", "--wait", "20")
+    failing = json.dumps(script({"two": Behaviour(terminal=True)}))
+    failed = await e2e.cli(
+        "start", "e2e.three", "--id", "fails", "--input", failing, "--wait", "20"
+    )
+    stuck = await e2e.cli("start", "e2e.signalled", "--id", "stuck", "--wait", "0.3")
+
+    assert done.splitlines() == [
+        f"started waited on {d.THREE_STEPS.ref} (running)",
+        "ended waited (completed)",
+    ]
+    assert (failed.code, failed.stdout.splitlines()) == (
+        1,
+        [f"started fails on {d.THREE_STEPS.ref} (running)", "ended fails (failed)"],
+    )
+    assert failed.stderr == "wayline start: fails did not complete: it ended failed\n"
+    assert (stuck.code, stuck.stdout) == (1, f"started stuck on {d.SIGNALLED.ref} (running)\n")
+    assert stuck.stderr == (
+        "wayline start: instance stuck did not end within 0.3 s: it is running\n"
+    )
+
+
+async def test_a_wait_outside_its_limit_is_refused_before_anything_starts(e2e: Harness) -> None:
+    await publish(e2e, d.SIGNALLED)
+
+    for seconds in ("0", "-1", "86401", "soon"):
+        refused = await e2e.cli("start", "e2e.signalled", "--id", "never", "--wait", seconds)
+        assert argument_error(refused) == (
+            "wayline start: error: argument --wait: must be a number of seconds more than 0 "
+            "and at most 86400 (MAX_WAIT_TIMEOUT)"
+        )
+    assert await e2e.query("SELECT instance_id FROM instances") == []

@@ -69,7 +69,10 @@ async def run_set(
     """The members' rows of one message on ``conn``, then COMMIT: what the members that
     were written wrote becomes durable (a member that was not written wrote nothing)."""
     now = store.clock.sql_now()
-    members = [{**commits.write_of(t, store.channel).params, **f.params(now)} for t, f in commits_]
+    members = [
+        {**commits.write_of(t, store.channel, store.ended_channel).params, **f.params(now)}
+        for t, f in commits_
+    ]
     await conn.set_autocommit(True)
     rows = await leases.write_set(conn, members)
     await conn.execute("COMMIT")
@@ -184,6 +187,32 @@ async def test_new_work_that_is_not_handed_on_is_announced(
         assert notice.channel == store.channel
     finally:
         await listener.close()
+
+
+async def test_only_a_member_that_ends_its_instance_announces_it_by_its_id(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    """``Client.wait`` listens on the end channel: the set statement that writes an end
+    tells it which instance ended, and a member that does not end one sends nothing."""
+    flow, lease = await running_a(store, "to-end")
+    outcome, _ = await a_succeeds_and_b_starts(store, flow)
+    await leases.commit(store, [outcome], LeaseFence(lease))
+    [lease_b] = await leases.claim(store, "worker-1", LEASE, 1)
+    ended = flow.attempt_succeeded(await flow.load(store), "b", at=datetime.now(UTC))
+    [(going, lease_a)] = await outcomes(store, 1, "going-on")
+    goes_on, next_id = await a_succeeds_and_b_starts(store, going)
+    async with await psycopg.AsyncConnection.connect(aconn.info.dsn, autocommit=True) as listener:
+        await listener.execute(f'LISTEN "{store.ended_channel}"')
+
+        rows = await write_set(
+            store,
+            [(goes_on, LeaseFence(lease_a, lease_next=next_id)), (ended, LeaseFence(lease_b))],
+        )
+        await aconn.execute("SELECT pg_notify(%s, 'marker')", [store.ended_channel])
+
+        payloads = [n.payload async for n in listener.notifies(timeout=10, stop_after=2)]
+    assert all(clean(row) for row in rows)
+    assert payloads == ["to-end", "marker"]
 
 
 async def test_the_set_statement_finds_its_rows_by_key_even_in_small_tables(

@@ -310,6 +310,7 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("terminal", "boolean"),
     ("notify", "boolean"),
     ("channel", "text"),
+    ("payload", "text"),
     ("pin_name", "text"),
     ("pin_version", "text"),
     ("pin_fingerprint", "text"),
@@ -386,8 +387,8 @@ moved AS (
     RETURNING i.m
 ),
 notified AS MATERIALIZED (
-    SELECT pg_notify(c.channel, '') FROM (
-        SELECT DISTINCT i.channel FROM input i JOIN ok ON ok.m = i.m WHERE i.notify
+    SELECT pg_notify(c.channel, c.payload) FROM (
+        SELECT DISTINCT i.channel, i.payload FROM input i JOIN ok ON ok.m = i.m WHERE i.notify
     ) c
 )
 SELECT i.m, h.m IS NOT NULL, pg_current_xact_id()::text, p.fingerprint,

@@ -148,8 +148,12 @@ new_work AS (
 
 
 NOTIFY_IF_WRITTEN = (
-    "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) THEN pg_notify(%(channel)s, '') END"
+    "CASE WHEN %(notify)s AND EXISTS (SELECT 1 FROM ok) "
+    "THEN pg_notify(%(channel)s, %(payload)s) END"
 )
+"""The statement's one NOTIFY, sent only when it wrote the transition: new work on the
+work channel (payload ''), or an instance's end on the end channel (payload: its id);
+``commits._notice`` picks which, or none (then nothing is evaluated but the flag)."""
 
 START_TRANSITION = one_line(f"""
 WITH prior AS MATERIALIZED (
