@@ -252,7 +252,7 @@ class Client:
         """The replayed instance once it has ended (completed, failed, cancelled,
         terminated or continued as new), at once when it already has.
 
-        Woken by the end's own notification (``engine.store.endings``), not by polling;
+        Woken by the end's own notification (``engine.store.channels``), not by polling;
         concurrent waits of this client share one listening connection, borrowed from
         the store's pool only while one waits (``waits.EndListener``). WaitTimedOut
         when ``timeout`` passes first; InputRefused for a timeout that is not more than

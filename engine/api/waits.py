@@ -1,6 +1,6 @@
 """Awaiting an instance's end (``Client.wait``) without polling.
 
-The waiter LISTENs on the store's end channel first (``engine.store.endings``), then
+The waiter LISTENs on the store's end channel first (``engine.store.channels``), then
 reads the instance once: an instance that has already ended is returned at once, and an
 end that commits after the LISTEN is announced to it. A notification naming the
 instance is a hint to read it again, never the answer; so is the listening connection's

@@ -27,7 +27,7 @@ The order inside the transaction:
    (``engine.store.snapshots``), so the snapshot commits exactly when it does;
 3. ``NOTIFY`` (a wake-up hint only), then COMMIT: on the store's work channel when
    work became due, or, when the transition ends the instance, on its end channel with
-   the instance id (``engine.store.endings``; the end retires the instance's unleased
+   the instance id (``engine.store.channels``; the end retires the instance's unleased
    work, so no worker is woken for it). Either rides in step 1's statement.
 
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until

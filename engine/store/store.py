@@ -22,7 +22,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from engine.model.transitions import Transition, check_transition
-from engine.store import batches, commits, endings, seams, sessions, snapshots, transactions
+from engine.store import batches, channels, commits, seams, sessions, snapshots, transactions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
@@ -110,9 +110,10 @@ class Store:
         self.schema = schema
         self.clock = clock
         self.seams = given
-        self.channel = f"{schema}_work"
-        self.ended_channel = endings.channel_of(schema)
-        """Where a transition that ends an instance announces it (``engine.store.endings``)."""
+        self.channel = channels.work_channel(schema)
+        """Where new work is announced (``engine.store.channels``)."""
+        self.ended_channel = channels.ended_channel(schema)
+        """Where a transition that ends an instance announces it (``engine.store.channels``)."""
         self._checking: asyncio.Future[None] | None = None
         self.clock_sync: asyncio.Future[None] | None = None
         """The clock sync running in the background, if any (``now``)."""
