@@ -9,12 +9,13 @@ the row, and rebuilding transitions per test would obscure what is being tested.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from engine.decide import lifecycle
+from engine.model.definitions import Definition
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes import decide
@@ -43,6 +44,22 @@ DEFINITION = parse_definition(
     }
 )
 REGISTRY = Registry([DEFINITION])
+
+
+def activity_steps(name: str, steps: Sequence[str]) -> Definition:
+    """Version 1 of ``name``: one activity per step in order, each targeting
+    ``<prefix>.<step>`` where ``prefix`` is the name's part before its first dot."""
+    prefix = name.split(".", 1)[0]
+    step = {"kind": "activity", "timeout": "10s", "input_limit": 1000, "result_limit": 1000}
+    return parse_definition(
+        {
+            "name": name,
+            "version": "1",
+            "mode": "orchestration",
+            "steps": [{**step, "name": s, "target": f"{prefix}.{s}"} for s in steps],
+        }
+    )
+
 
 ADJUST_WORK = """
 UPDATE work

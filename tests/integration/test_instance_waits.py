@@ -18,11 +18,11 @@ from engine.api.client import Client
 from engine.api.waits import RECHECK_SECONDS
 from engine.decide.operator_actions import Action
 from engine.model.instance import InstanceStatus
-from engine.model.validation import parse_definition
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.loop import Worker, WorkerConfig
+from tests.integration.factories import activity_steps
 
 STEPS = ("one", "two", "three")
 LONG = timedelta(seconds=30)
@@ -31,22 +31,10 @@ SHORTER_THAN_A_RECHECK = timedelta(seconds=RECHECK_SECONDS / 2)
 """A wait that returns within this returned without its periodic re-read."""
 
 
-def definition() -> Any:
-    step = {"kind": "activity", "timeout": "10s", "input_limit": 1000, "result_limit": 1000}
-    return parse_definition(
-        {
-            "name": "waits.three",
-            "version": "1",
-            "mode": "orchestration",
-            "steps": [{**step, "name": s, "target": f"waits.{s}"} for s in STEPS],
-        }
-    )
-
-
 @pytest.fixture
 async def client(db_store: Store) -> Client:
     client = Client(db_store)
-    await client.publish(definition())
+    await client.publish(activity_steps("waits.three", STEPS))
     return client
 
 

@@ -9,25 +9,13 @@ from datetime import timedelta
 from typing import Any
 
 from engine.api.client import Client
-from engine.model.validation import parse_definition
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry, ActivityRequest
 from engine.worker.loop import Worker, WorkerConfig
+from tests.integration.factories import activity_steps
 
 STEPS = ("quote", "nothing", "charge")
 WAIT_SECONDS = 30.0
-
-
-def definition() -> Any:
-    step = {"kind": "activity", "timeout": "10s", "input_limit": 1000, "result_limit": 1000}
-    return parse_definition(
-        {
-            "name": "results.three",
-            "version": "1",
-            "mode": "orchestration",
-            "steps": [{**step, "name": s, "target": f"results.{s}"} for s in STEPS],
-        }
-    )
 
 
 async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it(
@@ -55,7 +43,7 @@ async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it
 
     app.register("results.charge", charge)
     client = Client(db_store)
-    await client.publish(definition())
+    await client.publish(activity_steps("results.three", STEPS))
     stop = asyncio.Event()
     config = WorkerConfig(worker_id="results", poll_interval=timedelta(milliseconds=50))
     running = asyncio.create_task(Worker(db_store, app, config).run(stop))
