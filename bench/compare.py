@@ -9,11 +9,11 @@ own code, on one private cluster (``bench.cluster``) shared by all of them. Runs
 interleaved (each round runs every checkout once), so a drift of the machine's load
 hits them all.
 
-A shared machine's clock is not to be trusted, so besides worker and server CPU per
-instance it reports what does not depend on load: WAL bytes, durable commits (WAL
-COMMIT records), transactions and statements per instance, and with ``--profile`` the
-worker's Python function calls and event loop iterations per instance, and which
-functions gained or lost calls compared with the first checkout.
+A shared machine's clock is not to be trusted, so besides instances per second and
+worker and server CPU per instance it reports what does not depend on load: WAL bytes,
+durable commits (WAL COMMIT records), transactions and statements per instance, and
+with ``--profile`` the worker's Python function calls and event loop iterations per
+instance, and which functions gained or lost calls compared with the first checkout.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ class Run:
     statements: float
     server_cpu_ms: float
     wal_bytes: float
+    rate: float
+    """Instances completed per second of the run's window."""
     calls: Counter[str] = field(default_factory=Counter)
 
 
@@ -90,12 +92,14 @@ def run_once(
         raise RuntimeError(f"the worker of {checkout} did not start")
     meter.checkpoint()
     meter.begin()
+    released = time.perf_counter()
     worker.stdin.write("go\n")
     worker.stdin.flush()
     with cluster.connect() as probe:
         while probe.execute(ENDED.format(schema=schema)).fetchone()[0] < n:
             time.sleep(0.02)
     meter.mark_end()
+    seconds = time.perf_counter() - released
     worker.stdin.write("stop\n")
     worker.stdin.flush()
     report = json.loads(worker.stdout.readline())
@@ -115,6 +119,7 @@ def run_once(
         window.statement_calls / n,
         1000 * window.server_cpu / n,
         window.wal_bytes / n,
+        n / seconds,
         calls,
     )
 
@@ -163,10 +168,10 @@ def _median(runs: list[Run], field_name: str) -> float:
 def render(runs: dict[str, list[Run]], top: int) -> str:
     """Medians per checkout, then (profiled) the functions whose calls changed most."""
     lines = [
-        "| checkout | worker CPU ms/inst | server CPU ms/inst | WAL bytes/inst "
+        "| checkout | instances/s | worker CPU ms/inst | server CPU ms/inst | WAL bytes/inst "
         "| durable commits/inst | transactions/inst | statements/inst | Python calls/inst "
         "| loop iterations/inst |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     totals: dict[str, Counter[str]] = {}
     for name, done in runs.items():
@@ -177,7 +182,8 @@ def render(runs: dict[str, list[Run]], top: int) -> str:
         loop = sum(v for k, v in total.items() if k.endswith(f"({LOOP_STEP})"))
         counted = f"{sum(total.values()):.0f} | {loop:.2f}" if total else "- | -"
         lines.append(
-            f"| {name} | {_median(done, 'cpu_ms'):.2f} | {_median(done, 'server_cpu_ms'):.2f} "
+            f"| {name} | {_median(done, 'rate'):.0f} | {_median(done, 'cpu_ms'):.2f} "
+            f"| {_median(done, 'server_cpu_ms'):.2f} "
             f"| {_median(done, 'wal_bytes'):.0f} | {_median(done, 'commits'):.3f} "
             f"| {_median(done, 'transactions'):.3f} | {_median(done, 'statements'):.3f} "
             f"| {counted} |"
