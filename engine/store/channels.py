@@ -6,6 +6,12 @@ statement that makes an instance's status terminal notifies the store's end chan
 with the instance's id as the payload (``engine.store.commits``); it rides in the
 statement that writes the end, so it is delivered exactly when the end commits, and no
 other transition sends it. Waiters listen on it (``engine.api.waits``).
+
+A transaction that notifies takes PostgreSQL's notification-queue lock while it commits,
+whether anyone listens or not, so notifying commits are serialized. That is why new
+work handed on by eager dispatch announces nothing (``leases._channel``), and why an end
+is worth it: one per instance, and a group commit's transaction carries many (W1 at
+1x32 measured the same throughput with and without it, README).
 """
 
 from __future__ import annotations
