@@ -41,6 +41,8 @@ CLOCK_RESYNC_SECONDS = 60.0
 """How old a store's clock sync may get before its next reading starts another in the
 background (a worker also syncs with every heartbeat): a server clock stepped since,
 or drifting from this machine's, is followed within this bound."""
+CLOCK_READINGS = 3
+"""Round trips of one clock sync (at open, and with each worker heartbeat)."""
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,6 @@ Stage = Callable[[psycopg.AsyncConnection], Awaitable[Staged]]
 """Writes a commit's transitions in the transaction it is given (never commits it)."""
 Settle = Callable[[Staged | None], Awaitable[Staged]]
 """How a commit whose outcome is unknown is settled (see ``transactions.run``)."""
-
-
-CLOCK_READINGS = 3
-"""Round trips of one clock sync (at open, and with each worker heartbeat)."""
 
 
 class Store:
