@@ -37,7 +37,8 @@ class WaitTimedOut(WaylineError):
 class EndListener:
     """One connection LISTENing on a store's end channel while any waiter waits: one of
     the store's pooled connections (already open: a wait costs no connect), given back
-    to the pool, after an UNLISTEN, when the last waiter leaves.
+    to the pool, after an UNLISTEN, when the last waiter leaves; a connection of its own
+    when the pool has only one, which the waiters' reads need.
 
     Each waiter holds a hint (``watch``) that a notification naming its instance sets,
     and so does the connection's end (broken or closed): every waiter then reads again
@@ -82,9 +83,9 @@ class EndListener:
         await asyncio.shield(self._ready)  # a waiter's cancel must not fail the others
 
     async def _listen(self, ready: asyncio.Future[None]) -> None:
-        conn = None
+        conn, pooled = None, self._pooled()
         try:
-            conn = await self.store.borrow()
+            conn = await (self.store.borrow() if pooled else self.store.dedicated())
             await conn.set_autocommit(True)
             await conn.execute(sql.SQL("LISTEN {}").format(self._channel))
             ready.set_result(None)
@@ -100,11 +101,19 @@ class EndListener:
                 for hint in hints:
                     hint.set()
             if conn is not None:
-                await self._give_back(conn)
+                await self._give_back(conn, pooled)
 
-    async def _give_back(self, conn: psycopg.AsyncConnection) -> None:
-        """Return the connection to the store's pool listening to nothing (closed, for
-        the pool to replace, when it cannot say so)."""
+    def _pooled(self) -> bool:
+        """Whether to listen on one of the store's pooled connections (no connect per
+        wait): only when the pool has another one for the waiters' own reads."""
+        return self.store.pool.max_size > 1
+
+    async def _give_back(self, conn: psycopg.AsyncConnection, pooled: bool) -> None:
+        """Return a pooled connection to the pool listening to nothing (closed, for the
+        pool to replace, when it cannot say so); close a connection of its own."""
+        if not pooled:
+            await conn.close()
+            return
         try:
             await conn.execute(sql.SQL("UNLISTEN {}").format(self._channel))
         except (psycopg.Error, OSError):

@@ -18,11 +18,12 @@ from engine.api.client import Client
 from engine.api.waits import RECHECK_SECONDS
 from engine.decide.operator_actions import Action
 from engine.model.instance import InstanceStatus
+from engine.store.clock import DatabaseClock
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.loop import Worker, WorkerConfig
-from tests.integration.factories import activity_steps
+from tests.integration.factories import activity_steps, open_store
 
 STEPS = ("one", "two", "three")
 LONG = timedelta(seconds=30)
@@ -200,3 +201,18 @@ async def test_a_wait_whose_listening_connection_is_cut_listens_again_and_sees_t
     assert state.status is InstanceStatus.COMPLETED
     assert waited < SHORTER_THAN_A_RECHECK.total_seconds()  # woken by the new LISTEN
     assert not client.listening and await left_behind(client) == (0, 0)
+
+
+async def test_a_wait_on_a_store_of_one_connection_does_not_take_it_from_its_reads(
+    pg_dsn: str, schema: str
+) -> None:
+    async with open_store(pg_dsn, schema, DatabaseClock(), max_size=1) as store:
+        client = Client(store)
+        await client.publish(activity_steps("waits.three", STEPS))
+        await client.start("waits.three", "narrow-1")
+        await client.command("narrow-1", Action.TERMINATE, "ann", "not needed")
+
+        state = await client.wait("narrow-1", SHORTER_THAN_A_RECHECK)
+
+        assert state.status is InstanceStatus.TERMINATED
+        assert not client.listening and await left_behind(client) == (0, 0)
