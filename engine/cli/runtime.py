@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import functools
 import json
-import math
 import os
 import signal
 import sys
@@ -21,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engine.api import waits
 from engine.api.client import Client
 from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
@@ -396,18 +396,17 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
 
 
 def wait_seconds(text: str) -> timedelta:
-    """argparse type for ``--wait``: seconds more than 0 and at most MAX_WAIT_TIMEOUT, so
-    a bad value is refused before anything is started."""
-    most = MAX_WAIT_TIMEOUT.total_seconds()
+    """argparse type for ``--wait``: seconds that ``Client.wait`` takes (its own check,
+    ``waits.check_timeout``), so a bad value is refused before anything is started."""
     try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds <= most:
+        timeout = timedelta(seconds=float(text))
+        waits.check_timeout(timeout)
+    except (ValueError, OverflowError):  # InputRefused is a ValueError
+        most = MAX_WAIT_TIMEOUT.total_seconds()
         raise argparse.ArgumentTypeError(
             f"must be a number of seconds more than 0 and at most {most:g} (MAX_WAIT_TIMEOUT)"
-        )
-    return timedelta(seconds=seconds)
+        ) from None
+    return timeout
 
 
 async def _status(client: Client, args: argparse.Namespace) -> int:
