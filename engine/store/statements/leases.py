@@ -37,11 +37,19 @@ from engine.store.statements.transitions import (
 def held(v: Source) -> str:
     """The work row ``w`` is the lease named by ``v``'s work_instance and work_id (the
     work's key), owner and token, and it is unexpired (lease and deadline) by the
-    store's clock."""
+    store's clock.
+
+    The row is found by its key: the state and time conditions are tested on it as one
+    ``IS TRUE``, which implies no partial index's predicate and gives no index a range.
+    Written plainly they did both, and once PostgreSQL planned a prepared statement
+    generically (the clock a parameter of unknown value) with few leases held at the
+    last ANALYZE, the small partial indexes that begin with ``deadline`` or
+    ``lease_expires_at`` looked as cheap as the key: each holder's write then walked
+    every open work row's entry (``tests/integration/test_lease_plans.py``)."""
     return one_line(f"""w.instance_id = {v("work_instance")} AND w.work_id = {v("work_id")}
-    AND w.state = {WorkState.LEASED}
     AND w.lease_owner = {v("owner")} AND w.lease_token = {v("token")}
-    AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}""")
+    AND (w.state = {WorkState.LEASED}
+         AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}) IS TRUE""")
 
 
 HELD = held(param)

@@ -1,0 +1,107 @@
+"""Every write of a lease's holder finds its work row by the work's key, whatever the
+planner's statistics say.
+
+A worker's statements are prepared, and PostgreSQL soon plans a prepared statement
+generically: the store's clock is then a parameter of unknown value. Had the lease's
+time conditions been index ranges (``lease_expires_at > now``, ``deadline > now``), the
+small partial indexes that start with those columns looked as cheap as the key when
+few leases were held at the last ANALYZE, and every step's write walked every open
+work row's index entry to find its own (seen in ``bench.compare``: a quarter of the
+group commit's server time at 16 leases, growing with the backlog).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from engine.store.rows import WorkState
+from engine.store.statements import leases as sql
+
+HOLDER_WRITES = {
+    "renew": sql.RENEW_LEASE,
+    "check": sql.CHECK_LEASE,
+    "complete": sql.COMPLETE_LEASE,
+    "retry": sql.RETRY_LEASE,
+    "dead-letter": sql.DEAD_LETTER_LEASE,
+    "fenced write": sql.FENCED_WRITE,
+}
+WORK_ROWS = 20_000
+LEASED_AT_ANALYZE = 20
+"""A cluster's usual state: many finished work rows, a few leases held."""
+OPENED_AFTER = 5_000
+"""Work opened after the ANALYZE (a backlog arriving): statistics do not know it."""
+
+SEED = """
+INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline, state,
+                  lease_owner, lease_token, lease_expires_at)
+SELECT 'i' || g || '#w', 1, 'i' || g, 2, now(), now() + interval '1 hour',
+       CASE WHEN g %% %(every)s = 0 THEN %(leased)s ELSE %(done)s END, 'owner', 1,
+       CASE WHEN g %% %(every)s = 0 THEN now() + interval '30 s' END
+FROM generate_series(1, %(rows)s) g
+"""
+OPEN_MORE = """
+UPDATE work SET state = %(leased)s, lease_expires_at = now() + interval '30 s'
+WHERE state = %(done)s AND instance_id IN (SELECT 'i' || g FROM generate_series(1, %(n)s) g)
+"""
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+@pytest.fixture
+def planned(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """``conn`` on a work table in the shape above, planning prepared statements
+    generically (as a long-running worker's are)."""
+    states = {"leased": WorkState.LEASED, "done": WorkState.COMPLETED}
+    conn.execute("SET session_replication_role = replica")  # rows alone: no instances
+    conn.execute(SEED, {**states, "every": WORK_ROWS // LEASED_AT_ANALYZE, "rows": WORK_ROWS})
+    conn.execute("ANALYZE work")
+    conn.execute(OPEN_MORE, {**states, "n": OPENED_AFTER})
+    conn.execute("SET session_replication_role = DEFAULT")
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    yield conn
+
+
+@pytest.mark.parametrize("name", sorted(HOLDER_WRITES))
+def test_a_holders_write_reads_work_by_its_key(planned: psycopg.Connection, name: str) -> None:
+    indexes = _work_indexes(_generic_plan(planned, HOLDER_WRITES[name]))
+    assert indexes and indexes <= {"work_pkey"}, f"{name} reads work through {indexes}"
+
+
+def test_a_sets_members_read_work_by_their_key(planned: psycopg.Connection) -> None:
+    """``FENCED_SET`` checks each member's lease with the same condition (``SET_HELD``)."""
+    statement = f"""
+    SELECT 1 FROM json_to_recordset(%(members)s::json)
+        AS i(work_instance text, work_id text, owner text, token bigint)
+    CROSS JOIN LATERAL (SELECT 1 FROM work w WHERE {sql.SET_HELD} FOR UPDATE) h
+    """
+    indexes = _work_indexes(_generic_plan(planned, statement))
+    assert indexes == {"work_pkey"}
+
+
+def _generic_plan(conn: psycopg.Connection, statement: str) -> dict[str, Any]:
+    """The generic plan of ``statement`` (psycopg placeholders), every parameter NULL."""
+    names = list(dict.fromkeys(PLACEHOLDER.findall(statement)))
+    numbered = PLACEHOLDER.sub(lambda m: f"${names.index(m.group(1)) + 1}", statement)
+    conn.execute(f"PREPARE holder_write AS {numbered}")
+    try:
+        nulls = ", ".join(["NULL"] * len(names))
+        [(plan,)] = conn.execute(f"EXPLAIN (FORMAT JSON) EXECUTE holder_write({nulls})")
+    finally:
+        conn.execute("DEALLOCATE holder_write")
+    return (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
+
+
+def _work_indexes(node: dict[str, Any]) -> set[str]:
+    """The indexes through which the plan reads table ``work`` (a sequential scan counts
+    as "seq scan"; the write itself, a ModifyTable node, is not a read)."""
+    found = set()
+    if node.get("Relation Name") == "work" and node["Node Type"].endswith("Scan"):
+        found.add(node.get("Index Name", node["Node Type"].lower()))
+    for child in node.get("Plans", ()):
+        found |= _work_indexes(child)
+    return found
