@@ -1,5 +1,5 @@
-"""Every write of a lease's holder finds its work row by the work's key, whatever the
-planner's statistics say.
+"""Every write of a lease's holder, and a claim's lease of the rows it chose, finds its
+work row by the work's key, whatever the planner's statistics say.
 
 A worker's statements are prepared, and PostgreSQL soon plans a prepared statement
 generically: the store's clock is then a parameter of unknown value. Had the lease's
@@ -83,6 +83,16 @@ def test_a_sets_members_read_work_by_their_key(planned: psycopg.Connection) -> N
     assert indexes == {"work_pkey"}
 
 
+@pytest.mark.parametrize("part", ["CTE claimed", "CTE locked_expired"])
+def test_a_claim_leases_the_rows_it_chose_by_their_key(
+    planned: psycopg.Connection, part: str
+) -> None:
+    """The claim finds due and expired work through its indexes, then locks and leases
+    the few rows it chose: those it reads by their key."""
+    [node] = _parts(_generic_plan(planned, sql.CLAIM), part)
+    assert _work_indexes(node) == {"work_pkey"}
+
+
 def _generic_plan(conn: psycopg.Connection, statement: str) -> dict[str, Any]:
     """The generic plan of ``statement`` (psycopg placeholders), every parameter NULL."""
     names = list(dict.fromkeys(PLACEHOLDER.findall(statement)))
@@ -104,4 +114,12 @@ def _work_indexes(node: dict[str, Any]) -> set[str]:
         found.add(node.get("Index Name", node["Node Type"].lower()))
     for child in node.get("Plans", ()):
         found |= _work_indexes(child)
+    return found
+
+
+def _parts(node: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The plan's nodes named ``name`` (a CTE's is "CTE <its name>")."""
+    found = [node] if node.get("Subplan Name") == name else []
+    for child in node.get("Plans", ()):
+        found += _parts(child, name)
     return found

@@ -101,11 +101,13 @@ WANTED = """(%(kinds)s::smallint[] IS NULL OR w.kind = ANY(%(kinds)s::smallint[]
     AND (%(targets)s::text[] IS NULL OR w.target = '' OR w.target = ANY(%(targets)s::text[]))"""
 """Kinds and targets this worker can run (NULL: any); '' targets run anywhere."""
 
-ELIGIBLE = f"""((w.state = {WorkState.AVAILABLE} AND w.available_at <= {NOW})
+ELIGIBLE = f"""(((w.state = {WorkState.AVAILABLE} AND w.available_at <= {NOW})
         OR (w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW}))
-    AND w.deadline > {NOW}"""
+    AND w.deadline > {NOW}) IS TRUE"""
 """Claimable now; the UPDATE re-checks it on the row it locked, so a change committed
-after the statement's snapshot is never undone."""
+after the statement's snapshot is never undone. One ``IS TRUE`` test on the row its key
+found, like a holder's lease (``held``): as plain conditions, a generic plan read every
+open work row through ``work_open_deadline_idx`` to match the few it claims."""
 
 CLAIM = one_line(f"""
 WITH RECURSIVE tenants AS (
@@ -160,10 +162,9 @@ locked_due AS MATERIALIZED (
     ) d
 ),
 locked_expired AS MATERIALIZED (
-    SELECT w.instance_id, w.work_id FROM chosen c
-    JOIN work w ON w.instance_id = c.instance_id AND w.work_id = c.work_id
-    WHERE c.state = {WorkState.LEASED}
-      AND w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
+    SELECT w.instance_id, w.work_id FROM chosen c JOIN work w USING (instance_id, work_id)
+    WHERE c.state = {WorkState.LEASED} AND (w.state = {WorkState.LEASED}
+      AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}) IS TRUE
     FOR UPDATE OF w SKIP LOCKED
 ),
 claimed AS (
