@@ -1,5 +1,6 @@
-"""Every write of a lease's holder, and a claim's lease of the rows it chose, finds its
-work row by the work's key, whatever the planner's statistics say.
+"""Statements that know which work rows they want (a lease holder's write, the rows a
+claim or the deadline sweep chose, an instance's parked work) find them by their key or
+their instance, whatever the planner's statistics say.
 
 A worker's statements are prepared, and PostgreSQL soon plans a prepared statement
 generically: the store's clock is then a parameter of unknown value. Had the lease's
@@ -22,6 +23,7 @@ import pytest
 
 from engine.store.rows import WorkState
 from engine.store.statements import leases as sql
+from engine.store.statements import transitions as transition_sql
 
 HOLDER_WRITES = {
     "renew": sql.RENEW_LEASE,
@@ -91,6 +93,22 @@ def test_a_claim_leases_the_rows_it_chose_by_their_key(
     the few rows it chose: those it reads by their key."""
     [node] = _parts(_generic_plan(planned, sql.CLAIM), part)
     assert _work_indexes(node) == {"work_pkey"}
+
+
+def test_the_deadline_sweep_dead_letters_the_rows_it_found_by_their_key(
+    planned: psycopg.Connection,
+) -> None:
+    update = _generic_plan(planned, sql.SWEEP_DEADLINES)
+    [found] = _parts(update, "CTE overdue")
+    update["Plans"].remove(found)
+    assert _work_indexes(update) == {"work_pkey"}
+
+
+def test_a_resume_rearms_its_instances_work_through_the_instance(
+    planned: psycopg.Connection,
+) -> None:
+    indexes = _work_indexes(_generic_plan(planned, transition_sql.REARM_PARKED_WORK))
+    assert len(indexes) == 1 and indexes <= {"work_pkey", "work_instance_idx"}, indexes
 
 
 def _generic_plan(conn: psycopg.Connection, statement: str) -> dict[str, Any]:

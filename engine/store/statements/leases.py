@@ -457,12 +457,14 @@ SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {
     lease_token = GREATEST(w.lease_token, 1)
 FROM overdue o
 WHERE w.instance_id = o.instance_id AND w.work_id = o.work_id
-  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED})
-  AND w.deadline <= {NOW}
-  AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
+  AND (w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
+       AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})) IS TRUE
 """
 """Open work past its deadline becomes a dead letter. Work never claimed has token 0;
-its dead letter gets token 1, because a resolution names a fence (token >= 1)."""
+its dead letter gets token 1, because a resolution names a fence (token >= 1). The rows
+``overdue`` found are updated by their key, the conditions re-checked on each as one
+``IS TRUE`` test (see ``held``): as plain conditions a generic plan looked each one up
+through the deadline index again, reading every overdue row for each."""
 
 
 def _owner_lock_key(owner_sql: str) -> str:

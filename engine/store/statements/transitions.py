@@ -282,8 +282,12 @@ WRITE_COLUMNS = 8
 """The columns of the transition statement's row before a lease's ``LeaseParts.columns``."""
 REARM_PARKED_WORK = f"""
 UPDATE work SET available_at = %(at)s
-WHERE instance_id = %(instance)s AND state = {WorkState.AVAILABLE} AND available_at > %(at)s
+WHERE instance_id = %(instance)s
+  AND (state = {WorkState.AVAILABLE} AND available_at > %(at)s) IS TRUE
 """
+"""The instance's parked work due now (on resume), found through the instance: its other
+conditions are one ``IS TRUE`` test, else a generic plan read every due row of the
+cluster through ``work_tenant_due_idx`` (``statements.leases.held`` says why)."""
 RETIRE_OPEN_WORK = f"""
 UPDATE work
 SET {retired_values(param)}
