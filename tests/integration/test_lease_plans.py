@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -55,7 +54,7 @@ PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
 @pytest.fixture
-def planned(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+def planned(conn: psycopg.Connection) -> psycopg.Connection:
     """``conn`` on a work table in the shape above, planning prepared statements
     generically (as a long-running worker's are)."""
     states = {"leased": WorkState.LEASED, "done": WorkState.COMPLETED}
@@ -65,7 +64,7 @@ def planned(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
     conn.execute(OPEN_MORE, {**states, "n": OPENED_AFTER})
     conn.execute("SET session_replication_role = DEFAULT")
     conn.execute("SET plan_cache_mode = force_generic_plan")
-    yield conn
+    return conn
 
 
 @pytest.mark.parametrize("name", sorted(HOLDER_WRITES))
