@@ -20,6 +20,7 @@ from engine.store.statements.transitions import (
     LeaseParts,
     Source,
     at_position,
+    found_by_key,
     insert_rows,
     ledger_read,
     ledger_values,
@@ -37,19 +38,11 @@ from engine.store.statements.transitions import (
 def held(v: Source) -> str:
     """The work row ``w`` is the lease named by ``v``'s work_instance and work_id (the
     work's key), owner and token, and it is unexpired (lease and deadline) by the
-    store's clock.
-
-    The row is found by its key: the state and time conditions are tested on it as one
-    ``IS TRUE``, which implies no partial index's predicate and gives no index a range.
-    Written plainly they did both, and once PostgreSQL planned a prepared statement
-    generically (the clock a parameter of unknown value) with few leases held at the
-    last ANALYZE, the small partial indexes that begin with ``deadline`` or
-    ``lease_expires_at`` looked as cheap as the key: each holder's write then walked
-    every open work row's entry (``tests/integration/test_lease_plans.py``)."""
+    store's clock; the row is found by its key (``found_by_key``)."""
+    lease = f"w.state = {WorkState.LEASED} AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}"
     return one_line(f"""w.instance_id = {v("work_instance")} AND w.work_id = {v("work_id")}
     AND w.lease_owner = {v("owner")} AND w.lease_token = {v("token")}
-    AND (w.state = {WorkState.LEASED}
-         AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}) IS TRUE""")
+    AND {found_by_key(lease)}""")
 
 
 HELD = held(param)
@@ -101,13 +94,15 @@ WANTED = """(%(kinds)s::smallint[] IS NULL OR w.kind = ANY(%(kinds)s::smallint[]
     AND (%(targets)s::text[] IS NULL OR w.target = '' OR w.target = ANY(%(targets)s::text[]))"""
 """Kinds and targets this worker can run (NULL: any); '' targets run anywhere."""
 
-ELIGIBLE = f"""(((w.state = {WorkState.AVAILABLE} AND w.available_at <= {NOW})
+ELIGIBLE = found_by_key(f"""((w.state = {WorkState.AVAILABLE} AND w.available_at <= {NOW})
         OR (w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW}))
-    AND w.deadline > {NOW}) IS TRUE"""
-"""Claimable now; the UPDATE re-checks it on the row it locked, so a change committed
-after the statement's snapshot is never undone. One ``IS TRUE`` test on the row its key
-found, like a holder's lease (``held``): as plain conditions, a generic plan read every
-open work row through ``work_open_deadline_idx`` to match the few it claims."""
+    AND w.deadline > {NOW}""")
+"""Claimable now; the UPDATE re-checks it on the row it locked by its key
+(``found_by_key``), so a change committed after the statement's snapshot is never
+undone."""
+
+EXPIRED = f"w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}"
+"""A lease that ran out before the work's deadline: the work may be claimed again."""
 
 CLAIM = one_line(f"""
 WITH RECURSIVE tenants AS (
@@ -131,8 +126,7 @@ due AS (
 ),
 expired AS (
     SELECT w.instance_id, w.work_id, w.tenant_id, w.available_at, w.state FROM work w
-    WHERE w.state = {WorkState.LEASED} AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}
-      AND {WANTED}
+    WHERE {EXPIRED} AND {WANTED}
     ORDER BY w.lease_expires_at, w.work_id
     LIMIT %(limit)s
 ),
@@ -163,8 +157,7 @@ locked_due AS MATERIALIZED (
 ),
 locked_expired AS MATERIALIZED (
     SELECT w.instance_id, w.work_id FROM chosen c JOIN work w USING (instance_id, work_id)
-    WHERE c.state = {WorkState.LEASED} AND (w.state = {WorkState.LEASED}
-      AND w.lease_expires_at <= {NOW} AND w.deadline > {NOW}) IS TRUE
+    WHERE c.state = {WorkState.LEASED} AND {found_by_key(EXPIRED)}
     FOR UPDATE OF w SKIP LOCKED
 ),
 claimed AS (
@@ -442,11 +435,14 @@ would miss."""
 
 # Sweeps and owner locks ---------------------------------------------------------------
 
+OVERDUE = f"""w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
+    AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})"""
+"""Open work past its deadline that nobody holds a live lease on."""
+
 SWEEP_DEADLINES = f"""
 WITH overdue AS MATERIALIZED (
     SELECT w.instance_id, w.work_id FROM work w
-    WHERE w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
-      AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})
+    WHERE {OVERDUE}
     ORDER BY w.deadline, w.work_id
     LIMIT %(batch)s
     FOR UPDATE OF w SKIP LOCKED
@@ -457,14 +453,11 @@ SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {
     lease_token = GREATEST(w.lease_token, 1)
 FROM overdue o
 WHERE w.instance_id = o.instance_id AND w.work_id = o.work_id
-  AND (w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}) AND w.deadline <= {NOW}
-       AND (w.state = {WorkState.AVAILABLE} OR w.lease_expires_at <= {NOW})) IS TRUE
+  AND {found_by_key(OVERDUE)}
 """
 """Open work past its deadline becomes a dead letter. Work never claimed has token 0;
 its dead letter gets token 1, because a resolution names a fence (token >= 1). The rows
-``overdue`` found are updated by their key, the conditions re-checked on each as one
-``IS TRUE`` test (see ``held``): as plain conditions a generic plan looked each one up
-through the deadline index again, reading every overdue row for each."""
+``overdue`` found are updated by their key (``found_by_key``)."""
 
 
 def _owner_lock_key(owner_sql: str) -> str:

@@ -41,6 +41,20 @@ def one_line(statement: str) -> str:
     return " ".join(statement.split())
 
 
+def found_by_key(conditions: str) -> str:
+    """``conditions`` as one ``IS TRUE`` test, for a statement that finds its work rows by
+    their key (or their instance) and checks the rest on each row found.
+
+    A worker's statements are prepared, and PostgreSQL soon plans them generically, the
+    store's clock a parameter of unknown value. Written plainly, conditions such as
+    ``w.state = 2`` or ``w.deadline > now`` imply a partial index's predicate and give
+    an index a range, and with few open rows at the last ANALYZE the small partial
+    indexes on open work looked as cheap as the key: the statement then read every open
+    row's index entry to find its own. ``IS TRUE`` keeps the same rows (a WHERE keeps
+    only a true one) and no index can answer it (``tests/integration/test_lease_plans.py``)."""
+    return f"({conditions}) IS TRUE"
+
+
 def insert_rows(
     table: str,
     names: tuple[str, ...],
@@ -283,11 +297,11 @@ WRITE_COLUMNS = 8
 REARM_PARKED_WORK = f"""
 UPDATE work SET available_at = %(at)s
 WHERE instance_id = %(instance)s
-  AND (state = {WorkState.AVAILABLE} AND available_at > %(at)s) IS TRUE
+  AND {found_by_key(f"state = {WorkState.AVAILABLE} AND available_at > %(at)s")}
 """
-"""The instance's parked work due now (on resume), found through the instance: its other
-conditions are one ``IS TRUE`` test, else a generic plan read every due row of the
-cluster through ``work_tenant_due_idx`` (``statements.leases.held`` says why)."""
+"""The instance's parked work due now (on resume), found through the instance
+(``found_by_key``: as plain conditions, a generic plan read every due row of the cluster
+through ``work_tenant_due_idx``)."""
 RETIRE_OPEN_WORK = f"""
 UPDATE work
 SET {retired_values(param)}
