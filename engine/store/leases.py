@@ -318,12 +318,14 @@ async def _retry(
 
 
 def _held(lease: Lease, now: datetime | None) -> dict[str, Any]:
-    """The parameters of ``HELD``: the work's key, the lease and the store's clock. The
+    """The parameters of ``HELD``: the work's key, the lease and the store's clock; and
+    the work's position, which a group commit's set finishes the lease by too. The
     work's instance is ``work_instance``, apart from a transition's ``instance``, which
     the statements of a fenced commit take too."""
     return {
         "work_instance": lease.instance_id,
         "work_id": lease.work_id,
+        "work_sequence": lease.sequence,
         "owner": lease.owner,
         "token": lease.token,
         "now": now,

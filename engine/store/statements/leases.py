@@ -319,6 +319,7 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("retire", "boolean"),
     ("work_instance", "text"),
     ("work_id", "text"),
+    ("work_sequence", "bigint"),
     ("owner", "text"),
     ("token", "bigint"),
     ("next_id", "text"),
@@ -373,7 +374,8 @@ finished AS (
     UPDATE work w
     SET {COMPLETED_BY_HOLDER}
     FROM input i JOIN ok ON ok.m = i.m
-    WHERE w.instance_id = i.work_instance AND w.work_id = i.work_id AND i.finish
+    WHERE w.instance_id = i.work_instance AND w.work_id = i.work_id
+      AND w.sequence = i.work_sequence AND i.finish
 ),
 retired AS (
     UPDATE work
@@ -429,7 +431,13 @@ The server's clock (``now``) is one value for the whole statement: members share
 as they share their store. Rows are found by key: the locks in a lateral subquery per
 member; the updates join the members that passed ``ok``, which the planner estimates
 at one row, so it probes the key's index once per member rather than scanning a table
-(an integration test checks the plans). Never by ``ctid``: a row updated after the
+(an integration test checks the plans). The lease's work row is finished by its key and
+its position (``work_sequence``, the history position that created it, which never
+changes): when the statistics saw about one work row per instance (a young cluster),
+the instance alone looked as selective as the key, and the generic plan read the row
+through ``work_instance_idx`` by its instance alone, every work row of the instance for
+each step of a long code-first instance; with the position, that index reads only the
+rows one transition created. Never by ``ctid``: a row updated after the
 statement's snapshot is re-read by its key (EvalPlanQual), which a ``ctid`` match
 would miss."""
 
