@@ -756,7 +756,7 @@ def latency_rows(latencies: Iterable[Latency]) -> list[list[str]]:
             [
                 peers.label(latency.engine, latency.shape) + mark,
                 str(len(latency.samples)),
-                f"{1000 * latency.percentile(50):.1f}",
+                f"{1000 * latency.median:.1f}",
                 f"{1000 * latency.percentile(90):.1f}",
                 f"{1000 * latency.percentile(99):.1f}",
                 f"{1000 * min(latency.samples):.1f}",
