@@ -148,21 +148,16 @@ def _generic_plan(conn: psycopg.Connection, statement: str) -> dict[str, Any]:
 def _work_indexes(node: dict[str, Any]) -> set[str]:
     """The indexes through which the plan reads table ``work`` (a sequential scan counts
     as "seq scan"; the write itself, a ModifyTable node, is not a read)."""
-    found = set()
-    if node.get("Relation Name") == "work" and node["Node Type"].endswith("Scan"):
-        found.add(node.get("Index Name", node["Node Type"].lower()))
-    for child in node.get("Plans", ()):
-        found |= _work_indexes(child)
-    return found
+    return set(_work_index_conditions(node))
 
 
 def _work_index_conditions(node: dict[str, Any]) -> dict[str, set[str]]:
-    """The indexes through which the plan reads ``work``, each with the columns its
-    index condition names."""
+    """``_work_indexes``, each with the columns its index condition names (none for a
+    sequential scan)."""
     found: dict[str, set[str]] = {}
-    if node.get("Relation Name") == "work" and "Index Name" in node:
+    if node.get("Relation Name") == "work" and node["Node Type"].endswith("Scan"):
         columns = set(re.findall(r"\b(\w+) = ", node.get("Index Cond", "")))
-        found.setdefault(node["Index Name"], set()).update(columns)
+        found[node.get("Index Name", node["Node Type"].lower())] = columns
     for child in node.get("Plans", ()):
         for index, columns in _work_index_conditions(child).items():
             found.setdefault(index, set()).update(columns)
