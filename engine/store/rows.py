@@ -76,9 +76,15 @@ def event_row(event: Event) -> tuple[Any, ...]:
         event.due_at,
         event.code,
         event.retryable,
-        None if event.data is None else event.data.encode(),
+        bytea_text(event.data),
         event.trace_context or None,
     )
+
+
+def bytea_text(text: str | None) -> str | None:
+    """``text``'s UTF-8 bytes in bytea's hex input form, as a row sent in JSON carries
+    them (JSON has no bytes; the server reads this into the bytea column)."""
+    return None if text is None else "\\x" + text.encode().hex()
 
 
 def event_from_row(row: tuple[Any, ...]) -> Event:
@@ -144,7 +150,7 @@ def work_row(item: WorkItem) -> tuple[Any, ...]:
         item.sequence,
         item.available_at,
         item.deadline,
-        None if item.payload is None else item.payload.encode(),
+        bytea_text(item.payload),
         item.tenant_id,
         item.correlation_id,
         item.target,
