@@ -5,21 +5,17 @@ ActivityFailure (a known failure, retryable or not), or returns UnknownOutcome (
 cannot tell whether its effect happened). A handler that exceeds its timeout or raises
 anything else is recorded as *unknown*, never as a clean failure: its effect may have
 happened. Handlers may be sync (run in a thread of the worker's own, so they cannot
-block the event loop; see ``HandlerThreads``) or async.
+block the event loop; see ``engine.worker.handler_threads``) or async.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import importlib
 import inspect
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -274,107 +270,11 @@ def load_app(spec: str) -> ActivityRegistry:
 
 
 class HandlerExecutor(Protocol):
-    """Runs a sync handler: ``HandlerThreads``, unless a worker's hooks choose another."""
+    """Runs a sync handler: ``HandlerThreads`` (``engine.worker.handler_threads``), unless a
+    worker's hooks choose another."""
 
     async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
         """``handler(request)``; TimeoutError ``timeout`` s after it started."""
-
-
-class HandlerThreads:
-    """The threads a worker runs sync handlers in: one for each attempt it may run.
-
-    asyncio's default pool has CPU count + 4 threads: a worker running more attempts
-    than that would start attempts whose handlers wait for a thread, and time out
-    (unknown) without ever having run. Here every attempt the worker runs has a thread,
-    and an attempt's timeout starts when its handler does. A thread cannot be stopped:
-    a handler that outlives its attempt (timed out, or its lease lost) keeps its thread
-    until it returns, and ``lingering`` counts those so the worker starts no attempt
-    that would have to wait for one; ``on_free`` is called when one comes back.
-    """
-
-    def __init__(self, size: int, on_free: Callable[[], None] = lambda: None) -> None:
-        self.executor = ThreadPoolExecutor(size, thread_name_prefix="wayline-handler")
-        self.on_free = on_free
-        self.lingering = 0
-
-    async def run(self, handler: Handler, request: ActivityRequest, timeout: float) -> Any:
-        """``handler(request)`` in a thread; TimeoutError ``timeout`` s after it started.
-
-        The handler's thread only notes when it started (``_FromStart``): telling the
-        event loop as well would wake it once more per attempt, for no decision."""
-        loop = asyncio.get_running_loop()
-        clock = _FromStart(loop, timeout)
-
-        def call() -> Any:
-            clock.started = time.monotonic()
-            return handler(request)
-
-        # The handler's thread runs in the caller's context: spans it opens nest under
-        # its attempt's (``engine.worker.tracing``), and its logs carry the same ids.
-        future = self.executor.submit(contextvars.copy_context().run, call)
-        try:
-            async with asyncio.timeout(None) as deadline:
-                clock.arm(deadline)
-                try:
-                    return await asyncio.wrap_future(future)
-                finally:
-                    clock.disarm()
-        except BaseException:
-            if not future.cancel() and not future.done():  # running on: it keeps its thread
-                self._linger(loop, future)
-            raise
-
-    def close(self) -> None:
-        """Start no more handlers (those running finish in their threads)."""
-        self.executor.shutdown(wait=False, cancel_futures=True)
-
-    def _linger(self, loop: asyncio.AbstractEventLoop, future: Future) -> None:
-        self.lingering += 1
-
-        def returned(_: Future) -> None:
-            with contextlib.suppress(RuntimeError):  # the worker's loop has closed
-                loop.call_soon_threadsafe(self._release)
-
-        future.add_done_callback(returned)
-
-    def _release(self) -> None:
-        self.lingering -= 1
-        self.on_free()
-
-
-class _FromStart:
-    """Ends a handler's timeout ``timeout`` s after its thread started it.
-
-    The start is known only once it happened, so the deadline is checked when a whole
-    ``timeout`` has passed since it was last unknown (the handler cannot time out
-    before then), and is then set to the start plus ``timeout``: never early, and late
-    only by the instant between the thread reading the clock and noting it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
-        self.loop = loop
-        self.timeout = timeout
-        self.started: float | None = None
-        """``time.monotonic()`` when the handler started, written by its thread."""
-        self._deadline: asyncio.Timeout | None = None
-        self._check: asyncio.TimerHandle | None = None
-
-    def arm(self, deadline: asyncio.Timeout) -> None:
-        self._deadline = deadline
-        self._check = self.loop.call_later(self.timeout, self._expire_when_due)
-
-    def disarm(self) -> None:
-        if self._check is not None:
-            self._check.cancel()
-        self._deadline = None
-
-    def _expire_when_due(self) -> None:
-        if self._deadline is None:
-            return
-        if self.started is None:  # not started yet: it cannot time out within a timeout
-            self._check = self.loop.call_later(self.timeout, self._expire_when_due)
-            return
-        left = self.started + self.timeout - time.monotonic()
-        self._deadline.reschedule(self.loop.time() + left)
 
 
 async def run_handler(

@@ -46,8 +46,9 @@ from engine.store.errors import (
 )
 from engine.store.group_commit import CommitGroup
 from engine.store.store import Store
-from engine.worker.activities import ActivityRegistry, HandlerThreads
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Boundary, Faults
+from engine.worker.handler_threads import HandlerThreads
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import InstanceCache, RegistrySource
 from engine.worker.metrics import Metrics

@@ -42,8 +42,9 @@ from engine.model.limits import (
 from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import StaleLease, StoreError
 from engine.store.store import Store
-from engine.worker.activities import ActivityRegistry, HandlerThreads
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Boundary, Faults
+from engine.worker.handler_threads import HandlerThreads
 from engine.worker.hooks import WorkerHooks
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context, LeaseHolder, step_of

@@ -9,13 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.worker.activities import (
-    ActivityRequest,
-    HandlerThreads,
-    Succeeded,
-    Unknown,
-    run_handler,
-)
+from engine.worker.activities import ActivityRequest, Succeeded, Unknown, run_handler
+from engine.worker.handler_threads import HandlerThreads
 
 HOLD_SECONDS = 0.4
 """How long the first handler holds the only thread: twice the second one's timeout."""
@@ -111,3 +106,20 @@ async def test_a_cancelled_attempt_that_never_started_leaves_no_thread_behind(si
     finally:
         released.set()
         threads.close()
+
+
+async def test_a_call_still_waiting_for_a_thread_when_they_close_is_cancelled_not_run() -> None:
+    threads = HandlerThreads(1)
+    released = threading.Event()
+    ran: list[str] = []
+    holder = asyncio.create_task(threads.run(lambda _: released.wait(), request("h"), 5.0))
+    waiting = asyncio.create_task(threads.run(ran.append, request("w"), 5.0))
+    await asyncio.sleep(0)  # let both queue: the holder takes the only thread
+    threads.close()
+    released.set()
+    assert await holder is True
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert ran == [] and threads.lingering == 0, "it never ran, so it holds no thread"
+    with pytest.raises(RuntimeError, match="closed"):
+        await threads.run(ran.append, request("late"), 5.0)
