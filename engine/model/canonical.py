@@ -42,8 +42,12 @@ def utc(instant: datetime) -> datetime:
 
 
 def format_instant(instant: datetime) -> str:
-    """ISO 8601 in UTC with exactly six fractional digits, e.g. 2026-01-02T03:04:05.000006Z."""
-    return utc(instant).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """ISO 8601 in UTC with exactly six fractional digits, e.g. 2026-01-02T03:04:05.000006Z.
+
+    ``isoformat``, not ``strftime``: it is faster (every event of every fingerprint is
+    formatted here), and it pads every year to four digits on every platform, which
+    ``strftime``'s ``%Y`` does not (years before 1000)."""
+    return utc(instant).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_instant(text: str) -> datetime:

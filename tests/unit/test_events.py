@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.model.canonical import canonical_json, format_instant
+from engine.model.canonical import canonical_json, format_instant, parse_instant
 from engine.model.errors import EventInvalid
 from engine.model.events import (
     FIELD_RULES,
@@ -314,6 +314,18 @@ def test_json_instants_carry_microseconds_and_finer_digits_are_not_kept() -> Non
     event = event_from_json({**document, "occurred_at": "2026-01-01T00:00:00.1234567Z"})
     assert format_instant(event.occurred_at) == "2026-01-01T00:00:00.123456Z"
     assert event_from_json(event_to_json(event)) == event
+
+
+@given(
+    st.datetimes(
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-11)), timezone(timedelta(0))])
+    )
+)
+def test_every_instant_has_one_fixed_width_utc_text_that_reads_back(instant: datetime) -> None:
+    """Fingerprints hash this text: one width and one spelling for every year and zone."""
+    text = format_instant(instant)
+    assert len(text) == len("2026-01-01T00:00:00.000000Z") and text.endswith("Z")
+    assert parse_instant(text) == instant
 
 
 def test_naive_times_are_refused() -> None:
