@@ -27,6 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class HandlerThreads:
             call.future.set_exception(error)
 
 
+@dataclass(eq=False, slots=True)
 class _Call:
     """One handler call, from its caller's coroutine to a thread and back.
 
@@ -118,55 +120,36 @@ class _Call:
     waited for a thread); the lock makes that one choice. ``returned`` and ``lingers``
     are read and written on the event loop only."""
 
-    __slots__ = (
-        "_lock",
-        "_state",
-        "clock",
-        "context",
-        "future",
-        "handler",
-        "lingers",
-        "loop",
-        "request",
-        "returned",
-        "threads",
-    )
+    threads: HandlerThreads
+    loop: asyncio.AbstractEventLoop
+    context: contextvars.Context
+    handler: Handler
+    request: ActivityRequest
+    clock: _FromStart
+    future: asyncio.Future[Any] = field(init=False)
+    returned: bool = False
+    lingers: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _state: str = "waiting"
 
-    def __init__(
-        self,
-        threads: HandlerThreads,
-        loop: asyncio.AbstractEventLoop,
-        context: contextvars.Context,
-        handler: Handler,
-        request: ActivityRequest,
-        clock: _FromStart,
-    ) -> None:
-        self.threads = threads
-        self.loop = loop
-        self.context = context
-        self.handler = handler
-        self.request = request
-        self.clock = clock
-        self.future: asyncio.Future[Any] = loop.create_future()
-        self.returned = False
-        self.lingers = False
-        self._lock = threading.Lock()
-        self._state = "waiting"
+    def __post_init__(self) -> None:
+        self.future = self.loop.create_future()
 
     def take(self) -> bool:
         """In a thread: whether to run it (it was not withdrawn)."""
-        with self._lock:
-            if self._state == "withdrawn":
-                return False
-            self._state = "running"
-            return True
+        return self._settle("running")
 
     def withdraw(self) -> bool:
         """Whether it was withdrawn before a thread took it (now or earlier)."""
+        return self._settle("withdrawn")
+
+    def _settle(self, state: str) -> bool:
+        """Whether it is in ``state`` now: it moves there from waiting, never from the
+        other side's state."""
         with self._lock:
-            if self._state == "running":
+            if self._state not in ("waiting", state):
                 return False
-            self._state = "withdrawn"
+            self._state = state
             return True
 
     def refuse(self) -> None:
