@@ -14,7 +14,9 @@
   (fencing still rejects that worker if it turns out to be alive).
 - On stop (SIGTERM/SIGINT in the CLI) it stops claiming, lets in-flight work finish up
   to ``drain_timeout`` (decisions already made are committed), then cancels the rest,
-  whose leases expire and are redelivered as unknown outcomes where a handler ran.
+  whose leases expire and are redelivered as unknown outcomes where a handler ran. A
+  sync handler cancelled so keeps running in its thread, which does not hold the
+  process's exit (``engine.worker.handler_threads``).
 """
 
 from __future__ import annotations

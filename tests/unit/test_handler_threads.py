@@ -4,8 +4,13 @@ handler that outlives its attempt keeps its thread, counted, until it returns.""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +128,35 @@ async def test_a_call_still_waiting_for_a_thread_when_they_close_is_cancelled_no
     assert ran == [] and threads.lingering == 0, "it never ran, so it holds no thread"
     with pytest.raises(RuntimeError, match="closed"):
         await threads.run(ran.append, request("late"), 5.0)
+
+
+OUTLIVING = textwrap.dedent("""
+    import asyncio, threading
+    from datetime import UTC, datetime
+    from engine.worker.activities import ActivityRequest, Unknown, run_handler
+    from engine.worker.handler_threads import HandlerThreads
+
+    async def main():
+        threads = HandlerThreads(1)
+        never = threading.Event()
+        request = ActivityRequest("i", "s", "t", 1, "key", datetime.now(UTC), None)
+        outcome = await run_handler(lambda _: never.wait(), request, 0.05, threads)
+        assert outcome == Unknown("activity-timeout") and threads.lingering == 1
+        threads.close()
+        print("returned", flush=True)
+
+    asyncio.run(main())
+""")
+"""A process whose handler outlives its attempt, blocked for good, and which then ends."""
+
+
+def test_a_handler_blocked_for_good_does_not_hold_its_process_exit() -> None:
+    """A stopping worker whose drain ran out leaves such handlers behind: its process
+    still exits (the outcome is unknown either way) instead of waiting on them forever."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    ended = subprocess.run(
+        [sys.executable, "-c", OUTLIVING], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout == "returned\n"
