@@ -115,11 +115,17 @@ async def test_a_cancelled_attempt_that_never_started_leaves_no_thread_behind(si
 
 async def test_a_call_still_waiting_for_a_thread_when_they_close_is_cancelled_not_run() -> None:
     threads = HandlerThreads(1)
-    released = threading.Event()
+    holding, released = threading.Event(), threading.Event()
     ran: list[str] = []
-    holder = asyncio.create_task(threads.run(lambda _: released.wait(), request("h"), 5.0))
+
+    def holds_the_thread(_: ActivityRequest) -> bool:
+        holding.set()
+        return released.wait()
+
+    holder = asyncio.create_task(threads.run(holds_the_thread, request("h"), 5.0))
+    assert await asyncio.to_thread(holding.wait, 60), "the holder took the only thread"
     waiting = asyncio.create_task(threads.run(ran.append, request("w"), 5.0))
-    await asyncio.sleep(0)  # let both queue: the holder takes the only thread
+    await asyncio.sleep(0)  # its first step queues it behind the holder
     threads.close()
     released.set()
     assert await holder is True
