@@ -10,6 +10,7 @@ a few more targets, so target suggestions and warnings are real.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -45,11 +46,26 @@ TIMEOUT_MS = 20_000
 expect.set_options(timeout=TIMEOUT_MS)
 
 
+_served = contextlib.ExitStack()
+"""The live studio: closed after the last browser test (``pytest_runtest_teardown``),
+not at the session's end. Its in-process worker runs the engine's own functions, which
+tests after this directory patch for a worker of theirs: left running, it once handed
+a studio instance's due timer to such a test's patched processor."""
+
+
 @pytest.fixture(scope="session")
 def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
-    with serve_studio(pg_dsn, worker_activities=example_activities) as live:
-        live.advertise()
-        yield live
+    live = _served.enter_context(serve_studio(pg_dsn, worker_activities=example_activities))
+    live.advertise()
+    yield live
+    _served.close()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Close the studio once the next test is not a browser test (pytest runs a
+    directory's tests together, so none of them needs it again)."""
+    if nextitem is None or nextitem.path.parent != Path(__file__).parent:
+        _served.close()
 
 
 @pytest.fixture(scope="session")
