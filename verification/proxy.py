@@ -15,15 +15,16 @@ its Execute counts as the COMMIT (its verdict: the ReadyForQuery after it, or an
 - ``sever_before_commit``: the COMMIT is never forwarded and both sides are cut (the
   server rolls back; not committed, unknown to the client).
 
-It can also hold back the answer to every transition's COMMIT (``answer_delay``), so
-a worker's other requests meanwhile (renewals of the lease that commit completed) are
-answered first. Independently of COMMITs it can *blackhole* (stop forwarding in both directions and
-keep the sockets open, as a dead network does), *delay* every client message, and
-sever every connection at once. Each cut COMMIT is recorded as an AmbiguousCommit, the
-Jepsen ``:info`` operation, with the server's verdict once it is known. A cut armed with
-``outage=True`` also severs every other connection and refuses new ones until
-``restore()``, as when the database is unreachable: the client cannot settle the
-outcome on another connection either.
+It can also hold back the answer to every transition's COMMIT until a lease renewal
+has been answered after it (``hold_for_renewal``): a renewal of the lease that commit
+completed is then answered first, every time, not only when the timing happens to fall
+that way. Independently of COMMITs it can *blackhole* (stop forwarding in both
+directions and keep the sockets open, as a dead network does), *delay* every client
+message, and sever every connection at once. Each cut COMMIT is recorded as an
+AmbiguousCommit, the Jepsen ``:info`` operation, with the server's verdict once it is
+known. A cut armed with ``outage=True`` also severs every other connection and refuses
+new ones until ``restore()``, as when the database is unreachable: the client cannot
+settle the outcome on another connection either.
 
 Clients must connect with ``sslmode=disable gssencmode=disable`` (``conninfo`` does
 that); the proxy also answers negotiation requests with "no" itself.
@@ -43,6 +44,12 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from verification import wire
 
 GONE = (OSError, asyncio.IncompleteReadError, ConnectionError)
+RENEWAL_WAIT_SECONDS = 5.0
+"""The longest a held COMMIT answer waits for a renewal: far past a drill worker's
+renewal period, so it ends only a hold no renewal will ever end."""
+RENEWAL_GAP_SECONDS = 0.2
+"""How long a held answer still waits once the renewal's answer is on its way: time for
+the client to read that one first, even on a loaded machine."""
 _ENDED = object()
 """What a series of cuts yields once it has run out."""
 
@@ -97,7 +104,10 @@ class _Link:
         self.pending_alone = False
         """That COMMIT is a statement in autocommit: it committed if it did not fail."""
         self.hold_answer = False
-        """The next answer is a transition's COMMIT's: it is held back ``answer_delay``."""
+        """The next answer is a transition's COMMIT's: it waits for a renewal's."""
+        self.renewing = False
+        """A lease renewal runs: its transaction's end (commit, or rollback when stale)
+        is a renewal answered."""
 
     async def run(self) -> None:
         downstream = asyncio.create_task(self._server_to_client())
@@ -125,7 +135,9 @@ class _Link:
             message = await wire.read_message(self.client_reader)
             await self.proxy.gate()
             cut = None
-            if self.tracker.executes_commit(message):
+            commits = self.tracker.executes_commit(message)
+            self.renewing = self.renewing or "renewal" in self.tracker.kinds
+            if commits:
                 cut = self.proxy.claim_cut(self.tracker.kinds, self)
                 self.hold_answer = self.proxy.delays_answer(self.tracker.kinds)
                 self.tracker.committed()
@@ -175,6 +187,9 @@ class _Link:
             if message.kind == wire.BACKEND_KEY:
                 self.backend_pid = wire.backend_pid(message)
             if wire.ends_transaction(message):  # e.g. a statement run in autocommit
+                if self.renewing:
+                    self.renewing = False
+                    self.proxy.renewal_answered()
                 self.tracker.committed()
             elif wire.opens_transaction(message):
                 self.tracker.idle = False
@@ -182,7 +197,7 @@ class _Link:
                 await self.proxy.wait_open()
                 if self.hold_answer:
                     self.hold_answer = False
-                    await asyncio.sleep(self.proxy.answer_delay)
+                    await self.proxy.after_a_renewal()
                 await self._send(self.client_writer, message.raw)
             elif self.pending_alone and message.kind == wire.READY_FOR_QUERY:
                 self.proxy.judge(self.pending, Truth.COMMITTED)  # no error came before it
@@ -213,10 +228,18 @@ class DrillProxy:
         self.port = 0
         self.control_port = 0
         self.delay_seconds = 0.0
-        self.answer_delay = 0.0
-        """Seconds the answer to each transition's COMMIT is held back (0: none): the
-        server has committed, the client does not know yet, and whatever else it asks
-        meanwhile (a lease renewal) is answered first."""
+        self.hold_for_renewal = False
+        """Hold back the answer to each transition's COMMIT until the server has answered
+        a lease renewal after it (at most ``renewal_wait`` seconds), then ``RENEWAL_GAP``
+        seconds more: the server has committed, the client does not know yet, and it
+        reads the renewal's answer first."""
+        self.renewal_wait = RENEWAL_WAIT_SECONDS
+        self.held = 0
+        """Answers held for a renewal so far."""
+        self.renewed = 0
+        """Of those, the ones a renewal released (the others waited ``renewal_wait``)."""
+        self._renewal = asyncio.Event()
+        """Set by the next renewal answered (then replaced by a fresh event)."""
         self.ambiguous: list[AmbiguousCommit] = []
         self.connections = 0
         self._armed: Cut | None = None
@@ -312,8 +335,26 @@ class DrillProxy:
         return cut
 
     def delays_answer(self, kinds: set[str]) -> bool:
-        """Whether the answer to a COMMIT of a transaction of ``kinds`` is held back."""
-        return self.answer_delay > 0 and "transition" in kinds
+        """Whether the answer to a COMMIT of a transaction of ``kinds`` is held back (a
+        renewal's never: it fences its lease as a transition does, and is what a held
+        answer waits for)."""
+        return self.hold_for_renewal and "transition" in kinds and "renewal" not in kinds
+
+    def renewal_answered(self) -> None:
+        """The server answered a lease renewal: wake the answers held for one."""
+        self._renewal.set()
+        self._renewal = asyncio.Event()
+
+    async def after_a_renewal(self) -> None:
+        """Return once the server has answered a renewal after now, and the client has
+        had ``RENEWAL_GAP`` seconds to read that answer (or ``renewal_wait`` passed)."""
+        self.held += 1
+        try:
+            await asyncio.wait_for(self._renewal.wait(), self.renewal_wait)
+            self.renewed += 1
+        except TimeoutError:
+            pass  # counted: the drill learns its race did not happen
+        await asyncio.sleep(RENEWAL_GAP_SECONDS)
 
     def record(self, commit: AmbiguousCommit) -> AmbiguousCommit:
         self.ambiguous.append(commit)

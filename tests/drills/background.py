@@ -7,9 +7,10 @@ its own, so the campaign overlaps the rest of the suite instead of adding to it.
 that judges one is marked ``background_drills(NAME)``: ``tests/conftest.py`` moves it to
 the end of the session and starts, before the first test runs, every run the session's
 tests name that may share the machine; ``result`` then waits for it. The self-test may
-not: a mutant is caught only if its drill's race really happens (U1's renewal racing an
-outcome's commit), which two drill runs and the suite at once on two cores can starve,
-so it starts when its test asks for it, the session's last, with nothing else running.
+not: its control must pass drills bound to time (U3's handler timeouts, the leases U2
+and U4 keep while a cut write is written again), which two drill runs and the suite at
+once on two cores can starve, so it starts when its test asks for it, the session's
+last, with nothing else running.
 Output goes to files, never to a pipe nobody reads.
 """
 

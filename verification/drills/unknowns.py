@@ -5,10 +5,11 @@ strict about invariant U (every attempt recorded unknown had its handler started
 the ledger's handler-entry marks), and no worker is crashed, stopped or cut off from
 its database, so no false unknown is excused:
 
-- U1: the answer to every transition's COMMIT is held back through the proxy while
-  leases are renewed often: a renewal of the lease an outcome's commit has just
-  completed is answered "stale" before the outcome's answer, which hands on the next
-  step's lease (eager dispatch). The worker must not take that for a lost lease.
+- U1: the answer to every transition's COMMIT is held back through the proxy until a
+  lease renewal after it has been answered. One slot, so that renewal is of the lease
+  the commit worked under: after an outcome's commit, which completed that lease and
+  handed on the next step's (eager dispatch), it is answered "stale" before the
+  outcome's answer, every time. The worker must not take that for a lost lease.
 - U2: the answer of every outcome's write (one statement in autocommit) is cut after
   the server got it; the session check settles most as committed, and the worker must
   still run the next step whose lease such a write handed on.
@@ -31,11 +32,11 @@ from verification.proxy import Truth
 from verification.sql_checks import UNKNOWN_KINDS, UNKNOWNS
 from verification.workloads import BURST, BURST_TIMEOUT_MS, Workload
 
-ANSWER_DELAY_SECONDS = 0.4
-"""How long each transition's COMMIT answer is held back (U1): most of the renewal
-period (a third of the drill workers' 1.5 s lease), so a renewal nearly always lands
-between the commit and its answer."""
-RACE_INSTANCES = 6
+RACE_INSTANCES = 3
+"""U1's instances: the race happens at every outcome, so a few are plenty."""
+RACE_LEASE_SECONDS = 3.0
+"""U1's worker's lease (renewed every second): a held answer (a renewal period and the
+proxy's gap at most) still leaves the lease handed on two renewals' time to spare."""
 CUT_INSTANCES = 3
 HANDLER_HITS_PER_INSTANCE = 3
 """Handlers of one ``drill.flow`` instance that succeed at once: reserve, work, finish
@@ -60,13 +61,16 @@ def default_pool_threads() -> int:
 async def renewal_race(env: DrillEnv) -> None:
     planned = await env.start_workload(Workload(env.spec.id, count=RACE_INSTANCES))
     proxy = await env.proxy()
-    proxy.answer_delay = ANSWER_DELAY_SECONDS
-    env.worker("a", proxy=proxy)
-    env.mark_fault("answer_delay")
+    proxy.hold_for_renewal = True
+    env.worker("a", proxy=proxy, concurrency=1, lease_seconds=RACE_LEASE_SECONDS)
+    env.mark_fault("answer_after_renewal")
     for item in planned:
         await env.signal(item)
     await env.quiesce()
     await env.stop_processes()
+    missed = proxy.held - proxy.renewed
+    env.expect(proxy.held > 0, "no transition's answer was held for a renewal")
+    env.expect(missed == 0, f"{missed} of {proxy.held} held answers saw no renewal: no race")
 
 
 async def lone_write_cut(env: DrillEnv) -> None:
