@@ -230,9 +230,9 @@ class DrillProxy:
         self.delay_seconds = 0.0
         self.hold_for_renewal = False
         """Hold back the answer to each transition's COMMIT until the server has answered
-        a lease renewal after it (at most ``renewal_wait`` seconds), then ``RENEWAL_GAP``
-        seconds more: the server has committed, the client does not know yet, and it
-        reads the renewal's answer first."""
+        a lease renewal after it (at most ``renewal_wait`` seconds), then
+        ``RENEWAL_GAP_SECONDS`` more: the server has committed, the client does not know
+        yet, and it reads the renewal's answer first."""
         self.renewal_wait = RENEWAL_WAIT_SECONDS
         self.held = 0
         """Answers held for a renewal so far."""
@@ -347,7 +347,7 @@ class DrillProxy:
 
     async def after_a_renewal(self) -> None:
         """Return once the server has answered a renewal after now, and the client has
-        had ``RENEWAL_GAP`` seconds to read that answer (or ``renewal_wait`` passed)."""
+        had ``RENEWAL_GAP_SECONDS`` to read that answer (or ``renewal_wait`` passed)."""
         self.held += 1
         try:
             await asyncio.wait_for(self._renewal.wait(), self.renewal_wait)
