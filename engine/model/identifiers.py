@@ -38,6 +38,7 @@ ID_RULE = (
     f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits and . _ : @ / + -, "
     "starting with a letter or digit"
 )
+KEY_RULE = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
 
 
 def name_problem(value: object) -> str | None:
@@ -52,8 +53,7 @@ def id_problem(value: object) -> str | None:
 
 def key_problem(value: object) -> str | None:
     """Why ``value`` is not a valid derived key (an id up to MAX_KEY_LENGTH), or None."""
-    rule = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
-    return _problem(value, ID_PATTERN, rule, MAX_KEY_LENGTH)
+    return _problem(value, ID_PATTERN, KEY_RULE, MAX_KEY_LENGTH)
 
 
 def step_id_problem(value: object) -> str | None:
