@@ -240,6 +240,8 @@ class DrillProxy:
         """Of those, the ones a renewal released (the others waited ``renewal_wait``)."""
         self._renewal = asyncio.Event()
         """Set by the next renewal answered (then replaced by a fresh event)."""
+        self._holding = asyncio.Event()
+        """Set once an answer has been held for a renewal (``first_hold``)."""
         self.ambiguous: list[AmbiguousCommit] = []
         self.connections = 0
         self._armed: Cut | None = None
@@ -349,12 +351,17 @@ class DrillProxy:
         """Return once the server has answered a renewal after now, and the client has
         had ``RENEWAL_GAP_SECONDS`` to read that answer (or ``renewal_wait`` passed)."""
         self.held += 1
+        self._holding.set()
         try:
             await asyncio.wait_for(self._renewal.wait(), self.renewal_wait)
             self.renewed += 1
         except TimeoutError:
             pass  # counted: the drill learns its race did not happen
         await asyncio.sleep(RENEWAL_GAP_SECONDS)
+
+    async def first_hold(self) -> None:
+        """Return once an answer is (or was) held for a renewal."""
+        await self._holding.wait()
 
     def record(self, commit: AmbiguousCommit) -> AmbiguousCommit:
         self.ambiguous.append(commit)

@@ -8,6 +8,7 @@ These tests show the proxy makes that so on a real server, whatever the timing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import psycopg
@@ -47,24 +48,31 @@ async def commit_a_transition(conn: psycopg.AsyncConnection, answered: list[str]
     answered.append("transition")
 
 
-async def held(proxy: DrillProxy) -> None:
-    """Return once the proxy holds the transition's answer."""
-    async with asyncio.timeout(WAIT_SECONDS):
-        while not proxy.held:
-            await asyncio.sleep(0.01)
+async def renew(conn: psycopg.AsyncConnection, shape: str) -> None:
+    """A renewal as a statement alone, or in a transaction that commits, or that rolls
+    back (as the engine's does when it finds its lease stale)."""
+    if shape == "alone":
+        await conn.execute(RENEWAL)
+        return
+    with contextlib.suppress(psycopg.errors.RaiseException):
+        async with conn.transaction():
+            await conn.execute(RENEWAL)
+            if shape == "rolled back":
+                await conn.execute("DO $$ BEGIN RAISE 'stale lease'; END $$")
 
 
+@pytest.mark.parametrize("shape", ["alone", "committed", "rolled back"])
 async def test_a_transitions_answer_comes_after_a_renewal_sent_after_it(
-    proxy: DrillProxy, schema_name: str
+    proxy: DrillProxy, schema_name: str, shape: str
 ) -> None:
     proxy.renewal_wait = WAIT_SECONDS * 2  # only the renewal can end the hold in time
     committer, renewer = await connect(proxy, schema_name), await connect(proxy, schema_name)
     answered: list[str] = []
     async with asyncio.timeout(WAIT_SECONDS):
         committing = asyncio.create_task(commit_a_transition(committer, answered))
-        await held(proxy)
+        await proxy.first_hold()
         await renewer.execute("SELECT 1 FROM work")  # not a renewal: the hold goes on
-        await renewer.execute(RENEWAL)
+        await renew(renewer, shape)
         answered.append("renewal")
         await committing
     await committer.close()
