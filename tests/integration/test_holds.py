@@ -375,3 +375,23 @@ async def test_a_session_naming_the_schema_writes_work_and_held_work_stays_parke
             "lease_owner = 'psql' WHERE instance_id = 'repair-0'"
         )
     assert await running.parked("repair-0")
+
+
+async def test_a_session_naming_the_schema_writes_leased_work_while_nothing_is_held(
+    pg_dsn: str, schema: str, db_store: Store
+) -> None:
+    """With no hold active, a repair with no usable search_path writes work as it asked,
+    leased: the hold trigger's check for an active hold still finds its schema's holds
+    (migration 0026), where it once failed every write to work."""
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as repair:
+        await repair.execute("SET search_path TO pg_catalog")
+        await repair.execute(
+            f"INSERT INTO {schema}.work (work_id, kind, instance_id, sequence, available_at,"
+            " deadline, state, lease_owner, lease_expires_at, lease_token)"
+            " VALUES ('repair#w', 1, 'repair', 1, now(), now() + interval '1 hour', 2,"
+            " 'psql', now() + interval '1 minute', 1)"
+        )
+        cursor = await repair.execute(
+            f"SELECT state, lease_owner FROM {schema}.work WHERE work_id = 'repair#w'"
+        )
+        assert await cursor.fetchone() == (WorkState.LEASED, "psql")
