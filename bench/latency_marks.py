@@ -107,3 +107,24 @@ def breakdown(samples: Iterable[dict[str, float]]) -> list[tuple[str, int, float
             by_label.setdefault(label, []).append(ms)
     rows = [(label, len(ms), statistics.median(ms)) for label, ms in by_label.items()]
     return sorted(rows, key=lambda row: row[2])
+
+
+COMMITTED_MARKS = (START_ANSWERED, CLAIMED)
+"""Marks that end a durable commit besides the fenced commits: the start call's answer
+(its transition commits before it is answered) and the claim's (a claim commits the
+lease it takes)."""
+
+
+def durable_commits(rows: Iterable[tuple[str, int, float]], samples: int) -> int:
+    """How many durable commits the path of most samples holds, from ``breakdown``'s
+    rows: the start's, the claim's, and each fenced commit answered (a mark counts when
+    at least half of the ``samples`` have it)."""
+    return sum(
+        1
+        for label, count, _ in rows
+        if 2 * count >= samples and (label in COMMITTED_MARKS or _fenced_commit(label))
+    )
+
+
+def _fenced_commit(label: str) -> bool:
+    return label.startswith("commit ") and label.endswith(" answered")

@@ -105,6 +105,10 @@ def run(mode: str, samples: int | None = None) -> Path:
         results.versions = machine.versions(cluster)
         results.settings = settings(cluster)
         if mode == "latency":
+            _section(results, "pgbench init", lambda: pgbench.initialise(cluster))
+            results.pgbench_before += _pgbench_runs(
+                results, cluster, meter, sizes.pgbench_seconds, "before", client_counts=(1,)
+            )
             _latencies(results, cluster, sizes, LATENCY_ROUNDS)
         else:
             _measure(results, cluster, meter, sizes)
@@ -257,12 +261,18 @@ def _latencies(results: Results, cluster: Any, sizes: Sizes, rounds: int) -> Non
 
 
 def _pgbench_runs(
-    results: Results, cluster: Any, meter: Meter, seconds: int, when: str
+    results: Results,
+    cluster: Any,
+    meter: Meter,
+    seconds: int,
+    when: str,
+    client_counts: tuple[int, ...] = (1, 8),
 ) -> list[pgbench.PgbenchRun]:
-    """pgbench -N with 1 and 8 clients; run ``when`` "before" and "after" the workloads,
-    so the report shows whether the cluster itself changed during the run."""
+    """pgbench -N with each of ``client_counts`` clients; run ``when`` "before" and "after" the
+    workloads, so the report shows whether the cluster itself changed during the run
+    (``--latency`` runs it once, at 1 client: the floor of one commit)."""
     runs = []
-    for clients in (1, 8):
+    for clients in client_counts:
         done = _section(
             results,
             f"pgbench -N -c {clients} ({when})",

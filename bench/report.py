@@ -823,7 +823,32 @@ def _latency(v: View) -> list[str]:
             ["mark", "samples", "median ms since the start call", "ms since the row above"],
             _mark_rows(latency_marks.breakdown(shape.marks), len(shape.marks)),
         )
-    return lines
+    return lines + _floor(v)
+
+
+def _floor(v: View) -> list[str]:
+    """Wayline's path against this host's floor (issue 23): one durable commit as
+    ``pgbench -N`` at 1 client makes it, times the durable commits the path holds."""
+    tps, ours = v.pgbench(1), v.r.latency.get("wayline")
+    if not tps or ours is None or not ours.marks:
+        return []
+    each = 1000 / tps
+    rows = latency_marks.breakdown(ours.marks)
+    commits = latency_marks.durable_commits(rows, len(ours.marks))
+    text = (
+        f"The floor on this host: `pgbench -N` at 1 client made {_num(tps)} durable "
+        f"commits/s, {each:.2f} ms each. Wayline's path holds {commits} durable commits "
+        "(the start, the claim that took the work and each fenced commit answered, from "
+        f"the marks above): {commits * each:.1f} ms of its {1000 * ours.median:.1f} ms "
+        "median at that rate"
+    )
+    dbos = v.best_latency("dbos")
+    if dbos is not None:
+        text += (
+            f"; half of DBOS's best shape ({peers.label(dbos.engine, dbos.shape)}, "
+            f"{1000 * dbos.median:.1f} ms) is {500 * dbos.median:.1f} ms"
+        )
+    return ["", text + "."]
 
 
 MARKS_NOTE = (

@@ -5,7 +5,9 @@ another sample's window; and the report shows them in the order they happen."""
 from __future__ import annotations
 
 from bench import latency_marks, report
+from bench.cluster import Window
 from bench.latency_marks import CLAIM_TIMED
+from bench.pgbench import PgbenchRun
 from bench.results import Results
 from bench.w1 import Latency
 from engine.worker.faults import Boundary
@@ -57,3 +59,37 @@ def test_the_report_lists_marks_by_their_median_with_the_gap_to_the_row_above():
     assert "| claim answered | 2/3 | 4.50 | +2.00 |" in text
     assert "| probe saw it completed | 3/3 | 10.00 | +5.50 |" in text
     assert text.index("| start call answered |") < text.index("| claim answered |")
+
+
+def test_the_path_counts_the_commits_most_samples_made():
+    rows = [
+        ("claim that took it began", 3, 1.0),  # a claim's start commits nothing
+        ("start call answered", 3, 1.1),
+        ("claim answered", 3, 2.0),
+        ("commit 1 sent", 3, 2.2),
+        ("commit 1 answered", 3, 3.0),
+        ("handler 1 returned", 3, 3.2),
+        ("commit 2 answered", 2, 4.0),
+        ("commit 3 answered", 1, 5.0),  # in one sample of three: not the path's
+        ("probe saw it completed", 3, 5.5),
+    ]
+    assert latency_marks.durable_commits(rows, 3) == 4
+
+
+def test_the_report_sets_the_path_against_one_commit_at_this_hosts_floor():
+    samples = [
+        {"start call answered": 2.0, "claim answered": 3.0, "commit 1 answered": 4.0},
+        {"start call answered": 2.0, "claim answered": 3.0, "commit 1 answered": 4.0},
+    ]
+    ours = Latency("wayline", [0.008, 0.008], [0.002] * 2, marks=samples)
+    dbos = Latency("dbos", [0.010, 0.010], [0.010] * 2, shape="direct")
+    found = Results("latency", SIZES, "2026-12-05 00:00 UTC")
+    found.latency = {ours.key: ours, dbos.key: dbos}
+    assert "floor on this host" not in report.render_latency(found)  # no pgbench: no floor
+
+    found.pgbench_before = [PgbenchRun(1, 5, 1250.0, 0.8, Window())]
+    text = report.render_latency(found)
+    assert "made 1,250 durable commits/s, 0.80 ms each" in text
+    assert "holds 3 durable commits" in text
+    assert "2.4 ms of its 8.0 ms median" in text
+    assert "half of DBOS's best shape (DBOS (direct), 10.0 ms) is 5.0 ms" in text
