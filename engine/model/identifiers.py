@@ -34,11 +34,18 @@ NAME_RULE = (
     f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits, '.', '_' or '-', "
     "starting with a letter or digit"
 )
-ID_RULE = (
-    f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits and . _ : @ / + -, "
-    "starting with a letter or digit"
-)
-KEY_RULE = ID_RULE.replace(str(MAX_IDENTIFIER_LENGTH), str(MAX_KEY_LENGTH))
+
+
+def _id_rule(length: int) -> str:
+    """What ``ID_PATTERN`` admits, up to ``length`` characters, as a message says it."""
+    return (
+        f"1 to {length} characters: letters, digits and . _ : @ / + -, "
+        "starting with a letter or digit"
+    )
+
+
+ID_RULE = _id_rule(MAX_IDENTIFIER_LENGTH)
+KEY_RULE = _id_rule(MAX_KEY_LENGTH)
 
 
 def name_problem(value: object) -> str | None:
