@@ -32,13 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef, Mode
 from engine.model.errors import DecisionRejected, ReplayRejected, TransitionInvalid
 from engine.model.events import Event, EventKind, event_from_json, event_to_json
 from engine.model.instance import Instance
 from engine.model.registry import Registry
-from engine.model.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
+from engine.model.transitions import Draft, Transition, WorkItem, work_to_json
 from engine.modes import decide
 from engine.replay import snapshots
 from engine.replay.fold import apply
@@ -414,7 +413,7 @@ def _fingerprint(
         tuple(events),
         tuple(work),
     )
-    return digest(transition_to_json(transition))
+    return transition.fingerprint
 
 
 REPLAYS: dict[Mode, Callable[[Registry, History, Decide], Verdict]] = {

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -318,8 +319,9 @@ def _check_data(event: Event, where: str) -> None:
         raise EventInvalid(f"{where}: data must be a JSON object of the state's fields")
 
 
-def event_to_json(event: Event) -> dict[str, Any]:
-    """The exchange form: fields that are set, instants as ISO text, data as JSON."""
+def event_to_json(event: Event, data: Callable[[str], Any] = json.loads) -> dict[str, Any]:
+    """The exchange form: fields that are set, instants as ISO text, data as JSON (as
+    ``data`` reads the event's canonical text: the fingerprint keeps the text itself)."""
     out: dict[str, Any] = {
         "sequence": event.sequence,
         "instance_id": event.instance_id,
@@ -335,7 +337,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
         elif name == "due_at":
             value = format_instant(value)
         elif name == "data":
-            value = json.loads(value)
+            value = data(value)
         out[name] = value
     return out
 

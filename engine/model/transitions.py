@@ -19,13 +19,15 @@ replay), while different decisions at one position conflict on the sequence.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
-from engine.model.canonical import canonical_json, digest, format_instant, utc
+from engine.model.canonical import canonical_json, format_instant, spliced, spliced_digest, utc
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import TransitionInvalid
 from engine.model.events import TERMINAL_KINDS, Event, EventKind, event_to_json, make_event
@@ -110,8 +112,10 @@ class Transition:
 
     @cached_property
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of the complete content."""
-        return digest(transition_to_json(self))
+        """SHA-256 of the canonical JSON of the complete content, ``digest`` of
+        ``transition_to_json``: computed with each event's data as the canonical text it
+        already is, not parsed and encoded again (every transition is fingerprinted)."""
+        return spliced_digest(transition_to_json(self, data=spliced))
 
     @property
     def committed_sequence(self) -> int:
@@ -263,14 +267,17 @@ def _check_work(events: tuple[Event, ...], work: tuple[WorkItem, ...]) -> None:
         raise TransitionInvalid(f"transition carries {total} bytes; at most {MAX_TRANSITION_BYTES}")
 
 
-def transition_to_json(transition: Transition) -> dict[str, Any]:
-    """The complete content, as fingerprinted and as exported."""
+def transition_to_json(
+    transition: Transition, data: Callable[[str], Any] = json.loads
+) -> dict[str, Any]:
+    """The complete content, as fingerprinted and as exported (``event_to_json``'s
+    ``data``)."""
     return {
         "transition_id": transition.transition_id,
         "instance_id": transition.instance_id,
         "expected_sequence": transition.expected_sequence,
         "definition": transition.definition.to_json(),
-        "events": [event_to_json(e) for e in transition.events],
+        "events": [event_to_json(e, data) for e in transition.events],
         "work": [work_to_json(w) for w in transition.work],
     }
 

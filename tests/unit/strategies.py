@@ -43,6 +43,19 @@ _BLOCK_SHAPES = st.one_of(
 )
 
 
+def json_values() -> st.SearchStrategy[Any]:
+    """Any JSON value: what a handler may return or a signal may carry."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=12,
+    )
+
+
 def identifiers(max_size: int = 12) -> st.SearchStrategy[str]:
     """Valid names: definition names and versions, step names, targets."""
     return st.builds(

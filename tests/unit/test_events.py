@@ -36,6 +36,7 @@ from engine.model.limits import (
     MAX_SEQUENCE,
 )
 from tests.unit.histories import RICH, T0, Run
+from tests.unit.strategies import json_values
 
 K = EventKind
 AUDIT = canonical_json({"action": "pause", "actor": "alice", "reason": "maintenance"})
@@ -261,18 +262,7 @@ def test_data_larger_than_the_payload_limit_is_rejected() -> None:
         build(K.COMPLETED, set(), data=data)
 
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@given(JSON_VALUES)
+@given(json_values())
 def test_any_json_value_round_trips_as_event_data(value: Any) -> None:
     event = build(K.COMPLETED, set(), data=canonical_json(value))
     again = event_from_json(json.loads(json.dumps(event_to_json(event))))

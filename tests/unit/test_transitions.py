@@ -38,6 +38,7 @@ from engine.model.transitions import (
     transition_to_json,
 )
 from tests.unit.histories import RICH, T0, Run, activity_doc, definition
+from tests.unit.strategies import json_values
 
 K = EventKind
 HOUR = timedelta(hours=1)
@@ -326,6 +327,15 @@ def test_the_fingerprint_survives_a_json_round_trip_and_time_zones() -> None:
         [work(available_at=T0.astimezone(plus_two), deadline=(T0 + HOUR).astimezone(plus_two))],
     )
     assert local.fingerprint == transition().fingerprint
+
+
+@given(json_values(), json_values())
+def test_the_fingerprint_is_the_digest_of_the_exported_content(data: Any, payload: Any) -> None:
+    """The fingerprint splices each event's canonical data text in instead of encoding
+    it again (``canonical.spliced_digest``): the bytes hashed must stay those of the
+    exported content, or a ledger written before would no longer match its replays."""
+    built = transition([signal(3, canonical_json(data))], [work(payload=payload)])
+    assert built.fingerprint == digest(transition_to_json(built))
 
 
 def test_the_same_decision_at_the_same_position_is_the_same_transition() -> None:
