@@ -32,12 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef, Mode
 from engine.model.errors import DecisionRejected, ReplayRejected, TransitionInvalid
 from engine.model.events import Event, EventKind, event_from_json, event_to_json
 from engine.model.instance import Instance
 from engine.model.registry import Registry
-from engine.model.transitions import Draft, Transition, WorkItem, work_to_json
+from engine.model.transitions import Draft, Transition, WorkItem, transition_to_json, work_to_json
 from engine.modes import decide
 from engine.replay import snapshots
 from engine.replay.fold import apply
@@ -402,6 +403,9 @@ def check_ledger(history: History, pins: dict[int, DefinitionRef]) -> list[str]:
 def _fingerprint(
     row: LedgerRow, events: list[Event], work: list[WorkItem], pin: DefinitionRef | None
 ) -> str:
+    """The ledger row's content fingerprinted by the reference form, ``digest`` of the
+    exported content, not by ``Transition.fingerprint``'s spliced computation: the
+    check does not trust the code it checks."""
     if not events:
         return ""
     definition = events[0].definition if row.expected == 0 else pin
@@ -413,7 +417,7 @@ def _fingerprint(
         tuple(events),
         tuple(work),
     )
-    return transition.fingerprint
+    return digest(transition_to_json(transition))
 
 
 REPLAYS: dict[Mode, Callable[[Registry, History, Decide], Verdict]] = {

@@ -43,7 +43,7 @@ def spliced(text: str) -> msgspec.Raw:
 def spliced_digest(value: Any) -> str:
     """``digest(value)`` for a value whose parts are ``spliced`` canonical text: the same
     bytes, because msgspec writes sorted keys, text, whole numbers, booleans and null
-    exactly as ``canonical_json`` does (tests/unit/test_fingerprints.py). Floats are
+    exactly as ``canonical_json`` does (tests/unit/test_transitions.py). Floats are
     written differently, so they may appear only inside spliced text. It spares every
     transition's fingerprint a parse and a slower encoding of each event's data."""
     return hashlib.sha256(_SORTED.encode(value)).hexdigest()
