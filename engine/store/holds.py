@@ -109,16 +109,23 @@ async def release(
 
 
 async def drain(store: Store) -> int:
-    """Spend the rate of draining holds (each at most once per sweep, by one sweeper);
-    how many work items became due. A hold with nothing left parked ends."""
+    """Spend the rate of draining holds (each at most once per sweep, by one sweeper),
+    then make due the parked work no hold covers any more; how many work items became
+    due. A hold with nothing left parked ends.
+
+    The second part mends a race no single statement can see. A claim that parks work
+    decides with its statement's snapshot, so it can park work while a release that
+    ends the hold (or lets its instance go) commits: neither sees the other's write,
+    and the work would stay parked with no hold over it, its instance stuck. Every
+    sweep finds such work by the parked rows' own index, so it waits one sweep at most."""
     total = 0
     seen: set[str] = set()
     for _ in range(MAX_DRAINS_PER_SWEEP):
         spent = await transact(store, "hold drain", lambda conn: _drain_one(conn, store, seen))
         if spent is None:
-            return total
+            break
         total += spent
-    return total
+    return total + await transact(store, "unparking", lambda conn: _unpark(conn, store))
 
 
 async def _drain_one(conn: psycopg.AsyncConnection, store: Store, seen: set[str]) -> int | None:

@@ -36,7 +36,7 @@ from engine import (
 from engine.decide.operator_actions import Action
 from engine.model.instance import InstanceStatus
 from engine.model.validation import parse_definition
-from engine.store import leases
+from engine.store import holds, leases
 from engine.store.clock import ManualClock
 from engine.store.errors import StaleLease
 from engine.store.rows import WorkState
@@ -297,6 +297,38 @@ async def test_an_expired_lease_of_a_held_instance_is_parked_and_fenced(
         await Client(store).release_hold("", hold.hold_id, "bob", "back")
         [again] = await leases.claim(store, "live", timedelta(seconds=5), 10)
         assert (again.work_id, again.token, again.attempt) == (work_id, 2, 2)
+
+
+async def test_work_a_claim_parked_while_its_hold_ended_is_made_due_by_the_next_sweep(
+    pg_dsn: str, schema: str
+) -> None:
+    """A claim parks work by its statement's snapshot: one still open when the release
+    that ends the hold commits parks the work after it, and nothing else would ever make
+    it due (the instance stuck, as a drill once found). The worker's sweep
+    (``holds.drain``) does, and the work is then claimed once, token bumped."""
+    clock = ManualClock(T0)
+    async with open_store(pg_dsn, schema, clock) as store:
+        [work_id] = await seed_work(store, 1)
+        await leases.claim(store, "dead", timedelta(seconds=5), 1)
+        await Client(store).publish(DEFINITION, "ann")
+        hold = await Client(store).place_hold(HoldScope("", "lease-test"), "ann", "why")
+        async with await psycopg.AsyncConnection.connect(pg_dsn) as claimer:
+            await claimer.execute(  # the claim's write of the dead lease, not yet committed
+                f"UPDATE {schema}.work SET state = 2, lease_token = lease_token + 1, "
+                "lease_owner = 'live' WHERE work_id = %s",
+                [work_id],
+            )
+            await Client(store).release_hold("", hold.hold_id, "bob", "over")
+            await claimer.commit()
+        assert (await work_row(store, work_id))["state"] == WorkState.HELD
+        ended = await Queries(store).hold("", hold.hold_id)
+        assert ended is not None and not ended.active
+
+        assert await holds.drain(store) == 1
+        assert (await work_row(store, work_id))["state"] == WorkState.AVAILABLE
+        clock.advance(timedelta(seconds=6))
+        [again] = await leases.claim(store, "live", timedelta(seconds=5), 10)
+        assert (again.work_id, again.token) == (work_id, 2)
 
 
 async def test_an_instance_that_ends_under_the_hold_leaves_no_held_work(running: Running) -> None:
