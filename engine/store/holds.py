@@ -110,14 +110,17 @@ async def release(
 
 async def drain(store: Store) -> int:
     """Spend the rate of draining holds (each at most once per sweep, by one sweeper),
-    then make due the parked work no hold covers any more; how many work items became
-    due. A hold with nothing left parked ends.
+    then, while no hold is in force, make due any work still parked; how many work
+    items became due. A hold with nothing left parked ends.
 
     The second part mends a race no single statement can see. A claim that parks work
-    decides with its statement's snapshot, so it can park work while a release that
-    ends the hold (or lets its instance go) commits: neither sees the other's write,
-    and the work would stay parked with no hold over it, its instance stuck. Every
-    sweep finds such work by the parked rows' own index, so it waits one sweep at most."""
+    decides by its snapshot, so it can park work while a release that ends the hold
+    commits: neither sees the other's write, and the work would stay parked with no
+    hold over it, its instance stuck. The sweep makes such work due within one sweep
+    once no hold is in force. (Work a claim parks while a release by count lets its
+    instance go, the hold staying, waits until the next release or the hold's end,
+    which unpark all they free: checking every parked row at every sweep would cost
+    each worker the whole backlog twice a second during an incident.)"""
     total = 0
     seen: set[str] = set()
     for _ in range(MAX_DRAINS_PER_SWEEP):
@@ -125,7 +128,10 @@ async def drain(store: Store) -> int:
         if spent is None:
             break
         total += spent
-    return total + await transact(store, "unparking", lambda conn: _unpark(conn, store))
+    unparked = await transact(
+        store, "unparking", lambda conn: _unpark(conn, store, sql.UNPARK_STRANDED)
+    )
+    return total + unparked
 
 
 async def _drain_one(conn: psycopg.AsyncConnection, store: Store, seen: set[str]) -> int | None:
@@ -182,8 +188,10 @@ async def covering(store: Store, team: str, name: str = "", version: str = "") -
     return [_hold(r) for r in rows]
 
 
-async def _unpark(conn: psycopg.AsyncConnection, store: Store) -> int:
-    freed = (await conn.execute(sql.UNPARK_FREED, _params(store))).rowcount
+async def _unpark(
+    conn: psycopg.AsyncConnection, store: Store, statement: str = sql.UNPARK_FREED
+) -> int:
+    freed = (await conn.execute(statement, _params(store))).rowcount
     if freed:
         await conn.execute(sql.NOTIFY, {"channel": store.channel})
     return freed

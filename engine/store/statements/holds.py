@@ -96,15 +96,21 @@ ON CONFLICT DO NOTHING
 """
 """Let the hold's ``count`` longest-waiting instances go (the oldest parked work first)."""
 
-UNPARK_FREED = f"""
+_UNPARK = f"""
 UPDATE work w
 SET state = {WorkState.AVAILABLE},
     deadline = GREATEST(w.deadline, {NOW} + (w.deadline - w.available_at))
-WHERE w.state = {WorkState.HELD} AND NOT instance_held(w.instance_id)
-"""
+WHERE w.state = {WorkState.HELD} AND """
+
+UNPARK_FREED = _UNPARK + "NOT instance_held(w.instance_id)"
 """Parked work that no hold covers any more becomes due again at its own time: a timer
 due during the hold fires now, one due later at its time. Its deadline is moved so that
 it has at least its whole window from now: the hold's time is not spent from it."""
+
+UNPARK_STRANDED = _UNPARK + "NOT EXISTS (SELECT 1 FROM holds WHERE released_at IS NULL)"
+"""``UNPARK_FREED`` of every parked row while no hold is in force (``holds.drain``):
+one test of the active holds, and an empty index when nothing is parked, so every
+sweep can afford it."""
 
 DRAINING = f"""
 UPDATE holds
