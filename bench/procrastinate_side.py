@@ -1,5 +1,7 @@
 """The procrastinate side of the benchmark; runs in ``bench/.venv-procrastinate``
-(``pip install procrastinate==3.10.0``), as ``python -m bench.procrastinate_side``.
+(``pip install procrastinate==3.10.0 uvloop==0.23.0``), as
+``python -m bench.procrastinate_side``. Its processes run on uvloop's event loop, as
+Wayline's do (``engine.worker.runner``): the two async engines share one loop.
 
 procrastinate is a PostgreSQL task queue, not a workflow engine: the closest shape to a
 3-step instance is a chain of three jobs in which each job defers the next, run by a
@@ -29,6 +31,7 @@ import threading
 import time
 
 import psycopg
+import uvloop
 from procrastinate import App, PsycopgConnector
 
 from bench.peer_side import (
@@ -143,7 +146,7 @@ def main() -> None:
     if args.action == "latency":
         _latency(args)
     else:
-        asyncio.run({"setup": _setup, "worker": _worker}[args.action](args))
+        uvloop.run({"setup": _setup, "worker": _worker}[args.action](args))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 cProfile sees the event-loop thread (all engine code; sync handlers run in other threads
 and are no-ops here) and is timed by that thread's CPU time. Its overhead inflates
 call-heavy code, so the shares matter, not the absolute seconds. Time in ``epoll`` is
-reported apart (with a CPU-time timer it is the syscall's own cost).
+reported apart (with a CPU-time timer it is the syscall's own cost) where the loop is
+asyncio's; uvloop waits inside its own C code, which cProfile sees as one call of the
+loop's (``engine.worker.runner``), counted with the event loop.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("idle: waiting in epoll", ("select.epoll",)),
     ("psycopg + pool (driver, protocol, adaptation)", ("/psycopg/", "/psycopg_pool/")),
     (
-        "asyncio event loop + selectors (psycopg adds and removes a reader per wait)",
-        ("/asyncio/", "selectors.py", "_contextvars", "_asyncio", "_heapq", "weakref.py"),
+        "event loop: uvloop, asyncio (psycopg adds and removes a reader per wait)",
+        ("uvloop", "/asyncio/", "selectors.py", "_contextvars", "_asyncio", "_heapq", "weakref.py"),
     ),
     (
         "engine replay + instance state",

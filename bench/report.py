@@ -203,8 +203,8 @@ def _header(r: Results) -> list[str]:
         f"{', '.join(f'{n:,}' for n in s.claim_levels)} due rows; W3/W4 "
         f"{3 * s.history_steps + 2:,}-event instance and {s.list_instances:,} instances.",
         "- **Wayline workers:** `bench/wayline_worker.py` builds `engine.worker.loop.Worker` as "
-        "`wayline worker` does (store pool of 10 connections, 30 s leases) with a 10 ms poll "
-        "interval; handlers are plain `def` functions (run in a thread). "
+        "`wayline worker` does (store pool of 10 connections, 30 s leases, uvloop's event loop) "
+        "with a 10 ms poll interval; handlers are plain `def` functions (run in a thread). "
         "**DBOS workers:** `bench/dbos_side.py` (own virtual environment "
         "`bench/.venv-dbos`), a workflow of three `@DBOS.step`s on a queue "
         "with `polling_interval_sec=0.01` and `worker_concurrency` = the concurrency; a "
@@ -212,7 +212,9 @@ def _header(r: Results) -> list[str]:
         "**procrastinate workers:** `bench/procrastinate_side.py` (own virtual environment "
         "`bench/.venv-procrastinate`), three async tasks, each deferring the next, run by "
         "`App.run_worker_async` with `concurrency` = the concurrency, LISTEN/NOTIFY and a "
-        "10 ms `fetch_job_polling_interval`; a pool of the concurrency + 4 connections. "
+        "10 ms `fetch_job_polling_interval`; a pool of the concurrency + 4 connections; on "
+        "uvloop's event loop as Wayline's workers are, so the two async engines are compared "
+        "on the same loop. "
         "Every engine reads its instances' state only from PostgreSQL.",
         "",
         *PEER_CHANGES,
@@ -259,6 +261,9 @@ PEER_CHANGES = [
     "- *Added:* DBOS's direct shape (the workflow called in the measuring process, "
     "DBOS's best latency) and procrastinate 3.10.0 as a second peer (W1, latency); "
     "Wayline is compared with each peer's best configuration and best shape.",
+    "- *Event loop (2026-12-05):* Wayline's processes moved to uvloop's event loop "
+    "(`engine.worker.runner`); procrastinate's worker runs on it too, so the two async "
+    "engines are compared on one loop. DBOS runs its workflows and steps in threads.",
     "",
 ]
 

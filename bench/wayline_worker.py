@@ -3,7 +3,8 @@
 ``python -m bench.wayline_worker --dsn DSN --schema S --concurrency C``
 
 It opens the store and builds ``engine.worker.loop.Worker`` exactly as ``wayline worker``
-does (same defaults: a pool of ``DEFAULT_POOL_SIZE`` connections, 30 s leases), prints
+does (same defaults: a pool of ``DEFAULT_POOL_SIZE`` connections, 30 s leases, the same
+event loop: ``engine.worker.runner``), prints
 ``ready``, and waits. ``go`` on stdin starts the worker (so process start-up is not
 timed); ``stop`` stops it, drains, and prints one JSON line with the CPU time this
 process used since ``go`` and the worker's metrics. The benchmark SIGKILLs it to test
@@ -34,6 +35,7 @@ from bench.latency_marks import MarkingFaults, MarkingMetrics
 from engine.model.instance import Instance
 from engine.model.registry import Registry
 from engine.store.store import Store
+from engine.worker import runner
 from engine.worker.instance_cache import InstanceCache
 from engine.worker.loop import Worker, WorkerConfig
 
@@ -121,7 +123,7 @@ def main() -> None:
     parser.add_argument("--marks", action="store_true", help="report the worker's marks")
     parser.add_argument("--profile", help="write cProfile stats here (untimed runs only)")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(_main(args))), flush=True)
+    print(json.dumps(runner.run(_main(args))), flush=True)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from engine import Client, load_app
 from engine.store.clock import DatabaseClock
 from engine.store.seams import StatementFilter, StoreHooks
 from engine.store.store import Store
+from engine.worker import runner
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
 from verification import clocks, lease_audit, mutants, observations
@@ -38,7 +39,7 @@ from verification import clocks, lease_audit, mutants, observations
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return asyncio.run(args.run(args))
+    return runner.run(args.run(args))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,7 +12,6 @@ the SQL ends with a reminder, as comments.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from engine.modes.machines.provisioning import (
 )
 from engine.store import catalog
 from engine.store.store import Store
+from engine.worker import runner
 from engine.worker.activities import load_app
 
 LABEL = "wayline machine roles"
@@ -50,7 +50,7 @@ def register(actions: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(_roles(args))
+        return runner.run(_roles(args))
     except UsageError as error:
         print(f"{LABEL}: {error}", file=sys.stderr)
         return EXIT_USAGE

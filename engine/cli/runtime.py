@@ -45,7 +45,7 @@ from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import InstanceNotFound
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
-from engine.worker import logs, tracing
+from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
 from engine.worker.health import worker_readiness
@@ -252,7 +252,7 @@ def _run(
     name = label or f"wayline {args.command}"
     try:
         dsn = resolve_dsn(args)
-        return asyncio.run(_with_client(dsn, args, action))
+        return runner.run(_with_client(dsn, args, action))
     except UsageError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_USAGE
