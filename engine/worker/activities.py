@@ -26,6 +26,7 @@ from engine.model.identifiers import name_problem
 from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
 from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
 from engine.modes.code.records import target_of
+from engine.worker.runner import TIMER_GRAIN_SECONDS
 
 if TYPE_CHECKING:
     from engine.modes.machines.declaration import Machine
@@ -285,7 +286,7 @@ async def run_handler(
     A sync handler runs by ``executor``; its timeout counts from when it started."""
     try:
         if inspect.iscoroutinefunction(handler):
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout + TIMER_GRAIN_SECONDS):
                 value = await handler(request)
         else:
             value = await executor.run(handler, request, timeout)

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.worker.runner import TIMER_GRAIN_SECONDS
+
 if TYPE_CHECKING:
     from engine.worker.activities import ActivityRequest, Handler
 
@@ -175,8 +177,10 @@ class _FromStart:
 
     The start is known only once it happened, so the deadline is checked when a whole
     ``timeout`` has passed since it was last unknown (the handler cannot time out
-    before then), and is then set to the start plus ``timeout``: never early, and late
-    only by the instant between the thread reading the clock and noting it."""
+    before then), and is then set to the start plus ``timeout``: never early (the loop's
+    timers may fire early by up to ``TIMER_GRAIN_SECONDS``, which is added), and late
+    only by that grain and the instant between the thread reading the clock and noting
+    it."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
         self.loop = loop
@@ -202,4 +206,4 @@ class _FromStart:
             self._check = self.loop.call_later(self.timeout, self._expire_when_due)
             return
         left = self.started + self.timeout - time.monotonic()
-        self._deadline.reschedule(self.loop.time() + left)
+        self._deadline.reschedule(self.loop.time() + left + TIMER_GRAIN_SECONDS)

@@ -25,6 +25,12 @@ import uvloop
 
 T = TypeVar("T")
 
+TIMER_GRAIN_SECONDS = 0.002
+"""How much later than asked a deadline that must never come early is set. uvloop's
+clock counts whole milliseconds and rounds a timer's delay to one, so its timers may
+fire up to 1.5 ms before the instant asked for (asyncio's fire after it); a handler's
+timeout is set this much later on any loop, so it ends no sooner than its full time."""
+
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to its end on a new uvloop event loop, as ``asyncio.run`` does on the
