@@ -161,7 +161,8 @@ class Window:
 
     wal_bytes: int = 0
     commit_records: int = 0
-    """Transaction/COMMIT records in the WAL: durable (flushed) commits."""
+    """Transaction/COMMIT records in the WAL: durable commits (and Wayline's claims,
+    whose commit is flushed by the holder's first one, ``engine.store.leases``)."""
     xact_commit: int = 0
     """pg_stat_database's commits, read-only transactions included."""
     server_cpu: float = 0.0

@@ -442,10 +442,11 @@ def _headline(v: View) -> list[str]:
         "`Client.start`, DBOS `DBOS.enqueue_workflow`, procrastinate deferring the first "
         'job, 8 at a time), "run" is the timed window. Durable commits '
         "are `Transaction/COMMIT` records in the WAL (`pg_waldump`), so read-only "
-        "transactions are not counted; statements are `pg_stat_statements` calls, including "
-        "BEGIN and COMMIT (each one client round trip unless pipelined). CPU is "
-        "`getrusage` of the worker processes from release to stop, and `/proc` of every "
-        "PostgreSQL process.",
+        "transactions are not counted (a Wayline claim's commit is counted though it does "
+        "not wait for its flush: the holder's first commit flushes it); statements are "
+        "`pg_stat_statements` calls, including BEGIN and COMMIT (each one client round "
+        "trip unless pipelined). CPU is `getrusage` of the worker processes from release "
+        "to stop, and `/proc` of every PostgreSQL process.",
         "",
     ]
     return lines

@@ -35,6 +35,24 @@ The claim is one statement (``CLAIM``) in two passes:
 - Work whose deadline has passed is never claimed; ``sweeps.sweep_expired_deadlines``
   turns it into a dead letter (``deadline-exceeded``) so it is never stranded.
 
+Claims and the store's epoch. A claim changes nothing anyone outside the worker sees:
+nothing runs under a lease before the holder's first write under it commits (an
+activity's ``attempt_started``, a timer's firing, ...), and that commit is synchronous,
+so it flushes the WAL up to its own record, the claim's included. The claim itself
+therefore commits without waiting for its flush (``synchronous_commit`` off for its
+transaction), which takes one WAL flush off the path of every instance that is not
+already being worked on: what stays on it are the flushes the rules require (the start,
+the first attempt's start, and each step's outcome with the next attempt's start).
+What a crash can lose is only a claim, before its holder wrote:
+the row then reverts to its previous state, and the next claim of it, even by the same
+owner, gives the same token again. So a claim names the store's epoch (migration 0029:
+a random value that PostgreSQL's crash recovery deletes) and, until its holder's first
+synchronous commit succeeds (``confirm``), every write under the lease also requires
+that epoch (``statements.leases.held``). After a crash the stale holder fails closed
+with StaleLease; the work is claimed again once it is free (at once if the crash lost
+the claim, after the lease's expiry otherwise). The first claim after a crash makes the
+new epoch and waits for its flush.
+
 Fencing a commit (``LeaseFence``, plain data: the lease and what the commit does with
 it): the lease must still be this owner's in the same transaction that writes the
 outcome. A worker's commit comes here (``commit``, or ``stage`` and ``stage_set`` for
@@ -69,7 +87,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
@@ -119,6 +137,29 @@ class Lease:
     events: tuple[Event, ...] = ()
     """The instance's whole history as the claim read it, when that was short
     (``CLAIM_HISTORY_EVENTS``); else empty. Possibly outdated by the time it is used."""
+    pending: PendingClaim | None = field(default=None, compare=False)
+    """Set when the claim committed without waiting for its flush (see the module);
+    None when the lease was durable from the start (a synchronous claim, or handed on
+    by a fenced write)."""
+
+
+@dataclass
+class PendingClaim:
+    """A claim committed without waiting for its WAL to be flushed, in the store's
+    ``epoch``. ``durable`` once a synchronous commit under its lease has succeeded: that
+    commit flushed the WAL up to its own record, the claim's included. Shared by every
+    copy of the lease (a renewal's, say), so one confirmation serves them all."""
+
+    epoch: str
+    durable: bool = False
+
+
+def confirm(lease: Lease) -> None:
+    """Note that a synchronous commit under ``lease`` has succeeded: its claim is
+    durable, and later writes no longer require the epoch it was claimed in (a crash
+    after this point must not cost the holder a lease the server still has)."""
+    if lease.pending is not None:
+        lease.pending.durable = True
 
 
 # Claiming -----------------------------------------------------------------------------
@@ -162,7 +203,18 @@ async def claim(
 
     rows = await transact(store, "claim", body, single_statement=True)
     items = [list(group) for _, group in groupby(rows, key=lambda row: row[0])]
-    return [_lease(item[0], _claimed_history(item)) for item in items if _leased(item[0])]
+    return [
+        _lease(item[0], _claimed_history(item), _pending(item[0]))
+        for item in items
+        if _leased(item[0])
+    ]
+
+
+def _pending(row: tuple[Any, ...]) -> PendingClaim | None:
+    """How durable a claimed row's lease is: its last column is the store's epoch when
+    the claim committed without waiting for its flush, NULL when it waited."""
+    epoch = row[-1]
+    return None if epoch is None else PendingClaim(epoch)
 
 
 def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
@@ -171,7 +223,7 @@ def _claimed_history(rows: list[tuple[Any, ...]]) -> tuple[Event, ...]:
     and meets the damage there, for that item alone."""
     try:
         head = sql.CLAIM_COLUMNS
-        return tuple(event_from_row(row[head:]) for row in rows if row[head] is not None)
+        return tuple(event_from_row(row[head:-1]) for row in rows if row[head] is not None)
     except CorruptStore:
         return ()
 
@@ -190,7 +242,9 @@ def _leased(row: tuple[Any, ...]) -> bool:
     return bool(row[7])
 
 
-def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
+def _lease(
+    row: tuple[Any, ...], events: tuple[Event, ...] = (), pending: PendingClaim | None = None
+) -> Lease:
     """The Lease of a row that starts with ``LEASE_COLUMNS``, which are the Lease's
     fields in order: identity, payload, tenant and target, owner, token and attempt,
     then its times."""
@@ -199,7 +253,9 @@ def _lease(row: tuple[Any, ...], events: tuple[Event, ...] = ()) -> Lease:
     # Engine payloads are canonical JSON; a damaged one must not fail the whole claim,
     # its processor rejects it and dead-letters that one item.
     text = payload_text(payload)
-    return Lease(work_id, work_kind(kind), instance, sequence, text, *holder, *times, events)
+    return Lease(
+        work_id, work_kind(kind), instance, sequence, text, *holder, *times, events, pending
+    )
 
 
 # The holder's writes --------------------------------------------------------------------
@@ -328,6 +384,7 @@ def _held(lease: Lease, now: datetime | None) -> dict[str, Any]:
         "work_sequence": lease.sequence,
         "owner": lease.owner,
         "token": lease.token,
+        "epoch": None if lease.pending is None or lease.pending.durable else lease.pending.epoch,
         "now": now,
     }
 

@@ -309,6 +309,7 @@ async def _commit_within(ctx: Context, lease: leases.Lease, draft: Draft, within
 
     what = f"commit under lease {lease.work_id}"
     await leases.commit_built(ctx.store, leases.LeaseFence(lease), body, what)
+    leases.confirm(lease)
     ctx.faults.reach(Boundary.AFTER_COMMIT, step_of(lease))
 
 
@@ -329,6 +330,7 @@ async def _write(
         try:
             committed = await ctx.commits.commit_all(transitions, fence)
             ctx.metrics.observe("commit", time.perf_counter() - started)
+            leases.confirm(fence.lease)
             return committed
         except StoreError as exc:
             delay = _write_again_after(ctx, exc, tried)

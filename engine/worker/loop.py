@@ -229,6 +229,7 @@ class Worker:
             lease = current.lease
             try:
                 await leases.renew(self.store, lease, self.config.lease)
+                leases.confirm(lease)
             except StaleLease:
                 if current.lease is not lease:
                     continue  # the processor moved on to the lease its commit handed on

@@ -99,7 +99,7 @@ def test_a_sets_members_read_work_by_their_key(planned: psycopg.Connection) -> N
     """``FENCED_SET`` checks each member's lease with the same condition (``SET_HELD``)."""
     statement = f"""
     SELECT 1 FROM json_to_recordset(%(members)s::json)
-        AS i(work_instance text, work_id text, owner text, token bigint)
+        AS i(work_instance text, work_id text, owner text, token bigint, epoch uuid)
     CROSS JOIN LATERAL (SELECT 1 FROM work w WHERE {sql.SET_HELD} FOR UPDATE) h
     """
     indexes = _work_indexes(_generic_plan(planned, statement))

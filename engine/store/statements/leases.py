@@ -13,7 +13,7 @@ cost about twice the server time of the single statement at every step.
 from __future__ import annotations
 
 from engine.store.clock import NOW_SQL as NOW
-from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, WorkState
+from engine.store.rows import HISTORY_COLUMNS, HISTORY_FIELDS, WORK_FIELDS, WorkState
 from engine.store.statements.transitions import (
     LEDGER_COLUMNS,
     OPEN,
@@ -38,11 +38,14 @@ from engine.store.statements.transitions import (
 def held(v: Source) -> str:
     """The work row ``w`` is the lease named by ``v``'s work_instance and work_id (the
     work's key), owner and token, and it is unexpired (lease and deadline) by the
-    store's clock; the row is found by its key (``found_by_key``)."""
+    store's clock; the row is found by its key (``found_by_key``). A lease whose claim
+    may not be durable yet names the store's epoch it was claimed in (``epoch``; NULL
+    once durable), and holds only while the store is still in that epoch (``in_epoch``,
+    migration 0029)."""
     lease = f"w.state = {WorkState.LEASED} AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}"
     return one_line(f"""w.instance_id = {v("work_instance")} AND w.work_id = {v("work_id")}
     AND w.lease_owner = {v("owner")} AND w.lease_token = {v("token")}
-    AND {found_by_key(lease)}""")
+    AND {found_by_key(lease)} AND in_epoch({v("epoch")}::uuid)""")
 
 
 HELD = held(param)
@@ -172,22 +175,26 @@ claimed AS (
           LIMIT %(limit)s) l
     WHERE w.instance_id = l.instance_id AND w.work_id = l.work_id AND {ELIGIBLE}
     RETURNING {LEASE_COLUMNS}
-)
-SELECT c.*, {", ".join(f"h.{name}" for name in HISTORY_FIELDS)}
+),
+e AS (SELECT claim_epoch())
+SELECT c.*, h.*, e.*
 FROM claimed c
 LEFT JOIN LATERAL (
-    SELECT * FROM history h
+    SELECT {HISTORY_COLUMNS} FROM history h
     WHERE h.instance_id = c.instance_id
       AND (SELECT i.sequence FROM instances i WHERE i.instance_id = c.instance_id)
           <= %(history)s
     ORDER BY h.sequence
     LIMIT %(history)s
-) h ON true
+) h ON true, e
 ORDER BY c.available_at, c.work_id, h.sequence
 """)
-"""See ``engine.store.leases`` for the two passes. A claim costs index reads in
-proportion to the tenants that have available work (not-yet-due timers included) times
-``limit``, never to the size of the backlog, and locks only what it claims.
+"""See ``engine.store.leases`` for the two passes, and for why a claim commits without
+waiting for its WAL to be flushed (``claim_epoch``, migration 0029: its epoch comes last
+in every row; a CTE with a volatile function is evaluated once). A claim costs index
+reads in proportion to the tenants that have available work (not-yet-due timers
+included) times ``limit``, never to the size of the backlog, and locks only what it
+claims.
 
 Per-tenant scans say ``state < 2`` (the same rows as ``state = 1``, by the table's
 CHECK) so that only ``work_tenant_due_idx`` matches them: with ``state = 1`` the planner
@@ -322,6 +329,7 @@ MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("work_sequence", "bigint"),
     ("owner", "text"),
     ("token", "bigint"),
+    ("epoch", "uuid"),
     ("next_id", "text"),
     ("lease", "interval"),
     ("finish", "boolean"),
