@@ -7,8 +7,9 @@
 -- A worker's claim commits that way (engine/store/leases.py, "Claims and the store's
 -- epoch"): the claim names the epoch it was made in, and until a later synchronous
 -- commit under the lease has made the claim durable, every write under the lease also
--- requires that epoch. A claim the server lost in a crash can then never be written
--- under, even by its own owner claiming the work again with the same token.
+-- requires that epoch (engine/store/statements/leases.py, `held`). A claim the server
+-- lost in a crash can then never be written under, even by its own owner claiming the
+-- work again with the same token.
 CREATE UNLOGGED TABLE store_epoch (
     one   boolean PRIMARY KEY DEFAULT true CHECK (one),
     epoch uuid NOT NULL DEFAULT gen_random_uuid()
@@ -17,17 +18,24 @@ COMMENT ON TABLE store_epoch IS
     'One random value, lost on every crash recovery: see migration 0029.';
 
 -- Called once by every claim: the store's epoch (the first claim after a crash makes a
--- new one), with the claim's transaction set to commit without waiting for its flush.
--- A claim that got no epoch (none can be seen) waits for its flush as before.
-CREATE FUNCTION claim_epoch() RETURNS text LANGUAGE sql
-BEGIN ATOMIC
-    INSERT INTO store_epoch (one) SELECT true WHERE NOT EXISTS (SELECT 1 FROM store_epoch)
-        ON CONFLICT DO NOTHING;
-    SELECT e.epoch::text FROM store_epoch e
-        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL;
-END;
-
--- Whether a lease claimed in epoch `claimed` may still be written under: always once
--- its claim is durable (the worker then sends NULL), else only in that same epoch.
-CREATE FUNCTION in_epoch(claimed uuid) RETURNS boolean LANGUAGE sql STABLE
-    RETURN claimed IS NULL OR coalesce(claimed = (SELECT epoch FROM store_epoch), false);
+-- new one; a concurrent claim that made it first is read after its insert gave way),
+-- with the claim's transaction set to commit without waiting for its flush. Only a
+-- claim that got an epoch commits that way. PL/pgSQL keeps its plans for the session.
+CREATE FUNCTION claim_epoch() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    current uuid;
+BEGIN
+    SELECT epoch INTO current FROM store_epoch;
+    IF current IS NULL THEN
+        INSERT INTO store_epoch DEFAULT VALUES ON CONFLICT DO NOTHING RETURNING epoch INTO current;
+    END IF;
+    IF current IS NULL THEN
+        SELECT epoch INTO current FROM store_epoch;
+    END IF;
+    IF current IS NOT NULL THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    RETURN current::text;
+END
+$$;
+ALTER FUNCTION claim_epoch() SET search_path FROM CURRENT;

@@ -14,7 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 from engine.model.canonical import utc
 
-NOW_SQL = "COALESCE(%(now)s::timestamptz, statement_timestamp())"
+NOW_SQL = "COALESCE(%(now)s, statement_timestamp())"
+"""The store's clock in SQL. The parameter takes its type, timestamptz, from
+``statement_timestamp()``: a cast would only lengthen the statements that repeat it
+(``tests/unit/test_statement_sizes.py``)."""
 
 
 class DatabaseClock:

@@ -40,12 +40,15 @@ def held(v: Source) -> str:
     work's key), owner and token, and it is unexpired (lease and deadline) by the
     store's clock; the row is found by its key (``found_by_key``). A lease whose claim
     may not be durable yet names the store's epoch it was claimed in (``epoch``; NULL
-    once durable), and holds only while the store is still in that epoch (``in_epoch``,
-    migration 0029)."""
+    once durable), and holds only while the store is still in that epoch (migration
+    0029). Written out, not as a function: a SQL function costs every statement that
+    calls it about 0.08 ms of server time to set up, an inline test a microsecond."""
     lease = f"w.state = {WorkState.LEASED} AND w.lease_expires_at > {NOW} AND w.deadline > {NOW}"
+    epoch = f"{v('epoch')}::uuid"
     return one_line(f"""w.instance_id = {v("work_instance")} AND w.work_id = {v("work_id")}
     AND w.lease_owner = {v("owner")} AND w.lease_token = {v("token")}
-    AND {found_by_key(lease)} AND in_epoch({v("epoch")}::uuid)""")
+    AND {found_by_key(lease)}
+    AND ({epoch} IS NULL OR {epoch} IN (SELECT epoch FROM store_epoch))""")
 
 
 HELD = held(param)
