@@ -42,16 +42,16 @@ so it flushes the WAL up to its own record, the claim's included. The claim itse
 therefore commits without waiting for its flush (``synchronous_commit`` off for its
 transaction), which takes one WAL flush off the path of every instance that is not
 already being worked on: what stays on it are the flushes the rules require (the start,
-the first attempt's start, and each step's outcome with the next attempt's start).
-What a crash can lose is only a claim, before its holder wrote:
-the row then reverts to its previous state, and the next claim of it, even by the same
-owner, gives the same token again. So a claim names the store's epoch (migration 0029:
-a random value that PostgreSQL's crash recovery deletes) and, until its holder's first
-synchronous commit succeeds (``confirm``), every write under the lease also requires
-that epoch (``statements.leases.held``). After a crash the stale holder fails closed
+the first attempt's start, and each step's outcome with the next attempt's start). What
+a crash can lose is only a claim, before its holder wrote: the row then reverts to its
+previous state, and the next claim of it, even by the same owner, gives the same token
+again. So a claim names the store's epoch (migration 0029: a random value that
+PostgreSQL's crash recovery deletes) and, until its holder's first synchronous commit
+succeeds (``confirm``), every write under the lease also requires that epoch
+(``statements.leases.held``). After a crash the stale holder fails closed
 with StaleLease; the work is claimed again once it is free (at once if the crash lost
 the claim, after the lease's expiry otherwise). The first claim after a crash makes the
-new epoch and waits for its flush.
+new epoch (``claim_epoch``); a claim that gets none waits for its flush.
 
 Fencing a commit (``LeaseFence``, plain data: the lease and what the commit does with
 it): the lease must still be this owner's in the same transaction that writes the
