@@ -37,6 +37,11 @@ RACE_INSTANCES = 3
 RACE_LEASE_SECONDS = 3.0
 """U1's worker's lease (renewed every second): a held answer (a renewal period and the
 proxy's gap at most) still leaves the lease handed on two renewals' time to spare."""
+RACE_QUIET_SECONDS = 90.0
+"""How long U1 waits for its instances to end. Every commit's answer waits for the next
+renewal, about a second, and the three instances make 26 commits: the drill takes 26 s
+on an idle machine, too close to the profile's 30 s on a loaded one (it once timed out
+there with every lease still held and its step on its way)."""
 CUT_INSTANCES = 3
 HANDLER_HITS_PER_INSTANCE = 3
 """Handlers of one ``drill.flow`` instance that succeed at once: reserve, work, finish
@@ -66,7 +71,7 @@ async def renewal_race(env: DrillEnv) -> None:
     env.mark_fault("answer_after_renewal")
     for item in planned:
         await env.signal(item)
-    await env.quiesce()
+    await env.quiesce(RACE_QUIET_SECONDS)
     await env.stop_processes()
     missed = proxy.held - proxy.renewed
     env.expect(proxy.held > 0, "no transition's answer was held for a renewal")
