@@ -33,6 +33,7 @@ from engine.worker.leased_commits import Context
 from tests.integration.factories import run_due
 from tests.integration.test_fenced_sets import write_set
 from tests.integration.test_fenced_writes import LEASE, REGISTRY, TWO_STEPS, running_a
+from tests.integration.test_work_leases import claim_one, execute
 from tests.integration.transition_builders import Flow
 
 EPOCH = "SELECT epoch::text FROM store_epoch"
@@ -52,26 +53,13 @@ def store(db_store: Store) -> Store:
     return db_store  # leases are taken on the database's clock
 
 
-async def run(store: Store, statement: str, params: dict[str, Any] | None = None) -> list[Any]:
-    async with store.connection() as conn:
-        cursor = await conn.execute(statement, params or {})
-        rows = await cursor.fetchall() if cursor.description else []
-        await conn.commit()
-    return rows
-
-
-async def claim_one(store: Store, owner: str = "worker-1") -> leases.Lease:
-    [lease] = await leases.claim(store, owner, LEASE, 1)
-    return lease
-
-
 async def test_a_claim_is_pending_in_the_stores_epoch_until_a_commit_under_it(
     store: Store,
 ) -> None:
     flow = Flow(REGISTRY, TWO_STEPS, "epoch-1")
     await store.commit(flow.start(at=datetime.now(UTC)))
     lease = await claim_one(store)
-    [(epoch,)] = await run(store, EPOCH)
+    [(epoch,)] = await execute(store, EPOCH)
     assert lease.pending is not None and lease.pending.epoch == epoch
     assert not lease.pending.durable
 
@@ -86,8 +74,8 @@ async def test_after_a_crash_lost_a_claim_its_holder_cannot_write_under_it_even_
     flow = Flow(REGISTRY, TWO_STEPS, "epoch-2")
     await store.commit(flow.start(at=datetime.now(UTC)))
     stale = await claim_one(store)
-    await run(store, LOSE_THE_CLAIM, {"work_id": stale.work_id})
-    await run(store, RECOVER)
+    await execute(store, LOSE_THE_CLAIM, {"work_id": stale.work_id})
+    await execute(store, RECOVER)
 
     fresh = await claim_one(store)  # the same owner, the same work: the same token again
     assert (fresh.owner, fresh.token) == (stale.owner, stale.token)
@@ -116,8 +104,8 @@ async def test_a_lease_made_durable_by_its_first_commit_outlives_a_new_epoch(
     disk, so a crash after it must not cost the holder the outcome it is about to write."""
     flow, lease = await running_a(store, "epoch-3")
     leases.confirm(lease)
-    await run(store, RECOVER)
-    await run(store, NEW_EPOCH)
+    await execute(store, RECOVER)
+    await execute(store, NEW_EPOCH)
 
     now = datetime.now(UTC)
     outcome = flow.attempt_succeeded(await flow.load(store), "a", {"ok": True}, at=now)
