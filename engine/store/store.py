@@ -61,7 +61,9 @@ DEADLINES = Deadlines()
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000
 """A session idle inside a transaction this long is ended by the server: a worker that
 is stopped mid-transaction must not keep work rows locked (claims skip locked rows),
-and engine transactions never wait on anything but the database."""
+and engine transactions never wait on anything but the database. A session whose
+statement waited for a row another stopped session locked goes idle only once that one
+ended, so a stopped worker's locks may last one limit per session in such a chain."""
 
 
 def session_options(schema: str, read_only: bool = False) -> str:

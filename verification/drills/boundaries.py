@@ -41,11 +41,30 @@ transition (or lease-fenced outcome) the worker commits next."""
 FIRE_SECONDS = 20.0
 
 
+OPEN_TRANSACTIONS = """
+SELECT count(*) FROM pg_stat_activity
+WHERE application_name = %s AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+"""
+"""How many sessions of one worker sit inside a transaction (holding its row locks)."""
+
+
+def idle_limit() -> float:
+    """Seconds the server lets a stopped owner's session idle in a transaction."""
+    return getattr(store_module, "IDLE_IN_TRANSACTION_TIMEOUT_MS", 0) / 1000
+
+
+def release_seconds() -> float:
+    """How long the server may take to end a stopped owner's transactions. Each ends
+    one idle limit after its last statement, but a session whose statement waited for
+    a row another of them locked goes idle only once that one ended: a chain of its
+    sessions, at most its pool, takes one limit each (seen: two, 9.8 s)."""
+    return store_module.DEFAULT_POOL_SIZE * idle_limit() + 3
+
+
 def takeover_seconds(lease: float = 1.5) -> float:
-    """How long a takeover may take: the lease must expire, and a stopped owner's open
-    transaction must be ended by the server (the engine's idle-in-transaction limit)."""
-    idle = getattr(store_module, "IDLE_IN_TRANSACTION_TIMEOUT_MS", 0) / 1000
-    return max(3 * lease, idle + lease) + 3
+    """How long a takeover may take once the stopped owner's transactions ended: the
+    lease must expire (the idle limit may have outlived it) and a worker claim it."""
+    return max(3 * lease, idle_limit() + lease) + 3
 
 
 def applicable(boundary: Boundary, action: Action) -> bool:
@@ -110,15 +129,21 @@ async def react(env: DrillEnv, process: DrillProcess, action: Action) -> None:
 
 
 async def take_over(env: DrillEnv, stopped: DrillProcess) -> None:
-    """With ``stopped`` frozen, a second worker takes its leases over; then SIGCONT it."""
+    """With ``stopped`` frozen, a second worker takes its leases over; then SIGCONT it.
+    Its leases are claimable once they expired and the server ended its open
+    transactions (claims skip locked rows), so the two are awaited in turn."""
     held = await _leases_of(env, stopped.worker_id)
     env.worker("takeover")
     env.record.env_faults["process_pauses"] += 1
+
+    async def released() -> bool:
+        return await env.scalar(OPEN_TRANSACTIONS, (stopped.worker_id,)) == 0
 
     async def taken() -> bool:
         return not (await _leases_of(env, stopped.worker_id)) & held
 
     try:
+        await env.until(released, release_seconds(), "the server to end its transactions")
         await env.until(taken, takeover_seconds(), "another worker to take them over")
     except DrillTimeout as exc:
         held_by = ", ".join(w for w, _ in sorted(held))
