@@ -109,16 +109,16 @@ def breakdown(samples: Iterable[dict[str, float]]) -> list[tuple[str, int, float
     return sorted(rows, key=lambda row: row[2])
 
 
-COMMITTED_MARKS = (START_ANSWERED, CLAIMED)
+COMMITTED_MARKS = (START_ANSWERED,)
 """Marks that end a durable commit besides the fenced commits: the start call's answer
-(its transition commits before it is answered) and the claim's (a claim commits the
-lease it takes)."""
+(its transition commits before it is answered). A claim commits the lease it takes
+without waiting for its flush (``engine.store.leases``), so its answer is not one."""
 
 
 def durable_commits(rows: Iterable[tuple[str, int, float]], samples: int) -> int:
-    """How many durable commits the path of most samples holds, from ``breakdown``'s
-    rows: the start's, the claim's, and each fenced commit answered (a mark counts when
-    at least half of the ``samples`` have it)."""
+    """How many durable commits the path of most samples waits for, from
+    ``breakdown``'s rows: the start's and each fenced commit answered (a mark counts
+    when at least half of the ``samples`` have it)."""
     return sum(
         1
         for label, count, _ in rows
