@@ -109,6 +109,7 @@ def run(mode: str, samples: int | None = None) -> Path:
             results.pgbench_before += _pgbench_runs(
                 results, cluster, meter, sizes.pgbench_seconds, "before", client_counts=(1,)
             )
+            _idle_floor(results, cluster, meter, sizes.pgbench_seconds)
             _latencies(results, cluster, sizes, LATENCY_ROUNDS)
         else:
             _measure(results, cluster, meter, sizes)
@@ -176,6 +177,7 @@ def _measure(results: Results, cluster: Any, meter: Meter, sizes: Sizes) -> None
     seconds = sizes.pgbench_seconds
     _section(results, "pgbench init", lambda: pgbench.initialise(cluster))
     results.pgbench_before += _pgbench_runs(results, cluster, meter, seconds, "before")
+    _idle_floor(results, cluster, meter, seconds)
 
     for repetition in range(sizes.runs):
         for processes, concurrency in sizes.configs:
@@ -281,6 +283,16 @@ def _pgbench_runs(
         if done:
             runs.append(done)
     return runs
+
+
+def _idle_floor(results: Results, cluster: Any, meter: Meter, seconds: int) -> None:
+    """pgbench -N at 1 client held to ``pgbench.IDLE_RATE`` transactions a second: what a
+    commit costs when the machine is idle between commits, as on the latency path."""
+    results.pgbench_idle = _section(
+        results,
+        f"pgbench -N -c 1 -R {pgbench.IDLE_RATE} (idle)",
+        lambda: pgbench.run(cluster, meter, 1, seconds, rate=pgbench.IDLE_RATE),
+    )
 
 
 def main() -> None:

@@ -849,6 +849,13 @@ def _floor(v: View) -> list[str]:
         f"{commits * each:.1f} ms of its {1000 * ours.median:.1f} ms "
         "median at that rate"
     )
+    idle = v.r.pgbench_idle
+    if idle is not None:
+        text += (
+            f"; at {idle.rate} transactions/s (`-R {idle.rate}`: the machine idle between "
+            f"them, as before each latency sample) one took {idle.latency_ms:.2f} ms, and "
+            f"{commits} such are {commits * idle.latency_ms:.1f} ms"
+        )
     dbos = v.best_latency("dbos")
     if dbos is not None:
         text += (
@@ -1102,12 +1109,17 @@ def _read_timings(what: str, timings: list[Timing]) -> list[str]:
 
 def _pgbench(v: View) -> list[str]:
     rows = []
-    for when, runs in (("before", v.r.pgbench_before), ("after", v.r.pgbench_after)):
+    idle = [v.r.pgbench_idle] if v.r.pgbench_idle else []
+    for when, runs in (
+        ("before", v.r.pgbench_before),
+        ("idle", idle),
+        ("after", v.r.pgbench_after),
+    ):
         for p in runs:
             n = p.transactions or 1
             rows.append(
                 [
-                    when,
+                    f"{when}, at most {p.rate}/s" if p.rate else when,
                     str(p.clients),
                     _num(p.tps),
                     f"{p.latency_ms:.2f}",

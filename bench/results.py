@@ -47,6 +47,7 @@ class Results:
     code_digest: str = ""
     pgbench_before: list[pgbench.PgbenchRun] = field(default_factory=list)
     pgbench_after: list[pgbench.PgbenchRun] = field(default_factory=list)
+    pgbench_idle: pgbench.PgbenchRun | None = None
     throughput: list[w1.Throughput] = field(default_factory=list)
     latency: dict[str, w1.Latency] = field(default_factory=dict)
     recovery: dict[str, w1.Recovery] = field(default_factory=dict)

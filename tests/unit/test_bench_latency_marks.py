@@ -93,3 +93,9 @@ def test_the_report_sets_the_path_against_one_commit_at_this_hosts_floor():
     assert "waits for 2 durable commits" in text
     assert "1.6 ms of its 8.0 ms median" in text
     assert "half of DBOS's best shape (DBOS (direct), 10.0 ms) is 5.0 ms" in text
+    assert "-R 100" not in text  # no idle run measured: nothing said of one
+
+    found.pgbench_idle = PgbenchRun(1, 5, 99.5, 1.1, Window(), rate=100)
+    text = report.render_latency(found)
+    assert "at 100 transactions/s (`-R 100`: the machine idle" in text
+    assert "one took 1.10 ms, and 2 such are 2.2 ms" in text
