@@ -287,7 +287,7 @@ def _pgbench_runs(
 
 def _idle_floor(results: Results, cluster: Any, meter: Meter, seconds: int) -> None:
     """pgbench -N at 1 client held to ``pgbench.IDLE_RATE`` transactions a second: what a
-    commit costs when the machine is idle between commits, as on the latency path."""
+    commit costs when the machine is idle between commits, as before each latency sample."""
     results.pgbench_idle = _section(
         results,
         f"pgbench -N -c 1 -R {pgbench.IDLE_RATE} (idle)",

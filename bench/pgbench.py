@@ -6,8 +6,8 @@ get, with 1 client (no group commit) and 8 (commits flushed together). It runs a
 start of a benchmark run and again at the end; the difference is part of the noise note.
 Scale 10, over TCP like every other client in the run.
 
-Flat out, the client and the server never sleep. An idle latency sample's commits come
-one at a time with the machine idle in between, and on a virtual machine a process that
+Flat out, the client and the server hardly sleep. A latency sample's commits come one at
+a time on a machine that is otherwise idle, and on a virtual machine a process that
 sleeps takes time to wake, so the run also measures 1 client at ``IDLE_RATE``
 transactions a second (``-R``): the floor of a commit on an idle host.
 """
