@@ -259,6 +259,9 @@ async def _settlement(
     if truth not in ("committed", "aborted"):
         return [f"commit {xid} (engine: {verdict}) is still {truth} after the quiet phase"]
     if truth != expected:
+        if verdict == "committed" and await _committed_by_another(conn, record):
+            findings.stats["settled_committed_by_another"] += 1
+            return []
         return [f"the engine settled commit {xid} as {verdict}, PostgreSQL says {truth}"]
     if verdict == "unknown":
         findings.stats[f"resolved_later_{truth}"] += 1
@@ -270,6 +273,19 @@ async def _settlement(
     if truth == "aborted" and by_xid:
         return [f"commit {xid} aborted but the ledger holds {sorted(by_xid)} from it"]
     return []
+
+
+async def _committed_by_another(conn: psycopg.AsyncConnection, record: dict[str, Any]) -> bool:
+    """The engine's "committed" is about its transitions: every one of them in the
+    ledger with the content it wrote (``commits.settle``), whichever transaction put it
+    there. After a failover that can be another: its own COMMIT never reached the
+    promoted server, while a worker there committed the same transitions (their ids are
+    deterministic), and the id it asks about may have been given out again. The
+    engine's caller then goes on from transitions that are durable, which is the truth
+    the verdict claims; a verdict about no transition (a lease-only update) is not
+    covered by this."""
+    transitions = set(record["transitions"])
+    return bool(transitions) and {t for t, _ in await _ledger_xids(conn, record)} == transitions
 
 
 async def _ledger_xids(
