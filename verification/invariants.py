@@ -282,8 +282,9 @@ async def _committed_by_another(conn: psycopg.AsyncConnection, record: dict[str,
     promoted server, while a worker there committed the same transitions (their ids are
     deterministic), and the id it asks about may have been given out again. The
     engine's caller then goes on from transitions that are durable, which is the truth
-    the verdict claims; a verdict about no transition (a lease-only update) is not
-    covered by this."""
+    the verdict claims. A verdict about no transition (a lease-only update) is not
+    covered by this: the engine settles it by the lease's work row, which agrees with
+    the id's truth here."""
     transitions = set(record["transitions"])
     return bool(transitions) and {t for t, _ in await _ledger_xids(conn, record)} == transitions
 

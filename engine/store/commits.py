@@ -47,7 +47,7 @@ settled by the session instead of a transaction id (``settle_session``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +71,7 @@ from engine.store.errors import (
 )
 from engine.store.rows import HISTORY_FIELDS, WORK_FIELDS, event_row, status_after, work_row
 from engine.store.sessions import Session
+from engine.store.statements import leases as lease_sql
 from engine.store.statements import transitions as sql
 
 LEDGER_KEY = "transitions_pkey"
@@ -80,6 +81,17 @@ name: a statement that fails it lost the race for its transition id."""
 SETTLE_ATTEMPTS = 20
 SETTLE_INTERVAL_SECONDS = 0.1
 """How long to wait for the old backend to finish before calling an outcome unknown."""
+
+
+@dataclass(frozen=True)
+class FinishedLease:
+    """A lease a commit completes: its work row's key and fencing token. A commit that
+    writes no transition (an exact replay, an obsolete step) is settled by these rows,
+    which say what it wrote, rather than by its transaction id (see ``settle``)."""
+
+    instance_id: str
+    work_id: str
+    token: int
 
 
 @dataclass(frozen=True)
@@ -393,8 +405,14 @@ async def current_xact_id(conn: psycopg.AsyncConnection) -> str:
     return row[0]
 
 
-async def settle(connect, written: list[Transition], xid: str) -> None:
-    """Decide an unknown COMMIT: return (committed), or raise NOT_COMMITTED / CommitUnknown."""
+async def settle(
+    connect, written: list[Transition], xid: str, finished: Sequence[FinishedLease] = ()
+) -> None:
+    """Decide an unknown COMMIT: return (committed), or raise NOT_COMMITTED / CommitUnknown.
+
+    ``finished``: the leases the commit completes. When it wrote no transition, their
+    work rows decide (``_leases_done``), since no ledger row can show the transaction
+    id's answer to be another transaction's (``_reused``)."""
     label = _label(written)
     try:
         async with connect() as conn:
@@ -404,23 +422,48 @@ async def settle(connect, written: list[Transition], xid: str) -> None:
                     break
                 await asyncio.sleep(SETTLE_INTERVAL_SECONDS)
             verdicts = await _verdicts(conn, written)
+            done = None if written or not finished else await _leases_done(conn, finished)
     except (psycopg.Error, OSError, TimeoutError) as exc:
         raise CommitUnknown(
             f"commit of {label} has an unknown outcome: reconcile before retrying"
         ) from exc
     if status == "in progress":
         raise CommitUnknown(f"commit of {label} is still in progress: reconcile before retrying")
-    if status == "committed" and not _reused(verdicts):
-        return
-    _judge(label, written, verdicts, told=status is not None)
+    if done is not None:
+        _judge_leases(label, *done)
+    elif status != "committed" or _reused(verdicts):
+        _judge(label, written, verdicts, told=status is not None)
 
 
 def _reused(verdicts: list[Reconciliation]) -> bool:
     """PostgreSQL says the id committed, but the ledger lacks what that transaction wrote:
     it is another transaction's id. A standby promoted after its primary was lost gives
     out again the ids that primary used and never sent it. (A lease-only update writes
-    no ledger row, so nothing can tell; its id's status is believed.)"""
+    no ledger row; what it wrote is read instead, ``_leases_done``.)"""
     return any(v is Reconciliation.MISSING for v in verdicts)
+
+
+async def _leases_done(
+    conn: psycopg.AsyncConnection, finished: Sequence[FinishedLease]
+) -> tuple[int, int]:
+    """How many of the ``finished`` leases are completed under their token, of how many."""
+    params = {
+        "instances": [f.instance_id for f in finished],
+        "works": [f.work_id for f in finished],
+        "tokens": [f.token for f in finished],
+    }
+    row = await (await conn.execute(lease_sql.FINISHED_LEASES, params)).fetchone()
+    return row[0], row[1]
+
+
+def _judge_leases(label: str, completed: int, named: int) -> None:
+    """A lease-only commit's verdict from its work rows: it completed all of its leases
+    or none (one transaction), so a mix is something else's doing and stays unknown."""
+    if completed == named:
+        return
+    if completed == 0:
+        raise _not_taken(label)
+    raise CommitUnknown(f"commit of {label} has an unknown outcome")
 
 
 async def settle_session(connect, written: list[Transition], session: Session | None) -> None:
@@ -462,11 +505,16 @@ def _judge(
     label: str, written: list[Transition], verdicts: list[Reconciliation], told: bool
 ) -> None:
     """The ledger's verdict once the transaction has ended; ``told``: PostgreSQL said
-    it did not commit (without the ledger, nothing else tells a lease-only update)."""
+    it did not commit (nothing else tells an update that wrote no transition and
+    completed no lease)."""
     if written and all(v is Reconciliation.COMMITTED for v in verdicts):
         return
     if any(v is Reconciliation.CONFLICTING for v in verdicts):
         raise DuplicateTransition(f"{label}: the id holds other content")
     if not told and not written:
         raise CommitUnknown(f"commit of {label} has an unknown outcome")
-    raise StoreError(f"commit of {label} did not take effect: it is safe to retry")
+    raise _not_taken(label)
+
+
+def _not_taken(label: str) -> StoreError:
+    return StoreError(f"commit of {label} did not take effect: it is safe to retry")

@@ -144,7 +144,7 @@ class CommitGroup:
                 conn,
                 "group commit",
                 lambda conn: self._stage(conn, group),
-                settle=self._settle,
+                settle=lambda staged: self._settle(staged, group),
                 commit=lambda staged: staged is not None,
                 refused=lambda _: None,
                 within=self.store.deadlines.operation,
@@ -158,11 +158,12 @@ class CommitGroup:
             _answer(member, results)
         return True
 
-    async def _settle(self, staged: _Staged | None) -> _Staged:
+    async def _settle(self, staged: _Staged | None, group: list[_Member]) -> _Staged:
         """A failed COMMIT of the group, settled once for all of its members."""
         assert staged is not None  # a COMMIT follows a staging that answered
         _, written, xid = staged
-        await self.store.settle_commit(written, xid)
+        finished = [f for m in group if m.fence is not None for f in leases.finished_by(m.fence)]
+        await self.store.settle_commit(written, xid, finished)
         return staged
 
     async def _stage(self, conn: psycopg.AsyncConnection, group: list[_Member]) -> _Staged | None:

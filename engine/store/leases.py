@@ -448,7 +448,9 @@ async def commit(store: Store, transitions: Sequence[Transition], fence: LeaseFe
         return committed.results, xid
 
     alone = _carries(transitions) and one_statement(transitions)
-    results, xid = await store.run_commit(transitions, stage_it, alone=alone, always=True)
+    results, xid = await store.run_commit(
+        transitions, stage_it, alone=alone, always=True, finished=finished_by(fence)
+    )
     if alone and not xid:  # settled as committed without its answer
         return Committed(results, await _handed_on(store, fence))
     return Committed(results, handed[0])
@@ -477,8 +479,19 @@ async def commit_built(
         handed[0] = committed.next_lease
         return committed.results, xid
 
-    results, _ = await store.run_commit(built, stage_it, alone=False, always=True, what=what)
+    results, _ = await store.run_commit(
+        built, stage_it, alone=False, always=True, what=what, finished=finished_by(fence)
+    )
     return Committed(results, handed[0])
+
+
+def finished_by(fence: LeaseFence) -> tuple[commits.FinishedLease, ...]:
+    """The lease a commit fenced by ``fence`` completes: when it finishes, or hands the
+    next step on (which completes it too); none when the commit only proves it."""
+    if not (fence.finish or fence.lease_next):
+        return ()
+    lease = fence.lease
+    return (commits.FinishedLease(lease.instance_id, lease.work_id, lease.token),)
 
 
 async def stage(

@@ -24,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 from engine.model.transitions import Transition, check_transition
 from engine.store import batches, channels, commits, seams, sessions, snapshots, transactions
 from engine.store.clock import Clock, DatabaseClock
-from engine.store.commits import CommitResult
+from engine.store.commits import CommitResult, FinishedLease
 from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
 from engine.store.statements import sessions as session_sql
@@ -339,6 +339,7 @@ class Store:
         alone: bool,
         always: bool = False,
         what: str = "",
+        finished: Sequence[FinishedLease] = (),
     ) -> Staged:
         """One transaction that ``stage`` writes ``transitions`` in, on a pooled
         connection (``transactions.run`` classifies how it ended); what ``stage`` staged.
@@ -349,7 +350,8 @@ class Store:
         id (''). Otherwise a failed COMMIT is settled by the transaction's id, and a
         transaction that wrote nothing (exact replays) is rolled back unless ``always``
         (a lease's own writes must commit). ``transitions`` may be filled by ``stage``
-        itself (``leases.commit_built``); ``what`` then names the commit.
+        itself (``leases.commit_built``); ``what`` then names the commit. ``finished``:
+        the leases the commit completes, which settle it when it wrote no transition.
         """
         names = what or ", ".join(t.transition_id for t in transitions) or "lease update"
         conn = await self.borrow()
@@ -363,7 +365,7 @@ class Store:
                 conn,
                 names,
                 stage,
-                settle=self._settle_commit(transitions),
+                settle=self._settle_commit(transitions, finished),
                 commit=lambda staged: always or not all(r.replayed for r in staged[0]),
                 within=self.deadlines.operation,
             )
@@ -386,7 +388,9 @@ class Store:
 
         return settle
 
-    def _settle_commit(self, transitions: Sequence[Transition]) -> Settle:
+    def _settle_commit(
+        self, transitions: Sequence[Transition], finished: Sequence[FinishedLease]
+    ) -> Settle:
         """How a failed COMMIT of staged ``transitions`` is settled: by its transaction
         id, then the ledger (``commits.settle``)."""
 
@@ -394,18 +398,21 @@ class Store:
             assert staged is not None  # a COMMIT follows a staging that answered
             results, xid = staged
             written = newly_written(transitions, results)
-            await self.settle_commit(written, xid)
+            await self.settle_commit(written, xid, finished)
             return staged
 
         return settle
 
-    async def settle_commit(self, written: Sequence[Transition], xid: str) -> None:
-        """Settle a COMMIT of ``written`` whose answer was lost, by its transaction id
-        and then the ledger (``commits.settle``), through the store's ``settle`` hook."""
+    async def settle_commit(
+        self, written: Sequence[Transition], xid: str, finished: Sequence[FinishedLease] = ()
+    ) -> None:
+        """Settle a COMMIT of ``written`` (completing the ``finished`` leases) whose answer
+        was lost, by its transaction id and then the ledger, or by the leases' rows when
+        it wrote no transition (``commits.settle``), through the store's ``settle`` hook."""
         await seams.settle(
             self.seams.hooks,
             seams.Unanswered(written, xid=xid),
-            lambda: commits.settle(self.settling, list(written), xid),
+            lambda: commits.settle(self.settling, list(written), xid, finished),
         )
 
     async def stage_all(

@@ -17,6 +17,7 @@ from engine.store.rows import HISTORY_COLUMNS, HISTORY_FIELDS, WORK_FIELDS, Work
 from engine.store.statements.transitions import (
     LEDGER_COLUMNS,
     OPEN,
+    RETIRED_CODE,
     LeaseParts,
     Source,
     at_position,
@@ -271,6 +272,18 @@ WHERE w.instance_id = %(work_instance)s AND w.work_id = %(next_id)s
 """The lease ``FENCED_WRITE`` handed on (token 1, this owner), read back when the
 write's answer was lost and it was settled as committed; no row once it expired and
 was claimed again (then it is that claimer's)."""
+
+FINISHED_LEASES = f"""
+SELECT count(w.work_id), count(*) FROM unnest(
+    %(instances)s::text[], %(works)s::text[], %(tokens)s::bigint[]
+) AS k (instance_id, work_id, token)
+LEFT JOIN work w ON w.instance_id = k.instance_id AND w.work_id = k.work_id
+    AND w.lease_token = k.token AND w.state = {WorkState.COMPLETED}
+    AND w.failure_code <> '{RETIRED_CODE}'
+"""
+"""Of the leases named (work key and token), how many their holders completed, and how
+many were named. Only the holder completes a row under its token (a claim bumps it);
+an instance's end completes unleased rows too, but marks them ``RETIRED_CODE``."""
 
 # A transition fenced by its lease -----------------------------------------------------
 

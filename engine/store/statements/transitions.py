@@ -112,10 +112,14 @@ def at_position(v: Source, row: str = "") -> str:
     )
 
 
+RETIRED_CODE = "instance-ended"
+"""The failure code of work an instance's end retired: completed, but by no holder."""
+
+
 def retired_values(v: Source) -> str:
     """What retiring open work sets: completed when the instance ended."""
     completed = f"state = {WorkState.COMPLETED}, completed_at = {v('at')}"
-    return f"{completed}, failure_code = 'instance-ended'"
+    return f"{completed}, failure_code = '{RETIRED_CODE}'"
 
 
 def moved_values(v: Source, status: str = "status") -> str:
