@@ -33,9 +33,11 @@ The order inside the transaction:
 Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOWN until
 settled (``engine.store.transactions`` runs every transaction and calls ``settle``):
 ``pg_xact_status`` on the transaction id from a fresh connection says committed or
-aborted; if the server cannot say, the ledger is consulted
-(``reconcile``); if nothing answers, CommitUnknown is raised and the caller must
-reconcile before doing anything else.
+aborted, checked against the ledger (after a failover the id may be another
+transaction's); if the server cannot say, the ledger is consulted (``reconcile``); a
+commit that wrote no transition but completed leases is settled by their work rows; if
+nothing answers, CommitUnknown is raised and the caller must reconcile before doing
+anything else.
 
 A transition that needs only step 1 and commits alone is sent as that one statement in
 autocommit (``Store``): it is its own transaction. A failure the server answers wrote
