@@ -45,9 +45,17 @@ STREAMING_SECONDS = 30.0
 PROMOTED_SECONDS = 30.0
 """How long a promoted standby may take to accept writes."""
 POLL_SECONDS = 0.05
-REPLAYING = "SELECT count(*) WHERE pg_last_wal_replay_lsn() < pg_last_wal_receive_lsn()"
+REPLAYING = """
+SELECT count(*) WHERE pg_last_wal_replay_lsn() < pg_last_wal_receive_lsn()
+  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                  WHERE backend_type = 'startup' AND wait_event = 'RecoveryRetrieveRetryInterval')
+"""
 """1 while a standby has received WAL it has not replayed yet (a NULL, when it never
-streamed, counts as nothing to replay)."""
+streamed, counts as nothing to replay). Received WAL can end inside a record, when the
+WAL receiver stopped (shipping paused, the primary killed) in the middle of sending it:
+that record's end never comes, so the replay position stays behind for good, and the
+standby's startup process waits for more WAL (``RecoveryRetrieveRetryInterval``) with
+every whole record replayed. Then there is nothing more to replay either."""
 SYNC_STATE = "sync"
 """``pg_stat_replication.sync_state`` of a standby the primary waits for."""
 
