@@ -277,7 +277,7 @@ async def _settlement(
 
 async def _committed_by_another(conn: psycopg.AsyncConnection, record: dict[str, Any]) -> bool:
     """The engine's "committed" is about its transitions: every one of them in the
-    ledger with the content it wrote (``commits.settle``), whichever transaction put it
+    ledger (``commits.settle`` checked their content), whichever transaction put it
     there. After a failover that can be another: its own COMMIT never reached the
     promoted server, while a worker there committed the same transitions (their ids are
     deterministic), and the id it asks about may have been given out again. The
