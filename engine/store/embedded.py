@@ -45,7 +45,11 @@ from psycopg.conninfo import make_conninfo
 PG_ROOT = Path("/usr/lib/postgresql")
 SERVER_LOG = "server.log"
 WAIT_SECONDS = 30
-"""How long pg_ctl waits for start/stop, and we wait for zombies or a starting server."""
+"""How long pg_ctl waits for a stop or a promotion."""
+START_WAIT_SECONDS = 300
+"""How long a start may take, and we wait for a starting server. After a crash the
+server first syncs every file of its data directory and replays WAL: on a busy shared
+disk the sync alone took over 30 s (a D10 restart drill in CI, which then failed)."""
 
 _TOOLS = ("postgres", "initdb", "pg_ctl")
 _USERNS = ("unshare", "--user", "--map-user=65534", "--map-group=65534", "--")
@@ -54,6 +58,7 @@ _SOCKET_PATH_LIMIT = 100
 _SOCKET_DIR_PREFIX = "wayline-pg-"
 _POLL_SECONDS = 0.05
 _WAIT = ("-w", "-t", str(WAIT_SECONDS))
+_START_WAIT = ("-w", "-t", str(START_WAIT_SECONDS))
 # A postmaster that is still exiting, or its orphaned backends, can hold these briefly.
 _RETRYABLE_START = ('lock file "postmaster.pid" already exists', "pre-existing shared memory")
 
@@ -116,7 +121,7 @@ class _RunAs:
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=4 * WAIT_SECONDS,
+            timeout=START_WAIT_SECONDS + WAIT_SECONDS,
             check=False,
         )
 
@@ -281,7 +286,7 @@ class EmbeddedPostgres:
         a process that died) is adopted rather than started twice.
         """
         self._initdb_if_empty()
-        deadline = time.monotonic() + WAIT_SECONDS
+        deadline = time.monotonic() + START_WAIT_SECONDS
         port = self._port_wanted or self._previous_port() or _free_port()
         port_attempts, failure = 1, ""
         while True:
@@ -291,7 +296,7 @@ class EmbeddedPostgres:
                 return self.dsn
             if time.monotonic() > deadline:
                 raise EmbeddedPostgresError(
-                    f"PostgreSQL in {self.data_dir} did not start within {WAIT_SECONDS}s"
+                    f"PostgreSQL in {self.data_dir} did not start within {START_WAIT_SECONDS}s"
                     f" (log {self.log_path}): {_tail(failure)}"
                 )
             failure = self._launch(port) or ""
@@ -427,7 +432,7 @@ class EmbeddedPostgres:
             if time.monotonic() > deadline:
                 raise EmbeddedPostgresError(
                     f"PostgreSQL in {self.data_dir} (pid {current.pid}) did not become ready"
-                    f" or exit within {WAIT_SECONDS}s"
+                    f" or exit within {START_WAIT_SECONDS}s"
                 )
             time.sleep(_POLL_SECONDS)
 
@@ -437,7 +442,7 @@ class EmbeddedPostgres:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         options = f"-p {port} -k {shlex.quote(str(socket_dir))} -c listen_addresses=127.0.0.1"
         log_path = str(self.log_path)
-        result = self._tool("pg_ctl", "-l", log_path, *_WAIT, "-o", options, "start")
+        result = self._tool("pg_ctl", "-l", log_path, *_START_WAIT, "-o", options, "start")
         if result.returncode == 0:
             return None
         self._remove_temp_socket_dir(socket_dir)
