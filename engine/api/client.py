@@ -41,6 +41,7 @@ from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import (
+    CommandConflict,
     DecisionRejected,
     DefinitionNotFound,
     InputRefused,
@@ -380,7 +381,7 @@ class Client:
             check_value(value, f"the {field}")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            if any(a.command_id == command_id for a in draft.state.audit):
+            if _recorded(draft.state, command_id, Action(action), actor, reason):
                 return None
             if "step" in effect:
                 _require_step(draft.state, effect["step"])
@@ -590,6 +591,22 @@ def _accept_step_signal(
         )
     decisions.accept_signal(draft, step, signal_id, payload)
     return ("signal", signal_id)
+
+
+def _recorded(state: Instance, command_id: str, action: Action, actor: str, reason: str) -> bool:
+    """Whether ``command_id`` is already recorded on the instance (a repeat acts once);
+    CommandConflict when it was recorded for another action, actor or reason, which a
+    repeat would otherwise report as done although nothing it asked for happened."""
+    for entry in state.audit:
+        if entry.command_id != command_id:
+            continue
+        if (entry.action, entry.actor, entry.reason) != (action.value, actor, reason):
+            raise CommandConflict(
+                f"command id {command_id} was already used for {entry.action} by"
+                f" {entry.actor} on {state.instance_id}: a new command needs a new id"
+            )
+        return True
+    return False
 
 
 def _require_step(state: Instance, step: Any) -> None:

@@ -75,6 +75,11 @@ class SignalConflict(WaylineError):
     """This signal step already holds another signal, or this signal id other payload."""
 
 
+class CommandConflict(WaylineError):
+    """This command id already names another command (action, actor or reason) on the
+    instance: a repeat acts once only when it is the same command."""
+
+
 class LimitExceeded(WaylineError):
     """A value is larger than a named limit allows."""
 

@@ -17,7 +17,7 @@ from typing import Any
 from engine.api.client import SignalConflict
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
-from engine.model.errors import DecisionRejected, EventInvalid
+from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
 from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES
@@ -141,6 +141,8 @@ async def command(
         )
     except DecisionRejected as refused:
         raise Conflict(f"the instance does not allow this now: {refused}") from None
+    except CommandConflict as clash:
+        raise Conflict(str(clash)) from None
     except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
         raise Invalid(str(bad)) from None
     runtime.watcher.nudge()
