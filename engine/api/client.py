@@ -53,7 +53,7 @@ from engine.model.errors import (
 from engine.model.events import json_data
 from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
 from engine.model.identifiers import name_problem
-from engine.model.inputs import check_text, check_value
+from engine.model.inputs import check_team, check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
@@ -155,7 +155,7 @@ class Client:
         """Hold ``scope`` (a name, a version or a team) for an incident: workers stop
         claiming its work (attempts already leased finish and record), new starts are
         accepted and parked, timers due meanwhile fire after it. Audited: who and why."""
-        _check_texts(team=scope.team)
+        check_team(scope.team)
         check_scope(scope)
         if problem := actor_problem(actor) or reason_problem(reason):
             raise InputRefused(problem)
@@ -189,7 +189,8 @@ class Client:
         first; the hold stays), or ``rate`` instances per second until none is left
         (then it ends). The hold as it is now and how many work items became due.
         HoldNotFound, HoldReleased; InputRefused for a bad amount, actor or reason."""
-        _check_texts(team=team, hold_id=hold_id)
+        check_team(team)
+        _check_texts(hold_id=hold_id)
         if count is not None and rate is not None:
             raise InputRefused("release by a count or by a rate, not both")
         mode = ReleaseMode.COUNT if count is not None else ReleaseMode.ALL
@@ -213,7 +214,8 @@ class Client:
         An input larger than the smallest ``input_limit`` of the version's activities is
         refused (LimitExceeded) rather than written as an instance that fails at once.
         """
-        _check_texts(name=name, instance_id=instance_id, version=version or "", tenant=tenant)
+        _check_texts(name=name, instance_id=instance_id, version=version or "")
+        check_team(tenant)
         definition = self._latest.get(name) if version is None else None
         started = None
         if definition is not None:
@@ -241,7 +243,8 @@ class Client:
         the run's id, ``<name>/<id>``, and whether this call started it (seed 001: the id
         is the run's identity, so a retried start joins the run, whatever its input).
         InputRefused with the seed's text for an id that is empty or holds ``/``."""
-        _check_texts(name=name, id=id if isinstance(id, str) else "", tenant=tenant)
+        _check_texts(name=name, id=id if isinstance(id, str) else "")
+        check_team(tenant)
         instance_id = runs.run_id(name, id)
         definition = await self.startable(name, version)
         if definition.mode != Mode.CODE:

@@ -24,7 +24,7 @@ from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition, Mode
 from engine.model.errors import InputRefused, ReplayRejected, WaylineError
 from engine.model.events import json_data
-from engine.model.inputs import check_text
+from engine.model.inputs import check_team, check_text
 from engine.model.instance import Instance
 from engine.modes.machines.declaration import Machine
 from engine.modes.machines.manifest import MachineManifest
@@ -83,7 +83,7 @@ class Executions:
         worker re-checks it before every advance. InputRefused for a bad argument.
         """
         _require_texts(key=key, actor=actor, scope=scope)
-        check_text(team, "the team")
+        check_team(team)
         if len(key) > MAX_KEY_CHARACTERS:
             raise InputRefused(f"the key has at most {MAX_KEY_CHARACTERS} characters")
         definition = await self.client.startable(machine, version)
@@ -144,7 +144,7 @@ class Executions:
         """The replayed execution (of ``machine`` when given), when ``actor`` of ``team``
         submitted it."""
         _require_texts(execution=execution, actor=actor)
-        check_text(team, "the team")
+        check_team(team)
         try:
             row = await reads.get_instance(self.client.store, execution)
         except InstanceNotFound:

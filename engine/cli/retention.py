@@ -3,10 +3,11 @@
 ``set --team T --keep 90d --as WHO`` records a team's policy; ``list`` prints every
 policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
 team, the ended instances past their team's keep (``engine.store.retention``), writing
-``DIR/<team>-<UTC time>.jsonl`` (one line per instance: the array of its events, each as
-``wayline history --json`` prints it) and printing what it did. Meant for a scheduler
-(cron, a Kubernetes CronJob): a run takes short batches and never waits on a worker, so
-it can run at any time, and a run that dies half way is simply run again.
+``DIR/<team>-<UTC time>.jsonl`` (``engine-<UTC time>.jsonl`` for the engine's own team;
+one line per instance: the array of its events, each as ``wayline history --json``
+prints it) and printing what it did. Meant for a scheduler (cron, a Kubernetes
+CronJob): a run takes short batches and never waits on a worker, so it can run at any
+time, and a run that dies half way is simply run again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from engine.api.client import Client
 from engine.cli.options import UsageError
 from engine.cli.runtime import add_command, add_group
 from engine.model.durations import format_duration, parse_duration
+from engine.model.inputs import check_team
 from engine.store import retention
 from engine.store.retention import MAX_PRUNE_BATCH, Policy
 
@@ -84,8 +86,7 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
     if args.team is not None and not chosen:
         raise UsageError(f"team {_team(args.team)} has no retention policy (set one first)")
     for policy in chosen:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = args.export_dir / f"{policy.tenant_id or 'engine'}-{stamp}.jsonl"
+        path = _export_path(args.export_dir, policy.tenant_id)
         with path.open("a", encoding="utf-8") as export:
             done = await retention.prune(
                 client.store, policy.tenant_id, policy.keep, export, args.batch
@@ -95,6 +96,15 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
             f"removed {done.removed}, left {done.skipped} in use for a later run"
         )
     return 0
+
+
+def _export_path(directory: Path, tenant: str) -> Path:
+    """``directory/<team>-<UTC time>.jsonl``; a policy stored before team ids were
+    checked may name no team (``../x``), and its export must not land outside
+    ``directory``, so such a team is refused here too."""
+    check_team(tenant)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return directory / f"{tenant or 'engine'}-{stamp}.jsonl"
 
 
 def _team(tenant: str) -> str:

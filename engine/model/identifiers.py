@@ -80,9 +80,22 @@ def _problem(
     return None
 
 
+TEAM_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+"""A team id (the studio's teams, the engine's tenants). It names export files and
+prefixes stored instance ids, so it holds no separator, no path and no space."""
+TEAM_RULE = "1 to 63 characters: a-z, 0-9 or '-', starting with a letter or digit"
 TEAM_SEPARATOR = ":"
 """Between a team and its own instance id in the stored id. Team ids cannot contain it
-(``studio.accounts.people.TEAM_ID``), so the team of a stored id is never ambiguous."""
+(``TEAM_PATTERN``), so the team of a stored id is never ambiguous."""
+
+
+def team_problem(value: object) -> str | None:
+    """Why ``value`` is not a team, or None when it is ('' is the engine's own team)."""
+    if value == "":
+        return None
+    if not isinstance(value, str) or not TEAM_PATTERN.fullmatch(value):
+        return f"a team id has {TEAM_RULE} (or is empty: the engine's own team)"
+    return None
 
 
 def team_instance_id(team: str, instance_id: str) -> str:

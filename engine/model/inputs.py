@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.model.errors import InputRefused, LimitExceeded, NotJSON
 from engine.model.events import json_data
+from engine.model.identifiers import team_problem
 from engine.model.limits import MAX_JSON_DEPTH
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -91,6 +92,13 @@ def check_value(value: Any, what: str) -> None:
                 raise InputRefused(too_deep(what))
             children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
             pending.extend((child, depth + 1) for child in children)
+
+
+def check_team(team: object) -> None:
+    """Refuse a team id that is not one (``team_problem``): it would name an export file
+    or prefix instance ids, and a typo would act on a team that does not exist."""
+    if problem := team_problem(team):
+        raise InputRefused(problem)
 
 
 def check_text(value: str, what: str) -> None:

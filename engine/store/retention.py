@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from engine.model.events import event_to_json
+from engine.model.inputs import check_team
 from engine.store import reads
 from engine.store.statements import retention as sql
 from engine.store.store import Store
@@ -64,6 +65,7 @@ def check_batch(batch: int) -> int:
 
 async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
     """Keep ``tenant``'s ended instances for ``keep`` (replacing any earlier policy)."""
+    check_team(tenant)
     if keep <= timedelta(0):
         raise ValueError("keep must be a positive duration, e.g. 90d")
     if not actor:

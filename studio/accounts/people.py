@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import psycopg
 
 from engine import Store
+from engine.model.identifiers import TEAM_PATTERN, TEAM_RULE
 from studio.accounts.passwords import generate_password, hash_password
 from studio.roles import Role
 
 USERNAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-TEAM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MAX_DISPLAY_NAME = 100
 """Characters in a person's display name (it is shown in tables and audit lists)."""
 MAX_TEAM_NAME = 100
@@ -121,8 +121,8 @@ def check_display_name(display_name: str) -> str:
 
 
 def check_team_id(team_id: str) -> str:
-    if not TEAM_ID.fullmatch(team_id):
-        raise PeopleError("a team id has 1 to 63 characters: a-z, 0-9 or '-'")
+    if not TEAM_PATTERN.fullmatch(team_id):
+        raise PeopleError(f"a team id has {TEAM_RULE}")
     return team_id
 
 

@@ -56,3 +56,26 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", "0")
     assert batch.code == 1
     assert one_line(batch) == "wayline retention: batch is 0; it must be from 1 to 500 instances"
+
+
+async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
+    e2e: Harness,
+) -> None:
+    refused = await e2e.cli(
+        "retention", "set", "--team", "../escaped", "--keep", "1ms", "--as", "a"
+    )
+    assert refused.code == 1
+    assert one_line(refused).startswith("wayline retention: a team id has 1 to 63 characters")
+
+    # A policy stored before team ids were checked: its run is refused, and exports nothing.
+    async with e2e.store.connection() as conn:
+        await conn.execute(
+            "INSERT INTO retention_policies (tenant_id, keep, set_by, set_at)"
+            " VALUES ('../escaped', '1 ms', 'a', now())"
+        )
+    inner = e2e.tmp / "exports" / "inner"
+    inner.mkdir(parents=True)
+    run = await e2e.cli("retention", "run", "--export-dir", str(inner), "--team", "../escaped")
+    assert run.code == 1
+    assert one_line(run).startswith("wayline retention: a team id has 1 to 63 characters")
+    assert list((e2e.tmp / "exports").rglob("*.jsonl")) == []
