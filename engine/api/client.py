@@ -52,7 +52,7 @@ from engine.model.errors import (
 )
 from engine.model.events import json_data
 from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
-from engine.model.identifiers import name_problem
+from engine.model.identifiers import key_problem, name_problem, step_id_problem
 from engine.model.inputs import check_team, check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
@@ -349,8 +349,14 @@ class Client:
     async def signal(
         self, instance_id: str, step: str, signal_id: str, payload: Any = None
     ) -> Instance:
-        """Deliver a signal once; acknowledge (return) only after it is durable."""
+        """Deliver a signal once; acknowledge (return) only after it is durable.
+
+        InputRefused for a signal id the signal's event could not carry, before the
+        instance is read: judged against the step's state, an empty id would be taken
+        for another signal than the one the step holds."""
         _check_texts(instance_id=instance_id, step=step, signal_id=signal_id)
+        if (problem := key_problem(signal_id)) and step_id_problem(signal_id):
+            raise InputRefused(f"the signal id {problem}")
         check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:

@@ -95,3 +95,13 @@ async def test_a_command_on_a_step_the_definition_lacks_is_refused(
     ):
         with pytest.raises(InputRefused, match=message):
             await client.command("running", action, "ops", "why", step=step, **effect)
+
+
+@pytest.mark.parametrize("signal_id", ["", "s 1 ü", "x" * 1000])
+async def test_a_signal_id_no_event_could_carry_is_refused_before_the_state_is_read(
+    client: Client, signal_id: str
+) -> None:
+    with pytest.raises(InputRefused, match="the signal id must be 1 to"):
+        await client.signal("running", "a", signal_id)
+    with pytest.raises(InputRefused, match="the signal id must be 1 to"):
+        await client.signal("nosuch", "a", signal_id)
