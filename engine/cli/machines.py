@@ -18,6 +18,7 @@ from engine.api.client import Client
 from engine.api.executions import Executions
 from engine.cli import machine_roles
 from engine.cli.runtime import add_command, add_group, json_arg
+from engine.model.identifiers import split_pin
 from engine.modes.machines.standing import StateValue
 
 LABEL = "wayline"
@@ -63,7 +64,7 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 
 
 async def _submit(client: Client, args: argparse.Namespace) -> int:
-    name, _, version = args.machine.partition("@")
+    name, version = split_pin(args.machine)
     submitted = await Executions(client).submit(
         name,
         parent=args.parent,
@@ -72,7 +73,7 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
         actor=args.actor,
         team=args.team,
         scope=args.scope,
-        version=version or None,
+        version=version,
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0

@@ -36,6 +36,7 @@ from engine.model.errors import (
 )
 from engine.model.events import event_to_json
 from engine.model.files import load_definition
+from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import InstanceStatus, instance_to_json
 from engine.model.limits import MAX_WAIT_TIMEOUT
@@ -369,12 +370,12 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
-    name, _, version = args.definition.partition("@")
-    if (await client.startable(name, version or None)).mode == Mode.CODE:
-        run, started = await client.start_run(name, args.input, id=args.id, version=version or None)
+    name, version = split_pin(args.definition)
+    if (await client.startable(name, version)).mode == Mode.CODE:
+        run, started = await client.start_run(name, args.input, id=args.id, version=version)
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
-    state = await client.start(name, args.id, args.input, version or None)
+    state = await client.start(name, args.id, args.input, version)
     print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
 

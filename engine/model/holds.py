@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from engine.model.errors import InputRefused, WaylineError
-from engine.model.identifiers import name_problem
+from engine.model.identifiers import name_problem, split_pin
 
 MAX_RELEASE_COUNT = 10_000
 """Instances one gradual release by count lets go at once."""
@@ -53,12 +53,11 @@ def parse_scope(team: str, definition: str | None) -> HoldScope:
     naming what was wrong."""
     if definition is None:
         return HoldScope(team)
-    name, at, version = definition.partition("@")
-    if problem := name_problem(name):  # '' too: an empty name must not hold the team
-        raise InputRefused(f"the definition name {problem}")
-    if at and not version:
-        raise InputRefused("name a version after @, or leave the @ out to hold every version")
-    return check_scope(HoldScope(team, name, version))
+    try:
+        name, version = split_pin(definition)  # '' too: an empty name must not hold the team
+    except ValueError as bad:
+        raise InputRefused(str(bad)) from None
+    return check_scope(HoldScope(team, name, version or ""))
 
 
 def check_scope(scope: HoldScope) -> HoldScope:

@@ -110,6 +110,18 @@ def local_instance_id(team: str, stored_id: str) -> str:
     return stored_id[len(prefix) :] if team and stored_id.startswith(prefix) else stored_id
 
 
+def split_pin(text: str) -> tuple[str, str | None]:
+    """``NAME[@VERSION]`` as (name, version, None for the latest); ValueError for a name
+    that is not one, or an '@' with no version after it, which must not read as "the
+    latest version" (a typo would act on another version than the one meant)."""
+    name, at, version = text.partition("@")
+    if problem := name_problem(name):
+        raise ValueError(f"the definition name {problem}")
+    if at and not version:
+        raise ValueError("name a version after @, or leave the @ out")
+    return name, version or None
+
+
 def require_id(value: object, what: str) -> str:
     """Return ``value`` when it is a valid id; raise ValueError naming ``what`` otherwise."""
     problem = id_problem(value)

@@ -213,6 +213,13 @@ async def test_bad_input_gets_one_line_and_a_non_zero_exit(e2e: Harness) -> None
         one_line(unknown) == "wayline start: no active version of no.such.definition is published"
     )
 
+    no_version = await e2e.cli("start", "e2e.signalled@", "--id", "x")
+    assert (no_version.code, one_line(no_version)) == (
+        1,
+        "wayline start: name a version after @, or leave the @ out",
+    )
+    assert await e2e.query("SELECT instance_id FROM instances") == []
+
     no_dsn = await e2e.cli("inspect", "x", store=False)
     assert no_dsn.code == 2
     assert one_line(no_dsn) == "wayline inspect: no database given: pass --dsn or set WAYLINE_DSN"
