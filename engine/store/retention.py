@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
+from engine.decide.audit import actor_problem
 from engine.model.events import event_to_json
 from engine.model.inputs import check_team
 from engine.store import reads
@@ -68,8 +69,8 @@ async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> 
     check_team(tenant)
     if keep <= timedelta(0):
         raise ValueError("keep must be a positive duration, e.g. 90d")
-    if not actor:
-        raise ValueError("say who sets the policy (actor)")
+    if problem := actor_problem(actor):  # who set it is audited like a command's actor
+        raise ValueError(problem)
     now = store.now()
     params = {"tenant": tenant, "keep": keep, "actor": actor, "now": now}
 

@@ -146,5 +146,8 @@ async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -
     assert found == {"red": (KEEP * 2, "bob"), "": (timedelta(days=7), "carol")}
     with pytest.raises(ValueError, match="positive"):
         await retention.set_policy(store, "red", timedelta(0), "alice")
+    for nobody in ("", "a b"):
+        with pytest.raises(ValueError, match="actor must be 1 to"):
+            await retention.set_policy(store, "red", KEEP, nobody)
     with pytest.raises(ValueError, match=f"from 1 to {MAX_PRUNE_BATCH}"):
         retention.check_batch(MAX_PRUNE_BATCH + 1)
