@@ -33,6 +33,7 @@ from engine.modes.machines.start_data import StartData, execution_id, key_digest
 from engine.modes.machines.states import MachineState
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
+from engine.store.principals import COVERS
 
 MAX_KEY_CHARACTERS = 200
 """An idempotency key is the caller's text; its digest, never the key, is stored."""
@@ -84,6 +85,8 @@ class Executions:
         """
         _require_texts(key=key, actor=actor, scope=scope)
         check_team(team)
+        if scope not in COVERS:  # no role covers it: every advance would be refused
+            raise InputRefused(f"the scope is a role: one of {', '.join(COVERS)}")
         if len(key) > MAX_KEY_CHARACTERS:
             raise InputRefused(f"the key has at most {MAX_KEY_CHARACTERS} characters")
         definition = await self.client.startable(machine, version)

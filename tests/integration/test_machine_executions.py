@@ -198,6 +198,8 @@ async def test_cancel_is_the_audited_operator_cancel(executions: Executions) -> 
         ({"key": ""}, "the key must be non-empty text"),
         ({"actor": " "}, "the actor must be non-empty text"),
         ({"scope": ""}, "the scope must be non-empty text"),
+        ({"scope": "god"}, "the scope is a role: one of viewer, author, operator, admin"),
+        ({"team": "Red Team"}, "a team id has 1 to 63 characters"),
     ],
 )
 async def test_bad_arguments_are_refused_before_anything_is_written(
