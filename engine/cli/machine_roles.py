@@ -61,16 +61,26 @@ def _run(args: argparse.Namespace) -> int:
         for problem in invalid.errors:
             print(f"{problem.path or '(document)'}: {problem.message}", file=sys.stderr)
         return EXIT_FAILED
-    except psycopg.errors.InsufficientPrivilege:
-        print(f"{LABEL}: this login may not create or grant roles (CREATEROLE)", file=sys.stderr)
+    except psycopg.Error as error:
+        print(f"{LABEL}: {_refusal(error, args.to)}", file=sys.stderr)
         return EXIT_FAILED
-    except psycopg.Error:
-        print(f"{LABEL}: the database refused the roles' SQL", file=sys.stderr)
-        return EXIT_FAILED
+
+
+def _refusal(error: psycopg.Error, login: str | None) -> str:
+    """Why the database refused, in words (never the driver's text)."""
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return "this login may not create or grant roles (CREATEROLE)"
+    if isinstance(error, psycopg.errors.UndefinedObject) and login:
+        return f"there is no login {login} to make a member of the roles"  # all else is made
+    if isinstance(error, psycopg.OperationalError):
+        return "cannot connect to the database (check --dsn or WAYLINE_DSN)"
+    return "the database refused the roles' SQL"
 
 
 async def _roles(args: argparse.Namespace) -> int:
     resources = resources_of(await _definitions(args))
+    if (args.app or args.files) and not resources:  # a file or app of another kind
+        raise UsageError("the app and files given declare no state machine")
     if not args.apply:
         print(provisioning_sql(resources, args.to) + _reminder(resources), end="")
         return 0

@@ -126,3 +126,17 @@ JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
 WHERE r.rolname = ANY(%(roles)s) AND m.rolname = current_user ORDER BY 1
 """
 """The roles of ``roles`` the login is a member of (superuser or not)."""
+
+
+async def test_roles_says_what_was_wrong_in_one_line(e2e: Harness) -> None:
+    not_a_machine = await e2e.cli("machine", "roles", "examples/order_fulfillment.json")
+    assert (not_a_machine.code, one_line(not_a_machine)) == (
+        2,
+        "wayline machine roles: the app and files given declare no state machine",
+    )
+    await e2e.publish(document_approval.flow.definition)
+    no_login = await e2e.cli("machine", "roles", "--apply", "--to", "no_such_login_x")
+    assert (no_login.code, one_line(no_login)) == (
+        1,
+        "wayline machine roles: there is no login no_such_login_x to make a member of the roles",
+    )
