@@ -2,7 +2,9 @@
 
 A NUL character would otherwise reach PostgreSQL and come back as driver text, JSON
 nested a thousand levels as a RecursionError, and an input larger than an activity
-takes as an instance that fails at its first step.
+takes as an instance that fails at its first step. A command id names one command: a
+repeat acts once, and the id reused for another command is refused once the instance
+is read.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.model.errors import InputRefused, LimitExceeded
+from engine.model.errors import CommandConflict, InputRefused, LimitExceeded
+from engine.model.instance import InstanceStatus
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
@@ -105,3 +108,34 @@ async def test_a_signal_id_no_event_could_carry_is_refused_before_the_state_is_r
         await client.signal("running", "a", signal_id)
     with pytest.raises(InputRefused, match="the signal id must be 1 to"):
         await client.signal("nosuch", "a", signal_id)
+
+
+async def test_a_repeated_command_is_recorded_once(client: Client) -> None:
+    await client.command("running", Action.PAUSE, "ops", "hold on", "c1")
+    again = await client.command("running", Action.PAUSE, "ops", "hold on", "c1")
+
+    assert again.status is InstanceStatus.PAUSED
+    assert [a.command_id for a in again.audit] == ["c1"]
+
+
+@pytest.mark.parametrize(
+    ("action", "actor", "reason"),
+    [
+        (Action.RESUME, "ops", "hold on"),
+        (Action.PAUSE, "someone-else", "hold on"),
+        (Action.PAUSE, "ops", "another reason"),
+    ],
+)
+async def test_a_command_id_reused_for_another_command_is_refused(
+    client: Client, action: Action, actor: str, reason: str
+) -> None:
+    """Reported as done, "resume recorded" on an instance that stays paused, a reused
+    id would say that what it asked for happened."""
+    await client.command("running", Action.PAUSE, "ops", "hold on", "c1")
+
+    with pytest.raises(CommandConflict, match="command id c1 was already used for pause by ops"):
+        await client.command("running", action, actor, reason, "c1")
+
+    state = await client.inspect("running")
+    assert state.status is InstanceStatus.PAUSED
+    assert [(a.command_id, a.action) for a in state.audit] == [("c1", "pause")]
