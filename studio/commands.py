@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from engine.cli.options import DSN_ENV, UsageError, add_store_options, checked_dsn
+from engine.cli.options import UsageError, add_store_options, checked_dsn, optional_dsn
 from engine.worker import logs
 from studio.roles import Role
 
@@ -74,28 +74,23 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
-    create.set_defaults(run=_user_create)
-
-
-def _dsn(args: argparse.Namespace) -> str | None:
-    return args.dsn or os.environ.get(DSN_ENV) or None
+    create.set_defaults(run=_user_create, label="wayline user create")
 
 
 def _studio(args: argparse.Namespace) -> int:
+    """Serve the studio, once every option is checked (UsageError saying which is not)."""
     from studio.accounts.signin_limits import trusted_networks
     from studio.server import run_studio
 
     try:
         trusted_networks(args.trusted_proxy)
-        read_dsn = _read_dsn(args)
-    except (ValueError, UsageError) as bad:
-        print(f"wayline studio: {bad}", file=sys.stderr)
-        return 2
-
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
+    read_dsn = _read_dsn(args)
     return run_studio(
         args.host,
         args.port,
-        _dsn(args),
+        optional_dsn(args),
         args.schema,
         args.secure_cookies,
         live_interval=max(args.live_interval, 0.0),
@@ -116,5 +111,11 @@ def _user_create(args: argparse.Namespace) -> int:
 
     password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
     return create_user(
-        _dsn(args), args.schema, args.username, args.team, args.role, args.display_name, password
+        optional_dsn(args),
+        args.schema,
+        args.username,
+        args.team,
+        args.role,
+        args.display_name,
+        password,
     )

@@ -57,7 +57,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
     )
-    generate.set_defaults(run=_generate)
+    generate.set_defaults(run=_generate, label="wayline drill plan generate")
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
     selftest.set_defaults(run=_self_test)

@@ -1,6 +1,10 @@
-"""Options every database-backed command shares: where the store is, and its schema.
+"""Options every database-backed command shares (where the store is, and its schema),
+and the failures every command reports the same way.
 
 A DSN may carry a password, so no message ever echoes it (or driver text quoting it).
+A command raises ``CommandFailed`` (or ``UsageError``) with a message that says what
+was wrong; ``engine.cli.main`` prints it as ``wayline <command>: <message>`` and exits
+with its status, as it does for a database that cannot be reached (``cannot_connect``).
 """
 
 from __future__ import annotations
@@ -14,10 +18,33 @@ from psycopg.conninfo import conninfo_to_dict
 from engine.store.migrations import DEFAULT_SCHEMA, validate_schema_name
 
 DSN_ENV = "WAYLINE_DSN"
+EXIT_FAILED = 1
+EXIT_USAGE = 2
 
 
-class UsageError(Exception):
+class CommandFailed(Exception):
+    """The command could not do what it was asked; the message says why."""
+
+    status = EXIT_FAILED
+
+
+class UsageError(CommandFailed):
     """The command line itself is wrong; the message says how to fix it."""
+
+    status = EXIT_USAGE
+
+
+def command_label(args: argparse.Namespace) -> str:
+    """How a command's messages begin: its parser's ``label`` default (``wayline
+    retention``), else ``wayline <command>``."""
+    return getattr(args, "label", "") or f"wayline {args.command}"
+
+
+def cannot_connect(what: str = "the database", option: str = "--dsn", env: str = DSN_ENV) -> str:
+    """The one message for a database that cannot be reached, whatever the reason (a
+    wrong address, user, password or database name, or a server that is down): the
+    driver's text would say which, but it can quote the host and the user."""
+    return f"cannot connect to {what}: check {option} or {env}"
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +59,17 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 def resolve_dsn(args: argparse.Namespace) -> str:
     """The DSN from --dsn or WAYLINE_DSN; UsageError when absent or malformed."""
-    dsn = args.dsn or os.environ.get(DSN_ENV)
-    if not dsn:
+    dsn = optional_dsn(args)
+    if dsn is None:
         raise UsageError(f"no database given: pass --dsn or set {DSN_ENV}")
-    return checked_dsn(dsn)
+    return dsn
+
+
+def optional_dsn(args: argparse.Namespace) -> str | None:
+    """The DSN from --dsn or WAYLINE_DSN (UsageError when malformed), or None when
+    neither is set: the command then runs on a private cluster."""
+    dsn = args.dsn or os.environ.get(DSN_ENV)
+    return checked_dsn(dsn) if dsn else None
 
 
 def checked_dsn(dsn: str, what: str = "the DSN") -> str:

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import functools
 import json
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,7 +22,16 @@ from typing import Any
 from engine.api import waits
 from engine.api.client import Client
 from engine.cli.definitions import add_source, app_definitions
-from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
+from engine.cli.options import (
+    DSN_ENV,
+    EXIT_FAILED,
+    CommandFailed,
+    UsageError,
+    add_store_options,
+    optional_dsn,
+    resolve_dsn,
+    schema_name,
+)
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.description import describe_instance
@@ -42,7 +50,7 @@ from engine.model.limits import MAX_WAIT_TIMEOUT
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
-from engine.store.errors import InstanceNotFound
+from engine.store.errors import CannotConnect, InstanceNotFound
 from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import logs, runner, tracing
@@ -52,8 +60,6 @@ from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.PAUSE: {},
     Action.RESUME: {},
@@ -166,7 +172,7 @@ def _demo(args: argparse.Namespace) -> int:
         sys.path.insert(0, root)
     from examples import demo, machine_demo
 
-    dsn = args.dsn or os.environ.get(DSN_ENV)
+    dsn = optional_dsn(args)
     if args.machine:
         return machine_demo.run(dsn, args.schema, args.actor, args.team)
     return demo.run(dsn, args.schema)
@@ -213,7 +219,7 @@ def add_command(
     reported as ``<label>: <message>`` (default ``wayline <command>``)."""
     parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
     add_store_options(parser)
-    parser.set_defaults(run=lambda args: _run(args, action, label))
+    parser.set_defaults(run=lambda args: _run(args, action), label=label)
     return parser
 
 
@@ -245,23 +251,19 @@ def _worker(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(
-    args: argparse.Namespace,
-    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
-    label: str = "",
+    args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
 ) -> int:
-    name = label or f"wayline {args.command}"
+    """Run ``action`` on a client of the store; its known errors become CommandFailed,
+    which ``engine.cli.main`` prints (as it prints a store that cannot be reached)."""
     try:
         dsn = resolve_dsn(args)
         return runner.run(_with_client(dsn, args, action))
-    except UsageError as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    except CannotConnect:
+        raise  # one message for every command, in engine.cli.main
     except InstanceNotFound as error:
-        print(f"{name}: {error}{_team_hint(getattr(args, 'instance', ''))}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandFailed(f"{error}{_team_hint(getattr(args, 'instance', ''))}") from None
     except (WaylineError, MigrationError, ValueError) as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandFailed(str(error)) from None
 
 
 def _team_hint(instance_id: str) -> str:

@@ -1,0 +1,60 @@
+"""What a person at a terminal sees when a command cannot do what it was asked: one
+line on stderr, ``wayline <command>: <message>``, saying what was wrong and what is
+allowed, a non-zero exit, and never a traceback, driver text or a password.
+
+Each command runs through the ``wayline`` entry point (``engine.cli.main.main``) in
+this process, against the real PostgreSQL of the integration fixtures.
+"""
+
+from __future__ import annotations
+
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from engine.cli.main import main
+
+CONNECT_ERROR = "cannot connect to the database: check --dsn or WAYLINE_DSN"
+SECRET = "hunter2-secret"
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """Run ``wayline ARGV``; its exit status and its only stderr line (no traceback)."""
+    status = main(list(argv))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return status, lines[0]
+
+
+def unreachable(pg_dsn: str) -> dict[str, str]:
+    """DSNs that name no usable database, each for its own reason; each carries a
+    password, which no message may show."""
+    given = {"password": SECRET}
+    return {
+        "closed port": make_conninfo(pg_dsn, host="127.0.0.1", port="1", **given),
+        "port not a number": "postgresql://postgres:hunter2-secret@127.0.0.1:notaport/x",
+        "no such database": make_conninfo(pg_dsn, dbname="no_such_database", **given),
+        "no such user": make_conninfo(pg_dsn, user="no_such_user", **given),
+    }
+
+
+CONNECTING = [
+    ("wayline status", ["status", "order-1"]),
+    ("wayline migrate", ["migrate"]),
+    ("wayline demo", ["demo"]),
+    ("wayline demo", ["demo", "--machine"]),
+    ("wayline user create", ["user", "create", "dave"]),
+    ("wayline studio", ["studio"]),
+    ("wayline drill plan generate", ["drill", "plan", "generate", "order.fulfillment@1"]),
+]
+
+
+@pytest.mark.parametrize(("label", "argv"), CONNECTING, ids=[" ".join(a) for _, a in CONNECTING])
+def test_a_database_that_cannot_be_reached_is_one_message_for_every_command(
+    pg_dsn: str, label: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for reason, dsn in unreachable(pg_dsn).items():
+        status, line = refused(capsys, *argv, "--dsn", dsn)
+        assert (status, line) == (1, f"{label}: {CONNECT_ERROR}"), reason
+        assert SECRET not in line
