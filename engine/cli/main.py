@@ -3,8 +3,9 @@
 Each subcommand is a thin shell over an engine function: parse arguments, call it,
 print the result, and map known errors to a clear message and a non-zero exit. The
 failures any command can meet (``CommandFailed`` and ``UsageError`` from
-``engine.cli.options``, a database that cannot be reached) are printed in ``main``, once,
-as ``wayline <command>: <message>``.
+``engine.cli.options``, a database that cannot be reached, an engine error such as a
+definition name owned by another team) are printed in ``main``, once, as
+``wayline <command>: <message>``.
 
 The engine's own subcommands are registered here; the packages above the engine add
 theirs through the ``wayline.commands`` entry points (``studio`` and ``user`` from
@@ -31,9 +32,10 @@ from engine.cli.options import (
     cannot_connect,
     command_label,
 )
-from engine.model.errors import InputRefused
+from engine.model.errors import InputRefused, WaylineError
 from engine.model.inputs import check_text
 from engine.store.errors import CannotConnect
+from engine.store.migrations import MigrationError
 
 COMMANDS_GROUP = "wayline.commands"
 """The entry-point group through which other packages add ``wayline`` subcommands."""
@@ -92,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _refuse(args, str(failed), failed.status)
     except CannotConnect:
         return _refuse(args, cannot_connect(), EXIT_FAILED)
+    except (WaylineError, MigrationError) as error:  # worded for people, with no driver text
+        return _refuse(args, str(error), EXIT_FAILED)
     return status
 
 

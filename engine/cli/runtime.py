@@ -40,7 +40,6 @@ from engine.model.errors import (
     DefinitionInvalid,
     InputRefused,
     NotJSON,
-    WaylineError,
 )
 from engine.model.events import event_to_json
 from engine.model.files import load_definition
@@ -50,8 +49,7 @@ from engine.model.limits import MAX_WAIT_TIMEOUT
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
-from engine.store.errors import CannotConnect, InstanceNotFound
-from engine.store.migrations import MigrationError
+from engine.store.errors import InstanceNotFound
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry, load_app
@@ -253,16 +251,15 @@ def _worker(commands: argparse._SubParsersAction) -> None:
 def _run(
     args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
 ) -> int:
-    """Run ``action`` on a client of the store; its known errors become CommandFailed,
-    which ``engine.cli.main`` prints (as it prints a store that cannot be reached)."""
+    """Run ``action`` on a client of the store. ``engine.cli.main`` prints its errors;
+    an unknown instance gets a hint, and a ValueError (a bound such as ``--concurrency``)
+    is a failure too."""
     try:
         dsn = resolve_dsn(args)
         return runner.run(_with_client(dsn, args, action))
-    except CannotConnect:
-        raise  # one message for every command, in engine.cli.main
     except InstanceNotFound as error:
         raise CommandFailed(f"{error}{_team_hint(getattr(args, 'instance', ''))}") from None
-    except (WaylineError, MigrationError, ValueError) as error:
+    except ValueError as error:
         raise CommandFailed(str(error)) from None
 
 

@@ -8,10 +8,16 @@ this process, against the real PostgreSQL of the integration fixtures.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from engine.api.client import Client
 from engine.cli.main import main
+from engine.model.definitions import Definition
+from engine.store.store import Store
+from examples import documents
 
 CONNECT_ERROR = "cannot connect to the database: check --dsn or WAYLINE_DSN"
 SECRET = "hunter2-secret"
@@ -58,3 +64,27 @@ def test_a_database_that_cannot_be_reached_is_one_message_for_every_command(
         status, line = refused(capsys, *argv, "--dsn", dsn)
         assert (status, line) == (1, f"{label}: {CONNECT_ERROR}"), reason
         assert SECRET not in line
+
+
+def test_an_engine_refusal_is_its_own_message(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --machine --team T`` when another team owns the machine's name: the
+    engine's DefinitionConflict, in its own words, not a traceback."""
+    asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "first-team"))
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(
+        capsys, "demo", "--machine", "--as", "nosuch", "--team", "nosuch", *store
+    )
+    assert (status, line) == (
+        1,
+        "wayline demo: the name document_approval belongs to another team",
+    )
+
+
+async def _publish_as(dsn: str, schema: str, definition: Definition, team: str) -> None:
+    store = await Store.open(dsn, schema)
+    try:
+        await Client(store).publish(definition, "ann", team)
+    finally:
+        await store.close()
