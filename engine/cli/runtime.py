@@ -165,15 +165,22 @@ def register_demo(commands: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """The example saga, or with ``--machine`` the document-approval machine, whose
+    execution must complete: one that does not is a failure (exit 1), not a demo."""
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)
     from examples import demo, machine_demo
 
     dsn = optional_dsn(args)
-    if args.machine:
-        return machine_demo.run(dsn, args.schema, args.actor, args.team)
-    return demo.run(dsn, args.schema)
+    if not args.machine:
+        return demo.run(dsn, args.schema)
+    execution, status = machine_demo.run(dsn, args.schema, args.actor, args.team)
+    if status != "completed":  # e.g. dead: --as is no studio user of --team who may submit
+        raise CommandFailed(
+            f"{execution} ended {status}, not completed (`wayline inspect {execution}` says why)"
+        )
+    return 0
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:

@@ -9,6 +9,7 @@ this process, against the real PostgreSQL of the integration fixtures.
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -88,3 +89,20 @@ async def _publish_as(dsn: str, schema: str, definition: Definition, team: str) 
         await Client(store).publish(definition, "ann", team)
     finally:
         await store.close()
+
+
+def test_a_machine_demo_that_does_not_complete_fails(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --machine --as`` someone who is no studio user: each advance re-checks the
+    submitter, so the execution ends dead, and the demo says so instead of exiting 0."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(
+        capsys, "demo", "--machine", "--as", "nosuch", "--team", "nosuch", *store
+    )
+    assert status == 1
+    assert re.fullmatch(
+        r"wayline demo: (document_approval/\w+) ended dead, not completed "
+        r"\(`wayline inspect \1` says why\)",
+        line,
+    ), line
