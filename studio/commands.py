@@ -12,7 +12,14 @@ import argparse
 import os
 import sys
 
-from engine.cli.options import UsageError, add_store_options, checked_dsn, optional_dsn
+from engine.cli.options import (
+    CommandFailed,
+    UsageError,
+    add_store_options,
+    cannot_connect,
+    checked_dsn,
+    optional_dsn,
+)
 from engine.worker import logs
 from studio.roles import Role
 
@@ -80,24 +87,29 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _studio(args: argparse.Namespace) -> int:
     """Serve the studio, once every option is checked (UsageError saying which is not)."""
     from studio.accounts.signin_limits import trusted_networks
-    from studio.server import run_studio
+    from studio.server import ReplicaUnreachable, run_studio
 
     try:
         trusted_networks(args.trusted_proxy)
     except ValueError as bad:
         raise UsageError(str(bad)) from None
     read_dsn = _read_dsn(args)
-    return run_studio(
-        args.host,
-        args.port,
-        optional_dsn(args),
-        args.schema,
-        args.secure_cookies,
-        live_interval=max(args.live_interval, 0.0),
-        trusted_proxies=tuple(args.trusted_proxy),
-        log_format=args.log_format,
-        read_dsn=read_dsn,
-    )
+    try:
+        return run_studio(
+            args.host,
+            args.port,
+            optional_dsn(args),
+            args.schema,
+            args.secure_cookies,
+            live_interval=max(args.live_interval, 0.0),
+            trusted_proxies=tuple(args.trusted_proxy),
+            log_format=args.log_format,
+            read_dsn=read_dsn,
+        )
+    except ReplicaUnreachable:
+        raise CommandFailed(
+            cannot_connect("the read replica", "--read-dsn", READ_DSN_ENV)
+        ) from None
 
 
 def _read_dsn(args: argparse.Namespace) -> str:

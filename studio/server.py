@@ -32,6 +32,7 @@ from engine import (
     install_signal_handlers,
     load_definition,
 )
+from engine.store.errors import CannotConnect
 from engine.worker import logs, tracing
 from studio.accounts import people
 from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
@@ -77,6 +78,21 @@ async def _with_store(dsn: str, schema: str, action: Callable[[Store], Awaitable
         await store.close()
 
 
+class ReplicaUnreachable(Exception):
+    """The read replica cannot be reached; the command line says which option names it."""
+
+
+async def _reach_replica(read_dsn: str, schema: str) -> None:
+    """Open the replica's store once, before the studio serves: in the app's startup a
+    replica that cannot be reached ends the server with a long ExceptionGroup traceback
+    after the address was already printed. ReplicaUnreachable when it cannot be."""
+    try:
+        replica = await Store.open(read_dsn, schema, read_only=True)
+    except CannotConnect:
+        raise ReplicaUnreachable from None
+    await replica.close()
+
+
 async def _first_start(store: Store) -> str | None:
     """Create the first admin (and publish the examples: the order fulfillment and the
     code-first order saga, whose code the studio's worker runs) on an empty studio."""
@@ -118,6 +134,8 @@ def run_studio(
     logs.use_format(log_format)
     tracing.configure("wayline-studio")
     with database(dsn, schema) as ready:
+        if read_dsn:  # before the first start, whose one-time password is shown only once
+            asyncio.run(_reach_replica(read_dsn, schema))
         password = asyncio.run(_with_store(ready, schema, _first_start))
         _announce(host, port, dsn is None, password, bool(read_dsn))
         settings = StudioSettings(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
@@ -106,3 +107,21 @@ def test_a_machine_demo_that_does_not_complete_fails(
         r"\(`wayline inspect \1` says why\)",
         line,
     ), line
+
+
+def test_a_read_replica_that_cannot_be_reached_is_refused_before_serving(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is served, no address printed, and no first admin made whose one-time
+    password nobody would see."""
+    replica = make_conninfo(pg_dsn, host="127.0.0.1", port="1", password=SECRET)
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status = main(["studio", *store, "--read-dsn", replica])
+    out, err = capsys.readouterr()
+    assert (status, out, err) == (
+        1,
+        "",
+        "wayline studio: cannot connect to the read replica: check --read-dsn or "
+        "WAYLINE_READ_DSN\n",
+    )
+    assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
