@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -45,6 +48,18 @@ def cannot_connect(what: str = "the database", option: str = "--dsn", env: str =
     wrong address, user, password or database name, or a server that is down): the
     driver's text would say which, but it can quote the host and the user."""
     return f"cannot connect to {what}: check {option} or {env}"
+
+
+@contextmanager
+def writing(path: Path, what: str) -> Iterator[None]:
+    """Whatever writes ``path`` in the block: an OSError (a missing directory, a
+    directory where a file was meant, no permission, a full disk) becomes CommandFailed
+    naming ``what`` and the path, with the system's reason, instead of a traceback."""
+    try:
+        yield
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise CommandFailed(f"{what} {path} cannot be written ({reason})") from None
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:

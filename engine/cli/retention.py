@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.api.client import Client
-from engine.cli.options import UsageError
+from engine.cli.options import UsageError, writing
 from engine.cli.runtime import add_command, add_group
 from engine.model.durations import format_duration, parse_duration
 from engine.store import retention
@@ -86,7 +86,12 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
     for policy in chosen:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         path = args.export_dir / f"{policy.tenant_id or 'engine'}-{stamp}.jsonl"
-        with path.open("a", encoding="utf-8") as export:
+        # An export that cannot be written stops the run before its batch is removed
+        # (retention.prune syncs each batch's export to disk before removing it).
+        with (
+            writing(args.export_dir, "the export directory"),
+            path.open("a", encoding="utf-8") as export,
+        ):
             done = await retention.prune(
                 client.store, policy.tenant_id, policy.keep, export, args.batch
             )

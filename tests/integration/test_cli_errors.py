@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,10 +19,14 @@ from psycopg.conninfo import make_conninfo
 
 from engine.api.client import Client
 from engine.cli.main import main
+from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition
+from engine.store import retention
 from engine.store.store import Store
 from examples import documents
+from tests.integration.factories import DEFINITION
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "order_fulfillment.json"
 CONNECT_ERROR = "cannot connect to the database: check --dsn or WAYLINE_DSN"
 SECRET = "hunter2-secret"
 
@@ -125,3 +131,40 @@ def test_a_read_replica_that_cannot_be_reached_is_refused_before_serving(
         "WAYLINE_READ_DSN\n",
     )
     assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
+
+
+def test_an_export_dir_that_cannot_be_written_removes_nothing(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_ended_past_its_keep(pg_dsn, schema, "gone"))
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(capsys, "retention", "run", "--export-dir", "/proc", *store)
+    assert status == 1
+    assert line.startswith("wayline retention: the export directory /proc cannot be written (")
+    assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("gone",)]
+
+
+async def _ended_past_its_keep(dsn: str, schema: str, instance_id: str) -> None:
+    """An instance that ``retention run`` would export and remove."""
+    store = await Store.open(dsn, schema)
+    try:
+        client = Client(store)
+        await client.publish(DEFINITION, "ann")
+        await client.start(DEFINITION.name, instance_id, None)
+        await client.command(instance_id, Action.TERMINATE, "ann", "no longer needed")
+        await retention.set_policy(store, "", timedelta(milliseconds=1), "ann")
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("out", ["a-directory", "no-such-directory/plan.json"])
+def test_a_plan_that_cannot_be_written_is_one_line(
+    out: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / out
+    status, line = refused(capsys, "drill", "plan", "generate", str(EXAMPLE), "--out", str(target))
+    assert status == 1
+    assert line.startswith(
+        f"wayline drill plan generate: the output file {target} cannot be written ("
+    )
