@@ -19,6 +19,7 @@ from engine.cli.options import (
     cannot_connect,
     checked_dsn,
     optional_dsn,
+    port,
 )
 from engine.worker import logs
 from studio.roles import Role
@@ -43,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         f"on the primary (default: {READ_DSN_ENV}; none: everything reads the primary)",
     )
     studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    studio.add_argument("--port", type=int, default=8080, help="port to listen on")
+    studio.add_argument("--port", type=port, default=8080, help="port to listen on")
     studio.add_argument(
         "--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)"
     )

@@ -23,6 +23,12 @@ from engine.store.migrations import DEFAULT_SCHEMA, validate_schema_name
 DSN_ENV = "WAYLINE_DSN"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+MIN_PORT = 1
+MAX_PORT = 65_535
+"""The TCP ports a server of ours listens on. Port 0 would have the system choose one,
+which no message could then name; a larger number would wrap around (99999 is 34463)."""
+NO_PORT = 0
+"""``--metrics-port 0``: serve no metrics (as when the option is not given)."""
 
 
 class CommandFailed(Exception):
@@ -95,6 +101,29 @@ def checked_dsn(dsn: str, what: str = "the DSN") -> str:
     except psycopg.ProgrammingError:
         raise UsageError(f"{what} is not a valid PostgreSQL connection string") from None
     return dsn
+
+
+def port(text: str) -> int:
+    """argparse type for a port to listen on: MIN_PORT to MAX_PORT."""
+    return _port(text, MIN_PORT)
+
+
+def port_or_none(text: str) -> int:
+    """argparse type for a port to listen on, or NO_PORT for no listening at all."""
+    return _port(text, NO_PORT)
+
+
+def _port(text: str, lowest: int) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = lowest - 1
+    if not lowest <= number <= MAX_PORT:
+        none = f", or {NO_PORT} for none" if lowest == NO_PORT else ""
+        raise argparse.ArgumentTypeError(
+            f"must be a port number from {MIN_PORT} to {MAX_PORT}{none}"
+        )
+    return number
 
 
 def schema_name(value: str) -> str:

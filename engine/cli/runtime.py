@@ -29,6 +29,7 @@ from engine.cli.options import (
     UsageError,
     add_store_options,
     optional_dsn,
+    port_or_none,
     resolve_dsn,
     schema_name,
 )
@@ -249,7 +250,9 @@ def _worker(commands: argparse._SubParsersAction) -> None:
         "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
     )
     parser.add_argument(
-        "--metrics-port", type=int, help="serve Prometheus metrics, /healthz and /readyz here"
+        "--metrics-port",
+        type=port_or_none,
+        help="serve Prometheus metrics, /healthz and /readyz here (0: none, the default)",
     )
     logs.add_option(parser)
     parser.set_defaults(run=lambda args: _run(args, _run_worker))

@@ -168,3 +168,35 @@ def test_a_plan_that_cannot_be_written_is_one_line(
     assert line.startswith(
         f"wayline drill plan generate: the output file {target} cannot be written ("
     )
+
+
+def argument_refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run ``wayline ARGV`` with an argument argparse refuses: exit 2, and the last
+    stderr line (after the usage synopsis) says which argument and what it must be."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    return err.splitlines()[-1]
+
+
+PORTS = "must be a port number from 1 to 65535"
+CLOSED = "postgresql://postgres@127.0.0.1:1/x"  # an unfixed command stops here, fast
+
+
+@pytest.mark.parametrize("given", ["99999", "65536", "-1", "eighty"])
+def test_a_port_out_of_range_is_refused_not_wrapped(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--metrics-port", given]
+    assert argument_refused(capsys, *worker) == (
+        f"wayline worker: error: argument --metrics-port: {PORTS}, or 0 for none"
+    )
+    studio = ["studio", "--dsn", CLOSED, "--port", given]
+    assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
+
+
+def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """Port 0 would have the system choose a port, which the studio could not announce."""
+    studio = ["studio", "--dsn", CLOSED, "--port", "0"]
+    assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
