@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -59,6 +60,8 @@ from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
+METRICS_HOST = "127.0.0.1"
+"""Where ``--metrics-port`` listens: this host only."""
 EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.PAUSE: {},
     Action.RESUME: {},
@@ -505,6 +508,18 @@ def _traced(service: str) -> None:
         raise UsageError(str(missing)) from None
 
 
+async def _serve_metrics(metrics: Metrics, port: int, worker: Worker) -> asyncio.Server:
+    """The worker's metrics, /healthz and /readyz on ``port``; CommandFailed, before any
+    work is claimed, when the port cannot be bound (another process has it, most often)."""
+    try:
+        return await metrics.serve(METRICS_HOST, port, functools.partial(worker_readiness, worker))
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else type(error).__name__
+        raise CommandFailed(
+            f"the metrics port {port} cannot be bound on {METRICS_HOST} ({reason})"
+        ) from None
+
+
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
     try:
@@ -528,8 +543,7 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, stop.set)
     server = None
     if args.metrics_port:
-        ready = functools.partial(worker_readiness, worker)
-        server = await metrics.serve("127.0.0.1", args.metrics_port, ready)
+        server = await _serve_metrics(metrics, args.metrics_port, worker)
     print(
         f"worker {config.worker_id} running {', '.join(registry.targets) or 'no targets'}",
         flush=True,

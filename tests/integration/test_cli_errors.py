@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -200,3 +201,19 @@ def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None
     """Port 0 would have the system choose a port, which the studio could not announce."""
     studio = ["studio", "--dsn", CLOSED, "--port", "0"]
     assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
+
+
+def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        worker = ["worker", "--app", "examples.orders:app", "--metrics-port", str(busy)]
+        status = main([*worker, "--dsn", pg_dsn, "--schema", schema])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "running" not in out
+    assert (status, err) == (
+        1,
+        f"wayline worker: the metrics port {busy} cannot be bound on 127.0.0.1 "
+        "(Address already in use)\n",
+    )
