@@ -20,7 +20,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.api import waits
 from engine.api.client import Client
 from engine.cli.definitions import add_source, app_definitions
 from engine.cli.options import (
@@ -47,7 +46,7 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import InstanceStatus, instance_to_json
-from engine.model.limits import MAX_WAIT_TIMEOUT
+from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -248,9 +247,17 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
-    parser.add_argument("--lease-seconds", type=float, default=30.0)
     parser.add_argument(
-        "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
+        "--lease-seconds",
+        type=seconds_up_to(MAX_LEASE_DURATION, "MAX_LEASE_DURATION"),
+        default=timedelta(seconds=30),
+        help="how long a claim lasts unless renewed (default: 30)",
+    )
+    parser.add_argument(
+        "--poll-seconds",
+        type=seconds_up_to(MAX_WORKER_POLL_INTERVAL, "MAX_WORKER_POLL_INTERVAL"),
+        default=timedelta(seconds=1),
+        help="poll interval when no notification arrives (default: 1)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -407,18 +414,29 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     return EXIT_FAILED
 
 
-def wait_seconds(text: str) -> timedelta:
-    """argparse type for ``--wait``: seconds that ``Client.wait`` takes (its own check,
-    ``waits.check_timeout``), so a bad value is refused before anything is started."""
-    try:
-        timeout = timedelta(seconds=float(text))
-        waits.check_timeout(timeout)
-    except (ValueError, OverflowError):  # InputRefused is a ValueError
-        most = MAX_WAIT_TIMEOUT.total_seconds()
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds more than 0 and at most {most:g} (MAX_WAIT_TIMEOUT)"
-        ) from None
-    return timeout
+def seconds_up_to(most: timedelta, limit: str) -> Callable[[str], timedelta]:
+    """argparse type for a duration given in seconds, more than 0 and at most ``most``
+    (the constant named ``limit``): the refusal names the flag (argparse adds it) and
+    says the bound in seconds, as the flag takes it, not the engine's timedelta."""
+
+    def seconds(text: str) -> timedelta:
+        try:
+            value = timedelta(seconds=float(text))
+        except (ValueError, OverflowError):  # not a number, NaN, or too large
+            value = timedelta(0)
+        if not timedelta(0) < value <= most:
+            raise argparse.ArgumentTypeError(
+                f"must be a number of seconds more than 0 and at most "
+                f"{most.total_seconds():g} ({limit})"
+            )
+        return value
+
+    return seconds
+
+
+wait_seconds = seconds_up_to(MAX_WAIT_TIMEOUT, "MAX_WAIT_TIMEOUT")
+"""argparse type for ``--wait``: the bound ``Client.wait`` checks (``waits.check_timeout``),
+so a bad value is refused before anything is started."""
 
 
 async def _status(client: Client, args: argparse.Namespace) -> int:
@@ -529,9 +547,9 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     await _refuse_changed_code(client, registry)
     config = WorkerConfig(
         concurrency=args.concurrency,
-        lease=timedelta(seconds=args.lease_seconds),
-        renew_every=timedelta(seconds=args.lease_seconds / 3),
-        poll_interval=timedelta(seconds=args.poll_seconds),
+        lease=args.lease_seconds,
+        renew_every=args.lease_seconds / 3,
+        poll_interval=args.poll_seconds,
         **({"worker_id": args.worker_id} if args.worker_id else {}),
     )
     metrics = Metrics()

@@ -217,3 +217,22 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
         f"wayline worker: the metrics port {busy} cannot be bound on 127.0.0.1 "
         "(Address already in use)\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "bound"),
+    [
+        ("--poll-seconds", "-1", "60 (MAX_WORKER_POLL_INTERVAL)"),
+        ("--poll-seconds", "61", "60 (MAX_WORKER_POLL_INTERVAL)"),
+        ("--lease-seconds", "0", "900 (MAX_LEASE_DURATION)"),
+        ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
+    ],
+)
+def test_worker_timings_are_refused_by_flag_in_seconds(
+    flag: str, given: str, bound: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, flag, given]
+    assert argument_refused(capsys, *worker) == (
+        f"wayline worker: error: argument {flag}: must be a number of seconds more than 0 "
+        f"and at most {bound}"
+    )
