@@ -193,12 +193,15 @@ def create_user(
     display_name: str,
     password: str | None,
 ) -> int:
-    """Create (or add to a team) a studio user; prints a one-time password when generated."""
-    from studio.accounts.password_policy import PasswordRejected
+    """Create (or add to a team) a studio user; prints a one-time password when generated.
+
+    A given password (even an empty one: the caller asked to set one) must pass the
+    studio's rules, checked before anything is written."""
+    from studio.accounts.password_policy import PasswordRejected, check_new_password
     from studio.accounts.passwords import generate_password
 
     generated = password is None
-    secret = password or generate_password()
+    secret = generate_password() if password is None else password
 
     async def action(store: Store) -> str:
         await people.ensure_team(store, team, team)
@@ -209,6 +212,7 @@ def create_user(
         return user.username
 
     try:
+        check_new_password(secret, username)
         with database(dsn, schema) as ready:
             name = asyncio.run(_with_store(ready, schema, action))
     except (PeopleError, PasswordRejected) as refused:

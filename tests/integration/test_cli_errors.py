@@ -9,6 +9,7 @@ this process, against the real PostgreSQL of the integration fixtures.
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import socket
 from datetime import timedelta
@@ -236,3 +237,22 @@ def test_worker_timings_are_refused_by_flag_in_seconds(
         f"wayline worker: error: argument {flag}: must be a number of seconds more than 0 "
         f"and at most {bound}"
     )
+
+
+@pytest.mark.parametrize("given", ["", "\n"])
+def test_an_empty_password_on_stdin_is_refused(
+    given: str,
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--password-stdin`` asked to set a password; none is not 'generate one' (which
+    would be a password nobody is shown). Nothing is written, not even the team."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(given))
+    create = ["user", "create", "carol", "--team", "crew", "--password-stdin"]
+    status, line = refused(capsys, *create, "--dsn", pg_dsn, "--schema", schema)
+    assert (status, line) == (1, "wayline user create: a password needs 10 to 256 characters")
+    assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM studio_teams").fetchone() == (0,)
