@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.client import Client
-from engine.cli.definitions import add_source, app_definitions
+from engine.cli.definitions import AppUnusable, add_source, app_definitions
 from engine.cli.options import (
     DSN_ENV,
     EXIT_FAILED,
@@ -358,9 +358,13 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
 async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     """Print the compatibility report of every code workflow the app declares (the
     journals of active runs of its other versions replayed against its code); exit 1
-    when any run is incompatible."""
+    when any run is incompatible, or when it declares none (AppUnusable, as ``check``
+    and ``publish`` refuse an app that declares nothing: silence would read as a pass)."""
+    flows = _app(args.app).workflows
+    if not flows:
+        raise AppUnusable(f"{args.app} declares no code workflows, so there is nothing to replay")
     incompatible = False
-    for flow in _app(args.app).workflows:
+    for flow in flows:
         report = await client.check_compatibility(flow.definition, flow)
         incompatible |= not report.acceptable
         if args.json:

@@ -256,3 +256,17 @@ def test_an_empty_password_on_stdin_is_refused(
     assert (status, line) == (1, "wayline user create: a password needs 10 to 256 characters")
     assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM studio_teams").fetchone() == (0,)
+
+
+def test_replay_check_of_an_app_without_code_workflows_says_so(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``check`` and ``publish`` refuse an app that declares nothing: a replay check
+    that checked nothing must not pass silently."""
+    check = ["definition", "replay-check", "--app", "examples.orders:app"]
+    status, line = refused(capsys, *check, "--dsn", pg_dsn, "--schema", schema)
+    assert (status, line) == (
+        1,
+        "wayline definition: examples.orders:app declares no code workflows, "
+        "so there is nothing to replay",
+    )
