@@ -270,3 +270,22 @@ def test_replay_check_of_an_app_without_code_workflows_says_so(
         "wayline definition: examples.orders:app declares no code workflows, "
         "so there is nothing to replay",
     )
+
+
+def test_a_kind_or_mode_after_a_vowel_takes_an(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "step 'reserve' is an activity step", not "a activity" (``with_article``)."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    fulfilment = str(EXAMPLE)
+    assert main(["definition", "publish", fulfilment, *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    signal = refused(capsys, "signal", "o-1", "reserve", "--signal-id", "s-1", *store)
+    assert signal == (1, "wayline signal: step 'reserve' is an activity step")
+    submit = ["machine", "submit", "order.fulfillment", "--parent", "p", "--key", "k"]
+    submitted = refused(capsys, *submit, "--input", "{}", "--as", "ann", *store)
+    assert submitted == (
+        1,
+        "wayline: order.fulfillment is an orchestration definition, not a machine",
+    )
