@@ -18,6 +18,7 @@ from engine.cli.options import (
     add_store_options,
     cannot_connect,
     checked_dsn,
+    dsn_origin,
     optional_dsn,
     port,
 )
@@ -106,6 +107,7 @@ def _studio(args: argparse.Namespace) -> int:
             trusted_proxies=tuple(args.trusted_proxy),
             log_format=args.log_format,
             read_dsn=read_dsn,
+            dsn_from=dsn_origin(args),
         )
     except ReplicaUnreachable:
         raise CommandFailed(

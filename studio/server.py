@@ -122,10 +122,13 @@ def run_studio(
     trusted_proxies: tuple[str, ...] = (),
     log_format: str = "text",
     read_dsn: str = "",
+    dsn_from: str = "WAYLINE_DSN",
 ) -> int:
     """Serve the studio until interrupted; returns the exit status. ``log_format``:
     text, or JSON lines (``engine.worker.logs``), uvicorn's records included;
-    ``read_dsn``: a replica the read pages read from (``studio.reads``)."""
+    ``read_dsn``: a replica the read pages read from (``studio.reads``); ``dsn_from``:
+    what gave ``dsn`` (an option or a variable), which the announcement names in
+    place of the DSN and its password."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from examples import order_saga, orders
@@ -137,7 +140,8 @@ def run_studio(
         if read_dsn:  # before the first start, whose one-time password is shown only once
             asyncio.run(_reach_replica(read_dsn, schema))
         password = asyncio.run(_with_store(ready, schema, _first_start))
-        _announce(host, port, dsn is None, password, bool(read_dsn))
+        where = f"a private PostgreSQL in {DATA_DIR}" if dsn is None else f"given by {dsn_from}"
+        _announce(host, port, where, password, bool(read_dsn))
         settings = StudioSettings(
             ready,
             schema,
@@ -160,10 +164,10 @@ def run_studio(
 
 
 def _announce(
-    host: str, port: int, embedded: bool, password: str | None, replica: bool = False
+    host: str, port: int, where: str, password: str | None, replica: bool = False
 ) -> None:
+    """What the studio serves and from where (``where``: the database, in words)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    where = f"a private PostgreSQL in {DATA_DIR}" if embedded else "WAYLINE_DSN"
     lines = [
         f"Wayline studio: http://{shown}:{port}/",
         f"  database: {where}; a worker runs the example activities (examples/orders.py)",

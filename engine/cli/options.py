@@ -93,6 +93,12 @@ def optional_dsn(args: argparse.Namespace) -> str | None:
     return checked_dsn(dsn) if dsn else None
 
 
+def dsn_origin(args: argparse.Namespace) -> str:
+    """Which of --dsn and WAYLINE_DSN gave the DSN: what to show of it, since the DSN
+    itself may hold a password."""
+    return "--dsn" if args.dsn else DSN_ENV
+
+
 def checked_dsn(dsn: str, what: str = "the DSN") -> str:
     """``dsn`` if it parses as a PostgreSQL connection string; else UsageError naming
     ``what`` (never the text, which may hold a password)."""

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import re
 import socket
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,7 +31,9 @@ from engine.store.store import Store
 from examples import documents
 from tests.integration.factories import DEFINITION
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "order_fulfillment.json"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
+STUDIO_STOP_SECONDS = 30
 CONNECT_ERROR = "cannot connect to the database: check --dsn or WAYLINE_DSN"
 SECRET = "hunter2-secret"
 
@@ -289,3 +294,37 @@ def test_a_kind_or_mode_after_a_vowel_takes_an(
         1,
         "wayline: order.fulfillment is an orchestration definition, not a machine",
     )
+
+
+@pytest.mark.parametrize("given_by", ["--dsn", "WAYLINE_DSN"])
+def test_the_studio_says_what_gave_its_database_and_not_the_password(
+    given_by: str, pg_dsn: str, schema: str
+) -> None:
+    """A real ``wayline studio`` process: its announcement, read up to its last line."""
+    dsn = make_conninfo(pg_dsn, password=SECRET)  # the test server trusts local logins
+    env = {k: v for k, v in os.environ.items() if k != "WAYLINE_DSN"}
+    option = ["--dsn", dsn] if given_by == "--dsn" else []
+    env |= {"WAYLINE_DSN": dsn} if given_by == "WAYLINE_DSN" else {}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = str(probe.getsockname()[1])
+    studio = [sys.executable, "-m", "engine.cli.main", "studio", "--schema", schema]
+    with subprocess.Popen(
+        [*studio, "--port", free, *option], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    ) as process:
+        announced = _announcement(process)
+        process.terminate()  # the studio unwinds on SIGTERM (install_signal_handlers)
+        process.wait(timeout=STUDIO_STOP_SECONDS)
+    assert f"  database: given by {given_by}; a worker runs the example" in announced
+    assert SECRET not in announced
+
+
+def _announcement(process: subprocess.Popen[str]) -> str:
+    """The studio's stdout up to its announcement's last line (or to its end)."""
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("  stop with Ctrl+C"):
+            break
+    return "".join(lines)
