@@ -24,6 +24,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from engine import (
     ActivityRegistry,
+    CannotConnect,
     Client,
     DefinitionConflict,
     EmbeddedPostgres,
@@ -32,7 +33,6 @@ from engine import (
     install_signal_handlers,
     load_definition,
 )
-from engine.store.errors import CannotConnect
 from engine.worker import logs, tracing
 from studio.accounts import people
 from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
