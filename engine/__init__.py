@@ -58,7 +58,7 @@ from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
 from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.store.errors import ActiveExecutionExists, StaleLease, StoreError
+from engine.store.errors import ActiveExecutionExists, CannotConnect, StaleLease, StoreError
 from engine.store.leases import WorkRequestInvalid
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
@@ -92,6 +92,7 @@ __all__ = [
     "AttemptStatus",
     "BulkCommands",
     "BulkConflict",
+    "CannotConnect",
     "ChildDefinitionNotFound",
     "Client",
     "CompatibilityReport",

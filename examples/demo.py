@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from engine import (
     Action,
@@ -31,6 +32,8 @@ from engine import (
 )
 from examples.orders import app
 
+T = TypeVar("T")
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "examples" / "order_fulfillment.json"
 DATA_DIR = ROOT / ".data" / "pg"
@@ -42,7 +45,7 @@ def run(dsn: str | None, schema: str = "wayline") -> int:
     return serve(dsn, lambda found: _demo(found, schema))
 
 
-def serve(dsn: str | None, demo: Callable[[str], Awaitable[int]]) -> int:
+def serve(dsn: str | None, demo: Callable[[str], Awaitable[T]]) -> T:
     """Run ``demo`` on ``dsn``, or on the private cluster under ``.data/`` (started for
     it and stopped after)."""
     if dsn:

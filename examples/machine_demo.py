@@ -26,16 +26,20 @@ TIMER = timedelta(seconds=60)
 POLL = timedelta(milliseconds=100)
 
 
-def run(dsn: str | None, schema: str = "wayline", actor: str = "demo", team: str = "") -> int:
-    """Run the demo on ``dsn``, or on a private cluster when none is given. It submits
-    as ``actor`` of ``team``: by default the engine's own team, whose principal always
-    stands; a studio user and their team (an operator there) make it visible in the
-    studio, and each advance re-checks that user."""
+def run(
+    dsn: str | None, schema: str = "wayline", actor: str = "demo", team: str = ""
+) -> tuple[str, str]:
+    """Run the demo on ``dsn``, or on a private cluster when none is given; the
+    execution's id and its status at the end (``completed`` unless something refused
+    it). It submits as ``actor`` of ``team``: by default the engine's own team, whose
+    principal always stands; a studio user and their team (an operator there) make it
+    visible in the studio, and each advance re-checks that user (one who is not ends
+    the execution ``dead``)."""
     owner = {"actor": actor, "team": team}
     return serve(dsn, lambda found: _demo(found, schema, owner))
 
 
-async def _demo(dsn: str, schema: str, owner: dict[str, str]) -> int:
+async def _demo(dsn: str, schema: str, owner: dict[str, str]) -> tuple[str, str]:
     apply_migrations(dsn, schema)
     clock = ManualClock(datetime.now(UTC))
     store = await Store.open(dsn, schema, clock=clock)
@@ -43,17 +47,16 @@ async def _demo(dsn: str, schema: str, owner: dict[str, str]) -> int:
     stop = asyncio.Event()
     worker = asyncio.create_task(Worker(store, documents.app, config).run(stop))
     try:
-        await _walkthrough(Executions(Client(store)), store, clock, owner)
+        return await _walkthrough(Executions(Client(store)), store, clock, owner)
     finally:
         stop.set()
         await worker
         await store.close()
-    return 0
 
 
 async def _walkthrough(
     executions: Executions, store: Store, clock: ManualClock, owner: dict[str, str]
-) -> None:
+) -> tuple[str, str]:
     await executions.client.publish(documents.flow.definition, owner["actor"], owner["team"])
     parent = f"doc-{uuid.uuid4().hex[:6]}"
     async with store.connection() as conn:
@@ -78,8 +81,10 @@ async def _walkthrough(
     print("ann approves the document")
     clock.advance(TIMER)
     await until(executions.client, execution, lambda s: s.status.terminal)
-    print(f"status {await executions.status(execution, **owner)}")
+    status = await executions.status(execution, **owner)
+    print(f"status {status}")
     print(f"state {await executions.state(execution, **owner, family=documents.flow)}")
     print()
     async for event in Queries(store).history(execution):
         print(f"{event.sequence:>4} {event.kind.label:<26} {event.step}")
+    return execution, status

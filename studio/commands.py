@@ -12,7 +12,16 @@ import argparse
 import os
 import sys
 
-from engine.cli.options import DSN_ENV, UsageError, add_store_options, checked_dsn
+from engine.cli.options import (
+    CommandFailed,
+    UsageError,
+    add_store_options,
+    cannot_connect,
+    checked_dsn,
+    dsn_origin,
+    optional_dsn,
+    port,
+)
 from engine.worker import logs
 from studio.roles import Role
 
@@ -36,7 +45,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         f"on the primary (default: {READ_DSN_ENV}; none: everything reads the primary)",
     )
     studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    studio.add_argument("--port", type=int, default=8080, help="port to listen on")
+    studio.add_argument("--port", type=port, default=8080, help="port to listen on")
     studio.add_argument(
         "--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)"
     )
@@ -74,35 +83,36 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
-    create.set_defaults(run=_user_create)
-
-
-def _dsn(args: argparse.Namespace) -> str | None:
-    return args.dsn or os.environ.get(DSN_ENV) or None
+    create.set_defaults(run=_user_create, label="wayline user create")
 
 
 def _studio(args: argparse.Namespace) -> int:
+    """Serve the studio, once every option is checked (UsageError saying which is not)."""
     from studio.accounts.signin_limits import trusted_networks
-    from studio.server import run_studio
+    from studio.server import ReplicaUnreachable, run_studio
 
     try:
         trusted_networks(args.trusted_proxy)
-        read_dsn = _read_dsn(args)
-    except (ValueError, UsageError) as bad:
-        print(f"wayline studio: {bad}", file=sys.stderr)
-        return 2
-
-    return run_studio(
-        args.host,
-        args.port,
-        _dsn(args),
-        args.schema,
-        args.secure_cookies,
-        live_interval=max(args.live_interval, 0.0),
-        trusted_proxies=tuple(args.trusted_proxy),
-        log_format=args.log_format,
-        read_dsn=read_dsn,
-    )
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
+    read_dsn = _read_dsn(args)
+    try:
+        return run_studio(
+            args.host,
+            args.port,
+            optional_dsn(args),
+            args.schema,
+            args.secure_cookies,
+            live_interval=max(args.live_interval, 0.0),
+            trusted_proxies=tuple(args.trusted_proxy),
+            log_format=args.log_format,
+            read_dsn=read_dsn,
+            dsn_from=dsn_origin(args),
+        )
+    except ReplicaUnreachable:
+        raise CommandFailed(
+            cannot_connect("the read replica", "--read-dsn", READ_DSN_ENV)
+        ) from None
 
 
 def _read_dsn(args: argparse.Namespace) -> str:
@@ -116,5 +126,11 @@ def _user_create(args: argparse.Namespace) -> int:
 
     password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
     return create_user(
-        _dsn(args), args.schema, args.username, args.team, args.role, args.display_name, password
+        optional_dsn(args),
+        args.schema,
+        args.username,
+        args.team,
+        args.role,
+        args.display_name,
+        password,
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.model.definitions import Definition, Mode
 from engine.model.instance import Instance
+from engine.model.words import with_article
 from engine.modes import ModeNotSupported
 from studio.code import journal_view, outline_graph
 from studio.code.diff import diff_outlines
@@ -79,7 +80,8 @@ def drawing_of(definition: Definition) -> Drawing:
     """The drawing of ``definition``'s mode."""
     found = DRAWINGS.get(definition.mode)
     if found is None:
-        raise ModeNotSupported(f"the studio cannot draw a {definition.mode} definition yet")
+        kind = with_article(definition.mode)
+        raise ModeNotSupported(f"the studio cannot draw {kind} definition yet")
     return found
 
 

@@ -24,6 +24,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from engine import (
     ActivityRegistry,
+    CannotConnect,
     Client,
     DefinitionConflict,
     EmbeddedPostgres,
@@ -77,6 +78,21 @@ async def _with_store(dsn: str, schema: str, action: Callable[[Store], Awaitable
         await store.close()
 
 
+class ReplicaUnreachable(Exception):
+    """The read replica cannot be reached; the command line says which option names it."""
+
+
+async def _reach_replica(read_dsn: str, schema: str) -> None:
+    """Open the replica's store once, before the studio serves: in the app's startup a
+    replica that cannot be reached ends the server with a long ExceptionGroup traceback
+    after the address was already printed. ReplicaUnreachable when it cannot be."""
+    try:
+        replica = await Store.open(read_dsn, schema, read_only=True)
+    except CannotConnect:
+        raise ReplicaUnreachable from None
+    await replica.close()
+
+
 async def _first_start(store: Store) -> str | None:
     """Create the first admin (and publish the examples: the order fulfillment and the
     code-first order saga, whose code the studio's worker runs) on an empty studio."""
@@ -106,10 +122,13 @@ def run_studio(
     trusted_proxies: tuple[str, ...] = (),
     log_format: str = "text",
     read_dsn: str = "",
+    dsn_from: str = "WAYLINE_DSN",
 ) -> int:
     """Serve the studio until interrupted; returns the exit status. ``log_format``:
     text, or JSON lines (``engine.worker.logs``), uvicorn's records included;
-    ``read_dsn``: a replica the read pages read from (``studio.reads``)."""
+    ``read_dsn``: a replica the read pages read from (``studio.reads``); ``dsn_from``:
+    what gave ``dsn`` (an option or a variable), which the announcement names in
+    place of the DSN and its password."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from examples import order_saga, orders
@@ -118,8 +137,11 @@ def run_studio(
     logs.use_format(log_format)
     tracing.configure("wayline-studio")
     with database(dsn, schema) as ready:
+        if read_dsn:  # before the first start, whose one-time password is shown only once
+            asyncio.run(_reach_replica(read_dsn, schema))
         password = asyncio.run(_with_store(ready, schema, _first_start))
-        _announce(host, port, dsn is None, password, bool(read_dsn))
+        where = f"a private PostgreSQL in {DATA_DIR}" if dsn is None else f"given by {dsn_from}"
+        _announce(host, port, where, password, bool(read_dsn))
         settings = StudioSettings(
             ready,
             schema,
@@ -142,10 +164,10 @@ def run_studio(
 
 
 def _announce(
-    host: str, port: int, embedded: bool, password: str | None, replica: bool = False
+    host: str, port: int, where: str, password: str | None, replica: bool = False
 ) -> None:
+    """What the studio serves and from where (``where``: the database, in words)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    where = f"a private PostgreSQL in {DATA_DIR}" if embedded else "WAYLINE_DSN"
     lines = [
         f"Wayline studio: http://{shown}:{port}/",
         f"  database: {where}; a worker runs the example activities (examples/orders.py)",
@@ -175,12 +197,15 @@ def create_user(
     display_name: str,
     password: str | None,
 ) -> int:
-    """Create (or add to a team) a studio user; prints a one-time password when generated."""
-    from studio.accounts.password_policy import PasswordRejected
+    """Create (or add to a team) a studio user; prints a one-time password when generated.
+
+    A given password (even an empty one: the caller asked to set one) must pass the
+    studio's rules, checked before anything is written."""
+    from studio.accounts.password_policy import PasswordRejected, check_new_password
     from studio.accounts.passwords import generate_password
 
     generated = password is None
-    secret = password or generate_password()
+    secret = generate_password() if password is None else password
 
     async def action(store: Store) -> str:
         await people.ensure_team(store, team, team)
@@ -191,6 +216,7 @@ def create_user(
         return user.username
 
     try:
+        check_new_password(secret, username)
         with database(dsn, schema) as ready:
             name = asyncio.run(_with_store(ready, schema, action))
     except (PeopleError, PasswordRejected) as refused:

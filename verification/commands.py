@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.cli.options import writing
 from engine.store.embedded import install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
@@ -57,7 +58,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
     )
-    generate.set_defaults(run=_generate)
+    generate.set_defaults(run=_generate, label="wayline drill plan generate")
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
     selftest.set_defaults(run=_self_test)
@@ -211,7 +212,8 @@ def _generate(args: argparse.Namespace) -> int:
         document["definition_file"] = os.path.relpath(full.definition_file, base)
     text = json.dumps(document, indent=2) + "\n"
     if args.out:
-        args.out.write_text(text)
+        with writing(args.out, "the output file"):
+            args.out.write_text(text)
         ref = f"{definition.name}@{definition.version}"
         print(f"wrote {len(full.pins)} pins on {ref} to {args.out}")
     else:

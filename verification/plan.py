@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.model.definitions import Definition, Mode, StepKind, UnknownPolicy
 from engine.model.durations import format_duration
+from engine.model.words import with_article
 from engine.modes.machines.field_types import FIELD_TYPES, value_problem
 from engine.worker.faults import Action, Boundary
 from verification import plan_code as code
@@ -323,7 +324,8 @@ def check_against(plan: Plan, definition: Definition) -> None:
         modes = " and ".join(sorted(m.value for m in PLAN_MODES))
         raise PlanInvalid(
             [
-                f"definition: {definition.name}@{definition.version} is a {definition.mode.value} "
+                f"definition: {definition.name}@{definition.version} is "
+                f"{with_article(definition.mode.value)} "
                 f"definition; plans drill {modes} definitions"
             ]
         )
@@ -441,11 +443,12 @@ def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool =
         return f"fault {pin.fault!r} is not one of {', '.join(PIN_FAULTS)}"
     if pin.boundary not in {b.value for b in Boundary}:
         return f"boundary {pin.boundary!r} is not one of {', '.join(b.value for b in Boundary)}"
+    kind = with_article(step.kind.value)
     if not boundaries:
-        return f"{_a(step.kind.value)} step has no work of its own to fault; pin another step"
+        return f"{kind} step has no work of its own to fault; pin another step"
     if Boundary(pin.boundary) not in boundaries:
         allowed = ", ".join(b.value for b in boundaries)
-        return f"{_a(step.kind.value)} step does not reach {pin.boundary}; it reaches {allowed}"
+        return f"{kind} step does not reach {pin.boundary}; it reaches {allowed}"
     if step.kind is StepKind.TIMER and step.timeout and step.timeout > MAX_TIMER_WAIT:
         return (
             f"{step.name} waits {format_duration(step.timeout)}; a drill waits for timers "
@@ -487,10 +490,6 @@ def _machine_pin_problem(plan: Plan, definition: Definition, pin: Pin, reachable
     return f"{pin.step} never advances with this plan's stubs: the execution goes " + (
         machines.route(path)
     )
-
-
-def _a(word: str) -> str:
-    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _fault_problem(plan: Plan, pin: Pin) -> str:

@@ -57,6 +57,7 @@ from engine.model.inputs import check_team, check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
+from engine.model.words import with_article
 from engine.modes import decide
 from engine.modes.code import runs
 from engine.store import catalog, compatibility, dead_letters, holds, reads
@@ -248,7 +249,8 @@ class Client:
         instance_id = runs.run_id(name, id)
         definition = await self.startable(name, version)
         if definition.mode != Mode.CODE:
-            raise InputRefused(f"{definition.ref} is a {definition.mode} definition: use start")
+            kind = with_article(definition.mode)
+            raise InputRefused(f"{definition.ref} is {kind} definition: use start")
         state, created = await self.start_once(definition, instance_id, input, tenant)
         return state.instance_id, created
 

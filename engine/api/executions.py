@@ -26,6 +26,7 @@ from engine.model.errors import InputRefused, ReplayRejected, WaylineError
 from engine.model.events import json_data
 from engine.model.inputs import check_team, check_text
 from engine.model.instance import Instance
+from engine.model.words import with_article
 from engine.modes.machines.declaration import Machine
 from engine.modes.machines.manifest import MachineManifest
 from engine.modes.machines.standing import StateValue, as_variant, state_value, status_of
@@ -91,7 +92,8 @@ class Executions:
             raise InputRefused(f"the key has at most {MAX_KEY_CHARACTERS} characters")
         definition = await self.client.startable(machine, version)
         if definition.mode != Mode.MACHINE:
-            raise InputRefused(f"{machine} is a {definition.mode} definition, not a machine")
+            kind = with_article(definition.mode)
+            raise InputRefused(f"{machine} is {kind} definition, not a machine")
         wanted = StartData(input, parent, actor, team, scope, key_digest(key))
         instance_id = execution_id(machine, team, actor, key)
         state, created = await self.client.start_once(

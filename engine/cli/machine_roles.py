@@ -17,8 +17,14 @@ from pathlib import Path
 
 import psycopg
 
-from engine.cli.options import UsageError, add_store_options, resolve_dsn
-from engine.cli.runtime import EXIT_FAILED, EXIT_USAGE
+from engine.cli.options import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    UsageError,
+    add_store_options,
+    cannot_connect,
+    resolve_dsn,
+)
 from engine.model.definitions import Definition
 from engine.model.errors import ActivityAppNotFound, DefinitionFileError, DefinitionInvalid
 from engine.model.files import load_definition
@@ -45,7 +51,7 @@ def register(actions: argparse._SubParsersAction) -> None:
     roles.add_argument("--app", metavar="MODULE:APP", help="the machines this app registers")
     roles.add_argument("--to", metavar="LOGIN", help="the worker's login (default: CURRENT_USER)")
     roles.add_argument("--apply", action="store_true", help="run the SQL on --dsn")
-    roles.set_defaults(run=_run)
+    roles.set_defaults(run=_run, label=LABEL)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -73,7 +79,7 @@ def _refusal(error: psycopg.Error, login: str | None) -> str:
     if isinstance(error, psycopg.errors.UndefinedObject) and login:
         return f"there is no login {login} to make a member of the roles"  # all else is made
     if isinstance(error, psycopg.OperationalError):
-        return "cannot connect to the database (check --dsn or WAYLINE_DSN)"
+        return cannot_connect()
     return "the database refused the roles' SQL"
 
 

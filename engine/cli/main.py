@@ -1,7 +1,11 @@
 """The `wayline` command line.
 
 Each subcommand is a thin shell over an engine function: parse arguments, call it,
-print the result, and map known errors to a clear message and a non-zero exit.
+print the result, and map known errors to a clear message and a non-zero exit. The
+failures any command can meet (``CommandFailed`` and ``UsageError`` from
+``engine.cli.options``, a database that cannot be reached, an engine error such as a
+definition name owned by another team) are printed in ``main``, once, as
+``wayline <command>: <message>``.
 
 The engine's own subcommands are registered here; the packages above the engine add
 theirs through the ``wayline.commands`` entry points (``studio`` and ``user`` from
@@ -21,9 +25,17 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 from engine.cli import definitions, holds, machines, migrate, retention, runtime, version_moves
-from engine.cli.runtime import EXIT_USAGE
-from engine.model.errors import InputRefused
+from engine.cli.options import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    CommandFailed,
+    cannot_connect,
+    command_label,
+)
+from engine.model.errors import InputRefused, WaylineError
 from engine.model.inputs import check_text
+from engine.store.errors import CannotConnect
+from engine.store.migrations import MigrationError
 
 COMMANDS_GROUP = "wayline.commands"
 """The entry-point group through which other packages add ``wayline`` subcommands."""
@@ -72,13 +84,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _check_arguments(args)
     except InputRefused as refused:
-        print(f"wayline {args.command}: {refused}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refuse(args, str(refused), EXIT_USAGE)
     try:
         status = int(args.run(args) or 0)
         sys.stdout.flush()
     except BrokenPipeError:
         return _reader_gone()
+    except CommandFailed as failed:
+        return _refuse(args, str(failed), failed.status)
+    except CannotConnect:
+        return _refuse(args, cannot_connect(), EXIT_FAILED)
+    except (WaylineError, MigrationError) as error:  # worded for people, with no driver text
+        return _refuse(args, str(error), EXIT_FAILED)
+    return status
+
+
+def _refuse(args: argparse.Namespace, message: str, status: int) -> int:
+    """Print ``message`` as the command's one line on stderr; return ``status``."""
+    print(f"{command_label(args)}: {message}", file=sys.stderr)
     return status
 
 

@@ -7,15 +7,11 @@ since a DSN can carry a password and driver messages can quote it.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import psycopg
 
-from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn
+from engine.cli.options import CommandFailed, add_store_options, resolve_dsn
 from engine.store.migrations import MigrationError, apply_migrations
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -28,27 +24,19 @@ def register(commands: argparse._SubParsersAction) -> None:
 def migrate_command(args: argparse.Namespace) -> int:
     """Apply the missing migrations and report each file.
 
-    Exit 2 when no usable DSN was given, 1 when migrating failed, each with one clear line.
+    CommandFailed (exit 1) when migrating failed; ``engine.cli.main`` prints it, as it
+    prints a missing DSN (exit 2) and a server that cannot be reached for every command.
     """
-    try:
-        dsn = resolve_dsn(args)
-    except UsageError as error:
-        return _fail(str(error), EXIT_USAGE)
+    dsn = resolve_dsn(args)
     try:
         applied = apply_migrations(dsn, args.schema)
     except MigrationError as error:
-        return _fail(str(error))
-    except psycopg.OperationalError:
-        return _fail(f"could not connect to PostgreSQL (check --dsn or {DSN_ENV})")
+        raise CommandFailed(str(error)) from None
     except psycopg.Error as error:
-        return _fail(f"PostgreSQL refused the request (SQLSTATE {error.sqlstate or 'unknown'})")
+        sqlstate = error.sqlstate or "unknown"
+        raise CommandFailed(f"PostgreSQL refused the request (SQLSTATE {sqlstate})") from None
     for name in applied:
         print(f"applied {name} to schema {args.schema}")
     if not applied:
         print(f"schema {args.schema} is up to date")
     return 0
-
-
-def _fail(message: str, status: int = EXIT_FAILED) -> int:
-    print(f"wayline migrate: {message}", file=sys.stderr)
-    return status

@@ -1,12 +1,19 @@
-"""Options every database-backed command shares: where the store is, and its schema.
+"""Options every database-backed command shares (where the store is, and its schema),
+and the failures every command reports the same way.
 
 A DSN may carry a password, so no message ever echoes it (or driver text quoting it).
+A command raises ``CommandFailed`` (or ``UsageError``) with a message that says what
+was wrong; ``engine.cli.main`` prints it as ``wayline <command>: <message>`` and exits
+with its status, as it does for a database that cannot be reached (``cannot_connect``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -14,10 +21,51 @@ from psycopg.conninfo import conninfo_to_dict
 from engine.store.migrations import DEFAULT_SCHEMA, validate_schema_name
 
 DSN_ENV = "WAYLINE_DSN"
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+MIN_PORT = 1
+MAX_PORT = 65_535
+"""The TCP ports a server of ours listens on. Port 0 would have the system choose one,
+which no message could then name; a larger number would wrap around (99999 is 34463)."""
+NO_PORT = 0
+"""``--metrics-port 0``: serve no metrics (as when the option is not given)."""
 
 
-class UsageError(Exception):
+class CommandFailed(Exception):
+    """The command could not do what it was asked; the message says why."""
+
+    status = EXIT_FAILED
+
+
+class UsageError(CommandFailed):
     """The command line itself is wrong; the message says how to fix it."""
+
+    status = EXIT_USAGE
+
+
+def command_label(args: argparse.Namespace) -> str:
+    """How a command's messages begin: its parser's ``label`` default (``wayline
+    retention``), else ``wayline <command>``."""
+    return getattr(args, "label", "") or f"wayline {args.command}"
+
+
+def cannot_connect(what: str = "the database", option: str = "--dsn", env: str = DSN_ENV) -> str:
+    """The one message for a database that cannot be reached, whatever the reason (a
+    wrong address, user, password or database name, or a server that is down): the
+    driver's text would say which, but it can quote the host and the user."""
+    return f"cannot connect to {what}: check {option} or {env}"
+
+
+@contextmanager
+def writing(path: Path, what: str) -> Iterator[None]:
+    """Whatever writes ``path`` in the block: an OSError (a missing directory, a
+    directory where a file was meant, no permission, a full disk) becomes CommandFailed
+    naming ``what`` and the path, with the system's reason, instead of a traceback."""
+    try:
+        yield
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise CommandFailed(f"{what} {path} cannot be written ({reason})") from None
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +80,23 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 def resolve_dsn(args: argparse.Namespace) -> str:
     """The DSN from --dsn or WAYLINE_DSN; UsageError when absent or malformed."""
-    dsn = args.dsn or os.environ.get(DSN_ENV)
-    if not dsn:
+    dsn = optional_dsn(args)
+    if dsn is None:
         raise UsageError(f"no database given: pass --dsn or set {DSN_ENV}")
-    return checked_dsn(dsn)
+    return dsn
+
+
+def optional_dsn(args: argparse.Namespace) -> str | None:
+    """The DSN from --dsn or WAYLINE_DSN (UsageError when malformed), or None when
+    neither is set: the command then runs on a private cluster."""
+    dsn = args.dsn or os.environ.get(DSN_ENV)
+    return checked_dsn(dsn) if dsn else None
+
+
+def dsn_origin(args: argparse.Namespace) -> str:
+    """Which of --dsn and WAYLINE_DSN gave the DSN: what to show of it, since the DSN
+    itself may hold a password."""
+    return "--dsn" if args.dsn else DSN_ENV
 
 
 def checked_dsn(dsn: str, what: str = "the DSN") -> str:
@@ -46,6 +107,29 @@ def checked_dsn(dsn: str, what: str = "the DSN") -> str:
     except psycopg.ProgrammingError:
         raise UsageError(f"{what} is not a valid PostgreSQL connection string") from None
     return dsn
+
+
+def port(text: str) -> int:
+    """argparse type for a port to listen on: MIN_PORT to MAX_PORT."""
+    return _port(text, MIN_PORT)
+
+
+def port_or_none(text: str) -> int:
+    """argparse type for a port to listen on, or NO_PORT for no listening at all."""
+    return _port(text, NO_PORT)
+
+
+def _port(text: str, lowest: int) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = lowest - 1
+    if not lowest <= number <= MAX_PORT:
+        none = f", or {NO_PORT} for none" if lowest == NO_PORT else ""
+        raise argparse.ArgumentTypeError(
+            f"must be a port number from {MIN_PORT} to {MAX_PORT}{none}"
+        )
+    return number
 
 
 def schema_name(value: str) -> str:

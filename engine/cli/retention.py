@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.api.client import Client
-from engine.cli.options import UsageError
+from engine.cli.options import UsageError, writing
 from engine.cli.runtime import add_command, add_group
 from engine.model.durations import format_duration, parse_duration
 from engine.model.inputs import check_team
@@ -87,7 +87,12 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
         raise UsageError(f"team {_team(args.team)} has no retention policy (set one first)")
     for policy in chosen:
         path = _export_path(args.export_dir, policy.tenant_id)
-        with path.open("a", encoding="utf-8") as export:
+        # An export that cannot be written stops the run before its batch is removed
+        # (retention.prune syncs each batch's export to disk before removing it).
+        with (
+            writing(args.export_dir, "the export directory"),
+            path.open("a", encoding="utf-8") as export,
+        ):
             done = await retention.prune(
                 client.store, policy.tenant_id, policy.keep, export, args.batch
             )

@@ -20,10 +20,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.api import waits
 from engine.api.client import Client
-from engine.cli.definitions import add_source, app_definitions
-from engine.cli.options import DSN_ENV, UsageError, add_store_options, resolve_dsn, schema_name
+from engine.cli.definitions import AppUnusable, add_source, app_definitions
+from engine.cli.options import (
+    DSN_ENV,
+    EXIT_FAILED,
+    CommandFailed,
+    UsageError,
+    add_store_options,
+    optional_dsn,
+    port_or_none,
+    resolve_dsn,
+    schema_name,
+)
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.description import describe_instance
@@ -32,19 +41,17 @@ from engine.model.errors import (
     DefinitionInvalid,
     InputRefused,
     NotJSON,
-    WaylineError,
 )
 from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import InstanceStatus, instance_to_json
-from engine.model.limits import MAX_WAIT_TIMEOUT
+from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import InstanceNotFound
-from engine.store.migrations import MigrationError
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry, load_app
@@ -53,8 +60,8 @@ from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+METRICS_HOST = "127.0.0.1"
+"""Where ``--metrics-port`` listens: this host only."""
 EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.PAUSE: {},
     Action.RESUME: {},
@@ -162,15 +169,22 @@ def register_demo(commands: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """The example saga, or with ``--machine`` the document-approval machine, whose
+    execution must complete: one that does not is a failure (exit 1), not a demo."""
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)
     from examples import demo, machine_demo
 
-    dsn = args.dsn or os.environ.get(DSN_ENV)
-    if args.machine:
-        return machine_demo.run(dsn, args.schema, args.actor, args.team)
-    return demo.run(dsn, args.schema)
+    dsn = optional_dsn(args)
+    if not args.machine:
+        return demo.run(dsn, args.schema)
+    execution, status = machine_demo.run(dsn, args.schema, args.actor, args.team)
+    if status != "completed":  # e.g. dead: --as is no studio user of --team who may submit
+        raise CommandFailed(
+            f"{execution} ended {status}, not completed (`wayline inspect {execution}` says why)"
+        )
+    return 0
 
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
@@ -214,7 +228,7 @@ def add_command(
     reported as ``<label>: <message>`` (default ``wayline <command>``)."""
     parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
     add_store_options(parser)
-    parser.set_defaults(run=lambda args: _run(args, action, label))
+    parser.set_defaults(run=lambda args: _run(args, action), label=label)
     return parser
 
 
@@ -234,35 +248,40 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
-    parser.add_argument("--lease-seconds", type=float, default=30.0)
     parser.add_argument(
-        "--poll-seconds", type=float, default=1.0, help="poll interval when no notification arrives"
+        "--lease-seconds",
+        type=seconds_up_to(MAX_LEASE_DURATION, "MAX_LEASE_DURATION"),
+        default=timedelta(seconds=30),
+        help="how long a claim lasts unless renewed (default: 30)",
     )
     parser.add_argument(
-        "--metrics-port", type=int, help="serve Prometheus metrics, /healthz and /readyz here"
+        "--poll-seconds",
+        type=seconds_up_to(MAX_WORKER_POLL_INTERVAL, "MAX_WORKER_POLL_INTERVAL"),
+        default=timedelta(seconds=1),
+        help="poll interval when no notification arrives (default: 1)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=port_or_none,
+        help="serve Prometheus metrics, /healthz and /readyz here (0: none, the default)",
     )
     logs.add_option(parser)
     parser.set_defaults(run=lambda args: _run(args, _run_worker))
 
 
 def _run(
-    args: argparse.Namespace,
-    action: Callable[[Client, argparse.Namespace], Awaitable[int]],
-    label: str = "",
+    args: argparse.Namespace, action: Callable[[Client, argparse.Namespace], Awaitable[int]]
 ) -> int:
-    name = label or f"wayline {args.command}"
+    """Run ``action`` on a client of the store. ``engine.cli.main`` prints its errors;
+    an unknown instance gets a hint, and a ValueError (a bound such as ``--concurrency``)
+    is a failure too."""
     try:
         dsn = resolve_dsn(args)
         return runner.run(_with_client(dsn, args, action))
-    except UsageError as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return EXIT_USAGE
     except InstanceNotFound as error:
-        print(f"{name}: {error}{_team_hint(getattr(args, 'instance', ''))}", file=sys.stderr)
-        return EXIT_FAILED
-    except (WaylineError, MigrationError, ValueError) as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandFailed(f"{error}{_team_hint(getattr(args, 'instance', ''))}") from None
+    except ValueError as error:
+        raise CommandFailed(str(error)) from None
 
 
 def _team_hint(instance_id: str) -> str:
@@ -340,9 +359,13 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
 async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     """Print the compatibility report of every code workflow the app declares (the
     journals of active runs of its other versions replayed against its code); exit 1
-    when any run is incompatible."""
+    when any run is incompatible, or when it declares none (AppUnusable, as ``check``
+    and ``publish`` refuse an app that declares nothing: silence would read as a pass)."""
+    flows = _app(args.app).workflows
+    if not flows:
+        raise AppUnusable(f"{args.app} declares no code workflows, so there is nothing to replay")
     incompatible = False
-    for flow in _app(args.app).workflows:
+    for flow in flows:
         report = await client.check_compatibility(flow.definition, flow)
         incompatible |= not report.acceptable
         if args.json:
@@ -396,18 +419,29 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     return EXIT_FAILED
 
 
-def wait_seconds(text: str) -> timedelta:
-    """argparse type for ``--wait``: seconds that ``Client.wait`` takes (its own check,
-    ``waits.check_timeout``), so a bad value is refused before anything is started."""
-    try:
-        timeout = timedelta(seconds=float(text))
-        waits.check_timeout(timeout)
-    except (ValueError, OverflowError):  # InputRefused is a ValueError
-        most = MAX_WAIT_TIMEOUT.total_seconds()
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds more than 0 and at most {most:g} (MAX_WAIT_TIMEOUT)"
-        ) from None
-    return timeout
+def seconds_up_to(most: timedelta, limit: str) -> Callable[[str], timedelta]:
+    """argparse type for a duration given in seconds, more than 0 and at most ``most``
+    (the constant named ``limit``): the refusal names the flag (argparse adds it) and
+    says the bound in seconds, as the flag takes it, not the engine's timedelta."""
+
+    def seconds(text: str) -> timedelta:
+        try:
+            value = timedelta(seconds=float(text))
+        except (ValueError, OverflowError):  # not a number, NaN, or too large
+            value = timedelta(0)
+        if not timedelta(0) < value <= most:
+            raise argparse.ArgumentTypeError(
+                f"must be a number of seconds more than 0 and at most "
+                f"{most.total_seconds():g} ({limit})"
+            )
+        return value
+
+    return seconds
+
+
+wait_seconds = seconds_up_to(MAX_WAIT_TIMEOUT, "MAX_WAIT_TIMEOUT")
+"""argparse type for ``--wait``: the bound ``Client.wait`` checks (``waits.check_timeout``),
+so a bad value is refused before anything is started."""
 
 
 async def _status(client: Client, args: argparse.Namespace) -> int:
@@ -497,6 +531,18 @@ def _traced(service: str) -> None:
         raise UsageError(str(missing)) from None
 
 
+async def _serve_metrics(metrics: Metrics, port: int, worker: Worker) -> asyncio.Server:
+    """The worker's metrics, /healthz and /readyz on ``port``; CommandFailed, before any
+    work is claimed, when the port cannot be bound (another process has it, most often)."""
+    try:
+        return await metrics.serve(METRICS_HOST, port, functools.partial(worker_readiness, worker))
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else type(error).__name__
+        raise CommandFailed(
+            f"the metrics port {port} cannot be bound on {METRICS_HOST} ({reason})"
+        ) from None
+
+
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
     try:
@@ -506,9 +552,9 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     await _refuse_changed_code(client, registry)
     config = WorkerConfig(
         concurrency=args.concurrency,
-        lease=timedelta(seconds=args.lease_seconds),
-        renew_every=timedelta(seconds=args.lease_seconds / 3),
-        poll_interval=timedelta(seconds=args.poll_seconds),
+        lease=args.lease_seconds,
+        renew_every=args.lease_seconds / 3,
+        poll_interval=args.poll_seconds,
         **({"worker_id": args.worker_id} if args.worker_id else {}),
     )
     metrics = Metrics()
@@ -520,8 +566,7 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, stop.set)
     server = None
     if args.metrics_port:
-        ready = functools.partial(worker_readiness, worker)
-        server = await metrics.serve("127.0.0.1", args.metrics_port, ready)
+        server = await _serve_metrics(metrics, args.metrics_port, worker)
     print(
         f"worker {config.worker_id} running {', '.join(registry.targets) or 'no targets'}",
         flush=True,

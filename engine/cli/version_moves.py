@@ -19,8 +19,8 @@ import uuid
 
 from engine.api.bulk_commands import BulkCommand, BulkCommands
 from engine.api.client import Client
-from engine.cli.options import UsageError
-from engine.cli.runtime import EXIT_FAILED, add_command, add_group
+from engine.cli.options import EXIT_FAILED, UsageError
+from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Preview

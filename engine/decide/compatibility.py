@@ -15,6 +15,7 @@ from engine import modes
 from engine.model.compatibility import Verdict
 from engine.model.definitions import Definition
 from engine.model.instance import Instance, InstanceStatus
+from engine.model.words import with_article
 
 MOVABLE = frozenset({InstanceStatus.RUNNING, InstanceStatus.PAUSED})
 """The statuses an instance can move to another version from (pausing it first)."""
@@ -36,7 +37,8 @@ def _reason(target: Definition, state: Instance, code: Any) -> str:
     if state.definition == target.ref:
         return f"it already runs {target.ref}"
     if state.spec.mode != target.mode:
-        return f"it is a {state.spec.mode} instance and {target.ref} is a {target.mode} definition"
+        mode, target_mode = with_article(state.spec.mode), with_article(target.mode)
+        return f"it is {mode} instance and {target.ref} is {target_mode} definition"
     judge_mode = modes.of(target).judge
     if judge_mode is None:
         return f"{target.mode} instances cannot be judged, so none may move"

@@ -30,6 +30,7 @@ from engine.model.events import Event, EventKind
 from engine.model.instance import AuditEntry, Instance
 from engine.model.registry import Registry
 from engine.model.spec_reader import SpecReader
+from engine.model.words import with_article
 
 FoldRule = Callable[[Instance, Event, Registry, AuditEntry | None], Instance]
 """Replays one event of the mode onto the instance (ReplayRejected when illegal)."""
@@ -160,7 +161,7 @@ def decide(draft: Any) -> Decision:
         raise DecisionRejected("an instance must be started before it can advance")
     mode = of(state.spec)
     if mode.decide is None:
-        raise DecisionRejected(f"{state.definition} is a {mode.name} definition")
+        raise DecisionRejected(f"{state.definition} is {with_article(mode.name)} definition")
     return mode.decide(draft)
 
 

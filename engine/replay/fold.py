@@ -19,6 +19,7 @@ from engine.model.events import Event, EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AuditEntry, Instance, InstanceStatus
 from engine.model.registry import Registry
+from engine.model.words import with_article
 from engine.replay.lifecycle import RULES as LIFECYCLE_RULES
 
 
@@ -70,7 +71,7 @@ def _unruled(state: Instance, event: Event) -> str:
     if event.kind is EventKind.INSTANCE_STARTED:
         return f"{event.kind.label} may only begin a history"
     assert state.spec is not None
-    return f"{event.kind.label} is not an event of a {state.spec.mode} definition"
+    return f"{event.kind.label} is not an event of {with_article(state.spec.mode)} definition"
 
 
 def _start(registry: Registry, event: Event) -> Instance:

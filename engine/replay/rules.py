@@ -12,6 +12,7 @@ from engine.model.errors import ReplayRejected
 from engine.model.events import Event
 from engine.model.frozen import evolve
 from engine.model.instance import Attempted, Instance, InstanceStatus
+from engine.model.words import with_article
 
 P = TypeVar("P", bound=Attempted)
 
@@ -35,7 +36,7 @@ def require_step(state: Instance, event: Event, *kinds: StepKind) -> Step:
     if step is None:
         raise reject(event, f"step {event.step!r} is not in {state.definition}")
     if step.kind not in kinds:
-        raise reject(event, f"step {event.step!r} is a {step.kind.value} step")
+        raise reject(event, f"step {event.step!r} is {with_article(step.kind.value)} step")
     return step
 
 

@@ -42,6 +42,15 @@ class StoreUnavailable(StoreError):
     """The database could not be reached or did not answer in time."""
 
 
+class CannotConnect(StoreUnavailable):
+    """No connection to the database could be opened: a wrong address, user, password
+    or database name, or a server that is down. Nothing was tried. The driver's error,
+    whose text can quote the address and the user, stays the ``__cause__``."""
+
+    def __init__(self, message: str = "cannot connect to the database") -> None:
+        super().__init__(message)
+
+
 class CommitUnknown(StoreError):
     """The COMMIT's outcome is unknown; reconcile the transition id before retrying."""
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from engine.store.errors import CannotConnect
 from engine.store.statements import migrations as statements
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -98,15 +99,25 @@ def apply_migrations(
     leaves the schema at the last complete file. Every transaction first takes an
     advisory lock named by the schema and re-reads the ledger, so concurrent migrators
     (several workers starting at once) serialize and each file is applied exactly once.
-    Connection failures propagate as `psycopg.OperationalError`.
+    A server that cannot be reached raises `CannotConnect`; the driver's other errors
+    propagate.
     """
     validate_schema_name(schema)
     migrations = load_migrations(directory)
     applied: list[str] = []
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with _connect(conninfo) as conn:
         while (name := _apply_next(conn, schema, migrations)) is not None:
             applied.append(name)
     return applied
+
+
+def _connect(conninfo: str) -> psycopg.Connection:
+    """An autocommit connection; CannotConnect when none can be opened, so a caller can
+    say so without the driver's text (which can quote the address and the user)."""
+    try:
+        return psycopg.connect(conninfo, autocommit=True)
+    except psycopg.Error as exc:
+        raise CannotConnect from exc
 
 
 def check_schema_current(

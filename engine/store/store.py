@@ -25,7 +25,7 @@ from engine.model.transitions import Transition, check_transition
 from engine.store import batches, channels, commits, seams, sessions, snapshots, transactions
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult, FinishedLease
-from engine.store.errors import Reconciliation, StoreError, StoreUnavailable
+from engine.store.errors import CannotConnect, Reconciliation, StoreError, StoreUnavailable
 from engine.store.migrations import check_schema_current_async, validate_schema_name
 from engine.store.statements import sessions as session_sql
 from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
@@ -163,7 +163,7 @@ class Store:
             await pool.open(wait=True, timeout=deadlines.pool_wait)
         except Exception as exc:
             await pool.close()
-            raise StoreUnavailable("cannot connect to the database") from exc
+            raise CannotConnect from exc
         store = cls(pool, schema, clock or DatabaseClock(), conninfo, given, deadlines)
         try:
             async with store.connection() as conn:
@@ -519,7 +519,7 @@ async def _probe(conninfo: str, connect_timeout: int) -> None:
     try:
         conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=connect_timeout)
     except psycopg.Error as exc:
-        raise StoreUnavailable("cannot connect to the database") from exc
+        raise CannotConnect from exc
     await conn.close()
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.model.errors import InputRefused
 from engine.model.inputs import read_json
+from engine.model.words import with_article
 from studio.definitions.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
 from studio.definitions.structure import Block, StepShape, read_structure, shape_of
 
@@ -123,7 +124,10 @@ def insert_step(document: Mapping[str, Any], at: int, kind: str) -> Edited:
     and a timer branch, so a fork is complete the moment it appears.
     """
     if kind not in INSERTABLE:
-        raise EditRejected(f"cannot insert a {kind!r} step; choose one of {', '.join(INSERTABLE)}")
+        choices = ", ".join(INSERTABLE)
+        raise EditRejected(
+            f"cannot insert {with_article(repr(kind))} step; choose one of {choices}"
+        )
     doc = _copy(document)
     steps = _steps(doc)
     at = max(0, min(at, len(steps)))
@@ -148,7 +152,7 @@ def add_branch(document: Mapping[str, Any], owner: int, kind: str = "") -> Edite
     kind = kind or ("activity" if head.kind == "parallel" else "signal")
     allowed = ("activity",) if head.kind == "parallel" else RACE_BRANCH_KINDS
     if kind not in allowed:
-        raise EditRejected(f"a {head.kind} branch must be: {', '.join(allowed)}")
+        raise EditRejected(f"{with_article(head.kind)} branch must be: {', '.join(allowed)}")
     block = read_structure(doc).fork_of(owner)
     if head.kind == "parallel":
         name = _unique(f"{head.name}_branch", _names(doc))

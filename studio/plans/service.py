@@ -20,6 +20,7 @@ from typing import Any
 from engine import Store
 from engine.api.queries import PublishedVersion
 from engine.model.definitions import Definition, Mode
+from engine.model.words import with_article
 from studio.definitions import service as definitions
 from studio.drills import service as drills
 from studio.drills.jobs import DrillJob
@@ -60,8 +61,8 @@ def plannable(published: PublishedVersion) -> Definition:
     if found.mode not in PLAN_MODES:
         modes = " and ".join(sorted(m.value for m in PLAN_MODES))
         raise Invalid(
-            f"{found.name}@{found.version} is a {found.mode.value} definition; drill plans "
-            f"pin faults on {modes} definitions"
+            f"{found.name}@{found.version} is {with_article(found.mode.value)} definition; "
+            f"drill plans pin faults on {modes} definitions"
         )
     return found
 

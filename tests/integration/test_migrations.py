@@ -273,7 +273,7 @@ def test_cli_migrate_cannot_connect_without_leaking_the_dsn() -> None:
     result = _wayline("migrate", "--dsn", "host=127.0.0.1 port=1 password=hunter2")
     assert result.returncode == 1
     assert result.stderr == (
-        "wayline migrate: could not connect to PostgreSQL (check --dsn or WAYLINE_DSN)\n"
+        "wayline migrate: cannot connect to the database: check --dsn or WAYLINE_DSN\n"
     )
     assert "hunter2" not in result.stdout + result.stderr
 

@@ -506,13 +506,14 @@ def test_parallel_branches_must_be_activities() -> None:
     )
 
 
-@pytest.mark.parametrize("make", [activity, child], ids=["activity", "child"])
-def test_race_branches_must_be_signals_approvals_or_timers(make: Any) -> None:
-    branch = make("late")
+@pytest.mark.parametrize(
+    ("make", "kind"), [(activity, "an activity"), (child, "a child")], ids=["activity", "child"]
+)
+def test_race_branches_must_be_signals_approvals_or_timers(make: Any, kind: str) -> None:
     assert_only_error(
-        definition(fan_out("race", "first", ["late"]), branch),
+        definition(fan_out("race", "first", ["late"]), make("late")),
         "steps[0].branches[0]",
-        f"'late' is a {branch['kind']} step; race branches must be: signal, approval, timer",
+        f"'late' is {kind} step; race branches must be: signal, approval, timer",
     )
     branches = [wait("s"), wait("a", kind="approval"), timer("t")]
     parse_definition(definition(fan_out("race", "first", ["s", "a", "t"]), *branches))

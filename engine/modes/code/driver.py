@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from engine.model.words import with_article
 from engine.modes.code.context import SUSPEND, Context, running_step
 from engine.modes.code.cursor import Cursor, StopKind, describe
 from engine.modes.code.determinism import Guard
@@ -93,7 +94,8 @@ async def run_body(command: Command, *, step_id: str) -> Any:
     step's result. ``StepFailure`` from the body is a known failure; ``StepTimedOut``
     says the attempt ran past the step's timeout; anything else is an unknown outcome."""
     if command.verb is not Verb.STEP or command.body is None:
-        raise ValueError(f"run_body runs a step's body; {command.key} is a {command.verb}")
+        verb = with_article(command.verb)
+        raise ValueError(f"run_body runs a step's body; {command.key} is {verb}")
     timeout = command.options.timeout if command.options else None
     return await _run_effect(command.name, step_id, timeout, command.body)
 

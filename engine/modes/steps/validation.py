@@ -37,6 +37,7 @@ from engine.model.limits import (
     MAX_STEPS,
 )
 from engine.model.spec_reader import SpecReader, join
+from engine.model.words import with_article
 
 FIELDS = frozenset({"steps"})
 """The fields a step list's document has beside the ones every mode's has."""
@@ -126,7 +127,8 @@ def read_step(reader: SpecReader, raw: Any, path: str) -> Step | None:
     for key in sorted((set(obj) & ALL_STEP_FIELDS) - allowed):
         reader.error(
             join(path, key),
-            f"is not allowed on {_article(kind)} step; allowed: {', '.join(sorted(allowed))}",
+            f"is not allowed on {with_article(kind.value)} step; "
+            f"allowed: {', '.join(sorted(allowed))}",
         )
     fields = _KIND_READERS[kind](reader, obj, path)
     if name is None or fields is None:
@@ -348,7 +350,7 @@ class _Structure:
             elif target.kind not in allowed:
                 self.reader.error(
                     at,
-                    f"{branch!r} is a {target.kind.value} step; {step.kind.value} "
+                    f"{branch!r} is {with_article(target.kind.value)} step; {step.kind.value} "
                     f"branches must be: {kinds}",
                 )
             elif self.positions[branch] < index:
@@ -380,7 +382,3 @@ class _Structure:
             self.reader.error(where, f"the join must come after {parallel.name!r}")
         else:
             self.joined[branches] = step.name
-
-
-def _article(kind: StepKind) -> str:
-    return f"{'an' if kind.value[0] in 'aeiou' else 'a'} {kind.value}"

@@ -1,0 +1,15 @@
+"""Words in messages: the article before a kind, a mode or a verb ("an activity step")."""
+
+from __future__ import annotations
+
+VOWELS = frozenset("aeiou")
+
+
+def with_article(word: str) -> str:
+    """``word`` after "a" or "an", as its first letter says: "an activity", "a timer".
+
+    Wayline's kinds, modes and verbs are all spoken as they are spelled (none is like
+    "an hour" or "a user"), so the letter is enough. Quotes before it are skipped, so a
+    quoted word reads "an 'approval'"."""
+    first = word.lstrip("'\"")[:1].lower()
+    return f"{'an' if first in VOWELS else 'a'} {word}"

@@ -1,0 +1,330 @@
+"""What a person at a terminal sees when a command cannot do what it was asked: one
+line on stderr, ``wayline <command>: <message>``, saying what was wrong and what is
+allowed, a non-zero exit, and never a traceback, driver text or a password.
+
+Each command runs through the ``wayline`` entry point (``engine.cli.main.main``) in
+this process, against the real PostgreSQL of the integration fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from engine.api.client import Client
+from engine.cli.main import main
+from engine.decide.operator_actions import Action
+from engine.model.definitions import Definition
+from engine.store import retention
+from engine.store.store import Store
+from examples import documents
+from tests.integration.factories import DEFINITION
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
+STUDIO_STOP_SECONDS = 30
+CONNECT_ERROR = "cannot connect to the database: check --dsn or WAYLINE_DSN"
+SECRET = "hunter2-secret"
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """Run ``wayline ARGV``; its exit status and its only stderr line (no traceback)."""
+    status = main(list(argv))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return status, lines[0]
+
+
+def unreachable(pg_dsn: str) -> dict[str, str]:
+    """DSNs that name no usable database, each for its own reason; each carries a
+    password, which no message may show."""
+    given = {"password": SECRET}
+    return {
+        "closed port": make_conninfo(pg_dsn, host="127.0.0.1", port="1", **given),
+        "port not a number": "postgresql://postgres:hunter2-secret@127.0.0.1:notaport/x",
+        "no such database": make_conninfo(pg_dsn, dbname="no_such_database", **given),
+        "no such user": make_conninfo(pg_dsn, user="no_such_user", **given),
+    }
+
+
+CONNECTING = [
+    ("wayline status", ["status", "order-1"]),
+    ("wayline migrate", ["migrate"]),
+    ("wayline demo", ["demo"]),
+    ("wayline demo", ["demo", "--machine"]),
+    ("wayline user create", ["user", "create", "dave"]),
+    ("wayline studio", ["studio"]),
+    ("wayline drill plan generate", ["drill", "plan", "generate", "order.fulfillment@1"]),
+]
+
+
+@pytest.mark.parametrize(("label", "argv"), CONNECTING, ids=[" ".join(a) for _, a in CONNECTING])
+def test_a_database_that_cannot_be_reached_is_one_message_for_every_command(
+    pg_dsn: str, label: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for reason, dsn in unreachable(pg_dsn).items():
+        status, line = refused(capsys, *argv, "--dsn", dsn)
+        assert (status, line) == (1, f"{label}: {CONNECT_ERROR}"), reason
+        assert SECRET not in line
+
+
+def test_an_engine_refusal_is_its_own_message(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --machine --team T`` when another team owns the machine's name: the
+    engine's DefinitionConflict, in its own words, not a traceback."""
+    asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "first-team"))
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(
+        capsys, "demo", "--machine", "--as", "nosuch", "--team", "nosuch", *store
+    )
+    assert (status, line) == (
+        1,
+        "wayline demo: the name document_approval belongs to another team",
+    )
+
+
+async def _publish_as(dsn: str, schema: str, definition: Definition, team: str) -> None:
+    store = await Store.open(dsn, schema)
+    try:
+        await Client(store).publish(definition, "ann", team)
+    finally:
+        await store.close()
+
+
+def test_a_machine_demo_that_does_not_complete_fails(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --machine --as`` someone who is no studio user: each advance re-checks the
+    submitter, so the execution ends dead, and the demo says so instead of exiting 0."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(
+        capsys, "demo", "--machine", "--as", "nosuch", "--team", "nosuch", *store
+    )
+    assert status == 1
+    assert re.fullmatch(
+        r"wayline demo: (document_approval/\w+) ended dead, not completed "
+        r"\(`wayline inspect \1` says why\)",
+        line,
+    ), line
+
+
+def test_a_read_replica_that_cannot_be_reached_is_refused_before_serving(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is served, no address printed, and no first admin made whose one-time
+    password nobody would see."""
+    replica = make_conninfo(pg_dsn, host="127.0.0.1", port="1", password=SECRET)
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status = main(["studio", *store, "--read-dsn", replica])
+    out, err = capsys.readouterr()
+    assert (status, out, err) == (
+        1,
+        "",
+        "wayline studio: cannot connect to the read replica: check --read-dsn or "
+        "WAYLINE_READ_DSN\n",
+    )
+    assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
+
+
+def test_an_export_dir_that_cannot_be_written_removes_nothing(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_ended_past_its_keep(pg_dsn, schema, "gone"))
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(capsys, "retention", "run", "--export-dir", "/proc", *store)
+    assert status == 1
+    assert line.startswith("wayline retention: the export directory /proc cannot be written (")
+    assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("gone",)]
+
+
+async def _ended_past_its_keep(dsn: str, schema: str, instance_id: str) -> None:
+    """An instance that ``retention run`` would export and remove."""
+    store = await Store.open(dsn, schema)
+    try:
+        client = Client(store)
+        await client.publish(DEFINITION, "ann")
+        await client.start(DEFINITION.name, instance_id, None)
+        await client.command(instance_id, Action.TERMINATE, "ann", "no longer needed")
+        await retention.set_policy(store, "", timedelta(milliseconds=1), "ann")
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("out", ["a-directory", "no-such-directory/plan.json"])
+def test_a_plan_that_cannot_be_written_is_one_line(
+    out: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / out
+    status, line = refused(capsys, "drill", "plan", "generate", str(EXAMPLE), "--out", str(target))
+    assert status == 1
+    assert line.startswith(
+        f"wayline drill plan generate: the output file {target} cannot be written ("
+    )
+
+
+def argument_refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run ``wayline ARGV`` with an argument argparse refuses: exit 2, and the last
+    stderr line (after the usage synopsis) says which argument and what it must be."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    return err.splitlines()[-1]
+
+
+PORTS = "must be a port number from 1 to 65535"
+CLOSED = "postgresql://postgres@127.0.0.1:1/x"  # an unfixed command stops here, fast
+
+
+@pytest.mark.parametrize("given", ["99999", "65536", "-1", "eighty"])
+def test_a_port_out_of_range_is_refused_not_wrapped(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--metrics-port", given]
+    assert argument_refused(capsys, *worker) == (
+        f"wayline worker: error: argument --metrics-port: {PORTS}, or 0 for none"
+    )
+    studio = ["studio", "--dsn", CLOSED, "--port", given]
+    assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
+
+
+def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """Port 0 would have the system choose a port, which the studio could not announce."""
+    studio = ["studio", "--dsn", CLOSED, "--port", "0"]
+    assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
+
+
+def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        worker = ["worker", "--app", "examples.orders:app", "--metrics-port", str(busy)]
+        status = main([*worker, "--dsn", pg_dsn, "--schema", schema])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "running" not in out
+    assert (status, err) == (
+        1,
+        f"wayline worker: the metrics port {busy} cannot be bound on 127.0.0.1 "
+        "(Address already in use)\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "bound"),
+    [
+        ("--poll-seconds", "-1", "60 (MAX_WORKER_POLL_INTERVAL)"),
+        ("--poll-seconds", "61", "60 (MAX_WORKER_POLL_INTERVAL)"),
+        ("--lease-seconds", "0", "900 (MAX_LEASE_DURATION)"),
+        ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
+    ],
+)
+def test_worker_timings_are_refused_by_flag_in_seconds(
+    flag: str, given: str, bound: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, flag, given]
+    assert argument_refused(capsys, *worker) == (
+        f"wayline worker: error: argument {flag}: must be a number of seconds more than 0 "
+        f"and at most {bound}"
+    )
+
+
+@pytest.mark.parametrize("given", ["", "\n"])
+def test_an_empty_password_on_stdin_is_refused(
+    given: str,
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--password-stdin`` asked to set a password; none is not 'generate one' (which
+    would be a password nobody is shown). Nothing is written, not even the team."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(given))
+    create = ["user", "create", "carol", "--team", "crew", "--password-stdin"]
+    status, line = refused(capsys, *create, "--dsn", pg_dsn, "--schema", schema)
+    assert (status, line) == (1, "wayline user create: a password needs 10 to 256 characters")
+    assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM studio_teams").fetchone() == (0,)
+
+
+def test_replay_check_of_an_app_without_code_workflows_says_so(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``check`` and ``publish`` refuse an app that declares nothing: a replay check
+    that checked nothing must not pass silently."""
+    check = ["definition", "replay-check", "--app", "examples.orders:app"]
+    status, line = refused(capsys, *check, "--dsn", pg_dsn, "--schema", schema)
+    assert (status, line) == (
+        1,
+        "wayline definition: examples.orders:app declares no code workflows, "
+        "so there is nothing to replay",
+    )
+
+
+def test_a_kind_or_mode_after_a_vowel_takes_an(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "step 'reserve' is an activity step", not "a activity" (``with_article``)."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    fulfilment = str(EXAMPLE)
+    assert main(["definition", "publish", fulfilment, *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    signal = refused(capsys, "signal", "o-1", "reserve", "--signal-id", "s-1", *store)
+    assert signal == (1, "wayline signal: step 'reserve' is an activity step")
+    submit = ["machine", "submit", "order.fulfillment", "--parent", "p", "--key", "k"]
+    submitted = refused(capsys, *submit, "--input", "{}", "--as", "ann", *store)
+    assert submitted == (
+        1,
+        "wayline: order.fulfillment is an orchestration definition, not a machine",
+    )
+
+
+@pytest.mark.parametrize("given_by", ["--dsn", "WAYLINE_DSN"])
+def test_the_studio_says_what_gave_its_database_and_not_the_password(
+    given_by: str, pg_dsn: str, schema: str
+) -> None:
+    """A real ``wayline studio`` process: its announcement, read up to its last line."""
+    dsn = make_conninfo(pg_dsn, password=SECRET)  # the test server trusts local logins
+    env = {k: v for k, v in os.environ.items() if k != "WAYLINE_DSN"}
+    option = ["--dsn", dsn] if given_by == "--dsn" else []
+    env |= {"WAYLINE_DSN": dsn} if given_by == "WAYLINE_DSN" else {}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = str(probe.getsockname()[1])
+    studio = [sys.executable, "-m", "engine.cli.main", "studio", "--schema", schema]
+    with subprocess.Popen(
+        [*studio, "--port", free, *option], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    ) as process:
+        announced = _announcement(process)
+        process.terminate()  # the studio unwinds on SIGTERM (install_signal_handlers)
+        process.wait(timeout=STUDIO_STOP_SECONDS)
+    assert f"  database: given by {given_by}; a worker runs the example" in announced
+    assert SECRET not in announced
+
+
+def _announcement(process: subprocess.Popen[str]) -> str:
+    """The studio's stdout up to its announcement's last line (or to its end)."""
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("  stop with Ctrl+C"):
+            break
+    return "".join(lines)
