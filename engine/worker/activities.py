@@ -262,12 +262,27 @@ def load_app(spec: str) -> ActivityRegistry:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        registry = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ActivityAppNotFound(f"cannot load {spec}: {type(exc).__name__}") from None
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        problem = _import_problem(module_name, exc)
+        raise ActivityAppNotFound(f"cannot load {spec}: {problem}") from None
+    registry = getattr(module, attribute, None)
+    if registry is None:
+        raise ActivityAppNotFound(f"cannot load {spec}: {module_name} has no {attribute}")
     if not isinstance(registry, ActivityRegistry):
         raise ActivityAppNotFound(f"{spec} is not an ActivityRegistry")
     return registry
+
+
+def _import_problem(module_name: str, exc: ImportError) -> str:
+    """Why ``module_name`` did not import, in words: missing itself (the usual mistake,
+    a command run from another directory), or missing something it imports."""
+    missing = getattr(exc, "name", None)
+    if missing is None or not isinstance(exc, ModuleNotFoundError):
+        return type(exc).__name__
+    if module_name == missing or module_name.startswith(f"{missing}."):
+        return f"no module {missing} in the working directory ({os.getcwd()}) or on PYTHONPATH"
+    return f"it imports {missing}, which is not installed"
 
 
 class HandlerExecutor(Protocol):
