@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.options import writing
+from engine.cli.options import check_writable, writing
 from engine.store.embedded import install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
@@ -121,6 +121,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
+    for path, what in _outputs(args):
+        check_writable(path, what)
     if args.plan or args.definition:
         return _run_plan(args)
     if args.pin or args.app or args.for_each_pin or args.input is not None:
@@ -151,13 +153,22 @@ def _run(args: argparse.Namespace) -> int:
     return _report(args, outcome)
 
 
+def _outputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    """The files a run writes when it ends, with how a refusal names them."""
+    named = ((args.json, "the --json file"), (args.junit, "the --junit file"))
+    return [(path, what) for path, what in named if path]
+
+
 def _report(args: argparse.Namespace, outcome: Any, before: str = "") -> int:
-    """Write --json and --junit, print the scorecard (after ``before``), and the exit."""
-    if args.json:
-        args.json.write_text(json.dumps(outcome.card, indent=2, default=str))
-    if args.junit:
-        args.junit.write_text(outcome.junit())
-    print(f"{before}\n{outcome.text}" if before else outcome.text)
+    """Print the scorecard (after ``before``), write --json and --junit, and the exit.
+    The scorecard comes first: a file that cannot be written loses no run."""
+    print(f"{before}\n{outcome.text}" if before else outcome.text, flush=True)
+    for path, what in _outputs(args):
+        with writing(path, what):
+            is_json = path is args.json
+            path.write_text(
+                json.dumps(outcome.card, indent=2, default=str) if is_json else outcome.junit()
+            )
     return EXIT_FAILED if outcome.failed else 0
 
 

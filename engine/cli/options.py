@@ -10,6 +10,7 @@ with its status, as it does for a database that cannot be reached (``cannot_conn
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,6 +67,18 @@ def writing(path: Path, what: str) -> Iterator[None]:
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise CommandFailed(f"{what} {path} cannot be written ({reason})") from None
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Refuse, before a long run, a file that ``writing`` would refuse after it: a
+    directory, a missing directory around it, or one this process may not write."""
+    with writing(path, what):
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not path.parent.is_dir():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        if not os.access(path if path.exists() else path.parent, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:

@@ -177,6 +177,21 @@ def test_a_plan_that_cannot_be_written_is_one_line(
     )
 
 
+@pytest.mark.parametrize("flag", ["--json", "--junit"])
+@pytest.mark.parametrize("out", ["a-directory", "missing/card.json"])
+def test_a_drill_report_that_cannot_be_written_is_refused_before_any_drill_runs(
+    flag: str, out: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / out
+    artifacts = tmp_path / "artifacts"
+    argv = ("drill", "run", "--drill", "D1", flag, str(target), "--artifacts", str(artifacts))
+    status, line = refused(capsys, *argv, "--dsn", CLOSED)
+    assert status == 1
+    assert line.startswith(f"wayline drill: the {flag} file {target} cannot be written (")
+    assert not artifacts.exists(), "no drill ran"
+
+
 def argument_refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """Run ``wayline ARGV`` with an argument argparse refuses: exit 2, and the last
     stderr line (after the usage synopsis) says which argument and what it must be."""
