@@ -89,7 +89,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _studio(args: argparse.Namespace) -> int:
     """Serve the studio, once every option is checked (UsageError saying which is not)."""
     from studio.accounts.signin_limits import trusted_networks
-    from studio.server import ReplicaUnreachable, run_studio
+    from studio.server import PortUnavailable, ReplicaUnreachable, run_studio
 
     try:
         trusted_networks(args.trusted_proxy)
@@ -113,6 +113,8 @@ def _studio(args: argparse.Namespace) -> int:
         raise CommandFailed(
             cannot_connect("the read replica", "--read-dsn", READ_DSN_ENV)
         ) from None
+    except PortUnavailable as taken:
+        raise CommandFailed(str(taken)) from None
 
 
 def _read_dsn(args: argparse.Namespace) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -82,6 +84,23 @@ class ReplicaUnreachable(Exception):
     """The read replica cannot be reached; the command line says which option names it."""
 
 
+class PortUnavailable(Exception):
+    """The studio's address cannot be bound (another process has the port, most often);
+    the message says which address and why."""
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The studio's listening socket, bound before anything is announced or created: a
+    port in use would otherwise end the server after the address and a first admin's
+    one-time password were printed. PortUnavailable when it cannot be bound."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else type(error).__name__
+        raise PortUnavailable(f"the port {port} cannot be bound on {host} ({reason})") from None
+
+
 async def _reach_replica(read_dsn: str, schema: str) -> None:
     """Open the replica's store once, before the studio serves: in the app's startup a
     replica that cannot be reached ends the server with a long ExceptionGroup traceback
@@ -136,7 +155,7 @@ def run_studio(
     install_signal_handlers()
     logs.use_format(log_format)
     tracing.configure("wayline-studio")
-    with database(dsn, schema) as ready:
+    with _listen(host, port) as listening, database(dsn, schema) as ready:
         if read_dsn:  # before the first start, whose one-time password is shown only once
             asyncio.run(_reach_replica(read_dsn, schema))
         password = asyncio.run(_with_store(ready, schema, _first_start))
@@ -151,7 +170,7 @@ def run_studio(
             live_interval=timedelta(seconds=live_interval),
             trusted_proxies=trusted_proxies,
         )
-        uvicorn.run(
+        config = uvicorn.Config(
             create_app(settings),
             host=host,
             port=port,
@@ -160,6 +179,7 @@ def run_studio(
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             proxy_headers=False,  # the studio reads X-Forwarded-For itself, from trusted proxies
         )
+        uvicorn.Server(config).run(sockets=[listening])
     return 0
 
 

@@ -140,6 +140,20 @@ def test_a_read_replica_that_cannot_be_reached_is_refused_before_serving(
     assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
 
 
+def test_a_studio_port_in_use_is_refused_before_serving(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As with the replica: no address printed, no first admin made, no traceback."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        status = main(["studio", "--dsn", pg_dsn, "--schema", schema, "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert err.startswith(f"wayline studio: the port {port} cannot be bound on 127.0.0.1 (")
+    assert len(err.splitlines()) == 1
+    assert conn.execute("SELECT count(*) FROM studio_users").fetchone() == (0,)
+
+
 def test_an_export_dir_that_cannot_be_written_removes_nothing(
     pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
 ) -> None:
