@@ -58,7 +58,7 @@ from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.model.words import with_article
-from engine.modes import decide
+from engine.modes import Outcome, decide
 from engine.modes.code import runs
 from engine.store import catalog, compatibility, dead_letters, holds, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
@@ -406,6 +406,16 @@ class Client:
             name = f"command {Action(action).value}"
             self.tracing.record(name, state, began, **step, **{"wayline.command_id": command_id})
         return state
+
+    async def awaiting(self, state: Instance) -> str:
+        """What the instance waits for now, in words, as its mode would decide on its
+        state (a dry run: nothing is written); '' when it has ended or its mode does not
+        decide. ``wayline inspect`` shows it, so that an instance at an approval says so."""
+        if state.spec is None or modes.of(state.spec).decide is None:
+            return ""
+        draft = Draft(await self.registries.get(), state, self.store.now())
+        decision = decide(draft)
+        return decision.reason if decision.outcome in (Outcome.WAITING, Outcome.SCHEDULED) else ""
 
     async def declare_migration(
         self, name: str, from_version: str, to_version: str, actor: str, reason: str

@@ -493,6 +493,8 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
         print(describe_instance(state))
+        if waits := await client.awaiting(state):
+            print(f"  now: {waits}")
     return 0
 
 

@@ -237,12 +237,14 @@ async def test_approve_from_the_command_line_is_audited_like_the_studio(e2e: Har
     await publish(e2e, d.APPROVED)
     await e2e.spawn()
     await ok(e2e, "start", "e2e.approved", "--id", "deal")
+    assert (await ok(e2e, "inspect", "deal")).endswith("\n  now: waiting for approval sign\n")
     approve = ("command", "deal", "approve", "--actor", "ann", "--reason", " signed off ")
     approved = await ok(e2e, *approve, "--step", "sign", "--payload", '{"by": "ann"}')
     assert approved == "approve recorded on deal (running)\n"
     await e2e.settled("deal", S.COMPLETED)
     state = json.loads(await ok(e2e, "inspect", "deal", "--json"))
     assert audit_of(state) == [("approve", "ann", "signed off")], "the reason is trimmed"
+    assert "now:" not in await ok(e2e, "inspect", "deal"), "an ended instance waits for nothing"
 
 
 async def test_unknown_outcomes_are_retried_and_resolved_from_the_command_line(
