@@ -414,7 +414,10 @@ class Client:
         if state.spec is None or modes.of(state.spec).decide is None:
             return ""
         draft = Draft(await self.registries.get(), state, self.store.now())
-        decision = decide(draft)
+        try:
+            decision = decide(draft)
+        except WaylineError:  # the worker's decision would say so; a reading still shows
+            return ""
         return decision.reason if decision.outcome in (Outcome.WAITING, Outcome.SCHEDULED) else ""
 
     async def declare_migration(
