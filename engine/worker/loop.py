@@ -35,6 +35,7 @@ import psycopg
 
 from engine import modes
 from engine.model.errors import WaylineError
+from engine.model.identifiers import id_problem
 from engine.model.limits import (
     MAX_LEASE_DURATION,
     MAX_WORK_CLAIM_ITEMS,
@@ -70,6 +71,8 @@ class WorkerConfig:
     sweep_every: timedelta = timedelta(milliseconds=500)
 
     def check(self) -> None:
+        if problem := id_problem(self.worker_id):  # it names leases, logs and metrics
+            raise ValueError(f"the worker id {problem}")
         if not 1 <= self.concurrency <= MAX_WORKER_CONCURRENCY:
             raise ValueError(f"concurrency must be from 1 to {MAX_WORKER_CONCURRENCY}")
         if not timedelta(0) < self.lease <= MAX_LEASE_DURATION:

@@ -273,6 +273,18 @@ def test_worker_timings_are_refused_by_flag_in_seconds(
     )
 
 
+def test_a_worker_id_that_is_no_id_is_refused_before_the_worker_runs(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    worker = ["worker", "--app", "examples.orders:app", *store, "--worker-id", "w ü 1"]
+    assert refused(capsys, *worker) == (
+        1,
+        "wayline worker: the worker id must be 1 to 200 characters: letters, digits and "
+        ". _ : @ / + -, starting with a letter or digit",
+    )
+
+
 @pytest.mark.parametrize("given", ["", "\n"])
 def test_an_empty_password_on_stdin_is_refused(
     given: str,
