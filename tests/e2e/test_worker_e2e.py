@@ -218,13 +218,14 @@ async def test_parallel_branches_join_before_the_next_step(e2e: Harness) -> None
 async def test_child_instance_completes_and_its_parent_continues(e2e: Harness) -> None:
     await e2e.publish(d.CHILD)
     await e2e.spawn()
-    await e2e.start(d.PARENT, "parent")
+    await e2e.start(d.PARENT, "parent", {"sku": "X-1"})
     parent = await e2e.settled("parent", S.COMPLETED)
 
     progress = parent.children["kid"]
     assert progress.status is ChildStatus.SUCCEEDED
     child = await e2e.state(progress.child_id)
     assert child.status is S.COMPLETED
+    assert child.value("input") == {"sku": "X-1"}, "a child starts with its parent's input"
     assert (child.parent_id, child.parent_step) == ("parent", "kid")
     assert child.definition == d.CHILD.ref
     (reported,) = await e2e.kinds("parent", K.CHILD_COMPLETED)

@@ -7,10 +7,11 @@ parallel or race that owns them. A known terminal failure, or a cancellation, un
 in-flight attempts settle first, then the succeeded activities that declare a
 compensation are compensated one at a time in reverse completion order, and only when
 every compensation has settled does the instance become Failed or Cancelled. An
-activity is scheduled with the instance input (a handler also sees the results of the
-activities before it); an input larger than the step's ``input_limit`` fails the
-instance with ``input-too-large``. An unknown activity outcome under the ``hold``
-policy, and a failed or unknown compensation, wait for an operator; the reason says so.
+activity is scheduled, and a child instance started, with the instance input (a handler
+also sees the results of the activities before it); an input larger than the step's
+``input_limit`` fails the instance with ``input-too-large``. An unknown activity outcome
+under the ``hold`` policy, and a failed or unknown compensation, wait for an operator;
+the reason says so.
 """
 
 from __future__ import annotations
@@ -89,13 +90,24 @@ def _activity(draft: Draft, step: Step) -> None:
 
 
 def _schedule(draft: Draft, name: str) -> None:
-    """Schedule an activity with the instance input; fail cleanly when it cannot fit."""
+    """Schedule an activity with the instance input (``_with_input``)."""
+    _with_input(draft, name, decisions.schedule_activity)
+
+
+def _schedule_child(draft: Draft, name: str) -> None:
+    """Schedule a child instance started with the instance input (``_with_input``)."""
+    _with_input(draft, name, decisions.schedule_child)
+
+
+def _with_input(draft: Draft, name: str, schedule: Callable[[Draft, str, object], object]) -> None:
+    """Schedule step ``name`` with the instance input; fail cleanly when the input is
+    larger than the step's ``input_limit`` (the replay rules refuse such an event)."""
     state = draft.state
     assert state is not None and state.spec is not None
     size = 0 if state.input is None else len(state.input.encode())
     if size > state.spec.step(name).input_limit:  # type: ignore[union-attr]
         _fail(draft, name, INPUT_TOO_LARGE)
-    decisions.schedule_activity(draft, name, state.value("input"))
+    schedule(draft, name, state.value("input"))
 
 
 def _advance_activity(draft: Draft, step: Step, progress: AttemptProgress) -> bool:
@@ -150,7 +162,7 @@ def _signal(draft: Draft, step: Step) -> None:
 
 
 def _child(draft: Draft, step: Step) -> None:
-    child = _first(draft, step, draft.state.children, decisions.schedule_child)  # type: ignore
+    child = _first(draft, step, draft.state.children, _schedule_child)  # type: ignore
     if child.status is ChildStatus.SUCCEEDED:
         return
     if child.status is ChildStatus.FAILED:
