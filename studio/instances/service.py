@@ -41,6 +41,7 @@ from studio.definitions import service as definitions
 from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances.list_order import ListOrder, parse_cursor
+from studio.instances.replays import Replayed
 from studio.reads import Reads
 from studio.runtime import Runtime
 
@@ -148,16 +149,18 @@ def query_of(team: str, filters: InstanceFilters) -> dict[str, Any]:
     }
 
 
-def state_matches(state: Instance, filters: InstanceFilters) -> bool:
-    """Whether ``state`` is at ``filters.step`` and carries ``filters.failure_code``
-    (on the instance or on any attempt), when those are set."""
+def state_matches(entry: Replayed, filters: InstanceFilters) -> bool:
+    """Whether the instance is at ``filters.step`` and carries ``filters.failure_code``
+    (on the instance or on any attempt, an earlier one that was retried too: the
+    attempt log keeps every attempt's code), when those are set."""
+    state = entry.state
     if filters.step:
         spec = state.spec
         if spec is None or filters.step not in drawing_of(spec).frontier(state):
             return False
     if filters.failure_code:
-        tracks = [*state.activities.values(), *state.compensations.values()]
-        return filters.failure_code in {state.failure_code, *(p.code for p in tracks)}
+        codes = {r.code for records in entry.attempts.by_step.values() for r in records}
+        return filters.failure_code in {state.failure_code, *codes}
     return True
 
 
@@ -168,7 +171,7 @@ async def narrowed(
     kept = []
     for row in rows:
         entry = await reads.replays.load(row.instance_id, at_least=row.sequence)
-        if state_matches(entry.state, filters):
+        if state_matches(entry, filters):
             kept.append(row)
     return kept
 
