@@ -36,7 +36,7 @@ from engine.decide.migrations import (
 )
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
-from engine.decide.previews import Preview
+from engine.decide.previews import Preview, standing
 from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
 from engine.model.definitions import Definition, Mode
@@ -411,12 +411,9 @@ class Client:
         """What the instance waits for now, in words, as its mode would decide on its
         state (a dry run: nothing is written); '' when it has ended or its mode does not
         decide. ``wayline inspect`` shows it, so that an instance at an approval says so."""
-        if state.spec is None or modes.of(state.spec).decide is None:
-            return ""
-        draft = Draft(await self.registries.get(), state, self.store.now())
         try:
-            decision = decide(draft)
-        except WaylineError:  # the worker's decision would say so; a reading still shows
+            decision = standing(state, await self.registries.get(), self.store.now())
+        except WaylineError:  # a mode that does not decide, or a state no decision fits
             return ""
         return decision.reason if decision.outcome in (Outcome.WAITING, Outcome.SCHEDULED) else ""
 

@@ -31,7 +31,7 @@ from engine.model.errors import DecisionRejected, EventInvalid, ReplayRejected, 
 from engine.model.instance import AttemptProgress, AttemptStatus, Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft, WorkKind
-from engine.modes import decide
+from engine.modes import Decision, decide
 from engine.modes.steps.orchestration import compensable
 
 A = AttemptStatus
@@ -205,6 +205,13 @@ def refused(instance: Instance, request: ActionRequest, reason: str) -> Preview:
         Verdict.REFUSED,
         reason,
     )
+
+
+def standing(instance: Instance, registry: Registry, now: datetime) -> Decision:
+    """What the instance's mode decides on its state now, on a throwaway draft: where it
+    stands (what it waits for, or what is due). DecisionRejected in a mode that does
+    not decide; an ended instance's decision is ENDED."""
+    return decide(Draft(registry, instance, max(now, instance.updated_at)))
 
 
 def dry_run(instance: Instance, registry: Registry, now: datetime, request: ActionRequest) -> Draft:

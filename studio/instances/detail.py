@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from engine.api.queries import InstanceRow, WorkRow, WorkState
+from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.description import never_happens
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.limits import MAX_PAYLOAD_BYTES
-from engine.model.transitions import Draft, WorkKind
-from engine.modes import decide
+from engine.model.transitions import WorkKind
 from studio.code import journal_view
 from studio.code.journal_view import JournalView
 from studio.drawings import drawing_of
@@ -181,7 +181,7 @@ def position(state: Instance, registry: Any, now: datetime) -> str:
             f" at {state.failure_step}: {state.failure_code}" if state.failure_code else ""
         )
     try:
-        decision = decide(Draft(registry, state, max(now, state.updated_at)))
+        decision = standing(state, registry, now)
     except DecisionRejected as refused:
         return str(refused)
     if decision.outcome.value == "scheduled":

@@ -7,6 +7,7 @@ import uuid
 
 from engine.model.limits import MAX_PAGE_ITEMS
 from engine.store.reads import MAX_INSTANCE_ROWS
+from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 
@@ -25,6 +26,10 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
     assert sum(studio.overdue(i) for i in (*mine, foreign)) == 3
 
     viewer = studio.client(studio.user(team, Role.VIEWER))
+    instance_page = viewer.get(instance_url(mine[0])).text  # the instance says so at its top
+    notice = re.search(r'<dd id="instance-dead-letters" class="warn">(.*?)</dd>', instance_page)
+    assert notice and "(<code>deadline-exceeded</code>)" in notice.group(1)
+    assert 'href="/dead-letters?code=deadline-exceeded"' in notice.group(1)
     page = viewer.get("/dead-letters")
     assert page.status_code == 200 and "deadline-exceeded" in page.text
     assert f"{name}@1" in page.text and foreign not in page.text
