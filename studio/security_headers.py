@@ -1,4 +1,5 @@
-"""Security headers on every response the studio sends.
+"""Security headers on every response the studio sends, and ``Cache-Control: no-store``
+on every one but the studio's own static files.
 
 They are added by a before-send hook, not by Litestar's ``response_headers``, because
 those reach only responses made by a route handler: a 404 for an unknown path, a 405,
@@ -41,6 +42,15 @@ SECURITY_HEADERS: dict[str, str] = {
 """``X-Frame-Options`` repeats ``frame-ancestors 'none'`` for browsers that predate it."""
 
 
+STATIC_PREFIX = "/static/"
+"""The studio's own files (scripts, styles), the only responses a browser may keep."""
+NOT_STORED = "no-store"
+"""Every other response: a page or an answer shows state that changes (a draft's
+revision, an instance's position) and may be private. A browser that kept one showed
+its first copy on Back: a draft at an old revision, whose next edit was then refused as
+if made in another window."""
+
+
 async def add_security_headers(message: Message, scope: Scope) -> None:
     """Before-send hook: give a response's start message every header it lacks."""
     if message["type"] != "http.response.start":
@@ -49,3 +59,5 @@ async def add_security_headers(message: Message, scope: Scope) -> None:
     for name, value in SECURITY_HEADERS.items():
         if name not in headers:
             headers[name] = value
+    if "Cache-Control" not in headers and not scope["path"].startswith(STATIC_PREFIX):
+        headers["Cache-Control"] = NOT_STORED

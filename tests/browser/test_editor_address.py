@@ -70,3 +70,34 @@ def test_a_published_draft_says_so_and_offers_a_new_version(page: Page, studio: 
     page.goto("/definitions")
     expect(row.locator(".pill")).to_have_count(0)
     assert draft_id in page.locator("#drafts-table").inner_html()
+
+
+def test_back_shows_the_draft_as_the_server_has_it_and_the_next_edit_takes(
+    page: Page, studio: LiveStudio
+) -> None:
+    """A copy of the page as first loaded (the browser's cache) or as htmx kept it
+    would show an older revision, and the next edit from it would be refused as if
+    made in another window."""
+    draft_id = open_new_draft(page, studio, "back", definition(f"back.{uuid.uuid4().hex[:6]}"))
+    page.goto(f"/drafts/{draft_id}?step=cool_off")
+    settled(page)
+    for value in ("8s", "9s"):
+        timeout = page.locator("#step-form #field-timeout")
+        timeout.fill(value)
+        timeout.press("Tab")
+        expect(page.locator("#step-form #field-timeout")).to_have_value(value)
+        settled(page)
+    revision = page.locator("#workspace").get_attribute("data-revision")
+    page.goto(f"/drafts/{draft_id}?step=reserve")  # away by address, not by a click
+    settled(page)
+
+    page.go_back()
+    expect(page.locator("#selected-step")).to_have_text("cool_off")
+    settled(page)
+    expect(page.locator("#workspace")).to_have_attribute("data-revision", revision or "")
+    expect(page.locator("#step-form #field-timeout")).to_have_value("9s")
+    timeout = page.locator("#step-form #field-timeout")
+    timeout.fill("10s")
+    timeout.press("Tab")
+    expect(page.locator("#workspace")).to_have_attribute("data-revision", str(int(revision) + 1))
+    expect(page.get_by_role("alert")).to_have_count(0)

@@ -289,6 +289,8 @@ def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None
         response = client.get(path)
         for name, value in SECURITY_HEADERS.items():
             assert response.headers.get(name) == value, (path, response.status_code, name)
+        stored = path.startswith("/static/")  # only the studio's own files may be kept
+        assert (response.headers.get("cache-control") == "no-store") is not stored, path
     anonymous = studio.client().get("/api/me")
     assert anonymous.status_code == 401
     assert anonymous.headers["x-content-type-options"] == "nosniff"
