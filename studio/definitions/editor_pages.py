@@ -19,6 +19,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
+from engine.model.identifiers import name_problem
 from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
@@ -207,6 +208,9 @@ async def create_draft(
     if not name:
         raise Invalid("give the new definition a name")
     version = values.get("version", "1")
+    for what, given in (("name", name), ("version", version.strip() or "1")):
+        if problem := name_problem(given):  # what publishing would refuse, said at once
+            raise Invalid(f"the definition {what} {problem}")
     if values.get("kind") == "machine":
         document = new_machine(name, version.strip() or "1")
         draft = await drafts.create_from_document(

@@ -158,3 +158,19 @@ def test_a_page_cursor_without_a_time_zone_is_a_400(world: World, path: str) -> 
     response = world.send("GET", path, params={"after": "2026-01-01T00:00:00|work-1"})
     assert response.status_code == 400
     assert "its time has no time zone" in response.text
+
+
+@pytest.mark.parametrize(
+    ("form", "says"),
+    [
+        ({"name": "x" * 100_000}, "the definition name must be 1 to 200 characters"),
+        ({"name": "a name"}, "the definition name must be 1 to 200 characters"),
+        ({"name": "fine", "version": "v 2"}, "the definition version must be 1 to 200"),
+    ],
+)
+def test_a_new_draft_needs_a_name_and_version_publishing_would_take(
+    world: World, form: dict[str, str], says: str
+) -> None:
+    """Refused at once, before a draft with a 100 KB name widens every page that lists it."""
+    created = world.send("POST", "/drafts", data={"_csrf": world.client.csrf, **form})
+    assert created.status_code == 422 and says in created.text
