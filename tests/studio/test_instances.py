@@ -56,6 +56,8 @@ def test_the_start_form_checks_the_input_and_starts_once_per_id(
     assert [i["id"] for i in listed] == [instance_id]
     other = operator.form("/instances", {**fields, "input": '{"n": 2}'})
     assert other.status_code == 409 and "choose another instance id" in other.text
+    assert 'id="start-form"' in other.text, "the form again, not an error page"
+    assert f'value="{instance_id}"' in other.text and "&#34;n&#34;: 2" in other.text
 
     elsewhere = studio.team("elsewhere")
     studio.publish(elsewhere, definition(f"their.{uuid.uuid4().hex[:6]}"))
