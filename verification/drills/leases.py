@@ -37,10 +37,17 @@ SELECT w.work_id FROM work w
 JOIN history h ON h.instance_id = w.instance_id AND h.kind = 12
              AND h.step_name = convert_from(w.payload, 'UTF8')::jsonb->>'step'
              AND h.attempt = (convert_from(w.payload, 'UTF8')::jsonb->>'attempt')::int
+JOIN drill_handler_entries e ON e.instance_id = h.instance_id AND e.step = h.step_name
+                            AND e.attempt = h.attempt AND NOT e.compensation
 WHERE w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s
   AND convert_from(w.payload, 'UTF8')::jsonb->>'step' = %(step)s
 LIMIT 1
 """
+"""A lease of ``owner`` on ``step`` whose attempt start is durable and whose handler was
+entered (``effects.mark_entry``): a fault that lands then finds the owner inside the
+handler. Between the start and the handler's entry it would find an owner that, once
+resumed, sees its lease gone and never calls the handler, and a drill of a handler run
+twice (the self-test's redelivery mutant, under D4-sigstop) would see it run once."""
 FUTURE_EVENTS = """
 SELECT h.instance_id, h.sequence, h.occurred_at - t.committed_at
 FROM history h JOIN transitions t ON t.instance_id = h.instance_id
@@ -58,7 +65,7 @@ async def _signalled(env: DrillEnv, workload: Workload) -> list[Planned]:
 
 
 async def wait_running(env: DrillEnv, owner: str, step: str = "work") -> None:
-    """Until ``owner`` holds a lease on ``step`` whose attempt start is durable."""
+    """Until ``owner`` is inside the handler of ``step`` (``RUNNING_LEASE``)."""
 
     async def running() -> bool:
         return await env.scalar(RUNNING_LEASE, {"owner": owner, "step": step}) is not None
