@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from engine.decide.operator_actions import Action
+from engine.model.canonical import format_instant
 from engine.model.errors import DecisionRejected
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
@@ -72,6 +73,8 @@ def test_the_happy_path_completes_with_the_last_result(run: Run) -> None:
     assert kinds(run) == ["signal_received", "race_won"]
     decision = run.command(Action.APPROVE, step="ap", payload={"ok": True})
     assert (decision.outcome, decision.reason) == (Outcome.SCHEDULED, "timer t")
+    due = run.state.timers["t"].due_at
+    assert decide(run.draft()).reason == f"timer t is due at {format_instant(due)}"
     run.advance(5)
     decision = run.fire("t")
     assert (decision.outcome, decision.reason) == (Outcome.SCHEDULED, "activity c")
