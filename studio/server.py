@@ -95,7 +95,8 @@ def _listen(host: str, port: int) -> socket.socket:
     one-time password were printed. PortUnavailable when it cannot be bound."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
+        both = family == socket.AF_INET6 and socket.has_dualstack_ipv6()  # "::" takes IPv4 too
+        return socket.create_server((host, port), family=family, dualstack_ipv6=both)
     except OSError as error:
         reason = os.strerror(error.errno) if error.errno else type(error).__name__
         raise PortUnavailable(f"the port {port} cannot be bound on {host} ({reason})") from None
