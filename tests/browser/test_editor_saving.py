@@ -3,12 +3,17 @@ made meanwhile and applies it on the fresh revision, and keeps what is being typ
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Page, Route, expect
 
 from tests.browser.conftest import open_new_draft, settled
 from tests.studio.live import LiveStudio, definition
+
+PUMP_SECONDS = 20.0
+PUMP_MS = 20
 
 
 def save_held(
@@ -33,8 +38,19 @@ def save_held(
     box.fill(value)
     box.press("Tab")
     expect(page.locator("#save-state")).to_have_text("Saving…")
-    assert len(held) == 1
+    # "Saving…" shows when the request starts; the route handler runs once Playwright
+    # dispatches the intercepted request, which happens only while the test waits on it.
+    pump_until(page, lambda: len(held) == 1, "the save to reach the network")
     return held
+
+
+def pump_until(page: Page, condition: Callable[[], bool], what: str) -> None:
+    """Let Playwright dispatch its events (route handlers run then) until ``condition``
+    holds; the deadline only bounds how long a failure takes."""
+    deadline = time.monotonic() + PUMP_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {PUMP_SECONDS} s"
+        page.wait_for_timeout(PUMP_MS)
 
 
 def assert_saved_then_reload(page: Page, step: str, target: str) -> None:
