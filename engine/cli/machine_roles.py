@@ -19,14 +19,14 @@ import psycopg
 
 from engine.cli.options import (
     EXIT_FAILED,
-    EXIT_USAGE,
+    CommandFailed,
     UsageError,
     add_store_options,
     cannot_connect,
     resolve_dsn,
 )
 from engine.model.definitions import Definition
-from engine.model.errors import ActivityAppNotFound, DefinitionFileError, DefinitionInvalid
+from engine.model.errors import DefinitionInvalid
 from engine.model.files import load_definition
 from engine.modes.machines.provisioning import (
     provision_roles,
@@ -55,21 +55,16 @@ def register(actions: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """The roles' SQL; ``engine.cli.main`` prints the failures every command meets, and
+    a refusal of the database is said here in words (never the driver's text)."""
     try:
         return runner.run(_roles(args))
-    except UsageError as error:
-        print(f"{LABEL}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except (ActivityAppNotFound, DefinitionFileError) as error:
-        print(f"{LABEL}: {error}", file=sys.stderr)
-        return EXIT_FAILED
     except DefinitionInvalid as invalid:
         for problem in invalid.errors:
             print(f"{problem.path or '(document)'}: {problem.message}", file=sys.stderr)
         return EXIT_FAILED
     except psycopg.Error as error:
-        print(f"{LABEL}: {_refusal(error, args.to)}", file=sys.stderr)
-        return EXIT_FAILED
+        raise CommandFailed(_refusal(error, args.to)) from None
 
 
 def _refusal(error: psycopg.Error, login: str | None) -> str:
