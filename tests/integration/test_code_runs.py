@@ -13,6 +13,7 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
@@ -87,6 +88,8 @@ async def test_the_order_saga_settles_through_every_verb(
     state = await client.inspect(RUN)
     assert keys(state)[-1] == "sleep.1"
     assert [e.state for e in await journal(client, RUN)][-1] is EntryState.OPEN
+    due = format_instant(state.timers["sleep.1"].due_at)
+    assert await client.awaiting(state) == f"waiting for sleep.1 until {due}"  # inspect's now:
 
     clock.advance(timedelta(hours=1))
     await settle(ctx)

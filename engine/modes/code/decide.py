@@ -22,6 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from engine.decide import decisions
+from engine.model.canonical import format_instant
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.model.limits import WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
@@ -122,5 +123,10 @@ def _waiting_reason(state: Instance) -> str:
     for progress in state.activities.values():
         if progress.status is A.UNKNOWN:
             return UNKNOWN_HELD.format(step=progress.step)
-    open_waits = [w.key for w in state.waits.values() if not w.done]
-    return f"waiting for {', '.join(open_waits)}" if open_waits else "waiting"
+    pending = [w.key for w in state.waits.values() if not w.done]
+    pending += [
+        f"{key} until {format_instant(timer.due_at)}"
+        for key, timer in state.timers.items()
+        if timer.fired_at is None
+    ]
+    return f"waiting for {', '.join(pending)}" if pending else "waiting"
