@@ -19,6 +19,7 @@ from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 from markupsafe import Markup
 
+from engine.model.description import failure_message
 from engine.model.identifiers import local_instance_id
 from studio import read_lag
 from studio.access import maybe_principal
@@ -83,6 +84,7 @@ def _configure(engine: Any) -> None:
     env.globals["FITS_LABEL"] = FITS_LABEL
     env.globals["MAX_MARKERS"] = MAX_MARKERS
     env.globals["trace_link"] = _trace_link
+    env.globals["failure_message"] = failure_message
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the
     # token every page gets, it filled a macro imported without context with the

@@ -53,6 +53,14 @@ def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
     return f"cancelled ({reason})" if reason else "pending"
 
 
+def failure_message(state: Instance) -> str:
+    """The message the failure recorded ('' when none): a code workflow's own exception
+    (``TypeError: ...``), shown with the failure so its reason is read where it is."""
+    detail = state.value("result") if state.failure_code else None
+    message = detail.get("message") if isinstance(detail, dict) else None
+    return message if isinstance(message, str) else ""
+
+
 def describe_instance(state: Instance) -> str:
     """A human summary: status, pin, per-step progress, attempts, audit trail."""
     lines = [
@@ -61,7 +69,10 @@ def describe_instance(state: Instance) -> str:
         f"position {state.sequence}, updated {format_instant(state.updated_at)}",
     ]
     if state.failure_code:
-        lines.append(f"failure {state.failure_step}: {state.failure_code}")
+        message = failure_message(state)
+        lines.append(
+            f"failure {state.failure_step}: {state.failure_code}{': ' if message else ''}{message}"
+        )
     for p in state.activities.values():
         extra = f" code={p.code}" if p.code else ""
         lines.append(

@@ -7,6 +7,7 @@ while a run waits for ``go``: the same published code then reaches another step 
 replay, as a deploy of different code would, and the run must park, not guess.
 ``pages-unknown`` charges, after ``go``, with a body that dies mid-effect: its outcome
 is unknown and held for an operator, after which the run waits for ``done``.
+``pages-raises`` raises from the workflow's own code: the run fails ``workflow-error``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ async def pages_unknown(ctx: Context, _: Any) -> Any:
     return charged
 
 
+async def pages_raises(ctx: Context, order: dict[str, Any]) -> None:
+    raise LookupError(f"no such order: {order['id']}")
+
+
 def lost_connection() -> None:
     """A body whose effect may or may not have happened: not a declared failure."""
     raise ConnectionError("the gateway hung up after the request was sent")
@@ -49,3 +54,4 @@ def lost_connection() -> None:
 app.workflow("pages-saga", version="1")(pages_saga)
 app.workflow("pages-switch", version="1")(pages_switch)
 app.workflow("pages-unknown", version="1")(pages_unknown)
+app.workflow("pages-raises", version="1")(pages_raises)

@@ -85,6 +85,18 @@ def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
     assert re.search(r'id="code-2" class="[^"]*state-succeeded', text)
 
 
+def test_a_run_whose_code_raises_says_why_it_failed(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    url = instance_url(start(studio, team, "pages-raises", "x-1", {"id": "o-9"}))
+    text = page_until(operator, url, lambda t: 'id="instance-failure"' in t)
+    failure = re.search(r'id="instance-failure">(.*?)</dd>', text, re.S)
+    assert failure, text
+    assert failure.group(1) == (
+        "<code>workflow-error</code> at workflow: LookupError: no such order: o-9"
+    )
+
+
 def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
     studio: LiveStudio, team: str, operator: SignedInClient
 ) -> None:

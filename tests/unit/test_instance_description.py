@@ -11,6 +11,8 @@ import re
 
 from engine.decide.operator_actions import Action
 from engine.model.description import describe_instance, never_happens
+from engine.model.frozen import evolve
+from engine.model.instance import InstanceStatus
 from tests.unit.histories import Run
 
 
@@ -48,3 +50,21 @@ def test_a_cancelled_instance_timer_is_cancelled_with_the_reason() -> None:
     assert "pending" not in line
     assert re.search(r"cancelled \(the instance (is being|was) cancelled\)$", line)
     assert never_happens(run.state, "sig").startswith("the instance")
+
+
+def test_a_failure_says_the_message_it_recorded() -> None:
+    """A code workflow's own exception ends it ``workflow-error`` with the exception's
+    text as its result: inspect shows the text on the failure's line."""
+    failed = evolve(
+        at_the_race().state,
+        status=InstanceStatus.FAILED,
+        failure_step="workflow",
+        failure_code="workflow-error",
+        result='{"message":"TypeError: step() takes 3 positional arguments"}',
+    )
+    described = describe_instance(failed)
+    assert (
+        "\nfailure workflow: workflow-error: TypeError: step() takes 3 positional arguments\n"
+        in described
+    )
+    assert "\nfailure workflow: workflow-error\n" in describe_instance(evolve(failed, result=None))
