@@ -17,7 +17,8 @@ from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
-from engine.model.instance import InstanceStatus, instance_to_json
+from engine.model.frozen import evolve
+from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
@@ -78,6 +79,10 @@ async def test_the_order_saga_settles_through_every_verb(
     assert keys(state) == ["reserve.1", "race.1", "charge.1", "spawn.1", "all.1"]
     race = (await journal(client, RUN))[1]
     assert race.value == [{"by": "ada"}, "paid"]
+    assert await client.awaiting(state) == "waiting for all.1"
+    charging = evolve(state.activities["charge.1"], status=AttemptStatus.RUNNING)
+    in_flight = evolve(state, activities={**state.activities, "charge.1": charging})
+    assert await client.awaiting(in_flight) == "waiting for step charge.1, all.1"
     child = await client.inspect(CHILD)
     assert keys(child) == ["label.1", "await.picked-up.1"]
 

@@ -119,11 +119,16 @@ def _wake_at_timeouts(draft: Draft) -> None:
             decision_work(draft, wait.due_at, f"due-{key}", wake=key)
 
 
+IN_FLIGHT = (A.READY, A.RUNNING, A.RETRY_WAITING)
+"""A step whose outcome is still to come: the run waits for it."""
+
+
 def _waiting_reason(state: Instance) -> str:
     for progress in state.activities.values():
         if progress.status is A.UNKNOWN:
             return UNKNOWN_HELD.format(step=progress.step)
-    pending = [w.key for w in state.waits.values() if not w.done]
+    pending = [f"step {p.step}" for p in state.activities.values() if p.status in IN_FLIGHT]
+    pending += [w.key for w in state.waits.values() if not w.done]
     pending += [
         f"{key} until {format_instant(timer.due_at)}"
         for key, timer in state.timers.items()
