@@ -104,6 +104,12 @@ def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStu
     expect(review.locator(".badge")).to_have_text("1")
     expect(page.locator("#state-problems")).to_contain_text("Review is unreachable from Start")
     expect(page.locator("#publish-button")).to_be_disabled()
+    page.get_by_role("button", name="Undo").click()  # the state was a mistake...
+    expect(page.locator("svg.state-diagram .node")).to_have_count(2)
+    expect(page.locator("#redo-button")).to_be_enabled()
+    page.keyboard.press("Control+Shift+Z")  # ...or not: redo, as in the step-list editor
+    expect(page.locator("#state-Review")).to_have_count(1)
+    expect(page.locator("#redo-button")).to_be_disabled()
 
     page.get_by_role("link", name="Select state Start").click()
     page.get_by_label("Add an edge to").select_option("Review")
