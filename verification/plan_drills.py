@@ -285,6 +285,11 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
         if not remaining or await _settled(env, drilled):
             return fired
         now = await _wait_any_fired(env, remaining, worker, drilled, answer)
+        if not now and not worker.alive and not await _settled(env, drilled):
+            raise AssertionError(
+                f"worker {worker.name} exited with status {worker.returncode} before any pin "
+                f"fired: see {worker.log}"
+            )
         for pin in now:
             fired.add(pin.label)
             env.mark_fault(pin.fault)

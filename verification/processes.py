@@ -130,6 +130,13 @@ async def _until(condition: Callable[[], bool], timeout: float, what: str) -> No
         await asyncio.sleep(POLL_SECONDS)
 
 
+def _import_roots() -> list[str]:
+    """The project, then the directory the harness was started in: a drill process runs
+    in the project, and a plan's ``app`` (``myapp:app``) is found where the user ran
+    ``wayline drill run``, as ``load_app`` finds it for the harness itself."""
+    return list(dict.fromkeys([str(ROOT), os.getcwd()]))
+
+
 def _environment(
     env: ProcessEnv, plan: list[Fault], sever: str, clock_jump: str, deployment: str = ""
 ) -> dict[str, str]:
@@ -138,7 +145,9 @@ def _environment(
         values.pop(name, None)
     values.update(
         {
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [*_import_roots(), os.environ.get("PYTHONPATH")])
+            ),
             FAULT_REPORT_ENV: str(env.report),
             OBSERVATIONS_ENV: str(env.observations),
             LEDGER_DSN_ENV: env.ledger_dsn,

@@ -18,12 +18,13 @@ OUTPUT_TAIL = 3000
 
 
 def drill(
-    *args: str, timeout: float, env: dict[str, str] | None = None
+    *args: str, timeout: float, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``wayline drill ARGS`` from the repository's root (``env`` adds variables)."""
+    """Run ``wayline drill ARGS`` in ``cwd`` (the repository's root unless a test is a
+    team's own directory; ``env`` adds variables)."""
     return subprocess.run(
         [sys.executable, "-m", "engine.cli.main", "drill", *args],
-        cwd=ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -299,6 +299,61 @@ def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path
     assert targets == ["inventory.reserve", "payments.charge"]
 
 
+TEAM_APP = """
+import os
+import sys
+
+from engine import ActivityRegistry
+
+if os.environ.get("WAYLINE_DRILL_PLAN_STUBS") and os.environ.get("TEAM_APP_BROKEN"):
+    sys.exit(3)  # a worker that cannot start: the app fails where the drill runs it
+
+app = ActivityRegistry()
+
+
+@app.workflow("team-flow", version="1")
+async def team_flow(ctx, order):
+    return await ctx.step("charge", lambda: {"charged": order["amount"]})
+"""
+"""A team's code-first app in a module of its own directory, not the project's."""
+
+
+def _team_drill(tmp_path: Path, dsn: str, env: dict[str, str] | None = None) -> tuple[dict, str]:
+    """``drill run`` of ``TEAM_APP`` from its own directory: the drill and the output."""
+    home, card = tmp_path / "team", tmp_path / "card.json"
+    home.mkdir()
+    (home / "teamapp.py").write_text(TEAM_APP)
+    done = drill(
+        "run", "--definition", "team-flow@1", "--pin", "charge.1:after_handler:exit",
+        "--app", "teamapp:app", "--input", '{"amount": 3}', "--dsn", dsn,
+        "--schema", "no_runs_here", "--json", str(card), "--artifacts", str(tmp_path),
+        timeout=120, cwd=home, env=env,
+    )  # fmt: skip
+    assert card.exists(), done.stdout + done.stderr
+    (result,) = json.loads(card.read_text())["drills"]
+    return result, done.stdout + done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_teams_app_is_found_where_the_drill_is_run(pg_dsn: str, tmp_path: Path) -> None:
+    """``--app teamapp:app`` names a module beside the user: the drill's worker
+    processes import it from there, as the harness itself does."""
+    result, output = _team_drill(tmp_path, pg_dsn)
+    assert result["verdict"] == "passed", output
+    assert (
+        "charge.1: UNKNOWN (in doubt), waiting for an operator" in result["extra"]["plan"]["state"]
+    )
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_that_cannot_start_fails_the_drill_saying_so(pg_dsn: str, tmp_path: Path) -> None:
+    """A worker that exits before any pin fired fails the drill at once, naming its
+    log, instead of being started again until the drill times out."""
+    result, output = _team_drill(tmp_path, pg_dsn, env={"TEAM_APP_BROKEN": "1"})
+    assert result["verdict"] == "failed", output
+    assert "exited with status 3 before any pin fired" in json.dumps(result), output
+
+
 @pytest.mark.timeout(120)
 def test_a_machines_pins_from_the_command_line_hit_the_advance_of_their_state(
     pg_dsn: str, tmp_path: Path
