@@ -20,7 +20,14 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
-from engine.model.errors import DefinitionNotFound, InputRefused, LimitExceeded
+from engine.model.errors import (
+    CommandConflict,
+    DecisionRejected,
+    DefinitionNotFound,
+    InputRefused,
+    LimitExceeded,
+    SignalConflict,
+)
 from studio.api_responses import ErrorOut
 from studio.errors import PasswordChangeRequired, StudioError
 from studio.rendering import is_htmx, page
@@ -44,6 +51,10 @@ def describe(error: Exception, handler: object = None) -> tuple[int, str, list[d
         return 400, str(error), []
     if isinstance(error, LimitExceeded):  # a value larger than the engine's named limit
         return 422, str(error), []
+    if isinstance(error, DecisionRejected):  # the instance's state does not allow it now
+        return 409, f"the instance does not allow this now: {error}", []
+    if isinstance(error, CommandConflict | SignalConflict):  # an id already used otherwise
+        return 409, str(error), []
     if isinstance(error, ValidationException):
         problems = _validation(error, handler)
         return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
