@@ -11,9 +11,14 @@ from engine.model.errors import WaylineError
 
 
 class StudioError(WaylineError):
-    """Base of the studio's expected errors."""
+    """Base of the studio's expected errors; ``problems`` may say where (a field's path
+    and what is wrong with it)."""
 
     status = 400
+
+    def __init__(self, message: str, problems: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
 
 
 class NotFound(StudioError):
@@ -32,10 +37,6 @@ class Invalid(StudioError):
 
     status = 422
 
-    def __init__(self, message: str, problems: list[dict[str, str]] | None = None) -> None:
-        super().__init__(message)
-        self.problems = problems or []
-
 
 class Forbidden(StudioError):
     """The principal may see that the object exists but may not act on it (another
@@ -52,6 +53,7 @@ class PasswordChangeRequired(StudioError):
 
 class BadRequest(StudioError):
     """The request cannot be read as sent: a NUL character, JSON nested too deep, a
-    page cursor that is not one. Nothing was looked up or changed."""
+    page cursor that is not one, a body field the route does not take. Nothing was
+    looked up or changed."""
 
     status = 400

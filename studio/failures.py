@@ -20,10 +20,18 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
-from engine.model.errors import DefinitionNotFound, InputRefused, LimitExceeded
+from engine.model.errors import (
+    CommandConflict,
+    DecisionRejected,
+    DefinitionNotFound,
+    InputRefused,
+    LimitExceeded,
+    SignalConflict,
+)
 from studio.api_responses import ErrorOut
-from studio.errors import Invalid, PasswordChangeRequired, StudioError
+from studio.errors import PasswordChangeRequired, StudioError
 from studio.rendering import is_htmx, page
+from studio.request_bodies import allowed_values
 from studio.settings import BODY_TOO_LARGE
 
 log = logging.getLogger("wayline.studio")
@@ -32,19 +40,23 @@ SHAPE = "the request is not in the expected shape"
 named in the message itself (Litestar's words, without the URL it appends)."""
 
 
-def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
-    """Status, message and (for invalid content) located problems of an error."""
+def describe(error: Exception, handler: object = None) -> tuple[int, str, list[dict[str, str]]]:
+    """Status, message and (for invalid content) located problems of an error raised
+    while ``handler`` (the route's handler, when one was found) served the request."""
     if isinstance(error, StudioError):
-        problems = error.problems if isinstance(error, Invalid) else []
-        return error.status, str(error), problems
+        return error.status, str(error), error.problems
     if isinstance(error, DefinitionNotFound):
         return 404, str(error), []
     if isinstance(error, InputRefused):  # a value that cannot be taken at all
         return 400, str(error), []
     if isinstance(error, LimitExceeded):  # a value larger than the engine's named limit
         return 422, str(error), []
+    if isinstance(error, DecisionRejected):  # the instance's state does not allow it now
+        return 409, f"the instance does not allow this now: {error}", []
+    if isinstance(error, CommandConflict | SignalConflict):  # an id already used otherwise
+        return 409, str(error), []
     if isinstance(error, ValidationException):
-        problems = _validation(error)
+        problems = _validation(error, handler)
         return 400, SHAPE if problems else error.detail.split(" for path ")[0], problems
     if isinstance(error, RequestEntityTooLarge):
         return 413, BODY_TOO_LARGE, []
@@ -57,17 +69,22 @@ def describe(error: Exception) -> tuple[int, str, list[dict[str, str]]]:
     return 500, "something went wrong on the server; the details are in its log", []
 
 
-def _validation(error: ValidationException) -> list[dict[str, str]]:
+def _validation(error: ValidationException, handler: object) -> list[dict[str, str]]:
+    """Litestar's located problems; a value outside a closed set says what the set is."""
     extra = error.extra if isinstance(error.extra, list) else []
-    return [
-        {"path": str(item.get("key", "")), "message": str(item.get("message", ""))}
-        for item in extra
-        if isinstance(item, dict)
-    ]
+    problems = []
+    for item in extra:
+        if not isinstance(item, dict):
+            continue
+        path, message = str(item.get("key", "")), str(item.get("message", ""))
+        if message.startswith("Invalid enum value") and (allowed := allowed_values(handler, path)):
+            message = f"{message}; it is one of {', '.join(allowed)}"
+        problems.append({"path": path, "message": message})
+    return problems
 
 
 def handle_error(request: Request, error: Exception) -> Response:
-    status, message, problems = describe(error)
+    status, message, problems = describe(error, request.scope.get("route_handler"))
     if request.url.path.startswith("/api/"):
         return Response(ErrorOut(message, problems), status_code=status, headers=_headers(error))
     if isinstance(error, NotAuthorizedException):

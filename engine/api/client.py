@@ -353,12 +353,15 @@ class Client:
     ) -> Instance:
         """Deliver a signal once; acknowledge (return) only after it is durable.
 
-        InputRefused for a signal id the signal's event could not carry, before the
-        instance is read: judged against the step's state, an empty id would be taken
-        for another signal than the one the step holds."""
+        InputRefused for a signal id or name the signal's event could not carry, before
+        the instance is read: judged against the step's state, an empty id would be taken
+        for another signal than the one the step holds, and a code run's inbox takes any
+        name, so a name no event can carry would only fail as the event is made."""
         _check_texts(instance_id=instance_id, step=step, signal_id=signal_id)
         if (problem := key_problem(signal_id)) and step_id_problem(signal_id):
             raise InputRefused(f"the signal id {problem}")
+        if problem := name_problem(step):
+            raise InputRefused(f"the signal name {problem}")
         check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:

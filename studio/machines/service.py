@@ -23,6 +23,7 @@ from engine import (
 from studio.definitions import service as definitions
 from studio.errors import Conflict, Forbidden, Invalid, NotFound
 from studio.principal import Principal
+from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
 
@@ -80,11 +81,8 @@ async def cancel(
     command_id: str | None,
 ) -> str:
     """The audited cancel, by the submitter; the status after it."""
-    if not reason.strip():
-        raise Invalid("say why the execution is cancelled (the reason is audited)")
-    return await _owned(
-        runtime, principal, machine, execution, "cancel", reason.strip(), command_id
-    )
+    reason = operator_reason(reason)
+    return await _owned(runtime, principal, machine, execution, "cancel", reason, command_id)
 
 
 async def _owned(
@@ -98,5 +96,5 @@ async def _owned(
         raise NotFound(str(missing)) from None
     except AccessRefused as refused:
         raise Forbidden(str(refused)) from None
-    except InputRefused as refused:
+    except ValueError as refused:  # InputRefused, or a command id the audit cannot carry
         raise Invalid(str(refused)) from None

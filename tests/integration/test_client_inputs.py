@@ -139,3 +139,16 @@ async def test_a_command_id_reused_for_another_command_is_refused(
     state = await client.inspect("running")
     assert state.status is InstanceStatus.PAUSED
     assert [(a.command_id, a.action) for a in state.audit] == [("c1", "pause")]
+
+
+@pytest.mark.parametrize("name", ["", "bad name!", "s" * 201])
+async def test_a_signal_name_no_event_could_carry_is_refused_before_the_state_is_read(
+    client: Client, name: str
+) -> None:
+    """A code run's inbox takes any name, so such a name used to fail only as its event
+    was made (EventInvalid: a 500 in the studio, 'signal_received event 6: needs step'
+    on the command line)."""
+    with pytest.raises(InputRefused, match="the signal name must be 1 to 200 characters"):
+        await client.signal("running", name, "s1")
+    with pytest.raises(InputRefused, match="the signal name must be 1 to 200 characters"):
+        await client.signal("nosuch", name, "s1")

@@ -94,3 +94,30 @@ def test_state_status_and_cancel_are_the_submitters(studio: LiveStudio) -> None:
     state = studio.run(lambda store: Client(store).inspect(execution))
     me = client.get("/api/me").json()["actor"]
     assert [(a.action, a.actor, a.reason) for a in state.audit] == [("cancel", me, "withdrawn")]
+
+
+def test_a_cancel_the_execution_cannot_take_is_refused_in_words(studio: LiveStudio) -> None:
+    """Each of these was a 500: a cancel once one is under way (the engine's refusal),
+    a command id reused for another reason, a reason over the audit's limit and a
+    command id the audit cannot carry. Nothing is recorded for any of them."""
+    team, name = machine_team(studio)
+    client = operator(studio, team)
+    execution = submit(client, name).json()["id"]
+    cancel = f"/api/machines/{name}/executions/{instance_ref(execution)}/cancel"
+    assert client.post(cancel, json={"reason": "withdrawn", "command_id": "c1"}).status_code == 200
+
+    again = client.post(cancel, json={"reason": "withdrawn twice", "command_id": "c2"})
+    assert again.status_code == 409
+    assert again.json()["error"] == (
+        "the instance does not allow this now: cancellation_requested is not allowed while "
+        "cancelling"
+    )
+    reused = client.post(cancel, json={"reason": "another reason", "command_id": "c1"})
+    assert reused.status_code == 409 and "a new command needs a new id" in reused.json()["error"]
+    long = client.post(cancel, json={"reason": "r" * 501, "command_id": "c3"})
+    assert long.status_code == 422
+    assert long.json()["error"] == "a reason of 1 to 500 characters is required"
+    bad_id = client.post(cancel, json={"reason": "x", "command_id": "bad id!"})
+    assert bad_id.status_code == 422 and bad_id.json()["error"].startswith("command id must be")
+    state = studio.run(lambda store: Client(store).inspect(execution))
+    assert [a.command_id for a in state.audit] == ["c1"]
