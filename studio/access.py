@@ -26,6 +26,9 @@ CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "_csrf"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _UNRESOLVED = object()
+TOKEN_REFUSED = "the API token is not accepted: it is unknown, revoked or expired"
+"""Why a request that carries a bearer token is refused: a script says what to fix
+(which of the three is not told: that would help someone guessing tokens)."""
 
 
 async def current_principal(connection: ASGIConnection) -> Principal | None:
@@ -64,7 +67,8 @@ async def enforce_access(connection: ASGIConnection, handler: BaseRouteHandler) 
     if access is Access.PUBLIC:
         return
     if principal is None:
-        raise NotAuthorizedException("sign in first")
+        given = connection.headers.get("authorization", "").lower().startswith(principals.BEARER)
+        raise NotAuthorizedException(TOKEN_REFUSED if given else "sign in first")
     if connection.scope.get("method", "GET") not in SAFE_METHODS and principal.session:
         await check_csrf(connection, principal.session.csrf_token)
     if principal.must_change_password and access is not Access.SIGNED_IN:

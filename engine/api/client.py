@@ -53,7 +53,7 @@ from engine.model.errors import (
 from engine.model.events import json_data
 from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
 from engine.model.identifiers import key_problem, name_problem, step_id_problem
-from engine.model.inputs import check_team, check_text, check_value
+from engine.model.inputs import check_size, check_team, check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
@@ -399,6 +399,8 @@ class Client:
                 return None
             if "step" in effect:
                 _require_step(draft.state, effect["step"])
+            if "payload" in effect:  # an approval's
+                _check_payload(draft.state, effect["step"], effect["payload"])
             record_command(draft, command_id, Action(action), actor, reason, **effect)
             return ("command", command_id)
 
@@ -613,8 +615,18 @@ def _accept_step_signal(
             if existing.signal_id != signal_id
             else f"signal {signal_id} carried another payload"
         )
+    _check_payload(draft.state, step, payload)
     decisions.accept_signal(draft, step, signal_id, payload)
     return ("signal", signal_id)
+
+
+def _check_payload(state: Instance, step: str, payload: Any) -> None:
+    """LimitExceeded for a signal's or an approval's payload larger than its step's
+    ``input_limit``: said as a size, where the fold's refusal of the event it would
+    make reads as a conflict with the instance's state."""
+    found = state.step(step)
+    if found is not None:
+        check_size(payload, found.input_limit, "the payload", step)
 
 
 def _recorded(state: Instance, command_id: str, action: Action, actor: str, reason: str) -> bool:

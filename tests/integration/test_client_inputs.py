@@ -18,6 +18,7 @@ from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.errors import CommandConflict, InputRefused, LimitExceeded
 from engine.model.instance import InstanceStatus
+from engine.model.validation import parse_definition
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
@@ -152,3 +153,29 @@ async def test_a_signal_name_no_event_could_carry_is_refused_before_the_state_is
         await client.signal("running", name, "s1")
     with pytest.raises(InputRefused, match="the signal name must be 1 to 200 characters"):
         await client.signal("nosuch", name, "s1")
+
+
+GATED = {
+    "name": "store.gated",
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [
+        {"name": "ok", "kind": "approval", "target": "t.ok", "timeout": "1h", "input_limit": 64},
+        {"name": "go", "kind": "signal", "target": "t.go", "timeout": "1h", "input_limit": 64},
+    ],
+}
+
+
+async def test_a_payload_larger_than_its_step_takes_is_refused_as_a_size(client: Client) -> None:
+    """An approval's or a signal's payload over the step's ``input_limit`` is a size
+    the caller can fix (LimitExceeded, 422 in the studio), not a state conflict."""
+    await client.publish(parse_definition(GATED))
+    await client.start("store.gated", "gated")
+    with pytest.raises(LimitExceeded, match="the payload is 72 bytes; step ok accepts at most 64"):
+        await client.command("gated", Action.APPROVE, "ops", "why", step="ok", payload="x" * 70)
+    await client.command("gated", Action.APPROVE, "ops", "why", step="ok", payload="fits")
+    with pytest.raises(LimitExceeded, match="the payload is 72 bytes; step go accepts at most 64"):
+        await client.signal("gated", "go", "s-1", "x" * 70)
+    state = await client.inspect("gated")
+    assert [entry.action for entry in state.audit] == ["approve"]
+    assert "go" not in state.signals

@@ -187,7 +187,13 @@ def test_api_tokens_are_shown_once_scoped_and_revocable(studio: LiveStudio) -> N
     assert api.get("/api/tokens", headers=bearer).status_code == 403  # author, not admin
     token_id = token.split("_")[1]
     assert admin.form(f"/settings/tokens/{token_id}/revoke").status_code == 303
-    assert api.get("/api/me", headers=bearer).status_code == 401
+    refused = api.get("/api/me", headers=bearer)
+    assert refused.status_code == 401
+    assert (
+        refused.json()["error"]
+        == "the API token is not accepted: it is unknown, revoked or expired"
+    )
+    assert api.get("/api/me").json()["error"] == "sign in first"  # no token: a person's words
 
 
 def test_login_redirects_only_to_local_pages(studio: LiveStudio) -> None:
@@ -236,7 +242,13 @@ def test_an_api_token_stops_working_when_it_expires(studio: LiveStudio) -> None:
     assert api.get("/api/me", headers=bearer).status_code == 200
     token_id = bearer["Authorization"].split("_")[1]
     studio.run(lambda store: _expire(store, token_id))
-    assert api.get("/api/me", headers=bearer).status_code == 401
+    refused = api.get("/api/me", headers=bearer)
+    assert refused.status_code == 401
+    assert (
+        refused.json()["error"]
+        == "the API token is not accepted: it is unknown, revoked or expired"
+    )
+    assert api.get("/api/me").json()["error"] == "sign in first"  # no token: a person's words
     assert "inactive: expired" in admin.get("/settings").text
 
 
