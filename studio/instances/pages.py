@@ -25,7 +25,7 @@ from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
-from studio.errors import Conflict, Invalid
+from studio.forms import REFUSALS, again
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import bulk, bulk_pages, family, list_order
 from studio.instances import detail as instance_detail
@@ -150,11 +150,9 @@ async def start_instance(
             values.get("instance_id", ""),
             values.get("input", ""),
         )
-    except (Invalid, Conflict) as refused:  # the form again, with what was typed
-        return await _start_form(
-            request, principal, runtime, name, version, refused.status, error=str(refused),
-            values=values,
-        )  # fmt: skip
+    except REFUSALS as refused:  # the form again, with what was typed
+        shown = again(refused, values)
+        return await _start_form(request, principal, runtime, name, version, **shown)
     return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
 
 
