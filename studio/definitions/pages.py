@@ -26,6 +26,7 @@ from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
+from studio.forms import Posted
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
 from studio.principal import Principal
@@ -108,6 +109,20 @@ async def version_page(
     published_version: NamedDependency[PublishedVersion],
     published: FromQuery[str | None] = None,
 ) -> Template:
+    notice = PUBLISHED_NOTICES.get(published or "", "")
+    return await show_version(request, principal, runtime, published_version, notice=notice)
+
+
+async def show_version(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    published_version: PublishedVersion,
+    status: int = 200,
+    **extra: Any,
+) -> Template:
+    """A version's page; with ``extra`` from ``forms.again``, its migration form shown
+    again after it was refused (the instances ticked still ticked)."""
     definition = published_version.definition
     document = definitions.export_document(published_version)
     compatibility = await definitions.compatibility_of(runtime, published_version)
@@ -116,16 +131,17 @@ async def version_page(
         request,
         "definitions/version.html",
         "definitions",
+        status=status,
         published=published_version,
         document=document,
         view=graph_view(document),
-        notice=PUBLISHED_NOTICES.get(published or "", ""),
         compatibility=compatibility,
         edges=await migrations.edge_choices(runtime, published_version, sources),
         max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
         holds_shown=await holds.banner(
             runtime, principal.team_id, definition.name, definition.version
         ),
+        **{"notice": "", "values": Posted(), **extra},
     )
 
 
