@@ -26,7 +26,7 @@ from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
-from studio.forms import Posted
+from studio.forms import REFUSALS, Posted, posted
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
 from studio.principal import Principal
@@ -38,6 +38,12 @@ PUBLISHED_NOTICES = {
     "same": "Identical content was already published as this version; nothing changed.",
 }
 MAX_UPLOAD_BYTES = draft_edits.MAX_DOCUMENT_CHARS
+"""The largest definition file the import form reads (a pasted document has as many
+characters at most)."""
+UPLOAD_TOO_LARGE = (
+    f"the chosen file is larger than the {MAX_UPLOAD_BYTES:,} bytes a definition file "
+    "may have; choose a smaller file"
+)
 
 
 def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, Any]:
@@ -190,25 +196,23 @@ async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
     if isinstance(upload, UploadFile) and upload.filename:
         data = await upload.read(MAX_UPLOAD_BYTES + 1)
         if len(data) > MAX_UPLOAD_BYTES:
-            raise Invalid("the file is too large for a definition")
+            raise Invalid(UPLOAD_TOO_LARGE)
         return data.decode("utf-8", errors="replace"), values
     return values.get("document", ""), values
 
 
 async def import_preview(request: Request, runtime: NamedDependency[Runtime]) -> Template:
-    text, _ = await _posted_document_text(request)
+    """The preview of the chosen file or the pasted JSON; refused (a file too large, or
+    text that is not a JSON object), the form again with the reason and the text kept."""
+    try:
+        text, _ = await _posted_document_text(request)
+    except REFUSALS as refused:
+        pasted = (await posted(request)).get("document")
+        return _import_refused(request, pasted, None, refused, refused.status)
     try:
         document = draft_edits.parse_json(text)
     except EditRejected as rejected:
-        return page(
-            request,
-            "definitions/import.html",
-            "definitions",
-            status=422,
-            text=text,
-            preview=None,
-            error=str(rejected),
-        )
+        return _import_refused(request, text, None, rejected, 422)
     targets = await workers.known_targets(runtime.queries)
     return page(
         request,
