@@ -107,15 +107,14 @@ async def _start_form(
     status: int = 200,
     **extra: Any,
 ) -> Template:
-    versions = [
-        v for v in await definitions.team_versions(runtime, principal.team_id) if not v.deprecated
-    ]
+    published = await definitions.team_versions(runtime, principal.team_id)
+    versions = [v for v in published if not v.deprecated]
     chosen = next(
         (v for v in versions if v.definition.name == name and v.definition.version == version),
         None,
     )
-    if chosen is None and versions and not name:
-        chosen = versions[-1]
+    if chosen is None and not name:
+        chosen = instances.start_default(versions, published)
     limit = lifecycle.start_input_limit(chosen.definition) if chosen else None
     return page(
         request,
