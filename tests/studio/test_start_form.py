@@ -1,5 +1,7 @@
-"""The start form, opened without a version, offers one the pre-filled ``{}`` is not
-known to fail (never a child, which takes its input from its parent)."""
+"""The start form says what it will do with what is typed: a code-first run's id becomes
+``<name>/<id>`` and its code reads the input; and opened without a version it offers
+one the pre-filled ``{}`` is not known to fail (never a child, which takes its input
+from its parent)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from typing import Any
 from engine.api.queries import PublishedVersion
 from engine.model.validation import parse_definition
 from examples import order_saga
+from studio.instance_urls import instance_url
 from studio.instances.service import start_default
 from studio.roles import Role
+from tests.studio import code_app
 from tests.studio.live import LiveStudio, definition
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -85,6 +89,42 @@ def test_the_default_is_never_a_child_and_a_step_list_first() -> None:
     newest = start_default(published(parent, child))
     assert newest is not None and newest.definition.name == "a.parent", "a child step's too"
     assert start_default([]) is None
+
+
+def test_a_code_first_run_id_is_said_next_to_the_id_field(studio: LiveStudio) -> None:
+    team = studio.team("start-code")
+    flow = code_app.app.workflows[0]
+    name = f"start-saga-{uuid.uuid4().hex[:6]}"
+    studio.publish(team, {**flow.document, "name": name})
+    steps = studio.publish_new(team, "start-steps")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+
+    def hints(path: str) -> tuple[str, str]:
+        """The id field's hint and the input field's, as the form opens."""
+        text = operator.get(path).text
+        found = re.search(r'id="start-id-help"[^>]*>([^<]*)<', text).group(1)
+        wanted = re.search(r'id="start-input-help"[^>]*>([^<]*)<', text).group(1)
+        return found, wanted
+
+    id_hint, input_hint = hints(f"/instances/new?definition={name}&version=1")
+    assert id_hint.startswith(
+        f"{name} is a code-first workflow: its run id is stored as {name}/ID, the "
+        "workflow's name, a slash and the id given here (or a new one when empty)"
+    )
+    assert input_hint.startswith(
+        f"The workflow's code ({flow.module}.{flow.qualname}) receives the input as it is"
+    )
+    id_hint, input_hint = hints(f"/instances/new?definition={steps}&version=1")
+    assert id_hint.startswith("Leave empty for a new id.") and "code-first" not in id_hint
+    assert input_hint.startswith("Every activity receives the input: at most 1024 bytes")
+    page = operator.get(f"/instances/new?definition={steps}&version=1").text
+    option = re.search(rf'<option value="{re.escape(name)}@1"[^>]*>', page).group(0)
+    assert f'data-id-hint="{name} is a code-first workflow: its run id is stored as' in option
+
+    fields = {"definition": f"{name}@1", "instance_id": "r-1", "input": '{"sku": "mug"}'}
+    started = operator.form("/instances", fields)
+    assert started.status_code == 303
+    assert started.headers["location"] == instance_url(f"{name}/r-1"), "as the hint said"
 
 
 def test_the_form_opened_without_a_version_offers_one_that_is_no_child(
