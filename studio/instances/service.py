@@ -158,7 +158,7 @@ def state_matches(entry: Replayed, filters: InstanceFilters) -> bool:
     state = entry.state
     if filters.step:
         spec = state.spec
-        if spec is None or filters.step not in drawing_of(spec).frontier(state):
+        if spec is None or filters.step.strip() not in drawing_of(spec).at(state):
             return False
     if filters.failure_code:
         codes = {r.code for records in entry.attempts.by_step.values() for r in records}
