@@ -69,5 +69,6 @@ def again(
     refused: StudioError, values: Posted | Mapping[str, str], form: str = ""
 ) -> dict[str, Any]:
     """The context that shows a refused form again: its status, the message, what was
-    typed, and (on a page of many forms) which form it was."""
-    return {"status": refused.status, "error": str(refused), "values": values, "refused_form": form}
+    typed, and (on a page of many forms, ``form``) which form it was."""
+    shown = {"status": refused.status, "error": str(refused), "values": values}
+    return {**shown, "refused_form": form} if form else shown
