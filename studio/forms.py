@@ -6,8 +6,10 @@ again rather than an error page: the status says it was refused, the message bes
 the form says what was wrong and what is allowed, and every field still holds what was
 typed, ticked or chosen, so nothing has to be typed twice. The start form
 (``/instances/new``) did it first; every form page does it the same way: it catches
-``REFUSALS`` and renders its page with ``again(refused, posted)`` as context, whose
-template reads ``error`` and fills its fields from ``values`` (``Posted``). A page with
+``REFUSALS`` (the Holds page every ``StudioError``: a hold gone or released meanwhile
+is said beside the list) and renders its page with ``again(refused, posted)`` as
+context, whose template reads ``error`` and fills its fields from ``values``
+(``Posted``). A page with
 more than one form names the refused one (``refused_form``), so only that form shows
 the message and keeps the values. htmx answers a refused form the same way: its
 configuration (``base.html``) swaps 409 and 422 answers in place, so a form that htmx
