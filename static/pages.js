@@ -5,6 +5,9 @@
 //    names: the option attribute that element names in its own data-hint (data-hint
 //    when it names none), so the start form's input limit and what its id becomes
 //    follow the chosen version;
+//  - input[type=file][data-max-bytes] refuses, as it is chosen, a file larger than that,
+//    with its data-too-large message (one over the studio's body limit would otherwise
+//    be refused before the form could say why);
 //  - [data-replace-url] puts that URL in the address bar: a page a form's POST answered
 //    (a secret shown once) reloads as the page itself, never as the POST again.
 (function () {
@@ -49,6 +52,15 @@
       var text = hint && option.dataset[hint.dataset.hint || "hint"];
       if (text !== undefined && text !== null) hint.textContent = text;
     });
+  });
+
+  document.addEventListener("change", function (event) {
+    var input = event.target.closest("input[type=file][data-max-bytes]");
+    if (!input) return;
+    var file = input.files[0];
+    var large = file && file.size > Number(input.dataset.maxBytes);
+    input.setCustomValidity(large ? input.dataset.tooLarge : "");
+    if (large) input.reportValidity();
   });
 
   document.addEventListener("DOMContentLoaded", function () {

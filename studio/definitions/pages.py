@@ -25,7 +25,7 @@ from studio.definitions.editor_pages import draft_url
 from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
-from studio.errors import Conflict, Invalid
+from studio.errors import Invalid
 from studio.forms import REFUSALS, Posted, posted
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
@@ -185,7 +185,26 @@ async def deprecate_version(
 
 
 async def import_page(request: Request) -> Template:
-    return page(request, "definitions/import.html", "definitions", text="", preview=None)
+    return import_form(request)
+
+
+def import_form(
+    request: Request, text: str = "", preview: Any = None, status: int = 200, error: str = ""
+) -> Template:
+    """The import page: the form (with the largest file it takes, which the browser
+    checks as a file is chosen: a file over the studio's own body limit never reaches
+    the server's check) and, once previewed, the preview."""
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        status=status,
+        text=text,
+        preview=preview,
+        error=error,
+        max_upload=MAX_UPLOAD_BYTES,
+        upload_too_large=UPLOAD_TOO_LARGE,
+    )
 
 
 async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
@@ -214,13 +233,8 @@ async def import_preview(request: Request, runtime: NamedDependency[Runtime]) ->
     except EditRejected as rejected:
         return _import_refused(request, text, None, rejected, 422)
     targets = await workers.known_targets(runtime.queries)
-    return page(
-        request,
-        "definitions/import.html",
-        "definitions",
-        text=json.dumps(document, indent=2),
-        preview={"problems": check_document(document, targets), "view": graph_view(document)},
-    )
+    preview = {"problems": check_document(document, targets), "view": graph_view(document)}
+    return import_form(request, json.dumps(document, indent=2), preview)
 
 
 async def import_save(
@@ -243,7 +257,7 @@ async def import_save(
         outcome = await definitions.publish(
             runtime, principal.team_id, principal.actor, document, required
         )
-    except (Invalid, Conflict) as refused:
+    except REFUSALS as refused:
         return _import_refused(request, text, document, refused, refused.status)
     return see_other(outcome.page)
 
@@ -255,12 +269,4 @@ def _import_refused(
     preview = None
     if document is not None:
         preview = {"problems": check_document(document), "view": graph_view(document)}
-    return page(
-        request,
-        "definitions/import.html",
-        "definitions",
-        status=status,
-        text=text,
-        preview=preview,
-        error=str(error),
-    )
+    return import_form(request, text, preview, status, str(error))
