@@ -50,6 +50,14 @@ class Drawing:
     """The structural diff between two versions' documents."""
     structure: Callable[[Any], Structure] = read_structure
     """The blocks of a version, for the outline beside a picture drawn as steps."""
+    standing: Callable[[Instance], set[str]] | None = None
+    """Every name a person may give where an instance stands (the list's "at step"
+    filter); None: its ``frontier``'s node names, which are the names of its steps or
+    states."""
+
+    def at(self, state: Instance) -> set[str]:
+        """Where ``state`` stands, by every name a person may give it (``standing``)."""
+        return (self.standing or self.frontier)(state)
 
 
 STEP_LIST = Drawing(layout, step_states, frontier)
@@ -67,6 +75,7 @@ CODE = Drawing(
     journal_view.frontier,
     diff=diff_outlines,
     structure=outline_graph.read_outline,
+    standing=journal_view.standing,
 )
 DRAWINGS: dict[str, Drawing] = {
     Mode.ORCHESTRATION: STEP_LIST,

@@ -82,13 +82,7 @@ def view(state: Instance) -> JournalView:
 
 def states(state: Instance) -> dict[str, StepState]:
     """Each outline node's state: that of the latest journal entry it stands for."""
-    found: dict[str, StepState] = {}
-    counts: dict[str, int] = {}
-    for record, entry in zip(state.journal, entries(state), strict=True):
-        counts[record.verb] = counts.get(record.verb, 0) + 1
-        name = verb_name(record.verb, record.name, record.on, counts[record.verb])
-        found[name] = _state(state, record, entry)
-    return found
+    return {node: step for node, _, step in _entries(state)}
 
 
 def frontier(state: Instance) -> set[str]:
@@ -98,7 +92,35 @@ def frontier(state: Instance) -> set[str]:
     return {name for name, step in states(state).items() if step.state not in _SETTLED}
 
 
+def standing(state: Instance) -> set[str]:
+    """Every name a person may give where the run stands (the instance list's "at step"
+    filter): of each entry still open, its step's or signal's or spawned workflow's
+    name (``charge``, ``paid``, ``shipping``), its call (``charge.1``, as plans and
+    events name it; ``charge#1``, as the journal shows it), the signals it awaits (a
+    race's or an all's), and its outline node (``step:charge``). A run's progress is its
+    journal, so its nodes' names alone (``frontier``) matched nothing a person types."""
+    if state.status.terminal:
+        return set()
+    found: set[str] = set()
+    for node, record, step in _entries(state):
+        if step.state not in _SETTLED:
+            label = f"{record.name}#{record.occurrence}" if record.verb == Verb.STEP else ""
+            found |= {node, record.key, record.name, label, *record.on}
+    return found - {""}
+
+
 _SETTLED = frozenset({"succeeded", "failed", "resolved"})
+
+
+def _entries(state: Instance) -> list[tuple[str, JournalRecord, StepState]]:
+    """Each journal entry with the outline node it stands for and its state, in order."""
+    found = []
+    counts: dict[str, int] = {}
+    for record, entry in zip(state.journal, entries(state), strict=True):
+        counts[record.verb] = counts.get(record.verb, 0) + 1
+        node = verb_name(record.verb, record.name, record.on, counts[record.verb])
+        found.append((node, record, _state(state, record, entry)))
+    return found
 
 
 def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:

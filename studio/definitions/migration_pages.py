@@ -8,6 +8,8 @@ each instance, kept with the bulk (its page is linked). See
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Request, Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath
@@ -15,6 +17,8 @@ from litestar.response import Template
 
 from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
+from studio.definitions.pages import show_version
+from studio.forms import REFUSALS, Posted, again, posted
 from studio.instances.interventions import new_id
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page
@@ -45,26 +49,59 @@ async def declare_edge(
     return go_to(request, version_url(name, version) + "#migrate")
 
 
-async def _chosen(request: Request, runtime: Runtime, published: PublishedVersion) -> list[str]:
-    """The instances the form chose, checked against the version."""
-    form = await request.form()
-    ids = [v for v in form.getall("instance", []) if isinstance(v, str)]
-    return await migrations.chosen(runtime, published, ids)
-
-
 async def preview_migration(
     request: Request,
+    principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     published_version: NamedDependency[PublishedVersion],
 ) -> Template:
-    ids = await _chosen(request, runtime, published_version)
+    """What migrating the ticked instances would do; refused (none ticked, too many,
+    one the report does not hold), the version's page again with them still ticked."""
+    values = await posted(request)
+    ids = await _ticked(request, principal, runtime, published_version, values)
+    if isinstance(ids, Template):
+        return ids
+    return await _preview(request, runtime, published_version, ids, values)
+
+
+async def _ticked(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    published: PublishedVersion,
+    values: Posted,
+) -> list[str] | Template:
+    """The ticked instances (``migrations.chosen``), or, when they are refused (none,
+    too many, one the report does not hold), the version's page again with them still
+    ticked and the reason beside its migration form."""
+    try:
+        return await migrations.chosen(runtime, published, list(values.all("instance")))
+    except REFUSALS as refused:
+        shown = again(refused, values, "migrate")
+        return await show_version(request, principal, runtime, published, **shown)
+
+
+async def _preview(
+    request: Request,
+    runtime: Runtime,
+    published: PublishedVersion,
+    ids: list[str],
+    values: Posted,
+    status: int = 200,
+    **refusal: Any,
+) -> Template:
+    """The preview page with its confirm form (the reason typed kept when it was
+    refused, and the bulk id it was drawn with, so a repeat still acts once)."""
     return page(
         request,
         "definitions/migrate_preview.html",
         "definitions",
-        published=published_version,
-        found=await migrations.preview(runtime, published_version, ids),
-        bulk_id=new_id(),
+        status=status,
+        published=published,
+        found=await migrations.preview(runtime, published, ids),
+        bulk_id=values.get("bulk_id") or new_id(),
+        values=values,
+        **refusal,
     )
 
 
@@ -74,10 +111,17 @@ async def migrate_instances(
     runtime: NamedDependency[Runtime],
     published_version: NamedDependency[PublishedVersion],
 ) -> Template:
-    ids = await _chosen(request, runtime, published_version)
-    values = await form_values(request)
-    bulk_id, reason = values.get("bulk_id", ""), values.get("reason", "")
-    outcome = await migrations.migrate(runtime, principal, published_version, bulk_id, ids, reason)
+    values = await posted(request)
+    ids = await _ticked(request, principal, runtime, published_version, values)
+    if isinstance(ids, Template):
+        return ids
+    bulk_id, reason = values.get("bulk_id"), values.get("reason")
+    try:
+        outcome = await migrations.migrate(
+            runtime, principal, published_version, bulk_id, ids, reason
+        )
+    except REFUSALS as refused:  # the preview again, with the reason typed
+        return await _preview(request, runtime, published_version, ids, **again(refused, values))
     return page(
         request,
         "definitions/migrate_results.html",

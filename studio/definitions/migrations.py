@@ -73,6 +73,11 @@ async def chosen(
 ) -> list[str]:
     """The chosen ids, each in the version's report; Invalid for none, more than
     MAX_MIGRATIONS_PER_REQUEST, or one the report does not hold."""
+    if not instance_ids:
+        raise Invalid(
+            "no instance was ticked: tick the compatible instances to migrate in the "
+            f"report above (1 to {MAX_MIGRATIONS_PER_REQUEST} at a time)"
+        )
     chosen = bulk.checked(instance_ids, MAX_MIGRATIONS_PER_REQUEST)
     stored = await definitions.compatibility_of(runtime, published)
     known = {v.instance_id for v in stored.report.verdicts} if stored else set()

@@ -25,7 +25,8 @@ from studio.definitions.editor_pages import draft_url
 from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
-from studio.errors import Conflict, Invalid
+from studio.errors import Invalid
+from studio.forms import REFUSALS, Posted, posted
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
 from studio.principal import Principal
@@ -37,6 +38,12 @@ PUBLISHED_NOTICES = {
     "same": "Identical content was already published as this version; nothing changed.",
 }
 MAX_UPLOAD_BYTES = draft_edits.MAX_DOCUMENT_CHARS
+"""The largest definition file the import form reads (a pasted document has as many
+characters at most)."""
+UPLOAD_TOO_LARGE = (
+    f"the chosen file is larger than the {MAX_UPLOAD_BYTES:,} bytes a definition file "
+    "may have; choose a smaller file"
+)
 
 
 def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, Any]:
@@ -108,6 +115,20 @@ async def version_page(
     published_version: NamedDependency[PublishedVersion],
     published: FromQuery[str | None] = None,
 ) -> Template:
+    notice = PUBLISHED_NOTICES.get(published or "", "")
+    return await show_version(request, principal, runtime, published_version, notice=notice)
+
+
+async def show_version(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    published_version: PublishedVersion,
+    status: int = 200,
+    **extra: Any,
+) -> Template:
+    """A version's page; with ``extra`` from ``forms.again``, its migration form shown
+    again after it was refused (the instances ticked still ticked)."""
     definition = published_version.definition
     document = definitions.export_document(published_version)
     compatibility = await definitions.compatibility_of(runtime, published_version)
@@ -116,16 +137,17 @@ async def version_page(
         request,
         "definitions/version.html",
         "definitions",
+        status=status,
         published=published_version,
         document=document,
         view=graph_view(document),
-        notice=PUBLISHED_NOTICES.get(published or "", ""),
         compatibility=compatibility,
         edges=await migrations.edge_choices(runtime, published_version, sources),
         max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
         holds_shown=await holds.banner(
             runtime, principal.team_id, definition.name, definition.version
         ),
+        **{"notice": "", "values": Posted(), **extra},
     )
 
 
@@ -163,7 +185,26 @@ async def deprecate_version(
 
 
 async def import_page(request: Request) -> Template:
-    return page(request, "definitions/import.html", "definitions", text="", preview=None)
+    return import_form(request)
+
+
+def import_form(
+    request: Request, text: str = "", preview: Any = None, status: int = 200, error: str = ""
+) -> Template:
+    """The import page: the form (with the largest file it takes, which the browser
+    checks as a file is chosen: a file over the studio's own body limit never reaches
+    the server's check) and, once previewed, the preview."""
+    return page(
+        request,
+        "definitions/import.html",
+        "definitions",
+        status=status,
+        text=text,
+        preview=preview,
+        error=error,
+        max_upload=MAX_UPLOAD_BYTES,
+        upload_too_large=UPLOAD_TOO_LARGE,
+    )
 
 
 async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
@@ -174,33 +215,26 @@ async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
     if isinstance(upload, UploadFile) and upload.filename:
         data = await upload.read(MAX_UPLOAD_BYTES + 1)
         if len(data) > MAX_UPLOAD_BYTES:
-            raise Invalid("the file is too large for a definition")
+            raise Invalid(UPLOAD_TOO_LARGE)
         return data.decode("utf-8", errors="replace"), values
     return values.get("document", ""), values
 
 
 async def import_preview(request: Request, runtime: NamedDependency[Runtime]) -> Template:
-    text, _ = await _posted_document_text(request)
+    """The preview of the chosen file or the pasted JSON; refused (a file too large, or
+    text that is not a JSON object), the form again with the reason and the text kept."""
+    try:
+        text, _ = await _posted_document_text(request)
+    except REFUSALS as refused:
+        pasted = (await posted(request)).get("document")
+        return _import_refused(request, pasted, None, refused, refused.status)
     try:
         document = draft_edits.parse_json(text)
     except EditRejected as rejected:
-        return page(
-            request,
-            "definitions/import.html",
-            "definitions",
-            status=422,
-            text=text,
-            preview=None,
-            error=str(rejected),
-        )
+        return _import_refused(request, text, None, rejected, 422)
     targets = await workers.known_targets(runtime.queries)
-    return page(
-        request,
-        "definitions/import.html",
-        "definitions",
-        text=json.dumps(document, indent=2),
-        preview={"problems": check_document(document, targets), "view": graph_view(document)},
-    )
+    preview = {"problems": check_document(document, targets), "view": graph_view(document)}
+    return import_form(request, json.dumps(document, indent=2), preview)
 
 
 async def import_save(
@@ -223,7 +257,7 @@ async def import_save(
         outcome = await definitions.publish(
             runtime, principal.team_id, principal.actor, document, required
         )
-    except (Invalid, Conflict) as refused:
+    except REFUSALS as refused:
         return _import_refused(request, text, document, refused, refused.status)
     return see_other(outcome.page)
 
@@ -235,12 +269,4 @@ def _import_refused(
     preview = None
     if document is not None:
         preview = {"problems": check_document(document), "view": graph_view(document)}
-    return page(
-        request,
-        "definitions/import.html",
-        "definitions",
-        status=status,
-        text=text,
-        preview=preview,
-        error=str(error),
-    )
+    return import_form(request, text, preview, status, str(error))

@@ -18,6 +18,7 @@ from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
 from studio.errors import Invalid
+from studio.forms import REFUSALS, Posted, again, posted
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
 from studio.principal import Principal
@@ -44,8 +45,8 @@ async def _drills(
     before: str | None = None,
     **refused: Any,
 ) -> Template:
-    """The Drills page; with ``refused`` (its ``status`` and ``error``) it answers a run
-    form that was refused, with the message beside the form."""
+    """The Drills page; with ``refused`` (``forms.again``) it answers its run or compare
+    form that was refused, with the message beside that form and the choices kept."""
     past, older = await drills.runs_page(runtime.store, principal.team_id, before)
     running = runtime.drills.running()
     return page(
@@ -58,23 +59,23 @@ async def _drills(
         runs=past,
         older=older,
         running=running if running and running.team == principal.team_id else None,
-        **refused,
+        **{"values": Posted(), **refused},
     )
 
 
 async def start_run(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> Template | Redirect:
-    form = await request.form()
-    wanted = [v for v in form.getall("drill", []) if isinstance(v, str) and v]
-    chosen = form.get("profile", "ci")
-    profile = chosen if isinstance(chosen, str) else "ci"
+    values = await posted(request)
+    wanted = [v for v in values.all("drill") if v]
+    profile = values.get("profile", "ci")
     try:
         job = runtime.drills.start(principal.team_id, principal.actor, wanted, profile)
     except Invalid as invalid:
         if profile not in drills.profiles():
             raise
-        return await _drills(request, principal, runtime, profile, status=422, error=str(invalid))
+        shown = again(invalid, values, "run")
+        return await _drills(request, principal, runtime, profile, **shown)
     return see_other(f"/drills/jobs/{job.job_id}")
 
 
@@ -119,11 +120,18 @@ async def run_page(
 async def compare_page(
     request: Request,
     principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
     reads: NamedDependency[Reads],
     left: FromQuery[str] = "",
     right: FromQuery[str] = "",
 ) -> Template:
-    comparison = await drills.compare(reads.store, principal.team_id, left, right)
+    """Two runs side by side; refused (a run compared with itself, or one missing), the
+    Drills page again with the reason beside its compare form, A and B as chosen."""
+    try:
+        comparison = await drills.compare(reads.store, principal.team_id, left, right)
+    except REFUSALS as refused:
+        shown = again(refused, await posted(request), "compare")
+        return await _drills(request, principal, runtime, "ci", **shown)
     return page(request, "drills/compare.html", "drills", c=comparison)
 
 

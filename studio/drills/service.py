@@ -288,7 +288,9 @@ def _invariants(card: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 async def compare(store: Store, team: str, left: str, right: str) -> Comparison:
     if not left or not right:
-        raise Invalid("choose two runs to compare")
+        raise Invalid("choose two runs to compare: one as A and another as B")
+    if left == right:
+        raise Invalid("A and B are the same run: choose two different runs to compare")
     one, two = await run_detail(store, team, left), await run_detail(store, team, right)
     verdicts = [{d["id"]: d["verdict"] for d in run.results} for run in (one, two)]
     ids = list(dict.fromkeys([*verdicts[0], *verdicts[1]]))

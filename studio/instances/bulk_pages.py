@@ -23,7 +23,8 @@ from engine.decide.bulk_actions import BULK_ACTIONS
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Verdict
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_REASON_LENGTH
-from studio.errors import Conflict, Invalid
+from studio.errors import Invalid
+from studio.forms import REFUSALS, again
 from studio.instances import bulk
 from studio.instances.interventions import new_id
 from studio.instances.service import InstanceFilters
@@ -112,17 +113,10 @@ async def confirm(
             selection,
             values.get("reason", ""),
         )
-    except (Invalid, Conflict) as refused:
+    except REFUSALS as refused:  # the preview again, with the reason typed
+        shown = again(refused, values)
         return await _preview(
-            request,
-            principal,
-            runtime,
-            InstanceFilters(),
-            values,
-            picked,
-            "hand",
-            str(refused),
-            refused.status,
+            request, principal, runtime, InstanceFilters(), picked=picked, select="hand", **shown
         )
     return see_other(f"/instances/bulk/{outcome.bulk.bulk_id}")
 

@@ -22,7 +22,8 @@ from litestar.response import Template
 from markupsafe import Markup
 
 from engine.decide.operator_actions import Action
-from studio.errors import Conflict, Invalid, StudioError
+from studio.errors import StudioError
+from studio.forms import REFUSALS, again
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import detail as instance_detail
 from studio.instances import interventions
@@ -103,17 +104,10 @@ async def do_action(
     form = CommandForm(**{**fields, "action": action, "reason": values.get("reason", "")})
     try:
         await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
-    except (Invalid, Conflict) as refused:
+    except REFUSALS as refused:  # the form again (for htmx, in its panel), as typed
+        shown = again(refused, values)
         return await _confirm(
-            request,
-            principal,
-            runtime,
-            instance_id,
-            action_kind,
-            form.step,
-            values,
-            str(refused),
-            refused.status,
+            request, principal, runtime, instance_id, action_kind, form.step, **shown
         )
     label = f"{KINDS[action_kind].label} {form.step}".strip()
     return await _after(

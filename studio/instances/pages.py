@@ -25,7 +25,7 @@ from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
-from studio.errors import Conflict, Invalid
+from studio.forms import REFUSALS, again
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import bulk, bulk_pages, family, list_order
 from studio.instances import detail as instance_detail
@@ -107,15 +107,14 @@ async def _start_form(
     status: int = 200,
     **extra: Any,
 ) -> Template:
-    versions = [
-        v for v in await definitions.team_versions(runtime, principal.team_id) if not v.deprecated
-    ]
+    published = await definitions.team_versions(runtime, principal.team_id)
+    versions = [v for v in published if not v.deprecated]
     chosen = next(
         (v for v in versions if v.definition.name == name and v.definition.version == version),
         None,
     )
-    if chosen is None and versions and not name:
-        chosen = versions[-1]
+    if chosen is None and not name:
+        chosen = instances.start_default(versions, published)
     limit = lifecycle.start_input_limit(chosen.definition) if chosen else None
     return page(
         request,
@@ -150,11 +149,9 @@ async def start_instance(
             values.get("instance_id", ""),
             values.get("input", ""),
         )
-    except (Invalid, Conflict) as refused:  # the form again, with what was typed
-        return await _start_form(
-            request, principal, runtime, name, version, refused.status, error=str(refused),
-            values=values,
-        )  # fmt: skip
+    except REFUSALS as refused:  # the form again, with what was typed
+        shown = again(refused, values)
+        return await _start_form(request, principal, runtime, name, version, **shown)
     return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
 
 

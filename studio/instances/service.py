@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from engine.api.client import StartConflict
-from engine.api.queries import InstancePage, InstanceRow, InstanceView
+from engine.api.queries import InstancePage, InstanceRow, InstanceView, PublishedVersion
 from engine.decide import lifecycle
 from engine.model import inputs
 from engine.model.definitions import Definition, Mode
@@ -36,7 +36,9 @@ from engine.model.errors import (
 from engine.model.identifiers import id_problem, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
+from engine.modes.code.document import CodeManifest
 from engine.modes.code.runs import run_id
+from studio.code.outline_graph import read_outline
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
 from studio.errors import Conflict, Invalid, NotFound
@@ -156,7 +158,7 @@ def state_matches(entry: Replayed, filters: InstanceFilters) -> bool:
     state = entry.state
     if filters.step:
         spec = state.spec
-        if spec is None or filters.step not in drawing_of(spec).frontier(state):
+        if spec is None or filters.step.strip() not in drawing_of(spec).at(state):
             return False
     if filters.failure_code:
         codes = {r.code for records in entry.attempts.by_step.values() for r in records}
@@ -274,6 +276,57 @@ def check_instance_id(team: str, instance_id: str) -> None:
             f"the instance id is {len(instance_id)} characters; "
             f"this team's ids have at most {limit}"
         )
+
+
+START_PREFERENCE = {Mode.ORCHESTRATION: 2, Mode.CHOREOGRAPHY: 2, Mode.CODE: 1}
+"""Which modes the start form offers first, when nothing was asked for, with its input
+``{}``: a step list hands the input to its activities as it is (within the limit the
+form states); a code workflow's function reads it as its code does, which its published
+document does not describe (the definition model has no input schema or example), so
+``{}`` is a guess there; a machine (0) starts only from ``{"input": ..., "parent":
+...}``, so ``{}`` is refused."""
+
+
+def start_default(
+    versions: Sequence[PublishedVersion], published: Sequence[PublishedVersion] = ()
+) -> PublishedVersion | None:
+    """Of ``versions``, the one the start form offers when none was asked for: one the
+    pre-filled ``{}`` is not known to fail, if any.
+
+    Never a child: a version another of the team's ``published`` versions (deprecated
+    ones too) starts, as a step list's child step or a code workflow's ``ctx.spawn``,
+    takes its input from its parent, which a start by hand does not give. The example
+    ``shipping``, which ``order-saga`` spawns with a parcel and whose first step reads
+    the parcel's sku, was offered first (the catalog lists versions by name, and its
+    last row was taken), and a start with ``{}`` was held at that step. Then by
+    ``START_PREFERENCE`` of its mode, then the newest published.
+    """
+    children = {c for v in (*versions, *published) for c in _started(v.definition)}
+    top = [
+        v
+        for v in versions
+        if v.definition.name not in children
+        and (v.definition.name, v.definition.version) not in children
+    ]
+    ranked = sorted(
+        top or versions,
+        key=lambda v: (START_PREFERENCE.get(v.definition.mode, 0), v.published_at),
+    )
+    return ranked[-1] if ranked else None
+
+
+def _started(definition: Definition) -> set[str | tuple[str, str]]:
+    """What ``definition`` starts as a child: a step list's child steps' versions, and
+    the names a code workflow spawns (each spawn takes the latest version of its name)."""
+    found: set[str | tuple[str, str]] = {
+        (s.child_definition.name, s.child_definition.version)
+        for s in definition.steps
+        if s.child_definition is not None
+    }
+    if isinstance(definition.manifest, CodeManifest):
+        outline = read_outline({"outline": definition.manifest.outline})
+        found |= {s.raw["name"] for s in outline.steps if s.kind == "spawn" and s.raw.get("name")}
+    return found
 
 
 async def start(

@@ -75,6 +75,13 @@ class MachineWorkspace:
             states[self.selected] = Mark(f"{found.css} selected".strip(), found.title, found.count)
         return marks(self.diagram, states)
 
+    @property
+    def located(self) -> list[tuple[str, Problem]]:
+        """Every problem with the state it concerns ('' for the machine as a whole), in
+        the order of the states and then the rest: the problems pill's list."""
+        on_states = [(state, p) for state, found in self.by_state.items() for p in found]
+        return on_states + [("", p) for p in self.general]
+
     def targets(self, state: str) -> list[str]:
         return [t for s, t in self.shape.edges if s == state]
 

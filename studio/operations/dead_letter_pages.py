@@ -9,12 +9,14 @@ item, and posting the same form again only replays what was done.
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import Template
 
-from studio.errors import Invalid
+from studio.forms import REFUSALS, Posted, again, posted
 from studio.instances.interventions import new_id
 from studio.operations import dead_letters
 from studio.operations.dead_letters import Fence, ItemResult, Resolution
@@ -40,9 +42,11 @@ async def _render(
     code: str,
     after: str | None,
     results: list[ItemResult] | None = None,
-    error: str = "",
     status: int = 200,
+    **refusal: Any,
 ) -> Template:
+    """The page; with ``refusal`` (``forms.again``), its resolve form refused, shown
+    again with the reason and every choice and field as it was posted."""
     found = await dead_letters.page(runtime, principal.team_id, code, after)
     return page(
         request,
@@ -51,39 +55,30 @@ async def _render(
         status=status,
         found=found,
         results=results or [],
-        error=error,
         command_id=new_id(),
         first_page=after is None,
         defaults=(dead_letters.DEFAULT_RETRY_IN, dead_letters.DEFAULT_DEADLINE_IN),
+        **{"values": Posted(), "error": "", **refusal},
     )
 
 
 async def resolve(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> Template:
-    form = await request.form()
-    values = {k: v for k, v in form.items() if isinstance(v, str)}
-    chosen = [v for v in form.getall("item", []) if isinstance(v, str)]
+    values = await posted(request)
+    code = values.get("code")
     try:
-        fences = [Fence.parse(v) for v in chosen]
+        fences = [Fence.parse(v) for v in values.all("item")]
         resolution = Resolution(
-            values.get("action", ""),
-            values.get("reason", ""),
-            values.get("command_id", ""),
-            values.get("retry_in", ""),
-            values.get("deadline_in", ""),
+            values.get("action"),
+            values.get("reason"),
+            values.get("command_id"),
+            values.get("retry_in"),
+            values.get("deadline_in"),
         )
         results = await dead_letters.resolve(
             runtime, principal.team_id, principal.actor, fences, resolution
         )
-    except Invalid as refused:
-        return await _render(
-            request,
-            principal,
-            runtime,
-            values.get("code", ""),
-            None,
-            error=str(refused),
-            status=422,
-        )
-    return await _render(request, principal, runtime, values.get("code", ""), None, results)
+    except REFUSALS as refused:
+        return await _render(request, principal, runtime, code, None, **again(refused, values))
+    return await _render(request, principal, runtime, code, None, results)

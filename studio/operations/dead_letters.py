@@ -25,8 +25,8 @@ from engine.api.queries import (
 )
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
-from engine.model.durations import parse_duration
-from engine.model.limits import MAX_PAGE_ITEMS
+from engine.model.durations import ALLOWED, format_duration, parse_duration
+from engine.model.limits import MAX_PAGE_ITEMS, MAX_RETRY_DELAY, MAX_STEP_TIMEOUT
 from studio.errors import Invalid
 from studio.paging import format_cursor, parse_cursor
 from studio.reasons import operator_reason
@@ -36,6 +36,11 @@ PAGE_SIZE = 50
 AUDIT_SHOWN = 20
 DEFAULT_RETRY_IN = "0s"
 DEFAULT_DEADLINE_IN = "1d"
+MAX_RETRY_IN = MAX_RETRY_DELAY
+"""The latest a retried dead letter is due again: as late as a step's retry may be."""
+MAX_DEADLINE_IN = MAX_STEP_TIMEOUT
+"""The longest a retried dead letter may then run before it is dead again: as long as
+a step's timeout may be."""
 
 
 @dataclass(frozen=True)
@@ -145,15 +150,27 @@ class ItemResult:
 def _times(resolution: Resolution, now: datetime) -> tuple[datetime | None, datetime | None]:
     if resolution.action == ResolutionAction.DISCARD:
         return None, None
-    try:
-        retry_in = parse_duration(resolution.retry_in or DEFAULT_RETRY_IN)
-        deadline_in = parse_duration(resolution.deadline_in or DEFAULT_DEADLINE_IN)
-    except ValueError as bad:
-        raise Invalid(f"retry after / new deadline: {bad}") from None
+    retry_in = _within(resolution.retry_in or DEFAULT_RETRY_IN, "retry after", MAX_RETRY_IN)
+    deadline_in = _within(
+        resolution.deadline_in or DEFAULT_DEADLINE_IN, "the new deadline", MAX_DEADLINE_IN
+    )
     if deadline_in <= timedelta(0):
-        raise Invalid("the new deadline must be after the retry")
+        raise Invalid("the new deadline must be after the retry: more than 0s")
     retry_at = now + retry_in
     return retry_at, retry_at + deadline_in
+
+
+def _within(text: str, what: str, limit: timedelta) -> timedelta:
+    """The duration ``text``; Invalid, saying what is allowed, unless it is one of at
+    most ``limit``."""
+    rule = f"a duration of at most {format_duration(limit)} ({ALLOWED})"
+    try:
+        value = parse_duration(text.strip())
+    except ValueError:
+        raise Invalid(f"{what} must be {rule}") from None
+    if value > limit:
+        raise Invalid(f"{what} must be {rule}, not {text.strip()}")
+    return value
 
 
 def _check(resolution: Resolution, fences: list[Fence]) -> ResolutionAction:
@@ -172,7 +189,7 @@ def check_item_count(count: int) -> None:
     """Invalid unless 1 to MAX_PAGE_ITEMS dead letters are chosen (checked before the
     API reads anything for them)."""
     if not count:
-        raise Invalid("choose at least one dead letter")
+        raise Invalid(f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve")
     if count > MAX_PAGE_ITEMS:
         raise Invalid(f"at most {MAX_PAGE_ITEMS} dead letters at a time")
 

@@ -5,6 +5,8 @@ shows the page with the reason."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
@@ -12,6 +14,7 @@ from litestar.response import Redirect, Template
 
 from studio.definitions.service import team_versions
 from studio.errors import StudioError
+from studio.forms import Posted, again, posted
 from studio.operations import holds
 from studio.principal import Principal
 from studio.rendering import page, see_other
@@ -37,9 +40,11 @@ async def _render(
     principal: Principal,
     runtime: Runtime,
     notice: str = "",
-    error: str = "",
     status: int = 200,
+    **refusal: Any,
 ) -> Template:
+    """The page; with ``refusal`` (``forms.again``), the place form or one hold's release
+    form refused, shown again with the reason and what was posted."""
     versions = await team_versions(runtime, principal.team_id)
     names = sorted({v.definition.name for v in versions})
     names += [f"{v.definition.name}@{v.definition.version}" for v in versions]
@@ -51,26 +56,25 @@ async def _render(
         holds=await runtime.queries.holds(principal.team_id),
         names=names,
         notice=notice,
-        error=error,
+        **{"values": Posted(), "refused_form": "", **refusal},
     )
 
 
 async def place_hold(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> Template | Redirect:
-    form = await request.form()
-    field = {k: v for k, v in form.items() if isinstance(v, str)}.get
+    values = await posted(request)
     try:
         hold = await holds.place(
             runtime,
             principal.team_id,
             principal.actor,
-            field("scope", ""),
-            field("definition", ""),
-            field("reason", ""),
+            values.get("scope"),
+            values.get("definition"),
+            values.get("reason"),
         )
-    except StudioError as refused:
-        return await _render(request, principal, runtime, error=str(refused), status=refused.status)
+    except StudioError as refused:  # a definition not found too: the form names it
+        return await _render(request, principal, runtime, **again(refused, values, "place"))
     return see_other(f"/holds?placed={hold.hold_id}")
 
 
@@ -80,13 +84,13 @@ async def release_hold(
     runtime: NamedDependency[Runtime],
     hold_id: FromPath[str],
 ) -> Template | Redirect:
-    form = await request.form()
-    field = {k: v for k, v in form.items() if isinstance(v, str)}.get
+    values = await posted(request)
     try:
-        count, rate = holds.form_amounts(field("mode", ""), field("amount", ""))
+        count, rate = holds.form_amounts(values.get("mode"), values.get("amount"))
         released = await holds.release(
-            runtime, principal.team_id, principal.actor, hold_id, field("reason", ""), count, rate
+            runtime, principal.team_id, principal.actor, hold_id, values.get("reason"), count, rate
         )
-    except StudioError as refused:
-        return await _render(request, principal, runtime, error=str(refused), status=refused.status)
+    except StudioError as refused:  # released meanwhile, or gone: said on the page
+        shown = again(refused, values, f"release-{hold_id}")
+        return await _render(request, principal, runtime, **shown)
     return see_other(f"/holds?released={hold_id}&due={released.due}#hold-{hold_id}")

@@ -22,6 +22,7 @@ from engine import (
     parse_scope,
 )
 from engine.api.queries import Hold
+from engine.model.holds import release_amount
 from studio.errors import Conflict, Invalid, NotFound
 from studio.runtime import Runtime
 
@@ -82,21 +83,30 @@ async def release(
 
 
 def form_amounts(mode: str, amount: str) -> tuple[int | None, float | None]:
-    """The release form's ``mode`` and ``amount`` as ``release``'s count and rate."""
+    """The release form's ``mode`` and ``amount`` as ``release``'s count and rate;
+    Invalid, in the engine's words of what is allowed (``release_amount``: a count from
+    1 to MAX_RELEASE_COUNT, a rate up to MAX_RELEASE_RATE), for an amount that is not
+    one."""
     try:
         chosen = ReleaseMode(mode)
     except ValueError:
         raise Invalid(f"release one of: {', '.join(m.value for m in ReleaseMode)}") from None
-    count = _number(amount, int, "count") if chosen is ReleaseMode.COUNT else None
-    rate = _number(amount, float, "rate") if chosen is ReleaseMode.RATE else None
+    count = _number(amount, int) if chosen is ReleaseMode.COUNT else None
+    rate = _number(amount, float) if chosen is ReleaseMode.RATE else None
+    try:
+        release_amount(chosen, count if rate is None else rate)
+    except InputRefused as refused:
+        raise Invalid(str(refused)) from None
     return count, rate
 
 
-def _number(text: str, kind: Callable[[str], T], what: str) -> T:
+def _number(text: str, kind: Callable[[str], T]) -> T | None:
+    """``text`` as a number of ``kind``; None when it is none (``release_amount``
+    then says what would be)."""
     try:
         return kind(text.strip())
     except ValueError:
-        raise Invalid(f"the {what} must be a number") from None
+        return None
 
 
 async def _refused(action: Callable[[], Awaitable[T]]) -> T:

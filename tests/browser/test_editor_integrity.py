@@ -137,3 +137,6 @@ def test_every_problem_of_the_draft_is_listed_at_once(page: Page, studio: LiveSt
     expect(problems).to_contain_text("names no step: 'gone'")
     select(page, "reserve")
     expect(page.locator("#field-timeout-note")).to_contain_text("expected a duration")
+    pill = page.locator("#draft-problems")  # with a step chosen, the header's pill lists them
+    pill.locator("summary").click()
+    expect(pill.locator(".problem-list")).to_contain_text("names no step: 'gone'")

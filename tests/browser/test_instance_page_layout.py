@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 from engine.api.client import Client
 from studio.roles import Role
 from tests.browser.conftest import sign_in
+from tests.studio import code_app
 from tests.studio.live import LiveStudio, definition
 
 SIGNALS = 14
@@ -85,3 +86,25 @@ def test_the_start_form_input_limit_follows_the_chosen_version(
     expect(hint).to_contain_text("at most 512 bytes (the limit of step reserve)")
     page.get_by_label("Definition version").select_option(f"{name}@1")
     expect(hint).to_contain_text("at most 1024 bytes")
+
+
+def test_the_start_form_says_what_a_code_first_run_id_becomes(
+    page: Page, studio: LiveStudio
+) -> None:
+    """The id field's hint follows the chosen version: a code-first run's id is stored
+    as ``<name>/<id>``, and that is said before the run is started, not discovered after."""
+    team = studio.team("startcode")
+    steps = studio.publish_new(team, "startsteps")
+    flow = code_app.app.workflows[0]
+    name = f"startsaga-{uuid.uuid4().hex[:6]}"
+    studio.publish(team, {**flow.document, "name": name})
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto(f"/instances/new?definition={steps}&version=1")
+    id_hint, input_hint = page.locator("#start-id-help"), page.locator("#start-input-help")
+    expect(id_hint).to_contain_text("Leave empty for a new id.")
+    page.get_by_label("Definition version").select_option(f"{name}@1")
+    expect(id_hint).to_contain_text(f"its run id is stored as {name}/ID")
+    expect(input_hint).to_contain_text(f"The workflow's code ({flow.module}.{flow.qualname})")
+    page.get_by_label("Definition version").select_option(f"{steps}@1")
+    expect(id_hint).not_to_contain_text("code-first")
+    expect(input_hint).to_contain_text("at most 1024 bytes")

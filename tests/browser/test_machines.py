@@ -110,6 +110,13 @@ def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStu
     page.keyboard.press("Control+Shift+Z")  # ...or not: redo, as in the step-list editor
     expect(page.locator("#state-Review")).to_have_count(1)
     expect(page.locator("#redo-button")).to_be_disabled()
+    page.get_by_role("link", name="Select state Start").click()
+    problems = page.locator("#draft-problems .problem-list")
+    expect(problems).to_be_hidden()  # the pill's count first; it opens to the list
+    page.get_by_text("1 problem", exact=True).click()
+    expect(problems).to_contain_text("Review is unreachable from Start")
+    problems.get_by_role("link", name="Review").click()  # to the state it concerns
+    expect(page.locator("#state-problems")).to_contain_text("Review is unreachable")
 
     page.get_by_role("link", name="Select state Start").click()
     page.get_by_label("Add an edge to").select_option("Review")

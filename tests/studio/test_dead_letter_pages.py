@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import uuid
 
+from engine.model.durations import ALLOWED, format_duration
 from engine.model.limits import MAX_PAGE_ITEMS
 from engine.store.reads import MAX_INSTANCE_ROWS
 from studio.instance_urls import instance_url
+from studio.operations.dead_letters import MAX_DEADLINE_IN, MAX_RETRY_IN
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
 
@@ -118,3 +120,41 @@ async def foreign_work(store, instance_id: str) -> str:
     async with store.connection() as conn:
         cur = await conn.execute("SELECT work_id FROM work WHERE instance_id = %s", (instance_id,))
         return (await cur.fetchone())[0]
+
+
+def test_a_refused_resolution_keeps_every_choice_and_field(studio: LiveStudio) -> None:
+    """Not a page that forgot the form: 422, the reason in the form, the dead letters
+    still ticked and the action, times and reason as they were posted."""
+    team = studio.team("re-resolve")
+    name = f"dl.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    assert studio.overdue(studio.start(team, name)) == 1
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    page = operator.get("/dead-letters").text
+    (fence,) = fences(page)
+    command_id = re.search(r'name="command_id" value="(\w+)"', page).group(1)
+    form = {"command_id": command_id, "reason": "the fleet is back <b>", "deadline_in": "2h"}
+
+    def refused(**fields: object) -> str:
+        answer = operator.post(
+            "/dead-letters/resolve", data={**form, "_csrf": operator.csrf, **fields}
+        )
+        assert answer.status_code == 422 and 'id="resolve-form"' in answer.text
+        return answer.text
+
+    late = refused(action="retry", retry_in="45d", item=[fence])
+    error = re.search(r'id="resolve-error">([^<]*)<', late).group(1)
+    assert error == (
+        f"Not resolved: retry after must be a duration of at most "
+        f"{format_duration(MAX_RETRY_IN)} ({ALLOWED}), not 45d."
+    )
+    assert re.search(rf'value="{re.escape(fence)}" checked', late), "still ticked"
+    assert 'name="retry_in" value="45d"' in late and 'name="deadline_in" value="2h"' in late
+    assert ">the fleet is back &lt;b&gt;</textarea>" in late
+    assert 'value="retry" checked' in late
+    never = refused(action="retry", retry_in="1h", deadline_in="400d", item=[fence])
+    assert f"at most {format_duration(MAX_DEADLINE_IN)}" in never
+    none = refused(action="discard")
+    assert f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve" in none
+    assert 'value="discard" checked' in none and 'value="retry" checked' not in none
+    assert fences(operator.get("/dead-letters").text) == [fence], "nothing was resolved"

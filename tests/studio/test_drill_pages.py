@@ -5,6 +5,7 @@ drills. (A real campaign runs in the browser tests.)"""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,12 +124,39 @@ def test_a_scorecard_links_a_violation_to_the_drill_instance_and_event(
     assert bad not in stranger.get("/drills").text
 
 
+def test_a_run_compared_with_itself_shows_the_compare_form_again(
+    studio: LiveStudio, tmp_path: Path
+) -> None:
+    """Not an error page: the Drills page, 422, the reason beside the compare form and
+    A and B as they were chosen (the run form neither shows it nor changes)."""
+    team = studio.team("comparers")
+    first, second = (record(studio, team, tmp_path, failed=False) for _ in range(2))
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+
+    same = viewer.get(f"/drills/compare?left={first}&right={first}")
+    assert same.status_code == 422 and 'id="compare-form"' in same.text
+    error = re.search(r'id="compare-error">([^<]*)<', same.text).group(1)
+    assert error == "Not compared: A and B are the same run: choose two different runs to compare."
+    checked = re.findall(r'name="(left|right)" value="(\w+)" checked', same.text)
+    assert sorted(checked) == [("left", first), ("right", first)]
+    assert 'id="drill-error"' not in same.text and "data-replace-url" not in same.text
+    api = viewer.get(f"/api/drills/compare?left={first}&right={first}")
+    assert api.status_code == 422 and "the same run" in api.json()["error"]
+    one = viewer.get(f"/drills/compare?left={second}")
+    assert one.status_code == 422 and "one as A and another as B" in one.text
+    assert re.findall(r'name="(left|right)" value="(\w+)" checked', one.text) == [("left", second)]
+    assert viewer.get(f"/drills/compare?left={first}&right={second}").status_code == 200
+
+
 def test_a_campaign_needs_drills_that_exist(studio: LiveStudio) -> None:
     team = studio.team("drillers")
     operator = studio.client(studio.user(team, Role.OPERATOR))
     assert operator.form("/drills/runs", {"profile": "ci"}).status_code == 422
-    unknown = operator.form("/drills/runs", {"profile": "ci", "drill": "D99"})
+    unknown = operator.form("/drills/runs", {"profile": "ci", "drill": ["D1", "D99"]})
     assert unknown.status_code == 422 and "no drill matches D99" in unknown.text
+    ticked = re.findall(r'name="drill" value="([\w-]+)" checked', unknown.text)
+    assert ticked == ["D1"], "the drills chosen stay chosen"
+    assert 'id="compare-error"' not in unknown.text
     catalogue = operator.get("/api/drills").json()
     assert any(f["family"] == "D1" and len(f["drills"]) > 1 for f in catalogue)
     assert operator.get("/api/drills/jobs/nothing").status_code == 404

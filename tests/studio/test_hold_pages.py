@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from engine.model.holds import MAX_RELEASE_COUNT, MAX_RELEASE_RATE
 from studio.instance_urls import instance_ref
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
@@ -90,3 +91,41 @@ def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStu
     assert post(release, {"reason": "again"})[0] == 409
     page = operator.form("/holds", {"scope": "definition", "definition": "a b", "reason": "x"})
     assert page.status_code == 422 and "the definition name must be" in page.text
+
+
+def test_a_refused_hold_form_comes_back_with_what_was_typed(studio: LiveStudio) -> None:
+    """Placing or releasing refused: 422, the reason beside that form (and no other),
+    and its fields as they were posted."""
+    team = studio.team("hold-forms")
+    name = f"held.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    typo = {"scope": "definition", "definition": "never.published", "reason": "INC-9 <x>"}
+    place = operator.form("/holds", typo)
+    assert place.status_code == 422 and 'id="place-hold"' in place.text
+    error = re.search(r'id="hold-error">([^<]*)<', place.text).group(1)
+    assert error == "Not placed: no version of never.published is published in this team."
+    assert 'name="definition" value="never.published"' in place.text
+    assert 'name="reason" value="INC-9 &lt;x&gt;"' in place.text
+    team_wide = operator.form("/holds", {"scope": "team", "reason": " "})
+    assert team_wide.status_code == 422 and '<option value="team" selected>' in team_wide.text
+
+    placed = operator.form("/holds", {"scope": "definition", "definition": name, "reason": "x"})
+    hold_id = placed.headers["location"].removeprefix("/holds?placed=")
+    answer = operator.form(
+        f"/holds/{hold_id}/release", {"mode": "rate", "amount": "fast", "reason": "drain it"}
+    )
+    assert answer.status_code == 422
+    row = re.search(rf'<tr id="hold-{hold_id}".*?</tr>', answer.text, re.S).group(0)
+    error = re.search(r'id="release-error-1">([^<]*)<', row).group(1)
+    rule = f"the rate must be a number above 0 and at most {MAX_RELEASE_RATE:g}"
+    assert error == f"Not released: {rule}."
+    assert '<option value="rate" selected>' in row
+    assert 'name="amount" size="5" value="fast"' in row and 'value="drain it"' in row
+    assert 'id="hold-error"' not in answer.text
+    too_many = operator.form(
+        f"/holds/{hold_id}/release", {"mode": "count", "amount": "20000", "reason": "all"}
+    )
+    assert f"the count must be from 1 to {MAX_RELEASE_COUNT} instances, not 20000" in too_many.text
+    gone = operator.form("/holds/no-such-hold/release", {"mode": "all", "reason": "x"})
+    assert gone.status_code == 404 and 'id="hold-error"' in gone.text, "said at the top"

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from engine.model.events import EventKind
+from studio.definitions import drafts
 from studio.instance_urls import instance_url
+from studio.machines import edits
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 from tests.unit.machines import approval_document
@@ -167,3 +169,28 @@ def test_importing_a_machine_previews_its_diagram(studio: LiveStudio, team: str)
     assert preview.status_code == 200
     assert "document_approval@1</strong>, 5 states" in preview.text
     assert 'id="preview-state-InReview"' in preview.text
+
+
+def test_the_problems_pill_of_a_machine_draft_opens_the_list_of_them(
+    studio: LiveStudio, team: str
+) -> None:
+    """Not only a count: each problem, linked to the state it concerns (the machine's
+    own problems last), so the pill says where to go."""
+    document = edits.add_state(approval_document(), "Orphan", "").document
+    document["max_transitions"] = 0
+    draft = studio.run(lambda store: drafts.create_draft(store, team, document, "", "x"))
+    author = studio.client(studio.user(team, Role.AUTHOR))
+    page = author.get(f"/drafts/{draft.draft_id}").text
+    pill = re.search(
+        r'<details class="problems-toggle" id="draft-problems">.*?</details>', page, re.S
+    )
+    assert pill, "the pill opens a list"
+    summary = re.search(r"<summary>(.*?)</summary>", pill.group(0), re.S).group(1)
+    assert '<span class="pill error">2 problems</span>' in summary
+    items = [
+        re.sub(r"<[^>]+>", "", li).strip() for li in re.findall(r"<li.*?</li>", pill.group(0), re.S)
+    ]
+    assert items[0].startswith("Orphan transitions ") and "Orphan" in items[0][8:]
+    assert items[1].startswith("max_transitions must be")
+    base = f"/drafts/{draft.draft_id}"
+    assert f'<a href="{base}?step=Orphan">Orphan</a>' in pill.group(0)

@@ -4,7 +4,10 @@ more than a request may take, and a migration without a reason."""
 
 from __future__ import annotations
 
+import re
+
 from engine.api.client import Client
+from engine.model.limits import MAX_REASON_LENGTH
 from engine.model.validation import parse_definition
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
 from studio.roles import Role
@@ -35,5 +38,47 @@ def test_the_forms_take_only_reported_instances_a_bounded_number_and_a_reason(
     assert "a reason of 1 to 500 characters is required" in no_reason.text
     unpreviewed = client.form(url + "/migrate", {"instance": [instance_id], "reason": "v2"})
     assert unpreviewed.status_code == 422 and "preview the action first" in unpreviewed.text
+    state = studio.run(lambda store: Client(store).inspect(instance_id))
+    assert state.definition.version == "1" and state.audit == ()
+
+
+def test_a_refused_migration_form_comes_back_with_what_was_ticked_and_typed(
+    studio: LiveStudio,
+) -> None:
+    """Not an error page: the version's page (or the preview) again, 422, the reason
+    beside the form that was refused, and every box still ticked, the reason still typed."""
+    team, name, instance_id = studio.one_running("removes")
+    v2 = parse_definition(definition(name, "2", timeout="45s"))
+    studio.run(lambda store: Client(store).publish(v2, "seed", team))
+    declare = Client.declare_migration
+    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2 waits longer"))
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    url = f"/definitions/{name}/versions/2"
+    box = re.compile(rf'name="instance" value="{re.escape(instance_id)}"[^>]*>')
+
+    shown = client.get(url).text
+    assert 'id="migrate-error"' not in shown and "checked" not in box.search(shown).group(0)
+    nothing = client.form(url + "/migrate/preview")
+    assert nothing.status_code == 422 and 'id="migrate-form"' in nothing.text
+    error = re.search(r'id="migrate-error">([^<]*)<', nothing.text).group(1)
+    assert error == (
+        "no instance was ticked: tick the compatible instances to migrate in the report "
+        f"above (1 to {MAX_MIGRATIONS_PER_REQUEST} at a time)"
+    )
+    many = [instance_id, *(f"i-{n}" for n in range(MAX_MIGRATIONS_PER_REQUEST))]
+    too_many = client.form(url + "/migrate/preview", {"instance": many})
+    assert too_many.status_code == 422 and 'id="migrate-error"' in too_many.text
+    assert "checked" in box.search(too_many.text).group(0), "what was ticked stays ticked"
+
+    preview = client.form(url + "/migrate/preview", {"instance": [instance_id]})
+    assert preview.status_code == 200 and 'id="confirm-migration"' in preview.text
+    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+    long_reason = "because " * 70
+    chosen = {"instance": [instance_id], "bulk_id": bulk_id, "reason": long_reason}
+    too_long = client.form(url + "/migrate", chosen)
+    assert too_long.status_code == 422 and 'id="confirm-migration"' in too_long.text
+    assert f"a reason of 1 to {MAX_REASON_LENGTH} characters is required" in too_long.text
+    assert f"{long_reason}</textarea>" in too_long.text
+    assert f'name="bulk_id" value="{bulk_id}"' in too_long.text, "a repeat still acts once"
     state = studio.run(lambda store: Client(store).inspect(instance_id))
     assert state.definition.version == "1" and state.audit == ()

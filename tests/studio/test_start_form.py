@@ -1,0 +1,145 @@
+"""The start form says what it will do with what is typed: a code-first run's id becomes
+``<name>/<id>`` and its code reads the input; and opened without a version it offers
+one the pre-filled ``{}`` is not known to fail (never a child, which takes its input
+from its parent)."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.api.queries import PublishedVersion
+from engine.model.validation import parse_definition
+from examples import order_saga
+from studio.instance_urls import instance_url
+from studio.instances.service import start_default
+from studio.roles import Role
+from tests.studio import code_app
+from tests.studio.live import LiveStudio, definition
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def published(*documents: dict[str, Any]) -> list[PublishedVersion]:
+    """The documents as the catalog lists them: published in this order, listed by name."""
+    found = [
+        PublishedVersion(parse_definition(d), False, T0 + timedelta(minutes=n), "seed")
+        for n, d in enumerate(documents)
+    ]
+    return sorted(found, key=lambda v: (v.definition.name, v.published_at))
+
+
+def renamed(document: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``document`` with every ``name`` in ``names`` replaced (its own, a spawn's)."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: names.get(v, v) if k == "name" and isinstance(v, str) else walk(v)
+                for k, v in value.items()
+            }
+        return [walk(v) for v in value] if isinstance(value, list) else value
+
+    return walk(document)
+
+
+def code_documents(suffix: str = "") -> list[dict[str, Any]]:
+    """The example order saga and the shipping child it spawns (renamed by ``suffix``)."""
+    names = {n: n + suffix for n in ("order-saga", "shipping")}
+    return [renamed(flow.document, names) for flow in order_saga.app.workflows]
+
+
+def test_the_default_is_never_a_child_and_a_step_list_first() -> None:
+    """The studio's first start publishes these three: the form offered ``shipping``
+    (the catalog's last row, by name), whose first step reads the parcel its parent
+    gives it, so a start with ``{}`` was held there."""
+    fulfillment = json.loads((EXAMPLES / "order_fulfillment.json").read_text())
+    saga, shipping = code_documents()
+    chosen = start_default(published(fulfillment, saga, shipping))
+    assert chosen is not None and chosen.definition.name == "order.fulfillment"
+
+    code_only = start_default(published(saga, shipping))
+    assert code_only is not None and code_only.definition.name == "order-saga", "not the child"
+    machine = json.loads((EXAMPLES / "document_approval.json").read_text())
+    with_machine = start_default(published(saga, machine))
+    assert with_machine is not None and with_machine.definition.name == "order-saga"
+
+    child = definition("a.child")
+    ref = parse_definition(child).ref
+    parent = {
+        **definition("a.parent"),
+        "steps": [
+            {
+                "name": "kid",
+                "kind": "child",
+                "target": "a.child",
+                "child_definition": ref.to_json(),
+                "timeout": "1h",
+                "input_limit": 1024,
+                "result_limit": 1024,
+                "retry": {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"},
+            }
+        ],
+    }
+    newest = start_default(published(parent, child))
+    assert newest is not None and newest.definition.name == "a.parent", "a child step's too"
+    assert start_default([]) is None
+
+
+def test_a_code_first_run_id_is_said_next_to_the_id_field(studio: LiveStudio) -> None:
+    team = studio.team("start-code")
+    flow = code_app.app.workflows[0]
+    name = f"start-saga-{uuid.uuid4().hex[:6]}"
+    studio.publish(team, {**flow.document, "name": name})
+    steps = studio.publish_new(team, "start-steps")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+
+    def hints(path: str) -> tuple[str, str]:
+        """The id field's hint and the input field's, as the form opens."""
+        text = operator.get(path).text
+        found = re.search(r'id="start-id-help"[^>]*>([^<]*)<', text).group(1)
+        wanted = re.search(r'id="start-input-help"[^>]*>([^<]*)<', text).group(1)
+        return found, wanted
+
+    id_hint, input_hint = hints(f"/instances/new?definition={name}&version=1")
+    assert id_hint.startswith(
+        f"{name} is a code-first workflow: its run id is stored as {name}/ID, the "
+        "workflow's name, a slash and the id given here (or a new one when empty)"
+    )
+    assert input_hint.startswith(
+        f"The workflow's code ({flow.module}.{flow.qualname}) receives the input as it is"
+    )
+    id_hint, input_hint = hints(f"/instances/new?definition={steps}&version=1")
+    assert id_hint.startswith("Leave empty for a new id.") and "code-first" not in id_hint
+    assert input_hint.startswith("Every activity receives the input: at most 1024 bytes")
+    page = operator.get(f"/instances/new?definition={steps}&version=1").text
+    option = re.search(rf'<option value="{re.escape(name)}@1"[^>]*>', page).group(0)
+    assert f'data-id-hint="{name} is a code-first workflow: its run id is stored as' in option
+
+    fields = {"definition": f"{name}@1", "instance_id": "r-1", "input": '{"sku": "mug"}'}
+    started = operator.form("/instances", fields)
+    assert started.status_code == 303
+    assert started.headers["location"] == instance_url(f"{name}/r-1"), "as the hint said"
+
+
+def test_the_form_opened_without_a_version_offers_one_that_is_no_child(
+    studio: LiveStudio,
+) -> None:
+    team = studio.team("start-default")
+    suffix = f"-{uuid.uuid4().hex[:6]}"
+    for document in code_documents(suffix):
+        studio.publish(team, document)
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    page = operator.get("/instances/new").text
+    selected = re.findall(r'<option value="([^"]+)"[^>]*\bselected>', page)
+    assert selected == [f"order-saga{suffix}@1"], "not shipping, which order-saga spawns"
+    steps = studio.publish_new(team, "zz-steps")
+    page = operator.get("/instances/new").text
+    selected = re.findall(r'<option value="([^"]+)"[^>]*\bselected>', page)
+    assert selected == [f"{steps}@1"], "a step list takes the {} pre-filled as it is"
+    assert "{}</textarea>" in page
