@@ -9,10 +9,11 @@ import httpx
 
 from engine.model.validation import parse_definition
 from engine.store.store import Store
+from studio.access import TOKEN_REFUSED
 from studio.accounts import people
 from studio.roles import Role
 from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
-from tests.studio.live import PASSWORD, LiveStudio, definition, login_token
+from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
 
 EXPIRY = "expires_in_days"
 EXPIRE = "UPDATE studio_api_tokens SET expires_at = now() - interval '1 s' WHERE token_id = %s"
@@ -187,13 +188,15 @@ def test_api_tokens_are_shown_once_scoped_and_revocable(studio: LiveStudio) -> N
     assert api.get("/api/tokens", headers=bearer).status_code == 403  # author, not admin
     token_id = token.split("_")[1]
     assert admin.form(f"/settings/tokens/{token_id}/revoke").status_code == 303
+    assert_token_refused(api, bearer)
+
+
+def assert_token_refused(api: SignedInClient, bearer: dict[str, str]) -> None:
+    """The token is refused in words a script can act on; without one, a person's."""
     refused = api.get("/api/me", headers=bearer)
     assert refused.status_code == 401
-    assert (
-        refused.json()["error"]
-        == "the API token is not accepted: it is unknown, revoked or expired"
-    )
-    assert api.get("/api/me").json()["error"] == "sign in first"  # no token: a person's words
+    assert refused.json()["error"] == TOKEN_REFUSED
+    assert api.get("/api/me").json()["error"] == "sign in first"
 
 
 def test_login_redirects_only_to_local_pages(studio: LiveStudio) -> None:
@@ -242,13 +245,7 @@ def test_an_api_token_stops_working_when_it_expires(studio: LiveStudio) -> None:
     assert api.get("/api/me", headers=bearer).status_code == 200
     token_id = bearer["Authorization"].split("_")[1]
     studio.run(lambda store: _expire(store, token_id))
-    refused = api.get("/api/me", headers=bearer)
-    assert refused.status_code == 401
-    assert (
-        refused.json()["error"]
-        == "the API token is not accepted: it is unknown, revoked or expired"
-    )
-    assert api.get("/api/me").json()["error"] == "sign in first"  # no token: a person's words
+    assert_token_refused(api, bearer)
     assert "inactive: expired" in admin.get("/settings").text
 
 
