@@ -48,11 +48,14 @@ from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import InstanceStatus, instance_to_json
 from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
+from engine.model.transitions import WorkKind
 from engine.modes.steps.fold.activities import RESOLUTIONS
-from engine.store import catalog, reads
+from engine.store import catalog, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import InstanceNotFound
+from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
+from engine.store.work_views import WorkRow
 from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
@@ -493,9 +496,28 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
         print(describe_instance(state))
-        if waits := await client.awaiting(state):
+        letters = await _dead_letters(client.store, state.instance_id)
+        for letter in letters:
+            detail = f": {letter.failure_detail}" if letter.failure_detail else ""
+            what = " ".join(filter(None, [WorkKind(letter.kind).label, letter.step]))
+            print(f"  dead letter {what}: {letter.failure_code}{detail}")
+        if letters and not state.status.terminal:
+            print(f"  now: {STOPPED_AT_DEAD_LETTER}")
+        elif waits := await client.awaiting(state):
             print(f"  now: {waits}")
     return 0
+
+
+STOPPED_AT_DEAD_LETTER = (
+    "stopped at a dead letter: nothing runs it again until an operator resolves it "
+    "(the studio's Dead letters, or /api/dead-letters)"
+)
+
+
+async def _dead_letters(store: Store, instance_id: str) -> list[WorkRow]:
+    """The instance's dead-lettered work among its newest rows, as the studio shows it."""
+    rows = await work_views.instance_work(store, instance_id)
+    return [row for row in rows if row.state is WorkState.DEAD_LETTERED]
 
 
 async def _history(client: Client, args: argparse.Namespace) -> int:

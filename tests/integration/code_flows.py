@@ -89,6 +89,12 @@ async def parent(ctx: Context, input: Any) -> Any:
     return [payload, which if isinstance(which, str) else which.key]
 
 
+@app.workflow("ghostly", version="1")
+async def ghostly(ctx: Context, input: Any) -> Any:
+    """Spawns a workflow nobody published: its decision is parked as a dead letter."""
+    return await ctx.wait_signal(ctx.spawn("ghost", None))
+
+
 @app.workflow("top", version="1")
 async def top(ctx: Context, input: Any) -> Any:
     """Spawns ``parent`` (which spawns ``child``) and waits for it, or for ``give-up``."""

@@ -6,13 +6,16 @@ that time out in turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from engine.api.client import Client
+from engine.cli.runtime import STOPPED_AT_DEAD_LETTER
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
@@ -260,3 +263,21 @@ async def test_a_timeout_wake_up_claimed_early_waits_for_its_time(
     state = await client.inspect(run)
     assert state.status is S.COMPLETED, state.status
     assert state.value("result")[3] == [None, None]
+
+
+async def test_a_spawn_nobody_published_is_parked_and_inspect_says_so(
+    client: Client, ctx: Context, pg_dsn: str, schema: str
+) -> None:
+    """The run cannot go on until ``ghost`` is published and the dead letter retried:
+    ``wayline inspect`` says where it stopped, not that it is waiting."""
+    run = await start(client, ctx, "ghostly")
+    command = ["-m", "engine.cli.main", "inspect", run, "--dsn", pg_dsn, "--schema", schema]
+    shown = await asyncio.create_subprocess_exec(sys.executable, *command, stdout=-1, stderr=-1)
+    out, err = await shown.communicate()
+    assert shown.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[-2:] == [
+        "  dead letter decision: spawn-definition-not-found: spawn of 'ghost': "
+        "no published version can start",
+        f"  now: {STOPPED_AT_DEAD_LETTER}",
+    ]
