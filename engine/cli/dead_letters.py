@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.api.client import Client
 from engine.api.queries import Queries
-from engine.cli.options import CommandFailed, UsageError
+from engine.cli.options import CommandFailed, UsageError, whole_number
 from engine.cli.runtime import add_command, add_group, work_label
 from engine.model.canonical import format_instant, parse_instant
 from engine.model.inputs import check_team
@@ -99,15 +99,8 @@ def _fence(parser: argparse.ArgumentParser) -> None:
 
 def list_limit(text: str) -> int:
     """argparse type for ``--limit``: 1 to MAX_PAGE_ITEMS, as one page may hold."""
-    try:
-        number = int(text)
-    except ValueError:
-        number = 0
-    if not 1 <= number <= MAX_PAGE_ITEMS:
-        raise argparse.ArgumentTypeError(
-            f"must be a whole number from 1 to {MAX_PAGE_ITEMS} (MAX_PAGE_ITEMS)"
-        )
-    return number
+    rule = f"must be a whole number from 1 to {MAX_PAGE_ITEMS} (MAX_PAGE_ITEMS)"
+    return whole_number(text, 1, MAX_PAGE_ITEMS, rule)
 
 
 def instant(text: str) -> datetime:
