@@ -24,7 +24,16 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from engine.cli import definitions, holds, machines, migrate, retention, runtime, version_moves
+from engine.cli import (
+    dead_letters,
+    definitions,
+    holds,
+    machines,
+    migrate,
+    retention,
+    runtime,
+    version_moves,
+)
 from engine.cli.options import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -54,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     machines.register(commands)
     retention.register(commands)
     holds.register(commands)
+    dead_letters.register(commands)
     _register_plugins(commands)
     return parser
 

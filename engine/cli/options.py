@@ -133,15 +133,21 @@ def port_or_none(text: str) -> int:
 
 
 def _port(text: str, lowest: int) -> int:
+    none = f", or {NO_PORT} for none" if lowest == NO_PORT else ""
+    return whole_number(
+        text, lowest, MAX_PORT, f"must be a port number from {MIN_PORT} to {MAX_PORT}{none}"
+    )
+
+
+def whole_number(text: str, lowest: int, highest: int, rule: str) -> int:
+    """``text`` as a whole number from ``lowest`` to ``highest``, for an argparse type;
+    anything else (not a number, or out of range) is refused saying ``rule``."""
     try:
         number = int(text)
     except ValueError:
         number = lowest - 1
-    if not lowest <= number <= MAX_PORT:
-        none = f", or {NO_PORT} for none" if lowest == NO_PORT else ""
-        raise argparse.ArgumentTypeError(
-            f"must be a port number from {MIN_PORT} to {MAX_PORT}{none}"
-        )
+    if not lowest <= number <= highest:
+        raise argparse.ArgumentTypeError(rule)
     return number
 
 

@@ -499,8 +499,9 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
         letters = await _dead_letters(client.store, state.instance_id)
         for letter in letters:
             detail = f": {letter.failure_detail}" if letter.failure_detail else ""
-            what = " ".join(filter(None, [WorkKind(letter.kind).label, letter.step]))
-            print(f"  dead letter {what}: {letter.failure_code}{detail}")
+            fence = f"(work {letter.work_id}, token {letter.token})"
+            what = work_label(letter.kind, letter.step)
+            print(f"  dead letter {what} {fence}: {letter.failure_code}{detail}")
         if letters and not state.status.terminal:
             print(f"  now: {STOPPED_AT_DEAD_LETTER}")
         elif waits := await client.awaiting(state):
@@ -509,9 +510,16 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
 
 
 STOPPED_AT_DEAD_LETTER = (
-    "stopped at a dead letter: nothing runs it again until an operator resolves it "
-    "(the studio's Dead letters, or /api/dead-letters)"
+    "stopped at a dead letter: nothing runs it again until an operator resolves it: "
+    "wayline dead-letter list / retry / discard, or the studio's Dead letters"
 )
+
+
+def work_label(kind: WorkKind | int, what: str = "") -> str:
+    """A work row's kind as people read it (``decision``; ``kind 9`` for one this
+    engine does not know), followed by ``what`` it is for (a step, a target)."""
+    label = kind.label if isinstance(kind, WorkKind) else f"kind {kind}"
+    return f"{label} {what}" if what else label
 
 
 async def _dead_letters(store: Store, instance_id: str) -> list[WorkRow]:

@@ -89,7 +89,7 @@ async def _create(ctx: Context, parent, child) -> str | None:
     owner = await reads.get_instance(ctx.store, parent.instance_id)
     if not await catalog.owns(ctx.store, child.definition, owner.tenant_id):
         return CHILD_DEFINITION_NOT_FOUND
-    registry = await ctx.registries.get()
+    registry = await ctx.registries.holding(child.definition)
     definition = registry.resolve(child.definition)
     now = max(ctx.store.now(), parent.updated_at)
     try:

@@ -49,6 +49,18 @@ MAX_STEP_TIMEOUT = timedelta(days=365)
 
 MAX_RETRY_DELAY = timedelta(days=30)
 
+MAX_RETRY_IN = MAX_RETRY_DELAY
+"""The latest a retried dead letter is due again: as late as a step's retry may be."""
+MAX_DEADLINE_IN = MAX_STEP_TIMEOUT
+"""The longest a retried dead letter may then run before it is dead again: as long as
+a step's timeout may be."""
+DEFAULT_RETRY_IN = timedelta(0)
+"""When a retried dead letter is due unless its operator says: at once (whoever
+retries it has mended what made it fail)."""
+DEFAULT_DEADLINE_IN = timedelta(days=1)
+"""How long after its retry a readmitted dead letter may take, unless its operator
+says, before it is dead again."""
+
 MAX_WORK_CLAIM_ITEMS = 100
 MAX_LEASE_DURATION = timedelta(minutes=15)
 MAX_WORKER_CONCURRENCY = 1_000

@@ -39,11 +39,18 @@ import psycopg
 from engine.decide.audit import actor_problem, reason_problem
 from engine.model.canonical import digest, format_instant, utc
 from engine.model.identifiers import id_problem
-from engine.model.limits import MAX_KEY_LENGTH, MAX_PAGE_ITEMS
+from engine.model.limits import (
+    DEFAULT_DEADLINE_IN,
+    DEFAULT_RETRY_IN,
+    MAX_DEADLINE_IN,
+    MAX_KEY_LENGTH,
+    MAX_PAGE_ITEMS,
+    MAX_RETRY_IN,
+)
 from engine.model.transitions import WorkKind
 from engine.store.errors import CorruptStore, StaleLease, StoreError
 from engine.store.leases import WorkRequestInvalid
-from engine.store.rows import payload_text, work_kind
+from engine.store.rows import payload_fields, payload_text, work_kind
 from engine.store.statements import dead_letters as sql
 from engine.store.statements import transitions as transition_sql
 from engine.store.store import Store
@@ -81,6 +88,12 @@ class DeadLetter:
     payload: str | None
     failure_detail: str = ""
     """What the code cannot say (a code workflow's journal divergence), or ''."""
+
+    @property
+    def step(self) -> str:
+        """The step its payload names, or '' (a decision, or a payload that is no JSON
+        object: a poison one): what an operator reads beside its kind."""
+        return str(payload_fields(self.payload).get("step", ""))
 
 
 @dataclass(frozen=True)
@@ -135,12 +148,26 @@ class Resolution:
             }
         )
 
+    def repeats(self, earlier: Resolution) -> bool:
+        """Whether this command is ``earlier`` given again: the same command id, dead
+        letter, action, actor and reason. Only the times may differ, since a command
+        given again later (after an unknown outcome, say) reads the clock again and its
+        default retry times with it; what ``earlier`` recorded stands."""
+        return all(getattr(self, name) == getattr(earlier, name) for name in REPEATED_FIELDS)
+
+
+REPEATED_FIELDS = ("command_id", "instance_id", "work_id", "token", "action", "actor", "reason")
+"""What a resolution given again must keep to be the same command (``Resolution.repeats``)."""
+
 
 @dataclass(frozen=True)
 class ResolutionResult:
     command_id: str
     replayed: bool = False
-    """True when this exact command had been committed before (nothing was written)."""
+    """True when this command had been committed before (nothing was written)."""
+    recorded: Resolution | None = None
+    """The resolution as it stands committed: the command, or for a repeat given later,
+    the one recorded first (its times)."""
 
 
 # SQL ----------------------------------------------------------------------------------
@@ -341,6 +368,29 @@ def make_resolution(
     )
 
 
+def retry_window(
+    now: datetime, retry_at: datetime | None = None, deadline: datetime | None = None
+) -> tuple[datetime, datetime]:
+    """A retry's (retry_at, deadline) from what its operator gave, the rest by default
+    (``DEFAULT_RETRY_IN`` after ``now``, ``DEFAULT_DEADLINE_IN`` after the retry), so
+    every caller defaults alike. WorkRequestInvalid when the retry is more than
+    MAX_RETRY_IN after ``now`` or the deadline more than MAX_DEADLINE_IN after the
+    retry (``make_resolution`` checks their order)."""
+    now = _aware(now, "now")
+    retry_at = now + DEFAULT_RETRY_IN if retry_at is None else _aware(retry_at, "retry_at")
+    deadline = retry_at + DEFAULT_DEADLINE_IN if deadline is None else _aware(deadline, "deadline")
+    if retry_at - now > MAX_RETRY_IN:
+        raise WorkRequestInvalid(
+            f"retry_at must be at most {MAX_RETRY_IN.days} days from now (MAX_RETRY_IN)"
+        )
+    if deadline - retry_at > MAX_DEADLINE_IN:
+        raise WorkRequestInvalid(
+            f"the new deadline must be at most {MAX_DEADLINE_IN.days} days after retry_at "
+            "(MAX_DEADLINE_IN)"
+        )
+    return retry_at, deadline
+
+
 def _check_key(value: object, what: str) -> None:
     """A stored id (the dead letter's key as listed): a string of bounded length."""
     if not isinstance(value, str) or not 1 <= len(value) <= 2 * MAX_KEY_LENGTH:
@@ -370,18 +420,25 @@ async def resolve(store: Store, command: Resolution) -> ResolutionResult:
     """Resolve the dead letter (work_id, token) once, in one transaction; ``command``
     comes from ``make_resolution``, which has checked every field.
 
-    Exact replay of a committed command is success with ``replayed=True``. Raises
-    ResolutionConflict (command id or fence used by another command), StaleLease (the
-    token is not the work's current dead letter) or, when the COMMIT's answer was lost,
-    CommitUnknown: send the same command again to learn the outcome.
+    A committed command given again is success with ``replayed=True``: exactly, or
+    later with other times (``Resolution.repeats``; ``recorded`` then has the first
+    one's). Raises ResolutionConflict (command id or fence used by another command),
+    StaleLease (the token is not the work's current dead letter) or, when the COMMIT's
+    answer was lost, CommitUnknown: send the same command again to learn the outcome.
     """
     now = store.clock.sql_now()
 
     async def body(conn: psycopg.AsyncConnection) -> bool:
         return await _resolve_on(conn, command, now, store.channel)
 
-    replayed = await transact(store, f"resolution {command.command_id}", body)
-    return ResolutionResult(command.command_id, replayed)
+    try:
+        replayed = await transact(store, f"resolution {command.command_id}", body)
+    except ResolutionConflict:
+        earlier = await find_resolution(store, command.instance_id, command.command_id)
+        if earlier is None or not command.repeats(earlier):
+            raise
+        return ResolutionResult(command.command_id, True, earlier)
+    return ResolutionResult(command.command_id, replayed, command)
 
 
 async def _resolve_on(

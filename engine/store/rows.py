@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from enum import IntEnum
 from typing import Any
 
@@ -140,6 +141,18 @@ def payload_text(raw: bytes | None) -> str | None:
     """A work row's payload as text; bytes that are not UTF-8 are replaced, never fatal
     (the payload's reader rejects it, for that one row)."""
     return None if raw is None else bytes(raw).decode(errors="replace")
+
+
+def payload_fields(raw: bytes | str | None) -> dict[str, Any]:
+    """A work row's dispatch payload as a dict ({} when absent or not a JSON object: a
+    view of a poison payload must still show its row)."""
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw if isinstance(raw, str) else bytes(raw).decode())
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def work_row(item: WorkItem) -> tuple[Any, ...]:

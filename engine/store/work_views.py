@@ -10,7 +10,6 @@ view, never a fence).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +17,7 @@ from typing import Any
 
 from engine.model.canonical import utc
 from engine.model.transitions import WorkKind
-from engine.store.rows import WorkState, work_kind
+from engine.store.rows import WorkState, payload_fields, work_kind
 from engine.store.statements import work_views as sql
 from engine.store.store import Store
 
@@ -129,18 +128,7 @@ def _work_row(row: tuple[Any, ...]) -> WorkRow:
         deadline=utc(deadline),
         failure_code=code,
         completed_at=None if completed is None else utc(completed),
-        payload=_payload(payload),
+        payload=payload_fields(payload),
         tenant_id=tenant,
         failure_detail=detail,
     )
-
-
-def _payload(raw: bytes | None) -> dict[str, Any]:
-    """The dispatch payload as a dict ({} when absent or not a JSON object)."""
-    if raw is None:
-        return {}
-    try:
-        value = json.loads(bytes(raw).decode())
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
+from engine.model.definitions import DefinitionRef
 from engine.model.errors import ReplayRejected
 from engine.model.events import Event
 from engine.model.instance import Instance
@@ -50,6 +51,15 @@ class RegistrySource:
     async def refresh(self) -> Registry:
         self.registry = await catalog.load_registry(self.store)
         return self.registry
+
+    async def holding(self, ref: DefinitionRef) -> Registry:
+        """The registry, read again when it lacks ``ref``: a version published after it
+        was read (by another process: a code run's spawn of a workflow published once
+        its dead letter showed it missing) is still found."""
+        registry = await self.get()
+        if registry.get(ref.name, ref.version) is None:
+            registry = await self.refresh()
+        return registry
 
 
 class Folding(Protocol[Entry]):

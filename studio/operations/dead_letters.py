@@ -23,10 +23,11 @@ from engine.api.queries import (
     ResolutionAction,
     ResolutionRecord,
 )
+from engine.model import limits
 from engine.model.canonical import digest
 from engine.model.definitions import DefinitionRef
 from engine.model.durations import ALLOWED, format_duration, parse_duration
-from engine.model.limits import MAX_PAGE_ITEMS, MAX_RETRY_DELAY, MAX_STEP_TIMEOUT
+from engine.model.limits import MAX_DEADLINE_IN, MAX_PAGE_ITEMS, MAX_RETRY_IN
 from studio.errors import Invalid
 from studio.paging import format_cursor, parse_cursor
 from studio.reasons import operator_reason
@@ -34,13 +35,10 @@ from studio.runtime import Runtime
 
 PAGE_SIZE = 50
 AUDIT_SHOWN = 20
-DEFAULT_RETRY_IN = "0s"
-DEFAULT_DEADLINE_IN = "1d"
-MAX_RETRY_IN = MAX_RETRY_DELAY
-"""The latest a retried dead letter is due again: as late as a step's retry may be."""
-MAX_DEADLINE_IN = MAX_STEP_TIMEOUT
-"""The longest a retried dead letter may then run before it is dead again: as long as
-a step's timeout may be."""
+DEFAULT_RETRY_IN = f"{limits.DEFAULT_RETRY_IN.total_seconds():g}s"
+"""The engine's default retry delay as the form writes it (``0s``: ``format_duration``
+has no form for zero)."""
+DEFAULT_DEADLINE_IN = format_duration(limits.DEFAULT_DEADLINE_IN)
 
 
 @dataclass(frozen=True)

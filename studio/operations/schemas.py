@@ -8,7 +8,12 @@ from datetime import datetime
 from engine.api.queries import DeadLetterGroup, WorkRow
 from engine.model.identifiers import local_instance_id
 from studio.choices import DeadLetterAction
-from studio.operations.dead_letters import DeadLetterView, ItemResult
+from studio.operations.dead_letters import (
+    DEFAULT_DEADLINE_IN,
+    DEFAULT_RETRY_IN,
+    DeadLetterView,
+    ItemResult,
+)
 from studio.operations.workers import WorkerView
 from studio.projection import projected
 
@@ -62,8 +67,8 @@ class ResolveIn:
     items: list[FenceIn]
     command_id: str | None = None
     """Deduplicates: the same command id again only replays what was done."""
-    retry_in: str = "0s"
-    deadline_in: str = "1d"
+    retry_in: str = DEFAULT_RETRY_IN
+    deadline_in: str = DEFAULT_DEADLINE_IN
 
 
 @dataclass

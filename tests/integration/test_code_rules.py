@@ -276,8 +276,9 @@ async def test_a_spawn_nobody_published_is_parked_and_inspect_says_so(
     out, err = await shown.communicate()
     assert shown.returncode == 0, err.decode()
     lines = out.decode().splitlines()
+    (letter,) = (await list_dead_letters(ctx.store)).items
     assert lines[-2:] == [
-        "  dead letter decision: spawn-definition-not-found: spawn of 'ghost': "
-        "no published version can start",
+        f"  dead letter decision (work {letter.work_id}, token {letter.token}): "
+        "spawn-definition-not-found: spawn of 'ghost': no published version can start",
         f"  now: {STOPPED_AT_DEAD_LETTER}",
     ]

@@ -21,6 +21,7 @@ from engine.store.dead_letters import (
     ResolutionConflict,
     list_dead_letters,
     resolve,
+    retry_window,
 )
 from engine.store.dead_letters import make_resolution as make
 from engine.store.errors import StaleLease
@@ -112,6 +113,31 @@ async def test_other_commands_on_a_resolved_fence_conflict(store: Store) -> None
     with pytest.raises(ResolutionConflict, match="cmd-1"):
         await discard(store, "cmd-1", lease, reason="another reason")
     assert await resolution_rows(store) == [("cmd-1", 1, 2)]
+
+
+async def test_the_same_command_given_again_later_replays_what_was_recorded_first(
+    store: Store,
+) -> None:
+    """A command given again after an unknown outcome reads the clock again: the same id,
+    fence, action, actor and reason is still a replay, and the first times stand."""
+    (lease,) = await dead_lettered(store)
+    assert (await retry(store, "cmd-again", lease, T0)).replayed is False
+    again = await retry(store, "cmd-again", lease, T0 + MINUTE)
+    assert again.replayed is True and again.recorded is not None
+    assert (again.recorded.occurred_at, again.recorded.retry_at) == (T0, T0)
+    with pytest.raises(ResolutionConflict, match="cmd-again"):  # another action
+        await discard(store, "cmd-again", lease)
+    assert await resolution_rows(store) == [("cmd-again", 1, 1)]
+
+
+def test_a_retry_window_defaults_and_is_bounded() -> None:
+    assert retry_window(T0) == (T0, T0 + DAY)
+    assert retry_window(T0, T0 + MINUTE) == (T0 + MINUTE, T0 + MINUTE + DAY)
+    assert retry_window(T0, None, T0 + MINUTE) == (T0, T0 + MINUTE)
+    with pytest.raises(WorkRequestInvalid, match="MAX_RETRY_IN"):
+        retry_window(T0, T0 + timedelta(days=31))
+    with pytest.raises(WorkRequestInvalid, match="MAX_DEADLINE_IN"):
+        retry_window(T0, T0, T0 + timedelta(days=366))
 
 
 async def test_a_stale_or_unknown_fence_is_rejected(store: Store) -> None:
