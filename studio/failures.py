@@ -15,6 +15,7 @@ from litestar.exceptions import (
     HTTPException,
     MethodNotAllowedException,
     NotAuthorizedException,
+    NotFoundException,
     ValidationException,
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
@@ -38,6 +39,10 @@ log = logging.getLogger("wayline.studio")
 SHAPE = "the request is not in the expected shape"
 """Said of a request whose fields are listed in ``problems``; a missing parameter is
 named in the message itself (Litestar's words, without the URL it appends)."""
+
+
+NO_SUCH_PATH = "no such path; the API's paths are listed in /schema/openapi.json"
+"""A path no route serves (a resource that is not found says which one instead)."""
 
 
 def describe(error: Exception, handler: object = None) -> tuple[int, str, list[dict[str, str]]]:
@@ -84,8 +89,11 @@ def _validation(error: ValidationException, handler: object) -> list[dict[str, s
 
 
 def handle_error(request: Request, error: Exception) -> Response:
-    status, message, problems = describe(error, request.scope.get("route_handler"))
+    handler = request.scope.get("route_handler")
+    status, message, problems = describe(error, handler)
     if request.url.path.startswith("/api/"):
+        if isinstance(error, NotFoundException) and handler is None:  # no route at all
+            message = NO_SUCH_PATH
         return Response(ErrorOut(message, problems), status_code=status, headers=_headers(error))
     if isinstance(error, NotAuthorizedException):
         return _to("/login?next=" + quote(request.url.path), request, 401)

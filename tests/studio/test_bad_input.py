@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from engine.decide.operator_actions import Action
+from studio.failures import NO_SUCH_PATH
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition, login_token
 
@@ -174,3 +175,13 @@ def test_a_new_draft_needs_a_name_and_version_publishing_would_take(
     """Refused at once, before a draft with a 100 KB name widens every page that lists it."""
     created = world.send("POST", "/drafts", data={"_csrf": world.client.csrf, **form})
     assert created.status_code == 422 and says in created.text
+
+
+def test_an_api_path_no_route_serves_points_to_the_list_of_paths(world: World) -> None:
+    """A mistyped path is told apart from a resource that is not there."""
+    mistyped = world.send("GET", "/api/instance")
+    assert mistyped.status_code == 404
+    assert mistyped.json() == {"error": NO_SUCH_PATH, "problems": []}
+    missing = world.send("GET", "/api/instances/no-such-instance")
+    assert missing.status_code == 404
+    assert missing.json()["error"] != NO_SUCH_PATH
