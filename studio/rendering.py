@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from engine.model.description import failure_message
 from engine.model.identifiers import local_instance_id
+from engine.model.transitions import work_label
 from studio import read_lag
 from studio.access import maybe_principal
 from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
@@ -85,6 +86,7 @@ def _configure(engine: Any) -> None:
     env.globals["MAX_MARKERS"] = MAX_MARKERS
     env.globals["trace_link"] = _trace_link
     env.globals["failure_message"] = failure_message
+    env.globals["work_label"] = work_label
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the
     # token every page gets, it filled a macro imported without context with the

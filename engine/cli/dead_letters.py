@@ -25,10 +25,11 @@ from typing import Any
 from engine.api.client import Client
 from engine.api.queries import Queries
 from engine.cli.options import CommandFailed, UsageError, whole_number
-from engine.cli.runtime import add_command, add_group, work_label
+from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant, parse_instant
 from engine.model.inputs import check_team
 from engine.model.limits import MAX_PAGE_ITEMS
+from engine.model.transitions import work_label
 from engine.store.dead_letters import (
     DeadLetter,
     Resolution,

@@ -48,7 +48,7 @@ from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import InstanceStatus, instance_to_json
 from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
-from engine.model.transitions import WorkKind
+from engine.model.transitions import work_label
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -513,13 +513,6 @@ STOPPED_AT_DEAD_LETTER = (
     "stopped at a dead letter: nothing runs it again until an operator resolves it: "
     "wayline dead-letter list / retry / discard, or the studio's Dead letters"
 )
-
-
-def work_label(kind: WorkKind | int, what: str = "") -> str:
-    """A work row's kind as people read it (``decision``; ``kind 9`` for one this
-    engine does not know), followed by ``what`` it is for (a step, a target)."""
-    label = kind.label if isinstance(kind, WorkKind) else f"kind {kind}"
-    return f"{label} {what}" if what else label
 
 
 async def _dead_letters(store: Store, instance_id: str) -> list[WorkRow]:

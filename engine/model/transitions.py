@@ -60,6 +60,13 @@ class WorkKind(Labelled):
     """Replay a code-first workflow's code, record what it asks next."""
 
 
+def work_label(kind: WorkKind | int, what: str = "") -> str:
+    """A work row's kind as people read it (``decision``; ``kind 9`` for one this
+    engine does not know), followed by ``what`` it is for (a step, a target)."""
+    label = kind.label if isinstance(kind, WorkKind) else f"kind {kind}"
+    return f"{label} {what}" if what else label
+
+
 DISPATCH_KINDS = frozenset({WorkKind.ACTIVITY, WorkKind.CHILD, WorkKind.COMPENSATION})
 
 

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalRecord
+from engine.modes.code.cursor import StopKind
+from engine.modes.code.effects import (
+    SPAWN_NOT_FOUND,
+    WORKFLOW_CODE_DIFFERS,
+    WORKFLOW_CODE_MISSING,
+)
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Entry, EntryState, Verb
 from studio.code.outline_graph import verb_name
@@ -163,3 +169,37 @@ def _recorded(entry: Entry) -> str:
 def _shown(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= VALUE_SHOWN else text[: VALUE_SHOWN - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Parking:
+    """Why a code-first run's decision was dead-lettered, and what fixes it."""
+
+    headline: str
+    remedy: str
+
+
+CODE_DIFFERS = Parking(
+    "this run's code differs from its journal.", "Deploy code that matches the journal"
+)
+PARKINGS = {
+    StopKind.DIVERGED.value: CODE_DIFFERS,
+    StopKind.REFUSED.value: CODE_DIFFERS,
+    WORKFLOW_CODE_DIFFERS: CODE_DIFFERS,
+    WORKFLOW_CODE_MISSING: Parking(
+        "the worker that took it does not have this run's code.",
+        "Run a worker whose app declares this workflow version",
+    ),
+    SPAWN_NOT_FOUND: Parking(
+        "a workflow it spawns has no published version to start.",
+        "Publish that workflow (in this team)",
+    ),
+}
+"""What each code a parked decision carries means (``engine.modes.code``); any other
+(a bound the code ran into) is shown as it is, with its message."""
+PARKED = Parking("what its code asked for cannot be recorded.", "Fix the cause shown here")
+
+
+def parking(code: str) -> Parking:
+    """The words for a parked decision's failure ``code``."""
+    return PARKINGS.get(code, PARKED)

@@ -123,10 +123,20 @@ class InstanceDetail:
         return [w for w in self.work if w.state is WorkState.DEAD_LETTERED]
 
     @property
+    def parked(self) -> WorkRow | None:
+        """The dead-lettered decision that parks a code-first run (None when none does)."""
+        return next((w for w in self.dead_letters if w.kind == WorkKind.DECISION), None)
+
+    @property
     def divergence(self) -> str:
-        """Why a code-first run is parked: its journal and its code differ ('' if not)."""
-        parked = (w for w in self.dead_letters if w.kind == WorkKind.DECISION)
-        return next((w.failure_detail or w.failure_code for w in parked), "")
+        """Why a code-first run is parked, as its dead letter says ('' when it is not)."""
+        parked = self.parked
+        return (parked.failure_detail or parked.failure_code) if parked else ""
+
+    @property
+    def parked_why(self) -> journal_view.Parking:
+        """What parked the run, in words, and what an operator does before retrying."""
+        return journal_view.parking(self.parked.failure_code if self.parked else "")
 
 
 async def replayed(reads: Reads, team: str, instance_id: str) -> tuple[InstanceRow, Replayed]:

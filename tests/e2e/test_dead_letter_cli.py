@@ -17,7 +17,7 @@ from engine.api.queries import Queries
 from engine.cli import main as cli_main
 from engine.cli.runtime import STOPPED_AT_DEAD_LETTER
 from engine.model.instance import InstanceStatus
-from engine.modes.code.processor import SPAWN_NOT_FOUND
+from engine.modes.code.effects import SPAWN_NOT_FOUND
 from engine.store.dead_letters import DeadLetter
 from engine.store.errors import CommitUnknown
 from tests.e2e import ghost_app

@@ -8,6 +8,7 @@ replay, as a deploy of different code would, and the run must park, not guess.
 ``pages-unknown`` charges, after ``go``, with a body that dies mid-effect: its outcome
 is unknown and held for an operator, after which the run waits for ``done``.
 ``pages-raises`` raises from the workflow's own code: the run fails ``workflow-error``.
+``pages-ghostly`` spawns a workflow nobody published: its decision is parked.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ async def pages_raises(ctx: Context, order: dict[str, Any]) -> None:
     raise LookupError(f"no such order: {order['id']}")
 
 
+async def pages_ghostly(ctx: Context, _: Any) -> Any:
+    return await ctx.wait_signal(ctx.spawn("pages-ghost", None))
+
+
 def lost_connection() -> None:
     """A body whose effect may or may not have happened: not a declared failure."""
     raise ConnectionError("the gateway hung up after the request was sent")
@@ -55,3 +60,4 @@ app.workflow("pages-saga", version="1")(pages_saga)
 app.workflow("pages-switch", version="1")(pages_switch)
 app.workflow("pages-unknown", version="1")(pages_unknown)
 app.workflow("pages-raises", version="1")(pages_raises)
+app.workflow("pages-ghostly", version="1")(pages_ghostly)

@@ -97,6 +97,20 @@ def test_a_run_whose_code_raises_says_why_it_failed(
     )
 
 
+def test_a_run_whose_spawn_nobody_published_says_so_not_that_its_code_differs(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    url = instance_url(start(studio, team, "pages-ghostly", "g-1"))
+    text = page_until(operator, url, lambda t: 'id="journal-divergence"' in t)
+    banner = re.search(r'id="journal-divergence".*?</div>', text, re.S)
+    assert banner, text
+    assert "a workflow it spawns has no published version to start." in banner.group(0)
+    assert "Publish that workflow (in this team), then retry" in banner.group(0)
+    assert "code differs" not in banner.group(0)
+    notice = re.search(r'<dd id="instance-dead-letters" class="warn">(.*?)</dd>', text)
+    assert notice and notice.group(1).startswith("decision (<code>spawn-definition-not-found")
+
+
 def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
     studio: LiveStudio, team: str, operator: SignedInClient
 ) -> None:
@@ -113,6 +127,7 @@ def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
         code_app.ROUTE["first"] = "prepare"
     banner = re.search(r'id="journal-divergence".*?</div>', text, re.S)
     assert banner and "journal divergence: expected step &#39;prepare&#39;" in banner.group(0)
+    assert "this run&#39;s code differs from its journal." in banner.group(0)
     assert "prepare-again" in banner.group(0)
 
 

@@ -31,6 +31,7 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
     instance_page = viewer.get(instance_url(mine[0])).text  # the instance says so at its top
     notice = re.search(r'<dd id="instance-dead-letters" class="warn">(.*?)</dd>', instance_page)
     assert notice and "(<code>deadline-exceeded</code>)" in notice.group(1)
+    assert notice.group(1).startswith("activity ")  # the kind's name and its step
     assert 'href="/dead-letters?code=deadline-exceeded"' in notice.group(1)
     page = viewer.get("/dead-letters")
     assert page.status_code == 200 and "deadline-exceeded" in page.text

@@ -39,6 +39,8 @@ STEP_NOT_REACHED = "step-not-reached"
 attempt): the attempt's outcome is unknown, and the next decision says where."""
 WORKFLOW_CODE_MISSING = "workflow-code-missing"
 WORKFLOW_CODE_DIFFERS = "workflow-code-differs"
+SPAWN_NOT_FOUND = "spawn-definition-not-found"
+"""A decision's spawn names a workflow with no published version to start."""
 
 
 async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) -> Outcome:

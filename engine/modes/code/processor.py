@@ -33,6 +33,7 @@ from engine.modes.code import commands, waits
 from engine.modes.code.decide import WAKE
 from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.driver import drive
+from engine.modes.code.effects import SPAWN_NOT_FOUND
 from engine.modes.code.effects import WORKFLOW_CODE_DIFFERS as CODE_DIFFERS
 from engine.modes.code.effects import WORKFLOW_CODE_MISSING as CODE_MISSING
 from engine.modes.code.fold import entries
@@ -53,7 +54,6 @@ from engine.worker.leased_commits import (
 
 S = InstanceStatus
 log = logging.getLogger("wayline.code")
-SPAWN_NOT_FOUND = "spawn-definition-not-found"
 DECISION_REFUSED = "decision-refused"
 
 
