@@ -92,7 +92,8 @@ async def parent(ctx: Context, input: Any) -> Any:
 @app.workflow("ghostly", version="1")
 async def ghostly(ctx: Context, input: Any) -> Any:
     """Spawns a workflow nobody published: its decision is parked as a dead letter."""
-    return await ctx.wait_signal(ctx.spawn("ghost", None))
+    payload, _ = await ctx.race(ctx.spawn("ghost", None))
+    return payload
 
 
 @app.workflow("top", version="1")

@@ -48,7 +48,8 @@ async def pages_raises(ctx: Context, order: dict[str, Any]) -> None:
 
 
 async def pages_ghostly(ctx: Context, _: Any) -> Any:
-    return await ctx.wait_signal(ctx.spawn("pages-ghost", None))
+    payload, _ = await ctx.race(ctx.spawn("pages-ghost", None))
+    return payload
 
 
 def lost_connection() -> None:
