@@ -46,7 +46,7 @@ from engine.model.events import event_to_json
 from engine.model.files import load_definition
 from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
-from engine.model.instance import InstanceStatus, instance_to_json
+from engine.model.instance import Instance, InstanceStatus, instance_to_json
 from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
 from engine.model.transitions import work_label
 from engine.modes.steps.fold.activities import RESOLUTIONS
@@ -496,29 +496,46 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
         print(describe_instance(state))
-        letters = await _dead_letters(client.store, state.instance_id)
-        for letter in letters:
-            detail = f": {letter.failure_detail}" if letter.failure_detail else ""
-            fence = f"(work {letter.work_id}, token {letter.token})"
-            what = work_label(letter.kind, letter.step)
-            print(f"  dead letter {what} {fence}: {letter.failure_code}{detail}")
-        if letters and not state.status.terminal:
-            print(f"  now: {STOPPED_AT_DEAD_LETTER}")
-        elif waits := await client.awaiting(state):
-            print(f"  now: {waits}")
+        await _print_standing(client, state)
     return 0
 
 
-STOPPED_AT_DEAD_LETTER = (
-    "stopped at a dead letter: nothing runs it again until an operator resolves it: "
+async def _print_standing(client: Client, state: Instance) -> None:
+    """Its dead letters, each with the fence a retry takes, then where it stands now:
+    stopped at a dead letter when no other work of it is to run, else what it waits for
+    (and, with a dead letter beside, that it runs again only once resolved)."""
+    letters, moving = await _dead_letters(client.store, state.instance_id)
+    for letter in letters:
+        detail = f": {letter.failure_detail}" if letter.failure_detail else ""
+        fence = f"(work {letter.work_id}, token {letter.token})"
+        what = work_label(letter.kind, letter.step)
+        print(f"  dead letter {what} {fence}: {letter.failure_code}{detail}")
+    held = bool(letters) and not state.status.terminal
+    if held and not moving:
+        print(f"  now: {STOPPED_AT_DEAD_LETTER}")
+        return
+    if waits := await client.awaiting(state):
+        print(f"  now: {waits}")
+    if held:
+        print(f"  {DEAD_LETTERS_WAIT}")
+
+
+DEAD_LETTERS_WAIT = (
+    "a dead letter runs again only once an operator resolves it: "
     "wayline dead-letter list / retry / discard, or the studio's Dead letters"
 )
+STOPPED_AT_DEAD_LETTER = f"stopped at a dead letter: {DEAD_LETTERS_WAIT}"
+"""An instance with dead letters and no other work to run: it moves no further until
+one is resolved (with other work still open, say so beside what it waits for)."""
+MOVING = (WorkState.AVAILABLE, WorkState.LEASED, WorkState.HELD)
 
 
-async def _dead_letters(store: Store, instance_id: str) -> list[WorkRow]:
-    """The instance's dead-lettered work among its newest rows, as the studio shows it."""
+async def _dead_letters(store: Store, instance_id: str) -> tuple[list[WorkRow], bool]:
+    """The instance's dead-lettered work among its newest rows, as the studio shows it,
+    and whether any other of its work is still to run."""
     rows = await work_views.instance_work(store, instance_id)
-    return [row for row in rows if row.state is WorkState.DEAD_LETTERED]
+    letters = [row for row in rows if row.state is WorkState.DEAD_LETTERED]
+    return letters, any(row.state in MOVING for row in rows)
 
 
 async def _history(client: Client, args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ the row, and rebuilding transitions per test would obscure what is being tested.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -172,3 +174,12 @@ async def member(conn: Any, username: str, team: str, role: str) -> None:
         "INSERT INTO studio_memberships (user_id, team_id, role) VALUES (%s, %s, %s)",
         [f"u-{username}", team, role],
     )
+
+
+async def inspect_lines(dsn: str, schema: str, instance: str) -> list[str]:
+    """``wayline inspect INSTANCE`` as a person runs it: its lines."""
+    command = ["-m", "engine.cli.main", "inspect", instance, "--dsn", dsn, "--schema", schema]
+    shown = await asyncio.create_subprocess_exec(sys.executable, *command, stdout=-1, stderr=-1)
+    out, err = await shown.communicate()
+    assert shown.returncode == 0, err.decode()
+    return out.decode().splitlines()

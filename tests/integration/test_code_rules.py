@@ -6,9 +6,7 @@ that time out in turn."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -28,6 +26,7 @@ from engine.worker.leased_commits import Context
 from tests.integration import code_flows
 from tests.integration.code_flows import CALLS, SCRIPT
 from tests.integration.code_runs import journal, keys, kinds, settle
+from tests.integration.factories import inspect_lines
 
 T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
 K = EventKind
@@ -271,11 +270,7 @@ async def test_a_spawn_nobody_published_is_parked_and_inspect_says_so(
     """The run cannot go on until ``ghost`` is published and the dead letter retried:
     ``wayline inspect`` says where it stopped, not that it is waiting."""
     run = await start(client, ctx, "ghostly")
-    command = ["-m", "engine.cli.main", "inspect", run, "--dsn", pg_dsn, "--schema", schema]
-    shown = await asyncio.create_subprocess_exec(sys.executable, *command, stdout=-1, stderr=-1)
-    out, err = await shown.communicate()
-    assert shown.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    lines = await inspect_lines(pg_dsn, schema, run)
     (letter,) = (await list_dead_letters(ctx.store)).items
     assert lines[-2:] == [
         f"  dead letter decision (work {letter.work_id}, token {letter.token}): "

@@ -14,7 +14,10 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from engine.store import leases, sweeps
+from engine.api.client import Client
+from engine.cli.runtime import DEAD_LETTERS_WAIT, STOPPED_AT_DEAD_LETTER
+from engine.model.validation import parse_definition
+from engine.store import leases, sweeps, work_views
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import (
     DeadLetterPage,
@@ -28,7 +31,13 @@ from engine.store.errors import StaleLease
 from engine.store.leases import WorkRequestInvalid
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from tests.integration.factories import open_store, seed_work, work_row
+from tests.integration.factories import (
+    adjust_work,
+    inspect_lines,
+    open_store,
+    seed_work,
+    work_row,
+)
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, 654321, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -247,3 +256,45 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
                 await list_dead_letters(nowhere, None, change["limit"])
             else:
                 await resolve(nowhere, make(**{**valid, **change}))
+
+
+RETRY = {"max_attempts": 1, "initial_delay": "1s", "max_delay": "1s"}
+FORK = {
+    "name": "dl.fork",
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [
+        {"name": "both", "kind": "parallel", "branches": ["a", "b"], "fan_out_limit": 2},
+        *(
+            {"name": n, "kind": "activity", "target": f"t.{n}", "timeout": "5s", "retry": RETRY}
+            for n in ("a", "b")
+        ),
+        {"name": "joined", "kind": "join", "branches": ["a", "b"]},
+    ],
+}
+
+
+async def test_inspect_says_stopped_only_when_no_other_work_is_left(
+    store: Store, clock: ManualClock, pg_dsn: str, schema: str
+) -> None:
+    """One branch dead-lettered, the other still due: the instance is not stopped, and
+    ``wayline inspect`` says what it waits for, then that the dead letter waits for an
+    operator; once the other branch is dead-lettered too, that it is stopped."""
+    client = Client(store)
+    await client.publish(parse_definition(FORK))
+    await client.start("dl.fork", "fork-1")
+    rows = await store_rows(store, "fork-1")
+    await adjust_work(store, [rows[0]], deadline=clock.now() + MINUTE)
+    clock.set(clock.now() + 2 * MINUTE)
+    assert await sweeps.sweep_expired_deadlines(store) == 1
+    shown = await inspect_lines(pg_dsn, schema, "fork-1")
+    assert shown[-1] == f"  {DEAD_LETTERS_WAIT}"
+    assert shown[-2].startswith("  now: ")
+    await adjust_work(store, rows[1:], deadline=clock.now() + MINUTE)
+    clock.set(clock.now() + 2 * MINUTE)
+    assert await sweeps.sweep_expired_deadlines(store) == 1
+    assert (await inspect_lines(pg_dsn, schema, "fork-1"))[-1] == f"  now: {STOPPED_AT_DEAD_LETTER}"
+
+
+async def store_rows(store: Store, instance: str) -> list[str]:
+    return [w.work_id for w in await work_views.instance_work(store, instance)]
