@@ -74,3 +74,9 @@ def again(
     typed, and (on a page of many forms, ``form``) which form it was."""
     shown = {"status": refused.status, "error": str(refused), "values": values}
     return {**shown, "refused_form": form} if form else shown
+
+
+def shown(refusal: Mapping[str, Any]) -> dict[str, Any]:
+    """A form page's context: ``refusal`` (``again``'s) when its form was refused, else
+    empty fields, no message and no refused form, so templates read them either way."""
+    return {"values": Posted(), "error": "", "refused_form": "", **refusal}

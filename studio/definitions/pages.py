@@ -26,7 +26,7 @@ from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Invalid
-from studio.forms import REFUSALS, Posted, posted
+from studio.forms import REFUSALS, posted, shown
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
 from studio.principal import Principal
@@ -147,7 +147,7 @@ async def show_version(
         holds_shown=await holds.banner(
             runtime, principal.team_id, definition.name, definition.version
         ),
-        **{"notice": "", "values": Posted(), **extra},
+        **shown({"notice": "", **extra}),
     )
 
 

@@ -18,7 +18,7 @@ from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
 from studio.errors import Invalid
-from studio.forms import REFUSALS, Posted, again, posted
+from studio.forms import REFUSALS, again, posted, shown
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
 from studio.principal import Principal
@@ -59,7 +59,7 @@ async def _drills(
         runs=past,
         older=older,
         running=running if running and running.team == principal.team_id else None,
-        **{"values": Posted(), **refused},
+        **shown(refused),
     )
 
 

@@ -16,7 +16,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery
 from litestar.response import Template
 
-from studio.forms import REFUSALS, Posted, again, posted
+from studio.forms import REFUSALS, again, posted, shown
 from studio.instances.interventions import new_id
 from studio.operations import dead_letters
 from studio.operations.dead_letters import Fence, ItemResult, Resolution
@@ -58,7 +58,7 @@ async def _render(
         command_id=new_id(),
         first_page=after is None,
         defaults=(dead_letters.DEFAULT_RETRY_IN, dead_letters.DEFAULT_DEADLINE_IN),
-        **{"values": Posted(), "error": "", **refusal},
+        **shown(refusal),
     )
 
 

@@ -14,7 +14,7 @@ from litestar.response import Redirect, Template
 
 from studio.definitions.service import team_versions
 from studio.errors import StudioError
-from studio.forms import Posted, again, posted
+from studio.forms import again, posted, shown
 from studio.operations import holds
 from studio.principal import Principal
 from studio.rendering import page, see_other
@@ -56,7 +56,7 @@ async def _render(
         holds=await runtime.queries.holds(principal.team_id),
         names=names,
         notice=notice,
-        **{"values": Posted(), "refused_form": "", **refusal},
+        **shown(refusal),
     )
 
 
