@@ -19,13 +19,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.options import check_writable, writing
+import psycopg
+
+from engine.cli.options import CommandFailed, cannot_connect, check_writable, checked_dsn, writing
 from engine.store.embedded import install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+CONNECT_SECONDS = 10
+"""How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -35,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="list the drills of a profile")
     listing.add_argument("--profile", choices=("ci", "deep"), default="ci")
     _workload_option(listing)
-    listing.set_defaults(run=_list)
+    listing.set_defaults(run=_list, label="wayline drill list")
     run = actions.add_parser("run", help="run drills and print the scorecard")
     _campaign_options(run)
     run.add_argument("--drill", help="comma-separated ids or families, e.g. D1,D3,D4-sigstop")
@@ -45,7 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--hit", type=int, help="boundary hit number (to reproduce a drill)")
     run.add_argument("--artifacts", type=Path, help="where drill logs and the corpus go")
     _plan_options(run)
-    run.set_defaults(run=_run)
+    run.set_defaults(run=_run, label="wayline drill run")
     plan = actions.add_parser("plan", help="drill plans: faults pinned on your own steps")
     plan_actions = plan.add_subparsers(dest="plan_action", required=True, metavar="ACTION")
     generate = plan_actions.add_parser(
@@ -53,7 +57,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     generate.add_argument("definition", metavar="NAME@VERSION|FILE.json")
     generate.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
-    generate.add_argument("--dsn", help="where NAME@VERSION is published")
+    generate.add_argument("--dsn", type=_dsn, help="where NAME@VERSION is published")
     generate.add_argument("--schema", default=DEFAULT_SCHEMA)
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
@@ -61,7 +65,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.set_defaults(run=_generate, label="wayline drill plan generate")
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
-    selftest.set_defaults(run=_self_test)
+    selftest.set_defaults(run=_self_test, label="wayline drill self-test")
 
 
 def _plan_options(run: argparse.ArgumentParser) -> None:
@@ -82,7 +86,9 @@ def _plan_options(run: argparse.ArgumentParser) -> None:
 def _campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", choices=("ci", "deep"), default="ci")
     parser.add_argument("--seed", type=_seed, help="master seed (decimal or 0x hex)")
-    parser.add_argument("--dsn", help="run on this PostgreSQL (default: a private cluster)")
+    parser.add_argument(
+        "--dsn", type=_dsn, help="run on this PostgreSQL (default: a private cluster)"
+    )
     parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="where runs are recorded")
     logs.add_option(parser)
 
@@ -109,6 +115,28 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError("must be an integer (decimal or 0x hex)") from None
 
 
+def _dsn(text: str) -> str:
+    """``--dsn``: a PostgreSQL connection string (never echoed: it may hold a password).
+    The drills take their server only from ``--dsn``, never from WAYLINE_DSN: a drill
+    creates and drops schemas, so running on a server is always asked for by name."""
+    try:
+        return checked_dsn(text)
+    except CommandFailed:
+        raise argparse.ArgumentTypeError("not a valid PostgreSQL connection string") from None
+
+
+def _check_reachable(dsn: str | None) -> None:
+    """Refuse a ``--dsn`` no server answers, before any drill starts: otherwise each
+    part of the harness would fail on its own, with the driver's text (which can quote
+    the host and the user) in a traceback."""
+    if dsn is None:
+        return
+    try:
+        psycopg.connect(dsn, connect_timeout=CONNECT_SECONDS, autocommit=True).close()
+    except psycopg.Error:
+        raise CommandFailed(cannot_connect(env="")) from None
+
+
 def _list(args: argparse.Namespace) -> int:
     from verification.drills.catalogue import catalogue
     from verification.profiles import PROFILES
@@ -123,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
     for path, what in _outputs(args):
         check_writable(path, what)
+    _check_reachable(args.dsn)
     if args.plan or args.definition:
         return _run_plan(args)
     if args.pin or args.app or args.for_each_pin or args.input is not None:
@@ -210,6 +239,7 @@ def _generate(args: argparse.Namespace) -> int:
     from verification import plan_sources
     from verification.plan import PlanInvalid, matrix
 
+    _check_reachable(args.dsn)
     try:
         plan = plan_sources.plan_from_flags(args.definition, [], args.app, None)
         definition = asyncio.run(plan_sources.definition_of(plan, args.dsn, args.schema))
@@ -251,6 +281,7 @@ def _self_test(args: argparse.Namespace) -> int:
     from verification.self_test import self_test
 
     logs.use_format(args.log_format)
+    _check_reachable(args.dsn)
     install_signal_handlers()
     result = asyncio.run(
         self_test(args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr))

@@ -53,8 +53,9 @@ def command_label(args: argparse.Namespace) -> str:
 def cannot_connect(what: str = "the database", option: str = "--dsn", env: str = DSN_ENV) -> str:
     """The one message for a database that cannot be reached, whatever the reason (a
     wrong address, user, password or database name, or a server that is down): the
-    driver's text would say which, but it can quote the host and the user."""
-    return f"cannot connect to {what}: check {option} or {env}"
+    driver's text would say which, but it can quote the host and the user. ``env`` is
+    empty for a command that takes its server only from ``option``."""
+    return f"cannot connect to {what}: check {' or '.join(filter(None, (option, env)))}"
 
 
 @contextmanager

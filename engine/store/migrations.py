@@ -40,8 +40,13 @@ class MigrationError(Exception):
 class SchemaBehindError(MigrationError):
     """The schema lacks migrations this version of Wayline needs."""
 
-    def __init__(self, schema: str) -> None:
-        super().__init__(f"schema {schema} is behind: run `wayline migrate`")
+    def __init__(self, schema: str, empty: bool = False) -> None:
+        advice = "run `wayline migrate`"
+        if empty:  # most often a mistyped --schema, not a database to migrate
+            advice += ", or give --schema the schema your instances are in"
+        super().__init__(
+            f"schema {schema} {'holds no Wayline tables' if empty else 'is behind'}: {advice}"
+        )
         self.schema = schema
 
 
@@ -223,7 +228,7 @@ def _require_current(
     schema: str, ledger: list[tuple[int, str, str]] | None, migrations: list[Migration]
 ) -> None:
     if ledger is None or _pending(schema, ledger, migrations):
-        raise SchemaBehindError(schema)
+        raise SchemaBehindError(schema, empty=not ledger)
 
 
 def _ledger_sql(template: str, schema: str) -> sql.Composed:

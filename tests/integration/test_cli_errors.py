@@ -67,7 +67,15 @@ CONNECTING = [
     ("wayline demo", ["demo", "--machine"]),
     ("wayline user create", ["user", "create", "dave"]),
     ("wayline studio", ["studio"]),
+]
+DRILLS_CONNECTING = [
     ("wayline drill plan generate", ["drill", "plan", "generate", "order.fulfillment@1"]),
+    ("wayline drill run", ["drill", "run", "--drill", "D1"]),
+    (
+        "wayline drill run",
+        ["drill", "run", "--definition", str(EXAMPLE), "--pin", "charge:after_handler:kill"],
+    ),
+    ("wayline drill self-test", ["drill", "self-test"]),
 ]
 
 
@@ -79,6 +87,37 @@ def test_a_database_that_cannot_be_reached_is_one_message_for_every_command(
         status, line = refused(capsys, *argv, "--dsn", dsn)
         assert (status, line) == (1, f"{label}: {CONNECT_ERROR}"), reason
         assert SECRET not in line
+
+
+@pytest.mark.parametrize(
+    ("label", "argv"), DRILLS_CONNECTING, ids=[" ".join(a) for _, a in DRILLS_CONNECTING]
+)
+def test_a_drill_server_that_cannot_be_reached_is_refused_before_any_drill_runs(
+    pg_dsn: str, label: str, argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The drills take their server only from --dsn (a drill creates and drops schemas,
+    so it runs on a server only when asked by name), so the message names --dsn alone;
+    it came as a traceback with the driver's text once the harness had started."""
+    artifacts = tmp_path / "artifacts"
+    for reason, dsn in unreachable(pg_dsn).items():
+        extra = ["--artifacts", str(artifacts)] if "run" in argv else []
+        status, line = refused(capsys, *argv, *extra, "--dsn", dsn)
+        assert (status, line) == (1, f"{label}: cannot connect to the database: check --dsn"), (
+            reason
+        )
+        assert SECRET not in line
+    assert not artifacts.exists(), "no drill ran"
+
+
+def test_a_drill_dsn_that_does_not_parse_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as usage:
+        main(["drill", "run", "--drill", "D1", "--dsn", f"password={SECRET} nonsense=:::"])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2
+    assert "argument --dsn: not a valid PostgreSQL connection string" in err
+    assert SECRET not in err and "Traceback" not in err
 
 
 def test_an_engine_refusal_is_its_own_message(
@@ -202,7 +241,7 @@ def test_a_drill_report_that_cannot_be_written_is_refused_before_any_drill_runs(
     argv = ("drill", "run", "--drill", "D1", flag, str(target), "--artifacts", str(artifacts))
     status, line = refused(capsys, *argv, "--dsn", CLOSED)
     assert status == 1
-    assert line.startswith(f"wayline drill: the {flag} file {target} cannot be written (")
+    assert line.startswith(f"wayline drill run: the {flag} file {target} cannot be written (")
     assert not artifacts.exists(), "no drill ran"
 
 

@@ -176,7 +176,10 @@ def test_check_schema_current_says_to_run_wayline_migrate(
     advice = f"schema {schema_name} is behind: run `wayline migrate`"
     with pytest.raises(SchemaBehindError) as missing:
         check_schema_current(pg_dsn, schema_name)
-    assert str(missing.value) == advice
+    assert str(missing.value) == (
+        f"schema {schema_name} holds no Wayline tables: run `wayline migrate`, or give "
+        "--schema the schema your instances are in"
+    )
 
     directory = _write(tmp_path, {"0001_a.sql": "SELECT 1;"})
     apply_migrations(pg_dsn, schema_name, directory=directory)
