@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import sys
@@ -46,7 +47,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     _workload_option(run)
     run.add_argument("--json", type=Path, metavar="FILE", help="write the scorecard as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
-    run.add_argument("--hit", type=int, help="boundary hit number (to reproduce a drill)")
+    run.add_argument("--hit", type=_hit, help="boundary hit number (to reproduce a drill)")
     run.add_argument("--artifacts", type=Path, help="where drill logs and the corpus go")
     _plan_options(run)
     run.set_defaults(run=_run, label="wayline drill run")
@@ -108,6 +109,15 @@ def _json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError("must be JSON, e.g. '{\"amount\": 3}'") from None
 
 
+def _hit(text: str) -> int:
+    """``--hit``: which hit of a boundary the fault fires on, as a plan's pin takes it."""
+    from verification.plan import MAX_HIT
+
+    if not text.isdecimal() or not 1 <= int(text) <= MAX_HIT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_HIT}")
+    return int(text)
+
+
 def _seed(text: str) -> int:
     try:
         return int(text, 0)
@@ -137,6 +147,15 @@ def _check_reachable(dsn: str | None) -> None:
         raise CommandFailed(cannot_connect(env="")) from None
 
 
+def _make_directory(path: Path, what: str) -> None:
+    """Make ``path`` (where drill logs go) before any drill runs, or refuse it: a file
+    there, a file above it, no permission."""
+    with writing(path, what):
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        path.mkdir(parents=True, exist_ok=True)
+
+
 def _list(args: argparse.Namespace) -> int:
     from verification.drills.catalogue import catalogue
     from verification.profiles import PROFILES
@@ -152,6 +171,8 @@ def _run(args: argparse.Namespace) -> int:
     for path, what in _outputs(args):
         check_writable(path, what)
     _check_reachable(args.dsn)
+    if args.artifacts:
+        _make_directory(args.artifacts, "the --artifacts directory")
     if args.plan or args.definition:
         return _run_plan(args)
     if args.pin or args.app or args.for_each_pin or args.input is not None:

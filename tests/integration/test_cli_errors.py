@@ -109,17 +109,6 @@ def test_a_drill_server_that_cannot_be_reached_is_refused_before_any_drill_runs(
     assert not artifacts.exists(), "no drill ran"
 
 
-def test_a_drill_dsn_that_does_not_parse_is_a_usage_error(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with pytest.raises(SystemExit) as usage:
-        main(["drill", "run", "--drill", "D1", "--dsn", f"password={SECRET} nonsense=:::"])
-    err = capsys.readouterr().err
-    assert usage.value.code == 2
-    assert "argument --dsn: not a valid PostgreSQL connection string" in err
-    assert SECRET not in err and "Traceback" not in err
-
-
 def test_an_engine_refusal_is_its_own_message(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -269,6 +258,41 @@ def test_a_port_out_of_range_is_refused_not_wrapped(
     )
     studio = ["studio", "--dsn", CLOSED, "--port", given]
     assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
+
+
+def test_a_drill_dsn_that_does_not_parse_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = ["drill", "run", "--drill", "D1", "--dsn", f"password={SECRET} nonsense=:::"]
+    line = argument_refused(capsys, *run)
+    assert (
+        line == "wayline drill run: error: argument --dsn: not a valid PostgreSQL connection string"
+    )
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "101", "x"])
+def test_a_drill_hit_out_of_range_is_refused(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hit 0 ran every drill at its first hit and a negative one failed them all as
+    "never happened"; a pin in a plan takes the same range."""
+    run = ["drill", "run", "--drill", "D1-kill", "--hit", given]
+    line = argument_refused(capsys, *run)
+    assert line == "wayline drill run: error: argument --hit: must be a whole number from 1 to 100"
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/logs"])
+def test_drill_artifacts_that_cannot_be_a_directory_are_refused_before_any_drill_runs(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    target = tmp_path / where
+    status, line = refused(capsys, "drill", "run", "--drill", "D1-kill", "--artifacts", str(target))
+    assert (status, line) == (
+        1,
+        f"wayline drill run: the --artifacts directory {target} cannot be written "
+        "(Not a directory)",
+    )
 
 
 def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None:
