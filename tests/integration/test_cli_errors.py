@@ -29,7 +29,7 @@ from engine.model.definitions import Definition
 from engine.store import retention
 from engine.store.store import Store
 from examples import documents
-from tests.integration.factories import DEFINITION
+from tests.integration.factories import DEFINITION, member
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
@@ -369,3 +369,42 @@ def _announcement(process: subprocess.Popen[str]) -> str:
         if line.startswith("  stop with Ctrl+C"):
             break
     return "".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("role", "says"),
+    [
+        (None, "ada is not a member of team crew: only a member may submit"),
+        ("viewer", "ada's role in team crew does not cover the scope operator"),
+    ],
+)
+def test_a_submit_for_a_team_the_actor_does_not_stand_in_is_refused_and_writes_nothing(
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    role: str | None,
+    says: str,
+) -> None:
+    """Every advance re-checks the submitter, so the engine would take this submit only
+    for the execution to end ``dead-authorization``: the command line says why at once."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "crew"))
+    if role is not None:
+        asyncio.run(_member(pg_dsn, schema, "ada", "crew", role))
+    submit = ["machine", "submit", "document_approval", "--parent", "doc-7", "--key", "k"]
+    status, line = refused(
+        capsys, *submit, "--input", '"v1"', "--as", "ada", "--team", "crew", *store
+    )
+    assert (status, line) == (1, f"wayline: {says}")
+    assert conn.execute("SELECT count(*) FROM instances").fetchone() == (0,)
+
+
+async def _member(dsn: str, schema: str, username: str, team: str, role: str) -> None:
+    store = await Store.open(dsn, schema)
+    try:
+        async with store.connection() as conn:
+            await member(conn, username, team, role)
+            await conn.commit()
+    finally:
+        await store.close()
