@@ -26,6 +26,7 @@ from engine.api.client import Client
 from engine.cli.main import main
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition
+from engine.model.identifiers import team_problem
 from engine.store import retention
 from engine.store.store import Store
 from examples import documents
@@ -408,3 +409,32 @@ async def _member(dsn: str, schema: str, username: str, team: str, role: str) ->
             await conn.commit()
     finally:
         await store.close()
+
+
+MIGRATE = ["instance", "migrate", "o-1", "--to", "2", "--actor", "a", "--reason", "r"]
+TEAM_READS_AND_BULKS = {
+    "wayline hold": ["hold", "list"],
+    "wayline instance migrate": MIGRATE,
+    "wayline instance migrate --dry-run": [*MIGRATE, "--dry-run"],
+}
+
+
+@pytest.mark.parametrize(("label", "argv"), TEAM_READS_AND_BULKS.items(), ids=TEAM_READS_AND_BULKS)
+def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    label: str,
+    argv: list[str],
+) -> None:
+    """``hold list --team BAD`` said "no holds" as if the team were clear, and ``instance
+    migrate --team BAD`` recorded its bulk for that team."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    status, line = refused(capsys, *argv, "--team", "Not A Team", *store)
+    assert status == 1
+    assert line == f"{label.removesuffix(' --dry-run')}: {team_problem('Not A Team')}"
+    assert conn.execute("SELECT count(*) FROM bulk_commands").fetchone() == (0,)
