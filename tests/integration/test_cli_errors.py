@@ -239,6 +239,19 @@ def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None
     assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
 
 
+@pytest.mark.parametrize("url", ["ftp://traces.example/{trace_id}", "https://traces.example/"])
+def test_a_trace_url_that_links_nowhere_is_refused_before_the_studio_announces_itself(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The studio printed its address as if serving, then a traceback of the check."""
+    monkeypatch.setenv("WAYLINE_TRACE_URL", url)
+    status, line = refused(capsys, "studio", "--dsn", CLOSED)
+    assert (status, line) == (
+        2,
+        "wayline studio: WAYLINE_TRACE_URL must be an http(s) address holding {trace_id}",
+    )
+
+
 def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
