@@ -90,11 +90,14 @@ def _studio(args: argparse.Namespace) -> int:
     """Serve the studio, once every option is checked (UsageError saying which is not)."""
     from studio.accounts.signin_limits import trusted_networks
     from studio.server import PortUnavailable, ReplicaUnreachable, run_studio
+    from studio.trace_links import TRACE_URL_ENV, trace_url_problem
 
     try:
         trusted_networks(args.trusted_proxy)
     except ValueError as bad:
         raise UsageError(str(bad)) from None
+    if problem := trace_url_problem(os.environ.get(TRACE_URL_ENV, "")):
+        raise UsageError(problem)  # before the studio announces itself as serving
     read_dsn = _read_dsn(args)
     try:
         return run_studio(

@@ -29,6 +29,7 @@ from engine.model.canonical import digest
 from engine.model.compatibility import IncompatibleInstances
 from engine.model.errors import DecisionRejected, DefinitionNotFound, InputRefused
 from engine.model.identifiers import require_id
+from engine.model.inputs import check_team
 from engine.model.limits import MAX_BULK_INSTANCES
 from engine.store import bulk_commands as kept
 from engine.store.bulk_commands import BulkCommand, BulkConflict, BulkResult
@@ -88,6 +89,7 @@ class BulkCommands:
         """Take ``bulk`` once (see the module); BulkConflict when its id was used for
         another action or selection, ValueError for a request no instance could take."""
         require_id(bulk.bulk_id, "bulk id")
+        check_team(bulk.tenant_id)
         check_selection(bulk.instance_ids)
         request = bulk_request(bulk.action, bulk.step, bulk.arguments)
         store = self.client.store

@@ -39,7 +39,7 @@ from engine.decide.operator_commands import record_command
 from engine.decide.previews import Preview, standing
 from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
-from engine.model.definitions import Definition, Mode
+from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.errors import (
     CommandConflict,
     DecisionRejected,
@@ -398,7 +398,7 @@ class Client:
             if _recorded(draft.state, command_id, Action(action), actor, reason):
                 return None
             if "step" in effect:
-                _require_step(draft.state, effect["step"])
+                _require_step(draft.state, effect["step"], Action(action))
             if "payload" in effect:  # an approval's
                 _check_payload(draft.state, effect["step"], effect["payload"])
             record_command(draft, command_id, Action(action), actor, reason, **effect)
@@ -645,10 +645,17 @@ def _recorded(state: Instance, command_id: str, action: Action, actor: str, reas
     return False
 
 
-def _require_step(state: Instance, step: Any) -> None:
-    """Refuse a command's step that is not a valid name or not a step of the definition."""
+def _require_step(state: Instance, step: Any, action: Action) -> None:
+    """Refuse a command's step that is not a valid name or not a step of the definition,
+    and an approve of anything but an approval step: a code-first run's fold would
+    otherwise take it as a signal of that name, and say the approve was recorded."""
     problem = name_problem(step)
     if problem:
         raise InputRefused(f"the step {problem}")
-    if state.step(step) is None:
+    found = state.step(step)
+    if found is None:
         raise InputRefused(f"{step!r} is not a step of {state.definition}")
+    if action is Action.APPROVE and found.kind is not StepKind.APPROVAL:
+        raise InputRefused(
+            f"step {step!r} is {with_article(found.kind)} step: approve only answers approval steps"
+        )

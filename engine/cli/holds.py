@@ -16,6 +16,7 @@ from engine.api.client import Client
 from engine.api.queries import Queries
 from engine.cli.runtime import add_command
 from engine.model.holds import parse_scope
+from engine.model.inputs import check_team
 from engine.store.holds import Hold
 
 LABEL = "wayline hold"
@@ -69,6 +70,7 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
+    check_team(args.team)  # a team no id could name would list "no holds", as if clear
     holds = await Queries(client.store).holds(args.team, active_only=args.active)
     for hold in holds:
         print(json.dumps(_as_json(hold)) if args.json else _line(hold))

@@ -6,7 +6,9 @@ Thin shells over ``engine.Executions``: ``submit`` prints ``submitted <id> (new)
 (``--json``: one object); ``status`` one of the seven words; ``cancel`` records the
 audited cancel. The caller is ``--as`` (with ``--team``, default the engine's own team
 ''), and only the submitter may read or cancel an execution. A refusal or conflict
-prints ``wayline: <message>`` on stderr and exits 1.
+prints ``wayline: <message>`` on stderr and exits 1; so does a submit for a team the
+actor is not a member of (with a role covering ``--scope``), which the engine would
+accept only for the execution to end dead at its first advance.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import argparse
 import json
 
 from engine.api.client import Client
-from engine.api.executions import Executions
+from engine.api.executions import AccessRefused, Executions
 from engine.cli import machine_roles
 from engine.cli.runtime import add_command, add_group, json_arg
 from engine.model.identifiers import split_pin
+from engine.model.inputs import check_team
 from engine.modes.machines.standing import StateValue
+from engine.store.principals import COVERS, Standing, principal_standing
 
 LABEL = "wayline"
 DEFAULT_SCOPE = "operator"
@@ -65,6 +69,7 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 
 async def _submit(client: Client, args: argparse.Namespace) -> int:
     name, version = split_pin(args.machine)
+    await _require_standing(client, args.actor, args.team, args.scope)
     submitted = await Executions(client).submit(
         name,
         parent=args.parent,
@@ -77,6 +82,20 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0
+
+
+async def _require_standing(client: Client, actor: str, team: str, scope: str) -> None:
+    """Refuse a submit for a team the actor does not stand in with ``scope``: every
+    advance re-checks the submitter, so the engine would accept it only for the
+    execution to end ``dead-authorization`` before its first step."""
+    check_team(team)
+    if team == "" or scope not in COVERS:  # the engine's own team, or submit's own refusal
+        return
+    standing = await principal_standing(client.store, actor, team, scope)
+    if standing is Standing.GONE:
+        raise AccessRefused(f"{actor} is not a member of team {team}: only a member may submit")
+    if standing is Standing.NARROWED:
+        raise AccessRefused(f"{actor}'s role in team {team} does not cover the scope {scope}")
 
 
 async def _state(client: Client, args: argparse.Namespace) -> int:

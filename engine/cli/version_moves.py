@@ -24,6 +24,7 @@ from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Preview
+from engine.model.inputs import check_team
 from engine.model.limits import MAX_BULK_INSTANCES
 
 AUDITED = "recorded in the audit trail"
@@ -82,6 +83,7 @@ async def _declare_edge(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _migrate(client: Client, args: argparse.Namespace) -> int:
+    check_team(args.team)  # before the dry run too, which would not reach the bulk's check
     if not args.reason.strip():
         raise UsageError(f"give a reason: it is {AUDITED} of every instance")
     request = bulk_request(Action.MIGRATE, arguments={"version": args.to_version})

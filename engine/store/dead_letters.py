@@ -381,11 +381,11 @@ def retry_window(
     deadline = retry_at + DEFAULT_DEADLINE_IN if deadline is None else _aware(deadline, "deadline")
     if retry_at - now > MAX_RETRY_IN:
         raise WorkRequestInvalid(
-            f"retry_at must be at most {MAX_RETRY_IN.days} days from now (MAX_RETRY_IN)"
+            f"the retry must be due at most {MAX_RETRY_IN.days} days from now (MAX_RETRY_IN)"
         )
     if deadline - retry_at > MAX_DEADLINE_IN:
         raise WorkRequestInvalid(
-            f"the new deadline must be at most {MAX_DEADLINE_IN.days} days after retry_at "
+            f"the new deadline must be at most {MAX_DEADLINE_IN.days} days after the retry is due "
             "(MAX_DEADLINE_IN)"
         )
     return retry_at, deadline
@@ -411,9 +411,9 @@ def _check_times(
         raise WorkRequestInvalid("a retry needs both retry_at and a new deadline")
     retry_at = _aware(retry_at, "retry_at")
     if retry_at < occurred_at:
-        raise WorkRequestInvalid("retry_at must not be before the command's occurred_at")
+        raise WorkRequestInvalid("the retry must be due now or later, not in the past")
     if _aware(deadline, "deadline") <= retry_at:
-        raise WorkRequestInvalid("the new deadline must be after retry_at")
+        raise WorkRequestInvalid("the new deadline must be after the retry is due")
 
 
 async def resolve(store: Store, command: Resolution) -> ResolutionResult:

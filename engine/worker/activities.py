@@ -15,6 +15,7 @@ import importlib
 import inspect
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -266,6 +267,9 @@ def load_app(spec: str) -> ActivityRegistry:
     except ImportError as exc:
         problem = _import_problem(module_name, exc)
         raise ActivityAppNotFound(f"cannot load {spec}: {problem}") from None
+    except Exception as exc:  # the module's own code failed as it was imported
+        problem = _failed_import(module_name, exc)
+        raise ActivityAppNotFound(f"cannot load {spec}: {problem}") from None
     registry = getattr(module, attribute, None)
     if registry is None:
         raise ActivityAppNotFound(f"cannot load {spec}: {module_name} has no {attribute}")
@@ -283,6 +287,33 @@ def _import_problem(module_name: str, exc: ImportError) -> str:
     if module_name == missing or module_name.startswith(f"{missing}."):
         return f"no module {missing} in the working directory ({os.getcwd()}) or on PYTHONPATH"
     return f"it imports {missing}, which is not installed"
+
+
+def _failed_import(module_name: str, exc: Exception) -> str:
+    """Where importing ``module_name`` failed, in one line: a syntax error with its file,
+    line and the compiler's words; a declaration the engine refused (a workflow declared
+    twice, a bad machine) in the engine's words, which are written to be shown; any other
+    exception by its type and the line that raised it, never its text, which may quote a
+    secret or an input."""
+    if isinstance(exc, SyntaxError):
+        where = f"{os.path.basename(exc.filename or '?')} line {exc.lineno}"
+        return f"{module_name} has a syntax error at {where}: {exc.msg}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and frames[-1].filename.startswith(_ENGINE_DIR):
+        outside = [f for f in frames if not f.filename.startswith(_ENGINE_DIR)]
+        return f"{module_name}{_where(outside)}: {exc}"
+    return f"importing {module_name} raised {type(exc).__name__}{_where(frames)}"
+
+
+def _where(frames: list[traceback.FrameSummary]) -> str:
+    """`` at FILE line N`` of the innermost of ``frames`` ('' when there are none)."""
+    if not frames:
+        return ""
+    return f" at {os.path.basename(frames[-1].filename)} line {frames[-1].lineno}"
+
+
+_ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+"""The engine's package directory: an exception raised in it is the engine's refusal."""
 
 
 class HandlerExecutor(Protocol):

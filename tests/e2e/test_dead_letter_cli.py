@@ -89,7 +89,12 @@ async def test_dead_letters_are_listed_retried_replayed_and_discarded(e2e: Harne
     refused = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, *past)
     assert refused.code == 2
     assert one_line(refused) == (
-        "wayline dead-letter: retry_at must not be before the command's occurred_at"
+        "wayline dead-letter: the retry must be due now or later, not in the past"
+    )
+    late = ("--deadline", "2020-01-01T00:00:00Z")
+    inverted = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, *late)
+    assert one_line(inverted) == (
+        "wayline dead-letter: the new deadline must be after the retry is due"
     )
     bad_time = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, "--at", "tomorrow")
     assert "--at: must be an RFC 3339 instant with a time zone" in argument_error(bad_time)

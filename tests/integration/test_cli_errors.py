@@ -26,10 +26,11 @@ from engine.api.client import Client
 from engine.cli.main import main
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition
+from engine.model.identifiers import team_problem
 from engine.store import retention
 from engine.store.store import Store
 from examples import documents
-from tests.integration.factories import DEFINITION
+from tests.integration.factories import DEFINITION, member
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "order_fulfillment.json"
@@ -301,6 +302,19 @@ def test_the_studio_port_is_not_zero(capsys: pytest.CaptureFixture[str]) -> None
     assert argument_refused(capsys, *studio) == f"wayline studio: error: argument --port: {PORTS}"
 
 
+@pytest.mark.parametrize("url", ["ftp://traces.example/{trace_id}", "https://traces.example/"])
+def test_a_trace_url_that_links_nowhere_is_refused_before_the_studio_announces_itself(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The studio printed its address as if serving, then a traceback of the check."""
+    monkeypatch.setenv("WAYLINE_TRACE_URL", url)
+    status, line = refused(capsys, "studio", "--dsn", CLOSED)
+    assert (status, line) == (
+        2,
+        "wayline studio: WAYLINE_TRACE_URL must be an http(s) address holding {trace_id}",
+    )
+
+
 def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -432,3 +446,71 @@ def _announcement(process: subprocess.Popen[str]) -> str:
         if line.startswith("  stop with Ctrl+C"):
             break
     return "".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("role", "says"),
+    [
+        (None, "ada is not a member of team crew: only a member may submit"),
+        ("viewer", "ada's role in team crew does not cover the scope operator"),
+    ],
+)
+def test_a_submit_for_a_team_the_actor_does_not_stand_in_is_refused_and_writes_nothing(
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    role: str | None,
+    says: str,
+) -> None:
+    """Every advance re-checks the submitter, so the engine would take this submit only
+    for the execution to end ``dead-authorization``: the command line says why at once."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "crew"))
+    if role is not None:
+        asyncio.run(_member(pg_dsn, schema, "ada", "crew", role))
+    submit = ["machine", "submit", "document_approval", "--parent", "doc-7", "--key", "k"]
+    status, line = refused(
+        capsys, *submit, "--input", '"v1"', "--as", "ada", "--team", "crew", *store
+    )
+    assert (status, line) == (1, f"wayline: {says}")
+    assert conn.execute("SELECT count(*) FROM instances").fetchone() == (0,)
+
+
+async def _member(dsn: str, schema: str, username: str, team: str, role: str) -> None:
+    store = await Store.open(dsn, schema)
+    try:
+        async with store.connection() as conn:
+            await member(conn, username, team, role)
+            await conn.commit()
+    finally:
+        await store.close()
+
+
+MIGRATE = ["instance", "migrate", "o-1", "--to", "2", "--actor", "a", "--reason", "r"]
+TEAM_READS_AND_BULKS = {
+    "wayline hold": ["hold", "list"],
+    "wayline instance migrate": MIGRATE,
+    "wayline instance migrate --dry-run": [*MIGRATE, "--dry-run"],
+}
+
+
+@pytest.mark.parametrize(("label", "argv"), TEAM_READS_AND_BULKS.items(), ids=TEAM_READS_AND_BULKS)
+def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
+    pg_dsn: str,
+    schema: str,
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    label: str,
+    argv: list[str],
+) -> None:
+    """``hold list --team BAD`` said "no holds" as if the team were clear, and ``instance
+    migrate --team BAD`` recorded its bulk for that team."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    status, line = refused(capsys, *argv, "--team", "Not A Team", *store)
+    assert status == 1
+    assert line == f"{label.removesuffix(' --dry-run')}: {team_problem('Not A Team')}"
+    assert conn.execute("SELECT count(*) FROM bulk_commands").fetchone() == (0,)

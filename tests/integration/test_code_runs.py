@@ -163,6 +163,18 @@ async def test_a_paused_run_decides_nothing_until_resumed(
     assert [a.action for a in state.audit] == ["pause", "resume"]
 
 
+async def test_approve_of_a_code_run_step_is_refused_and_records_nothing(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """A code-first run has no approval steps: an approve of one of its steps is refused
+    as for a step list's activity, rather than recorded as a signal named after it."""
+    await started(client, ctx)
+    before = await history(store, RUN)
+    with pytest.raises(InputRefused, match=r"step 'reserve\.1' is an activity step: approve only"):
+        await client.command(RUN, Action.APPROVE, "ops", "looks fine", step="reserve.1")
+    assert await history(store, RUN) == before
+
+
 async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
     client: Client, ctx: Context, store: Store
 ) -> None:

@@ -234,7 +234,7 @@ async def test_invalid_commands_are_rejected_before_the_database() -> None:
         "deadline": T0 + DAY,
     }
     cases = [
-        ({"retry_at": T0 - timedelta(microseconds=1)}, "retry_at"),
+        ({"retry_at": T0 - timedelta(microseconds=1)}, "not in the past"),
         ({"deadline": T0}, "deadline"),
         ({"deadline": None}, "both"),
         ({"action": "discard"}, "neither"),

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from engine.api.bulk_commands import BulkCommands
 from engine.api.client import Client
 from engine.api.executions import Executions
 from engine.model.errors import InputRefused
 from engine.model.holds import HoldScope
-from engine.store import reads, retention
+from engine.store import bulk_commands, reads, retention
+from engine.store.bulk_commands import BulkCommand
 from engine.store.store import Store
 from tests.integration.transition_builders import SINGLE, single_definition
 
@@ -36,6 +38,9 @@ CALLS: dict[str, Callable[[Client], Awaitable[Any]]] = {
     "place_hold": lambda c: c.place_hold(HoldScope(BAD), "ada", "incident"),
     "release_hold": lambda c: c.release_hold(BAD, "h1", "ada", "over"),
     "retention policy": lambda c: retention.set_policy(c.store, BAD, timedelta(days=1), "ada"),
+    "bulk command": lambda c: BulkCommands(c).act(
+        BulkCommand("b1", BAD, "pause", "", {}, "ada", "incident", ("x",))
+    ),
     "machine submit": lambda c: Executions(c).submit(
         SINGLE, parent="p", input=None, key="k", actor="ada", team=BAD, scope="operator"
     ),
@@ -51,3 +56,4 @@ async def test_a_bad_team_is_refused_and_nothing_is_written(
 
     assert (await reads.list_instances(client.store, limit=10)).rows == ()
     assert await retention.policies(client.store) == []
+    assert await bulk_commands.find_bulk(client.store, "b1") is None

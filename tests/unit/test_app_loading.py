@@ -5,6 +5,7 @@ package the module imports that is not installed."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,40 @@ def test_an_app_that_cannot_be_loaded_says_why(spec: str, says: str) -> None:
     with pytest.raises(ActivityAppNotFound) as refused:
         load_app(spec)
     assert str(refused.value).endswith(says.format(cwd=os.getcwd()))
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "says"),
+    [
+        (
+            "syntax",
+            "def broken(:\n",
+            "{module} has a syntax error at {module}.py line 1: invalid syntax",
+        ),
+        (
+            "raises",
+            "\nraise RuntimeError('token=hunter2')\n",
+            "importing {module} raised RuntimeError at {module}.py line 2",
+        ),
+        (
+            "refused",
+            "from engine import ActivityRegistry\napp = ActivityRegistry()\n"
+            "app.workflow('w', version='1')(lambda ctx, x: None)\n",
+            "{module} at {module}.py line 3: ",
+        ),
+    ],
+)
+def test_an_app_whose_module_fails_to_import_says_where_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str, says: str
+) -> None:
+    """A module that does not compile or raises as it is imported is a user's mistake,
+    said in one line with its file and line (and the engine's own refusal in its words),
+    never the import's traceback nor the exception's text, which may quote a secret."""
+    module = f"wayline_broken_app_{name}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ActivityAppNotFound) as refused:
+        load_app(f"{module}:app")
+    message = str(refused.value)
+    assert message.startswith(f"cannot load {module}:app: {says.format(module=module)}")
+    assert "hunter2" not in message and "\n" not in message
