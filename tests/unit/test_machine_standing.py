@@ -8,6 +8,8 @@ from datetime import timedelta
 import pytest
 
 from engine.decide.operator_actions import Action
+from engine.decide.previews import standing
+from engine.model.canonical import format_instant
 from engine.decide.operator_commands import record_command
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
@@ -44,6 +46,37 @@ def test_a_running_machine_waits_for_its_timer_and_for_a_retry() -> None:
     assert state_value(w.state) == StateValue("InReview", {"reminders": 2})
     typed = as_variant(state_value(w.state), document_approval.Approval)
     assert typed == document_approval.InReview(reminders=2)
+
+
+def said(w: Walk) -> str:
+    """Where the execution stands in words, as ``wayline inspect`` and the studio ask."""
+    return standing(w.state, w.registry, w.now).reason
+
+
+def test_what_a_live_execution_waits_for_is_said_in_words() -> None:
+    """``wayline inspect``'s ``now`` line and the studio's Position, which said nothing
+    (a bare "waiting") for a machine."""
+    w = walk()
+    assert said(w) == "waiting for the advance from Submitted, due now"
+    w.enter("InReview", reminders=2)
+    due = w.now + timedelta(seconds=60)
+    w.append(K.TIMER_SCHEDULED, step="InReview", due_at=due)
+    assert said(w) == f"waiting for the timer of InReview until {format_instant(due)}"
+    w.now = due
+    w.append(K.TIMER_FIRED, step="InReview")
+    retry = w.now + timedelta(seconds=2)
+    w.append(K.ADVANCE_FAILED, step="InReview", attempt=1, code="boom", due_at=retry)
+    assert said(w) == (
+        f"waiting for attempt 2 of the advance from InReview at {format_instant(retry)}"
+    )
+    command(w, Action.PAUSE)
+    assert said(w) == "paused in InReview"
+
+
+def test_a_cancelled_execution_waits_for_its_compensation() -> None:
+    w = walk()
+    command(w, Action.CANCEL)
+    assert said(w) == "waiting for the compensation of Submitted"
 
 
 def command(w: Walk, action: Action) -> None:

@@ -32,6 +32,7 @@ from engine.model.limits import WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
 from engine.modes import Decision, Outcome
 from engine.modes.machines.fold import manifest_of, progress_of
+from engine.modes.machines.standing import waiting_for
 
 K = EventKind
 DEAD_ATTEMPTS_EXHAUSTED = "dead-attempts-exhausted"
@@ -60,7 +61,7 @@ def decide(draft: Draft) -> Decision:
         return _after_failure(draft)
     if kinds & {K.INSTANCE_STARTED, K.STATE_ENTERED}:
         return _after_entering(draft)
-    return Decision(Outcome.WAITING)
+    return Decision(Outcome.WAITING, waiting_for(state, draft.now))
 
 
 def dead(draft: Draft, code: str) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engine.model.canonical import format_instant
 from engine.model.errors import WaylineError
 from engine.model.instance import Instance, InstanceStatus
 from engine.modes.machines.fold import progress_of
@@ -59,6 +60,28 @@ def status_of(instance: Instance, now: datetime) -> str:
     if progress.retry_at is not None and progress.retry_at > now:
         return "waiting"
     return "running"
+
+
+def waiting_for(instance: Instance, now: datetime) -> str:
+    """What a live execution waits for at ``now``, in words: ``wayline inspect``'s
+    ``now`` line and the studio's Position, beside a step list's "waiting for approval
+    manager_approval"."""
+    progress = progress_of(instance)
+    status = status_of(instance, now)
+    if status == "cancelling":
+        return f"waiting for the compensation of {progress.state}"
+    if status == "paused":
+        return f"paused in {progress.state}"
+    if status == "running":
+        return f"waiting for the advance from {progress.state}, due now"
+    if progress.retry_at is not None and progress.retry_at > now:
+        attempt = progress.attempts + 1
+        due = format_instant(progress.retry_at)
+        return f"waiting for attempt {attempt} of the advance from {progress.state} at {due}"
+    due = progress.timer_due_at
+    return f"waiting for the timer of {progress.state}" + (
+        f" until {format_instant(due)}" if due else ""
+    )
 
 
 def state_value(instance: Instance) -> StateValue:
