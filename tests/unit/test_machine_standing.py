@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from engine.decide.operator_actions import Action
+from engine.decide.operator_commands import record_command
 from engine.decide.previews import standing
 from engine.model.canonical import format_instant
-from engine.decide.operator_commands import record_command
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.transitions import Draft
