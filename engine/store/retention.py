@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from engine.decide.audit import actor_problem
 from engine.model.events import event_to_json
 from engine.model.inputs import check_team
+from engine.model.limits import MAX_RETENTION_KEEP
 from engine.store import reads
 from engine.store.statements import retention as sql
 from engine.store.store import Store
@@ -67,8 +68,11 @@ def check_batch(batch: int) -> int:
 async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
     """Keep ``tenant``'s ended instances for ``keep`` (replacing any earlier policy)."""
     check_team(tenant)
-    if keep <= timedelta(0):
-        raise ValueError("keep must be a positive duration, e.g. 90d")
+    if not timedelta(0) < keep <= MAX_RETENTION_KEEP:
+        raise ValueError(
+            f"keep must be a positive duration of at most {MAX_RETENTION_KEEP.days} days "
+            "(MAX_RETENTION_KEEP), e.g. 90d"
+        )
     if problem := actor_problem(actor):  # who set it is audited like a command's actor
         raise ValueError(problem)
     now = store.now()
@@ -95,7 +99,9 @@ async def prune(
     ``batch`` at a time, until none is left that can go now (see the module)."""
     check_batch(batch)
     done = Pruned()
-    params = {"tenant": tenant, "cutoff": store.now() - keep, "limit": batch}
+    # A policy stored before MAX_RETENTION_KEEP could name a cutoff before year 1.
+    cutoff = store.now() - min(keep, MAX_RETENTION_KEEP)
+    params = {"tenant": tenant, "cutoff": cutoff, "limit": batch}
     while True:
         async with store.reading() as conn:
             expired = await (await conn.execute(sql.EXPIRED, params)).fetchall()

@@ -13,6 +13,7 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.limits import MAX_RETENTION_KEEP
 from engine.store import reads, retention
 from engine.store.clock import ManualClock
 from engine.store.retention import MAX_PRUNE_BATCH
@@ -97,6 +98,16 @@ async def test_ended_instances_past_the_keep_are_exported_then_removed(
     assert (again.exported, again.removed) == (0, 0)
 
 
+async def test_a_keep_longer_than_the_calendar_removes_nothing_and_raises_nothing(
+    client: Client, store: Store, export: Export
+) -> None:
+    """A policy stored before MAX_RETENTION_KEEP (99999999d was accepted) made every
+    retention run fail with an OverflowError computing its cutoff."""
+    await ended(client, "old")
+    done = await retention.prune(store, "red", timedelta(days=99_999_999), export)
+    assert (done.exported, done.removed) == (0, 0)
+
+
 async def test_a_removed_id_starts_a_new_instance(
     client: Client, store: Store, clock: ManualClock, export: Export
 ) -> None:
@@ -146,6 +157,9 @@ async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -
     assert found == {"red": (KEEP * 2, "bob"), "": (timedelta(days=7), "carol")}
     with pytest.raises(ValueError, match="positive"):
         await retention.set_policy(store, "red", timedelta(0), "alice")
+    with pytest.raises(ValueError, match=r"at most 36500 days \(MAX_RETENTION_KEEP\)"):
+        await retention.set_policy(store, "red", MAX_RETENTION_KEEP + timedelta(1), "alice")
+    await retention.set_policy(store, "red", MAX_RETENTION_KEEP, "alice")
     for nobody in ("", "a b"):
         with pytest.raises(ValueError, match="actor must be 1 to"):
             await retention.set_policy(store, "red", KEEP, nobody)
