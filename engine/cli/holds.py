@@ -15,6 +15,7 @@ import json
 from engine.api.client import Client
 from engine.api.queries import Queries
 from engine.cli.runtime import add_command
+from engine.model.canonical import format_instant
 from engine.model.holds import parse_scope
 from engine.model.inputs import check_team
 from engine.store.holds import Hold
@@ -85,8 +86,8 @@ def _left(hold: Hold) -> str:
 
 
 def _line(hold: Hold) -> str:
-    state = "active" if hold.active else f"released {hold.released_at:%Y-%m-%d %H:%M:%S}"
-    placed = f"{hold.actor} at {hold.placed_at:%Y-%m-%d %H:%M:%S}"
+    state = "active" if hold.active else f"released {format_instant(hold.released_at)}"
+    placed = f"{hold.actor} at {format_instant(hold.placed_at)}"
     return f"{hold.hold_id}  {hold.scope.label}  {state}  {_left(hold)}  {placed}: {hold.reason}"
 
 
@@ -98,8 +99,8 @@ def _as_json(hold: Hold) -> dict:
         "version": hold.scope.version,
         "placed_by": hold.actor,
         "reason": hold.reason,
-        "placed_at": hold.placed_at.isoformat(),
-        "released_at": hold.released_at.isoformat() if hold.released_at else None,
+        "placed_at": format_instant(hold.placed_at),
+        "released_at": format_instant(hold.released_at) if hold.released_at else None,
         "drain_rate": hold.drain_rate,
         "backlog": hold.backlog,
     }

@@ -19,6 +19,7 @@ from pathlib import Path
 from engine.api.client import Client
 from engine.cli.options import UsageError, writing
 from engine.cli.runtime import add_command, add_group
+from engine.model.canonical import format_instant
 from engine.model.durations import format_duration, parse_duration
 from engine.model.inputs import check_team
 from engine.store import retention
@@ -117,4 +118,4 @@ def _team(tenant: str) -> str:
 
 
 def _who(policy: Policy) -> str:
-    return f"set by {policy.set_by} at {policy.set_at.isoformat(timespec='seconds')}"
+    return f"set by {policy.set_by} at {format_instant(policy.set_at)}"

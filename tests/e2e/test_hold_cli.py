@@ -7,6 +7,8 @@ keeps the hold, a plain release lets the rest go; bad input is one clear line.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING
 
 from engine.model.instance import InstanceStatus
@@ -42,6 +44,15 @@ async def test_a_hold_parks_starts_and_a_gradual_release_lets_them_go(e2e: Harne
     assert rest == f"hold {hold_id}: 1 work item(s) due again; backlog 0 instance(s); released\n"
     await e2e.settled("held-b", InstanceStatus.COMPLETED)
     assert len(e2e.calls("held-a")) == len(e2e.calls("held-b")) == 1
+    released = await ok(e2e, "hold", "list")
+    instant = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"  # as every other command prints one
+    assert re.search(
+        f"  released {instant}  backlog 0 instance\\(s\\)  ops at {instant}: ", released
+    )
+    as_json = json.loads((await ok(e2e, "hold", "list", "--json")).splitlines()[0])
+    assert re.fullmatch(instant, as_json["placed_at"]) and re.fullmatch(
+        instant, as_json["released_at"]
+    )
 
 
 async def test_bad_hold_input_is_one_clear_line(e2e: Harness) -> None:
