@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import logging
 import os
 import sys
 import traceback
@@ -95,6 +96,7 @@ class Unknown:
 
 
 Outcome = Succeeded | Failed | Unknown
+log = logging.getLogger("wayline.activities")
 TIMEOUT_CODE = "activity-timeout"
 CRASH_CODE = "activity-panic"
 TRUNCATED_KEY = "truncated_bytes"
@@ -316,6 +318,21 @@ _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.s
 """The engine's package directory: an exception raised in it is the engine's refusal."""
 
 
+def _log_unknown(request: ActivityRequest, what: str, code: str) -> None:
+    """Say in the worker's log that a handler ended without an outcome, which its
+    history records only as ``code``: where it raised is what its developer needs. Not
+    the exception's text, which may quote an input or a secret (``engine.worker.logs``)."""
+    log.warning(
+        "activity %s %s: attempt %d of step %s of %s is recorded unknown (%s)",
+        request.target,
+        what,
+        request.attempt,
+        request.step,
+        request.instance_id,
+        code,
+    )
+
+
 class HandlerExecutor(Protocol):
     """Runs a sync handler: ``HandlerThreads`` (``engine.worker.handler_threads``), unless a
     worker's hooks choose another."""
@@ -339,10 +356,13 @@ async def run_handler(
     except ActivityFailure as failure:
         return Failed(failure.code, failure.retryable, failure.details)
     except TimeoutError:
+        _log_unknown(request, f"did not finish within its timeout of {timeout:g} s", TIMEOUT_CODE)
         return Unknown(TIMEOUT_CODE)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the effect may have happened: unknown, never a failure
+        raised = f"raised {type(exc).__name__}{_where(traceback.extract_tb(exc.__traceback__))}"
+        _log_unknown(request, raised, CRASH_CODE)
         return Unknown(CRASH_CODE, {"error": type(exc).__name__})
     if isinstance(value, UnknownOutcome):
         return Unknown(value.code, value.details)
