@@ -22,6 +22,10 @@ from studio.runtime import Runtime
 async def _settings(
     request: Request, principal: Principal, runtime: Runtime, status: int = 200, **extra: Any
 ) -> Template:
+    """The page; ``refused`` ('invite' or 'token') names the form whose ``error`` it is,
+    shown beside that form with what was ``typed`` in it (it came back empty)."""
+    extra.setdefault("refused", "")
+    extra.setdefault("typed", {})
     store = runtime.store
     is_admin = principal.can(Access.ADMIN)
     return page(
@@ -60,7 +64,9 @@ async def invite_member(
             values.get("display_name", ""),
         )
     except Invalid as invalid:
-        return await _settings(request, principal, runtime, 422, error=str(invalid))
+        return await _settings(
+            request, principal, runtime, 422, error=str(invalid), refused="invite", typed=values
+        )
     return await _settings(request, principal, runtime, invited=invited)
 
 
@@ -114,7 +120,9 @@ async def create_token(
             _days(values.get("expires_in_days", "")),
         )
     except Invalid as invalid:
-        return await _settings(request, principal, runtime, 422, error=str(invalid))
+        return await _settings(
+            request, principal, runtime, 422, error=str(invalid), refused="token", typed=values
+        )
     return await _settings(request, principal, runtime, new_token=secret, new_token_record=token)
 
 

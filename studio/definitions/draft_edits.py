@@ -21,7 +21,7 @@ from engine.model.errors import InputRefused
 from engine.model.inputs import read_json
 from engine.model.words import with_article
 from studio.definitions.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
-from studio.definitions.structure import Block, StepShape, read_structure, shape_of
+from studio.definitions.structure import Block, StepShape, read_structure, shape_of, step_refs
 
 MAX_DOCUMENT_CHARS = 1_000_000
 """Largest JSON text the editor accepts (a definition of thousands of steps fits)."""
@@ -260,7 +260,9 @@ def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, st
     new_name = step.get("name")
     if isinstance(new_name, str) and shape.name and new_name != shape.name:
         _rename(steps, shape.name, new_name)
-    return Edited(doc, new_name if isinstance(new_name, str) else "")
+    # By its ref, not its name: a step whose name was cleared stays chosen (as ``#i``),
+    # so its form shows "is required" beside the name instead of closing.
+    return Edited(doc, step_refs(doc)[index])
 
 
 def _refuse_taken_name(doc: dict[str, Any], shape: StepShape, name: str) -> None:

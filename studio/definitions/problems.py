@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.model.definitions import Definition
 from engine.model.errors import DefinitionInvalid, FieldError
 from engine.model.validation import parse_definition
-from studio.definitions.structure import raw_steps, shape_of
+from studio.definitions.structure import raw_steps, shape_of, step_refs
 
 _STEP_PATH = re.compile(r"^steps\[(\d+)\](?:\.(.*))?$")
 _LIST_INDEX = re.compile(r"\[\d+\]")
@@ -34,6 +34,16 @@ class Problem:
     index: int = -1
     field: str = ""
     warning: bool = False
+    ref: str = ""
+    """How a link selects the step (``StepShape.ref``): its name, or ``#<index>`` for a
+    step without one or a later step of a name taken before it."""
+
+    @property
+    def label(self) -> str:
+        """The step as a list of problems names it: its name, else its position."""
+        if self.index < 0:
+            return ""
+        return self.step or f"step {self.index + 1}"
 
     @property
     def where(self) -> str:
@@ -97,10 +107,18 @@ def check_document(document: Any, known_targets: Iterable[str] | None = None) ->
     items = [locate(e, document) for e in errors]
     if known_targets is not None:
         items.extend(unknown_targets(document, set(known_targets)))
+    items = with_refs(items, document)
     by_index: dict[int, list[Problem]] = {}
     for problem in items:
         by_index.setdefault(problem.index, []).append(problem)
     return Problems(tuple(items), definition, by_index)
+
+
+def with_refs(items: list[Problem], document: Any) -> list[Problem]:
+    """``items`` with the ref of the step each concerns (read once for all of them), so
+    a link opens that very step even when it has no name or shares one."""
+    refs = step_refs(document)
+    return [replace(p, ref=refs[p.index]) if 0 <= p.index < len(refs) else p for p in items]
 
 
 def locate(error: FieldError, document: Any) -> Problem:

@@ -176,6 +176,13 @@ def read_structure(document: Any) -> Structure:
     return Structure(tuple(blocks), steps, owned)
 
 
+def step_refs(document: Any) -> list[str]:
+    """Each step's ``ref`` by position: how a link or the editor's selection names it
+    (its name, or ``#<index>`` when it has none or an earlier step has the same one)."""
+    shapes = tuple(shape_of(i, raw) for i, raw in enumerate(raw_steps(document)))
+    return [step.ref for step in identified(shapes)]
+
+
 def identified(steps: tuple[StepShape, ...]) -> tuple[StepShape, ...]:
     """The steps with a ``ref`` and an element id that no other step of them has.
 

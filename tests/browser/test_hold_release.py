@@ -53,3 +53,24 @@ def test_hold_and_gradual_release(page: Page, studio: LiveStudio) -> None:
     expect(row.locator(".pill")).to_have_text("in force")
     page.goto(f"/definitions/{name}")
     expect(page.locator("#hold-banner .hold-backlog")).to_have_text("2")
+
+
+def test_a_long_reason_wraps_on_the_holds_page(page: Page, studio: LiveStudio) -> None:
+    """A reason of one long word (an incident URL) made the holds table, and the page,
+    three times the window's width."""
+    team = studio.team("holdwide")
+    name = studio.publish_new(team, "holdwide")
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto("/holds")
+    page.get_by_label("Definition (NAME or NAME@VERSION)").fill(name)
+    long_reason = "https://incidents.example.com/" + "a" * 300
+    page.get_by_label("Reason").fill(long_reason)
+    page.get_by_role("button", name="Place hold").click()
+    expect(page.locator("#holds tbody tr").first).to_contain_text(long_reason)
+    form = page.locator("form.release-hold").first
+    form.get_by_label("How", exact=True).select_option("all")
+    form.get_by_label("Reason").fill(long_reason)
+    form.get_by_role("button", name="Release").click()
+    expect(page.locator("#hold-notice")).to_contain_text("due again")
+    expect(page.locator("#holds tbody tr").first).to_contain_text("all — https")
+    assert page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth") <= 0

@@ -1,6 +1,6 @@
 """The instance page brings the work into view: the graph opens scrolled to the step
-the instance is at (not to its top), and long values in the steps table and the
-history wrap instead of widening the page."""
+the instance is at (not to its top), and long values in the steps table, the history
+and the audit trail wrap instead of widening the page."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import uuid
 from playwright.sync_api import Page, expect
 
 from engine.api.client import Client
+from engine.decide.audit import Action
+from engine.model.limits import MAX_REASON_LENGTH
 from studio.roles import Role
 from tests.browser.conftest import sign_in
 from tests.studio import code_app
@@ -67,6 +69,20 @@ def test_a_long_input_wraps_in_the_history(page: Page, studio: LiveStudio) -> No
     page.goto(f"/instances/{instance_id}")
     expect(page.locator("#history-table")).to_contain_text("w" * 100)
     assert page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth") <= 0
+
+
+def test_a_long_reason_wraps_in_the_audit_trail(page: Page, studio: LiveStudio) -> None:
+    """A reason of one long word (a URL) pushed the command id out of the card and
+    squeezed the time into four lines."""
+    team, name, _ = studio.one_running("widereason")
+    instance_id = studio.start(team, name)
+    studio.command(instance_id, Action.PAUSE, reason="r" * MAX_REASON_LENGTH)
+    sign_in(page, studio.user(team, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    table = page.locator("#audit-table")
+    expect(table).to_contain_text("r" * 100)
+    fits = "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth + 1"
+    assert table.evaluate(fits)
 
 
 def test_the_start_form_input_limit_follows_the_chosen_version(

@@ -163,6 +163,27 @@ def test_pause_with_a_reason_see_the_audit_row_and_resume(
     still_same_document(page)
 
 
+def test_an_action_is_confirmed_from_the_keyboard_alone(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    """The confirmation's first field takes the focus: it stayed on the action bar, so
+    typing went nowhere and Tab, Enter opened the next action (Cancel) instead."""
+    open_at_approval(page, studio, shop, Role.OPERATOR)
+    settled(page)
+    page.locator("[data-offer='approve:manager_approval']").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Approval payload (JSON, optional)")).to_be_focused()
+    page.locator("[data-offer='pause']").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Reason")).to_be_focused()
+    page.keyboard.type("paused from the keyboard")
+    page.keyboard.press("Tab")
+    expect(page.locator("#confirm-button")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#audit-table tbody tr").first).to_contain_text("paused from the keyboard")
+    expect(page.locator("#instance-status")).to_have_text("paused")
+
+
 def test_cancel_and_watch_the_compensations_run_latest_first(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:

@@ -64,3 +64,14 @@ def test_an_edit_queued_behind_its_own_rename_finds_the_renamed_step() -> None:
     assert edits.locate_step(renamed, 0, "activity_1", form["name"]) == 0
     with pytest.raises(EditRejected):  # the rename's name alone never reaches another place
         edits.locate_step(edits.move_step(renamed, 0, 1).document, 0, "activity_1", "charge")
+
+
+def test_a_step_whose_name_is_cleared_stays_chosen_by_its_position() -> None:
+    """Its form stays open with "is required" beside the name (it closed, and the
+    problem was listed under the definition)."""
+    cleared = edits.update_step(build(), 0, {"name": "  "})
+    assert "name" not in cleared.document["steps"][0]
+    assert cleared.selected == "#0"
+    duplicate = build()
+    duplicate["steps"][0]["name"] = "parallel_1_branch_1"  # as the JSON tab allows
+    assert edits.update_step(duplicate, 2, {"timeout": "5s"}).selected == "#2"

@@ -46,3 +46,15 @@ def test_targets_no_worker_advertises_are_warnings_not_errors() -> None:
     assert problems.definition is not None
     assert [(p.step, p.field, p.warning) for p in problems.items] == [("charge", "target", True)]
     assert check_document(fixed, ["payments.charge"]).items == ()
+
+
+def test_a_step_without_a_name_or_with_a_taken_one_is_named_and_linked_by_position() -> None:
+    """Not "definition name is required": the list names the step and links to it."""
+    unnamed = {"kind": "timer", "timeout": "1m"}
+    again = {"name": "pause", "kind": "timer", "timeout": "soon"}
+    problems = check_document({**DOC, "steps": [*DOC["steps"], unnamed, again]})
+    located = {(p.label, p.ref, p.field) for p in problems.errors}
+    assert ("step 3", "#2", "name") in located
+    assert ("pause", "#3", "name") in located  # the second pause, not the first
+    assert ("pause", "pause", "timeout") in located
+    assert {(p.label, p.ref) for p in problems.document_errors} == set()

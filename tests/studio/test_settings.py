@@ -11,6 +11,7 @@ import pytest
 
 from engine.cli.main import main
 from studio.accounts import people
+from studio.accounts.api_tokens import MAX_DAYS
 from studio.accounts.people import MAX_DISPLAY_NAME
 from studio.roles import Role
 from tests.studio.live import (
@@ -170,3 +171,24 @@ def test_wayline_user_create_refuses_a_common_password(
     assert main(["user", "create", name, "--password-stdin", *database]) == 1
     assert "on the list of the most common passwords" in capsys.readouterr().err
     assert studio.run(lambda store: people.find_login(store, name)) is None
+
+
+def test_a_refused_invitation_or_token_comes_back_as_typed_beside_its_form(
+    studio: LiveStudio,
+) -> None:
+    """Both forms came back empty, under an error at the top of the page."""
+    team = studio.team("typed")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    typed = {"username": "Bad Name/..", "display_name": "Dana Scully", "role": "operator"}
+    page = admin.form("/settings/members", typed)
+    assert page.status_code == 422
+    assert re.search(r'id="invite-error">Not invited: a username has 1 to 63', page.text)
+    assert 'value="Bad Name/.."' in page.text and 'value="Dana Scully"' in page.text
+    assert re.search(r'id="member-role".*?<option selected>operator</option>', page.text, re.S)
+    token = {"label": "ci-publish", "role": "author", "expires_in_days": "400"}
+    page = admin.form("/settings/tokens", token)
+    assert page.status_code == 422
+    assert f'id="token-error">Not created: a token expires in 1 to {MAX_DAYS} days' in page.text
+    assert 'value="ci-publish"' in page.text and 'value="400"' in page.text
+    assert re.search(r'id="token-role".*?<option selected>author</option>', page.text, re.S)
+    assert 'value="Bad Name/.."' not in page.text  # only the refused form keeps its values
