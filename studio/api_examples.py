@@ -28,7 +28,12 @@ START = json_body(
 )
 SIGNAL = json_body(
     "Deliver a payment confirmation once",
-    {"step": "payment_confirmed", "payload": {"paid": True}, "signal_id": "pay-7"},
+    {
+        "step": "payment_confirmed",
+        "reason": "the bank statement shows the transfer",
+        "payload": {"paid": True},
+        "signal_id": "pay-7",
+    },
 )
 COMMAND = json_body(
     "Settle an activity outcome in doubt as succeeded",

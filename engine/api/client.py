@@ -647,15 +647,24 @@ def _recorded(state: Instance, command_id: str, action: Action, actor: str, reas
 
 def _require_step(state: Instance, step: Any, action: Action) -> None:
     """Refuse a command's step that is not a valid name or not a step of the definition,
-    and an approve of anything but an approval step: a code-first run's fold would
-    otherwise take it as a signal of that name, and say the approve was recorded."""
+    and an approve or a signal of a step of another kind: a code-first run's fold would
+    otherwise take an approve as a signal of that name, and say the approve was recorded.
+    A signal to a code-first run may have any name: its inbox takes what its waits await."""
     problem = name_problem(step)
     if problem:
         raise InputRefused(f"the step {problem}")
+    if action is Action.SIGNAL and state.spec is not None and state.spec.mode == Mode.CODE:
+        return
     found = state.step(step)
     if found is None:
         raise InputRefused(f"{step!r} is not a step of {state.definition}")
-    if action is Action.APPROVE and found.kind is not StepKind.APPROVAL:
+    answered = ANSWERED_STEPS.get(action)
+    if answered is not None and found.kind is not answered:
         raise InputRefused(
-            f"step {step!r} is {with_article(found.kind)} step: approve only answers approval steps"
+            f"step {step!r} is {with_article(found.kind)} step: "
+            f"{action.value} only answers {answered.value} steps"
         )
+
+
+ANSWERED_STEPS = {Action.APPROVE: StepKind.APPROVAL, Action.SIGNAL: StepKind.SIGNAL}
+"""The one kind of step each command that answers a step may answer."""

@@ -73,6 +73,7 @@ EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.RETRY_ACTIVITY: {"step": True},
     Action.RESOLVE_ACTIVITY: {"step": True, "resolution": True, "result": False},
     Action.APPROVE: {"step": True, "payload": False},
+    Action.SIGNAL: {"step": True, "payload": False},
     Action.COMPENSATE: {"step": True},
     Action.RESOLVE_COMPENSATION: {"step": True, "code": True, "evidence": False},
 }

@@ -27,6 +27,7 @@ class Action(StrEnum):
     COMPENSATE = "compensate"
     RESOLVE_COMPENSATION = "resolve_compensation"
     APPROVE = "approve"
+    SIGNAL = "signal"
     RESOLVE_ACTIVITY = "resolve_activity"
     MIGRATE = "migrate"
 

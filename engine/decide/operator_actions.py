@@ -42,6 +42,7 @@ EFFECTS: dict[Action, Effect] = {
     Action.COMPENSATE: Effect(K.COMPENSATION_SCHEDULED, engine_decides_too=True),
     Action.RESOLVE_COMPENSATION: Effect(K.COMPENSATION_MANUALLY_RESOLVED),
     Action.APPROVE: Effect(K.SIGNAL_RECEIVED, engine_decides_too=True),
+    Action.SIGNAL: Effect(K.SIGNAL_RECEIVED, engine_decides_too=True),
     Action.RESOLVE_ACTIVITY: Effect(K.ACTIVITY_RESOLVED),
     Action.MIGRATE: Effect(K.DEFINITION_MIGRATED),
 }

@@ -66,9 +66,11 @@ def _resolve_compensation(
     draft.add(kind, step=step, code=code, data=json_data(evidence))
 
 
-def _approve(
+def _deliver(
     draft: Draft, kind: EventKind, command_id: str, step: str, payload: Any = None
 ) -> None:
+    """An approval, or a signal a person sends (the studio's send form): the signal's
+    event, keyed by the command id, so the audit record names who sent it and why."""
     draft.add(kind, step=step, idempotency_key=command_id, data=json_data(payload))
 
 
@@ -109,7 +111,8 @@ _BUILDERS = {
     Action.RETRY_ACTIVITY: _retry_activity,
     Action.COMPENSATE: _compensate,
     Action.RESOLVE_COMPENSATION: _resolve_compensation,
-    Action.APPROVE: _approve,
+    Action.APPROVE: _deliver,
+    Action.SIGNAL: _deliver,
     Action.RESOLVE_ACTIVITY: _resolve_activity,
     Action.MIGRATE: _migrate,
 }

@@ -118,16 +118,16 @@ async def send_signal(
     ref: FromPath[str],
     data: Annotated[SignalIn, examples.SIGNAL],
 ) -> InstanceDetailOut:
-    """Deliver a signal to a signal step. A retry with the same ``signal_id`` and payload
-    acts once (another payload under that id is a conflict); answers the instance after."""
+    """Deliver a signal to a signal step (or a code-first run's inbox), audited like a
+    command with the caller and ``reason``. A retry with the same ``signal_id`` acts once
+    (the id used for another action, by another caller or with another reason is a
+    conflict); answers the instance after."""
     instance_id = instance_id_of(ref)
+    signal = interventions.SignalForm(
+        data.step, data.reason, _text(data.payload), data.signal_id or ""
+    )
     await interventions.send_signal(
-        runtime,
-        principal.team_id,
-        instance_id,
-        data.step,
-        data.signal_id or "",
-        _text(data.payload),
+        runtime, principal.team_id, principal.actor, instance_id, signal
     )
     return await _detail(runtime.primary, principal.team_id, instance_id)
 

@@ -10,6 +10,7 @@ an ``InstanceDetail``; none of them reads history itself.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -70,6 +71,8 @@ class SignalSlot:
     """The instance is at this step now (else the signal is kept until it gets there)."""
     limit: int
     """The payload's limit, in bytes."""
+    signal_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """The id its form sends with it, drawn with the form: posting it twice acts once."""
 
 
 @dataclass(frozen=True)

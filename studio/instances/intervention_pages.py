@@ -125,13 +125,11 @@ async def send_signal(
     instance_id = instance_id_of(ref)
     values = await form_values(request)
     try:
+        signal = interventions.SignalForm(
+            step, values.get("reason", ""), values.get("payload", ""), values.get("signal_id", "")
+        )
         await interventions.send_signal(
-            runtime,
-            principal.team_id,
-            instance_id,
-            step,
-            values.get("signal_id", ""),
-            values.get("payload", ""),
+            runtime, principal.team_id, principal.actor, instance_id, signal
         )
     except StudioError as refused:
         if not is_htmx(request):
@@ -139,7 +137,12 @@ async def send_signal(
         notice = fragment(request, "instances/_notice.html", error=str(refused))
         return Response(notice, media_type="text/html", status_code=refused.status)
     return await _after(
-        request, principal, runtime, instance_id, f"Signal {step} delivered.", "signals"
+        request,
+        principal,
+        runtime,
+        instance_id,
+        f"Signal {step} delivered: recorded with your reason.",
+        "signals",
     )
 
 

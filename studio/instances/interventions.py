@@ -1,11 +1,12 @@
-"""Acting on an instance: signals, and the audited operator commands.
+"""Acting on an instance: the audited operator commands, a signal a person sends among
+them.
 
-Both go through the engine Client, so they are idempotent the way the engine makes
-them: a signal by its signal id, a command by its command id, which every form
-carries from the moment it was drawn (posting it twice acts once). A command needs a
-reason and records who gave it; a command the state no longer allows (someone acted
-first) is refused with the engine's reason. The watcher is nudged so that pages
-following the instance show the change at once.
+They go through the engine Client, so they are idempotent the way the engine makes
+them: by their command id (a signal's is its signal id), which every form carries from
+the moment it was drawn (posting it twice acts once). A command needs a reason and
+records who gave it (a signal sent here too: ``Action.SIGNAL``); a command the state
+no longer allows (someone acted first) is refused with the engine's reason. The watcher
+is nudged so that pages following the instance show the change at once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from engine.api.client import SignalConflict
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
@@ -48,26 +48,39 @@ def signal_limit(state: Instance, name: str) -> int:
 
 
 async def send_signal(
-    runtime: Runtime,
-    team: str,
-    instance_id: str,
-    step: str,
-    signal_id: str = "",
-    payload_text: str = "",
+    runtime: Runtime, team: str, actor: str, instance_id: str, signal: SignalForm
 ) -> Instance:
+    """Deliver a signal as ``actor``, audited with its reason like any command: the
+    signal id is the command id, so a repeat with the same id and payload acts once."""
+    reason = operator_reason(signal.reason)
     row, entry = await replayed(runtime.primary, team, instance_id)
-    payload = parse_json(payload_text, "payload")
-    check_size(payload, signal_limit(entry.state, step), "payload", step)
+    payload = parse_json(signal.payload, "payload")
+    check_size(payload, signal_limit(entry.state, signal.step), "payload", signal.step)
+    signal_id = signal.signal_id or new_id()
     try:
-        state = await runtime.client.signal(row.instance_id, step, signal_id or new_id(), payload)
-    except SignalConflict as clash:
+        state = await runtime.client.command(
+            row.instance_id, Action.SIGNAL, actor, reason, signal_id, step=signal.step,
+            payload=payload,
+        )  # fmt: skip
+    except CommandConflict as clash:
         raise Conflict(str(clash)) from None
     except DecisionRejected as refused:
         raise Conflict(f"the instance does not take this signal now: {refused}") from None
-    except ValueError as bad:
+    except (ValueError, EventInvalid) as bad:
         raise Invalid(str(bad)) from None
     runtime.watcher.nudge()
     return state
+
+
+@dataclass(frozen=True)
+class SignalForm:
+    """A signal as the instance page's send form or the API sends it."""
+
+    step: str
+    reason: str
+    payload: str = ""
+    """JSON."""
+    signal_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -174,10 +174,13 @@ class HistoryOut:
 
 @dataclass
 class SignalIn:
+    """A signal; ``reason`` is required and kept in the audit trail with the caller."""
+
     step: str
+    reason: str
     payload: Any = None
     signal_id: str | None = None
-    """Deduplicates: the same id and payload again is accepted once."""
+    """Deduplicates: the same id again (same caller and reason) is accepted once."""
 
 
 @dataclass

@@ -39,6 +39,7 @@ def start_from_the_form(page: Page, name: str, run: str, input: str = "") -> Non
 def send(page: Page, signal: str, payload: str = "") -> None:
     settled(page)
     page.get_by_label(f"Payload for {signal}").fill(payload)
+    page.get_by_label(f"Reason for {signal}").fill("the customer called")
     page.get_by_role("button", name=f"Send {signal}").click()
 
 

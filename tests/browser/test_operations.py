@@ -69,7 +69,7 @@ def act(page: Page, offer: str, reason: str) -> None:
     page.locator(f"[data-offer='{offer}']").click()
     expect(page.locator("#confirm-effect")).to_be_visible()
     settled(page)
-    page.get_by_label("Reason").fill(reason)
+    page.locator("#confirm-form").get_by_label("Reason").fill(reason)
     page.locator("#confirm-button").click()
 
 
@@ -133,8 +133,10 @@ def test_approve_then_send_a_signal_and_the_race_resolves(
 
     settled(page)
     page.get_by_label("Payload for shipped").fill('{"carrier": "DHL"}')
+    page.get_by_label("Reason for shipped").fill("the courier scanned it")
     page.get_by_role("button", name="Send shipped").click()
     expect(page.locator("#race-winner-delivery")).to_have_text("shipped")
+    expect(page.locator("#audit-table")).to_contain_text("the courier scanned it")
     expect(page.locator("#step-delivery_timeout")).to_have_class(re.compile(r"\bstate-cancelled\b"))
     expect(page.locator("#step-notify")).to_have_class(
         re.compile(r"\bstate-succeeded\b"), timeout=WORK_SECONDS
@@ -175,7 +177,7 @@ def test_an_action_is_confirmed_from_the_keyboard_alone(
     expect(page.get_by_label("Approval payload (JSON, optional)")).to_be_focused()
     page.locator("[data-offer='pause']").focus()
     page.keyboard.press("Enter")
-    expect(page.get_by_label("Reason")).to_be_focused()
+    expect(page.locator("#confirm-form").get_by_label("Reason")).to_be_focused()
     page.keyboard.type("paused from the keyboard")
     page.keyboard.press("Tab")
     expect(page.locator("#confirm-button")).to_be_focused()
@@ -194,7 +196,7 @@ def test_cancel_and_watch_the_compensations_run_latest_first(
     )
     expect(page.locator("#confirm-effect")).to_contain_text("Stops waiting for: manager_approval")
     settled(page)
-    page.get_by_label("Reason").fill("the order was withdrawn")
+    page.locator("#confirm-form").get_by_label("Reason").fill("the order was withdrawn")
     page.locator("#confirm-button").click()
 
     expect(page.locator("#instance-status")).to_have_text("cancelled", timeout=WORK_SECONDS)

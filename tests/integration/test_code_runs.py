@@ -148,6 +148,24 @@ async def test_duplicate_and_extra_signals_are_set_aside(
     assert resolved.sequence == received.sequence + 1, "the client resolved the race itself"
 
 
+async def test_a_signal_a_person_sends_is_audited_and_joins_the_inbox(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    """The studio's send form: a ``signal`` command, whose id is the signal's, resolves
+    the wait as a plain signal does, and the audit trail names who sent it and why."""
+    await started(client, ctx)
+    await client.command(
+        RUN, Action.SIGNAL, "ada", "paid at the till", "till-1", step="paid", payload={"by": "ada"}
+    )
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert [(s.signal_id, s.consumed_by) for s in state.inbox] == [("till-1", "race.1")]
+    assert [(a.action, a.actor, a.reason) for a in state.audit] == [
+        ("signal", "ada", "paid at the till")
+    ]
+    assert keys(state)[:3] == ["reserve.1", "race.1", "charge.1"]
+
+
 async def test_a_paused_run_decides_nothing_until_resumed(
     client: Client, ctx: Context, store: Store
 ) -> None:

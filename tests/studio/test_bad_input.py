@@ -127,7 +127,7 @@ def test_json_nested_a_thousand_levels_is_a_400(world: World) -> None:
     csrf = {"_csrf": world.client.csrf}
     for path, field in (
         ("/instances", {"definition": world.name, "version": "1", "input": DEEP}),
-        ("/instances/{instance}/signals/go", {"payload": DEEP}),
+        ("/instances/{instance}/signals/go", {"reason": "r", "payload": DEEP}),
         ("/instances/{instance}/actions/approve", {"step": "sign", "reason": "r", "payload": DEEP}),
     ):
         form = world.send("POST", path, data={**csrf, **field})

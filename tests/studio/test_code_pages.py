@@ -17,6 +17,8 @@ from tests.studio import code_app
 from tests.studio.live import LiveStudio, SignedInClient, csrf_token
 
 PAGE_WAIT_SECONDS = 30.0
+WHY = {"reason": "the customer paid by phone"}
+"""A signal sent from the studio is audited: it needs a reason, like any command."""
 """How long a page may take to show what the worker did (it shows it within a second
 or two; this only bounds how long a failure takes)."""
 
@@ -72,11 +74,11 @@ def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
     for signal_id in ("click-1", "click-2"):  # the button was clicked twice
         sent = operator.form(
             f"{url}/signals/paid",
-            {"_csrf": token, "payload": '{"by": "ada"}', "signal_id": signal_id},
+            {"_csrf": token, "payload": '{"by": "ada"}', "signal_id": signal_id, **WHY},
         )
         assert sent.status_code == 303, sent.text
     page_until(operator, url, lambda t: 'id="signal-form-shipped"' in t)
-    sent = operator.form(f"{url}/signals/shipped", {"_csrf": token, "payload": ""})
+    sent = operator.form(f"{url}/signals/shipped", {"_csrf": token, "payload": "", **WHY})
     assert sent.status_code == 303, sent.text
     text = page_until(operator, url, lambda t: "charge#1" in t and "completed" in t)
     assert "pages-saga/o-1/charge#1.1" in text
@@ -120,7 +122,7 @@ def test_a_divergent_run_is_parked_with_a_banner_that_says_where(
     code_app.ROUTE["first"] = "prepare-again"
     try:
         token = csrf_token(operator.get(url))
-        sent = operator.form(f"{url}/signals/go", {"_csrf": token, "payload": ""})
+        sent = operator.form(f"{url}/signals/go", {"_csrf": token, "payload": "", **WHY})
         assert sent.status_code == 303, sent.text
         text = page_until(operator, url, lambda t: 'id="journal-divergence"' in t)
     finally:
@@ -154,7 +156,7 @@ def test_the_json_api_starts_signals_and_reads_a_code_run(
     assert refused.json()["error"] == "A run id is a non-empty string without '/'."
     api = f"/api{instance_url(run)}"
     page_until(operator, instance_url(run), lambda t: "race.1" in t)
-    sent = operator.post(f"{api}/signals", json={"step": "cancelled", "signal_id": "api-1"})
+    sent = operator.post(f"{api}/signals", json={"step": "cancelled", "signal_id": "api-1", **WHY})
     assert sent.status_code == 200, sent.text
     page_until(operator, instance_url(run), lambda t: "charge#1" in t)
     journal = operator.get(api).json()["journal"]

@@ -176,7 +176,9 @@ def test_the_api_runs_commands_and_signals_with_the_same_rules(
     )
     assert done.status_code == 200 and done.json()["status"] == "terminated"
     assert done.json()["actions"] == []
-    late = operator.post(api + "/signals", json={"step": "reserve", "payload": {}}, headers=headers)
+    late = operator.post(
+        api + "/signals", json={"step": "reserve", "reason": "r", "payload": {}}, headers=headers
+    )
     assert late.status_code == 404  # reserve is no signal step
 
 

@@ -485,6 +485,16 @@ def test_an_approval_is_only_given_by_an_approve_command(run: Run) -> None:
     assert run.state.signals["ap"].signal_id == run.state.audit[-1].command_id
 
 
+def test_a_signal_a_person_sends_is_audited_and_answers_only_a_signal_step(run: Run) -> None:
+    """The studio's send form: the signal's event after a ``signal`` command, which
+    names who sent it and why; it cannot stand in for an approval."""
+    on_approval = run.event(K.SIGNAL_RECEIVED, 1, step="ap", idempotency_key="c1")
+    assert "needs an approve command" in rejection(run, audit(run, Action.SIGNAL), on_approval)
+    run.command(Action.SIGNAL, step="sig", payload={"n": 2})
+    sent = run.state.audit[-1]
+    assert (sent.action, run.state.signals["sig"].signal_id) == ("signal", sent.command_id)
+
+
 # Compensation --------------------------------------------------------------------------
 
 

@@ -1,0 +1,68 @@
+"""A signal a person sends from the studio is audited like any operator action: who
+sent it and why stand in the instance's audit trail (it recorded neither), a signal
+without a reason is refused with nothing delivered, and the form posted twice delivers
+once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from studio.instance_urls import instance_url
+from studio.roles import Role
+from tests.studio.live import LiveStudio, SignedInClient
+
+SIGNALLED = {
+    "version": "1",
+    "mode": "orchestration",
+    "steps": [{"name": "go", "kind": "signal", "target": "go", "timeout": "1h", "input_limit": 64}],
+}
+
+
+@pytest.fixture(scope="module")
+def signalled(studio: LiveStudio, team: str) -> str:
+    name = "audited.signal"
+    studio.publish(team, {"name": name, **SIGNALLED})
+    return name
+
+
+def detail(client: SignedInClient, instance_id: str) -> dict[str, Any]:
+    return client.get(f"/api{instance_url(instance_id)}").json()
+
+
+def test_a_signal_sent_from_the_page_names_its_sender_and_reason(
+    studio: LiveStudio, team: str, signalled: str
+) -> None:
+    sender = studio.user(team, Role.OPERATOR)
+    operator = studio.client(sender)
+    instance_id = studio.start(team, signalled)
+    url = f"{instance_url(instance_id)}/signals/go"
+    form = {"_csrf": operator.csrf, "payload": '{"ok": true}', "signal_id": "form-1"}
+    for _ in range(2):  # the button pressed twice: one signal, one audit record
+        sent = operator.form(url, {**form, "reason": "the courier called"})
+        assert sent.status_code == 303, sent.text
+    shown = detail(operator, instance_id)
+    assert [(a["action"], a["actor"], a["reason"], a["command_id"]) for a in shown["audit"]] == [
+        ("signal", sender, "the courier called", "form-1")
+    ]
+    assert [s["signal_id"] for s in shown["signals"]] == ["form-1"]
+
+
+def test_a_signal_without_a_reason_is_refused_and_not_delivered(
+    studio: LiveStudio, team: str, signalled: str, operator: SignedInClient
+) -> None:
+    instance_id = studio.start(team, signalled)
+    page = operator.form(
+        f"{instance_url(instance_id)}/signals/go", {"_csrf": operator.csrf, "reason": "  "}
+    )
+    assert page.status_code == 422
+    assert "a reason of 1 to 500 characters is required" in page.text
+    api = operator.post(
+        f"/api{instance_url(instance_id)}/signals",
+        json={"step": "go", "reason": ""},
+        headers={"X-CSRF-Token": operator.csrf},
+    )
+    assert api.status_code == 422
+    shown = detail(operator, instance_id)
+    assert shown["signals"] == [] and shown["audit"] == []
