@@ -78,3 +78,22 @@ def test_long_names_and_values_wrap_at_390_px(browser: Browser, studio: LiveStud
     ]
     assert wider_than_screen(page, pages) == {}
     page.context.close()
+
+
+def test_a_settings_label_stays_beside_its_field_at_390_px(
+    browser: Browser, studio: LiveStudio
+) -> None:
+    """The invite and token forms wrapped between a label and its field ("Role" at the
+    end of one line, its menu on the next)."""
+    team, _, _ = studio.one_running("phone-labels")
+    page = phone(browser, studio)
+    sign_in(page, studio.user(team, Role.ADMIN))
+    page.goto("/settings")
+    settled(page)
+    for field in ("member-username", "member-name", "member-role", "token-label", "token-role"):
+        label = page.locator(f"label[for='{field}']").bounding_box()
+        control = page.locator(f"#{field}").bounding_box()
+        assert label and control
+        middle = label["y"] + label["height"] / 2
+        assert control["y"] <= middle <= control["y"] + control["height"], field
+    page.context.close()
