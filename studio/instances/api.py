@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, Parameter
 
+from engine.decide.operator_actions import Action
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from studio import api_examples as examples
 from studio.choices import EventKindName
@@ -123,8 +124,8 @@ async def send_signal(
     (the id used for another action, by another caller or with another reason is a
     conflict); answers the instance after."""
     instance_id = instance_id_of(ref)
-    signal = interventions.SignalForm(
-        data.step, data.reason, _text(data.payload), data.signal_id or ""
+    signal = interventions.CommandForm(
+        Action.SIGNAL.value, data.reason, data.step, data.signal_id or "", _text(data.payload)
     )
     await interventions.send_signal(
         runtime, principal.team_id, principal.actor, instance_id, signal

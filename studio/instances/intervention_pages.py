@@ -125,8 +125,12 @@ async def send_signal(
     instance_id = instance_id_of(ref)
     values = await form_values(request)
     try:
-        signal = interventions.SignalForm(
-            step, values.get("reason", ""), values.get("payload", ""), values.get("signal_id", "")
+        signal = interventions.CommandForm(
+            Action.SIGNAL.value,
+            values.get("reason", ""),
+            step,
+            values.get("signal_id", ""),
+            values.get("payload", ""),
         )
         await interventions.send_signal(
             runtime, principal.team_id, principal.actor, instance_id, signal

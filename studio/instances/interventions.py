@@ -48,15 +48,15 @@ def signal_limit(state: Instance, name: str) -> int:
 
 
 async def send_signal(
-    runtime: Runtime, team: str, actor: str, instance_id: str, signal: SignalForm
+    runtime: Runtime, team: str, actor: str, instance_id: str, signal: CommandForm
 ) -> Instance:
-    """Deliver a signal as ``actor``, audited with its reason like any command: the
-    signal id is the command id, so a repeat with the same id and payload acts once."""
+    """Deliver ``signal`` (its ``step``, ``payload`` and ``reason``) as ``actor``, audited
+    like any command: the signal id is its command id, so a repeat acts once."""
     reason = operator_reason(signal.reason)
     row, entry = await replayed(runtime.primary, team, instance_id)
     payload = parse_json(signal.payload, "payload")
     check_size(payload, signal_limit(entry.state, signal.step), "payload", signal.step)
-    signal_id = signal.signal_id or new_id()
+    signal_id = signal.command_id or new_id()
     try:
         state = await runtime.client.command(
             row.instance_id, Action.SIGNAL, actor, reason, signal_id, step=signal.step,
@@ -73,19 +73,8 @@ async def send_signal(
 
 
 @dataclass(frozen=True)
-class SignalForm:
-    """A signal as the instance page's send form or the API sends it."""
-
-    step: str
-    reason: str
-    payload: str = ""
-    """JSON."""
-    signal_id: str = ""
-
-
-@dataclass(frozen=True)
 class CommandForm:
-    """An operator command as a form or the API sends it."""
+    """An operator command as a form or the API sends it (a signal sent by a person too)."""
 
     action: str
     reason: str
