@@ -55,6 +55,12 @@ def test_hold_and_gradual_release(page: Page, studio: LiveStudio) -> None:
     expect(page.locator("#hold-banner .hold-backlog")).to_have_text("2")
 
 
+ONE_LINE = (
+    "e => e.getBoundingClientRect().height < 2 * 1.2 * parseFloat(getComputedStyle(e).fontSize)"
+)
+"""Whether an element's text stands on one line (two would be at least twice its size)."""
+
+
 def test_a_long_reason_wraps_on_the_holds_page(page: Page, studio: LiveStudio) -> None:
     """A reason of one long word (an incident URL) made the holds table, and the page,
     three times the window's width."""
@@ -67,6 +73,9 @@ def test_a_long_reason_wraps_on_the_holds_page(page: Page, studio: LiveStudio) -
     page.get_by_label("Reason").fill(long_reason)
     page.get_by_role("button", name="Place hold").click()
     expect(page.locator("#holds tbody tr").first).to_contain_text(long_reason)
+    badge = page.locator("#holds tbody tr").first.locator(".pill")
+    expect(badge).to_have_text("in force")
+    assert badge.evaluate(ONE_LINE), "the badge wraps to a second line"
     form = page.locator("form.release-hold").first
     form.get_by_label("How", exact=True).select_option("all")
     form.get_by_label("Reason").fill(long_reason)
