@@ -100,7 +100,8 @@ def describe_instance(state: Instance) -> str:
     for w in state.waits.values():
         lines.append(f"  wait {w.key}: {'done' if w.done else 'open'} on {', '.join(w.on)}")
     for s in state.inbox:
-        taken = f"taken by {s.consumed_by}" if s.consumed_by else "set aside"
+        left = "set aside" if state.status.terminal else "not taken yet"
+        taken = f"taken by {s.consumed_by}" if s.consumed_by else left
         lines.append(f"  inbox {s.name} {s.signal_id}: {taken}")
     for a in state.audit:
         lines.append(

@@ -19,6 +19,7 @@ from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
+from engine.modes.code.decide import CODE_RUNS_NEXT
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
 from engine.store.clock import ManualClock
@@ -146,6 +147,22 @@ async def test_duplicate_and_extra_signals_are_set_aside(
     assert state.status is S.RUNNING
     received, resolved = (await kinds(store, RUN, K.SIGNAL_RECEIVED, K.WAIT_RESOLVED))[:2]
     assert resolved.sequence == received.sequence + 1, "the client resolved the race itself"
+
+
+async def test_a_run_no_worker_has_decided_says_so_and_its_early_signal_waits(
+    client: Client, ctx: Context
+) -> None:
+    """``wayline inspect`` of a run whose code has not run yet said a bare "waiting",
+    and a signal sent before its wait opened was "set aside" although the wait would
+    take it; only a run that ended has set a signal aside."""
+    await client.start_run("order-saga", ORDER, id="o-42")
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    early = await client.inspect(RUN)
+    assert await client.awaiting(early) == CODE_RUNS_NEXT
+    assert "  inbox paid pay-1: not taken yet" in describe_instance(early).splitlines()
+    await settle(ctx)
+    taken = await client.inspect(RUN)
+    assert "  inbox paid pay-1: taken by race.1" in describe_instance(taken).splitlines()
 
 
 async def test_a_signal_a_person_sends_is_audited_and_joins_the_inbox(

@@ -134,4 +134,9 @@ def _waiting_reason(state: Instance) -> str:
         for key, timer in state.timers.items()
         if timer.fired_at is None
     ]
-    return f"waiting for {', '.join(pending)}" if pending else "waiting"
+    # Nothing recorded is open: the code itself runs next (its decision is due).
+    return f"waiting for {', '.join(pending)}" if pending else CODE_RUNS_NEXT
+
+
+CODE_RUNS_NEXT = "waiting for a worker with its app to run its code"
+"""Where a code run stands when no step, wait or timer of it is open."""
