@@ -490,6 +490,8 @@ def test_a_signal_a_person_sends_is_audited_and_answers_only_a_signal_step(run: 
     names who sent it and why; it cannot stand in for an approval."""
     on_approval = run.event(K.SIGNAL_RECEIVED, 1, step="ap", idempotency_key="c1")
     assert "needs an approve command" in rejection(run, audit(run, Action.SIGNAL), on_approval)
+    wrong_key = run.event(K.SIGNAL_RECEIVED, 1, step="sig", idempotency_key="other")
+    assert "keyed by its command id" in rejection(run, audit(run, Action.SIGNAL), wrong_key)
     run.command(Action.SIGNAL, step="sig", payload={"n": 2})
     sent = run.state.audit[-1]
     assert (sent.action, run.state.signals["sig"].signal_id) == ("signal", sent.command_id)

@@ -92,8 +92,11 @@ def _check_sender(step: Step, event: Event, command: AuditEntry | None) -> None:
             raise reject(event, f"approval {step.name!r} needs an approve command")
         if event.idempotency_key != command.command_id:
             raise reject(event, "an approval is keyed by its command id")
-    elif command is not None and command.action != Action.SIGNAL:
-        raise reject(event, f"{step.name!r} is a signal step; approve only answers approvals")
+    elif command is not None:
+        if command.action != Action.SIGNAL:
+            raise reject(event, f"{step.name!r} is a signal step; approve only answers approvals")
+        if event.idempotency_key != command.command_id:
+            raise reject(event, "a signal a person sends is keyed by its command id")
 
 
 def win_race(
