@@ -56,20 +56,10 @@ async def send_signal(
     row, entry = await replayed(runtime.primary, team, instance_id)
     payload = parse_json(signal.payload, "payload")
     check_size(payload, signal_limit(entry.state, signal.step), "payload", signal.step)
-    signal_id = signal.command_id or new_id()
-    try:
-        state = await runtime.client.command(
-            row.instance_id, Action.SIGNAL, actor, reason, signal_id, step=signal.step,
-            payload=payload,
-        )  # fmt: skip
-    except CommandConflict as clash:
-        raise Conflict(str(clash)) from None
-    except DecisionRejected as refused:
-        raise Conflict(f"the instance does not take this signal now: {refused}") from None
-    except (ValueError, EventInvalid) as bad:
-        raise Invalid(str(bad)) from None
-    runtime.watcher.nudge()
-    return state
+    return await _run(
+        runtime, row.instance_id, Action.SIGNAL, actor, reason, signal.command_id,
+        "the instance does not take this signal now", step=signal.step, payload=payload,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -137,12 +127,31 @@ async def command(
     reason = operator_reason(form.reason)
     effect = effect_of(action, form)
     row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
+    refusal = "the instance does not allow this now"
+    return await _run(
+        runtime, row.instance_id, action, actor, reason, form.command_id, refusal, **effect
+    )
+
+
+async def _run(
+    runtime: Runtime,
+    instance_id: str,
+    action: Action,
+    actor: str,
+    reason: str,
+    command_id: str,
+    refusal: str,
+    **effect: Any,
+) -> Instance:
+    """``Client.command`` (a new id unless the form carried one), its refusals in the
+    studio's words: ``refusal`` before the engine's reason when the state does not allow
+    it (409), a command id used otherwise (409), a value its events cannot carry (422)."""
     try:
         state = await runtime.client.command(
-            row.instance_id, action, actor, reason, form.command_id or new_id(), **effect
+            instance_id, action, actor, reason, command_id or new_id(), **effect
         )
     except DecisionRejected as refused:
-        raise Conflict(f"the instance does not allow this now: {refused}") from None
+        raise Conflict(f"{refusal}: {refused}") from None
     except CommandConflict as clash:
         raise Conflict(str(clash)) from None
     except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
