@@ -78,9 +78,18 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_directory(path: Path) -> bool:
+    """Whether ``path`` names a directory; a name the system refuses to look up (longer
+    than a file name may be) names none, as a missing one does."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 async def _run(client: Client, args: argparse.Namespace) -> int:
     retention.check_batch(args.batch)
-    if not args.export_dir.is_dir():
+    if not _is_directory(args.export_dir):
         raise UsageError(f"--export-dir {args.export_dir} is not a directory")
     found = await retention.policies(client.store)
     chosen = [p for p in found if args.team is None or p.tenant_id == args.team]

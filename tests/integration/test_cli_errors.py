@@ -194,6 +194,18 @@ def test_an_export_dir_that_cannot_be_written_removes_nothing(
     assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("gone",)]
 
 
+def test_an_export_dir_too_long_to_look_up_is_not_a_directory(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name longer than the system looks up was an OSError traceback."""
+    asyncio.run(_ended_past_its_keep(pg_dsn, schema, "kept"))
+    long_name = "x" * 5000
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(capsys, "retention", "run", "--export-dir", long_name, *store)
+    assert (status, line) == (2, f"wayline retention: --export-dir {long_name} is not a directory")
+    assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("kept",)]
+
+
 async def _ended_past_its_keep(dsn: str, schema: str, instance_id: str) -> None:
     """An instance that ``retention run`` would export and remove."""
     store = await Store.open(dsn, schema)
