@@ -214,3 +214,17 @@ def test_a_refused_join_keeps_the_code_and_says_a_used_one_works_once(
     assert _join(person, newcomer, code, PASSWORD).status_code == 303
     used = _join(studio.client(), newcomer, code, PASSWORD)
     assert used.status_code == 422 and "a code works once, for 7 days" in used.text
+
+
+def test_inviting_a_member_of_the_team_is_refused(studio: LiveStudio) -> None:
+    """An admin could invite themselves as a viewer and redeem the code with their own
+    password: the team was left without an admin (changing one's own role is refused)."""
+    team = studio.team("own-invite")
+    username = studio.user(team, Role.ADMIN)
+    admin = studio.client(username)
+    for typed in (username, username.upper()):
+        refused = admin.form("/settings/members", {"username": typed, "role": "viewer"})
+        assert refused.status_code == 422, refused.text
+        assert f"{username} is already a member of this team, as admin" in refused.text
+        assert 'id="invitation-code"' not in refused.text
+    assert admin.get("/api/me").json()["role"] == "admin"
