@@ -68,7 +68,10 @@ async def invite_member(
 ) -> Invited:
     """Invite a username to the acting admin's team (see ``studio.accounts.invitations``).
 
-    The answer never depends on whether the username has an account.
+    The answer never depends on whether the username has an account. A member of the
+    team is refused (the members table the admin sees already names them): redeeming
+    would set their role, so an admin could demote themselves, the one change of
+    their own role ``set_role`` refuses, and leave the team without an admin.
     """
     role_value = _role(role)
     try:
@@ -76,6 +79,7 @@ async def invite_member(
         display = people.check_display_name(display_name)
     except PeopleError as error:
         raise Invalid(str(error)) from None
+    await _not_a_member(store, principal, name)
     code, invitation = await invitations.invite(
         store, principal.team_id, name, display, role_value, principal.actor
     )
@@ -130,6 +134,15 @@ async def create_token(
 async def revoke_token(store: Store, team: str, token_id: str) -> None:
     if not await api_tokens.revoke_token(store, team, token_id):
         raise NotFound("no such token in this team")
+
+
+async def _not_a_member(store: Store, principal: Principal, username: str) -> None:
+    for member in await people.team_members(store, principal.team_id):
+        if member.user.username == username:
+            raise Invalid(
+                f"{username} is already a member of this team, as {member.role.value}: "
+                "change a member's role in the members table"
+            )
 
 
 async def _member(store: Store, principal: Principal, user_id: str) -> Member:

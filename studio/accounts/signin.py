@@ -24,6 +24,15 @@ class JoinFailed(Exception):
     """An invitation code that does not fit, or a wrong password; the message says so."""
 
 
+CODE_DOES_NOT_FIT = (
+    "the invitation code does not fit that username (a code works once, for "
+    f"{invitations.VALID_FOR.days} days; ask your admin for a new one if it was used or "
+    "lapsed), or the password is wrong"
+)
+"""Not saying which, nor whether the account or the invitation exists; but a used or
+lapsed code is the likely reason once the code was pasted whole, so it says what to do."""
+
+
 class JoinRejected(Exception):
     """The account an invitation would create is not acceptable; the message says why."""
 
@@ -93,7 +102,7 @@ async def join(attempt: Attempt, username: str, code: str, password: str) -> Sig
     found = await people.find_login(store, name) if name else None
     password_ok = await verify_password(found[1] if found else None, password)
     if invitation is None or (found is not None and not password_ok):
-        raise JoinFailed("the invitation code does not fit that username, or the password is wrong")
+        raise JoinFailed(CODE_DOES_NOT_FIT)
     await signin_limits.succeeded(store, key, attempt.client)
     user = found[0] if found else await _create(store, invitation, password)
     if not await invitations.take(store, invitation):

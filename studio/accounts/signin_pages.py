@@ -139,7 +139,17 @@ async def login(request: Request, runtime: NamedDependency[Runtime]) -> Template
 
 
 async def join_page(request: Request) -> Template:
-    return _form_page(request, "signin/join.html", 200, username="", error="")
+    return _join_page(request)
+
+
+def _join_page(
+    request: Request, status: int = 200, username: str = "", code: str = "", error: str = ""
+) -> Template:
+    """The join form; a refused one comes back with the username and the code as typed
+    (a code is long: pasting it again after a refused password was the form's toll)."""
+    return _form_page(
+        request, "signin/join.html", status, username=username, code=code, error=error
+    )
 
 
 async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template | Redirect:
@@ -150,12 +160,10 @@ async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template 
     try:
         done = await signin.join(_attempt(request, runtime), username, code, password)
     except SignInThrottled as throttled:
-        error = _sentence(throttled)
-        page = _form_page(request, "signin/join.html", 429, username=username, error=error)
+        page = _join_page(request, 429, username, code, _sentence(throttled))
         return _throttled(page, throttled)
     except (signin.JoinFailed, signin.JoinRejected) as refused:
-        error = _sentence(refused)
-        return _form_page(request, "signin/join.html", 422, username=username, error=error)
+        return _join_page(request, 422, username, code, _sentence(refused))
     return Redirect(HOME, status_code=303, cookies=[_session_cookie(request, done)])
 
 

@@ -34,7 +34,12 @@ TIMES_ALLOWED = (
     f"how many first attempts fail: a whole number from 0 to {plans.MAX_FAIL_TIMES} "
     "(0: every attempt)"
 )
-ANSWER_ALLOWED = f"JSON of at most {MAX_INPUT_CHARS} characters (null for nothing)"
+JSON_ALLOWED = f"JSON of at most {MAX_INPUT_CHARS} characters (null for nothing)"
+SECONDS_ALLOWED = (
+    f"how long a slow stub takes: a number of seconds from 0 to {plans.MAX_SLOW_SECONDS:g}"
+)
+NAME_ALLOWED = f"a name of 1 to {PLAN_NAME_CHARS} characters"
+NAME_REQUIRED = f"required: {NAME_ALLOWED}"
 APP_SHAPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 """``MODULE:APP``: a dotted module path, a colon, the name of the app in it."""
 APP_ALLOWED = (
@@ -91,14 +96,26 @@ class WorkingPlan:
         """Every problem, a field's named by its field."""
         return [*self.problems, *(f"{k}: {v}" for k, v in self.field_errors.items())]
 
+    def text(self, name: str, value: str) -> str:
+        """Field ``name``'s text: as typed when it was refused (so it can be corrected,
+        not typed again), else ``value``, the plan's own."""
+        return self.typed.get(name) or value
+
     def answer(self, step: str) -> str:
         """The answer field's text: as typed when refused, else the plan's JSON."""
-        name = f"answer.{step}"
-        return self.typed.get(name) or json.dumps(self.document.get("answers", {}).get(step))
+        return self.text(f"answer.{step}", json.dumps(self.document.get("answers", {}).get(step)))
 
     def times(self, step: str) -> str:
-        name = f"stub.{step}.times"
-        return self.typed.get(name) or str(self.stub(step).times)
+        return self.text(f"stub.{step}.times", str(self.stub(step).times))
+
+    def result(self, step: str) -> str:
+        return self.text(f"stub.{step}.result", json.dumps(self.stub(step).result))
+
+    def seconds(self, step: str) -> str:
+        return self.text(f"stub.{step}.seconds", str(self.stub(step).seconds))
+
+    def input_text(self) -> str:
+        return self.text("input", json.dumps(self.document.get("input")))
 
     @property
     def pins(self) -> list[plans.Pin]:
@@ -167,14 +184,15 @@ def check(document: dict[str, Any], definition: Definition) -> list[str]:
 def from_form(form: FormData, definition: Definition, saving: bool = False) -> WorkingPlan:
     """The working plan the form describes, with its problems (pins and JSON fields);
     ``saving``: a required field left empty is refused at its field too."""
-    problems: list[str] = []
     name = form.one("name")
-    if len(name) > PLAN_NAME_CHARS:
-        problems.append(f"name: at most {PLAN_NAME_CHARS} characters")
-        name = name[:PLAN_NAME_CHARS]
     document: dict[str, Any] = {"name": name, "definition": ref(definition)}
-    working = WorkingPlan(name, document, problems)
-    document["input"] = _json(form.one("input", "null"), "input", problems)
+    working = WorkingPlan(name, document)
+    if len(name) > PLAN_NAME_CHARS:
+        _refuse(working, "name", name, NAME_ALLOWED)
+        document["name"] = working.name = name[:PLAN_NAME_CHARS]
+    elif not name and saving:
+        working.field_errors["name"] = NAME_REQUIRED
+    document["input"] = _field_json(form, "input", working)
     document["stubs"] = _stubs(form, definition, working)
     document["pins"] = [
         plans.parse_pin(text).as_json() for text in form.get("pin", []) if _pin_shaped(text)
@@ -217,12 +235,8 @@ def _answers(form: FormData, definition: Definition, working: WorkingPlan) -> di
     """The payload of each answered step (null, the default, is left out)."""
     answers: dict[str, Any] = {}
     for step in answered_steps(definition):
-        name = f"answer.{step}"
-        text = form.one(name, "null") or "null"
-        value, loaded = _loaded(text)
-        if not loaded:
-            _refuse(working, name, text, ANSWER_ALLOWED)
-        elif value is not None:
+        value = _field_json(form, f"answer.{step}", working)
+        if value is not None:
             answers[step] = value
     return answers
 
@@ -241,31 +255,37 @@ def _pin_shaped(text: str) -> bool:
     return bool(plans.PIN_PATTERN.match(text.strip()))
 
 
-def _json(text: str, path: str, problems: list[str]) -> Any:
-    if len(text) > MAX_INPUT_CHARS:
-        problems.append(f"{path}: at most {MAX_INPUT_CHARS} characters of JSON")
-        return None
+def _field_json(form: FormData, name: str, working: WorkingPlan) -> Any:
+    """Field ``name`` as JSON (empty: null), or None refused at the field."""
+    text = form.one(name, "null") or "null"
+    value, loaded = _loaded(text)
+    if not loaded:
+        _refuse(working, name, text, JSON_ALLOWED)
+    return value
+
+
+def _seconds(form: FormData, name: str, working: WorkingPlan) -> float:
+    """Field ``name`` as a slow stub's seconds (empty: 0), or 0 refused at the field
+    (``nan``, ``inf`` and ``1e999`` included, which ``float`` reads)."""
+    text = form.one(name, "0") or "0"
     try:
-        return json.loads(text or "null")
+        seconds = float(text)
     except ValueError:
-        problems.append(f"{path}: not valid JSON (write null for nothing)")
-        return None
+        seconds = -1.0
+    if not 0 <= seconds <= plans.MAX_SLOW_SECONDS:
+        _refuse(working, name, text, SECONDS_ALLOWED)
+        return 0.0
+    return seconds
 
 
 def _stubs(form: FormData, definition: Definition, working: WorkingPlan) -> dict[str, Any]:
     """Each activity's stub from its fields; a plain ``succeed`` with no result is the
     default and is left out, as a hand-written plan would."""
     stubs: dict[str, Any] = {}
-    problems = working.problems
     for step in stubbed_steps(definition):
         behaviour = form.one(f"stub.{step}.behaviour", "succeed")
-        result = _json(form.one(f"stub.{step}.result", "null"), f"stubs.{step}.result", problems)
-        seconds_text = form.one(f"stub.{step}.seconds", "0") or "0"
-        try:
-            seconds: Any = float(seconds_text)
-        except ValueError:
-            problems.append(f"stubs.{step}.seconds: {seconds_text!r} is not a number of seconds")
-            seconds = 0.0
+        result = _field_json(form, f"stub.{step}.result", working)
+        seconds = _seconds(form, f"stub.{step}.seconds", working)
         idempotent = form.one(f"stub.{step}.ignores_keys") != "on"
         times_text = form.one(f"stub.{step}.times", "0") or "0"
         times = whole(times_text, 0, plans.MAX_FAIL_TIMES)
@@ -312,7 +332,7 @@ def with_pin(form: FormData, definition: Definition) -> tuple[FormData, dict[str
     if not pin.step:
         return form, {"": "pick a step: click its node on the graph"}
     current = from_form(form, definition)
-    plan = plans.parse({**current.document, "pins": []}) if not current.problems else None
+    plan = plans.parse({**current.document, "pins": []}) if current.valid else None
     problem = plans.pin_problem(plan or plans.Plan(definition=ref(definition)), definition, pin)
     if problem:
         return form, {"": f"{pin.label}: {problem}"}

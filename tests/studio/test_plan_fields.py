@@ -121,3 +121,46 @@ def test_a_machine_has_no_answers_to_give(
     name = studio.publish_new(team, "approval", approval)
     page = operator.get(plans_of(name)).text
     assert "plan-answers" not in page and 'name="stub.' in page
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "allowed"),
+    [
+        ("input", "{bad", "JSON of at most"),
+        ("stub.charge.result", "{oops", "JSON of at most"),
+        ("stub.charge.seconds", "abc", "a number of seconds from 0 to 30"),
+        ("stub.charge.seconds", "-5", "a number of seconds from 0 to 30"),
+        ("stub.charge.seconds", "nan", "a number of seconds from 0 to 30"),
+        ("name", "n" * 201, "a name of 1 to 200 characters"),
+        ("name", "", "required: a name of 1 to 200 characters"),
+    ],
+)
+def test_bad_input_result_seconds_or_name_is_refused_at_its_field_as_typed(
+    operator: SignedInClient, url: str, field: str, typed: str, allowed: str
+) -> None:
+    """Each was refused only as 'the drill plan is not valid', saying neither which field
+    nor what it allows, and the field came back as null or 0.0: what was typed was lost."""
+    fields = {"input": "null", "name": "typed-fields", "stub.charge.behaviour": "slow",
+              "stub.charge.seconds": "1", field: typed}  # fmt: skip
+    refused = operator.form(url, fields)
+    assert refused.status_code == 422
+    tag = "textarea" if field == "input" else "input"
+    said = re.search(rf'<{tag}[^>]*name="{re.escape(field)}"[^>]*>', refused.text)
+    assert said and f'aria-describedby="error-{field}"' in said.group(0), refused.text
+    assert allowed in refused.text
+    kept = f">{typed}</textarea>" if field == "input" else f'value="{typed}"'
+    assert kept in refused.text  # what was typed is kept to correct
+    assert 'data-plan="typed-fields"' not in operator.get(url).text
+
+
+def test_a_refused_save_lists_the_plans_problems_even_without_pins(
+    operator: SignedInClient, url: str
+) -> None:
+    """A slow stub without seconds is the plan's problem, not one field's: it was hidden
+    until a pin was added, leaving only 'the drill plan is not valid'."""
+    refused = operator.form(
+        url, {"input": "null", "name": "slow-zero", "stub.charge.behaviour": "slow"}
+    )
+    assert refused.status_code == 422
+    assert 'id="plan-problems"' in refused.text
+    assert "stubs.charge.seconds: a slow stub needs seconds above 0" in refused.text

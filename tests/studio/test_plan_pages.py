@@ -66,7 +66,8 @@ def test_a_bad_input_is_refused_and_the_plan_kept(operator: SignedInClient, url:
         url, {"pin": ["charge:after_handler:kill"], "input": "{nope", "name": "typo"}
     )
     assert refused.status_code == 422
-    assert "input: not valid JSON" in refused.text
+    assert 'id="error-input"' in refused.text and "is not allowed; JSON of at most" in refused.text
+    assert ">{nope</textarea>" in refused.text
     assert 'name="pin" value="charge:after_handler:kill"' in refused.text
 
 

@@ -192,3 +192,39 @@ def test_a_refused_invitation_or_token_comes_back_as_typed_beside_its_form(
     assert 'value="ci-publish"' in page.text and 'value="400"' in page.text
     assert re.search(r'id="token-role".*?<option selected>author</option>', page.text, re.S)
     assert 'value="Bad Name/.."' not in page.text  # only the refused form keeps its values
+
+
+def test_a_refused_join_keeps_the_code_and_says_a_used_one_works_once(
+    studio: LiveStudio,
+) -> None:
+    """The code field came back empty after every refusal (a weak password, a typo in
+    the username), so the long code had to be pasted again; a used or lapsed code was
+    told only that it 'does not fit', sending its holder to check their typing."""
+    team = studio.team("joining")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    newcomer = f"hedy-{uuid.uuid4().hex[:6]}"
+    code = _code(admin.form("/settings/members", {"username": newcomer, "role": "viewer"}))
+    person = studio.client()
+    for username, password in ((newcomer, "short"), (newcomer + "x", PASSWORD)):
+        refused = _join(person, username, code, password)
+        assert refused.status_code == 422
+        assert f'name="code" required autocomplete="off" spellcheck="false" value="{code}"' in (
+            refused.text
+        )
+    assert _join(person, newcomer, code, PASSWORD).status_code == 303
+    used = _join(studio.client(), newcomer, code, PASSWORD)
+    assert used.status_code == 422 and "a code works once, for 7 days" in used.text
+
+
+def test_inviting_a_member_of_the_team_is_refused(studio: LiveStudio) -> None:
+    """An admin could invite themselves as a viewer and redeem the code with their own
+    password: the team was left without an admin (changing one's own role is refused)."""
+    team = studio.team("own-invite")
+    username = studio.user(team, Role.ADMIN)
+    admin = studio.client(username)
+    for typed in (username, username.upper()):
+        refused = admin.form("/settings/members", {"username": typed, "role": "viewer"})
+        assert refused.status_code == 422, refused.text
+        assert f"{username} is already a member of this team, as admin" in refused.text
+        assert 'id="invitation-code"' not in refused.text
+    assert admin.get("/api/me").json()["role"] == "admin"
