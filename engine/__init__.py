@@ -58,7 +58,13 @@ from engine.modes.steps import CHOREOGRAPHY, ORCHESTRATION
 from engine.store.catalog import ChildDefinitionNotFound, DefinitionConflict
 from engine.store.dead_letters import ResolutionConflict, make_resolution
 from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
-from engine.store.errors import ActiveExecutionExists, CannotConnect, StaleLease, StoreError
+from engine.store.errors import (
+    ActiveExecutionExists,
+    CannotConnect,
+    StaleLease,
+    StoreError,
+    StoreUnavailable,
+)
 from engine.store.leases import WorkRequestInvalid
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
@@ -124,6 +130,7 @@ __all__ = [
     "StateValue",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "SubmitConflict",
     "Submitted",
     "UnknownOutcome",

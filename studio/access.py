@@ -63,6 +63,8 @@ async def enforce_access(connection: ASGIConnection, handler: BaseRouteHandler) 
     access = route_access(handler)
     if access is None:
         raise PermissionDeniedException("this route has no access rule")
+    if access is Access.PROBE:
+        return
     principal = await current_principal(connection)
     if access is Access.PUBLIC:
         return

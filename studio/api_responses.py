@@ -5,8 +5,9 @@ sends), whatever raised it. Which statuses a route can answer follows mostly fro
 route table: every API route needs a principal (401) and may get a malformed request
 (400); a route that needs a role or changes something can be refused (403: the role,
 or a session's missing CSRF token); a path naming an object can miss it (404); a route
-that reads a JSON body can get one over the size limit (413). What the service behind
-a route refuses on its own (404, 409, 422) is named in the table (``Route.errors``).
+that reads a JSON body can get one over the size limit (413); and every API route reads
+the database, which may be down or restarting (503). What the service behind a route
+refuses on its own (404, 409, 422) is named in the table (``Route.errors``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from litestar.openapi.spec import Example
 
 from studio.definitions.schemas import PublishOut
 from studio.settings import BODY_TOO_LARGE
+
+DATABASE_UNAVAILABLE = "the database is not answering; nothing was done: try again in a moment"
+"""Said (503) while the database is down or restarting: the studio reconnects by itself."""
 
 
 class ErrorProblem(TypedDict):
@@ -70,6 +74,10 @@ ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
             "the definition has 1 problem(s); fix them before publishing",
             [{"path": "steps[0].timeout", "message": "must be a duration like 30s"}],
         ),
+    ),
+    503: (
+        "The database did not answer (it is down or restarting); nothing was done.",
+        ErrorOut(DATABASE_UNAVAILABLE),
     ),
 }
 

@@ -21,6 +21,7 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import Redirect, Template
 
+from engine import StoreUnavailable
 from engine.model.errors import (
     CommandConflict,
     DecisionRejected,
@@ -29,7 +30,7 @@ from engine.model.errors import (
     LimitExceeded,
     SignalConflict,
 )
-from studio.api_responses import ErrorOut
+from studio.api_responses import DATABASE_UNAVAILABLE, ErrorOut
 from studio.errors import PasswordChangeRequired, StudioError
 from studio.rendering import is_htmx, page
 from studio.request_bodies import allowed_values
@@ -43,6 +44,8 @@ named in the message itself (Litestar's words, without the URL it appends)."""
 
 NO_SUCH_PATH = "no such path; the API's paths are listed in /schema/openapi.json"
 """A path no route serves (a resource that is not found says which one instead)."""
+RETRY_AFTER_SECONDS = 5
+"""The ``Retry-After`` of a 503: about how long a database restart takes."""
 
 
 def describe(error: Exception, handler: object = None) -> tuple[int, str, list[dict[str, str]]]:
@@ -70,6 +73,9 @@ def describe(error: Exception, handler: object = None) -> tuple[int, str, list[d
         return 405, f"this path does not take that method; it takes {allowed}", []
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
+    if isinstance(error, StoreUnavailable):  # the driver's words (host, user) stay in the log
+        log.warning("the database did not answer: %s", error)
+        return 503, DATABASE_UNAVAILABLE, []
     log.exception("unexpected error", exc_info=error)
     return 500, "something went wrong on the server; the details are in its log", []
 
@@ -108,6 +114,8 @@ def _headers(error: Exception) -> dict[str, str]:
     headers = dict(error.headers or {}) if isinstance(error, HTTPException) else {}
     if isinstance(error, NotAuthorizedException):
         headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, StoreUnavailable):
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return headers
 
 

@@ -23,12 +23,21 @@ class Access(StrEnum):
     """What a route requires; ``public`` routes are open to anyone (sign-in, assets)."""
 
     PUBLIC = "public"
+    PROBE = "probe"
+    """Open to anyone like ``public``, and never asks who is asking: an orchestrator's
+    health and readiness checks and a scraper's metrics answer while the database,
+    where sessions and tokens live, does not."""
     SIGNED_IN = "signed_in"
     """Any signed-in person, even one not in a team yet (their account page)."""
     VIEWER = "viewer"
     AUTHOR = "author"
     OPERATOR = "operator"
     ADMIN = "admin"
+
+    @property
+    def open(self) -> bool:
+        """Whether anyone may call the route, signed in or not."""
+        return self in (Access.PUBLIC, Access.PROBE)
 
 
 GRANTS: dict[Role, frozenset[Access]] = {
@@ -41,6 +50,6 @@ GRANTS: dict[Role, frozenset[Access]] = {
 
 def allows(role: Role | None, required: Access) -> bool:
     """Whether someone with ``role`` in the current team (None: no team) may proceed."""
-    if required in (Access.PUBLIC, Access.SIGNED_IN):
+    if required.open or required is Access.SIGNED_IN:
         return True
     return role is not None and required in GRANTS[role]

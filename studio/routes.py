@@ -51,6 +51,7 @@ from studio.roles import Access
 
 P, S, V, A, ADM = Access.PUBLIC, Access.SIGNED_IN, Access.VIEWER, Access.AUTHOR, Access.ADMIN
 OP = Access.OPERATOR
+PROBE = Access.PROBE
 NOT_FOUND, CONFLICT, INVALID = 404, 409, 422
 REPUBLISHED = api_responses.REPUBLISHED
 DRAFT = "/drafts/{draft_id:str}"
@@ -97,8 +98,8 @@ class Route:
     def error_statuses(self) -> frozenset[int]:
         """Every error status the route can answer, as ``studio.api_responses`` explains."""
         found = {400, *self.errors}
-        if self.access is not Access.PUBLIC:
-            found.add(401)
+        if not self.access.open:
+            found.update((401, 503))
         if self.access is not Access.SIGNED_IN or self.method not in SAFE_METHODS:
             found.add(403)
         if "{" in self.path:
@@ -126,9 +127,9 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/account/password", signin.change_password, S),
     Route("POST", "/account/team", signin.switch_team, S),
     # For orchestrators and scrapers (``studio.observability``)
-    Route("GET", "/healthz", observability.healthz, P),
-    Route("GET", "/readyz", observability.readyz, P),
-    Route("GET", "/metrics", observability.metrics, P),
+    Route("GET", "/healthz", observability.healthz, PROBE),
+    Route("GET", "/readyz", observability.readyz, PROBE),
+    Route("GET", "/metrics", observability.metrics, PROBE),
     # Definitions and versions
     Route("GET", "/definitions", definitions.list_page, V),
     Route("GET", "/definitions/import", definitions.import_page, A),

@@ -37,6 +37,12 @@ unavailable (nothing was written)."""
 DEFAULT_POOL_SIZE = 10
 CONNECT_TIMEOUT = 10
 """Seconds libpq may spend establishing one connection."""
+RECONNECT_SECONDS = 5.0
+"""How long the pool's attempt to replace a lost connection keeps retrying. It retries
+with a doubling delay, so an attempt begun in a long outage would next try only as long
+after the database came back; a short attempt gives up instead, and the next operation
+that needs a connection begins a new one at once: a database back after a restart of any
+length is used again within seconds."""
 CLOCK_RESYNC_SECONDS = 60.0
 """How old a store's clock sync may get before its next reading starts another in the
 background (a worker also syncs with every heartbeat): a server clock stepped since,
@@ -157,6 +163,7 @@ class Store:
                 "seams": given,
             },
             timeout=deadlines.pool_wait,
+            reconnect_timeout=RECONNECT_SECONDS,
             configure=sessions.remember,
         )
         try:

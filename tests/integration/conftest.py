@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -18,7 +19,7 @@ from psycopg import sql
 
 from engine.api.client import Client
 from engine.store.clock import DatabaseClock, ManualClock
-from engine.store.embedded import EmbeddedPostgres
+from engine.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, find_pg_bin
 from engine.store.migrations import apply_migrations
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker.activities import ActivityRegistry
@@ -40,6 +41,24 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield server.start()
     finally:
+        server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+    """A private cluster of the test's own, not started: one a test may stop, kill and
+    start again (on the port it had, when it was killed)."""
+    try:
+        find_pg_bin()
+    except EmbeddedPostgresError:
+        if os.environ.get(TEST_DSN_ENV):
+            pytest.skip("PostgreSQL binaries are not installed here")
+        raise
+    server = EmbeddedPostgres(tmp_path / "data")
+    try:
+        yield server
+    finally:
+        server.start()  # adopt what a test left (killed or stopped), then stop it
         server.stop()
 
 

@@ -10,10 +10,7 @@ restart keeps it, is checked on a private cluster at the end.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,7 +19,7 @@ import pytest
 from engine.api.client import Client
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.store import leases
-from engine.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, find_pg_bin
+from engine.store.embedded import EmbeddedPostgres
 from engine.store.errors import StaleLease
 from engine.store.leases import LeaseFence
 from engine.store.migrations import apply_migrations
@@ -141,22 +138,6 @@ async def test_a_worker_writes_the_outcome_of_a_step_it_started_across_a_new_epo
 
 
 # A real crash -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    try:
-        find_pg_bin()
-    except EmbeddedPostgresError:
-        if os.environ.get("WAYLINE_TEST_DSN"):
-            pytest.skip("PostgreSQL binaries are not installed here")
-        raise
-    server = EmbeddedPostgres(tmp_path / "data")
-    try:
-        yield server
-    finally:
-        server.start()  # adopt what a test left (killed or stopped), then stop it
-        server.stop()
 
 
 def test_crash_recovery_empties_the_epoch_and_a_clean_restart_keeps_it(

@@ -1,0 +1,56 @@
+"""A store outlives its database's outage: once the server is back, the next operation
+is served, however long the server was down (a real private cluster, killed and
+started again on its port)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.store.embedded import EmbeddedPostgres
+from engine.store.errors import StoreUnavailable
+from engine.store.migrations import apply_migrations
+from engine.store.store import Deadlines, Store
+
+FAILED_CONNECTS = 8
+"""How many of the pool's connects the outage lasts for: four of each of its two
+attempts (one replacing the connection that died, one growing the pool for the
+operation that found it empty). An attempt retries with a doubling delay (1, 2, 4, 8 s):
+after four failures one that never gives up would next try about 15 s after its first,
+long after the server is back, and no other attempt begins while the growing one
+lasts."""
+WAIT_FOR_A_CONNECTION = 3.0
+"""The test store's ``Deadlines.pool_wait``: the operation after the restart fails
+unless a connection is made within it."""
+
+
+async def _read(store: Store) -> int:
+    async with store.reading() as conn:
+        return (await (await conn.execute("SELECT 1")).fetchone())[0]
+
+
+async def _until_failed_connects(store: Store, count: int) -> None:
+    """Until the pool has failed ``count`` times to connect (its own retries)."""
+    while store.pool.get_stats().get("connections_errors", 0) < count:
+        await asyncio.sleep(0.05)
+
+
+async def test_the_first_operation_after_a_long_outage_is_served(
+    cluster: EmbeddedPostgres,
+) -> None:
+    dsn = cluster.start()
+    apply_migrations(dsn, "wayline")
+    store = await Store.open(dsn, "wayline", deadlines=Deadlines(pool_wait=WAIT_FOR_A_CONNECTION))
+    try:
+        assert await _read(store) == 1
+        cluster.kill()
+        with pytest.raises(StoreUnavailable):
+            await _read(store)  # the pooled connection died with the server
+        with pytest.raises(StoreUnavailable):
+            await _read(store)  # no connection comes within the wait: the pool grows
+        await asyncio.wait_for(_until_failed_connects(store, FAILED_CONNECTS), timeout=60)
+        cluster.start()
+        assert await _read(store) == 1
+    finally:
+        await store.close()
