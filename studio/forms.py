@@ -76,7 +76,16 @@ def again(
     return {**shown, "refused_form": form} if form else shown
 
 
+def beside(refused: StudioError) -> dict[str, str]:
+    """Each problem of ``refused`` by the field it concerns (a form's ``field_errors``;
+    '' is the whole form's), so a form of several fields says each beside its own
+    field rather than one message above them all."""
+    return {p.get("path", ""): p["message"] for p in refused.problems}
+
+
 def shown(refusal: Mapping[str, Any]) -> dict[str, Any]:
     """A form page's context: ``refusal`` (``again``'s) when its form was refused, else
-    empty fields, no message and no refused form, so templates read them either way."""
-    return {"values": Posted(), "error": "", "refused_form": "", **refusal}
+    empty fields, no message, no refused form and no field's problem, so templates read
+    them either way."""
+    empty = {"values": Posted(), "error": "", "refused_form": "", "field_errors": {}}
+    return {**empty, **refusal}

@@ -49,10 +49,21 @@ class StepChoice(StrEnum):
     """The step the operator names, or else the instance's one activity in doubt."""
 
 
+class BulkRequestRefused(ValueError):
+    """A bulk request that cannot be asked. ``field`` is the one to change (``action``,
+    ``step`` or an argument's name, as the API spells it), so a form can say it beside
+    that field rather than above the whole form."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 Prepare = Callable[[Instance, ActionRequest], ActionRequest]
 """Turn the bulk's request into this instance's; ValueError says why it cannot apply."""
 Check = Callable[[Mapping[str, Any]], None]
-"""Check the arguments given once for every instance; ValueError says what is allowed."""
+"""Check the arguments given once for every instance; BulkRequestRefused says what is
+allowed, and of which argument."""
 
 
 def _as_asked(instance: Instance, request: ActionRequest) -> ActionRequest:
@@ -75,14 +86,14 @@ def _no_check(arguments: Mapping[str, Any]) -> None:
 def _check_version(arguments: Mapping[str, Any]) -> None:
     version = arguments.get("version")
     if not isinstance(version, str) or not version.strip():
-        raise ValueError("choose the version to migrate to")
+        raise BulkRequestRefused("version", "choose the version to migrate to")
 
 
 def _check_resolution(arguments: Mapping[str, Any]) -> None:
     if arguments.get("resolution") not in RESOLUTIONS:
-        raise ValueError(f"choose a resolution: {', '.join(RESOLUTIONS)}")
+        raise BulkRequestRefused("resolution", f"choose a resolution: {', '.join(RESOLUTIONS)}")
     if "result" in arguments and arguments["resolution"] != "succeeded":
-        raise ValueError("only an outcome settled as succeeded carries a result")
+        raise BulkRequestRefused("result", "only an outcome settled as succeeded carries a result")
 
 
 @dataclass(frozen=True)
@@ -131,19 +142,22 @@ BULK_ACTIONS: dict[Action, BulkAction] = {
 def bulk_request(
     action: Action | str, step: str = "", arguments: Mapping[str, Any] | None = None
 ) -> ActionRequest:
-    """The request of a bulk action, checked: ValueError says what is wrong and what is
-    allowed (an unknown action, a step it does not take, a missing or extra argument)."""
+    """The request of a bulk action, checked: BulkRequestRefused says what is wrong, what
+    is allowed and which field (an unknown action, a step it does not take, a missing or
+    extra argument)."""
     try:
         bulk = BULK_ACTIONS[Action(action)]
     except (ValueError, KeyError):
         allowed = ", ".join(a.value for a in BULK_ACTIONS)
-        raise ValueError(f"bulk action {action!r} is not one of: {allowed}") from None
+        message = f"bulk action {action!r} is not one of: {allowed}"
+        raise BulkRequestRefused("action", message) from None
     if step and bulk.step is StepChoice.NONE:
-        raise ValueError(f"{bulk.action.value} acts on instances, not on a step")
+        raise BulkRequestRefused("step", f"{bulk.action.value} acts on instances, not on a step")
     given = {k: v for k, v in (arguments or {}).items() if v is not None}
     extra = set(given) - set(bulk.arguments)
     if extra:
-        raise ValueError(f"{bulk.action.value} takes no {', '.join(sorted(extra))}")
+        named = sorted(extra)
+        raise BulkRequestRefused(named[0], f"{bulk.action.value} takes no {', '.join(named)}")
     bulk.check(given)
     return ActionRequest(bulk.action, step, given)
 

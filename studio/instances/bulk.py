@@ -16,14 +16,15 @@ the API (``studio.instances.bulk_api``) share this module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine import BulkCommands, BulkConflict
 from engine.api.bulk_commands import BulkCommand, BulkOutcome, check_selection
 from engine.api.queries import BulkResult
-from engine.decide.bulk_actions import bulk_request
+from engine.decide.bulk_actions import BulkRequestRefused, bulk_request
+from engine.decide.operator_actions import Action
 from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_radius
 from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS
@@ -37,6 +38,15 @@ MAX_BULK_SCAN = 1_000
 """Rows of the list's filters a selection examines for its step and failure-code filters."""
 RECENT_BULKS = 10
 """Bulk actions listed under the instances list."""
+NONE_BY_ID = "instances is empty: list 1 to {limit} instance ids (a preview takes a filter instead)"
+"""Said of an empty selection by id (the API's); a form says it in its own words."""
+
+
+def refused(field: str, message: str) -> Invalid:
+    """Invalid located at ``field`` (as the API names it: ``instances``, ``filter``,
+    ``action``, ``step``, ``resolution``, ``result``, ``version``), so the API's
+    ``problems`` name it and a form says it beside that field."""
+    return Invalid(message, [{"path": field, "message": message}])
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ async def select_by_filter(runtime: Runtime, team: str, filters: InstanceFilters
         if cursor is None:
             break
     if not chosen:
-        raise Invalid("no instance matches these filters")
+        raise refused("filter", "no instance matches these filters")
     more = len(chosen) > MAX_BULK_INSTANCES
     scanned_out = cursor is not None and not more
     return Selection(tuple(chosen[:MAX_BULK_INSTANCES]), more, scanned_out)
@@ -79,12 +89,18 @@ def checked(instance_ids: Sequence[str], limit: int = MAX_BULK_INSTANCES) -> lis
     try:
         return check_selection(instance_ids, limit)
     except ValueError as wrong:
-        raise Invalid(str(wrong)) from None
+        raise refused("instances", str(wrong)) from None
 
 
-async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) -> Selection:
-    """The team's instances of ``local_ids`` (Invalid names any the team does not have)."""
-    chosen = checked([i.strip() for i in local_ids if i.strip()])
+async def select_by_hand(
+    runtime: Runtime, team: str, local_ids: Sequence[str], none: str = NONE_BY_ID
+) -> Selection:
+    """The team's instances of ``local_ids`` (Invalid names any the team does not have;
+    for none it says ``none``, with ``{limit}`` the most a request takes)."""
+    wanted = [i.strip() for i in local_ids if i.strip()]
+    if not wanted:
+        raise refused("instances", none.format(limit=MAX_BULK_INSTANCES))
+    chosen = checked(wanted)
     scoped = {i: team_instance_id(team, i) for i in chosen}
     rows = await runtime.queries.instance_rows([*scoped.values(), *chosen])
     stored, missing = [], []
@@ -92,7 +108,7 @@ async def select_by_hand(runtime: Runtime, team: str, local_ids: Sequence[str]) 
         own = [rows[i] for i in (scoped[local], local) if i in rows and rows[i].tenant_id == team]
         (stored.append(own[0].instance_id) if own else missing.append(local))
     if missing:
-        raise Invalid(f"no such instance in this team: {', '.join(missing)}")
+        raise refused("instances", f"no such instance in this team: {', '.join(missing)}")
     return Selection(tuple(stored))
 
 
@@ -108,19 +124,96 @@ def ask(
     }
     try:
         return bulk_request(action, step.strip(), arguments)
-    except ValueError as wrong:
-        raise Invalid(str(wrong)) from None
+    except BulkRequestRefused as wrong:
+        raise refused(wrong.field, str(wrong)) from None
 
 
-def ask_from_form(values: dict[str, str]) -> ActionRequest:
-    result = parse_json(values.get("result", ""), "result")
-    return ask(
-        values.get("action", ""),
-        values.get("step", ""),
-        values.get("resolution", ""),
-        result,
-        values.get("version", ""),
-    )
+def form_request(values: Mapping[str, str]) -> dict[str, Any]:
+    """``ask``'s arguments from a bulk form's fields (its result is JSON text)."""
+    return {
+        "action": values.get("action", ""),
+        "step": values.get("step", ""),
+        "resolution": values.get("resolution", ""),
+        "result": parse_json(values.get("result", ""), "result"),
+        "version": values.get("version", ""),
+    }
+
+
+def ask_from_form(values: Mapping[str, str]) -> ActionRequest:
+    return ask(**form_request(values))
+
+
+async def chosen(
+    runtime: Runtime,
+    team: str,
+    asked: Mapping[str, Any],
+    select: Callable[[], Awaitable[Selection]],
+) -> tuple[ActionRequest, Selection]:
+    """The request (``ask``'s arguments) and the instances ``select`` chooses, both
+    checked before either is refused: a refusal lists every field to change in its
+    ``problems`` (so a form says each beside its field, all at once), and a migration
+    without a version says which versions can be chosen."""
+    problems: list[dict[str, str]] = []
+    selection: Selection | None = None
+    try:
+        selection = await select()
+    except Invalid as wrong:
+        problems += _located(wrong)
+    request: ActionRequest | None = None
+    try:
+        request = ask(**asked)
+    except Invalid as wrong:
+        problems += await _versions_allowed(runtime, team, asked, selection, _located(wrong))
+    if problems or request is None or selection is None:
+        raise Invalid("; ".join(p["message"] for p in problems), problems)
+    return request, selection
+
+
+def _located(wrong: Invalid) -> list[dict[str, str]]:
+    return wrong.problems or [{"path": "", "message": str(wrong)}]
+
+
+async def _versions_allowed(
+    runtime: Runtime,
+    team: str,
+    asked: Mapping[str, Any],
+    selection: Selection | None,
+    problems: list[dict[str, str]],
+) -> list[dict[str, str]]:
+    """``problems``, with a migration's missing version saying which versions can be
+    chosen ("choose the version to migrate to" alone left a person guessing)."""
+    wanted = asked.get("action") == Action.MIGRATE.value
+    if not (wanted and any(p["path"] == "version" for p in problems)):
+        return problems
+    allowed = await migration_targets(runtime, team, selection)
+    return [
+        {**p, "message": f"{p['message']}; {allowed}"} if p["path"] == "version" else p
+        for p in problems
+    ]
+
+
+async def migration_targets(runtime: Runtime, team: str, selection: Selection | None) -> str:
+    """The versions a migration of ``selection`` (None: of the team's instances) can
+    move to, in words: each with a migration declared to it from their versions."""
+    if selection is None:
+        versions = await runtime.queries.versions(team)
+        sources = {(v.definition.name, v.definition.version) for v in versions}
+        whose = "this team's versions"
+    else:
+        rows = await runtime.queries.instance_rows(selection.instance_ids)
+        sources = {(r.definition.name, r.definition.version) for r in rows.values()}
+        whose = "the chosen instances' versions"
+    targets: dict[str, list[str]] = {}
+    for edge in await runtime.queries.migration_edges():
+        if (edge.name, edge.from_version) in sources:
+            targets.setdefault(edge.to_version, []).append(f"{edge.name}@{edge.from_version}")
+    if not targets:
+        return (
+            f"no migration is declared from {whose} yet: declare one on the page of the "
+            "version to move to (Compatibility and migration)"
+        )
+    each = [f"{to} (from {', '.join(froms)})" for to, froms in targets.items()]
+    return f"a migration is declared from {whose} to {' or '.join(each)}"
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,12 @@ read its results. The same service as the bulk pages (``studio.instances.bulk``)
 
 from __future__ import annotations
 
-from typing import Annotated
+from functools import partial
+from typing import Annotated, Any
 
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 
-from engine.decide.previews import ActionRequest
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio import api_examples as examples
 from studio.instances import bulk
@@ -34,16 +34,21 @@ async def preview(
 ) -> BulkPreviewOut:
     """What the action would do to each instance (at most ``limit`` of them), and the
     totals; nothing changes. Answers a fresh ``bulk_id`` to take it with."""
-    asked = _asked(data)
-    selection = await _selection(runtime, principal.team_id, data)
+    select = partial(_selection, runtime, principal.team_id, data)
+    asked, selection = await bulk.chosen(runtime, principal.team_id, _asked(data), select)
     found = await bulk.preview(runtime, selection, asked)
     return preview_out(found, new_id(), MAX_BULK_INSTANCES, principal.team_id)
 
 
-def _asked(data: BulkPreviewIn | BulkIn) -> ActionRequest:
-    return bulk.ask(
-        data.action, data.step or "", data.resolution or "", data.result, data.version or ""
-    )
+def _asked(data: BulkPreviewIn | BulkIn) -> dict[str, Any]:
+    """``bulk.ask``'s arguments from a request body."""
+    return {
+        "action": data.action,
+        "step": data.step or "",
+        "resolution": data.resolution or "",
+        "result": data.result,
+        "version": data.version or "",
+    }
 
 
 async def _selection(runtime: Runtime, team: str, data: BulkPreviewIn) -> Selection:
@@ -65,8 +70,8 @@ async def act(
     per instance (done, unchanged, or refused and why). The same ``bulk_id`` again
     answers the kept results and acts on nothing twice; with another action, reason or
     selection it is a conflict."""
-    asked = _asked(data)
-    selection = await bulk.select_by_hand(runtime, principal.team_id, data.instances)
+    select = partial(bulk.select_by_hand, runtime, principal.team_id, data.instances)
+    asked, selection = await bulk.chosen(runtime, principal.team_id, _asked(data), select)
     outcome = await bulk.act(
         runtime, principal.team_id, principal.actor, data.bulk_id, asked, selection, data.reason
     )

@@ -3,15 +3,17 @@
 The list's form asks for a preview (a GET: nothing changes) of an action on the checked
 instances or on every instance the filters match; the preview page shows the blast
 radius and the confirmation form, which carries the bulk id drawn with the preview and
-the instances it covered. Confirming redirects to the bulk's result page, which stays
-reachable afterwards; a refused confirmation (no reason) shows the preview again with
-the reason it was refused. The service is ``studio.instances.bulk``.
+the instances it covered. A refused preview (nothing ticked, no version to migrate
+to) is the list's page again as it was left, each reason beside its field; confirming
+redirects to the bulk's result page, which stays reachable afterwards; a refused
+confirmation (no reason) shows the preview again with the reason it was refused. The
+service is ``studio.instances.bulk``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from functools import partial
 
 from litestar import Request, Response
 from litestar.di import NamedDependency
@@ -20,23 +22,31 @@ from litestar.response import Template
 
 from engine.decide.audit import DANGEROUS
 from engine.decide.bulk_actions import BULK_ACTIONS
-from engine.decide.operator_actions import Action
-from engine.decide.previews import Verdict
+from engine.decide.previews import ActionRequest, Verdict
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_REASON_LENGTH
-from studio.errors import Invalid
-from studio.forms import REFUSALS, again
+from studio.errors import Invalid, StudioError
+from studio.forms import REFUSALS, again, beside, posted
 from studio.instances import bulk
 from studio.instances.interventions import new_id
+from studio.instances.pages import show_list
 from studio.instances.service import InstanceFilters
 from studio.principal import Principal
+from studio.reads import Reads
 from studio.rendering import page, see_other
 from studio.runtime import Runtime
+
+NOTHING_TICKED = (
+    "no instance was ticked: tick 1 to {limit} in the list below, or preview for all "
+    "matching the filters"
+)
+"""Said beside the list's ticks when "Preview for checked" finds none ticked."""
 
 
 async def preview_page(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
+    reads: NamedDependency[Reads],
     filters: NamedDependency[InstanceFilters],
     action: FromQuery[str] = "",
     select: FromQuery[str] = "filter",
@@ -44,38 +54,54 @@ async def preview_page(
     bulk_step: FromQuery[str] = "",
     resolution: FromQuery[str] = "",
     to_version: FromQuery[str] = "",
+    after: FromQuery[str | None] = None,
 ) -> Template:
     """The blast radius of ``action`` on the checked instances (``select=hand``) or on
-    those the filters match (``to_version``: where a migration moves them)."""
+    those the filters match (``to_version``: where a migration moves them). Refused
+    (nothing ticked, no version to migrate to, ...), the list's page again, as it was
+    left: its boxes ticked, the action and fields as chosen, each reason beside its
+    field (a bare message meant choosing and ticking everything again)."""
     values = {"action": action, "step": bulk_step, "resolution": resolution, "version": to_version}
-    return await _preview(request, principal, runtime, filters, values, pick or [], select)
+    by_hand = select == "hand"
+    try:
+        asked, selection = await _chosen(runtime, principal, filters, values, pick or [], by_hand)
+    except Invalid as refused:
+        shown = again(refused, await posted(request), "bulk") | {"field_errors": beside(refused)}
+        return await show_list(request, principal, runtime, reads, filters, after or None, **shown)
+    found = await bulk.preview(runtime, selection, asked)
+    return _preview(request, filters, values, found, by_hand)
 
 
-async def _preview(
-    request: Request,
-    principal: Principal,
+async def _chosen(
     runtime: Runtime,
+    principal: Principal,
     filters: InstanceFilters,
     values: dict[str, str],
     picked: list[str],
-    select: str,
+    by_hand: bool,
+) -> tuple[ActionRequest, bulk.Selection]:
+    """The action of the form's ``values`` and the instances it covers (``bulk.chosen``:
+    Invalid names every field to change)."""
+    team = principal.team_id
+    if by_hand:
+        select = partial(bulk.select_by_hand, runtime, team, picked, NOTHING_TICKED)
+    else:
+        select = partial(bulk.select_by_filter, runtime, team, filters)
+    return await bulk.chosen(runtime, team, bulk.form_request(values), select)
+
+
+def _preview(
+    request: Request,
+    filters: InstanceFilters,
+    values: dict[str, str],
+    found: bulk.BulkPreview | None,
+    by_hand: bool,
     error: str = "",
     status: int = 200,
 ) -> Template:
-    context: dict[str, Any] = {"found": None, "asked": None, "label": "Bulk action"}
-    try:
-        asked = bulk.ask_from_form(values)
-        context |= {"asked": asked, "label": BULK_ACTIONS[asked.action].label}
-        by_hand = select == "hand"
-        if by_hand:
-            selection = await bulk.select_by_hand(runtime, principal.team_id, picked)
-        else:
-            selection = await bulk.select_by_filter(runtime, principal.team_id, filters)
-        context["found"] = await bulk.preview(runtime, selection, asked)
-        context["by_hand"] = by_hand
-    except Invalid as wrong:
-        if not error:  # a refused confirmation keeps its own reason and status
-            error, status = str(wrong), wrong.status
+    """The preview page of ``found`` with its confirmation form (none when a refused
+    confirmation could not even be previewed again: ``error`` alone says why)."""
+    asked = found.request if found else None
     return page(
         request,
         "instances/bulk_preview.html",
@@ -89,8 +115,11 @@ async def _preview(
         scan=bulk.MAX_BULK_SCAN,
         reason_limit=MAX_REASON_LENGTH,
         verdicts=Verdict,
-        danger=context["asked"] is not None and context["asked"].action in DANGEROUS,
-        **context,
+        found=found,
+        asked=asked,
+        by_hand=by_hand,
+        label=BULK_ACTIONS[asked.action].label if asked else "Bulk action",
+        danger=asked is not None and asked.action in DANGEROUS,
     )
 
 
@@ -114,11 +143,27 @@ async def confirm(
             values.get("reason", ""),
         )
     except REFUSALS as refused:  # the preview again, with the reason typed
-        shown = again(refused, values)
-        return await _preview(
-            request, principal, runtime, InstanceFilters(), picked=picked, select="hand", **shown
-        )
+        return await _confirm_again(request, principal, runtime, values, picked, refused)
     return see_other(f"/instances/bulk/{outcome.bulk.bulk_id}")
+
+
+async def _confirm_again(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    values: dict[str, str],
+    picked: list[str],
+    refused: StudioError,
+) -> Template:
+    """The preview again, judged now, with the refused confirmation's reason and what
+    was typed; what cannot be previewed (nothing picked) shows that reason alone."""
+    filters = InstanceFilters()
+    try:
+        asked, selection = await _chosen(runtime, principal, filters, values, picked, True)
+        found = await bulk.preview(runtime, selection, asked)
+    except Invalid:
+        found = None
+    return _preview(request, filters, values, found, True, str(refused), refused.status)
 
 
 async def result_page(
@@ -139,8 +184,3 @@ async def result_page(
         counts={k: counts.get(k, 0) for k in ("done", "unchanged", "refused")},
         pending=len(found.instance_ids) - len(results),
     )
-
-
-def bulk_actions() -> list[tuple[Action, str]]:
-    """The actions the list's bulk form offers, in the table's order."""
-    return [(a, b.label) for a, b in BULK_ACTIONS.items()]

@@ -19,15 +19,15 @@ from litestar.response import Redirect, Stream, Template
 
 from engine.api.queries import InstanceRow
 from engine.decide import lifecycle
-from engine.decide.bulk_actions import RESOLUTIONS
+from engine.decide.bulk_actions import BULK_ACTIONS, RESOLUTIONS
 from engine.model.events import EventKind
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
-from studio.forms import REFUSALS, again
+from studio.forms import REFUSALS, again, shown
 from studio.instance_urls import instance_id_of, instance_url
-from studio.instances import bulk, bulk_pages, family, list_order
+from studio.instances import bulk, family, list_order
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
 from studio.instances import service as instances
@@ -69,22 +69,41 @@ async def list_page(
     )
     if saved:
         return see_other(saved)
+    return await show_list(request, principal, runtime, reads, filters, after)
+
+
+async def show_list(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    reads: Reads,
+    filters: InstanceFilters,
+    after: str | None = None,
+    status: int = 200,
+    **refusal: Any,
+) -> Template:
+    """The list's page after ``after``; with ``refusal`` (``forms.again``, and
+    ``field_errors``) its bulk form was refused: the same page again, with the boxes
+    ticked, the action and fields as chosen, and each reason beside its field."""
     found = await instances.list_page(reads, principal.team_id, filters, after)
     return page(
         request,
         "instances/list.html",
         "instances",
+        status=status,
         page_rows=await family.arranged(reads, found.rows, filters.nest == "1"),
         next_cursor=format_cursor(found.next_cursor),
         filters=filters,
+        after=after or "",
         versions=await definitions.team_versions(runtime, principal.team_id),
         first_page=after is None,
-        bulk_actions=bulk_pages.bulk_actions(),
+        bulk_actions=[(a, b.label) for a, b in BULK_ACTIONS.items()],
         bulk_limit=MAX_BULK_INSTANCES,
         resolutions=RESOLUTIONS,
         recent_bulks=await bulk.recent(runtime, principal.team_id),
         holds_shown=await holds.banner(runtime, principal.team_id, filters.definition),
         sort_columns=list_order.COLUMNS,
+        **shown(refusal),
     )
 
 

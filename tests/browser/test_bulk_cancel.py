@@ -7,6 +7,7 @@ the test looks at them; one is terminated first, so the preview has one to refus
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -24,11 +25,16 @@ ACTIVITY = {
 }
 
 
+def waiting_document(name: str, version: str = "1") -> dict[str, Any]:
+    """A definition whose first activity no worker runs."""
+    steps = [{"name": "hold", "target": "bulkui.nobody", **ACTIVITY}]
+    return {"name": name, "version": version, "mode": "orchestration", "steps": steps}
+
+
 def waiting_instances(studio: LiveStudio, team: str, count: int) -> tuple[str, list[str]]:
     """A fresh definition whose first activity no worker runs, and ``count`` instances."""
     name = f"bulkui.{uuid.uuid4().hex[:6]}"
-    steps = [{"name": "hold", "target": "bulkui.nobody", **ACTIVITY}]
-    studio.publish(team, {"name": name, "version": "1", "mode": "orchestration", "steps": steps})
+    studio.publish(team, waiting_document(name))
     return name, [studio.start(team, name, f"{name}-{n}") for n in range(count)]
 
 

@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 from engine.api.client import Client
 from studio.roles import Role
 from tests.browser.conftest import sign_in
+from tests.browser.test_bulk_cancel import waiting_document, waiting_instances
 from tests.browser.test_compatibility import PAID, activity, document, publish_judged
 from tests.studio.live import LiveStudio
 
@@ -67,3 +68,48 @@ def test_migrate_selected_instances_from_the_list(page: Page, studio: LiveStudio
     expect(page.locator("#audit-table")).to_contain_text("v2 ships instead of charging")
     page.goto(f"/instances?view=all&definition={name}")
     expect(page.locator("#instances-table")).to_contain_text(f"{name}@2")
+
+
+def test_a_refused_migration_preview_keeps_what_was_chosen_and_says_what_is_allowed(
+    page: Page, studio: LiveStudio
+) -> None:
+    """Nothing ticked, or no version: the list again with the action, the version and the
+    ticks as they were, each reason beside its field, naming the versions there are."""
+    team = studio.team("bulkrefused")
+    name, ids = waiting_instances(studio, team, 3)
+    studio.publish(team, waiting_document(name, "2"))
+    declare = Client.declare_migration
+    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2"))
+    sign_in(page, studio.user(team, Role.OPERATOR))
+
+    page.goto(f"/instances?definition={name}")
+    page.locator("#bulk-action").select_option("migrate")
+    page.get_by_role("button", name="Preview for checked").click()
+    chosen = page.locator("#bulk-chosen-error")
+    expect(chosen).to_have_text(
+        "no instance was ticked: tick 1 to 100 in the list below, or preview for all "
+        "matching the filters"
+    )
+    version = page.get_by_label("To version")
+    expect(version).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#bulk-version-error")).to_have_text(
+        "choose the version to migrate to; a migration is declared from this team's "
+        f"versions to 2 (from {name}@1)"
+    )
+    expect(page.locator("#bulk-action")).to_have_value("migrate")
+
+    for instance_id in ids[:2]:
+        page.get_by_label(f"Choose {instance_id}").check()
+    page.get_by_role("button", name="Preview for checked").click()
+    expect(chosen).to_have_count(0)
+    expect(page.locator("#bulk-version-error")).to_contain_text(
+        f"declared from the chosen instances' versions to 2 (from {name}@1)"
+    )
+    for instance_id, ticked in zip(ids, (True, True, False), strict=True):
+        expect(page.get_by_label(f"Choose {instance_id}")).to_be_checked(checked=ticked)
+    expect(page.locator("#bulk-action")).to_have_value("migrate")
+
+    version.fill("2")
+    page.get_by_role("button", name="Preview for checked").click()
+    expect(page.locator("#bulk-applies")).to_have_text("2")
+    expect(page.locator("#bulk-instances tbody tr")).to_have_count(2)

@@ -12,6 +12,7 @@ from which fingerprint to which, under the bulk's id.
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -20,6 +21,8 @@ from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
 from studio.instance_urls import instance_url
 from studio.instances import bulk
+from studio.instances import service as instances
+from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
@@ -220,3 +223,124 @@ def test_the_list_form_previews_a_migration_and_confirms_it(
     assert f"migrated from {name}@1 to {name}@2" in results
     state = studio.run(lambda store: Client(store).inspect(ids[0]))
     assert state.definition.version == "2" and state.status.label == "running"
+
+
+# A refused preview or request says what to change, beside the field it concerns -------
+
+NOTHING_TICKED = (
+    "no instance was ticked: tick 1 to 100 in the list below, or preview for all matching "
+    "the filters"
+)
+
+
+def said(html: str, element_id: str) -> str:
+    """The text of the element ``element_id`` (a field's message)."""
+    found = re.search(rf'id="{element_id}"[^>]*>([^<]*)<', html)
+    return found.group(1) if found else ""
+
+
+def test_a_refused_preview_is_the_list_again_as_it_was_left(studio: LiveStudio) -> None:
+    """Not a bare message: the list, 422, the action and version as chosen, the boxes
+    still ticked, and each reason beside its field saying what can be chosen."""
+    team = studio.team("bulkform")
+    name = studio.publish_new(team, "bulkform")
+    ids = [studio.start(team, name, f"{name}-{n}") for n in range(3)]
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    listed = f"view=all&definition={name}"
+    box = {
+        i: re.compile(rf'name="pick" form="bulk-form" value="{re.escape(i)}"[^>]*>') for i in ids
+    }
+
+    nothing = client.get(f"/instances/bulk?{listed}&action=migrate&select=hand&to_version=")
+    assert nothing.status_code == 422 and 'id="bulk-form"' in nothing.text
+    assert '<option value="migrate" selected>' in nothing.text
+    assert f'<input type="hidden" name="definition" value="{name}">' in nothing.text
+    assert said(nothing.text, "bulk-chosen-error") == NOTHING_TICKED
+    assert said(nothing.text, "bulk-version-error") == (
+        "choose the version to migrate to; no migration is declared from this team&#39;s "
+        "versions yet: declare one on the page of the version to move to (Compatibility "
+        "and migration)"
+    )
+    assert 'id="bulk-error"' not in nothing.text, "each reason beside its field, not above"
+
+    studio.run(
+        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
+    )
+    declare(studio, name)
+    ticked = f"{listed}&action=migrate&select=hand&pick={ids[0]}&pick={ids[2]}&to_version=+"
+    unversioned = client.get(f"/instances/bulk?{ticked}")
+    assert unversioned.status_code == 422
+    assert [("checked" in box[i].search(unversioned.text).group(0)) for i in ids] == [
+        True,
+        False,
+        True,
+    ], "what was ticked stays ticked"
+    assert said(unversioned.text, "bulk-chosen-error") == ""
+    assert said(unversioned.text, "bulk-version-error") == (
+        "choose the version to migrate to; a migration is declared from the chosen "
+        f"instances&#39; versions to 2 (from {name}@1)"
+    )
+    assert 'aria-describedby="bulk-version-error"' in unversioned.text
+
+    paused = client.get(f"/instances/bulk?{listed}&action=pause&select=filter&to_version=2")
+    assert paused.status_code == 422 and '<option value="pause" selected>' in paused.text
+    assert said(paused.text, "bulk-version-error") == "pause takes no version"
+    assert 'name="to_version" size="6" spellcheck="false" value="2"' in paused.text
+    assert [a["action"] for i in ids for a in audit(client, i)] == [], "nothing happened"
+
+
+def test_the_api_says_what_an_empty_selection_or_a_missing_version_needs(
+    studio: LiveStudio,
+) -> None:
+    """422, every field to change at once in ``problems``, each saying what is allowed."""
+    team = studio.team("bulkapi")
+    name = studio.publish_new(team, "bulkapi")
+    instance_id = studio.start(team, name)
+    studio.run(
+        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
+    )
+    declare(studio, name)
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    headers = {"X-CSRF-Token": client.csrf}
+    empty = "instances is empty: list 1 to 100 instance ids (a preview takes a filter instead)"
+    declared = f"versions to 2 (from {name}@1)"
+    choose = "choose the version to migrate to; a migration is declared from"
+    version = f"{choose} this team's {declared}"
+    take = {"bulk_id": "b1", "reason": "ship v2"}
+    for path, body in (
+        ("/api/instances/bulk/preview", {"action": "migrate", "instances": []}),
+        ("/api/instances/bulk", {"action": "migrate", "instances": [], **take}),
+    ):
+        refused = client.post(path, json=body, headers=headers)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["problems"] == [
+            {"path": "instances", "message": empty},
+            {"path": "version", "message": version},
+        ]
+    one = {"action": "migrate", "instances": [instance_id]}
+    refused = client.post("/api/instances/bulk/preview", json=one, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["error"] == f"{choose} the chosen instances' {declared}"
+    state = studio.run(lambda store: Client(store).inspect(instance_id))
+    assert state.definition.version == "1" and state.audit == ()
+
+
+def test_a_refused_preview_keeps_the_page_and_the_ticks_of_other_pages(
+    flow: tuple[str, list[str]], operator: SignedInClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ticked on the list's second page: that page again, not the first; a box ticked
+    that the page does not show (the list moved on) is kept, ticked, beside the form."""
+    name, ids = flow
+    monkeypatch.setattr(instances, "PAGE_SIZE", 2)
+    first = operator.get(f"/instances?view=all&definition={name}").text
+    after = re.search(r"after=([^\"&]+)", first).group(1)
+    second = operator.get(f"/instances?view=all&definition={name}&after={after}").text
+    assert f'<input type="hidden" name="after" value="{unquote(after)}">' in second
+    query = f"view=all&definition={name}&after={after}&action=migrate&select=hand"
+    refused = operator.get(f"/instances/bulk?{query}&pick={ids[0]}&pick={ids[2]}")
+    assert refused.status_code == 422
+    text = re.sub(r"\s+", " ", refused.text)
+    assert re.search(rf'value="{ids[0]}" aria-label="Choose {ids[0]}" checked', text)
+    assert f"Choose {ids[2]}" not in text, "the first page's rows are not shown"
+    kept = re.search(r'id="bulk-elsewhere">(.*?)</p>', text).group(1)
+    assert f'name="pick" value="{ids[2]}" checked' in kept and ids[0] not in kept

@@ -15,7 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.decide.audit import LIFECYCLE
-from engine.decide.bulk_actions import BULK_ACTIONS, RESOLUTIONS, bulk_request, judge
+from engine.decide.bulk_actions import (
+    BULK_ACTIONS,
+    RESOLUTIONS,
+    BulkRequestRefused,
+    bulk_request,
+    judge,
+)
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.decide.previews import (
@@ -182,28 +188,37 @@ def test_a_cancel_says_which_compensations_run_in_which_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("action", "step", "arguments", "message"),
+    ("action", "step", "arguments", "field", "message"),
     [
-        ("compensate", "", {}, "is not one of: pause, resume, cancel, terminate"),
-        ("migrate", "", {}, "choose the version to migrate to"),
-        ("migrate", "a", {"version": "2"}, "migrate acts on instances, not on a step"),
-        ("approve", "", {}, "is not one of"),
-        ("pause", "a", {}, "pause acts on instances, not on a step"),
-        ("cancel", "", {"resolution": "failed"}, "cancel takes no resolution"),
-        ("resolve_activity", "", {}, "choose a resolution: succeeded, failed, absent"),
+        ("compensate", "", {}, "action", "is not one of: pause, resume, cancel, terminate"),
+        ("migrate", "", {}, "version", "choose the version to migrate to"),
+        ("migrate", "a", {"version": "2"}, "step", "migrate acts on instances, not on a step"),
+        ("approve", "", {}, "action", "is not one of"),
+        ("pause", "a", {}, "step", "pause acts on instances, not on a step"),
+        ("cancel", "", {"resolution": "failed"}, "resolution", "cancel takes no resolution"),
+        (
+            "resolve_activity",
+            "",
+            {},
+            "resolution",
+            "choose a resolution: succeeded, failed, absent",
+        ),
         (
             "resolve_activity",
             "",
             {"resolution": "failed", "result": 1},
+            "result",
             "only an outcome settled as succeeded carries a result",
         ),
     ],
 )
-def test_a_bulk_request_says_what_is_wrong_and_what_is_allowed(
-    action: str, step: str, arguments: dict, message: str
+def test_a_bulk_request_says_what_is_wrong_what_is_allowed_and_where(
+    action: str, step: str, arguments: dict, field: str, message: str
 ) -> None:
-    with pytest.raises(ValueError, match=message):
+    """The field is named too, so a form says it beside the field it concerns."""
+    with pytest.raises(BulkRequestRefused, match=message) as refused:
         bulk_request(action, step, arguments)
+    assert refused.value.field == field
 
 
 def test_every_bulk_action_is_an_operator_action_with_a_label() -> None:
