@@ -43,7 +43,7 @@ from engine.model.limits import (
     MAX_WORKER_POLL_INTERVAL,
 )
 from engine.store import holds, leases, sweeps, workers
-from engine.store.errors import StaleLease, StoreError
+from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Boundary, Faults
@@ -55,6 +55,21 @@ from engine.worker.metrics import Metrics
 from engine.worker.tracing import Tracing
 
 log = logging.getLogger("wayline.worker")
+
+
+OUTAGE_ERRORS = (StoreUnavailable, CommitUnknown)
+"""What a database outage raises: the database did not answer, or a write's answer was
+lost (the lease expires and the redelivery settles it). Their words say all there is."""
+
+
+def _log_failure(error: BaseException, what: str, *args: object) -> None:
+    """Log that ``what`` failed: in one line when the database is out
+    (``OUTAGE_ERRORS``: a traceback for every claim, sweep and heartbeat buried the log
+    of an outage), with its traceback for anything else."""
+    if isinstance(error, OUTAGE_ERRORS):
+        log.warning(f"{what} failed: %s", *args, error)
+    else:
+        log.warning(f"{what} failed", *args, exc_info=error)
 
 
 @dataclass(frozen=True)
@@ -171,9 +186,9 @@ class Worker:
                 min(free, MAX_WORK_CLAIM_ITEMS),
                 targets=self.ctx.activities.targets,
             )
-        except (StoreError, psycopg.Error, OSError):
+        except (StoreError, psycopg.Error, OSError) as error:
             self.metrics.count("claim_failures")
-            log.warning("claim failed; retrying after the poll interval", exc_info=True)
+            _log_failure(error, "claim (tried again after the poll interval)")
             return []
         self.metrics.observe("claim", time.perf_counter() - started)
         self.metrics.count("claimed", len(claimed))
@@ -210,11 +225,11 @@ class Worker:
                 self.metrics.count("lease_lost")
             else:
                 raise
-        except (WaylineError, psycopg.Error, OSError):
+        except (WaylineError, psycopg.Error, OSError) as error:
             # The lease expires and the work is redelivered; an in-flight attempt then
             # becomes unknown, so nothing is silently retried.
             self.metrics.count("processing_failures")
-            log.warning("processing %s failed", lease.work_id, exc_info=True)
+            _log_failure(error, "processing %s", lease.work_id)
         finally:
             renewer.cancel()
             self.metrics.observe("processing", time.perf_counter() - started)
@@ -291,8 +306,8 @@ class Worker:
             if not stop.is_set():
                 try:
                     await action()
-                except (StoreError, psycopg.Error, OSError):
-                    log.warning("%s failed", action.__name__, exc_info=True)
+                except (StoreError, psycopg.Error, OSError) as error:
+                    _log_failure(error, action.__name__.strip("_"))
 
     async def _heartbeat(self) -> None:
         await self.store.sync_clock()

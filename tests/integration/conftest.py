@@ -9,6 +9,7 @@ schema, which is much cheaper than a database per test and still fully isolated.
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -46,15 +47,18 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    """A private cluster of the test's own, not started: one a test may stop, kill and
-    start again (on the port it had, when it was killed)."""
+    """A private cluster of the test's own, not started: one a test may stop or kill
+    and start again, on its port (a restart keeps the DSN its clients hold)."""
     try:
         find_pg_bin()
     except EmbeddedPostgresError:
         if os.environ.get(TEST_DSN_ENV):
             pytest.skip("PostgreSQL binaries are not installed here")
         raise
-    server = EmbeddedPostgres(tmp_path / "data")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = EmbeddedPostgres(tmp_path / "data", port=port)
     try:
         yield server
     finally:

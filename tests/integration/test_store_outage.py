@@ -1,10 +1,12 @@
 """A store outlives its database's outage: once the server is back, the next operation
-is served, however long the server was down (a real private cluster, killed and
-started again on its port)."""
+is served, however long the server was down; a worker says so in its log, a line per
+failure (a real private cluster, stopped and started again on its port)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from datetime import timedelta
 
 import pytest
 
@@ -12,6 +14,8 @@ from engine.store.embedded import EmbeddedPostgres
 from engine.store.errors import StoreUnavailable
 from engine.store.migrations import apply_migrations
 from engine.store.store import Deadlines, Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.loop import Worker, WorkerConfig
 
 FAILED_CONNECTS = 8
 """How many of the pool's connects the outage lasts for: four of each of its two
@@ -44,9 +48,9 @@ async def test_the_first_operation_after_a_long_outage_is_served(
     store = await Store.open(dsn, "wayline", deadlines=Deadlines(pool_wait=WAIT_FOR_A_CONNECTION))
     try:
         assert await _read(store) == 1
-        cluster.kill()
+        cluster.stop()
         with pytest.raises(StoreUnavailable):
-            await _read(store)  # the pooled connection died with the server
+            await _read(store)  # the pooled connection ended with the server
         with pytest.raises(StoreUnavailable):
             await _read(store)  # no connection comes within the wait: the pool grows
         await asyncio.wait_for(_until_failed_connects(store, FAILED_CONNECTS), timeout=60)
@@ -54,3 +58,41 @@ async def test_the_first_operation_after_a_long_outage_is_served(
         assert await _read(store) == 1
     finally:
         await store.close()
+
+
+async def test_a_worker_logs_each_failure_of_an_outage_in_one_line(
+    cluster: EmbeddedPostgres, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A traceback for every sweep and heartbeat (and claim, which waits for the owner
+    lock the outage broke) buried the log of an outage."""
+    dsn = cluster.start()
+    apply_migrations(dsn, "wayline")
+    store = await Store.open(dsn, "wayline", deadlines=Deadlines(pool_wait=WAIT_FOR_A_CONNECTION))
+    config = WorkerConfig(worker_id="outlived", poll_interval=timedelta(milliseconds=100))
+    worker = Worker(store, ActivityRegistry(), config)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        await asyncio.wait_for(worker.owner_locked.wait(), timeout=30)
+        caplog.set_level(logging.WARNING, "wayline.worker")
+        cluster.stop()
+        failures = await asyncio.wait_for(_until_logged(caplog, 3), timeout=60)
+        cluster.start()
+    finally:
+        stop.set()
+        await running
+        await store.close()
+    for record in failures:  # e.g. "sweep failed: hold drain failed: the database did
+        said = record.getMessage()  # not answer; nothing was written"
+        assert record.exc_info is None, said
+        assert said.startswith(("sweep failed: ", "heartbeat failed: ", "claim (")), said
+        assert "\n" not in said and "server" not in said, said  # no driver text
+
+
+async def _until_logged(caplog: pytest.LogCaptureFixture, count: int) -> list[logging.LogRecord]:
+    """The worker's first ``count`` warnings, once logged."""
+    while True:
+        found = [r for r in caplog.records if r.name == "wayline.worker"]
+        if len(found) >= count:
+            return found[:count]
+        await asyncio.sleep(0.05)

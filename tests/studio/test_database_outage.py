@@ -1,7 +1,7 @@
 """The studio while its database is down, and after: health answers, readiness says why
 not, a person's page and a script's call say the database is not answering (503, with
 when to try again) instead of a server error, and both are served again once it is
-back. A real private cluster, killed and started again on its port."""
+back. A real private cluster, stopped and started again on its port."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_the_studio_says_the_database_is_not_answering_and_serves_again_once_it_
         assert person.get("/definitions").status_code == 200
         assert script.get("/api/instances").status_code == 200
 
-        cluster.kill()
+        cluster.stop()
         assert (person.get("/healthz").status_code, person.get("/healthz").text) == (200, "ok\n")
         ready = person.get("/readyz")
         assert (ready.status_code, ready.text) == (503, "the database is not reachable\n")
