@@ -107,8 +107,17 @@ async def join(attempt: Attempt, username: str, code: str, password: str) -> Sig
     user = found[0] if found else await _create(store, invitation, password)
     if not await invitations.take(store, invitation):
         raise JoinFailed("that invitation was used or withdrawn meanwhile")
-    await people.set_membership(store, user.user_id, invitation.team_id, invitation.role)
+    if not await _member(store, user, invitation.team_id):
+        await people.set_membership(store, user.user_id, invitation.team_id, invitation.role)
     return await _open(store, user, invitation.team_id, attempt.ttl)
+
+
+async def _member(store: Store, user: User, team_id: str) -> bool:
+    """Whether ``user`` is a member of ``team_id`` already: an invitation then keeps
+    their role. Inviting a member is refused, but one made a member another way after
+    the invitation (``wayline user create --team``) could otherwise redeem it to change
+    their own role, as an admin who made themselves a viewer left a team without one."""
+    return any(m.team.team_id == team_id for m in await people.memberships(store, user.user_id))
 
 
 async def _create(store: Store, invitation: Invitation, password: str) -> User:

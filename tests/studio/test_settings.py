@@ -228,3 +228,20 @@ def test_inviting_a_member_of_the_team_is_refused(studio: LiveStudio) -> None:
         assert f"{username} is already a member of this team, as admin" in refused.text
         assert 'id="invitation-code"' not in refused.text
     assert admin.get("/api/me").json()["role"] == "admin"
+
+
+def test_an_invitation_redeemed_by_a_member_keeps_their_role(studio: LiveStudio) -> None:
+    """Inviting a member is refused, but one made a member another way after their
+    invitation could redeem it and change their own role (an admin to a viewer: a team
+    left without an admin)."""
+    team = studio.team("late-member")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    elsewhere = studio.user(studio.team("elsewhere"), Role.VIEWER)
+    code = _code(admin.form("/settings/members", {"username": elsewhere, "role": "viewer"}))
+    user_id = _user_id(studio, elsewhere)
+    studio.run(lambda store: people.set_membership(store, user_id, team, Role.ADMIN))
+    person = studio.client()
+    assert _join(person, elsewhere, code, PASSWORD).status_code == 303
+    assert person.get("/api/me").json()["role"] == "admin"
+    again = _join(studio.client(), elsewhere, code, PASSWORD)
+    assert again.status_code == 422, "the code was used up all the same"
