@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("wayline.studio")
 KEEP_JOBS = 50
 STOP_WAIT_SECONDS = 30.0
+BUSY = (
+    "another drill job (a campaign or a plan's run) is under way in this studio; one runs "
+    "at a time, so start this one when it has finished"
+)
+"""Why a start is refused while a job runs: plan runs and campaigns share the one slot."""
 
 
 @dataclass
@@ -156,7 +161,7 @@ class DrillJobs:
         """A new running job; Conflict while another runs (one at a time per studio)."""
         with self._lock:
             if self.running() is not None:
-                raise Conflict("a drill campaign is running; one runs at a time, try again later")
+                raise Conflict(BUSY)
             job = DrillJob(
                 uuid.uuid4().hex[:12], team, actor, profile, drills, seed, total,
                 datetime.now(UTC), plan=plan,
