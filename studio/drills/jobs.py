@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("wayline.studio")
 KEEP_JOBS = 50
 STOP_WAIT_SECONDS = 30.0
+MAX_DRILL_NAME = 100
+"""The longest drill id or family a start takes (the catalogue's are under 60)."""
 BUSY = (
     "another drill job (a campaign or a plan's run) is under way in this studio; one runs "
     "at a time, so start this one when it has finished"
@@ -76,6 +78,26 @@ class DrillJob:
         return sum(d["verdict"] == "failed" for d in self.finished)
 
 
+def _check_names(wanted: list[str]) -> None:
+    """Refuse a blank or overlong drill name before the catalogue echoes it back (it said
+    ``no drill matches : see ...`` for a blank one, and repeated a name of any length)."""
+    problems = [
+        {"path": f"drills[{i}]", "message": f"drills[{i}] {why}"}
+        for i, name in enumerate(wanted)
+        if (why := _name_problem(name))
+    ]
+    if problems:
+        raise Invalid("; ".join(p["message"] for p in problems), problems)
+
+
+def _name_problem(name: str) -> str:
+    if not name.strip():
+        return "is empty: name a drill id (D1-kill-before_commit-s0) or a family (D1)"
+    if len(name) > MAX_DRILL_NAME:
+        return f"is {len(name)} characters long; a drill id or family has at most {MAX_DRILL_NAME}"
+    return ""
+
+
 class DrillJobs:
     """The campaigns of this studio process (kept in memory; runs are in the store)."""
 
@@ -109,6 +131,7 @@ class DrillJobs:
             raise Invalid(f"profile is one of {', '.join(PROFILES)}")
         if not wanted:
             raise Invalid("choose at least one drill")
+        _check_names(wanted)
         seed = random.SystemRandom().randrange(1, 2**31)
         try:
             chosen = select(catalogue(PROFILES[profile], seed), wanted)

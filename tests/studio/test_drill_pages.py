@@ -181,6 +181,19 @@ def test_a_campaign_started_while_a_drill_job_runs_is_refused_beside_the_form(
     assert f'href="/drills/jobs/{job_id}"' in refused.text
 
 
+def test_a_blank_or_overlong_drill_name_is_refused_saying_which(studio: LiveStudio) -> None:
+    """The API said ``no drill matches : see ...`` for a blank name and echoed back a
+    name of any length; each is refused naming its place in the list."""
+    client = api(studio.client(studio.user(studio.team("drillnames"), Role.OPERATOR)))
+    blank = client.post("/api/drills/runs", json={"drills": ["D1", " "]})
+    assert blank.status_code == 422, blank.text
+    assert blank.json()["problems"][0]["path"] == "drills[1]"
+    assert "drills[1] is empty: name a drill id" in blank.json()["error"]
+    long = client.post("/api/drills/runs", json={"drills": ["D" * 5000]})
+    assert long.status_code == 422 and len(long.text) < 500, long.text[:200]
+    assert "drills[0] is 5000 characters long; a drill id or family has at most" in long.text
+
+
 def test_every_catalogued_family_is_described() -> None:
     from studio.drills.families import ABOUT
     from verification.drills.catalogue import catalogue
