@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("wayline.studio")
 KEEP_JOBS = 50
 STOP_WAIT_SECONDS = 30.0
+MAX_DRILL_NAME = 100
+"""The longest drill id or family a start takes (the catalogue's are under 60)."""
+BUSY = (
+    "another drill job (a campaign or a plan's run) is under way in this studio; one runs "
+    "at a time, so start this one when it has finished"
+)
+"""Why a start is refused while a job runs: plan runs and campaigns share the one slot."""
 
 
 @dataclass
@@ -71,6 +78,26 @@ class DrillJob:
         return sum(d["verdict"] == "failed" for d in self.finished)
 
 
+def _check_names(wanted: list[str]) -> None:
+    """Refuse a blank or overlong drill name before the catalogue echoes it back (it said
+    ``no drill matches : see ...`` for a blank one, and repeated a name of any length)."""
+    problems = [
+        {"path": f"drills[{i}]", "message": f"drills[{i}] {why}"}
+        for i, name in enumerate(wanted)
+        if (why := _name_problem(name))
+    ]
+    if problems:
+        raise Invalid("; ".join(p["message"] for p in problems), problems)
+
+
+def _name_problem(name: str) -> str:
+    if not name.strip():
+        return "is empty: name a drill id (D1-kill-before_commit-s0) or a family (D1)"
+    if len(name) > MAX_DRILL_NAME:
+        return f"is {len(name)} characters long; a drill id or family has at most {MAX_DRILL_NAME}"
+    return ""
+
+
 class DrillJobs:
     """The campaigns of this studio process (kept in memory; runs are in the store)."""
 
@@ -104,6 +131,7 @@ class DrillJobs:
             raise Invalid(f"profile is one of {', '.join(PROFILES)}")
         if not wanted:
             raise Invalid("choose at least one drill")
+        _check_names(wanted)
         seed = random.SystemRandom().randrange(1, 2**31)
         try:
             chosen = select(catalogue(PROFILES[profile], seed), wanted)
@@ -156,7 +184,7 @@ class DrillJobs:
         """A new running job; Conflict while another runs (one at a time per studio)."""
         with self._lock:
             if self.running() is not None:
-                raise Conflict("a drill campaign is running; one runs at a time, try again later")
+                raise Conflict(BUSY)
             job = DrillJob(
                 uuid.uuid4().hex[:12], team, actor, profile, drills, seed, total,
                 datetime.now(UTC), plan=plan,

@@ -17,7 +17,6 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
-from studio.errors import Invalid
 from studio.forms import REFUSALS, again, posted, shown
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
@@ -71,10 +70,10 @@ async def start_run(
     profile = values.get("profile", "ci")
     try:
         job = runtime.drills.start(principal.team_id, principal.actor, wanted, profile)
-    except Invalid as invalid:
+    except REFUSALS as refused:  # nothing chosen, or a campaign runs (one at a time)
         if profile not in drills.profiles():
             raise
-        shown = again(invalid, values, "run")
+        shown = again(refused, values, "run")
         return await _drills(request, principal, runtime, profile, **shown)
     return see_other(f"/drills/jobs/{job.job_id}")
 

@@ -11,6 +11,7 @@ nothing; only saving does. Viewers see the plans and the graph but no form.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request, Response
@@ -19,7 +20,8 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from engine.model.definitions import Definition, Mode
-from studio.errors import Invalid
+from studio.drills.jobs import DrillJob
+from studio.errors import Invalid, StudioError
 from studio.plans import diff as plan_diff
 from studio.plans import documents, outcome, outline_nodes, saved
 from studio.plans import service as plans
@@ -160,6 +162,7 @@ async def _page(
     notice: str = "",
     hit: str = "1",
     call: str = "1",
+    refused_run: RefusedRun | None = None,
 ) -> Template:
     listed = await saved.listed(runtime.store, principal.team_id, documents.ref(definition))
     return page(
@@ -171,7 +174,38 @@ async def _page(
         saved=listed,
         notice=notice,
         commands={p.label: plans.run_command(p) for p in listed},
+        refused_run=refused_run,
     )
+
+
+@dataclass(frozen=True)
+class RefusedRun:
+    """A saved plan's Run that was refused, as the plans page says it beside the saved
+    plans: which plan, why, and the team's drill job under way when that is why."""
+
+    plan: SavedPlan
+    reason: str
+    running: DrillJob | None
+
+
+async def refuse_run(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    definition: Definition,
+    plan: SavedPlan,
+    refused: StudioError,
+) -> Template:
+    """The plans page again with ``plan`` loaded and why its run was refused beside the
+    saved plans (a run under way, a plan the studio cannot run), not an error page that
+    leaves the plans behind; the job under way is linked when it is the team's."""
+    running = runtime.drills.running()
+    mine = running if running is not None and running.team == principal.team_id else None
+    working = documents.from_document(plan.document, definition)
+    return await _page(
+        request, principal, runtime, definition, working, status=refused.status,
+        refused_run=RefusedRun(plan, str(refused), mine),
+    )  # fmt: skip
 
 
 async def _form(request: Request) -> FormData:

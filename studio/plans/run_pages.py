@@ -17,9 +17,10 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from engine.model.definitions import Definition
+from studio.forms import REFUSALS
 from studio.plans import heatmap, outcome, outline_nodes
 from studio.plans import service as plans
-from studio.plans.pages import plans_url
+from studio.plans.pages import plans_url, refuse_run
 from studio.plans.pictures import picture
 from studio.plans.saved import SavedPlan
 from studio.principal import Principal
@@ -29,12 +30,18 @@ from verification.plan import FAULTS
 
 
 async def run_plan(
+    request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     planned: NamedDependency[tuple[Definition, SavedPlan]],
-) -> Redirect:
+) -> Redirect | Template:
+    """Start the run and open its page; refused (another drill job runs, or the studio
+    cannot run this plan), the plans page again saying why beside the saved plans."""
     definition, found = planned
-    job = plans.run(runtime, principal, definition, found)
+    try:
+        job = plans.run(runtime, principal, definition, found)
+    except REFUSALS as refused:
+        return await refuse_run(request, principal, runtime, definition, found, refused)
     return see_other(f"{plans_url(definition)}/jobs/{job.job_id}")
 
 

@@ -4,13 +4,17 @@ read the verdict on the node, then open the coverage heatmap."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from playwright.sync_api import Page, expect
 
+from studio.roles import Role
+from tests.browser.conftest import sign_in
 from tests.browser.plan_pins import RUN_MS, pin_on_a_node
 from tests.studio.live import LiveStudio
-from tests.studio.test_plan_api import payments
+from tests.studio.plan_workspace import plans_of
+from tests.studio.test_plan_api import api, payments, plan, run_under_way
 
 
 def test_pin_save_run_and_see_the_verdict_on_the_node(page: Page, studio: LiveStudio) -> None:
@@ -59,3 +63,22 @@ def _stubs_fit_their_pane(page: Page) -> None:
     assert pane and table and result
     assert table["x"] + table["width"] <= pane["x"] + pane["width"]
     assert result["width"] >= 60
+
+
+def test_a_run_while_another_runs_says_why_above_the_plans(page: Page, studio: LiveStudio) -> None:
+    """Run clicked while another drill job runs: the plans page again (not an error page),
+    the reason above it, the job under way linked, and the address the plan's own, so a
+    reload shows the plan rather than posting the Run again."""
+    team = studio.team("busyrun")
+    url = plans_of(studio.publish_new(team, "pay", payments))
+    operator = studio.user(team, Role.OPERATOR)
+    client = api(studio.client(operator))
+    client.post(f"/api{url}", json={"document": plan("second", "charge:after_handler:kill")})
+    sign_in(page, operator)
+    page.goto(url)
+    with run_under_way(client, f"/api{url}"):
+        page.locator("tr[data-plan='second']").get_by_role("button", name="Run").click()
+        expect(page.locator("#run-error")).to_contain_text("second v1 not started: another")
+        expect(page.locator("#run-under-way")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/plans\?plan=second&v=1$"))
+    expect(page.locator("#plan-pins")).to_contain_text("charge:after_handler:kill")

@@ -14,6 +14,8 @@ from engine.model.definitions import DefinitionRef
 from engine.model.events import EventKind, event_to_json, make_event
 from studio.roles import Role
 from tests.studio.live import LiveStudio
+from tests.studio.plan_workspace import plans_of
+from tests.studio.test_plan_api import api, payments, run_under_way
 from verification import runs
 
 T0 = datetime(2026, 11, 1, 12, tzinfo=UTC)
@@ -160,6 +162,36 @@ def test_a_campaign_needs_drills_that_exist(studio: LiveStudio) -> None:
     catalogue = operator.get("/api/drills").json()
     assert any(f["family"] == "D1" and len(f["drills"]) > 1 for f in catalogue)
     assert operator.get("/api/drills/jobs/nothing").status_code == 404
+
+
+def test_a_campaign_started_while_a_drill_job_runs_is_refused_beside_the_form(
+    studio: LiveStudio,
+) -> None:
+    """The Run button is disabled while a job runs, but a page opened before it started
+    still offers it: its start was an error page; it is the form again, saying why,
+    the drills still chosen, and the job under way linked."""
+    team = studio.team("drillbusy")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    base = "/api" + plans_of(studio.publish_new(team, "pay", payments))
+    with run_under_way(api(operator), base) as job_id:
+        refused = operator.form("/drills/runs", {"profile": "ci", "drill": ["D7"]})
+    assert refused.status_code == 409
+    assert 'id="drill-error"' in refused.text and "another drill job" in refused.text
+    assert re.findall(r'name="drill" value="([\w-]+)" checked', refused.text) == ["D7"]
+    assert f'href="/drills/jobs/{job_id}"' in refused.text
+
+
+def test_a_blank_or_overlong_drill_name_is_refused_saying_which(studio: LiveStudio) -> None:
+    """The API said ``no drill matches : see ...`` for a blank name and echoed back a
+    name of any length; each is refused naming its place in the list."""
+    client = api(studio.client(studio.user(studio.team("drillnames"), Role.OPERATOR)))
+    blank = client.post("/api/drills/runs", json={"drills": ["D1", " "]})
+    assert blank.status_code == 422, blank.text
+    assert blank.json()["problems"][0]["path"] == "drills[1]"
+    assert "drills[1] is empty: name a drill id" in blank.json()["error"]
+    long = client.post("/api/drills/runs", json={"drills": ["D" * 5000]})
+    assert long.status_code == 422 and len(long.text) < 500, long.text[:200]
+    assert "drills[0] is 5000 characters long; a drill id or family has at most" in long.text
 
 
 def test_every_catalogued_family_is_described() -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from verification.plan_sources import read_plan
 
 RUN_SECONDS = 150.0
 """A drill run: a fresh schema, worker processes killed and replaced, the checker."""
+UNDER_WAY_SECONDS = 6.0
+"""How long ``run_under_way`` keeps its run going: long enough to try a second start."""
 
 
 def payments(name: str, on_unknown: str = "hold") -> dict[str, Any]:
@@ -61,6 +65,21 @@ def finished_run(client: SignedInClient, base: str, started: Any) -> dict[str, A
         run = client.get(f"{base}/jobs/{run['job_id']}").json()
     assert run["status"] == "finished", run
     return run
+
+
+@contextmanager
+def run_under_way(client: SignedInClient, base: str) -> Iterator[str]:
+    """A run of ``base``'s version that stays under way (its ``charge`` answers after
+    ``UNDER_WAY_SECONDS``), so any drill job started meanwhile meets it; yields its job
+    id and, leaving, waits for it to finish, so the studio is free for the next test."""
+    slow = plan("slow charge")
+    slow["stubs"] = {"charge": {"behaviour": "slow", "seconds": UNDER_WAY_SECONDS}}
+    client.post(base, json={"document": slow})
+    started = client.post(f"{base}/slow charge/versions/1/run")
+    try:
+        yield started.json()["job_id"]
+    finally:
+        finished_run(client, base, started)
 
 
 def node(run: dict[str, Any], step: str) -> dict[str, Any]:

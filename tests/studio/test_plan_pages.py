@@ -11,7 +11,7 @@ import pytest
 
 from tests.studio.live import LiveStudio, SignedInClient
 from tests.studio.plan_workspace import assert_pin_refused, compose, pick, plans_of
-from tests.studio.test_plan_api import payments
+from tests.studio.test_plan_api import api, payments, plan, run_under_way
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +106,37 @@ def test_a_restart_pin_is_saved_and_exported_but_runs_only_from_the_cli(
     exported = json.loads(operator.get(f"{url}/crash/versions/1/export").text)
     assert exported["pins"][0]["fault"] == "restart_database"
     refused = operator.form(f"{url}/crash/versions/1/run", {})
-    assert refused.status_code == 422
+    assert refused.status_code == 422 and 'id="run-error"' in refused.text  # on the plans page
     assert "never to a server it was given, and the studio runs plans on its own" in (refused.text)
     assert "wayline drill run --plan FILE` without --dsn" in refused.text
+
+
+def test_a_run_refused_says_why_on_the_plans_page_with_the_plan_kept(
+    operator: SignedInClient, url: str
+) -> None:
+    """A Run clicked while another drill job runs (one at a time) was an error page that
+    left the plans behind; it is the plans page again, the plan loaded, the reason beside
+    it and the job under way one click away."""
+    operator.form(url, fields("charge:after_handler:kill", name="second"))
+    with run_under_way(api(operator), "/api" + url) as job_id:
+        refused = operator.form(f"{url}/second/versions/1/run", {})
+    assert refused.status_code == 409
+    assert 'id="run-error"' in refused.text and "second v1 not started: another drill job" in (
+        refused.text
+    )
+    assert f'href="/drills/jobs/{job_id}" id="run-under-way"' in refused.text
+    assert f'data-replace-url="{url}?plan=second&v=1"' in refused.text
+    assert 'name="pin" value="charge:after_handler:kill"' in refused.text
+
+
+def test_a_plan_saved_through_the_api_with_text_pins_opens_on_the_page(
+    operator: SignedInClient, url: str
+) -> None:
+    """The API keeps pins as posted, and ``STEP:BOUNDARY:FAULT[#HIT]`` is the shape the
+    README shows: opening such a plan on its page answered 500."""
+    posted = plan("text pins", "charge:after_handler:kill", "reserve:before_commit:raise#2")
+    assert api(operator).post("/api" + url, json={"document": posted}).status_code == 201
+    opened = operator.get(url, params={"plan": "text pins", "v": 1})
+    assert opened.status_code == 200, opened.text[-300:]
+    assert 'name="pin" value="reserve:before_commit:raise#2"' in opened.text
+    assert 'data-pin="charge:after_handler:kill"' in opened.text
