@@ -73,7 +73,7 @@ async def test_a_worker_logs_each_failure_of_an_outage_in_one_line(
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     try:
-        await asyncio.wait_for(worker.owner_locked.wait(), timeout=30)
+        await asyncio.wait_for(_until_looping(worker), timeout=30)
         caplog.set_level(logging.WARNING, "wayline.worker")
         cluster.stop()
         failures = await asyncio.wait_for(_until_logged(caplog, 3), timeout=60)
@@ -87,6 +87,16 @@ async def test_a_worker_logs_each_failure_of_an_outage_in_one_line(
         assert record.exc_info is None, said
         assert said.startswith(("sweep failed: ", "heartbeat failed: ", "claim (")), said
         assert "\n" not in said and "server" not in said, said  # no driver text
+
+
+async def _until_looping(worker: Worker) -> None:
+    """Until the worker is past its start (a first heartbeat, which fails the start
+    when the database does not answer) and holds its owner lock: its loop clears
+    ``wake`` before each claim."""
+    worker.wake.set()
+    while worker.wake.is_set():
+        await asyncio.sleep(0.02)
+    await worker.owner_locked.wait()
 
 
 async def _until_logged(caplog: pytest.LogCaptureFixture, count: int) -> list[logging.LogRecord]:
