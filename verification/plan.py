@@ -277,6 +277,13 @@ def _stub(path: str, raw: Any, problems: list[str]) -> Stub:
     return Stub(str(behaviour), raw.get("result"), times, float(seconds), idempotent)
 
 
+def pins_of(value: Any) -> tuple[Pin, ...]:
+    """The pins of a plan document's ``pins``, in either shape a plan keeps them
+    (``STEP:BOUNDARY:FAULT[#HIT]`` text or an object); a malformed one is left out
+    (``parse`` says what is wrong with it)."""
+    return _pins(value, [])
+
+
 def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
     if not isinstance(value, list) or len(value) > MAX_PINS:
         problems.append(f"pins: must be a list of at most {MAX_PINS} pins")

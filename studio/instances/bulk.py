@@ -185,14 +185,14 @@ async def _versions_allowed(
     wanted = asked.get("action") == Action.MIGRATE.value
     if not (wanted and any(p["path"] == "version" for p in problems)):
         return problems
-    allowed = await migration_targets(runtime, team, selection)
+    allowed = await _migration_targets(runtime, team, selection)
     return [
         {**p, "message": f"{p['message']}; {allowed}"} if p["path"] == "version" else p
         for p in problems
     ]
 
 
-async def migration_targets(runtime: Runtime, team: str, selection: Selection | None) -> str:
+async def _migration_targets(runtime: Runtime, team: str, selection: Selection | None) -> str:
     """The versions a migration of ``selection`` (None: of the team's instances) can
     move to, in words: each with a migration declared to it from their versions."""
     if selection is None:

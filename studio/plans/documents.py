@@ -119,7 +119,9 @@ class WorkingPlan:
 
     @property
     def pins(self) -> list[plans.Pin]:
-        return [saved_pin(p) for p in self.document.get("pins", [])]
+        """The document's pins: objects as the form saves them, or text as a plan
+        posted to the API may keep them (opening such a plan was a 500)."""
+        return list(plans.pins_of(self.document.get("pins", [])))
 
     def markers(self) -> dict[str, list[plans.Pin]]:
         """The pins of each step, as the graph marks its node."""
@@ -160,15 +162,6 @@ def answered_steps(definition: Definition) -> list[str]:
 
 def ref(definition: Definition) -> str:
     return f"{definition.name}@{definition.version}"
-
-
-def saved_pin(raw: str | dict[str, Any]) -> plans.Pin:
-    """A pin of a saved document in either shape the harness reads: the form saves
-    objects, while a plan posted to the API may keep ``STEP:BOUNDARY:FAULT[#HIT]`` text,
-    as ``wayline drill run --plan`` files do (opening such a plan was a 500)."""
-    if isinstance(raw, str):
-        return plans.parse_pin(raw)
-    return plans.Pin(raw["step"], raw["boundary"], raw["fault"], raw.get("hit", 1))
 
 
 def from_document(document: dict[str, Any], definition: Definition) -> WorkingPlan:
