@@ -77,6 +77,19 @@ class DrillJob:
     def failed(self) -> int:
         return sum(d["verdict"] == "failed" for d in self.finished)
 
+    @property
+    def title(self) -> str:
+        """What the job is, as its page and the Drills page's banner name it."""
+        return f"Run of drill plan {self.plan.label}" if self.plan else "Drill campaign"
+
+    @property
+    def page(self) -> str:
+        """Where the job is watched: a plan's run on its plan's page (``studio.plans``)."""
+        if not self.plan:
+            return f"/drills/jobs/{self.job_id}"
+        name, _, version = self.plan.definition.rpartition("@")
+        return f"/definitions/{name}/versions/{version}/plans/jobs/{self.job_id}"
+
 
 def _check_names(wanted: list[str]) -> None:
     """Refuse a blank or overlong drill name before the catalogue echoes it back (it said

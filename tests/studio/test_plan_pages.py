@@ -124,9 +124,22 @@ def test_a_run_refused_says_why_on_the_plans_page_with_the_plan_kept(
     assert 'id="run-error"' in refused.text and "second v1 not started: another drill job" in (
         refused.text
     )
-    assert f'href="/drills/jobs/{job_id}" id="run-under-way"' in refused.text
+    assert f'href="{url}/jobs/{job_id}" id="run-under-way"' in refused.text  # the plan's run page
     assert f'data-replace-url="{url}?plan=second&v=1"' in refused.text
     assert 'name="pin" value="charge:after_handler:kill"' in refused.text
+
+
+def test_the_drills_page_names_a_plan_run_under_way_and_links_to_its_page(
+    operator: SignedInClient, url: str
+) -> None:
+    """The Drills page's banner called any drill job "a campaign" and linked a plan's run
+    to the campaign page; it names the plan and links to where the run is watched."""
+    with run_under_way(api(operator), "/api" + url) as job_id:
+        drills = operator.get("/drills")
+        campaign_page = operator.get(f"/drills/jobs/{job_id}")
+    assert 'id="running-job">Run of drill plan slow charge v1 is under way' in drills.text
+    assert f'href="{url}/jobs/{job_id}"' in drills.text
+    assert "<h1>Run of drill plan slow charge v1</h1>" in campaign_page.text
 
 
 def test_a_plan_saved_through_the_api_with_text_pins_opens_on_the_page(
