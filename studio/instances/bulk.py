@@ -164,9 +164,28 @@ async def chosen(
         request = ask(**asked)
     except Invalid as wrong:
         problems += await _versions_allowed(runtime, team, asked, selection, _located(wrong))
+    if request is not None and selection is not None:
+        problems += await _undeclared_version(runtime, team, request, selection)
     if problems or request is None or selection is None:
         raise Invalid("; ".join(p["message"] for p in problems), problems)
     return request, selection
+
+
+async def _undeclared_version(
+    runtime: Runtime, team: str, request: ActionRequest, selection: Selection
+) -> list[dict[str, str]]:
+    """A migration to a version that no chosen instance has a migration declared to is
+    refused at its field, with the versions that can be chosen (a preview refusing each
+    instance alike said it once per row); one that some of them can take is previewed,
+    each instance with its own verdict."""
+    version = request.effect.get("version")
+    if request.action is not Action.MIGRATE or version is None:
+        return []
+    targets = await _migration_targets(runtime, team, selection)
+    if version in targets:
+        return []
+    message = f"no migration to version {version} is declared; {_targets_text(targets, selection)}"
+    return [{"path": "version", "message": message}]
 
 
 def _located(wrong: Invalid) -> list[dict[str, str]]:
@@ -185,28 +204,34 @@ async def _versions_allowed(
     wanted = asked.get("action") == Action.MIGRATE.value
     if not (wanted and any(p["path"] == "version" for p in problems)):
         return problems
-    allowed = await _migration_targets(runtime, team, selection)
+    allowed = _targets_text(await _migration_targets(runtime, team, selection), selection)
     return [
         {**p, "message": f"{p['message']}; {allowed}"} if p["path"] == "version" else p
         for p in problems
     ]
 
 
-async def _migration_targets(runtime: Runtime, team: str, selection: Selection | None) -> str:
+async def _migration_targets(
+    runtime: Runtime, team: str, selection: Selection | None
+) -> dict[str, list[str]]:
     """The versions a migration of ``selection`` (None: of the team's instances) can
-    move to, in words: each with a migration declared to it from their versions."""
+    move to, each with the versions (``name@version``) it is declared from."""
     if selection is None:
         versions = await runtime.queries.versions(team)
         sources = {(v.definition.name, v.definition.version) for v in versions}
-        whose = "this team's versions"
     else:
         rows = await runtime.queries.instance_rows(selection.instance_ids)
         sources = {(r.definition.name, r.definition.version) for r in rows.values()}
-        whose = "the chosen instances' versions"
     targets: dict[str, list[str]] = {}
     for edge in await runtime.queries.migration_edges():
         if (edge.name, edge.from_version) in sources:
             targets.setdefault(edge.to_version, []).append(f"{edge.name}@{edge.from_version}")
+    return targets
+
+
+def _targets_text(targets: dict[str, list[str]], selection: Selection | None) -> str:
+    """``_migration_targets`` in words."""
+    whose = "this team's versions" if selection is None else "the chosen instances' versions"
     if not targets:
         return (
             f"no migration is declared from {whose} yet: declare one on the page of the "

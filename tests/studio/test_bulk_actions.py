@@ -164,9 +164,16 @@ def test_the_api_previews_and_migrates_only_compatible_instances_once(
     name, ids, v2_fingerprint = moving
     headers = {"X-CSRF-Token": operator.csrf}
     body = {"action": "migrate", "version": "2", "instances": ids}
-    no_edge = operator.post("/api/instances/bulk/preview", json=body, headers=headers).json()
-    assert no_edge["applies"] == 0
-    assert f"no migration of {name} from 1 to 2: declare the edge first" in str(no_edge)
+    no_edge = operator.post("/api/instances/bulk/preview", json=body, headers=headers)
+    assert no_edge.status_code == 422  # at the field, not once per instance
+    assert no_edge.json()["problems"] == [
+        {
+            "path": "version",
+            "message": "no migration to version 2 is declared; no migration is declared from "
+            "the chosen instances' versions yet: declare one on the page of the version to "
+            "move to (Compatibility and migration)",
+        }
+    ]
     unversioned = {"action": "migrate", "instances": ids}
     refused = operator.post("/api/instances/bulk/preview", json=unversioned, headers=headers)
     assert refused.status_code == 422 and "choose the version to migrate to" in refused.text
@@ -281,6 +288,13 @@ def test_a_refused_preview_is_the_list_again_as_it_was_left(studio: LiveStudio) 
         f"instances&#39; versions to 2 (from {name}@1)"
     )
     assert 'aria-describedby="bulk-version-error"' in unversioned.text
+    undeclared = client.get(f"/instances/bulk?{ticked[:-1]}3")
+    assert undeclared.status_code == 422
+    assert said(undeclared.text, "bulk-version-error") == (
+        "no migration to version 3 is declared; a migration is declared from the chosen "
+        f"instances&#39; versions to 2 (from {name}@1)"
+    )
+    assert 'name="to_version" size="6" spellcheck="false" value="3"' in undeclared.text
 
     paused = client.get(f"/instances/bulk?{listed}&action=pause&select=filter&to_version=2")
     assert paused.status_code == 422 and '<option value="pause" selected>' in paused.text
