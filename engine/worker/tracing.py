@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -46,6 +47,11 @@ EXPORTERS = ("otlp", "console")
 """The ``OTEL_TRACES_EXPORTER`` values ``configure`` acts on; ``none`` turns traces off."""
 UNKNOWN = "unknown"
 """The ``wayline.outcome`` of an attempt whose effect may or may not have happened."""
+EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+EXPORT_COMPLAINT_SECONDS = 60.0
+"""How often an export failure is logged: with its collector unreachable, the OTLP
+exporter logs three retries and a failure for every batch of spans (four lines every
+few seconds, for as long as the collector is down)."""
 
 
 @dataclass(frozen=True)
@@ -248,8 +254,38 @@ def configure(service: str, environ: Mapping[str, str] = os.environ) -> bool:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         span_exporter = OTLPSpanExporter()
+        _quieten(logging.getLogger(EXPORTER_LOGGER))
     named = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": service}
     provider = TracerProvider(resource=Resource.create(named))
     provider.add_span_processor(BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(provider)
     return True
+
+
+class ExportComplaints(logging.Filter):
+    """Lets one export complaint through per ``seconds``; the next one says how many
+    were left out meanwhile, so a collector that stays down costs a line a minute."""
+
+    def __init__(
+        self, seconds: float = EXPORT_COMPLAINT_SECONDS, clock: Any = time.monotonic
+    ) -> None:
+        super().__init__()
+        self.seconds, self.clock = seconds, clock
+        self._quiet_until = float("-inf")
+        self._left_out = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        if now < self._quiet_until:
+            self._left_out += 1
+            return False
+        if self._left_out:
+            record.msg = f"{record.getMessage()} ({self._left_out} more left out before it)"
+            record.args = ()
+        self._quiet_until, self._left_out = now + self.seconds, 0
+        return True
+
+
+def _quieten(logger: logging.Logger) -> None:
+    if not any(isinstance(f, ExportComplaints) for f in logger.filters):
+        logger.addFilter(ExportComplaints())

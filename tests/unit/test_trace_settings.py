@@ -3,6 +3,7 @@ trace context a start keeps is a W3C traceparent on ``instance_started`` only.""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
 from engine.model.events import EventKind, event_to_json, make_event
-from engine.worker.tracing import exporter_wanted, trace_id_of
+from engine.worker.tracing import ExportComplaints, exporter_wanted, trace_id_of
 
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -70,3 +71,24 @@ def test_only_a_start_carries_a_trace_context() -> None:
             occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
             trace_context=PARENT,
         )
+
+
+def test_an_unreachable_collector_is_complained_of_once_a_minute() -> None:
+    """The OTLP exporter logs four lines for every batch it cannot send; a worker whose
+    collector is down logs one a minute, the next saying how many it left out."""
+    now = [0.0]
+    quiet = ExportComplaints(60.0, lambda: now[0])
+    kept = []
+    for second in range(0, 125, 5):
+        now[0] = float(second)
+        for _ in range(4):
+            record = logging.LogRecord(
+                "x", logging.WARNING, "", 0, "Transient error %s", ("p",), None
+            )
+            if quiet.filter(record):
+                kept.append((second, record.getMessage()))
+    assert kept == [
+        (0, "Transient error p"),
+        (60, "Transient error p (47 more left out before it)"),
+        (120, "Transient error p (47 more left out before it)"),
+    ]
