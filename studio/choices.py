@@ -36,7 +36,7 @@ OutcomeResolution = one_of(RESOLUTIONS)
 DeadLetterAction = one_of(a.value for a in ResolutionAction)
 RoleName = one_of(r.value for r in Role)
 DrillProfile = one_of(PROFILES)
-DrillJobStatus = Literal["running", "finished", "error"]
+DrillJobStatus = Literal["running", "finished", "stopped", "error"]
 DrillRunStatus = Literal["running", "passed", "failed", "error"]
 ActionName = one_of(a.value for a in Action)
 """Any audited action, as the audit trail records it (``migrate`` included)."""

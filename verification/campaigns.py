@@ -35,6 +35,8 @@ from verification.target import Target
 log = logging.getLogger("wayline.drills")
 DrillProgress = Callable[[int, int, dict[str, Any]], None]
 """``progress(done, total, drill)``: ``drill`` is the scorecard entry of a finished drill."""
+STOPPED = "stopped before it finished"
+"""The error a run stopped on purpose is recorded with (its finished drills are kept)."""
 
 
 @dataclass
@@ -164,9 +166,17 @@ async def _recorded(
     except BaseException as exc:
         if recorder:
             with contextlib.suppress(Exception):
-                await runs.fail_run(recorder, run_id, f"{type(exc).__name__}: {exc}")
+                await runs.fail_run(recorder, run_id, _why_unfinished(exc))
         raise
     return Outcome(run_id, card, text, recorder is not None)
+
+
+def _why_unfinished(exc: BaseException) -> str:
+    """What a run that did not finish is recorded with: stopped (from the studio, or by
+    Ctrl-C), or the campaign's own error."""
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return STOPPED
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _with_hit(spec: DrillSpec, hit: int) -> DrillSpec:

@@ -165,17 +165,18 @@ async def run_drill(spec: DrillSpec, campaign: Campaign) -> DrillResult:
     except Exception as exc:  # the drill never started: that is a failure, say why
         log.exception("drill %s could not be set up", spec.id)
         return _result(spec, "failed", started, [f"setup failed: {type(exc).__name__}: {exc}"])
-    try:
-        failures = await _scenario(env)
-    except DrillNotRun as exc:
-        await _close(env)
-        return _not_run(spec, str(exc))
-    try:
-        await env.stop_processes()
-        return await _check(env, not failures, failures, started)
-    except Exception as exc:  # the checker could not run: the drill proved nothing
-        _keep_traceback(env)
-        return _result(spec, "failed", started, [*failures, f"check failed: {exc!r}"])
+    try:  # closed however the drill ends: stopped (cancelled) too, or its processes and
+        # schema outlive it
+        try:
+            failures = await _scenario(env)
+        except DrillNotRun as exc:
+            return _not_run(spec, str(exc))
+        try:
+            await env.stop_processes()
+            return await _check(env, not failures, failures, started)
+        except Exception as exc:  # the checker could not run: the drill proved nothing
+            _keep_traceback(env)
+            return _result(spec, "failed", started, [*failures, f"check failed: {exc!r}"])
     finally:
         await _close(env)
 

@@ -168,9 +168,13 @@ class Store:
         )
         try:
             await pool.open(wait=True, timeout=deadlines.pool_wait)
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too: psycopg_pool's workers swallow a
+            # cancellation that meets them connecting, and would wait forever, keeping
+            # asyncio.run from returning, were the pool not closed
             await pool.close()
-            raise CannotConnect from exc
+            if isinstance(exc, Exception):
+                raise CannotConnect from exc
+            raise
         store = cls(pool, schema, clock or DatabaseClock(), conninfo, given, deadlines)
         try:
             async with store.connection() as conn:

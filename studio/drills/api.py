@@ -71,3 +71,12 @@ async def compare(
     right: FromQuery[str] = "",
 ) -> ComparisonOut:
     return comparison_out(await drills.compare(reads.store, principal.team_id, left, right))
+
+
+async def stop_job(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], job_id: FromPath[str]
+) -> DrillJobOut:
+    """Ask a running drill job to stop (202): follow it at ``/api/drills/jobs/{id}`` until
+    its status is ``stopped`` (its drill under way cleaned up); 409 once it has ended."""
+    job = runtime.drills.stop(principal.team_id, job_id, principal.actor)
+    return job_out(job, await drills.recorded_run(runtime.store, job))

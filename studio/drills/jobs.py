@@ -58,12 +58,15 @@ class DrillJob:
     started_at: datetime
     finished: list[dict[str, Any]] = field(default_factory=list)
     status: str = "running"
-    """running, finished or error."""
+    """running, finished, stopped or error."""
     run_id: str = ""
     error: str = ""
     finished_at: datetime | None = None
     plan: Any = None
     """The saved drill plan this job runs (``studio.plans``); None for a campaign."""
+    stopped_by: str = ""
+    """Who asked for the job to stop (``DrillJobs.stop``); its status is ``stopped`` once
+    its drills have cleaned up."""
 
     @property
     def done(self) -> int:
@@ -134,6 +137,21 @@ class DrillJobs:
 
     def running(self) -> DrillJob | None:
         return next((j for j in self._jobs.values() if j.running), None)
+
+    def stop(self, team: str, job_id: str, actor: str) -> DrillJob:
+        """Ask a running job to stop: its drill under way is cancelled (its processes
+        killed, its schema dropped, as at the studio's shutdown), the drills it finished
+        are kept and its run is recorded as stopped. Conflict once it has ended."""
+        job = self.get(team, job_id)
+        with self._lock:
+            if not job.running:
+                raise Conflict(f"the drill job has {job.status} already: there is nothing to stop")
+            job.stopped_by = job.stopped_by or actor
+            cancel = self._cancel.get(job_id)
+        if cancel is not None:
+            loop, task = cancel
+            loop.call_soon_threadsafe(task.cancel)
+        return job
 
     def start(self, team: str, actor: str, wanted: list[str], profile: str) -> DrillJob:
         """Start a campaign of ``wanted`` drills (ids or families) under ``profile``."""
@@ -230,17 +248,23 @@ class DrillJobs:
 
         async def campaign() -> None:
             task = asyncio.ensure_future(work(progress))
-            self._cancel[job.job_id] = (asyncio.get_running_loop(), task)
+            with self._lock:  # a stop asked before the task existed cancels it now
+                self._cancel[job.job_id] = (asyncio.get_running_loop(), task)
+                if job.stopped_by:
+                    task.cancel()
             outcome = await task
             job.run_id = outcome.run_id
             job.status = "finished"
 
         try:
             asyncio.run(campaign())
-        except BaseException as error:  # the campaign broke (not a drill): say so
-            log.warning("drill job %s failed", job.job_id, exc_info=True)
-            job.error = f"{type(error).__name__}: {error}"
-            job.status = "error"
+        except BaseException as error:
+            if job.stopped_by and isinstance(error, asyncio.CancelledError):
+                job.status = "stopped"
+            else:  # the campaign broke (not a drill): say so
+                log.warning("drill job %s failed", job.job_id, exc_info=True)
+                job.error = f"{type(error).__name__}: {error}"
+                job.status = "error"
         finally:
             job.finished_at = datetime.now(UTC)
             self._cancel.pop(job.job_id, None)

@@ -9,6 +9,7 @@ fragment becomes the scorecard and the polling stops.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from litestar import Request
@@ -17,6 +18,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from studio.drills import service as drills
+from studio.errors import Conflict
 from studio.forms import REFUSALS, again, posted, shown
 from studio.instance_urls import instance_id_of
 from studio.instances import history as instance_history
@@ -76,6 +78,17 @@ async def start_run(
         shown = again(refused, values, "run")
         return await _drills(request, principal, runtime, profile, **shown)
     return see_other(f"/drills/jobs/{job.job_id}")
+
+
+async def stop_job(
+    principal: NamedDependency[Principal], runtime: NamedDependency[Runtime], job_id: FromPath[str]
+) -> Redirect:
+    """Stop a drill job, back on its page (which says it stopped, or how it ended when it
+    ended first: a Stop that comes late has nothing to undo)."""
+    job = runtime.drills.get(principal.team_id, job_id)
+    with contextlib.suppress(Conflict):
+        runtime.drills.stop(principal.team_id, job_id, principal.actor)
+    return see_other(job.page)
 
 
 async def job_page(

@@ -45,6 +45,7 @@ class DrillJobOut:
     failed: int
     run_id: str | None
     error: str | None
+    stopped_by: str | None = None
     finished: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -93,7 +94,8 @@ def family_out(family: Family) -> DrillFamilyOut:
 
 
 def job_out(job: DrillJob, run_id: str) -> DrillJobOut:
-    absent = {"run_id": run_id or None, "error": job.error or None}
+    absent = {"run_id": run_id or None, "error": job.error or None,
+              "stopped_by": job.stopped_by or None}  # fmt: skip
     return projected(DrillJobOut, job, finished=list(job.finished), **absent)
 
 

@@ -183,7 +183,7 @@ class DrillEnv:
                 env.clock_file = str(clock.path)
             await env.open_store(clock)
         except BaseException:
-            await env._drop_schema()  # a drill that never started leaves nothing behind
+            await env.close()  # a drill that never started leaves nothing behind
             raise
         return env
 
