@@ -15,6 +15,7 @@ import pytest
 from engine.api.client import Client
 from engine.cli.runtime import STOPPED_AT_DEAD_LETTER
 from engine.decide.operator_actions import Action
+from engine.model.description import failure_message
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.modes.code.failures import failed_text
@@ -124,6 +125,7 @@ async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(
     assert pay.failure == failed_text("pay", 2, "declined")
     failing = await kinds(store, run, K.INSTANCE_FAILING)
     assert failing[0].value() == {"message": failed_text("pay", 2, "declined")}
+    assert failure_message(state) == failed_text("pay", 2, "declined"), "kept past unwinding"
 
 
 async def test_a_divergence_parks_the_decision_until_matching_code_is_deployed(
