@@ -18,7 +18,9 @@ from engine.decide.operator_actions import Action
 from engine.model.description import failure_message
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.modes.code.effects import STEP_RESULT_TOO_LARGE
 from engine.modes.code.failures import failed_text
+from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
@@ -100,6 +102,23 @@ async def test_retry_same_key_runs_again_under_the_same_step_id(
     state = await client.inspect(run)
     assert state.status is S.COMPLETED
     assert CALLS == [("flaky", "unknowns/r1/flaky#1.1")] * 2
+
+
+async def test_a_result_too_large_to_record_is_unknown_and_says_why(
+    client: Client, ctx: Context
+) -> None:
+    """The body ran (its effect may have happened) but its result cannot be recorded: an
+    unknown outcome saying so at once, not a worker error and a lease left to expire."""
+    run = await start(client, ctx, "oversized")
+    state = await client.inspect(run)
+    big = state.activities["big.1"]
+    assert big.status is A.UNKNOWN
+    assert big.code == STEP_RESULT_TOO_LARGE
+    assert json.loads(big.result or "null") == {
+        "message": f"the step returned {STEP_RESULT_LIMIT + 1} bytes of JSON; "
+        f"at most {STEP_RESULT_LIMIT} can be recorded"
+    }
+    assert CALLS == [("big", "oversized/r1/big#1.1")]
 
 
 async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(
