@@ -16,6 +16,7 @@ from engine.api.client import Client
 from engine.cli.runtime import STOPPED_AT_DEAD_LETTER
 from engine.decide.operator_actions import Action
 from engine.model.description import failure_message
+from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.modes.code.effects import STEP_RESULT_TOO_LARGE
@@ -75,6 +76,22 @@ async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
     assert state.value("result") == {"flaky": "from the gateway"}
     assert len(CALLS) == 1, "the body never ran again"
     assert [a.action for a in state.audit] == ["resolve_activity"]
+
+
+async def test_a_command_naming_a_step_without_its_call_says_how_steps_are_named(
+    client: Client, ctx: Context
+) -> None:
+    SCRIPT["raise"] = 1
+    run = await start(client, ctx, "unknowns", {})
+    with pytest.raises(InputRefused) as refused:
+        await client.command(
+            run, Action.RESOLVE_ACTIVITY, "ops", "it went through",
+            step="flaky", resolution="succeeded",
+        )  # fmt: skip
+    assert str(refused.value) == (
+        "'flaky' is not a step of unknowns/r1: a code run's steps are named by call,"
+        " NAME.N for its Nth call of ctx.step(NAME) (steps called: flaky.1)"
+    )
 
 
 async def test_an_attempt_past_its_timeout_is_unknown_with_the_seeds_text(
