@@ -656,6 +656,12 @@ def _require_step(state: Instance, step: Any, action: Action) -> None:
     if action is Action.SIGNAL and state.spec is not None and state.spec.mode == Mode.CODE:
         return
     found = state.step(step)
+    if found is None and state.spec is not None and state.spec.mode == Mode.CODE:
+        called = ", ".join(sorted(state.activities)[:10]) or "none yet"
+        raise InputRefused(
+            f"{step!r} is not a step of {state.instance_id}: a code run's steps are named by"
+            f" call, NAME.N for its Nth call of ctx.step(NAME) (steps called: {called})"
+        )
     if found is None:
         raise InputRefused(f"{step!r} is not a step of {state.definition}")
     answered = ANSWERED_STEPS.get(action)

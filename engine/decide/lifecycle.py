@@ -80,8 +80,8 @@ def complete(draft: Draft, result: Any = None) -> None:
     draft.add(K.COMPLETED, data=json_data(result))
 
 
-def fail(draft: Draft, step: str, code: str) -> None:
-    draft.add(K.FAILED, step=step, code=code)
+def fail(draft: Draft, step: str, code: str, data: str | None = None) -> None:
+    draft.add(K.FAILED, step=step, code=code, data=data)
 
 
 def begin_failing(draft: Draft, step: str, code: str) -> None:

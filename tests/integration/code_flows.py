@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.modes.code.context import Context
 from engine.modes.code.failures import StepFailure
+from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.worker.activities import ActivityRegistry
 
 app = ActivityRegistry()
@@ -130,6 +131,17 @@ async def clock_reader(ctx: Context, input: Any) -> float:
 async def slow(ctx: Context, input: Any) -> None:
     """A body that outlives its step's timeout."""
     await ctx.step("slow", lambda: time.sleep(0.3), timeout=0.05)
+
+
+@app.workflow("oversized", version="1")
+async def oversized(ctx: Context, input: Any) -> str:
+    """A body whose result is one byte past what a step's outcome may record."""
+    return await ctx.step("big", lambda: big(ctx))
+
+
+def big(ctx: Context) -> str:
+    ran("big", ctx)
+    return "x" * (STEP_RESULT_LIMIT - 1)  # with its quotes, STEP_RESULT_LIMIT + 1 bytes
 
 
 @app.workflow("many", version="1")

@@ -15,9 +15,13 @@ import pytest
 from engine.api.client import Client
 from engine.cli.runtime import STOPPED_AT_DEAD_LETTER
 from engine.decide.operator_actions import Action
+from engine.model.description import failure_message
+from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
+from engine.modes.code.effects import STEP_RESULT_TOO_LARGE
 from engine.modes.code.failures import failed_text
+from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
@@ -74,6 +78,22 @@ async def test_an_unknown_outcome_is_held_then_resolved_by_an_operator(
     assert [a.action for a in state.audit] == ["resolve_activity"]
 
 
+async def test_a_command_naming_a_step_without_its_call_says_how_steps_are_named(
+    client: Client, ctx: Context
+) -> None:
+    SCRIPT["raise"] = 1
+    run = await start(client, ctx, "unknowns", {})
+    with pytest.raises(InputRefused) as refused:
+        await client.command(
+            run, Action.RESOLVE_ACTIVITY, "ops", "it went through",
+            step="flaky", resolution="succeeded",
+        )  # fmt: skip
+    assert str(refused.value) == (
+        "'flaky' is not a step of unknowns/r1: a code run's steps are named by call,"
+        " NAME.N for its Nth call of ctx.step(NAME) (steps called: flaky.1)"
+    )
+
+
 async def test_an_attempt_past_its_timeout_is_unknown_with_the_seeds_text(
     client: Client, ctx: Context
 ) -> None:
@@ -101,6 +121,23 @@ async def test_retry_same_key_runs_again_under_the_same_step_id(
     assert CALLS == [("flaky", "unknowns/r1/flaky#1.1")] * 2
 
 
+async def test_a_result_too_large_to_record_is_unknown_and_says_why(
+    client: Client, ctx: Context
+) -> None:
+    """The body ran (its effect may have happened) but its result cannot be recorded: an
+    unknown outcome saying so at once, not a worker error and a lease left to expire."""
+    run = await start(client, ctx, "oversized")
+    state = await client.inspect(run)
+    big = state.activities["big.1"]
+    assert big.status is A.UNKNOWN
+    assert big.code == STEP_RESULT_TOO_LARGE
+    assert json.loads(big.result or "null") == {
+        "message": f"the step returned {STEP_RESULT_LIMIT + 1} bytes of JSON; "
+        f"at most {STEP_RESULT_LIMIT} can be recorded"
+    }
+    assert CALLS == [("big", "oversized/r1/big#1.1")]
+
+
 async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(
     client: Client, ctx: Context, store: Store
 ) -> None:
@@ -124,6 +161,7 @@ async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(
     assert pay.failure == failed_text("pay", 2, "declined")
     failing = await kinds(store, run, K.INSTANCE_FAILING)
     assert failing[0].value() == {"message": failed_text("pay", 2, "declined")}
+    assert failure_message(state) == failed_text("pay", 2, "declined"), "kept past unwinding"
 
 
 async def test_a_divergence_parks_the_decision_until_matching_code_is_deployed(

@@ -52,8 +52,12 @@ def test_one_worker_runs_several_apps_and_refuses_what_two_declare() -> None:
 
 def test_a_workflow_must_be_an_async_def_with_a_valid_name_and_version() -> None:
     app = ActivityRegistry()
-    with pytest.raises(TypeError, match="must be an async def"):
+    with pytest.raises(TypeError, match="must be an async def") as refused:
         app.workflow("sync", version="1")(lambda ctx, order: order)
+    assert str(refused.value) == (
+        "workflow sync@1: test_a_workflow_must_be_an_async_def_with_a_valid_name_and_version"
+        ".<locals>.<lambda> must be an async def"
+    ), "named as in the source, not by its repr and address"
     with pytest.raises(TypeError, match=r"workflow bare@1: no_ctx must take \(ctx, input\)"):
         app.workflow("bare", version="1")(no_ctx)
     with pytest.raises(ValueError, match="workflow name must be 1 to"):

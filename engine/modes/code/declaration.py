@@ -93,7 +93,8 @@ def declare(name: str, version: str, function: WorkflowFunction) -> CodeWorkflow
         if problem:
             raise ValueError(f"workflow {what} {problem}")
     if not inspect.iscoroutinefunction(inspect.unwrap(function)):
-        raise TypeError(f"workflow {name}@{version}: {function!r} must be an async def")
+        called = getattr(function, "__qualname__", type(function).__name__)
+        raise TypeError(f"workflow {name}@{version}: {called} must be an async def")
     flow = CodeWorkflow(name, version, function, function.__module__, function.__qualname__)
     if not flow.source.ctx_name:
         raise TypeError(f"workflow {flow}: {flow.qualname} must take (ctx, input)")

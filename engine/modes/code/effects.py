@@ -11,8 +11,8 @@ What the body does decides the outcome, as "unknown means may have happened" say
 it returns (succeeded, with a JSON value), raises ``StepFailure`` (a known failure: the
 effect did not happen, so a retry is a new effect with a new ``step_id``), or anything
 else (unknown: raised some other exception, ran past its timeout, returned a value
-that is not JSON, or the worker died meanwhile, which a redelivery records). An
-unknown outcome is held for an operator unless the step says
+that is not JSON or is too large to record, or the worker died meanwhile, which a
+redelivery records). An unknown outcome is held for an operator unless the step says
 ``on_unknown="retry_same_key"``.
 """
 
@@ -28,12 +28,14 @@ from engine.model.instance import Instance
 from engine.modes.code.driver import find_command, run_body, run_compensation
 from engine.modes.code.failures import StepFailure, StepTimedOut
 from engine.modes.code.fold import entries
+from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.worker.activities import CRASH_CODE, Failed, Outcome, Succeeded, Unknown
 
 log = logging.getLogger("wayline.code")
 STEP_FAILURE = "step-failure"
 STEP_TIMED_OUT = "step-timed-out"
 STEP_RESULT_NOT_JSON = "step-result-not-json"
+STEP_RESULT_TOO_LARGE = "step-result-too-large"
 STEP_NOT_REACHED = "step-not-reached"
 """The code no longer reaches the step it started (it was changed under a running
 attempt): the attempt's outcome is unknown, and the next decision says where."""
@@ -73,6 +75,13 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
         log.warning("step %s of %s raised", key, state.instance_id, exc_info=True)
         return Unknown(CRASH_CODE, {"error": type(exc).__name__})
     try:
-        return Succeeded(json.loads(canonical_json(value)))
+        text = canonical_json(value)
     except (TypeError, ValueError):
         return Unknown(STEP_RESULT_NOT_JSON)
+    size = len(text.encode())
+    if size > STEP_RESULT_LIMIT:  # the event could not be written: unknown, saying why
+        message = (
+            f"the step returned {size} bytes of JSON; at most {STEP_RESULT_LIMIT} can be recorded"
+        )
+        return Unknown(STEP_RESULT_TOO_LARGE, {"message": message})
+    return Succeeded(json.loads(text))

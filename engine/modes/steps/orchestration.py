@@ -282,7 +282,8 @@ def unwind(draft: Draft) -> Decision:
     if state.status is S.CANCELLING:
         lifecycle.cancelled(draft)
         return Decision(Outcome.CANCELLED)
-    lifecycle.fail(draft, state.failure_step, state.failure_code)
+    # the failure's recorded message (a code run's) is kept past the unwinding
+    lifecycle.fail(draft, state.failure_step, state.failure_code, state.result)
     return Decision(Outcome.FAILED, f"{state.failure_step} failed: {state.failure_code}")
 
 
