@@ -155,6 +155,14 @@ def test_the_start_form_starts_a_machine_in_its_initial_state(
     operator = studio.client(studio.user(team, Role.OPERATOR))
     form = operator.get("/instances/new", params={"definition": NAME, "version": "1"})
     assert form.status_code == 200
+    # The hint says what a machine starts from (it has no activities to receive it),
+    # in the paragraph and in the option's data-hint that the page swaps in.
+    shown = re.search(r'id="start-input-help">([^<]*)</p>', form.text)
+    assert shown and shown.group(1).startswith(
+        "A state machine starts from {&#34;input&#34;: ..., &#34;parent&#34;: &#34;PARENT&#34;}"
+        ": its input, of type text, and the id of the row the execution works on"
+    ), shown
+    assert f'data-hint="{shown.group(1)}"' in form.text
     started = operator.form(
         "/instances", {"definition": f"{NAME}@1", "input": '{"input": "doc", "parent": "p-3"}'}
     )
