@@ -4,6 +4,7 @@ store's clock, failures back off and end dead, a cancellation compensates."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -164,11 +165,21 @@ async def test_a_failing_advance_backs_off_and_ends_dead_with_nothing_written(
 
 
 async def test_an_advance_along_an_edge_the_manifest_lacks_ends_dead_and_rolls_back(
-    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+    ctx: Context,
+    store: Store,
+    clock: ManualClock,
+    documents: psycopg.AsyncConnection,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     execution = await in_review_until(ctx, clock, documents, "doc-4", "sideways")
 
-    assert await run_due(ctx) == 1
+    with caplog.at_level(logging.WARNING, logger="wayline.machines"):
+        assert await run_due(ctx) == 1
+    # The history keeps only the code: the worker's log says which edge the code took.
+    assert (
+        f"advance of {execution} from InReview returned Submitted, an edge the manifest "
+        "does not allow (InReview goes to Approved, Expired, InReview, Rejected)"
+    ) in caplog.text
 
     state = await state_of(store, execution)
     assert (state.status, state.failure_code, state.machine.state) == (

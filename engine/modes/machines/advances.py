@@ -231,7 +231,17 @@ class _Attempt:
             name, fields = calls.encode(self.flow, result)
         except calls.StateUnreadable as exc:
             raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
-        if name not in manifest.targets(now.state):
+        if name not in (targets := manifest.targets(now.state)):
+            # The history keeps only the code: say here which edge the code took.
+            log.warning(
+                "advance of %s from %s returned %s, an edge the manifest does not allow "
+                "(%s goes to %s)",
+                draft.instance_id,
+                now.state,
+                name,
+                now.state,
+                ", ".join(sorted(targets)),
+            )
             raise AttemptFailed(DEAD_ILLEGAL_TRANSITION, final=True)
         if now.transitions >= manifest.max_transitions:
             raise AttemptFailed(DEAD_TRANSITIONS_EXHAUSTED, final=True)
