@@ -146,6 +146,10 @@ def test_a_dead_execution_is_marked_dead_where_it_stopped(
     page = viewer.get(instance_url(execution))
     assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-failed\b', page.text)
     assert 'id="machine-status">dead<' in page.text
+    # The timers part speaks of the current state's timer: it never says that no timer
+    # was scheduled, which a history with InReview's timers would contradict.
+    assert "No timer scheduled" not in page.text
+    assert "Submitted, the current state, has no timer." in page.text
     assert viewer.get("/instances", params={"definition": NAME, "view": "all"}).status_code == 200
 
 
