@@ -51,7 +51,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from engine.model.errors import ReplayRejected
+from engine.model.errors import EventInvalid, ReplayRejected
 from engine.model.events import EventKind, json_data
 from engine.model.instance import InstanceStatus
 from engine.model.limits import (
@@ -248,7 +248,7 @@ class _Attempt:
         data = json_data(fields) if fields else None
         try:
             draft.add(K.STATE_ENTERED, step=name, attempt=self.order.attempt, data=data)
-        except (ReplayRejected, ValueError) as exc:  # fields of the wrong type or size
+        except (ReplayRejected, EventInvalid, ValueError) as exc:  # of the wrong type or size
             raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
 
     def record(self, failure: AttemptFailed):
