@@ -278,7 +278,10 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
     while True:
         if remaining and (worker is None or not worker.alive):
             round_ += 1
-            worker = env.worker(f"a{round_}", plan=_faults(remaining), proxy=proxy)
+            armed = _faults(remaining)
+            worker = env.worker(f"a{round_}", plan=armed, proxy=proxy)
+            if round_ > 1:  # planned with the first worker: a pin is planned once
+                del env.record.plan[-len(armed) :]
         elif worker is None:
             worker = env.worker("a")
         await answer()

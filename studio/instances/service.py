@@ -33,11 +33,12 @@ from engine.model.errors import (
     RegistryError,
     ReplayRejected,
 )
-from engine.model.identifiers import id_problem, team_instance_id
+from engine.model.identifiers import id_problem, local_instance_id, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.document import CodeManifest
 from engine.modes.code.runs import run_id
+from engine.store.errors import ActiveExecutionExists
 from studio.code.outline_graph import read_outline
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
@@ -364,6 +365,14 @@ async def start(
         ) from None
     except DefinitionNotFound as missing:
         raise NotFound(str(missing)) from None
+    except InputRefused as refused:  # a machine's start data, which the engine reads
+        raise Invalid(str(refused)) from None
+    except ActiveExecutionExists as active:  # a machine's one active execution per parent
+        raise Conflict(
+            f"{name} already has an active execution for parent {value['parent']}: "
+            f"{local_instance_id(team, active.active_id)}; "
+            "a parent has one at a time, so wait for it to end or cancel it"
+        ) from None
     runtime.watcher.nudge()
     return state
 

@@ -95,10 +95,14 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     )  # fmt: skip
     assert done.returncode == (1 if verdict == "failed" else 0), done.stdout + done.stderr
     assert LAST_LINE.fullmatch(done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
-    (result,) = json.loads(card.read_text())["drills"]
+    scorecard = json.loads(card.read_text())
+    (result,) = scorecard["drills"]
     plan = result["extra"]["plan"]
     assert result["verdict"] == verdict, result["failures"]
     assert all(pin["fired"] for pin in plan["pins"])
+    # Each pin is planned once, however many workers arm it again after a kill or an
+    # exit: a pin that fired is never reported "never reached".
+    assert scorecard["faults"]["never_reached"] == [], scorecard["faults"]
     assert set(state) <= set(plan["state"]), plan["state"]
     assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
     assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])

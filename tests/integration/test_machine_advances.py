@@ -4,6 +4,7 @@ store's clock, failures back off and end dead, a cancellation compensates."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +16,7 @@ from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.events import EventKind
 from engine.model.instance import Instance, InstanceStatus
+from engine.model.limits import MAX_PAYLOAD_BYTES
 from engine.model.registry import Registry
 from engine.model.transitions import Draft
 from engine.modes import decide, follow
@@ -164,11 +166,21 @@ async def test_a_failing_advance_backs_off_and_ends_dead_with_nothing_written(
 
 
 async def test_an_advance_along_an_edge_the_manifest_lacks_ends_dead_and_rolls_back(
-    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+    ctx: Context,
+    store: Store,
+    clock: ManualClock,
+    documents: psycopg.AsyncConnection,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     execution = await in_review_until(ctx, clock, documents, "doc-4", "sideways")
 
-    assert await run_due(ctx) == 1
+    with caplog.at_level(logging.WARNING, logger="wayline.machines"):
+        assert await run_due(ctx) == 1
+    # The history keeps only the code: the worker's log says which edge the code took.
+    assert (
+        f"advance of {execution} from InReview returned Submitted, an edge the manifest "
+        "does not allow (InReview goes to Approved, Expired, InReview, Rejected)"
+    ) in caplog.text
 
     state = await state_of(store, execution)
     assert (state.status, state.failure_code, state.machine.state) == (
@@ -178,6 +190,28 @@ async def test_an_advance_along_an_edge_the_manifest_lacks_ends_dead_and_rolls_b
     )
     kinds = [e.kind for e in await history(store, execution)]
     assert kinds[-2:] == [K.TIMER_FIRED, K.FAILED]
+
+
+async def test_a_state_too_large_to_record_ends_dead_and_rolls_back(
+    ctx: Context, store: Store, clock: ManualClock, documents: psycopg.AsyncConnection
+) -> None:
+    """Approved(by) with a name over the largest event is a corrupt state, like a field
+    of the wrong type: the execution ends dead and the advance's writes roll back
+    (before, the worker's processing failed with a traceback, recording nothing, and
+    the execution stayed in InReview with its advance due)."""
+    execution = await in_review_until(ctx, clock, documents, "doc-9", "approved")
+    huge = "UPDATE documents SET decided_by = repeat('x', %s) WHERE id = %s"
+    await documents.execute(huge, [MAX_PAYLOAD_BYTES + 1, "doc-9"])
+
+    assert await run_due(ctx) == 1
+
+    state = await state_of(store, execution)
+    assert (state.status, state.failure_code, state.machine.state) == (
+        S.FAILED,
+        "dead-corrupt-state",
+        "InReview",
+    )
+    assert await document(documents, "doc-9") == ("in-review", 0)
 
 
 async def cancel(store: Store, execution: str, command_id: str) -> None:

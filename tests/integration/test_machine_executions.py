@@ -219,6 +219,22 @@ async def test_a_plain_start_of_a_machine_needs_its_start_data(executions: Execu
         await executions.status(started.instance_id, "ada", "")
 
 
+async def test_a_signal_to_an_execution_says_a_machine_takes_none(executions: Executions) -> None:
+    """A machine waits for no signal: one sent anyway (``wayline signal``, the API) is
+    refused saying so, in the machine's words rather than the fold's, and nothing is
+    written."""
+    execution = (await submit(executions)).execution_id
+    client = executions.client
+    for step in ("Submitted", "Nowhere"):
+        with pytest.raises(InputRefused) as refused:
+            await client.signal(execution, step, "s-1", {})
+        assert str(refused.value) == (
+            f"{NAME}@1 is a state machine, which takes no signals: its advance reads "
+            "what it decides on from the database when it runs"
+        )
+    assert (await client.inspect(execution)).sequence == 1
+
+
 async def test_the_worker_moves_a_submitted_execution_and_its_end_frees_the_parent(
     executions: Executions, store: Store, clock: ManualClock, aconn: psycopg.AsyncConnection
 ) -> None:

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from engine.model.events import EventKind
 from studio.definitions import drafts
@@ -145,6 +146,10 @@ def test_a_dead_execution_is_marked_dead_where_it_stopped(
     page = viewer.get(instance_url(execution))
     assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-failed\b', page.text)
     assert 'id="machine-status">dead<' in page.text
+    # The timers part speaks of the current state's timer: it never says that no timer
+    # was scheduled, which a history with InReview's timers would contradict.
+    assert "No timer scheduled" not in page.text
+    assert "Submitted, the current state, has no timer." in page.text
     assert viewer.get("/instances", params={"definition": NAME, "view": "all"}).status_code == 200
 
 
@@ -154,6 +159,14 @@ def test_the_start_form_starts_a_machine_in_its_initial_state(
     operator = studio.client(studio.user(team, Role.OPERATOR))
     form = operator.get("/instances/new", params={"definition": NAME, "version": "1"})
     assert form.status_code == 200
+    # The hint says what a machine starts from (it has no activities to receive it),
+    # in the paragraph and in the option's data-hint that the page swaps in.
+    shown = re.search(r'id="start-input-help">([^<]*)</p>', form.text)
+    assert shown and shown.group(1).startswith(
+        "A state machine starts from {&#34;input&#34;: ..., &#34;parent&#34;: &#34;PARENT&#34;}"
+        ": its input, of type text, and the id of the row the execution works on"
+    ), shown
+    assert f'data-hint="{shown.group(1)}"' in form.text
     started = operator.form(
         "/instances", {"definition": f"{NAME}@1", "input": '{"input": "doc", "parent": "p-3"}'}
     )
@@ -161,6 +174,32 @@ def test_the_start_form_starts_a_machine_in_its_initial_state(
     page = operator.get(started.headers["location"])
     assert re.search(r'id="state-Submitted" class="[^"]*\bcurrent state-running\b', page.text)
     assert "running in Submitted" in page.text
+
+
+def test_the_start_form_keeps_a_refused_machine_start_and_says_why(
+    studio: LiveStudio, team: str
+) -> None:
+    """Start data the machine does not take, or a parent that already has an active
+    execution, brings the form back with the reason and the input as typed (never an
+    error page, nor a 500), naming the active execution by the id the team sees."""
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    for typed, said, status in (
+        ("{}", "a machine&#39;s start data needs input and parent", 422),
+        ('{"input": 5, "parent": "p-5"}', "the input must be text", 422),
+        ('{"input": "doc", "parent": "p-5"}', None, 303),
+        (
+            '{"input": "other", "parent": "p-5"}',
+            "already has an active execution for parent p-5",
+            409,
+        ),
+    ):
+        answer = operator.form("/instances", {"definition": f"{NAME}@1", "input": typed})
+        assert answer.status_code == status, answer.text
+        if said is not None:
+            assert said in answer.text
+            assert str(escape(typed)) in answer.text
+    started = answer.text.split("for parent p-5: ")[1].split(";")[0]
+    assert ":" not in started and operator.get(instance_url(started)).status_code == 200
 
 
 def test_importing_a_machine_previews_its_diagram(studio: LiveStudio, team: str) -> None:

@@ -32,7 +32,10 @@ do not allow. Still to come: the seed's parent policy.
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.model.definitions import Mode
+from engine.model.errors import InputRefused
 from engine.model.transitions import WorkKind
 from engine.modes import DefinitionMode
 from engine.modes.machines import compatibility, fold, start_data, validation
@@ -41,6 +44,17 @@ from engine.modes.machines.calls import MachineCall
 from engine.modes.machines.decide import decide
 from engine.modes.machines.declaration import Machine, machine
 from engine.modes.machines.states import MachineState, variant
+
+
+def refuse_signal(draft: Any, name: str, signal_id: str, payload: Any) -> None:
+    """A machine waits for no signal (the mode's ``accept_signal``): one sent anyway is
+    refused in the machine's words, before any event is made (InputRefused)."""
+    ref = draft.state.definition
+    raise InputRefused(
+        f"{ref.name}@{ref.version} is a state machine, which takes no signals: its advance "
+        "reads what it decides on from the database when it runs"
+    )
+
 
 MACHINE = DefinitionMode(
     name=Mode.MACHINE,
@@ -52,6 +66,7 @@ MACHINE = DefinitionMode(
     work={WorkKind.ADVANCE: process_advance},
     admit=start_data.admit,
     judge=compatibility.judge,
+    accept_signal=refuse_signal,
 )
 
 __all__ = ["MACHINE", "Machine", "MachineCall", "MachineState", "machine", "variant"]

@@ -51,7 +51,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from engine.model.errors import ReplayRejected
+from engine.model.errors import EventInvalid, ReplayRejected
 from engine.model.events import EventKind, json_data
 from engine.model.instance import InstanceStatus
 from engine.model.limits import (
@@ -231,14 +231,24 @@ class _Attempt:
             name, fields = calls.encode(self.flow, result)
         except calls.StateUnreadable as exc:
             raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
-        if name not in manifest.targets(now.state):
+        if name not in (targets := manifest.targets(now.state)):
+            # The history keeps only the code: say here which edge the code took.
+            log.warning(
+                "advance of %s from %s returned %s, an edge the manifest does not allow "
+                "(%s goes to %s)",
+                draft.instance_id,
+                now.state,
+                name,
+                now.state,
+                ", ".join(sorted(targets)),
+            )
             raise AttemptFailed(DEAD_ILLEGAL_TRANSITION, final=True)
         if now.transitions >= manifest.max_transitions:
             raise AttemptFailed(DEAD_TRANSITIONS_EXHAUSTED, final=True)
         data = json_data(fields) if fields else None
         try:
             draft.add(K.STATE_ENTERED, step=name, attempt=self.order.attempt, data=data)
-        except (ReplayRejected, ValueError) as exc:  # fields of the wrong type or size
+        except (ReplayRejected, EventInvalid, ValueError) as exc:  # of the wrong type or size
             raise AttemptFailed(DEAD_CORRUPT_STATE, final=True) from exc
 
     def record(self, failure: AttemptFailed):
