@@ -280,7 +280,7 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
             round_ += 1
             armed = _faults(remaining)
             worker = env.worker(f"a{round_}", plan=armed, proxy=proxy)
-            if round_ > 1:  # planned with the first worker: a pin is planned once
+            if round_ > 1 and armed:  # planned with the first worker: a pin is planned once
                 del env.record.plan[-len(armed) :]
         elif worker is None:
             worker = env.worker("a")
