@@ -38,6 +38,7 @@ from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.document import CodeManifest
 from engine.modes.code.runs import run_id
+from engine.modes.machines.start_data import SUBMITTED
 from engine.store.errors import ActiveExecutionExists
 from studio.code.outline_graph import read_outline
 from studio.definitions import service as definitions
@@ -351,6 +352,8 @@ async def start(
     value = parse_json(input_text, "input")
     limit, step = lifecycle.start_input_limit(published.definition)
     check_size(value, limit, "input", step)
+    if published.definition.mode == Mode.MACHINE:
+        _refuse_submitter(name, value)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
     if published.definition.mode == Mode.CODE:
         stored = code_run_id(name, chosen)
@@ -375,6 +378,18 @@ async def start(
         ) from None
     runtime.watcher.nudge()
     return state
+
+
+def _refuse_submitter(name: str, value: Any) -> None:
+    """A start from the studio is its signed-in member's: who submitted an execution
+    (its owner, team, role and key, which its advances are re-checked against and its
+    submitter's operations answer to) is recorded only by a submit, from the caller's
+    own identity, never typed into the start data."""
+    if isinstance(value, dict) and (given := [f for f in SUBMITTED if f in value]):
+        raise Invalid(
+            f"a start's data may not set {', '.join(given)}: who submitted an execution is "
+            f"recorded by a submit (POST /api/machines/{name}/executions), from the caller"
+        )
 
 
 def code_run_id(name: str, chosen: str) -> str:

@@ -185,6 +185,12 @@ def test_the_start_form_keeps_a_refused_machine_start_and_says_why(
     operator = studio.client(studio.user(team, Role.OPERATOR))
     for typed, said, status in (
         ("{}", "a machine&#39;s start data needs input and parent", 422),
+        (  # who submitted it is the submit's to record, from its caller
+            '{"input": "doc", "parent": "p-6", "owner": "someone-else", "scope": "admin"}',
+            "a start&#39;s data may not set owner, scope: who submitted an execution is "
+            "recorded by a submit",
+            422,
+        ),
         ('{"input": 5, "parent": "p-5"}', "the input must be text", 422),
         ('{"input": "doc", "parent": "p-5"}', None, 303),
         (

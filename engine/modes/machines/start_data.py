@@ -30,8 +30,10 @@ from engine.model.identifiers import id_problem
 from engine.modes.machines.field_types import value_problem
 from engine.modes.machines.manifest import MachineManifest
 
-FIELDS = ("input", "parent", "owner", "team", "scope", "key")
 REQUIRED = ("input", "parent")
+SUBMITTED = ("owner", "team", "scope", "key")
+"""Who submitted the execution: set by ``submit`` from its caller, never by a start."""
+FIELDS = (*REQUIRED, *SUBMITTED)
 ID_DIGITS = 24
 
 
@@ -66,7 +68,7 @@ def read_start_data(manifest: MachineManifest, value: Any) -> StartData:
         raise InputRefused(f"the parent {problem}")
     if problem := value_problem(manifest.input, value["input"]):
         raise InputRefused(f"the input {problem} (the machine's input is {manifest.input})")
-    for name in FIELDS[2:]:
+    for name in SUBMITTED:
         if not isinstance(value.get(name, ""), str):
             raise InputRefused(f"the start data's {name} must be text")
     return StartData(**value)
