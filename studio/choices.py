@@ -37,6 +37,6 @@ DeadLetterAction = one_of(a.value for a in ResolutionAction)
 RoleName = one_of(r.value for r in Role)
 DrillProfile = one_of(PROFILES)
 DrillJobStatus = Literal["running", "finished", "stopped", "error"]
-DrillRunStatus = Literal["running", "passed", "failed", "error"]
+DrillRunStatus = Literal["running", "passed", "failed", "error", "stopped"]
 ActionName = one_of(a.value for a in Action)
 """Any audited action, as the audit trail records it (``migrate`` included)."""

@@ -166,17 +166,17 @@ async def _recorded(
     except BaseException as exc:
         if recorder:
             with contextlib.suppress(Exception):
-                await runs.fail_run(recorder, run_id, _why_unfinished(exc))
+                await runs.fail_run(recorder, run_id, *_why_unfinished(exc))
         raise
     return Outcome(run_id, card, text, recorder is not None)
 
 
-def _why_unfinished(exc: BaseException) -> str:
-    """What a run that did not finish is recorded with: stopped (from the studio, or by
-    Ctrl-C), or the campaign's own error."""
+def _why_unfinished(exc: BaseException) -> tuple[str, str]:
+    """What a run that did not finish is recorded with, and its status: stopped (from
+    the studio, or by Ctrl-C), or the campaign's own error."""
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
-        return STOPPED
-    return f"{type(exc).__name__}: {exc}"
+        return STOPPED, "stopped"
+    return f"{type(exc).__name__}: {exc}", "error"
 
 
 def _with_hit(spec: DrillSpec, hit: int) -> DrillSpec:

@@ -40,7 +40,7 @@ SET status = %(status)s, finished_at = now(), passed = %(passed)s, failed = %(fa
 WHERE run_id = %(run)s
 """
 FAIL_RUN = """
-UPDATE drill_runs SET status = 'error', finished_at = now(), error = %(error)s
+UPDATE drill_runs SET status = %(status)s, finished_at = now(), error = %(error)s
 WHERE run_id = %(run)s
 """
 RUN_COLUMNS = """run_id, team_id, profile, seed, requested, target, status, started_at,
@@ -150,9 +150,10 @@ async def finish_run(store: Store, run_id: str, card: dict[str, Any], text: str)
     await _write(store, FINISH_RUN, params)
 
 
-async def fail_run(store: Store, run_id: str, error: str) -> None:
-    """The campaign itself broke (not a drill): say so instead of leaving it running."""
-    await _write(store, FAIL_RUN, {"run": run_id, "error": error[:2000]})
+async def fail_run(store: Store, run_id: str, error: str, status: str) -> None:
+    """The campaign itself broke (not a drill), or was stopped (``status`` stopped): say
+    so instead of leaving it running."""
+    await _write(store, FAIL_RUN, {"run": run_id, "error": error[:2000], "status": status})
 
 
 async def list_runs(

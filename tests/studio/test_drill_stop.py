@@ -72,8 +72,11 @@ def test_a_running_plan_is_stopped_and_the_studio_is_free_again(
     assert stopped["status"] == "stopped" and stopped["finished"] == []
 
     run = client.get(f"/api/drills/runs/{run_id}").json()["run"]
-    assert (run["status"], run["error"]) == ("error", "stopped before it finished")
+    assert (run["status"], run["error"]) == ("stopped", "stopped before it finished")
     assert drill_schemas(studio.dsn, run_id) == [], "the drill's schema is dropped"
+    run_page = operator.get(f"/drills/runs/{run_id}").text
+    assert '<span class="pill warn">stopped</span>' in run_page
+    assert "<dt>Ended</dt><dd>stopped before it finished</dd>" in run_page
     page = operator.get(f"{base.removeprefix('/api')}/jobs/{job_id}")
     assert 'id="plan-stopped">stopped</span> by' in page.text
     again = client.post(f"/api/drills/jobs/{job_id}/stop")
