@@ -31,6 +31,7 @@ from verification.plan_drills import Drilled
 from verification.profiles import PROFILES, Profile
 from verification.runner import new_campaign_id, run_campaign
 from verification.target import Target
+from verification.threads import to_the_end
 
 log = logging.getLogger("wayline.drills")
 DrillProgress = Callable[[int, int, dict[str, Any]], None]
@@ -222,7 +223,7 @@ async def target_for(dsn: str | None) -> AsyncIterator[Target]:
     directory = Path(tempfile.mkdtemp(prefix="wayline-drill-pg-"))
     server = EmbeddedPostgres(directory / "data")
     try:
-        yield Target(await asyncio.to_thread(server.start), server)
+        yield Target(await to_the_end(server.start), server)
     finally:
         await asyncio.to_thread(server.stop)
         shutil.rmtree(directory, ignore_errors=True)
@@ -231,7 +232,7 @@ async def target_for(dsn: str | None) -> AsyncIterator[Target]:
 async def _recorder(dsn: str, schema: str, owned: bool) -> Store | None:
     """Where the run is recorded; None (with a warning) when the schema cannot hold it."""
     if owned:
-        await asyncio.to_thread(apply_migrations, dsn, schema)
+        await to_the_end(apply_migrations, dsn, schema)
     try:
         return await Store.open(dsn, schema)
     except Exception as exc:  # a schema behind, a server refusing: run, but unrecorded

@@ -16,9 +16,11 @@ import asyncio
 import errno
 import json
 import os
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -30,6 +32,8 @@ from engine.worker import logs
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 CONNECT_SECONDS = 10
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+T = TypeVar("T")
 """How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
 
 
@@ -184,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
     wanted = [d.strip() for d in (args.drill or "").split(",") if d.strip()]
     try:
-        outcome = asyncio.run(
+        outcome = _until_stopped(
             run_drills(
                 args.dsn,
                 wanted,
@@ -200,7 +204,56 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except _Stopped as stopped:
+        return stopped.exit("wayline drill run")
     return _report(args, outcome)
+
+
+class _Stopped(Exception):
+    """A drill command stopped by a signal (``_until_stopped``)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def exit(self, command: str) -> int:
+        name = signal.Signals(self.signum).name
+        print(
+            f"{command}: stopped by {name}; the drills under way were cleaned up (their "
+            "processes and schemas) and the run is recorded as stopped",
+            file=sys.stderr,
+        )
+        return 128 + self.signum
+
+
+def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` until it ends or SIGINT or SIGTERM stops it (_Stopped). A stop cancels
+    ``main`` once, from the top, so every drill under way unwinds in order (its processes
+    stopped, its schema dropped) and the run is recorded as stopped: an interrupted
+    ``asyncio.run`` cancels every task at once, and a drill's cleanup, cancelled again
+    through its parent, was cut short and left its schema behind. A second signal while
+    the drills clean up is ignored."""
+    received: list[int] = []
+
+    async def stoppable() -> T:
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            if not received:
+                print("stopping: cleaning up the drills under way...", file=sys.stderr)
+                task.cancel()
+            received.append(signum)
+
+        for signum in STOPPING_SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+        return await main
+
+    try:
+        return asyncio.run(stoppable())
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        raise _Stopped(received[0]) from None
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
@@ -248,10 +301,13 @@ def _run_plan(args: argparse.Namespace) -> int:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
     progress = _Bar() if sys.stderr.isatty() else _lines
-    outcome = asyncio.run(
-        run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
-                  artifacts=args.artifacts)
-    )  # fmt: skip
+    try:
+        outcome = _until_stopped(
+            run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
+                      artifacts=args.artifacts)
+        )  # fmt: skip
+    except _Stopped as stopped:
+        return stopped.exit("wayline drill run")
     return _report(args, outcome, plan_report.text(outcome.card))
 
 

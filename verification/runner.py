@@ -124,7 +124,12 @@ async def _run_all(
         if progress is not None:
             progress(result, len(results), len(specs))
 
-    await asyncio.gather(*(one(s) for s in shared))
+    # Every drill ends before this does, stopped ones too: a plain gather ends as soon
+    # as one of them is cancelled, and the others' cleanup (their processes, their
+    # schemas) would be cancelled again, half done, when the event loop closes.
+    ended = await asyncio.gather(*(one(s) for s in shared), return_exceptions=True)
+    if broke := next((e for e in ended if isinstance(e, BaseException)), None):
+        raise broke
     for spec in alone:
         await one(spec)
     return results

@@ -22,6 +22,7 @@ import psycopg
 
 from engine.store.embedded import EmbeddedPostgres
 from verification.standby import StandbyPair
+from verification.threads import to_the_end
 
 POLL_SECONDS = 0.02
 
@@ -63,7 +64,7 @@ class Target:
         started = time.monotonic()
         os.kill(pid, signal.SIGQUIT)
         await _until(lambda: not Path(f"/proc/{pid}").exists(), timeout)
-        await asyncio.to_thread(server.start)
+        await to_the_end(server.start)
         await wait_accepting(self.dsn, timeout)
         return time.monotonic() - started
 

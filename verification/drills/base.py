@@ -52,6 +52,7 @@ from verification.processes import DrillProcess, ProcessEnv
 from verification.profiles import Profile
 from verification.proxy import DrillProxy
 from verification.target import Target
+from verification.threads import to_the_end
 from verification.workloads import (
     FLOW,
     SIGNAL_STEP,
@@ -167,7 +168,7 @@ class DrillEnv:
         env = cls(spec, campaign, schema)
         env.directory.mkdir(parents=True, exist_ok=True)
         try:
-            await asyncio.to_thread(apply_migrations, campaign.target.dsn, schema)
+            await to_the_end(apply_migrations, campaign.target.dsn, schema)
             async with await psycopg.AsyncConnection.connect(env.ledger_dsn) as conn:
                 await conn.set_autocommit(True)  # roles are the cluster's: see provision_roles
                 await provision_roles(conn, [drill_machine.RESOURCE])

@@ -37,6 +37,7 @@ from verification import observations
 from verification.drills.base import DrillEnv, DrillNotRun
 from verification.standby import StandbyPair
 from verification.target import Target
+from verification.threads import to_the_end
 from verification.workloads import Workload
 
 RESUME_SECONDS = 30.0
@@ -71,7 +72,7 @@ async def standby_pair(root: Path, synchronous: bool) -> AsyncIterator[Target]:
         find_pg_bin()
     except EmbeddedPostgresError as exc:
         raise DrillNotRun(str(exc)) from None
-    pair = await asyncio.to_thread(StandbyPair.start, root, synchronous)
+    pair = await to_the_end(StandbyPair.start, root, synchronous, undo=StandbyPair.stop)
     try:
         yield Target(pair.multi_host_dsn, standby=pair)
     finally:
