@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from engine import ActiveExecutionExists
 from engine.api.client import StartConflict
 from engine.api.queries import InstancePage, InstanceRow, InstanceView, PublishedVersion
 from engine.decide import lifecycle
@@ -39,7 +40,6 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.document import CodeManifest
 from engine.modes.code.runs import run_id
 from engine.modes.machines.start_data import SUBMITTED
-from engine.store.errors import ActiveExecutionExists
 from studio.code.outline_graph import read_outline
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
