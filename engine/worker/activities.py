@@ -105,6 +105,8 @@ PREFIX_KEY = "prefix"
 """In a failure detail too large for its step: the start of its canonical JSON text."""
 RESULT_TOO_LARGE = "step-result-too-large"
 """A handler's result larger than its step's ``result_limit``: it ran, so unknown."""
+RESULT_NOT_JSON = "step-result-not-json"
+"""A handler's result that is not JSON (a set, NaN...): it ran, so unknown."""
 
 
 def bounded_detail(detail: Any, limit: int) -> Any:
@@ -134,13 +136,17 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 
 
 def recordable(outcome: Outcome, limit: int, what: str = "activity") -> Outcome:
-    """``outcome``, or, for a success whose result is larger than ``limit`` (the step's
-    ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an unknown outcome saying its
-    size and the limit: the handler ran, so its effect may have happened, and an event
-    carrying that result would be refused, leaving the attempt to its lease's expiry."""
+    """``outcome``, or, for a success whose result is not JSON or is larger than
+    ``limit`` (the step's ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an
+    unknown outcome saying so (with its size and the limit): the handler ran, so its
+    effect may have happened, and an event carrying that result could not be written,
+    leaving the attempt to its lease's expiry."""
     if not isinstance(outcome, Succeeded) or outcome.result is None:
         return outcome
-    size = len(canonical_json(outcome.result).encode())
+    try:
+        size = len(canonical_json(outcome.result).encode())
+    except (TypeError, ValueError):
+        return Unknown(RESULT_NOT_JSON)
     if size <= limit:
         return outcome
     message = f"the {what} returned {size} bytes of JSON; at most {limit} can be recorded"

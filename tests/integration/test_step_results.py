@@ -12,7 +12,12 @@ from typing import Any
 from engine.api.client import Client
 from engine.model.instance import AttemptStatus
 from engine.store.store import Store
-from engine.worker.activities import RESULT_TOO_LARGE, ActivityRegistry, ActivityRequest
+from engine.worker.activities import (
+    RESULT_NOT_JSON,
+    RESULT_TOO_LARGE,
+    ActivityRegistry,
+    ActivityRequest,
+)
 from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from engine.worker.loop import Worker, WorkerConfig
@@ -75,9 +80,12 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(db_store: St
     refuses and a lease left to expire."""
     app = ActivityRegistry()
     app.register("big.quote", lambda request: "x" * 1000)  # 1002 bytes of JSON
+    app.register("big.other", lambda request: {1, 2})  # no JSON at all
     client = Client(db_store)
     await client.publish(activity_steps("big.one", ["quote"]))
+    await client.publish(activity_steps("big.two", ["other"]))
     await client.start("big.one", "order-1")
+    await client.start("big.two", "order-2")
     ctx = Context(db_store, app, RegistrySource(db_store))
     await run_due(ctx)
     quote = (await client.inspect("order-1")).activities["quote"]
@@ -87,3 +95,5 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(db_store: St
     assert json.loads(quote.result or "null") == {
         "message": "the activity returned 1002 bytes of JSON; at most 1000 can be recorded"
     }
+    other = (await client.inspect("order-2")).activities["other"]
+    assert (other.status, other.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)
