@@ -262,10 +262,12 @@ def _outputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
     return [(path, what) for path, what in named if path]
 
 
-def _report(args: argparse.Namespace, outcome: Any, before: str = "") -> int:
-    """Print the scorecard (after ``before``), write --json and --junit, and the exit.
-    The scorecard comes first: a file that cannot be written loses no run."""
-    print(f"{before}\n{outcome.text}" if before else outcome.text, flush=True)
+def _report(args: argparse.Namespace, outcome: Any, before: str = "", text: str = "") -> int:
+    """Print the scorecard (``text``, else the run's; after ``before``), write --json
+    and --junit, and the exit. The scorecard comes first: a file that cannot be written
+    loses no run."""
+    text = text or outcome.text
+    print(f"{before}\n{text}" if before else text, flush=True)
     for path, what in _outputs(args):
         with writing(path, what):
             is_json = path is args.json
@@ -277,7 +279,7 @@ def _report(args: argparse.Namespace, outcome: Any, before: str = "") -> int:
 
 def _run_plan(args: argparse.Namespace) -> int:
     """``drill run --plan`` or ``--definition --pin``: a team's own workflow, drilled."""
-    from verification import plan_report, plan_sources
+    from verification import plan_report, plan_sources, reports
     from verification.campaigns import run_plans
     from verification.plan import PlanInvalid
 
@@ -308,7 +310,9 @@ def _run_plan(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except _Stopped as stopped:
         return stopped.exit("wayline drill run")
-    return _report(args, outcome, plan_report.text(outcome.card))
+    card = outcome.card  # the plan sections list the findings: the scorecard need not
+    text = reports.text(card, listed=plan_report.listed(card))
+    return _report(args, outcome, plan_report.text(card), text)
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 Printed above the scorecard by ``wayline drill run --plan``: which pins fired, the
 instance's final state (``charge: UNKNOWN (in doubt), waiting for an operator``), the
 invariants checked, held and broken, the recovery time, the effects per idempotency
-key and the history, so a CI log answers "what happens to our workflow if ..." alone.
+key, the history and the drill's findings, so a CI log answers "what happens to our
+workflow if ..." alone (the scorecard's FAILED line below then names the drill only).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ def text(card: dict[str, Any]) -> str:
         if plan is not None:
             lines += _drill(drill, plan)
     return "\n".join(lines)
+
+
+def listed(card: dict[str, Any]) -> set[str]:
+    """The drills whose findings ``text`` prints (the scorecard below need not repeat them)."""
+    return {d["id"] for d in card["drills"] if d.get("extra", {}).get("plan") is not None}
 
 
 def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:

@@ -8,14 +8,18 @@ carrying the reproduction command, drills not run as skipped.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 from xml.etree import ElementTree
 
 from verification.scorecard import ACTIONS, ANCHORS, SHORT
 
 
-def text(card: dict[str, Any]) -> str:
-    lines = [_identity(card), *_body(card), *_failures(card), *_not_run(card)]
+def text(card: dict[str, Any], listed: Collection[str] = ()) -> str:
+    """The scorecard; a failed drill in ``listed`` (its findings printed above it, as
+    a plan's section prints them) is named with its seed and reproduction, not its
+    findings again."""
+    lines = [_identity(card), *_body(card), *_failures(card, listed), *_not_run(card)]
     summary = card["summary"]
     lines.append(f"drills: {summary['passed']} passed, {summary['failed']} failed")
     return "\n".join(lines)
@@ -135,14 +139,18 @@ def _invariant_lines(invariants: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _failures(card: dict[str, Any]) -> list[str]:
+def _failures(card: dict[str, Any], listed: Collection[str] = ()) -> list[str]:
     lines = []
     for drill in card["drills"]:
         if drill["verdict"] != "failed":
             continue
         tag = f" [known engine bug {drill['known_bug']}]" if drill["known_bug"] else ""
-        lines.append(f"FAILED     {drill['id']}{tag} seed {drill['seed']}: {drill['failures'][0]}")
-        lines.extend(f"             {f}" for f in drill["failures"][1:4])
+        head = f"FAILED     {drill['id']}{tag} seed {drill['seed']}: "
+        if drill["id"] in listed:
+            lines.append(head + f"{len(drill['failures'])} finding(s), listed above")
+        else:
+            lines.append(head + drill["failures"][0])
+            lines.extend(f"             {f}" for f in drill["failures"][1:4])
         lines.append(f"           reproduce: {drill['reproduce']}")
     for bug in card["known_bugs"]:
         lines.append(

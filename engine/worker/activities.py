@@ -103,6 +103,10 @@ TRUNCATED_KEY = "truncated_bytes"
 """In a failure detail too large for its step: the size of the detail the handler gave."""
 PREFIX_KEY = "prefix"
 """In a failure detail too large for its step: the start of its canonical JSON text."""
+RESULT_TOO_LARGE = "step-result-too-large"
+"""A handler's result larger than its step's ``result_limit``: it ran, so unknown."""
+RESULT_NOT_JSON = "step-result-not-json"
+"""A handler's result that is not JSON (a set, NaN...): it ran, so unknown."""
 
 
 def bounded_detail(detail: Any, limit: int) -> Any:
@@ -129,6 +133,24 @@ def bounded_detail(detail: Any, limit: int) -> Any:
         marker[PREFIX_KEY] = marker[PREFIX_KEY][: max(0, len(marker[PREFIX_KEY]) - over)]
         over = len(canonical_json(marker).encode()) - limit
     return marker if over <= 0 else None
+
+
+def recordable(outcome: Outcome, limit: int, what: str = "activity") -> Outcome:
+    """``outcome``, or, for a success whose result is not JSON or is larger than
+    ``limit`` (the step's ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an
+    unknown outcome saying so (with its size and the limit): the handler ran, so its
+    effect may have happened, and an event carrying that result could not be written,
+    leaving the attempt to its lease's expiry."""
+    if not isinstance(outcome, Succeeded) or outcome.result is None:
+        return outcome
+    try:
+        size = len(canonical_json(outcome.result).encode())
+    except (TypeError, ValueError):
+        return Unknown(RESULT_NOT_JSON)
+    if size <= limit:
+        return outcome
+    message = f"the {what} returned {size} bytes of JSON; at most {limit} can be recorded"
+    return Unknown(RESULT_TOO_LARGE, {"message": message})
 
 
 class ActivityRegistry:

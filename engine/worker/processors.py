@@ -42,6 +42,7 @@ from engine.worker.activities import (
     Succeeded,
     Unknown,
     bounded_detail,
+    recordable,
     run_handler,
 )
 from engine.worker.faults import Boundary
@@ -303,7 +304,8 @@ async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) 
         return Unknown("activity-handler-missing")
     request = _request(state, track, dispatch)
     executor = ctx.hooks.handler_executor(ctx.threads)
-    return await run_handler(handler, request, timeout.total_seconds(), executor)
+    outcome = await run_handler(handler, request, timeout.total_seconds(), executor)
+    return recordable(outcome, track.result_limit(state, dispatch.step), track.name)
 
 
 def _request(state: Instance, track: Track, dispatch: Dispatch) -> ActivityRequest:

@@ -27,7 +27,7 @@ from engine.modes.steps.orchestration import compensable
 from studio.drawings import drawing_of
 
 A = AttemptStatus
-__all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers"]
+__all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers", "resolution_previews"]
 PROBE_EFFECTS: dict[Action, dict[str, Any]] = {
     Action.RESOLVE_ACTIVITY: {"resolution": "failed"},
     Action.RESOLVE_COMPENSATION: {"code": "resolved-by-operator"},
@@ -101,6 +101,20 @@ def offer(
         return None
     label = f"{kind.label} {step}" if step else kind.label
     return Offer(action, step, label, describe(instance, action, step), judged, action in DANGEROUS)
+
+
+def resolution_previews(
+    instance: Instance, registry: Registry, now: datetime, step: str
+) -> dict[str, Preview]:
+    """What settling ``step``'s unknown outcome would do, for each resolution the engine
+    would accept (an offer's own preview is its probe's, settled as failed)."""
+    found = {}
+    for resolution in RESOLUTIONS:
+        request = ActionRequest(Action.RESOLVE_ACTIVITY, step, {"resolution": resolution})
+        judged = preview(instance, registry, now, request)
+        if judged.applies:
+            found[resolution] = judged
+    return found
 
 
 def candidates(instance: Instance) -> list[tuple[Action, str]]:

@@ -106,6 +106,8 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     assert set(state) <= set(plan["state"]), plan["state"]
     assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
     assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])
+    for failure in result["failures"]:  # in the plan's section, not again in the scorecard
+        assert done.stdout.count(failure) == 1, done.stdout
     if verdict == "failed":  # its reproduction reruns exactly this drill's plan
         exact = result["reproduce"].removeprefix("wayline drill run --plan ")
         assert json.loads(Path(exact).read_text())["pins"][0]["step"] == "fraud_check"

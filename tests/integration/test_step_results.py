@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from engine.api.client import Client
+from engine.model.instance import AttemptStatus
 from engine.store.store import Store
-from engine.worker.activities import ActivityRegistry, ActivityRequest
+from engine.worker.activities import (
+    RESULT_NOT_JSON,
+    RESULT_TOO_LARGE,
+    ActivityRegistry,
+    ActivityRequest,
+)
+from engine.worker.instance_cache import RegistrySource
+from engine.worker.leased_commits import Context
 from engine.worker.loop import Worker, WorkerConfig
-from tests.integration.factories import activity_steps
+from tests.integration.factories import activity_steps, run_due
 
 STEPS = ("quote", "nothing", "charge")
 WAIT_SECONDS = 30.0
@@ -63,3 +72,28 @@ async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it
         "charge": False,  # the step running is not a result yet
         "missing": "absent",
     }
+
+
+async def test_a_result_too_large_to_record_is_unknown_and_says_why(db_store: Store) -> None:
+    """The handler ran (its effect may have happened) but its result is over the step's
+    ``result_limit``: an unknown outcome saying so at once, not a commit the engine
+    refuses and a lease left to expire."""
+    app = ActivityRegistry()
+    app.register("big.quote", lambda request: "x" * 1000)  # 1002 bytes of JSON
+    app.register("big.other", lambda request: {1, 2})  # no JSON at all
+    client = Client(db_store)
+    await client.publish(activity_steps("big.one", ["quote"]))
+    await client.publish(activity_steps("big.two", ["other"]))
+    await client.start("big.one", "order-1")
+    await client.start("big.two", "order-2")
+    ctx = Context(db_store, app, RegistrySource(db_store))
+    await run_due(ctx)
+    quote = (await client.inspect("order-1")).activities["quote"]
+    assert quote.status is AttemptStatus.UNKNOWN
+    assert quote.code == RESULT_TOO_LARGE
+    assert quote.code == RESULT_TOO_LARGE
+    assert json.loads(quote.result or "null") == {
+        "message": "the activity returned 1002 bytes of JSON; at most 1000 can be recorded"
+    }
+    other = (await client.inspect("order-2")).activities["other"]
+    assert (other.status, other.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)

@@ -69,6 +69,12 @@ def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
     url = instance_url(run)
     text = page_until(operator, url, lambda t: 'id="journal-waits"' in t and "race.1" in t)
     assert "pages-saga/o-1/reserve#1.1" in text
+    # its attempt's work is completed: no lease owner, not the row's state in that column
+    row = re.search(r'data-attempt="activity:reserve\.1:1">(.*?)</tr>', text, re.S)
+    assert row, text
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    assert cells[2] == '<span class="outcome">succeeded</span>'
+    assert cells[7:] == ["—", "1", "—"]
     assert 'id="signal-form-paid"' in text and 'id="signal-form-cancelled"' in text
     token = csrf_token(operator.get(url))
     for signal_id in ("click-1", "click-2"):  # the button was clicked twice

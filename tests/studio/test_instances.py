@@ -292,6 +292,15 @@ def test_an_unknown_outcome_shows_as_such_and_an_operator_settles_it(
 
     confirm = operator.get(url + "/actions/resolve_activity?step=a")
     assert "has an unknown outcome" in confirm.text and 'value="absent"' in confirm.text
+    # the preview says what each resolution would do, not only what "failed" would
+    shown = dict(re.findall(r'data-resolution="(\w+)">(.*?)</div>', confirm.text, flags=re.S))
+    assert list(shown) == ["succeeded", "failed", "absent"]
+    assert "settled as succeeded" in shown["succeeded"]
+    assert "<code>activity_scheduled b</code>" in shown["succeeded"]
+    assert "failed" not in shown["succeeded"]
+    assert "settled as failed" in shown["failed"] and "running → failed" in shown["failed"]
+    assert "runs again as attempt 2" in shown["absent"]
+    assert "settled as" not in shown["absent"].replace("Settled as", "")
     no_choice = operator.form(url + "/actions/resolve_activity", {"step": "a", "reason": "x"})
     assert no_choice.status_code == 422 and "choose a resolution" in no_choice.text
     done = operator.form(
