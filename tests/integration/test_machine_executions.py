@@ -16,6 +16,7 @@ from engine import (
     Action,
     ActiveExecutionExists,
     Client,
+    DecisionRejected,
     ExecutionNotFound,
     Executions,
     InputRefused,
@@ -188,6 +189,19 @@ async def test_cancel_is_the_audited_operator_cancel(executions: Executions) -> 
     state = await executions.client.inspect(execution)
     [entry] = state.audit
     assert (entry.action, entry.actor, entry.reason) == ("cancel", "ada", "no longer needed")
+
+
+async def test_a_second_cancel_says_the_execution_is_already_being_cancelled(
+    executions: Executions,
+) -> None:
+    """Not in the lifecycle rule's words (cancellation_requested is not allowed while
+    cancelling), and nothing is recorded."""
+    execution = (await submit(executions)).execution_id
+    await executions.cancel(execution, "ada", "red", "no longer needed", "c1")
+    with pytest.raises(DecisionRejected) as refused:
+        await executions.cancel(execution, "ada", "red", "still not needed", "c2")
+    assert str(refused.value) == "the execution is already being cancelled; nothing was done"
+    assert [a.command_id for a in (await executions.client.inspect(execution)).audit] == ["c1"]
 
 
 @pytest.mark.parametrize(
