@@ -249,6 +249,21 @@ async def test_a_signal_to_an_execution_says_a_machine_takes_none(executions: Ex
     assert (await client.inspect(execution)).sequence == 1
 
 
+async def test_a_command_naming_a_step_says_a_machine_takes_none(executions: Executions) -> None:
+    """``wayline command EXECUTION ACTION --step NAME``: a machine's state is named as a
+    state, and either way the refusal says a machine's commands take no step."""
+    execution = (await submit(executions)).execution_id
+    client = executions.client
+    for step, named in (("Submitted", "a state"), ("Nowhere", "not a step")):
+        with pytest.raises(InputRefused) as refused:
+            await client.command(execution, Action.RETRY_ACTIVITY, "ada", "again", step=step)
+        assert str(refused.value) == (
+            f"{step!r} is {named} of {NAME}@1: a state machine has no steps, so its "
+            "commands take none"
+        )
+    assert (await client.inspect(execution)).sequence == 1
+
+
 async def test_the_worker_moves_a_submitted_execution_and_its_end_frees_the_parent(
     executions: Executions, store: Store, clock: ManualClock, aconn: psycopg.AsyncConnection
 ) -> None:
