@@ -60,6 +60,7 @@ from engine.model.transitions import Draft
 from engine.model.words import with_article
 from engine.modes import Outcome, decide
 from engine.modes.code import runs
+from engine.modes.machines.manifest import MachineManifest
 from engine.store import catalog, compatibility, dead_letters, holds, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import (
@@ -655,6 +656,12 @@ def _require_step(state: Instance, step: Any, action: Action) -> None:
         raise InputRefused(f"the step {problem}")
     if action is Action.SIGNAL and state.spec is not None and state.spec.mode == Mode.CODE:
         return
+    if state.spec is not None and isinstance(state.spec.manifest, MachineManifest):
+        named = "a state" if state.spec.manifest.variant(step) else "not a step"
+        raise InputRefused(
+            f"{step!r} is {named} of {state.definition}: a state machine has no steps,"
+            " so its commands take none"
+        )
     found = state.step(step)
     if found is None and state.spec is not None and state.spec.mode == Mode.CODE:
         called = ", ".join(sorted(state.activities)[:10]) or "none yet"

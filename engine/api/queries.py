@@ -105,6 +105,7 @@ class Queries:
 
     # Definitions
     versions = _StoreRead(catalog.versions)
+    name_owner = _StoreRead(catalog.name_owner)
     compatibility_report = _StoreRead(catalog.compatibility_report)
     migration_edges = _StoreRead(catalog.migration_edges)
 

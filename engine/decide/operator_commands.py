@@ -14,11 +14,11 @@ from engine.decide.audit import audit_problem
 from engine.decide.decisions import schedule_activity_retry, schedule_compensation
 from engine.decide.operator_actions import EFFECTS, Action
 from engine.model.canonical import canonical_json
-from engine.model.definitions import DefinitionRef
+from engine.model.definitions import DefinitionRef, Mode
 from engine.model.errors import DecisionRejected
 from engine.model.events import EventKind, json_data
 from engine.model.identifiers import require_id
-from engine.model.instance import AttemptStatus
+from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Draft
 
 
@@ -44,6 +44,17 @@ def record_command(
 
 def _bare(draft: Draft, kind: EventKind, command_id: str) -> None:
     """A lifecycle effect (pause, resume, cancel, terminate): the event alone."""
+    draft.add(kind)
+
+
+def _cancel(draft: Draft, kind: EventKind, command_id: str) -> None:
+    """A cancel, refused in words a person knows when one is already under way (the
+    replay rule would say cancellation_requested is not allowed while cancelling)."""
+    assert draft.state is not None
+    if draft.state.status is InstanceStatus.CANCELLING:
+        spec = draft.state.spec
+        noun = "execution" if spec is not None and spec.mode == Mode.MACHINE else "instance"
+        raise DecisionRejected(f"the {noun} is already being cancelled; nothing was done")
     draft.add(kind)
 
 
@@ -108,6 +119,7 @@ def _activity(draft: Draft, step: str):
 
 
 _BUILDERS = {
+    Action.CANCEL: _cancel,
     Action.RETRY_ACTIVITY: _retry_activity,
     Action.COMPENSATE: _compensate,
     Action.RESOLVE_COMPENSATION: _resolve_compensation,

@@ -146,6 +146,13 @@ async def owns(store: Store, ref: DefinitionRef, team: str) -> bool:
         return await _owns(conn, ref, team)
 
 
+async def name_owner(store: Store, name: str) -> str | None:
+    """The team that owns ``name`` (the first to publish it); None when unpublished."""
+    async with store.reading() as conn:
+        row = await (await conn.execute(sql.NAME_OWNER, {"name": name})).fetchone()
+    return None if row is None else row[0]
+
+
 async def _owns(conn: psycopg.AsyncConnection, ref: DefinitionRef, team: str) -> bool:
     params = {"name": ref.name, "version": ref.version, "fingerprint": ref.fingerprint}
     row = await (await conn.execute(sql.OWNED_VERSION, {**params, "team": team})).fetchone()

@@ -220,9 +220,12 @@ async def _posted_document_text(request: Request) -> tuple[str, dict[str, str]]:
     return values.get("document", ""), values
 
 
-async def import_preview(request: Request, runtime: NamedDependency[Runtime]) -> Template:
+async def import_preview(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template:
     """The preview of the chosen file or the pasted JSON; refused (a file too large, or
-    text that is not a JSON object), the form again with the reason and the text kept."""
+    text that is not a JSON object), the form again with the reason and the text kept.
+    A valid definition whose name another team owns is said to be taken, not valid."""
     try:
         text, _ = await _posted_document_text(request)
     except REFUSALS as refused:
@@ -233,7 +236,11 @@ async def import_preview(request: Request, runtime: NamedDependency[Runtime]) ->
     except EditRejected as rejected:
         return _import_refused(request, text, None, rejected, 422)
     targets = await workers.known_targets(runtime.queries)
-    preview = {"problems": check_document(document, targets), "view": graph_view(document)}
+    problems = check_document(document, targets)
+    taken = problems.definition is not None and await definitions.name_taken(
+        runtime, principal.team_id, problems.definition.name
+    )
+    preview = {"problems": problems, "view": graph_view(document), "taken": taken}
     return import_form(request, json.dumps(document, indent=2), preview)
 
 

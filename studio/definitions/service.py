@@ -123,6 +123,13 @@ async def publish(
     return PublishOutcome(definition, created)
 
 
+async def name_taken(runtime: Runtime, team: str, name: str) -> bool:
+    """Whether another team owns ``name``, so that publishing it here would be refused
+    (which says as much: this tells nothing a publish does not)."""
+    owner = await runtime.queries.name_owner(name)
+    return owner is not None and owner != team
+
+
 async def deprecate(runtime: Runtime, team: str, name: str, version: str) -> None:
     """Refuse new instances of a version; running ones keep it (its fingerprint stays)."""
     await version_of(runtime, team, name, version)

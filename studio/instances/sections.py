@@ -42,6 +42,9 @@ SECTIONS = (
     "audit",
 )
 """Element ids (``instance-<name>``) and templates (``instances/_<name>.html``)."""
+NOT_FOR_MACHINES = frozenset({"signals", "races", "children"})
+"""The parts a state machine's page leaves out: it takes no signal, runs no race and
+starts no child."""
 LAYOUTS: dict[str, Any] = {}
 MAX_LAYOUTS = 64
 
@@ -56,9 +59,14 @@ class Section:
 def render_sections(
     request: Request, detail: InstanceDetail, oob: bool = False
 ) -> dict[str, Section]:
-    """Every changing part of the page for ``detail``, by name (``oob``: as htmx
-    out-of-band swaps, for the response to an action)."""
-    return {name: render_section(request, name, detail, oob) for name in SECTIONS}
+    """Every changing part of the page for ``detail`` that its mode has, by name
+    (``oob``: as htmx out-of-band swaps, for the response to an action)."""
+    left_out = NOT_FOR_MACHINES if detail.machine is not None else frozenset()
+    return {
+        name: render_section(request, name, detail, oob)
+        for name in SECTIONS
+        if name not in left_out
+    }
 
 
 def render_section(

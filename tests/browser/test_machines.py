@@ -137,6 +137,25 @@ def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStu
     expect(page.locator("#state-Review .timer-badge")).to_have_text("timer 2 min")
 
 
+def test_the_states_panel_of_a_version_fits_its_text_at_1280_and_390_px(
+    page: Page, studio: LiveStudio
+) -> None:
+    """Each state's fields and edges wrap inside the States panel: the edges of a state
+    with many ("→ InReview, Approved, Rejected, Expired") once ran past its right edge
+    and were cut off."""
+    operator_with_approval(page, studio, "machine-panel", "approval_panel")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto("/definitions/approval_panel/versions/1")
+        outline = page.locator("#states-outline")
+        edges = outline.locator("[data-state='InReview'] .state-edges")
+        expect(edges).to_have_text("→ InReview, Approved, Rejected, Expired")
+        assert outline.evaluate("e => e.scrollWidth <= e.clientWidth"), f"cut off at {width} px"
+        assert edges.evaluate(
+            "e => e.getBoundingClientRect().right <= e.closest('ol').getBoundingClientRect().right"
+        ), f"the edges run past the panel at {width} px"
+
+
 def test_submit_a_machine_from_the_studio_and_cancel_it_with_a_reason(
     page: Page, studio: LiveStudio
 ) -> None:

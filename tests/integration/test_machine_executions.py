@@ -16,6 +16,7 @@ from engine import (
     Action,
     ActiveExecutionExists,
     Client,
+    DecisionRejected,
     ExecutionNotFound,
     Executions,
     InputRefused,
@@ -190,6 +191,19 @@ async def test_cancel_is_the_audited_operator_cancel(executions: Executions) -> 
     assert (entry.action, entry.actor, entry.reason) == ("cancel", "ada", "no longer needed")
 
 
+async def test_a_second_cancel_says_the_execution_is_already_being_cancelled(
+    executions: Executions,
+) -> None:
+    """Not in the lifecycle rule's words (cancellation_requested is not allowed while
+    cancelling), and nothing is recorded."""
+    execution = (await submit(executions)).execution_id
+    await executions.cancel(execution, "ada", "red", "no longer needed", "c1")
+    with pytest.raises(DecisionRejected) as refused:
+        await executions.cancel(execution, "ada", "red", "still not needed", "c2")
+    assert str(refused.value) == "the execution is already being cancelled; nothing was done"
+    assert [a.command_id for a in (await executions.client.inspect(execution)).audit] == ["c1"]
+
+
 @pytest.mark.parametrize(
     ("change", "says"),
     [
@@ -231,6 +245,21 @@ async def test_a_signal_to_an_execution_says_a_machine_takes_none(executions: Ex
         assert str(refused.value) == (
             f"{NAME}@1 is a state machine, which takes no signals: its advance reads "
             "what it decides on from the database when it runs"
+        )
+    assert (await client.inspect(execution)).sequence == 1
+
+
+async def test_a_command_naming_a_step_says_a_machine_takes_none(executions: Executions) -> None:
+    """``wayline command EXECUTION ACTION --step NAME``: a machine's state is named as a
+    state, and either way the refusal says a machine's commands take no step."""
+    execution = (await submit(executions)).execution_id
+    client = executions.client
+    for step, named in (("Submitted", "a state"), ("Nowhere", "not a step")):
+        with pytest.raises(InputRefused) as refused:
+            await client.command(execution, Action.RETRY_ACTIVITY, "ada", "again", step=step)
+        assert str(refused.value) == (
+            f"{step!r} is {named} of {NAME}@1: a state machine has no steps, so its "
+            "commands take none"
         )
     assert (await client.inspect(execution)).sequence == 1
 

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from studio.definitions.pages import MAX_UPLOAD_BYTES
 from studio.roles import Role
-from tests.studio.live import LiveStudio
+from tests.studio.live import LiveStudio, definition
 
 
 def test_a_file_over_the_limit_shows_the_form_again_with_the_limit(studio: LiveStudio) -> None:
@@ -29,3 +30,26 @@ def test_a_file_over_the_limit_shows_the_form_again_with_the_limit(studio: LiveS
     assert "&#34;name&#34;: &#34;kept&#34;, &#34;version&#34;: &#34;1&#34;}</textarea>" in (
         answer.text
     )
+
+
+def test_the_preview_says_a_name_another_team_owns_is_taken(studio: LiveStudio) -> None:
+    """Not "Valid" with a Publish button that then refuses it: the preview says the name
+    belongs to another team and offers a draft (where it can be renamed) only."""
+    theirs = studio.team("import-owner")
+    name = f"taken.{theirs}"
+    studio.publish(theirs, definition(name))
+    author = studio.client(studio.user(studio.team("importers"), Role.AUTHOR))
+    document = json.dumps(definition(name, "2"))
+    answer = author.post("/definitions/import", data={"_csrf": author.csrf, "document": document})
+    assert answer.status_code == 200
+    preview = answer.text[answer.text.index('id="import-preview"') :]
+    assert "Valid" not in preview
+    said = re.search(r'id="import-taken">(.*?)</p>', preview).group(1)
+    assert re.sub("<[^>]+>", "", said).startswith(f"The name {name} belongs to another team")
+    assert 'value="publish"' not in preview
+    assert 'value="draft"' in preview
+
+    own = json.dumps(definition(f"free.{theirs}"))
+    answer = author.post("/definitions/import", data={"_csrf": author.csrf, "document": own})
+    preview = answer.text[answer.text.index('id="import-preview"') :]
+    assert "Valid" in preview and 'value="publish"' in preview

@@ -109,8 +109,8 @@ def test_a_cancel_the_execution_cannot_take_is_refused_in_words(studio: LiveStud
     again = client.post(cancel, json={"reason": "withdrawn twice", "command_id": "c2"})
     assert again.status_code == 409
     assert again.json()["error"] == (
-        "the instance does not allow this now: cancellation_requested is not allowed while "
-        "cancelling"
+        "the instance does not allow this now: the execution is already being cancelled; "
+        "nothing was done"
     )
     reused = client.post(cancel, json={"reason": "another reason", "command_id": "c1"})
     assert reused.status_code == 409 and "a new command needs a new id" in reused.json()["error"]

@@ -138,6 +138,34 @@ def test_an_execution_is_listed_filtered_and_drawn_with_its_state(
     assert api.status_code == 200
 
 
+def test_an_execution_page_shows_no_signals_races_or_children(
+    studio: LiveStudio, team: str, viewer: SignedInClient
+) -> None:
+    """A machine takes no signal, runs no race and starts no child: its page has no such
+    sections (nor does an action's answer swap them in); a step list's page keeps them."""
+    execution = studio.start_machine(team, NAME, {"input": "doc", "parent": "p-parts"})
+    steps = studio.start(team, "steps.beside", input={})
+    machine_page = viewer.get(instance_url(execution)).text
+    steps_page = viewer.get(instance_url(steps)).text
+    for part in ("signals", "races", "children"):
+        assert f'id="{part}-title"' not in machine_page, part
+        assert f'id="instance-{part}"' not in machine_page, part
+        assert f'id="{part}-title"' in steps_page, part
+        assert f'id="instance-{part}"' in steps_page, part
+    for part in ("attempts", "timers", "compensations", "audit"):
+        assert f'id="{part}-title"' in machine_page, part
+
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    answer = operator.post(
+        instance_url(execution) + "/actions/pause",
+        data={"_csrf": operator.csrf, "reason": "hold it"},
+        headers={"HX-Request": "true", "X-CSRF-Token": operator.csrf},
+    )
+    assert answer.status_code == 200 and 'id="instance-audit"' in answer.text
+    for part in ("signals", "races", "children"):
+        assert f'id="instance-{part}"' not in answer.text, part
+
+
 def test_a_dead_execution_is_marked_dead_where_it_stopped(
     studio: LiveStudio, team: str, viewer: SignedInClient
 ) -> None:

@@ -21,7 +21,7 @@ from engine.decide import lifecycle
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.definitions import Definition, DefinitionRef
-from engine.model.errors import ReplayRejected
+from engine.model.errors import DecisionRejected, ReplayRejected
 from engine.model.instance import Instance
 from engine.model.registry import MigrationEdge, Registry
 from engine.model.transitions import Draft
@@ -126,11 +126,12 @@ ENGINE: dict[str, Callable[[Draft, str], object]] = {
 
 
 def issue(state: Instance, command: str, step: int) -> Instance | None:
-    """The engine's state after ``command``, or None when the engine rejects it."""
+    """The engine's state after ``command``, or None when the engine rejects it (by a
+    replay rule, or before one, as a second cancel is)."""
     draft = Draft(REGISTRY, state, T0 + timedelta(seconds=step))
     try:
         ENGINE[command](draft, f"c{step}")
-    except ReplayRejected:
+    except (ReplayRejected, DecisionRejected):
         assert not draft.events or draft.events[-1].kind.label == "operator_command_recorded"
         return None
     if command != "continue_as_new":  # it builds its own transition

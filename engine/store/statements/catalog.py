@@ -21,6 +21,10 @@ WHERE %(team)s::text IS NULL OR team_id = %(team)s
 ORDER BY name, published_at, version
 """
 
+NAME_OWNER = """
+SELECT team_id FROM definitions WHERE name = %(name)s LIMIT 1
+"""
+
 LATEST_ACTIVE = """
 SELECT version, fingerprint FROM definitions WHERE name = %(name)s AND NOT deprecated
 ORDER BY published_at DESC, version DESC LIMIT 1
