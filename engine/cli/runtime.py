@@ -510,10 +510,14 @@ async def _print_standing(client: Client, state: Instance) -> None:
         detail = f": {letter.failure_detail}" if letter.failure_detail else ""
         fence = f"(work {letter.work_id}, token {letter.token})"
         what = work_label(letter.kind, letter.step)
-        print(f"  dead letter {what} {fence}: {letter.failure_code}{detail}")
-    held = bool(letters) and not state.status.terminal
+        resolved = "discarded " if letter.discarded else ""
+        print(f"  {resolved}dead letter {what} {fence}: {letter.failure_code}{detail}")
+    held = any(letter.unresolved for letter in letters) and not state.status.terminal
     if held and not moving:
         print(f"  now: {STOPPED_AT_DEAD_LETTER}")
+        return
+    if letters and not moving and not state.status.terminal:
+        print(f"  now: {STOPPED_AT_DISCARDED}")
         return
     if waits := await client.awaiting(state):
         print(f"  now: {waits}")
@@ -528,12 +532,18 @@ DEAD_LETTERS_WAIT = (
 STOPPED_AT_DEAD_LETTER = f"stopped at a dead letter: {DEAD_LETTERS_WAIT}"
 """An instance with dead letters and no other work to run: it moves no further until
 one is resolved (with other work still open, say so beside what it waits for)."""
+STOPPED_AT_DISCARDED = (
+    "stopped: its dead-lettered work was discarded and never runs; "
+    "wayline command INSTANCE cancel|terminate ends the instance"
+)
+"""An instance whose only dead letters were discarded and that has no other work: no
+operator is asked to resolve them again, since nothing would run."""
 MOVING = (WorkState.AVAILABLE, WorkState.LEASED, WorkState.HELD)
 
 
 async def _dead_letters(store: Store, instance_id: str) -> tuple[list[WorkRow], bool]:
-    """The instance's dead-lettered work among its newest rows, as the studio shows it,
-    and whether any other of its work is still to run."""
+    """The instance's dead-lettered work among its newest rows (discarded ones too), as
+    the studio shows it, and whether any other of its work is still to run."""
     rows = await work_views.instance_work(store, instance_id)
     letters = [row for row in rows if row.state is WorkState.DEAD_LETTERED]
     return letters, any(row.state in MOVING for row in rows)

@@ -47,6 +47,13 @@ class WorkRow:
     tenant_id: str = ""
     failure_detail: str = ""
     """What a dead letter's code cannot say (a code workflow's journal divergence)."""
+    discarded: bool = False
+    """A dead letter an operator discarded: resolved, and never run again."""
+
+    @property
+    def unresolved(self) -> bool:
+        """A dead letter that waits for an operator to retry or discard it."""
+        return self.state is WorkState.DEAD_LETTERED and not self.discarded
 
     @property
     def step(self) -> str:
@@ -112,7 +119,7 @@ def _check_limit(limit: int) -> None:
 
 def _work_row(row: tuple[Any, ...]) -> WorkRow:
     (work_id, kind, instance, sequence, target, state, attempts, owner, token) = row[:9]
-    expires, available, deadline, code, completed, payload, tenant, detail = row[9:]
+    expires, available, deadline, code, completed, payload, tenant, detail, discarded = row[9:]
     return WorkRow(
         work_id=work_id,
         kind=work_kind(kind),
@@ -131,4 +138,5 @@ def _work_row(row: tuple[Any, ...]) -> WorkRow:
         payload=payload_fields(payload),
         tenant_id=tenant,
         failure_detail=detail,
+        discarded=bool(discarded),
     )

@@ -123,12 +123,19 @@ class InstanceDetail:
 
     @property
     def dead_letters(self) -> list[WorkRow]:
-        return [w for w in self.work if w.state is WorkState.DEAD_LETTERED]
+        """Dead letters still waiting for an operator (a discarded one waits for none)."""
+        return [w for w in self.work if w.unresolved]
+
+    @property
+    def discarded(self) -> list[WorkRow]:
+        """Dead letters an operator discarded: their work never runs."""
+        return [w for w in self.work if w.discarded]
 
     @property
     def parked(self) -> WorkRow | None:
         """The dead-lettered decision that parks a code-first run (None when none does)."""
-        return next((w for w in self.dead_letters if w.kind == WorkKind.DECISION), None)
+        dead = (w for w in self.work if w.state is WorkState.DEAD_LETTERED)
+        return next((w for w in dead if w.kind == WorkKind.DECISION), None)
 
     @property
     def divergence(self) -> str:

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from engine.api.client import Client
-from engine.cli.runtime import DEAD_LETTERS_WAIT, STOPPED_AT_DEAD_LETTER
+from engine.cli.runtime import DEAD_LETTERS_WAIT, STOPPED_AT_DEAD_LETTER, STOPPED_AT_DISCARDED
 from engine.model.validation import parse_definition
 from engine.store import leases, sweeps, work_views
 from engine.store.clock import ManualClock
@@ -294,6 +294,31 @@ async def test_inspect_says_stopped_only_when_no_other_work_is_left(
     clock.set(clock.now() + 2 * MINUTE)
     assert await sweeps.sweep_expired_deadlines(store) == 1
     assert (await inspect_lines(pg_dsn, schema, "fork-1"))[-1] == f"  now: {STOPPED_AT_DEAD_LETTER}"
+
+
+async def test_a_discarded_dead_letter_is_not_shown_as_waiting_for_an_operator(
+    store: Store, clock: ManualClock, pg_dsn: str, schema: str
+) -> None:
+    """Once discarded, a dead letter is resolved: ``wayline inspect`` and the work view
+    say so, instead of asking an operator to resolve it (the dead letters list, where
+    that would lead, no longer shows it)."""
+    client = Client(store)
+    await client.publish(parse_definition(FORK))
+    await client.start("dl.fork", "fork-2")
+    rows = await store_rows(store, "fork-2")
+    await adjust_work(store, rows, deadline=clock.now() + MINUTE)
+    clock.set(clock.now() + 2 * MINUTE)
+    assert await sweeps.sweep_expired_deadlines(store) == 2
+    for n, row in enumerate(await work_views.instance_work(store, "fork-2")):
+        assert row.unresolved and not row.discarded
+        fence = ("fork-2", row.work_id, row.token)
+        await resolve(store, make(f"c-{n}", *fence, "discard", "bob", "obsolete", clock.now()))
+    work = await work_views.instance_work(store, "fork-2")
+    assert [(w.discarded, w.unresolved) for w in work] == [(True, False)] * 2
+    shown = await inspect_lines(pg_dsn, schema, "fork-2")
+    assert shown[-1] == f"  now: {STOPPED_AT_DISCARDED}"
+    assert sum(line.startswith("  discarded dead letter activity ") for line in shown) == 2
+    assert not any(DEAD_LETTERS_WAIT in line for line in shown)
 
 
 async def store_rows(store: Store, instance: str) -> list[str]:

@@ -90,6 +90,11 @@ def test_dead_letters_are_grouped_and_resolved_item_by_item(studio: LiveStudio) 
     assert discarded.status_code == 200
     assert [(r["ok"], r["outcome"]) for r in discarded.json()] == [(True, "discarded")]
     assert operator.get("/api/dead-letters").json()["items"] == []
+    (gone,) = [i for i in mine if listed["instance_id"].endswith(i)]
+    resolved_page = viewer.get(instance_url(gone)).text  # not sent to resolve it again
+    assert 'id="instance-dead-letters"' not in resolved_page
+    assert re.search(r'<dd id="instance-discarded" class="warn">activity ', resolved_page)
+    assert "dead-lettered, discarded (token" in resolved_page
 
     viewer_try = viewer.post(
         "/dead-letters/resolve", data={**form, "_csrf": viewer.csrf, "item": [second]}

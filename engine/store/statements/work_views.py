@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from engine.store.rows import WorkState
 
-COLUMNS = """work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
+COLUMNS = f"""work_id, kind, instance_id, sequence, target, state, attempts, lease_owner,
        lease_token, lease_expires_at, available_at, deadline, failure_code, completed_at,
-       payload, tenant_id, failure_detail"""
+       payload, tenant_id, failure_detail,
+       state = {WorkState.DEAD_LETTERED} AND EXISTS (
+         SELECT 1 FROM work_resolutions r WHERE r.instance_id = work.instance_id
+           AND r.work_id = work.work_id AND r.lease_token = work.lease_token)"""
+"""The last column: a dead letter discarded by an operator (a discard leaves the row
+dead-lettered, with its resolution on the resolutions table's fence key; a retry moves
+it on), so no operator is asked to resolve it again."""
 
 INSTANCE_WORK = f"""
 SELECT {COLUMNS}
