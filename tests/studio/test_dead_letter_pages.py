@@ -6,6 +6,7 @@ import re
 import uuid
 
 from engine.model.durations import ALLOWED, format_duration
+from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_PAGE_ITEMS
 from engine.store.reads import MAX_INSTANCE_ROWS
 from studio.instance_urls import instance_url
@@ -120,6 +121,33 @@ def test_the_api_refuses_more_dead_letters_than_a_page_before_reading_any(
     )
     assert answer.status_code == 422
     assert f"at most {MAX_PAGE_ITEMS} dead letters at a time" in answer.text
+
+
+def test_work_ids_are_shown_as_the_team_knows_them(studio: LiveStudio) -> None:
+    """A studio instance is stored as ``<team>:<id>`` and shown without the prefix: so
+    are its work ids, in the list's labels and the results."""
+    team = studio.team("own-ids")
+    name = f"dl.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    assert studio.overdue(studio.start(team, name, team_instance_id(team, "o-1"))) == 1
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    page = operator.get("/dead-letters").text
+    (fence,) = fences(page)
+    command_id = re.search(r'name="command_id" value="(\w+)"', page).group(1)
+    assert 'aria-label="Choose o-1#' in page and f"Choose {team}:" not in page
+    answer = operator.post(
+        "/dead-letters/resolve",
+        data={
+            "_csrf": operator.csrf,
+            "command_id": command_id,
+            "item": [fence],
+            "action": "discard",
+            "reason": "gone",
+        },
+    )
+    assert re.findall(r'<span class="pill ok">(\w+)</span>', answer.text) == ["discarded"]
+    assert re.search(r"<td><code>o-1#[^<]*</code> <span", answer.text), "as the team knows it"
+    assert f"<code>{team}:" not in answer.text
 
 
 async def foreign_work(store, instance_id: str) -> str:
