@@ -10,12 +10,16 @@ backlog left. Bad input prints one line on stderr and exits 2; a refusal exits 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+from collections.abc import Iterator
 
 from engine.api.client import Client
 from engine.api.queries import Queries
+from engine.cli.options import UsageError
 from engine.cli.runtime import add_command
 from engine.model.canonical import format_instant
+from engine.model.errors import InputRefused
 from engine.model.holds import parse_scope
 from engine.model.inputs import check_team
 from engine.store.holds import Hold
@@ -55,16 +59,18 @@ def _audited(parser: argparse.ArgumentParser) -> None:
 
 
 async def _place(client: Client, args: argparse.Namespace) -> int:
-    scope = parse_scope(args.team, None if args.whole_team else args.definition)
-    hold = await client.place_hold(scope, args.actor, args.reason)
+    with _bad_input_is_usage():
+        scope = parse_scope(args.team, None if args.whole_team else args.definition)
+        hold = await client.place_hold(scope, args.actor, args.reason)
     print(f"hold {hold.hold_id} placed on {scope.label}; backlog {hold.backlog} instance(s)")
     return 0
 
 
 async def _release(client: Client, args: argparse.Namespace) -> int:
-    hold, due = await client.release_hold(
-        args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
-    )
+    with _bad_input_is_usage():
+        hold, due = await client.release_hold(
+            args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
+        )
     state = "in force" if hold.active else "released"
     print(f"hold {hold.hold_id}: {due} work item(s) due again; {_left(hold)}; {state}")
     return 0
@@ -78,6 +84,16 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
     if not holds and not args.json:
         print("no holds")
     return 0
+
+
+@contextlib.contextmanager
+def _bad_input_is_usage() -> Iterator[None]:
+    """Bad input (a count of 0, a blank reason, a malformed name) exits 2, as the
+    module says; a refusal of good input (no such hold, one released already) exits 1."""
+    try:
+        yield
+    except InputRefused as bad:
+        raise UsageError(str(bad)) from None
 
 
 def _left(hold: Hold) -> str:
