@@ -12,8 +12,10 @@
 - It holds a session-level advisory lock named by its id, so a recovery sweep can
   expire the leases of a worker whose session is gone without waiting out the lease
   (fencing still rejects that worker if it turns out to be alive).
-- On stop (SIGTERM/SIGINT in the CLI) it stops claiming, lets in-flight work finish up
-  to ``drain_timeout`` (decisions already made are committed), then cancels the rest,
+- On stop (SIGTERM/SIGINT in the CLI) it stops claiming and starts no new attempt
+  (nothing is handed on eagerly: the next step is left due for a claim), lets in-flight
+  work finish up to ``drain_timeout`` (decisions already made are committed), then
+  cancels the rest,
   whose leases expire and are redelivered as unknown outcomes where a handler ran. A
   sync handler cancelled so keeps running in its thread, which does not hold the
   process's exit (``engine.worker.handler_threads``).
@@ -146,6 +148,7 @@ class Worker:
         try:
             await self._heartbeat()
             await self._loop(stop)
+            self.ctx.draining = True
             await self._drain()
         finally:
             for task in background:
