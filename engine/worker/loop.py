@@ -44,6 +44,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_POLL_INTERVAL,
 )
+from engine.model.transitions import work_label
 from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
 from engine.store.store import Store
@@ -133,6 +134,7 @@ class Worker:
             hooks or WorkerHooks(),
             Tracing.of(self.config.worker_id, tracer_provider),
         )
+        self.metrics.declare_worker()
 
     @property
     def metrics(self) -> Metrics:
@@ -220,7 +222,7 @@ class Worker:
         renewer = asyncio.create_task(self._renew(current, processor))
         try:
             await processor
-            self.metrics.count("completed", kind=str(lease.kind))
+            self.metrics.count("completed", kind=work_label(lease.kind))
         except StaleLease:
             self.metrics.count("lease_lost")
         except asyncio.CancelledError:

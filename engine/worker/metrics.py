@@ -27,6 +27,30 @@ take its whole timeout."""
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32)
 """Count buckets (a commit group has at most ``group_commit.MAX_GROUP_MEMBERS``)."""
 
+WORKER_COUNTERS = (
+    "claimed",
+    "eager_dispatches",
+    "recovered_leases",
+    "readmitted",
+    "write_retries",
+    "lease_lost",
+    "dead_letters",
+    "claim_failures",
+    "renew_failures",
+    "listen_failures",
+    "processing_failures",
+)
+"""The worker's unlabelled counters the README lists, shown at 0 from its start."""
+WORKER_HISTOGRAMS = (
+    ("claim", "seconds"),
+    ("commit", "seconds"),
+    ("group", "size"),
+    ("processing", "seconds"),
+)
+"""Its unlabelled histograms (``step`` has a track: ``declare_worker`` makes each)."""
+OUTCOME_KINDS = ("succeeded", "failed", "unknown")
+TRACKS = ("activity", "compensation")
+
 prometheus_client.disable_created_metrics()
 
 LabelKey = tuple[str, tuple[tuple[str, str], ...]]
@@ -56,6 +80,20 @@ class Metrics:
             child = self._child(Histogram, f"{name}_{unit}", key[1])
             record = self._observations[key] = child.observe
         record(value)
+
+    def declare_worker(self) -> None:
+        """Make every series the README lists for a worker, at zero, so that a scrape
+        shows them before their first event: a dashboard or an alert on a series that is
+        missing (``wayline_lease_lost_total`` on a worker that never lost one) sees no
+        data rather than 0."""
+        for name in WORKER_COUNTERS:
+            self.count(name, 0)
+        for track in TRACKS:
+            for kind in OUTCOME_KINDS:
+                self.count("outcomes", 0, kind=kind, track=track)
+            self._child(Histogram, "step_seconds", (("track", track),))
+        for name, unit in WORKER_HISTOGRAMS:
+            self._child(Histogram, f"{name}_{unit}", ())
 
     def value(self, name: str, **labels: str) -> int:
         """A counter's current value (0 before its first count)."""
