@@ -24,6 +24,8 @@ PREFIX = "wayline_"
 SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 """Latency buckets in seconds: a step's commit takes about a millisecond, a handler may
 take its whole timeout."""
+REQUEST_SECONDS = 10
+"""How long ``serve`` waits for a request's head before it closes the connection."""
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32)
 """Count buckets (a commit group has at most ``group_commit.MAX_GROUP_MEMBERS``)."""
 
@@ -120,10 +122,17 @@ class Metrics:
     ) -> asyncio.Server:
         """Answer HTTP requests on (host, port): ``/healthz`` (the process answers),
         ``/readyz`` (``ready()`` gives '' when ready, else why not: 503 with that reason)
-        and any other path with the current metrics."""
+        and any other path with the current metrics. A connection closed, or left silent
+        for ``REQUEST_SECONDS``, before its request's head is closed without an answer
+        (a TCP health probe does that), not logged as an error."""
 
         async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            request = await reader.readuntil(b"\r\n\r\n")
+            try:
+                async with asyncio.timeout(REQUEST_SECONDS):
+                    request = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, TimeoutError):
+                writer.close()  # a TCP probe, a port scan, a client that never asks
+                return
             path = request.split(b" ", 2)[1].partition(b"?")[0] if b" " in request else b""
             status, kind, body = "200 OK", CONTENT_TYPE_LATEST, b""
             if path in (b"/healthz", b"/readyz"):
