@@ -60,6 +60,11 @@ from engine.worker.tracing import Tracing
 log = logging.getLogger("wayline.worker")
 
 
+SHARED_ID = (
+    "worker id {} is in use by another live worker: this one claims no work until that "
+    "one stops (give each worker its own --worker-id)"
+)
+"""What a worker says, once, while another live session holds its id's owner lock."""
 OUTAGE_ERRORS = (StoreUnavailable, CommitUnknown)
 """What a database outage raises: the database did not answer, or a write's answer was
 lost (the lease expires and the redelivery settles it). Their words say all there is."""
@@ -124,6 +129,8 @@ class Worker:
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
         self.owner_locked = asyncio.Event()
+        self.shared_id = ""
+        """Why the owner lock is not held when another live worker has this id."""
         self.ctx = Context(
             store,
             activities,
@@ -287,10 +294,18 @@ class Worker:
             try:
                 async with await self.store.dedicated() as conn:
                     await sweeps.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    if self.shared_id:
+                        log.warning("worker id %s is free again: claiming", self.config.worker_id)
+                    self.shared_id = ""
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
                     async for _ in conn.notifies():
                         self.wake.set()
+            except sweeps.OwnerLockHeld:
+                self.metrics.count("listen_failures")
+                if not self.shared_id:  # said once, not at every try
+                    self.shared_id = SHARED_ID.format(self.config.worker_id)
+                    log.warning("%s", self.shared_id)
             except (StoreError, psycopg.Error, OSError):
                 self.metrics.count("listen_failures")
             finally:
