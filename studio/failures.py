@@ -48,9 +48,12 @@ RETRY_AFTER_SECONDS = 5
 """The ``Retry-After`` of a 503: about how long a database restart takes."""
 
 
-def describe(error: Exception, handler: object = None) -> tuple[int, str, list[dict[str, str]]]:
+def describe(
+    error: Exception, handler: object = None, quiet: bool = False
+) -> tuple[int, str, list[dict[str, str]]]:
     """Status, message and (for invalid content) located problems of an error raised
-    while ``handler`` (the route's handler, when one was found) served the request."""
+    while ``handler`` (the route's handler, when one was found) served the request; an
+    outage or an unexpected error is logged unless ``quiet`` (``status_of``)."""
     if isinstance(error, StudioError):
         return error.status, str(error), error.problems
     if isinstance(error, DefinitionNotFound):
@@ -74,10 +77,19 @@ def describe(error: Exception, handler: object = None) -> tuple[int, str, list[d
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
     if isinstance(error, StoreUnavailable):  # the driver's words (host, user) stay in the log
-        log.warning("the database did not answer: %s", error)
+        if not quiet:
+            log.warning("the database did not answer: %s", error)
         return 503, DATABASE_UNAVAILABLE, []
-    log.exception("unexpected error", exc_info=error)
+    if not quiet:
+        log.exception("unexpected error", exc_info=error)
     return 500, "something went wrong on the server; the details are in its log", []
+
+
+def status_of(error: Exception, handler: object = None) -> int:
+    """The status ``handle_error`` answers ``error`` with (nothing logged): what the
+    request latencies record for an error raised before any response started, such as
+    a body the input gate refused (400) or one too large (413)."""
+    return describe(error, handler, quiet=True)[0]
 
 
 def _validation(error: ValidationException, handler: object) -> list[dict[str, str]]:
