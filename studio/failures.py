@@ -8,6 +8,7 @@ driver text, SQL or payloads never reach a response.
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import quote
 
 from litestar import Request, Response
@@ -41,6 +42,11 @@ SHAPE = "the request is not in the expected shape"
 """Said of a request whose fields are listed in ``problems``; a missing parameter is
 named in the message itself (Litestar's words, without the URL it appends)."""
 
+
+MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")
+"""Litestar's words for a required field left out, which it locates at the object
+(``data`` for the body itself): the problem's path names the field instead."""
+BODY_KEY = "data"
 
 NO_SUCH_PATH = "no such path; the API's paths are listed in /schema/openapi.json"
 """A path no route serves (a resource that is not found says which one instead)."""
@@ -102,6 +108,10 @@ def _validation(error: ValidationException, handler: object) -> list[dict[str, s
         path, message = str(item.get("key", "")), str(item.get("message", ""))
         if message.startswith("Invalid enum value") and (allowed := allowed_values(handler, path)):
             message = f"{message}; it is one of {', '.join(allowed)}"
+        if missing := MISSING_FIELD.fullmatch(message):  # located at the object that lacks it
+            within = "" if path == BODY_KEY else path
+            path = f"{within}.{missing[1]}" if within else missing[1]
+            message = "required, and missing"
         problems.append({"path": path, "message": message})
     return problems
 
