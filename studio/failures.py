@@ -8,6 +8,7 @@ driver text, SQL or payloads never reach a response.
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import quote
 
 from litestar import Request, Response
@@ -42,15 +43,23 @@ SHAPE = "the request is not in the expected shape"
 named in the message itself (Litestar's words, without the URL it appends)."""
 
 
+MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")
+"""Litestar's words for a required field left out, which it locates at the object
+(``data`` for the body itself): the problem's path names the field instead."""
+BODY_KEY = "data"
+
 NO_SUCH_PATH = "no such path; the API's paths are listed in /schema/openapi.json"
 """A path no route serves (a resource that is not found says which one instead)."""
 RETRY_AFTER_SECONDS = 5
 """The ``Retry-After`` of a 503: about how long a database restart takes."""
 
 
-def describe(error: Exception, handler: object = None) -> tuple[int, str, list[dict[str, str]]]:
+def describe(
+    error: Exception, handler: object = None, quiet: bool = False
+) -> tuple[int, str, list[dict[str, str]]]:
     """Status, message and (for invalid content) located problems of an error raised
-    while ``handler`` (the route's handler, when one was found) served the request."""
+    while ``handler`` (the route's handler, when one was found) served the request; an
+    outage or an unexpected error is logged unless ``quiet`` (``status_of``)."""
     if isinstance(error, StudioError):
         return error.status, str(error), error.problems
     if isinstance(error, DefinitionNotFound):
@@ -74,10 +83,19 @@ def describe(error: Exception, handler: object = None) -> tuple[int, str, list[d
     if isinstance(error, HTTPException):
         return error.status_code, error.detail, []
     if isinstance(error, StoreUnavailable):  # the driver's words (host, user) stay in the log
-        log.warning("the database did not answer: %s", error)
+        if not quiet:
+            log.warning("the database did not answer: %s", error)
         return 503, DATABASE_UNAVAILABLE, []
-    log.exception("unexpected error", exc_info=error)
+    if not quiet:
+        log.exception("unexpected error", exc_info=error)
     return 500, "something went wrong on the server; the details are in its log", []
+
+
+def status_of(error: Exception, handler: object = None) -> int:
+    """The status ``handle_error`` answers ``error`` with (nothing logged): what the
+    request latencies record for an error raised before any response started, such as
+    a body the input gate refused (400) or one too large (413)."""
+    return describe(error, handler, quiet=True)[0]
 
 
 def _validation(error: ValidationException, handler: object) -> list[dict[str, str]]:
@@ -90,6 +108,10 @@ def _validation(error: ValidationException, handler: object) -> list[dict[str, s
         path, message = str(item.get("key", "")), str(item.get("message", ""))
         if message.startswith("Invalid enum value") and (allowed := allowed_values(handler, path)):
             message = f"{message}; it is one of {', '.join(allowed)}"
+        if missing := MISSING_FIELD.fullmatch(message):  # located at the object that lacks it
+            within = "" if path == BODY_KEY else path
+            path = f"{within}.{missing[1]}" if within else missing[1]
+            message = "required, and missing"
         problems.append({"path": path, "message": message})
     return problems
 

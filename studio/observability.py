@@ -24,6 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram
 
 from engine import store_readiness
 from engine.worker import tracing
+from studio.failures import status_of
 from studio.runtime import Runtime
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -58,6 +59,9 @@ class RequestLatencies(ASGIMiddleware):
 
         try:
             await next_app(scope, receive, noting)
+        except Exception as error:  # answered by the app's handler, outside this middleware
+            status[0] = status_of(error, scope.get("route_handler"))
+            raise
         finally:
             route = scope.get("path_template") or UNMATCHED
             labels = (scope.get("method", ""), route, str(status[0]))

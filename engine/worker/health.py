@@ -40,5 +40,5 @@ async def readiness(store: Store) -> str:
 async def worker_readiness(worker: Worker) -> str:
     """``readiness`` of the worker's store, and its owner lock held."""
     if not worker.owner_locked.is_set():
-        return "the worker's owner lock is not held: it claims no work"
+        return worker.shared_id or "the worker's owner lock is not held: it claims no work"
     return await readiness(worker.store)

@@ -145,6 +145,9 @@ class Context:
     """The worker's decision points (``engine.worker.hooks``)."""
     tracing: Tracing | None = None
     """Where its spans go; None when traces are off (``engine.worker.tracing``)."""
+    draining: bool = False
+    """Set when the worker stops: in-flight attempts finish, but no new one is handed
+    on eagerly (``Eager``), so a stopping worker starts nothing it may have to abandon."""
     cache: InstanceCache = field(init=False)
     commits: CommitGroup = field(init=False)
 
@@ -359,7 +362,10 @@ class Eager:
     it takes exactly the slot the finished attempt frees. Others wait for a claim.
     Failing that, a code-first run's decision due now whose code this worker has is
     handed on the same way (``dispatch`` stays None): the next decision then follows
-    the outcome at once, on this worker, rather than after a claim.
+    the outcome at once, on this worker, rather than after a claim. A draining worker
+    hands nothing on: the next work is left due for a claim (by another worker, or by
+    this one's successor), rather than started and then abandoned when the drain runs
+    out, which would leave its attempt unknown.
     """
 
     ctx: Context
@@ -379,7 +385,7 @@ class Eager:
             and self.ctx.activities.runs(w.target)
         ]
         item = min(due, key=lambda w: w.kind is not WorkKind.ACTIVITY, default=None)
-        if item is None or draft.state.status is not S.RUNNING:
+        if item is None or draft.state.status is not S.RUNNING or self.ctx.draining:
             return fence
         if item.kind is WorkKind.DECISION:
             return replace(fence, lease_next=item.work_id, lease_for=self.lease_for)

@@ -12,8 +12,10 @@
 - It holds a session-level advisory lock named by its id, so a recovery sweep can
   expire the leases of a worker whose session is gone without waiting out the lease
   (fencing still rejects that worker if it turns out to be alive).
-- On stop (SIGTERM/SIGINT in the CLI) it stops claiming, lets in-flight work finish up
-  to ``drain_timeout`` (decisions already made are committed), then cancels the rest,
+- On stop (SIGTERM/SIGINT in the CLI) it stops claiming and starts no new attempt
+  (nothing is handed on eagerly: the next step is left due for a claim), lets in-flight
+  work finish up to ``drain_timeout`` (decisions already made are committed), then
+  cancels the rest,
   whose leases expire and are redelivered as unknown outcomes where a handler ran. A
   sync handler cancelled so keeps running in its thread, which does not hold the
   process's exit (``engine.worker.handler_threads``).
@@ -42,6 +44,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_POLL_INTERVAL,
 )
+from engine.model.transitions import work_label
 from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
 from engine.store.store import Store
@@ -57,6 +60,11 @@ from engine.worker.tracing import Tracing
 log = logging.getLogger("wayline.worker")
 
 
+SHARED_ID = (
+    "worker id {} is in use by another live worker: this one claims no work until that "
+    "one stops (give each worker its own --worker-id)"
+)
+"""What a worker says, once, while another live session holds its id's owner lock."""
 OUTAGE_ERRORS = (StoreUnavailable, CommitUnknown)
 """What a database outage raises: the database did not answer, or a write's answer was
 lost (the lease expires and the redelivery settles it). Their words say all there is."""
@@ -121,6 +129,8 @@ class Worker:
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
         self.owner_locked = asyncio.Event()
+        self.shared_id = ""
+        """Why the owner lock is not held when another live worker has this id."""
         self.ctx = Context(
             store,
             activities,
@@ -131,6 +141,7 @@ class Worker:
             hooks or WorkerHooks(),
             Tracing.of(self.config.worker_id, tracer_provider),
         )
+        self.metrics.declare_worker()
 
     @property
     def metrics(self) -> Metrics:
@@ -146,6 +157,7 @@ class Worker:
         try:
             await self._heartbeat()
             await self._loop(stop)
+            self.ctx.draining = True
             await self._drain()
         finally:
             for task in background:
@@ -217,7 +229,7 @@ class Worker:
         renewer = asyncio.create_task(self._renew(current, processor))
         try:
             await processor
-            self.metrics.count("completed", kind=str(lease.kind))
+            self.metrics.count("completed", kind=work_label(lease.kind))
         except StaleLease:
             self.metrics.count("lease_lost")
         except asyncio.CancelledError:
@@ -282,10 +294,18 @@ class Worker:
             try:
                 async with await self.store.dedicated() as conn:
                     await sweeps.hold_owner_lock(conn, self.store.schema, self.config.worker_id)
+                    if self.shared_id:
+                        log.warning("worker id %s is free again: claiming", self.config.worker_id)
+                    self.shared_id = ""
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
                     async for _ in conn.notifies():
                         self.wake.set()
+            except sweeps.OwnerLockHeld:
+                self.metrics.count("listen_failures")
+                if not self.shared_id:  # said once, not at every try
+                    self.shared_id = SHARED_ID.format(self.config.worker_id)
+                    log.warning("%s", self.shared_id)
             except (StoreError, psycopg.Error, OSError):
                 self.metrics.count("listen_failures")
             finally:

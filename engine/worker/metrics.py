@@ -24,8 +24,34 @@ PREFIX = "wayline_"
 SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 """Latency buckets in seconds: a step's commit takes about a millisecond, a handler may
 take its whole timeout."""
+REQUEST_SECONDS = 10
+"""How long ``serve`` waits for a request's head before it closes the connection."""
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32)
 """Count buckets (a commit group has at most ``group_commit.MAX_GROUP_MEMBERS``)."""
+
+WORKER_COUNTERS = (
+    "claimed",
+    "eager_dispatches",
+    "recovered_leases",
+    "readmitted",
+    "write_retries",
+    "lease_lost",
+    "dead_letters",
+    "claim_failures",
+    "renew_failures",
+    "listen_failures",
+    "processing_failures",
+)
+"""The worker's unlabelled counters the README lists, shown at 0 from its start."""
+WORKER_HISTOGRAMS = (
+    ("claim", "seconds"),
+    ("commit", "seconds"),
+    ("group", "size"),
+    ("processing", "seconds"),
+)
+"""Its unlabelled histograms (``step`` has a track: ``declare_worker`` makes each)."""
+OUTCOME_KINDS = ("succeeded", "failed", "unknown")
+TRACKS = ("activity", "compensation")
 
 prometheus_client.disable_created_metrics()
 
@@ -57,6 +83,20 @@ class Metrics:
             record = self._observations[key] = child.observe
         record(value)
 
+    def declare_worker(self) -> None:
+        """Make every series the README lists for a worker, at zero, so that a scrape
+        shows them before their first event: a dashboard or an alert on a series that is
+        missing (``wayline_lease_lost_total`` on a worker that never lost one) sees no
+        data rather than 0."""
+        for name in WORKER_COUNTERS:
+            self.count(name, 0)
+        for track in TRACKS:
+            for kind in OUTCOME_KINDS:
+                self.count("outcomes", 0, kind=kind, track=track)
+            self._child(Histogram, "step_seconds", (("track", track),))
+        for name, unit in WORKER_HISTOGRAMS:
+            self._child(Histogram, f"{name}_{unit}", ())
+
     def value(self, name: str, **labels: str) -> int:
         """A counter's current value (0 before its first count)."""
         sample = self.registry.get_sample_value(f"{PREFIX}{name}_total", labels)
@@ -82,10 +122,17 @@ class Metrics:
     ) -> asyncio.Server:
         """Answer HTTP requests on (host, port): ``/healthz`` (the process answers),
         ``/readyz`` (``ready()`` gives '' when ready, else why not: 503 with that reason)
-        and any other path with the current metrics."""
+        and any other path with the current metrics. A connection closed, or left silent
+        for ``REQUEST_SECONDS``, before its request's head is closed without an answer
+        (a TCP health probe does that), not logged as an error."""
 
         async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            request = await reader.readuntil(b"\r\n\r\n")
+            try:
+                async with asyncio.timeout(REQUEST_SECONDS):
+                    request = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, TimeoutError):
+                writer.close()  # a TCP probe, a port scan, a client that never asks
+                return
             path = request.split(b" ", 2)[1].partition(b"?")[0] if b" " in request else b""
             status, kind, body = "200 OK", CONTENT_TYPE_LATEST, b""
             if path in (b"/healthz", b"/readyz"):

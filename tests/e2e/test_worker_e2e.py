@@ -557,6 +557,31 @@ async def test_sigterm_drains_the_in_flight_handler_before_exit(e2e: Harness) ->
     assert [r["event"] for r in e2e.records()] == ["call"]
 
 
+async def test_a_stopping_worker_starts_no_next_step_and_leaves_it_to_a_claim(
+    e2e: Harness,
+) -> None:
+    """SIGTERM during step one: one's outcome is committed, but two is not started by
+    the stopping worker (eagerly, with that outcome), where its drain could run out and
+    leave it unknown; it stays due, and the next worker runs it cleanly."""
+    (worker,) = await e2e.spawn()
+    behaviours = {"one": Behaviour(block=e2e.gate("one")), "two": Behaviour()}
+    await e2e.start(d.THREE_STEPS, "handover", script(behaviours))
+    await e2e.until(lambda: e2e.calls("handover"), what="step one running")
+
+    await worker.terminate()  # while one's handler is blocked
+    e2e.release("one")
+    await worker.exited()
+    state = await e2e.state("handover")
+    assert state.activities["one"].status is A.SUCCEEDED
+    assert state.activities["two"].status is A.READY, "no attempt of two started while stopping"
+    assert [r["step"] for r in e2e.calls("handover")] == ["one"]
+
+    await e2e.spawn()
+    state = await e2e.settled("handover", S.COMPLETED)
+    assert [state.activities[s].attempt for s in ("one", "two", "three")] == [1, 1, 1]
+    assert not await e2e.kinds("handover", EventKind.ATTEMPT_UNKNOWN)
+
+
 # Load -----------------------------------------------------------------------------------
 
 INSTANCES = 500

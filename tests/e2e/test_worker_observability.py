@@ -67,3 +67,57 @@ async def test_a_start_from_the_command_line_begins_the_instances_trace(e2e: Har
     )
     trace_id = kept.split("-")[1]  # traceparent: version-trace_id-span_id-flags
     assert f'"trace_id": "0x{trace_id}"' in started.stdout
+
+
+async def scrape(port: int) -> dict[str, float]:
+    """The worker's metrics by series (buckets left out)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    body = (await reader.read()).decode().partition("\r\n\r\n")[2]
+    writer.close()
+    series = (line.rpartition(" ") for line in body.splitlines() if line[:1] != "#")
+    return {name: float(value) for name, _, value in series if "_bucket{" not in name}
+
+
+async def test_a_workers_metrics_are_there_from_its_start_and_count_what_happened(
+    e2e: Harness,
+) -> None:
+    """Every series the README lists shows before its first event (0, not missing), and
+    the counts after one instance of two steps are what happened, by name."""
+    await e2e.publish(TWO_STEPS)
+    port = free_port()
+    [worker] = await e2e.spawn(concurrency=1, options=("--metrics-port", str(port)))
+    await e2e.until(lambda: answer(port, "/healthz"), what="the metrics port")
+
+    idle = await scrape(port)
+    for name in (
+        "wayline_lease_lost_total",
+        "wayline_readmitted_total",
+        "wayline_write_retries_total",
+        "wayline_processing_failures_total",
+        "wayline_eager_dispatches_total",
+        'wayline_outcomes_total{kind="unknown",track="activity"}',
+        'wayline_outcomes_total{kind="failed",track="compensation"}',
+        'wayline_step_seconds_count{track="activity"}',
+        "wayline_commit_seconds_count",
+        "wayline_group_size_count",
+        "wayline_processing_seconds_count",
+    ):
+        assert idle.get(name) == 0, name
+
+    await e2e.start(TWO_STEPS, "counted-1")
+    await e2e.settled("counted-1", InstanceStatus.COMPLETED)
+
+    async def processed() -> dict[str, float] | None:  # counted just after the commit
+        scraped = await scrape(port)
+        return scraped if scraped["wayline_processing_seconds_count"] == 1 else None
+
+    done = await e2e.until(processed, what="the work item counted")
+    await worker.stop()
+    assert done['wayline_outcomes_total{kind="succeeded",track="activity"}'] == 2
+    assert done['wayline_step_seconds_count{track="activity"}'] == 2
+    assert done["wayline_claimed_total"] == 1
+    assert done["wayline_eager_dispatches_total"] == 1
+    assert done['wayline_completed_total{kind="activity"}'] == 1
+    assert 'wayline_completed_total{kind="1"}' not in done

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from datetime import timedelta
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.health import worker_readiness
-from engine.worker.loop import Worker, WorkerConfig
+from engine.worker.loop import SHARED_ID, Worker, WorkerConfig
 
 
 async def get(port: int, path: str) -> tuple[int, str]:
@@ -74,3 +76,39 @@ async def test_a_worker_is_ready_only_with_its_owner_lock_and_a_current_schema(
     assert await get(port, "/healthz") == (200, "ok\n")  # the process still answers
     server.close()
     await server.wait_closed()
+
+
+async def test_a_second_worker_with_the_same_id_says_why_it_claims_nothing(
+    db_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two workers given one --worker-id: the second cannot hold the id's owner lock, so
+    it claims nothing. It says so once in its log and in /readyz, rather than running
+    silently, and takes over once the first stops."""
+    config = WorkerConfig(worker_id="twin", poll_interval=timedelta(milliseconds=50))
+    first, second = (
+        Worker(db_store, ActivityRegistry(), config),
+        Worker(db_store, ActivityRegistry(), config),
+    )
+    stops = asyncio.Event(), asyncio.Event()
+    caplog.set_level(logging.WARNING, logger="wayline.worker")
+    running = [asyncio.create_task(first.run(stops[0]))]
+    try:
+        await asyncio.wait_for(first.owner_locked.wait(), 20)
+        running.append(asyncio.create_task(second.run(stops[1])))
+        said = SHARED_ID.format("twin")
+        deadline = asyncio.get_running_loop().time() + 20
+        while await worker_readiness(second) != said:
+            assert asyncio.get_running_loop().time() < deadline, "the twin never said why"
+            await asyncio.sleep(0.02)
+        assert [r.getMessage() for r in caplog.records].count(said) == 1
+        assert "--worker-id" in said
+
+        stops[0].set()
+        await running[0]
+        await asyncio.wait_for(second.owner_locked.wait(), 20)
+        assert await worker_readiness(second) == ""
+        assert "worker id twin is free again: claiming" in caplog.messages
+    finally:
+        for stop in stops:
+            stop.set()
+        await asyncio.gather(*running)

@@ -86,3 +86,29 @@ def test_without_a_trace_address_there_is_no_link(studio: LiveStudio) -> None:
 def test_a_trace_address_without_its_placeholder_is_refused() -> None:
     with pytest.raises(ValueError, match=r"WAYLINE_TRACE_URL must be an http\(s\) address"):
         StudioSettings("postgresql://nowhere", trace_url="https://traces.example/")
+
+
+def test_a_refused_body_is_recorded_with_the_status_it_was_answered(
+    traced_studio: LiveStudio,
+) -> None:
+    """A body the input gate refuses (not JSON: 400; over the size limit: 413) is answered
+    by the app's error handler, outside the latency middleware: it is recorded under that
+    status, not as a 500 that never happened."""
+    anonymous = traced_studio.client()
+    series = 'wayline_studio_request_seconds_count{{method="POST",route="/api/holds",status="{}"}}'
+
+    def count(status: int) -> float:
+        for line in anonymous.get("/metrics").text.splitlines():
+            if line.startswith(series.format(status) + " "):
+                return float(line.rpartition(" ")[2])
+        return 0.0
+
+    before = {status: count(status) for status in (400, 413, 500)}
+    json_headers = {"Content-Type": "application/json"}
+    bad = anonymous.post("/api/holds", content=b"{not json", headers=json_headers)
+    huge = anonymous.post(
+        "/api/holds", content=b'"' + b"a" * 4_100_000 + b'"', headers=json_headers
+    )
+    assert (bad.status_code, huge.status_code) == (400, 413)
+    after = {status: count(status) for status in (400, 413, 500)}
+    assert {s: after[s] - before[s] for s in after} == {400: 1, 413: 1, 500: 0}

@@ -116,3 +116,13 @@ def test_the_document_says_request_classes_take_no_other_fields(studio: LiveStud
     schemas = httpx.get(f"{studio.url}/schema/openapi.json").json()["components"]["schemas"]
     for name in ("ReleaseIn", "StartIn", "BulkFilterIn", "FenceIn"):
         assert schemas[name]["additionalProperties"] is False, name
+
+
+def test_a_missing_required_field_is_named_by_its_path(api: SignedInClient, named: str) -> None:
+    """Not ``{"path": "data", ...}``: the problem's path is the field to send."""
+    refused = api.post("/api/instances", json={"definition": named, "input": {}})
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "error": SHAPE,
+        "problems": [{"path": "version", "message": "required, and missing"}],
+    }

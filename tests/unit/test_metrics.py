@@ -93,3 +93,27 @@ async def test_metrics_are_served_over_http() -> None:
     assert head.startswith("HTTP/1.1 200 OK")
     assert "Content-Type: text/plain; version=" in head
     assert body.splitlines()[-1] == "wayline_lease_lost_total 1.0"
+
+
+async def test_a_probe_that_connects_and_closes_is_no_error() -> None:
+    """A TCP health check, a port scan, a request cut short: the connection is closed
+    without an answer, and nothing reaches the loop's exception handler (which logs
+    each as an ERROR with a traceback)."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    server = await Metrics().serve("127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for sent in (b"", b"GARBAGE", b"GET /metrics HTTP/1.1\r\n"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(sent)
+            writer.write_eof()
+            assert await reader.read() == b""  # closed once the server gave up on it
+            writer.close()
+        assert (await _get(port, "/healthz")).endswith("ok\n")
+    finally:
+        server.close()
+        await server.wait_closed()
+        loop.set_exception_handler(None)
+    assert errors == []
