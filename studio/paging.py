@@ -7,11 +7,31 @@ strictly after it, so rows added meanwhile never shift what a person sees.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from studio.errors import BadRequest
 
 CURSOR_REFUSED = "the page cursor is not valid; start from the first page"
+
+
+def cursor_time(instant: datetime) -> str:
+    """An instant as a cursor writes it: ISO 8601 in UTC with ``Z``, so that a cursor
+    pasted into a URL unencoded still reads back (the ``+`` of ``+00:00`` arrived as a
+    space, and the cursor was refused)."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class NoTimeZone(ValueError):
+    """A cursor's time without a zone (edited by hand): never guessed."""
+
+
+def read_cursor_time(text: str) -> datetime:
+    """``cursor_time`` read back (ValueError when it is not an instant, NoTimeZone when
+    it has no zone); a ``+`` a URL turned into a space is read as the ``+`` it was."""
+    instant = datetime.fromisoformat(text.replace(" ", "+"))
+    if instant.tzinfo is None:
+        raise NoTimeZone
+    return instant
 
 
 def parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
@@ -24,13 +44,12 @@ def parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
         return None
     stamp, _, ident = cursor.partition("|")
     try:
-        instant = datetime.fromisoformat(stamp)
+        return read_cursor_time(stamp), ident
+    except NoTimeZone:
+        raise BadRequest(f"{CURSOR_REFUSED} (its time has no time zone)") from None
     except ValueError:
         raise BadRequest(CURSOR_REFUSED) from None
-    if instant.tzinfo is None:
-        raise BadRequest(f"{CURSOR_REFUSED} (its time has no time zone)")
-    return instant, ident
 
 
 def format_cursor(cursor: tuple[datetime, str] | None) -> str:
-    return "" if cursor is None else f"{cursor[0].isoformat()}|{cursor[1]}"
+    return "" if cursor is None else f"{cursor_time(cursor[0])}|{cursor[1]}"

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from studio.errors import BadRequest, Invalid
-from studio.paging import CURSOR_REFUSED
+from studio.paging import CURSOR_REFUSED, cursor_time, read_cursor_time
 
 COLUMNS = {
     "id": "Instance",
@@ -78,7 +78,7 @@ def format_cursor(cursor: tuple[Any, str] | None) -> str:
     if cursor is None:
         return ""
     value, ident = cursor
-    text = value.isoformat() if isinstance(value, datetime) else str(value)
+    text = cursor_time(value) if isinstance(value, datetime) else str(value)
     return f"{quote(text, safe=':+-.')}|{ident}"
 
 
@@ -92,10 +92,7 @@ def parse_cursor(cursor: str | None, order: ListOrder) -> tuple[Any, str] | None
     value = unquote(text)
     try:
         if order.key in TIMES:
-            instant = datetime.fromisoformat(value)
-            if instant.tzinfo is None:
-                raise ValueError("no time zone")
-            return instant, ident
+            return read_cursor_time(value), ident
         return (int(value) if order.key in NUMBERS else value), ident
     except ValueError:
         raise BadRequest(CURSOR_REFUSED) from None

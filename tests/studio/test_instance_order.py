@@ -55,3 +55,21 @@ def test_an_id_filter_matches_ids_by_their_start(studio: LiveStudio) -> None:
     assert [i["id"] for i in listed(client, f"instance={us1}")] == [us1]
     assert client.get("/api/instances?sort=colour").status_code == 422
     assert client.get("/api/instances?sort=id&after=nonsense").status_code == 400
+
+
+def test_a_cursor_pasted_into_a_url_unencoded_still_pages(studio: LiveStudio) -> None:
+    """A script that pasted ``next`` into its URL as it is got "the page cursor is not
+    valid": the ``+`` of a time's ``+00:00`` arrived as a space."""
+    team = studio.team("paste")
+    name = f"paste.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    ids = {studio.start(team, name, f"{name}-{n:03d}") for n in range(PAGE_SIZE + 1)}
+    client = studio.client(studio.user(team, Role.VIEWER))
+    first = client.get(f"/api/instances?definition={name}").json()
+    assert "+" not in first["next"]
+    pasted = client.get(f"/api/instances?definition={name}&after={first['next']}")
+    assert pasted.status_code == 200, pasted.text
+    rest = ids - {i["id"] for i in first["items"]}
+    assert [i["id"] for i in pasted.json()["items"]] == list(rest)  # the one left
+    old_shape = first["next"].replace("Z|", "+00:00|")  # as cursors were written before
+    assert client.get(f"/api/instances?definition={name}&after={old_shape}").status_code == 200
