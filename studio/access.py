@@ -27,6 +27,11 @@ CSRF_FIELD = "_csrf"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _UNRESOLVED = object()
 TOKEN_REFUSED = "the API token is not accepted: it is unknown, revoked or expired"
+AUTHORIZATION_SHAPE = (
+    "the Authorization header must be 'Bearer <token>' with an API token (wl_...) made on "
+    "the Settings page"
+)
+"""Why a request whose Authorization header is of another shape is refused."""
 """Why a request that carries a bearer token is refused: a script says what to fix
 (which of the three is not told: that would help someone guessing tokens)."""
 
@@ -46,6 +51,18 @@ async def current_principal(connection: ASGIConnection) -> Principal | None:
         found = await principals.from_session(store, cookie)
     state["principal"] = found
     return found
+
+
+def _unauthorized(authorization: str) -> str:
+    """Why no one is signed in: a bearer token refused, an Authorization header of
+    another shape (``Basic ...``, a bare ``Bearer``) that says nothing this studio
+    reads, or nothing given at all."""
+    scheme, _, token = authorization.partition(" ")
+    if f"{scheme.lower()} " == principals.BEARER and token.strip():
+        return TOKEN_REFUSED
+    if authorization.strip():
+        return AUTHORIZATION_SHAPE
+    return "sign in first"
 
 
 def maybe_principal(request: Request) -> Principal | None:
@@ -69,8 +86,7 @@ async def enforce_access(connection: ASGIConnection, handler: BaseRouteHandler) 
     if access is Access.PUBLIC:
         return
     if principal is None:
-        given = connection.headers.get("authorization", "").lower().startswith(principals.BEARER)
-        raise NotAuthorizedException(TOKEN_REFUSED if given else "sign in first")
+        raise NotAuthorizedException(_unauthorized(connection.headers.get("authorization", "")))
     if connection.scope.get("method", "GET") not in SAFE_METHODS and principal.session:
         await check_csrf(connection, principal.session.csrf_token)
     if principal.must_change_password and access is not Access.SIGNED_IN:

@@ -9,7 +9,7 @@ import httpx
 
 from engine.model.validation import parse_definition
 from engine.store.store import Store
-from studio.access import TOKEN_REFUSED
+from studio.access import AUTHORIZATION_SHAPE, TOKEN_REFUSED
 from studio.accounts import people
 from studio.roles import Role
 from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
@@ -197,6 +197,9 @@ def assert_token_refused(api: SignedInClient, bearer: dict[str, str]) -> None:
     assert refused.status_code == 401
     assert refused.json()["error"] == TOKEN_REFUSED
     assert api.get("/api/me").json()["error"] == "sign in first"
+    for shape in ("Basic YWRhOnB3", "Bearer", "wl_abc"):  # says what this studio reads
+        wrong = api.get("/api/me", headers={"Authorization": shape})
+        assert (wrong.status_code, wrong.json()["error"]) == (401, AUTHORIZATION_SHAPE)
 
 
 def test_login_redirects_only_to_local_pages(studio: LiveStudio) -> None:
