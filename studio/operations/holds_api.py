@@ -8,6 +8,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from studio import api_examples as examples
+from studio.errors import Invalid
 from studio.operations import holds
 from studio.operations.hold_schemas import HoldIn, HoldOut, ReleasedOut, ReleaseIn, hold_out
 from studio.principal import Principal
@@ -26,6 +27,9 @@ async def place_hold(
     runtime: NamedDependency[Runtime],
     data: Annotated[HoldIn, examples.HOLD],
 ) -> HoldOut:
+    if data.scope == "team" and data.definition.strip():  # which was meant cannot be told
+        message = "a hold of the whole team names no definition: send one or the other"
+        raise Invalid(message, [{"path": "definition", "message": message}])
     hold = await holds.place(
         runtime, principal.team_id, principal.actor, data.scope, data.definition, data.reason
     )

@@ -78,6 +78,10 @@ def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStu
     status, refused = post(release, {"reason": "why", "count": 1, "rate": 2.0})
     assert (status, refused["error"]) == (422, "release by a count or by a rate, not both")
     assert post("/api/holds", {"scope": "definition", "reason": "no name"})[0] == 422
+    both = {"scope": "team", "definition": "order.fulfillment", "reason": "which?"}
+    status, contradictory = post("/api/holds", both)  # held the whole team, silently
+    assert (status, contradictory["problems"][0]["path"]) == (422, "definition")
+    assert len(operator.get("/api/holds").json()) == 1, "nothing more was held"
     status, unknown = post(
         "/api/holds", {"scope": "definition", "definition": "never.published", "reason": "typo"}
     )
