@@ -97,6 +97,7 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
         raise UsageError(f"team {_team(args.team)} has no retention policy (set one first)")
     for policy in chosen:
         path = _export_path(args.export_dir, policy.tenant_id)
+        existed = path.exists()  # a run earlier in the same second appends to it
         # An export that cannot be written stops the run before its batch is removed
         # (retention.prune syncs each batch's export to disk before removing it).
         with (
@@ -106,6 +107,11 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
             done = await retention.prune(
                 client.store, policy.tenant_id, policy.keep, export, args.batch
             )
+        if not done.exported:  # no empty file every run
+            if not existed:
+                path.unlink()
+            print(f"team {_team(policy.tenant_id)}: nothing past its keep, no export written")
+            continue
         print(
             f"team {_team(policy.tenant_id)}: exported {done.exported} to {path}, "
             f"removed {done.removed}, left {done.skipped} in use for a later run"

@@ -38,6 +38,9 @@ async def test_a_run_exports_and_removes_what_is_past_the_keep(e2e: Harness) -> 
     (line,) = path.read_text().splitlines()
     assert [e["instance_id"] for e in json.loads(line)][-1] == "gone"
     assert await e2e.query("SELECT instance_id FROM instances ORDER BY 1") == [("still-running",)]
+    again = await ok(e2e, "retention", "run", "--export-dir", str(exports))
+    assert again == "team (no team): nothing past its keep, no export written\n"
+    assert list(exports.iterdir()) == [path], "no empty export file"
 
 
 async def test_bad_input_gets_one_line(e2e: Harness) -> None:
