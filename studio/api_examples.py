@@ -20,7 +20,7 @@ def json_body(summary: str, value: dict[str, Any]) -> Any:
 START = json_body(
     "Start an order with an id of your choosing",
     {
-        "definition": "order_fulfillment",
+        "definition": "order.fulfillment",
         "version": "1",
         "instance_id": "order-7",
         "input": {"order": 7, "items": ["sku-1"]},
@@ -75,7 +75,7 @@ CANCEL = json_body(
 )
 BULK_PREVIEW = json_body(
     "What cancelling every running order of version 3 would do",
-    {"action": "cancel", "filter": {"definition": "order_fulfillment", "version": "3"}},
+    {"action": "cancel", "filter": {"definition": "order.fulfillment", "version": "3"}},
 )
 BULK = json_body(
     "Cancel the previewed orders once, with a reason",
