@@ -123,7 +123,7 @@ def test_closed_sets_of_values_are_listed_in_the_document(studio: LiveStudio) ->
     assert choices("DrillStartIn", "profile") == set(PROFILES)
     assert choices("TokenIn", "role") == choices("MemberOut", "role") == {r.value for r in Role}
     assert choices("InstanceOut", "status") == {s.label for s in InstanceStatus}
-    assert choices("DrillRunOut", "status") == {"running", "passed", "failed", "error"}
+    assert choices("DrillRunOut", "status") == {"running", "passed", "failed", "error", "stopped"}
 
 
 def test_a_wrong_method_is_answered_with_the_methods_the_path_takes(studio: LiveStudio) -> None:
