@@ -603,13 +603,19 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     except ActivityAppNotFound as error:
         raise UsageError(str(error)) from None
     await _refuse_changed_code(client, registry)
-    config = WorkerConfig(
-        concurrency=args.concurrency,
-        lease=args.lease_seconds,
-        renew_every=args.lease_seconds / 3,
-        poll_interval=args.poll_seconds,
-        **({"worker_id": args.worker_id} if args.worker_id else {}),
-    )
+    if args.worker_id is not None and not args.worker_id.strip():
+        raise UsageError("--worker-id is empty: give the id this worker's leases carry")
+    try:
+        config = WorkerConfig(
+            concurrency=args.concurrency,
+            lease=args.lease_seconds,
+            renew_every=args.lease_seconds / 3,
+            poll_interval=args.poll_seconds,
+            **({"worker_id": args.worker_id} if args.worker_id else {}),
+        )
+        config.check()
+    except ValueError as bad:  # a concurrency or an id out of bounds: the command line's
+        raise UsageError(str(bad)) from None
     metrics = Metrics()
     logs.bind(worker_id=config.worker_id)
     worker = Worker(client.store, registry, config, faults=Faults.from_env(), metrics=metrics)

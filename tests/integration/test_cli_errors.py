@@ -367,11 +367,18 @@ def test_a_worker_id_that_is_no_id_is_refused_before_the_worker_runs(
 ) -> None:
     store = ["--dsn", pg_dsn, "--schema", schema]
     worker = ["worker", "--app", "examples.orders:app", *store, "--worker-id", "w ü 1"]
-    assert refused(capsys, *worker) == (
-        1,
+    assert refused(capsys, *worker) == (  # bad input: exit 2, as every other bad argument
+        2,
         "wayline worker: the worker id must be 1 to 200 characters: letters, digits and "
         ". _ : @ / + -, starting with a letter or digit",
     )
+    empty = refused(capsys, *worker[:-1], "")  # it silently became the default id
+    assert empty == (
+        2,
+        "wayline worker: --worker-id is empty: give the id this worker's leases carry",
+    )
+    idle = refused(capsys, *worker[:-2], "--concurrency", "0")
+    assert idle == (2, "wayline worker: concurrency must be from 1 to 1000")
 
 
 @pytest.mark.parametrize("given", ["", "\n"])
