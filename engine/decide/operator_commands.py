@@ -20,6 +20,7 @@ from engine.model.events import EventKind, json_data
 from engine.model.identifiers import require_id
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Draft
+from engine.replay.lifecycle import LIFECYCLE_EDGES
 
 
 def record_command(
@@ -38,23 +39,33 @@ def record_command(
     draft.add(
         EventKind.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record)
     )
+    kind = EFFECTS[action].kind
+    _refuse_if_not_now(draft, action, kind)
     build = _BUILDERS.get(action, _bare)
-    build(draft, EFFECTS[action].kind, command_id, **effect)
+    build(draft, kind, command_id, **effect)
+
+
+def _refuse_if_not_now(draft: Draft, action: Action, kind: EventKind) -> None:
+    """A lifecycle action the instance's status does not allow, refused in words a
+    person knows before any event is made (the replay rule names events:
+    ``cancellation_requested is not allowed while completed``)."""
+    edge = LIFECYCLE_EDGES.get(kind)
+    state = draft.state
+    if edge is None or state is None or state.status in edge[0]:
+        return
+    spec = state.spec
+    noun = "execution" if spec is not None and spec.mode == Mode.MACHINE else "instance"
+    if action is Action.CANCEL and state.status is InstanceStatus.CANCELLING:
+        raise DecisionRejected(f"the {noun} is already being cancelled; nothing was done")
+    allowed = " or ".join(sorted(s.label for s in edge[0]))
+    raise DecisionRejected(
+        f"the {noun} is {state.status.label}: {action.value} applies to a {allowed} {noun} "
+        "only; nothing was done"
+    )
 
 
 def _bare(draft: Draft, kind: EventKind, command_id: str) -> None:
     """A lifecycle effect (pause, resume, cancel, terminate): the event alone."""
-    draft.add(kind)
-
-
-def _cancel(draft: Draft, kind: EventKind, command_id: str) -> None:
-    """A cancel, refused in words a person knows when one is already under way (the
-    replay rule would say cancellation_requested is not allowed while cancelling)."""
-    assert draft.state is not None
-    if draft.state.status is InstanceStatus.CANCELLING:
-        spec = draft.state.spec
-        noun = "execution" if spec is not None and spec.mode == Mode.MACHINE else "instance"
-        raise DecisionRejected(f"the {noun} is already being cancelled; nothing was done")
     draft.add(kind)
 
 
@@ -119,7 +130,6 @@ def _activity(draft: Draft, step: str):
 
 
 _BUILDERS = {
-    Action.CANCEL: _cancel,
     Action.RETRY_ACTIVITY: _retry_activity,
     Action.COMPENSATE: _compensate,
     Action.RESOLVE_COMPENSATION: _resolve_compensation,

@@ -16,7 +16,7 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.model.errors import CommandConflict, InputRefused, LimitExceeded
+from engine.model.errors import CommandConflict, DecisionRejected, InputRefused, LimitExceeded
 from engine.model.instance import InstanceStatus
 from engine.model.validation import parse_definition
 from engine.store import reads
@@ -179,3 +179,24 @@ async def test_a_payload_larger_than_its_step_takes_is_refused_as_a_size(client:
     state = await client.inspect("gated")
     assert [entry.action for entry in state.audit] == ["approve"]
     assert "go" not in state.signals
+
+
+async def test_a_lifecycle_action_the_status_does_not_allow_says_so_in_words(
+    client: Client,
+) -> None:
+    """Not in the replay rule's words (``paused is not allowed while paused``,
+    ``resumed is not allowed while running``), and nothing is recorded."""
+    await client.command("running", Action.PAUSE, "ops", "look first", command_id="p1")
+    with pytest.raises(DecisionRejected) as again:
+        await client.command("running", Action.PAUSE, "ops", "again", command_id="p2")
+    assert str(again.value) == (
+        "the instance is paused: pause applies to a running instance only; nothing was done"
+    )
+    await client.command("running", Action.RESUME, "ops", "looked", command_id="r1")
+    with pytest.raises(DecisionRejected) as running:
+        await client.command("running", Action.RESUME, "ops", "again", command_id="r2")
+    assert str(running.value) == (
+        "the instance is running: resume applies to a paused instance only; nothing was done"
+    )
+    audit = [a.command_id for a in (await client.inspect("running")).audit]
+    assert audit == ["p1", "r1"]
