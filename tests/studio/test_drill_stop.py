@@ -64,6 +64,8 @@ def test_a_running_plan_is_stopped_and_the_studio_is_free_again(
     job = poll(client, started.json(), lambda j: j["run_id"])  # recorded, drill under way
     job_id, run_id = job["job_id"], job["run_id"]
 
+    plan_page = operator.get(f"{base.removeprefix('/api')}/jobs/{job_id}").text
+    assert f'action="/drills/jobs/{job_id}/stop"' in plan_page, "Stop beside the plan's run"
     assert api(viewer).post(f"/api/drills/jobs/{job_id}/stop").status_code == 403
     asked = client.post(f"/api/drills/jobs/{job_id}/stop")
     assert asked.status_code == 202, asked.text
