@@ -27,13 +27,13 @@ CSRF_FIELD = "_csrf"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _UNRESOLVED = object()
 TOKEN_REFUSED = "the API token is not accepted: it is unknown, revoked or expired"
+"""Why a request that carries a bearer token is refused: a script says what to fix
+(which of the three is not told: that would help someone guessing tokens)."""
 AUTHORIZATION_SHAPE = (
     "the Authorization header must be 'Bearer <token>' with an API token (wl_...) made on "
     "the Settings page"
 )
 """Why a request whose Authorization header is of another shape is refused."""
-"""Why a request that carries a bearer token is refused: a script says what to fix
-(which of the three is not told: that would help someone guessing tokens)."""
 
 
 async def current_principal(connection: ASGIConnection) -> Principal | None:

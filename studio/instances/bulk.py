@@ -184,6 +184,9 @@ async def _undeclared_version(
     targets = await _migration_targets(runtime, team, selection)
     if version in targets:
         return []
+    rows = await runtime.queries.instance_rows(selection.instance_ids)
+    if any(r.definition.version == version for r in rows.values()):
+        return []  # those already run it: each is previewed as unchanged
     message = f"no migration to version {version} is declared; {_targets_text(targets, selection)}"
     return [{"path": "version", "message": message}]
 

@@ -174,6 +174,10 @@ def test_the_api_previews_and_migrates_only_compatible_instances_once(
             "move to (Compatibility and migration)",
         }
     ]
+    same = operator.post(
+        "/api/instances/bulk/preview", json={**body, "version": "1"}, headers=headers
+    )
+    assert same.status_code == 200, "the version they run: each previewed, as unchanged"
     unversioned = {"action": "migrate", "instances": ids}
     refused = operator.post("/api/instances/bulk/preview", json=unversioned, headers=headers)
     assert refused.status_code == 422 and "choose the version to migrate to" in refused.text
