@@ -364,8 +364,13 @@ def _self_test(args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
     _check_reachable(args.dsn)
     install_signal_handlers()
-    result = asyncio.run(
-        self_test(args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr))
-    )
+    try:
+        result = _until_stopped(
+            self_test(
+                args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr)
+            )
+        )
+    except _Stopped as stopped:
+        return stopped.exit("wayline drill self-test")
     print(result.text())
     return 0 if result.passed else EXIT_FAILED
