@@ -215,11 +215,13 @@ class _Stopped(Exception):
     def __init__(self, signum: int) -> None:
         self.signum = signum
 
-    def exit(self, command: str) -> int:
+    def exit(self, command: str, recorded: bool = True) -> int:
+        """Say so in one line (``recorded``: the command records its run); the status."""
         name = signal.Signals(self.signum).name
+        said = "; the run is recorded as stopped" if recorded else ""
         print(
             f"{command}: stopped by {name}; the drills under way were cleaned up (their "
-            "processes and schemas) and the run is recorded as stopped",
+            f"processes and schemas){said}",
             file=sys.stderr,
         )
         return 128 + self.signum
@@ -371,6 +373,6 @@ def _self_test(args: argparse.Namespace) -> int:
             )
         )
     except _Stopped as stopped:
-        return stopped.exit("wayline drill self-test")
+        return stopped.exit("wayline drill self-test", recorded=False)
     print(result.text())
     return 0 if result.passed else EXIT_FAILED
