@@ -144,11 +144,18 @@ def recordable(outcome: Outcome, limit: int, what: str = "activity") -> Outcome:
     if not isinstance(outcome, Succeeded) or outcome.result is None:
         return outcome
     try:
-        size = len(canonical_json(outcome.result).encode())
+        text = canonical_json(outcome.result)
     except (TypeError, ValueError):
         return Unknown(RESULT_NOT_JSON)
+    return too_large(text, limit, what) or outcome
+
+
+def too_large(text: str, limit: int, what: str) -> Unknown | None:
+    """The unknown outcome of a result whose canonical JSON ``text`` is larger than
+    ``limit`` bytes (saying its size and the limit), else None."""
+    size = len(text.encode())
     if size <= limit:
-        return outcome
+        return None
     message = f"the {what} returned {size} bytes of JSON; at most {limit} can be recorded"
     return Unknown(RESULT_TOO_LARGE, {"message": message})
 

@@ -19,13 +19,12 @@ from engine.model.description import failure_message
 from engine.model.errors import InputRefused
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
-from engine.modes.code.effects import STEP_RESULT_TOO_LARGE
 from engine.modes.code.failures import failed_text
 from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
-from engine.worker.activities import ActivityRegistry
+from engine.worker.activities import RESULT_TOO_LARGE, ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration import code_flows
 from tests.integration.code_flows import CALLS, SCRIPT
@@ -130,7 +129,7 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(
     state = await client.inspect(run)
     big = state.activities["big.1"]
     assert big.status is A.UNKNOWN
-    assert big.code == STEP_RESULT_TOO_LARGE
+    assert big.code == RESULT_TOO_LARGE
     assert json.loads(big.result or "null") == {
         "message": f"the step returned {STEP_RESULT_LIMIT + 1} bytes of JSON; "
         f"at most {STEP_RESULT_LIMIT} can be recorded"

@@ -29,13 +29,19 @@ from engine.modes.code.driver import find_command, run_body, run_compensation
 from engine.modes.code.failures import StepFailure, StepTimedOut
 from engine.modes.code.fold import entries
 from engine.modes.code.records import STEP_RESULT_LIMIT
-from engine.worker.activities import CRASH_CODE, Failed, Outcome, Succeeded, Unknown
+from engine.worker.activities import (
+    CRASH_CODE,
+    RESULT_NOT_JSON,
+    Failed,
+    Outcome,
+    Succeeded,
+    Unknown,
+    too_large,
+)
 
 log = logging.getLogger("wayline.code")
 STEP_FAILURE = "step-failure"
 STEP_TIMED_OUT = "step-timed-out"
-STEP_RESULT_NOT_JSON = "step-result-not-json"
-STEP_RESULT_TOO_LARGE = "step-result-too-large"
 STEP_NOT_REACHED = "step-not-reached"
 """The code no longer reaches the step it started (it was changed under a running
 attempt): the attempt's outcome is unknown, and the next decision says where."""
@@ -77,11 +83,6 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
     try:
         text = canonical_json(value)
     except (TypeError, ValueError):
-        return Unknown(STEP_RESULT_NOT_JSON)
-    size = len(text.encode())
-    if size > STEP_RESULT_LIMIT:  # the event could not be written: unknown, saying why
-        message = (
-            f"the step returned {size} bytes of JSON; at most {STEP_RESULT_LIMIT} can be recorded"
-        )
-        return Unknown(STEP_RESULT_TOO_LARGE, {"message": message})
-    return Succeeded(json.loads(text))
+        return Unknown(RESULT_NOT_JSON)
+    # too large, the event could not be written: unknown, saying why (as for step lists)
+    return too_large(text, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text))
