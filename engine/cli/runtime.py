@@ -47,7 +47,12 @@ from engine.model.files import load_definition
 from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import Instance, InstanceStatus, instance_to_json
-from engine.model.limits import MAX_LEASE_DURATION, MAX_WAIT_TIMEOUT, MAX_WORKER_POLL_INTERVAL
+from engine.model.limits import (
+    MAX_LEASE_DURATION,
+    MAX_WAIT_TIMEOUT,
+    MAX_WORKER_DRAIN,
+    MAX_WORKER_POLL_INTERVAL,
+)
 from engine.model.transitions import work_label
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads, work_views
@@ -263,6 +268,12 @@ def _worker(commands: argparse._SubParsersAction) -> None:
         type=seconds_up_to(MAX_WORKER_POLL_INTERVAL, "MAX_WORKER_POLL_INTERVAL"),
         default=timedelta(seconds=1),
         help="poll interval when no notification arrives (default: 1)",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=seconds_up_to(MAX_WORKER_DRAIN, "MAX_WORKER_DRAIN"),
+        default=WorkerConfig.drain_timeout,
+        help="on SIGTERM/SIGINT, how long attempts in flight may finish (default: 30)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -611,6 +622,7 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
             lease=args.lease_seconds,
             renew_every=args.lease_seconds / 3,
             poll_interval=args.poll_seconds,
+            drain_timeout=args.drain_seconds,
             **({"worker_id": args.worker_id} if args.worker_id else {}),
         )
         config.check()

@@ -42,6 +42,7 @@ from engine.model.limits import (
     MAX_LEASE_DURATION,
     MAX_WORK_CLAIM_ITEMS,
     MAX_WORKER_CONCURRENCY,
+    MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
@@ -106,6 +107,8 @@ class WorkerConfig:
             raise ValueError(
                 f"poll_interval must be more than 0 and at most {MAX_WORKER_POLL_INTERVAL}"
             )
+        if not timedelta(0) < self.drain_timeout <= MAX_WORKER_DRAIN:
+            raise ValueError(f"drain_timeout must be more than 0 and at most {MAX_WORKER_DRAIN}")
 
 
 class Worker:

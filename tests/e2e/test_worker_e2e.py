@@ -557,6 +557,25 @@ async def test_sigterm_drains_the_in_flight_handler_before_exit(e2e: Harness) ->
     assert [r["event"] for r in e2e.records()] == ["call"]
 
 
+async def test_a_drain_that_runs_out_abandons_the_attempt_to_an_unknown_outcome(
+    e2e: Harness,
+) -> None:
+    """``--drain-seconds``: the worker exits once its drain runs out, with the handler
+    still blocked; the abandoned attempt may have had its effect, so the next worker
+    records it unknown and (holding on unknown) never calls the handler again."""
+    (worker,) = await e2e.spawn(lease=CRASH_LEASE_SECONDS, options=("--drain-seconds", "0.2"))
+    gate = e2e.gate("risky")
+    await e2e.start(d.HOLD_ON_UNKNOWN, "short-drain", script({"risky": Behaviour(block=gate)}))
+    await e2e.until(lambda: e2e.calls("short-drain"), what="the handler running")
+
+    await worker.stop()  # the handler never returns while it drains
+    e2e.release("risky")
+    await e2e.spawn(lease=CRASH_LEASE_SECONDS)
+    state = await e2e.activity_reaches("short-drain", "risky", A.UNKNOWN)
+    assert state.activities["risky"].code == ACTIVITY_OUTCOME_UNKNOWN
+    assert len(e2e.calls("short-drain")) == 1
+
+
 async def test_a_stopping_worker_starts_no_next_step_and_leaves_it_to_a_claim(
     e2e: Harness,
 ) -> None:

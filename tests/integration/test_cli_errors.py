@@ -350,6 +350,8 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
         ("--poll-seconds", "61", "60 (MAX_WORKER_POLL_INTERVAL)"),
         ("--lease-seconds", "0", "900 (MAX_LEASE_DURATION)"),
         ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
+        ("--drain-seconds", "0", "900 (MAX_WORKER_DRAIN)"),
+        ("--drain-seconds", "901", "900 (MAX_WORKER_DRAIN)"),
     ],
 )
 def test_worker_timings_are_refused_by_flag_in_seconds(
