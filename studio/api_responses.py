@@ -71,7 +71,7 @@ ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
     422: (
         "The content is not acceptable; ``problems`` says where when it can.",
         ErrorOut(
-            "the definition has 1 problem(s); fix them before publishing",
+            "the definition has 1 problem; fix them before publishing",
             [{"path": "steps[0].timeout", "message": "must be a duration like 30s"}],
         ),
     ),

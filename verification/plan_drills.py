@@ -59,6 +59,7 @@ from engine.model.definitions import Definition, Mode, StepKind, definition_to_j
 from engine.model.errors import WaylineError
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.words import counted
 from engine.modes.machines.fold import progress_of
 from engine.modes.machines.grants import role_of
 from engine.store import catalog, reads
@@ -474,7 +475,7 @@ def _why_unfired(pin: plans.Pin) -> str:
             "the step was never claimed (a step after an activity is usually handed on to "
             "the worker with that activity's outcome: eager dispatch)"
         )
-    return f"the step never reached {pin.boundary} {pin.hit} time(s) in one worker"
+    return f"the step never reached {pin.boundary} {counted(pin.hit, 'time')} in one worker"
 
 
 def describe(state: Instance, definition: Definition) -> list[str]:
@@ -503,10 +504,10 @@ def _describe_machine(state: Instance) -> list[str]:
     is, so a studio shows it on that state's node)."""
     now = progress_of(state)
     code = f" ({state.failure_code})" if state.failure_code else ""
-    failed = f", {now.attempts} failed attempt(s)" if now.attempts else ""
+    failed = f", {counted(now.attempts, 'failed attempt')}" if now.attempts else ""
     return [
         f"instance: {state.status.label.upper()}{code}",
-        f"{now.state}: CURRENT STATE after {now.transitions} transition(s){failed}",
+        f"{now.state}: CURRENT STATE after {counted(now.transitions, 'transition')}{failed}",
     ]
 
 

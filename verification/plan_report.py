@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.model.words import counted
 from verification.findings import NAMES
 
 HISTORY_LINE_EVENTS = 12
@@ -40,16 +41,12 @@ def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
         lines.append(f"  pin {pin['label']}: {'fired' if pin['fired'] else 'NEVER FIRED'}")
     downs = plan.get("server_down_seconds") or []
     if downs:
-        lines.append(
-            f"  server  restarted {len(downs)} time(s), down {', '.join(map(str, downs))} s"
-        )
+        restarts = counted(len(downs), "time")
+        lines.append(f"  server  restarted {restarts}, down {', '.join(map(str, downs))} s")
     lines += [f"  state  {line}" for line in plan["state"]]
     lines.append(f"  invariants  {_invariants(drill.get('invariants', {}))}")
     for effect in plan["effects"]:
-        lines.append(
-            f"  effects  {effect['step']} key {effect['key']}: {effect['calls']} call(s), "
-            f"{effect['effects']} effect(s)"
-        )
+        lines.append(f"  effects  {effect['step']} {effect_line(effect)}")
     lines += _history(plan["history"])
     lines += [f"  finding  {failure}" for failure in drill["failures"]]
     return lines
@@ -69,3 +66,10 @@ def _history(events: list[dict[str, Any]]) -> list[str]:
         f"  history  {'; '.join(words[n : n + HISTORY_LINE_EVENTS])}"
         for n in range(0, len(words), HISTORY_LINE_EVENTS)
     ]
+
+
+def effect_line(effect: dict[str, Any]) -> str:
+    """One idempotency key's calls and effects in a plan's result: a key called twice
+    with one effect is an idempotent handler doing its job; two effects are a repeat."""
+    calls, effects = counted(effect["calls"], "call"), counted(effect["effects"], "effect")
+    return f"key {effect['key']}: {calls}, {effects}"

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from typing import Any
 from xml.etree import ElementTree
 
+from engine.model.words import counted
 from verification.scorecard import ACTIONS, ANCHORS, SHORT
 
 
@@ -147,7 +148,7 @@ def _failures(card: dict[str, Any], listed: Collection[str] = ()) -> list[str]:
         tag = f" [known engine bug {drill['known_bug']}]" if drill["known_bug"] else ""
         head = f"FAILED     {drill['id']}{tag} seed {drill['seed']}: "
         if drill["id"] in listed:
-            lines.append(head + f"{len(drill['failures'])} finding(s), listed above")
+            lines.append(head + f"{counted(len(drill['failures']), 'finding')}, listed above")
         else:
             lines.append(head + drill["failures"][0])
             lines.extend(f"             {f}" for f in drill["failures"][1:4])

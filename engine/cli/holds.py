@@ -22,6 +22,7 @@ from engine.model.canonical import format_instant
 from engine.model.errors import InputRefused
 from engine.model.holds import parse_scope
 from engine.model.inputs import check_team
+from engine.model.words import counted
 from engine.store.holds import Hold
 
 LABEL = "wayline hold"
@@ -62,7 +63,7 @@ async def _place(client: Client, args: argparse.Namespace) -> int:
     with _bad_input_is_usage():
         scope = parse_scope(args.team, None if args.whole_team else args.definition)
         hold = await client.place_hold(scope, args.actor, args.reason)
-    print(f"hold {hold.hold_id} placed on {scope.label}; backlog {hold.backlog} instance(s)")
+    print(f"hold {hold.hold_id} placed on {scope.label}; {_backlog(hold)}")
     return 0
 
 
@@ -72,7 +73,7 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
             args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
         )
     state = "in force" if hold.active else "released"
-    print(f"hold {hold.hold_id}: {due} work item(s) due again; {_left(hold)}; {state}")
+    print(f"hold {hold.hold_id}: {counted(due, 'work item')} due again; {_left(hold)}; {state}")
     return 0
 
 
@@ -98,7 +99,11 @@ def _bad_input_is_usage() -> Iterator[None]:
 
 def _left(hold: Hold) -> str:
     rate = f", draining at {hold.drain_rate:g}/s" if hold.drain_rate and hold.active else ""
-    return f"backlog {hold.backlog} instance(s){rate}"
+    return f"{_backlog(hold)}{rate}"
+
+
+def _backlog(hold: Hold) -> str:
+    return f"backlog {counted(hold.backlog, 'instance')}"
 
 
 def _line(hold: Hold) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import WaylineError
+from engine.model.words import counted
 
 MAX_JUDGED_INSTANCES = 1000
 """The most instances one report judges; a name with more running is reported as not
@@ -107,8 +108,9 @@ class CompatibilityReport:
         more = len(self.incompatible) - MAX_LISTED_REFUSALS
         rest = f"; and {more} more" if more > 0 else ""
         return (
-            f"{self.definition} was not published: {len(self.incompatible)} running "
-            f"instance(s) cannot move to it: {named}{rest}"
+            f"{self.definition} was not published: "
+            f"{counted(len(self.incompatible), 'running instance')} cannot move to it: "
+            f"{named}{rest}"
         )
 
     def to_json(self) -> dict[str, Any]:

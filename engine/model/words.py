@@ -13,3 +13,10 @@ def with_article(word: str) -> str:
     quoted word reads "an 'approval'"."""
     first = word.lstrip("'\"")[:1].lower()
     return f"{'an' if first in VOWELS else 'a'} {word}"
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless it is one: "1 instance", "3 work items".
+
+    Wayline's counted nouns all take a plain "s" (instances, work items, problems)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

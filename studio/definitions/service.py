@@ -14,6 +14,7 @@ from typing import Any
 from engine import ChildDefinitionNotFound, DefinitionConflict, IncompatibleInstances
 from engine.api.queries import PublishedVersion, StoredReport
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
+from engine.model.words import counted
 from studio.definitions.diff import DefinitionDiff
 from studio.definitions.problems import Problems, check_document
 from studio.drawings import drawing_of_document
@@ -108,7 +109,8 @@ async def publish(
     problems = check_document(document)
     if problems.definition is None:
         raise Invalid(
-            f"the definition has {len(problems.errors)} problem(s); fix them before publishing",
+            f"the definition has {counted(len(problems.errors), 'problem')}; "
+            "fix them before publishing",
             problems_payload(problems),
         )
     definition = problems.definition

@@ -12,6 +12,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
+from engine.model.words import counted
 from studio.definitions.service import team_versions
 from studio.errors import StudioError
 from studio.forms import again, posted, shown
@@ -31,7 +32,7 @@ async def holds_page(
 ) -> Template:
     notice = f"Hold {placed} placed." if placed else ""
     if released:
-        notice = f"Hold {released}: {due} work item(s) due again."
+        notice = f"Hold {released}: {counted(due, 'work item')} due again."
     return await _render(request, principal, runtime, notice=notice)
 
 

@@ -22,6 +22,7 @@ from verification import plan as plans
 from verification.fault_plan import BoundaryReport
 from verification.findings import NAMES
 from verification.plan_drills import INSTANCE
+from verification.plan_report import effect_line
 
 REPORT = "boundaries.jsonl"
 
@@ -128,9 +129,7 @@ def finished(drill: dict[str, Any], pins: list[plans.Pin]) -> RunView:
             _node(view, step.removesuffix(" compensation")).state.append(line)
     for effect in result.get("effects", []):
         step = effect["step"].removesuffix(" compensation")
-        _node(view, step).effects.append(
-            f"key {effect['key']}: {effect['calls']} call(s), {effect['effects']} effect(s)"
-        )
+        _node(view, step).effects.append(effect_line(effect))
     steps_at: dict[int, str] = {}
     for event in result.get("history", []):
         view.history.append(_event(event))

@@ -46,7 +46,7 @@ def test_hold_and_gradual_release(page: Page, studio: LiveStudio) -> None:
     form.get_by_label("How many").fill("1")
     form.get_by_label("Reason").fill("try one order first")
     form.get_by_role("button", name="Release").click()
-    expect(page.locator("#hold-notice")).to_contain_text("1 work item(s) due again")
+    expect(page.locator("#hold-notice")).to_contain_text("1 work item due again")
     row = page.locator("#holds tbody tr").first
     expect(row.locator(".hold-backlog")).to_have_text("2")
     expect(row).to_contain_text("try one order first")

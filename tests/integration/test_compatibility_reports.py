@@ -62,7 +62,7 @@ async def test_require_compatible_refuses_a_version_a_running_instance_cannot_ta
     with pytest.raises(IncompatibleInstances) as refused:
         await client.publish(without_charge, "alice", "team-a", require_compatible=True)
     assert str(refused.value) == (
-        "order@2 was not published: 1 running instance(s) cannot move to it: "
+        "order@2 was not published: 1 running instance cannot move to it: "
         "order-77: step charge is in flight and was removed"
     )
     assert [v.definition.version for v in await catalog.versions(store)] == ["1"]

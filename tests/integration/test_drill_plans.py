@@ -51,7 +51,7 @@ EXPECTED = {
     "order_fulfillment.recovers.json": ("passed", ["instance: COMPLETED"], ""),
     "document_approval.review-recovers.json": (
         "passed",
-        ["instance: COMPLETED", "Approved: CURRENT STATE after 2 transition(s)"],
+        ["instance: COMPLETED", "Approved: CURRENT STATE after 2 transitions"],
         "",
     ),
     "order_saga.charge-in-doubt.json": (
@@ -68,7 +68,7 @@ EXPECTED = {
         "passed",
         [
             "instance: FAILED (dead-attempts-exhausted)",
-            "InReview: CURRENT STATE after 1 transition(s), 3 failed attempt(s)",
+            "InReview: CURRENT STATE after 1 transition, 3 failed attempts",
         ],
         "",
     ),
@@ -193,7 +193,7 @@ def test_a_restart_pin_crashes_the_private_cluster_where_its_step_is(tmp_path: P
     )  # fmt: skip
     assert done.stdout.strip().endswith("drills: 2 passed, 0 failed"), done.stdout + done.stderr
     assert "target=owned cluster" in done.stdout
-    assert done.stdout.count("  server  restarted 1 time(s), down ") == 2
+    assert done.stdout.count("  server  restarted 1 time, down ") == 2
     charge, reserve = (d["extra"]["plan"] for d in json.loads(card.read_text())["drills"])
     for plan in (charge, reserve):
         assert [p["fired"] for p in plan["pins"]] == [True]
@@ -216,12 +216,12 @@ def test_a_restart_pin_hits_a_machines_advance_and_a_code_first_step_call(
     )  # fmt: skip
     code = _drill("run", "--plan", str(plan), "--artifacts", str(tmp_path))
     for done, state in (
-        (machine, "Approved: CURRENT STATE after 2 transition(s)"),
+        (machine, "Approved: CURRENT STATE after 2 transitions"),
         (code, "charge.1: UNKNOWN (in doubt), waiting for an operator"),
     ):
         assert done.stdout.strip().endswith("drills: 1 passed, 0 failed"), done.stdout[-3000:]
         assert ":restart_database: fired" in done.stdout
-        assert "  server  restarted 1 time(s), down " in done.stdout
+        assert "  server  restarted 1 time, down " in done.stdout
         assert f"  state  {state}" in done.stdout
 
 
@@ -378,7 +378,7 @@ def test_a_machines_pins_from_the_command_line_hit_the_advance_of_their_state(
         assert [pin["fired"] for pin in plan["pins"]] == [True]
         assert plan["state"] == [
             "instance: COMPLETED",
-            "Approved: CURRENT STATE after 2 transition(s)",
+            "Approved: CURRENT STATE after 2 transitions",
         ]
         assert [(e["step"], e["key"], e["effects"]) for e in plan["effects"]] == [
             ("Submitted", "transition 1", 1),

@@ -41,7 +41,7 @@ def test_a_hold_placed_in_the_studio_shows_on_every_affected_page(studio: LiveSt
     ):
         text = banner(viewer.get(path).text)
         assert f"On hold: {name}" in text and operator_name in text and REASON in text, path
-        assert "Backlog: 1 instance(s)" in text, path
+        assert "Backlog: 1 instance." in text, path
     assert banner(viewer.get(f"/definitions/{other}").text) == ""
     holds_page = viewer.get("/holds").text
     assert REASON in holds_page
@@ -54,7 +54,7 @@ def test_a_hold_placed_in_the_studio_shows_on_every_affected_page(studio: LiveSt
     )
     assert released.status_code == 303
     page = operator.get(released.headers["location"]).text
-    assert f"Hold {hold['id']}: 1 work item(s) due again." in page
+    assert f"Hold {hold['id']}: 1 work item due again." in page
     [hold] = operator.get("/api/holds").json()
     assert (hold["backlog"], hold["active"]) == (0, True)
     assert [(r["mode"], r["amount"], r["released_by"]) for r in hold["releases"]] == [

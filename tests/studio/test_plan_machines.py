@@ -124,8 +124,8 @@ def test_a_run_shows_the_pin_fired_and_the_end_on_its_state_then_the_coverage(
     assert run["verdict"] == "passed", run["findings"]
     review = node(run, "InReview")
     assert review["pins"][0]["state"] == "fired"
-    assert any("transition 2: 1 call(s), 1 effect(s)" in e for e in review["effects"])
-    assert "Approved: CURRENT STATE after 2 transition(s)" in node(run, "Approved")["state"]
+    assert any("transition 2: 1 call, 1 effect" in e for e in review["effects"])
+    assert "Approved: CURRENT STATE after 2 transitions" in node(run, "Approved")["state"]
     page = operator.get(f"{url}/jobs/{run['job_id']}")
     assert 'class="graph state-diagram"' in page.text
     assert "drill-fired" in page.text
