@@ -119,12 +119,14 @@ def record_outcome(
     result: Any = None,
     code: str = "",
     retryable: bool = False,
+    *,
+    data: str | None = None,
 ) -> Event:
     """Record succeeded / failed / unknown for an attempt in flight (``kind`` names the
-    track: ``attempt_*`` for activities, ``compensation_*`` for compensations)."""
-    return draft.add(
-        kind, step=name, attempt=attempt, data=json_data(result), code=code, retryable=retryable
-    )
+    track: ``attempt_*`` for activities, ``compensation_*`` for compensations).
+    ``data``: ``result``'s canonical JSON, when the caller has encoded it already."""
+    text = json_data(result) if data is None else data
+    return draft.add(kind, step=name, attempt=attempt, data=text, code=code, retryable=retryable)
 
 
 def schedule_activity_retry(

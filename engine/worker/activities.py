@@ -80,6 +80,9 @@ class UnknownOutcome:
 @dataclass(frozen=True)
 class Succeeded:
     result: Any
+    data: str | None = field(default=None, compare=False, repr=False)
+    """``result``'s canonical JSON once ``recordable`` has checked it: the event's data,
+    encoded once rather than again when the outcome is recorded."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def recordable(outcome: Outcome, limit: int, what: str = "activity") -> Outcome:
         text = canonical_json(outcome.result)
     except (TypeError, ValueError):
         return Unknown(RESULT_NOT_JSON)
-    return too_large(text, limit, what) or outcome
+    return too_large(text, limit, what) or Succeeded(outcome.result, text)
 
 
 def too_large(text: str, limit: int, what: str) -> Unknown | None:

@@ -285,7 +285,7 @@ def _outcome(draft: Draft, track: Track, dispatch: Dispatch, outcome: Outcome) -
     succeeded, failed, unknown = track.outcome_kinds
     at = (draft, dispatch.step, dispatch.attempt)
     if isinstance(outcome, Succeeded):
-        decisions.record_outcome(*at, succeeded, outcome.result)
+        decisions.record_outcome(*at, succeeded, outcome.result, data=outcome.data)
         return
     detail = bounded_detail(outcome.details, track.result_limit(draft.state, dispatch.step))
     if isinstance(outcome, Failed):

@@ -46,9 +46,7 @@ async def test_a_hold_parks_starts_and_a_gradual_release_lets_them_go(e2e: Harne
     assert len(e2e.calls("held-a")) == len(e2e.calls("held-b")) == 1
     released = await ok(e2e, "hold", "list")
     instant = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"  # as every other command prints one
-    assert re.search(
-        f"  released {instant}  backlog 0 instances  ops at {instant}: ", released
-    )
+    assert re.search(f"  released {instant}  backlog 0 instances  ops at {instant}: ", released)
     as_json = json.loads((await ok(e2e, "hold", "list", "--json")).splitlines()[0])
     assert re.fullmatch(instant, as_json["placed_at"]) and re.fullmatch(
         instant, as_json["released_at"]

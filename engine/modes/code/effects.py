@@ -85,4 +85,4 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
     except (TypeError, ValueError):
         return Unknown(RESULT_NOT_JSON)
     # too large, the event could not be written: unknown, saying why (as for step lists)
-    return too_large(text, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text))
+    return too_large(text, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text), text)
