@@ -12,7 +12,7 @@ here touches the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from engine.modes.steps.orchestration import compensable
 from studio.drawings import drawing_of
 
 A = AttemptStatus
-__all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers", "resolution_previews"]
+__all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers"]
 PROBE_EFFECTS: dict[Action, dict[str, Any]] = {
     Action.RESOLVE_ACTIVITY: {"resolution": "failed"},
     Action.RESOLVE_COMPENSATION: {"code": "resolved-by-operator"},
@@ -66,6 +66,9 @@ class Offer:
     effect: tuple[str, ...]
     preview: Preview
     danger: bool
+    resolutions: dict[str, Preview] = field(default_factory=dict)
+    """For ``resolve_activity``: what settling the outcome each way the engine would
+    accept does (``preview`` is its probe's, settled as failed)."""
 
     @property
     def records(self) -> tuple[str, ...]:
@@ -100,7 +103,11 @@ def offer(
     if not judged.applies:
         return None
     label = f"{kind.label} {step}" if step else kind.label
-    return Offer(action, step, label, describe(instance, action, step), judged, action in DANGEROUS)
+    choices = {}
+    if action is Action.RESOLVE_ACTIVITY:
+        choices = resolution_previews(instance, registry, now, step)
+    effect = describe(instance, action, step)
+    return Offer(action, step, label, effect, judged, action in DANGEROUS, choices)
 
 
 def resolution_previews(

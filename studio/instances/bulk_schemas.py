@@ -16,7 +16,7 @@ from engine.decide.previews import Preview, Verdict
 from engine.model.identifiers import local_instance_id
 from studio.choices import InstanceStatusName, InstanceView, one_of
 from studio.instances.bulk import BulkPreview
-from studio.instances.schemas import InDoubtOut, RerunOut, consequences_out
+from studio.instances.schemas import ConsequencesOut, consequences_out
 
 BulkActionName = one_of(a.value for a in BULK_ACTIONS)
 BulkResolution = one_of(RESOLUTIONS)
@@ -68,7 +68,7 @@ class BulkIn:
 
 
 @dataclass
-class InstancePreviewOut:
+class InstancePreviewOut(ConsequencesOut):
     id: str
     definition: str
     version: str
@@ -79,12 +79,6 @@ class InstancePreviewOut:
     reason: str
     step: str | None
     becomes: InstanceStatusName | None
-    reruns: list[RerunOut]
-    compensations: list[str]
-    """Steps whose compensation runs, in the order it runs."""
-    kept: list[str]
-    in_doubt: list[InDoubtOut]
-    records: list[str]
     moves_to: MovesToOut | None = None
     """For migrate: the version (and fingerprint) the instance would run afterwards."""
 
@@ -192,7 +186,6 @@ def instance_preview_out(p: Preview, team: str) -> InstancePreviewOut:
         step=p.request.step or None,
         becomes=p.becomes.label if p.becomes else None,
         **consequences_out(p),
-        records=list(p.records),
         moves_to=MovesToOut(p.moves_to.name, p.moves_to.version, p.moves_to.fingerprint)
         if p.moves_to
         else None,

@@ -27,7 +27,7 @@ from studio.forms import REFUSALS, again
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import detail as instance_detail
 from studio.instances import interventions
-from studio.instances.action_offers import KINDS, RESOLUTIONS, offer, resolution_previews
+from studio.instances.action_offers import KINDS, RESOLUTIONS, offer
 from studio.instances.detail import InstanceDetail
 from studio.instances.interventions import CommandForm, new_id, parse_action
 from studio.instances.sections import node_updates, render_sections
@@ -72,9 +72,6 @@ async def _confirm(
     if offered is None and not error:
         error = f"{KINDS[action].label} {step} is not possible in the instance's state now."
         status = 409
-    choices = {}
-    if offered is not None and action is Action.RESOLVE_ACTIVITY:
-        choices = resolution_previews(detail.state, registry, runtime.store.now(), step)
     template = "instances/_confirm.html" if is_htmx(request) else "instances/confirm.html"
     return page(
         request,
@@ -90,7 +87,7 @@ async def _confirm(
         values=values,
         command_id=values.get("command_id") or new_id(),
         resolutions=RESOLUTIONS,
-        choices=choices,
+        choices=offered.resolutions if offered is not None else {},
     )
 
 

@@ -93,14 +93,10 @@ class InDoubtOut:
 
 
 @dataclass
-class OfferOut:
-    """An action the instance allows now, with the engine's preview of what it does
-    (the same preview a bulk action shows for each instance)."""
+class ConsequencesOut:
+    """The engine's preview of a command: what it records, runs again, compensates,
+    keeps, and what becomes of attempts in doubt."""
 
-    action: CommandAction
-    step: str | None
-    label: str
-    effect: list[str]
     records: list[str]
     reruns: list[RerunOut]
     compensations: list[str]
@@ -110,10 +106,32 @@ class OfferOut:
     in_doubt: list[InDoubtOut]
 
 
+@dataclass
+class ResolutionOut(ConsequencesOut):
+    """What settling an unknown outcome one way would do."""
+
+    resolution: OutcomeResolution
+
+
+@dataclass
+class OfferOut(ConsequencesOut):
+    """An action the instance allows now, with the engine's preview of what it does
+    (the same preview a bulk action shows for each instance). ``resolve_activity``'s
+    preview is of settling the outcome as failed; ``resolutions`` has each way the
+    engine would accept (empty for every other action)."""
+
+    action: CommandAction
+    step: str | None
+    label: str
+    effect: list[str]
+    resolutions: list[ResolutionOut]
+
+
 def consequences_out(preview: Preview) -> dict[str, Any]:
-    """What a preview says runs again, is compensated, kept, or becomes of attempts in
-    doubt, as the API's fields."""
+    """What a preview says records, runs again, is compensated, kept, or becomes of
+    attempts in doubt, as the API's fields."""
     return {
+        "records": list(preview.records),
         "reruns": [
             RerunOut(r.step, r.attempt, r.key, r.same_key, r.compensation) for r in preview.reruns
         ],
@@ -288,11 +306,14 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         journal=_journal_out(detail),
         actions=[
             OfferOut(
-                o.action.value,
-                o.step or None,
-                o.label,
-                list(o.effect),
-                list(o.records),
+                action=o.action.value,
+                step=o.step or None,
+                label=o.label,
+                effect=list(o.effect),
+                resolutions=[
+                    ResolutionOut(resolution=name, **consequences_out(choice))
+                    for name, choice in o.resolutions.items()
+                ],
                 **consequences_out(o.preview),
             )
             for o in detail.offers

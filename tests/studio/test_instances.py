@@ -287,8 +287,16 @@ def test_an_unknown_outcome_shows_as_such_and_an_operator_settles_it(
     assert "UNKNOWN (in doubt)" in page.text
     assert 'data-offer="resolve_activity:a"' in page.text
     assert 'data-offer="retry_activity:a"' in page.text
-    [attempt] = operator.get(f"/api{url}").json()["attempts"]
+    detail = operator.get(f"/api{url}").json()
+    [attempt] = detail["attempts"]
     assert (attempt["step"], attempt["outcome"]) == ("a", "unknown")
+    # the API, too, says what each way of settling it records, not only "failed"
+    [offered] = [a for a in detail["actions"] if a["action"] == "resolve_activity"]
+    ways = {r["resolution"]: r for r in offered["resolutions"]}
+    assert list(ways) == ["succeeded", "failed", "absent"]
+    assert "activity_scheduled b" in ways["succeeded"]["records"]
+    assert ways["absent"]["reruns"][0]["attempt"] == 2
+    assert all(a["resolutions"] == [] for a in detail["actions"] if a is not offered)
 
     confirm = operator.get(url + "/actions/resolve_activity?step=a")
     assert "has an unknown outcome" in confirm.text and 'value="absent"' in confirm.text
