@@ -1,0 +1,75 @@
+"""The API as a stranger uses it: a request that would have been half-taken, or
+answered in the engine's own words, is refused saying what was wrong and what is
+allowed, at the field it concerns, and nothing is changed or lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from studio.roles import Role
+from tests.studio.live import LiveStudio, SignedInClient
+
+
+@pytest.fixture(scope="module")
+def api(studio: LiveStudio, team: str) -> SignedInClient:
+    """An admin: the drafts need an author, the instances an operator."""
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    admin.headers["X-CSRF-Token"] = admin.csrf
+    return admin
+
+
+@pytest.fixture(scope="module")
+def named(studio: LiveStudio, team: str) -> str:
+    return studio.publish_new(team, "refusals")
+
+
+@pytest.fixture
+def draft(api: SignedInClient, named: str) -> str:
+    created = api.post("/api/drafts", json={"from_name": named, "from_version": "1"})
+    assert created.status_code == 201, created.text
+    return f"/api/drafts/{created.json()['id']}"
+
+
+def edit(api: SignedInClient, draft: str, **body: Any) -> httpx.Response:
+    revision = api.get(draft).json()["revision"]
+    return api.post(f"{draft}/edits", json={"revision": revision, **body})
+
+
+def test_a_header_edit_naming_only_the_version_keeps_the_name(
+    api: SignedInClient, draft: str, named: str
+) -> None:
+    """It used to clear the name (and an empty header edit cleared both)."""
+    assert edit(api, draft, op="header", version="7").status_code == 200
+    document = api.get(draft).json()["document"]
+    assert (document["name"], document["version"]) == (named, "7")
+    empty = edit(api, draft, op="header")
+    assert empty.status_code == 422
+    assert empty.json()["error"] == "the header operation needs name, version or both"
+    assert api.get(draft).json()["document"]["name"] == named
+
+
+def test_a_move_without_a_direction_is_refused_not_taken_as_down(
+    api: SignedInClient, draft: str
+) -> None:
+    before = api.get(draft).json()["document"]["steps"]
+    refused = edit(api, draft, op="move", index=0)
+    assert refused.status_code == 422
+    assert refused.json()["error"] == "the move operation needs direction"
+    assert api.get(draft).json()["document"]["steps"] == before
+
+
+def test_an_update_with_a_field_the_step_does_not_have_changes_nothing(
+    api: SignedInClient, draft: str
+) -> None:
+    """``timout`` used to be ignored and the edit answered as done."""
+    before = api.get(draft).json()
+    refused = edit(api, draft, op="update", index=0, fields={"timout": "5s", "name": "x"})
+    assert refused.status_code == 422
+    [problem] = refused.json()["problems"]
+    assert problem["path"] == "fields.timout"
+    assert problem["message"].startswith("not a field of an activity step; it takes ")
+    assert ", timeout" in problem["message"]
+    assert api.get(draft).json() == before
