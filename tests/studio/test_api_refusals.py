@@ -73,3 +73,34 @@ def test_an_update_with_a_field_the_step_does_not_have_changes_nothing(
     assert problem["message"].startswith("not a field of an activity step; it takes ")
     assert ", timeout" in problem["message"]
     assert api.get(draft).json() == before
+
+
+def test_a_bad_filter_is_said_at_its_field_in_the_list_and_in_a_bulk_filter(
+    api: SignedInClient,
+) -> None:
+    said = "started before must be a date like 2026-11-29 or 2026-11-29T10:30"
+    listed = api.get("/api/instances", params={"started_before": "last week"})
+    assert listed.status_code == 422
+    assert listed.json()["problems"] == [{"path": "started_before", "message": said}]
+    preview = {"action": "pause", "filter": {"started_before": "last week"}}
+    bulk = api.post("/api/instances/bulk/preview", json=preview)
+    assert bulk.status_code == 422
+    assert bulk.json()["problems"] == [{"path": "filter.started_before", "message": said}]
+
+
+def test_resolving_an_activity_that_is_not_in_doubt_says_so(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """It was a 422 in the history's words: ``activity_resolved event 4: needs attempt``."""
+    instance = studio.start(team, named)
+    command = {"action": "resolve_activity", "reason": "r", "step": "reserve"}
+    refused = api.post(
+        f"/api/instances/{instance}/actions", json={**command, "resolution": "failed"}
+    )
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error.startswith("the instance does not allow this now: activity 'reserve' is ")
+    assert error.endswith(
+        "only an outcome in doubt (unknown) is resolved by hand; nothing was done"
+    )
+    assert "event" not in error
