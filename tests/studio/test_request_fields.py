@@ -181,3 +181,16 @@ def test_a_refused_query_parameter_writes_nothing_and_is_said_back_only_by_a_sho
     [problem] = alone.json()["problems"]
     assert problem["path"] == "x" * NAME_SHOWN + "…"
     assert "secret-value" not in alone.text
+
+
+def test_a_missing_field_inside_a_nested_object_is_named_by_its_full_path(
+    api: SignedInClient,
+) -> None:
+    """Not ``items[0]`` (the object that lacks it): the field to send, where it goes."""
+    item = {"instance_id": "a", "work_id": "w"}
+    resolve = {"action": "retry", "reason": "x", "items": [{**item, "token": 1}, item]}
+    refused = api.post("/api/dead-letters/resolve", json=resolve)
+    assert refused.status_code == 400
+    assert refused.json()["problems"] == [
+        {"path": "items[1].token", "message": "required, and missing"}
+    ]
