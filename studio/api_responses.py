@@ -45,7 +45,8 @@ class ErrorOut:
 
 ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
     400: (
-        "The request is malformed: a parameter or a body field has the wrong type.",
+        "The request is malformed: a parameter or a body field has the wrong type, or is "
+        "not one the route takes (``problems`` names it and those it takes).",
         ErrorOut(
             "the request is not in the expected shape",
             [{"path": "revision", "message": "Expected `int`, got `str`"}],

@@ -24,8 +24,9 @@ from engine import Store, Worker, WorkerConfig
 from studio.accounts import passwords, signin_limits
 from studio.dependencies import DEPENDENCIES
 from studio.failures import handle_error
-from studio.input_checks import InputChecks, check_body_fields
+from studio.input_checks import InputChecks, check_request_fields
 from studio.observability import CallerTrace, RequestLatencies
+from studio.query_params import record_query_names
 from studio.read_lag import add_read_lag_header
 from studio.reads import Reads
 from studio.rendering import template_config
@@ -81,7 +82,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
         dependencies=DEPENDENCIES,
-        on_startup=[close_request_schemas, start],
+        on_startup=[close_request_schemas, record_query_names, start],
         on_shutdown=[finish],
         state=State(
             {
@@ -101,7 +102,7 @@ def create_app(settings: StudioSettings) -> Litestar:
             "with an API token: `Authorization: Bearer wl_...`.",
         ),
         middleware=[latencies, CallerTrace(), InputChecks()],
-        before_request=check_body_fields,
+        before_request=check_request_fields,
         before_send=[add_security_headers, add_read_lag_header],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,

@@ -8,10 +8,11 @@ would exhaust the decoder's recursion). A request that breaks one is answered 40
 what was wrong and where, whichever route it was for, signed in or not.
 
 An API route's body is JSON whatever its content type says. Once the access guard let
-the request through, ``check_body_fields`` (the app's ``before_request``) holds it to
-the fields the route's request class declares (``studio.request_bodies``): a misspelt
-field is refused (400, naming it and the fields allowed) rather than dropped, and an
-empty body where one is needed says which fields to send. It runs after the guard so
+the request through, ``check_request_fields`` (the app's ``before_request``) holds an API
+request to the query parameters its route takes (``studio.query_params``) and to the
+fields the route's request class declares (``studio.request_bodies``): a misspelt
+parameter or field is refused (400, naming it and the ones allowed) rather than dropped,
+and an empty body where one is needed says which fields to send. It runs after the guard so
 that a caller who may not use the route learns that (401, 403) and nothing about it.
 
 The body is read once here and kept where Litestar's request looks for it, so routes
@@ -31,6 +32,7 @@ from engine.model.errors import InputRefused
 from engine.model.inputs import check_text, read_json
 from studio.errors import BadRequest
 from studio.failures import SHAPE
+from studio.query_params import unknown_parameters
 from studio.request_bodies import body_class, takes, unknown_fields
 
 FORMS = (RequestEncodingType.URL_ENCODED, RequestEncodingType.MULTI_PART)
@@ -74,9 +76,14 @@ async def _check_body(request: Request) -> None:
         raise InputRefused("the request body contains a NUL character, which is not allowed")
 
 
-async def check_body_fields(request: Request) -> None:
-    """Refuse (400) an API request whose JSON body is missing though the route needs
-    one, or holds a field its request class does not declare."""
+async def check_request_fields(request: Request) -> None:
+    """Refuse (400) an API request with a query parameter its route does not take, or
+    whose JSON body is missing though the route needs one, or holds a field its request
+    class does not declare."""
+    if request.url.path.startswith("/api/"):
+        refused = unknown_parameters(request.route_handler, request.query_params.keys())
+        if refused is not None:
+            raise refused
     cls, required = body_class(request.route_handler)
     if cls is None or request.method in ("GET", "HEAD"):
         return

@@ -56,8 +56,13 @@ def unknown_fields(cls: type, value: Any, path: str = "") -> list[Problem]:
 def takes(cls: type) -> str:
     """The fields of a request class in words, saying which are required."""
     fields = dataclasses.fields(cls)
-    required = [f.name for f in fields if _required(f)]
-    named = ", ".join(f.name for f in fields)
+    return in_words([f.name for f in fields], [f.name for f in fields if _required(f)])
+
+
+def in_words(names: list[str], required: list[str]) -> str:
+    """Names a request may send, saying which of them it must (a body's fields, a
+    route's query parameters)."""
+    named = ", ".join(names)
     return f"{named} ({', '.join(required)} required)" if required else f"{named}, all optional"
 
 

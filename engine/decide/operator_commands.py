@@ -101,6 +101,11 @@ def _resolve_activity(
 ) -> None:
     """Settle an unknown outcome as ``succeeded`` (with result), ``failed`` or ``absent``."""
     progress = _activity(draft, step)
+    if progress.status is not AttemptStatus.UNKNOWN:
+        raise DecisionRejected(
+            f"activity {step!r} is {progress.status.label}: only an outcome in doubt "
+            "(unknown) is resolved by hand; nothing was done"
+        )
     draft.add(
         kind,
         step=step,

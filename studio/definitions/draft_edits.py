@@ -20,7 +20,13 @@ from typing import Any
 from engine.model.errors import InputRefused
 from engine.model.inputs import read_json
 from engine.model.words import with_article
-from studio.definitions.step_fields import COMPENSATION, HAS_COMPENSATION, specs_for, write_path
+from studio.definitions.step_fields import (
+    COMPENSATION,
+    HAS_COMPENSATION,
+    all_paths,
+    specs_for,
+    write_path,
+)
 from studio.definitions.structure import Block, StepShape, read_structure, shape_of, step_refs
 
 MAX_DOCUMENT_CHARS = 1_000_000
@@ -223,6 +229,19 @@ def move_step(document: Mapping[str, Any], index: int, direction: int) -> Edited
     steps = _steps(doc)
     doc["steps"] = [steps[i] for i in order]
     return Edited(doc, shape.name)
+
+
+COMPENSATION_SWITCHES = ("compensation.shown", "compensation.enabled")
+"""The form's compensation checkbox and the mark that its section was shown."""
+
+
+def step_paths(document: Mapping[str, Any], index: int) -> tuple[str, set[str]]:
+    """The kind of the step at ``index`` and every key ``update_step`` reads for it, so
+    that a caller can refuse a key it would ignore (EditRejected when there is no such
+    step)."""
+    kind = _shape(_copy(document), index).kind
+    switches = set(COMPENSATION_SWITCHES) if kind in HAS_COMPENSATION else set()
+    return kind, all_paths(kind) | switches
 
 
 def update_step(document: Mapping[str, Any], index: int, values: Mapping[str, str]) -> Edited:

@@ -8,6 +8,7 @@ from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
+from engine.model.words import with_article
 from studio import api_examples as examples
 from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
@@ -98,14 +99,38 @@ def _edit(data: DraftEditIn) -> Any:
         if data.op == "branch":
             return draft_edits.add_branch(document, index, data.kind or "")
         if data.op == "move":
-            return draft_edits.move_step(document, index, -1 if data.direction == "up" else 1)
+            direction = need(data.direction, "direction")
+            return draft_edits.move_step(document, index, -1 if direction == "up" else 1)
         if data.op == "delete":
             return draft_edits.delete_step(document, index)
         if data.op == "update":
-            return draft_edits.update_step(document, index, need(data.fields, "fields"))
-        return draft_edits.set_header(document, data.name or "", data.version or "")
+            return _update(document, index, need(data.fields, "fields"))
+        if data.name is None and data.version is None:
+            raise Invalid("the header operation needs name, version or both")
+        name, version = _kept(document, "name", data.name), _kept(document, "version", data.version)
+        return draft_edits.set_header(document, name, version)
 
     return change
+
+
+def _kept(document: dict[str, Any], key: str, value: str | None) -> str:
+    """``value``, or the document's own when the request left it out: a header edit
+    that names only the version keeps the name (it used to clear it)."""
+    if value is not None:
+        return value
+    kept = document.get(key)
+    return kept if isinstance(kept, str) else ""
+
+
+def _update(document: dict[str, Any], index: int, fields: dict[str, str]) -> Edited:
+    """The step's fields set, refusing a key its kind does not have: such a key was
+    ignored, and the edit answered as done."""
+    kind, paths = draft_edits.step_paths(document, index)
+    if unknown := sorted(set(fields) - paths):
+        message = f"not a field of {with_article(kind)} step; it takes {', '.join(sorted(paths))}"
+        problems = [{"path": f"fields.{key}", "message": message} for key in unknown]
+        raise Invalid(f"{', '.join(unknown)}: {message}", problems)
+    return draft_edits.update_step(document, index, fields)
 
 
 async def edit_draft(

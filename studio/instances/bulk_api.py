@@ -11,6 +11,7 @@ from litestar.params import FromPath
 
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio import api_examples as examples
+from studio.errors import Invalid
 from studio.instances import bulk
 from studio.instances.bulk import Selection
 from studio.instances.bulk_schemas import (
@@ -55,9 +56,13 @@ async def _selection(runtime: Runtime, team: str, data: BulkPreviewIn) -> Select
     if data.instances is not None:
         return await bulk.select_by_hand(runtime, team, data.instances)
     chosen = data.filter
-    filters = InstanceFilters(
-        **({} if chosen is None else {**vars(chosen), "status": chosen.status or ""})
-    )
+    try:
+        filters = InstanceFilters(
+            **({} if chosen is None else {**vars(chosen), "status": chosen.status or ""})
+        )
+    except Invalid as wrong:  # said at the field inside ``filter``
+        problems = [{**p, "path": f"filter.{p['path']}"} for p in wrong.problems]
+        raise Invalid(str(wrong), problems) from None
     return await bulk.select_by_filter(runtime, team, filters)
 
 

@@ -14,7 +14,7 @@ enforces too). One instance's detail is ``studio.instances.detail``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +64,18 @@ def parse_time(text: str, what: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def _at(field: str, message: str) -> Invalid:
+    return Invalid(message, [{"path": field, "message": message}])
+
+
+def _located(field: str, check: Callable[..., object], *args: str) -> None:
+    """Run ``check``; its refusal is said at ``field``."""
+    try:
+        check(*args)
+    except Invalid as wrong:
+        raise _at(field, str(wrong)) from None
+
+
 @dataclass(frozen=True)
 class InstanceFilters:
     """The list's filters as the URL carries them (text, exactly as typed)."""
@@ -86,15 +98,17 @@ class InstanceFilters:
     """'1': children under their parents (``studio.instances.family``). Not a filter."""
 
     def __post_init__(self) -> None:
+        """Refuse a filter that cannot be taken, located at its field: a query parameter
+        of ``GET /api/instances``, a key of a bulk request's ``filter``."""
         if self.view not in VIEWS:
-            raise Invalid("view is one of active, archived, all")
+            raise _at("view", "view is one of active, archived, all")
         if self.nest not in ("", "1"):
-            raise Invalid("nest is 1 (children under their parents) or empty")
+            raise _at("nest", "nest is 1 (children under their parents) or empty")
         if self.status and self.status not in {s.label for s in InstanceStatus}:
-            raise Invalid(f"status {self.status!r} is not an instance status")
-        parse_time(self.started_from, "started from")
-        parse_time(self.started_before, "started before")
-        ListOrder.parse(self.sort)
+            raise _at("status", f"status {self.status!r} is not an instance status")
+        for name in ("started_from", "started_before"):
+            _located(name, parse_time, getattr(self, name), name.replace("_", " "))
+        _located("sort", ListOrder.parse, self.sort)
 
     @property
     def active(self) -> dict[str, str]:

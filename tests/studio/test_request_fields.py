@@ -5,6 +5,8 @@ was silently replaced by its default: ``"cuont"`` released a whole hold instead 
 instance, ``"id"`` started a new instance on every retry. Each such request is now
 refused with 400 naming the key and the fields allowed there, before anything is
 written; an empty body says what to send, a refused value of a closed set says the set.
+A query parameter the route does not take (``stauts``) is refused the same way, where
+it used to be ignored and the list answered unfiltered.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import uuid
 import httpx
 import pytest
 
+from studio.query_params import NAME_SHOWN
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
 
@@ -126,3 +129,68 @@ def test_a_missing_required_field_is_named_by_its_path(api: SignedInClient, name
         "error": SHAPE,
         "problems": [{"path": "version", "message": "required, and missing"}],
     }
+
+
+def test_a_misspelt_query_parameter_is_refused_not_ignored(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """``stauts`` used to be dropped, and every instance listed as if unfiltered."""
+    studio.start(team, named)
+    refused = api.get("/api/instances", params={"definition": named, "stauts": "paused"})
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["error"].startswith("this route takes no query parameter stauts; it takes after,")
+    [problem] = body["problems"]
+    assert problem["path"] == "stauts"
+    assert ", status, " in problem["message"] and problem["message"].endswith("all optional")
+    spelt = api.get("/api/instances", params={"definition": named, "status": "paused"})
+    assert spelt.status_code == 200 and spelt.json()["items"] == []
+
+
+def test_a_query_parameter_says_which_are_required_and_none_is_said_of_routes_without(
+    api: SignedInClient, named: str
+) -> None:
+    diff = api.get(f"/api/definitions/{named}/diff", params={"left": "1", "rihgt": "1"})
+    assert diff.status_code == 400
+    assert diff.json()["problems"] == [
+        {
+            "path": "rihgt",
+            "message": "not a query parameter here; it takes left, right (left, right required)",
+        }
+    ]
+    holds = api.get("/api/holds", params={"definition": named})
+    assert holds.status_code == 400
+    assert holds.json()["error"] == (
+        "this route takes no query parameter definition; it takes no query parameters"
+    )
+
+
+def test_a_refused_query_parameter_writes_nothing_and_is_said_back_only_by_a_short_name(
+    api: SignedInClient, named: str
+) -> None:
+    hold = {"scope": "definition", "reason": "placed by a refused request", "definition": named}
+    long_name = "x" * 5000
+    names = {long_name: "secret-value", "a": "1", "b": "1", "c": "1", "d": "1", "e": "1"}
+    refused = api.post("/api/holds", params=names, json=hold)
+    assert refused.status_code == 400
+    assert "secret-value" not in refused.text and long_name not in refused.text
+    assert refused.json()["error"].startswith("this route takes no query parameter a, b, c, d, e")
+    assert refused.json()["error"].count("and 1 more") == 1
+    assert [h for h in api.get("/api/holds").json() if h["reason"] == hold["reason"]] == []
+    alone = api.get("/api/holds", params={long_name: "secret-value"})
+    [problem] = alone.json()["problems"]
+    assert problem["path"] == "x" * NAME_SHOWN + "…"
+    assert "secret-value" not in alone.text
+
+
+def test_a_missing_field_inside_a_nested_object_is_named_by_its_full_path(
+    api: SignedInClient,
+) -> None:
+    """Not ``items[0]`` (the object that lacks it): the field to send, where it goes."""
+    item = {"instance_id": "a", "work_id": "w"}
+    resolve = {"action": "retry", "reason": "x", "items": [{**item, "token": 1}, item]}
+    refused = api.post("/api/dead-letters/resolve", json=resolve)
+    assert refused.status_code == 400
+    assert refused.json()["problems"] == [
+        {"path": "items[1].token", "message": "required, and missing"}
+    ]

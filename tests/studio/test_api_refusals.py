@@ -1,0 +1,107 @@
+"""The API as a stranger uses it: a request that would have been half-taken, or
+answered in the engine's own words, is refused saying what was wrong and what is
+allowed, at the field it concerns, and nothing is changed or lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from studio.roles import Role
+from tests.studio.live import LiveStudio, SignedInClient
+
+
+@pytest.fixture(scope="module")
+def api(studio: LiveStudio, team: str) -> SignedInClient:
+    """An admin: the drafts need an author, the instances an operator."""
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    admin.headers["X-CSRF-Token"] = admin.csrf
+    return admin
+
+
+@pytest.fixture(scope="module")
+def named(studio: LiveStudio, team: str) -> str:
+    return studio.publish_new(team, "refusals")
+
+
+@pytest.fixture
+def draft(api: SignedInClient, named: str) -> str:
+    created = api.post("/api/drafts", json={"from_name": named, "from_version": "1"})
+    assert created.status_code == 201, created.text
+    return f"/api/drafts/{created.json()['id']}"
+
+
+def edit(api: SignedInClient, draft: str, **body: Any) -> httpx.Response:
+    revision = api.get(draft).json()["revision"]
+    return api.post(f"{draft}/edits", json={"revision": revision, **body})
+
+
+def refused_edit(api: SignedInClient, draft: str, **body: Any) -> dict[str, Any]:
+    """The error answer of an edit that must be refused (422) with the draft unchanged."""
+    before = api.get(draft).json()
+    refused = edit(api, draft, **body)
+    assert refused.status_code == 422, refused.text
+    assert api.get(draft).json() == before
+    return refused.json()
+
+
+def test_a_header_edit_naming_only_the_version_keeps_the_name(
+    api: SignedInClient, draft: str, named: str
+) -> None:
+    """It used to clear the name (and an empty header edit cleared both)."""
+    assert edit(api, draft, op="header", version="7").status_code == 200
+    document = api.get(draft).json()["document"]
+    assert (document["name"], document["version"]) == (named, "7")
+    empty = refused_edit(api, draft, op="header")
+    assert empty["error"] == "the header operation needs name, version or both"
+
+
+def test_a_move_without_a_direction_is_refused_not_taken_as_down(
+    api: SignedInClient, draft: str
+) -> None:
+    refused = refused_edit(api, draft, op="move", index=0)
+    assert refused["error"] == "the move operation needs direction"
+
+
+def test_an_update_with_a_field_the_step_does_not_have_changes_nothing(
+    api: SignedInClient, draft: str
+) -> None:
+    """``timout`` used to be ignored and the edit answered as done."""
+    refused = refused_edit(api, draft, op="update", index=0, fields={"timout": "5s", "name": "x"})
+    [problem] = refused["problems"]
+    assert problem["path"] == "fields.timout"
+    assert problem["message"].startswith("not a field of an activity step; it takes ")
+    assert ", timeout" in problem["message"]
+
+
+def test_a_bad_filter_is_said_at_its_field_in_the_list_and_in_a_bulk_filter(
+    api: SignedInClient,
+) -> None:
+    said = "started before must be a date like 2026-11-29 or 2026-11-29T10:30"
+    listed = api.get("/api/instances", params={"started_before": "last week"})
+    assert listed.status_code == 422
+    assert listed.json()["problems"] == [{"path": "started_before", "message": said}]
+    preview = {"action": "pause", "filter": {"started_before": "last week"}}
+    bulk = api.post("/api/instances/bulk/preview", json=preview)
+    assert bulk.status_code == 422
+    assert bulk.json()["problems"] == [{"path": "filter.started_before", "message": said}]
+
+
+def test_resolving_an_activity_that_is_not_in_doubt_says_so(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """It was a 422 in the history's words: ``activity_resolved event 4: needs attempt``."""
+    instance = studio.start(team, named)
+    command = {"action": "resolve_activity", "reason": "r", "step": "reserve"}
+    refused = api.post(
+        f"/api/instances/{instance}/actions", json={**command, "resolution": "failed"}
+    )
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error.startswith("the instance does not allow this now: activity 'reserve' is ")
+    assert error.endswith(
+        "only an outcome in doubt (unknown) is resolved by hand; nothing was done"
+    )
+    assert "event" not in error
