@@ -67,6 +67,12 @@ DELETE = "DELETE FROM studio_drafts WHERE draft_id = %s AND team_id = %s RETURNI
 class DraftChanged(Conflict):
     """The draft was saved by someone (or another window) since this edit was made."""
 
+    def __init__(self, made_on: int, current: int) -> None:
+        super().__init__(
+            f"this draft was changed elsewhere since revision {made_on} (another window or "
+            f"caller): it is at revision {current} now; repeat your change on that one"
+        )
+
 
 @dataclass(frozen=True)
 class Draft:
@@ -161,12 +167,10 @@ async def _update(
         current = await (await conn.execute(GET, (draft_id, team_id))).fetchone()
     if current is None:
         raise NotFound("no such draft in this team")
-    if way and Draft(*current).revision == params[-1]:
+    now = Draft(*current).revision
+    if way and now == params[-1]:
         raise Conflict(f"there is nothing to {way}")
-    raise DraftChanged(
-        "this draft was changed in another window; the latest version is shown, "
-        "please repeat your change"
-    )
+    raise DraftChanged(params[-1], now)
 
 
 async def delete_draft(store: Store, team_id: str, draft_id: str) -> None:

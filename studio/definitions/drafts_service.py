@@ -110,10 +110,7 @@ async def edit(
     """Apply ``change`` to the draft as of ``revision``; returns it and the step to select."""
     draft = await drafts.get_draft(runtime.store, team, draft_id)
     if draft.revision != revision:
-        raise DraftChanged(
-            "this draft was changed in another window; the latest version is shown, "
-            "please repeat your change"
-        )
+        raise DraftChanged(revision, draft.revision)
     try:
         edited = change(draft.document)
     except FieldRejected as rejected:

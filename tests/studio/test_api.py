@@ -89,6 +89,10 @@ def test_drafts_edit_publish_and_refuse_stale_revisions(studio: LiveStudio) -> N
     assert warned == {"reserve", "fraud", "stock"}  # no worker runs in this test
     stale = client.post(url + "/edits", json={"op": "delete", "revision": 1, "index": 6})
     assert stale.status_code == 409
+    assert stale.json()["error"] == (  # an API caller is told the revision to read
+        "this draft was changed elsewhere since revision 1 (another window or caller): "
+        "it is at revision 2 now; repeat your change on that one"
+    )
     fixed = client.post(
         url + "/edits",
         json={"op": "update", "revision": 2, "index": 6, "fields": {"target": "go"}},
