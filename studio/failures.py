@@ -31,6 +31,7 @@ from engine.model.errors import (
     LimitExceeded,
     SignalConflict,
 )
+from engine.model.limits import MAX_KEY_LENGTH
 from studio.api_responses import DATABASE_UNAVAILABLE, ErrorOut
 from studio.errors import PasswordChangeRequired, StudioError
 from studio.rendering import is_htmx, page
@@ -50,6 +51,11 @@ BODY_KEY = "data"
 
 NO_SUCH_PATH = "no such path; the API's paths are listed in /schema/openapi.json"
 """A path no route serves (a resource that is not found says which one instead)."""
+WORD_SHOWN = MAX_KEY_LENGTH
+"""The most characters of one word (a name, an id) an error message repeats: the
+longest id or key anything can have. A longer one was typed into a URL or a field and
+names nothing; it is cut, so an answer stays small whatever was sent."""
+LONG_WORD = re.compile(rf"\S{{{WORD_SHOWN + 1},}}")
 RETRY_AFTER_SECONDS = 5
 """The ``Retry-After`` of a 503: about how long a database restart takes."""
 
@@ -59,7 +65,19 @@ def describe(
 ) -> tuple[int, str, list[dict[str, str]]]:
     """Status, message and (for invalid content) located problems of an error raised
     while ``handler`` (the route's handler, when one was found) served the request; an
-    outage or an unexpected error is logged unless ``quiet`` (``status_of``)."""
+    outage or an unexpected error is logged unless ``quiet`` (``status_of``). A word
+    longer than ``WORD_SHOWN`` in the message is cut."""
+    status, message, problems = _described(error, handler, quiet)
+    return status, LONG_WORD.sub(_cut, message), problems
+
+
+def _cut(word: re.Match[str]) -> str:
+    return f"{word[0][:WORD_SHOWN]}… ({len(word[0])} characters)"
+
+
+def _described(
+    error: Exception, handler: object, quiet: bool
+) -> tuple[int, str, list[dict[str, str]]]:
     if isinstance(error, StudioError):
         return error.status, str(error), error.problems
     if isinstance(error, DefinitionNotFound):

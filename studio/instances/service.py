@@ -360,6 +360,9 @@ async def start(
     The id is the team's own: another team's instance of the same id is another
     instance, and never a conflict.
     """
+    for field_name, value in (("definition", name), ("version", version)):
+        if not value.strip():
+            raise _at(field_name, f"{field_name} is empty: name the published one to start")
     published = await definitions.version_of(runtime, team, name, version)
     if published.deprecated:
         raise Invalid(f"{name}@{version} is deprecated and refuses new instances")

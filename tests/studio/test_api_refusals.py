@@ -105,3 +105,26 @@ def test_resolving_an_activity_that_is_not_in_doubt_says_so(
         "only an outcome in doubt (unknown) is resolved by hand; nothing was done"
     )
     assert "event" not in error
+
+
+def test_a_start_naming_no_definition_or_version_says_which_field_is_empty(
+    api: SignedInClient, named: str
+) -> None:
+    """It was a 404 about a definition named '' ("name@ is not published")."""
+    for body, field in (
+        ({"definition": named, "version": " "}, "version"),
+        ({"definition": "", "version": "1"}, "definition"),
+    ):
+        refused = api.post("/api/instances", json=body)
+        assert refused.status_code == 422, refused.text
+        message = f"{field} is empty: name the published one to start"
+        assert refused.json()["problems"] == [{"path": field, "message": message}]
+
+
+def test_a_name_longer_than_any_id_is_cut_in_the_answer(api: SignedInClient) -> None:
+    """A name typed into a URL is repeated in a 404 only up to the longest id's length."""
+    long_name = "n" * 3000
+    missing = api.get(f"/api/definitions/{long_name}")
+    assert missing.status_code == 404
+    error = missing.json()["error"]
+    assert "n" * 512 + "… (3000 characters)" in error and "n" * 513 not in error
