@@ -112,6 +112,22 @@ class PlanInvalid(ValueError):
         self.problems = problems
 
 
+PROBLEM_PATH = re.compile(
+    r"([A-Za-z_]\w*(?:\[\d+\]|\.[\w.-]+)*)(?:: |(?<=\]) (?=\S+: ))(.*)", re.DOTALL
+)
+"""A problem as this module writes it: its path in the plan, then ": " and what is
+wrong, or a space and a pin's label first (``pins[0] charge:after_handler:kill: ...``)."""
+
+
+def located(problem: str) -> tuple[str, str]:
+    """``problem``'s path in the plan and what it says there (the label of a pin kept
+    with it): an API answer locates each problem as it does a body's fields."""
+    found = PROBLEM_PATH.fullmatch(problem)
+    if found is None:
+        return "", problem
+    return found[1], found[2]
+
+
 @dataclass(frozen=True)
 class Stub:
     """How a step's activity behaves in the drill: ``succeed`` with ``result``; ``fail``

@@ -92,10 +92,7 @@ async def save(
     problem when it could not run."""
     name = plan_name(working.name)
     if not working.valid:
-        raise Invalid(
-            "the drill plan is not valid",
-            [{"path": "", "message": p} for p in working.all_problems()],
-        )
+        raise Invalid("the drill plan is not valid", _located(working.all_problems()))
     document = {**working.document, "name": name}
     return await saved.save(
         runtime.store, principal.team_id, name, documents.ref(definition), document,
@@ -135,7 +132,7 @@ def run(
         raise Invalid(f"{plan.label} cannot run here: {why}")
     problems = documents.check(plan.document, definition)
     if problems:
-        raise Invalid("the drill plan cannot run", [{"path": "", "message": p} for p in problems])
+        raise Invalid("the drill plan cannot run", _located(problems))
     parsed = plans.parse(plan.document)
     if plans.restarts(parsed):
         raise Invalid(f"{plan.label} cannot run here: {STUDIO_RESTART}")
@@ -196,3 +193,8 @@ async def coverage(
         await saved.listed(runtime.store, team, ref),
         await saved.runs_of(runtime.store, team, ref),
     )
+
+
+def _located(problems: list[str]) -> list[dict[str, str]]:
+    """A plan's problems as the API locates a body's: each at its path in the plan."""
+    return [{"path": path, "message": said} for path, said in map(plans.located, problems)]

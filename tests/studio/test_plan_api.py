@@ -137,8 +137,10 @@ def test_an_invalid_plan_is_refused_listing_every_problem(
     bad = plan("broken", "ship:after_handler:kill", "charge:after_handler:explode")
     answer = api(operator).post(base, json={"document": bad})
     assert answer.status_code == 422
-    messages = " ".join(p["message"] for p in answer.json().get("problems", []))
+    problems = answer.json()["problems"]
+    messages = " ".join(p["message"] for p in problems)
     assert "no step 'ship'" in messages and "fault 'explode' is not one of" in messages
+    assert {p["path"] for p in problems} == {"pins[0]", "pins[1]"}  # each at its pin
     assert api(operator).get(f"{base}/broken").status_code == 404
 
 

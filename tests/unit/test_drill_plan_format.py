@@ -160,3 +160,25 @@ def test_a_renewal_cut_and_a_transition_cut_need_two_drills() -> None:
 def test_stubs_and_your_own_handlers_do_not_mix() -> None:
     with pytest.raises(plans.PlanInvalid, match="stubs: not used when app names your handlers"):
         _plan(app="examples.orders:app", stubs={"charge": {"behaviour": "fail"}})
+
+
+@pytest.mark.parametrize(
+    ("problem", "where"),
+    [
+        ("pins[0] ship:after_handler:kill: no step 'ship'", ("pins[0]", "ship:after_handler")),
+        ("stubs.charge.times: must be a whole number", ("stubs.charge.times", "must be")),
+        ("--pin 'x': must be STEP:BOUNDARY:FAULT[#HIT]", ("", "--pin 'x'")),
+        ("a sentence with no path", ("", "a sentence")),
+    ],
+)
+def test_a_problem_is_located_at_its_path_in_the_plan(problem: str, where: tuple[str, str]) -> None:
+    """What an API answer's ``problems`` say: the path, and the problem said there."""
+    path, said = plans.located(problem)
+    assert (path, said[: len(where[1])]) == where and problem.endswith(said)
+
+
+def test_every_problem_of_a_bad_document_has_a_path() -> None:
+    bad = {"definition": "x", "pins": [{"step": 1}], "stubs": {"a": {"times": -1}}, "app": "?"}
+    with pytest.raises(plans.PlanInvalid) as refused:
+        plans.parse(bad)
+    assert all(plans.located(p)[0] for p in refused.value.problems), refused.value.problems
