@@ -496,6 +496,20 @@ def test_the_studio_says_what_gave_its_database_and_not_the_password(
     assert SECRET not in announced
 
 
+def test_a_studio_whose_examples_another_team_published_says_it_left_them_out(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Following the README in order (the command line publishes the order example,
+    then ``wayline studio``), the studio's Definitions page was empty with no word why:
+    the example's name was the command line's team's, and the first start skipped it."""
+    assert main(["definition", "publish", str(EXAMPLE), "--dsn", pg_dsn, "--schema", schema]) == 0
+    announced = _studio_announcement(schema, ["--dsn", pg_dsn], dict(os.environ))
+    assert (
+        "  examples not published in team default: order.fulfillment (another team, such as "
+        "the command line's, published those names first)\n"
+    ) in announced
+
+
 def _studio_announcement(schema: str, option: list[str], env: dict[str, str]) -> str:
     """What a real ``wayline studio`` process on a free port announces, read up to the
     announcement's last line; the studio is then stopped."""
