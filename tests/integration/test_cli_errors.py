@@ -258,6 +258,17 @@ def argument_refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return line
 
 
+@pytest.fixture
+def order_started(pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The example order published and its instance o-1 started, through the command
+    line; the store options every command of the test then takes."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    return store
+
+
 AUDITED_USAGE = {
     "a reason of only spaces": (
         ["command", "o-1", "pause", "--actor", "ann", "--reason", "  "],
@@ -283,8 +294,7 @@ AUDITED_USAGE = {
 
 @pytest.mark.parametrize(("argv", "says"), AUDITED_USAGE.values(), ids=AUDITED_USAGE)
 def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
-    pg_dsn: str,
-    schema: str,
+    order_started: list[str],
     conn: psycopg.Connection,
     capsys: pytest.CaptureFixture[str],
     argv: list[str],
@@ -293,10 +303,7 @@ def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
     """A blank reason or an actor with a space was refused only by the engine, with exit
     1 as if the command had failed, and argparse's refusals came under a usage synopsis
     (seven lines for ``wayline command``) that buried the line saying what was wrong."""
-    store = ["--dsn", pg_dsn, "--schema", schema]
-    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
-    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
-    capsys.readouterr()
+    store = order_started
     written = "SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM history)"
     before = conn.execute(written).fetchone()
     assert argument_refused(capsys, *argv, *store) == says
@@ -587,8 +594,7 @@ TEAM_READS_AND_BULKS = {
 
 @pytest.mark.parametrize(("label", "argv"), TEAM_READS_AND_BULKS.items(), ids=TEAM_READS_AND_BULKS)
 def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
-    pg_dsn: str,
-    schema: str,
+    order_started: list[str],
     conn: psycopg.Connection,
     capsys: pytest.CaptureFixture[str],
     label: str,
@@ -596,10 +602,7 @@ def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
 ) -> None:
     """``hold list --team BAD`` said "no holds" as if the team were clear, and ``instance
     migrate --team BAD`` recorded its bulk for that team."""
-    store = ["--dsn", pg_dsn, "--schema", schema]
-    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
-    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
-    capsys.readouterr()
+    store = order_started
     line = argument_refused(capsys, *argv, "--team", "Not A Team", *store)
     label = label.removesuffix(" --dry-run")
     assert line == f"{label}: error: argument --team: {team_problem('Not A Team')}"
