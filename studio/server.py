@@ -11,11 +11,10 @@ the example order-fulfillment definition so the studio is not empty.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -113,10 +112,16 @@ async def _reach_replica(read_dsn: str, schema: str) -> None:
     await replica.close()
 
 
-async def _first_start(store: Store) -> str | None:
+async def _first_start(store: Store) -> tuple[str | None, list[str]]:
     """Create the first admin (and publish the examples: the order fulfillment and the
-    code-first order saga, whose code the studio's worker runs) on an empty studio."""
+    code-first order saga, whose code the studio's worker runs) on an empty studio.
+
+    Returns the admin's one-time password and the examples left out because their
+    names already belong to another team (a database where the command line, team '',
+    published them first): the announcement says so, or the empty Definitions page
+    would contradict it."""
     password = await people.bootstrap_admin(store)
+    left_out: list[str] = []
     if password is not None and EXAMPLE.is_file():
         from examples import order_saga
 
@@ -126,10 +131,11 @@ async def _first_start(store: Store) -> str | None:
             *(flow.definition for flow in order_saga.app.workflows),
         ]
         for definition in examples:
-            # When an example's name already belongs to another team, leave it there.
-            with contextlib.suppress(DefinitionConflict):
+            try:
                 await client.publish(definition, "wayline", DEFAULT_TEAM)
-    return password
+            except DefinitionConflict:  # the name is another team's: leave it there
+                left_out.append(definition.name)
+    return password, left_out
 
 
 def run_studio(
@@ -159,9 +165,9 @@ def run_studio(
     with _listen(host, port) as listening, database(dsn, schema) as ready:
         if read_dsn:  # before the first start, whose one-time password is shown only once
             asyncio.run(_reach_replica(read_dsn, schema))
-        password = asyncio.run(_with_store(ready, schema, _first_start))
+        password, left_out = asyncio.run(_with_store(ready, schema, _first_start))
         where = f"a private PostgreSQL in {DATA_DIR}" if dsn is None else f"given by {dsn_from}"
-        _announce(host, port, where, password, bool(read_dsn))
+        _announce(host, port, where, password, bool(read_dsn), left_out)
         settings = StudioSettings(
             ready,
             schema,
@@ -185,9 +191,15 @@ def run_studio(
 
 
 def _announce(
-    host: str, port: int, where: str, password: str | None, replica: bool = False
+    host: str,
+    port: int,
+    where: str,
+    password: str | None,
+    replica: bool = False,
+    left_out: Sequence[str] = (),
 ) -> None:
-    """What the studio serves and from where (``where``: the database, in words)."""
+    """What the studio serves and from where (``where``: the database, in words), and
+    which examples its first start could not publish for its team (``left_out``)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     lines = [
         f"Wayline studio: http://{shown}:{port}/",
@@ -195,6 +207,11 @@ def _announce(
     ]
     if replica:
         lines.append("  reads: list, instance, history and drill-report pages read the replica")
+    if left_out:
+        lines.append(
+            f"  examples not published in team {DEFAULT_TEAM}: {', '.join(left_out)} "
+            "(another team, such as the command line's, published those names first)"
+        )
     if password:
         lines += [
             f"  sign in as {FIRST_ADMIN} with this one-time password: {password}",

@@ -24,10 +24,9 @@ from typing import Any
 
 from engine.api.client import Client
 from engine.api.queries import Queries
-from engine.cli.options import CommandFailed, UsageError, whole_number
+from engine.cli.options import CommandFailed, UsageError, actor, reason, team, whole_number
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant, parse_instant
-from engine.model.inputs import check_team
 from engine.model.limits import MAX_PAGE_ITEMS
 from engine.model.transitions import work_label
 from engine.store.dead_letters import (
@@ -60,7 +59,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     listing.add_argument("--code", help="only this failure code")
     listing.add_argument(
-        "--team", help="only this team's (default: every team's; '' is the engine's own)"
+        "--team", type=team, help="only this team's (default: every team's; '' is the engine's own)"
     )
     listing.add_argument("--json", action="store_true", help="one JSON object per dead letter")
     listing.add_argument(
@@ -91,8 +90,12 @@ def _fence(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("instance", metavar="INSTANCE", help="the instance id as listed")
     parser.add_argument("work_id", metavar="WORK_ID", help="the work id as listed")
     parser.add_argument("--token", required=True, type=int, help="the fencing token as listed")
-    parser.add_argument("--actor", required=True, help="who acts (recorded in the audit trail)")
-    parser.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
+    parser.add_argument(
+        "--actor", required=True, type=actor, help="who acts (recorded in the audit trail)"
+    )
+    parser.add_argument(
+        "--reason", required=True, type=reason, help="why (recorded in the audit trail)"
+    )
     parser.add_argument(
         "--command-id", help="idempotency id (default: a new one, printed to give it again)"
     )
@@ -115,8 +118,6 @@ def instant(text: str) -> datetime:
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
-    if args.team is not None:
-        check_team(args.team)
     page = await Queries(client.store).dead_letters(
         None, args.limit, tenant=args.team, failure_code=args.code
     )

@@ -16,12 +16,11 @@ from collections.abc import Iterator
 
 from engine.api.client import Client
 from engine.api.queries import Queries
-from engine.cli.options import UsageError
+from engine.cli.options import UsageError, actor, reason, team
 from engine.cli.runtime import add_command
 from engine.model.canonical import format_instant
 from engine.model.errors import InputRefused
 from engine.model.holds import parse_scope
-from engine.model.inputs import check_team
 from engine.model.words import counted
 from engine.store.holds import Hold
 
@@ -51,12 +50,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.add_argument("--active", action="store_true", help="only holds still in force")
     listing.add_argument("--json", action="store_true", help="one JSON object per hold")
     for parser in (place, release, listing):
-        parser.add_argument("--team", default="", help="the team (default: the engine's own, '')")
+        parser.add_argument(
+            "--team", default="", type=team, help="the team (default: the engine's own, '')"
+        )
 
 
 def _audited(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--actor", required=True, help="who acts (kept with the hold)")
-    parser.add_argument("--reason", required=True, help="why (kept with the hold)")
+    parser.add_argument("--actor", required=True, type=actor, help="who acts (kept with the hold)")
+    parser.add_argument("--reason", required=True, type=reason, help="why (kept with the hold)")
 
 
 async def _place(client: Client, args: argparse.Namespace) -> int:
@@ -78,7 +79,6 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
-    check_team(args.team)  # a team no id could name would list "no holds", as if clear
     holds = await Queries(client.store).holds(args.team, active_only=args.active)
     for hold in holds:
         print(json.dumps(_as_json(hold)) if args.json else _line(hold))

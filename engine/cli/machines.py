@@ -19,9 +19,9 @@ import json
 from engine.api.client import Client
 from engine.api.executions import AccessRefused, Executions
 from engine.cli import machine_roles
+from engine.cli.options import actor, reason, team
 from engine.cli.runtime import add_command, add_group, json_arg
 from engine.model.identifiers import split_pin
-from engine.model.inputs import check_team
 from engine.modes.machines.standing import StateValue
 from engine.store.principals import COVERS, Standing, principal_standing
 
@@ -57,14 +57,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         action.add_argument("execution", metavar="ID")
         _caller(action)
     actions.choices["state"].add_argument("--json", action="store_true", help="as one object")
-    actions.choices["cancel"].add_argument("--reason", required=True, help="why (audited)")
+    actions.choices["cancel"].add_argument(
+        "--reason", required=True, type=reason, help="why (audited)"
+    )
     actions.choices["cancel"].add_argument("--command-id", help="idempotency id of the cancel")
     machine_roles.register(actions)
 
 
 def _caller(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--as", dest="actor", required=True, metavar="ACTOR", help="who acts")
-    parser.add_argument("--team", default="", help="the actor's team (default: none)")
+    parser.add_argument(
+        "--as", dest="actor", required=True, type=actor, metavar="ACTOR", help="who acts"
+    )
+    parser.add_argument("--team", default="", type=team, help="the actor's team (default: none)")
 
 
 async def _submit(client: Client, args: argparse.Namespace) -> int:
@@ -88,7 +92,6 @@ async def _require_standing(client: Client, actor: str, team: str, scope: str) -
     """Refuse a submit for a team the actor does not stand in with ``scope``: every
     advance re-checks the submitter, so the engine would accept it only for the
     execution to end ``dead-authorization`` before its first step."""
-    check_team(team)
     if team == "" or scope not in COVERS:  # the engine's own team, or submit's own refusal
         return
     standing = await principal_standing(client.store, actor, team, scope)

@@ -38,6 +38,7 @@ from engine.cli.options import (
     EXIT_FAILED,
     EXIT_USAGE,
     CommandFailed,
+    Parser,
     cannot_connect,
     command_label,
 )
@@ -52,7 +53,7 @@ COMMANDS_GROUP = "wayline.commands"
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(prog="wayline", description="Durable workflows on PostgreSQL.")
+    parser = Parser(prog="wayline", description="Durable workflows on PostgreSQL.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     definition_actions = definitions.register(commands)
     runtime.register_definition_actions(definition_actions)

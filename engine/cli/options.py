@@ -12,14 +12,20 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from engine.decide.audit import actor_problem, reason_problem
+from engine.model.identifiers import id_problem, team_problem
 from engine.store.migrations import DEFAULT_SCHEMA, validate_schema_name
+
+T = TypeVar("T")
 
 DSN_ENV = "WAYLINE_DSN"
 EXIT_FAILED = 1
@@ -30,6 +36,18 @@ MAX_PORT = 65_535
 which no message could then name; a larger number would wrap around (99999 is 34463)."""
 NO_PORT = 0
 """``--metrics-port 0``: serve no metrics (as when the option is not given)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusal is the one line ``wayline <command>: error:
+    <what was wrong>`` on stderr, exit EXIT_USAGE: argparse's default puts the whole
+    usage synopsis (seven lines for ``wayline command``) above that line, burying it.
+    ``--help`` still shows the synopsis. Subcommands' parsers are of this class too
+    (``add_subparsers`` makes them of their parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
 
 class CommandFailed(Exception):
@@ -158,3 +176,41 @@ def schema_name(value: str) -> str:
         return validate_schema_name(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def checked_by(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+    """An argparse type refusing text for which ``problem`` says why it is not allowed,
+    so a bad value is a usage error (exit EXIT_USAGE) naming its option, before
+    anything is written, rather than a failure of the command."""
+
+    def check(text: str) -> str:
+        if found := problem(text):
+            raise argparse.ArgumentTypeError(found)
+        return text
+
+    return check
+
+
+def converted_by(convert: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type that is ``convert``, whose ValueError (saying what is allowed)
+    becomes the option's refusal."""
+
+    def check(text: str) -> T:
+        try:
+            return convert(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return check
+
+
+team = checked_by(team_problem)
+"""argparse type for ``--team``: a team id as the studio makes them, or '' (the
+engine's own team)."""
+actor = checked_by(actor_problem)
+"""argparse type for who acts (``--actor``, ``--as``): an id, as every audit records."""
+reason = checked_by(reason_problem)
+"""argparse type for ``--reason``: text that says something, of at most
+MAX_REASON_LENGTH characters."""
+instance_id = checked_by(id_problem)
+"""argparse type for a new instance's ``--id``."""

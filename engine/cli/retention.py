@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.api.client import Client
-from engine.cli.options import UsageError, writing
+from engine.cli.options import UsageError, actor, converted_by, team, whole_number, writing
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant
 from engine.model.durations import format_duration, parse_duration
@@ -39,28 +39,32 @@ def register(commands: argparse._SubParsersAction) -> None:
         "Bounded history: per-team retention of ended instances.",
     )
     chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set, LABEL)
-    chosen.add_argument("--team", default="", help="the team (default: the engine's own, '')")
-    chosen.add_argument("--keep", required=True, type=_duration, help="e.g. 90d or 72h")
-    chosen.add_argument("--as", dest="actor", required=True, metavar="ACTOR", help="who sets it")
+    chosen.add_argument(
+        "--team", default="", type=team, help="the team (default: the engine's own, '')"
+    )
+    chosen.add_argument("--keep", required=True, type=_keep, help="e.g. 90d or 72h")
+    chosen.add_argument(
+        "--as", dest="actor", required=True, type=actor, metavar="ACTOR", help="who sets it"
+    )
     add_command(actions, "list", "print every team's retention policy", _list, LABEL)
     run = add_command(
         actions, "run", "export and remove ended instances past their keep", _run, LABEL
     )
     run.add_argument("--export-dir", required=True, type=Path, help="where the exports go")
-    run.add_argument("--team", help="only this team (default: every team with a policy)")
+    run.add_argument("--team", type=team, help="only this team (default: every team with a policy)")
     run.add_argument(
         "--batch",
-        type=int,
+        type=lambda text: whole_number(
+            text, 1, MAX_PRUNE_BATCH, f"must be a whole number from 1 to {MAX_PRUNE_BATCH}"
+        ),
         default=MAX_PRUNE_BATCH,
         help=f"instances per transaction (1 to {MAX_PRUNE_BATCH}, the default)",
     )
 
 
-def _duration(text: str) -> object:
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+_keep = converted_by(lambda text: retention.check_keep(parse_duration(text)))
+"""argparse type for ``--keep``: a duration the policy may hold, so a bad one is a usage
+error before anything is written."""
 
 
 async def _set(client: Client, args: argparse.Namespace) -> int:
@@ -88,7 +92,6 @@ def _is_directory(path: Path) -> bool:
 
 
 async def _run(client: Client, args: argparse.Namespace) -> int:
-    retention.check_batch(args.batch)
     if not _is_directory(args.export_dir):
         raise UsageError(f"--export-dir {args.export_dir} is not a directory")
     found = await retention.policies(client.store)

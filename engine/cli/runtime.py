@@ -27,11 +27,16 @@ from engine.cli.options import (
     EXIT_FAILED,
     CommandFailed,
     UsageError,
+    actor,
     add_store_options,
+    instance_id,
     optional_dsn,
     port_or_none,
+    reason,
     resolve_dsn,
     schema_name,
+    team,
+    whole_number,
 )
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
@@ -50,6 +55,7 @@ from engine.model.instance import Instance, InstanceStatus, instance_to_json
 from engine.model.limits import (
     MAX_LEASE_DURATION,
     MAX_WAIT_TIMEOUT,
+    MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
 )
@@ -98,6 +104,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--id",
         required=True,
+        type=instance_id,
         help="instance id (starting is idempotent); a code-first run's id, without '/', "
         "names the run NAME/ID and a retried start joins it",
     )
@@ -132,8 +139,12 @@ def _operator_command(commands: argparse._SubParsersAction) -> None:
     cmd = add_command(commands, "command", "an audited operator command", _operator)
     cmd.add_argument("instance")
     cmd.add_argument("action", choices=[verb(action) for action in EFFECT_OPTIONS])
-    cmd.add_argument("--actor", required=True, help="who acts (recorded in the audit trail)")
-    cmd.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
+    cmd.add_argument(
+        "--actor", required=True, type=actor, help="who acts (recorded in the audit trail)"
+    )
+    cmd.add_argument(
+        "--reason", required=True, type=reason, help="why (recorded in the audit trail)"
+    )
     cmd.add_argument("--command-id", help="idempotency id (default: a new one)")
     cmd.add_argument("--step", help="the step a step action acts on")
     cmd.add_argument(
@@ -172,7 +183,9 @@ def register_demo(commands: argparse._SubParsersAction) -> None:
         default="demo",
         help="--machine: submit as this studio user (with --team, to see it in the studio)",
     )
-    demo.add_argument("--team", default="", help="--machine: the submitter's studio team")
+    demo.add_argument(
+        "--team", default="", type=team, help="--machine: the submitter's studio team"
+    )
     demo.add_argument("--schema", default="wayline", type=schema_name)
     demo.set_defaults(run=_demo)
 
@@ -255,7 +268,17 @@ def _worker(commands: argparse._SubParsersAction) -> None:
         metavar="MODULE:REGISTRY",
         help="where the ActivityRegistry object is, e.g. examples.orders:app",
     )
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: whole_number(
+            text,
+            1,
+            MAX_WORKER_CONCURRENCY,
+            f"must be a whole number from 1 to {MAX_WORKER_CONCURRENCY} (MAX_WORKER_CONCURRENCY)",
+        ),
+        default=16,
+        help="attempts run at once (default: 16)",
+    )
     parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
     parser.add_argument(
         "--lease-seconds",

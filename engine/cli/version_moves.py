@@ -19,12 +19,11 @@ import uuid
 
 from engine.api.bulk_commands import BulkCommand, BulkCommands
 from engine.api.client import Client
-from engine.cli.options import EXIT_FAILED, UsageError
+from engine.cli.options import EXIT_FAILED, UsageError, actor, reason, team
 from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Preview
-from engine.model.inputs import check_team
 from engine.model.limits import MAX_BULK_INSTANCES
 
 AUDITED = "recorded in the audit trail"
@@ -42,9 +41,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     move.add_argument("instances", nargs="+", metavar="ID", help=f"at most {MAX_BULK_INSTANCES}")
     move.add_argument("--to", required=True, metavar="VERSION", dest="to_version")
-    move.add_argument("--actor", required=True, help=f"who migrates them ({AUDITED})")
-    move.add_argument("--reason", required=True, help=f"why ({AUDITED} with the fingerprints)")
-    move.add_argument("--team", default="", help="the team the bulk is recorded for")
+    move.add_argument("--actor", required=True, type=actor, help=f"who migrates them ({AUDITED})")
+    move.add_argument(
+        "--reason", required=True, type=reason, help=f"why ({AUDITED} with the fingerprints)"
+    )
+    move.add_argument("--team", default="", type=team, help="the team the bulk is recorded for")
     move.add_argument("--bulk-id", help="idempotency id of the whole migration (default: new)")
     move.add_argument("--dry-run", action="store_true", help="judge each instance, change nothing")
 
@@ -60,8 +61,8 @@ def register_edge(actions: argparse._SubParsersAction) -> None:
     )
     edge.add_argument("source", metavar="NAME@FROM")
     edge.add_argument("to_version", metavar="TO")
-    edge.add_argument("--actor", required=True, help=f"who declares it ({AUDITED})")
-    edge.add_argument("--reason", required=True, help=f"why they may move ({AUDITED})")
+    edge.add_argument("--actor", required=True, type=actor, help=f"who declares it ({AUDITED})")
+    edge.add_argument("--reason", required=True, type=reason, help=f"why they may move ({AUDITED})")
 
 
 def edge_source(text: str) -> tuple[str, str]:
@@ -83,9 +84,6 @@ async def _declare_edge(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _migrate(client: Client, args: argparse.Namespace) -> int:
-    check_team(args.team)  # before the dry run too, which would not reach the bulk's check
-    if not args.reason.strip():
-        raise UsageError(f"give a reason: it is {AUDITED} of every instance")
     request = bulk_request(Action.MIGRATE, arguments={"version": args.to_version})
     bulk = BulkCommands(client)
     previews = await bulk.preview(args.instances, request)  # every id exists, or stop here

@@ -65,14 +65,21 @@ def check_batch(batch: int) -> int:
     return batch
 
 
-async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
-    """Keep ``tenant``'s ended instances for ``keep`` (replacing any earlier policy)."""
-    check_team(tenant)
+def check_keep(keep: timedelta) -> timedelta:
+    """``keep`` when it is more than 0 and at most MAX_RETENTION_KEEP; ValueError saying
+    so otherwise."""
     if not timedelta(0) < keep <= MAX_RETENTION_KEEP:
         raise ValueError(
             f"keep must be a positive duration of at most {MAX_RETENTION_KEEP.days} days "
             "(MAX_RETENTION_KEEP), e.g. 90d"
         )
+    return keep
+
+
+async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
+    """Keep ``tenant``'s ended instances for ``keep`` (replacing any earlier policy)."""
+    check_team(tenant)
+    check_keep(keep)
     if problem := actor_problem(actor):  # who set it is audited like a command's actor
         raise ValueError(problem)
     now = store.now()

@@ -124,3 +124,14 @@ def test_the_start_form_says_what_a_code_first_run_id_becomes(
     page.get_by_label("Definition version").select_option(f"{steps}@1")
     expect(id_hint).not_to_contain_text("code-first")
     expect(input_hint).to_contain_text("at most 1024 bytes")
+
+
+def test_a_step_kind_stays_on_one_line_in_the_steps_table(page: Page, studio: LiveStudio) -> None:
+    """A long state note took the narrow steps card's width and broke the step's kind tag
+    over two lines ("ACTIVIT" over "Y")."""
+    team, instance_id, _ = far_along(studio, first_signal="k" * 150)
+    sign_in(page, studio.user(team, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    tag = page.locator("#step-row-s0 .kind-tag")
+    expect(tag).to_be_visible()
+    assert tag.evaluate("t => t.getClientRects().length") == 1, "the tag spans lines"

@@ -39,10 +39,11 @@ def one_line(result: CliResult) -> str:
 
 
 def argument_error(result: CliResult) -> str:
-    """The line that says which argument was refused: argparse exits 2 and shows its usage
-    synopsis first, so it is the last line of stderr (and there is no traceback)."""
+    """The one stderr line that says which argument was refused (exit 2, no usage
+    synopsis above it, no traceback)."""
     assert result.code == 2 and "Traceback" not in result.stderr
-    return result.stderr.splitlines()[-1]
+    (line,) = result.stderr.splitlines()
+    return line
 
 
 async def publish(e2e: Harness, definition: Definition) -> CliResult:

@@ -56,9 +56,18 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     assert (
         one_line(unset) == "wayline retention: team 'red' has no retention policy (set one first)"
     )
-    batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", "0")
-    assert batch.code == 1
-    assert one_line(batch) == "wayline retention: batch is 0; it must be from 1 to 500 instances"
+    for given in ("0", "x"):
+        batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", given)
+        assert batch.code == 2
+        assert one_line(batch) == (
+            "wayline retention run: error: argument --batch: must be a whole number from 1 to 500"
+        )
+    never = await e2e.cli("retention", "set", "--keep", "0d", "--as", "alice")
+    assert never.code == 2
+    assert one_line(never) == (
+        "wayline retention set: error: argument --keep: keep must be a positive duration of "
+        "at most 36500 days (MAX_RETENTION_KEEP), e.g. 90d"
+    )
 
 
 async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
@@ -67,8 +76,10 @@ async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
     refused = await e2e.cli(
         "retention", "set", "--team", "../escaped", "--keep", "1ms", "--as", "a"
     )
-    assert refused.code == 1
-    assert one_line(refused).startswith("wayline retention: a team id has 1 to 63 characters")
+    assert refused.code == 2
+    assert one_line(refused).startswith(
+        "wayline retention set: error: argument --team: a team id has 1 to 63 characters"
+    )
 
     # A policy stored before team ids were checked: its run is refused, and exports nothing.
     async with e2e.store.connection() as conn:
@@ -78,7 +89,7 @@ async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
         )
     inner = e2e.tmp / "exports" / "inner"
     inner.mkdir(parents=True)
-    run = await e2e.cli("retention", "run", "--export-dir", str(inner), "--team", "../escaped")
+    run = await e2e.cli("retention", "run", "--export-dir", str(inner))
     assert run.code == 1
     assert one_line(run).startswith("wayline retention: a team id has 1 to 63 characters")
     assert list((e2e.tmp / "exports").rglob("*.jsonl")) == []

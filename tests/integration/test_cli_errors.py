@@ -248,13 +248,66 @@ def test_a_drill_report_that_cannot_be_written_is_refused_before_any_drill_runs(
 
 
 def argument_refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """Run ``wayline ARGV`` with an argument argparse refuses: exit 2, and the last
-    stderr line (after the usage synopsis) says which argument and what it must be."""
+    """Run ``wayline ARGV`` with an argument argparse refuses: exit 2, and stderr is one
+    line saying which argument and what it must be (no usage synopsis above it)."""
     with pytest.raises(SystemExit) as exited:
         main(list(argv))
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "Traceback" not in err
-    return err.splitlines()[-1]
+    (line,) = err.splitlines()
+    return line
+
+
+@pytest.fixture
+def order_started(pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The example order published and its instance o-1 started, through the command
+    line; the store options every command of the test then takes."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
+    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
+    capsys.readouterr()
+    return store
+
+
+AUDITED_USAGE = {
+    "a reason of only spaces": (
+        ["command", "o-1", "pause", "--actor", "ann", "--reason", "  "],
+        "wayline command: error: argument --reason: a reason of 1 to 500 characters, not "
+        "only spaces, is required",
+    ),
+    "an actor that is no id": (
+        ["command", "o-1", "pause", "--actor", "ann smith", "--reason", "why"],
+        "wayline command: error: argument --actor: actor must be 1 to 200 characters: "
+        "letters, digits and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "an empty instance id": (
+        ["start", "order.fulfillment", "--id", "", "--input", "{}"],
+        "wayline start: error: argument --id: must be 1 to 200 characters: letters, digits "
+        "and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "a missing option": (
+        ["command", "o-1", "pause", "--actor", "ann"],
+        "wayline command: error: the following arguments are required: --reason",
+    ),
+}
+
+
+@pytest.mark.parametrize(("argv", "says"), AUDITED_USAGE.values(), ids=AUDITED_USAGE)
+def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
+    order_started: list[str],
+    conn: psycopg.Connection,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    says: str,
+) -> None:
+    """A blank reason or an actor with a space was refused only by the engine, with exit
+    1 as if the command had failed, and argparse's refusals came under a usage synopsis
+    (seven lines for ``wayline command``) that buried the line saying what was wrong."""
+    store = order_started
+    written = "SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM history)"
+    before = conn.execute(written).fetchone()
+    assert argument_refused(capsys, *argv, *store) == says
+    assert conn.execute(written).fetchone() == before
 
 
 PORTS = "must be a port number from 1 to 65535"
@@ -379,8 +432,11 @@ def test_a_worker_id_that_is_no_id_is_refused_before_the_worker_runs(
         2,
         "wayline worker: --worker-id is empty: give the id this worker's leases carry",
     )
-    idle = refused(capsys, *worker[:-2], "--concurrency", "0")
-    assert idle == (2, "wayline worker: concurrency must be from 1 to 1000")
+    for idle in ("0", "abc"):
+        assert argument_refused(capsys, *worker[:-2], "--concurrency", idle) == (
+            "wayline worker: error: argument --concurrency: must be a whole number from 1 to "
+            "1000 (MAX_WORKER_CONCURRENCY)"
+        )
 
 
 @pytest.mark.parametrize("given", ["", "\n"])
@@ -444,6 +500,28 @@ def test_the_studio_says_what_gave_its_database_and_not_the_password(
     env = {k: v for k, v in os.environ.items() if k != "WAYLINE_DSN"}
     option = ["--dsn", dsn] if given_by == "--dsn" else []
     env |= {"WAYLINE_DSN": dsn} if given_by == "WAYLINE_DSN" else {}
+    announced = _studio_announcement(schema, option, env)
+    assert f"  database: given by {given_by}; a worker runs the example" in announced
+    assert SECRET not in announced
+
+
+def test_a_studio_whose_examples_another_team_published_says_it_left_them_out(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Following the README in order (the command line publishes the order example,
+    then ``wayline studio``), the studio's Definitions page was empty with no word why:
+    the example's name was the command line's team's, and the first start skipped it."""
+    assert main(["definition", "publish", str(EXAMPLE), "--dsn", pg_dsn, "--schema", schema]) == 0
+    announced = _studio_announcement(schema, ["--dsn", pg_dsn], dict(os.environ))
+    assert (
+        "  examples not published in team default: order.fulfillment (another team, such as "
+        "the command line's, published those names first)\n"
+    ) in announced
+
+
+def _studio_announcement(schema: str, option: list[str], env: dict[str, str]) -> str:
+    """What a real ``wayline studio`` process on a free port announces, read up to the
+    announcement's last line; the studio is then stopped."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = str(probe.getsockname()[1])
@@ -454,8 +532,7 @@ def test_the_studio_says_what_gave_its_database_and_not_the_password(
         announced = _announcement(process)
         process.terminate()  # the studio unwinds on SIGTERM (install_signal_handlers)
         process.wait(timeout=STUDIO_STOP_SECONDS)
-    assert f"  database: given by {given_by}; a worker runs the example" in announced
-    assert SECRET not in announced
+    return announced
 
 
 def _announcement(process: subprocess.Popen[str]) -> str:
@@ -510,7 +587,8 @@ async def _member(dsn: str, schema: str, username: str, team: str, role: str) ->
 
 MIGRATE = ["instance", "migrate", "o-1", "--to", "2", "--actor", "a", "--reason", "r"]
 TEAM_READS_AND_BULKS = {
-    "wayline hold": ["hold", "list"],
+    "wayline hold list": ["hold", "list"],
+    "wayline dead-letter list": ["dead-letter", "list"],
     "wayline instance migrate": MIGRATE,
     "wayline instance migrate --dry-run": [*MIGRATE, "--dry-run"],
 }
@@ -518,8 +596,7 @@ TEAM_READS_AND_BULKS = {
 
 @pytest.mark.parametrize(("label", "argv"), TEAM_READS_AND_BULKS.items(), ids=TEAM_READS_AND_BULKS)
 def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
-    pg_dsn: str,
-    schema: str,
+    order_started: list[str],
     conn: psycopg.Connection,
     capsys: pytest.CaptureFixture[str],
     label: str,
@@ -527,11 +604,8 @@ def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
 ) -> None:
     """``hold list --team BAD`` said "no holds" as if the team were clear, and ``instance
     migrate --team BAD`` recorded its bulk for that team."""
-    store = ["--dsn", pg_dsn, "--schema", schema]
-    assert main(["definition", "publish", str(EXAMPLE), *store]) == 0
-    assert main(["start", "order.fulfillment", "--id", "o-1", "--input", "{}", *store]) == 0
-    capsys.readouterr()
-    status, line = refused(capsys, *argv, "--team", "Not A Team", *store)
-    assert status == 1
-    assert line == f"{label.removesuffix(' --dry-run')}: {team_problem('Not A Team')}"
+    store = order_started
+    line = argument_refused(capsys, *argv, "--team", "Not A Team", *store)
+    label = label.removesuffix(" --dry-run")
+    assert line == f"{label}: error: argument --team: {team_problem('Not A Team')}"
     assert conn.execute("SELECT count(*) FROM bulk_commands").fetchone() == (0,)
