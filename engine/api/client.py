@@ -216,6 +216,19 @@ class Client:
         An input larger than the smallest ``input_limit`` of the version's activities is
         refused (LimitExceeded) rather than written as an instance that fails at once.
         """
+        state, _ = await self.start_or_join(name, instance_id, input, version, tenant)
+        return state
+
+    async def start_or_join(
+        self,
+        name: str,
+        instance_id: str,
+        input: Any = None,
+        version: str | None = None,
+        tenant: str = "",
+    ) -> tuple[Instance, bool]:
+        """``start``, and whether this call started it: False when the instance existed
+        already with the same definition and input (a retried start joins it)."""
         _check_texts(name=name, instance_id=instance_id, version=version or "")
         check_team(tenant)
         definition = self._latest.get(name) if version is None else None
@@ -235,7 +248,7 @@ class Client:
             raise StartConflict(
                 f"instance {instance_id} already exists with another definition or input"
             )
-        return state
+        return state, created
 
     async def start_run(
         self, name: str, input: Any = None, *, id: str, version: str | None = None, tenant: str = ""

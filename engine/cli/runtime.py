@@ -436,8 +436,9 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
         run, started = await client.start_run(name, args.input, id=args.id, version=version)
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
-    state = await client.start(name, args.id, args.input, version)
-    print(f"started {state.instance_id} on {state.definition} ({state.status.label})")
+    state, created = await client.start_or_join(name, args.id, args.input, version)
+    verb = "started" if created else "already started: joined"
+    print(f"{verb} {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
 
 

@@ -125,9 +125,9 @@ async def test_definition_publish_refuses_a_child_of_another_team(e2e: Harness) 
 async def test_start_is_idempotent_and_refuses_other_input(e2e: Harness) -> None:
     await publish(e2e, d.SIGNALLED)
     start = ("start", "e2e.signalled@1", "--id", "order-1", "--input", '{"n": 1}')
-    expected = "started order-1 on e2e.signalled@1 (running)\n"
-    assert await ok(e2e, *start) == expected
-    assert await ok(e2e, *start) == expected, "starting again with the same input is a no-op"
+    assert await ok(e2e, *start) == "started order-1 on e2e.signalled@1 (running)\n"
+    again = await ok(e2e, *start)  # the same input again is a no-op, and says so
+    assert again == "already started: joined order-1 on e2e.signalled@1 (running)\n"
 
     other = await e2e.cli("start", "e2e.signalled", "--id", "order-1", "--input", '{"n": 2}')
     assert other.code == 1
