@@ -40,14 +40,14 @@ from engine.cli.options import (
 )
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
-from engine.model.description import describe_instance
+from engine.model.description import ATTEMPT_ENDINGS, describe_instance
 from engine.model.errors import (
     ActivityAppNotFound,
     DefinitionInvalid,
     InputRefused,
     NotJSON,
 )
-from engine.model.events import event_to_json
+from engine.model.events import Event, event_to_json
 from engine.model.files import load_definition
 from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
@@ -531,9 +531,22 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
-        print(describe_instance(state))
+        print(describe_instance(state, await _earlier_attempts(client.store, state)))
         await _print_standing(client, state)
     return 0
+
+
+async def _earlier_attempts(store: Store, state: Instance) -> dict[str, tuple[Event, ...]]:
+    """By activity on a later attempt than its first, the events that ended its
+    attempts (a page of its history filtered to them: attempts are bounded by the
+    step's retry policy, far below a page)."""
+    kinds = list(ATTEMPT_ENDINGS)
+    found = {}
+    for p in state.activities.values():
+        if p.attempt > 1:
+            page = await reads.history_page(store, state.instance_id, kinds=kinds, step=p.step)
+            found[p.step] = page.events
+    return found
 
 
 async def _print_standing(client: Client, state: Instance) -> None:

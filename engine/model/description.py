@@ -8,11 +8,23 @@ so every description asks ``never_happens`` before it says a wait is still open.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from engine.model.canonical import format_instant
 from engine.model.definitions import StepKind
+from engine.model.events import Event, EventKind
 from engine.model.instance import Instance, InstanceStatus, TimerProgress
 
 S = InstanceStatus
+K = EventKind
+ATTEMPT_ENDINGS = {
+    K.ATTEMPT_SUCCEEDED: "succeeded",
+    K.ATTEMPT_FAILED: "failed",
+    K.ATTEMPT_UNKNOWN: "unknown",
+    K.ACTIVITY_RESOLVED: "resolved",
+}
+"""How an activity's attempt ended, by the event that says so: what an earlier
+attempt's line reads (the replayed instance keeps only each step's latest attempt)."""
 ENDINGS = {
     S.COMPLETED: "the instance completed",
     S.FAILED: "the instance failed",
@@ -53,6 +65,11 @@ def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
     return f"cancelled ({reason})" if reason else "pending"
 
 
+def _earlier(event: Event) -> str:
+    code = f" code={event.code}" if event.code else ""
+    return f"    attempt {event.attempt}: {ATTEMPT_ENDINGS[event.kind]}{code}"
+
+
 def failure_message(state: Instance) -> str:
     """The message the failure recorded ('' when none): a code workflow's own exception
     (``TypeError: ...``), shown with the failure so its reason is read where it is."""
@@ -61,8 +78,10 @@ def failure_message(state: Instance) -> str:
     return message if isinstance(message, str) else ""
 
 
-def describe_instance(state: Instance) -> str:
-    """A human summary: status, pin, per-step progress, attempts, audit trail."""
+def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | None = None) -> str:
+    """A human summary: status, pin, per-step progress, attempts, audit trail.
+    ``earlier``: by step, the events that ended its attempts before the latest (from
+    its history, ``ATTEMPT_ENDINGS``), each said under the step's line."""
     lines = [
         f"instance {state.instance_id}: {state.status.label}",
         f"definition {state.definition} {state.definition.fingerprint}",
@@ -79,6 +98,8 @@ def describe_instance(state: Instance) -> str:
             f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
             f"key={p.idempotency_key or '-'}{extra}"
         )
+        ended = (earlier or {}).get(p.step, ())
+        lines += [_earlier(e) for e in ended if e.attempt < p.attempt]
     for p in state.compensations.values():
         lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
     for t in state.timers.values():

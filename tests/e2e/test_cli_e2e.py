@@ -19,7 +19,7 @@ from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.store import catalog
 from tests.e2e import definitions as d
-from tests.e2e.app import Behaviour, script, undo_key
+from tests.e2e.app import SCRIPTED_FAILURE, Behaviour, script, undo_key
 from tests.e2e.conftest import WAYLINE
 
 if TYPE_CHECKING:
@@ -135,6 +135,23 @@ async def test_start_is_idempotent_and_refuses_other_input(e2e: Harness) -> None
         "wayline start: instance order-1 already exists with another definition or input"
     )
     assert len(await e2e.history("order-1")) == 1, "the refused start wrote nothing"
+
+
+async def test_inspect_says_how_each_earlier_attempt_of_a_step_ended(e2e: Harness) -> None:
+    """The replayed instance keeps a step's latest attempt; ``inspect`` reads how the
+    ones before it ended from the history, so a retried step does not hide them."""
+    await publish(e2e, d.RETRYING)
+    await e2e.spawn()
+    await e2e.start(d.RETRYING, "flaky", script({"flaky": Behaviour(fail=2)}))
+    await e2e.settled("flaky", S.COMPLETED)
+
+    lines = (await ok(e2e, "inspect", "flaky")).splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("  activity flaky: "))
+    assert lines[at].startswith("  activity flaky: succeeded attempt 3 ")
+    assert lines[at + 1 : at + 3] == [
+        f"    attempt 1: failed code={SCRIPTED_FAILURE}",
+        f"    attempt 2: failed code={SCRIPTED_FAILURE}",
+    ]
 
 
 async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harness) -> None:
