@@ -18,7 +18,6 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.model.validation import parse_definition
 from studio.instance_urls import instance_url
 from studio.instances import bulk
 from studio.instances import service as instances
@@ -149,9 +148,7 @@ def moving(
     """``flow`` and its version 2 (compatible where the instances wait): the name, the
     ids and version 2's fingerprint."""
     name, ids = flow
-    v2 = parse_definition(definition(name, "2", timeout="45s"))
-    studio.run(lambda store: Client(store).publish(v2, "seed", team))
-    return name, ids, v2.fingerprint
+    return name, ids, studio.publish_judged(team, definition(name, "2", timeout="45s"))
 
 
 def declare(studio: LiveStudio, name: str) -> None:
@@ -274,9 +271,7 @@ def test_a_refused_preview_is_the_list_again_as_it_was_left(studio: LiveStudio) 
     )
     assert 'id="bulk-error"' not in nothing.text, "each reason beside its field, not above"
 
-    studio.run(
-        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
-    )
+    studio.publish_judged(team, definition(name, "2"))
     declare(studio, name)
     ticked = f"{listed}&action=migrate&select=hand&pick={ids[0]}&pick={ids[2]}&to_version=+"
     unversioned = client.get(f"/instances/bulk?{ticked}")
@@ -311,12 +306,8 @@ def test_the_api_says_what_an_empty_selection_or_a_missing_version_needs(
     studio: LiveStudio,
 ) -> None:
     """422, every field to change at once in ``problems``, each saying what is allowed."""
-    team = studio.team("bulkapi")
-    name = studio.publish_new(team, "bulkapi")
-    instance_id = studio.start(team, name)
-    studio.run(
-        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
-    )
+    team, name, instance_id = studio.one_running("bulkapi")
+    studio.publish_judged(team, definition(name, "2"))
     declare(studio, name)
     client = studio.client(studio.user(team, Role.OPERATOR))
     headers = {"X-CSRF-Token": client.csrf}
