@@ -28,8 +28,7 @@ def test_migrate_selected_instances_from_the_list(page: Page, studio: LiveStudio
     pay = Client.signal
     studio.run(lambda store: pay(Client(store), charging, "paid", "pay-c", {"by": "card"}))
     studio.publish_judged(team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2 ships"))
+    studio.declare_migration(name, "v2 ships")
     sign_in(page, studio.user(team, Role.OPERATOR))
 
     page.goto(f"/instances?definition={name}")
@@ -78,8 +77,7 @@ def test_a_refused_migration_preview_keeps_what_was_chosen_and_says_what_is_allo
     team = studio.team("bulkrefused")
     name, ids = waiting_instances(studio, team, 3)
     studio.publish(team, waiting_document(name, "2"))
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2"))
+    studio.declare_migration(name, "v2")
     sign_in(page, studio.user(team, Role.OPERATOR))
 
     page.goto(f"/instances?definition={name}")

@@ -155,6 +155,11 @@ class LiveStudio:
         self.run(lambda store: Client(store).publish(definition, "seed", team))
         return definition.fingerprint
 
+    def declare_migration(self, name: str, reason: str) -> None:
+        """Declare that instances of ``name`` may move from version 1 to 2 (by ``olga``,
+        saying ``reason``), as the version page's form does: what a migration needs."""
+        self.run(lambda store: Client(store).declare_migration(name, "1", "2", "olga", reason))
+
     def publish_new(
         self,
         team: str,

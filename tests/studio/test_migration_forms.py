@@ -45,8 +45,7 @@ def test_a_refused_migration_form_comes_back_with_what_was_ticked_and_typed(
     beside the form that was refused, and every box still ticked, the reason still typed."""
     team, name, instance_id = studio.one_running("removes")
     studio.publish_judged(team, definition(name, "2", timeout="45s"))
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2 waits longer"))
+    studio.declare_migration(name, "v2 waits longer")
     client = studio.client(studio.user(team, Role.OPERATOR))
     url = f"/definitions/{name}/versions/2"
     box = re.compile(rf'name="instance" value="{re.escape(instance_id)}"[^>]*>')
