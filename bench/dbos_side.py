@@ -46,15 +46,7 @@ from contextlib import contextmanager
 import psycopg
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from bench.peer_side import (
-    CREATE_CONCURRENCY,
-    add_latency_arguments,
-    cpu,
-    done,
-    held_back,
-    measure_latency,
-    until_stop,
-)
+from bench import peer_side
 
 APP_NAME = "wayline-bench"
 APP_VERSION = "bench-1"
@@ -149,24 +141,24 @@ def setup(args: argparse.Namespace) -> None:
         polling_interval_sec=POLLING_INTERVAL,
         on_conflict="always_update",
     )
-    held_back()  # then enqueue: the benchmark measures this window
+    peer_side.held_back()  # then enqueue: the benchmark measures this window
     workflow = WORKFLOWS[args.workflow]
     started = time.perf_counter()
 
     def enqueue(k: int) -> None:
         DBOS.enqueue_workflow(args.queue, workflow, f"i{k}")
 
-    with ThreadPoolExecutor(max_workers=CREATE_CONCURRENCY) as pool:
+    with ThreadPoolExecutor(max_workers=peer_side.CREATE_CONCURRENCY) as pool:
         list(pool.map(enqueue, range(args.n)))
-    done({"enqueue_seconds": time.perf_counter() - started})
+    peer_side.done({"enqueue_seconds": time.perf_counter() - started})
 
 
 def worker(args: argparse.Namespace) -> None:
     _configure(args, args.executor_id)
     DBOS.listen_queues([args.queue])
     DBOS.launch()
-    held_back()
-    until_stop(cpu())
+    peer_side.held_back()
+    peer_side.until_stop(peer_side.cpu())
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -189,7 +181,7 @@ def latency(args: argparse.Namespace) -> None:
             raise RuntimeError(f"workflow {workflow_id} failed")
         return bool(row and row[0] == "SUCCESS")
 
-    measure_latency(args, start, finished)
+    peer_side.measure_latency(args, start, finished)
 
 
 def direct(args: argparse.Namespace) -> None:
@@ -202,7 +194,7 @@ def direct(args: argparse.Namespace) -> None:
         with SetWorkflowID(workflow_id):
             w1(workflow_id)
 
-    measure_latency(args, start, lambda workflow_id: True)
+    peer_side.measure_latency(args, start, lambda workflow_id: True)
 
 
 def main() -> None:
@@ -224,7 +216,7 @@ def main() -> None:
         default=DEFAULT_CONCURRENCY,
         help="workflows this process runs at a time (sizes its pool)",
     )
-    add_latency_arguments(parser)
+    peer_side.add_latency_arguments(parser)
     args = parser.parse_args()
     ACTIONS[args.action](args)
 

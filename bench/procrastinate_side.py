@@ -34,15 +34,7 @@ import psycopg
 import uvloop
 from procrastinate import App, PsycopgConnector
 
-from bench.peer_side import (
-    CREATE_CONCURRENCY,
-    add_latency_arguments,
-    cpu,
-    done,
-    held_back,
-    measure_latency,
-    until_stop,
-)
+from bench import peer_side
 
 QUEUE = "chain"
 POLLING_INTERVAL = 0.01
@@ -83,12 +75,12 @@ def make_app(dsn: str, schema: str, pool_size: int) -> App:
 async def _setup(args: argparse.Namespace) -> None:
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {args.schema}")
-    app = make_app(args.dsn, args.schema, CREATE_CONCURRENCY + POOL_SPARE)
+    app = make_app(args.dsn, args.schema, peer_side.CREATE_CONCURRENCY + POOL_SPARE)
     async with app.open_async():
         await app.schema_manager.apply_schema_async()
-        await asyncio.to_thread(held_back)
+        await asyncio.to_thread(peer_side.held_back)
         one = app.tasks["one"]
-        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+        gate = asyncio.Semaphore(peer_side.CREATE_CONCURRENCY)
 
         async def defer(k: int) -> None:
             async with gate:
@@ -96,15 +88,15 @@ async def _setup(args: argparse.Namespace) -> None:
 
         started = time.perf_counter()
         await asyncio.gather(*(defer(k) for k in range(args.n)))
-        done({"enqueue_seconds": time.perf_counter() - started})
+        peer_side.done({"enqueue_seconds": time.perf_counter() - started})
 
 
 async def _worker(args: argparse.Namespace) -> None:
     app = make_app(args.dsn, args.schema, args.concurrency + POOL_SPARE)
     async with app.open_async():
-        await asyncio.to_thread(held_back)
-        since = cpu()
-        threading.Thread(target=until_stop, args=(since,), daemon=True).start()
+        await asyncio.to_thread(peer_side.held_back)
+        since = peer_side.cpu()
+        threading.Thread(target=peer_side.until_stop, args=(since,), daemon=True).start()
         await app.run_worker_async(
             queues=[QUEUE],
             concurrency=args.concurrency,
@@ -131,7 +123,7 @@ def _latency(args: argparse.Namespace) -> None:
             raise RuntimeError(f"chain {chain} failed")
         return bool(succeeded)
 
-    measure_latency(args, start, finished)
+    peer_side.measure_latency(args, start, finished)
 
 
 def main() -> None:
@@ -141,7 +133,7 @@ def main() -> None:
     parser.add_argument("--schema", required=True, help="schema of procrastinate's tables")
     parser.add_argument("--n", type=int, default=0, help="chains to defer (setup)")
     parser.add_argument("--concurrency", type=int, default=16, help="jobs at a time (worker)")
-    add_latency_arguments(parser)
+    peer_side.add_latency_arguments(parser)
     args = parser.parse_args()
     if args.action == "latency":
         _latency(args)

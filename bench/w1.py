@@ -363,9 +363,7 @@ def wayline_throughput(
         for k in range(processes)
     ]
     query = WAYLINE_PROGRESS.format(schema=schema)
-    run = Throughput(
-        "wayline", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
-    )
+    run = _created("wayline", processes, concurrency, n, creation, creation_seconds)
     return _drain(run, cluster, meter, schema, workers, (query, {}))
 
 
@@ -380,9 +378,7 @@ def dbos_throughput(
         for k in range(processes)
     ]
     params = {"queue": queue, "concurrency": concurrency}
-    run = Throughput(
-        "dbos", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
-    )
+    run = _created("dbos", processes, concurrency, n, creation, creation_seconds)
     return _drain(
         run,
         cluster,
@@ -420,10 +416,16 @@ def procrastinate_throughput(
         for k in range(processes)
     ]
     query = PROCRASTINATE_PROGRESS.format(schema=schema)
-    run = Throughput(
-        "procrastinate", processes, concurrency, n, 0.0, 0.0, Window(), creation, creation_seconds
-    )
+    run = _created("procrastinate", processes, concurrency, n, creation, creation_seconds)
     return _drain(run, cluster, meter, schema, workers, (query, {}))
+
+
+def _created(
+    engine: str, processes: int, concurrency: int, n: int, creation: Window, seconds: float
+) -> Throughput:
+    """A run whose ``n`` instances are created (in ``seconds``, the server's work in
+    ``creation``) and whose processing is still to be measured: ``_drain`` fills it in."""
+    return Throughput(engine, processes, concurrency, n, 0.0, 0.0, Window(), creation, seconds)
 
 
 def _drain(

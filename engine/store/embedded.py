@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Self
 
 from psycopg.conninfo import make_conninfo
@@ -363,12 +363,7 @@ class EmbeddedPostgres:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def _pid_file(self) -> _PidFile:

@@ -11,7 +11,6 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from engine.api.client import Client
-from engine.model.validation import parse_definition
 from studio.roles import Role
 from tests.browser.conftest import settled, sign_in
 from tests.studio.live import LiveStudio
@@ -95,27 +94,19 @@ def test_the_version_page_shows_the_report_and_the_box_refuses_an_incompatible_v
 PAID = {"name": "paid", "kind": "signal", "target": "on.paid", "timeout": "1h", "input_limit": 100}
 
 
-def publish_judged(studio: LiveStudio, team: str, doc: dict[str, Any]) -> str:
-    """Publish as the studio does: the engine judges running instances and keeps the
-    report with the version. Returns the fingerprint."""
-    definition = parse_definition(doc)
-    studio.run(lambda store: Client(store).publish(definition, "seed", team))
-    return definition.fingerprint
-
-
 def test_an_operator_declares_an_edge_previews_and_migrates_compatible_instances(
     page: Page, studio: LiveStudio
 ) -> None:
     team = studio.team("migrate")
     name = f"moving.{uuid.uuid4().hex[:6]}"
     v1 = {**document(name, "1", "charge"), "steps": [PAID, activity("charge")]}
-    old = publish_judged(studio, team, v1)
+    old = studio.publish_judged(team, v1)
     waiting, moves_on, charging = (f"{n}-{uuid.uuid4().hex[:6]}" for n in "abc")
     for instance_id in (waiting, moves_on, charging):
         studio.start(team, name, instance_id)
     pay = Client.signal
     studio.run(lambda store: pay(Client(store), charging, "paid", "pay-c", {"by": "card"}))
-    new = publish_judged(studio, team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
+    new = studio.publish_judged(team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
     operator = studio.user(team, Role.OPERATOR)
     sign_in(page, operator)
     page.goto(f"/definitions/{name}/versions/2")

@@ -13,7 +13,7 @@ from engine.api.client import Client
 from studio.roles import Role
 from tests.browser.conftest import sign_in
 from tests.browser.test_bulk_cancel import waiting_document, waiting_instances
-from tests.browser.test_compatibility import PAID, activity, document, publish_judged
+from tests.browser.test_compatibility import PAID, activity, document
 from tests.studio.live import LiveStudio
 
 
@@ -21,15 +21,14 @@ def test_migrate_selected_instances_from_the_list(page: Page, studio: LiveStudio
     team = studio.team("bulkmigrate")
     name = f"shifting.{uuid.uuid4().hex[:6]}"
     v1 = {**document(name, "1", "charge"), "steps": [PAID, activity("charge")]}
-    publish_judged(studio, team, v1)
+    studio.publish_judged(team, v1)
     waiting, moves_on, charging = (f"{n}-{uuid.uuid4().hex[:6]}" for n in "abc")
     for instance_id in (waiting, moves_on, charging):
         studio.start(team, name, instance_id)
     pay = Client.signal
     studio.run(lambda store: pay(Client(store), charging, "paid", "pay-c", {"by": "card"}))
-    publish_judged(studio, team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2 ships"))
+    studio.publish_judged(team, {**v1, "version": "2", "steps": [PAID, activity("ship")]})
+    studio.declare_migration(name, "v2 ships")
     sign_in(page, studio.user(team, Role.OPERATOR))
 
     page.goto(f"/instances?definition={name}")
@@ -78,8 +77,7 @@ def test_a_refused_migration_preview_keeps_what_was_chosen_and_says_what_is_allo
     team = studio.team("bulkrefused")
     name, ids = waiting_instances(studio, team, 3)
     studio.publish(team, waiting_document(name, "2"))
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2"))
+    studio.declare_migration(name, "v2")
     sign_in(page, studio.user(team, Role.OPERATOR))
 
     page.goto(f"/instances?definition={name}")

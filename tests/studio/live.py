@@ -147,6 +147,19 @@ class LiveStudio:
         self.run(lambda store: catalog.publish(store, definition, "seed", team))
         return definition.fingerprint
 
+    def publish_judged(self, team: str, document: dict[str, Any]) -> str:
+        """Publish as the studio and the API do (``Client.publish``): the running
+        instances of the name's other versions are judged and the report is kept with
+        the version, which is what a migration offers. Returns the fingerprint."""
+        definition = parse_definition(document)
+        self.run(lambda store: Client(store).publish(definition, "seed", team))
+        return definition.fingerprint
+
+    def declare_migration(self, name: str, reason: str) -> None:
+        """Declare that instances of ``name`` may move from version 1 to 2 (by ``olga``,
+        saying ``reason``), as the version page's form does: what a migration needs."""
+        self.run(lambda store: Client(store).declare_migration(name, "1", "2", "olga", reason))
+
     def publish_new(
         self,
         team: str,

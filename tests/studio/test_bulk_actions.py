@@ -18,7 +18,6 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.model.validation import parse_definition
 from studio.instance_urls import instance_url
 from studio.instances import bulk
 from studio.instances import service as instances
@@ -149,13 +148,7 @@ def moving(
     """``flow`` and its version 2 (compatible where the instances wait): the name, the
     ids and version 2's fingerprint."""
     name, ids = flow
-    v2 = parse_definition(definition(name, "2", timeout="45s"))
-    studio.run(lambda store: Client(store).publish(v2, "seed", team))
-    return name, ids, v2.fingerprint
-
-
-def declare(studio: LiveStudio, name: str) -> None:
-    studio.run(lambda store: Client(store).declare_migration(name, "1", "2", "olga", "v2"))
+    return name, ids, studio.publish_judged(team, definition(name, "2", timeout="45s"))
 
 
 def test_the_api_previews_and_migrates_only_compatible_instances_once(
@@ -182,7 +175,7 @@ def test_the_api_previews_and_migrates_only_compatible_instances_once(
     refused = operator.post("/api/instances/bulk/preview", json=unversioned, headers=headers)
     assert refused.status_code == 422 and "choose the version to migrate to" in refused.text
 
-    declare(studio, name)
+    studio.declare_migration(name, "v2")
     found = operator.post("/api/instances/bulk/preview", json=body, headers=headers).json()
     verdicts = {i["id"]: (i["verdict"], i["reason"]) for i in found["instances"]}
     assert verdicts[ids[0]] == verdicts[ids[1]] == ("applies", "")
@@ -218,7 +211,7 @@ def test_the_list_form_previews_a_migration_and_confirms_it(
     studio: LiveStudio, moving: tuple[str, list[str], str], operator: SignedInClient
 ) -> None:
     name, ids, _ = moving
-    declare(studio, name)
+    studio.declare_migration(name, "v2")
     query = f"action=migrate&select=hand&pick={ids[0]}&pick={ids[2]}&to_version=2"
     shown = operator.get(f"/instances/bulk?{query}")
     assert shown.status_code == 200
@@ -274,10 +267,8 @@ def test_a_refused_preview_is_the_list_again_as_it_was_left(studio: LiveStudio) 
     )
     assert 'id="bulk-error"' not in nothing.text, "each reason beside its field, not above"
 
-    studio.run(
-        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
-    )
-    declare(studio, name)
+    studio.publish_judged(team, definition(name, "2"))
+    studio.declare_migration(name, "v2")
     ticked = f"{listed}&action=migrate&select=hand&pick={ids[0]}&pick={ids[2]}&to_version=+"
     unversioned = client.get(f"/instances/bulk?{ticked}")
     assert unversioned.status_code == 422
@@ -311,13 +302,9 @@ def test_the_api_says_what_an_empty_selection_or_a_missing_version_needs(
     studio: LiveStudio,
 ) -> None:
     """422, every field to change at once in ``problems``, each saying what is allowed."""
-    team = studio.team("bulkapi")
-    name = studio.publish_new(team, "bulkapi")
-    instance_id = studio.start(team, name)
-    studio.run(
-        lambda store: Client(store).publish(parse_definition(definition(name, "2")), "s", team)
-    )
-    declare(studio, name)
+    team, name, instance_id = studio.one_running("bulkapi")
+    studio.publish_judged(team, definition(name, "2"))
+    studio.declare_migration(name, "v2")
     client = studio.client(studio.user(team, Role.OPERATOR))
     headers = {"X-CSRF-Token": client.csrf}
     empty = "instances is empty: list 1 to 100 instance ids (a preview takes a filter instead)"

@@ -8,7 +8,6 @@ import re
 
 from engine.api.client import Client
 from engine.model.limits import MAX_REASON_LENGTH
-from engine.model.validation import parse_definition
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
 from studio.roles import Role
 from tests.studio.live import LiveStudio, definition
@@ -17,11 +16,8 @@ from tests.studio.live import LiveStudio, definition
 def test_the_forms_take_only_reported_instances_a_bounded_number_and_a_reason(
     studio: LiveStudio,
 ) -> None:
-    team = studio.team("moves")
-    name = studio.publish_new(team, "moved")
-    instance_id = studio.start(team, name)
-    v2 = parse_definition(definition(name, "2", timeout="45s"))
-    studio.run(lambda store: Client(store).publish(v2, "seed", team))
+    team, name, instance_id = studio.one_running("moves")
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
     client = studio.client(studio.user(team, Role.OPERATOR))
     url = f"/definitions/{name}/versions/2"
 
@@ -48,10 +44,8 @@ def test_a_refused_migration_form_comes_back_with_what_was_ticked_and_typed(
     """Not an error page: the version's page (or the preview) again, 422, the reason
     beside the form that was refused, and every box still ticked, the reason still typed."""
     team, name, instance_id = studio.one_running("removes")
-    v2 = parse_definition(definition(name, "2", timeout="45s"))
-    studio.run(lambda store: Client(store).publish(v2, "seed", team))
-    declare = Client.declare_migration
-    studio.run(lambda store: declare(Client(store), name, "1", "2", "olga", "v2 waits longer"))
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
+    studio.declare_migration(name, "v2 waits longer")
     client = studio.client(studio.user(team, Role.OPERATOR))
     url = f"/definitions/{name}/versions/2"
     box = re.compile(rf'name="instance" value="{re.escape(instance_id)}"[^>]*>')

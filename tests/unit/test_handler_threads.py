@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,24 +27,39 @@ def request(step: str) -> ActivityRequest:
     return ActivityRequest("i", step, "t", 1, f"key-{step}", datetime.now(UTC), None)
 
 
-async def test_a_handler_waiting_for_a_thread_is_not_timed_out_by_the_wait() -> None:
-    threads = HandlerThreads(1)
-    released = threading.Event()
-    loop = asyncio.get_running_loop()
+@contextmanager
+def let_go(threads: HandlerThreads, *events: threading.Event) -> Iterator[None]:
+    """At the end of the block, passed or failed, set every event a handler may still be
+    blocked on and close the pool: no test leaves a thread behind it."""
+    try:
+        yield
+    finally:
+        for event in events:
+            event.set()
+        threads.close()
+
+
+def holding_until(released: threading.Event) -> Callable[[ActivityRequest], str]:
+    """A handler that holds its thread until ``released`` is set, then returns 'first'."""
 
     def holds_the_thread(_: ActivityRequest) -> str:
         released.wait()
         return "first"
 
-    first = asyncio.create_task(run_handler(holds_the_thread, request("a"), 5.0, threads))
+    return holds_the_thread
+
+
+async def test_a_handler_waiting_for_a_thread_is_not_timed_out_by_the_wait() -> None:
+    threads = HandlerThreads(1)
+    released = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    first = asyncio.create_task(run_handler(holding_until(released), request("a"), 5.0, threads))
     second = asyncio.create_task(run_handler(lambda _: "second", request("b"), 0.2, threads))
     loop.call_later(HOLD_SECONDS, released.set)
-    try:
+    with let_go(threads, released):
         assert await second == Succeeded("second"), "its clock started when it ran"
         assert await first == Succeeded("first")
-    finally:
-        released.set()
-        threads.close()
 
 
 async def test_a_handler_that_started_late_times_out_counted_from_its_start() -> None:
@@ -51,51 +68,39 @@ async def test_a_handler_that_started_late_times_out_counted_from_its_start() ->
     loop = asyncio.get_running_loop()
     started: list[float] = []
 
-    def holds_the_thread(_: ActivityRequest) -> str:
-        released.wait()
-        return "first"
-
     def runs_too_long(_: ActivityRequest) -> None:
         started.append(loop.time())
         second_released.wait()
 
-    first = asyncio.create_task(run_handler(holds_the_thread, request("a"), 5.0, threads))
+    first = asyncio.create_task(run_handler(holding_until(released), request("a"), 5.0, threads))
     second = asyncio.create_task(run_handler(runs_too_long, request("b"), 0.2, threads))
     loop.call_later(HOLD_SECONDS, released.set)
-    try:
+    with let_go(threads, released, second_released):
         outcome = await second
         ended = loop.time()
         assert outcome == Unknown("activity-timeout")
         assert started and ended - started[0] >= 0.2, "its clock started when it ran"
         assert await first == Succeeded("first")
-    finally:
-        released.set()
-        second_released.set()
-        threads.close()
 
 
 async def test_a_handler_outliving_its_timeout_keeps_its_thread_until_it_returns() -> None:
     freed = asyncio.Event()
     threads = HandlerThreads(1, on_free=freed.set)
     released = threading.Event()
-
-    try:
+    with let_go(threads, released):
         outcome = await run_handler(lambda _: released.wait(), request("a"), 0.05, threads)
         assert outcome == Unknown("activity-timeout")
         assert threads.lingering == 1, "the timed-out handler still holds its thread"
         released.set()
         await asyncio.wait_for(freed.wait(), 5.0)
         assert threads.lingering == 0
-    finally:
-        released.set()
-        threads.close()
 
 
 @pytest.mark.parametrize("size", [1, 3])
 async def test_a_cancelled_attempt_that_never_started_leaves_no_thread_behind(size: int) -> None:
     threads = HandlerThreads(size)
     released = threading.Event()
-    try:
+    with let_go(threads, released):
         holders = [
             asyncio.create_task(threads.run(lambda _: released.wait(), request(f"h{n}"), 5.0))
             for n in range(size)
@@ -108,9 +113,6 @@ async def test_a_cancelled_attempt_that_never_started_leaves_no_thread_behind(si
         assert threads.lingering == 0, "it never started, so it holds no thread"
         released.set()
         await asyncio.gather(*holders)
-    finally:
-        released.set()
-        threads.close()
 
 
 async def test_a_call_still_waiting_for_a_thread_when_they_close_is_cancelled_not_run() -> None:

@@ -10,11 +10,13 @@ import pytest
 
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
-from engine.model.events import EventKind, event_to_json, make_event
+from engine.model.events import Event, EventKind, event_to_json, make_event
 from engine.worker.tracing import ExportComplaints, exporter_wanted, trace_id_of
 
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+FLOW = DefinitionRef("flow", "1", "a" * 64)
+AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -36,16 +38,14 @@ def test_traces_are_off_unless_the_environment_asks(
     assert exporter_wanted(environ) == wanted
 
 
-def started(**fields: object) -> object:
-    ref = DefinitionRef("flow", "1", "a" * 64)
-    return make_event(
-        sequence=1,
-        instance_id="order-1",
-        kind=EventKind.INSTANCE_STARTED,
-        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
-        definition=ref,
-        **fields,
-    )
+def event(kind: EventKind, sequence: int, **fields: object) -> Event:
+    """An event of ``order-1`` at one fixed time, checked by ``make_event`` as the engine's."""
+    return make_event(sequence=sequence, instance_id="order-1", kind=kind, occurred_at=AT, **fields)
+
+
+def started(**fields: object) -> Event:
+    """The start of ``order-1`` (a ``flow@1``), with ``fields`` such as a trace context."""
+    return event(EventKind.INSTANCE_STARTED, 1, definition=FLOW, **fields)
 
 
 def test_a_start_keeps_its_callers_traceparent_outside_its_exchange_form() -> None:
@@ -64,13 +64,7 @@ def test_a_trace_context_must_be_a_traceparent(bad: str) -> None:
 
 def test_only_a_start_carries_a_trace_context() -> None:
     with pytest.raises(EventInvalid, match="may not carry trace_context"):
-        make_event(
-            sequence=2,
-            instance_id="order-1",
-            kind=EventKind.PAUSED,
-            occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
-            trace_context=PARENT,
-        )
+        event(EventKind.PAUSED, 2, trace_context=PARENT)
 
 
 def test_an_unreachable_collector_is_complained_of_once_a_minute() -> None:

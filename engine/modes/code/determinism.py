@@ -51,7 +51,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from types import CodeType, FrameType, TracebackType
+from types import CodeType, FrameType
 from typing import Any
 
 from engine.modes.code.failures import (
@@ -195,12 +195,7 @@ class Guard:
         sys.setprofile(self._profile)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         sys.setprofile(self._previous.pop())
         _COLLECTOR.resume()
 
@@ -247,12 +242,7 @@ class Unguarded:
         self._previous = sys.getprofile()
         sys.setprofile(None)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         sys.setprofile(self._previous)
 
 
