@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import load_app
-from engine.model.definitions import Definition
+from engine import ActivityRegistry, load_app
+from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.errors import WaylineError
 from engine.model.files import load_definition
 from engine.store import catalog
@@ -97,14 +97,46 @@ def borrowed_server(plan: plans.Plan) -> str:
     )
 
 
+def _team_app(plan: plans.Plan) -> ActivityRegistry:
+    """The app ``plan`` names, loaded here as its drill's workers will load it: a module
+    that does not import is refused before any drill starts, not as a worker that exits."""
+    try:
+        return load_app(plan.app)
+    except WaylineError as exc:
+        raise plans.PlanInvalid([f"app: {exc}"]) from exc
+
+
+def _handlers_missing(plan: plans.Plan, definition: Definition) -> None:
+    """PlanInvalid naming each activity and compensation target of a step list that
+    ``plan.app`` has no handler for: no worker would ever claim that step's work, and
+    the drill would wait for it until its time ran out."""
+    if not plan.app or definition.mode is not Mode.ORCHESTRATION:
+        return
+    app = _team_app(plan)
+    missing = [f"{target} ({what})" for what, target in _targets(definition) if not app.get(target)]
+    if missing:
+        handled = ", ".join(t for t in app.targets if app.get(t) is not None) or "none"
+        raise plans.PlanInvalid(
+            [f"app: {plan.app} has no handler for {', '.join(missing)}; it handles {handled}"]
+        )
+
+
+def _targets(definition: Definition) -> list[tuple[str, str]]:
+    """Each activity's target and its compensation's, in step order, with what runs it."""
+    found = []
+    for step in definition.steps:
+        if step.kind is StepKind.ACTIVITY:
+            found.append((f"step {step.name}", step.target))
+        if step.compensation:
+            found.append((f"{step.name}'s compensation", step.compensation.target))
+    return found
+
+
 def _declared(plan: plans.Plan) -> Definition | None:
     """The code-first workflow ``plan.definition`` as ``plan.app`` declares it, if so."""
     if not (plan.app and plan.definition):
         return None
-    try:
-        app = load_app(plan.app)
-    except WaylineError as exc:
-        raise plans.PlanInvalid([f"app: {exc}"]) from exc
+    app = _team_app(plan)
     name, _, version = plan.definition.rpartition("@")
     found = app.workflow_for(name, version)
     return found.definition if found is not None else None
@@ -119,5 +151,6 @@ async def drilled(
         raise plans.PlanInvalid([borrowed_server(plan)])
     definition = await definition_of(plan, dsn, schema)
     plans.check_against(plan, definition)
+    _handlers_missing(plan, definition)
     chosen = plans.for_each_pin(plan) if for_each_pin and plan.pins else [plan]
     return [Drilled(p, definition) for p in chosen]

@@ -178,6 +178,40 @@ def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     ) in done.stderr
 
 
+PARTIAL_APP = """
+from engine import ActivityRegistry
+
+app = ActivityRegistry()
+app.register("inventory.reserve", lambda request: {"reserved": True})
+"""
+"""A team's app that handles one of the order example's targets only."""
+
+
+@pytest.mark.parametrize(
+    ("app", "refusal"),
+    [
+        (
+            "teamapp:app",
+            "app: teamapp:app has no handler for inventory.release (reserve's compensation), "
+            "payments.charge (step charge), payments.refund (charge's compensation)",
+        ),
+        ("nowhere:app", "app: cannot load nowhere:app: no module nowhere in the working"),
+    ],
+)
+def test_an_app_that_cannot_run_the_steps_is_refused_before_any_drill(
+    app: str, refusal: str, tmp_path: Path
+) -> None:
+    """Not a worker that exits or a drill that times out waiting for work nobody claims."""
+    (tmp_path / "teamapp.py").write_text(PARTIAL_APP)
+    done = drill(
+        "run", "--definition", str(ROOT / "examples/order_fulfillment.json"),
+        "--pin", "charge:after_handler:kill", "--app", app, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert refusal in done.stderr
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
 @pytest.mark.timeout(180)
 def test_a_restart_pin_crashes_the_private_cluster_where_its_step_is(tmp_path: Path) -> None:
     """Without --dsn the drill owns its cluster: the server is stopped -m immediate while
