@@ -527,6 +527,9 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
         for s, c, k, n, applied in effects
     ]
+    notes: list[dict[str, str]] = []
+    if drilled.plan.app:
+        per_key, notes = _team_calls(per_key)
     findings = [
         {
             "step": item["step"],
@@ -535,7 +538,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
             "with the same key repeated it",
         }
         for item in per_key
-        if item["effects"] > 1
+        if (item["effects"] or 0) > 1
     ]
     if drilled.machine:
         per_key, findings = _machine_effects(drilled.definition, writes, history)
@@ -547,6 +550,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     env.record.expectations += [f["text"] for f in findings]
     env.record.extra["plan"] = {
         "findings": findings,
+        "notes": notes,
         "definition": drilled.ref,
         "pins": [
             {**p.as_json(), "label": p.label, "fired": p.label in fired} for p in drilled.plan.pins
@@ -563,6 +567,29 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
             for q, k, s, a in history
         ],
     }
+
+
+def _team_calls(
+    per_key: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The calls of a team's own handlers per key, with no count of effects (``None``):
+    the drill records a call, but the effect is made in the team's own system, which it
+    does not see. A key called more than once is a note, not a finding: an idempotent
+    handler is called again under its key by design (a ``retry_same_key`` redelivery,
+    a stale owner still running), and only the team can say whether it deduplicated."""
+    calls = [{**item, "effects": None} for item in per_key]
+    notes = [
+        {
+            "step": item["step"],
+            "text": f"{item['step']}: your handler ran {item['calls']} times under one "
+            f"idempotency key ({item['key']}); the drill does not see your system's effects: "
+            f"unless the handler deduplicates by request.idempotency_key, its effect happened "
+            f"{item['calls']} times",
+        }
+        for item in calls
+        if item["calls"] > 1
+    ]
+    return calls, notes
 
 
 def _machine_effects(

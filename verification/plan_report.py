@@ -49,6 +49,7 @@ def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
         lines.append(f"  effects  {effect['step']} {effect_line(effect)}")
     lines += _history(plan["history"])
     lines += [f"  finding  {failure}" for failure in drill["failures"]]
+    lines += [f"  note  {note['text']}" for note in plan.get("notes", [])]
     return lines
 
 
@@ -70,6 +71,9 @@ def _history(events: list[dict[str, Any]]) -> list[str]:
 
 def effect_line(effect: dict[str, Any]) -> str:
     """One idempotency key's calls and effects in a plan's result: a key called twice
-    with one effect is an idempotent handler doing its job; two effects are a repeat."""
-    calls, effects = counted(effect["calls"], "call"), counted(effect["effects"], "effect")
-    return f"key {effect['key']}: {calls}, {effects}"
+    with one effect is an idempotent handler doing its job; two effects are a repeat.
+    A team's own handler's effects are not counted (``None``): they are in its system."""
+    calls = counted(effect["calls"], "call")
+    if effect["effects"] is None:
+        return f"key {effect['key']}: {calls} of your handler (its effects are in your system)"
+    return f"key {effect['key']}: {calls}, {counted(effect['effects'], 'effect')}"

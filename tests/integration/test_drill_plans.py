@@ -339,6 +339,41 @@ def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path
     assert targets == ["inventory.reserve", "payments.charge"]
 
 
+@pytest.mark.timeout(120)
+def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effect(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The example's fraud.check appends a line on every call, whatever its key: the
+    drill cannot see that file, so it says the handler ran twice under the key, never
+    that the effect happened once, and fails nothing (an idempotent one would be fine)."""
+    effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "fraud_check:after_handler:kill", "--app", "examples.orders:app",
+        "--input", '{"amount": 3}', "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--artifacts", str(tmp_path),
+        env={"WAYLINE_EFFECTS_FILE": str(effects)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(line) for line in effects.read_text().splitlines()]
+    assert [e["key"] for e in lines if e["target"] == "fraud.check"] == ["plan-1/fraud_check/1"] * 2
+    (result,) = json.loads(card.read_text())["drills"]
+    plan = result["extra"]["plan"]
+    (fraud,) = [e for e in plan["effects"] if e["step"] == "fraud_check"]
+    assert (fraud["calls"], fraud["effects"]) == (2, None)
+    assert "key plan-1/fraud_check/1: 2 calls of your handler (its effects are in your system)" in (
+        done.stdout
+    )
+    (note,) = plan["notes"]
+    assert note["step"] == "fraud_check"
+    assert (
+        "your handler ran 2 times under one idempotency key (plan-1/fraud_check/1)"
+        in (note["text"])
+    )
+    assert f"  note  {note['text']}" in done.stdout
+    assert result["failures"] == []
+
+
 TEAM_APP = """
 import os
 import sys
