@@ -74,7 +74,7 @@ async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Defin
         raise plans.PlanInvalid(
             [
                 f"definition: {plan.definition} is read from the server: give --dsn (its "
-                "schema --schema), or give the definition's JSON file instead"
+                f"schema --schema), or give the definition's JSON file instead{_undeclared(plan)}"
             ]
         )
     store = await Store.open(dsn, schema)
@@ -83,8 +83,19 @@ async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Defin
     finally:
         await store.close()
     if found is None:
-        raise plans.PlanInvalid([f"definition: {plan.definition} is not published in {schema}"])
+        raise plans.PlanInvalid(
+            [f"definition: {plan.definition} is not published in {schema}{_undeclared(plan)}"]
+        )
     return found
+
+
+def _undeclared(plan: plans.Plan) -> str:
+    """What to add when ``plan.app`` does not declare the code workflow the plan names
+    (a misspelt name or version there is the usual reason a code plan is not found)."""
+    if not plan.app:
+        return ""
+    declared = ", ".join(map(str, _team_app(plan).workflows)) or "none"
+    return f"; nor does {plan.app} declare it as a code workflow (it declares {declared})"
 
 
 def borrowed_server(plan: plans.Plan) -> str:

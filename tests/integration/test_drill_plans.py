@@ -420,6 +420,21 @@ def test_a_teams_app_is_found_where_the_drill_is_run(pg_dsn: str, tmp_path: Path
     )
 
 
+def test_a_code_plan_naming_a_version_its_app_does_not_declare_says_what_it_declares(
+    tmp_path: Path,
+) -> None:
+    """Not only "give --dsn": the app was named, and a misspelt version is the mistake."""
+    (tmp_path / "teamapp.py").write_text(TEAM_APP)
+    done = drill(
+        "run", "--definition", "team-flow@2", "--pin", "charge.1:after_handler:exit",
+        "--app", "teamapp:app", timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "nor does teamapp:app declare it as a code workflow (it declares team-flow@1)"
+    ) in done.stderr
+
+
 @pytest.mark.timeout(120)
 def test_a_worker_that_cannot_start_fails_the_drill_saying_so(pg_dsn: str, tmp_path: Path) -> None:
     """A worker that exits before any pin fired fails the drill at once, naming its
