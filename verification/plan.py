@@ -464,13 +464,13 @@ def cell_problem(plan: Plan, definition: Definition, pin: Pin, reachable: bool =
     boundaries = BOUNDARIES_OF.get(step.kind, ())
     if pin.fault not in PIN_FAULTS:
         return f"fault {pin.fault!r} is not one of {', '.join(PIN_FAULTS)}"
-    if pin.boundary not in {b.value for b in Boundary}:
-        return f"boundary {pin.boundary!r} is not one of {', '.join(b.value for b in Boundary)}"
     kind = with_article(step.kind.value)
     if not boundaries:
         return f"{kind} step has no work of its own to fault; pin another step"
+    allowed = ", ".join(b.value for b in boundaries)
+    if pin.boundary not in {b.value for b in Boundary}:  # the step's, not every engine point
+        return f"boundary {pin.boundary!r} is not one {kind} step reaches: {allowed}"
     if Boundary(pin.boundary) not in boundaries:
-        allowed = ", ".join(b.value for b in boundaries)
         return f"{kind} step does not reach {pin.boundary}; it reaches {allowed}"
     if step.kind is StepKind.TIMER and step.timeout and step.timeout > MAX_TIMER_WAIT:
         return (

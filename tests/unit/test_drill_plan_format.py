@@ -83,7 +83,11 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
         ("nope:after_handler:kill", "no step 'nope'; steps: reserve, charge,"),
         ("checks:after_handler:kill", "a parallel step has no work of its own to fault"),
         ("manager_approval:after_handler:kill", "an approval step has no work of its own"),
-        ("charge:after_lunch:kill", "boundary 'after_lunch' is not one of before_commit,"),
+        (
+            "charge:after_lunch:kill",
+            "boundary 'after_lunch' is not one an activity step reaches: after_claim, "
+            "after_attempt_start, after_handler, before_commit, after_commit, in_lease_renewal",
+        ),
         ("charge:after_handler:melt", "fault 'melt' is not one of kill, exit, raise,"),
         ("charge:after_timer_fire:kill", "an activity step does not reach after_timer_fire"),
         ("charge:after_commit:sever_after_commit", "cuts a COMMIT, and at after_commit"),
