@@ -321,22 +321,30 @@ def test_a_machine_plan_catches_advances_that_write_outside_their_transition(
     assert "M1" in verdict.evidence
 
 
-@pytest.mark.timeout(120)
-def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
-    """``--app``: the example's real handlers write their effects to their own file too."""
+def _with_order_handlers(
+    pin: str, dsn: str, tmp_path: Path
+) -> tuple[dict, list[dict], subprocess.CompletedProcess[str]]:
+    """One drill of the order example with its real handlers (``--app``) and ``pin``:
+    its scorecard entry, the effects its handlers wrote to their own file, the run."""
     effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
-        "--pin", "charge:after_handler:exit", "--app", "examples.orders:app",
-        "--input", '{"amount": 3}', "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--pin", pin, "--app", "examples.orders:app",
+        "--input", '{"amount": 3}', "--dsn", dsn, "--schema", "no_runs_here",
         "--json", str(card), "--artifacts", str(tmp_path),
         env={"WAYLINE_EFFECTS_FILE": str(effects)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     (result,) = json.loads(card.read_text())["drills"]
+    return result, [json.loads(line) for line in effects.read_text().splitlines()], done
+
+
+@pytest.mark.timeout(120)
+def test_the_teams_own_handlers_run_instead_of_stubs(pg_dsn: str, tmp_path: Path) -> None:
+    """``--app``: the example's real handlers write their effects to their own file too."""
+    result, effects, _ = _with_order_handlers("charge:after_handler:exit", pg_dsn, tmp_path)
     assert "charge: UNKNOWN (in doubt), waiting for an operator" in result["extra"]["plan"]["state"]
-    targets = [json.loads(line)["target"] for line in effects.read_text().splitlines()]
-    assert targets == ["inventory.reserve", "payments.charge"]
+    assert [e["target"] for e in effects] == ["inventory.reserve", "payments.charge"]
 
 
 @pytest.mark.timeout(120)
@@ -346,18 +354,9 @@ def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effe
     """The example's fraud.check appends a line on every call, whatever its key: the
     drill cannot see that file, so it says the handler ran twice under the key, never
     that the effect happened once, and fails nothing (an idempotent one would be fine)."""
-    effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
-    done = _drill(
-        "run", "--definition", "examples/order_fulfillment.json",
-        "--pin", "fraud_check:after_handler:kill", "--app", "examples.orders:app",
-        "--input", '{"amount": 3}', "--dsn", pg_dsn, "--schema", "no_runs_here",
-        "--json", str(card), "--artifacts", str(tmp_path),
-        env={"WAYLINE_EFFECTS_FILE": str(effects)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = [json.loads(line) for line in effects.read_text().splitlines()]
-    assert [e["key"] for e in lines if e["target"] == "fraud.check"] == ["plan-1/fraud_check/1"] * 2
-    (result,) = json.loads(card.read_text())["drills"]
+    result, effects, done = _with_order_handlers("fraud_check:after_handler:kill", pg_dsn, tmp_path)
+    keys = [e["key"] for e in effects if e["target"] == "fraud.check"]
+    assert keys == ["plan-1/fraud_check/1"] * 2
     plan = result["extra"]["plan"]
     (fraud,) = [e for e in plan["effects"] if e["step"] == "fraud_check"]
     assert (fraud["calls"], fraud["effects"]) == (2, None)
