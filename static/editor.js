@@ -61,7 +61,7 @@
   }
 
   // Focus stays where the work is across an answer: on the field being typed in (with
-  // what is typed and the caret), on the link just chosen (the outline item or graph
+  // what is typed and the caret or selection), on the link just chosen (the outline item or graph
   // node, drawn again), or where the control that asked says (Cancel: the canvas). The
   // answer's [autofocus] (an insert menu's first choice, a new step's first field)
   // comes after, as htmx focuses it once the new content settles.
@@ -77,9 +77,11 @@
     if (after) return { id: after };
     if (!active || !ws || !ws.contains(active)) return null;
     if (active.id) {
+      // The selection too when nothing is typed yet: Tab selects the value it lands
+      // on, so that typing replaces it, and the answer must not undo that.
       var was = { id: active.id, value: active.value };
       was.changed = "defaultValue" in active && active.value !== active.defaultValue;
-      if (was.changed && "selectionStart" in active) {
+      if ("selectionStart" in active) {
         try { was.start = active.selectionStart; was.end = active.selectionEnd; } catch (e) { was.start = null; }
       }
       return was;
@@ -106,12 +108,13 @@
     var field = document.getElementById(was.id);
     if (!field) return;
     field.focus();
-    if (!was.changed) return;
-    field.value = was.value;
-    if (was.start != null && field.setSelectionRange) {
+    if (was.changed) {
+      field.value = was.value;
+      changeOnLeaving(field);
+    }
+    if (was.start != null && field.setSelectionRange && field.value === was.value) {
       try { field.setSelectionRange(was.start, was.end); } catch (e) { /* not a text field */ }
     }
-    changeOnLeaving(field);
   });
 
   // Escape closes the insert and branch menus and the chosen step (outside its fields,

@@ -154,7 +154,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", PLAN_VERSION + "/export", plans.export_plan, V),
     Route("POST", PLAN_VERSION + "/run", plan_runs.run_plan, OP),
     # The draft editor
-    Route("POST", "/drafts", editor.create_draft, A),
+    Route("POST", "/drafts", definitions.create_draft, A),
     Route("GET", DRAFT, editor.show_draft, V),
     Route("POST", DRAFT + "/insert", editor.insert_step, A),
     Route("POST", DRAFT + "/branch", editor.add_branch, A),

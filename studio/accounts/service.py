@@ -95,18 +95,22 @@ async def withdraw_invitation(store: Store, team: str, invitation_id: str) -> No
         raise NotFound("no such pending invitation in this team")
 
 
-async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> None:
-    await _member(store, principal, user_id)
+async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> str:
+    """Give a member ``role``; returns their username, for the page to say who changed."""
+    member = await _member(store, principal, user_id)
     if principal.user is not None and user_id == principal.user.user_id:
         raise Invalid("you cannot change your own role")
     await people.set_membership(store, user_id, principal.team_id, _role(role))
+    return member.user.username
 
 
-async def remove_member(store: Store, principal: Principal, user_id: str) -> None:
-    await _member(store, principal, user_id)
+async def remove_member(store: Store, principal: Principal, user_id: str) -> str:
+    """Take a member out of the team; returns their username, for the page to say who."""
+    member = await _member(store, principal, user_id)
     if principal.user is not None and user_id == principal.user.user_id:
         raise Invalid("you cannot remove yourself from the team")
     await people.remove_membership(store, user_id, principal.team_id)
+    return member.user.username
 
 
 async def tokens(store: Store, team: str) -> list[ApiToken]:

@@ -85,13 +85,14 @@ async def set_role(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     user_id: FromPath[str],
-) -> Template | Redirect:
+) -> Template:
     values = await form_values(request)
+    role = values.get("role", "")
     try:
-        await accounts.set_role(runtime.store, principal, user_id, values.get("role", ""))
+        username = await accounts.set_role(runtime.store, principal, user_id, role)
     except Invalid as invalid:
         return await _settings(request, principal, runtime, 422, error=str(invalid))
-    return see_other("/settings")
+    return await _settings(request, principal, runtime, done=f"{username} is now {role}.")
 
 
 async def remove_member(
@@ -99,12 +100,13 @@ async def remove_member(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     user_id: FromPath[str],
-) -> Template | Redirect:
+) -> Template:
     try:
-        await accounts.remove_member(runtime.store, principal, user_id)
+        username = await accounts.remove_member(runtime.store, principal, user_id)
     except Invalid as invalid:
         return await _settings(request, principal, runtime, 422, error=str(invalid))
-    return see_other("/settings")
+    done = f"{username} is no longer a member of this team."
+    return await _settings(request, principal, runtime, done=done)
 
 
 async def create_token(

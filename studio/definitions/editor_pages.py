@@ -19,7 +19,6 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from engine.model.identifiers import name_problem
 from studio.definitions import draft_edits
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
@@ -29,7 +28,6 @@ from studio.definitions.workspace import Selection, build_workspace
 from studio.drawings import drawing_of_document
 from studio.errors import Conflict, Invalid
 from studio.machines.authoring import build as machine_workspace
-from studio.machines.edits import new_machine
 from studio.operations import workers
 from studio.principal import Principal
 from studio.rendering import (
@@ -198,29 +196,6 @@ async def show_draft(
 ) -> Template:
     selection = Selection(step or "", _optional_int(insert), _optional_int(branch))
     return await editor.render(await editor.draft(), selection, view=view or "graph")
-
-
-async def create_draft(
-    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
-) -> Redirect:
-    values = await form_values(request)
-    name = values.get("name", "").strip()
-    if not name:
-        raise Invalid("give the new definition a name")
-    version = values.get("version", "1")
-    for what, given in (("name", name), ("version", version.strip() or "1")):
-        if problem := name_problem(given):  # what publishing would refuse, said at once
-            raise Invalid(f"the definition {what} {problem}")
-    if values.get("kind") == "machine":
-        document = new_machine(name, version.strip() or "1")
-        draft = await drafts.create_from_document(
-            runtime, principal.team_id, principal.actor, document
-        )
-    else:
-        draft = await drafts.create_empty(
-            runtime, principal.team_id, principal.actor, name, version
-        )
-    return see_other(draft_url(draft.draft_id))
 
 
 async def insert_step(editor: NamedDependency[DraftEditor]) -> Template | Redirect:

@@ -33,19 +33,27 @@ async def declare_edge(
     request: Request,
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
+    published_version: NamedDependency[PublishedVersion],
     name: FromPath[str],
     version: FromPath[str],
 ) -> Response:
+    """Declare the edge; refused (no reason, an unknown source version), the version's
+    page again with the reason beside that edge's form and what was typed in it."""
     values = await form_values(request)
-    await migrations.declare(
-        runtime,
-        principal.team_id,
-        principal.actor,
-        name,
-        version,
-        values.get("from_version", ""),
-        values.get("reason", ""),
-    )
+    source = values.get("from_version", "")
+    try:
+        await migrations.declare(
+            runtime,
+            principal.team_id,
+            principal.actor,
+            name,
+            version,
+            source,
+            values.get("reason", ""),
+        )
+    except REFUSALS as refused:
+        shown = again(refused, values, f"edge-{source}")
+        return await show_version(request, principal, runtime, published_version, **shown)
     return go_to(request, version_url(name, version) + "#migrate")
 
 

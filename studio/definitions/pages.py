@@ -8,6 +8,7 @@ and shows a preview (graph and problems) before it is saved as a draft or publis
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request, Response
@@ -17,6 +18,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from engine.api.queries import PublishedVersion
+from engine.model.identifiers import name_problem
 from studio.definitions import draft_edits, migrations
 from studio.definitions import drafts_service as drafts
 from studio.definitions import service as definitions
@@ -27,6 +29,7 @@ from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Invalid
 from studio.forms import REFUSALS, posted, shown
+from studio.machines.edits import new_machine
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
 from studio.principal import Principal
@@ -63,16 +66,72 @@ def graph_view(document: Any, marks: dict[str, str] | None = None) -> dict[str, 
 async def list_page(
     request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> Template:
+    return await _list(request, principal, runtime)
+
+
+async def _list(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    refused: NewDraftRefused | None = None,
+) -> Template:
+    """The list; with ``refused``, answered to a refused *New definition* form, which
+    comes back open with what was typed and the reason beside its field (422)."""
     found = await drafts.list_for_team(runtime, principal.team_id)
     return page(
         request,
         "definitions/list.html",
         "definitions",
+        status=422 if refused else 200,
         summaries=await definitions.summaries(runtime, principal.team_id),
         drafts=found,
         twins=drafts.twin_titles(found),
         published=await drafts.published_as(runtime, principal.team_id, found),
+        new_draft=refused,
     )
+
+
+@dataclass(frozen=True)
+class NewDraftRefused:
+    """Why the *New definition* form was refused: the field at fault, the reason and
+    the form's values as typed."""
+
+    field: str
+    message: str
+    typed: dict[str, str]
+
+
+def _new_draft_problem(name: str, version: str) -> tuple[str, str] | None:
+    """The field a new draft's name and version would be refused for, and why: what
+    publishing would refuse, said at once (before a draft with a 100 KB name widens
+    every page that lists it)."""
+    if not name:
+        return "name", "give the new definition a name"
+    for field, given in (("name", name), ("version", version)):
+        if problem := name_problem(given):
+            return field, f"the definition {field} {problem}"
+    return None
+
+
+async def create_draft(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Template | Redirect:
+    values = await form_values(request)
+    name = values.get("name", "").strip()
+    version = values.get("version", "").strip() or "1"
+    if problem := _new_draft_problem(name, version):
+        field, message = problem
+        return await _list(request, principal, runtime, NewDraftRefused(field, message, values))
+    if values.get("kind") == "machine":
+        document = new_machine(name, version)
+        draft = await drafts.create_from_document(
+            runtime, principal.team_id, principal.actor, document
+        )
+    else:
+        draft = await drafts.create_empty(
+            runtime, principal.team_id, principal.actor, name, version
+        )
+    return see_other(draft_url(draft.draft_id))
 
 
 async def versions_page(

@@ -295,7 +295,9 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         failure_step=state.failure_step,
         parent_id=local_instance_id(team, state.parent_id) or None,
         parent_step=state.parent_step or None,
-        steps=[_step_out(detail, step.name, step.kind.value) for step in detail.definition.steps],
+        steps=[
+            _step_out(detail, step.name, step.kind.value, team) for step in detail.definition.steps
+        ],
         attempts=[attempt_out(a) for a in detail.attempts],
         timers=document["timers"],
         signals=document["signals"],
@@ -321,9 +323,9 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
     )
 
 
-def _step_out(detail: InstanceDetail, name: str, kind: str) -> StepStateOut:
+def _step_out(detail: InstanceDetail, name: str, kind: str, team: str) -> StepStateOut:
     found = detail.states[name]
-    return StepStateOut(name, kind, found.state, found.note)
+    return StepStateOut(name, kind, found.state, found.described(team))
 
 
 def history_out(page: HistoryPage, team: str) -> HistoryOut:

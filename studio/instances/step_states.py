@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from engine.model.definitions import Step, StepKind
 from engine.model.description import ending, lost_race, never_happens
+from engine.model.identifiers import local_instance_id
 from engine.model.instance import (
     AttemptProgress,
     AttemptStatus,
@@ -80,14 +81,22 @@ STATES = (
 @dataclass(frozen=True)
 class StepState:
     """A step's state for the graph and the table: one of ``STATES`` (its CSS class) and
-    a note saying what it waits for or how it ended."""
+    a note saying what it waits for or how it ended; a child step's also names its child
+    (by the stored id, which only ``described`` turns into the one a team knows)."""
 
     state: str
     note: str
+    child_id: str = ""
 
     @property
     def css(self) -> str:
         return f"state-{self.state}"
+
+    def described(self, team: str) -> str:
+        """The note in words for ``team``: its own instance ids, never their stored form."""
+        if not self.child_id:
+            return self.note
+        return f"child {local_instance_id(team, self.child_id)}: {self.note}"
 
 
 PENDING = StepState("pending", "not reached")
@@ -198,7 +207,7 @@ def _child(instance: Instance, step: Step, current: bool) -> StepState:
     child = instance.children.get(step.name)
     if child is None:
         return PENDING
-    return StepState(CHILD_STATES[child.status], f"child {child.child_id}: {child.status.label}")
+    return StepState(CHILD_STATES[child.status], child.status.label, child.child_id)
 
 
 def _parallel(instance: Instance, step: Step, current: bool) -> StepState:

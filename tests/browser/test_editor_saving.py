@@ -105,3 +105,20 @@ def test_an_edit_queued_behind_a_rename_reaches_the_renamed_step(
     assert_saved_then_reload(page, "hold_stock", "inventory.hold")
     expect(page.locator("#field-name")).to_have_value("hold_stock")
     expect(page.locator("#field-target")).to_have_value("inventory.hold")
+
+
+def test_a_field_tabbed_into_stays_selected_across_the_answer(
+    page: Page, studio: LiveStudio
+) -> None:
+    """Tab selects the next field's value, so what is typed replaces it; the answer of
+    the save that Tab set off redraws that field, and typing after it still replaces
+    the value (it once kept the old one and added the typing to it: "30s2m")."""
+    held = save_held(page, studio, "select.flow", "inventory.hold", field="target")
+    timeout = page.locator("#step-form #field-timeout")
+    expect(timeout).to_be_focused()
+    held[0].continue_()
+    expect(page.locator("#step-reserve")).to_contain_text("inventory.hold")
+    expect(page.locator("#save-state")).to_have_text("")
+    settled(page)
+    page.keyboard.type("2m")
+    expect(timeout).to_have_value("2m")

@@ -172,9 +172,16 @@ def test_a_page_cursor_without_a_time_zone_is_a_400(world: World, path: str) -> 
 def test_a_new_draft_needs_a_name_and_version_publishing_would_take(
     world: World, form: dict[str, str], says: str
 ) -> None:
-    """Refused at once, before a draft with a 100 KB name widens every page that lists it."""
+    """Refused at once, before a draft with a 100 KB name widens every page that lists
+    it: the definitions page comes back with the form open, as typed, and the reason
+    beside the field at fault (never an error page)."""
     created = world.send("POST", "/drafts", data={"_csrf": world.client.csrf, **form})
-    assert created.status_code == 422 and says in created.text
+    assert created.status_code == 422
+    field = "version" if "version" in form else "name"
+    assert f'<p class="field-error" id="new-{field}-error" role="alert">{says}' in created.text
+    assert f'id="new-{field}"' in created.text and 'aria-describedby="new-' in created.text
+    assert f'value="{form[field]}"' in created.text
+    assert '<details class="card new-definition" open>' in created.text
 
 
 def test_an_api_path_no_route_serves_points_to_the_list_of_paths(world: World) -> None:

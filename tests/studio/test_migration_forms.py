@@ -76,3 +76,21 @@ def test_a_refused_migration_form_comes_back_with_what_was_ticked_and_typed(
     assert f'name="bulk_id" value="{bulk_id}"' in too_long.text, "a repeat still acts once"
     state = studio.run(lambda store: Client(store).inspect(instance_id))
     assert state.definition.version == "1" and state.audit == ()
+
+
+def test_a_refused_edge_declaration_comes_back_beside_its_reason(studio: LiveStudio) -> None:
+    """A reason of spaces passes the browser's `required`: the version's page comes back
+    (422, never an error page) with the reason beside that edge's field, as typed, and
+    no edge is declared."""
+    team, name, _ = studio.one_running("edges")
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    url = f"/definitions/{name}/versions/2"
+
+    refused = client.form(url + "/edges", {"from_version": "1", "reason": "   "})
+
+    assert refused.status_code == 422
+    assert '<p class="field-error" id="edge-reason-error-1" role="alert">' in refused.text
+    assert f"a reason of 1 to {MAX_REASON_LENGTH} characters" in refused.text
+    assert re.search(r'id="edge-reason-1"[^>]*value="   "[^>]*aria-invalid="true"', refused.text)
+    assert "Declare edge v1 → v2" in client.get(url).text, "nothing was declared"

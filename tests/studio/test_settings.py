@@ -48,9 +48,15 @@ def test_an_admin_invites_a_new_person_who_joins_by_choosing_a_password(
     assert "Grace" in admin.get("/api/members").text
 
     user_id = _user_id(studio, newcomer)
-    assert admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"}).status_code == 303
+    demoted = admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"})
+    assert demoted.status_code == 200  # the page says what changed, not only a redirect
+    said = '<p class="alert ok" role="status" id="member-changed">'
+    assert f"{said}{newcomer} is now viewer.</p>" in demoted.text
     assert "viewer" in admin.get("/api/members").text
-    assert admin.form(f"/settings/members/{user_id}/remove").status_code == 303
+    removed = admin.form(f"/settings/members/{user_id}/remove")
+    assert removed.status_code == 200
+    assert f"{said}{newcomer} is no longer a member of this team.</p>" in removed.text
+    assert "member-changed" not in admin.get("/settings").text
     assert newcomer not in admin.get("/settings").text
 
 

@@ -137,6 +137,11 @@ def test_a_child_id_cannot_be_taken_before_its_parent_starts_it(working: LiveStu
     assert f"<h1><code>{parent}</code>" in shown
     assert f'<a href="{instance_url(kid)}"><code>{kid}</code></a>' in shown
     assert f"successor_id</span> <code>{kid}</code>" in shown
+    step_row = shown[shown.index('<tr id="step-row-kid"') :].partition("</tr>")[0]
+    assert f'child <a href="{instance_url(kid)}"><code>{kid}</code></a>: active' in step_row
+    assert f"{red}:" not in step_row  # the stored form, which says the team's id
+    [step] = [s for s in seen(reds, parent).json()["steps"] if s["step"] == "kid"]
+    assert step["note"] == f"child {kid}: active"
     assert (
         f'<a href="{instance_url(parent)}"><code>{parent}</code></a>' in reds.get("/instances").text
     )
