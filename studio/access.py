@@ -29,6 +29,11 @@ _UNRESOLVED = object()
 TOKEN_REFUSED = "the API token is not accepted: it is unknown, revoked or expired"
 """Why a request that carries a bearer token is refused: a script says what to fix
 (which of the three is not told: that would help someone guessing tokens)."""
+NO_TOKEN = (
+    "sign in first: send 'Authorization: Bearer <token>' with an API token (wl_...) made "
+    "on the Settings page, or the cookie of a signed-in session"
+)
+"""Why an API request with no credentials at all is refused."""
 AUTHORIZATION_SHAPE = (
     "the Authorization header must be 'Bearer <token>' with an API token (wl_...) made on "
     "the Settings page"
@@ -53,16 +58,17 @@ async def current_principal(connection: ASGIConnection) -> Principal | None:
     return found
 
 
-def _unauthorized(authorization: str) -> str:
+def _unauthorized(authorization: str, path: str) -> str:
     """Why no one is signed in: a bearer token refused, an Authorization header of
     another shape (``Basic ...``, a bare ``Bearer``) that says nothing this studio
-    reads, or nothing given at all."""
+    reads, or nothing given at all (to the API, most likely a script: it is told what
+    to send; a person's page goes to the sign-in form)."""
     scheme, _, token = authorization.partition(" ")
     if f"{scheme.lower()} " == principals.BEARER and token.strip():
         return TOKEN_REFUSED
     if authorization.strip():
         return AUTHORIZATION_SHAPE
-    return "sign in first"
+    return NO_TOKEN if path.startswith("/api/") else "sign in first"
 
 
 def maybe_principal(request: Request) -> Principal | None:
@@ -86,7 +92,8 @@ async def enforce_access(connection: ASGIConnection, handler: BaseRouteHandler) 
     if access is Access.PUBLIC:
         return
     if principal is None:
-        raise NotAuthorizedException(_unauthorized(connection.headers.get("authorization", "")))
+        authorization = connection.headers.get("authorization", "")
+        raise NotAuthorizedException(_unauthorized(authorization, connection.url.path))
     if connection.scope.get("method", "GET") not in SAFE_METHODS and principal.session:
         await check_csrf(connection, principal.session.csrf_token)
     if principal.must_change_password and access is not Access.SIGNED_IN:

@@ -20,6 +20,7 @@ from typing import TypedDict
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Example
 
+from studio.access import NO_TOKEN
 from studio.definitions.schemas import PublishOut
 from studio.settings import BODY_TOO_LARGE
 
@@ -52,7 +53,7 @@ ERROR_EXAMPLES: dict[int, tuple[str, ErrorOut]] = {
             [{"path": "revision", "message": "Expected `int`, got `str`"}],
         ),
     ),
-    401: ("No valid API token or session was given.", ErrorOut("sign in first")),
+    401: ("No valid API token or session was given.", ErrorOut(NO_TOKEN)),
     403: (
         "The token's role does not allow this (or a session's CSRF token is missing).",
         ErrorOut("this needs the operator role in the current team"),
