@@ -17,6 +17,7 @@ from studio.definitions.diff import DefinitionDiff, FieldChange
 from studio.definitions.drafts import Draft
 from studio.definitions.problems import Problems, check_document
 from studio.definitions.service import DefinitionSummary, PublishOutcome, short_fingerprint
+from studio.machines.views import size
 from studio.projection import projected
 
 
@@ -39,6 +40,9 @@ class VersionOut:
     published_at: datetime
     published_by: str
     steps: int
+    """A step list's steps (0 for a state machine or a code workflow: see ``size``)."""
+    size: str
+    """How big it is, in the words of its mode: "5 steps", "4 states", "7 durable calls"."""
 
 
 @dataclass
@@ -190,6 +194,7 @@ def version_out(published: PublishedVersion) -> VersionOut:
         published.published_at,
         published.published_by,
         len(d.steps),
+        size(d),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.model.definitions import Definition
+from engine.model.words import counted
 from engine.modes.code.document import CodeManifest
 from engine.modes.machines.manifest import MachineManifest
 from studio.code.outline_graph import VERBS, read_outline
@@ -41,11 +42,9 @@ def size(definition: Definition, noun: bool = True) -> str:
     code workflow's outline (always with the noun for the last two, so a list that shows
     bare step counts still tells them apart)."""
     if isinstance(definition.manifest, MachineManifest):
-        count = len(definition.manifest.variants)
-        return f"{count} state{'s' if count != 1 else ''}"
+        return counted(len(definition.manifest.variants), "state")
     if isinstance(definition.manifest, CodeManifest):
         calls = read_outline({"outline": definition.manifest.outline}).steps
-        count = sum(1 for shape in calls if shape.kind in VERBS)
-        return f"{count} durable call{'s' if count != 1 else ''}"
+        return counted(sum(1 for shape in calls if shape.kind in VERBS), "durable call")
     count = len(definition.steps)
-    return f"{count} step{'s' if count != 1 else ''}" if noun else str(count)
+    return counted(count, "step") if noun else str(count)

@@ -60,6 +60,10 @@ def test_the_version_page_draws_the_outline_of_the_code(operator: SignedInClient
     assert "tests.studio.code_app.pages_saga" in page.text
     listed = operator.get("/definitions").text
     assert re.search(r"pages-saga(?:(?!</tr>).)*4 durable calls", listed, re.S)
+    [latest] = [
+        d["latest"] for d in operator.get("/api/definitions").json() if d["name"] == "pages-saga"
+    ]
+    assert (latest["steps"], latest["size"]) == (0, "4 durable calls")  # the API says it too
 
 
 def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
