@@ -86,3 +86,29 @@ def test_bodies_ctx_and_deterministic_calls_are_allowed(tmp_path: Path) -> None:
         "    return [t for t in sorted(set(order))], len(order), dict(order)\n"
     )
     assert problems(tmp_path, body) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ("on_unknown='retry_same_key'", "retries=1"),
+        ("retries=0, on_unknown='retry_same_key'", "retries=0"),
+        ("retries=2, on_unknown='retry_same_key'", None),
+        ("retries=1, on_unknown='hold'", None),
+        ("retries=n, on_unknown='retry_same_key'", None),  # computed: the runtime's to judge
+    ],
+)
+def test_retrying_the_same_key_needs_a_second_attempt(
+    tmp_path: Path, options: str, said: str | None
+) -> None:
+    """The step's default of one attempt leaves no retry for an unknown outcome."""
+    body = f"    n = 3\n    return await ctx.step('charge', lambda: 1, {options})\n"
+    found = problems(tmp_path, body)
+    if said is None:
+        assert found == []
+    else:
+        assert found == [
+            f"w@1 line 14: ctx.step(on_unknown='retry_same_key') with {said} never retries: "
+            "the run under the same key is a second attempt, so an unknown outcome waits "
+            "for an operator; give retries=2 or more"
+        ]

@@ -8,6 +8,10 @@ reads the function's source (never runs it) and names each such call with its li
 in the words the runtime guard uses (``bad-clock@1 line 9: time.time() is not
 available in workflow code; use ctx.now() or call it inside ctx.step``).
 
+It also names a step whose options cannot do what they say: ``on_unknown=
+"retry_same_key"`` with fewer than two attempts (``retries``) never retries, so an
+unknown outcome would wait for an operator after all.
+
 Names are resolved through the module's imports (``from time import time as now``
 still reads the clock). Nested functions and lambdas are step bodies or helpers and
 are not searched. It is a best effort before publishing: the runtime guard and replay's
@@ -58,6 +62,11 @@ MODULES = {"random": RANDOM_ADVICE, "secrets": RANDOM_ADVICE, "asyncio": ASYNCIO
 """Modules of which every call is refused, with what to do instead."""
 EFFECTS = ("open", "socket", "psycopg", "urllib.request", "http.client", "requests", "httpx")
 """Calls (or modules of calls) that are effects: they belong in a step body."""
+SAME_KEY_TEXT = (
+    "ctx.step(on_unknown='retry_same_key') with retries={retries} never retries: the run "
+    "under the same key is a second attempt, so an unknown outcome waits for an operator; "
+    "give retries=2 or more"
+)
 SET_CALLS = frozenset({"set", "frozenset"})
 SHORT_NAMES = {"datetime.datetime.": "datetime.", "datetime.date.": "date."}
 """How a class method is named in messages: as the code calls it."""
@@ -105,9 +114,23 @@ def _problem(node: ast.AST, aliases: dict[str, str], ctx: str) -> str | None:
     if not isinstance(node, ast.Call):
         return None
     name = _qualified(node.func, aliases)
+    if name == f"{ctx}.step":
+        return _step_problem(node)
     if name is None or name.split(".")[0] == ctx:
         return None
     return _call_problem(name)
+
+
+def _step_problem(call: ast.Call) -> str | None:
+    """A ``ctx.step`` whose literal options say retry the same key with no attempt left
+    for it (``retries`` left out is 1, as ``ctx.step`` takes it)."""
+    options = {k.arg: k.value for k in call.keywords if k.arg}
+    unknown, retries = options.get("on_unknown"), options.get("retries", ast.Constant(1))
+    if not (isinstance(unknown, ast.Constant) and unknown.value == "retry_same_key"):
+        return None
+    if isinstance(retries, ast.Constant) and isinstance(retries.value, int) and retries.value < 2:
+        return SAME_KEY_TEXT.format(retries=retries.value)
+    return None
 
 
 def _call_problem(name: str) -> str | None:
