@@ -25,7 +25,7 @@ from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
-from studio.forms import REFUSALS, again, shown
+from studio.forms import REFUSALS, again, beside, shown
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import bulk, family, list_order
 from studio.instances import detail as instance_detail
@@ -128,10 +128,10 @@ async def _start_form(
 ) -> Template:
     published = await definitions.team_versions(runtime, principal.team_id)
     versions = [v for v in published if not v.deprecated]
-    chosen = next(
-        (v for v in versions if v.definition.name == name and v.definition.version == version),
-        None,
-    )
+    named = [v for v in versions if v.definition.name == name]  # oldest first
+    chosen = next((v for v in named if v.definition.version == version), None)
+    if chosen is None and named:  # a name alone: its latest version
+        chosen = named[-1]
     if chosen is None and not name:
         chosen = instances.start_default(versions, published)
     limit = lifecycle.start_input_limit(chosen.definition) if chosen else None
@@ -168,8 +168,8 @@ async def start_instance(
             values.get("instance_id", ""),
             values.get("input", ""),
         )
-    except REFUSALS as refused:  # the form again, with what was typed
-        shown = again(refused, values)
+    except REFUSALS as refused:  # the form again, with what was typed, each reason at its field
+        shown = again(refused, values) | {"field_errors": beside(refused)}
         return await _start_form(request, principal, runtime, name, version, **shown)
     return see_other(instance_url(local_instance_id(principal.team_id, started.instance_id)))
 

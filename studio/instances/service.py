@@ -43,7 +43,7 @@ from engine.modes.machines.start_data import SUBMITTED
 from studio.code.outline_graph import read_outline
 from studio.definitions import service as definitions
 from studio.drawings import drawing_of
-from studio.errors import Conflict, Invalid, NotFound
+from studio.errors import Conflict, Invalid, NotFound, StudioError
 from studio.instances.list_order import ListOrder, parse_cursor
 from studio.instances.replays import Replayed
 from studio.reads import Reads
@@ -64,16 +64,17 @@ def parse_time(text: str, what: str) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _at(field: str, message: str) -> Invalid:
-    return Invalid(message, [{"path": field, "message": message}])
+def _at(field: str, message: str, kind: type[StudioError] = Invalid) -> StudioError:
+    """A ``kind`` refusal said at ``field`` (a form shows it there, the API names it)."""
+    return kind(message, [{"path": field, "message": message}])
 
 
-def _located(field: str, check: Callable[..., object], *args: str) -> None:
-    """Run ``check``; its refusal is said at ``field``."""
+def _located(field: str, check: Callable[..., Any], *args: Any) -> Any:
+    """``check``'s answer; its refusal (422 or 409) is said at ``field``."""
     try:
-        check(*args)
-    except Invalid as wrong:
-        raise _at(field, str(wrong)) from None
+        return check(*args)
+    except (Invalid, Conflict) as wrong:
+        raise _at(field, str(wrong), type(wrong)) from None
 
 
 @dataclass(frozen=True)
@@ -365,36 +366,47 @@ async def start(
             raise _at(field_name, f"{field_name} is empty: name the published one to start")
     published = await definitions.version_of(runtime, team, name, version)
     if published.deprecated:
-        raise Invalid(f"{name}@{version} is deprecated and refuses new instances")
-    value = parse_json(input_text, "input")
-    limit, step = lifecycle.start_input_limit(published.definition)
-    check_size(value, limit, "input", step)
-    if published.definition.mode == Mode.MACHINE:
-        _refuse_submitter(name, value)
+        raise _at("version", f"{name}@{version} is deprecated and refuses new instances")
+    value = _located("input", _start_input, published.definition, input_text)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
     if published.definition.mode == Mode.CODE:
-        stored = code_run_id(name, chosen)
+        stored = _located("instance_id", code_run_id, name, chosen)
     else:
         stored = await _start_id(runtime, team, chosen)
     try:
         state = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
-        raise Conflict(
+        raise _at(
+            "instance_id",
             f"instance {chosen} already exists with another definition or input; "
-            "choose another instance id"
+            "choose another instance id",
+            Conflict,
         ) from None
     except DefinitionNotFound as missing:
         raise NotFound(str(missing)) from None
     except InputRefused as refused:  # a machine's start data, which the engine reads
-        raise Invalid(str(refused)) from None
+        raise _at("input", str(refused)) from None
     except ActiveExecutionExists as active:  # a machine's one active execution per parent
-        raise Conflict(
+        raise _at(
+            "input",
             f"{name} already has an active execution for parent {value['parent']}: "
             f"{local_instance_id(team, active.active_id)}; "
-            "a parent has one at a time, so wait for it to end or cancel it"
+            "a parent has one at a time, so wait for it to end or cancel it",
+            Conflict,
         ) from None
     runtime.watcher.nudge()
     return state
+
+
+def _start_input(definition: Definition, input_text: str) -> Any:
+    """The start input as JSON, within its activities' limit and, for a machine,
+    naming no submitter; each refusal is the input field's."""
+    value = parse_json(input_text, "input")
+    limit, step = lifecycle.start_input_limit(definition)
+    check_size(value, limit, "input", step)
+    if definition.mode == Mode.MACHINE:
+        _refuse_submitter(definition.name, value)
+    return value
 
 
 def _refuse_submitter(name: str, value: Any) -> None:
@@ -420,10 +432,10 @@ def code_run_id(name: str, chosen: str) -> str:
 
 async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
     """The stored id a start of the team's ``chosen`` (a step list or machine) takes."""
-    check_instance_id(team, chosen)
+    _located("instance_id", check_instance_id, team, chosen)
     own, scoped = await _lookup(runtime.primary, team, chosen)
     if own is None and scoped is not None:  # another team's, stored before namespacing
-        raise Conflict("this instance id is taken; choose another")
+        raise _at("instance_id", "this instance id is taken; choose another", Conflict)
     return own.instance_id if own is not None else team_instance_id(team, chosen)
 
 

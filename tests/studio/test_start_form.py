@@ -143,3 +143,56 @@ def test_the_form_opened_without_a_version_offers_one_that_is_no_child(
     selected = re.findall(r'<option value="([^"]+)"[^>]*\bselected>', page)
     assert selected == [f"{steps}@1"], "a step list takes the {} pre-filled as it is"
     assert "{}</textarea>" in page
+
+
+def test_a_refusal_is_said_at_its_field_which_keeps_what_was_typed(studio: LiveStudio) -> None:
+    """The reason sat above the form, linked to no field; now each field it names is
+    marked invalid, described by the reason (and its own help), and focused."""
+    team = studio.team("start-fields")
+    name = studio.publish_new(team, "start-fields")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    chosen = f"{name}@1"
+
+    def refused(fields: dict[str, str], field: str, help_id: str = "") -> str:
+        text = operator.form("/instances", fields).text
+        error_id = f"start-{field}-error"
+        described = f"{error_id} {help_id}".strip()
+        assert 'id="start-error"' not in text, "not above the form"
+        assert f'<p class="field-error" id="{error_id}" role="alert">' in text
+        marked = re.search(
+            rf'<(?:input|textarea|select)[^>]*aria-describedby="{described}"[^>]*>', text
+        )
+        assert marked and 'aria-invalid="true"' in marked.group(0)
+        assert " autofocus" in marked.group(0)
+        assert text.count(" autofocus") == 1, "only the refused field"
+        return text
+
+    text = refused(
+        {"definition": chosen, "instance_id": "bad id!", "input": '{"n": 1}'}, "id", "start-id-help"
+    )
+    assert "the instance id" in text and 'value="bad id!"' in text
+    text = refused(
+        {"definition": chosen, "instance_id": "mine", "input": "{"}, "input", "start-input-help"
+    )
+    assert "not valid JSON" in text and ">{</textarea>" in text and 'value="mine"' in text
+    refused({"definition": "", "input": "{}"}, "definition")
+
+    body = {"definition": name, "version": "1", "input": "x" * 2000}
+    api = operator.post("/api/instances", json=body, headers={"X-CSRF-Token": operator.csrf})
+    assert [p["path"] for p in api.json()["problems"]] == ["input"], "the API names it too"
+
+
+def test_versions_are_listed_by_name_newest_first_and_a_name_opens_on_its_latest(
+    studio: LiveStudio,
+) -> None:
+    team = studio.team("start-order")
+    name = f"order-{uuid.uuid4().hex[:6]}"
+    for version in ("1", "2", "10"):
+        studio.publish(team, definition(name, version))
+    other = studio.publish_new(team, "aa-first")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    page = operator.get(f"/instances/new?definition={name}").text
+    listed = re.findall(r'<option value="([^"]+)"', page)
+    assert listed == [f"{other}@1", f"{name}@10", f"{name}@2", f"{name}@1"]
+    assert re.findall(r'<option value="([^"]+)"[^>]*\bselected>', page) == [f"{name}@10"]
+    assert f'<optgroup label="{name}">' in page
