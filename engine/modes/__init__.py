@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from engine.model.canonical import format_instant
 from engine.model.definitions import Definition
 from engine.model.errors import DecisionRejected, WaylineError
 from engine.model.events import Event, EventKind
@@ -54,10 +56,31 @@ class Outcome(StrEnum):
     """The instance had already ended; nothing was added."""
 
 
+Said = tuple[str | datetime, ...]
+"""Words with the instants they name kept as instants: each reader writes those its own
+way (``wayline inspect`` in RFC 3339, the studio as its tables do)."""
+
+
+def say(parts: Said, instant: Callable[[datetime], str] = format_instant) -> str:
+    """``parts`` as text, each instant written by ``instant``."""
+    return "".join(p if isinstance(p, str) else instant(p) for p in parts)
+
+
 @dataclass(frozen=True)
 class Decision:
     outcome: Outcome
     reason: str = ""
+    said: Said = ()
+    """``reason`` with its instants kept as instants (empty when it names none)."""
+
+    @classmethod
+    def waiting(cls, *parts: str | datetime) -> Decision:
+        """A WAITING decision whose reason names instants (a timer's due time)."""
+        return cls(Outcome.WAITING, say(parts), parts)
+
+    def reason_in(self, instant: Callable[[datetime], str]) -> str:
+        """The reason with each instant it names written by ``instant``."""
+        return say(self.said, instant) if self.said else self.reason
 
 
 class ModeNotSupported(WaylineError):

@@ -26,6 +26,7 @@ from engine.model.transitions import WorkKind
 from studio.code import journal_view
 from studio.code.journal_view import JournalView
 from studio.drawings import drawing_of
+from studio.formats import format_when
 from studio.instances.action_offers import Offer, offers
 from studio.instances.attempts import ACTIVITY, COMPENSATION, AttemptIdentity, AttemptRecord
 from studio.instances.replays import Replayed
@@ -195,7 +196,9 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
 
 
 def position(state: Instance, registry: Any, now: datetime) -> str:
-    """Where the instance stands, in the engine's own words (a decision on a dry run)."""
+    """Where the instance stands, in the engine's own words (a decision on a dry run),
+    with the instants they name written as the page writes times (the engine's words
+    write them in RFC 3339, as ``wayline inspect`` prints them)."""
     if state.status.terminal:
         return f"ended {state.status.label}" + (
             f" at {state.failure_step}: {state.failure_code}" if state.failure_code else ""
@@ -204,9 +207,10 @@ def position(state: Instance, registry: Any, now: datetime) -> str:
         decision = standing(state, registry, now)
     except DecisionRejected as refused:
         return str(refused)
+    reason = decision.reason_in(format_when)
     if decision.outcome.value == "scheduled":
-        return f"due now: {decision.reason} (a worker picks it up)"
-    return decision.reason or decision.outcome.value
+        return f"due now: {reason} (a worker picks it up)"
+    return reason or decision.outcome.value
 
 
 def signal_slots(state: Instance, journal: JournalView | None = None) -> list[SignalSlot]:

@@ -22,11 +22,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from engine.decide import decisions
-from engine.model.canonical import format_instant
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.model.limits import WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
-from engine.modes import Decision, Outcome
+from engine.modes import Decision, Outcome, Said
 from engine.modes.code import records, waits
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import BLOCKING, EntryState
@@ -53,7 +52,7 @@ def decide(draft: Draft) -> Decision:
         return Decision(Outcome.SCHEDULED, "the code runs next")
     if retried:
         return Decision(Outcome.SCHEDULED, f"retry of {', '.join(retried)}")
-    return Decision(Outcome.WAITING, _waiting_reason(draft.state))
+    return Decision.waiting(*_waiting_reason(draft.state))
 
 
 def code_pending(state: Instance | None) -> str | None:
@@ -123,19 +122,23 @@ IN_FLIGHT = (A.READY, A.RUNNING, A.RETRY_WAITING)
 """A step whose outcome is still to come: the run waits for it."""
 
 
-def _waiting_reason(state: Instance) -> str:
+def _waiting_reason(state: Instance) -> Said:
     for progress in state.activities.values():
         if progress.status is A.UNKNOWN:
-            return UNKNOWN_HELD.format(step=progress.step)
-    pending = [f"step {p.step}" for p in state.activities.values() if p.status in IN_FLIGHT]
-    pending += [w.key for w in state.waits.values() if not w.done]
+            return (UNKNOWN_HELD.format(step=progress.step),)
+    pending: list[Said] = [
+        (f"step {p.step}",) for p in state.activities.values() if p.status in IN_FLIGHT
+    ]
+    pending += [(w.key,) for w in state.waits.values() if not w.done]
     pending += [
-        f"{key} until {format_instant(timer.due_at)}"
+        (f"{key} until ", timer.due_at)
         for key, timer in state.timers.items()
         if timer.fired_at is None
     ]
-    # Nothing recorded is open: the code itself runs next (its decision is due).
-    return f"waiting for {', '.join(pending)}" if pending else CODE_RUNS_NEXT
+    if not pending:  # nothing recorded is open: the code itself runs next (its decision is due)
+        return (CODE_RUNS_NEXT,)
+    listed = [part for n, item in enumerate(pending) for part in ((", ",) if n else ()) + item]
+    return ("waiting for ", *listed)
 
 
 CODE_RUNS_NEXT = "waiting for a worker with its app to run its code"

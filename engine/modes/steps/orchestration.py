@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from engine.decide import decisions, lifecycle
-from engine.model.canonical import format_instant
 from engine.model.definitions import Step, StepKind, UnknownPolicy
 from engine.model.instance import AttemptProgress, AttemptStatus, ChildStatus, Instance
 from engine.model.instance import InstanceStatus as S
@@ -154,8 +153,7 @@ def _fail(draft: Draft, step: str, code: str) -> None:
 def _timer(draft: Draft, step: Step) -> None:
     timer = _first(draft, step, draft.state.timers, decisions.schedule_timer)  # type: ignore
     if timer.fired_at is None:
-        due = format_instant(timer.due_at)
-        raise _Stop(Decision(Outcome.WAITING, f"timer {step.name} is due at {due}"))
+        raise _Stop(Decision.waiting(f"timer {step.name} is due at ", timer.due_at))
 
 
 def _signal(draft: Draft, step: Step) -> None:
