@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.decide.operator_actions import Action
 from engine.model.definitions import Step, StepKind
 from engine.model.description import ending, lost_race, never_happens
 from engine.model.identifiers import local_instance_id
@@ -30,6 +31,7 @@ from engine.model.instance import (
     ChildStatus,
     Instance,
     InstanceStatus,
+    SignalProgress,
 )
 from engine.modes.steps import step_kinds
 from studio.formats import format_when
@@ -197,10 +199,26 @@ def _timer(instance: Instance, step: Step, current: bool) -> StepState:
 def _signal(instance: Instance, step: Step, current: bool) -> StepState:
     received = instance.signals.get(step.name)
     if received is not None:
-        return StepState("succeeded", f"received {received.signal_id}")
+        return StepState("succeeded", _received(instance, received))
     if current:
         return StepState(WAITS[step.kind], f"waiting for {step.kind.value}")
     return PENDING
+
+
+def _received(instance: Instance, received: SignalProgress) -> str:
+    """Who approved and when (the approve command, whose id keys the approval, is in
+    the audit trail): its id alone meant nothing to a reader. A signal says its id."""
+    approval = next(
+        (
+            a
+            for a in instance.audit
+            if a.command_id == received.signal_id and a.action == Action.APPROVE
+        ),
+        None,
+    )
+    if approval is None:
+        return f"received {received.signal_id}"
+    return f"approved by {approval.actor} {format_when(approval.occurred_at)}"
 
 
 def _child(instance: Instance, step: Step, current: bool) -> StepState:
