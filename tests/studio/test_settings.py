@@ -251,3 +251,15 @@ def test_an_invitation_redeemed_by_a_member_keeps_their_role(studio: LiveStudio)
     assert person.get("/api/me").json()["role"] == "admin"
     again = _join(studio.client(), elsewhere, code, PASSWORD)
     assert again.status_code == 422, "the code was used up all the same"
+
+
+def test_a_first_password_change_says_the_current_one_is_the_one_time_password(
+    studio: LiveStudio,
+) -> None:
+    """A bare "Current password" left a new member guessing: they never chose one."""
+    team = studio.team("first-change")
+    newcomer = studio.client(studio.user(team, Role.VIEWER, must_change=True))
+    label = re.search(r'<label for="current">(.*?)</label>', newcomer.get("/account").text)
+    assert label and "the one-time password you were given" in label.group(1)
+    settled = studio.client(studio.user(team, Role.VIEWER))
+    assert "one-time password you were given" not in settled.get("/account").text
