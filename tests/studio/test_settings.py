@@ -263,3 +263,19 @@ def test_a_first_password_change_says_the_current_one_is_the_one_time_password(
     assert label and "the one-time password you were given" in label.group(1)
     settled = studio.client(studio.user(team, Role.VIEWER))
     assert "one-time password you were given" not in settled.get("/account").text
+
+
+def test_an_admins_own_row_says_it_is_theirs_and_why_it_has_no_controls(
+    studio: LiveStudio,
+) -> None:
+    """Their row had no controls and nothing said whose it was or why."""
+    team = studio.team("own-row")
+    username = studio.user(team, Role.ADMIN)
+    colleague = studio.user(team, Role.VIEWER)
+    page = studio.client(username).get("/settings").text
+    own = re.search(r'<tr id="member-you">(.*?)</tr>', page, re.S).group(1)
+    assert f'{username} <span class="muted">(you)</span>' in own
+    assert "You cannot change your own role or remove yourself; another admin can." in own
+    assert page.count("(you)") == 1
+    other = re.search(rf"<tr>\s*<td>{colleague}</td>(.*?)</tr>", page, re.S).group(1)
+    assert "Remove" in other and "cannot change" not in other
