@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS drill_effect_calls (
     compensation    boolean NOT NULL,
     start_durable   boolean NOT NULL,
     applied         boolean NOT NULL,
+    seen            boolean NOT NULL,
     pid             integer NOT NULL,
     called_at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -71,9 +72,9 @@ RETURNING true
 """
 CALL = """
 INSERT INTO drill_effect_calls (idempotency_key, target, instance_id, step, attempt,
-                                compensation, start_durable, applied, pid)
+                                compensation, start_durable, applied, seen, pid)
 VALUES (%(key)s, %(target)s, %(instance)s, %(step)s, %(attempt)s, %(compensation)s,
-        %(durable)s, %(applied)s, %(pid)s)
+        %(durable)s, %(applied)s, %(seen)s, %(pid)s)
 """
 
 
@@ -105,17 +106,20 @@ def attempt_fields(request: ActivityRequest) -> dict[str, object]:
     }
 
 
-def record_effect(request: ActivityRequest, idempotent: bool = True) -> bool:
+def record_effect(request: ActivityRequest, idempotent: bool = True, seen: bool = True) -> bool:
     """Perform the drill's external effect for ``request``; True when newly applied.
 
     One short transaction on a fresh connection: a crash of the caller right after
     this returns leaves the effect recorded, as with a real external call. A system
     that is not ``idempotent`` applies the effect on every call, whatever its key
     (a drill plan's stub can be one, to show what a retry with the same key repeats).
+    A team's own handler's call is not ``seen``: its effect is made in the team's
+    system, so the ledger's "applied" is only the drill's stand-in for it (kept for the
+    invariants), never a count to report.
     """
     kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
     started = kinds[request.compensation]
-    params = {**attempt_fields(request), "kind": int(started)}
+    params = {**attempt_fields(request), "kind": int(started), "seen": seen}
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
         params["applied"] = conn.execute(APPLY, params).fetchone() is not None or not idempotent

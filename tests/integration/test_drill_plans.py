@@ -371,6 +371,9 @@ def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effe
     )
     assert f"  note  {note['text']}" in done.stdout
     assert result["failures"] == []
+    # The scorecard does not make up how many of those calls applied an effect either.
+    (line,) = [line for line in done.stdout.splitlines() if "effects called" in line]
+    assert "applied: not seen (your handlers)" in line
 
 
 TEAM_APP = """
