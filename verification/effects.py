@@ -22,9 +22,13 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.worker.activities import ActivityRequest
+from engine.worker.hooks import WorkerHooks
 
 LEDGER_DSN_ENV = "WAYLINE_DRILL_LEDGER_DSN"
 """Direct (never proxied) DSN of the drill schema, set for drill worker processes."""
+BODY_ENTRIES_ENV = "WAYLINE_DRILL_BODY_ENTRIES"
+"""Set for a drill's workers whose code-first step bodies are the team's own code (a
+drill plan's): each body entered is marked (``BodyEntries``)."""
 
 LEDGER_TABLES = """
 CREATE TABLE IF NOT EXISTS drill_effect_calls (
@@ -91,6 +95,27 @@ def mark_entry(request: ActivityRequest) -> None:
     or the engine called "unknown" a handler that never ran."""
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         conn.execute(ENTRY, attempt_fields(request))
+
+
+class BodyEntries(WorkerHooks):
+    """A worker that marks every code-first step body it enters in
+    ``drill_handler_entries``, as a handler marks its own, committed before the body's
+    first line: the team's bodies cannot mark themselves, and an attempt's start would
+    count bodies a worker died before entering."""
+
+    async def body_entering(
+        self, run_id: str, step: str, step_id: str, attempt: int, compensation: bool
+    ) -> None:
+        fields = {"key": step_id, "instance": run_id, "step": step, "attempt": attempt}
+        fields |= {"compensation": compensation, "pid": os.getpid()}
+        dsn = os.environ[LEDGER_DSN_ENV]
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(ENTRY, fields)
+
+
+def worker_hooks() -> WorkerHooks | None:
+    """``BodyEntries`` for a worker that ``BODY_ENTRIES_ENV`` asks to mark bodies."""
+    return BodyEntries() if os.environ.get(BODY_ENTRIES_ENV) else None
 
 
 def attempt_fields(request: ActivityRequest) -> dict[str, object]:
