@@ -137,6 +137,19 @@ def test_pins_from_the_command_line_run_one_drill_each(pg_dsn: str, tmp_path: Pa
     assert charge["recovery_seconds"] is not None
 
 
+def test_a_misshapen_pin_does_not_hide_a_step_the_definition_lacks() -> None:
+    """Every problem at once: the hit of 0 (its shape), then the pin whose shape was
+    fine but whose step the definition does not have, each at its pin."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:kill#0", "--pin", "ship:after_handler:kill",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    hit = done.stderr.index("pins[0].hit: must be a whole number from 1 to")
+    assert done.stderr.index("pins[1] ship:after_handler:kill: no step 'ship'; steps:") > hit
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
 @pytest.mark.timeout(120)
 def test_a_cut_outcome_that_lost_its_race_is_settled_truthfully(
     pg_dsn: str, tmp_path: Path
