@@ -296,9 +296,9 @@ def _run_plan(args: argparse.Namespace) -> int:
                 "--definition and --pin)"
             ])  # fmt: skip
         plan = (
-            plan_sources.read_plan(args.plan)
+            plan_sources.read_shaped(args.plan)
             if args.plan
-            else plan_sources.plan_from_flags(args.definition, args.pin, args.app, args.input)
+            else plan_sources.shaped_from_flags(args.definition, args.pin, args.app, args.input)
         )
         drilled = asyncio.run(plan_sources.drilled(plan, args.dsn, args.schema, args.for_each_pin))
     except PlanInvalid as error:

@@ -22,9 +22,13 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.worker.activities import ActivityRequest
+from engine.worker.hooks import WorkerHooks
 
 LEDGER_DSN_ENV = "WAYLINE_DRILL_LEDGER_DSN"
 """Direct (never proxied) DSN of the drill schema, set for drill worker processes."""
+BODY_ENTRIES_ENV = "WAYLINE_DRILL_BODY_ENTRIES"
+"""Set for a drill's workers whose code-first step bodies are the team's own code (a
+drill plan's): each body entered is marked (``BodyEntries``)."""
 
 LEDGER_TABLES = """
 CREATE TABLE IF NOT EXISTS drill_effect_calls (
@@ -37,6 +41,7 @@ CREATE TABLE IF NOT EXISTS drill_effect_calls (
     compensation    boolean NOT NULL,
     start_durable   boolean NOT NULL,
     applied         boolean NOT NULL,
+    seen            boolean NOT NULL,
     pid             integer NOT NULL,
     called_at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -71,9 +76,9 @@ RETURNING true
 """
 CALL = """
 INSERT INTO drill_effect_calls (idempotency_key, target, instance_id, step, attempt,
-                                compensation, start_durable, applied, pid)
+                                compensation, start_durable, applied, seen, pid)
 VALUES (%(key)s, %(target)s, %(instance)s, %(step)s, %(attempt)s, %(compensation)s,
-        %(durable)s, %(applied)s, %(pid)s)
+        %(durable)s, %(applied)s, %(seen)s, %(pid)s)
 """
 
 
@@ -92,6 +97,27 @@ def mark_entry(request: ActivityRequest) -> None:
         conn.execute(ENTRY, attempt_fields(request))
 
 
+class BodyEntries(WorkerHooks):
+    """A worker that marks every code-first step body it enters in
+    ``drill_handler_entries``, as a handler marks its own, committed before the body's
+    first line: the team's bodies cannot mark themselves, and an attempt's start would
+    count bodies a worker died before entering."""
+
+    async def body_entering(
+        self, run_id: str, step: str, step_id: str, attempt: int, compensation: bool
+    ) -> None:
+        fields = {"key": step_id, "instance": run_id, "step": step, "attempt": attempt}
+        fields |= {"compensation": compensation, "pid": os.getpid()}
+        dsn = os.environ[LEDGER_DSN_ENV]
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(ENTRY, fields)
+
+
+def worker_hooks() -> WorkerHooks | None:
+    """``BodyEntries`` for a worker that ``BODY_ENTRIES_ENV`` asks to mark bodies."""
+    return BodyEntries() if os.environ.get(BODY_ENTRIES_ENV) else None
+
+
 def attempt_fields(request: ActivityRequest) -> dict[str, object]:
     """Who ran which attempt: the fields every record of a handler's run carries."""
     return {
@@ -105,17 +131,20 @@ def attempt_fields(request: ActivityRequest) -> dict[str, object]:
     }
 
 
-def record_effect(request: ActivityRequest, idempotent: bool = True) -> bool:
+def record_effect(request: ActivityRequest, idempotent: bool = True, seen: bool = True) -> bool:
     """Perform the drill's external effect for ``request``; True when newly applied.
 
     One short transaction on a fresh connection: a crash of the caller right after
     this returns leaves the effect recorded, as with a real external call. A system
     that is not ``idempotent`` applies the effect on every call, whatever its key
     (a drill plan's stub can be one, to show what a retry with the same key repeats).
+    A team's own handler's call is not ``seen``: its effect is made in the team's
+    system, so the ledger's "applied" is only the drill's stand-in for it (kept for the
+    invariants), never a count to report.
     """
     kinds = (EventKind.ATTEMPT_STARTED, EventKind.COMPENSATION_ATTEMPT_STARTED)
     started = kinds[request.compensation]
-    params = {**attempt_fields(request), "kind": int(started)}
+    params = {**attempt_fields(request), "kind": int(started), "seen": seen}
     with psycopg.connect(os.environ[LEDGER_DSN_ENV]) as conn:
         params["durable"] = conn.execute(START_DURABLE, params).fetchone()[0]
         params["applied"] = conn.execute(APPLY, params).fetchone() is not None or not idempotent

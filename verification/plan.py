@@ -23,7 +23,9 @@ and the signals it waits for; its bodies are the team's code, run from ``app``
 Reading a plan is pure: ``parse`` checks its shape and collects every problem with its
 JSON path and what is allowed; ``check_against`` then checks it against the definition
 (the steps exist, each pin's boundary and fault apply to that step's kind). Both raise
-``PlanInvalid`` listing every problem, never only the first.
+``PlanInvalid`` listing every problem, never only the first. ``read`` and ``checked``
+list both kinds at once: the shape's problems, then the well-shaped parts' against the
+definition (a plan with a misshapen pin may name a step the definition lacks too).
 """
 
 from __future__ import annotations
@@ -206,11 +208,47 @@ def parse_pin(text: str) -> Pin:
     return Pin(step, boundary, fault, int(hit or 1))
 
 
+@dataclass(frozen=True)
+class Shaped:
+    """A plan document read as far as its shape allows: the plan of its parts whose
+    shape was fine, every problem of its shape, and where each of the plan's pins is in
+    the document (a malformed pin is left out, so the n-th pin is not always
+    ``pins[n]``)."""
+
+    plan: Plan
+    problems: list[str]
+    pin_at: tuple[int, ...]
+
+    @property
+    def definable(self) -> bool:
+        """Whether the fields that name the definition (and a code-first workflow's
+        app, which declares it) are well shaped, so it can be found and the rest of the
+        plan checked against it."""
+        roots = {re.split(r"[.\[]", located(p)[0])[0] for p in self.problems}
+        return not roots & {"", *DEFINING_FIELDS}
+
+
+DEFINING_FIELDS = ("definition", "definition_file", "app")
+
+
 def parse(document: Any) -> Plan:
     """A plan from its JSON document; PlanInvalid listing every problem of its shape."""
+    return whole(read(document))
+
+
+def whole(shaped: Shaped) -> Plan:
+    """``shaped``'s plan; PlanInvalid listing its problems if it has any."""
+    if shaped.problems:
+        raise PlanInvalid(shaped.problems)
+    return shaped.plan
+
+
+def read(document: Any) -> Shaped:
+    """The well-shaped parts of a plan document and every problem of its shape, so a
+    plan can also be checked against its definition before its shape is fixed."""
     problems: list[str] = []
     if not isinstance(document, dict):
-        raise PlanInvalid(["the plan must be a JSON object"])
+        return Shaped(Plan(), ["the plan must be a JSON object"], ())
     problems += [
         f"{k}: not a plan field; allowed: {', '.join(PLAN_FIELDS)}"
         for k in document
@@ -225,7 +263,7 @@ def parse(document: Any) -> Plan:
     elif definition and "@" not in definition:
         problems.append(f"definition: {definition!r} must be NAME@VERSION")
     stubs = _stubs(document.get("stubs", {}), problems)
-    pins = _pins(document.get("pins", []), problems)
+    placed = _placed_pins(document.get("pins", []), problems)
     answers = document.get("answers", {})
     if not isinstance(answers, dict):
         problems.append("answers: must be an object of step name to payload")
@@ -235,18 +273,10 @@ def parse(document: Any) -> Plan:
         problems.append(f"app: {app!r} must be MODULE:APP")
     if app and stubs:
         problems.append("stubs: not used when app names your handlers; give one or the other")
-    if problems:
-        raise PlanInvalid(problems)
-    return Plan(
-        definition,
-        definition_file,
-        document.get("input"),
-        stubs,
-        pins,
-        answers,
-        app,
-        _text(document, "name", problems),
-    )
+    name = _text(document, "name", problems)
+    pins = tuple(pin for _, pin in placed)
+    plan = Plan(definition, definition_file, document.get("input"), stubs, pins, answers, app, name)
+    return Shaped(plan, problems, tuple(n for n, _ in placed))
 
 
 def _text(document: dict[str, Any], key: str, problems: list[str]) -> str:
@@ -276,6 +306,7 @@ def _stub(path: str, raw: Any, problems: list[str]) -> Stub:
     behaviour = raw.get("behaviour", "succeed")
     if behaviour not in BEHAVIOURS:
         problems.append(f"{path}.behaviour: {behaviour!r} is not one of {', '.join(BEHAVIOURS)}")
+        behaviour = "succeed"  # said once, here: not again against the definition
     times = raw.get("times", 0)
     if not _whole(times, 0, MAX_FAIL_TIMES):
         problems.append(f"{path}.times: must be a whole number from 0 to {MAX_FAIL_TIMES}")
@@ -301,9 +332,14 @@ def pins_of(value: Any) -> tuple[Pin, ...]:
 
 
 def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
+    return tuple(pin for _, pin in _placed_pins(value, problems))
+
+
+def _placed_pins(value: Any, problems: list[str]) -> list[tuple[int, Pin]]:
+    """The well-shaped pins of ``value``, each with its index in it."""
     if not isinstance(value, list) or len(value) > MAX_PINS:
         problems.append(f"pins: must be a list of at most {MAX_PINS} pins")
-        return ()
+        return []
     pins = []
     for n, raw in enumerate(value):
         path = f"pins[{n}]"
@@ -323,9 +359,9 @@ def _pins(value: Any, problems: list[str]) -> tuple[Pin, ...]:
         hit = raw.get("hit", 1)
         if not _whole(hit, 1, MAX_HIT):
             problems.append(f"{path}.hit: must be a whole number from 1 to {MAX_HIT}")
-            hit = 1
-        pins.append(Pin(raw["step"], raw["boundary"], raw["fault"], hit))
-    return tuple(pins)
+            continue
+        pins.append((n, Pin(raw["step"], raw["boundary"], raw["fault"], hit)))
+    return pins
 
 
 def _pin_fields(step: str, boundary: str, fault: str, hit: str | None) -> dict[str, Any]:
@@ -343,19 +379,32 @@ def _number(value: Any, high: float) -> bool:
 
 def check_against(plan: Plan, definition: Definition) -> None:
     """PlanInvalid unless every stub and pin fits ``definition`` (see the module)."""
+    problems = problems_against(plan, definition)
+    if problems:
+        raise PlanInvalid(problems)
+
+
+def checked(shaped: Shaped, definition: Definition) -> list[str]:
+    """Every problem of ``shaped`` as a plan of ``definition``: those of its shape, then
+    those of its well-shaped parts against ``definition``."""
+    return [*shaped.problems, *problems_against(shaped.plan, definition, shaped.pin_at)]
+
+
+def problems_against(
+    plan: Plan, definition: Definition, pin_at: tuple[int, ...] | None = None
+) -> list[str]:
+    """What in ``plan`` does not fit ``definition``; ``pin_at``: where each pin is in
+    the document (the n-th pin is ``pins[n]`` unless said)."""
     if definition.mode not in PLAN_MODES:
         modes = " and ".join(sorted(m.value for m in PLAN_MODES))
-        raise PlanInvalid(
-            [
-                f"definition: {definition.name}@{definition.version} is "
-                f"{with_article(definition.mode.value)} "
-                f"definition; plans drill {modes} definitions"
-            ]
-        )
+        return [
+            f"definition: {definition.name}@{definition.version} is "
+            f"{with_article(definition.mode.value)} definition; plans drill {modes} definitions"
+        ]
     problems = {Mode.MACHINE: _machine_problems, Mode.CODE: _code_problems}.get(
         definition.mode, _step_list_problems
     )(plan, definition)
-    for n, pin in enumerate(plan.pins):
+    for n, pin in zip(pin_at or range(len(plan.pins)), plan.pins, strict=True):
         problem = pin_problem(plan, definition, pin)
         if problem:
             problems.append(f"pins[{n}] {pin.label}: {problem}")
@@ -365,8 +414,7 @@ def check_against(plan: Plan, definition: Definition) -> None:
             "pins: a renewal's COMMIT and a transition's cannot both be cut in one drill "
             "(one proxy cuts one kind): use --for-each-pin"
         )
-    if problems:
-        raise PlanInvalid(problems)
+    return problems
 
 
 def _step_list_problems(plan: Plan, definition: Definition) -> list[str]:

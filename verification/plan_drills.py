@@ -71,6 +71,7 @@ from verification.clocks import FileClock, keep_running
 from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
 from verification.drills.boundaries import react, wait_fired
 from verification.drills.catalogue import drill_seed, strands
+from verification.effects import BODY_ENTRIES_ENV
 from verification.fault_plan import BoundaryReport
 from verification.plan_stubs import PLAN_STUBS_ENV
 from verification.processes import DrillProcess, spawn
@@ -92,6 +93,13 @@ SELECT step, compensation, idempotency_key, count(*), count(*) FILTER (WHERE app
 FROM drill_effect_calls WHERE instance_id = %s
 GROUP BY step, compensation, idempotency_key ORDER BY min(call_id)
 """
+BODY_ENTRIES = """
+SELECT step, compensation, idempotency_key, count(*), NULL
+FROM drill_handler_entries WHERE instance_id = %s
+GROUP BY step, compensation, idempotency_key ORDER BY min(entry_id)
+"""
+"""A code-first run's step bodies entered per step_id (``effects.BodyEntries``), in the
+shape of ``EFFECTS``: the effects are the team's code's, so none are counted."""
 HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
@@ -246,6 +254,8 @@ def _prepare_workers(env: DrillEnv, plan: plans.Plan, definition: Definition) ->
     env.record.extra["reproduce"] = f"wayline drill run --plan {exact}"
     env.worker_app = STUB_APP
     env.variables = {PLAN_STUBS_ENV: str(path)}
+    if definition.mode is Mode.CODE:  # its bodies are the team's code: marked as entered
+        env.variables[BODY_ENTRIES_ENV] = "1"
 
 
 def _faults(pins: list[plans.Pin]) -> list[Fault]:
@@ -520,7 +530,8 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
         env.record.acked.remove(instance)
     async with env.store.connection() as conn:
-        effects = await (await conn.execute(EFFECTS, (instance,))).fetchall()
+        calls = BODY_ENTRIES if drilled.code else EFFECTS
+        effects = await (await conn.execute(calls, (instance,))).fetchall()
         history = await (await conn.execute(HISTORY, (instance, MAX_HISTORY_EVENTS))).fetchall()
         writes = await (await conn.execute(MACHINE_WRITES, (instance,))).fetchall()
     per_key = [
@@ -529,7 +540,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     ]
     notes: list[dict[str, str]] = []
     if drilled.plan.app:
-        per_key, notes = _team_calls(per_key)
+        per_key, notes = _team_calls(per_key, BODIES if drilled.code else HANDLERS)
     findings = [
         {
             "step": item["step"],
@@ -569,22 +580,36 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     }
 
 
+@dataclass(frozen=True)
+class TeamCode:
+    """What of a team's own code ran under a key, in a plan's words."""
+
+    ran: str
+    key: str
+    deduplicates: str
+
+
+HANDLERS = TeamCode("your handler", "idempotency key", "the handler deduplicates by "
+                    "request.idempotency_key")  # fmt: skip
+BODIES = TeamCode("your step body", "step_id", "the body deduplicates by ctx.step_id")
+
+
 def _team_calls(
-    per_key: list[dict[str, Any]],
+    per_key: list[dict[str, Any]], code: TeamCode
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """The calls of a team's own handlers per key, with no count of effects (``None``):
-    the drill records a call, but the effect is made in the team's own system, which it
-    does not see. A key called more than once is a note, not a finding: an idempotent
-    handler is called again under its key by design (a ``retry_same_key`` redelivery,
-    a stale owner still running), and only the team can say whether it deduplicated."""
-    calls = [{**item, "effects": None} for item in per_key]
+    """The runs of a team's own handlers (or step bodies) per key, with no count of
+    effects (``None``): the drill records a run, but the effect is made in the team's
+    own system, which it does not see. A key run more than once is a note, not a
+    finding: idempotent code runs again under its key by design (a ``retry_same_key``
+    redelivery, a stale owner still running), and only the team can say whether it
+    deduplicated."""
+    calls = [{**item, "effects": None, "by": code.ran} for item in per_key]
     notes = [
         {
             "step": item["step"],
-            "text": f"{item['step']}: your handler ran {item['calls']} times under one "
-            f"idempotency key ({item['key']}); the drill does not see your system's effects: "
-            f"unless the handler deduplicates by request.idempotency_key, its effect happened "
-            f"{item['calls']} times",
+            "text": f"{item['step']}: {code.ran} ran {item['calls']} times under one "
+            f"{code.key} ({item['key']}); the drill does not see your system's effects: "
+            f"unless {code.deduplicates}, its effect happened {item['calls']} times",
         }
         for item in calls
         if item["calls"] > 1

@@ -72,8 +72,10 @@ def _history(events: list[dict[str, Any]]) -> list[str]:
 def effect_line(effect: dict[str, Any]) -> str:
     """One idempotency key's calls and effects in a plan's result: a key called twice
     with one effect is an idempotent handler doing its job; two effects are a repeat.
-    A team's own handler's effects are not counted (``None``): they are in its system."""
+    A team's own handler's (or code-first step body's, ``by``) effects are not counted
+    (``None``): they are in its system."""
     calls = counted(effect["calls"], "call")
     if effect["effects"] is None:
-        return f"key {effect['key']}: {calls} of your handler (its effects are in your system)"
+        by = effect.get("by", "your handler")  # absent from older scorecards
+        return f"key {effect['key']}: {calls} of {by} (its effects are in your system)"
     return f"key {effect['key']}: {calls}, {counted(effect['effects'], 'effect')}"

@@ -29,6 +29,12 @@ MAX_PLAN_BYTES = 1024 * 1024
 
 def read_plan(path: Path) -> plans.Plan:
     """The plan in ``path``; PlanInvalid saying what is wrong with the file or the plan."""
+    return plans.whole(read_shaped(path))
+
+
+def read_shaped(path: Path) -> plans.Shaped:
+    """The plan in ``path`` as far as its shape allows (``plans.read``); PlanInvalid
+    saying what is wrong with the file."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -39,15 +45,21 @@ def read_plan(path: Path) -> plans.Plan:
         document = json.loads(data)
     except ValueError as exc:
         raise plans.PlanInvalid([f"{path}: not JSON ({exc})"]) from exc
-    plan = plans.parse(document)
-    if plan.definition_file:
-        resolved = (path.parent / plan.definition_file).resolve()
-        plan = plans.Plan(**{**plan.__dict__, "definition_file": str(resolved)})
-    return plan
+    shaped = plans.read(document)
+    if not shaped.plan.definition_file:
+        return shaped
+    resolved = str((path.parent / shaped.plan.definition_file).resolve())
+    plan = plans.Plan(**{**shaped.plan.__dict__, "definition_file": resolved})
+    return plans.Shaped(plan, shaped.problems, shaped.pin_at)
 
 
 def plan_from_flags(definition: str, pins: list[str], app: str, input_: Any) -> plans.Plan:
     """The plan ``--definition NAME@VERSION|FILE --pin ... [--app]`` describes."""
+    return plans.whole(shaped_from_flags(definition, pins, app, input_))
+
+
+def shaped_from_flags(definition: str, pins: list[str], app: str, input_: Any) -> plans.Shaped:
+    """``plan_from_flags``'s plan as far as its shape allows (``plans.read``)."""
     document: dict[str, Any] = {"pins": [p.strip() for p in pins], "input": input_}
     if definition.endswith(".json") or Path(definition).is_file():
         document["definition_file"] = str(Path(definition).resolve())
@@ -55,7 +67,7 @@ def plan_from_flags(definition: str, pins: list[str], app: str, input_: Any) -> 
         document["definition"] = definition
     if app:
         document["app"] = app
-    return plans.parse(document)
+    return plans.read(document)
 
 
 async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Definition:
@@ -154,14 +166,24 @@ def _declared(plan: plans.Plan) -> Definition | None:
 
 
 async def drilled(
-    plan: plans.Plan, dsn: str | None, schema: str, for_each_pin: bool = False
+    shaped: plans.Shaped, dsn: str | None, schema: str, for_each_pin: bool = False
 ) -> list[Drilled]:
-    """The drills of ``plan``: one, or one per pin; each checked against its definition.
+    """The drills of ``shaped``'s plan: one, or one per pin; each checked against its
+    definition. PlanInvalid lists the plan's every problem at once: its shape's, then
+    (when the definition can be found) its well-shaped parts' against the definition.
     A plan that restarts the database is refused on a server given by ``dsn``."""
+    plan, problems = shaped.plan, shaped.problems
+    if not shaped.definable:
+        raise plans.PlanInvalid(problems)
     if dsn and plans.restarts(plan):
-        raise plans.PlanInvalid([borrowed_server(plan)])
-    definition = await definition_of(plan, dsn, schema)
-    plans.check_against(plan, definition)
+        raise plans.PlanInvalid([*problems, borrowed_server(plan)])
+    try:
+        definition = await definition_of(plan, dsn, schema)
+    except plans.PlanInvalid as invalid:
+        raise plans.PlanInvalid([*problems, *invalid.problems]) from None
+    problems = plans.checked(shaped, definition)
+    if problems:
+        raise plans.PlanInvalid(problems)
     _handlers_missing(plan, definition)
     chosen = plans.for_each_pin(plan) if for_each_pin and plan.pins else [plan]
     return [Drilled(p, definition) for p in chosen]

@@ -86,7 +86,7 @@ def recorded(handler: Callable[[ActivityRequest], Any]) -> Callable[[ActivityReq
         async def run_async(request: ActivityRequest) -> Any:
             await asyncio.to_thread(mark_entry, request)
             result = await handler(request)
-            await asyncio.to_thread(record_effect, request)
+            await asyncio.to_thread(record_effect, request, seen=False)
             return result
 
         return run_async
@@ -94,7 +94,7 @@ def recorded(handler: Callable[[ActivityRequest], Any]) -> Callable[[ActivityReq
     def run(request: ActivityRequest) -> Any:
         mark_entry(request)
         result = handler(request)
-        record_effect(request)
+        record_effect(request, seen=False)
         return result
 
     return run

@@ -12,7 +12,9 @@ a drill needs and ``wayline worker`` does not offer:
   (``verification.lease_audit``) and the settlement recorder
   (``verification.observations``);
 - the self-test's broken build named by ``WAYLINE_DRILL_MUTANT``, if any
-  (``verification.mutants``), through the store's and the worker's seams;
+  (``verification.mutants``), through the store's and the worker's seams; otherwise,
+  for a drill plan's workers, the marks of the code-first step bodies they enter
+  (``verification.effects.BodyEntries``);
 - an optional shared file clock (``--clock-file``, D9) or a wall-clock jump after
   start-up (``WAYLINE_DRILL_CLOCK_JUMP``, D19).
 """
@@ -34,7 +36,7 @@ from engine.store.store import Store
 from engine.worker import runner
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
-from verification import clocks, lease_audit, mutants, observations
+from verification import clocks, effects, lease_audit, mutants, observations
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +107,8 @@ async def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        worker = Worker(store, registry, config, Faults.from_env(), hooks=build.worker_hooks)
+        hooks = build.worker_hooks or effects.worker_hooks()
+        worker = Worker(store, registry, config, Faults.from_env(), hooks=hooks)
         await worker.run(stop)
     finally:
         await store.close()

@@ -30,6 +30,16 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
+def _applied(workload: dict[str, Any]) -> str:
+    """How many effects were applied, counting only the calls the drill sees (its
+    stubs'): a team's own handler makes its effect in its own system, unseen here."""
+    unseen = workload.get("effect_calls_unseen", 0)  # absent from older scorecards
+    if unseen and unseen == workload["effect_calls"]:
+        return "applied: not seen (your handlers)"
+    applied = f"applied {_n(workload['effects_applied'])}"
+    return applied + (f" (+ {_n(unseen)} calls of your handlers: not seen)" if unseen else "")
+
+
 def _identity(card: dict[str, Any]) -> str:
     i = card["identity"]
     head = (
@@ -61,7 +71,7 @@ def _body(card: dict[str, Any]) -> list[str]:
         f"checkpoints {_n(w['checkpoints'])}  events {_n(w['events'])}",
         f"           signals sent {_n(w['signals_sent'])} accepted {_n(w['signals_accepted'])} "
         f"deduplicated {_n(w['signals_deduplicated'])}  effects called {_n(w['effect_calls'])} "
-        f"applied {_n(w['effects_applied'])}  work items {_n(w['work_items'])}",
+        f"{_applied(w)}  work items {_n(w['work_items'])}",
         *_fault_table(card["faults"]),
         "env        " + ("  ".join(f"{k} {v}" for k, v in card["environment"].items()) or "none"),
         f"ambiguous  commits {a['ambiguous_commits']}  -> committed {a['committed']}  aborted "

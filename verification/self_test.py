@@ -136,7 +136,7 @@ async def plan_self_test(
 ) -> tuple[list[str], MutantVerdict]:
     """``plan`` on the real engine (its unexplained failures: the control's) and under
     mutant ``name`` (caught when it fails)."""
-    drilled = await plan_sources.drilled(plan_sources.read_plan(plan), None, "")
+    drilled = await plan_sources.drilled(plan_sources.read_shaped(plan), None, "")
     specs = plan_drills.specs(drilled, seed)
     chosen = PROFILES["ci"]
     control = await run_campaign(target, specs, chosen, seed, directory)

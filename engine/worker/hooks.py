@@ -63,6 +63,14 @@ class WorkerHooks:
         (``step_id``: the attempt's recorded idempotency key, which a crash never changes)."""
         return step_id
 
+    async def body_entering(
+        self, run_id: str, step: str, step_id: str, attempt: int, compensation: bool
+    ) -> None:
+        """A code-first step's body (its compensation when ``compensation``) of run
+        ``run_id`` is called next, in attempt ``attempt`` under ``step_id``: only its call
+        is between this and its first line. An attempt's start does not say as much (its
+        worker may die before the body runs), so a harness counts the bodies entered here."""
+
     async def journal_replayed(self, function: Callable[..., Any], state: Instance) -> None:
         """A decision replayed a code-first run's code (``function``) against its journal
         and committed what it asked next (``state``: the run after that); no recorded

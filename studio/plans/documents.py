@@ -172,15 +172,15 @@ def from_document(document: dict[str, Any], definition: Definition) -> WorkingPl
 
 
 def check(document: dict[str, Any], definition: Definition) -> list[str]:
-    """Every problem of ``document`` as a plan of ``definition`` (none: it can run)."""
-    try:
-        plan = plans.parse(document)
-        if plan.definition != ref(definition):
-            return [f"definition: this plan drills {ref(definition)}, not {plan.definition!r}"]
-        plans.check_against(plan, definition)
-    except plans.PlanInvalid as invalid:
-        return invalid.problems
-    return []
+    """Every problem of ``document`` as a plan of ``definition`` (none: it can run): those
+    of its shape, then its well-shaped parts' against ``definition``, all at once."""
+    shaped = plans.read(document)
+    if not shaped.definable:
+        return shaped.problems
+    if shaped.plan.definition != ref(definition):
+        drills = f"this plan drills {ref(definition)}, not {shaped.plan.definition!r}"
+        return [*shaped.problems, f"definition: {drills}"]
+    return plans.checked(shaped, definition)
 
 
 def from_form(form: FormData, definition: Definition, saving: bool = False) -> WorkingPlan:

@@ -137,6 +137,19 @@ def test_pins_from_the_command_line_run_one_drill_each(pg_dsn: str, tmp_path: Pa
     assert charge["recovery_seconds"] is not None
 
 
+def test_a_misshapen_pin_does_not_hide_a_step_the_definition_lacks() -> None:
+    """Every problem at once: the hit of 0 (its shape), then the pin whose shape was
+    fine but whose step the definition does not have, each at its pin."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:kill#0", "--pin", "ship:after_handler:kill",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    hit = done.stderr.index("pins[0].hit: must be a whole number from 1 to")
+    assert done.stderr.index("pins[1] ship:after_handler:kill: no step 'ship'; steps:") > hit
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
 @pytest.mark.timeout(120)
 def test_a_cut_outcome_that_lost_its_race_is_settled_truthfully(
     pg_dsn: str, tmp_path: Path
@@ -371,6 +384,9 @@ def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effe
     )
     assert f"  note  {note['text']}" in done.stdout
     assert result["failures"] == []
+    # The scorecard does not make up how many of those calls applied an effect either.
+    (line,) = [line for line in done.stdout.splitlines() if "effects called" in line]
+    assert "applied: not seen (your handlers)" in line
 
 
 TEAM_APP = """
@@ -394,18 +410,75 @@ async def team_flow(ctx, order):
 
 def _team_drill(tmp_path: Path, dsn: str, env: dict[str, str] | None = None) -> tuple[dict, str]:
     """``drill run`` of ``TEAM_APP`` from its own directory: the drill and the output."""
+    drills, output = _team_app_drill(
+        tmp_path, dsn, TEAM_APP, "team-flow@1", ["charge.1:after_handler:exit"], env
+    )
+    (result,) = drills
+    return result, output
+
+
+def _team_app_drill(
+    tmp_path: Path,
+    dsn: str,
+    source: str,
+    definition: str,
+    pins: list[str],
+    env: dict[str, str] | None = None,
+) -> tuple[list[dict], str]:
+    """``drill run`` of the app ``source`` (module ``teamapp``) from its own directory,
+    one drill per pin: the drills and the output."""
     home, card = tmp_path / "team", tmp_path / "card.json"
     home.mkdir()
-    (home / "teamapp.py").write_text(TEAM_APP)
+    (home / "teamapp.py").write_text(source)
     done = drill(
-        "run", "--definition", "team-flow@1", "--pin", "charge.1:after_handler:exit",
+        "run", "--definition", definition, *(f"--pin={pin}" for pin in pins), "--for-each-pin",
         "--app", "teamapp:app", "--input", '{"amount": 3}', "--dsn", dsn,
         "--schema", "no_runs_here", "--json", str(card), "--artifacts", str(tmp_path),
         timeout=120, cwd=home, env=env,
     )  # fmt: skip
     assert card.exists(), done.stdout + done.stderr
-    (result,) = json.loads(card.read_text())["drills"]
-    return result, done.stdout + done.stderr
+    return json.loads(card.read_text())["drills"], done.stdout + done.stderr
+
+
+POST_APP = """
+from engine import ActivityRegistry
+
+app = ActivityRegistry()
+
+
+@app.workflow("post-flow", version="1")
+async def post_flow(ctx, order):
+    return await ctx.step(
+        "post", lambda: {"posted": order["amount"]}, retries=2, on_unknown="retry_same_key"
+    )
+"""
+"""A team's code-first step that a worker's death retries with its step_id."""
+
+
+@pytest.mark.timeout(180)
+def test_a_code_step_body_entered_twice_under_one_step_id_is_a_note(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Killed after its body ran, ``post`` is retried under the same step_id: its body
+    ran twice, which the drill says (a note: the effects are in the team's system).
+    Killed after its attempt started, before the body ran, it is retried the same way,
+    but its body ran once: nothing to say, though it took two attempts too."""
+    pins = ["post.1:after_handler:kill", "post.1:after_attempt_start:kill"]
+    drills, output = _team_app_drill(tmp_path, pg_dsn, POST_APP, "post-flow@1", pins)
+    after_body, before_body = (d["extra"]["plan"] for d in drills)
+    for plan in (after_body, before_body):
+        assert "post.1: SUCCEEDED after 2 attempts" in plan["state"], output
+    (twice,) = after_body["effects"]
+    assert (twice["step"], twice["calls"], twice["effects"]) == ("post.1", 2, None)
+    (note,) = after_body["notes"]
+    ran = f"post.1: your step body ran 2 times under one step_id ({twice['key']})"
+    assert note["text"].startswith(ran), note
+    assert f"  note  {note['text']}" in output
+    line = f"key {twice['key']}: 2 calls of your step body (its effects are in your system)"
+    assert line in output
+    assert [(e["key"], e["calls"]) for e in before_body["effects"]] == [(twice["key"], 1)]
+    assert before_body["notes"] == []
+    assert [d["verdict"] for d in drills] == ["passed", "passed"], output
 
 
 @pytest.mark.timeout(120)

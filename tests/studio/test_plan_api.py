@@ -144,6 +144,19 @@ def test_an_invalid_plan_is_refused_listing_every_problem(
     assert api(operator).get(f"{base}/broken").status_code == 404
 
 
+def test_a_plan_with_a_misshapen_part_lists_its_problems_against_the_definition_too(
+    operator: SignedInClient, base: str
+) -> None:
+    """A hit of 0 and a field that is not a plan's do not hide a step the definition
+    lacks: shape problems first, then the well-shaped pins' against the definition."""
+    bad = {**plan("broken", "charge:after_handler:kill#0", "ship:after_handler:kill"), "x": 1}
+    answer = api(operator).post(base, json={"document": bad})
+    assert answer.status_code == 422
+    problems = [(p["path"], p["message"]) for p in answer.json()["problems"]]
+    assert [path for path, _ in problems] == ["x", "pins[0].hit", "pins[1]"]
+    assert problems[2][1].startswith("ship:after_handler:kill: no step 'ship'; steps: ")
+
+
 def test_a_viewer_reads_plans_but_cannot_save_or_run(
     operator: SignedInClient, viewer: SignedInClient, base: str
 ) -> None:

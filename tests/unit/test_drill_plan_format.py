@@ -186,3 +186,17 @@ def test_every_problem_of_a_bad_document_has_a_path() -> None:
     with pytest.raises(plans.PlanInvalid) as refused:
         plans.parse(bad)
     assert all(plans.located(p)[0] for p in refused.value.problems), refused.value.problems
+
+
+def test_a_plan_lists_shape_problems_then_the_rest_against_the_definition() -> None:
+    """A malformed pin is left out of the check against the definition; the others keep
+    their place in the document, so each problem is still located at its own pin."""
+    document = {
+        "definition": "order.fulfillment@1",
+        "pins": [{"step": 1}, "ship:after_handler:kill", "charge:after_handler:kill#0"],
+        "stubs": {"nowhere": {"times": -1}},
+    }
+    problems = plans.checked(plans.read(document), ORDER)
+    assert [plans.located(p)[0] for p in problems] == [
+        "stubs.nowhere.times", "pins[0]", "pins[2].hit", "stubs.nowhere", "pins[1]"
+    ]  # fmt: skip

@@ -64,12 +64,16 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
     if command is None:
         return Unknown(STEP_NOT_REACHED)
     progress = state.activities[key]
+    step_id = progress.idempotency_key
+    if not compensation:
+        step_id = ctx.hooks.step_id(step_id, progress.attempt)
+    recorded = progress.result if compensation else None  # what a compensation undoes
+    result = None if recorded is None else json.loads(recorded)
+    await ctx.hooks.body_entering(state.instance_id, key, step_id, progress.attempt, compensation)
     try:
         if compensation:
-            result = None if progress.result is None else json.loads(progress.result)
-            value = await run_compensation(command, result, step_id=progress.idempotency_key)
+            value = await run_compensation(command, result, step_id=step_id)
         else:
-            step_id = ctx.hooks.step_id(progress.idempotency_key, progress.attempt)
             value = await run_body(command, step_id=step_id)
     except StepFailure as failure:
         return Failed(STEP_FAILURE, True, {"message": str(failure)})
