@@ -205,20 +205,27 @@ def _signal(instance: Instance, step: Step, current: bool) -> StepState:
     return PENDING
 
 
+PERSON_SAID = {Action.APPROVE: "approved", Action.SIGNAL: "sent"}
+"""The audited commands by which a person fills a signal or approval step, and the verb
+its note says them with."""
+
+
 def _received(instance: Instance, received: SignalProgress) -> str:
-    """Who approved and when (the approve command, whose id keys the approval, is in
-    the audit trail): its id alone meant nothing to a reader. A signal says its id."""
-    approval = next(
+    """Who approved or sent it and when (the audited command, whose id keys the signal,
+    is in the audit trail): its id alone meant nothing to a reader. A signal a system
+    sent says its id."""
+    command = next(
         (
             a
             for a in instance.audit
-            if a.command_id == received.signal_id and a.action == Action.APPROVE
+            if a.command_id == received.signal_id and a.action in PERSON_SAID
         ),
         None,
     )
-    if approval is None:
+    if command is None:
         return f"received {received.signal_id}"
-    return f"approved by {approval.actor} {format_when(approval.occurred_at)}"
+    said = PERSON_SAID[Action(command.action)]
+    return f"{said} by {command.actor} {format_when(command.occurred_at)}"
 
 
 def _child(instance: Instance, step: Step, current: bool) -> StepState:
