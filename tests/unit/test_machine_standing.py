@@ -62,6 +62,8 @@ def test_what_a_live_execution_waits_for_is_said_in_words() -> None:
     due = w.now + timedelta(seconds=60)
     w.append(K.TIMER_SCHEDULED, step="InReview", due_at=due)
     assert said(w) == f"waiting for the timer of InReview until {format_instant(due)}"
+    studio_says = standing(w.state, w.registry, w.now).reason_in(lambda at: "<when>")
+    assert studio_says == "waiting for the timer of InReview until <when>"  # its own format
     w.now = due
     w.append(K.TIMER_FIRED, step="InReview")
     retry = w.now + timedelta(seconds=2)
@@ -69,6 +71,8 @@ def test_what_a_live_execution_waits_for_is_said_in_words() -> None:
     assert said(w) == (
         f"waiting for attempt 2 of the advance from InReview at {format_instant(retry)}"
     )
+    studio_says = standing(w.state, w.registry, w.now).reason_in(lambda at: "<when>")
+    assert studio_says == "waiting for attempt 2 of the advance from InReview at <when>"
     command(w, Action.PAUSE)
     assert said(w) == "paused in InReview"
 

@@ -61,7 +61,7 @@ def decide(draft: Draft) -> Decision:
         return _after_failure(draft)
     if kinds & {K.INSTANCE_STARTED, K.STATE_ENTERED}:
         return _after_entering(draft)
-    return Decision(Outcome.WAITING, waiting_for(state, draft.now))
+    return Decision.waiting(*waiting_for(state, draft.now))
 
 
 def dead(draft: Draft, code: str) -> None:

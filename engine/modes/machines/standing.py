@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.model.canonical import format_instant
 from engine.model.errors import WaylineError
 from engine.model.instance import Instance, InstanceStatus
 from engine.modes.machines.fold import progress_of
@@ -62,26 +61,25 @@ def status_of(instance: Instance, now: datetime) -> str:
     return "running"
 
 
-def waiting_for(instance: Instance, now: datetime) -> str:
-    """What a live execution waits for at ``now``, in words: ``wayline inspect``'s
-    ``now`` line and the studio's Position, beside a step list's "waiting for approval
-    manager_approval"."""
+def waiting_for(instance: Instance, now: datetime) -> tuple[str | datetime, ...]:
+    """What a live execution waits for at ``now``, in words with its instants kept as
+    instants (``engine.modes.say`` writes them): ``wayline inspect``'s ``now`` line and
+    the studio's Position, beside a step list's "waiting for approval manager_approval"."""
     progress = progress_of(instance)
     status = status_of(instance, now)
     if status == "cancelling":
-        return f"waiting for the compensation of {progress.state}"
+        return (f"waiting for the compensation of {progress.state}",)
     if status == "paused":
-        return f"paused in {progress.state}"
+        return (f"paused in {progress.state}",)
     if status == "running":
-        return f"waiting for the advance from {progress.state}, due now"
+        return (f"waiting for the advance from {progress.state}, due now",)
     if progress.retry_at is not None and progress.retry_at > now:
         attempt = progress.attempts + 1
-        due = format_instant(progress.retry_at)
-        return f"waiting for attempt {attempt} of the advance from {progress.state} at {due}"
+        waiting = f"waiting for attempt {attempt} of the advance from {progress.state} at "
+        return (waiting, progress.retry_at)
     due = progress.timer_due_at
-    return f"waiting for the timer of {progress.state}" + (
-        f" until {format_instant(due)}" if due else ""
-    )
+    timer = f"waiting for the timer of {progress.state}"
+    return (timer, " until ", due) if due else (timer,)
 
 
 def state_value(instance: Instance) -> StateValue:
