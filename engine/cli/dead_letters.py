@@ -27,7 +27,7 @@ from engine.api.queries import Queries
 from engine.cli.options import CommandFailed, UsageError, actor, reason, team, whole_number
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant, parse_instant
-from engine.model.limits import MAX_PAGE_ITEMS
+from engine.model.limits import MAX_PAGE_ITEMS, MAX_SEQUENCE
 from engine.model.transitions import work_label
 from engine.store.dead_letters import (
     DeadLetter,
@@ -89,7 +89,9 @@ def _fence(parser: argparse.ArgumentParser) -> None:
     """The dead letter as ``list`` shows it, and the audit every resolution carries."""
     parser.add_argument("instance", metavar="INSTANCE", help="the instance id as listed")
     parser.add_argument("work_id", metavar="WORK_ID", help="the work id as listed")
-    parser.add_argument("--token", required=True, type=int, help="the fencing token as listed")
+    parser.add_argument(
+        "--token", required=True, type=fencing_token, help="the fencing token as listed"
+    )
     parser.add_argument(
         "--actor", required=True, type=actor, help="who acts (recorded in the audit trail)"
     )
@@ -105,6 +107,13 @@ def list_limit(text: str) -> int:
     """argparse type for ``--limit``: 1 to MAX_PAGE_ITEMS, as one page may hold."""
     rule = f"must be a whole number from 1 to {MAX_PAGE_ITEMS} (MAX_PAGE_ITEMS)"
     return whole_number(text, 1, MAX_PAGE_ITEMS, rule)
+
+
+def fencing_token(text: str) -> int:
+    """argparse type for ``--token``: a whole number of at least 1, as ``dead-letter
+    list`` prints it (argparse's own refusal said only "invalid int value")."""
+    rule = "must be the dead letter's fencing token, a whole number of at least 1"
+    return whole_number(text, 1, MAX_SEQUENCE, rule)
 
 
 def instant(text: str) -> datetime:

@@ -609,3 +609,15 @@ def test_a_team_no_id_could_name_is_refused_by_a_list_and_a_bulk_too(
     label = label.removesuffix(" --dry-run")
     assert line == f"{label}: error: argument --team: {team_problem('Not A Team')}"
     assert conn.execute("SELECT count(*) FROM bulk_commands").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("given", ["abc", "0", "-3"])
+def test_a_dead_letter_token_that_is_no_token_says_what_one_is(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse's own words were "invalid int value: 'abc'"."""
+    retry = ["dead-letter", "retry", "i-1", "w-1", "--token", given, "--dsn", CLOSED]
+    assert argument_refused(capsys, *retry, "--actor", "ops", "--reason", "why") == (
+        "wayline dead-letter retry: error: argument --token: must be the dead letter's "
+        "fencing token, a whole number of at least 1"
+    )
