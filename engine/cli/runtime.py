@@ -515,6 +515,8 @@ def operator_effect(action: Action, args: argparse.Namespace) -> dict[str, Any]:
     if missing := {name for name, required in options.items() if required} - given:
         raise UsageError(f"{verb(action)} needs {_flags(missing)}")
     effect = {name: getattr(args, name) for name in given}
+    if "result" in effect and effect.get("resolution") != "succeeded":
+        raise UsageError(f"{verb(action)} takes --result only with --resolution succeeded")
     if "code" in effect:
         effect["code"] = effect["code"].strip()
     if "evidence" in effect:

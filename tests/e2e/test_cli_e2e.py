@@ -324,6 +324,11 @@ async def test_a_failed_compensation_is_resolved_from_the_command_line(e2e: Harn
         (("approve",), 2, "approve needs --step"),
         (("pause", "--step", "sign"), 2, "pause does not take --step"),
         (("resolve-activity", "--step", "sign"), 2, "resolve-activity needs --resolution"),
+        (
+            ("resolve-activity", "--step", "sign", "--resolution", "failed", "--result", "1"),
+            2,
+            "resolve-activity takes --result only with --resolution succeeded",
+        ),
         (("approve", "--step", "sign", "--code", "x"), 2, "approve does not take --code"),
         (
             ("approve", "--step", "bad name!"),
