@@ -29,10 +29,12 @@ from studio.drawings import drawing_of
 A = AttemptStatus
 __all__ = ["KINDS", "RESOLUTIONS", "Offer", "offer", "offers"]
 PROBE_EFFECTS: dict[Action, dict[str, Any]] = {
-    Action.RESOLVE_ACTIVITY: {"resolution": "failed"},
     Action.RESOLVE_COMPENSATION: {"code": "resolved-by-operator"},
 }
-"""Effect arguments a probe needs where the operator supplies them on confirming."""
+"""Effect arguments a probe needs where the operator supplies them on confirming (an
+unknown outcome is probed once per resolution: ``resolution_previews``)."""
+PROBED_RESOLUTION = "failed"
+"""The resolution whose preview stands for a ``resolve_activity`` offer as a whole."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class Offer:
     danger: bool
     resolutions: dict[str, Preview] = field(default_factory=dict)
     """For ``resolve_activity``: what settling the outcome each way the engine would
-    accept does (``preview`` is its probe's, settled as failed)."""
+    accept does (``preview`` is the one settled as failed: ``PROBED_RESOLUTION``)."""
 
     @property
     def records(self) -> tuple[str, ...]:
@@ -98,14 +100,16 @@ def offer(
     kind = KINDS.get(action)
     if kind is None or kind.needs_step != bool(step):
         return None
-    request = ActionRequest(action, step, PROBE_EFFECTS.get(action, {}))
-    judged = preview(instance, registry, now, request)
-    if not judged.applies:
-        return None
-    label = f"{kind.label} {step}" if step else kind.label
     choices = {}
     if action is Action.RESOLVE_ACTIVITY:
         choices = resolution_previews(instance, registry, now, step)
+        judged = choices.get(PROBED_RESOLUTION)
+    else:
+        request = ActionRequest(action, step, PROBE_EFFECTS.get(action, {}))
+        judged = preview(instance, registry, now, request)
+    if judged is None or not judged.applies:
+        return None
+    label = f"{kind.label} {step}" if step else kind.label
     effect = describe(instance, action, step)
     return Offer(action, step, label, effect, judged, action in DANGEROUS, choices)
 
@@ -114,7 +118,7 @@ def resolution_previews(
     instance: Instance, registry: Registry, now: datetime, step: str
 ) -> dict[str, Preview]:
     """What settling ``step``'s unknown outcome would do, for each resolution the engine
-    would accept (an offer's own preview is its probe's, settled as failed)."""
+    would accept (the one settled as ``PROBED_RESOLUTION`` stands for the offer)."""
     found = {}
     for resolution in RESOLUTIONS:
         request = ActionRequest(Action.RESOLVE_ACTIVITY, step, {"resolution": resolution})
