@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -38,12 +39,25 @@ NO_PORT = 0
 """``--metrics-port 0``: serve no metrics (as when the option is not given)."""
 
 
+NEGATIVE_VALUE = re.compile(r"^-\d")
+"""An argument argparse should read as a (negative) value: a minus, then a digit."""
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose refusal is the one line ``wayline <command>: error:
     <what was wrong>`` on stderr, exit EXIT_USAGE: argparse's default puts the whole
     usage synopsis (seven lines for ``wayline command``) above that line, burying it.
     ``--help`` still shows the synopsis. Subcommands' parsers are of this class too
-    (``add_subparsers`` makes them of their parent's class)."""
+    (``add_subparsers`` makes them of their parent's class).
+
+    A value that begins with a minus and a digit is a value, not an option: argparse
+    takes only plain numbers so (``-5``), and answered ``--keep -1d`` or
+    ``--drain-seconds -1e3`` with "expected one argument" instead of saying what a keep
+    or a drain may be. No option of ``wayline`` begins with a digit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_VALUE
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message}", file=sys.stderr)

@@ -405,6 +405,7 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
         ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
         ("--drain-seconds", "0", "900 (MAX_WORKER_DRAIN)"),
         ("--drain-seconds", "901", "900 (MAX_WORKER_DRAIN)"),
+        ("--drain-seconds", "-1e3", "900 (MAX_WORKER_DRAIN)"),
     ],
 )
 def test_worker_timings_are_refused_by_flag_in_seconds(
@@ -414,6 +415,17 @@ def test_worker_timings_are_refused_by_flag_in_seconds(
     assert argument_refused(capsys, *worker) == (
         f"wayline worker: error: argument {flag}: must be a number of seconds more than 0 "
         f"and at most {bound}"
+    )
+
+
+def test_a_negative_duration_is_a_value_refused_for_what_it_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse took ``-1d`` for an option and said only "expected one argument"."""
+    keep = ["retention", "set", "--dsn", CLOSED, "--keep", "-1d", "--as", "ann"]
+    assert argument_refused(capsys, *keep) == (
+        "wayline retention set: error: argument --keep: expected a duration: a whole number "
+        "followed by ms, s, m, h or d, e.g. 500ms, 30s, 5m, 72h, 7d"
     )
 
 
