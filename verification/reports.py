@@ -30,14 +30,21 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
-def _applied(workload: dict[str, Any]) -> str:
-    """How many effects were applied, counting only the calls the drill sees (its
-    stubs'): a team's own handler makes its effect in its own system, unseen here."""
-    unseen = workload.get("effect_calls_unseen", 0)  # absent from older scorecards
-    if unseen and unseen == workload["effect_calls"]:
-        return "applied: not seen (your handlers)"
+def _effects(workload: dict[str, Any]) -> str:
+    """How many handlers were called and effects applied, counting only the calls the
+    drill sees (its stubs'): a team's own handler, or a step body of its code-first
+    workflow, makes its effect in the team's system, unseen here."""
+    called = f"effects called {_n(workload['effect_calls'])}"
+    bodies = workload.get("code_bodies_entered", 0)  # absent from older scorecards
+    if bodies:
+        called += f" (+ your code's step bodies entered {_n(bodies)})"
+    unseen = workload.get("effect_calls_unseen", 0)
+    if unseen == workload["effect_calls"] and (unseen or bodies):
+        return f"{called} applied: not seen (your {'handlers' if unseen else 'code'})"
     applied = f"applied {_n(workload['effects_applied'])}"
-    return applied + (f" (+ {_n(unseen)} calls of your handlers: not seen)" if unseen else "")
+    return f"{called} {applied}" + (
+        f" (+ {_n(unseen)} calls of your handlers: not seen)" if unseen else ""
+    )
 
 
 def _identity(card: dict[str, Any]) -> str:
@@ -70,8 +77,8 @@ def _body(card: dict[str, Any]) -> list[str]:
         f"{_n(w['completed'])}  failed {_n(w['failed'])}  dead-lettered {_n(w['dead_lettered'])}  "
         f"checkpoints {_n(w['checkpoints'])}  events {_n(w['events'])}",
         f"           signals sent {_n(w['signals_sent'])} accepted {_n(w['signals_accepted'])} "
-        f"deduplicated {_n(w['signals_deduplicated'])}  effects called {_n(w['effect_calls'])} "
-        f"{_applied(w)}  work items {_n(w['work_items'])}",
+        f"deduplicated {_n(w['signals_deduplicated'])}  {_effects(w)}  work items "
+        f"{_n(w['work_items'])}",
         *_fault_table(card["faults"]),
         "env        " + ("  ".join(f"{k} {v}" for k, v in card["environment"].items()) or "none"),
         f"ambiguous  commits {a['ambiguous_commits']}  -> committed {a['committed']}  aborted "

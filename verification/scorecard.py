@@ -166,7 +166,8 @@ def _workload(totals: Counter[str], results: list[DrillResult]) -> dict[str, int
     keys = (
         "started", "completed", "failed", "cancelled", "dead_lettered", "checkpoints",
         "signals_sent", "signals_accepted", "signals_redelivered", "events", "effect_calls",
-        "effects_applied", "effect_calls_unseen", "work_items", "instances",
+        "effects_applied", "effect_calls_unseen", "code_bodies_entered", "work_items",
+        "instances",
     )  # fmt: skip
     workload = {k: totals.get(k, 0) for k in keys}
     workload["acknowledged"] = sum(len(r.record.acked) for r in results)

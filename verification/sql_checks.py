@@ -62,13 +62,16 @@ async def checkpoints(conn: psycopg.AsyncConnection, findings: Findings) -> None
     )
 
 
-EFFECT_STATS = """
+EFFECT_STATS = f"""
 SELECT count(*), count(*) FILTER (WHERE applied AND seen), count(*) FILTER (WHERE NOT seen),
-       count(DISTINCT idempotency_key)
+       count(DISTINCT idempotency_key),
+       (SELECT count(*) FROM drill_handler_entries WHERE instance_id IN ({CODE_RUNS}))
 FROM drill_effect_calls
 """
-"""Calls, the effects applied among the calls the drill sees (its stubs'), and the calls
-of a team's own handlers, whose effects are in the team's system."""
+"""Calls, the effects applied among the calls the drill sees (its stubs'), the calls of
+a team's own handlers, whose effects are in the team's system, and the code-first step
+bodies of a team's code entered (``effects.BodyEntries``): no handler call, no effect
+the drill sees."""
 CALLED_BEFORE_START = """
 SELECT instance_id, step, attempt, idempotency_key FROM drill_effect_calls
 WHERE NOT start_durable
@@ -110,10 +113,11 @@ EFFECT_KINDS = {
 async def effects(conn: psycopg.AsyncConnection, findings: Findings) -> None:
     """I3: handler calls only after a durable start, at most once per started attempt;
     an effect applied at most once per step; no success without its effect."""
-    calls, applied, unseen, keys = (await _rows(conn, EFFECT_STATS))[0]
+    calls, applied, unseen, keys, bodies = (await _rows(conn, EFFECT_STATS))[0]
     findings.stats["effect_calls"] += calls
     findings.stats["effects_applied"] += applied
     findings.stats["effect_calls_unseen"] += unseen
+    findings.stats["code_bodies_entered"] += bodies
     problems = [
         f"{i}: handler of {s} attempt {a} ran before its start was durable (key {k})"
         for i, s, a, k in await _rows(conn, CALLED_BEFORE_START)

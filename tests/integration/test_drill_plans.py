@@ -479,6 +479,12 @@ def test_a_code_step_body_entered_twice_under_one_step_id_is_a_note(
     assert [(e["key"], e["calls"]) for e in before_body["effects"]] == [(twice["key"], 1)]
     assert before_body["notes"] == []
     assert [d["verdict"] for d in drills] == ["passed", "passed"], output
+    # The scorecard counts the bodies entered (the code calls no handler), not "0 effects".
+    (line,) = [line for line in output.splitlines() if "effects called" in line]
+    assert (
+        "effects called 0 (+ your code's step bodies entered 3) applied: not seen (your code)"
+        in (line)
+    )
 
 
 @pytest.mark.timeout(120)
