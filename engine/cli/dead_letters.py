@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.api.client import Client
 from engine.api.queries import Queries
-from engine.cli.options import CommandFailed, UsageError, actor, reason, team, whole_number
+from engine.cli.options import UsageError, actor, outcome_unknown, reason, team, whole_number
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant, parse_instant
 from engine.model.limits import MAX_PAGE_ITEMS, MAX_SEQUENCE
@@ -207,10 +207,7 @@ async def _resolve(client: Client, args: argparse.Namespace, action: ResolutionA
     try:
         result = await client.resolve_dead_letter(command)
     except CommitUnknown:
-        raise CommandFailed(
-            f"the outcome is unknown (the answer to the commit was lost): give the same "
-            f"command again with --command-id {command_id} to learn it"
-        ) from None
+        raise outcome_unknown(command_id) from None
     print(_recorded(result.recorded or command, result.replayed))
     print(f"command id: {command_id}")
     return 0

@@ -76,6 +76,16 @@ class UsageError(CommandFailed):
     status = EXIT_USAGE
 
 
+def outcome_unknown(command_id: str) -> CommandFailed:
+    """An audited command whose commit's answer was lost (``CommitUnknown``): it may
+    stand recorded or not, and the same command again with the same id is the one safe
+    way to learn which (a new id could record it twice)."""
+    return CommandFailed(
+        f"the outcome is unknown (the answer to the commit was lost): give the same "
+        f"command again with --command-id {command_id} to learn it"
+    )
+
+
 def command_label(args: argparse.Namespace) -> str:
     """How a command's messages begin: its parser's ``label`` default (``wayline
     retention``), else ``wayline <command>``."""

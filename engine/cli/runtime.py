@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ from engine.cli.options import (
     add_store_options,
     instance_id,
     optional_dsn,
+    outcome_unknown,
     port_or_none,
     reason,
     resolve_dsn,
@@ -63,7 +65,7 @@ from engine.model.transitions import work_label
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
-from engine.store.errors import InstanceNotFound
+from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.store.work_views import WorkRow
@@ -495,13 +497,21 @@ async def _signal(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _operator(client: Client, args: argparse.Namespace) -> int:
-    """Record the command with the same audit as the studio: actor, trimmed reason."""
+    """Record the command with the same audit as the studio: actor, trimmed reason. Its
+    id is printed (and named when the commit's answer is lost), so that it can be given
+    again to learn what stands recorded without recording it twice."""
     action = Action(args.action.replace("-", "_"))
     effect = operator_effect(action, args)
-    state = await client.command(
-        args.instance, action, args.actor, args.reason.strip(), args.command_id, **effect
-    )
+    command_id = args.command_id or uuid.uuid4().hex
+    reason = args.reason.strip()
+    try:
+        state = await client.command(
+            args.instance, action, args.actor, reason, command_id, **effect
+        )
+    except CommitUnknown:
+        raise outcome_unknown(command_id) from None
     print(f"{args.action} recorded on {state.instance_id} ({state.status.label})")
+    print(f"command id: {command_id}")
     return 0
 
 

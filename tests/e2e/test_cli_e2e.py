@@ -10,14 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from typing import TYPE_CHECKING
 
 import pytest
 
+from engine.api.client import Client
+from engine.cli import main as cli_main
 from engine.model.definitions import Definition, definition_to_json
 from engine.model.events import EventKind
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.store import catalog
+from engine.store.errors import CommitUnknown
 from tests.e2e import definitions as d
 from tests.e2e.app import SCRIPTED_FAILURE, Behaviour, script, undo_key
 from tests.e2e.conftest import WAYLINE
@@ -57,6 +61,17 @@ async def start_signalled(e2e: Harness, instance_id: str) -> None:
     """Publish ``e2e.signalled`` and start ``instance_id`` of it."""
     await publish(e2e, d.SIGNALLED)
     await ok(e2e, "start", "e2e.signalled", "--id", instance_id)
+
+
+COMMAND_ID = re.compile(r"command id: [0-9a-f]{32}")
+"""The line after a recorded operator command: the id it was recorded under (made)."""
+
+
+def recorded(output: str) -> str:
+    """What an operator command says it recorded, checked to be followed by its id."""
+    said, command_id, *rest = output.splitlines()
+    assert COMMAND_ID.fullmatch(command_id) and not rest, output
+    return said
 
 
 async def ok(e2e: Harness, *args: str) -> str:
@@ -159,7 +174,7 @@ async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harn
     await e2e.spawn()
     await ok(e2e, "start", "e2e.signalled", "--id", "flow")
     paused = await ok(e2e, "command", "flow", "pause", "--actor", "ops", "--reason", "hold on")
-    assert paused == "pause recorded on flow (paused)\n"
+    assert recorded(paused) == "pause recorded on flow (paused)"
     signalled = await ok(e2e, "signal", "flow", "go", "--signal-id", "go-1", "--payload", "{}")
     assert signalled == "signal go-1 accepted by flow (paused)\n", "buffered while paused"
 
@@ -171,7 +186,7 @@ async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harn
     assert not e2e.calls("flow"), "nothing runs while paused"
 
     resumed = await ok(e2e, "command", "flow", "resume", "--actor", "ops", "--reason", "go on")
-    assert resumed == "resume recorded on flow (running)\n"
+    assert recorded(resumed) == "resume recorded on flow (running)"
     await e2e.settled("flow", S.COMPLETED)
 
     state = json.loads(await ok(e2e, "inspect", "flow", "--json"))
@@ -187,6 +202,37 @@ async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harn
     assert kinds.index("paused") < kinds.index("signal_received") < kinds.index("resumed")
 
 
+async def test_an_operator_command_prints_its_id_and_that_id_records_it_once(
+    e2e: Harness,
+) -> None:
+    """The id was made and never shown: after a lost COMMIT answer the only way to learn
+    whether a command stood recorded was to send it again under a new id, which records
+    it twice (two retries of an activity) when the first one had been recorded."""
+    await start_signalled(e2e, "twice")
+    pause = ("command", "twice", "pause", "--actor", "ops", "--reason", "hold on")
+    command_id = (await ok(e2e, *pause)).splitlines()[1].removeprefix("command id: ")
+    again = await ok(e2e, *pause, "--command-id", command_id)
+    assert recorded(again) == "pause recorded on twice (paused)"
+    state = json.loads(await ok(e2e, "inspect", "twice", "--json"))
+    assert [a["action"] for a in state["audit"]] == ["pause"]
+
+
+async def test_a_lost_commit_answer_names_the_command_id_to_give_again(
+    e2e: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def lost(*args: object, **kwargs: object) -> None:
+        raise CommitUnknown("command: the outcome is unknown")
+
+    monkeypatch.setattr(Client, "command", lost)
+    argv = ["command", "o-1", "retry-activity", "--step", "charge", "--actor", "ops"]
+    argv += ["--reason", "x", "--command-id", "c-7", "--dsn", e2e.dsn, "--schema", e2e.schema]
+    assert await asyncio.to_thread(cli_main.main, argv) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "wayline command: the outcome is unknown (the answer to the commit was lost): "
+        "give the same command again with --command-id c-7 to learn it"
+    ]
+
+
 async def test_cancel_from_the_command_line_compensates(e2e: Harness) -> None:
     await publish(e2e, d.SAGA)
     await e2e.spawn()
@@ -195,7 +241,7 @@ async def test_cancel_from_the_command_line_compensates(e2e: Harness) -> None:
     await e2e.until(lambda: e2e.calls("cancel", step="ship"), what="ship in flight")
 
     cancelled = await ok(e2e, "command", "cancel", "cancel", "--actor", "ops", "--reason", "no")
-    assert cancelled == "cancel recorded on cancel (cancelling)\n"
+    assert recorded(cancelled) == "cancel recorded on cancel (cancelling)"
     e2e.release("ship")
     await e2e.settled("cancel", S.CANCELLED)
     text = (await ok(e2e, "inspect", "cancel")).splitlines()
@@ -258,7 +304,7 @@ async def test_approve_from_the_command_line_is_audited_like_the_studio(e2e: Har
     assert (await ok(e2e, "inspect", "deal")).endswith("\n  now: waiting for approval sign\n")
     approve = ("command", "deal", "approve", "--actor", "ann", "--reason", " signed off ")
     approved = await ok(e2e, *approve, "--step", "sign", "--payload", '{"by": "ann"}')
-    assert approved == "approve recorded on deal (running)\n"
+    assert recorded(approved) == "approve recorded on deal (running)"
     await e2e.settled("deal", S.COMPLETED)
     state = json.loads(await ok(e2e, "inspect", "deal", "--json"))
     assert audit_of(state) == [("approve", "ann", "signed off")], "the reason is trimmed"
@@ -276,14 +322,14 @@ async def test_unknown_outcomes_are_retried_and_resolved_from_the_command_line(
     who = ("--actor", "ops", "--reason", "checked the ledger", "--step", "risky")
 
     retried = await ok(e2e, "command", "retried", "retry-activity", *who)
-    assert retried == "retry-activity recorded on retried (running)\n"
+    assert recorded(retried) == "retry-activity recorded on retried (running)"
     await e2e.until(lambda: len(e2e.calls("retried")) == 2, what="the retry's call")
     first, second = e2e.calls("retried")
     assert first["key"] == second["key"], "an unknown outcome is retried with its own key"
 
     settle = ("--resolution", "succeeded", "--result", '{"charged": true}')
     resolved = await ok(e2e, "command", "resolved", "resolve-activity", *who, *settle)
-    assert resolved == "resolve-activity recorded on resolved (completed)\n"
+    assert recorded(resolved) == "resolve-activity recorded on resolved (completed)"
     state = json.loads(await ok(e2e, "inspect", "resolved", "--json"))
     assert audit_of(state) == [("resolve_activity", "ops", "checked the ledger")]
 
