@@ -49,7 +49,7 @@ from engine.model.errors import (
     InputRefused,
     NotJSON,
 )
-from engine.model.events import Event, event_to_json
+from engine.model.events import Event, EventKind, event_to_json
 from engine.model.files import load_definition
 from engine.model.identifiers import split_pin
 from engine.model.inputs import json_or_text, read_json
@@ -612,14 +612,22 @@ async def _dead_letters(store: Store, instance_id: str) -> tuple[list[WorkRow], 
 async def _history(client: Client, args: argparse.Namespace) -> int:
     async for event in reads.export_history(client.store, args.instance):
         record = event_to_json(event)
-        if args.json:
-            print(json.dumps(record, sort_keys=True))
-        else:
-            detail = " ".join(
-                f"{k}={record[k]}" for k in ("step", "attempt", "code") if k in record
-            )
-            print(f"{record['sequence']:>6} {record['occurred_at']} {record['kind']} {detail}")
+        print(json.dumps(record, sort_keys=True) if args.json else history_line(record))
     return 0
+
+
+def history_line(record: dict[str, Any]) -> str:
+    """One event as ``wayline history`` prints it: position, time, kind, then what
+    tells it apart (its step, attempt and code; the version a start or a migration
+    pins; who commanded what and why, for an operator's command)."""
+    parts = [f"{record['sequence']:>6}", record["occurred_at"], record["kind"]]
+    parts += [f"{k}={record[k]}" for k in ("step", "attempt", "code") if k in record]
+    if pin := record.get("definition"):  # a start's, a migration's
+        parts.append(f"definition={pin['name']}@{pin['version']}")
+    if record["kind"] == EventKind.OPERATOR_COMMAND_RECORDED.label:
+        audit = record["data"]
+        parts.append(f"{audit['action']} by {audit['actor']}: {audit['reason']}")
+    return " ".join(parts)
 
 
 async def _refuse_changed_code(client: Client, registry: ActivityRegistry) -> None:
