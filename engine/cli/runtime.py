@@ -63,12 +63,11 @@ from engine.model.limits import (
 )
 from engine.model.transitions import work_label
 from engine.modes.steps.fold.activities import RESOLUTIONS
-from engine.store import catalog, reads, work_views
+from engine.store import catalog, holds, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
-from engine.store.work_views import WorkRow
 from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry, load_app
 from engine.worker.faults import Faults
@@ -565,7 +564,9 @@ async def _print_standing(client: Client, state: Instance) -> None:
     """Its dead letters, each with the fence a retry takes, then where it stands now:
     stopped at a dead letter when no other work of it is to run, else what it waits for
     (and, with a dead letter beside, that it runs again only once resolved)."""
-    letters, moving = await _dead_letters(client.store, state.instance_id)
+    rows = await work_views.instance_work(client.store, state.instance_id)
+    letters = [row for row in rows if row.state is WorkState.DEAD_LETTERED]
+    moving = any(row.state in MOVING for row in rows)
     for letter in letters:
         detail = f": {letter.failure_detail}" if letter.failure_detail else ""
         fence = f"(work {letter.work_id}, token {letter.token})"
@@ -583,6 +584,20 @@ async def _print_standing(client: Client, state: Instance) -> None:
         print(f"  now: {waits}")
     if held:
         print(f"  {DEAD_LETTERS_WAIT}")
+    parked = [row for row in rows if row.state is WorkState.HELD]
+    if parked and not state.status.terminal:
+        await _print_holds(client.store, state, parked[0].tenant_id)
+
+
+async def _print_holds(store: Store, state: Instance, team: str) -> None:
+    """The incident holds that park the instance's work: without them, "ready" work
+    that no worker takes would read as a stuck engine."""
+    pin = state.definition
+    for hold in await holds.covering(store, team, pin.name, pin.version):
+        print(
+            f"  held by hold {hold.hold_id} on {hold.scope.label} ({hold.actor}: {hold.reason}):"
+            f" no worker runs its work until the hold is released (wayline hold release)"
+        )
 
 
 DEAD_LETTERS_WAIT = (
@@ -599,14 +614,6 @@ STOPPED_AT_DISCARDED = (
 """An instance whose only dead letters were discarded and that has no other work: no
 operator is asked to resolve them again, since nothing would run."""
 MOVING = (WorkState.AVAILABLE, WorkState.LEASED, WorkState.HELD)
-
-
-async def _dead_letters(store: Store, instance_id: str) -> tuple[list[WorkRow], bool]:
-    """The instance's dead-lettered work among its newest rows (discarded ones too), as
-    the studio shows it, and whether any other of its work is still to run."""
-    rows = await work_views.instance_work(store, instance_id)
-    letters = [row for row in rows if row.state is WorkState.DEAD_LETTERED]
-    return letters, any(row.state in MOVING for row in rows)
 
 
 async def _history(client: Client, args: argparse.Namespace) -> int:

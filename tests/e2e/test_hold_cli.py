@@ -36,6 +36,11 @@ async def test_a_hold_parks_starts_and_a_gradual_release_lets_them_go(e2e: Harne
     listed = await ok(e2e, "hold", "list")
     assert f"{hold_id}  e2e.single  active  backlog 2 instances  ops at " in listed
     assert listed.endswith(": incident 9\n")
+    # inspect says why its ready step is not taken (it read as a stuck engine).
+    assert (await ok(e2e, "inspect", "held-a")).splitlines()[-1] == (
+        f"  held by hold {hold_id} on e2e.single (ops: incident 9): no worker runs its work "
+        "until the hold is released (wayline hold release)"
+    )
 
     one = await ok(e2e, "hold", "release", hold_id, "--count", "1", *AUDIT)
     assert one == f"hold {hold_id}: 1 work item due again; backlog 1 instance; in force\n"
