@@ -61,6 +61,7 @@ from engine.store.embedded import EmbeddedPostgres, install_signal_handlers
 from engine.store.errors import (
     ActiveExecutionExists,
     CannotConnect,
+    CommitUnknown,
     StaleLease,
     StoreError,
     StoreUnavailable,
@@ -101,6 +102,7 @@ __all__ = [
     "CannotConnect",
     "ChildDefinitionNotFound",
     "Client",
+    "CommitUnknown",
     "CompatibilityReport",
     "DecisionRejected",
     "DefinitionConflict",

@@ -32,6 +32,14 @@ class Conflict(StudioError):
     status = 409
 
 
+class OutcomeUnknown(StudioError):
+    """The answer to a commit was lost: what was asked may stand recorded or not. The
+    same request again with the same id is the safe way to learn which (answered as a
+    replay when it had been recorded); a new id could act twice."""
+
+    status = 503
+
+
 class Invalid(StudioError):
     """The request's content is not acceptable; ``problems`` may say where."""
 

@@ -15,13 +15,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from engine import CommitUnknown
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
 from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES
-from studio.errors import Conflict, Invalid, NotFound
+from studio.errors import Conflict, Invalid, NotFound, OutcomeUnknown
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.detail import replayed
 from studio.instances.service import check_size, parse_json
@@ -145,11 +146,18 @@ async def _run(
 ) -> Instance:
     """``Client.command`` (a new id unless the form carried one), its refusals in the
     studio's words: ``refusal`` before the engine's reason when the state does not allow
-    it (409), a command id used otherwise (409), a value its events cannot carry (422)."""
+    it (409), a command id used otherwise (409), a value its events cannot carry (422),
+    a lost commit answer naming the id to send again (503)."""
+    command_id = command_id or new_id()
     try:
         state = await runtime.client.command(
-            instance_id, action, actor, reason, command_id or new_id(), **effect
+            instance_id, action, actor, reason, command_id, **effect
         )
+    except CommitUnknown:
+        raise OutcomeUnknown(
+            "the outcome is unknown (the answer to the commit was lost): send the same "
+            f"command again with command id {command_id} to learn it"
+        ) from None
     except DecisionRejected as refused:
         raise Conflict(f"{refusal}: {refused}") from None
     except CommandConflict as clash:

@@ -15,7 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine import ResolutionConflict, StaleLease, WorkRequestInvalid, make_resolution
+from engine import (
+    CommitUnknown,
+    ResolutionConflict,
+    StaleLease,
+    WorkRequestInvalid,
+    make_resolution,
+)
 from engine.api.queries import (
     DeadLetter,
     DeadLetterCursor,
@@ -141,7 +147,8 @@ class ItemResult:
     instance_id: str
     ok: bool
     outcome: str
-    """retried, discarded, unchanged (this command had done it already) or refused."""
+    """retried, discarded, unchanged (this command had done it already), refused or
+    unknown (the answer to its commit was lost: ``LOST_ANSWER``)."""
     message: str = ""
 
 
@@ -190,6 +197,15 @@ def check_item_count(count: int) -> None:
         raise Invalid(f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve")
     if count > MAX_PAGE_ITEMS:
         raise Invalid(f"at most {MAX_PAGE_ITEMS} dead letters at a time")
+
+
+LOST_ANSWER = (
+    "the answer to its commit was lost, so it may or may not be resolved: it is resolved "
+    "unless the list still shows it (the token of a dead letter is resolved at most once)"
+)
+"""An item whose resolution's outcome is unknown. Nothing can act on it twice: a
+resolution names the dead letter's fencing token, and the same form again replays
+its own command (``item_command_id``)."""
 
 
 def item_command_id(command_id: str, fence: Fence) -> str:
@@ -248,6 +264,8 @@ async def _resolve_one(
             deadline,
         )
         outcome = await runtime.client.resolve_dead_letter(command)
+    except CommitUnknown:
+        return ItemResult(fence.work_id, fence.token, instance_id, False, "unknown", LOST_ANSWER)
     except (StaleLease, ResolutionConflict) as refused:
         return await _refused(runtime, fence, instance_id, command_id, refused)
     except WorkRequestInvalid as refused:
