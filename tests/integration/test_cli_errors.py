@@ -310,6 +310,21 @@ def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
     assert conn.execute(written).fetchone() == before
 
 
+def test_compensating_a_step_without_a_compensation_is_refused_in_words(
+    order_started: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``command ID compensate --step S`` on an activity that declares no compensation
+    (a JSON step's or a code run's ``ctx.step`` without ``compensate=``) ended in an
+    AssertionError traceback; it is one line, exit 1, and records nothing."""
+    argv = ["command", "o-1", "compensate", "--step", "notify", "--actor", "ann"]
+    status, line = refused(capsys, *argv, "--reason", "undo it", *order_started)
+    assert (status, line) == (
+        1,
+        "wayline command: activity 'notify' declares no compensation, so there is nothing "
+        "to run; nothing was done",
+    )
+
+
 PORTS = "must be a port number from 1 to 65535"
 CLOSED = "postgresql://postgres@127.0.0.1:1/x"  # an unfixed command stops here, fast
 
