@@ -35,6 +35,8 @@ from engine.cli.options import (
     reason,
     resolve_dsn,
     schema_name,
+    signal_id,
+    signal_name,
     team,
     whole_number,
 )
@@ -122,8 +124,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     status.add_argument("instance")
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
-    sig.add_argument("step")
-    sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
+    sig.add_argument("step", metavar="STEP", type=signal_name, help="the signal's name")
+    sig.add_argument(
+        "--signal-id", required=True, type=signal_id, help="deduplication id of this signal"
+    )
     sig.add_argument("--payload", default="null", type=json_arg, help="payload as JSON")
     _operator_command(commands)
     inspect = add_command(commands, "inspect", "show an instance's replayed state", _inspect)

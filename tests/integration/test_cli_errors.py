@@ -289,6 +289,16 @@ AUDITED_USAGE = {
         ["command", "o-1", "pause", "--actor", "ann"],
         "wayline command: error: the following arguments are required: --reason",
     ),
+    "a signal id that is no id": (
+        ["signal", "o-1", "shipped", "--signal-id", "pay 1"],
+        "wayline signal: error: argument --signal-id: must be 1 to 512 characters: letters, "
+        "digits and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "a signal name that is no name": (
+        ["signal", "o-1", "ship it", "--signal-id", "s-1"],
+        "wayline signal: error: argument STEP: must be 1 to 200 characters: letters, digits, "
+        "'.', '_' or '-', starting with a letter or digit",
+    ),
 }
 
 
@@ -300,9 +310,10 @@ def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
     argv: list[str],
     says: str,
 ) -> None:
-    """A blank reason or an actor with a space was refused only by the engine, with exit
-    1 as if the command had failed, and argparse's refusals came under a usage synopsis
-    (seven lines for ``wayline command``) that buried the line saying what was wrong."""
+    """A blank reason, an actor with a space or a signal id or name no event can carry
+    was refused only by the engine, with exit 1 as if the command had failed, and
+    argparse's refusals came under a usage synopsis (seven lines for ``wayline
+    command``) that buried the line saying what was wrong."""
     store = order_started
     written = "SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM history)"
     before = conn.execute(written).fetchone()
