@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.client import Client
-from engine.cli.definitions import AppUnusable, add_source, app_definitions
+from engine.cli.definitions import AppUnusable, add_source, app_definitions, app_from
 from engine.cli.options import (
     DSN_ENV,
     EXIT_FAILED,
@@ -44,7 +44,6 @@ from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.description import ATTEMPT_ENDINGS, describe_instance
 from engine.model.errors import (
-    ActivityAppNotFound,
     DefinitionInvalid,
     InputRefused,
     NotJSON,
@@ -70,7 +69,7 @@ from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.store.work_views import WorkRow
 from engine.worker import logs, runner, tracing
-from engine.worker.activities import ActivityRegistry, load_app
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Faults
 from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
@@ -215,7 +214,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
-    publish = add_command(actions, "publish", "publish a definition version", _publish)
+    publish = add_command(
+        actions, "publish", "publish a definition version", _publish, "wayline definition publish"
+    )
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     publish.add_argument(
@@ -230,6 +231,7 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
         "replay-check",
         "replay the journals of active runs of other versions against an app's code",
         _replay_check,
+        "wayline definition replay-check",
     )
     check.add_argument("--app", required=True, metavar="MODULE:APP")
     check.add_argument("--json", action="store_true", help="one JSON verdict per line")
@@ -372,7 +374,7 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
             print(problem)
         if problems:
             return EXIT_FAILED
-        codes = {flow.ref: flow for flow in _app(args.app).workflows}
+        codes = {flow.ref: flow for flow in app_from(args.app).workflows}
     else:
         try:
             definitions = [load_definition(args.file)]
@@ -403,7 +405,7 @@ async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     journals of active runs of its other versions replayed against its code); exit 1
     when any run is incompatible, or when it declares none (AppUnusable, as ``check``
     and ``publish`` refuse an app that declares nothing: silence would read as a pass)."""
-    flows = _app(args.app).workflows
+    flows = app_from(args.app).workflows
     if not flows:
         raise AppUnusable(f"{args.app} declares no code workflows, so there is nothing to replay")
     incompatible = False
@@ -416,13 +418,6 @@ async def _replay_check(client: Client, args: argparse.Namespace) -> int:
         else:
             print("\n".join(report.summary()))
     return EXIT_FAILED if incompatible else 0
-
-
-def _app(spec: str) -> ActivityRegistry:
-    try:
-        return load_app(spec)
-    except ActivityAppNotFound as error:
-        raise UsageError(str(error)) from None
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
@@ -652,10 +647,7 @@ async def _serve_metrics(metrics: Metrics, port: int, worker: Worker) -> asyncio
 
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
-    try:
-        registry = load_app(args.app)
-    except ActivityAppNotFound as error:
-        raise UsageError(str(error)) from None
+    registry = app_from(args.app)
     await _refuse_changed_code(client, registry)
     if args.worker_id is not None and not args.worker_id.strip():
         raise UsageError("--worker-id is empty: give the id this worker's leases carry")

@@ -484,6 +484,30 @@ def test_an_empty_password_on_stdin_is_refused(
     assert conn.execute("SELECT count(*) FROM studio_teams").fetchone() == (0,)
 
 
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        (["definition", "check"], "wayline definition check"),
+        (["definition", "publish"], "wayline definition publish"),
+        (["definition", "replay-check"], "wayline definition replay-check"),
+        (["machine", "roles"], "wayline machine roles"),
+        (["worker"], "wayline worker"),
+    ],
+)
+def test_every_command_refuses_an_app_it_cannot_load_alike(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str], argv: list[str], label: str
+) -> None:
+    """An --app whose module is missing was exit 2 from ``worker`` and ``replay-check``
+    but exit 1 from ``check``, ``publish`` and ``machine roles``, and ``publish`` and
+    ``replay-check`` named themselves ``wayline definition``: the same mistake is now
+    the same usage error, under the command's own name."""
+    store = [] if argv[0] != "worker" and argv[1] in ("check", "roles") else ["--dsn", pg_dsn]
+    app = ["--app", "tests.fixtures.journal.absent:app"]
+    status, line = refused(capsys, *argv, *app, *store, *(["--schema", schema] if store else []))
+    assert status == 2
+    assert line.startswith(f"{label}: cannot load tests.fixtures.journal.absent:app: ")
+
+
 def test_replay_check_of_an_app_without_code_workflows_says_so(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -493,7 +517,7 @@ def test_replay_check_of_an_app_without_code_workflows_says_so(
     status, line = refused(capsys, *check, "--dsn", pg_dsn, "--schema", schema)
     assert (status, line) == (
         1,
-        "wayline definition: examples.orders:app declares no code workflows, "
+        "wayline definition replay-check: examples.orders:app declares no code workflows, "
         "so there is nothing to replay",
     )
 
