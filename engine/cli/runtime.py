@@ -61,6 +61,7 @@ from engine.model.limits import (
     MAX_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
+from engine.modes.code.runs import run_id
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -432,6 +433,7 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, version = split_pin(args.definition)
     if (await client.startable(name, version)).mode == Mode.CODE:
+        _check_run_id(name, args.id)
         run, started = await client.start_run(name, args.input, id=args.id, version=version)
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
@@ -439,6 +441,20 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
     verb = "started" if created else "already started: joined"
     print(f"{verb} {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
+
+
+def _check_run_id(name: str, id: str) -> None:
+    """A code workflow's run id is stricter than an instance id (no '/', and room for
+    ``NAME/`` in front): only known once NAME is looked up, but still a wrong --id,
+    so a usage error (exit 2) naming the option rather than the engine's refusal."""
+    try:
+        run_id(name, id)
+    except InputRefused as refused:
+        rule = str(refused)
+        raise UsageError(
+            f"argument --id: {name} is a code workflow, whose runs are {name}/ID: "
+            f"{rule[0].lower()}{rule[1:]}"
+        ) from None
 
 
 async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> int:
