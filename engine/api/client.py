@@ -52,7 +52,7 @@ from engine.model.errors import (
 )
 from engine.model.events import json_data
 from engine.model.holds import HoldScope, ReleaseMode, check_scope, release_amount
-from engine.model.identifiers import key_problem, name_problem, step_id_problem
+from engine.model.identifiers import name_problem, signal_id_problem
 from engine.model.inputs import check_size, check_team, check_text, check_value
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
@@ -372,7 +372,7 @@ class Client:
         for another signal than the one the step holds, and a code run's inbox takes any
         name, so a name no event can carry would only fail as the event is made."""
         _check_texts(instance_id=instance_id, step=step, signal_id=signal_id)
-        if (problem := key_problem(signal_id)) and step_id_problem(signal_id):
+        if problem := signal_id_problem(signal_id):
             raise InputRefused(f"the signal id {problem}")
         if problem := name_problem(step):
             raise InputRefused(f"the signal name {problem}")

@@ -26,8 +26,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.cli.options import UsageError
 from engine.model.definitions import Definition
-from engine.model.errors import DefinitionFileError, DefinitionInvalid, WaylineError
+from engine.model.errors import (
+    ActivityAppNotFound,
+    DefinitionFileError,
+    DefinitionInvalid,
+    WaylineError,
+)
 from engine.model.files import load_definition
 from engine.modes.code.lint import LintProblem, lint
 from engine.worker.activities import ActivityRegistry, load_app
@@ -53,7 +59,7 @@ def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction
         description="Validate a definition file; list every problem with its JSON path.",
     )
     add_source(check, APP_HELP)
-    check.set_defaults(run=run_check)
+    check.set_defaults(run=run_check, label="wayline definition check")
     return actions
 
 
@@ -64,14 +70,22 @@ def add_source(parser: argparse.ArgumentParser, app_help: str) -> None:
     source.add_argument("--app", metavar="MODULE:APP", help=app_help)
 
 
+def app_from(spec: str) -> ActivityRegistry:
+    """The ActivityRegistry ``--app`` names. One rule for every command that takes
+    ``--app``: an app that is not ``MODULE:REGISTRY``, does not import or is no
+    registry is a wrong command line (UsageError, exit 2), as the worker has always
+    said, rather than exit 1 from some commands and 2 from others."""
+    try:
+        return load_app(spec)
+    except ActivityAppNotFound as error:
+        raise UsageError(str(error)) from None
+
+
 def app_definitions(spec: str) -> tuple[list[Definition], list[LintProblem]]:
     """The definitions the app at ``spec`` declares (its machines', then its code
-    workflows'), and every lint problem of its code. AppUnusable when there are none,
-    or when importing the app fails (a declaration it refuses included)."""
-    try:
-        registry = load_app(spec)
-    except (WaylineError, ValueError, TypeError) as exc:
-        raise AppUnusable(str(exc).splitlines()[0]) from None
+    workflows'), and every lint problem of its code. UsageError when it cannot be
+    loaded (``app_from``); AppUnusable when it declares nothing."""
+    registry = app_from(spec)
     return _declared(spec, registry), [p for flow in registry.workflows for p in lint(flow)]
 
 
@@ -102,11 +116,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _check_app(spec: str) -> int:
-    try:
-        definitions, problems = app_definitions(spec)
-    except AppUnusable as exc:
-        print(f"wayline definition check: {exc}", file=sys.stderr)
-        return 1
+    definitions, problems = app_definitions(spec)
     for problem in problems:
         print(problem)
     if problems:

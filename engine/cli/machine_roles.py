@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 
+from engine.cli.definitions import app_from
 from engine.cli.options import (
     EXIT_FAILED,
     CommandFailed,
@@ -37,7 +38,6 @@ from engine.modes.machines.provisioning import (
 from engine.store import catalog
 from engine.store.store import Store
 from engine.worker import runner
-from engine.worker.activities import load_app
 
 LABEL = "wayline machine roles"
 
@@ -95,7 +95,7 @@ async def _roles(args: argparse.Namespace) -> int:
 async def _definitions(args: argparse.Namespace) -> list[Definition]:
     """The definitions whose machines need roles (see the module)."""
     if args.app or args.files:
-        flows = load_app(args.app).machines if args.app else []
+        flows = app_from(args.app).machines if args.app else []
         return [flow.definition for flow in flows] + [load_definition(f) for f in args.files]
     store = await Store.open(resolve_dsn(args), args.schema)
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.client import Client
-from engine.cli.definitions import AppUnusable, add_source, app_definitions
+from engine.cli.definitions import AppUnusable, add_source, app_definitions, app_from
 from engine.cli.options import (
     DSN_ENV,
     EXIT_FAILED,
@@ -37,6 +37,8 @@ from engine.cli.options import (
     reason,
     resolve_dsn,
     schema_name,
+    signal_id,
+    signal_name,
     team,
     whole_number,
 )
@@ -44,7 +46,6 @@ from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.description import ATTEMPT_ENDINGS, describe_instance
 from engine.model.errors import (
-    ActivityAppNotFound,
     DefinitionInvalid,
     InputRefused,
     NotJSON,
@@ -62,6 +63,7 @@ from engine.model.limits import (
     MAX_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
+from engine.modes.code.runs import run_id
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, holds, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
@@ -69,7 +71,7 @@ from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker import logs, runner, tracing
-from engine.worker.activities import ActivityRegistry, load_app
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Faults
 from engine.worker.health import worker_readiness
 from engine.worker.loop import Worker, WorkerConfig
@@ -123,8 +125,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     status.add_argument("instance")
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
     sig.add_argument("instance")
-    sig.add_argument("step")
-    sig.add_argument("--signal-id", required=True, help="deduplication id of this signal")
+    sig.add_argument("step", metavar="STEP", type=signal_name, help="the signal's name")
+    sig.add_argument(
+        "--signal-id", required=True, type=signal_id, help="deduplication id of this signal"
+    )
     sig.add_argument("--payload", default="null", type=json_arg, help="payload as JSON")
     _operator_command(commands)
     inspect = add_command(commands, "inspect", "show an instance's replayed state", _inspect)
@@ -212,7 +216,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
-    publish = add_command(actions, "publish", "publish a definition version", _publish)
+    publish = add_command(
+        actions, "publish", "publish a definition version", _publish, "wayline definition publish"
+    )
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     publish.add_argument(
@@ -227,6 +233,7 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
         "replay-check",
         "replay the journals of active runs of other versions against an app's code",
         _replay_check,
+        "wayline definition replay-check",
     )
     check.add_argument("--app", required=True, metavar="MODULE:APP")
     check.add_argument("--json", action="store_true", help="one JSON verdict per line")
@@ -369,7 +376,7 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
             print(problem)
         if problems:
             return EXIT_FAILED
-        codes = {flow.ref: flow for flow in _app(args.app).workflows}
+        codes = {flow.ref: flow for flow in app_from(args.app).workflows}
     else:
         try:
             definitions = [load_definition(args.file)]
@@ -400,7 +407,7 @@ async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     journals of active runs of its other versions replayed against its code); exit 1
     when any run is incompatible, or when it declares none (AppUnusable, as ``check``
     and ``publish`` refuse an app that declares nothing: silence would read as a pass)."""
-    flows = _app(args.app).workflows
+    flows = app_from(args.app).workflows
     if not flows:
         raise AppUnusable(f"{args.app} declares no code workflows, so there is nothing to replay")
     incompatible = False
@@ -415,13 +422,6 @@ async def _replay_check(client: Client, args: argparse.Namespace) -> int:
     return EXIT_FAILED if incompatible else 0
 
 
-def _app(spec: str) -> ActivityRegistry:
-    try:
-        return load_app(spec)
-    except ActivityAppNotFound as error:
-        raise UsageError(str(error)) from None
-
-
 async def _list(client: Client, args: argparse.Namespace) -> int:
     for version in await catalog.versions(client.store):
         d = version.definition
@@ -434,6 +434,7 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 async def _start(client: Client, args: argparse.Namespace) -> int:
     name, version = split_pin(args.definition)
     if (await client.startable(name, version)).mode == Mode.CODE:
+        _check_run_id(name, args.id)
         run, started = await client.start_run(name, args.input, id=args.id, version=version)
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
@@ -441,6 +442,20 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
     verb = "started" if created else "already started: joined"
     print(f"{verb} {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
+
+
+def _check_run_id(name: str, id: str) -> None:
+    """A code workflow's run id is stricter than an instance id (no '/', and room for
+    ``NAME/`` in front): only known once NAME is looked up, but still a wrong --id,
+    so a usage error (exit 2) naming the option rather than the engine's refusal."""
+    try:
+        run_id(name, id)
+    except InputRefused as refused:
+        rule = str(refused)
+        raise UsageError(
+            f"argument --id: {name} is a code workflow, whose runs are {name}/ID: "
+            f"{rule[0].lower()}{rule[1:]}"
+        ) from None
 
 
 async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> int:
@@ -673,10 +688,7 @@ async def _serve_metrics(metrics: Metrics, port: int, worker: Worker) -> asyncio
 
 async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     logs.use_format(args.log_format)
-    try:
-        registry = load_app(args.app)
-    except ActivityAppNotFound as error:
-        raise UsageError(str(error)) from None
+    registry = app_from(args.app)
     await _refuse_changed_code(client, registry)
     if args.worker_id is not None and not args.worker_id.strip():
         raise UsageError("--worker-id is empty: give the id this worker's leases carry")

@@ -78,7 +78,16 @@ def _retry_activity(draft: Draft, kind: EventKind, command_id: str, step: str) -
 
 
 def _compensate(draft: Draft, kind: EventKind, command_id: str, step: str) -> None:
-    """The engine's own compensation decision (it adds ``kind``)."""
+    """The engine's own compensation decision (it adds ``kind``). A step that declares
+    no compensation is refused here, in words: the decision needs the compensation's
+    timeout before the replay rule that would say so ever sees the event."""
+    assert draft.state is not None
+    declared = draft.state.step(step)
+    if declared is None or declared.compensation is None:
+        raise DecisionRejected(
+            f"activity {step!r} declares no compensation, so there is nothing to run; "
+            "nothing was done"
+        )
     schedule_compensation(draft, step)
 
 

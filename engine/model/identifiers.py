@@ -70,6 +70,13 @@ def step_id_problem(value: object) -> str | None:
     return f"must be <run>/<step>#<occurrence>.<try> of at most {MAX_KEY_LENGTH} characters"
 
 
+def signal_id_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a signal's id, or None: an id of up to MAX_KEY_LENGTH
+    characters, or a step_id (a step's body may send its own key as the id)."""
+    problem = key_problem(value)
+    return problem if problem and step_id_problem(value) else None
+
+
 def _problem(
     value: object, pattern: re.Pattern[str], rule: str, limit: int = MAX_IDENTIFIER_LENGTH
 ) -> str | None:

@@ -44,8 +44,8 @@ async def test_changed_code_under_a_published_version_is_refused(e2e: Harness) -
     )
     assert refused.code == 1
     assert one_line(refused) == (
-        f"wayline definition: order-saga@1 is published with fingerprint {published[:12]}…, "
-        f"this code is {changed[:12]}…: publish a new version"
+        "wayline definition publish: order-saga@1 is published with fingerprint "
+        f"{published[:12]}…, this code is {changed[:12]}…: publish a new version"
     )
 
 

@@ -33,8 +33,12 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
         "run: order-saga/o-42\nstarted: false\n"
     )
     refused = await e2e.cli("start", "order-saga", "--id", "a/b")
-    assert refused.code == 1
-    assert one_line(refused) == f"wayline start: {RUN_ID_RULE}"
+    assert refused.code == 2, "a wrong --id is a usage error, even one only a code run refuses"
+    rule = RUN_ID_RULE[0].lower() + RUN_ID_RULE[1:]
+    assert one_line(refused) == (
+        "wayline start: argument --id: order-saga is a code workflow, whose runs are "
+        f"order-saga/ID: {rule}"
+    )
 
     await e2e.until(lambda: _waits(e2e, "order-saga/o-42", "race.1"), what="the race")
     paid = ("--signal-id", "pay-1", "--payload", '{"by": "ada"}')

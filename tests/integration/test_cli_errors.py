@@ -289,6 +289,16 @@ AUDITED_USAGE = {
         ["command", "o-1", "pause", "--actor", "ann"],
         "wayline command: error: the following arguments are required: --reason",
     ),
+    "a signal id that is no id": (
+        ["signal", "o-1", "shipped", "--signal-id", "pay 1"],
+        "wayline signal: error: argument --signal-id: must be 1 to 512 characters: letters, "
+        "digits and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "a signal name that is no name": (
+        ["signal", "o-1", "ship it", "--signal-id", "s-1"],
+        "wayline signal: error: argument STEP: must be 1 to 200 characters: letters, digits, "
+        "'.', '_' or '-', starting with a letter or digit",
+    ),
 }
 
 
@@ -300,14 +310,30 @@ def test_a_bad_value_is_a_usage_error_in_one_line_before_anything_is_written(
     argv: list[str],
     says: str,
 ) -> None:
-    """A blank reason or an actor with a space was refused only by the engine, with exit
-    1 as if the command had failed, and argparse's refusals came under a usage synopsis
-    (seven lines for ``wayline command``) that buried the line saying what was wrong."""
+    """A blank reason, an actor with a space or a signal id or name no event can carry
+    was refused only by the engine, with exit 1 as if the command had failed, and
+    argparse's refusals came under a usage synopsis (seven lines for ``wayline
+    command``) that buried the line saying what was wrong."""
     store = order_started
     written = "SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM history)"
     before = conn.execute(written).fetchone()
     assert argument_refused(capsys, *argv, *store) == says
     assert conn.execute(written).fetchone() == before
+
+
+def test_compensating_a_step_without_a_compensation_is_refused_in_words(
+    order_started: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``command ID compensate --step S`` on an activity that declares no compensation
+    (a JSON step's or a code run's ``ctx.step`` without ``compensate=``) ended in an
+    AssertionError traceback; it is one line, exit 1, and records nothing."""
+    argv = ["command", "o-1", "compensate", "--step", "notify", "--actor", "ann"]
+    status, line = refused(capsys, *argv, "--reason", "undo it", *order_started)
+    assert (status, line) == (
+        1,
+        "wayline command: activity 'notify' declares no compensation, so there is nothing "
+        "to run; nothing was done",
+    )
 
 
 PORTS = "must be a port number from 1 to 65535"
@@ -470,6 +496,30 @@ def test_an_empty_password_on_stdin_is_refused(
     assert conn.execute("SELECT count(*) FROM studio_teams").fetchone() == (0,)
 
 
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        (["definition", "check"], "wayline definition check"),
+        (["definition", "publish"], "wayline definition publish"),
+        (["definition", "replay-check"], "wayline definition replay-check"),
+        (["machine", "roles"], "wayline machine roles"),
+        (["worker"], "wayline worker"),
+    ],
+)
+def test_every_command_refuses_an_app_it_cannot_load_alike(
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str], argv: list[str], label: str
+) -> None:
+    """An --app whose module is missing was exit 2 from ``worker`` and ``replay-check``
+    but exit 1 from ``check``, ``publish`` and ``machine roles``, and ``publish`` and
+    ``replay-check`` named themselves ``wayline definition``: the same mistake is now
+    the same usage error, under the command's own name."""
+    store = [] if argv[0] != "worker" and argv[1] in ("check", "roles") else ["--dsn", pg_dsn]
+    app = ["--app", "tests.fixtures.journal.absent:app"]
+    status, line = refused(capsys, *argv, *app, *store, *(["--schema", schema] if store else []))
+    assert status == 2
+    assert line.startswith(f"{label}: cannot load tests.fixtures.journal.absent:app: ")
+
+
 def test_replay_check_of_an_app_without_code_workflows_says_so(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -479,7 +529,7 @@ def test_replay_check_of_an_app_without_code_workflows_says_so(
     status, line = refused(capsys, *check, "--dsn", pg_dsn, "--schema", schema)
     assert (status, line) == (
         1,
-        "wayline definition: examples.orders:app declares no code workflows, "
+        "wayline definition replay-check: examples.orders:app declares no code workflows, "
         "so there is nothing to replay",
     )
 
