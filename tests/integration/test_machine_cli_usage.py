@@ -1,6 +1,6 @@
 """``wayline machine`` as a stranger types it: a malformed argument is a usage error
 (exit 2, one line naming the argument and what it allows) before any database is
-asked.
+asked, and a team submits only the machines it published.
 
 Each command runs through the ``wayline`` entry point in this process, against the
 real PostgreSQL of the integration fixtures.
@@ -8,9 +8,14 @@ real PostgreSQL of the integration fixtures.
 
 from __future__ import annotations
 
+import asyncio
+
+import psycopg
 import pytest
 
-from tests.integration.test_cli_errors import argument_refused
+from engine.cli.main import main
+from examples import documents
+from tests.integration.test_cli_errors import _member, _publish_as, argument_refused, refused
 
 CLOSED = "postgresql://postgres@127.0.0.1:1/x"
 """No server: a command that got past its arguments would fail here, with exit 1."""
@@ -57,3 +62,27 @@ def test_a_malformed_argument_is_a_usage_error_before_the_database(
     over-long execution id was echoed whole); a script could not tell them from a busy
     parent or a conflict."""
     assert argument_refused(capsys, *argv, "--dsn", CLOSED) == says
+
+
+def test_a_team_cannot_submit_another_teams_machine(
+    pg_dsn: str, schema: str, conn: psycopg.Connection, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Team acme's submit for a parent of team crew's machine was refused naming crew's
+    active execution (and, for a free parent, admitted on crew's machine), though another
+    team's execution looks like none everywhere else, and the studio submits only the
+    team's own machines."""
+    store = ["--dsn", pg_dsn, "--schema", schema]
+    asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "crew"))
+    for name, team in (("ada", "crew"), ("carl", "acme")):
+        asyncio.run(_member(pg_dsn, schema, name, team, "operator"))
+    submit = ["machine", "submit", "document_approval", "--parent", "doc-7", "--input", '"v1"']
+    assert main([*submit, "--key", "k1", "--as", "ada", "--team", "crew", *store]) == 0
+    crews = capsys.readouterr().out.split()[1]
+
+    status, line = refused(capsys, *submit, "--key", "k2", "--as", "carl", "--team", "acme", *store)
+    assert (status, line) == (
+        1,
+        "wayline: document_approval is not published in team acme: a team submits its own machines",
+    )
+    assert crews not in line
+    assert conn.execute("SELECT count(*) FROM instances").fetchone() == (1,)
