@@ -26,6 +26,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.cli.options import app_spec
 from engine.model.definitions import Definition
 from engine.model.errors import DefinitionFileError, DefinitionInvalid, WaylineError
 from engine.model.files import load_definition
@@ -61,7 +62,7 @@ def add_source(parser: argparse.ArgumentParser, app_help: str) -> None:
     """``FILE.json`` or ``--app MODULE:APP``, exactly one of them."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("file", type=Path, metavar="FILE.json", nargs="?")
-    source.add_argument("--app", metavar="MODULE:APP", help=app_help)
+    source.add_argument("--app", metavar="MODULE:APP", type=app_spec, help=app_help)
 
 
 def app_definitions(spec: str) -> tuple[list[Definition], list[LintProblem]]:

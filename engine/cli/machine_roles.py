@@ -22,6 +22,7 @@ from engine.cli.options import (
     CommandFailed,
     UsageError,
     add_store_options,
+    app_spec,
     cannot_connect,
     resolve_dsn,
 )
@@ -48,7 +49,9 @@ def register(actions: argparse._SubParsersAction) -> None:
     roles = actions.add_parser("roles", help=help, description=help[0].upper() + help[1:] + ".")
     add_store_options(roles)
     roles.add_argument("files", nargs="*", type=Path, metavar="FILE.json", help="manifests")
-    roles.add_argument("--app", metavar="MODULE:APP", help="the machines this app registers")
+    roles.add_argument(
+        "--app", metavar="MODULE:APP", type=app_spec, help="the machines this app registers"
+    )
     roles.add_argument("--to", metavar="LOGIN", help="the worker's login (default: CURRENT_USER)")
     roles.add_argument("--apply", action="store_true", help="run the SQL on --dsn")
     roles.set_defaults(run=_run, label=LABEL)

@@ -214,3 +214,13 @@ reason = checked_by(reason_problem)
 MAX_REASON_LENGTH characters."""
 instance_id = checked_by(id_problem)
 """argparse type for a new instance's ``--id``."""
+
+
+def _app_problem(text: str) -> str | None:
+    module, _, name = text.partition(":")
+    return None if module and name else "must look like MODULE:APP (module, colon, registry)"
+
+
+app_spec = checked_by(_app_problem)
+"""argparse type for ``--app``: the shape ``load_app`` takes, so a value of another
+shape is a usage error (exit 2) in every command that loads an app, not in some."""

@@ -53,7 +53,6 @@ def test_an_apps_machines_are_checked_too(capsys: pytest.CaptureFixture[str]) ->
     [
         ("tests.fixtures.journal.absent:app", "cannot load tests.fixtures.journal.absent:app"),
         ("tests.e2e.app:app", "tests.e2e.app:app declares no state machines or code workflows"),
-        ("nocolon", "--app must look like MODULE:REGISTRY"),
     ],
 )
 def test_an_app_that_cannot_be_checked_says_why_in_one_line(
