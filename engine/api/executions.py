@@ -40,6 +40,16 @@ MAX_KEY_CHARACTERS = 200
 """An idempotency key is the caller's text; its digest, never the key, is stored."""
 
 
+def submit_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a submit's idempotency key, or None when it can: one rule,
+    which ``submit`` refuses with and the command line checks before it connects."""
+    if not key.strip():
+        return "must be non-empty text"
+    if len(key) > MAX_KEY_CHARACTERS:
+        return f"has at most {MAX_KEY_CHARACTERS} characters"
+    return None
+
+
 class SubmitConflict(WaylineError):
     """The key was used before with another input, parent, version or scope."""
 
@@ -88,8 +98,8 @@ class Executions:
         check_team(team)
         if scope not in COVERS:  # no role covers it: every advance would be refused
             raise InputRefused(f"the scope is a role: one of {', '.join(COVERS)}")
-        if len(key) > MAX_KEY_CHARACTERS:
-            raise InputRefused(f"the key has at most {MAX_KEY_CHARACTERS} characters")
+        if problem := submit_key_problem(key):
+            raise InputRefused(f"the key {problem}")
         definition = await self.client.startable(machine, version)
         if definition.mode != Mode.MACHINE:
             kind = with_article(definition.mode)

@@ -17,17 +17,25 @@ import argparse
 import json
 
 from engine.api.client import Client
-from engine.api.executions import AccessRefused, Executions
+from engine.api.executions import AccessRefused, Executions, submit_key_problem
 from engine.cli import machine_roles
-from engine.cli.options import actor, reason, team
+from engine.cli.options import actor, checked_by, converted_by, reason, team
 from engine.cli.runtime import add_command, add_group, json_arg
-from engine.model.identifiers import split_pin
+from engine.model.identifiers import id_problem, name_problem, split_pin
 from engine.modes.machines.standing import StateValue
+from engine.store import catalog
 from engine.store.principals import COVERS, Standing, principal_standing
 
 LABEL = "wayline"
 DEFAULT_SCOPE = "operator"
 """The scope a command-line submit records: the role that starts instances."""
+
+_pin = converted_by(split_pin)
+"""``NAME[@VERSION]``: a name that is none, or an '@' with nothing after it, is a usage
+error (exit 2) before anything is read, as every other malformed option is."""
+_name = checked_by(lambda text: (found := name_problem(text)) and f"the machine's name {found}")
+_key = checked_by(lambda text: (found := submit_key_problem(text)) and f"the key {found}")
+_id = checked_by(lambda text: (found := id_problem(text)) and f"an execution id {found}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -39,12 +47,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         "The host operations of state machines.",
     )
     submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit, LABEL)
-    submit.add_argument("machine", metavar="NAME[@VERSION]")
-    submit.add_argument("--parent", required=True, help="id of the parent the execution is for")
-    submit.add_argument("--input", required=True, type=json_arg, help="the input, as JSON")
-    submit.add_argument("--key", required=True, help="idempotency key of this submit")
+    submit.add_argument("machine", metavar="NAME[@VERSION]", type=_pin)
     submit.add_argument(
-        "--scope", default=DEFAULT_SCOPE, help=f"the submitter's role (default {DEFAULT_SCOPE})"
+        "--parent", required=True, type=checked_by(id_problem), help="id of the parent row"
+    )
+    submit.add_argument("--input", required=True, type=json_arg, help="the input, as JSON")
+    submit.add_argument("--key", required=True, type=_key, help="idempotency key of this submit")
+    submit.add_argument(
+        "--scope",
+        default=DEFAULT_SCOPE,
+        choices=tuple(COVERS),
+        help=f"the submitter's role (default {DEFAULT_SCOPE})",
     )
     _caller(submit)
     for name, help, run in (
@@ -53,8 +66,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("cancel", "cancel an execution (audited)", _cancel),
     ):
         action = add_command(actions, name, help, run, LABEL)
-        action.add_argument("machine", metavar="NAME")
-        action.add_argument("execution", metavar="ID")
+        action.add_argument("machine", metavar="NAME", type=_name)
+        action.add_argument("execution", metavar="ID", type=_id)
         _caller(action)
     actions.choices["state"].add_argument("--json", action="store_true", help="as one object")
     actions.choices["cancel"].add_argument(
@@ -72,7 +85,8 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 
 
 async def _submit(client: Client, args: argparse.Namespace) -> int:
-    name, version = split_pin(args.machine)
+    name, version = args.machine
+    await _require_owned(client, name, args.team)
     await _require_standing(client, args.actor, args.team, args.scope)
     submitted = await Executions(client).submit(
         name,
@@ -86,6 +100,17 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0
+
+
+async def _require_owned(client: Client, name: str, team: str) -> None:
+    """Refuse a machine another team published, as the studio does: its parents are
+    that team's rows, and one active execution per parent would let this team's submit
+    be refused naming that team's execution (or block it). An unpublished name is left
+    to the submit, which says so."""
+    owner = await catalog.name_owner(client.store, name)
+    if owner is not None and owner != team:
+        where = f"team {team}" if team else "the engine's own team '' (no --team)"
+        raise AccessRefused(f"{name} is not published in {where}: a team submits its own machines")
 
 
 async def _require_standing(client: Client, actor: str, team: str, scope: str) -> None:

@@ -21,7 +21,7 @@ SUBMIT = ("machine", "submit", "document_approval", "--parent", "doc-7", "--as",
 async def test_submit_is_idempotent_and_a_conflict_or_a_busy_parent_says_why(
     e2e: Harness,
 ) -> None:
-    await ok(e2e, "definition", "publish", FIXTURE)
+    await e2e.client.publish(document_approval.flow.definition, "e2e", "default")
     await ok(e2e, "user", "create", "admin", "--team", "default", "--role", "operator")
     first = await ok(e2e, *SUBMIT, "--input", '"v1"', "--key", "r1", "--team", "default")
     execution = first.split()[1]

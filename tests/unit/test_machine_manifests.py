@@ -243,7 +243,10 @@ RULES: list[tuple[str, Document, Problems]] = [
     (
         "a field of no type",
         _variants({"name": "Held", "fields": {"until": "date"}}),
-        [("state.variants[5].fields.until", "must be one of text, integer, number, boolean")],
+        [
+            ("state.variants[5].fields.until", "must be one of text, integer, number, boolean"),
+            ("transitions", "Held is unreachable from Submitted"),
+        ],
     ),
     (
         "a variant twice",
@@ -276,6 +279,21 @@ def test_every_broken_rule_is_reported_at_once() -> None:
         ("transitions", "Expired is unreachable from Submitted"),
         ("max_attempts", "must be a whole number from 1 to 8"),
         ("retry", 'must be "transactional" (the only retry profile)'),
+    ]
+
+
+def test_a_field_of_no_type_does_not_hide_the_names_that_are_no_states() -> None:
+    """One field typed ``float`` made the whole family unreadable, so a misspelt
+    initial state and an edge to no state went unreported until it was fixed, and a
+    terminal state that is none was told it "cannot have a timer"."""
+    document = _with(initial="Submited", timers={"Expird": 5})
+    document["state"]["variants"][1]["fields"]["reminders"] = "float"
+    document["transitions"]["Submitted"] = ["InRevue"]
+    assert problems(document) == [
+        ("state.variants[1].fields.reminders", "must be one of text, integer, number, boolean"),
+        ("initial", "Submited is not a variant of Approval"),
+        ("timers.Expird", "Expird is not a variant of Approval"),
+        ("transitions.Submitted[0]", "InRevue is not a variant of Approval"),
     ]
 
 

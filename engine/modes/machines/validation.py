@@ -64,6 +64,10 @@ STATE_FIELDS = frozenset({"name", "variants"})
 VARIANT_FIELDS = frozenset({"name", "fields"})
 RETRY_PROFILES = ("transactional",)
 CONCURRENCY_PROFILES = ("parent",)
+UNREAD_TYPE = ""
+"""The type of a field whose declared type is none (its error recorded): the variant is
+still named, so ``initial``, ``terminal``, the timers and the edges are checked against
+the family too, all at once; the manifest itself is never built with it."""
 
 
 def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
@@ -171,10 +175,8 @@ def _variant(reader: SpecReader, raw: Any, path: str) -> Variant | None:
     for key in fields:
         if problem := type_name_problem(key):
             reader.error(join(where, key), f"field name {problem}")
-        read.append((key, reader.choice(fields, key, where, types)))
-    if name is None or any(kind is None for _, kind in read):
-        return None
-    return Variant(name, tuple(read))
+        read.append((key, reader.choice(fields, key, where, types) or UNREAD_TYPE))
+    return None if name is None else Variant(name, tuple(read))
 
 
 @dataclass
