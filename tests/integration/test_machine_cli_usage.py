@@ -92,11 +92,12 @@ def test_a_team_cannot_submit_another_teams_machine(
     "command", [["definition", "check"], ["definition", "publish"], ["machine", "roles"]]
 )
 def test_an_app_of_another_shape_is_a_usage_error_in_every_command_that_loads_one(
-    capsys: pytest.CaptureFixture[str], command: list[str]
+    pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     """``wayline worker --app refunds`` exited 2 while these said the same with exit 1."""
-    line = argument_refused(capsys, *command, "--app", "refunds", "--dsn", CLOSED)
-    assert line == (
-        f"wayline {' '.join(command)}: error: argument --app: must look like MODULE:APP "
-        "(module, colon, registry)"
+    store = [] if command[1] == "check" else ["--dsn", pg_dsn, "--schema", schema]
+    status, line = refused(capsys, *command, "--app", "refunds", *store)
+    assert (status, line) == (
+        2,
+        f"wayline {' '.join(command)}: --app must look like MODULE:REGISTRY",
     )
