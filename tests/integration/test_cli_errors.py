@@ -455,6 +455,16 @@ def test_a_negative_duration_is_a_value_refused_for_what_it_is(
     )
 
 
+def test_an_unknown_option_is_refused_under_the_commands_own_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It said only ``wayline: error: unrecognized arguments``, whatever the command."""
+    keep = ["retention", "set", "--dsn", CLOSED, "--keep", "9d", "--as", "ann", "--kep", "1d"]
+    assert argument_refused(capsys, *keep) == (
+        "wayline retention set: error: unrecognized arguments: --kep 1d"
+    )
+
+
 def test_a_worker_id_that_is_no_id_is_refused_before_the_worker_runs(
     pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
