@@ -294,6 +294,11 @@ def load_app(spec: str) -> ActivityRegistry:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
+    if not all(part.isidentifier() for part in (*module_name.split("."), attribute)):
+        raise ActivityAppNotFound(
+            "--app must look like MODULE:REGISTRY, a module as Python imports it and a "
+            "name in it, e.g. examples.orders:app (not a file path)"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

@@ -29,6 +29,10 @@ from engine.worker.activities import load_app
             "examples.orders:ActivityRegistry",
             "examples.orders:ActivityRegistry is not an ActivityRegistry",
         ),
+        *(  # a file path was imported as a module: "importing ../x raised TypeError ..."
+            (path, "a name in it, e.g. examples.orders:app (not a file path)")
+            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()")
+        ),
     ],
 )
 def test_an_app_that_cannot_be_loaded_says_why(spec: str, says: str) -> None:
