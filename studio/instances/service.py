@@ -105,8 +105,10 @@ class InstanceFilters:
             raise _at("view", "view is one of active, archived, all")
         if self.nest not in ("", "1"):
             raise _at("nest", "nest is 1 (children under their parents) or empty")
-        if self.status and self.status not in {s.label for s in InstanceStatus}:
-            raise _at("status", f"status {self.status!r} is not an instance status")
+        statuses = [s.label for s in InstanceStatus]
+        if self.status and self.status not in statuses:
+            listed = ", ".join(statuses)
+            raise _at("status", f"status is one of {listed}, or left out for every status")
         for name in ("started_from", "started_before"):
             _located(name, parse_time, getattr(self, name), name.replace("_", " "))
         _located("sort", ListOrder.parse, self.sort)

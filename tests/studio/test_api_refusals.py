@@ -89,6 +89,16 @@ def test_a_bad_filter_is_said_at_its_field_in_the_list_and_in_a_bulk_filter(
     assert bulk.json()["problems"] == [{"path": "filter.started_before", "message": said}]
 
 
+def test_a_status_filter_that_is_none_names_the_statuses(api: SignedInClient) -> None:
+    """``status=all`` was answered "'all' is not an instance status", naming none."""
+    listed = api.get("/api/instances", params={"status": "all"})
+    assert listed.status_code == 422
+    (problem,) = listed.json()["problems"]
+    assert problem["path"] == "status"
+    assert problem["message"].startswith("status is one of running, paused, ")
+    assert problem["message"].endswith(", or left out for every status")
+
+
 def test_resolving_an_activity_that_is_not_in_doubt_says_so(
     studio: LiveStudio, api: SignedInClient, team: str, named: str
 ) -> None:
