@@ -12,20 +12,29 @@ import pytest
 from engine import Client, CommitUnknown
 from studio.operations.dead_letters import LOST_ANSWER
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
 async def _lost(*args: object, **kwargs: object) -> None:
     raise CommitUnknown("the outcome is unknown")
 
 
-def test_a_command_whose_commit_answer_was_lost_names_its_id_to_send_again(
-    studio: LiveStudio, team: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def instance(studio: LiveStudio, team: str) -> str:
+    """A new instance of a definition of its own."""
     name = f"lost.{uuid.uuid4().hex[:6]}"
     studio.publish(team, definition(name))
-    instance = studio.start(team, name)
-    operator = studio.client(studio.user(team, Role.OPERATOR))
+    return studio.start(team, name)
+
+
+@pytest.fixture
+def operator(studio: LiveStudio, team: str) -> SignedInClient:
+    return studio.client(studio.user(team, Role.OPERATOR))
+
+
+def test_a_command_whose_commit_answer_was_lost_names_its_id_to_send_again(
+    instance: str, operator: SignedInClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     operator.headers["X-CSRF-Token"] = operator.csrf
     actions = f"/api/instances/{instance}/actions"
 
@@ -48,13 +57,9 @@ def test_a_command_whose_commit_answer_was_lost_names_its_id_to_send_again(
 
 
 def test_a_dead_letter_whose_resolution_answer_was_lost_says_so_and_stays_listed(
-    studio: LiveStudio, team: str, monkeypatch: pytest.MonkeyPatch
+    studio: LiveStudio, instance: str, operator: SignedInClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name = f"lost.{uuid.uuid4().hex[:6]}"
-    studio.publish(team, definition(name))
-    instance = studio.start(team, name)
     assert studio.overdue(instance) == 1
-    operator = studio.client(studio.user(team, Role.OPERATOR))
     page = operator.get("/dead-letters").text
     (item,) = [f for f in re.findall(r'name="item" value="([^"]+)"', page) if instance in f]
     command_id = re.search(r'name="command_id" value="(\w+)"', page).group(1)
