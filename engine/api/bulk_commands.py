@@ -13,12 +13,16 @@ audit trails, and the kept results are answered.
 
 A migration is the one bulk action that is several commands per instance (pause if it
 runs, migrate, resume): it goes through ``Client.migrate`` itself, under the derived
-command id, which judges the instance again on the state it migrates.
+command id, which judges the instance again on the state it migrates. A code run's
+journal is replayed against the target version's code, so a migration of code runs
+needs that code: the ``CodeWorkflow``s given to ``BulkCommands`` (the command line's
+``--app``), one of the run's name and the target version, are used both by the preview
+and when acting; without one the judge refuses the run (its code is not loaded here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.api.client import Client
@@ -31,6 +35,7 @@ from engine.model.errors import DecisionRejected, DefinitionNotFound, InputRefus
 from engine.model.identifiers import require_id
 from engine.model.inputs import check_team
 from engine.model.limits import MAX_BULK_INSTANCES
+from engine.modes.code.declaration import CodeWorkflow
 from engine.store import bulk_commands as kept
 from engine.store.bulk_commands import BulkCommand, BulkConflict, BulkResult
 from engine.store.errors import SequenceConflict
@@ -71,8 +76,18 @@ def command_id(bulk_id: str, instance_id: str) -> str:
 class BulkCommands:
     """Preview and take bulk operator actions through one ``Client``."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, code: Iterable[CodeWorkflow] = ()) -> None:
         self.client = client
+        self.code = {(flow.name, flow.version): flow for flow in code}
+        """The code workflows a migration of code runs replays journals against."""
+
+    def code_for(self, name: str, request: ActionRequest) -> CodeWorkflow | None:
+        """The code a migration of an instance of ``name`` is judged with: the given
+        workflow of that name at the target version (the judge checks it is the
+        published code); None for another action, or when none was given."""
+        if request.action is not Action.MIGRATE:
+            return None
+        return self.code.get((name, request.effect["version"]))
 
     async def preview(self, instance_ids: Sequence[str], request: ActionRequest) -> list[Preview]:
         """Each instance's preview of ``request`` (from ``bulk_request``), in order."""
@@ -82,7 +97,8 @@ class BulkCommands:
         found = []
         for instance_id in chosen:
             state = await self.client.cache.load(instance_id)
-            found.append(judge(state, registry, max(now, state.updated_at), request))
+            code = self.code_for(state.definition.name, request)
+            found.append(judge(state, registry, max(now, state.updated_at), request, code))
         return found
 
     async def act(self, bulk: BulkCommand) -> BulkOutcome:
@@ -109,7 +125,7 @@ class BulkCommands:
     ) -> BulkResult:
         command = command_id(bulk.bulk_id, instance_id)
         if request.action is Action.MIGRATE:
-            return await self._migrate(bulk, request.effect["version"], instance_id, command)
+            return await self._migrate(bulk, request, instance_id, command)
         try:
             verdict, state = await self.client.judged_command(
                 instance_id,
@@ -132,9 +148,10 @@ class BulkCommands:
         )
 
     async def _migrate(
-        self, bulk: BulkCommand, version: str, instance_id: str, command: str
+        self, bulk: BulkCommand, request: ActionRequest, instance_id: str, command: str
     ) -> BulkResult:
         """Migrate one instance through ``Client.migrate`` (see the module)."""
+        version = request.effect["version"]
         before = await self.client.inspect(instance_id)
         if any(a.command_id == f"{command}.migrate" for a in before.audit):
             detail = "migrated earlier under this bulk command"
@@ -144,7 +161,12 @@ class BulkCommands:
             return BulkResult(instance_id, "unchanged", detail, "", before.status, before.status)
         try:
             after = await self.client.migrate(
-                instance_id, version, bulk.actor, bulk.reason, command_id=command
+                instance_id,
+                version,
+                bulk.actor,
+                bulk.reason,
+                code=self.code_for(before.definition.name, request),
+                command_id=command,
             )
         except MIGRATION_REFUSALS as refused:
             state = await self.client.inspect(instance_id)

@@ -8,8 +8,10 @@ migrate (``engine.api.bulk_commands``): every instance is judged first (an unkno
 stops the command before anything happens), then each is paused if it runs, migrated
 and resumed, judged again as it moves; it prints one line per instance (``done``,
 ``unchanged`` or ``refused`` and why) and exits 1 when any was refused. ``--dry-run``
-prints the judgement alone; ``--bulk-id`` repeated after a crash acts on no instance
-twice.
+prints the judgement alone, and exits 1 too when any would be refused; ``--bulk-id``
+repeated after a crash acts on no instance twice. A code run's journal is replayed
+against the target version's code, which ``--app MODULE:APP`` loads; without it a code
+run is refused, and the line says to give it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import uuid
 
 from engine.api.bulk_commands import BulkCommand, BulkCommands
 from engine.api.client import Client
+from engine.cli.definitions import app_from
 from engine.cli.options import EXIT_FAILED, UsageError, actor, reason, team
 from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
-from engine.decide.previews import Preview
+from engine.decide.previews import Preview, Verdict
 from engine.model.limits import MAX_BULK_INSTANCES
+from engine.modes.code.replay_gate import NOT_LOADED
 
 AUDITED = "recorded in the audit trail"
 
@@ -47,6 +51,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     move.add_argument("--team", default="", type=team, help="the team the bulk is recorded for")
     move.add_argument("--bulk-id", help="idempotency id of the whole migration (default: new)")
+    move.add_argument(
+        "--app",
+        metavar="MODULE:APP",
+        help="the app whose code workflows a code run's journal is replayed against",
+    )
     move.add_argument("--dry-run", action="store_true", help="judge each instance, change nothing")
 
 
@@ -85,12 +94,12 @@ async def _declare_edge(client: Client, args: argparse.Namespace) -> int:
 
 async def _migrate(client: Client, args: argparse.Namespace) -> int:
     request = bulk_request(Action.MIGRATE, arguments={"version": args.to_version})
-    bulk = BulkCommands(client)
+    bulk = BulkCommands(client, app_from(args.app).workflows if args.app else ())
     previews = await bulk.preview(args.instances, request)  # every id exists, or stop here
     if args.dry_run:
         for preview in previews:
-            print(_judged(preview))
-        return 0
+            print(_hinted(_judged(preview), args.app))
+        return EXIT_FAILED if any(p.verdict is Verdict.REFUSED for p in previews) else 0
     asked = BulkCommand(
         args.bulk_id or uuid.uuid4().hex,
         args.team,
@@ -103,7 +112,7 @@ async def _migrate(client: Client, args: argparse.Namespace) -> int:
     )
     outcome = await bulk.act(asked)
     for result in outcome.results:
-        print(f"{result.outcome} {result.instance_id}: {result.detail}")
+        print(_hinted(f"{result.outcome} {result.instance_id}: {result.detail}", args.app))
     counts = {o: sum(r.outcome == o for r in outcome.results) for o in ("done", "unchanged")}
     refused = len(outcome.results) - sum(counts.values())
     print(
@@ -111,6 +120,15 @@ async def _migrate(client: Client, args: argparse.Namespace) -> int:
         f"{counts['unchanged']} unchanged, {refused} refused"
     )
     return EXIT_FAILED if refused else 0
+
+
+def _hinted(line: str, app: str | None) -> str:
+    """``line``, saying after a code run's "not loaded here" what to do about it."""
+    if app:
+        hint = f"{NOT_LOADED} (--app {app} does not declare it with the published code)"
+    else:
+        hint = f"{NOT_LOADED} (give --app MODULE:APP)"
+    return line.replace(NOT_LOADED, hint)
 
 
 def _judged(preview: Preview) -> str:

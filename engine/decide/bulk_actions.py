@@ -15,6 +15,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -162,11 +163,21 @@ def bulk_request(
     return ActionRequest(bulk.action, step, given)
 
 
-def judge(instance: Instance, registry: Registry, now: datetime, request: ActionRequest) -> Preview:
+def judge(
+    instance: Instance,
+    registry: Registry,
+    now: datetime,
+    request: ActionRequest,
+    code: Any = None,
+) -> Preview:
     """The preview of ``request`` as a bulk action on ``instance``: prepared for it
-    (``BulkAction.prepare``), then previewed; refused when it cannot even be asked."""
+    (``BulkAction.prepare``), then previewed; refused when it cannot even be asked.
+    ``code`` is given to a dry run that replays code (a migration's: the target
+    version's ``CodeWorkflow``), and only to one."""
+    bulk = BULK_ACTIONS[request.action]
     try:
-        own = BULK_ACTIONS[request.action].prepare(instance, request)
+        own = bulk.prepare(instance, request)
     except ValueError as cannot:
         return refused(instance, request, str(cannot))
-    return preview(instance, registry, now, own, BULK_ACTIONS[request.action].run)
+    run = bulk.run if code is None else functools.partial(bulk.run, code=code)
+    return preview(instance, registry, now, own, run)

@@ -106,16 +106,21 @@ def migration_target(
 
 
 def migration_dry_run(
-    instance: Instance, registry: Registry, now: datetime, request: ActionRequest
+    instance: Instance,
+    registry: Registry,
+    now: datetime,
+    request: ActionRequest,
+    code: Any = None,
 ) -> Draft:
     """Migrate ``instance`` to ``request.effect["version"]`` on a throwaway draft, as
-    ``Client.migrate`` would; raises (as a preview's refusal) when it would refuse.
-    AlreadyThere when the instance already runs that version."""
+    ``Client.migrate`` would with ``code`` (the target version's code where its mode
+    runs code); raises (as a preview's refusal) when it would refuse. AlreadyThere when
+    the instance already runs that version."""
     to_version = request.effect["version"]
     try:
         if version_of(registry, instance, to_version).ref == instance.definition:
             raise AlreadyThere(f"it already runs {instance.definition}")
-        target, verdict = migration_target(registry, instance, to_version)
+        target, verdict = migration_target(registry, instance, to_version, code)
     except DefinitionNotFound as missing:
         raise ValueError(str(missing)) from None
     if not verdict.compatible:
@@ -125,7 +130,7 @@ def migration_dry_run(
     paused = instance.status is InstanceStatus.RUNNING
     if paused:
         record_command(draft, f"{DRY_RUN_ID}.pause", Action.PAUSE, "preview", why)
-    record_migration(draft, f"{DRY_RUN_ID}.migrate", target, "preview", why)
+    record_migration(draft, f"{DRY_RUN_ID}.migrate", target, "preview", why, code)
     if paused:
         record_command(draft, f"{DRY_RUN_ID}.resume", Action.RESUME, "preview", why)
     with contextlib.suppress(DecisionRejected):  # a mode the engine does not orchestrate

@@ -1,6 +1,7 @@
 """Declaring an edge and migrating instances with the `wayline` command line, against a
 real PostgreSQL: one line per instance (migrated, or refused with the judge's reason),
-a clear one-line error for bad input, and nothing changed for an incompatible one."""
+a clear one-line error for bad input, and nothing changed for an incompatible one; code
+runs judged by replaying their journals against the code ``--app`` loads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from engine.api.client import Client
+from engine.model.instance import InstanceStatus
 from engine.store.store import Store
+from examples import order_saga
+from tests.fixtures.journal import renamed
+from tests.integration import code_runs
+from tests.integration.code_runs import settle, worker_context
 from tests.integration.test_compatibility_reports import NAME
 from tests.integration.test_instance_migration import V1, WITHOUT_CHARGE, published
 
@@ -69,7 +75,7 @@ async def test_declare_an_edge_then_migrate_the_compatible_instances(
     assert "was declared before" in again.out
 
     judged = await cli(*migrate, "order-90", "order-91", "--dry-run")
-    assert judged.status == 0
+    assert judged.status == 1, "a dry run exits as the migration would"
     assert judged.out.splitlines() == [
         "applies order-90: order@1 -> order@2",
         "refused order-91: incompatible: step charge is in flight and was removed",
@@ -114,3 +120,75 @@ async def test_bad_input_is_one_line_and_changes_nothing(default_store: Store, c
     nowhere = await cli(*migrate, "--to", "9", "order-92")
     assert nowhere.status == 1 and "refused order-92: order@9 is not published" in nowhere.out
     assert (await client.inspect("order-92")).audit == ()
+
+
+RENAMED_APP = "tests.fixtures.journal.renamed:app"
+"""order-saga@2: the example saga with its ``charge`` step renamed ``capture``."""
+DIVERGED = (
+    "journal divergence: expected step 'charge' at position 2 (event 8), "
+    "code reached step 'capture'"
+)
+NOT_LOADED = "the code of order-saga@2 is not loaded here, so its journal cannot be replayed"
+
+
+async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Store, cli) -> None:
+    client = await code_runs.published(default_store, order_saga.app)
+    ctx = worker_context(default_store, order_saga.app)
+    for run_id in ("o-1", "o-2"):
+        await client.start_run("order-saga", {"sku": "mug", "amount": 1200}, id=run_id)
+    await settle(ctx)  # both wait in the race for paid or cancelled
+    await client.signal("order-saga/o-2", "paid", "pay-2", {"by": "ada"})
+    await settle(ctx)  # o-2 charged: its journal names the step version 2 renamed
+    (v2,) = renamed.app.workflows
+    await client.publish(v2.definition, "tests")
+    edge = ("definition", "declare-edge", "order-saga@1", "2", "--actor", "a", "--reason", "r")
+    assert (await cli(*edge)).status == 0
+    both = ("order-saga/o-1", "order-saga/o-2")
+    migrate = ("instance", "migrate", "--to", "2", "--actor", "olga", "--reason", "ship v2")
+
+    blind = await cli(*migrate, *both, "--dry-run")
+    assert (blind.status, blind.out.splitlines()) == (
+        1,
+        [f"refused {run}: incompatible: {NOT_LOADED} (give --app MODULE:APP)" for run in both],
+    )
+    refused = await cli(*migrate, "order-saga/o-1")
+    assert refused.status == 1
+    assert refused.out.splitlines()[0] == (
+        f"refused order-saga/o-1: order-saga/o-1: {NOT_LOADED} (give --app MODULE:APP); "
+        "it was not migrated to order-saga@2"
+    )
+    unmoved = await client.inspect("order-saga/o-1")
+    assert unmoved.definition.version == "1" and unmoved.audit == ()
+
+    judged = await cli(*migrate, *both, "--app", RENAMED_APP, "--dry-run")
+    assert (judged.status, judged.out.splitlines()) == (
+        1,
+        [
+            "applies order-saga/o-1: order-saga@1 -> order-saga@2",
+            f"refused order-saga/o-2: incompatible: {DIVERGED}",
+        ],
+    )
+    alone = await cli(*migrate, "order-saga/o-1", "--app", RENAMED_APP, "--dry-run")
+    assert alone.status == 0, "a dry run where every instance applies succeeds"
+    moved = await cli(*migrate, *both, "--app", RENAMED_APP, "--bulk-id", "code-1")
+    assert (moved.status, moved.out.splitlines()) == (
+        1,
+        [
+            "done order-saga/o-1: migrated from order-saga@1 to order-saga@2",
+            f"refused order-saga/o-2: order-saga/o-2: {DIVERGED}; "
+            "it was not migrated to order-saga@2",
+            "bulk code-1: 1 migrated, 0 unchanged, 1 refused",
+        ],
+    )
+    state = await client.inspect("order-saga/o-1")
+    assert state.definition == v2.ref and state.status is InstanceStatus.RUNNING
+    assert [a.action for a in state.audit] == ["pause", "migrate", "resume"]
+    assert (await client.inspect("order-saga/o-2")).definition.version == "1"
+    nowhere = await cli(*migrate, "order-saga/o-1", "--app", "no_such_module:app")
+    assert nowhere.status == 2, "an app that does not load is a usage error"
+
+    await client.signal("order-saga/o-1", "paid", "pay-1", {"by": "ada"})
+    await settle(worker_context(default_store, renamed.app))  # version 2's code goes on
+    done = await client.inspect("order-saga/o-1")
+    assert done.status is InstanceStatus.COMPLETED
+    assert done.value("result")["outcome"] == "captured"

@@ -26,11 +26,15 @@ from engine.modes.code.driver import drive
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Diverged
 
+NOT_LOADED = "is not loaded here, so its journal cannot be replayed"
+"""The verdict on a run when the target's code was not given; a caller that can load
+code (the command line's ``--app``) says after it how to give it."""
+
 
 def judge(target: Definition, state: Instance, code: Any = None) -> str:
     """'' when ``code`` (the new version's ``CodeWorkflow``) replays ``state``'s
     journal command for command; else the divergence, or that the code is not here."""
     if not isinstance(code, CodeWorkflow) or code.fingerprint != target.fingerprint:
-        return f"the code of {target.ref} is not loaded here, so its journal cannot be replayed"
+        return f"the code of {target.ref} {NOT_LOADED}"
     advance = drive(code.function, state.value("input"), entries(state), run_id=state.instance_id)
     return advance.message if isinstance(advance, Diverged) else ""
