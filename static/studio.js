@@ -4,6 +4,7 @@
   "use strict";
   var views = {}; // zoom key -> {zoom, left, top}
   var MIN = 0.25, MAX = 2.5, STEP = 1.2;
+  var WHOLE_AT_LEAST = 0.6; // a graph that shows whole at this zoom or more opens whole
 
   function svgOf(viewport) { return viewport.querySelector("svg.graph"); }
 
@@ -19,12 +20,15 @@
 
   function zoomOf(viewport) { return Number(viewport.dataset.zoom || "1"); }
 
-  function fit(viewport) {
+  // The zoom at which the whole graph shows in its canvas (at most 1).
+  function wholeZoom(viewport) {
     var svg = svgOf(viewport);
-    if (!svg) return;
+    if (!svg) return 1;
     var w = Number(svg.dataset.width), h = Number(svg.dataset.height);
-    apply(viewport, Math.min(1, (viewport.clientWidth - 8) / w, (viewport.clientHeight - 8) / h));
+    return Math.min(1, (viewport.clientWidth - 8) / w, (viewport.clientHeight - 8) / h);
   }
+
+  function fit(viewport) { apply(viewport, wholeZoom(viewport)); }
 
   function remember(viewport) {
     var key = viewport.dataset.zoomKey;
@@ -34,7 +38,11 @@
   function restore(viewport) {
     var saved = views[viewport.dataset.zoomKey || ""];
     if (!saved) {
-      // A graph opens at the step an instance is at; else centred, where its main line runs.
+      // A graph opens whole when it can be read so (a state machine's few states, cut off
+      // at an edge, read as missing); else at the step an instance is at; else centred,
+      // where its main line runs.
+      var whole = wholeZoom(viewport);
+      if (whole >= WHOLE_AT_LEAST) { if (whole < 1) apply(viewport, whole); return; }
       var current = viewport.querySelector(CURRENT);
       if (current) { showNode(viewport, current); return; }
       viewport.scrollLeft = (viewport.scrollWidth - viewport.clientWidth) / 2;

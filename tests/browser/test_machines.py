@@ -33,6 +33,18 @@ def operator_with_approval(page: Page, studio: LiveStudio, team_prefix: str, nam
     return team
 
 
+WHOLE_GRAPH_SHOWN = """graph => {
+    const svg = document.querySelector(graph);
+    const box = svg.closest(".viewport").getBoundingClientRect();
+    return [...svg.querySelectorAll(".node")].every(node => {
+        const at = node.getBoundingClientRect();
+        return at.left >= box.left && at.right <= box.right
+            && at.top >= box.top && at.bottom <= box.bottom;
+    });
+}"""
+"""Whether every node of the graph lies inside its canvas (none cut off at an edge)."""
+
+
 def test_a_machine_version_and_an_execution_moving_through_its_states(
     page: Page, studio: LiveStudio, tmp_path: Path
 ) -> None:
@@ -53,8 +65,11 @@ def test_a_machine_version_and_an_execution_moving_through_its_states(
     studio.machine_event(
         execution, K.STATE_ENTERED, step="InReview", attempt=1, data='{"reminders":0}'
     )
+    page.set_viewport_size({"width": 700, "height": 800})  # narrower than the diagram
     page.goto(f"/instances/{execution}")
     settled(page)
+    assert page.evaluate(WHOLE_GRAPH_SHOWN, "svg.state-diagram"), "a small diagram opens whole"
+    page.set_viewport_size({"width": 1280, "height": 720})
     current = page.locator("#state-InReview")
     expect(current).to_have_class(re.compile(r"\bcurrent\b.*\bstate-waiting-timer\b"))
     expect(page.locator("#state-Submitted")).not_to_have_class(re.compile(r"\bcurrent\b"))
