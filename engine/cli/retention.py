@@ -50,7 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = add_command(
         actions, "run", "export and remove ended instances past their keep", _run, LABEL
     )
-    run.add_argument("--export-dir", required=True, type=Path, help="where the exports go")
+    run.add_argument("--export-dir", required=True, type=_export_dir, help="where the exports go")
     run.add_argument("--team", type=team, help="only this team (default: every team with a policy)")
     run.add_argument(
         "--batch",
@@ -62,6 +62,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
 
 
+def _named_directory(text: str) -> Path:
+    """``--export-dir`` as a path; an empty one is refused, since ``Path('')`` is the
+    working directory and a run would write its exports wherever it was started."""
+    if not text:
+        raise ValueError("an empty name is no directory: name the directory the exports go to")
+    return Path(text)
+
+
+_export_dir = converted_by(_named_directory)
+"""argparse type for ``--export-dir``: a path that names something."""
 _keep = converted_by(lambda text: retention.check_keep(parse_duration(text)))
 """argparse type for ``--keep``: a duration the policy may hold, so a bad one is a usage
 error before anything is written."""

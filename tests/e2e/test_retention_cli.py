@@ -52,6 +52,12 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
         one_line(missing)
         == f"wayline retention: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
     )
+    empty = await e2e.cli("retention", "run", "--export-dir", "")
+    assert empty.code == 2, "an empty --export-dir is not the working directory"
+    assert one_line(empty) == (
+        "wayline retention run: error: argument --export-dir: an empty name is no directory: "
+        "name the directory the exports go to"
+    )
     unset = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--team", "red")
     assert (
         one_line(unset) == "wayline retention: team 'red' has no retention policy (set one first)"
