@@ -3,7 +3,7 @@
 ``set --team T --keep 90d --as WHO`` records a team's policy; ``list`` prints every
 policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
 team, the ended instances past their team's keep (``engine.store.retention``), writing
-``DIR/<team>-<UTC time>.jsonl`` (``engine-<UTC time>.jsonl`` for the engine's own team;
+``DIR/<team>-<UTC time>.jsonl`` (``_engine-<UTC time>.jsonl`` for the engine's own team;
 one line per instance: the array of its events, each as ``wayline history --json``
 prints it) and printing what it did. Meant for a scheduler (cron, a Kubernetes
 CronJob): a run takes short batches and never waits on a worker, so it can run at any
@@ -28,6 +28,9 @@ from engine.store.retention import MAX_PRUNE_BATCH, Policy
 LABEL = "wayline retention"
 NO_TEAM = "(no team)"
 """How the engine's own team, '', is printed."""
+ENGINE_EXPORT = "_engine"
+"""The engine's own team's name in an export's file name: a team id never begins with
+'_', so no team's exports land in its file (a team may be called ``engine``)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -50,7 +53,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = add_command(
         actions, "run", "export and remove ended instances past their keep", _run, LABEL
     )
-    run.add_argument("--export-dir", required=True, type=Path, help="where the exports go")
+    run.add_argument("--export-dir", required=True, type=_export_dir, help="where the exports go")
     run.add_argument("--team", type=team, help="only this team (default: every team with a policy)")
     run.add_argument(
         "--batch",
@@ -62,6 +65,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
 
 
+def _named_directory(text: str) -> Path:
+    """``--export-dir`` as a path; an empty one is refused, since ``Path('')`` is the
+    working directory and a run would write its exports wherever it was started."""
+    if not text:
+        raise ValueError("an empty name is no directory: name the directory the exports go to")
+    return Path(text)
+
+
+_export_dir = converted_by(_named_directory)
+"""argparse type for ``--export-dir``: a path that names something."""
 _keep = converted_by(lambda text: retention.check_keep(parse_duration(text)))
 """argparse type for ``--keep``: a duration the policy may hold, so a bad one is a usage
 error before anything is written."""
@@ -128,7 +141,7 @@ def _export_path(directory: Path, tenant: str) -> Path:
     ``directory``, so such a team is refused here too."""
     check_team(tenant)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return directory / f"{tenant or 'engine'}-{stamp}.jsonl"
+    return directory / f"{tenant or ENGINE_EXPORT}-{stamp}.jsonl"
 
 
 def _team(tenant: str) -> str:

@@ -38,7 +38,11 @@ async def readiness(store: Store) -> str:
 
 
 async def worker_readiness(worker: Worker) -> str:
-    """``readiness`` of the worker's store, and its owner lock held."""
+    """``readiness`` of the worker's store, and its owner lock held. The database is
+    asked first: while it is down the lock is lost too, and the lock's reason would send
+    an operator after another worker (or the lock) instead of the database."""
+    if why := await readiness(worker.store):
+        return why
     if not worker.owner_locked.is_set():
         return worker.shared_id or "the worker's owner lock is not held: it claims no work"
-    return await readiness(worker.store)
+    return ""

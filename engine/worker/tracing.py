@@ -264,7 +264,8 @@ def configure(service: str, environ: Mapping[str, str] = os.environ) -> bool:
 
 class ExportComplaints(logging.Filter):
     """Lets one export complaint through per ``seconds``; the next one says how many
-    were left out meanwhile, so a collector that stays down costs a line a minute."""
+    were left out meanwhile, so a collector that stays down costs a line a minute. An
+    exception it quotes is named by its type, as every Wayline log names one."""
 
     def __init__(
         self, seconds: float = EXPORT_COMPLAINT_SECONDS, clock: Any = time.monotonic
@@ -279,11 +280,19 @@ class ExportComplaints(logging.Filter):
         if now < self._quiet_until:
             self._left_out += 1
             return False
+        if isinstance(record.args, tuple):
+            record.args = tuple(_named_by_type(arg) for arg in record.args)
         if self._left_out:
             record.msg = f"{record.getMessage()} ({self._left_out} more left out before it)"
             record.args = ()
         self._quiet_until, self._left_out = now + self.seconds, 0
         return True
+
+
+def _named_by_type(arg: object) -> object:
+    """An exception the exporter quotes, by its type only (``engine.worker.logs``): its
+    text names the collector's address with its query, which may carry a token."""
+    return type(arg).__name__ if isinstance(arg, BaseException) else arg
 
 
 def _quieten(logger: logging.Logger) -> None:

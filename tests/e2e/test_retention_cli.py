@@ -43,6 +43,27 @@ async def test_a_run_exports_and_removes_what_is_past_the_keep(e2e: Harness) -> 
     assert list(exports.iterdir()) == [path], "no empty export file"
 
 
+async def test_a_team_called_engine_exports_apart_from_the_engines_own_team(
+    e2e: Harness,
+) -> None:
+    """The engine's own team '' and a team named ``engine`` each get their own file: the
+    engine's file was ``engine-<time>.jsonl``, which is also team engine's name, so a run
+    wrote both teams' instances into one export."""
+    await e2e.publish(DEFINITION)
+    for team, instance in (("", "own"), ("engine", "engine:theirs")):
+        await e2e.client.start_or_join(DEFINITION.name, instance, None, None, team)
+        await e2e.client.command(instance, Action.TERMINATE, "alice", "no longer needed")
+        await ok(e2e, "retention", "set", "--team", team, "--keep", "1ms", "--as", "alice")
+    exports = e2e.tmp / "exports"
+    exports.mkdir()
+    await ok(e2e, "retention", "run", "--export-dir", str(exports))
+    exported = {
+        path.name.split("-")[0]: [json.loads(line)[0]["instance_id"] for line in path.open()]
+        for path in exports.iterdir()
+    }
+    assert exported == {"_engine": ["own"], "engine": ["engine:theirs"]}
+
+
 async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     soon = await e2e.cli("retention", "set", "--keep", "soon", "--as", "alice")
     assert soon.code == 2 and "expected a duration" in soon.stderr
@@ -51,6 +72,12 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     assert (
         one_line(missing)
         == f"wayline retention: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
+    )
+    empty = await e2e.cli("retention", "run", "--export-dir", "")
+    assert empty.code == 2, "an empty --export-dir is not the working directory"
+    assert one_line(empty) == (
+        "wayline retention run: error: argument --export-dir: an empty name is no directory: "
+        "name the directory the exports go to"
     )
     unset = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--team", "red")
     assert (

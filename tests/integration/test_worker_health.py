@@ -16,6 +16,8 @@ from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.health import worker_readiness
 from engine.worker.loop import SHARED_ID, Worker, WorkerConfig
+from tests.integration.factories import open_store
+from verification.proxy import DrillProxy
 
 
 async def get(port: int, path: str) -> tuple[int, str]:
@@ -112,3 +114,16 @@ async def test_a_second_worker_with_the_same_id_says_why_it_claims_nothing(
         for stop in stops:
             stop.set()
         await asyncio.gather(*running)
+
+
+async def test_a_worker_whose_database_is_down_says_so_not_that_its_lock_is_not_held(
+    pg_dsn: str, schema: str
+) -> None:
+    """A database that stops answering also costs a worker its owner lock; /readyz names
+    the database, the cause, rather than the lock, which sent an operator looking for a
+    twin worker."""
+    async with DrillProxy(pg_dsn) as proxy, open_store(proxy.conninfo(), schema) as store:
+        worker = Worker(store, ActivityRegistry(), WorkerConfig(worker_id="outage-1"))
+        proxy.refusing = True  # the database is unreachable from here on
+        proxy.sever_all()
+        assert await worker_readiness(worker) == "the database is not reachable"

@@ -11,7 +11,12 @@ import pytest
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
 from engine.model.events import Event, EventKind, event_to_json, make_event
-from engine.worker.tracing import ExportComplaints, exporter_wanted, trace_id_of
+from engine.worker.tracing import (
+    EXPORTER_LOGGER,
+    ExportComplaints,
+    exporter_wanted,
+    trace_id_of,
+)
 
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -86,3 +91,25 @@ def test_an_unreachable_collector_is_complained_of_once_a_minute() -> None:
         (60, "Transient error p (47 more left out before it)"),
         (120, "Transient error p (47 more left out before it)"),
     ]
+
+
+def test_an_export_complaint_names_the_error_by_its_type_never_the_collector_address() -> None:
+    """The exporter quotes its HTTP client's exception, whose text holds the endpoint with
+    its query (a collector's token travels there); the complaint keeps only its type."""
+    refused = ConnectionError(
+        "HTTPConnectionPool(host='127.0.0.1', port=1): Max retries exceeded with url: "
+        "/v1/traces?token=s3cret"
+    )
+    record = logging.LogRecord(
+        EXPORTER_LOGGER,
+        logging.WARNING,
+        "",
+        0,
+        "Transient error %s encountered while exporting %s batch, retrying in %.2fs.",
+        (refused, "span", 0.91),
+        None,
+    )
+    assert ExportComplaints(60.0, lambda: 0.0).filter(record)
+    assert record.getMessage() == (
+        "Transient error ConnectionError encountered while exporting span batch, retrying in 0.91s."
+    )
