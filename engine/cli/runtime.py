@@ -61,6 +61,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
+    MIN_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
 from engine.modes.code.runs import run_id
@@ -296,7 +297,12 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--poll-seconds",
-        type=seconds_up_to(MAX_WORKER_POLL_INTERVAL, "MAX_WORKER_POLL_INTERVAL"),
+        type=seconds_up_to(
+            MAX_WORKER_POLL_INTERVAL,
+            "MAX_WORKER_POLL_INTERVAL",
+            MIN_WORKER_POLL_INTERVAL,
+            "MIN_WORKER_POLL_INTERVAL",
+        ),
         default=timedelta(seconds=1),
         help="poll interval when no notification arrives (default: 1)",
     )
@@ -474,21 +480,27 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     return EXIT_FAILED
 
 
-def seconds_up_to(most: timedelta, limit: str) -> Callable[[str], timedelta]:
-    """argparse type for a duration given in seconds, more than 0 and at most ``most``
-    (the constant named ``limit``): the refusal names the flag (argparse adds it) and
-    says the bound in seconds, as the flag takes it, not the engine's timedelta."""
+def seconds_up_to(
+    most: timedelta, limit: str, least: timedelta | None = None, least_limit: str = ""
+) -> Callable[[str], timedelta]:
+    """argparse type for a duration given in seconds, more than 0 (or at least ``least``,
+    the constant named ``least_limit``) and at most ``most`` (the constant named
+    ``limit``): the refusal names the flag (argparse adds it) and says the bounds in
+    seconds, as the flag takes them, not the engine's timedelta."""
+    if least is None:
+        allowed = f"more than 0 and at most {most.total_seconds():g} ({limit})"
+    else:
+        allowed = (
+            f"from {least.total_seconds():g} ({least_limit}) to {most.total_seconds():g} ({limit})"
+        )
 
     def seconds(text: str) -> timedelta:
         try:
             value = timedelta(seconds=float(text))
         except (ValueError, OverflowError):  # not a number, NaN, or too large
             value = timedelta(0)
-        if not timedelta(0) < value <= most:
-            raise argparse.ArgumentTypeError(
-                f"must be a number of seconds more than 0 and at most "
-                f"{most.total_seconds():g} ({limit})"
-            )
+        if not (least or timedelta.resolution) <= value <= most:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds {allowed}")
         return value
 
     return seconds

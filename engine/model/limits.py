@@ -65,6 +65,9 @@ MAX_WORK_CLAIM_ITEMS = 100
 MAX_LEASE_DURATION = timedelta(minutes=15)
 MAX_WORKER_CONCURRENCY = 1_000
 MAX_WORKER_POLL_INTERVAL = timedelta(minutes=1)
+MIN_WORKER_POLL_INTERVAL = timedelta(milliseconds=10)
+"""The shortest look for due work a worker takes when no notification wakes it: below
+it an idle worker would ask the database thousands of times a second for nothing."""
 MAX_WORKER_DRAIN = timedelta(minutes=15)
 """The longest a stopping worker waits for its attempts in flight: as long as a lease may
 last (an attempt still running then is abandoned and recovered as unknown)."""

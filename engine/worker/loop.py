@@ -44,8 +44,10 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
+    MIN_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
+from engine.model.words import counted
 from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
 from engine.store.store import Store
@@ -103,9 +105,10 @@ class WorkerConfig:
             raise ValueError(f"lease must be more than 0 and at most {MAX_LEASE_DURATION}")
         if not timedelta(0) < self.renew_every < self.lease:
             raise ValueError("renew_every must be more than 0 and less than the lease")
-        if not timedelta(0) < self.poll_interval <= MAX_WORKER_POLL_INTERVAL:
+        if not MIN_WORKER_POLL_INTERVAL <= self.poll_interval <= MAX_WORKER_POLL_INTERVAL:
             raise ValueError(
-                f"poll_interval must be more than 0 and at most {MAX_WORKER_POLL_INTERVAL}"
+                f"poll_interval must be from {MIN_WORKER_POLL_INTERVAL} "
+                f"to {MAX_WORKER_POLL_INTERVAL}"
             )
         if not timedelta(0) < self.drain_timeout <= MAX_WORKER_DRAIN:
             raise ValueError(f"drain_timeout must be more than 0 and at most {MAX_WORKER_DRAIN}")
@@ -279,10 +282,20 @@ class Worker:
                 self.metrics.count("renew_failures")
 
     async def _drain(self) -> None:
+        """Let the work in flight finish for up to ``drain_timeout``; what is still running
+        then is abandoned, and said so: its attempts may have had their effects, so the
+        next worker records them unknown, and an operator should know why."""
         if self.tasks:
             _, pending = await asyncio.wait(
                 self.tasks, timeout=self.config.drain_timeout.total_seconds()
             )
+            if pending:
+                log.warning(
+                    "the drain ran out after %g s: %s still running abandoned; its attempts "
+                    "are recorded unknown once their leases are recovered",
+                    self.config.drain_timeout.total_seconds(),
+                    counted(len(pending), "work item"),
+                )
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)

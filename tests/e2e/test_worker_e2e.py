@@ -569,6 +569,10 @@ async def test_a_drain_that_runs_out_abandons_the_attempt_to_an_unknown_outcome(
     await e2e.until(lambda: e2e.calls("short-drain"), what="the handler running")
 
     await worker.stop()  # the handler never returns while it drains
+    assert (
+        "the drain ran out after 0.2 s: 1 work item still running abandoned; its attempts "
+        "are recorded unknown once their leases are recovered"
+    ) in worker.stderr.read_text(), "the operator is told what was left behind"
     e2e.release("risky")
     await e2e.spawn(lease=CRASH_LEASE_SECONDS)
     state = await e2e.activity_reaches("short-drain", "risky", A.UNKNOWN)

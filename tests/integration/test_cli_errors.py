@@ -422,11 +422,21 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
     )
 
 
+@pytest.mark.parametrize("given", ["-1", "61", "0.0001"])
+def test_a_poll_interval_is_refused_outside_its_bounds(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.0001 was taken: an idle worker would ask the database 10,000 times a second."""
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--poll-seconds", given]
+    assert argument_refused(capsys, *worker) == (
+        "wayline worker: error: argument --poll-seconds: must be a number of seconds from "
+        "0.01 (MIN_WORKER_POLL_INTERVAL) to 60 (MAX_WORKER_POLL_INTERVAL)"
+    )
+
+
 @pytest.mark.parametrize(
     ("flag", "given", "bound"),
     [
-        ("--poll-seconds", "-1", "60 (MAX_WORKER_POLL_INTERVAL)"),
-        ("--poll-seconds", "61", "60 (MAX_WORKER_POLL_INTERVAL)"),
         ("--lease-seconds", "0", "900 (MAX_LEASE_DURATION)"),
         ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
         ("--drain-seconds", "0", "900 (MAX_WORKER_DRAIN)"),
