@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from engine.decide.operator_actions import Action
 from studio.errors import StudioError
-from studio.forms import REFUSALS, again
+from studio.forms import REFUSALS, again, beside
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import detail as instance_detail
 from studio.instances import interventions
@@ -139,8 +139,7 @@ async def send_signal(
     except StudioError as refused:
         if not is_htmx(request):
             raise
-        notice = fragment(request, "instances/_notice.html", error=str(refused))
-        return Response(notice, media_type="text/html", status_code=refused.status)
+        return await _signal_refused(request, principal, runtime, instance_id, step, refused)
     return await _after(
         request,
         principal,
@@ -149,6 +148,40 @@ async def send_signal(
         f"Signal {step} delivered: recorded with your reason.",
         "signals",
     )
+
+
+async def _signal_refused(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    instance_id: str,
+    step: str,
+    refused: StudioError,
+) -> Response:
+    """A refused signal's form again in its place (htmx is told to swap it there), each
+    problem beside its field and what was typed kept; a refusal no form could fix (the
+    step no longer takes a signal) is said in the action panel, as before."""
+    detail = await instance_detail.detail(runtime.primary, principal.team_id, instance_id)
+    slot = next((s for s in detail.signal_slots if s.name == step), None)
+    if slot is None or not isinstance(refused, REFUSALS):
+        notice = fragment(request, "instances/_notice.html", error=str(refused))
+        return Response(notice, media_type="text/html", status_code=refused.status)
+    values = await form_values(request)
+    shown = {"step": step, "error": str(refused), "at": beside(refused), "typed": values}
+    form = fragment(
+        request,
+        "instances/_signal_form.html",
+        slot=slot,
+        url=instance_url(instance_id),
+        signal_refused=shown,
+    )
+    retarget = {"HX-Retarget": f'[id="signal-form-{_css_string(step)}"]', "HX-Reswap": "outerHTML"}
+    return Response(form, media_type="text/html", status_code=refused.status, headers=retarget)
+
+
+def _css_string(text: str) -> str:
+    """``text`` as the inside of a quoted CSS string (a step name in a selector)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 async def _after(

@@ -25,7 +25,7 @@ from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES
 from studio.errors import Conflict, Invalid, NotFound, OutcomeUnknown
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.detail import replayed
-from studio.instances.service import check_size, parse_json
+from studio.instances.service import check_size, located, parse_json
 from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
@@ -53,14 +53,21 @@ async def send_signal(
 ) -> Instance:
     """Deliver ``signal`` (its ``step``, ``payload`` and ``reason``) as ``actor``, audited
     like any command: the signal id is its command id, so a repeat acts once."""
-    reason = operator_reason(signal.reason)
+    reason = located("reason", operator_reason, signal.reason)
     row, entry = await replayed(runtime.primary, team, instance_id)
-    payload = parse_json(signal.payload, "payload")
-    check_size(payload, signal_limit(entry.state, signal.step), "payload", signal.step)
+    limit = signal_limit(entry.state, signal.step)
+    payload = located("payload", _payload, signal.payload, limit, signal.step)
     return await _run(
         runtime, row.instance_id, Action.SIGNAL, actor, reason, signal.command_id,
         "the instance does not take this signal now", step=signal.step, payload=payload,
     )  # fmt: skip
+
+
+def _payload(text: str, limit: int, step: str) -> Any:
+    """A signal's payload read from its JSON and held to the step's limit."""
+    payload = parse_json(text, "payload")
+    check_size(payload, limit, "payload", step)
+    return payload
 
 
 @dataclass(frozen=True)

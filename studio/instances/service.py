@@ -69,7 +69,7 @@ def _at(field: str, message: str, kind: type[StudioError] = Invalid) -> StudioEr
     return kind(message, [{"path": field, "message": message}])
 
 
-def _located(field: str, check: Callable[..., Any], *args: Any) -> Any:
+def located(field: str, check: Callable[..., Any], *args: Any) -> Any:
     """``check``'s answer; its refusal (422 or 409) is said at ``field``."""
     try:
         return check(*args)
@@ -110,8 +110,8 @@ class InstanceFilters:
             listed = ", ".join(statuses)
             raise _at("status", f"status is one of {listed}, or left out for every status")
         for name in ("started_from", "started_before"):
-            _located(name, parse_time, getattr(self, name), name.replace("_", " "))
-        _located("sort", ListOrder.parse, self.sort)
+            located(name, parse_time, getattr(self, name), name.replace("_", " "))
+        located("sort", ListOrder.parse, self.sort)
 
     @property
     def active(self) -> dict[str, str]:
@@ -369,10 +369,10 @@ async def start(
     published = await definitions.version_of(runtime, team, name, version)
     if published.deprecated:
         raise _at("version", f"{name}@{version} is deprecated and refuses new instances")
-    value = _located("input", _start_input, published.definition, input_text)
+    value = located("input", _start_input, published.definition, input_text)
     chosen = instance_id.strip() or f"{name}-{uuid.uuid4().hex[:12]}"
     if published.definition.mode == Mode.CODE:
-        stored = _located("instance_id", code_run_id, name, chosen)
+        stored = located("instance_id", code_run_id, name, chosen)
     else:
         stored = await _start_id(runtime, team, chosen)
     try:
@@ -434,7 +434,7 @@ def code_run_id(name: str, chosen: str) -> str:
 
 async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
     """The stored id a start of the team's ``chosen`` (a step list or machine) takes."""
-    _located("instance_id", check_instance_id, team, chosen)
+    located("instance_id", check_instance_id, team, chosen)
     own, scoped = await _lookup(runtime.primary, team, chosen)
     if own is None and scoped is not None:  # another team's, stored before namespacing
         raise _at("instance_id", "this instance id is taken; choose another", Conflict)

@@ -81,3 +81,23 @@ def test_escape_closes_the_chosen_step_but_not_from_its_fields(
     page.keyboard.press("Escape")
     expect(chosen).to_have_count(0)
     expect(page.locator("#draft-canvas")).to_be_focused()
+
+
+def test_a_move_keeps_the_focus_on_its_button(page: Page, studio: LiveStudio) -> None:
+    """Enter on Move up, then Enter again: the step moves twice (the redrawn editor
+    gave the focus back to the button, not to the page)."""
+    open_draft(page, studio, "move.flow")
+    items = page.locator(".outline-pane .outline-item")
+    items.last.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#selected-step")).to_have_text("cool_off")
+    settled(page)
+    up = page.locator("#inspector").get_by_role("button", name="Move up")
+    up.focus()
+    page.keyboard.press("Enter")
+    expect(items.first).not_to_contain_text("cool_off")
+    expect(items.last).not_to_contain_text("cool_off")
+    expect(up).to_be_focused()
+    settled(page)
+    page.keyboard.press("Enter")
+    expect(items.first).to_contain_text("cool_off")

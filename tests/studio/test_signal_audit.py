@@ -66,3 +66,26 @@ def test_a_signal_without_a_reason_is_refused_and_not_delivered(
     assert api.status_code == 422
     shown = detail(operator, instance_id)
     assert shown["signals"] == [] and shown["audit"] == []
+
+
+def test_a_refused_signal_comes_back_in_its_form_beside_the_field(
+    studio: LiveStudio, team: str, signalled: str, operator: SignedInClient
+) -> None:
+    """With htmx, the refusal replaces the signal's own form (the action panel, where
+    other answers go, is far above it): the message beside the field it concerns, that
+    field marked invalid, and what was typed kept."""
+    instance_id = studio.start(team, signalled)
+    url = f"{instance_url(instance_id)}/signals/go"
+    typed = {"_csrf": operator.csrf, "payload": "{oops", "signal_id": "form-9"}
+    cases = [({**typed, "reason": " "}, "reason"), ({**typed, "reason": "courier"}, "payload")]
+    for form, field in cases:
+        answer = operator.form(url, form, headers={"HX-Request": "true"})
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["HX-Retarget"] == '[id="signal-form-go"]'
+        assert answer.headers["HX-Reswap"] == "outerHTML"
+        assert f'id="signal-{field}-error-go"' in answer.text
+        assert f'aria-invalid="true" aria-describedby="signal-{field}-error-go"' in answer.text
+        assert ">{oops</textarea>" in answer.text and 'value="form-9"' in answer.text
+    assert ">courier</textarea>" in answer.text
+    assert "not valid JSON" in answer.text
+    assert detail(operator, instance_id)["signals"] == []

@@ -523,7 +523,21 @@ def test_branches_must_fit_the_fan_out_limit() -> None:
     document = definition(
         fan_out("race", "first", ["paid", "pause"], fan_out_limit=1), wait(), timer()
     )
-    assert_only_error(document, "steps[0].branches", "has 2 branches; fan_out_limit is 1")
+    assert_only_error(
+        document, "steps[0].fan_out_limit", "must be at least the number of branches (2)"
+    )
+
+
+def test_a_fan_out_limit_below_the_branches_comes_with_the_field_errors() -> None:
+    """Reported at the limit while another step has a mistake, not only once the rest
+    is valid (an editor shows every problem of a draft at once)."""
+    document = definition(
+        fan_out("race", "first", ["paid", "pause"], fan_out_limit=1), wait(), timer(timeout="0s")
+    )
+    assert [path for path, _ in errors(document)] == [
+        "steps[0].fan_out_limit",
+        "steps[2].timeout",
+    ]
 
 
 def test_a_branch_comes_after_its_owner() -> None:

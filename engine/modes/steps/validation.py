@@ -182,12 +182,17 @@ def _read_child(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | No
 
 
 def _read_fan_out(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
-    return _complete(
-        {
-            "branches": _branches(reader, obj, path),
-            "fan_out_limit": reader.integer(obj, "fan_out_limit", path, 1, MAX_FAN_OUT),
-        }
-    )
+    """The branches and the limit, checked against each other here (at the limit, the
+    field to change) so the mismatch is reported with the other field errors."""
+    branches = _branches(reader, obj, path)
+    limit = reader.integer(obj, "fan_out_limit", path, 1, MAX_FAN_OUT)
+    if branches is not None and limit is not None and limit < len(branches):
+        reader.error(
+            join(path, "fan_out_limit"),
+            f"must be at least the number of branches ({len(branches)})",
+        )
+        return None
+    return _complete({"branches": branches, "fan_out_limit": limit})
 
 
 def _read_join(reader: SpecReader, obj: dict[str, Any], path: str) -> dict | None:
@@ -334,10 +339,6 @@ class _Structure:
 
     def check_fan_out(self, step: Step, index: int, path: str) -> None:
         where = join(path, "branches")
-        if len(step.branches) > step.fan_out_limit:
-            self.reader.error(
-                where, f"has {len(step.branches)} branches; fan_out_limit is {step.fan_out_limit}"
-            )
         allowed = (StepKind.ACTIVITY,) if step.kind is StepKind.PARALLEL else RACE_BRANCH_KINDS
         kinds = ", ".join(k.value for k in allowed)
         for b, branch in enumerate(step.branches):
