@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from litestar import Litestar
 
+from engine.model.words import clipped
 from studio.errors import BadRequest
 from studio.request_bodies import in_words
 
@@ -50,12 +51,8 @@ def unknown_parameters(handler: object, given: Iterable[str]) -> BadRequest | No
     if not unknown:
         return None
     takes = f"it takes {in_words(names, required)}" if names else "it takes no query parameters"
-    shown = [_shown(name) for name in unknown[:UNKNOWN_SHOWN]]
+    shown = [clipped(name, NAME_SHOWN) for name in unknown[:UNKNOWN_SHOWN]]
     more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
     message = f"this route takes no query parameter {', '.join(shown)}{more}; {takes}"
     problems = [{"path": name, "message": f"not a query parameter here; {takes}"} for name in shown]
     return BadRequest(message, problems)
-
-
-def _shown(name: str) -> str:
-    return name if len(name) <= NAME_SHOWN else name[:NAME_SHOWN] + "…"

@@ -20,3 +20,9 @@ def counted(count: int, noun: str) -> str:
 
     Wayline's counted nouns all take a plain "s" (instances, work items, problems)."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def clipped(text: str, most: int) -> str:
+    """``text``, or its first ``most`` characters and "…" when it is longer: a value a
+    person typed, said back in a message without filling the screen."""
+    return text if len(text) <= most else text[:most] + "…"

@@ -18,8 +18,11 @@ from typing import Any
 from engine.model.definitions import Definition
 from engine.model.errors import DefinitionInvalid, FieldError
 from engine.model.validation import parse_definition
+from engine.model.words import clipped
 from studio.definitions.structure import raw_steps, shape_of, step_refs
 
+TARGET_SHOWN = 40
+"""How much of a target a warning repeats (one too long is refused at its field too)."""
 _STEP_PATH = re.compile(r"^steps\[(\d+)\](?:\.(.*))?$")
 _LIST_INDEX = re.compile(r"\[\d+\]")
 
@@ -154,7 +157,7 @@ def unknown_targets(document: Any, known: set[str]) -> list[Problem]:
                 warnings.append(
                     Problem(
                         f"steps[{index}].{field_path}",
-                        f"no running worker advertises {target!r}",
+                        f"no running worker advertises {clipped(target, TARGET_SHOWN)!r}",
                         shape.name,
                         index,
                         field_path,

@@ -46,6 +46,9 @@ def test_targets_no_worker_advertises_are_warnings_not_errors() -> None:
     assert problems.definition is not None
     assert [(p.step, p.field, p.warning) for p in problems.items] == [("charge", "target", True)]
     assert check_document(fixed, ["payments.charge"]).items == ()
+    long = {**fixed, "steps": [{**fixed["steps"][0], "target": "t" * 600}]}
+    warned = [p.message for p in check_document(long, []).items if p.warning]
+    assert warned == [f"no running worker advertises '{'t' * 40}…'"], "not all 600 characters"
 
 
 def test_a_step_without_a_name_or_with_a_taken_one_is_named_and_linked_by_position() -> None:
