@@ -106,6 +106,11 @@
       return;
     }
     var field = document.getElementById(was.id);
+    // A control that cannot take the focus now (a branch's ↑ once it is first) names
+    // the one that can (its ↓), so the keyboard stays with the branch just moved.
+    if (field && field.disabled && field.dataset.focusInstead) {
+      field = document.getElementById(field.dataset.focusInstead);
+    }
     if (!field) return;
     field.focus();
     if (was.changed) {

@@ -101,3 +101,23 @@ def test_a_move_keeps_the_focus_on_its_button(page: Page, studio: LiveStudio) ->
     settled(page)
     page.keyboard.press("Enter")
     expect(items.first).to_contain_text("cool_off")
+
+
+def test_a_branch_move_keeps_the_focus_with_the_branch(page: Page, studio: LiveStudio) -> None:
+    """↑ on the second branch makes it the first, where ↑ is disabled: the focus went to
+    the page; it now stays with the branch, on its ↓, so Enter moves it back."""
+    open_draft(page, studio, "branch.flow")
+    page.locator(".outline-pane .outline-item", has_text="checks").first.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#selected-step")).to_have_text("checks")
+    settled(page)
+    branches = page.locator("#inspector .branch-list li")
+    expect(branches.first).to_contain_text("fraud")
+    page.locator("#branch-stock-up").focus()
+    page.keyboard.press("Enter")
+    expect(branches.first).to_contain_text("stock")
+    expect(page.locator("#branch-stock-down")).to_be_focused()
+    settled(page)
+    page.keyboard.press("Enter")
+    expect(branches.first).to_contain_text("fraud")
+    expect(page.locator("#branch-stock-up")).to_be_focused()
