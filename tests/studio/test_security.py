@@ -218,6 +218,8 @@ def test_a_common_password_or_one_containing_the_username_is_refused(studio: Liv
     team = studio.team()
     username = studio.user(team, Role.VIEWER)
     client = studio.client(username)
+    rules = "(at least 10 characters, not a common password, not containing your username)"
+    assert rules in client.get("/account").text, "the rules are said before they refuse"
     for new, why in (
         ("Password 1234", "on the list of the most common passwords"),
         ("qwertyuiop", "on the list of the most common passwords"),
