@@ -35,7 +35,7 @@ from engine.decide.migrations import (
     version_of,
 )
 from engine.decide.operator_actions import Action
-from engine.decide.operator_commands import record_command
+from engine.decide.operator_commands import check_command, record_command
 from engine.decide.previews import Preview, standing
 from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
@@ -400,6 +400,11 @@ class Client:
     ) -> Instance:
         """An audited operator command (pause, resume, cancel, terminate, retry, ...).
 
+        ``action`` is an Action or its value (``"pause"``); anything else, a bad actor,
+        reason or command id, or effect fields the action does not take or lacks
+        (``step`` for ``retry_activity``) is refused (InputRefused, saying what is
+        allowed) before the instance is read.
+
         A ``step`` the instance's definition does not have is refused (InputRefused)
         before anything is built: the command could never apply, whatever the state.
         """
@@ -407,22 +412,23 @@ class Client:
         _check_texts(instance_id=instance_id, actor=actor, reason=reason, command_id=command_id)
         for field, value in effect.items():
             check_value(value, f"the {field}")
+        action = check_command(action, command_id, actor, reason, effect)
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            if _recorded(draft.state, command_id, Action(action), actor, reason):
+            if _recorded(draft.state, command_id, action, actor, reason):
                 return None
             if "step" in effect:
-                _require_step(draft.state, effect["step"], Action(action))
+                _require_step(draft.state, effect["step"], action)
             if "payload" in effect:  # an approval's
                 _check_payload(draft.state, effect["step"], effect["payload"])
-            record_command(draft, command_id, Action(action), actor, reason, **effect)
+            record_command(draft, command_id, action, actor, reason, **effect)
             return ("command", command_id)
 
         began = started_ns()
         state = await self._mutate(instance_id, build)
         if self.tracing is not None:
             step = {"wayline.step": effect["step"]} if "step" in effect else {}
-            name = f"command {Action(action).value}"
+            name = f"command {action.value}"
             self.tracing.record(name, state, began, **step, **{"wayline.command_id": command_id})
         return state
 

@@ -68,3 +68,25 @@ async def test_a_value_json_cannot_carry_is_refused_naming_its_type(
         await client.signal("running", "a", "s", value)
     with pytest.raises(InputRefused, match=r"^the input holds a dict key that is not a str"):
         await client.start(SINGLE, "int-key", {1: "a"})
+
+
+COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
+    "unknown action": (
+        {"action": "pauze"},
+        "^'pauze' is not an operator action: one of pause, resume, cancel, terminate, ",
+    ),
+    "missing field": ({"action": "retry_activity"}, "^retry_activity lacks step: it takes step$"),
+    "extra field": ({"bogus": 1}, "^pause does not take bogus: it takes no fields$"),
+    "empty actor": ({"actor": ""}, "actor must be 1 to 200 characters"),
+    "bad command id": ({"command_id": "a b"}, "^command id must be"),
+}
+
+
+@pytest.mark.parametrize(("change", "message"), COMMANDS.values(), ids=COMMANDS.keys())
+async def test_a_command_that_cannot_be_recorded_is_refused_saying_what_is_allowed(
+    client: Client, change: dict[str, Any], message: str
+) -> None:
+    arguments = {"action": "pause", "actor": "ops", "reason": "why", **change}
+    with pytest.raises(InputRefused, match=message):
+        await client.command("running", **arguments)
+    assert len((await client.inspect("running")).audit) == 0, "nothing was recorded"
