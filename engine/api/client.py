@@ -117,6 +117,9 @@ class Client:
     ) -> bool:
         """Publish a version (True when new); refreshes this client's registry.
 
+        ``definition`` is a Definition (``load_definition``, or a code workflow's
+        ``flow.definition`` with ``code=flow``); anything else is InputRefused.
+
         ``team`` owns the name from its first version on: DefinitionConflict when
         another team holds it, ChildDefinitionNotFound for a pinned child the team
         has not published. The running instances of the name's other versions are
@@ -124,6 +127,12 @@ class Client:
         version; with ``require_compatible`` an incompatible instance (or more running
         than can be judged) refuses the publish with IncompatibleInstances, naming them.
         """
+        if not isinstance(definition, Definition):
+            raise InputRefused(
+                f"publish takes a Definition, not {type(definition).__name__}: read a JSON "
+                "file with load_definition(path); a code workflow is published as "
+                "publish(flow.definition, code=flow) for each flow in app.workflows"
+            )
         report = await self.check_compatibility(definition, code)
         if require_compatible and not report.acceptable:
             raise IncompatibleInstances(report.refusal())

@@ -7,13 +7,15 @@ says neither which argument was wrong nor what is allowed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine import InputRefused
+from engine import InputRefused, load_definition
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.store.store import Store
@@ -90,3 +92,10 @@ async def test_a_command_that_cannot_be_recorded_is_refused_saying_what_is_allow
     with pytest.raises(InputRefused, match=message):
         await client.command("running", **arguments)
     assert len((await client.inspect("running")).audit) == 0, "nothing was recorded"
+
+
+async def test_publish_takes_a_definition_and_load_definition_a_str_path(client: Client) -> None:
+    document = Path(__file__).parents[2] / "examples" / "order_fulfillment.json"
+    with pytest.raises(InputRefused, match=r"^publish takes a Definition, not dict: read a JSON"):
+        await client.publish(json.loads(document.read_text()))
+    assert await client.publish(load_definition(str(document)))
