@@ -166,8 +166,8 @@ class Client:
         """Hold ``scope`` (a name, a version or a team) for an incident: workers stop
         claiming its work (attempts already leased finish and record), new starts are
         accepted and parked, timers due meanwhile fire after it. Audited: who and why."""
-        check_team(scope.team)
         check_scope(scope)
+        check_team(scope.team)
         if problem := actor_problem(actor) or reason_problem(reason):
             raise InputRefused(problem)
         if scope.name:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine import InputRefused, load_definition
+from engine import InputRefused, load_definition, parse_scope
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.store.store import Store
@@ -99,3 +99,12 @@ async def test_publish_takes_a_definition_and_load_definition_a_str_path(client:
     with pytest.raises(InputRefused, match=r"^publish takes a Definition, not dict: read a JSON"):
         await client.publish(json.loads(document.read_text()))
     assert await client.publish(load_definition(str(document)))
+
+
+async def test_a_hold_on_a_definition_name_given_as_a_str_says_to_use_parse_scope(
+    client: Client,
+) -> None:
+    with pytest.raises(InputRefused, match=r"^a hold's scope is a HoldScope, not str: parse_scope"):
+        await client.place_hold(SINGLE, "ops", "incident")  # type: ignore[arg-type]
+    hold = await client.place_hold(parse_scope("", SINGLE), "ops", "incident")
+    assert hold.scope.name == SINGLE
