@@ -121,9 +121,20 @@ def apply_migrations(
     return applied
 
 
+def check_conninfo(conninfo: object) -> None:
+    """InputRefused for a conninfo that is not text, naming only its type (the value
+    may hold a password), before the driver fails on it with an AttributeError."""
+    if not isinstance(conninfo, str):
+        raise InputRefused(
+            "the conninfo must be a str (a postgresql:// URL or key=value pairs), "
+            f"not {type(conninfo).__name__}"
+        )
+
+
 def _connect(conninfo: str) -> psycopg.Connection:
     """An autocommit connection; CannotConnect when none can be opened, so a caller can
     say so without the driver's text (which can quote the address and the user)."""
+    check_conninfo(conninfo)
     try:
         return psycopg.connect(conninfo, autocommit=True)
     except psycopg.Error as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import engine
-from engine import InputRefused, SchemaBehindError, Store, WaylineError
+from engine import InputRefused, SchemaBehindError, Store, WaylineError, apply_migrations
 
 
 async def test_a_schema_never_migrated_is_a_wayline_error_saying_what_to_do(
@@ -33,3 +33,12 @@ async def test_a_bad_schema_name_is_input_refused_saying_what_is_allowed(
 def test_the_errors_the_client_documents_are_importable_from_engine() -> None:
     for name in ("InstanceNotFound", "CommandConflict", "SchemaBehindError", "MigrationError"):
         assert issubclass(getattr(engine, name), WaylineError), name
+
+
+async def test_a_conninfo_that_is_not_a_str_is_input_refused_naming_only_its_type() -> None:
+    secret = {"password": "s3cret"}
+    with pytest.raises(InputRefused, match=r"^the conninfo must be a str .*, not dict$") as raised:
+        await Store.open(secret, "wayline")  # type: ignore[arg-type]
+    assert "s3cret" not in str(raised.value)
+    with pytest.raises(InputRefused, match=r"^the conninfo must be a str"):
+        apply_migrations(5, "wayline")  # type: ignore[arg-type]
