@@ -27,6 +27,7 @@ from engine.model.compatibility import CompatibilityReport, IncompatibleInstance
 from engine.model.description import describe_instance
 from engine.model.errors import (
     ActivityAppNotFound,
+    CommandConflict,
     DecisionRejected,
     DefinitionFileError,
     DefinitionInvalid,
@@ -62,12 +63,18 @@ from engine.store.errors import (
     ActiveExecutionExists,
     CannotConnect,
     CommitUnknown,
+    InstanceNotFound,
     StaleLease,
     StoreError,
     StoreUnavailable,
 )
 from engine.store.leases import WorkRequestInvalid
-from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
+from engine.store.migrations import (
+    DEFAULT_SCHEMA,
+    MigrationError,
+    SchemaBehindError,
+    apply_migrations,
+)
 from engine.store.store import Store
 from engine.worker.activities import (
     ActivityFailure,
@@ -102,6 +109,7 @@ __all__ = [
     "CannotConnect",
     "ChildDefinitionNotFound",
     "Client",
+    "CommandConflict",
     "CommitUnknown",
     "CompatibilityReport",
     "DecisionRejected",
@@ -119,13 +127,16 @@ __all__ = [
     "IncompatibleInstances",
     "InputRefused",
     "Instance",
+    "InstanceNotFound",
     "InstanceStatus",
     "LimitExceeded",
     "MachineCall",
     "MachineState",
+    "MigrationError",
     "Queries",
     "ReleaseMode",
     "ResolutionConflict",
+    "SchemaBehindError",
     "SignalConflict",
     "StaleLease",
     "StartConflict",

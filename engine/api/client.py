@@ -35,7 +35,7 @@ from engine.decide.migrations import (
     version_of,
 )
 from engine.decide.operator_actions import Action
-from engine.decide.operator_commands import record_command
+from engine.decide.operator_commands import check_command, record_command
 from engine.decide.previews import Preview, standing
 from engine.model.canonical import format_instant
 from engine.model.compatibility import CompatibilityReport, IncompatibleInstances, Verdict
@@ -117,6 +117,9 @@ class Client:
     ) -> bool:
         """Publish a version (True when new); refreshes this client's registry.
 
+        ``definition`` is a Definition (``load_definition``, or a code workflow's
+        ``flow.definition`` with ``code=flow``); anything else is InputRefused.
+
         ``team`` owns the name from its first version on: DefinitionConflict when
         another team holds it, ChildDefinitionNotFound for a pinned child the team
         has not published. The running instances of the name's other versions are
@@ -124,6 +127,12 @@ class Client:
         version; with ``require_compatible`` an incompatible instance (or more running
         than can be judged) refuses the publish with IncompatibleInstances, naming them.
         """
+        if not isinstance(definition, Definition):
+            raise InputRefused(
+                f"publish takes a Definition, not {type(definition).__name__}: read a JSON "
+                "file with load_definition(path); a code workflow is published as "
+                "publish(flow.definition, code=flow) for each flow in app.workflows"
+            )
         report = await self.check_compatibility(definition, code)
         if require_compatible and not report.acceptable:
             raise IncompatibleInstances(report.refusal())
@@ -157,8 +166,8 @@ class Client:
         """Hold ``scope`` (a name, a version or a team) for an incident: workers stop
         claiming its work (attempts already leased finish and record), new starts are
         accepted and parked, timers due meanwhile fire after it. Audited: who and why."""
-        check_team(scope.team)
         check_scope(scope)
+        check_team(scope.team)
         if problem := actor_problem(actor) or reason_problem(reason):
             raise InputRefused(problem)
         if scope.name:
@@ -400,6 +409,11 @@ class Client:
     ) -> Instance:
         """An audited operator command (pause, resume, cancel, terminate, retry, ...).
 
+        ``action`` is an Action or its value (``"pause"``); anything else, a bad actor,
+        reason or command id, or effect fields the action does not take or lacks
+        (``step`` for ``retry_activity``) is refused (InputRefused, saying what is
+        allowed) before the instance is read.
+
         A ``step`` the instance's definition does not have is refused (InputRefused)
         before anything is built: the command could never apply, whatever the state.
         """
@@ -407,22 +421,23 @@ class Client:
         _check_texts(instance_id=instance_id, actor=actor, reason=reason, command_id=command_id)
         for field, value in effect.items():
             check_value(value, f"the {field}")
+        action = check_command(action, command_id, actor, reason, effect)
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            if _recorded(draft.state, command_id, Action(action), actor, reason):
+            if _recorded(draft.state, command_id, action, actor, reason):
                 return None
             if "step" in effect:
-                _require_step(draft.state, effect["step"], Action(action))
+                _require_step(draft.state, effect["step"], action)
             if "payload" in effect:  # an approval's
                 _check_payload(draft.state, effect["step"], effect["payload"])
-            record_command(draft, command_id, Action(action), actor, reason, **effect)
+            record_command(draft, command_id, action, actor, reason, **effect)
             return ("command", command_id)
 
         began = started_ns()
         state = await self._mutate(instance_id, build)
         if self.tracing is not None:
             step = {"wayline.step": effect["step"]} if "step" in effect else {}
-            name = f"command {Action(action).value}"
+            name = f"command {action.value}"
             self.tracing.record(name, state, began, **step, **{"wayline.command_id": command_id})
         return state
 

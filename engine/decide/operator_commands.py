@@ -8,6 +8,8 @@ not allow is rejected when its effect is applied to the draft.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from engine.decide.audit import audit_problem
@@ -15,9 +17,9 @@ from engine.decide.decisions import schedule_activity_retry, schedule_compensati
 from engine.decide.operator_actions import EFFECTS, Action
 from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef, Mode
-from engine.model.errors import DecisionRejected
+from engine.model.errors import DecisionRejected, InputRefused
 from engine.model.events import EventKind, json_data
-from engine.model.identifiers import require_id
+from engine.model.identifiers import id_problem
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Draft
 from engine.replay.lifecycle import LIFECYCLE_EDGES
@@ -29,13 +31,11 @@ def record_command(
     """Append the audit record and the effect of ``action`` to ``draft``: the event
     ``EFFECTS`` names, with the fields its builder takes from ``effect``.
 
-    The record is checked by the same rule as the event check (``engine.decide.audit``), first,
-    so a bad actor or reason is a ValueError about the input, like a bad command id.
+    Checked first with ``check_command``, so a bad actor, reason, command id or effect
+    field is InputRefused about the input (a ValueError too), not a failure of the event.
     """
-    require_id(command_id, "command id")
+    check_command(action, command_id, actor, reason, effect)
     record = {"action": action.value, "actor": actor, "reason": reason}
-    if problem := audit_problem(record):
-        raise ValueError(problem)
     draft.add(
         EventKind.OPERATOR_COMMAND_RECORDED, idempotency_key=command_id, data=canonical_json(record)
     )
@@ -43,6 +43,37 @@ def record_command(
     _refuse_if_not_now(draft, action, kind)
     build = _BUILDERS.get(action, _bare)
     build(draft, kind, command_id, **effect)
+
+
+def check_command(
+    action: object, command_id: str, actor: str, reason: str, effect: Mapping[str, Any]
+) -> Action:
+    """``action`` as an Action, once the command could be recorded at all: InputRefused
+    for an action that is none (naming the actions), an audit record the event check
+    would refuse (``engine.decide.audit``), a bad command id, or effect fields the
+    action does not take or lacks (named, with the fields it takes), which would
+    otherwise fail as a TypeError from its builder."""
+    try:
+        action = Action(action)
+    except ValueError:
+        known = ", ".join(member.value for member in Action)
+        raise InputRefused(f"{action!r} is not an operator action: one of {known}") from None
+    if problem := id_problem(command_id):
+        raise InputRefused(f"command id {problem}")
+    if problem := audit_problem({"action": action.value, "actor": actor, "reason": reason}):
+        raise InputRefused(problem)
+    fields = list(inspect.signature(_BUILDERS.get(action, _bare)).parameters.values())[3:]
+    taken = {field.name for field in fields}
+    needed = [field.name for field in fields if field.default is inspect.Parameter.empty]
+    missing = [name for name in needed if name not in effect]
+    unknown = sorted(set(effect) - taken)
+    if missing or unknown:
+        problem = (
+            f"lacks {', '.join(missing)}" if missing else f"does not take {', '.join(unknown)}"
+        )
+        takes = ", ".join(sorted(taken)) or "no fields"
+        raise InputRefused(f"{action.value} {problem}: it takes {takes}")
+    return action
 
 
 def _refuse_if_not_now(draft: Draft, action: Action, kind: EventKind) -> None:

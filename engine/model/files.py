@@ -15,14 +15,15 @@ from engine.model.inputs import read_json
 from engine.model.validation import parse_definition
 
 
-def load_definition(path: Path) -> Definition:
-    """Read and validate a definition file.
+def load_definition(path: str | Path) -> Definition:
+    """Read and validate a definition file (its path as a ``Path`` or a ``str``).
 
     Raises DefinitionFileError when the file is unreadable or not JSON, and
     DefinitionInvalid (listing every problem) when the document is not a definition.
     The file is read as JSON bytes are (UTF-8, or UTF-16/32 announced by a byte order
     mark); bytes that are not text say which byte and where, never a codec's jargon.
     """
+    path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

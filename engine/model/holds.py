@@ -61,8 +61,14 @@ def parse_scope(team: str, definition: str | None) -> HoldScope:
 
 
 def check_scope(scope: HoldScope) -> HoldScope:
-    """``scope`` when its name and version are names (a version only with its name);
-    InputRefused naming what was wrong."""
+    """``scope`` when it is a HoldScope whose name and version are names (a version
+    only with its name); InputRefused naming what was wrong (a definition name given
+    as a str is told to use ``parse_scope``)."""
+    if not isinstance(scope, HoldScope):
+        raise InputRefused(
+            f"a hold's scope is a HoldScope, not {type(scope).__name__}: "
+            "parse_scope(team, 'NAME[@VERSION]'), or parse_scope(team, None) for a team"
+        )
     if scope.name and (problem := name_problem(scope.name)):
         raise InputRefused(f"the definition name {problem}")
     if scope.version and (problem := name_problem(scope.version)):

@@ -8,7 +8,9 @@ checks values with ``check_value``, so one rule says what is accepted everywhere
   error, never a ``RecursionError``);
 - numbers that are finite (``1e999`` parses as infinity, which JSON cannot carry);
 - text without NUL characters (PostgreSQL text cannot hold them) and without lone
-  surrogates (not Unicode text: what Python makes of bytes that are not UTF-8).
+  surrogates (not Unicode text: what Python makes of bytes that are not UTF-8);
+- only what JSON carries (``JSON_TYPES``, objects with text keys): a set, a datetime or
+  bytes is refused naming its type, not left to fail inside the JSON encoder.
 
 Messages name the value (``what``) and the problem, never the value itself.
 """
@@ -26,6 +28,10 @@ from engine.model.errors import InputRefused, LimitExceeded, NotJSON
 from engine.model.events import json_data
 from engine.model.identifiers import team_problem
 from engine.model.limits import MAX_JSON_DEPTH
+
+JSON_TYPES = (str, int, float, bool, type(None), Mapping, list, tuple)
+"""The Python values ``check_value`` takes: what the JSON encoder writes as JSON."""
+JSON_TYPES_WORDS = "dicts with str keys, lists, str, int, float, bool and None"
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 ESCAPED_BYTES = range(0xDC80, 0xDD00)
@@ -75,7 +81,8 @@ def json_or_text(text: str, what: str) -> Any:
 
 
 def check_value(value: Any, what: str) -> None:
-    """Refuse a JSON-like value too deep, with a non-finite number or unstorable text.
+    """Refuse a value that is not JSON (``JSON_TYPES``), too deep, with a non-finite
+    number or unstorable text.
 
     Walks without recursion, so a value nested a million levels (or one that contains
     itself) is refused at ``MAX_JSON_DEPTH`` instead of exhausting the stack.
@@ -83,6 +90,10 @@ def check_value(value: Any, what: str) -> None:
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         item, depth = pending.pop()
+        if not isinstance(item, JSON_TYPES):
+            raise InputRefused(
+                f"{what} holds a {type(item).__name__}, which is not JSON: use {JSON_TYPES_WORDS}"
+            )
         if isinstance(item, str):
             check_text(item, what)
         elif isinstance(item, float) and not math.isfinite(item):
@@ -90,6 +101,11 @@ def check_value(value: Any, what: str) -> None:
         elif isinstance(item, Mapping | list | tuple):
             if depth == MAX_JSON_DEPTH:
                 raise InputRefused(too_deep(what))
+            if isinstance(item, Mapping) and not all(isinstance(key, str) for key in item):
+                raise InputRefused(
+                    f"{what} holds a dict key that is not a str (JSON keys are text): "
+                    f"use {JSON_TYPES_WORDS}"
+                )
             children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
             pending.extend((child, depth + 1) for child in children)
 
@@ -102,7 +118,11 @@ def check_team(team: object) -> None:
 
 
 def check_text(value: str, what: str) -> None:
-    """Refuse text that PostgreSQL cannot store or that is not Unicode."""
+    """Refuse a value that is not a str (an int as an instance id would otherwise fail
+    as a TypeError deep in a query), or text that PostgreSQL cannot store or that is
+    not Unicode."""
+    if not isinstance(value, str):
+        raise InputRefused(f"{what} must be a str, not {type(value).__name__}")
     found = UNSTORABLE.search(value)
     if found is None:
         return

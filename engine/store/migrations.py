@@ -23,6 +23,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from engine.model.errors import InputRefused, WaylineError
 from engine.store.errors import CannotConnect
 from engine.store.statements import migrations as statements
 
@@ -33,8 +34,11 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _FILE_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 
 
-class MigrationError(Exception):
-    """The migration files and a schema's ledger disagree, or a file failed to apply."""
+class MigrationError(WaylineError):
+    """The migration files and a schema's ledger disagree, or a file failed to apply.
+
+    A WaylineError, so an embedding service's one ``except WaylineError`` also catches
+    ``Store.open`` on a schema that is behind (SchemaBehindError)."""
 
 
 class SchemaBehindError(MigrationError):
@@ -61,12 +65,13 @@ class Migration:
 
 
 def validate_schema_name(schema: str) -> str:
-    """Return `schema` if it is a plain lower-case identifier, else raise ValueError.
+    """Return `schema` if it is a plain lower-case identifier, else raise InputRefused
+    (a ValueError) saying what a schema name may hold.
 
     Plain names need no quoting anywhere (psql, logs, DSN options) and cannot smuggle SQL.
     """
-    if not _SCHEMA_NAME.fullmatch(schema):
-        raise ValueError(
+    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        raise InputRefused(
             f"invalid schema name {schema!r}: use 1-63 characters from a-z, 0-9 and _,"
             " starting with a letter or _"
         )
@@ -116,9 +121,20 @@ def apply_migrations(
     return applied
 
 
+def check_conninfo(conninfo: object) -> None:
+    """InputRefused for a conninfo that is not text, naming only its type (the value
+    may hold a password), before the driver fails on it with an AttributeError."""
+    if not isinstance(conninfo, str):
+        raise InputRefused(
+            "the conninfo must be a str (a postgresql:// URL or key=value pairs), "
+            f"not {type(conninfo).__name__}"
+        )
+
+
 def _connect(conninfo: str) -> psycopg.Connection:
     """An autocommit connection; CannotConnect when none can be opened, so a caller can
     say so without the driver's text (which can quote the address and the user)."""
+    check_conninfo(conninfo)
     try:
         return psycopg.connect(conninfo, autocommit=True)
     except psycopg.Error as exc:

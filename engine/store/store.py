@@ -26,7 +26,11 @@ from engine.store import batches, channels, commits, seams, sessions, snapshots,
 from engine.store.clock import Clock, DatabaseClock
 from engine.store.commits import CommitResult, FinishedLease
 from engine.store.errors import CannotConnect, Reconciliation, StoreError, StoreUnavailable
-from engine.store.migrations import check_schema_current_async, validate_schema_name
+from engine.store.migrations import (
+    check_conninfo,
+    check_schema_current_async,
+    validate_schema_name,
+)
 from engine.store.statements import sessions as session_sql
 from engine.store.transactions import OPERATION_TIMEOUT_SECONDS
 
@@ -527,6 +531,7 @@ def newly_written(
 async def _probe(conninfo: str, connect_timeout: int) -> None:
     """Connect once, so an unreachable server fails at once instead of after the pool
     has retried for its whole timeout."""
+    check_conninfo(conninfo)
     try:
         conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=connect_timeout)
     except psycopg.Error as exc:
