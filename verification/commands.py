@@ -32,9 +32,11 @@ from engine.worker import logs
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 CONNECT_SECONDS = 10
+"""How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
+MAX_SEED = 2**63 - 1
+"""The largest ``--seed``: a run is recorded with its seed in a ``bigint`` column."""
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 T = TypeVar("T")
-"""How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -123,10 +125,18 @@ def _hit(text: str) -> int:
 
 
 def _seed(text: str) -> int:
+    """``--seed``: a whole number the run can be recorded with and a failed drill's
+    reproduction line (``--seed 0xHEX``) reads back; a negative one was written as
+    ``0x-5``, which no run accepts, and one past ``bigint`` ended in a traceback."""
     try:
-        return int(text, 0)
+        seed = int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError("must be an integer (decimal or 0x hex)") from None
+        seed = -1
+    if not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_SEED} (decimal or 0x hex)"
+        )
+    return seed
 
 
 def _dsn(text: str) -> str:

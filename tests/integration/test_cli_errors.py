@@ -373,6 +373,20 @@ def test_a_drill_hit_out_of_range_is_refused(
     assert line == "wayline drill run: error: argument --hit: must be a whole number from 1 to 100"
 
 
+@pytest.mark.parametrize("given", ["-5", "-0x1", str(2**63), "0x8000000000000000", "abc"])
+@pytest.mark.parametrize("action", ["run", "self-test"])
+def test_a_drill_seed_out_of_range_is_refused(
+    given: str, action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A negative seed ran and printed reproduction lines with ``--seed 0x-5``, which
+    no run accepts; one past ``bigint`` ended in a traceback when the run was recorded."""
+    line = argument_refused(capsys, "drill", action, "--seed", given, "--dsn", CLOSED)
+    assert line == (
+        f"wayline drill {action}: error: argument --seed: must be a whole number from 0 to "
+        f"{2**63 - 1} (decimal or 0x hex)"
+    )
+
+
 @pytest.mark.parametrize("where", ["a-file", "a-file/logs"])
 def test_drill_artifacts_that_cannot_be_a_directory_are_refused_before_any_drill_runs(
     where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
