@@ -174,6 +174,23 @@ def test_flags_a_plan_file_would_ignore_are_refused() -> None:
     assert "drills:" not in done.stdout, "nothing ran"
 
 
+def test_a_typo_in_a_pins_field_is_refused_not_run_as_its_default(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """``"hitt": 2`` ran the pin at hit 1 and passed: the plan said one thing and the
+    drill did another. A pin object's fields are checked like the plan's and a stub's."""
+    plan = json.loads((PLANS / "order_fulfillment.charge-in-doubt.json").read_text())
+    plan["definition_file"] = str(ROOT / "examples" / "order_fulfillment.json")
+    plan["pins"] = [{"step": "charge", "boundary": "after_handler", "fault": "kill", "hitt": 2}]
+    (tmp_path / "typo.json").write_text(json.dumps(plan))
+    done = _drill("run", "--plan", str(tmp_path / "typo.json"), "--dsn", pg_dsn)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  pins[0].hitt: not a pin field; allowed: boundary, fault, hit, step"
+    ]
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
