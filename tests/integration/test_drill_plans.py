@@ -191,6 +191,22 @@ def test_a_typo_in_a_pins_field_is_refused_not_run_as_its_default(
     assert "drills:" not in done.stdout, "nothing ran"
 
 
+@pytest.mark.timeout(120)
+def test_artifacts_given_relative_to_where_the_drill_is_run(pg_dsn: str, tmp_path: Path) -> None:
+    """``--artifacts drills`` as a CI job writes it: the drill's workers run in the
+    project's directory, so the stub file and boundary report under a relative path
+    were looked for there, and every drill failed (a worker that could not load its
+    stubs, or a timeout)."""
+    done = drill(
+        "run", "--definition", str(ROOT / "examples" / "order_fulfillment.json"),
+        "--pin", "charge:after_handler:kill", "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--artifacts", "drills", timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.strip().endswith("drills: 1 passed, 0 failed")
+    assert list((tmp_path / "drills").glob("*/*/plan.json")), "the artifacts are where asked"
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
