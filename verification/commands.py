@@ -187,12 +187,12 @@ def _run(args: argparse.Namespace) -> int:
     _check_reachable(args.dsn)
     if args.artifacts:
         _make_directory(args.artifacts, "the --artifacts directory")
+    misplaced = _misplaced(args)
+    if misplaced:
+        print(f"wayline drill run: {misplaced}", file=sys.stderr)
+        return EXIT_USAGE
     if args.plan or args.definition:
         return _run_plan(args)
-    if args.pin or args.app or args.for_each_pin or args.input is not None:
-        print("wayline drill run: --pin, --app, --input and --for-each-pin go with --plan or "
-              "--definition", file=sys.stderr)  # fmt: skip
-        return EXIT_USAGE
     from verification.campaigns import run_drills
 
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
@@ -217,6 +217,20 @@ def _run(args: argparse.Namespace) -> int:
     except _Stopped as stopped:
         return stopped.exit("wayline drill run")
     return _report(args, outcome)
+
+
+def _misplaced(args: argparse.Namespace) -> str:
+    """Why flags of the other kind of run were given, or ''. A flag that would be
+    ignored is refused: ``--plan P --drill D1`` ran the plan alone and said nothing."""
+    if args.plan or args.definition:
+        if args.drill or args.workload or args.hit is not None:
+            return (
+                "--drill, --workload and --hit choose the harness's own drills, not a plan's "
+                "(a plan runs its own pins): run them apart"
+            )
+    elif args.pin or args.app or args.for_each_pin or args.input is not None:
+        return "--pin, --app, --input and --for-each-pin go with --plan or --definition"
+    return ""
 
 
 class _Stopped(Exception):
