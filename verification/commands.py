@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import errno
 import json
+import logging
 import os
 import signal
 import sys
@@ -204,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
                 wanted,
                 args.profile,
                 args.seed,
-                _Bar() if sys.stderr.isatty() else _lines,
+                _progress(),
                 schema=args.schema,
                 artifacts=args.artifacts,
                 hit=args.hit,
@@ -266,7 +267,7 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
 
         def stop(signum: int) -> None:
             if not received:
-                print("stopping: cleaning up the drills under way...", file=sys.stderr)
+                _say("stopping: cleaning up the drills under way...")
                 task.cancel()
             received.append(signum)
 
@@ -328,7 +329,7 @@ def _run_plan(args: argparse.Namespace) -> int:
     except PlanInvalid as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
-    progress = _Bar() if sys.stderr.isatty() else _lines
+    progress = _progress()
     try:
         outcome = _until_stopped(
             run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
@@ -369,8 +370,23 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    """A progress line on stderr; with ``--log-format json`` a record as the logs write
+    it, since a log pipeline reads stderr as one JSON object per line (plain progress
+    lines among the JSON records broke it)."""
+    if logs.json_logs:
+        record = logging.LogRecord("wayline.drills", logging.INFO, "", 0, message, None, None)
+        message = logs.JsonFormatter().format(record)
+    print(message, file=sys.stderr, flush=True)
+
+
+def _progress() -> Any:
+    """A bar on a terminal, else one line per finished drill (``_say``)."""
+    return _Bar() if sys.stderr.isatty() and not logs.json_logs else _lines
+
+
 def _lines(done: int, total: int, drill: dict[str, Any]) -> None:
-    print(f"[{done}/{total}] {drill['id']} {drill['verdict']} {drill['seconds']}s", file=sys.stderr)
+    _say(f"[{done}/{total}] {drill['id']} {drill['verdict']} {drill['seconds']}s")
 
 
 class _Bar:
@@ -391,11 +407,7 @@ def _self_test(args: argparse.Namespace) -> int:
     _check_reachable(args.dsn)
     install_signal_handlers()
     try:
-        result = _until_stopped(
-            self_test(
-                args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr)
-            )
-        )
+        result = _until_stopped(self_test(args.dsn, args.profile, args.seed, progress=_say))
     except _Stopped as stopped:
         return stopped.exit("wayline drill self-test", recorded=False)
     print(result.text())

@@ -224,6 +224,20 @@ def test_flags_of_the_harness_drills_are_refused_beside_a_plan(
     assert "drills:" not in done.stdout, "nothing ran"
 
 
+@pytest.mark.timeout(120)
+def test_json_logs_make_every_stderr_line_json(pg_dsn: str, tmp_path: Path) -> None:
+    """``--log-format json`` is one JSON object per line: the progress line of each
+    finished drill was plain text among the JSON records."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:kill", "--log-format", "json", "--dsn", pg_dsn,
+        "--schema", "no_runs_here", "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in done.stderr.splitlines()]
+    assert any(r["message"].startswith("[1/1] P-order.fulfillment@1-") for r in records)
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
