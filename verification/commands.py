@@ -25,7 +25,14 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from engine.cli.options import CommandFailed, cannot_connect, check_writable, checked_dsn, writing
+from engine.cli.options import (
+    CommandFailed,
+    cannot_connect,
+    check_writable,
+    checked_dsn,
+    schema_name,
+    writing,
+)
 from engine.store.embedded import install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
@@ -66,7 +73,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument("definition", metavar="NAME@VERSION|FILE.json")
     generate.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
     generate.add_argument("--dsn", type=_dsn, help="where NAME@VERSION is published")
-    generate.add_argument("--schema", default=DEFAULT_SCHEMA)
+    generate.add_argument("--schema", default=DEFAULT_SCHEMA, type=schema_name)
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
     )
@@ -97,7 +104,9 @@ def _campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn", type=_dsn, help="run on this PostgreSQL (default: a private cluster)"
     )
-    parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="where runs are recorded")
+    parser.add_argument(  # checked here: a bad one was a traceback, or a run unrecorded
+        "--schema", default=DEFAULT_SCHEMA, type=schema_name, help="where runs are recorded"
+    )
     logs.add_option(parser)
 
 

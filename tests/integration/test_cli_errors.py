@@ -387,6 +387,22 @@ def test_a_drill_seed_out_of_range_is_refused(
     )
 
 
+@pytest.mark.parametrize(
+    "action", [["run"], ["self-test"], ["plan", "generate", "order.fulfillment@1"]]
+)
+def test_a_drill_schema_that_is_no_schema_name_is_refused(
+    action: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plan generate --schema 'x; drop'`` was a traceback, and ``run`` ran its drills
+    unrecorded behind a warning, exit 0; now each is the usage line the store's
+    commands give (before the server is asked: CLOSED makes an unfixed run stop fast)."""
+    line = argument_refused(capsys, "drill", *action, "--schema", "x; drop", "--dsn", CLOSED)
+    assert line == (
+        f"wayline drill {' '.join(action[:2])}: error: argument --schema: invalid schema name "
+        "'x; drop': use 1-63 characters from a-z, 0-9 and _, starting with a letter or _"
+    )
+
+
 @pytest.mark.parametrize("where", ["a-file", "a-file/logs"])
 def test_drill_artifacts_that_cannot_be_a_directory_are_refused_before_any_drill_runs(
     where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
