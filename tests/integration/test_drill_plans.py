@@ -238,6 +238,27 @@ def test_json_logs_make_every_stderr_line_json(pg_dsn: str, tmp_path: Path) -> N
     assert any(r["message"].startswith("[1/1] P-order.fulfillment@1-") for r in records)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--definition", "order.fulfillment@1", "--pin", "charge:after_handler:kill"],
+        ["plan", "generate", "order.fulfillment@1"],
+    ],
+    ids=["run", "generate"],
+)
+def test_a_definition_in_a_schema_without_wayline_is_a_plan_that_cannot_run(
+    command: list[str], pg_dsn: str
+) -> None:
+    """Exit 2, as for a version not published there: it was exit 1, which ``drill run``
+    gives a plan that ran and broke an invariant."""
+    done = _drill(*command, "--dsn", pg_dsn, "--schema", "no_wayline_here")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  definition: order.fulfillment@1 cannot be read: schema no_wayline_here holds no "
+        "Wayline tables: run `wayline migrate`, or give --schema the schema your instances are in"
+    ]
+
+
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
