@@ -43,6 +43,7 @@ CONNECT_SECONDS = 10
 """How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
 MAX_SEED = 2**63 - 1
 """The largest ``--seed``: a run is recorded with its seed in a ``bigint`` column."""
+CAN_CREATE_SCHEMAS = "SELECT has_database_privilege(current_database(), 'CREATE')"
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 T = TypeVar("T")
 
@@ -159,16 +160,24 @@ def _dsn(text: str) -> str:
         raise argparse.ArgumentTypeError("not a valid PostgreSQL connection string") from None
 
 
-def _check_reachable(dsn: str | None) -> None:
+def _check_reachable(dsn: str | None, drilling: bool = True) -> None:
     """Refuse a ``--dsn`` no server answers, before any drill starts: otherwise each
     part of the harness would fail on its own, with the driver's text (which can quote
-    the host and the user) in a traceback."""
+    the host and the user) in a traceback. ``drilling``: drills will run there, each in
+    a schema it creates, so a role that may not create one (a CI's restricted role) is
+    refused too; it ended in the driver's ``permission denied`` traceback."""
     if dsn is None:
         return
     try:
-        psycopg.connect(dsn, connect_timeout=CONNECT_SECONDS, autocommit=True).close()
+        with psycopg.connect(dsn, connect_timeout=CONNECT_SECONDS, autocommit=True) as conn:
+            row = conn.execute(CAN_CREATE_SCHEMAS).fetchone()
     except psycopg.Error:
         raise CommandFailed(cannot_connect(env="")) from None
+    if drilling and not (row and row[0]):
+        raise CommandFailed(
+            "the --dsn role may not create schemas in its database, and each drill runs in "
+            "a schema of its own: give a role with CREATE on the database"
+        )
 
 
 def _make_directory(path: Path, what: str) -> None:
@@ -356,7 +365,7 @@ def _generate(args: argparse.Namespace) -> int:
     from verification import plan_sources
     from verification.plan import PlanInvalid, matrix
 
-    _check_reachable(args.dsn)
+    _check_reachable(args.dsn, drilling=False)
     try:
         plan = plan_sources.plan_from_flags(args.definition, [], args.app, None)
         definition = asyncio.run(plan_sources.definition_of(plan, args.dsn, args.schema))

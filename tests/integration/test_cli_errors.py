@@ -15,6 +15,8 @@ import re
 import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -108,6 +110,36 @@ def test_a_drill_server_that_cannot_be_reached_is_refused_before_any_drill_runs(
         )
         assert SECRET not in line
     assert not artifacts.exists(), "no drill ran"
+
+
+@pytest.fixture
+def role_without_create(pg_dsn: str) -> Iterator[str]:
+    """A DSN of a login role (with a password) that may not create schemas, as a CI's
+    restricted role; dropped afterwards."""
+    role = f"drill_weak_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{SECRET}'")
+    try:
+        yield make_conninfo(pg_dsn, user=role, password=SECRET)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.parametrize("action", [["run", "--drill", "D1-kill-before_commit-s0"], ["self-test"]])
+def test_a_drill_role_that_may_not_create_schemas_is_refused_before_any_drill_runs(
+    action: list[str], role_without_create: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each drill runs in a schema it creates: the run ended in the driver's
+    ``permission denied`` traceback once the first drill set up."""
+    artifacts = ["--artifacts", str(tmp_path / "artifacts")] if "run" in action else []
+    status, line = refused(capsys, "drill", *action, *artifacts, "--dsn", role_without_create)
+    assert (status, line) == (
+        1,
+        f"wayline drill {action[0]}: the --dsn role may not create schemas in its database, "
+        "and each drill runs in a schema of its own: give a role with CREATE on the database",
+    )
+    assert not (tmp_path / "artifacts").exists(), "no drill ran"
 
 
 def test_an_engine_refusal_is_its_own_message(
