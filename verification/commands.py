@@ -58,7 +58,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.set_defaults(run=_list, label="wayline drill list")
     run = actions.add_parser("run", help="run drills and print the scorecard")
     _campaign_options(run)
-    run.add_argument("--drill", help="comma-separated ids or families, e.g. D1,D3,D4-sigstop")
+    run.add_argument(
+        "--drill", type=_drill_ids, help="comma-separated ids or families, e.g. D1,D3,D4-sigstop"
+    )
     _workload_option(run)
     run.add_argument("--json", type=Path, metavar="FILE", help="write the scorecard as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
@@ -124,6 +126,18 @@ def _json_value(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         raise argparse.ArgumentTypeError("must be JSON, e.g. '{\"amount\": 3}'") from None
+
+
+def _drill_ids(text: str) -> list[str]:
+    """``--drill``: at least one id or family. An empty one (``--drill "$DRILLS"`` with
+    the variable unset) ran the whole profile, the opposite of choosing."""
+    ids = [d.strip() for d in text.split(",") if d.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(
+            "give drill ids or families, comma-separated, e.g. D1,D3,D4-sigstop "
+            "(see `wayline drill list`)"
+        )
+    return ids
 
 
 def _hit(text: str) -> int:
@@ -215,7 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     from verification.campaigns import run_drills
 
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
-    wanted = [d.strip() for d in (args.drill or "").split(",") if d.strip()]
+    wanted = args.drill or []
     try:
         outcome = _until_stopped(
             run_drills(

@@ -435,6 +435,18 @@ def test_a_drill_schema_that_is_no_schema_name_is_refused(
     )
 
 
+@pytest.mark.parametrize("given", ["", " ", ",", " , "])
+def test_an_empty_drill_selection_is_refused(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--drill "$DRILLS"`` with the variable unset ran every drill of the profile."""
+    line = argument_refused(capsys, "drill", "run", "--drill", given, "--dsn", CLOSED)
+    assert line == (
+        "wayline drill run: error: argument --drill: give drill ids or families, "
+        "comma-separated, e.g. D1,D3,D4-sigstop (see `wayline drill list`)"
+    )
+
+
 @pytest.mark.parametrize("where", ["a-file", "a-file/logs"])
 def test_drill_artifacts_that_cannot_be_a_directory_are_refused_before_any_drill_runs(
     where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
