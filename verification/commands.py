@@ -33,7 +33,7 @@ from engine.cli.options import (
     schema_name,
     writing,
 )
-from engine.store.embedded import install_signal_handlers
+from engine.store.embedded import EmbeddedPostgresError, install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
 
@@ -290,7 +290,8 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
     stopped, its schema dropped) and the run is recorded as stopped: an interrupted
     ``asyncio.run`` cancels every task at once, and a drill's cleanup, cancelled again
     through its parent, was cut short and left its schema behind. A second signal while
-    the drills clean up is ignored."""
+    the drills clean up is ignored. A private cluster that cannot be had (no server
+    binaries, a failed initdb) is one line (CommandFailed): it was a traceback."""
     received: list[int] = []
 
     async def stoppable() -> T:
@@ -313,6 +314,8 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
         if not received:
             raise
         raise _Stopped(received[0]) from None
+    except EmbeddedPostgresError as error:  # without --dsn: no server binaries, an initdb
+        raise CommandFailed(f"{error}; or give --dsn a PostgreSQL to drill on") from None
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[Path, str]]:

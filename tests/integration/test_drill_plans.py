@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from engine.store.embedded import PG_ROOT
 from tests.drills.drill_command import drill
 from verification.campaigns import target_for
 from verification.self_test import (
@@ -694,3 +698,30 @@ def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(
     assert document["app"] == "examples.order_saga:app"
     labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
     assert {"charge.1:after_handler:kill", "paid:before_signal_ack:duplicate_signal"} <= labels
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not PG_ROOT.is_dir(),
+    reason="hides the server binaries in a mount namespace of its own, which needs root",
+)
+def test_no_server_binaries_for_a_private_cluster_is_one_line(tmp_path: Path) -> None:
+    """Without --dsn the drills start a private cluster; on a machine without PostgreSQL's
+    binaries (hidden here by an empty directory mounted over them, in this process's
+    mount namespace only) that was a traceback of EmbeddedPostgresError."""
+    empty = tmp_path / "no-postgresql"
+    empty.mkdir()
+    command = (
+        f"mount --bind {empty} {PG_ROOT} && exec {sys.executable} -m engine.cli.main "
+        f"drill run --definition {ROOT}/examples/order_fulfillment.json "
+        "--pin charge:after_handler:kill"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", command],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        f"wayline drill run: no PostgreSQL server binaries (postgres, initdb, pg_ctl) under "
+        f"{PG_ROOT}/<version>/bin: install the Debian package `postgresql` (apt-get "
+        "install postgresql); or give --dsn a PostgreSQL to drill on"
+    ]
