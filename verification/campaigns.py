@@ -122,8 +122,12 @@ async def run_specs(
     requested: list[str],
     team: str = "",
 ) -> Outcome:
-    """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run."""
-    directory = artifacts or Path(tempfile.gettempdir()) / "wayline-drills"
+    """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run.
+
+    ``artifacts`` is made absolute here: the drill's processes run in the project's
+    directory, and a relative ``--artifacts`` sent their boundary reports and stub
+    files where the harness never looked (every drill timed out)."""
+    directory = (artifacts or Path(tempfile.gettempdir()) / "wayline-drills").absolute()
     async with target_for(dsn) as target:
         recorder = await _recorder(target.dsn, schema, owned=target.owned)
         try:

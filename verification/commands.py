@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import errno
 import json
+import logging
 import os
 import signal
 import sys
@@ -24,17 +25,27 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from engine.cli.options import CommandFailed, cannot_connect, check_writable, checked_dsn, writing
-from engine.store.embedded import install_signal_handlers
+from engine.cli.options import (
+    CommandFailed,
+    cannot_connect,
+    check_writable,
+    checked_dsn,
+    schema_name,
+    writing,
+)
+from engine.store.embedded import EmbeddedPostgresError, install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 CONNECT_SECONDS = 10
+"""How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
+MAX_SEED = 2**63 - 1
+"""The largest ``--seed``: a run is recorded with its seed in a ``bigint`` column."""
+CAN_CREATE_SCHEMAS = "SELECT has_database_privilege(current_database(), 'CREATE')"
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 T = TypeVar("T")
-"""How long a drill command waits for the server of ``--dsn`` to answer before refusing."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -47,7 +58,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.set_defaults(run=_list, label="wayline drill list")
     run = actions.add_parser("run", help="run drills and print the scorecard")
     _campaign_options(run)
-    run.add_argument("--drill", help="comma-separated ids or families, e.g. D1,D3,D4-sigstop")
+    run.add_argument(
+        "--drill", type=_drill_ids, help="comma-separated ids or families, e.g. D1,D3,D4-sigstop"
+    )
     _workload_option(run)
     run.add_argument("--json", type=Path, metavar="FILE", help="write the scorecard as JSON")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
@@ -63,7 +76,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument("definition", metavar="NAME@VERSION|FILE.json")
     generate.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
     generate.add_argument("--dsn", type=_dsn, help="where NAME@VERSION is published")
-    generate.add_argument("--schema", default=DEFAULT_SCHEMA)
+    generate.add_argument("--schema", default=DEFAULT_SCHEMA, type=schema_name)
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
     )
@@ -94,7 +107,9 @@ def _campaign_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn", type=_dsn, help="run on this PostgreSQL (default: a private cluster)"
     )
-    parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="where runs are recorded")
+    parser.add_argument(  # checked here: a bad one was a traceback, or a run unrecorded
+        "--schema", default=DEFAULT_SCHEMA, type=schema_name, help="where runs are recorded"
+    )
     logs.add_option(parser)
 
 
@@ -113,6 +128,18 @@ def _json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError("must be JSON, e.g. '{\"amount\": 3}'") from None
 
 
+def _drill_ids(text: str) -> list[str]:
+    """``--drill``: at least one id or family. An empty one (``--drill "$DRILLS"`` with
+    the variable unset) ran the whole profile, the opposite of choosing."""
+    ids = [d.strip() for d in text.split(",") if d.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(
+            "give drill ids or families, comma-separated, e.g. D1,D3,D4-sigstop "
+            "(see `wayline drill list`)"
+        )
+    return ids
+
+
 def _hit(text: str) -> int:
     """``--hit``: which hit of a boundary the fault fires on, as a plan's pin takes it."""
     from verification.plan import MAX_HIT
@@ -123,10 +150,18 @@ def _hit(text: str) -> int:
 
 
 def _seed(text: str) -> int:
+    """``--seed``: a whole number the run can be recorded with and a failed drill's
+    reproduction line (``--seed 0xHEX``) reads back; a negative one was written as
+    ``0x-5``, which no run accepts, and one past ``bigint`` ended in a traceback."""
     try:
-        return int(text, 0)
+        seed = int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError("must be an integer (decimal or 0x hex)") from None
+        seed = -1
+    if not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_SEED} (decimal or 0x hex)"
+        )
+    return seed
 
 
 def _dsn(text: str) -> str:
@@ -139,16 +174,24 @@ def _dsn(text: str) -> str:
         raise argparse.ArgumentTypeError("not a valid PostgreSQL connection string") from None
 
 
-def _check_reachable(dsn: str | None) -> None:
+def _check_reachable(dsn: str | None, drilling: bool = True) -> None:
     """Refuse a ``--dsn`` no server answers, before any drill starts: otherwise each
     part of the harness would fail on its own, with the driver's text (which can quote
-    the host and the user) in a traceback."""
+    the host and the user) in a traceback. ``drilling``: drills will run there, each in
+    a schema it creates, so a role that may not create one (a CI's restricted role) is
+    refused too; it ended in the driver's ``permission denied`` traceback."""
     if dsn is None:
         return
     try:
-        psycopg.connect(dsn, connect_timeout=CONNECT_SECONDS, autocommit=True).close()
+        with psycopg.connect(dsn, connect_timeout=CONNECT_SECONDS, autocommit=True) as conn:
+            row = conn.execute(CAN_CREATE_SCHEMAS).fetchone()
     except psycopg.Error:
         raise CommandFailed(cannot_connect(env="")) from None
+    if drilling and not (row and row[0]):
+        raise CommandFailed(
+            "the --dsn role may not create schemas in its database, and each drill runs in "
+            "a schema of its own: give a role with CREATE on the database"
+        )
 
 
 def _make_directory(path: Path, what: str) -> None:
@@ -177,16 +220,16 @@ def _run(args: argparse.Namespace) -> int:
     _check_reachable(args.dsn)
     if args.artifacts:
         _make_directory(args.artifacts, "the --artifacts directory")
+    misplaced = _misplaced(args)
+    if misplaced:
+        print(f"wayline drill run: {misplaced}", file=sys.stderr)
+        return EXIT_USAGE
     if args.plan or args.definition:
         return _run_plan(args)
-    if args.pin or args.app or args.for_each_pin or args.input is not None:
-        print("wayline drill run: --pin, --app, --input and --for-each-pin go with --plan or "
-              "--definition", file=sys.stderr)  # fmt: skip
-        return EXIT_USAGE
     from verification.campaigns import run_drills
 
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
-    wanted = [d.strip() for d in (args.drill or "").split(",") if d.strip()]
+    wanted = args.drill or []
     try:
         outcome = _until_stopped(
             run_drills(
@@ -194,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
                 wanted,
                 args.profile,
                 args.seed,
-                _Bar() if sys.stderr.isatty() else _lines,
+                _progress(),
                 schema=args.schema,
                 artifacts=args.artifacts,
                 hit=args.hit,
@@ -207,6 +250,20 @@ def _run(args: argparse.Namespace) -> int:
     except _Stopped as stopped:
         return stopped.exit("wayline drill run")
     return _report(args, outcome)
+
+
+def _misplaced(args: argparse.Namespace) -> str:
+    """Why flags of the other kind of run were given, or ''. A flag that would be
+    ignored is refused: ``--plan P --drill D1`` ran the plan alone and said nothing."""
+    if args.plan or args.definition:
+        if args.drill or args.workload or args.hit is not None:
+            return (
+                "--drill, --workload and --hit choose the harness's own drills, not a plan's "
+                "(a plan runs its own pins): run them apart"
+            )
+    elif args.pin or args.app or args.for_each_pin or args.input is not None:
+        return "--pin, --app, --input and --for-each-pin go with --plan or --definition"
+    return ""
 
 
 class _Stopped(Exception):
@@ -233,7 +290,8 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
     stopped, its schema dropped) and the run is recorded as stopped: an interrupted
     ``asyncio.run`` cancels every task at once, and a drill's cleanup, cancelled again
     through its parent, was cut short and left its schema behind. A second signal while
-    the drills clean up is ignored."""
+    the drills clean up is ignored. A private cluster that cannot be had (no server
+    binaries, a failed initdb) is one line (CommandFailed): it was a traceback."""
     received: list[int] = []
 
     async def stoppable() -> T:
@@ -242,7 +300,7 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
 
         def stop(signum: int) -> None:
             if not received:
-                print("stopping: cleaning up the drills under way...", file=sys.stderr)
+                _say("stopping: cleaning up the drills under way...")
                 task.cancel()
             received.append(signum)
 
@@ -256,6 +314,8 @@ def _until_stopped(main: Coroutine[Any, Any, T]) -> T:
         if not received:
             raise
         raise _Stopped(received[0]) from None
+    except EmbeddedPostgresError as error:  # without --dsn: no server binaries, an initdb
+        raise CommandFailed(f"{error}; or give --dsn a PostgreSQL to drill on") from None
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[Path, str]]:
@@ -304,7 +364,7 @@ def _run_plan(args: argparse.Namespace) -> int:
     except PlanInvalid as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
-    progress = _Bar() if sys.stderr.isatty() else _lines
+    progress = _progress()
     try:
         outcome = _until_stopped(
             run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
@@ -322,7 +382,7 @@ def _generate(args: argparse.Namespace) -> int:
     from verification import plan_sources
     from verification.plan import PlanInvalid, matrix
 
-    _check_reachable(args.dsn)
+    _check_reachable(args.dsn, drilling=False)
     try:
         plan = plan_sources.plan_from_flags(args.definition, [], args.app, None)
         definition = asyncio.run(plan_sources.definition_of(plan, args.dsn, args.schema))
@@ -345,8 +405,23 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    """A progress line on stderr; with ``--log-format json`` a record as the logs write
+    it, since a log pipeline reads stderr as one JSON object per line (plain progress
+    lines among the JSON records broke it)."""
+    if logs.json_logs:
+        record = logging.LogRecord("wayline.drills", logging.INFO, "", 0, message, None, None)
+        message = logs.JsonFormatter().format(record)
+    print(message, file=sys.stderr, flush=True)
+
+
+def _progress() -> Any:
+    """A bar on a terminal, else one line per finished drill (``_say``)."""
+    return _Bar() if sys.stderr.isatty() and not logs.json_logs else _lines
+
+
 def _lines(done: int, total: int, drill: dict[str, Any]) -> None:
-    print(f"[{done}/{total}] {drill['id']} {drill['verdict']} {drill['seconds']}s", file=sys.stderr)
+    _say(f"[{done}/{total}] {drill['id']} {drill['verdict']} {drill['seconds']}s")
 
 
 class _Bar:
@@ -367,11 +442,7 @@ def _self_test(args: argparse.Namespace) -> int:
     _check_reachable(args.dsn)
     install_signal_handlers()
     try:
-        result = _until_stopped(
-            self_test(
-                args.dsn, args.profile, args.seed, progress=lambda m: print(m, file=sys.stderr)
-            )
-        )
+        result = _until_stopped(self_test(args.dsn, args.profile, args.seed, progress=_say))
     except _Stopped as stopped:
         return stopped.exit("wayline drill self-test", recorded=False)
     print(result.text())

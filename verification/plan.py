@@ -103,6 +103,8 @@ STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
 PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 """The definition modes a plan drills."""
 PIN_PARTS = ("step", "boundary", "fault")
+PIN_FIELDS = ("boundary", "fault", "hit", "step")
+"""A pin object's fields: any other (``"hitt": 2``) is refused, not run as hit 1."""
 PLAN_FIELDS = ("answers", "app", "definition", "definition_file", "input", "name", "pins", "stubs")
 
 
@@ -352,6 +354,8 @@ def _placed_pins(value: Any, problems: list[str]) -> list[tuple[int, Pin]]:
                 "fault (and hit)"
             )
             continue
+        problems += [f"{path}.{k}: not a pin field; allowed: {', '.join(PIN_FIELDS)}"
+                     for k in raw if k not in PIN_FIELDS]  # fmt: skip
         missing = [k for k in PIN_PARTS if not isinstance(raw.get(k), str)]
         if missing:
             problems.append(f"{path}: needs {', '.join(missing)} as text")

@@ -19,6 +19,7 @@ from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.errors import WaylineError
 from engine.model.files import load_definition
 from engine.store import catalog
+from engine.store.migrations import MigrationError
 from engine.store.store import Store
 from verification import plan as plans
 from verification.plan_drills import Drilled
@@ -89,7 +90,10 @@ async def definition_of(plan: plans.Plan, dsn: str | None, schema: str) -> Defin
                 f"schema --schema), or give the definition's JSON file instead{_undeclared(plan)}"
             ]
         )
-    store = await Store.open(dsn, schema)
+    try:
+        store = await Store.open(dsn, schema)
+    except MigrationError as exc:  # most often a mistyped --schema: not found there either
+        raise plans.PlanInvalid([f"definition: {plan.definition} cannot be read: {exc}"]) from None
     try:
         found = (await catalog.load_registry(store)).get(name, version)
     finally:

@@ -15,6 +15,8 @@ import re
 import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -108,6 +110,36 @@ def test_a_drill_server_that_cannot_be_reached_is_refused_before_any_drill_runs(
         )
         assert SECRET not in line
     assert not artifacts.exists(), "no drill ran"
+
+
+@pytest.fixture
+def role_without_create(pg_dsn: str) -> Iterator[str]:
+    """A DSN of a login role (with a password) that may not create schemas, as a CI's
+    restricted role; dropped afterwards."""
+    role = f"drill_weak_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{SECRET}'")
+    try:
+        yield make_conninfo(pg_dsn, user=role, password=SECRET)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.parametrize("action", [["run", "--drill", "D1-kill-before_commit-s0"], ["self-test"]])
+def test_a_drill_role_that_may_not_create_schemas_is_refused_before_any_drill_runs(
+    action: list[str], role_without_create: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each drill runs in a schema it creates: the run ended in the driver's
+    ``permission denied`` traceback once the first drill set up."""
+    artifacts = ["--artifacts", str(tmp_path / "artifacts")] if "run" in action else []
+    status, line = refused(capsys, "drill", *action, *artifacts, "--dsn", role_without_create)
+    assert (status, line) == (
+        1,
+        f"wayline drill {action[0]}: the --dsn role may not create schemas in its database, "
+        "and each drill runs in a schema of its own: give a role with CREATE on the database",
+    )
+    assert not (tmp_path / "artifacts").exists(), "no drill ran"
 
 
 def test_an_engine_refusal_is_its_own_message(
@@ -371,6 +403,48 @@ def test_a_drill_hit_out_of_range_is_refused(
     run = ["drill", "run", "--drill", "D1-kill", "--hit", given]
     line = argument_refused(capsys, *run)
     assert line == "wayline drill run: error: argument --hit: must be a whole number from 1 to 100"
+
+
+@pytest.mark.parametrize("given", ["-5", "-0x1", str(2**63), "0x8000000000000000", "abc"])
+@pytest.mark.parametrize("action", ["run", "self-test"])
+def test_a_drill_seed_out_of_range_is_refused(
+    given: str, action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A negative seed ran and printed reproduction lines with ``--seed 0x-5``, which
+    no run accepts; one past ``bigint`` ended in a traceback when the run was recorded."""
+    line = argument_refused(capsys, "drill", action, "--seed", given, "--dsn", CLOSED)
+    assert line == (
+        f"wayline drill {action}: error: argument --seed: must be a whole number from 0 to "
+        f"{2**63 - 1} (decimal or 0x hex)"
+    )
+
+
+@pytest.mark.parametrize(
+    "action", [["run"], ["self-test"], ["plan", "generate", "order.fulfillment@1"]]
+)
+def test_a_drill_schema_that_is_no_schema_name_is_refused(
+    action: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plan generate --schema 'x; drop'`` was a traceback, and ``run`` ran its drills
+    unrecorded behind a warning, exit 0; now each is the usage line the store's
+    commands give (before the server is asked: CLOSED makes an unfixed run stop fast)."""
+    line = argument_refused(capsys, "drill", *action, "--schema", "x; drop", "--dsn", CLOSED)
+    assert line == (
+        f"wayline drill {' '.join(action[:2])}: error: argument --schema: invalid schema name "
+        "'x; drop': use 1-63 characters from a-z, 0-9 and _, starting with a letter or _"
+    )
+
+
+@pytest.mark.parametrize("given", ["", " ", ",", " , "])
+def test_an_empty_drill_selection_is_refused(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--drill "$DRILLS"`` with the variable unset ran every drill of the profile."""
+    line = argument_refused(capsys, "drill", "run", "--drill", given, "--dsn", CLOSED)
+    assert line == (
+        "wayline drill run: error: argument --drill: give drill ids or families, "
+        "comma-separated, e.g. D1,D3,D4-sigstop (see `wayline drill list`)"
+    )
 
 
 @pytest.mark.parametrize("where", ["a-file", "a-file/logs"])

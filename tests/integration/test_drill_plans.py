@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from engine.store.embedded import PG_ROOT
 from tests.drills.drill_command import drill
 from verification.campaigns import target_for
 from verification.self_test import (
@@ -172,6 +176,91 @@ def test_flags_a_plan_file_would_ignore_are_refused() -> None:
     assert done.returncode == 2
     assert "--pin, --app and --input go with --definition" in done.stderr
     assert "drills:" not in done.stdout, "nothing ran"
+
+
+def test_a_typo_in_a_pins_field_is_refused_not_run_as_its_default(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """``"hitt": 2`` ran the pin at hit 1 and passed: the plan said one thing and the
+    drill did another. A pin object's fields are checked like the plan's and a stub's."""
+    plan = json.loads((PLANS / "order_fulfillment.charge-in-doubt.json").read_text())
+    plan["definition_file"] = str(ROOT / "examples" / "order_fulfillment.json")
+    plan["pins"] = [{"step": "charge", "boundary": "after_handler", "fault": "kill", "hitt": 2}]
+    (tmp_path / "typo.json").write_text(json.dumps(plan))
+    done = _drill("run", "--plan", str(tmp_path / "typo.json"), "--dsn", pg_dsn)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  pins[0].hitt: not a pin field; allowed: boundary, fault, hit, step"
+    ]
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
+@pytest.mark.timeout(120)
+def test_artifacts_given_relative_to_where_the_drill_is_run(pg_dsn: str, tmp_path: Path) -> None:
+    """``--artifacts drills`` as a CI job writes it: the drill's workers run in the
+    project's directory, so the stub file and boundary report under a relative path
+    were looked for there, and every drill failed (a worker that could not load its
+    stubs, or a timeout)."""
+    done = drill(
+        "run", "--definition", str(ROOT / "examples" / "order_fulfillment.json"),
+        "--pin", "charge:after_handler:kill", "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--artifacts", "drills", timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.strip().endswith("drills: 1 passed, 0 failed")
+    assert list((tmp_path / "drills").glob("*/*/plan.json")), "the artifacts are where asked"
+
+
+@pytest.mark.parametrize(
+    "flags", [("--drill", "D1"), ("--workload", "flow"), ("--hit", "2")], ids=lambda f: f[0]
+)
+def test_flags_of_the_harness_drills_are_refused_beside_a_plan(
+    flags: tuple[str, str], pg_dsn: str
+) -> None:
+    """``--plan P --drill D1`` ran the plan alone, and passed, as if D1 had run too."""
+    plan = str(PLANS / "order_fulfillment.charge-in-doubt.json")
+    done = _drill("run", "--plan", plan, *flags, "--dsn", pg_dsn)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "wayline drill run: --drill, --workload and --hit choose the harness's own drills, "
+        "not a plan's (a plan runs its own pins): run them apart\n",
+    )
+    assert "drills:" not in done.stdout, "nothing ran"
+
+
+@pytest.mark.timeout(120)
+def test_json_logs_make_every_stderr_line_json(pg_dsn: str, tmp_path: Path) -> None:
+    """``--log-format json`` is one JSON object per line: the progress line of each
+    finished drill was plain text among the JSON records."""
+    done = _drill(
+        "run", "--definition", "examples/order_fulfillment.json",
+        "--pin", "charge:after_handler:kill", "--log-format", "json", "--dsn", pg_dsn,
+        "--schema", "no_runs_here", "--artifacts", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in done.stderr.splitlines()]
+    assert any(r["message"].startswith("[1/1] P-order.fulfillment@1-") for r in records)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--definition", "order.fulfillment@1", "--pin", "charge:after_handler:kill"],
+        ["plan", "generate", "order.fulfillment@1"],
+    ],
+    ids=["run", "generate"],
+)
+def test_a_definition_in_a_schema_without_wayline_is_a_plan_that_cannot_run(
+    command: list[str], pg_dsn: str
+) -> None:
+    """Exit 2, as for a version not published there: it was exit 1, which ``drill run``
+    gives a plan that ran and broke an invariant."""
+    done = _drill(*command, "--dsn", pg_dsn, "--schema", "no_wayline_here")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  definition: order.fulfillment@1 cannot be read: schema no_wayline_here holds no "
+        "Wayline tables: run `wayline migrate`, or give --schema the schema your instances are in"
+    ]
 
 
 def test_an_unsupported_pin_is_refused_saying_what_is_allowed() -> None:
@@ -609,3 +698,30 @@ def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(
     assert document["app"] == "examples.order_saga:app"
     labels = {f"{p['step']}:{p['boundary']}:{p['fault']}" for p in document["pins"]}
     assert {"charge.1:after_handler:kill", "paid:before_signal_ack:duplicate_signal"} <= labels
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not PG_ROOT.is_dir(),
+    reason="hides the server binaries in a mount namespace of its own, which needs root",
+)
+def test_no_server_binaries_for_a_private_cluster_is_one_line(tmp_path: Path) -> None:
+    """Without --dsn the drills start a private cluster; on a machine without PostgreSQL's
+    binaries (hidden here by an empty directory mounted over them, in this process's
+    mount namespace only) that was a traceback of EmbeddedPostgresError."""
+    empty = tmp_path / "no-postgresql"
+    empty.mkdir()
+    command = (
+        f"mount --bind {empty} {PG_ROOT} && exec {sys.executable} -m engine.cli.main "
+        f"drill run --definition {ROOT}/examples/order_fulfillment.json "
+        "--pin charge:after_handler:kill"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", command],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        f"wayline drill run: no PostgreSQL server binaries (postgres, initdb, pg_ctl) under "
+        f"{PG_ROOT}/<version>/bin: install the Debian package `postgresql` (apt-get "
+        "install postgresql); or give --dsn a PostgreSQL to drill on"
+    ]
