@@ -700,9 +700,18 @@ def test_the_full_matrix_of_a_code_first_workflow_is_written_from_its_app(
     assert {"charge.1:after_handler:kill", "paid:before_signal_ack:duplicate_signal"} <= labels
 
 
+def _private_mounts() -> bool:
+    """Whether this process may make a mount namespace of its own (root, ``unshare``,
+    and a kernel or container that allows it), where the server binaries can be hidden."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not PG_ROOT.is_dir():
+        return False
+    probe = ["unshare", "-m", "--propagation", "private", "true"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
 @pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare") or not PG_ROOT.is_dir(),
-    reason="hides the server binaries in a mount namespace of its own, which needs root",
+    not _private_mounts(),
+    reason="needs a private mount namespace (root and `unshare -m`) to hide the server binaries",
 )
 def test_no_server_binaries_for_a_private_cluster_is_one_line(tmp_path: Path) -> None:
     """Without --dsn the drills start a private cluster; on a machine without PostgreSQL's
