@@ -27,6 +27,7 @@ from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration.code_runs import published, worker_context
 from tests.integration.factories import open_store
+from tests.integration.transition_builders import SINGLE, single_definition
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
 
@@ -124,6 +125,16 @@ async def db_store(pg_dsn: str, schema: str) -> AsyncIterator[Store]:
     """A store on PostgreSQL's own clock."""
     async with open_store(pg_dsn, schema, DatabaseClock()) as opened:
         yield opened
+
+
+@pytest.fixture
+async def single_client(default_store: Store) -> Client:
+    """A client of a store where ``SINGLE@1`` is published and instance ``running`` of
+    it started: what the checks of a client's inputs need before they are refused."""
+    client = Client(default_store)
+    await client.publish(single_definition("1"))
+    await client.start(SINGLE, "running")
+    return client
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ is read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,18 +21,12 @@ from engine.model.instance import InstanceStatus
 from engine.model.validation import parse_definition
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
-from engine.store.store import Store
-from tests.integration.transition_builders import SINGLE, single_definition
+from tests.integration.transition_builders import SINGLE
 
 
 @pytest.fixture
-async def client(pg_dsn: str, schema: str) -> AsyncIterator[Client]:
-    store = await Store.open(pg_dsn, schema)
-    client = Client(store)
-    await client.publish(single_definition("1"))
-    await client.start(SINGLE, "running")
-    yield client
-    await store.close()
+def client(single_client: Client) -> Client:
+    return single_client
 
 
 def nested(depth: int) -> Any:

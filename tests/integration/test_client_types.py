@@ -8,7 +8,7 @@ says neither which argument was wrong nor what is allowed.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,18 +18,12 @@ import pytest
 from engine import InputRefused, load_definition, parse_scope
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.store.store import Store
-from tests.integration.transition_builders import SINGLE, single_definition
+from tests.integration.transition_builders import SINGLE
 
 
 @pytest.fixture
-async def client(pg_dsn: str, schema: str) -> AsyncIterator[Client]:
-    store = await Store.open(pg_dsn, schema)
-    client = Client(store)
-    await client.publish(single_definition("1"))
-    await client.start(SINGLE, "running")
-    yield client
-    await store.close()
+def client(single_client: Client) -> Client:
+    return single_client
 
 
 NOT_TEXT: dict[str, Callable[[Client], Awaitable[Any]]] = {
