@@ -8,6 +8,7 @@ not allow is rejected when its effect is applied to the draft.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -62,9 +63,7 @@ def check_command(
         raise InputRefused(f"command id {problem}")
     if problem := audit_problem({"action": action.value, "actor": actor, "reason": reason}):
         raise InputRefused(problem)
-    fields = list(inspect.signature(_BUILDERS.get(action, _bare)).parameters.values())[3:]
-    taken = {field.name for field in fields}
-    needed = [field.name for field in fields if field.default is inspect.Parameter.empty]
+    taken, needed = _effect_fields(action)
     missing = [name for name in needed if name not in effect]
     unknown = sorted(set(effect) - taken)
     if missing or unknown:
@@ -74,6 +73,15 @@ def check_command(
         takes = ", ".join(sorted(taken)) or "no fields"
         raise InputRefused(f"{action.value} {problem}: it takes {takes}")
     return action
+
+
+@functools.cache
+def _effect_fields(action: Action) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The effect fields ``action``'s builder takes, and those it needs: read from its
+    signature once (every command and every preview's dry run is checked with them)."""
+    fields = list(inspect.signature(_BUILDERS.get(action, _bare)).parameters.values())[3:]
+    needed = tuple(f.name for f in fields if f.default is inspect.Parameter.empty)
+    return frozenset(f.name for f in fields), needed
 
 
 def _refuse_if_not_now(draft: Draft, action: Action, kind: EventKind) -> None:
