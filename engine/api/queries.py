@@ -9,16 +9,20 @@ never ``engine.store``: the store's modules stay free to change behind these nam
 
 Each question is the store's read function bound to this store, so its signature and
 docstring are written once, beside its SQL, and cannot drift from a restated copy here.
+Its arguments are checked against that signature's annotations before the read runs
+(``check_arguments``): an int as an instance id or a datetime without a time zone is
+InputRefused saying which argument and what it must be, as the client says it.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from typing import Any
 
+from engine.model.arguments import check_arguments
 from engine.store import bulk_commands as bulk_reads
 from engine.store import catalog, reads, replication, work_views
 from engine.store import dead_letters as dead_letter_reads
@@ -72,7 +76,8 @@ class _StoreRead:
     """A store read function that ``Queries`` hands out bound to its own store.
 
     The function is looked up in its module at each access, not kept, so a read that
-    is replaced there (a test counting the history pages read) is the one called.
+    is replaced there (a test counting the history pages read) is the one called. A call
+    checks its arguments first: a coroutine's when it is awaited, as the client's are.
     """
 
     def __init__(self, read: Callable[..., Any]) -> None:
@@ -83,7 +88,20 @@ class _StoreRead:
     def __get__(self, queries: Queries | None, owner: type | None = None) -> Any:
         if queries is None:
             return self
-        return partial(getattr(self.module, self.name), queries.store)
+        read = getattr(self.module, self.name)
+        store = queries.store
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            check_arguments(read, store, *args, **kwargs)
+            return read(store, *args, **kwargs)
+
+        if not inspect.iscoroutinefunction(read):
+            return checked
+
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            return await checked(*args, **kwargs)
+
+        return awaited
 
 
 class Queries:
