@@ -332,7 +332,10 @@ class Client:
         started with: the caller compares). ActiveExecutionExists when another active
         instance holds the start's key (a machine's parent). ``latest_only``: written
         only while ``definition`` is its name's latest active version (StartVersionMoved
-        otherwise, with nothing written)."""
+        otherwise, with nothing written). A code workflow's ``instance_id`` must be a
+        run's, ``<name>/<id>`` (``runs.check_run_instance``), as ``start_run`` makes it."""
+        if definition.mode == Mode.CODE:
+            runs.check_run_instance(definition.name, instance_id)
         check_value(input, "the input")
         lifecycle.check_start_input(definition, input)
         if self.tracing is None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.api.client import Client
+from engine.api.queries import Queries
 from engine.decide.operator_actions import Action
 from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
@@ -127,6 +128,30 @@ async def test_a_retried_start_joins_the_run(client: Client, ctx: Context) -> No
 async def test_a_run_id_with_a_slash_or_empty_is_refused(client: Client, bad: str) -> None:
     with pytest.raises(InputRefused, match=re.escape(RUN_ID_RULE)):
         await client.start_run("order-saga", ORDER, id=bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("o-42", r"^a run of code workflow order-saga has the instance id order-saga/ID: "),
+        ("other-saga/o-42", "^a run of code workflow order-saga has the instance id"),
+        ("order-saga/a/b", f"^{re.escape(RUN_ID_RULE)}$"),
+        ("order-saga/", f"^{re.escape(RUN_ID_RULE)}$"),
+        ("order-saga/a b", "^the run id order-saga/a b must be 1 to 200 characters"),
+        ("order-saga/" + "x" * 200, "^the run id order-saga/x+ must be 1 to 200 characters"),
+    ],
+)
+async def test_a_start_by_instance_id_holds_a_code_run_to_the_run_id_rule(
+    client: Client, store: Store, bad: str, message: str
+) -> None:
+    """``Client.start`` took any id for a code workflow (``a/b`` as a run of no name),
+    where ``start_run`` refuses one that is not ``<name>/<id>`` with a run id."""
+    with pytest.raises(InputRefused, match=message):
+        await client.start("order-saga", bad, ORDER)
+    assert (await Queries(store).instances()).rows == (), "nothing was started"
+    state = await client.start("order-saga", RUN, ORDER)
+    assert state.instance_id == RUN
+    assert await client.start_run("order-saga", ORDER, id="o-42") == (RUN, False)
 
 
 async def test_duplicate_and_extra_signals_are_set_aside(

@@ -4,7 +4,9 @@ A run is started with its input and an id of the caller's choosing, and that id 
 identity: the run is ``<definition>/<id>`` (``order-saga/o-42``), so a retried start
 joins the run it started (``started`` is then false) and a deterministic id
 (``"sale-" + lot``) lets anything address the run without a lookup table. The id is a
-non-empty string without ``/``, with the seed's refusal otherwise.
+non-empty string without ``/``, with the seed's refusal otherwise. ``Client.start``
+takes a run's instance id as it is (the studio's start form makes it with ``run_id``),
+and ``check_run_instance`` holds it to the same rule.
 """
 
 from __future__ import annotations
@@ -25,3 +27,16 @@ def run_id(definition: str, id: object) -> str:
     if problem := id_problem(instance):
         raise InputRefused(f"the run id {definition}/{id} {problem}")
     return instance
+
+
+def check_run_instance(definition: str, instance_id: str) -> None:
+    """Refuse ``instance_id`` for a start of code workflow ``definition`` unless it is
+    the instance id of one of its runs, ``<definition>/<id>`` with ``id`` as ``run_id``
+    takes it: a start by instance id follows the rule a start by run id does."""
+    prefix = f"{definition}/"
+    if not instance_id.startswith(prefix):
+        raise InputRefused(
+            f"a run of code workflow {definition} has the instance id {prefix}ID: "
+            f"start it with start_run({definition!r}, input, id=ID)"
+        )
+    run_id(definition, instance_id.removeprefix(prefix))
