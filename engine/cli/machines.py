@@ -20,10 +20,9 @@ from engine.api.client import Client
 from engine.api.executions import AccessRefused, Executions, submit_key_problem
 from engine.cli import machine_roles
 from engine.cli.options import actor, checked_by, converted_by, reason, team
-from engine.cli.runtime import add_command, add_group, json_arg
+from engine.cli.runtime import add_command, add_group, json_arg, require_owned
 from engine.model.identifiers import id_problem, name_problem, split_pin
 from engine.modes.machines.standing import StateValue
-from engine.store import catalog
 from engine.store.principals import COVERS, Standing, principal_standing
 
 LABEL = "wayline"
@@ -86,7 +85,7 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 
 async def _submit(client: Client, args: argparse.Namespace) -> int:
     name, version = args.machine
-    await _require_owned(client, name, args.team)
+    await require_owned(client, name, args.team, "submits its own machines")
     await _require_standing(client, args.actor, args.team, args.scope)
     submitted = await Executions(client).submit(
         name,
@@ -100,17 +99,6 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0
-
-
-async def _require_owned(client: Client, name: str, team: str) -> None:
-    """Refuse a machine another team published, as the studio does: its parents are
-    that team's rows, and one active execution per parent would let this team's submit
-    be refused naming that team's execution (or block it). An unpublished name is left
-    to the submit, which says so."""
-    owner = await catalog.name_owner(client.store, name)
-    if owner is not None and owner != team:
-        where = f"team {team}" if team else "the engine's own team '' (no --team)"
-        raise AccessRefused(f"{name} is not published in {where}: a team submits its own machines")
 
 
 async def _require_standing(client: Client, actor: str, team: str, scope: str) -> None:

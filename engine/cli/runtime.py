@@ -52,7 +52,7 @@ from engine.model.errors import (
 )
 from engine.model.events import Event, EventKind, event_to_json
 from engine.model.files import load_definition
-from engine.model.identifiers import split_pin
+from engine.model.identifiers import split_pin, team_id_problem, team_instance_id
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import Instance, InstanceStatus, instance_to_json
 from engine.model.limits import (
@@ -113,6 +113,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "names the run NAME/ID and a retried start joins it",
     )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    start.add_argument(
+        "--team",
+        default="",
+        type=team,
+        help="the team whose definition it starts and whose id --id is, stored as TEAM:ID "
+        "as the studio stores it (default: the engine's own team, '')",
+    )
     start.add_argument(
         "--wait",
         type=wait_seconds,
@@ -222,6 +229,13 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     )
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
+    publish.add_argument(
+        "--team",
+        default="",
+        type=team,
+        help="the team that owns the name, as when its studio publishes it "
+        "(default: the engine's own team, '')",
+    )
     publish.add_argument(
         "--require-compatible",
         action="store_true",
@@ -400,6 +414,7 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
         created = await client.publish(
             definition,
             args.actor,
+            args.team,
             require_compatible=args.require_compatible,
             code=codes.get(definition.ref),
         )
@@ -438,16 +453,36 @@ async def _list(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _start(client: Client, args: argparse.Namespace) -> int:
+    """Start (or join) the instance, as ``--team``'s when given: a step list's or a
+    machine's id is stored as ``TEAM:ID``, a code run's is ``NAME/ID`` (both as the
+    studio stores them), and only a definition the team published may be started."""
     name, version = split_pin(args.definition)
-    if (await client.startable(name, version)).mode == Mode.CODE:
+    mode = (await client.startable(name, version)).mode
+    await require_owned(client, name, args.team, "starts its own definitions")
+    if mode == Mode.CODE:
         _check_run_id(name, args.id)
-        run, started = await client.start_run(name, args.input, id=args.id, version=version)
+        run, started = await client.start_run(
+            name, args.input, id=args.id, version=version, tenant=args.team
+        )
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
-    state, created = await client.start_or_join(name, args.id, args.input, version)
+    if problem := team_id_problem(args.team, args.id):
+        raise UsageError(f"argument --id: {problem}")
+    stored = team_instance_id(args.team, args.id)
+    state, created = await client.start_or_join(name, stored, args.input, version, args.team)
     verb = "started" if created else "already started: joined"
     print(f"{verb} {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
+
+
+async def require_owned(client: Client, name: str, team: str, rule: str) -> None:
+    """Refuse a definition another team published, as the studio does (``rule`` says
+    what a team may do: ``"starts its own definitions"``): its instances would act on
+    that team's rows. An unpublished name is left to the command, which says so."""
+    owner = await catalog.name_owner(client.store, name)
+    if owner is not None and owner != team:
+        where = f"team {team}" if team else "the engine's own team '' (no --team)"
+        raise CommandFailed(f"{name} is not published in {where}: a team {rule}")
 
 
 def _check_run_id(name: str, id: str) -> None:

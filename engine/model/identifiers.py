@@ -110,6 +110,18 @@ def team_instance_id(team: str, instance_id: str) -> str:
     return f"{team}{TEAM_SEPARATOR}{instance_id}" if team else instance_id
 
 
+def team_id_problem(team: str, instance_id: object) -> str | None:
+    """Why ``instance_id`` cannot be one of ``team``'s ids, or None: not an id
+    (``id_problem``), or too long once the team's prefix is added (``team_instance_id``)."""
+    if problem := id_problem(instance_id):
+        return problem
+    limit = MAX_IDENTIFIER_LENGTH - len(team_instance_id(team, ""))
+    length = len(instance_id)  # type: ignore[arg-type]
+    if length > limit:
+        return f"is {length} characters; this team's ids have at most {limit}"
+    return None
+
+
 def local_instance_id(team: str, stored_id: str) -> str:
     """The id ``team`` knows its instance by: ``stored_id`` without the team's prefix
     (an instance stored before ids were namespaced has none, and keeps its id)."""

@@ -34,9 +34,8 @@ from engine.model.errors import (
     RegistryError,
     ReplayRejected,
 )
-from engine.model.identifiers import id_problem, local_instance_id, team_instance_id
+from engine.model.identifiers import local_instance_id, team_id_problem, team_instance_id
 from engine.model.instance import Instance, InstanceStatus
-from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.modes.code.document import CodeManifest
 from engine.modes.code.runs import run_id
 from engine.modes.machines.start_data import SUBMITTED
@@ -286,15 +285,8 @@ def check_size(value: Any, limit: int, what: str, where: str = "") -> None:
 
 def check_instance_id(team: str, instance_id: str) -> None:
     """Refuse an id that is not valid, or too long once the team's prefix is added."""
-    problem = id_problem(instance_id)
-    if problem:
+    if problem := team_id_problem(team, instance_id):
         raise Invalid(f"the instance id {problem}")
-    limit = MAX_IDENTIFIER_LENGTH - len(team_instance_id(team, ""))
-    if len(instance_id) > limit:
-        raise Invalid(
-            f"the instance id is {len(instance_id)} characters; "
-            f"this team's ids have at most {limit}"
-        )
 
 
 START_PREFERENCE = {Mode.ORCHESTRATION: 2, Mode.CHOREOGRAPHY: 2, Mode.CODE: 1}
