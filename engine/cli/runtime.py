@@ -103,7 +103,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     _worker(commands)
     register_demo(commands)
     start = add_command(commands, "start", "start an instance of NAME[@VERSION]", _start)
-    start.set_defaults(traced_as="wayline-cli")  # the instance's trace begins here
+    # The instance's trace begins here; a short command waits only so long for its spans.
+    start.set_defaults(traced_as="wayline-cli", exit_flush=tracing.EXIT_FLUSH_SECONDS)
     start.add_argument("definition", metavar="NAME[@VERSION]")
     start.add_argument(
         "--id",
@@ -348,6 +349,9 @@ def _run(
         raise CommandFailed(f"{error}{_team_hint(getattr(args, 'instance', ''))}") from None
     except ValueError as error:
         raise CommandFailed(str(error)) from None
+    finally:
+        if flush := getattr(args, "exit_flush", None):
+            tracing.flush_at_exit(flush)
 
 
 def _team_hint(instance_id: str) -> str:

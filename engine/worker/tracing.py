@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -52,6 +53,14 @@ EXPORT_COMPLAINT_SECONDS = 60.0
 """How often an export failure is logged: with its collector unreachable, the OTLP
 exporter logs three retries and a failure for every batch of spans (four lines every
 few seconds, for as long as the collector is down)."""
+EXIT_FLUSH_SECONDS = 1.0
+"""How long a short command (``wayline start``) waits at its end for its spans to be
+exported. The SDK's own exit handler waits for the exporter, whose request to a
+collector that does not answer times out only after 10 s (``OTEL_EXPORTER_OTLP_TIMEOUT``),
+so a one-second command would take eleven; past this, its spans are dropped, said in
+one log line."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -260,6 +269,28 @@ def configure(service: str, environ: Mapping[str, str] = os.environ) -> bool:
     provider.add_span_processor(BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(provider)
     return True
+
+
+def flush_at_exit(seconds: float = EXIT_FLUSH_SECONDS) -> bool:
+    """Shut the process's tracer provider down (exporting the spans it holds), waiting
+    at most ``seconds``: True when it finished in time, or there is none to shut down;
+    False, with one warning that the spans were dropped, when it did not. The shutdown
+    goes on in a daemon thread, which the process's exit ends; the SDK's exit handler
+    then finds the provider shut down and does not wait again."""
+    shutdown = getattr(trace.get_tracer_provider(), "shutdown", None) if trace else None
+    if shutdown is None:  # traces are off: the API's default provider exports nothing
+        return True
+    flushing = threading.Thread(target=shutdown, name="wayline-trace-flush", daemon=True)
+    flushing.start()
+    flushing.join(seconds)
+    if not flushing.is_alive():
+        return True
+    logger.warning(
+        "the trace collector did not take this command's spans within %g s "
+        "(EXIT_FLUSH_SECONDS); they were dropped",
+        seconds,
+    )
+    return False
 
 
 class ExportComplaints(logging.Filter):

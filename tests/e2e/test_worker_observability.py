@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 from engine.model.instance import InstanceStatus
 from tests.e2e import definitions as d
@@ -67,6 +68,37 @@ async def test_a_start_from_the_command_line_begins_the_instances_trace(e2e: Har
     )
     trace_id = kept.split("-")[1]  # traceparent: version-trace_id-span_id-flags
     assert f'"trace_id": "0x{trace_id}"' in started.stdout
+
+
+EXIT_BOUND_SECONDS = 10.0
+"""How soon a start must exit with its collector silent: generous for a loaded 2-core
+machine (a start takes about a second), and far below the exporter's timeout the test
+sets, which the command used to wait for at its exit."""
+
+
+async def test_a_start_exits_promptly_when_its_collector_does_not_answer(e2e: Harness) -> None:
+    """The SDK's exit handler waited for the exporter, whose request to a collector that
+    never answers times out after 10 s (here 60 s): a start took that long to exit. It
+    now waits EXIT_FLUSH_SECONDS and says in one line that its spans were dropped."""
+    await e2e.publish(TWO_STEPS)
+    with socket.socket() as collector:  # the kernel accepts connections; nothing answers
+        collector.bind(("127.0.0.1", 0))
+        collector.listen()
+        silent = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.getsockname()[1]}",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "60",
+        }
+        began = time.monotonic()
+        started = await e2e.cli("start", "e2e.observed", "--id", "unheard", env=silent)
+        took = time.monotonic() - began
+    assert started.code == 0, started.stderr
+    assert started.stdout.startswith("started unheard on e2e.observed@1")
+    assert took < EXIT_BOUND_SECONDS, f"the start took {took:.1f} s to exit"
+    (line,) = started.stderr.splitlines()
+    assert line.endswith(
+        "the trace collector did not take this command's spans within 1 s "
+        "(EXIT_FLUSH_SECONDS); they were dropped"
+    )
 
 
 async def scrape(port: int) -> dict[str, float]:
