@@ -471,7 +471,7 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
     if problem := team_id_problem(args.team, args.id):
-        raise UsageError(f"argument --id: {problem}")
+        raise UsageError(f"argument --id: the id {problem}")
     stored = team_instance_id(args.team, args.id)
     state, created = await client.start_or_join(name, stored, args.input, version, args.team)
     verb = "started" if created else "already started: joined"

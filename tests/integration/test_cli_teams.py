@@ -83,7 +83,7 @@ def test_a_team_id_too_long_with_its_prefix_is_refused_naming_the_teams_limit(
     start = ["start", NAME, "--input", "{}", "--team", "acme", *store_options]
     assert refused(capsys, *start, "--id", "x" * 196) == (
         2,
-        "wayline start: argument --id: is 196 characters; this team's ids have at most 195",
+        "wayline start: argument --id: the id is 196 characters; this team's ids have at most 195",
     )
     assert _read(pg_dsn, schema, "instance_rows", ["acme:" + "x" * 196]) == {}
 
