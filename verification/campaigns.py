@@ -155,6 +155,7 @@ async def run_specs(
             return await _recorded(
                 target, recorder, specs, chosen, seed, directory, progress_callback,
                 requested=requested, team=team, recording=recording,
+                where=scorecard.server_options(dsn, schema),
             )  # fmt: skip
         finally:
             if recorder:
@@ -172,8 +173,10 @@ async def _recorded(
     requested: list[str],
     team: str,
     recording: Recording,
+    where: str,
 ) -> Outcome:
-    """The campaign, recorded as it starts, as each drill ends, and when it ends."""
+    """The campaign, recorded as it starts, as each drill ends, and when it ends;
+    ``where`` names its server in the reproductions (``scorecard.server_options``)."""
     run_id = new_campaign_id()
     label = "owned cluster" if target.owned else "given server"
     try:
@@ -181,12 +184,12 @@ async def _recorded(
             await runs.start_run(
                 recorder, run_id, profile.name, seed, requested, label, len(specs), team
             )
-        progress = _Progress(recorder, run_id, seed, profile.name, callback)
+        progress = _Progress(recorder, run_id, seed, profile.name, callback, where)
         result = await run_campaign(
             target, specs, profile, seed, directory, progress, campaign_id=run_id
         )
         await progress.flush()
-        card = scorecard.build(result, await _server_version(target.dsn))
+        card = scorecard.build(result, await _server_version(target.dsn), where)
         text = reports.text(card)
         if recorder:
             await runs.finish_run(recorder, run_id, card, text)
@@ -238,13 +241,14 @@ class _Progress:
         seed: int,
         profile: str,
         callback: DrillProgress | None,
+        where: str,
     ) -> None:
         self.recorder, self.run_id, self.seed, self.profile = recorder, run_id, seed, profile
-        self.callback = callback
+        self.callback, self.where = callback, where
         self.pending: set[asyncio.Task[None]] = set()
 
     def __call__(self, result: DrillResult, done: int, total: int) -> None:
-        entry = scorecard.drill_entry(result, self.seed, self.profile)
+        entry = scorecard.drill_entry(result, self.seed, self.profile, self.where)
         if self.recorder is not None:
             task = asyncio.ensure_future(runs.add_result(self.recorder, self.run_id, entry))
             self.pending.add(task)
