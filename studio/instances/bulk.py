@@ -46,7 +46,7 @@ def refused(field: str, message: str) -> Invalid:
     """Invalid located at ``field`` (as the API names it: ``instances``, ``filter``,
     ``action``, ``step``, ``resolution``, ``result``, ``version``), so the API's
     ``problems`` name it and a form says it beside that field."""
-    return Invalid(message, [{"path": field, "message": message}])
+    return Invalid.at(field, message)
 
 
 @dataclass(frozen=True)
