@@ -206,16 +206,10 @@ async def refused_page(
 
 
 async def _whole_page(
-    request: Request,
-    team: str,
-    runtime: Runtime,
-    reads: Reads,
-    row: InstanceRow,
-    chosen: HistoryFilter,
-    detail: InstanceDetail | None = None,
-    status: int = 200,
+    request: Request, team: str, runtime: Runtime, reads: Reads, row: InstanceRow,
+    chosen: HistoryFilter, detail: InstanceDetail | None = None, status: int = 200,
     **shown: Any,
-) -> Template:
+) -> Template:  # fmt: skip
     """The instance page; its state is read now (``detail`` when already read) unless
     the history is long enough for the page to fetch it after."""
     lazy = detail is None and instance_detail.needs_lazy_state(reads, row)
