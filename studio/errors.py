@@ -45,6 +45,13 @@ class Invalid(StudioError):
 
     status = 422
 
+    @classmethod
+    def at(cls, field: str, message: str) -> Invalid:
+        """Refused for what ``field`` holds (as the API names it): the API's
+        ``problems`` name it, and a form says it beside that field
+        (``studio.forms.beside``)."""
+        return cls(message, [{"path": field, "message": message}])
+
 
 class Forbidden(StudioError):
     """The principal may see that the object exists but may not act on it (another

@@ -55,6 +55,17 @@ class Outcome:
         return reports.junit(self.card)
 
 
+@dataclass
+class Recording:
+    """What became of a run's record, for a caller that a stop leaves without an
+    ``Outcome`` (``wayline drill run`` says it after Ctrl-C)."""
+
+    kept: bool = False
+    """The run's end (finished, stopped or failed) is stored in its schema, to stay."""
+    why_not: str = "it was stopped before its record was made"
+    """Why it is not kept, when it is not."""
+
+
 def master_seed(seed: int | None) -> int:
     return seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
 
@@ -71,13 +82,15 @@ async def run_drills(
     hit: int | None = None,
     team: str = "",
     workload: str = "",
+    recording: Recording | None = None,
 ) -> Outcome:
     """Run the selected drills (all of ``profile`` when None) and record the run.
 
     ``dsn`` None means a private cluster the harness owns (server drills run);
     otherwise drills run in fresh schemas on that server and server drills are not run.
     ``workload`` (``flow``, ``machine`` or ``code``) keeps only that workload's drills.
-    The run is recorded in ``schema`` (its migrations must include drill runs).
+    The run is recorded in ``schema`` (its migrations must include drill runs);
+    ``recording`` learns whether it was.
     """
     chosen = PROFILES[profile]
     seed = master_seed(seed)
@@ -86,7 +99,7 @@ async def run_drills(
         specs = [_with_hit(s, hit) for s in specs]
     return await run_specs(
         dsn, specs, chosen, seed, progress_callback, schema=schema, artifacts=artifacts,
-        requested=drills or [], team=team,
+        requested=drills or [], team=team, recording=recording,
     )  # fmt: skip
 
 
@@ -99,6 +112,7 @@ async def run_plans(
     schema: str = DEFAULT_SCHEMA,
     artifacts: Path | None = None,
     team: str = "",
+    recording: Recording | None = None,
 ) -> Outcome:
     """Run drill plans (``verification.plan_drills``) as a recorded campaign (of
     ``team`` when the studio runs them)."""
@@ -106,7 +120,7 @@ async def run_plans(
     specs = plan_drills.specs(drilled, seed)
     return await run_specs(
         dsn, specs, PROFILES["ci"], seed, progress_callback, schema=schema,
-        artifacts=artifacts, requested=[s.id for s in specs], team=team,
+        artifacts=artifacts, requested=[s.id for s in specs], team=team, recording=recording,
     )  # fmt: skip
 
 
@@ -121,19 +135,27 @@ async def run_specs(
     artifacts: Path | None,
     requested: list[str],
     team: str = "",
+    recording: Recording | None = None,
 ) -> Outcome:
-    """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run.
+    """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run
+    (``recording`` says whether it was kept).
 
     ``artifacts`` is made absolute here: the drill's processes run in the project's
     directory, and a relative ``--artifacts`` sent their boundary reports and stub
     files where the harness never looked (every drill timed out)."""
     directory = (artifacts or Path(tempfile.gettempdir()) / "wayline-drills").absolute()
+    recording = recording or Recording()
     async with target_for(dsn) as target:
         recorder = await _recorder(target.dsn, schema, owned=target.owned)
+        if recorder is None:
+            recording.why_not = f"schema {schema} is not usable"
+        elif target.owned:
+            recording.why_not = "it ran on a private cluster, removed as the run ended"
         try:
             return await _recorded(
                 target, recorder, specs, chosen, seed, directory, progress_callback,
-                requested=requested, team=team,
+                requested=requested, team=team, recording=recording,
+                where=scorecard.server_options(dsn, schema),
             )  # fmt: skip
         finally:
             if recorder:
@@ -150,8 +172,11 @@ async def _recorded(
     callback: DrillProgress | None,
     requested: list[str],
     team: str,
+    recording: Recording,
+    where: str,
 ) -> Outcome:
-    """The campaign, recorded as it starts, as each drill ends, and when it ends."""
+    """The campaign, recorded as it starts, as each drill ends, and when it ends;
+    ``where`` names its server in the reproductions (``scorecard.server_options``)."""
     run_id = new_campaign_id()
     label = "owned cluster" if target.owned else "given server"
     try:
@@ -159,21 +184,37 @@ async def _recorded(
             await runs.start_run(
                 recorder, run_id, profile.name, seed, requested, label, len(specs), team
             )
-        progress = _Progress(recorder, run_id, seed, profile.name, callback)
+        progress = _Progress(recorder, run_id, seed, profile.name, callback, where)
         result = await run_campaign(
             target, specs, profile, seed, directory, progress, campaign_id=run_id
         )
         await progress.flush()
-        card = scorecard.build(result, await _server_version(target.dsn))
+        card = scorecard.build(result, await _server_version(target.dsn), where)
         text = reports.text(card)
         if recorder:
             await runs.finish_run(recorder, run_id, card, text)
+            recording.kept = not target.owned
     except BaseException as exc:
         if recorder:
-            with contextlib.suppress(Exception):
-                await runs.fail_run(recorder, run_id, *_why_unfinished(exc))
+            await _record_unfinished(recorder, run_id, exc, recording, target.owned)
         raise
     return Outcome(run_id, card, text, recorder is not None)
+
+
+async def _record_unfinished(
+    recorder: Store, run_id: str, exc: BaseException, recording: Recording, owned: bool
+) -> None:
+    """Record why the run did not finish; when that fails, warn naming the error's type
+    (its text can carry the driver's, which can quote the server) and say so in
+    ``recording``."""
+    error, status = _why_unfinished(exc)
+    try:
+        await runs.fail_run(recorder, run_id, error, status)
+    except Exception as failure:
+        log.warning("the run is not recorded as %s (%s)", status, type(failure).__name__)
+        recording.why_not = f"recording it as {status} failed ({type(failure).__name__})"
+    else:
+        recording.kept = not owned
 
 
 def _why_unfinished(exc: BaseException) -> tuple[str, str]:
@@ -200,13 +241,14 @@ class _Progress:
         seed: int,
         profile: str,
         callback: DrillProgress | None,
+        where: str,
     ) -> None:
         self.recorder, self.run_id, self.seed, self.profile = recorder, run_id, seed, profile
-        self.callback = callback
+        self.callback, self.where = callback, where
         self.pending: set[asyncio.Task[None]] = set()
 
     def __call__(self, result: DrillResult, done: int, total: int) -> None:
-        entry = scorecard.drill_entry(result, self.seed, self.profile)
+        entry = scorecard.drill_entry(result, self.seed, self.profile, self.where)
         if self.recorder is not None:
             task = asyncio.ensure_future(runs.add_result(self.recorder, self.run_id, entry))
             self.pending.add(task)
@@ -240,7 +282,9 @@ async def _recorder(dsn: str, schema: str, owned: bool) -> Store | None:
     try:
         return await Store.open(dsn, schema)
     except Exception as exc:  # a schema behind, a server refusing: run, but unrecorded
-        log.warning("the run is not recorded: schema %s is not usable (%s)", schema, exc)
+        log.warning(
+            "the run is not recorded: schema %s is not usable (%s)", schema, type(exc).__name__
+        )
         return None
 
 

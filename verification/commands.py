@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -36,6 +36,9 @@ from engine.cli.options import (
 from engine.store.embedded import EmbeddedPostgresError, install_signal_handlers
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker import logs
+
+if TYPE_CHECKING:  # the harness proper is imported only when a drill command runs
+    from verification.campaigns import Recording
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -226,10 +229,11 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.plan or args.definition:
         return _run_plan(args)
-    from verification.campaigns import run_drills
+    from verification.campaigns import Recording, run_drills
 
     install_signal_handlers()  # SIGTERM unwinds: workers stopped, schemas and cluster gone
     wanted = args.drill or []
+    recording = Recording()
     try:
         outcome = _until_stopped(
             run_drills(
@@ -242,13 +246,14 @@ def _run(args: argparse.Namespace) -> int:
                 artifacts=args.artifacts,
                 hit=args.hit,
                 workload=args.workload or "",
+                recording=recording,
             )
         )
     except ValueError as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
     except _Stopped as stopped:
-        return stopped.exit("wayline drill run")
+        return stopped.exit("wayline drill run", recording)
     return _report(args, outcome)
 
 
@@ -272,10 +277,15 @@ class _Stopped(Exception):
     def __init__(self, signum: int) -> None:
         self.signum = signum
 
-    def exit(self, command: str, recorded: bool = True) -> int:
-        """Say so in one line (``recorded``: the command records its run); the status."""
+    def exit(self, command: str, recording: Recording | None = None) -> int:
+        """Say so in one line, with what became of the run's record (``recording``; None
+        for a command that records no run); the status."""
         name = signal.Signals(self.signum).name
-        said = "; the run is recorded as stopped" if recorded else ""
+        said = ""
+        if recording is not None and recording.kept:
+            said = "; the run is recorded as stopped"
+        elif recording is not None:
+            said = f"; the run is not recorded ({recording.why_not})"
         print(
             f"{command}: stopped by {name}; the drills under way were cleaned up (their "
             f"processes and schemas){said}",
@@ -342,7 +352,7 @@ def _report(args: argparse.Namespace, outcome: Any, before: str = "", text: str 
 def _run_plan(args: argparse.Namespace) -> int:
     """``drill run --plan`` or ``--definition --pin``: a team's own workflow, drilled."""
     from verification import plan_report, plan_sources, reports
-    from verification.campaigns import run_plans
+    from verification.campaigns import Recording, run_plans
     from verification.plan import PlanInvalid
 
     install_signal_handlers()
@@ -364,14 +374,14 @@ def _run_plan(args: argparse.Namespace) -> int:
     except PlanInvalid as error:
         print(f"wayline drill run: {error}", file=sys.stderr)
         return EXIT_USAGE
-    progress = _progress()
+    progress, recording = _progress(), Recording()
     try:
         outcome = _until_stopped(
             run_plans(args.dsn, drilled, args.seed, progress, schema=args.schema,
-                      artifacts=args.artifacts)
+                      artifacts=args.artifacts, recording=recording)
         )  # fmt: skip
     except _Stopped as stopped:
-        return stopped.exit("wayline drill run")
+        return stopped.exit("wayline drill run", recording)
     card = outcome.card  # the plan sections list the findings: the scorecard need not
     text = reports.text(card, listed=plan_report.listed(card))
     return _report(args, outcome, plan_report.text(card), text)
@@ -444,6 +454,6 @@ def _self_test(args: argparse.Namespace) -> int:
     try:
         result = _until_stopped(self_test(args.dsn, args.profile, args.seed, progress=_say))
     except _Stopped as stopped:
-        return stopped.exit("wayline drill self-test", recorded=False)
+        return stopped.exit("wayline drill self-test")
     print(result.text())
     return 0 if result.passed else EXIT_FAILED

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 from collections import Counter
@@ -20,6 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker.faults import Action, Boundary
 from verification.drills.base import DrillResult
 from verification.findings import NAMES
@@ -43,9 +47,9 @@ ANCHORS = (
 )
 
 
-def build(result: CampaignResult, postgres_version: str) -> dict[str, Any]:
-    """The scorecard as a JSON-ready dict."""
-    drills = [drill_entry(r, result.seed, result.profile.name) for r in result.results]
+def build(result: CampaignResult, postgres_version: str, where: str = "") -> dict[str, Any]:
+    """The scorecard as a JSON-ready dict (``where``: ``server_options``)."""
+    drills = [drill_entry(r, result.seed, result.profile.name, where) for r in result.results]
     totals = _totals(result.results)
     return {
         "identity": _identity(result, postgres_version),
@@ -116,16 +120,38 @@ def _ram_gib() -> int:
     return 0
 
 
-def reproduce(result: DrillResult, seed: int, profile: str) -> str:
-    """One command that reruns exactly this drill (with the hit it fired at, if any);
-    a drill plan's drill names the plan it wrote (``verification.plan_drills``)."""
+PASSWORD_NOT_SHOWN = "  # its password is not shown: give it in PGPASSWORD or ~/.pgpass"
+"""Ends a reproduction whose ``--dsn`` had a password (a shell comment: the line still
+runs as copied, and libpq reads the password from either)."""
+
+
+def server_options(dsn: str | None, schema: str) -> str:
+    """How a reproduction names the server its campaign ran on: ``--dsn`` (without its
+    password, ``PASSWORD_NOT_SHOWN``) and ``--schema`` unless the default; '' for a
+    private cluster (``dsn`` None), which the reproduction starts again. Without them
+    the line ran on a private cluster, not on the server that failed the drill."""
+    if not dsn:
+        return ""
+    params = conninfo_to_dict(dsn)
+    hidden = params.pop("password", None) is not None
+    options = f" --dsn {shlex.quote(make_conninfo('', **params) if hidden else dsn)}"
+    if schema != DEFAULT_SCHEMA:
+        options += f" --schema {shlex.quote(schema)}"
+    return options + (PASSWORD_NOT_SHOWN if hidden else "")
+
+
+def reproduce(result: DrillResult, seed: int, profile: str, where: str = "") -> str:
+    """One command that reruns exactly this drill (with the hit it fired at, if any) on
+    the same server (``where``: ``server_options``); a drill plan's drill names the plan
+    it wrote (``verification.plan_drills``)."""
     if result.record.extra.get("reproduce"):
-        return str(result.record.extra["reproduce"])
+        return f"{result.record.extra['reproduce']}{where}"
     hit = f" --hit {result.fired[0].hit}" if result.fired else ""
-    return f"wayline drill run --drill {result.spec_id} --seed 0x{seed:X} --profile {profile}{hit}"
+    drill = f"--drill {result.spec_id} --seed 0x{seed:X} --profile {profile}{hit}"
+    return f"wayline drill run {drill}{where}"
 
 
-def drill_entry(result: DrillResult, seed: int, profile: str) -> dict[str, Any]:
+def drill_entry(result: DrillResult, seed: int, profile: str, where: str = "") -> dict[str, Any]:
     """A drill as the scorecard (and the drill_results table) shows it."""
     failed = result.verdict == "failed"
     return {
@@ -136,7 +162,7 @@ def drill_entry(result: DrillResult, seed: int, profile: str) -> dict[str, Any]:
         "verdict": result.verdict,
         "seconds": round(result.seconds, 2),
         "failures": result.failures,
-        "reproduce": reproduce(result, seed, profile) if failed else "",
+        "reproduce": reproduce(result, seed, profile, where) if failed else "",
         "known_bug": classify(result.failures) if failed else "",
         "artifacts": result.artifacts,
         "extra": {k: v for k, v in result.record.extra.items() if _plain(v)},

@@ -33,21 +33,22 @@ class Invited:
 async def change_password(
     store: Store, principal: Principal, current: str, new: str, confirm: str
 ) -> None:
-    """Set a new password after checking the current one; other sessions end."""
+    """Set a new password after checking the current one; other sessions end. A
+    refusal names the field it concerns (``current``, ``new`` or ``confirm``)."""
     user = principal.user
     if user is None or principal.session is None:
         raise Invalid("only people signed in with a password can change it")
     found = await people.find_login(store, user.username)
     if found is None or not await verify_password(found[1], current):
-        raise Invalid("the current password is wrong")
+        raise Invalid.at("current", "the current password is wrong")
     if new != confirm:
-        raise Invalid("the new password and its confirmation differ")
+        raise Invalid.at("confirm", "the new password and its confirmation differ")
     if new == current:
-        raise Invalid("choose a password different from the current one")
+        raise Invalid.at("new", "choose a password different from the current one")
     try:
         await people.set_password(store, user, new)
     except PasswordRejected as rejected:
-        raise Invalid(str(rejected)) from None
+        raise Invalid.at("new", str(rejected)) from None
     await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)
 
 

@@ -24,6 +24,7 @@ from studio.accounts import signin, signin_limits
 from studio.accounts.sessions import COOKIE
 from studio.accounts.signin_limits import SignInThrottled
 from studio.errors import Invalid
+from studio.forms import beside
 from studio.principal import Principal
 from studio.rendering import form_values, page, see_other
 from studio.runtime import Runtime
@@ -197,8 +198,11 @@ async def change_password(
             values.get("new", ""),
             values.get("confirm", ""),
         )
-    except Invalid as invalid:
-        return page(request, "signin/account.html", "settings", status=422, error=str(invalid))
+    except Invalid as invalid:  # said beside its field; a password is never shown again
+        return page(
+            request, "signin/account.html", "settings", status=422, error=str(invalid),
+            field_errors=beside(invalid),
+        )  # fmt: skip
     # A first password (replacing the one-time one) was the only thing in the way: go on.
     return see_other(HOME if principal.must_change_password else "/account?changed=1")
 

@@ -19,6 +19,7 @@ from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
 from studio.definitions.pages import show_version
 from studio.forms import REFUSALS, Posted, again, posted
+from studio.instances import code_migration
 from studio.instances.interventions import new_id
 from studio.principal import Principal
 from studio.rendering import form_values, go_to, page
@@ -69,7 +70,7 @@ async def preview_migration(
     ids = await _ticked(request, principal, runtime, published_version, values)
     if isinstance(ids, Template):
         return ids
-    return await _preview(request, runtime, published_version, ids, values)
+    return await _preview(request, principal, runtime, published_version, ids, values)
 
 
 async def _ticked(
@@ -91,6 +92,7 @@ async def _ticked(
 
 async def _preview(
     request: Request,
+    principal: Principal,
     runtime: Runtime,
     published: PublishedVersion,
     ids: list[str],
@@ -99,14 +101,17 @@ async def _preview(
     **refusal: Any,
 ) -> Template:
     """The preview page with its confirm form (the reason typed kept when it was
-    refused, and the bulk id it was drawn with, so a repeat still acts once)."""
+    refused, and the bulk id it was drawn with, so a repeat still acts once; a code
+    run refused for its code with the command that migrates it)."""
+    found = await migrations.preview(runtime, published, ids)
     return page(
         request,
         "definitions/migrate_preview.html",
         "definitions",
         status=status,
         published=published,
-        found=await migrations.preview(runtime, published, ids),
+        found=found,
+        code_commands=await code_migration.for_previews(runtime, principal, found.previews),
         bulk_id=values.get("bulk_id") or new_id(),
         values=values,
         **refusal,
@@ -129,7 +134,8 @@ async def migrate_instances(
             runtime, principal, published_version, bulk_id, ids, reason
         )
     except REFUSALS as refused:  # the preview again, with the reason typed
-        return await _preview(request, runtime, published_version, ids, **again(refused, values))
+        shown = again(refused, values)
+        return await _preview(request, principal, runtime, published_version, ids, **shown)
     return page(
         request,
         "definitions/migrate_results.html",

@@ -29,6 +29,7 @@ from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Invalid
 from studio.forms import REFUSALS, posted, shown
+from studio.instances import code_migration
 from studio.machines.edits import new_machine
 from studio.machines.views import machine_view
 from studio.operations import holds, workers
@@ -191,7 +192,10 @@ async def show_version(
     definition = published_version.definition
     document = definitions.export_document(published_version)
     compatibility = await definitions.compatibility_of(runtime, published_version)
-    sources = {v.from_version for v in compatibility.report.verdicts} if compatibility else set()
+    verdicts = compatibility.report.verdicts if compatibility else ()
+    sources = {v.from_version for v in verdicts}
+    edges = await migrations.edge_choices(runtime, published_version, sources)
+    declared = {e.from_version for e in edges if e.edge}
     return page(
         request,
         "definitions/version.html",
@@ -201,7 +205,8 @@ async def show_version(
         document=document,
         view=graph_view(document),
         compatibility=compatibility,
-        edges=await migrations.edge_choices(runtime, published_version, sources),
+        edges=edges,
+        code_commands=code_migration.for_report(runtime, principal, definition, verdicts, declared),
         max_migrations=migrations.MAX_MIGRATIONS_PER_REQUEST,
         holds_shown=await holds.banner(
             runtime, principal.team_id, definition.name, definition.version

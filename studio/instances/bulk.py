@@ -16,8 +16,8 @@ the API (``studio.instances.bulk_api``) share this module.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine import BulkCommands, BulkConflict
@@ -29,6 +29,7 @@ from engine.decide.previews import ActionRequest, BlastRadius, Preview, blast_ra
 from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS
 from studio.errors import Conflict, Invalid, NotFound
+from studio.instances import code_migration
 from studio.instances import service as instances
 from studio.instances.service import InstanceFilters, narrowed, parse_json
 from studio.reasons import operator_reason
@@ -46,7 +47,7 @@ def refused(field: str, message: str) -> Invalid:
     """Invalid located at ``field`` (as the API names it: ``instances``, ``filter``,
     ``action``, ``step``, ``resolution``, ``result``, ``version``), so the API's
     ``problems`` name it and a form says it beside that field."""
-    return Invalid(message, [{"path": field, "message": message}])
+    return Invalid.at(field, message)
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,10 @@ class BulkPreview:
 
 
 async def preview(runtime: Runtime, selection: Selection, request: ActionRequest) -> BulkPreview:
-    previews = await BulkCommands(runtime.client).preview(selection.instance_ids, request)
+    """Each chosen instance judged (a code run's refusal saying how it is migrated:
+    ``code_migration``) and the totals."""
+    judged = await BulkCommands(runtime.client).preview(selection.instance_ids, request)
+    previews = [replace(p, reason=code_migration.said(p.reason)) for p in judged]
     return BulkPreview(selection, request, tuple(previews), blast_radius(previews))
 
 
@@ -286,7 +290,7 @@ async def act(
     except ValueError as wrong:
         raise Invalid(str(wrong)) from None
     runtime.watcher.nudge()
-    return outcome
+    return replace(outcome, results=tuple(_said(outcome.results)))
 
 
 async def outcome(
@@ -296,7 +300,12 @@ async def outcome(
     found = await runtime.queries.bulk_command(bulk_id)
     if found is None or found[0].tenant_id != team:
         raise NotFound("no such bulk action in this team")
-    return found
+    return found[0], _said(found[1])
+
+
+def _said(results: Iterable[BulkResult]) -> list[BulkResult]:
+    """``results``, a code run's refusal saying how it is migrated (``code_migration``)."""
+    return [replace(r, detail=code_migration.said(r.detail)) for r in results]
 
 
 async def recent(runtime: Runtime, team: str) -> list[BulkCommand]:

@@ -26,7 +26,7 @@ from engine.decide.previews import ActionRequest, Verdict
 from engine.model.limits import MAX_BULK_INSTANCES, MAX_REASON_LENGTH
 from studio.errors import Invalid, StudioError
 from studio.forms import REFUSALS, again, beside, posted
-from studio.instances import bulk
+from studio.instances import bulk, code_migration
 from studio.instances.interventions import new_id
 from studio.instances.pages import show_list
 from studio.instances.service import InstanceFilters
@@ -69,7 +69,8 @@ async def preview_page(
         shown = again(refused, await posted(request), "bulk") | {"field_errors": beside(refused)}
         return await show_list(request, principal, runtime, reads, filters, after or None, **shown)
     found = await bulk.preview(runtime, selection, asked)
-    return _preview(request, filters, values, found, by_hand)
+    commands = await code_migration.for_previews(runtime, principal, found.previews)
+    return _preview(request, filters, values, found, by_hand, commands)
 
 
 async def _chosen(
@@ -96,11 +97,13 @@ def _preview(
     values: dict[str, str],
     found: bulk.BulkPreview | None,
     by_hand: bool,
+    code_commands: dict[str, str],
     error: str = "",
     status: int = 200,
 ) -> Template:
     """The preview page of ``found`` with its confirmation form (none when a refused
-    confirmation could not even be previewed again: ``error`` alone says why)."""
+    confirmation could not even be previewed again: ``error`` alone says why), each
+    code run refused for its code with the command that migrates it."""
     asked = found.request if found else None
     return page(
         request,
@@ -118,6 +121,7 @@ def _preview(
         found=found,
         asked=asked,
         by_hand=by_hand,
+        code_commands=code_commands,
         label=BULK_ACTIONS[asked.action].label if asked else "Bulk action",
         danger=asked is not None and asked.action in DANGEROUS,
     )
@@ -163,7 +167,9 @@ async def _confirm_again(
         found = await bulk.preview(runtime, selection, asked)
     except Invalid:
         found = None
-    return _preview(request, filters, values, found, True, str(refused), refused.status)
+    previews = found.previews if found else ()
+    commands = await code_migration.for_previews(runtime, principal, previews)
+    return _preview(request, filters, values, found, True, commands, str(refused), refused.status)
 
 
 async def result_page(

@@ -3,7 +3,8 @@
 An action is two steps, both on the server: asking for it shows what it would do (the
 dry run's effect and the events it would record, from ``studio.instances.action_offers``) with a
 required reason and a fresh command id; confirming posts that form. Without
-JavaScript both are whole pages and the post redirects back to the instance; with
+JavaScript both are whole pages and the post redirects back to the instance (a refused
+signal is the instance page again, the refusal in the signal's form); with
 htmx the confirmation opens in the action panel and the answer replaces the panel with
 what was recorded, plus every part of the page that changed (the audit trail among
 them) as out-of-band swaps, so the audit row is there at once. A refused action (no
@@ -30,6 +31,7 @@ from studio.instances import interventions
 from studio.instances.action_offers import KINDS, RESOLUTIONS, offer
 from studio.instances.detail import InstanceDetail
 from studio.instances.interventions import CommandForm, new_id, parse_action
+from studio.instances.pages import refused_page
 from studio.instances.sections import node_updates, render_sections
 from studio.principal import Principal
 from studio.rendering import (
@@ -137,8 +139,6 @@ async def send_signal(
             runtime, principal.team_id, principal.actor, instance_id, signal
         )
     except StudioError as refused:
-        if not is_htmx(request):
-            raise
         return await _signal_refused(request, principal, runtime, instance_id, step, refused)
     return await _after(
         request,
@@ -160,14 +160,24 @@ async def _signal_refused(
 ) -> Response:
     """A refused signal's form again in its place (htmx is told to swap it there), each
     problem beside its field and what was typed kept; a refusal no form could fix (the
-    step no longer takes a signal) is said in the action panel, as before."""
+    step no longer takes a signal) is said in the action panel, as before. Posted
+    without htmx, the answer is the instance page showing the same."""
     detail = await instance_detail.detail(runtime.primary, principal.team_id, instance_id)
     slot = next((s for s in detail.signal_slots if s.name == step), None)
+    htmx = is_htmx(request)
     if slot is None or not isinstance(refused, REFUSALS):
         notice = fragment(request, "instances/_notice.html", error=str(refused))
+        if not htmx:
+            return await refused_page(
+                request, principal, runtime, detail, refused.status, panel_notice=notice
+            )
         return Response(notice, media_type="text/html", status_code=refused.status)
     values = await form_values(request)
     shown = {"step": step, "error": str(refused), "at": beside(refused), "typed": values}
+    if not htmx:
+        return await refused_page(
+            request, principal, runtime, detail, refused.status, signal_refused=shown
+        )
     form = fragment(
         request,
         "instances/_signal_form.html",

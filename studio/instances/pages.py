@@ -184,20 +184,49 @@ async def instance_page(
 ) -> Template:
     """One instance: its state (or a placeholder fetched after a long history) and the
     first page of its history, which the page then follows live."""
-    instance_id = row.instance_id
-    context: dict[str, Any] = {"row": row, "lazy": instance_detail.needs_lazy_state(reads, row)}
-    if not context["lazy"]:
-        detail = await instance_detail.detail(reads, principal.team_id, instance_id)
-        context |= _state_context(request, detail)
+    return await _whole_page(request, principal.team_id, runtime, reads, row, chosen)
+
+
+async def refused_page(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    detail: InstanceDetail,
+    status: int,
+    **shown: Any,
+) -> Template:
+    """The instance page again for a form posted without htmx and refused (``detail``
+    read from the primary, as every action's answer is): ``shown`` is what the parts'
+    templates show besides (the refused form with its reason, or the action panel's
+    notice), and ``status`` the refusal's."""
+    return await _whole_page(
+        request, principal.team_id, runtime, runtime.primary, detail.row, HistoryFilter(),
+        detail, status, **shown,
+    )  # fmt: skip
+
+
+async def _whole_page(
+    request: Request, team: str, runtime: Runtime, reads: Reads, row: InstanceRow,
+    chosen: HistoryFilter, detail: InstanceDetail | None = None, status: int = 200,
+    **shown: Any,
+) -> Template:  # fmt: skip
+    """The instance page; its state is read now (``detail`` when already read) unless
+    the history is long enough for the page to fetch it after."""
+    lazy = detail is None and instance_detail.needs_lazy_state(reads, row)
+    context: dict[str, Any] = {"row": row, "lazy": lazy}
+    if not lazy:
+        detail = detail or await instance_detail.detail(reads, team, row.instance_id)
+        context |= _state_context(request, detail, **shown)
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
-    context |= await _history_section(reads, principal.team_id, instance_id, row, chosen)
+    context |= await _history_section(reads, team, row.instance_id, row, chosen)
     pin = row.definition
-    context["holds_shown"] = await holds.banner(runtime, principal.team_id, pin.name, pin.version)
+    context["holds_shown"] = await holds.banner(runtime, team, pin.name, pin.version)
     return page(
         request,
         PAGE,
         "instances",
+        status=status,
         **context,
         live_interval=runtime.settings.live_interval.total_seconds(),
     )
@@ -229,11 +258,12 @@ async def state_panel(
     )
 
 
-def _state_context(request: Request, detail: InstanceDetail) -> dict[str, Any]:
+def _state_context(request: Request, detail: InstanceDetail, **shown: Any) -> dict[str, Any]:
     marks = marks_of(detail)
     return {
         "d": detail,
-        "sections": render_sections(request, detail),
+        "sections": render_sections(request, detail, **shown),
+        **shown,
         "graph": graph_of(detail),
         "marks": marks,
         "structure": structure_of(detail),

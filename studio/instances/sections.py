@@ -57,23 +57,24 @@ class Section:
 
 
 def render_sections(
-    request: Request, detail: InstanceDetail, oob: bool = False
+    request: Request, detail: InstanceDetail, oob: bool = False, **shown: Any
 ) -> dict[str, Section]:
     """Every changing part of the page for ``detail`` that its mode has, by name
-    (``oob``: as htmx out-of-band swaps, for the response to an action)."""
+    (``oob``: as htmx out-of-band swaps, for the response to an action; ``shown``: what
+    the parts' templates show besides, such as a refused form again)."""
     left_out = NOT_FOR_MACHINES if detail.machine is not None else frozenset()
     return {
-        name: render_section(request, name, detail, oob)
+        name: render_section(request, name, detail, oob, **shown)
         for name in SECTIONS
         if name not in left_out
     }
 
 
 def render_section(
-    request: Request, name: str, detail: InstanceDetail, oob: bool = False
+    request: Request, name: str, detail: InstanceDetail, oob: bool = False, **shown: Any
 ) -> Section:
     element_id = f"instance-{name}"
-    body = fragment(request, f"instances/_{name}.html", d=detail)
+    body = fragment(request, f"instances/_{name}.html", d=detail, **shown)
     digest = hashlib.sha256(body.encode()).hexdigest()[:16]
     swap = Markup(' hx-swap-oob="true"') if oob else ""
     html = Markup('<div id="{}" class="live-part" data-digest="{}"{}>{}</div>').format(

@@ -94,3 +94,35 @@ def test_a_first_own_password_leads_on_to_the_definitions(page: Page, studio: Li
     page.get_by_role("button", name="Change password").click()
     page.wait_for_url("**/definitions")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Definitions")
+
+
+def test_a_refused_password_change_is_said_beside_its_field(page: Page, studio: LiveStudio) -> None:
+    """A wrong current password, a new one failing a rule, a confirmation that differs:
+    each is said beside the field it concerns, which is marked invalid, described by it
+    and focused (it was one message above the page's columns, away from the field)."""
+    team = studio.team("passwordui")
+    username = studio.user(team, Role.VIEWER)
+    sign_in(page, username)
+    better = "a much better passphrase"
+    cases = [
+        ("current", "not the password", better, better, "the current password is wrong"),
+        ("new", PASSWORD, "Password 1234", "Password 1234", "most common passwords"),
+        ("new", PASSWORD, f"my {username} phrase", f"my {username} phrase", "username"),
+        ("confirm", PASSWORD, better, "a much better passphrasf", "confirmation differ"),
+    ]
+    for field, current, new, confirm, said in cases:
+        page.goto("/account")
+        page.locator("#current").fill(current)
+        page.locator("#new").fill(new)
+        page.locator("#confirm").fill(confirm)
+        page.get_by_role("button", name="Change password").click()
+        refused = page.locator(f"#{field}")
+        expect(refused).to_have_attribute("aria-invalid", "true")
+        expect(refused).to_have_attribute("aria-describedby", f"{field}-error")
+        expect(page.locator(f"#{field}-error")).to_contain_text(said)
+        expect(refused).to_be_focused()
+        others = [f for f in ("current", "new", "confirm") if f != field]
+        for other in others:
+            expect(page.locator(f"#{other}")).not_to_have_attribute("aria-invalid", "true")
+        expect(page.locator(".alert.error")).to_have_count(0)
+    assert studio.client().sign_in(username).status_code == 303, "the password is unchanged"

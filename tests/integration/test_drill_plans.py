@@ -31,6 +31,7 @@ import pytest
 from engine.store.embedded import PG_ROOT
 from tests.drills.drill_command import drill
 from verification.campaigns import target_for
+from verification.scorecard import server_options
 from verification.self_test import (
     MACHINE_PLAN_DRILL,
     MACHINE_PLAN_MUTANT,
@@ -112,8 +113,10 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])
     for failure in result["failures"]:  # in the plan's section, not again in the scorecard
         assert done.stdout.count(failure) == 1, done.stdout
-    if verdict == "failed":  # its reproduction reruns exactly this drill's plan
-        exact = result["reproduce"].removeprefix("wayline drill run --plan ")
+    if verdict == "failed":  # its reproduction reruns exactly this drill's plan, here
+        where = server_options(pg_dsn, "no_runs_here")
+        assert where.startswith(" --dsn ") and result["reproduce"].endswith(where)
+        exact = result["reproduce"].removeprefix("wayline drill run --plan ").removesuffix(where)
         assert json.loads(Path(exact).read_text())["pins"][0]["step"] == "fraud_check"
     assert plan["history"][0]["kind"] == "instance_started"
     for line in state:

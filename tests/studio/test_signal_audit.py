@@ -5,10 +5,12 @@ once."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from engine.decide.operator_actions import Action
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient
@@ -88,4 +90,39 @@ def test_a_refused_signal_comes_back_in_its_form_beside_the_field(
         assert ">{oops</textarea>" in answer.text and 'value="form-9"' in answer.text
     assert ">courier</textarea>" in answer.text
     assert "not valid JSON" in answer.text
+    assert detail(operator, instance_id)["signals"] == []
+
+
+def test_a_signal_refused_without_javascript_is_the_instance_page_with_its_form(
+    studio: LiveStudio, team: str, signalled: str, operator: SignedInClient
+) -> None:
+    """A plain form post (no htmx: JavaScript off, or not loaded yet) that is refused
+    gets the instance page again, the refusal beside its field in the signal's own form
+    and what was typed kept: it was the generic error page, the form and its values
+    gone. A refusal no field could fix (the instance ended) is said on the page too."""
+    instance_id = studio.start(team, signalled)
+    url = f"{instance_url(instance_id)}/signals/go"
+    typed = {"payload": "{oops", "signal_id": "form-9"}
+    for reason, field, said in [(" ", "reason", "a reason of"), ("courier", "payload", "JSON")]:
+        answer = operator.form(url, {**typed, "reason": reason})
+        assert answer.status_code == 422, answer.text
+        assert '<div id="instance-page"' in answer.text and 'id="signal-form-go"' in answer.text
+        error = re.search(
+            rf'<p class="field-error" id="signal-{field}-error-go"[^>]*>([^<]*)<', answer.text
+        )
+        assert error and said in error.group(1), answer.text
+        assert f'aria-invalid="true" aria-describedby="signal-{field}-error-go"' in answer.text
+        assert ">{oops</textarea>" in answer.text and 'value="form-9"' in answer.text
+    assert ">courier</textarea>" in answer.text
+    assert detail(operator, instance_id)["signals"] == []
+
+    studio.command(instance_id, Action.CANCEL)
+    ended = operator.form(url, {**typed, "payload": "{}", "reason": "late courier"})
+    assert ended.status_code == 409, ended.text
+    assert '<div id="instance-page"' in ended.text
+    notice = re.search(
+        r'<div id="action-panel"[^>]*>\s*<p class="alert error notice" role="alert">([^<]+)<',
+        ended.text,
+    )
+    assert notice, ended.text
     assert detail(operator, instance_id)["signals"] == []
