@@ -8,9 +8,10 @@ own arguments (``check_text``): which argument, what it must be, what it was.
 
 The annotations it reads are the function's own (``typing.get_type_hints``), so a
 signature is written once and its checks cannot drift from it. It knows the shapes the
-engine's read functions use: ``str``, ``int``, ``bool``, ``datetime``, classes (enums,
-rows), ``X | None``, ``tuple[A, B]``, ``list[X]``, ``Sequence[X]`` and ``Collection[X]``;
-an annotation of any other shape is not checked.
+engine's read functions use: ``str``, ``int``, ``bool``, ``datetime``, classes, enums
+(a member or a value naming one), ``X | None``, ``Any`` (a datetime must still be
+aware), ``tuple[A, B]``, ``list[X]``, ``Sequence[X]`` and ``Collection[X]``; an
+annotation of any other shape is not checked.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import types
 import typing
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
+from enum import Enum
 from functools import cache
 from typing import Any
 
@@ -33,6 +35,8 @@ CONTAINERS: dict[Any, tuple[type, str]] = {
     Collection: (Collection, "a collection (a list, a tuple or a set)"),
 }
 """Per generic origin, the class its values must be and how a message names it."""
+MAX_LISTED_MEMBERS = 8
+"""An enum of at most this many members has its values listed in a refusal."""
 
 
 def check_arguments(function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -69,12 +73,16 @@ def check_typed(value: Any, annotation: Any, what: str) -> None:
     origin = typing.get_origin(kind)
     if kind is str:
         check_text(value, what)
-    elif kind is datetime:
+    elif kind is datetime or (kind is Any and isinstance(value, datetime)):
         _check_instant(value, what, alternative)
     elif origin is tuple:
         _check_tuple(value, typing.get_args(kind), what, alternative)
     elif origin in CONTAINERS:
         _check_items(value, origin, typing.get_args(kind), what, alternative)
+    elif kind is Any:
+        return
+    elif isinstance(kind, type) and issubclass(kind, Enum):
+        _check_member(value, kind, what, alternative)
     elif isinstance(kind, type) and not _is_instance(value, kind):
         raise InputRefused(
             f"{what} must be {with_article(kind.__name__)}{alternative}, not {type(value).__name__}"
@@ -89,6 +97,21 @@ def _is_instance(value: Any, kind: type) -> bool:
     """``isinstance``, except that a bool is not taken for an int (``True`` as a limit
     is a mistake, not 1)."""
     return isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)
+
+
+def _check_member(value: Any, kind: type[Enum], what: str, alternative: str) -> None:
+    """An enum's member, or a value that names one (``"active"`` for
+    ``InstanceView.ACTIVE``), as the reads convert it."""
+    try:
+        kind(value)
+    except (ValueError, TypeError):
+        members = list(kind)
+        listed = ", ".join(repr(member.value) for member in members)
+        allowed = f" ({listed})" if len(members) <= MAX_LISTED_MEMBERS else ""
+        raise InputRefused(
+            f"{what} must be {with_article(kind.__name__)}{alternative} or one of its values"
+            f"{allowed}"
+        ) from None
 
 
 def _check_instant(value: Any, what: str, alternative: str) -> None:
@@ -119,4 +142,4 @@ def _check_items(value: Any, origin: Any, parts: tuple[Any, ...], what: str, alt
 
 
 def _named(annotation: Any) -> str:
-    return getattr(annotation, "__name__", str(annotation))
+    return "any value" if annotation is Any else getattr(annotation, "__name__", str(annotation))

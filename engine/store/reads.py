@@ -254,7 +254,7 @@ async def get_instance(store: Store, instance_id: str) -> InstanceRow:
 async def list_instances(
     store: Store,
     view: InstanceView = InstanceView.ACTIVE,
-    after: tuple[datetime, str] | None = None,
+    after: tuple[Any, str] | None = None,
     limit: int = MAX_PAGE_ITEMS,
     definition_name: str | None = None,
     definition_version: str | None = None,

@@ -44,21 +44,21 @@ WRONG: dict[str, tuple[Callable[[Queries], Any], str]] = {
         lambda q: q.parents(["running", 7]),
         "each of the instance ids must be a str",
     ),
-    "str as a view": (
-        lambda q: q.instances(view="active"),
-        "the view must be an InstanceView, not str",
+    "unknown view": (
+        lambda q: q.instances(view="everything"),
+        r"the view must be an InstanceView or one of its values \('active', 'archived', 'all'\)",
     ),
-    "int as a status": (
-        lambda q: q.instances(status=1),
-        "the status must be an InstanceStatus or None, not int",
+    "unknown status": (
+        lambda q: q.instances(status=99),
+        "the status must be an InstanceStatus or None or one of its values",
     ),
     "str as event kinds": (
         lambda q: q.history_page("running", kinds=["paused"]),
-        "each of the kinds must be an EventKind, not str",
+        "^each of the kinds must be an EventKind or one of its values$",
     ),
     "cursor of one part": (
         lambda q: q.instances(after=(datetime.now(UTC),)),
-        r"the after must be a tuple of 2 \(datetime, str\) or None, not tuple",
+        r"the after must be a tuple of 2 \(any value, str\) or None, not tuple",
     ),
     "naive list bound": (
         lambda q: q.instances(started_from=NAIVE),
@@ -108,5 +108,10 @@ async def test_reads_with_arguments_of_their_types_answer(single_client: Client)
     later = await queries.instances(started_from=now + timedelta(hours=1))
     assert later.rows == ()
     assert await queries.advertised_targets(now - timedelta(minutes=1)) == []
+    assert [row.instance_id for row in (await queries.instances(view="active", status=1)).rows] == [
+        "running"
+    ]
+    by_id = await queries.instances(sort="id", after=("a", "a"))
+    assert [row.instance_id for row in by_id.rows] == ["running"]
     work = await queries.instance_work("running")
     assert all(isinstance(row.state, WorkState) for row in work)
