@@ -141,12 +141,14 @@ def server_options(dsn: str | None, schema: str) -> str:
 
 
 def reproduce(result: DrillResult, seed: int, profile: str, where: str = "") -> str:
-    """One command that reruns exactly this drill (with the hit it fired at, if any) on
-    the same server (``where``: ``server_options``); a drill plan's drill names the plan
-    it wrote (``verification.plan_drills``)."""
+    """One command that reruns exactly this drill on the same server (``where``:
+    ``server_options``), with the hit its fault fired at, or was planned at when it never
+    fired (a rerun would choose its hit from a calibration that can differ); a drill
+    plan's drill names the plan it wrote (``verification.plan_drills``)."""
     if result.record.extra.get("reproduce"):
         return f"{result.record.extra['reproduce']}{where}"
-    hit = f" --hit {result.fired[0].hit}" if result.fired else ""
+    faults = result.fired or result.record.plan
+    hit = f" --hit {faults[0].hit}" if faults else ""
     drill = f"--drill {result.spec_id} --seed 0x{seed:X} --profile {profile}{hit}"
     return f"wayline drill run {drill}{where}"
 

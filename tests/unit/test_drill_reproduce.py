@@ -6,6 +6,7 @@ reads it from, in a shell comment, so the line still runs as copied."""
 from __future__ import annotations
 
 from engine.store.migrations import DEFAULT_SCHEMA
+from engine.worker.faults import Action, Boundary, Fault
 from verification.drills.base import DrillResult
 from verification.scorecard import PASSWORD_NOT_SHOWN, drill_entry, server_options
 
@@ -42,3 +43,9 @@ def test_a_drill_plan_is_reproduced_on_its_server_too() -> None:
     assert drill_entry(plan, 42, "ci", where)["reproduce"] == (
         "wayline drill run --plan /tmp/a/plan.json --dsn postgresql://ci@db/drills --schema runs"
     )
+
+
+def test_a_fault_that_never_fired_is_reproduced_at_the_hit_it_was_planned_at() -> None:
+    unfired = DrillResult("D1-kill-after_commit-s0", "D1", "kill at after_commit", 7, "failed", 1.0)
+    unfired.record.plan.append(Fault(Boundary.AFTER_COMMIT, 3, Action.KILL))
+    assert drill_entry(unfired, 42, "ci")["reproduce"] == f"{LINE} --hit 3"
