@@ -351,7 +351,8 @@ def load_app(spec: str) -> ActivityRegistry:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
-    if not all(part.isidentifier() for part in (*module_name.split("."), attribute)):
+    parts = module_name.split(".")
+    if parts[-1] == "py" or not all(part.isidentifier() for part in (*parts, attribute)):
         raise ActivityAppNotFound(
             "--app must look like MODULE:REGISTRY, a module as Python imports it and a "
             "name in it, e.g. examples.orders:app (not a file path)"

@@ -31,7 +31,7 @@ from engine.worker.activities import load_app
         ),
         *(  # a file path was imported as a module: "importing ../x raised TypeError ..."
             (path, "a name in it, e.g. examples.orders:app (not a file path)")
-            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()")
+            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app")
         ),
     ],
 )
