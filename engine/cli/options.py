@@ -23,7 +23,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from engine.decide.audit import actor_problem, reason_problem
-from engine.model.identifiers import id_problem, name_problem, signal_id_problem, team_problem
+from engine.model.identifiers import (
+    code_problem,
+    id_problem,
+    name_problem,
+    signal_id_problem,
+    team_problem,
+)
 from engine.store.migrations import DEFAULT_SCHEMA, validate_schema_name
 
 T = TypeVar("T")
@@ -252,5 +258,7 @@ instance_id = checked_by(id_problem)
 """argparse type for a new instance's ``--id``."""
 signal_name = checked_by(name_problem)
 """argparse type for the name of a signal ``wayline signal`` delivers."""
+outcome_code = checked_by(lambda text: (found := code_problem(text)) and f"the code {found}")
+"""argparse type for ``--code`` (a compensation settled by hand): what its event takes."""
 signal_id = checked_by(signal_id_problem)
 """argparse type for ``--signal-id``: what the engine would refuse after connecting."""

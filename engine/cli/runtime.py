@@ -32,6 +32,7 @@ from engine.cli.options import (
     add_store_options,
     instance_id,
     optional_dsn,
+    outcome_code,
     outcome_unknown,
     port_or_none,
     reason,
@@ -168,7 +169,11 @@ def _operator_command(commands: argparse._SubParsersAction) -> None:
         "--result", type=json_arg, help="resolve-activity succeeded: its result as JSON"
     )
     cmd.add_argument("--payload", type=json_arg, help="approve: the approval's payload as JSON")
-    cmd.add_argument("--code", help="resolve-compensation: a code saying how it was settled")
+    cmd.add_argument(
+        "--code",
+        type=outcome_code,
+        help="resolve-compensation: a code saying how it was settled",
+    )
     cmd.add_argument(
         "--evidence", help="resolve-compensation: what shows it settled (JSON, or text)"
     )

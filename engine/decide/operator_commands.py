@@ -20,7 +20,7 @@ from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef, Mode
 from engine.model.errors import DecisionRejected, InputRefused
 from engine.model.events import EventKind, json_data
-from engine.model.identifiers import id_problem
+from engine.model.identifiers import code_problem, id_problem
 from engine.model.instance import AttemptStatus, InstanceStatus
 from engine.model.transitions import Draft
 from engine.replay.lifecycle import LIFECYCLE_EDGES
@@ -53,7 +53,8 @@ def check_command(
     for an action that is none (naming the actions), an audit record the event check
     would refuse (``engine.decide.audit``), a bad command id, or effect fields the
     action does not take or lacks (named, with the fields it takes), which would
-    otherwise fail as a TypeError from its builder."""
+    otherwise fail as a TypeError from its builder, or a code that is none
+    (``code_problem``), which would fail as the event's check."""
     try:
         action = Action(action)
     except ValueError:
@@ -72,6 +73,8 @@ def check_command(
         )
         takes = ", ".join(sorted(taken)) or "no fields"
         raise InputRefused(f"{action.value} {problem}: it takes {takes}")
+    if "code" in effect and (problem := code_problem(effect["code"])):
+        raise InputRefused(f"the code {problem}")
     return action
 
 

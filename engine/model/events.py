@@ -265,6 +265,8 @@ def validate_event(event: Event) -> None:
 def _check_values(event: Event, where: str) -> None:
     if event.step and name_problem(event.step):
         raise EventInvalid(f"{where}: step {name_problem(event.step)}")
+    if not isinstance(event.code, str):
+        raise EventInvalid(f"{where}: code must be a str, not {type(event.code).__name__}")
     if len(event.code) > MAX_CODE_LENGTH:
         raise EventInvalid(f"{where}: code is longer than {MAX_CODE_LENGTH} characters")
     if not isinstance(event.retryable, bool):

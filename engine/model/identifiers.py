@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from engine.model.limits import MAX_IDENTIFIER_LENGTH, MAX_KEY_LENGTH
+from engine.model.limits import MAX_CODE_LENGTH, MAX_IDENTIFIER_LENGTH, MAX_KEY_LENGTH
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
@@ -75,6 +75,20 @@ def signal_id_problem(value: object) -> str | None:
     characters, or a step_id (a step's body may send its own key as the id)."""
     problem = key_problem(value)
     return problem if problem and step_id_problem(value) else None
+
+
+CODE_RULE = f"1 to {MAX_CODE_LENGTH} (MAX_CODE_LENGTH) printable characters, not only spaces"
+
+
+def code_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a new outcome's or resolution's code (an event's ``code``:
+    an ActivityFailure's, an UnknownOutcome's, a compensation settled by hand), or None.
+    Codes are short words a person reads in a history line, so no control character."""
+    if not isinstance(value, str):
+        return f"must be a str, not a {type(value).__name__}: {CODE_RULE}"
+    if len(value) > MAX_CODE_LENGTH or not value.strip() or not value.isprintable():
+        return f"must be {CODE_RULE}"
+    return None
 
 
 def _problem(

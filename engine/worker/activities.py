@@ -23,8 +23,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.model.canonical import canonical_json
-from engine.model.errors import ActivityAppNotFound
-from engine.model.identifiers import name_problem
+from engine.model.errors import ActivityAppNotFound, InputRefused
+from engine.model.identifiers import code_problem, name_problem
+from engine.model.inputs import check_value
 from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
 from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
 from engine.modes.code.records import target_of
@@ -57,12 +58,37 @@ class ActivityRequest:
     """Results of the instance's activities that have succeeded so far, by step."""
 
 
+class OutcomeRefused(InputRefused):
+    """An ActivityFailure or UnknownOutcome built with a code, flag or details no event
+    could carry. Raised where the handler builds it, so its developer learns of it there
+    (a worker records such an attempt unknown, as for any other exception, and logs this
+    message, which names only what was wrong); the worker could not write it otherwise."""
+
+
+def check_outcome(what: str, code: object, details: Any, retryable: object = True) -> None:
+    """Refuse (OutcomeRefused, saying what is allowed) an outcome ``what`` whose ``code``
+    is not one (``code_problem``), whose ``retryable`` is not a bool, or whose
+    ``details`` are not JSON (``check_value``)."""
+    if problem := code_problem(code):
+        raise OutcomeRefused(f"{what}'s code {problem}")
+    if not isinstance(retryable, bool):
+        raise OutcomeRefused(
+            f"{what}'s retryable must be True or False, not {type(retryable).__name__}"
+        )
+    try:
+        check_value(details, f"{what}'s details")
+    except InputRefused as refused:
+        raise OutcomeRefused(str(refused)) from None
+
+
 class ActivityFailure(Exception):
-    """A known failure: the effect did not happen (``retryable``: trying again may work)."""
+    """A known failure: the effect did not happen (``retryable``: trying again may work).
+    A code, flag or details the engine could not record is OutcomeRefused at once."""
 
     def __init__(
         self, code: str, message: str = "", retryable: bool = True, details: Any = None
     ) -> None:
+        check_outcome("ActivityFailure", code, details, retryable)
         super().__init__(message or code)
         self.code = code
         self.retryable = retryable
@@ -71,10 +97,14 @@ class ActivityFailure(Exception):
 
 @dataclass(frozen=True)
 class UnknownOutcome:
-    """Returned by a handler that cannot tell whether its effect happened."""
+    """Returned by a handler that cannot tell whether its effect happened. A code or
+    details the engine could not record is OutcomeRefused at once."""
 
     code: str = "activity-outcome-unknown"
     details: Any = None
+
+    def __post_init__(self) -> None:
+        check_outcome("UnknownOutcome", self.code, self.details)
 
 
 @dataclass(frozen=True)
@@ -237,9 +267,15 @@ class ActivityRegistry:
         return list({id(flow): flow for flow in self._machines.values()}.values())
 
     def register(self, target: str, handler: Handler) -> None:
+        """Run ``handler`` for the work that names ``target``. A target that is not a
+        name, or taken, and a handler that cannot be called with the request alone, are
+        a ValueError here: called by a worker, it would fail before its first line and
+        its attempt be recorded unknown as if it might have run."""
         problem = name_problem(target)
         if problem:
             raise ValueError(f"activity target {problem}")
+        if problem := handler_problem(handler):
+            raise ValueError(f"activity target {target}: {problem}")
         if target in self._handlers or target in self._machines:
             raise ValueError(f"activity target {target} is registered twice")
         self._handlers[target] = handler
@@ -284,6 +320,27 @@ class ActivityRegistry:
         return iter(self.targets)
 
 
+def handler_problem(handler: object) -> str | None:
+    """Why ``handler`` cannot be called as ``handler(request)``, or None: not callable,
+    or a signature that needs more or fewer arguments. A callable whose signature
+    Python cannot read (some builtins) is taken as it is."""
+    if not callable(handler):
+        return f"the handler is a {type(handler).__name__}, not a function taking the request"
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None)
+    except TypeError:
+        name = getattr(handler, "__name__", type(handler).__name__)
+        return (
+            f"handler {name}{signature} cannot be called with one argument: a handler "
+            f"takes the ActivityRequest, as in def {name}(request)"
+        )
+    return None
+
+
 def load_app(spec: str) -> ActivityRegistry:
     """Import ``MODULE:NAME`` and return the ActivityRegistry it names.
 
@@ -294,7 +351,8 @@ def load_app(spec: str) -> ActivityRegistry:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
-    if not all(part.isidentifier() for part in (*module_name.split("."), attribute)):
+    parts = module_name.split(".")
+    if parts[-1] == "py" or not all(part.isidentifier() for part in (*parts, attribute)):
         raise ActivityAppNotFound(
             "--app must look like MODULE:REGISTRY, a module as Python imports it and a "
             "name in it, e.g. examples.orders:app (not a file path)"
@@ -353,6 +411,9 @@ def _where(frames: list[traceback.FrameSummary]) -> str:
 
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 """The engine's package directory: an exception raised in it is the engine's refusal."""
+_NOT_THE_HANDLERS = (_ENGINE_DIR, "<")
+"""Where a frame is none of a handler's lines: the engine's, or code Python generated
+(a dataclass's ``__init__``): a handler's log names its innermost line elsewhere."""
 
 
 def _log_unknown(request: ActivityRequest, what: str, code: str) -> None:
@@ -398,7 +459,11 @@ async def run_handler(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the effect may have happened: unknown, never a failure
-        raised = f"raised {type(exc).__name__}{_where(traceback.extract_tb(exc.__traceback__))}"
+        frames = traceback.extract_tb(exc.__traceback__)
+        outside = [f for f in frames if not f.filename.startswith(_NOT_THE_HANDLERS)] or frames
+        raised = f"raised {type(exc).__name__}{_where(outside)}"
+        if isinstance(exc, OutcomeRefused):  # the engine's words, which quote nothing
+            raised = f"{raised} ({exc})"
         _log_unknown(request, raised, CRASH_CODE)
         return Unknown(CRASH_CODE, {"error": type(exc).__name__})
     if isinstance(value, UnknownOutcome):

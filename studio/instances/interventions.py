@@ -19,9 +19,10 @@ from engine import CommitUnknown
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
+from engine.model.identifiers import code_problem
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
-from engine.model.limits import MAX_CODE_LENGTH, MAX_PAYLOAD_BYTES
+from engine.model.limits import MAX_PAYLOAD_BYTES
 from studio.errors import Conflict, Invalid, NotFound, OutcomeUnknown
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.detail import replayed
@@ -120,8 +121,8 @@ def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
         effect["result"] = result
     elif action is Action.RESOLVE_COMPENSATION:
         code = form.code.strip()
-        if not code or len(code) > MAX_CODE_LENGTH:
-            raise Invalid(f"a code of 1 to {MAX_CODE_LENGTH} characters is required")
+        if problem := code_problem(code):
+            raise Invalid(f"the code {problem}")
         effect["code"] = code
         effect["evidence"] = json_or_text(form.evidence, "the evidence")
     return effect

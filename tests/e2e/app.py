@@ -57,6 +57,8 @@ class Behaviour:
     """After recording the effect, sleep this long (past the timeout: unknown)."""
     unknown: bool = False
     """Return UnknownOutcome: the handler cannot tell whether its effect happened."""
+    no_code: bool = False
+    """Raise ActivityFailure with an empty code, which the engine refuses where it is built."""
 
 
 def undo_key(step: str) -> str:
@@ -97,6 +99,9 @@ async def scripted(request: ActivityRequest) -> Any:
     if request.attempt <= behaviour.fail:
         _record(request, "call", "failed")
         raise ActivityFailure(SCRIPTED_FAILURE, f"{request.step} fails attempt {request.attempt}")
+    if behaviour.no_code:
+        _record(request, "call", "failed")
+        raise ActivityFailure("", f"{request.step} gives no code")
     if behaviour.terminal:
         _record(request, "call", "failed")
         details = {"log": "x" * behaviour.detail} if behaviour.detail else None

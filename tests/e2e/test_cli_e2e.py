@@ -381,6 +381,15 @@ async def test_a_failed_compensation_is_resolved_from_the_command_line(e2e: Harn
             "resolve-activity takes --result only with --resolution succeeded",
         ),
         (("approve", "--step", "sign", "--code", "x"), 2, "approve does not take --code"),
+        *(  # used to be exit 1 naming an event: "compensation_manually_resolved event 2: ..."
+            (
+                ("resolve-compensation", "--step", "sign", "--code", code),
+                2,
+                "error: argument --code: the code must be 1 to 200 (MAX_CODE_LENGTH) "
+                "printable characters, not only spaces",
+            )
+            for code in (" ", "x" * 201)
+        ),
         (
             ("approve", "--step", "bad name!"),
             1,

@@ -31,7 +31,7 @@ from engine.store.clock import ManualClock
 from engine.store.errors import StoreUnavailable
 from engine.store.store import Store
 from engine.worker import loop
-from engine.worker.activities import PREFIX_KEY, TRUNCATED_KEY
+from engine.worker.activities import CRASH_CODE, PREFIX_KEY, TRUNCATED_KEY
 from engine.worker.loop import Worker, WorkerConfig
 from examples.demo import DEFINITION as ORDER_DEFINITION
 from tests.e2e import definitions as d
@@ -353,6 +353,25 @@ async def test_handler_timeout_and_unknown_outcome_are_held_as_unknown(e2e: Harn
         assert state.activities["slow"].code == code
         assert state.status is S.RUNNING, "an unknown outcome waits for an operator"
         assert len(e2e.calls(instance)) == 1
+
+
+async def test_a_failure_with_a_code_no_event_can_carry_is_unknown_at_once_and_said(
+    e2e: Harness,
+) -> None:
+    """``ActivityFailure("")`` used to reach the worker's commit, which failed with a
+    traceback (EventInvalid) and left the attempt running until its lease ran out. It is
+    refused where the handler builds it, so the attempt is unknown at once (the handler
+    ran) and the log says what was wrong, where, in one line."""
+    (worker,) = await e2e.spawn(lease=CRASH_LEASE_SECONDS)
+    await e2e.start(d.TIMING_OUT, "no-code", script({"slow": Behaviour(no_code=True)}))
+    state = await e2e.activity_reaches("no-code", "slow", A.UNKNOWN)
+    assert state.activities["slow"].code == CRASH_CODE
+    assert len(e2e.calls("no-code")) == 1
+    await worker.stop()
+    log = worker.output()
+    assert "raised OutcomeRefused at app.py line" in log
+    assert "(ActivityFailure's code must be 1 to 200 (MAX_CODE_LENGTH) printable" in log
+    assert "Traceback" not in log and "gives no code" not in log
 
 
 # Crashes, lost leases and shutdown -------------------------------------------------------

@@ -75,6 +75,19 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "extra field": ({"bogus": 1}, "^pause does not take bogus: it takes no fields$"),
     "empty actor": ({"actor": ""}, "actor must be 1 to 200 characters"),
     "bad command id": ({"command_id": "a b"}, "^command id must be"),
+    **{  # each used to reach the event's check: "... event 4: needs code" or a traceback
+        f"{what} code": (
+            {"action": "resolve_compensation", "step": "a", "code": code},
+            rf"^the code must be {expected}1 to 200 \(MAX_CODE_LENGTH\) printable characters",
+        )
+        for what, code, expected in (
+            ("empty", "", ""),
+            ("blank", "  ", ""),
+            ("long", "x" * 201, ""),
+            ("multi-line", "refunded\nby phone", ""),
+            ("int", 7, "a str, not a int: "),
+        )
+    },
 }
 
 

@@ -31,7 +31,7 @@ from engine.worker.activities import load_app
         ),
         *(  # a file path was imported as a module: "importing ../x raised TypeError ..."
             (path, "a name in it, e.g. examples.orders:app (not a file path)")
-            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()")
+            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app")
         ),
     ],
 )
@@ -59,6 +59,21 @@ def test_an_app_that_cannot_be_loaded_says_why(spec: str, says: str) -> None:
             "from engine import ActivityRegistry\napp = ActivityRegistry()\n"
             "app.workflow('w', version='1')(lambda ctx, x: None)\n",
             "{module} at {module}.py line 3: ",
+        ),
+        (  # called by a worker, it failed before its first line and was recorded unknown
+            "no_argument",
+            "from engine import ActivityRegistry\napp = ActivityRegistry()\n"
+            "@app.activity('shop.charge')\ndef charge():\n    return 1\n",
+            "{module} at {module}.py line 3: activity target shop.charge: handler charge() "
+            "cannot be called with one argument: a handler takes the ActivityRequest, "
+            "as in def charge(request)",
+        ),
+        (
+            "not_callable",
+            "from engine import ActivityRegistry\napp = ActivityRegistry()\n"
+            "app.register('shop.charge', {'amount': 1})\n",
+            "{module} at {module}.py line 3: activity target shop.charge: the handler is a "
+            "dict, not a function taking the request",
         ),
     ],
 )
