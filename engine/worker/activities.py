@@ -168,19 +168,24 @@ def bounded_detail(detail: Any, limit: int) -> Any:
     return marker if over <= 0 else None
 
 
-def recordable(outcome: Outcome, limit: int, what: str = "activity") -> Outcome:
+def recordable(outcome: Outcome, request: ActivityRequest, limit: int, what: str) -> Outcome:
     """``outcome``, or, for a success whose result is not JSON or is larger than
     ``limit`` (the step's ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an
     unknown outcome saying so (with its size and the limit): the handler ran, so its
     effect may have happened, and an event carrying that result could not be written,
-    leaving the attempt to its lease's expiry."""
+    leaving the attempt to its lease's expiry. The worker's log says so too, as for a
+    handler that raised: its history holds only the code."""
     if not isinstance(outcome, Succeeded) or outcome.result is None:
         return outcome
     try:
         text = canonical_json(outcome.result)
     except (TypeError, ValueError):
+        _log_unknown(request, "returned a result that is not JSON", RESULT_NOT_JSON)
         return Unknown(RESULT_NOT_JSON)
-    return too_large(text, limit, what) or Succeeded(outcome.result, text)
+    if larger := too_large(text, limit, what):
+        _log_unknown(request, f"returned {len(text.encode())} bytes of JSON", RESULT_TOO_LARGE)
+        return larger
+    return Succeeded(outcome.result, text)
 
 
 def too_large(text: str, limit: int, what: str) -> Unknown | None:

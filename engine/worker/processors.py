@@ -305,7 +305,7 @@ async def _run(ctx: Context, state: Instance, track: Track, dispatch: Dispatch) 
     request = _request(state, track, dispatch)
     executor = ctx.hooks.handler_executor(ctx.threads)
     outcome = await run_handler(handler, request, timeout.total_seconds(), executor)
-    return recordable(outcome, track.result_limit(state, dispatch.step), track.name)
+    return recordable(outcome, request, track.result_limit(state, dispatch.step), track.name)
 
 
 def _request(state: Instance, track: Track, dispatch: Dispatch) -> ActivityRequest:

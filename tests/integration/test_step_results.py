@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
+
+import pytest
 
 from engine.api.client import Client
 from engine.model.instance import AttemptStatus
@@ -74,10 +77,13 @@ async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it
     }
 
 
-async def test_a_result_too_large_to_record_is_unknown_and_says_why(db_store: Store) -> None:
+async def test_a_result_too_large_to_record_is_unknown_and_says_why(
+    db_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     """The handler ran (its effect may have happened) but its result is over the step's
     ``result_limit``: an unknown outcome saying so at once, not a commit the engine
-    refuses and a lease left to expire."""
+    refuses and a lease left to expire; the worker's log says so, as for a handler that
+    raised."""
     app = ActivityRegistry()
     app.register("big.quote", lambda request: "x" * 1000)  # 1002 bytes of JSON
     app.register("big.other", lambda request: {1, 2})  # no JSON at all
@@ -87,10 +93,17 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(db_store: St
     await client.start("big.one", "order-1")
     await client.start("big.two", "order-2")
     ctx = Context(db_store, app, RegistrySource(db_store))
-    await run_due(ctx)
+    with caplog.at_level(logging.WARNING, logger="wayline.activities"):
+        await run_due(ctx)
+    said = sorted(r.getMessage() for r in caplog.records if r.name == "wayline.activities")
+    assert said == [
+        "activity big.other returned a result that is not JSON: attempt 1 of step other of "
+        f"order-2 is recorded unknown ({RESULT_NOT_JSON})",
+        "activity big.quote returned 1002 bytes of JSON: attempt 1 of step quote of "
+        f"order-1 is recorded unknown ({RESULT_TOO_LARGE})",
+    ]
     quote = (await client.inspect("order-1")).activities["quote"]
     assert quote.status is AttemptStatus.UNKNOWN
-    assert quote.code == RESULT_TOO_LARGE
     assert quote.code == RESULT_TOO_LARGE
     assert json.loads(quote.result or "null") == {
         "message": "the activity returned 1002 bytes of JSON; at most 1000 can be recorded"
