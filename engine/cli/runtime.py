@@ -62,6 +62,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
+    MIN_LEASE_DURATION,
     MIN_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
@@ -311,7 +312,9 @@ def _worker(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--worker-id", help="stable worker identity (default: host-pid)")
     parser.add_argument(
         "--lease-seconds",
-        type=seconds_up_to(MAX_LEASE_DURATION, "MAX_LEASE_DURATION"),
+        type=seconds_up_to(
+            MAX_LEASE_DURATION, "MAX_LEASE_DURATION", MIN_LEASE_DURATION, "MIN_LEASE_DURATION"
+        ),
         default=timedelta(seconds=30),
         help="how long a claim lasts unless renewed (default: 30)",
     )

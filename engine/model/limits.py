@@ -63,6 +63,10 @@ says, before it is dead again."""
 
 MAX_WORK_CLAIM_ITEMS = 100
 MAX_LEASE_DURATION = timedelta(minutes=15)
+MIN_LEASE_DURATION = timedelta(seconds=1)
+"""The shortest lease a worker takes: it renews every third of it, and below a second a
+slow commit or a pause of the process would lose leases whose handlers still run (their
+attempts then recorded unknown and retried elsewhere)."""
 MAX_WORKER_CONCURRENCY = 1_000
 MAX_WORKER_POLL_INTERVAL = timedelta(minutes=1)
 MIN_WORKER_POLL_INTERVAL = timedelta(milliseconds=10)

@@ -44,6 +44,7 @@ from engine.model.limits import (
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
     MAX_WORKER_POLL_INTERVAL,
+    MIN_LEASE_DURATION,
     MIN_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
@@ -101,8 +102,8 @@ class WorkerConfig:
             raise ValueError(f"the worker id {problem}")
         if not 1 <= self.concurrency <= MAX_WORKER_CONCURRENCY:
             raise ValueError(f"concurrency must be from 1 to {MAX_WORKER_CONCURRENCY}")
-        if not timedelta(0) < self.lease <= MAX_LEASE_DURATION:
-            raise ValueError(f"lease must be more than 0 and at most {MAX_LEASE_DURATION}")
+        if not MIN_LEASE_DURATION <= self.lease <= MAX_LEASE_DURATION:
+            raise ValueError(f"lease must be from {MIN_LEASE_DURATION} to {MAX_LEASE_DURATION}")
         if not timedelta(0) < self.renew_every < self.lease:
             raise ValueError("renew_every must be more than 0 and less than the lease")
         if not MIN_WORKER_POLL_INTERVAL <= self.poll_interval <= MAX_WORKER_POLL_INTERVAL:

@@ -496,6 +496,18 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
     )
 
 
+@pytest.mark.parametrize("given", ["0", "nan", "0.1", "901"])
+def test_a_lease_is_refused_outside_its_bounds(
+    given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.1 was taken: the worker renewed every 33 ms and lost its leases to any pause."""
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--lease-seconds", given]
+    assert argument_refused(capsys, *worker) == (
+        "wayline worker: error: argument --lease-seconds: must be a number of seconds from "
+        "1 (MIN_LEASE_DURATION) to 900 (MAX_LEASE_DURATION)"
+    )
+
+
 @pytest.mark.parametrize("given", ["-1", "61", "0.0001"])
 def test_a_poll_interval_is_refused_outside_its_bounds(
     given: str, capsys: pytest.CaptureFixture[str]
@@ -511,8 +523,6 @@ def test_a_poll_interval_is_refused_outside_its_bounds(
 @pytest.mark.parametrize(
     ("flag", "given", "bound"),
     [
-        ("--lease-seconds", "0", "900 (MAX_LEASE_DURATION)"),
-        ("--lease-seconds", "nan", "900 (MAX_LEASE_DURATION)"),
         ("--drain-seconds", "0", "900 (MAX_WORKER_DRAIN)"),
         ("--drain-seconds", "901", "900 (MAX_WORKER_DRAIN)"),
         ("--drain-seconds", "-1e3", "900 (MAX_WORKER_DRAIN)"),
