@@ -72,6 +72,33 @@ def test_the_defaults_written_out_are_the_same_definition() -> None:
     assert definition_to_json(short) == definition_to_json(written)
 
 
+@pytest.mark.parametrize(
+    ("given", "taken"),
+    [
+        ({"max_attempts": 5}, {**RETRY, "max_attempts": 5}),
+        ({"initial_delay": "5m"}, {**RETRY, "initial_delay": "5m", "max_delay": "5m"}),
+        ({"max_delay": "10s"}, {**RETRY, "max_delay": "10s"}),
+    ],
+)
+def test_a_retry_that_leaves_fields_out_takes_their_defaults(
+    given: dict[str, object], taken: dict[str, object]
+) -> None:
+    """``{"max_attempts": 5}`` was refused for the two fields it left out, though a
+    whole ``retry`` may be left out; a left-out ``max_delay`` is at least the
+    ``initial_delay`` given."""
+    partial, written = json.loads(json.dumps(SHORT)), json.loads(json.dumps(SHORT))
+    partial["steps"][0]["retry"] = given
+    written["steps"][0]["retry"] = taken
+    assert parse_definition(partial).fingerprint == parse_definition(written).fingerprint
+
+
+def test_a_max_delay_below_the_default_initial_delay_says_the_default() -> None:
+    bad = json.loads(json.dumps(SHORT))
+    bad["steps"][0]["retry"] = {"max_delay": "10ms"}
+    with pytest.raises(DefinitionInvalid, match=r"must be at least initial_delay \(1s when"):
+        parse_definition(bad)
+
+
 def test_a_field_given_is_still_checked() -> None:
     bad = json.loads(json.dumps(SHORT))
     bad["steps"][0]["retry"] = {"max_attempts": 0}

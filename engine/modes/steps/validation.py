@@ -26,6 +26,7 @@ from engine.model.definitions import (
     StepKind,
     UnknownPolicy,
 )
+from engine.model.durations import format_duration
 from engine.model.identifiers import name_problem
 from engine.model.limits import (
     KIB,
@@ -236,6 +237,9 @@ def _limit(reader: SpecReader, obj: dict[str, Any], key: str, path: str) -> int 
 
 
 def _retry(reader: SpecReader, obj: dict[str, Any], path: str) -> RetryPolicy | None:
+    """The policy, each field it leaves out taken from ``DEFAULT_RETRY`` (a left-out
+    ``max_delay`` is at least the ``initial_delay`` given), as a whole ``retry`` left
+    out is: ``{"max_attempts": 5}`` alone says all that most steps need to."""
     if "retry" not in obj:
         return DEFAULT_RETRY
     where = join(path, "retry")
@@ -243,11 +247,18 @@ def _retry(reader: SpecReader, obj: dict[str, Any], path: str) -> RetryPolicy | 
     retry = reader.required_object(obj.get("retry"), where, RETRY_FIELDS, shape)
     if retry is None:
         return None
-    attempts = reader.integer(retry, "max_attempts", where, 1, MAX_RETRY_ATTEMPTS)
-    initial = reader.duration(retry, "initial_delay", where, MAX_RETRY_DELAY)
-    maximum = reader.duration(retry, "max_delay", where, MAX_RETRY_DELAY)
+    attempts = DEFAULT_RETRY.max_attempts
+    if "max_attempts" in retry:
+        attempts = reader.integer(retry, "max_attempts", where, 1, MAX_RETRY_ATTEMPTS)
+    initial = DEFAULT_RETRY.initial_delay
+    if "initial_delay" in retry:
+        initial = reader.duration(retry, "initial_delay", where, MAX_RETRY_DELAY)
+    maximum = max(DEFAULT_RETRY.max_delay, initial or DEFAULT_RETRY.max_delay)
+    if "max_delay" in retry:
+        maximum = reader.duration(retry, "max_delay", where, MAX_RETRY_DELAY)
     if initial is not None and maximum is not None and maximum < initial:
-        reader.error(join(where, "max_delay"), "must be at least initial_delay")
+        given = "" if "initial_delay" in retry else f" ({format_duration(initial)} when left out)"
+        reader.error(join(where, "max_delay"), f"must be at least initial_delay{given}")
         return None
     if attempts is None or initial is None or maximum is None:
         return None
