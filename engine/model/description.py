@@ -8,11 +8,14 @@ so every description asks ``never_happens`` before it says a wait is still open.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.model.canonical import format_instant
 from engine.model.definitions import StepKind
 from engine.model.events import Event, EventKind
+from engine.model.instance import AttemptStatus as A
 from engine.model.instance import Instance, InstanceStatus, TimerProgress
 
 S = InstanceStatus
@@ -67,15 +70,30 @@ def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
 
 def _earlier(event: Event) -> str:
     code = f" code={event.code}" if event.code else ""
-    return f"    attempt {event.attempt}: {ATTEMPT_ENDINGS[event.kind]}{code}"
+    said = _said(event.data)
+    return f"    attempt {event.attempt}: {ATTEMPT_ENDINGS[event.kind]}{code}{said}"
 
 
 def failure_message(state: Instance) -> str:
     """The message the failure recorded ('' when none): a code workflow's own exception
     (``TypeError: ...``), shown with the failure so its reason is read where it is."""
     detail = state.value("result") if state.failure_code else None
+    return recorded_message(detail)
+
+
+def recorded_message(detail: Any) -> str:
+    """The ``message`` of a recorded detail (a failed attempt's ``{"message": ...}``, a
+    code workflow's exception), '' when it has none."""
     message = detail.get("message") if isinstance(detail, dict) else None
     return message if isinstance(message, str) else ""
+
+
+def _said(data: str | None) -> str:
+    """``: MESSAGE`` for an ended attempt whose recorded detail (JSON text) carries one."""
+    if data is None or not data.startswith("{"):
+        return ""
+    message = recorded_message(json.loads(data))
+    return f": {message}" if message else ""
 
 
 def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | None = None) -> str:
@@ -94,6 +112,8 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
         )
     for p in state.activities.values():
         extra = f" code={p.code}" if p.code else ""
+        if p.status in (A.FAILED, A.UNKNOWN):
+            extra += _said(p.result)
         lines.append(
             f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
             f"key={p.idempotency_key or '-'}{extra}"

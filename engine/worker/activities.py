@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound, InputRefused
 from engine.model.identifiers import code_problem, name_problem
-from engine.model.inputs import check_value
+from engine.model.inputs import check_text, check_value
 from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
 from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
 from engine.modes.code.records import target_of
@@ -83,16 +83,31 @@ def check_outcome(what: str, code: object, details: Any, retryable: object = Tru
 
 class ActivityFailure(Exception):
     """A known failure: the effect did not happen (``retryable``: trying again may work).
-    A code, flag or details the engine could not record is OutcomeRefused at once."""
+    A code, message, flag or details the engine could not record is OutcomeRefused at
+    once."""
 
     def __init__(
         self, code: str, message: str = "", retryable: bool = True, details: Any = None
     ) -> None:
         check_outcome("ActivityFailure", code, details, retryable)
+        try:
+            check_text(message, "ActivityFailure's message")
+        except InputRefused as refused:
+            raise OutcomeRefused(str(refused)) from None
         super().__init__(message or code)
         self.code = code
+        self.message = message
         self.retryable = retryable
         self.details = details
+
+    @property
+    def recorded(self) -> Any:
+        """What its attempt records beside the code: the details given, else the message
+        as ``{"message": ...}`` (as a code workflow's failure records its exception's),
+        else nothing."""
+        if self.details is not None or not self.message:
+            return self.details
+        return {"message": self.message}
 
 
 @dataclass(frozen=True)
@@ -457,7 +472,7 @@ async def run_handler(
         else:
             value = await executor.run(handler, request, timeout)
     except ActivityFailure as failure:
-        return Failed(failure.code, failure.retryable, failure.details)
+        return Failed(failure.code, failure.retryable, failure.recorded)
     except TimeoutError:
         _log_unknown(request, f"did not finish within its timeout of {timeout:g} s", TIMEOUT_CODE)
         return Unknown(TIMEOUT_CODE)

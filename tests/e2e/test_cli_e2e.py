@@ -154,7 +154,8 @@ async def test_start_is_idempotent_and_refuses_other_input(e2e: Harness) -> None
 
 async def test_inspect_says_how_each_earlier_attempt_of_a_step_ended(e2e: Harness) -> None:
     """The replayed instance keeps a step's latest attempt; ``inspect`` reads how the
-    ones before it ended from the history, so a retried step does not hide them."""
+    ones before it ended from the history, so a retried step does not hide them, each
+    with the message its ``ActivityFailure`` gave (it was never recorded)."""
     await publish(e2e, d.RETRYING)
     await e2e.spawn()
     await e2e.start(d.RETRYING, "flaky", script({"flaky": Behaviour(fail=2)}))
@@ -164,8 +165,8 @@ async def test_inspect_says_how_each_earlier_attempt_of_a_step_ended(e2e: Harnes
     at = next(n for n, line in enumerate(lines) if line.startswith("  activity flaky: "))
     assert lines[at].startswith("  activity flaky: succeeded attempt 3 ")
     assert lines[at + 1 : at + 3] == [
-        f"    attempt 1: failed code={SCRIPTED_FAILURE}",
-        f"    attempt 2: failed code={SCRIPTED_FAILURE}",
+        f"    attempt 1: failed code={SCRIPTED_FAILURE}: flaky fails attempt 1",
+        f"    attempt 2: failed code={SCRIPTED_FAILURE}: flaky fails attempt 2",
     ]
 
 
