@@ -31,7 +31,7 @@ from engine.model.limits import MAX_BULK_INSTANCES, MAX_PAGE_ITEMS
 from studio.errors import Conflict, Invalid, NotFound
 from studio.instances import code_migration
 from studio.instances import service as instances
-from studio.instances.service import InstanceFilters, narrowed, parse_json
+from studio.instances.service import InstanceFilters, located, narrowed, parse_json
 from studio.reasons import operator_reason
 from studio.runtime import Runtime
 
@@ -280,7 +280,7 @@ async def act(
         request.step,
         dict(request.effect),
         actor,
-        operator_reason(reason),
+        located("reason", operator_reason, reason),  # said beside the reason field
         selection.instance_ids,
     )
     try:

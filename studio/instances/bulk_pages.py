@@ -100,6 +100,7 @@ def _preview(
     code_commands: dict[str, str],
     error: str = "",
     status: int = 200,
+    field_errors: dict[str, str] | None = None,
 ) -> Template:
     """The preview page of ``found`` with its confirmation form (none when a refused
     confirmation could not even be previewed again: ``error`` alone says why), each
@@ -113,6 +114,7 @@ def _preview(
         filters=filters,
         values=values,
         error=error,
+        field_errors=field_errors or {},
         bulk_id=values.get("bulk_id") or new_id(),
         limit=MAX_BULK_INSTANCES,
         scan=bulk.MAX_BULK_SCAN,
@@ -169,7 +171,10 @@ async def _confirm_again(
         found = None
     previews = found.previews if found else ()
     commands = await code_migration.for_previews(runtime, principal, previews)
-    return _preview(request, filters, values, found, True, commands, str(refused), refused.status)
+    at = beside(refused) if found else {}  # a reason refused is said beside its field
+    return _preview(
+        request, filters, values, found, True, commands, str(refused), refused.status, at
+    )
 
 
 async def result_page(

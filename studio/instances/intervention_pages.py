@@ -67,14 +67,21 @@ async def _confirm(
     values: dict[str, str],
     error: str = "",
     status: int = 200,
+    field_errors: dict[str, str] | None = None,
 ) -> Template:
+    """The confirmation: in the instance page's action panel (htmx), or a whole page of
+    its own (opened in a tab of its own, after signing in again, without JavaScript),
+    whose form then posts natively, since that page has no panel to answer into. A
+    refusal is said beside the field it concerns (``field_errors``), above the form
+    only when it concerns none of them (the instance's state moved on)."""
     detail = await instance_detail.detail(runtime.primary, principal.team_id, instance_id)
     registry = await runtime.client.registries.get()
     offered = offer(detail.state, registry, runtime.store.now(), action, step)
     if offered is None and not error:
         error = f"{KINDS[action].label} {step} is not possible in the instance's state now."
         status = 409
-    template = "instances/_confirm.html" if is_htmx(request) else "instances/confirm.html"
+    in_panel = is_htmx(request)
+    template = "instances/_confirm.html" if in_panel else "instances/confirm.html"
     return page(
         request,
         template,
@@ -86,6 +93,8 @@ async def _confirm(
         step=step,
         offered=offered,
         error=error,
+        field_errors=field_errors or {},
+        in_panel=in_panel,
         values=values,
         command_id=values.get("command_id") or new_id(),
         resolutions=RESOLUTIONS,
@@ -108,7 +117,7 @@ async def do_action(
     try:
         await interventions.command(runtime, principal.team_id, principal.actor, instance_id, form)
     except REFUSALS as refused:  # the form again (for htmx, in its panel), as typed
-        shown = again(refused, values)
+        shown = again(refused, values) | {"field_errors": beside(refused)}
         return await _confirm(
             request, principal, runtime, instance_id, action_kind, form.step, **shown
         )

@@ -103,29 +103,50 @@ def parse_action(text: str) -> Action:
 
 
 def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
-    """The engine's effect arguments for ``action``, checked."""
+    """The engine's effect arguments for ``action``, checked; a refusal is said at the
+    field it concerns (``payload``, ``resolution``, ``result``, ``code``, ``evidence``),
+    so the confirmation form shows it there and the API's problem names it."""
     effect: dict[str, Any] = {}
     if KINDS[action].needs_step:
         if not form.step:
             raise Invalid(f"{action.value} needs the step it acts on")
         effect["step"] = form.step
     if action is Action.APPROVE:
-        effect["payload"] = parse_json(form.payload, "payload")
+        effect["payload"] = located("payload", parse_json, form.payload, "payload")
     elif action is Action.RESOLVE_ACTIVITY:
         if form.resolution not in RESOLUTIONS:
-            raise Invalid(f"choose a resolution: {', '.join(RESOLUTIONS)}")
+            raise Invalid.at("resolution", f"choose a resolution: {', '.join(RESOLUTIONS)}")
         effect["resolution"] = form.resolution
-        result = parse_json(form.result, "result")
+        result = located("result", parse_json, form.result, "result")
         if result is not None and form.resolution != "succeeded":
-            raise Invalid("only an outcome settled as succeeded carries a result")
+            raise Invalid.at("result", "only an outcome settled as succeeded carries a result")
         effect["result"] = result
     elif action is Action.RESOLVE_COMPENSATION:
         code = form.code.strip()
         if problem := code_problem(code):
-            raise Invalid(f"the code {problem}")
+            raise Invalid.at("code", f"the code {problem}")
         effect["code"] = code
-        effect["evidence"] = json_or_text(form.evidence, "the evidence")
+        effect["evidence"] = located("evidence", json_or_text, form.evidence, "the evidence")
     return effect
+
+
+def checked(action: Action, form: CommandForm) -> tuple[str, dict[str, Any]]:
+    """``form``'s reason and effect, checked together: a form wrong in both (no reason,
+    a payload that is not JSON) is refused once, each problem at its own field, rather
+    than one now and the other after it is corrected."""
+    problems: list[dict[str, str]] = []
+    reason, effect = "", {}
+    try:
+        reason = located("reason", operator_reason, form.reason)
+    except Invalid as wrong:
+        problems += wrong.problems
+    try:
+        effect = effect_of(action, form)
+    except Invalid as wrong:
+        problems += wrong.problems or [{"path": "", "message": str(wrong)}]
+    if problems:
+        raise Invalid("; ".join(p["message"] for p in problems), problems)
+    return reason, effect
 
 
 async def command(
@@ -133,8 +154,7 @@ async def command(
 ) -> Instance:
     """Run an audited operator command; refused (409) when the state does not allow it."""
     action = parse_action(form.action)
-    reason = operator_reason(form.reason)
-    effect = effect_of(action, form)
+    reason, effect = checked(action, form)
     row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
     refusal = "the instance does not allow this now"
     return await _run(

@@ -186,6 +186,53 @@ def test_an_action_is_confirmed_from_the_keyboard_alone(
     expect(page.locator("#instance-status")).to_have_text("paused")
 
 
+def test_a_refused_action_says_each_problem_beside_its_field(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    """No reason and a payload that is not JSON: both said at once, each beside its
+    field, which the first of them focuses (one message above the form named only the
+    reason, and the focus went to the payload it did not mention)."""
+    open_at_approval(page, studio, shop, Role.OPERATOR)
+    settled(page)
+    page.locator("[data-offer='approve:manager_approval']").click()
+    payload = page.get_by_label("Approval payload (JSON, optional)")
+    expect(payload).to_be_focused()
+    payload.fill('{"ok": tru')
+    reason = page.locator("#confirm-form").get_by_label("Reason")
+    reason.evaluate("field => field.removeAttribute('required')")  # as a blank one of spaces
+    reason.fill("   ")
+    page.locator("#confirm-button").click()
+    expect(page.locator("#confirm-payload-error")).to_contain_text("not valid JSON")
+    expect(page.locator("#confirm-reason-error")).to_contain_text("a reason of 1 to 500")
+    expect(payload).to_have_attribute("aria-invalid", "true")
+    expect(reason).to_have_attribute("aria-describedby", "confirm-reason-error")
+    expect(payload).to_be_focused()
+    expect(page.locator("#confirm-error")).to_have_count(0)
+    expect(payload).to_have_value('{"ok": tru')
+    payload.fill('{"ok": true}')
+    reason.fill("checked with the customer")
+    page.locator("#confirm-button").click()
+    expect(page.locator("#audit-table tbody tr").first).to_contain_text("checked with the customer")
+
+
+def test_a_confirmation_opened_as_its_own_page_confirms(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    """The confirmation at its own address (a new tab, signing in again after the
+    session ended): its Confirm did nothing, since htmx aimed the answer at the
+    instance page's action panel, which that page does not have."""
+    instance_id, username = open_at_approval(page, studio, shop, Role.OPERATOR)
+    page.goto(f"/instances/{instance_id}/actions/pause")
+    settled(page)
+    page.locator("#confirm-form").get_by_label("Reason").fill("paused from its own tab")
+    page.locator("#confirm-button").click()
+    page.wait_for_url(f"**/instances/{instance_id}#instance-audit")
+    newest = page.locator("#audit-table tbody tr").first
+    expect(newest).to_contain_text("paused from its own tab")
+    expect(newest).to_contain_text(username)
+    expect(page.locator("#instance-status")).to_have_text("paused")
+
+
 def test_cancel_and_watch_the_compensations_run_latest_first(
     page: Page, studio: LiveStudio, shop: str
 ) -> None:

@@ -55,6 +55,9 @@ def test_a_bulk_cancel_previews_confirms_once_and_keeps_its_results(
 
     no_reason = operator.form("/instances/bulk", {**fields, "reason": " "})
     assert no_reason.status_code == 422 and "a reason of 1 to 500" in no_reason.text
+    # beside the reason field, which it marks and focuses, not above the preview
+    assert 'aria-invalid="true" aria-describedby="bulk-reason-error" autofocus' in no_reason.text
+    assert 'id="bulk-error"' not in no_reason.text
     assert audit(operator, ids[0]) == []
 
     done = operator.form("/instances/bulk", {**fields, "reason": "incident 7"})

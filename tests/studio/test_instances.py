@@ -133,6 +133,11 @@ def test_an_action_needs_the_role_a_reason_and_lands_in_the_audit_once(
     command_id = re.search(r'name="command_id" value="(\w+)"', confirm.text).group(1)
     no_reason = operator.form(url + "/actions/pause", {"reason": " ", "command_id": command_id})
     assert no_reason.status_code == 422 and "a reason of 1 to 500" in no_reason.text
+    # beside the reason, which it marks, rather than above the form
+    assert re.search(r'aria-invalid="true" aria-describedby="confirm-reason-error"', no_reason.text)
+    assert 'id="confirm-error"' not in no_reason.text
+    # the whole page (no panel to answer into) posts natively, not with htmx
+    assert "hx-post" not in re.search(r'<form[^>]*id="confirm-form"', no_reason.text).group(0)
 
     fields = {"reason": "hold for the audit", "command_id": command_id}
     done = operator.form(url + "/actions/pause", fields)
@@ -171,6 +176,13 @@ def test_the_api_runs_commands_and_signals_with_the_same_rules(
         api + "/actions", json={"action": "pause", "reason": ""}, headers=headers
     )
     assert missing.status_code == 422
+    both = operator.post(
+        api + "/actions",
+        json={"action": "resolve_activity", "step": "reserve", "reason": " "},
+        headers=headers,
+    )
+    assert both.status_code == 422  # each problem named by its field, both at once
+    assert [p["path"] for p in both.json()["problems"]] == ["reason", "resolution"]
     done = operator.post(
         api + "/actions", json={"action": "terminate", "reason": "by script"}, headers=headers
     )
