@@ -32,6 +32,7 @@ from engine.model.errors import (
     SignalConflict,
 )
 from engine.model.limits import MAX_KEY_LENGTH
+from studio.accounts.sessions import COOKIE
 from studio.api_responses import DATABASE_UNAVAILABLE, ErrorOut
 from studio.errors import PasswordChangeRequired, StudioError
 from studio.rendering import is_htmx, page
@@ -142,7 +143,10 @@ def handle_error(request: Request, error: Exception) -> Response:
             message = NO_SUCH_PATH
         return Response(ErrorOut(message, problems), status_code=status, headers=_headers(error))
     if isinstance(error, NotAuthorizedException):
-        return _to("/login?next=" + quote(request.url.path), request, 401)
+        # A session cookie that no longer signs anyone in: the session ended (expired or
+        # revoked; signing out deletes the cookie), which the sign-in page says.
+        ended = "&ended=1" if COOKIE in request.cookies else ""
+        return _to("/login?next=" + quote(request.url.path) + ended, request, 401)
     if isinstance(error, PasswordChangeRequired):
         return _to("/account", request, 403)
     return page(request, "error.html", status=status, status_code=status, message=message)

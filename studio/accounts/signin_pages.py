@@ -42,12 +42,21 @@ def _safe_next(target: str | None) -> str:
     return HOME
 
 
+SESSION_ENDED = "Your session has ended. Sign in again to go on where you were."
+
+
 def _login_page(
-    request: Request, next_path: str, error: str = "", status: int = 200, username: str = ""
+    request: Request,
+    next_path: str,
+    error: str = "",
+    status: int = 200,
+    username: str = "",
+    notice: str = "",
 ) -> Template:
     return _form_page(
-        request, "signin/login.html", status, next_path=next_path, error=error, username=username
-    )
+        request, "signin/login.html", status, next_path=next_path, error=error,
+        username=username, notice=notice,
+    )  # fmt: skip
 
 
 def _form_page(request: Request, template: str, status: int, **context: str) -> Template:
@@ -67,10 +76,14 @@ def _form_page(request: Request, template: str, status: int, **context: str) -> 
     return response
 
 
-async def login_page(request: Request, next: FromQuery[str | None] = None) -> Template | Redirect:
+async def login_page(
+    request: Request, next: FromQuery[str | None] = None, ended: FromQuery[str | None] = None
+) -> Template | Redirect:
+    """The sign-in form; ``ended``: a page was asked for with a session that has ended,
+    which the form says above it."""
     if maybe_principal(request) is not None:
         return see_other(_safe_next(next))
-    return _login_page(request, _safe_next(next))
+    return _login_page(request, _safe_next(next), notice=SESSION_ENDED if ended else "")
 
 
 async def _public_form(request: Request) -> dict[str, str]:

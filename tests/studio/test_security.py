@@ -11,6 +11,7 @@ from engine.model.validation import parse_definition
 from engine.store.store import Store
 from studio.access import AUTHORIZATION_SHAPE, NO_TOKEN, TOKEN_REFUSED
 from studio.accounts import people
+from studio.accounts.signin_pages import SESSION_ENDED
 from studio.roles import Role
 from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
 from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
@@ -166,9 +167,14 @@ def test_signing_out_ends_the_session(studio: LiveStudio) -> None:
     client = studio.client(studio.user(team, Role.VIEWER))
     cookie = client.cookies.get("wayline_session")
     assert client.form("/logout").status_code == 303
+    assert "wayline_session" not in client.cookies
+    assert client.get("/definitions").headers["location"] == "/login?next=/definitions"
     replay = studio.client()
     replay.cookies.set("wayline_session", cookie)
-    assert replay.get("/definitions").headers["location"].startswith("/login")
+    sent = replay.get("/definitions").headers["location"]
+    assert sent == "/login?next=/definitions&ended=1"
+    assert SESSION_ENDED in replay.get(sent).text, "a session that ended is said, not a bare form"
+    assert SESSION_ENDED not in replay.get("/login?next=/definitions").text
 
 
 def test_api_tokens_are_shown_once_scoped_and_revocable(studio: LiveStudio) -> None:
