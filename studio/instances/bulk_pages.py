@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import partial
+from urllib.parse import parse_qsl
 
 from litestar import Request, Response
 from litestar.di import NamedDependency
@@ -162,8 +163,10 @@ async def _confirm_again(
     refused: StudioError,
 ) -> Template:
     """The preview again, judged now, with the refused confirmation's reason and what
-    was typed; what cannot be previewed (nothing picked) shows that reason alone."""
-    filters = InstanceFilters()
+    was typed, saying how its instances were chosen and leading back to their list;
+    what cannot be previewed (nothing picked) shows that reason alone."""
+    filters = _list_left(values.get("back", ""))
+    by_hand = values.get("chosen") != "filter"
     try:
         asked, selection = await _chosen(runtime, principal, filters, values, picked, True)
         found = await bulk.preview(runtime, selection, asked)
@@ -173,8 +176,17 @@ async def _confirm_again(
     commands = await code_migration.for_previews(runtime, principal, previews)
     at = beside(refused) if found else {}  # a reason refused is said beside its field
     return _preview(
-        request, filters, values, found, True, commands, str(refused), refused.status, at
+        request, filters, values, found, by_hand, commands, str(refused), refused.status, at
     )
+
+
+def _list_left(query: str) -> InstanceFilters:
+    """The instance list's filters that a preview was opened from (its URL query, as the
+    confirmation form carries it); the unfiltered list when they no longer hold."""
+    try:
+        return InstanceFilters(**dict(parse_qsl(query)))
+    except (TypeError, StudioError):
+        return InstanceFilters()
 
 
 async def result_page(

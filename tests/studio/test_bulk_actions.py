@@ -12,6 +12,7 @@ from which fingerprint to which, under the bulk's id.
 from __future__ import annotations
 
 import re
+from html import unescape
 from urllib.parse import unquote
 
 import pytest
@@ -51,10 +52,17 @@ def test_a_bulk_cancel_previews_confirms_once_and_keeps_its_results(
     assert 'id="bulk-applies">2<' in text and 'id="bulk-refused">1<' in text
     assert "refused: " in text and ids[2] in text
     bulk_id = re.search(r'name="bulk_id" value="(\w+)"', shown.text).group(1)
+    back = re.search(r'name="back" value="([^"]*)"', shown.text).group(1)
+    assert 'name="chosen" value="filter"' in shown.text
     fields = {"bulk_id": bulk_id, "action": "cancel", "pick": ids}
+    carried = {**fields, "chosen": "filter", "back": unescape(back)}
 
-    no_reason = operator.form("/instances/bulk", {**fields, "reason": " "})
+    no_reason = operator.form("/instances/bulk", {**carried, "reason": " "})
     assert no_reason.status_code == 422 and "a reason of 1 to 500" in no_reason.text
+    # said as it was chosen (it read "chosen by hand"), "Not now" back to the filtered list
+    assert "3 instances chosen by the filter" in no_reason.text
+    not_now = re.search(r'href="(/instances\?[^"]*)">Not now<', no_reason.text).group(1)
+    assert unescape(not_now) == f"/instances?view=all&definition={name}"
     # beside the reason field, which it marks and focuses, not above the preview
     assert 'aria-invalid="true" aria-describedby="bulk-reason-error" autofocus' in no_reason.text
     assert 'id="bulk-error"' not in no_reason.text
