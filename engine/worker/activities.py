@@ -16,6 +16,7 @@ import inspect
 import logging
 import os
 import sys
+import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -419,7 +420,7 @@ def _failed_import(module_name: str, exc: Exception) -> str:
     if frames and frames[-1].filename.startswith(_ENGINE_DIR):
         outside = [f for f in frames if not f.filename.startswith(_ENGINE_DIR)]
         return f"{module_name}{_where(outside)}: {exc}"
-    return f"importing {module_name} raised {type(exc).__name__}{_where(frames)}"
+    return f"importing {module_name} raised {type(exc).__name__}{_where(_own(frames))}"
 
 
 def _where(frames: list[traceback.FrameSummary]) -> str:
@@ -431,9 +432,16 @@ def _where(frames: list[traceback.FrameSummary]) -> str:
 
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 """The engine's package directory: an exception raised in it is the engine's refusal."""
-_NOT_THE_HANDLERS = (_ENGINE_DIR, "<")
-"""Where a frame is none of a handler's lines: the engine's, or code Python generated
-(a dataclass's ``__init__``): a handler's log names its innermost line elsewhere."""
+_NOT_THE_TEAMS = (_ENGINE_DIR, "<", os.path.join(sysconfig.get_paths()["stdlib"], ""))
+"""Where a frame is none of a team's own lines: the engine's, code Python generated (a
+dataclass's ``__init__``, ``<frozen os>``) and the standard library's. A handler's or an
+app's failure names its innermost line elsewhere: the line of the team's code that
+called into them."""
+
+
+def _own(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The frames of the team's own code (all of them when none is)."""
+    return [f for f in frames if not f.filename.startswith(_NOT_THE_TEAMS)] or frames
 
 
 def _log_unknown(request: ActivityRequest, what: str, code: str) -> None:
@@ -479,9 +487,9 @@ async def run_handler(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the effect may have happened: unknown, never a failure
-        frames = traceback.extract_tb(exc.__traceback__)
-        outside = [f for f in frames if not f.filename.startswith(_NOT_THE_HANDLERS)] or frames
-        raised = f"raised {type(exc).__name__}{_where(outside)}"
+        raised = (
+            f"raised {type(exc).__name__}{_where(_own(traceback.extract_tb(exc.__traceback__)))}"
+        )
         if isinstance(exc, OutcomeRefused):  # the engine's words, which quote nothing
             raised = f"{raised} ({exc})"
         _log_unknown(request, raised, CRASH_CODE)

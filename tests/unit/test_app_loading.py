@@ -54,6 +54,11 @@ def test_an_app_that_cannot_be_loaded_says_why(spec: str, says: str) -> None:
             "\nraise RuntimeError('token=hunter2')\n",
             "importing {module} raised RuntimeError at {module}.py line 2",
         ),
+        (  # it was "at <frozen os> line 679", where the standard library raised it
+            "stdlib",
+            "import os\n\nSECRET = os.environ['WAYLINE_NO_SUCH_SETTING']\n",
+            "importing {module} raised KeyError at {module}.py line 3",
+        ),
         (
             "refused",
             "from engine import ActivityRegistry\napp = ActivityRegistry()\n"
