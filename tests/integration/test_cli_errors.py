@@ -496,27 +496,25 @@ def test_a_metrics_port_in_use_is_refused_before_the_worker_runs(
     )
 
 
-@pytest.mark.parametrize("given", ["0", "nan", "0.1", "901"])
-def test_a_lease_is_refused_outside_its_bounds(
-    given: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """0.1 was taken: the worker renewed every 33 ms and lost its leases to any pause."""
-    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--lease-seconds", given]
-    assert argument_refused(capsys, *worker) == (
-        "wayline worker: error: argument --lease-seconds: must be a number of seconds from "
-        "1 (MIN_LEASE_DURATION) to 900 (MAX_LEASE_DURATION)"
-    )
+LEASE_BOUNDS = "1 (MIN_LEASE_DURATION) to 900 (MAX_LEASE_DURATION)"
+POLL_BOUNDS = "0.01 (MIN_WORKER_POLL_INTERVAL) to 60 (MAX_WORKER_POLL_INTERVAL)"
 
 
-@pytest.mark.parametrize("given", ["-1", "61", "0.0001"])
-def test_a_poll_interval_is_refused_outside_its_bounds(
-    given: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("flag", "given", "bounds"),
+    [
+        # 0.1 was taken: the worker renewed every 33 ms and lost its leases to any pause
+        *(("--lease-seconds", given, LEASE_BOUNDS) for given in ("0", "nan", "0.1", "901")),
+        # 0.0001 was taken: an idle worker would ask the database 10,000 times a second
+        *(("--poll-seconds", given, POLL_BOUNDS) for given in ("-1", "61", "0.0001")),
+    ],
+)
+def test_a_worker_timing_is_refused_outside_its_bounds(
+    flag: str, given: str, bounds: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """0.0001 was taken: an idle worker would ask the database 10,000 times a second."""
-    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, "--poll-seconds", given]
+    worker = ["worker", "--app", "examples.orders:app", "--dsn", CLOSED, flag, given]
     assert argument_refused(capsys, *worker) == (
-        "wayline worker: error: argument --poll-seconds: must be a number of seconds from "
-        "0.01 (MIN_WORKER_POLL_INTERVAL) to 60 (MAX_WORKER_POLL_INTERVAL)"
+        f"wayline worker: error: argument {flag}: must be a number of seconds from {bounds}"
     )
 
 
