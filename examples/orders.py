@@ -3,8 +3,11 @@
 Run a worker for them with ``wayline worker --app examples.orders:app``. Each handler
 records its effect, keyed by the attempt's idempotency key, in the JSON-lines file
 named by ``WAYLINE_EFFECTS_FILE`` (when set), so tests and the demo can count real
-effects apart from recorded outcomes. The instance input can script failures:
-``{"fail": {"payments.charge": 2}}`` fails the first two attempts of that target.
+effects apart from recorded outcomes. The instance input can script what goes wrong:
+``{"fail": {"payments.charge": 2}}`` fails the first two attempts of that target before
+any effect; ``{"unknown": {"payments.charge": 1}}`` makes its first attempt's effect
+happen and its answer be lost (an unknown outcome, which the example's charge holds for
+an operator to resolve, and its checks retry with the same key).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from engine import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine import ActivityFailure, ActivityRegistry, ActivityRequest, UnknownOutcome
 
 EFFECTS_ENV = "WAYLINE_EFFECTS_FILE"
 
@@ -44,18 +47,22 @@ def record_effect(request: ActivityRequest) -> None:
         os.close(fd)
 
 
-def _scripted_failure(request: ActivityRequest) -> None:
-    failures = (request.input or {}).get("fail", {}) if isinstance(request.input, dict) else {}
-    if request.attempt <= int(failures.get(request.target, 0)):
-        raise ActivityFailure(
-            "scripted-failure", f"{request.target} failed on purpose", retryable=True
-        )
+def _scripted(request: ActivityRequest, what: str) -> bool:
+    """Whether the instance's input scripts ``what`` (``fail``, ``unknown``) for this
+    attempt of the request's target."""
+    script = (request.input or {}).get(what, {}) if isinstance(request.input, dict) else {}
+    return request.attempt <= int(script.get(request.target, 0))
 
 
 def _effect(result: Any):
     def handler(request: ActivityRequest) -> Any:
-        _scripted_failure(request)
+        if _scripted(request, "fail"):
+            raise ActivityFailure(
+                "scripted-failure", f"{request.target} failed on purpose", retryable=True
+            )
         record_effect(request)
+        if _scripted(request, "unknown"):  # as a gateway that timed out after charging
+            return UnknownOutcome("scripted-unknown")
         return result(request) if callable(result) else result
 
     return handler
