@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -185,7 +186,10 @@ async def _batches(
     phases: Phases,
     results: RemovalResults,
 ) -> None:
-    with tempfile.TemporaryFile("w+") as export:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        retention.ExportFile(Path(scratch) / "export.jsonl") as export,
+    ):
         while True:
             with phases.phase("retention: find"):
                 began = time.perf_counter()

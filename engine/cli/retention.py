@@ -7,7 +7,8 @@ team, the ended instances past their team's keep (``engine.store.retention``), w
 one line per instance: the array of its events, each as ``wayline history --json``
 prints it) and printing what it did. Meant for a scheduler (cron, a Kubernetes
 CronJob): a run takes short batches and never waits on a worker, so it can run at any
-time, and a run that dies half way is simply run again.
+time, and a run that dies half way is simply run again; a run that starts while another
+works on a team skips that team and says so.
 """
 
 from __future__ import annotations
@@ -112,20 +113,15 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
     if args.team is not None and not chosen:
         raise UsageError(f"team {_team(args.team)} has no retention policy (set one first)")
     for policy in chosen:
-        path = _export_path(args.export_dir, policy.tenant_id)
-        existed = path.exists()  # a run earlier in the same second appends to it
-        # An export that cannot be written stops the run before its batch is removed
-        # (retention.prune syncs each batch's export to disk before removing it).
-        with (
-            writing(args.export_dir, "the export directory"),
-            path.open("a", encoding="utf-8") as export,
-        ):
-            done = await retention.prune(
-                client.store, policy.tenant_id, policy.keep, export, args.batch
-            )
+        async with retention.exclusive(client.store, policy.tenant_id) as mine:
+            if not mine:
+                print(
+                    f"team {_team(policy.tenant_id)}: skipped, another retention run is "
+                    "under way (it exports and removes what this one would)"
+                )
+                continue
+            done, path = await _prune(client, policy, args)
         if not done.exported:  # no empty file every run
-            if not existed:
-                path.unlink()
             print(f"team {_team(policy.tenant_id)}: nothing past its keep, no export written")
             continue
         print(
@@ -133,6 +129,23 @@ async def _run(client: Client, args: argparse.Namespace) -> int:
             f"removed {done.removed}, left {done.skipped} in use for a later run"
         )
     return 0
+
+
+async def _prune(
+    client: Client, policy: Policy, args: argparse.Namespace
+) -> tuple[retention.Pruned, Path]:
+    """Export and remove one team's instances past its keep into its file (a run earlier
+    in the same second appends to it); the file is removed again when nothing went in.
+    An export that cannot be written stops the run before its batch is removed."""
+    path = _export_path(args.export_dir, policy.tenant_id)
+    with (
+        writing(args.export_dir, "the export directory"),
+        retention.ExportFile(path) as export,
+    ):
+        done = await retention.prune(
+            client.store, policy.tenant_id, policy.keep, export, args.batch
+        )
+    return done, path
 
 
 def _export_path(directory: Path, tenant: str) -> Path:

@@ -5,13 +5,17 @@ index the claims and the studio's pages walk. A team says how long it keeps its 
 instances (``set_policy``; a team without a policy keeps everything). ``prune`` then
 works in bounded batches: it picks ended instances archived before the cutoff that have
 no live work and no child still running (a running child reports to its parent, which
-must still be there), writes each one's whole history as one JSON line to the export
-(the array of its events, each as ``wayline history --json`` prints it), flushed and
-synced before anything is removed, and then, in one short transaction, locks those still
+must still be there), appends each one's whole history as one JSON line to the export
+(the array of its events, each as ``wayline history --json`` prints it), on disk before
+anything is removed (``ExportFile``), and then, in one short transaction, locks those still
 as they were exported and deletes their work, history, ledger, snapshot and row. Nothing waits on
 a worker: an ended instance has no due work, and a row another transaction holds is
 skipped, to be taken by a later run; a crash between export and removal only exports
 some instances twice (each line names its instance).
+
+One run at a time works on a team (``exclusive``): two runs started together (a cron job
+that overlaps the previous one) would pick the same instances, export them both, and
+one would find them gone half way through its export.
 
 A removed instance's id is free again: a start with it begins a new instance.
 """
@@ -20,15 +24,22 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+import psycopg
 
 from engine.decide.audit import actor_problem
 from engine.model.events import event_to_json
 from engine.model.inputs import check_team
 from engine.model.limits import MAX_RETENTION_KEEP
 from engine.store import reads
+from engine.store.errors import StoreUnavailable
 from engine.store.statements import retention as sql
 from engine.store.store import Store
 from engine.store.transactions import transact
@@ -56,6 +67,110 @@ class Pruned:
     removed: int = 0
     skipped: int = 0
     """Exported but not removed: changed or locked meanwhile (a later run takes them)."""
+
+
+class Export(Protocol):
+    """Where ``prune`` writes what it removes."""
+
+    def append(self, lines: str) -> None:
+        """Add ``lines`` (whole JSON lines) and return only once they are on disk; on an
+        error nothing of them is left behind."""
+
+
+class ExportFile:
+    """A JSON-lines export file that only ever holds whole lines, each on disk before
+    ``append`` returns: its name too (the directory is synced when the file is made), so
+    a power cut after a removal never loses the export of what was removed.
+
+    A batch is one ``write`` to the file's end; one that fails (a full disk) is cut off
+    again, and a torn last line a killed run left (it was never removed: removal waits
+    for the sync) is cut off when the file is opened again, so appending never runs two
+    lines together. Only one run writes a team's files at a time (``exclusive``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.created = not path.exists()
+        """Whether this run made the file (and so removes it when it stays empty)."""
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self._cut_torn_line()
+            if self.created:
+                _sync_directory(path.parent)
+        except BaseException:
+            self.close()
+            raise
+
+    def append(self, lines: str) -> None:
+        start = os.fstat(self.fd).st_size
+        try:
+            view = memoryview(lines.encode())
+            while view:
+                view = view[os.write(self.fd, view) :]
+            os.fsync(self.fd)
+        except OSError:
+            with suppress(OSError):
+                os.ftruncate(self.fd, start)
+            raise
+
+    def close(self) -> None:
+        """Close it; a file this run made and left empty is removed."""
+        if self.fd < 0:
+            return
+        try:
+            if self.created and os.fstat(self.fd).st_size == 0:
+                self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> ExportFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _cut_torn_line(self) -> None:
+        """Cut the file back to its last whole line."""
+        end = size = os.fstat(self.fd).st_size
+        while end > 0:
+            chunk = os.pread(self.fd, min(end, 65536), end - min(end, 65536))
+            if end == size and chunk.endswith(b"\n"):
+                return
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                os.ftruncate(self.fd, end - len(chunk) + newline + 1)
+                return
+            end -= len(chunk)
+        if size:
+            os.ftruncate(self.fd, 0)
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@asynccontextmanager
+async def exclusive(store: Store, tenant: str) -> AsyncIterator[bool]:
+    """True, held for the block, when no other run works on ``tenant`` in this schema;
+    False (and nothing held) when one does. The lock is a session's: a run that is killed
+    loses it with its connection, so the next run is never shut out."""
+    try:
+        conn = await store.dedicated()
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailable("the database is unavailable") from exc
+    async with conn:
+        found = await conn.execute(sql.TRY_RUN_LOCK, {"schema": store.schema, "tenant": tenant})
+        yield bool((await found.fetchone())[0])
 
 
 def check_batch(batch: int) -> int:
@@ -100,10 +215,11 @@ async def policies(store: Store) -> list[Policy]:
 
 
 async def prune(
-    store: Store, tenant: str, keep: timedelta, export: TextIO, batch: int = MAX_PRUNE_BATCH
+    store: Store, tenant: str, keep: timedelta, export: Export, batch: int = MAX_PRUNE_BATCH
 ) -> Pruned:
     """Export and remove ``tenant``'s ended instances archived more than ``keep`` ago,
-    ``batch`` at a time, until none is left that can go now (see the module)."""
+    ``batch`` at a time, until none is left that can go now (see the module). The caller
+    holds ``exclusive`` for ``tenant``."""
     check_batch(batch)
     done = Pruned()
     # A policy stored before MAX_RETENTION_KEEP could name a cutoff before year 1.
@@ -123,13 +239,13 @@ async def prune(
             return done  # what is left is in use now, or there is nothing more
 
 
-async def _export(store: Store, instance_ids: list[str], export: TextIO) -> None:
+async def _export(store: Store, instance_ids: list[str], export: Export) -> None:
     """Each instance's events as one JSON line, on disk before anything is removed."""
+    lines = []
     for instance_id in instance_ids:
         events = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
-        export.write(json.dumps(events, separators=(",", ":")) + "\n")
-    export.flush()
-    os.fsync(export.fileno())
+        lines.append(json.dumps(events, separators=(",", ":")) + "\n")
+    export.append("".join(lines))
 
 
 async def _remove(store: Store, expired: list[tuple[str, int]]) -> int:

@@ -3,10 +3,17 @@ team, a run that exports and removes what is past it, and one line for bad input
 
 from __future__ import annotations
 
+import asyncio
 import json
+import resource
+import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psycopg
+
 from engine.decide.operator_actions import Action
+from tests.e2e.conftest import WAIT_SECONDS, WAYLINE, CliResult
 from tests.e2e.test_cli_e2e import ok, one_line
 from tests.integration.factories import DEFINITION
 
@@ -120,3 +127,127 @@ async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
     assert run.code == 1
     assert one_line(run).startswith("wayline retention: a team id has 1 to 63 characters")
     assert list((e2e.tmp / "exports").rglob("*.jsonl")) == []
+
+
+async def terminated(e2e: Harness, count: int) -> list[str]:
+    """``count`` ended instances (terminated at once) of DEFINITION, by id."""
+    await e2e.publish(DEFINITION)
+    ids = [f"old-{n}" for n in range(count)]
+    for instance_id in ids:
+        await e2e.start(DEFINITION, instance_id)
+        await e2e.client.command(instance_id, Action.TERMINATE, "alice", "no longer needed")
+    await ok(e2e, "retention", "set", "--keep", "1ms", "--as", "alice")
+    return ids
+
+
+async def run_in_background(e2e: Harness, exports: Path) -> asyncio.subprocess.Process:
+    exports.mkdir()
+    return await asyncio.create_subprocess_exec(
+        WAYLINE,
+        *("retention", "run", "--export-dir", str(exports), "--batch", "2"),
+        *("--dsn", e2e.dsn, "--schema", e2e.schema),
+        env=e2e.env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def blocked_removing(e2e: Harness) -> list[tuple]:
+    """The server process of a run that waits for the lock on snapshots its removal's
+    DELETE needs (none: no run waits)."""
+    return await e2e.query(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        " AND query LIKE 'DELETE FROM snapshots%%'"
+    )
+
+
+def exported_ids(exports: Path) -> list[str]:
+    """The instance of every line of every export in ``exports`` (each line must be a
+    whole JSON array of events)."""
+    return [
+        json.loads(line)[0]["instance_id"]
+        for path in sorted(exports.iterdir())
+        for line in path.read_text().splitlines()
+    ]
+
+
+async def test_a_run_started_while_another_works_on_the_team_skips_it(e2e: Harness) -> None:
+    """Two overlapping runs (a cron job that outlasts its interval) both exported the same
+    instances; the second then found them locked and said they were "in use", or found
+    them removed half way and failed with "instance old-3 does not exist"."""
+    ids = await terminated(e2e, 4)
+    async with await psycopg.AsyncConnection.connect(e2e.dsn) as blocker:
+        # The first run exports its first batch, then waits to remove it.
+        await blocker.execute(f"LOCK TABLE {e2e.schema}.snapshots IN SHARE MODE")
+        first = await run_in_background(e2e, e2e.tmp / "first")
+        await e2e.until(lambda: blocked_removing(e2e), what="the first run removing")
+
+        second = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp))
+        assert (second.code, second.stderr) == (0, "")
+        assert second.stdout == (
+            "team (no team): skipped, another retention run is under way "
+            "(it exports and removes what this one would)\n"
+        )
+        assert list(e2e.tmp.glob("*.jsonl")) == []
+        await blocker.rollback()
+    out, err = await asyncio.wait_for(first.communicate(), WAIT_SECONDS)
+    assert (first.returncode, err) == (0, b"")
+    assert b"exported 4 to" in out and b"removed 4, left 0" in out
+    assert sorted(exported_ids(e2e.tmp / "first")) == ids
+
+
+async def test_a_run_killed_half_way_loses_nothing_and_the_next_one_finishes(
+    e2e: Harness,
+) -> None:
+    ids = await terminated(e2e, 4)
+    async with await psycopg.AsyncConnection.connect(e2e.dsn) as blocker:
+        await blocker.execute(f"LOCK TABLE {e2e.schema}.snapshots IN SHARE MODE")
+        killed = await run_in_background(e2e, e2e.tmp / "killed")
+        ((backend,),) = await e2e.until(lambda: blocked_removing(e2e), what="the run removing")
+        killed.send_signal(signal.SIGKILL)
+        await killed.wait()
+        await blocker.rollback()
+    # Its removal's transaction ends (uncommitted) once its server process sees it gone.
+
+    async def gone() -> bool:
+        alive = "SELECT pid FROM pg_stat_activity WHERE pid = %(pid)s"
+        return await e2e.query(alive, {"pid": backend}) == []
+
+    await e2e.until(gone, what="the killed run's server process gone")
+    assert len(exported_ids(e2e.tmp / "killed")) == 2, "the first batch, on disk"
+
+    # The next run is not shut out by the dead one, and exports that batch again.
+    again = await ok(e2e, "retention", "run", "--export-dir", str(e2e.tmp / "killed"))
+    assert "exported 4 to" in again and "removed 4, left 0" in again
+    assert sorted(set(exported_ids(e2e.tmp / "killed"))) == ids
+    assert await e2e.query("SELECT count(*) FROM instances") == [(0,)]
+
+
+async def test_an_export_that_cannot_be_written_leaves_no_torn_file(e2e: Harness) -> None:
+    """A full disk (here: a file size limit) stopped the run before anything was removed,
+    but left the export with the part of a batch that fit, ending in half a line."""
+    await terminated(e2e, 30)
+    exports = e2e.tmp / "exports"
+    exports.mkdir()
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    process = await asyncio.create_subprocess_exec(
+        WAYLINE,
+        *("retention", "run", "--export-dir", str(exports)),
+        *("--dsn", e2e.dsn, "--schema", e2e.schema),
+        env=e2e.env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=small_files,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), WAIT_SECONDS)
+    failed = CliResult(process.returncode or 0, out.decode(), err.decode())
+    assert failed.code == 1
+    assert one_line(failed) == (
+        f"wayline retention: the export directory {exports} cannot be written (File too large)"
+    )
+    assert await e2e.query("SELECT count(*) FROM instances") == [(30,)]
+    assert list(exports.iterdir()) == [], "no file holding part of a batch"

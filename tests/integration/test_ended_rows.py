@@ -52,7 +52,7 @@ async def test_copies_replay_and_retention_removes_them(
         "work": 10,
     }
 
-    with (tmp_path / "export.jsonl").open("w") as export:
+    with retention.ExportFile(tmp_path / "export.jsonl") as export:
         done = await retention.prune(db_store, "", timedelta(days=20), export)
     assert (done.exported, done.removed) == (COPIES, COPIES)  # the template ended a day ago
     left = conn.execute("SELECT count(*) FROM history WHERE instance_id LIKE 'ended-0%'")

@@ -4,8 +4,9 @@ nothing of another team and nothing changed since its export is touched."""
 
 from __future__ import annotations
 
-import io
 import json
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,24 +31,18 @@ SELECT (SELECT count(*) FROM instances WHERE instance_id = %(id)s)
 """
 
 
-class Export(io.StringIO):
-    """An in-memory export with a real file descriptor for the fsync ``prune`` does."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.file = path.open("w")
-
-    def fileno(self) -> int:
-        return self.file.fileno()
+class Export(retention.ExportFile):
+    """The export file ``wayline retention run`` writes, read back by instance."""
 
     def instances(self) -> dict[str, list[dict]]:
-        lines = [json.loads(line) for line in self.getvalue().splitlines()]
+        lines = [json.loads(line) for line in self.path.read_text().splitlines()]
         return {events[0]["instance_id"]: events for events in lines}
 
 
 @pytest.fixture
-def export(tmp_path: Path) -> Export:
-    return Export(tmp_path / "export.jsonl")
+def export(tmp_path: Path) -> Iterator[Export]:
+    with Export(tmp_path / "export.jsonl") as export:
+        yield export
 
 
 async def started(client: Client, name: str, team: str = "red") -> str:
@@ -165,3 +160,42 @@ async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -
             await retention.set_policy(store, "red", KEEP, nobody)
     with pytest.raises(ValueError, match=f"from 1 to {MAX_PRUNE_BATCH}"):
         retention.check_batch(MAX_PRUNE_BATCH + 1)
+
+
+def test_an_export_file_is_named_on_disk_before_its_lines_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the file was synced, not the directory naming it: after a power cut the
+    export of instances already removed could be gone with its directory entry."""
+    synced: list[str] = []
+    sync = os.fsync
+
+    def recorded(fd: int) -> None:
+        synced.append(os.path.realpath(f"/proc/self/fd/{fd}"))
+        sync(fd)
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    path = tmp_path / "export.jsonl"
+    with retention.ExportFile(path) as export:
+        export.append("[1]\n")
+    with retention.ExportFile(path) as export:  # a run later in the same second
+        export.append("[2]\n")
+    assert synced == [str(tmp_path), str(path), str(path)]
+    assert path.read_text() == "[1]\n[2]\n"
+
+
+def test_an_export_file_holds_whole_lines_only(tmp_path: Path) -> None:
+    """A killed run's torn last line (never removed: removal waits for the sync) is cut
+    before the next run appends, so no two lines run together."""
+    path = tmp_path / "export.jsonl"
+    path.write_text('[{"a":1}]\n[{"b":')
+    with retention.ExportFile(path) as export:
+        export.append('[{"c":3}]\n')
+    assert path.read_text() == '[{"a":1}]\n[{"c":3}]\n'
+    path.write_text('[{"b":')
+    with retention.ExportFile(path):
+        pass
+    assert path.read_text() == "", "an existing file is cut, never removed"
+    with retention.ExportFile(tmp_path / "unused.jsonl"):
+        pass
+    assert not (tmp_path / "unused.jsonl").exists(), "a file made and left empty goes"

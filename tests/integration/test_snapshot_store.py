@@ -177,7 +177,7 @@ async def test_retention_removes_the_snapshot_with_its_instance(
     await written(store, "long-1")
     await written(store, "long-2", run_last=False)  # still running: kept
     clock.advance(timedelta(days=31))
-    with (tmp_path / "export.jsonl").open("w") as export:
+    with retention.ExportFile(tmp_path / "export.jsonl") as export:
         done = await retention.prune(store, "", timedelta(days=30), export)
     assert done.removed == 1
     assert [i for i, _ in await snapshots_of(store)] == ["long-2"]
@@ -188,7 +188,7 @@ async def test_a_removed_id_started_again_never_opens_an_old_snapshot(
 ) -> None:
     await written(store, "long-1")
     clock.advance(timedelta(days=31))
-    with (tmp_path / "export.jsonl").open("w") as export:
+    with retention.ExportFile(tmp_path / "export.jsonl") as export:
         await retention.prune(store, "", timedelta(days=30), export)
     short = long_history(LONG, "long-1", clock.now())[:1]
     await store.commit(short[0])

@@ -57,3 +57,9 @@ REMOVE = (
     "DELETE FROM instances WHERE instance_id = ANY(%(ids)s)",
 )
 """An instance's rows, dependents first."""
+
+TRY_RUN_LOCK = """
+SELECT pg_try_advisory_lock(hashtext('wayline-retention:' || %(schema)s::text),
+                            hashtext(%(tenant)s::text))
+"""
+"""One retention run per team and schema: a session's lock, so it ends with the run."""
