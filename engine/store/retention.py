@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -72,20 +72,22 @@ class Pruned:
 class Export(Protocol):
     """Where ``prune`` writes what it removes."""
 
-    def append(self, lines: str) -> None:
-        """Add ``lines`` (whole JSON lines) and return only once they are on disk; on an
-        error nothing of them is left behind."""
+    def batch(self) -> AbstractContextManager[Callable[[str], None]]:
+        """A batch of whole JSON lines, written one by one by the function it gives (so
+        a batch of long histories is never held in memory at once) and on disk when the
+        block ends; a block that fails leaves nothing of its batch behind."""
 
 
 class ExportFile:
-    """A JSON-lines export file that only ever holds whole lines, each on disk before
-    ``append`` returns: its name too (the directory is synced when the file is made), so
-    a power cut after a removal never loses the export of what was removed.
+    """A JSON-lines export file that only ever holds whole lines, each batch on disk
+    when its block ends: its name too (the directory is synced when the file is made),
+    so a power cut after a removal never loses the export of what was removed.
 
-    A batch is one ``write`` to the file's end; one that fails (a full disk) is cut off
-    again, and a torn last line a killed run left (it was never removed: removal waits
-    for the sync) is cut off when the file is opened again, so appending never runs two
-    lines together. Only one run writes a team's files at a time (``exclusive``).
+    A batch is written at the file's end and synced; one that fails (a full disk, a
+    history that could not be read) is cut off again, and a torn last line a killed run
+    left (it was never removed: removal waits for the sync) is cut off when the file is
+    opened again, so appending never runs two lines together. Only one run writes a
+    team's files at a time (``exclusive``).
     """
 
     def __init__(self, path: Path) -> None:
@@ -101,17 +103,26 @@ class ExportFile:
             self.close()
             raise
 
-    def append(self, lines: str) -> None:
+    @contextmanager
+    def batch(self) -> Iterator[Callable[[str], None]]:
         start = os.fstat(self.fd).st_size
         try:
-            view = memoryview(lines.encode())
-            while view:
-                view = view[os.write(self.fd, view) :]
+            yield self._write
             os.fsync(self.fd)
-        except OSError:
+        except BaseException:
             with suppress(OSError):
                 os.ftruncate(self.fd, start)
             raise
+
+    def append(self, lines: str) -> None:
+        """``lines`` as a batch of their own."""
+        with self.batch() as write:
+            write(lines)
+
+    def _write(self, text: str) -> None:
+        view = memoryview(text.encode())
+        while view:
+            view = view[os.write(self.fd, view) :]
 
     def close(self) -> None:
         """Close it; a file this run made and left empty is removed."""
@@ -241,11 +252,10 @@ async def prune(
 
 async def _export(store: Store, instance_ids: list[str], export: Export) -> None:
     """Each instance's events as one JSON line, on disk before anything is removed."""
-    lines = []
-    for instance_id in instance_ids:
-        events = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
-        lines.append(json.dumps(events, separators=(",", ":")) + "\n")
-    export.append("".join(lines))
+    with export.batch() as write:
+        for instance_id in instance_ids:
+            events = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
+            write(json.dumps(events, separators=(",", ":")) + "\n")
 
 
 async def _remove(store: Store, expired: list[tuple[str, int]]) -> int:

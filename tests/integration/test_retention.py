@@ -199,3 +199,15 @@ def test_an_export_file_holds_whole_lines_only(tmp_path: Path) -> None:
     with retention.ExportFile(tmp_path / "unused.jsonl"):
         pass
     assert not (tmp_path / "unused.jsonl").exists(), "a file made and left empty goes"
+
+
+def test_a_batch_that_fails_half_way_leaves_none_of_its_lines(tmp_path: Path) -> None:
+    """Lines are written as their histories are read (a batch of long histories is not
+    held in memory); a batch that fails after some of them is cut off again."""
+    path = tmp_path / "export.jsonl"
+    with retention.ExportFile(path) as export:
+        export.append("[1]\n")
+        with pytest.raises(RuntimeError), export.batch() as write:
+            write("[2]\n")
+            raise RuntimeError("a history could not be read")
+    assert path.read_text() == "[1]\n"
