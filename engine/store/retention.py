@@ -69,6 +69,10 @@ class Pruned:
     """Exported but not removed: changed or locked meanwhile (a later run takes them)."""
 
 
+EXPORT_MODE = 0o600
+"""An export file is its owner's alone: it holds the instances' inputs and results."""
+
+
 class Export(Protocol):
     """Where ``prune`` writes what it removes."""
 
@@ -94,7 +98,7 @@ class ExportFile:
         self.path = path
         self.created = not path.exists()
         """Whether this run made the file (and so removes it when it stays empty)."""
-        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, EXPORT_MODE)
         try:
             self._cut_torn_line()
             if self.created:

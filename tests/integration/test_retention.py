@@ -182,6 +182,7 @@ def test_an_export_file_is_named_on_disk_before_its_lines_are(
         export.append("[2]\n")
     assert synced == [str(tmp_path), str(path), str(path)]
     assert path.read_text() == "[1]\n[2]\n"
+    assert path.stat().st_mode & 0o777 == 0o600, "inputs and results are its owner's alone"
 
 
 def test_an_export_file_holds_whole_lines_only(tmp_path: Path) -> None:
