@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+
+from markupsafe import Markup, escape
+
+SEPARATOR = re.compile(r"([_./:@-])(?=.)")
 
 
 def format_when(value: datetime | None) -> str:
@@ -26,3 +31,9 @@ def format_duration(value: timedelta | float | None) -> str:
         return f"{minutes} min {rest} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+def breakable(value: object) -> Markup:
+    """An identifier or event kind that may wrap after its separators (``_ . - / : @``)
+    and nowhere else: ``instance_<wbr>started``, never ``instanc`` / ``e_started``."""
+    return Markup(SEPARATOR.sub(r"\1<wbr>", str(escape(value))))

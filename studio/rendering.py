@@ -27,7 +27,7 @@ from studio.access import maybe_principal
 from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
 from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
-from studio.formats import format_duration, format_when
+from studio.formats import breakable, format_duration, format_when
 from studio.instance_urls import instance_ref, instance_url
 from studio.machines.diagram import seconds_text
 from studio.machines.views import size
@@ -71,6 +71,7 @@ def _configure(engine: Any) -> None:
     env.lstrip_blocks = True
     env.filters["short"] = short_fingerprint
     env.filters["when"] = format_when
+    env.filters["breakable"] = breakable
     env.filters["duration"] = format_duration
     env.filters["size"] = size
     env.filters["timer"] = seconds_text

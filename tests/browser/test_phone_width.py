@@ -97,3 +97,105 @@ def test_a_settings_label_stays_beside_its_field_at_390_px(
         middle = label["y"] + label["height"] / 2
         assert control["y"] <= middle <= control["y"] + control["height"], field
     page.context.close()
+
+
+TABLET = {"width": 768, "height": 1024}
+OUT_OF_VIEW = """() => [...document.querySelectorAll("body *")].filter(e => {
+  const r = e.getBoundingClientRect();
+  if (!r.width || r.right <= window.innerWidth + 1 || e.closest(".visually-hidden")) return false;
+  for (let p = e.parentElement; p; p = p.parentElement) {
+    if (getComputedStyle(p).overflowX !== "visible" && p.scrollWidth > p.clientWidth) return false;
+  }
+  return true;
+}).map(e => e.tagName + "#" + e.id + "." + e.className)"""
+"""Elements reaching past the screen's right edge, other than inside a box that scrolls
+(a graph's viewport, a tablet's table)."""
+BROKEN_INSIDE_A_WORD = """(cells) => cells.flatMap(cell => {
+  const text = cell.firstChild ? cell.textContent : "", breaks = [];
+  const range = document.createRange();
+  let top = null, at = 0;
+  for (const node of [...cell.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)) {
+    for (let i = 0; i < node.length; i++, at++) {
+      range.setStart(node, i); range.setEnd(node, i + 1);
+      const line = range.getBoundingClientRect().top;
+      if (top !== null && line > top + 2 && !"_.-/:@".includes(text[at - 1])) breaks.push(text);
+      top = line;
+    }
+  }
+  return breaks;
+})"""
+"""The event kinds whose text wraps to a new line anywhere but after a separator."""
+SIDEWAYS_TABLES = """() => [...document.querySelectorAll("table.stacked")]
+  .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.id)"""
+
+
+def test_an_instance_reads_as_cards_at_390_px(browser: Browser, studio: LiveStudio) -> None:
+    """The attempts and history tables scrolled sideways inside their cards and event
+    kinds broke mid-word ("instanc" / "e_started"); each row is now a card of labelled
+    lines and a kind wraps only after its underscores."""
+    team, _, instance_id = studio.one_running("phonecards")
+    page = phone(browser, studio)
+    sign_in(page, studio.user(team, Role.VIEWER))
+    for path in (f"/instances/{instance_id}", f"/instances/{instance_id}/history"):
+        page.goto(path)
+        settled(page)
+        expect(page.locator("#history-table code.event-kind").first).to_have_text(
+            "instance_started"
+        )
+        assert page.evaluate(OUT_OF_VIEW) == [], path
+        assert page.evaluate(SIDEWAYS_TABLES) == [], path
+        kinds = page.locator("#history-table code.event-kind").element_handles()
+        assert page.evaluate(BROKEN_INSIDE_A_WORD, kinds) == [], path
+        header = page.locator("#history-table thead").bounding_box()
+        assert header is not None and header["height"] <= 1, "the headings stay for readers"
+    step = page.locator("#history-table td[data-label='Step']:not(:empty)").first
+    expect(step).to_be_visible()
+    label = page.evaluate("(td) => getComputedStyle(td, '::before').content", step.element_handle())
+    assert label == '"Step"'
+    page.context.close()
+
+
+def test_holds_keep_when_and_why_readable(browser: Browser, studio: LiveStudio) -> None:
+    """The holds table squeezed its Placed column to a word a line (and broke words) at
+    a phone's and a tablet's width."""
+    team, name, _ = studio.one_running("phoneholds")
+    page = phone(browser, studio)
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    page.goto("/holds")
+    page.get_by_label("Definition (NAME or NAME@VERSION)").fill(name)
+    page.get_by_label("Reason").fill("Carrier API incident: pausing while the vendor looks")
+    page.get_by_role("button", name="Place hold").click()
+    expect(page.locator("#hold-notice")).to_contain_text("placed")
+    for viewport, least in ((PHONE, 200), (TABLET, 150)):
+        page.set_viewport_size(viewport)
+        page.goto("/holds")
+        settled(page)
+        assert page.evaluate(OUT_OF_VIEW) == [], viewport
+        placed = page.locator("#holds td.placed").first.bounding_box()
+        assert placed is not None and placed["width"] >= least, (viewport, placed)
+    page.context.close()
+
+
+def test_lists_fit_a_narrow_tablet(browser: Browser, studio: LiveStudio) -> None:
+    """At 768 px the workers table pushed the page 15 px sideways; it scrolls in its own
+    box now, its first column kept in view, and no list reaches past the screen."""
+    team, name, instance_id = studio.one_running("tablet")
+    context = browser.new_context(viewport=TABLET, base_url=studio.url)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    sign_in(page, studio.user(team, Role.ADMIN))
+    for path in (
+        "/instances?view=all",
+        f"/instances/{instance_id}",
+        "/definitions",
+        f"/definitions/{name}",
+        "/workers",
+        "/holds",
+        "/dead-letters",
+        "/drills",
+        "/settings",
+    ):
+        page.goto(path)
+        settled(page)
+        assert page.evaluate(OUT_OF_VIEW) == [], path
+    context.close()

@@ -15,6 +15,7 @@ import pytest
 
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.worker.activities import ActivityRegistry
+from studio.formats import breakable
 from studio.instance_urls import instance_url
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, serve_studio
@@ -136,7 +137,7 @@ def test_a_child_id_cannot_be_taken_before_its_parent_starts_it(working: LiveStu
     shown = reds.get(instance_url(parent)).text  # ids as the team knows them, linked so
     assert f"<h1><code>{parent}</code>" in shown
     assert f'<a href="{instance_url(kid)}"><code>{kid}</code></a>' in shown
-    assert f"successor_id</span> <code>{kid}</code>" in shown
+    assert f"successor_id</span> <code>{breakable(kid)}</code>" in shown
     step_row = shown[shown.index('<tr id="step-row-kid"') :].partition("</tr>")[0]
     assert f'child <a href="{instance_url(kid)}"><code>{kid}</code></a>: active' in step_row
     assert f"{red}:" not in step_row  # the stored form, which says the team's id
@@ -170,6 +171,11 @@ def test_an_id_too_long_with_the_teams_prefix_is_refused_with_the_limit(
     assert start(client, flow, "x" * limit).status_code == 201
 
 
+def listed(instance_id: str) -> str:
+    """An instance's id as the list shows it (breakable after its separators)."""
+    return f'<code class="ident">{breakable(instance_id)}</code>'
+
+
 def test_the_list_shows_children_under_their_parents(working: LiveStudio) -> None:
     team = working.team("family")
     client = operator(working, team)
@@ -178,7 +184,7 @@ def test_the_list_shows_children_under_their_parents(working: LiveStudio) -> Non
     kid = child_of(client, parent)["child_id"]
 
     flat = client.get("/instances?view=all").text  # newest first: the child above
-    assert flat.index(f"<code>{kid}</code>") < flat.index(f"<code>{parent}</code></a></td>")
+    assert flat.index(listed(kid)) < flat.index(f"{listed(parent)}</a></td>")
     assert f'child of <a href="{instance_url(parent)}"><code>{parent}</code></a>' in flat
 
     nested = client.get("/instances?view=all&nest=1").text
@@ -186,5 +192,5 @@ def test_the_list_shows_children_under_their_parents(working: LiveStudio) -> Non
     row = rf'<tr( data-parent="[^"]*")?>\s*{choose}<td( class="child-row[^"]*")?>'
     rows = re.findall(row, nested)
     assert rows[:2] == [("", ""), (f' data-parent="{parent}"', ' class="child-row depth-1"')]
-    assert nested.index(f"<code>{parent}</code>") < nested.index(f"<code>{kid}</code>")
+    assert nested.index(listed(parent)) < nested.index(listed(kid))
     assert client.get("/instances?nest=yes").status_code == 422
