@@ -125,6 +125,9 @@ BROKEN_INSIDE_A_WORD = """(cells) => cells.flatMap(cell => {
   return breaks;
 })"""
 """The event kinds whose text wraps to a new line anywhere but after a separator."""
+LONG_STATES = """() => document.querySelectorAll("#steps-table td:last-child .muted")
+  .forEach(note => { note.textContent = "attempt 1: outcome unknown, needs an operator or a retry"; })"""
+"""Every step's state as long as an unknown outcome's, the longest a state says."""
 SIDEWAYS_TABLES = """() => [...document.querySelectorAll("table.stacked")]
   .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.id)"""
 
@@ -152,6 +155,24 @@ def test_an_instance_reads_as_cards_at_390_px(browser: Browser, studio: LiveStud
     expect(step).to_be_visible()
     label = page.evaluate("(td) => getComputedStyle(td, '::before').content", step.element_handle())
     assert label == '"Step"'
+    page.context.close()
+
+
+def test_step_names_wrap_only_after_their_separators_at_390_px(
+    browser: Browser, studio: LiveStudio, shop: str
+) -> None:
+    """The steps panel broke "manager_approval" as "manager_approv" / "al" beside a long
+    state ("attempt 1: outcome unknown, needs an operator or a retry"), which squeezed
+    the name's column."""
+    instance_id = studio.start(shop, "order.fulfillment")
+    page = phone(browser, studio)
+    sign_in(page, studio.user(shop, Role.VIEWER))
+    page.goto(f"/instances/{instance_id}")
+    settled(page)
+    labels = page.locator("#steps-table .step-label")
+    expect(labels.filter(has_text="manager_approval")).to_have_count(1)
+    page.evaluate(LONG_STATES)
+    assert page.evaluate(BROKEN_INSIDE_A_WORD, labels.element_handles()) == []
     page.context.close()
 
 
