@@ -126,7 +126,9 @@ BROKEN_INSIDE_A_WORD = """(cells) => cells.flatMap(cell => {
 })"""
 """The event kinds whose text wraps to a new line anywhere but after a separator."""
 LONG_STATES = """() => document.querySelectorAll("#steps-table td:last-child .muted")
-  .forEach(note => { note.textContent = "attempt 1: outcome unknown, needs an operator or a retry"; })"""
+  .forEach(note => {
+    note.textContent = "attempt 1: outcome unknown, needs an operator or a retry";
+  })"""
 """Every step's state as long as an unknown outcome's, the longest a state says."""
 SIDEWAYS_TABLES = """() => [...document.querySelectorAll("table.stacked")]
   .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.id)"""
