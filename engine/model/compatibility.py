@@ -28,7 +28,21 @@ MAX_LISTED_REFUSALS = 10
 
 
 class IncompatibleInstances(WaylineError):
-    """Publishing or migrating was refused: an instance cannot move to the version."""
+    """Publishing or migrating was refused: an instance cannot move to the version.
+
+    ``reason`` is the refusal without the instance's id, for a list whose every line
+    already names it (a bulk's results: ``refused order-81: <reason>``)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+    @classmethod
+    def not_migrated(cls, verdict: Verdict, target: DefinitionRef) -> IncompatibleInstances:
+        """``order-81: step charge is in flight and was removed; it was not migrated to
+        order@2``: a migration the judge refused, naming the instance and why."""
+        why = f"{verdict.reason}; it was not migrated to {target}"
+        return cls(f"{verdict.instance_id}: {why}", why)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ async def test_declare_an_edge_then_migrate_the_compatible_instances(
     assert moved.status == 1, "a refused instance is a failure a script notices"
     assert moved.out.splitlines() == [
         "done order-90: migrated from order@1 to order@2",
-        "refused order-91: order-91: step charge is in flight and was removed; "
+        "refused order-91: step charge is in flight and was removed; "
         "it was not migrated to order@2",
         "bulk cli-1: 1 migrated, 0 unchanged, 1 refused",
     ]
@@ -154,7 +154,7 @@ async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Stor
     refused = await cli(*migrate, "order-saga/o-1")
     assert refused.status == 1
     assert refused.out.splitlines()[0] == (
-        f"refused order-saga/o-1: order-saga/o-1: {NOT_LOADED} (give --app MODULE:APP); "
+        f"refused order-saga/o-1: {NOT_LOADED} (give --app MODULE:APP); "
         "it was not migrated to order-saga@2"
     )
     unmoved = await client.inspect("order-saga/o-1")
@@ -175,8 +175,7 @@ async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Stor
         1,
         [
             "done order-saga/o-1: migrated from order-saga@1 to order-saga@2",
-            f"refused order-saga/o-2: order-saga/o-2: {DIVERGED}; "
-            "it was not migrated to order-saga@2",
+            f"refused order-saga/o-2: {DIVERGED}; it was not migrated to order-saga@2",
             "bulk code-1: 1 migrated, 0 unchanged, 1 refused",
         ],
     )
