@@ -135,7 +135,7 @@ class Client:
             )
         report = await self.check_compatibility(definition, code)
         if require_compatible and not report.acceptable:
-            raise IncompatibleInstances(report.refusal())
+            raise IncompatibleInstances(report.refusal(), report=report)
         created = await catalog.publish(self.store, definition, actor, team, report)
         await self.registries.refresh()
         return created
