@@ -117,6 +117,16 @@ async def test_bad_input_is_one_line_and_changes_nothing(default_store: Store, c
     stranger = await cli(*migrate, "--to", "2", "order-92", "nobody-1")
     assert stranger.status == 1 and stranger.err.startswith("wayline instance migrate: ")
     assert "nobody-1" in stranger.err and len(stranger.err.splitlines()) == 1
+    for bad in ("x/y", "", " 2"):  # no version: wrong on the command line, exit 2
+        typo = await cli(*migrate, "--to", bad, "order-92")
+        assert (typo.status, typo.out) == (2, "")
+        assert typo.err == (
+            "wayline instance migrate: error: argument --to: the version must be 1 to 200 "
+            "characters: letters, digits, '.', '_' or '-', starting with a letter or digit\n"
+        )
+    for source, to in (("order@x/y", "2"), ("order@1", "x/y"), ("order@1", "")):
+        typo = await cli(*edge, source, to)
+        assert typo.status == 2 and "the version must be 1 to 200 characters" in typo.err
     nowhere = await cli(*migrate, "--to", "9", "order-92")
     assert nowhere.status == 1 and "refused order-92: order@9 is not published" in nowhere.out
     assert (await client.inspect("order-92")).audit == ()
