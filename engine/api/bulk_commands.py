@@ -170,7 +170,8 @@ class BulkCommands:
             )
         except MIGRATION_REFUSALS as refused:
             state = await self.client.inspect(instance_id)
-            return BulkResult(instance_id, "refused", str(refused), "", before.status, state.status)
+            why = refused.reason if isinstance(refused, IncompatibleInstances) else str(refused)
+            return BulkResult(instance_id, "refused", why, "", before.status, state.status)
         detail = f"migrated from {before.definition} to {after.definition}"
         return BulkResult(instance_id, "done", detail, command, before.status, after.status)
 

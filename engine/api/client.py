@@ -135,7 +135,7 @@ class Client:
             )
         report = await self.check_compatibility(definition, code)
         if require_compatible and not report.acceptable:
-            raise IncompatibleInstances(report.refusal())
+            raise IncompatibleInstances(report.refusal(), report=report)
         created = await catalog.publish(self.store, definition, actor, team, report)
         await self.registries.refresh()
         return created
@@ -536,7 +536,7 @@ class Client:
         registry = await self.registries.refresh()
         target, verdict = migration_target(registry, state, to_version, code)
         if not verdict.compatible:
-            raise IncompatibleInstances(f"{verdict.line}; it was not migrated to {target.ref}")
+            raise IncompatibleInstances.not_migrated(verdict, target.ref)
         why = migration_reason(reason, state.definition, target.ref)
         if state.status is InstanceStatus.RUNNING:
             await self.command(state.instance_id, Action.PAUSE, actor, why, ids["pause"])

@@ -256,6 +256,9 @@ reason = checked_by(reason_problem)
 MAX_REASON_LENGTH characters."""
 instance_id = checked_by(id_problem)
 """argparse type for a new instance's ``--id``."""
+version = checked_by(lambda text: (found := name_problem(text)) and f"the version {found}")
+"""argparse type for a version a command names (``instance migrate --to``, the target
+of ``definition declare-edge``): a name, as every published version is."""
 signal_name = checked_by(name_problem)
 """argparse type for the name of a signal ``wayline signal`` delivers."""
 outcome_code = checked_by(lambda text: (found := code_problem(text)) and f"the code {found}")

@@ -420,8 +420,9 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
     for report in reports:
         if report.verdicts or not report.complete:
             print("\n".join(report.summary()))
-    if args.require_compatible and not all(report.acceptable for report in reports):
-        return EXIT_FAILED
+    refused = [report.refusal() for report in reports if not report.acceptable]
+    if args.require_compatible and refused:  # the report said who; this says what it means
+        raise CommandFailed("; ".join(refused))
     for definition in definitions:
         created = await client.publish(
             definition,

@@ -22,11 +22,12 @@ import uuid
 from engine.api.bulk_commands import BulkCommand, BulkCommands
 from engine.api.client import Client
 from engine.cli.definitions import app_from
-from engine.cli.options import EXIT_FAILED, UsageError, actor, reason, team
+from engine.cli.options import EXIT_FAILED, UsageError, actor, reason, team, version
 from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Preview, Verdict
+from engine.model.identifiers import name_problem
 from engine.model.limits import MAX_BULK_INSTANCES
 from engine.modes.code.replay_gate import NOT_LOADED
 
@@ -44,7 +45,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "wayline instance migrate",
     )
     move.add_argument("instances", nargs="+", metavar="ID", help=f"at most {MAX_BULK_INSTANCES}")
-    move.add_argument("--to", required=True, metavar="VERSION", dest="to_version")
+    move.add_argument("--to", required=True, metavar="VERSION", dest="to_version", type=version)
     move.add_argument("--actor", required=True, type=actor, help=f"who migrates them ({AUDITED})")
     move.add_argument(
         "--reason", required=True, type=reason, help=f"why ({AUDITED} with the fingerprints)"
@@ -69,17 +70,21 @@ def register_edge(actions: argparse._SubParsersAction) -> None:
         "wayline definition declare-edge",
     )
     edge.add_argument("source", metavar="NAME@FROM")
-    edge.add_argument("to_version", metavar="TO")
+    edge.add_argument("to_version", metavar="TO", type=version)
     edge.add_argument("--actor", required=True, type=actor, help=f"who declares it ({AUDITED})")
     edge.add_argument("--reason", required=True, type=reason, help=f"why they may move ({AUDITED})")
 
 
 def edge_source(text: str) -> tuple[str, str]:
-    """``NAME@FROM`` as (name, version); UsageError naming the expected shape."""
-    name, at, version = text.rpartition("@")
-    if not at or not name or not version:
+    """``NAME@FROM`` as (name, version); UsageError naming the expected shape, or what
+    a name or version may be (``order@1 2`` is not published, ``order@x/y`` is no version)."""
+    name, at, source = text.rpartition("@")
+    if not at or not name or not source:
         raise UsageError(f"give the edge's source as NAME@VERSION, not {text!r}")
-    return name, version
+    for what, value in (("definition name", name), ("version", source)):
+        if problem := name_problem(value):
+            raise UsageError(f"in the edge's source {text!r}, the {what} {problem}")
+    return name, source
 
 
 async def _declare_edge(client: Client, args: argparse.Namespace) -> int:

@@ -69,7 +69,7 @@ def record_migration(
     assert state is not None
     verdict = judge(target, state, code)
     if not verdict.compatible:
-        raise IncompatibleInstances(f"{verdict.line}; it was not migrated to {target.ref}")
+        raise IncompatibleInstances.not_migrated(verdict, target.ref)
     edge = draft.registry.migration(target.name, state.definition.version, target.version)
     record_command(
         draft,

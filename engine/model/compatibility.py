@@ -13,6 +13,7 @@ line an operator can act on, why not (``step charge is in flight and was removed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,26 @@ MAX_LISTED_REFUSALS = 10
 
 
 class IncompatibleInstances(WaylineError):
-    """Publishing or migrating was refused: an instance cannot move to the version."""
+    """Publishing or migrating was refused: an instance cannot move to the version.
+
+    ``reason`` is the refusal without the instance's id, for a list whose every line
+    already names it (a bulk's results: ``refused order-81: <reason>``); ``report`` is
+    the report a refused publish was judged by, so a caller that knows the instances by
+    other ids (a team's, in the studio) can say it again in them (``refusal``)."""
+
+    def __init__(
+        self, message: str, reason: str = "", report: CompatibilityReport | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.report = report
+
+    @classmethod
+    def not_migrated(cls, verdict: Verdict, target: DefinitionRef) -> IncompatibleInstances:
+        """``order-81: step charge is in flight and was removed; it was not migrated to
+        order@2``: a migration the judge refused, naming the instance and why."""
+        why = f"{verdict.reason}; it was not migrated to {target}"
+        return cls(f"{verdict.instance_id}: {why}", why)
 
 
 @dataclass(frozen=True)
@@ -96,15 +116,17 @@ class CompatibilityReport:
         ]
         return lines
 
-    def refusal(self) -> str:
+    def refusal(self, shown: Callable[[str], str] = str) -> str:
         """Why ``require_compatible`` refuses this version: the incompatible instances,
-        at most MAX_LISTED_REFUSALS of them named."""
+        at most MAX_LISTED_REFUSALS of them named (each id as ``shown`` gives it)."""
         if not self.complete and not self.incompatible:
             return (
                 f"{self.definition} was not published: more than {MAX_JUDGED_INSTANCES} "
                 "instances are running, so not all could be judged"
             )
-        named = "; ".join(v.line for v in self.incompatible[:MAX_LISTED_REFUSALS])
+        named = "; ".join(
+            f"{shown(v.instance_id)}: {v.reason}" for v in self.incompatible[:MAX_LISTED_REFUSALS]
+        )
         more = len(self.incompatible) - MAX_LISTED_REFUSALS
         rest = f"; and {more} more" if more > 0 else ""
         return (

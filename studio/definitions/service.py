@@ -14,6 +14,7 @@ from typing import Any
 from engine import ChildDefinitionNotFound, DefinitionConflict, IncompatibleInstances
 from engine.api.queries import PublishedVersion, StoredReport
 from engine.model.definitions import Definition, DefinitionRef, definition_to_json
+from engine.model.identifiers import local_instance_id
 from engine.model.words import counted
 from studio.definitions.diff import DefinitionDiff
 from studio.definitions.problems import Problems, check_document
@@ -118,7 +119,11 @@ async def publish(
         created = await runtime.client.publish(
             definition, actor, team, require_compatible=require_compatible
         )
-    except (DefinitionConflict, IncompatibleInstances) as clash:
+    except IncompatibleInstances as refused:  # the instances as the team knows them
+        report = refused.report
+        why = report.refusal(lambda i: local_instance_id(team, i)) if report else str(refused)
+        raise Conflict(why) from None
+    except DefinitionConflict as clash:
         raise Conflict(str(clash)) from None
     except ChildDefinitionNotFound as missing:
         raise Invalid(str(missing)) from None

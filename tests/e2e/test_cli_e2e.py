@@ -115,6 +115,10 @@ async def test_definition_publish_judges_running_instances_and_can_require_compa
         "incompatible order-77 (v1): step after is in flight and was removed",
     ]
     assert refused.stdout.splitlines() == report
+    assert refused.stderr == (
+        "wayline definition publish: e2e.signalled@2 was not published: 1 running instance "
+        "cannot move to it: order-77: step after is in flight and was removed\n"
+    ), "it says that nothing was published, and why"
     assert "e2e.signalled@2" not in await ok(e2e, "definition", "list")
     published = await ok(e2e, "definition", "publish", str(path))
     assert published.splitlines() == [

@@ -63,6 +63,10 @@ async def test_the_order_saga_runs_from_the_command_line(e2e: Harness) -> None:
     gated = await e2e.cli("definition", "publish", "--app", RENAMED_APP, "--require-compatible")
     assert gated.code == 1
     assert gated.stdout.splitlines()[0] == check.stdout.splitlines()[0]
+    assert gated.stderr.startswith(
+        "wayline definition publish: order-saga@2 was not published: 1 running instance "
+        "cannot move to it: order-saga/o-42: journal divergence: "
+    )
     assert "order-saga@2" not in await ok(e2e, "definition", "list")
 
 

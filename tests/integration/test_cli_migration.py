@@ -84,7 +84,7 @@ async def test_declare_an_edge_then_migrate_the_compatible_instances(
     assert moved.status == 1, "a refused instance is a failure a script notices"
     assert moved.out.splitlines() == [
         "done order-90: migrated from order@1 to order@2",
-        "refused order-91: order-91: step charge is in flight and was removed; "
+        "refused order-91: step charge is in flight and was removed; "
         "it was not migrated to order@2",
         "bulk cli-1: 1 migrated, 0 unchanged, 1 refused",
     ]
@@ -117,6 +117,16 @@ async def test_bad_input_is_one_line_and_changes_nothing(default_store: Store, c
     stranger = await cli(*migrate, "--to", "2", "order-92", "nobody-1")
     assert stranger.status == 1 and stranger.err.startswith("wayline instance migrate: ")
     assert "nobody-1" in stranger.err and len(stranger.err.splitlines()) == 1
+    for bad in ("x/y", "", " 2"):  # no version: wrong on the command line, exit 2
+        typo = await cli(*migrate, "--to", bad, "order-92")
+        assert (typo.status, typo.out) == (2, "")
+        assert typo.err == (
+            "wayline instance migrate: error: argument --to: the version must be 1 to 200 "
+            "characters: letters, digits, '.', '_' or '-', starting with a letter or digit\n"
+        )
+    for source, to in (("order@x/y", "2"), ("order@1", "x/y"), ("order@1", "")):
+        typo = await cli(*edge, source, to)
+        assert typo.status == 2 and "the version must be 1 to 200 characters" in typo.err
     nowhere = await cli(*migrate, "--to", "9", "order-92")
     assert nowhere.status == 1 and "refused order-92: order@9 is not published" in nowhere.out
     assert (await client.inspect("order-92")).audit == ()
@@ -154,7 +164,7 @@ async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Stor
     refused = await cli(*migrate, "order-saga/o-1")
     assert refused.status == 1
     assert refused.out.splitlines()[0] == (
-        f"refused order-saga/o-1: order-saga/o-1: {NOT_LOADED} (give --app MODULE:APP); "
+        f"refused order-saga/o-1: {NOT_LOADED} (give --app MODULE:APP); "
         "it was not migrated to order-saga@2"
     )
     unmoved = await client.inspect("order-saga/o-1")
@@ -175,8 +185,7 @@ async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Stor
         1,
         [
             "done order-saga/o-1: migrated from order-saga@1 to order-saga@2",
-            f"refused order-saga/o-2: order-saga/o-2: {DIVERGED}; "
-            "it was not migrated to order-saga@2",
+            f"refused order-saga/o-2: {DIVERGED}; it was not migrated to order-saga@2",
             "bulk code-1: 1 migrated, 0 unchanged, 1 refused",
         ],
     )

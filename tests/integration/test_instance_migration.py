@@ -119,7 +119,7 @@ async def test_a_bulk_migration_judges_again_an_instance_that_moved_after_its_pr
         "order-80": ("done", "migrated from order@1 to order@2", InstanceStatus.RUNNING),
         "order-81": (
             "refused",
-            "order-81: step charge is in flight and was removed; it was not migrated to order@2",
+            "step charge is in flight and was removed; it was not migrated to order@2",
             InstanceStatus.RUNNING,
         ),
         "order-82": ("done", "migrated from order@1 to order@2", InstanceStatus.PAUSED),

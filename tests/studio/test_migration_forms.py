@@ -5,8 +5,11 @@ more than a request may take, and a migration without a reason."""
 from __future__ import annotations
 
 import re
+from html import unescape
 
 from engine.api.client import Client
+from engine.decide.operator_actions import Action
+from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_REASON_LENGTH
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
 from studio.roles import Role
@@ -94,3 +97,30 @@ def test_a_refused_edge_declaration_comes_back_beside_its_reason(studio: LiveStu
     assert f"a reason of 1 to {MAX_REASON_LENGTH} characters" in refused.text
     assert re.search(r'id="edge-reason-1"[^>]*value="   "[^>]*aria-invalid="true"', refused.text)
     assert "Declare edge v1 → v2" in client.get(url).text, "nothing was declared"
+
+
+def test_an_instance_refused_as_it_is_migrated_is_told_why_once(studio: LiveStudio) -> None:
+    """One that ended since the preview is refused on the results page by the judge's
+    reason alone: its row names it as the team knows it, so the reason neither repeats
+    the id nor shows the stored ``team:id`` (it said ``team-1:order-7: it is terminated``)."""
+    team = studio.team("refusal")
+    name = studio.publish_new(team, "refusal")
+    stored = studio.start(team, name, team_instance_id(team, "order-7"))
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
+    studio.declare_migration(name, "v2 waits longer")
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    url = f"/definitions/{name}/versions/2"
+    preview = client.form(url + "/migrate/preview", {"instance": [stored]})
+    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+    studio.command(stored, Action.TERMINATE)
+
+    done = client.form(url + "/migrate", {"instance": [stored], "bulk_id": bulk_id, "reason": "v2"})
+    assert done.status_code == 200
+    text = unescape(done.text)
+    assert (
+        "it is terminated: only a running or paused instance can move; "
+        f"it was not migrated to {name}@2" in text
+    )
+    assert stored not in re.sub(r'(value|href)="[^"]*"', "", text), "only in its links"
+    state = studio.run(lambda store: Client(store).inspect(stored))
+    assert state.definition.version == "1"

@@ -4,6 +4,7 @@ with the instance named, and the draft stays; unticked, it is published with its
 
 from __future__ import annotations
 
+from engine.model.identifiers import team_instance_id
 from studio.definitions import drafts
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
@@ -50,3 +51,23 @@ def test_the_drafts_api_takes_the_same_compatibility_field_as_the_definitions_ap
     reported = client.post(url, json={"compatibility": "report"})
     assert reported.status_code == 201 and reported.json()["version"] == "2"
     assert client.post(url).status_code == 200, "no body: reported, already published"
+
+
+def test_a_refusal_names_the_instances_as_the_team_knows_them(studio: LiveStudio) -> None:
+    """A team's instance is stored as ``team:id``; the refusal said so (``team-1:order-7:
+    step reserve …``), where every other page of the studio says ``order-7``."""
+    team = studio.team("teamed")
+    name = studio.publish_new(team, "teamed")
+    studio.start(team, name, team_instance_id(team, "order-7"))
+    v2 = definition(name, "2")
+    del v2["steps"][0]
+    draft = studio.run(lambda store: drafts.create_draft(store, team, v2, "", "x"))
+    client = studio.client(studio.user(team, Role.AUTHOR))
+
+    refused = client.form(f"/drafts/{draft.draft_id}/publish", {"require_compatible": "1"})
+    assert refused.status_code == 409
+    assert "cannot move to it: order-7: step reserve " in refused.text
+    assert f"{team}:order-7" not in refused.text
+    client.headers["X-CSRF-Token"] = client.csrf
+    api = client.post("/api/definitions", json={"document": v2, "compatibility": "require"})
+    assert api.status_code == 409 and "cannot move to it: order-7: step reserve " in api.text
