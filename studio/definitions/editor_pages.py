@@ -78,9 +78,13 @@ class DraftEditor:
         *,
         view: str = "graph",
         status: int = 200,
+        compatible_required: bool = False,
         **extra: Any,
     ) -> Template:
+        """The editor of ``draft`` (a machine's or a step list's); ``compatible_required``:
+        the publish form's box comes back ticked (a publish refused with it ticked)."""
         principal, runtime = self.principal, self.runtime
+        shown = {"status": status, "compatible_required": compatible_required}
         if drawing_of_document(draft.document).picture == "states":
             machine = machine_workspace(
                 draft,
@@ -88,7 +92,7 @@ class DraftEditor:
                 editable=principal.can(Access.AUTHOR),
                 error=extra.get("error", ""),
             )
-            return page(self.request, MACHINE_EDITOR, "definitions", status=status, mw=machine)
+            return page(self.request, MACHINE_EDITOR, "definitions", mw=machine, **shown)
         marks = await drafts.published_as(runtime, principal.team_id, [draft])
         workspace = build_workspace(
             draft,
@@ -101,7 +105,7 @@ class DraftEditor:
             **extra,
         )
         template = WORKSPACE if is_htmx(self.request) else "drafts/editor.html"
-        return page(self.request, template, "definitions", status=status, ws=workspace)
+        return page(self.request, template, "definitions", ws=workspace, **shown)
 
     async def apply(
         self,
@@ -309,7 +313,11 @@ async def publish_draft(editor: NamedDependency[DraftEditor]) -> Response | Temp
     except (Invalid, Conflict) as refused:
         status = 409 if isinstance(refused, Conflict) else 422
         return await editor.render(
-            await editor.draft(), Selection(), status=status, error=str(refused)
+            await editor.draft(),
+            Selection(),
+            status=status,
+            error=str(refused),
+            compatible_required=required,
         )
     return go_to(editor.request, outcome.page)
 

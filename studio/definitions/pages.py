@@ -253,11 +253,17 @@ async def import_page(request: Request) -> Template:
 
 
 def import_form(
-    request: Request, text: str = "", preview: Any = None, status: int = 200, error: str = ""
+    request: Request,
+    text: str = "",
+    preview: Any = None,
+    status: int = 200,
+    error: str = "",
+    compatible_required: bool = False,
 ) -> Template:
     """The import page: the form (with the largest file it takes, which the browser
     checks as a file is chosen: a file over the studio's own body limit never reaches
-    the server's check) and, once previewed, the preview."""
+    the server's check) and, once previewed, the preview (``compatible_required``: its
+    publish box ticked again, after a refusal it was ticked for)."""
     return page(
         request,
         "definitions/import.html",
@@ -266,6 +272,7 @@ def import_form(
         text=text,
         preview=preview,
         error=error,
+        compatible_required=compatible_required,
         max_upload=MAX_UPLOAD_BYTES,
         upload_too_large=UPLOAD_TOO_LARGE,
     )
@@ -329,15 +336,20 @@ async def import_save(
             runtime, principal.team_id, principal.actor, document, required
         )
     except REFUSALS as refused:
-        return _import_refused(request, text, document, refused, refused.status)
+        return _import_refused(request, text, document, refused, refused.status, required)
     return see_other(outcome.page)
 
 
 def _import_refused(
-    request: Request, text: str, document: Any, error: Exception, status: int
+    request: Request,
+    text: str,
+    document: Any,
+    error: Exception,
+    status: int,
+    compatible_required: bool = False,
 ) -> Template:
     """The import page again, with the reason and (for a readable document) its preview."""
     preview = None
     if document is not None:
         preview = {"problems": check_document(document), "view": graph_view(document)}
-    return import_form(request, text, preview, status, str(error))
+    return import_form(request, text, preview, status, str(error), compatible_required)

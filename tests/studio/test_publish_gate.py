@@ -4,10 +4,29 @@ with the instance named, and the draft stays; unticked, it is published with its
 
 from __future__ import annotations
 
+import json
+import re
+
 from engine.model.identifiers import team_instance_id
 from studio.definitions import drafts
 from studio.roles import Role
 from tests.studio.live import LiveStudio, SignedInClient, definition
+
+TICKED = r'id="require-compatible" checked'
+
+
+def test_the_import_page_keeps_the_box_ticked_after_a_refusal(studio: LiveStudio) -> None:
+    """The import page came back with the box unticked after refusing a version: a
+    second "Publish" then published the incompatible version."""
+    name, _, _, client = incompatible_draft(studio)
+    v2 = definition(name, "2")
+    del v2["steps"][0]
+    text = json.dumps(v2)
+    form = {"document": text, "action": "publish", "require_compatible": "1"}
+    refused = client.form("/definitions/import/save", form)
+    assert refused.status_code == 409 and re.search(TICKED, refused.text)
+    previewed = client.form("/definitions/import", {"document": text})
+    assert previewed.status_code == 200 and not re.search(TICKED, previewed.text)
 
 
 def incompatible_draft(studio: LiveStudio) -> tuple[str, str, str, SignedInClient]:
@@ -29,6 +48,9 @@ def test_the_editor_box_refuses_an_incompatible_version_and_keeps_the_draft(
     refused = client.form(url, {"require_compatible": "1"})
     assert refused.status_code == 409
     assert f"{instance_id}: step reserve " in refused.text
+    # ticked still: unticked, a second click published what was just refused
+    assert re.search(TICKED, refused.text)
+    assert not re.search(TICKED, client.get(f"/drafts/{draft_id}").text)
     assert client.get(f"/definitions/{name}/versions/2").status_code == 404
     published = client.form(url)
     assert published.status_code == 303
