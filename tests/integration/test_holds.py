@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -173,6 +173,25 @@ async def test_a_start_under_a_hold_is_accepted_parked_and_runs_once_after_relea
     assert (hold.active, hold.backlog, resumed) == (False, 0, 1)
     await running.completed("held-1")
     assert running.calls("held-1") == (1, 1)
+
+
+async def test_an_instance_migrated_off_a_held_version_runs_on_while_that_hold_stays(
+    running: Running,
+) -> None:
+    """Its work stayed parked for the old version's hold, which no longer covered it:
+    the instance stalled until that hold's release, while ``inspect`` and the hold's
+    backlog said nothing held it."""
+    running.effects.gate.set()
+    client = running.client
+    hold = await client.place_hold(HoldScope("", HELD.name, "1"), "ann", "bad v1")
+    await client.start(HELD.name, "moved-1", {})
+    assert await running.parked("moved-1")
+    await client.publish(replace(HELD, version="2"), "ann")
+    await client.declare_migration(HELD.name, "1", "2", "ann", "v2 fixes the incident")
+    await client.migrate("moved-1", "2", "ann", "off the held version")
+    await running.completed("moved-1")
+    assert running.calls("moved-1") == (1, 1)
+    assert (await running.queries.hold("", hold.hold_id)).active
 
 
 async def test_an_attempt_in_flight_finishes_and_records_and_its_next_step_waits(
