@@ -66,11 +66,16 @@ class JournalView:
     waits: tuple[OpenWait, ...]
     set_aside: tuple[InboxSignal, ...]
     """Signals no wait consumed (duplicates, or sent before anything awaits them)."""
+    spawned: frozenset[str] = frozenset()
+    """The handles of the runs it spawned (``spawn.1``): a wait on one takes that run's
+    end, never a signal of its name."""
 
     @property
     def awaited(self) -> tuple[str, ...]:
-        """The signal names the open waits take, in order, once each."""
-        return tuple(dict.fromkeys(name for wait in self.waits for name in wait.on))
+        """The signal names the open waits take, in order, once each (not the spawned
+        runs an all or a race also waits for)."""
+        names = (name for wait in self.waits for name in wait.on if name not in self.spawned)
+        return tuple(dict.fromkeys(names))
 
 
 def view(state: Instance) -> JournalView:
@@ -83,7 +88,8 @@ def view(state: Instance) -> JournalView:
         if not w.done
     )
     spare = tuple(s for s in state.inbox if not s.consumed_by)
-    return JournalView(rows, waits, spare)
+    spawned = frozenset(r.key for r in state.journal if r.verb == Verb.SPAWN)
+    return JournalView(rows, waits, spare, spawned)
 
 
 def states(state: Instance) -> dict[str, StepState]:

@@ -45,6 +45,9 @@ SECTIONS = (
 NOT_FOR_MACHINES = frozenset({"signals", "races", "children"})
 """The parts a state machine's page leaves out: it takes no signal, runs no race and
 starts no child."""
+NOT_FOR_CODE = frozenset({"races"})
+"""The part a code-first run's page leaves out: its races are entries of its journal
+(and open waits), not steps of a definition."""
 LAYOUTS: dict[str, Any] = {}
 MAX_LAYOUTS = 64
 
@@ -62,7 +65,11 @@ def render_sections(
     """Every changing part of the page for ``detail`` that its mode has, by name
     (``oob``: as htmx out-of-band swaps, for the response to an action; ``shown``: what
     the parts' templates show besides, such as a refused form again)."""
-    left_out = NOT_FOR_MACHINES if detail.machine is not None else frozenset()
+    left_out = frozenset()
+    if detail.machine is not None:
+        left_out = NOT_FOR_MACHINES
+    elif detail.journal is not None:
+        left_out = NOT_FOR_CODE
     return {
         name: render_section(request, name, detail, oob, **shown)
         for name in SECTIONS

@@ -55,6 +55,12 @@ class Shape:
     """Allowed edges between known states, each once, in the document's order."""
 
 
+BADGE_CHAR = 7.2
+"""The widest a character of a timer badge draws (11 px, bold), in the diagram's units."""
+BADGE_PAD = 30
+"""A timer badge's pill beside its duration: 8 px either side and 14 for its clock."""
+
+
 @dataclass(frozen=True)
 class StateNode:
     """One drawn state. ``step`` is its name, the key overlays and marks use."""
@@ -81,7 +87,17 @@ class StateNode:
 
     @property
     def badge(self) -> str:
-        return f"timer {seconds_text(self.timer)}" if self.timer is not None else ""
+        return f"timer {self.duration}" if self.timer is not None else ""
+
+    @property
+    def duration(self) -> str:
+        return seconds_text(self.timer)
+
+    @property
+    def badge_width(self) -> float:
+        """The timer badge's pill: a drawn clock (Chromium on Debian has no glyph for
+        one) and the duration, wide enough for it at the badge's 11 px bold."""
+        return round(len(self.duration) * BADGE_CHAR + BADGE_PAD, 1)
 
 
 @dataclass(frozen=True)

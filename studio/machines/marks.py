@@ -64,7 +64,7 @@ def _node_css(node: StateNode) -> str:
 
 def _node_title(node: StateNode) -> str:
     roles = [r for r, yes in (("initial", node.initial), ("terminal", node.terminal)) if yes]
-    timer = [f"timer {node.badge[2:]}"] if node.timer is not None else []
+    timer = [node.badge] if node.timer is not None else []
     return ", ".join([f"state {node.step}: {node.detail}", *roles, *timer])
 
 

@@ -44,6 +44,13 @@ WHOLE_GRAPH_SHOWN = """graph => {
 }"""
 """Whether every node of the graph lies inside its canvas (none cut off at an edge)."""
 
+BADGE_FITS = """badge => {
+    const pill = badge.querySelector("rect").getBBox();
+    const text = badge.querySelector("text").getBBox();
+    return text.x >= pill.x && text.x + text.width <= pill.x + pill.width;
+}"""
+"""Whether a timer badge's duration lies inside its pill (none spilling past its ends)."""
+
 
 def test_a_machine_version_and_an_execution_moving_through_its_states(
     page: Page, studio: LiveStudio, tmp_path: Path
@@ -56,7 +63,10 @@ def test_a_machine_version_and_an_execution_moving_through_its_states(
     expect(diagram.locator(".transition")).to_have_count(5)
     expect(page.locator("#state-Submitted")).to_have_class(re.compile(r"\binitial\b"))
     expect(page.locator("#state-entry")).to_be_visible()
-    expect(page.locator("#state-InReview .timer-badge")).to_have_text("timer 1 min")
+    badge = page.locator("#state-InReview .timer-badge")
+    expect(badge).to_have_text("1 min")
+    assert badge.evaluate(BADGE_FITS)
+    expect(page.locator("#state-InReview > title")).to_contain_text(", timer 1 min")
     expect(page.locator("#state-Expired .ring")).to_have_count(1)
     expect(page.locator("#edge-InReview--InReview")).to_have_class(re.compile(r"route-self"))
     page.screenshot(path=str(tmp_path / "version.png"))
@@ -143,13 +153,14 @@ def test_author_a_machine_graphically_and_publish_it(page: Page, studio: LiveStu
     page.get_by_role("button", name="Save state").click()
     expect(page.locator("#draft-status")).to_contain_text("Valid")
     expect(page.locator("#state-Review")).not_to_have_class(re.compile(r"\binvalid\b"))
-    expect(page.locator("#state-Review .timer-badge")).to_have_text("timer 2 min")
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("2 min")
+    assert page.locator("#state-Review .timer-badge").evaluate(BADGE_FITS)
     expect(page.locator("#edge-Start--Review")).to_have_count(1)
 
     page.get_by_role("button", name="Publish").click()
     page.wait_for_url("**/definitions/drawn.approval/versions/1?published=new")
     expect(page.locator("svg.state-diagram .node")).to_have_count(3)
-    expect(page.locator("#state-Review .timer-badge")).to_have_text("timer 2 min")
+    expect(page.locator("#state-Review .timer-badge")).to_have_text("2 min")
 
 
 def test_the_states_panel_of_a_version_fits_its_text_at_1280_and_390_px(

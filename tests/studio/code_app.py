@@ -9,6 +9,8 @@ replay, as a deploy of different code would, and the run must park, not guess.
 is unknown and held for an operator, after which the run waits for ``done``.
 ``pages-raises`` raises from the workflow's own code: the run fails ``workflow-error``.
 ``pages-ghostly`` spawns a workflow nobody published: its decision is parked.
+``pages-parcel`` spawns ``pages-leg`` (which waits for ``picked-up``) and waits for all
+of that run and a ``received`` signal.
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ async def pages_ghostly(ctx: Context, _: Any) -> Any:
     return payload
 
 
+async def pages_parcel(ctx: Context, _: Any) -> Any:
+    leg = ctx.spawn("pages-leg", None)
+    return await ctx.all(leg, "received")
+
+
+async def pages_leg(ctx: Context, _: Any) -> Any:
+    return await ctx.wait_signal("picked-up")
+
+
 def lost_connection() -> None:
     """A body whose effect may or may not have happened: not a declared failure."""
     raise ConnectionError("the gateway hung up after the request was sent")
@@ -62,3 +73,5 @@ app.workflow("pages-switch", version="1")(pages_switch)
 app.workflow("pages-unknown", version="1")(pages_unknown)
 app.workflow("pages-raises", version="1")(pages_raises)
 app.workflow("pages-ghostly", version="1")(pages_ghostly)
+app.workflow("pages-parcel", version="1")(pages_parcel)
+app.workflow("pages-leg", version="1")(pages_leg)

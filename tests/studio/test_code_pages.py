@@ -97,6 +97,21 @@ def test_a_run_page_shows_its_journal_and_takes_the_signals_its_waits_await(
     assert re.search(r'id="code-2" class="[^"]*state-succeeded', text)
 
 
+def test_a_run_waiting_for_a_spawned_run_and_a_signal_offers_a_form_for_the_signal_only(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    """The all waits for ``spawn.1``, the spawned run's end, and ``received``: a signal
+    named ``spawn.1`` would be set aside, never taken, so no form sends one; and its
+    race-less page has no Races section saying the definition has none."""
+    url = instance_url(start(studio, team, "pages-parcel", "p-1"))
+    text = page_until(operator, url, lambda t: "all.1" in t and 'id="journal-waits"' in t)
+    waits = re.search(r'id="journal-waits".*?</table>', text, re.S)
+    assert waits and "spawn.1, received" in waits.group(0)
+    assert 'id="signal-form-received"' in text
+    assert 'id="signal-form-spawn.1"' not in text and "Send spawn.1" not in text
+    assert 'id="races-title"' not in text and "This definition has no race." not in text
+
+
 def test_a_run_whose_code_raises_says_why_it_failed(
     studio: LiveStudio, team: str, operator: SignedInClient
 ) -> None:
