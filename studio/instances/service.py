@@ -370,9 +370,10 @@ async def start(
     try:
         state = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
+        shown = local_instance_id(team, stored)  # a code run's is NAME/ID, as listed
         raise _at(
             "instance_id",
-            f"instance {chosen} already exists with another definition or input; "
+            f"instance {shown} already exists with another definition or input; "
             "choose another instance id",
             Conflict,
         ) from None

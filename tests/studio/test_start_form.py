@@ -125,6 +125,9 @@ def test_a_code_first_run_id_is_said_next_to_the_id_field(studio: LiveStudio) ->
     started = operator.form("/instances", fields)
     assert started.status_code == 303
     assert started.headers["location"] == instance_url(f"{name}/r-1"), "as the hint said"
+    clash = operator.form("/instances", {**fields, "input": '{"sku": "cup"}'})
+    assert clash.status_code == 409
+    assert f"instance {name}/r-1 already exists with another definition or input" in clash.text
 
 
 def test_the_form_opened_without_a_version_offers_one_that_is_no_child(
