@@ -69,25 +69,29 @@ def _configure(engine: Any) -> None:
     env: Environment = engine.engine
     env.trim_blocks = True
     env.lstrip_blocks = True
-    env.filters["short"] = short_fingerprint
-    env.filters["when"] = format_when
-    env.filters["breakable"] = breakable
-    env.filters["duration"] = format_duration
-    env.filters["size"] = size
-    env.filters["timer"] = seconds_text
-    env.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
-    env.filters["shown"] = shown
-    env.filters["verdict_pill"] = verdict_pill
-    env.filters["ref"] = instance_ref
-    env.filters["instance_url"] = team_instance_url
-    env.filters["local_id"] = team_local_id
-    env.globals["NAV"] = NAV
-    env.globals["shorten"] = shorten
-    env.globals["FITS_LABEL"] = FITS_LABEL
-    env.globals["MAX_MARKERS"] = MAX_MARKERS
-    env.globals["trace_link"] = _trace_link
-    env.globals["failure_message"] = failure_message
-    env.globals["work_label"] = work_label
+    env.filters.update(
+        short=short_fingerprint,
+        when=format_when,
+        breakable=breakable,
+        duration=format_duration,
+        size=size,
+        timer=seconds_text,
+        pretty_json=lambda value: json.dumps(value, indent=2),
+        shown=shown,
+        verdict_pill=verdict_pill,
+        ref=instance_ref,
+        instance_url=team_instance_url,
+        local_id=team_local_id,
+    )
+    env.globals.update(
+        NAV=NAV,
+        shorten=shorten,
+        FITS_LABEL=FITS_LABEL,
+        MAX_MARKERS=MAX_MARKERS,
+        trace_link=_trace_link,
+        failure_message=failure_message,
+        work_label=work_label,
+    )
     # Litestar's own ``csrf_token`` callable serves its CSRFConfig, which the studio does
     # not use (``studio.access`` checks the session's token). Under the same name as the
     # token every page gets, it filled a macro imported without context with the
