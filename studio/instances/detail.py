@@ -34,6 +34,7 @@ from studio.instances.service import require_row
 from studio.instances.step_states import StepState
 from studio.machines import overlay as machine_overlay
 from studio.machines.overlay import MachineView
+from studio.operations.workers import known_targets
 from studio.reads import Reads
 
 WORK_SHOWN = 200
@@ -94,6 +95,17 @@ class InstanceDetail:
     """A machine's state panel (None for other modes)."""
     journal: JournalView | None = None
     """A code-first run's journal (None for other modes)."""
+    advertised: frozenset[str] = frozenset()
+    """The targets running workers run (``known_targets``)."""
+
+    @property
+    def unserved(self) -> list[str]:
+        """Targets of the instance's due work that no running worker runs: it waits for
+        a worker that registers them (an app not deployed, a machine's code no worker
+        loads), which nothing else on the page says."""
+        due = [w for w in self.work if w.state is WorkState.AVAILABLE and w.target]
+        ready = {w.target for w in due if w.available_at <= self.now}
+        return sorted(ready - self.advertised)
 
     @property
     def state(self) -> Instance:
@@ -192,6 +204,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         signal_slots=signal_slots(state, journal),
         machine=machine,
         journal=journal,
+        advertised=frozenset(await known_targets(reads.queries)),
     )
 
 

@@ -336,3 +336,24 @@ def test_an_unknown_outcome_shows_as_such_and_an_operator_settles_it(
     assert after["attempts"][0]["outcome"] == "resolved: absent"
     assert after["audit"][-1]["action"] == "resolve_activity"
     assert {s["step"]: s["state"] for s in after["steps"]}["a"] == "retry-waiting"  # by policy
+
+
+def test_an_instance_whose_due_work_no_worker_runs_says_so(studio: LiveStudio) -> None:
+    """A machine started from the studio, whose code no running worker loads, stood at
+    "advance due" with nothing saying that no worker would ever run it."""
+    team = studio.team("unserved")
+    target = f"unserved.{uuid.uuid4().hex[:6]}"
+
+    def document(name: str) -> dict:
+        shaped = definition(name)
+        shaped["steps"][0]["target"] = target
+        return shaped
+
+    name = studio.publish_new(team, "unserved", document)
+    instance_id = studio.start(team, name)
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    page = viewer.get(instance_url(instance_id)).text
+    said = re.search(r'<dd id="instance-unserved"[^>]*>(.*?)</dd>', page, re.S)
+    assert said and said.group(1).startswith(f"no running worker runs <code>{target}</code>")
+    studio.advertise([target])
+    assert 'id="instance-unserved"' not in viewer.get(instance_url(instance_id)).text
