@@ -118,11 +118,6 @@ class ExportFile:
                 os.ftruncate(self.fd, start)
             raise
 
-    def append(self, lines: str) -> None:
-        """``lines`` as a batch of their own."""
-        with self.batch() as write:
-            write(lines)
-
     def _write(self, text: str) -> None:
         view = memoryview(text.encode())
         while view:

@@ -95,17 +95,8 @@ class InstanceDetail:
     """A machine's state panel (None for other modes)."""
     journal: JournalView | None = None
     """A code-first run's journal (None for other modes)."""
-    advertised: frozenset[str] = frozenset()
-    """The targets running workers run (``known_targets``)."""
-
-    @property
-    def unserved(self) -> list[str]:
-        """Targets of the instance's due work that no running worker runs: it waits for
-        a worker that registers them (an app not deployed, a machine's code no worker
-        loads), which nothing else on the page says."""
-        due = [w for w in self.work if w.state is WorkState.AVAILABLE and w.target]
-        ready = {w.target for w in due if w.available_at <= self.now}
-        return sorted(ready - self.advertised)
+    unserved: tuple[str, ...] = ()
+    """Targets of the instance's due work that no running worker runs (``unserved``)."""
 
     @property
     def state(self) -> Instance:
@@ -204,8 +195,20 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         signal_slots=signal_slots(state, journal),
         machine=machine,
         journal=journal,
-        advertised=frozenset(await known_targets(reads.queries)),
+        unserved=await unserved(reads, work, now),
     )
+
+
+async def unserved(reads: Reads, work: list[WorkRow], now: datetime) -> tuple[str, ...]:
+    """Targets of due ``work`` that no running worker runs: it waits for a worker that
+    registers them (an app not deployed, a machine's code no worker loads), which
+    nothing else on the page says. The workers are read only when something is due."""
+    due = {
+        w.target
+        for w in work
+        if w.state is WorkState.AVAILABLE and w.target and w.available_at <= now
+    }
+    return tuple(sorted(due - set(await known_targets(reads.queries)))) if due else ()
 
 
 def position(state: Instance, registry: Any, now: datetime) -> str:

@@ -162,6 +162,12 @@ async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -
         retention.check_batch(MAX_PRUNE_BATCH + 1)
 
 
+def appended(export: retention.ExportFile, lines: str) -> None:
+    """``lines`` written to ``export`` as a batch of their own."""
+    with export.batch() as write:
+        write(lines)
+
+
 def test_an_export_file_is_named_on_disk_before_its_lines_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,9 +183,9 @@ def test_an_export_file_is_named_on_disk_before_its_lines_are(
     monkeypatch.setattr(os, "fsync", recorded)
     path = tmp_path / "export.jsonl"
     with retention.ExportFile(path) as export:
-        export.append("[1]\n")
+        appended(export, "[1]\n")
     with retention.ExportFile(path) as export:  # a run later in the same second
-        export.append("[2]\n")
+        appended(export, "[2]\n")
     assert synced == [str(tmp_path), str(path), str(path)]
     assert path.read_text() == "[1]\n[2]\n"
     assert path.stat().st_mode & 0o777 == 0o600, "inputs and results are its owner's alone"
@@ -191,7 +197,7 @@ def test_an_export_file_holds_whole_lines_only(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
     path.write_text('[{"a":1}]\n[{"b":')
     with retention.ExportFile(path) as export:
-        export.append('[{"c":3}]\n')
+        appended(export, '[{"c":3}]\n')
     assert path.read_text() == '[{"a":1}]\n[{"c":3}]\n'
     path.write_text('[{"b":')
     with retention.ExportFile(path):
@@ -207,7 +213,7 @@ def test_a_batch_that_fails_half_way_leaves_none_of_its_lines(tmp_path: Path) ->
     held in memory); a batch that fails after some of them is cut off again."""
     path = tmp_path / "export.jsonl"
     with retention.ExportFile(path) as export:
-        export.append("[1]\n")
+        appended(export, "[1]\n")
         with pytest.raises(RuntimeError), export.batch() as write:
             write("[2]\n")
             raise RuntimeError("a history could not be read")
