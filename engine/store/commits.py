@@ -333,7 +333,6 @@ def one_statement(transition: Transition) -> bool:
     return (
         not (transition.terminal and transition.work)
         and not _resumes(transition)
-        and transition.migration_target is None
         and not snapshots.carried(transition)
     )
 
@@ -344,20 +343,18 @@ def _resumes(transition: Transition) -> bool:
 
 async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
     """The rare follow-ups a transition statement cannot do itself: retiring work an
-    ending transition made, re-arming parked work on resume, making due the work a hold
-    parked when a migration moves the instance out of the hold's reach, and the
-    snapshot of a transition that crosses an interval (``engine.store.snapshots``)."""
+    ending transition made, re-arming parked work on resume (with the work a hold parked
+    that no hold covers once a migration moved the instance), and the snapshot of a
+    transition that crosses an interval (``engine.store.snapshots``)."""
     at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(sql.RETIRE_OPEN_WORK, at)
-    due = 0
     if _resumes(transition):
-        due += (await conn.execute(sql.REARM_PARKED_WORK, at)).rowcount
-    if transition.migration_target is not None:
-        moved = {**at, "now": at["at"]}  # the store's clock: the transition's time
-        due += (await conn.execute(hold_sql.UNPARK_MIGRATED, moved)).rowcount
-    if due and channel and not transition.work:
-        await conn.execute(sql.NOTIFY_WORK, {"channel": channel})
+        rearmed = (await conn.execute(sql.REARM_PARKED_WORK, at)).rowcount
+        now = {**at, "now": at["at"]}  # the store's clock: the transition's time
+        rearmed += (await conn.execute(hold_sql.UNPARK_RESUMED, now)).rowcount
+        if rearmed and channel and not transition.work:
+            await conn.execute(sql.NOTIFY_WORK, {"channel": channel})
     if snapshots.carried(transition):
         await snapshots.write(conn, transition)
 

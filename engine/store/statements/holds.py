@@ -107,10 +107,12 @@ UNPARK_FREED = _UNPARK + "NOT instance_held(w.instance_id)"
 due during the hold fires now, one due later at its time. Its deadline is moved so that
 it has at least its whole window from now: the hold's time is not spent from it."""
 
-UNPARK_MIGRATED = _UNPARK + "w.instance_id = %(instance)s AND NOT instance_held(w.instance_id)"
-"""``UNPARK_FREED`` of one instance, in the transaction that migrated it: moved to a
-version no hold covers, its parked work is due again (it waited for a release of the
-old version's hold, which no longer concerns it, and said nothing)."""
+UNPARK_RESUMED = _UNPARK + "w.instance_id = %(instance)s AND NOT instance_held(w.instance_id)"
+"""``UNPARK_FREED`` of one instance, in the transaction that resumes it: migrated (while
+paused, as every migration is) to a version no hold covers, its parked work is due again
+(it waited for a release of the old version's hold, which no longer concerns it, and
+said nothing). Not at the migration itself: a worker would claim the work of the still
+paused instance and push it back past the resume."""
 
 UNPARK_STRANDED = _UNPARK + "NOT EXISTS (SELECT 1 FROM holds WHERE released_at IS NULL)"
 """``UNPARK_FREED`` of every parked row while no hold is in force (``holds.drain``):
