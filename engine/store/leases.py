@@ -294,6 +294,19 @@ async def retry_at(store: Store, lease: Lease, available_at: datetime, code: str
     )
 
 
+async def park(store: Store, lease: Lease, until: datetime, code: str, seen: int) -> None:
+    """``retry_at`` for work of an instance its holder read paused at sequence ``seen``:
+    pushed back to ``until`` only while the instance is still there, due now otherwise
+    (``PARK_LEASE``: a resume that committed after the read re-armed everything but this
+    leased row)."""
+    params = {**_retry_params(lease, until, code, store.clock.sql_now()), "seen": seen}
+    await transact(
+        store,
+        f"parking of {lease.work_id}",
+        lambda conn: _retry(conn, lease, params, store.channel, sql.PARK_LEASE),
+    )
+
+
 async def dead_letter(store: Store, lease: Lease, code: str, detail: str = "") -> None:
     """Park the work as a dead letter (state 4) with ``code``, for an operator to resolve;
     ``detail`` says more where a code cannot (``work.failure_detail``, bounded)."""
@@ -366,9 +379,13 @@ def _dead_letter_params(
 
 
 async def _retry(
-    conn: psycopg.AsyncConnection, lease: Lease, params: dict[str, Any], channel: str
+    conn: psycopg.AsyncConnection,
+    lease: Lease,
+    params: dict[str, Any],
+    channel: str,
+    statement: str = sql.RETRY_LEASE,
 ) -> None:
-    (due,) = await _fenced(conn, sql.RETRY_LEASE, params, lease)
+    (due,) = await _fenced(conn, statement, params, lease)
     if due and channel:
         await conn.execute(transition_sql.NOTIFY_WORK, {"channel": channel})
 

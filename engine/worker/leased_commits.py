@@ -262,7 +262,7 @@ async def commit(
         except Park:
             if guessed:
                 continue
-            await _park(ctx, lease, _now(ctx, state))
+            await _park(ctx, lease, _now(ctx, state), state.sequence)
             return None
         except NotDue as early:
             if guessed:
@@ -397,15 +397,17 @@ class Eager:
         return replace(fence, lease_next=item.work_id, lease_for=self.lease_for)
 
 
-async def _park(ctx: Context, lease: leases.Lease, now: datetime) -> None:
-    """Push work back while its instance is paused (resuming re-arms it at once).
+async def _park(ctx: Context, lease: leases.Lease, now: datetime, seen: int) -> None:
+    """Push work back while its instance is paused (resuming re-arms it at once), as
+    read at sequence ``seen``: a resume that commits after that read finds this row
+    still leased, so the park itself makes it due when the instance has moved on.
 
     Never past the work's deadline: work that cannot wait that long keeps its lease
     until it expires, and once the deadline passes it becomes a visible dead letter.
     """
     until = min(now + PARK_FOR, lease.deadline - PARK_MARGIN)
     if until > now:
-        await leases.retry_at(ctx.store, lease, until, "paused")
+        await leases.park(ctx.store, lease, until, "paused", seen)
 
 
 async def _release_until(ctx: Context, lease: leases.Lease, due_at: datetime) -> None:

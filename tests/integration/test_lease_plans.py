@@ -29,6 +29,7 @@ HOLDER_WRITES = {
     "check": sql.CHECK_LEASE,
     "complete": sql.COMPLETE_LEASE,
     "retry": sql.RETRY_LEASE,
+    "park": sql.PARK_LEASE,
     "dead-letter": sql.DEAD_LETTER_LEASE,
     "fenced write": sql.FENCED_WRITE,
 }

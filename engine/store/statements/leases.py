@@ -238,6 +238,21 @@ RETURNING w.available_at <= {NOW}
 """Back to available at an explicit time, same fence; the next claim bumps the token.
 Returns whether the work is due now (then a NOTIFY wakes idle workers)."""
 
+PARK_LEASE = f"""
+UPDATE work w
+SET state = {WorkState.AVAILABLE}, failure_code = %(code)s, lease_owner = '',
+    lease_expires_at = NULL,
+    available_at = CASE WHEN i.sequence = %(seen)s THEN %(available_at)s ELSE {NOW} END
+FROM (SELECT sequence FROM instances WHERE instance_id = %(work_instance)s FOR SHARE) i
+WHERE {HELD}
+RETURNING w.available_at <= {NOW}
+"""
+"""``RETRY_LEASE`` for work of a paused instance, pushed back only while the instance
+is still at the position (``seen``) its holder read it paused at; one that moved since
+(a resume re-arms parked work, but not a row that was leased meanwhile) gets its work
+back due now, for the next claim to decide again. The instance's row is locked for
+share, so a resume still in flight is waited for and then seen."""
+
 DEAD_LETTER_LEASE = f"""
 UPDATE work w
 SET state = {WorkState.DEAD_LETTERED}, failure_code = %(code)s, completed_at = {NOW},
