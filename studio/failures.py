@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from litestar import Request, Response
 from litestar.exceptions import (
@@ -146,10 +146,25 @@ def handle_error(request: Request, error: Exception) -> Response:
         # A session cookie that no longer signs anyone in: the session ended (expired or
         # revoked; signing out deletes the cookie), which the sign-in page says.
         ended = "&ended=1" if COOKIE in request.cookies else ""
-        return _to("/login?next=" + quote(request.url.path) + ended, request, 401)
+        return _to("/login?next=" + quote(_return_to(request)) + ended, request, 401)
     if isinstance(error, PasswordChangeRequired):
         return _to("/account", request, 403)
     return page(request, "error.html", status=status, status_code=status, message=message)
+
+
+def _return_to(request: Request) -> str:
+    """Where signing in again goes on: the page asked for, or for a form sent (a POST,
+    which has no page of its own to come back to: most of its paths answer no GET) the
+    page it was sent from, which htmx names in ``HX-Current-URL`` and a browser in
+    ``Referer``; the sign-in form keeps only local paths of either."""
+    if request.method in ("GET", "HEAD"):
+        query = request.url.query
+        return request.url.path + (f"?{query}" if query else "")
+    sent_from = request.headers.get("hx-current-url") or request.headers.get("referer") or ""
+    page_path = urlsplit(sent_from)
+    if not page_path.path.startswith("/") or page_path.path.startswith("/login"):
+        return request.url.path
+    return page_path.path + (f"?{page_path.query}" if page_path.query else "")
 
 
 def _headers(error: Exception) -> dict[str, str]:
@@ -171,6 +186,11 @@ def _to(target: str, request: Request, status: int) -> Response:
         return Redirect(target, status_code=303)
     return Template(
         template_name="error.html",
-        context={"status_code": status, "message": "sign in first", "principal": None},
+        context={
+            "status_code": status,
+            "message": "sign in first",
+            "principal": None,
+            "sign_in": target,
+        },
         status_code=status,
     )

@@ -177,6 +177,30 @@ def test_signing_out_ends_the_session(studio: LiveStudio) -> None:
     assert SESSION_ENDED not in replay.get("/login?next=/definitions").text
 
 
+def test_a_form_sent_after_the_session_ended_signs_in_back_to_its_page(
+    studio: LiveStudio,
+) -> None:
+    """A POST has no page of its own (most of its paths answer no GET): signing in
+    again returns to the page it was sent from, with that page's query."""
+    team = studio.team()
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    cookie = client.cookies.get("wayline_session")
+    assert client.form("/logout").status_code == 303
+    replay = studio.client()
+    replay.cookies.set("wayline_session", cookie)
+    sent_from = f"{studio.url}/instances/i-1?tab=history"
+    htmx = replay.post("/instances/i-1/signals/paid", headers={
+        "HX-Request": "true", "HX-Current-URL": sent_from})  # fmt: skip
+    assert htmx.headers["HX-Redirect"] == "/login?next=/instances/i-1%3Ftab%3Dhistory&ended=1"
+    plain = replay.post("/dead-letters/resolve", headers={"Referer": f"{studio.url}/dead-letters"})
+    assert plain.status_code == 401  # without JavaScript: a page whose link goes back
+    assert 'href="/login?next=/dead-letters&amp;ended=1">Sign in' in plain.text
+    told = replay.post("/holds/h-1/release", headers={"HX-Request": "true"})
+    assert told.headers["HX-Redirect"] == "/login?next=/holds/h-1/release&ended=1"
+    back = studio.client().get("/login?next=/instances/i-1%3Ftab%3Dhistory")
+    assert 'name="next" value="/instances/i-1?tab=history"' in back.text
+
+
 def test_api_tokens_are_shown_once_scoped_and_revocable(studio: LiveStudio) -> None:
     team = studio.team()
     name = f"api.{uuid.uuid4().hex[:6]}"
