@@ -242,7 +242,7 @@ def attempt_out(row: AttemptRow) -> AttemptOut:
         attempt=row.attempt,
         idempotency_key=row.key,
         outcome=row.outcome,
-        code=(record.code if record else "") or (work.failure_code if work else ""),
+        code=row.code,
         started_at=record.started_at if record else None,
         next_attempt_at=record.next_attempt_at if record else None,
         work_state=work.state.label if work else None,
