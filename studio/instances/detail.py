@@ -59,6 +59,14 @@ class AttemptRow(AttemptIdentity):
         return self.work is not None and self.work.lease_live(self.now)
 
     @property
+    def code(self) -> str:
+        """The attempt's failure code: history's record of it, else its work row's (a
+        dead letter's, before or without a record saying so); '' when neither has one.
+        The page and the API show the same code."""
+        record, work = self.record, self.work
+        return (record.code if record else "") or (work.failure_code if work else "")
+
+    @property
     def css(self) -> str:
         return "outcome-" + self.outcome.split(":")[0].replace(" ", "-")
 

@@ -236,13 +236,10 @@ def instance_out(row: InstanceRow, team: str) -> InstanceOut:
 def attempt_out(row: AttemptRow) -> AttemptOut:
     record, work = row.record, row.work
     leased = work is not None and work.state.label == "leased"
-    return AttemptOut(
-        step=row.step,
-        track=row.track,
-        attempt=row.attempt,
+    return projected(
+        AttemptOut,
+        row,
         idempotency_key=row.key,
-        outcome=row.outcome,
-        code=(record.code if record else "") or (work.failure_code if work else ""),
         started_at=record.started_at if record else None,
         next_attempt_at=record.next_attempt_at if record else None,
         work_state=work.state.label if work else None,
