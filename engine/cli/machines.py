@@ -17,13 +17,13 @@ import argparse
 import json
 
 from engine.api.client import Client
-from engine.api.executions import AccessRefused, Executions, submit_key_problem
+from engine.api.executions import Executions, submit_key_problem
 from engine.cli import machine_roles
 from engine.cli.options import actor, checked_by, converted_by, reason, team
 from engine.cli.runtime import add_command, add_group, json_arg, require_owned
 from engine.model.identifiers import id_problem, name_problem, split_pin
 from engine.modes.machines.standing import StateValue
-from engine.store.principals import COVERS, Standing, principal_standing
+from engine.store.principals import COVERS
 
 LABEL = "wayline"
 DEFAULT_SCOPE = "operator"
@@ -86,8 +86,9 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 async def _submit(client: Client, args: argparse.Namespace) -> int:
     name, version = args.machine
     await require_owned(client, name, args.team, "submits its own machines")
-    await _require_standing(client, args.actor, args.team, args.scope)
-    submitted = await Executions(client).submit(
+    executions = Executions(client)
+    await executions.require_standing(args.actor, args.team, args.scope)
+    submitted = await executions.submit(
         name,
         parent=args.parent,
         input=args.input,
@@ -99,19 +100,6 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0
-
-
-async def _require_standing(client: Client, actor: str, team: str, scope: str) -> None:
-    """Refuse a submit for a team the actor does not stand in with ``scope``: every
-    advance re-checks the submitter, so the engine would accept it only for the
-    execution to end ``dead-authorization`` before its first step."""
-    if team == "" or scope not in COVERS:  # the engine's own team, or submit's own refusal
-        return
-    standing = await principal_standing(client.store, actor, team, scope)
-    if standing is Standing.GONE:
-        raise AccessRefused(f"{actor} is not a member of team {team}: only a member may submit")
-    if standing is Standing.NARROWED:
-        raise AccessRefused(f"{actor}'s role in team {team} does not cover the scope {scope}")
 
 
 async def _state(client: Client, args: argparse.Namespace) -> int:

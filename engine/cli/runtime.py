@@ -222,7 +222,7 @@ def _demo(args: argparse.Namespace) -> int:
     if not args.machine:
         return demo.run(dsn, args.schema)
     execution, status = machine_demo.run(dsn, args.schema, args.actor, args.team)
-    if status != "completed":  # e.g. dead: --as is no studio user of --team who may submit
+    if status != "completed":  # a submitter who may not is refused before it starts
         raise CommandFailed(
             f"{execution} ended {status}, not completed (`wayline inspect {execution}` says why)"
         )
