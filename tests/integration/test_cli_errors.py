@@ -16,7 +16,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -28,6 +27,7 @@ from engine.cli.main import main
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition
 from engine.model.identifiers import team_problem
+from engine.model.limits import MIN_RETENTION_KEEP
 from engine.store import retention
 from engine.store.store import Store
 from examples import documents, machine_demo
@@ -240,7 +240,11 @@ async def _ended_past_its_keep(dsn: str, schema: str, instance_id: str) -> None:
         await client.publish(DEFINITION, "ann")
         await client.start(DEFINITION.name, instance_id, None)
         await client.command(instance_id, Action.TERMINATE, "ann", "no longer needed")
-        await retention.set_policy(store, "", timedelta(milliseconds=1), "ann")
+        await retention.set_policy(store, "", MIN_RETENTION_KEEP, "ann")
+        async with store.connection() as conn:
+            moved = "UPDATE instances SET archived_at = archived_at - %(keep)s"
+            await conn.execute(moved, {"keep": MIN_RETENTION_KEEP})
+            await conn.commit()
     finally:
         await store.close()
 
