@@ -6,9 +6,9 @@ Thin shells over ``engine.Executions``: ``submit`` prints ``submitted <id> (new)
 (``--json``: one object); ``status`` one of the seven words; ``cancel`` records the
 audited cancel. The caller is ``--as`` (with ``--team``, default the engine's own team
 ''), and only the submitter may read or cancel an execution. A refusal or conflict
-prints ``wayline: <message>`` on stderr and exits 1; so does a submit for a team the
-actor is not a member of (with a role covering ``--scope``), which the engine would
-accept only for the execution to end dead at its first advance.
+prints ``wayline machine <action>: <message>`` on stderr and exits 1; so does a submit
+for a team the actor is not a member of (with a role covering ``--scope``), which the
+engine would accept only for the execution to end dead at its first advance.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from engine.model.identifiers import id_problem, name_problem, split_pin
 from engine.modes.machines.standing import StateValue
 from engine.store.principals import COVERS
 
-LABEL = "wayline"
 DEFAULT_SCOPE = "operator"
 """The scope a command-line submit records: the role that starts instances."""
 
@@ -45,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "submit, inspect and cancel state-machine executions; provision their roles",
         "The host operations of state machines.",
     )
-    submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit, LABEL)
+    submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit)
     submit.add_argument("machine", metavar="NAME[@VERSION]", type=_pin)
     submit.add_argument(
         "--parent", required=True, type=checked_by(id_problem), help="id of the parent row"
@@ -64,7 +63,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("status", "print an execution's status", _status),
         ("cancel", "cancel an execution (audited)", _cancel),
     ):
-        action = add_command(actions, name, help, run, LABEL)
+        action = add_command(actions, name, help, run)
         action.add_argument("machine", metavar="NAME", type=_name)
         action.add_argument("execution", metavar="ID", type=_id)
         _caller(action)

@@ -36,7 +36,6 @@ from engine.model.inputs import check_team
 from engine.store import retention
 from engine.store.retention import MAX_PRUNE_BATCH, Policy
 
-LABEL = "wayline retention"
 NO_TEAM = "(no team)"
 """How the engine's own team, '', is printed."""
 ENGINE_EXPORT = "_engine"
@@ -52,7 +51,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "how long teams keep ended instances; export and remove those past it",
         "Bounded history: per-team retention of ended instances.",
     )
-    chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set, LABEL)
+    chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set)
     chosen.add_argument(
         "--team", default="", type=team, help="the team (default: the engine's own, '')"
     )
@@ -61,15 +60,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--as", dest="actor", required=True, type=actor, metavar="ACTOR", help="who sets it"
     )
     unset = add_command(
-        actions, "unset", "remove a team's policy: it keeps every ended instance", _unset, LABEL
+        actions, "unset", "remove a team's policy: it keeps every ended instance", _unset
     )
     unset.add_argument(
         "--team", default="", type=team, help="the team (default: the engine's own, '')"
     )
-    add_command(actions, "list", "print every team's retention policy", _list, LABEL)
-    run = add_command(
-        actions, "run", "export and remove ended instances past their keep", _run, LABEL
-    )
+    add_command(actions, "list", "print every team's retention policy", _list)
+    run = add_command(actions, "run", "export and remove ended instances past their keep", _run)
     run.add_argument("--export-dir", required=True, type=_export_dir, help="where the exports go")
     run.add_argument("--team", type=team, help="only this team (default: every team with a policy)")
     run.add_argument(

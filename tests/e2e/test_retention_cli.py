@@ -95,7 +95,7 @@ async def test_unset_takes_a_teams_policy_back_and_a_team_without_one_is_refused
     again = await e2e.cli("retention", "unset", "--team", "red")
     assert again.code == 1
     assert one_line(again) == (
-        "wayline retention: team 'red' has no retention policy, so there is none to "
+        "wayline retention unset: team 'red' has no retention policy, so there is none to "
         "unset (`wayline retention list` shows every policy)"
     )
     assert (await ok(e2e, "retention", "unset")).startswith("team (no team) keeps every")
@@ -117,7 +117,7 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     assert missing.code == 2
     assert (
         one_line(missing)
-        == f"wayline retention: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
+        == f"wayline retention run: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
     )
     empty = await e2e.cli("retention", "run", "--export-dir", "")
     assert empty.code == 2, "an empty --export-dir is not the working directory"
@@ -127,7 +127,8 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     )
     unset = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--team", "red")
     assert (
-        one_line(unset) == "wayline retention: team 'red' has no retention policy (set one first)"
+        one_line(unset)
+        == "wayline retention run: team 'red' has no retention policy (set one first)"
     )
     for given in ("0", "x"):
         batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", given)
@@ -170,7 +171,7 @@ async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
     inner.mkdir(parents=True)
     run = await e2e.cli("retention", "run", "--export-dir", str(inner))
     assert run.code == 1
-    assert one_line(run).startswith("wayline retention: a team id has 1 to 63 characters")
+    assert one_line(run).startswith("wayline retention run: a team id has 1 to 63 characters")
     assert list((e2e.tmp / "exports").rglob("*.jsonl")) == []
 
 
@@ -304,7 +305,7 @@ async def test_an_export_that_cannot_be_written_leaves_no_torn_file(e2e: Harness
     failed = CliResult(process.returncode or 0, out.decode(), err.decode())
     assert failed.code == 1
     assert one_line(failed) == (
-        f"wayline retention: the export directory {exports} cannot be written (File too large)"
+        f"wayline retention run: the export directory {exports} cannot be written (File too large)"
     )
     assert await e2e.query("SELECT count(*) FROM instances") == [(30,)]
     assert list(exports.iterdir()) == [], "no file holding part of a batch"

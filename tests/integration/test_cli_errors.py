@@ -69,6 +69,11 @@ CONNECTING = [
     ("wayline demo", ["demo", "--machine"]),
     ("wayline user create", ["user", "create", "dave"]),
     ("wayline studio", ["studio"]),
+    # a group's command is named in full, as its usage errors name it
+    ("wayline retention list", ["retention", "list"]),
+    ("wayline hold list", ["hold", "list"]),
+    ("wayline dead-letter list", ["dead-letter", "list"]),
+    ("wayline machine status", ["machine", "status", "document_approval", "x", "--as", "ann"]),
 ]
 DRILLS_CONNECTING = [
     ("wayline drill plan generate", ["drill", "plan", "generate", "order.fulfillment@1"]),
@@ -216,7 +221,7 @@ def test_an_export_dir_that_cannot_be_written_removes_nothing(
     store = ["--dsn", pg_dsn, "--schema", schema]
     status, line = refused(capsys, "retention", "run", "--export-dir", "/proc", *store)
     assert status == 1
-    assert line.startswith("wayline retention: the export directory /proc cannot be written (")
+    assert line.startswith("wayline retention run: the export directory /proc cannot be written (")
     assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("gone",)]
 
 
@@ -228,7 +233,10 @@ def test_an_export_dir_too_long_to_look_up_is_not_a_directory(
     long_name = "x" * 5000
     store = ["--dsn", pg_dsn, "--schema", schema]
     status, line = refused(capsys, "retention", "run", "--export-dir", long_name, *store)
-    assert (status, line) == (2, f"wayline retention: --export-dir {long_name} is not a directory")
+    assert (status, line) == (
+        2,
+        f"wayline retention run: --export-dir {long_name} is not a directory",
+    )
     assert conn.execute("SELECT instance_id FROM instances").fetchall() == [("kept",)]
 
 
@@ -633,7 +641,7 @@ def test_a_kind_or_mode_after_a_vowel_takes_an(
     submitted = refused(capsys, *submit, "--input", "{}", "--as", "ann", *store)
     assert submitted == (
         1,
-        "wayline: order.fulfillment is an orchestration definition, not a machine",
+        "wayline machine submit: order.fulfillment is an orchestration definition, not a machine",
     )
 
 
@@ -693,7 +701,7 @@ def _announcement(process: subprocess.Popen[str]) -> str:
 
 
 SUBMITTERS = {
-    "wayline": [
+    "wayline machine submit": [
         "machine",
         "submit",
         "document_approval",
@@ -729,7 +737,9 @@ def test_a_submit_for_a_team_the_actor_does_not_stand_in_is_refused_and_writes_n
     and ``demo --machine`` (whose execution ended dead) refuses it with the same check
     before it publishes the machine."""
     store = ["--dsn", pg_dsn, "--schema", schema]
-    if label == "wayline":  # machine submit submits only a machine the team published
+    if (
+        label == "wayline machine submit"
+    ):  # machine submit submits only a machine the team published
         asyncio.run(_publish_as(pg_dsn, schema, documents.flow.definition, "crew"))
     if role is not None:
         asyncio.run(_member(pg_dsn, schema, "ada", "crew", role))
