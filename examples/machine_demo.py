@@ -24,6 +24,8 @@ from examples.demo import serve, until
 
 TIMER = timedelta(seconds=60)
 POLL = timedelta(milliseconds=100)
+SCOPE = "operator"
+"""The role the demo submits with: the one that starts instances."""
 
 
 def run(
@@ -33,8 +35,9 @@ def run(
     execution's id and its status at the end (``completed`` unless something refused
     it). It submits as ``actor`` of ``team``: by default the engine's own team, whose
     principal always stands; a studio user and their team (an operator there) make it
-    visible in the studio, and each advance re-checks that user (one who is not ends
-    the execution ``dead``)."""
+    visible in the studio. Each advance re-checks that user, so one who is not a
+    member whose role covers the submit is refused (AccessRefused) before anything is
+    published or submitted, as ``wayline machine submit`` refuses them."""
     owner = {"actor": actor, "team": team}
     return serve(dsn, lambda found: _demo(found, schema, owner))
 
@@ -43,14 +46,19 @@ async def _demo(dsn: str, schema: str, owner: dict[str, str]) -> tuple[str, str]
     apply_migrations(dsn, schema)
     clock = ManualClock(datetime.now(UTC))
     store = await Store.open(dsn, schema, clock=clock)
-    config = WorkerConfig(worker_id=f"demo-{uuid.uuid4().hex[:6]}", poll_interval=POLL)
-    stop = asyncio.Event()
-    worker = asyncio.create_task(Worker(store, documents.app, config).run(stop))
     try:
-        return await _walkthrough(Executions(Client(store)), store, clock, owner)
+        executions = Executions(Client(store))
+        # as `wayline machine submit` does, before anything is written or run
+        await executions.require_standing(owner["actor"], owner["team"], SCOPE)
+        config = WorkerConfig(worker_id=f"demo-{uuid.uuid4().hex[:6]}", poll_interval=POLL)
+        stop = asyncio.Event()
+        worker = asyncio.create_task(Worker(store, documents.app, config).run(stop))
+        try:
+            return await _walkthrough(executions, store, clock, owner)
+        finally:
+            stop.set()
+            await worker
     finally:
-        stop.set()
-        await worker
         await store.close()
 
 
@@ -65,7 +73,7 @@ async def _walkthrough(
         await conn.commit()
     key = f"review-{parent}"
     submitted = await executions.submit(
-        "document_approval", parent=parent, input="v1", key=key, scope="operator", **owner
+        "document_approval", parent=parent, input="v1", key=key, scope=SCOPE, **owner
     )
     execution = submitted.execution_id
     print(f"submitted {execution} for {parent}")

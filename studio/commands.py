@@ -83,7 +83,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
-    create.set_defaults(run=_user_create, label="wayline user create")
+    create.set_defaults(run=_user_create)
 
 
 def _studio(args: argparse.Namespace) -> int:

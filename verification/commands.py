@@ -58,7 +58,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="list the drills of a profile")
     listing.add_argument("--profile", choices=("ci", "deep"), default="ci")
     _workload_option(listing)
-    listing.set_defaults(run=_list, label="wayline drill list")
+    listing.set_defaults(run=_list)
     run = actions.add_parser("run", help="run drills and print the scorecard")
     _campaign_options(run)
     run.add_argument(
@@ -70,7 +70,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--hit", type=_hit, help="boundary hit number (to reproduce a drill)")
     run.add_argument("--artifacts", type=Path, help="where drill logs and the corpus go")
     _plan_options(run)
-    run.set_defaults(run=_run, label="wayline drill run")
+    run.set_defaults(run=_run)
     plan = actions.add_parser("plan", help="drill plans: faults pinned on your own steps")
     plan_actions = plan.add_subparsers(dest="plan_action", required=True, metavar="ACTION")
     generate = plan_actions.add_parser(
@@ -83,10 +83,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--app", default="", metavar="MODULE:APP", help="the app declaring a code-first workflow"
     )
-    generate.set_defaults(run=_generate, label="wayline drill plan generate")
+    generate.set_defaults(run=_generate)
     selftest = actions.add_parser("self-test", help="run the drills against broken engines")
     _campaign_options(selftest)
-    selftest.set_defaults(run=_self_test, label="wayline drill self-test")
+    selftest.set_defaults(run=_self_test)
 
 
 def _plan_options(run: argparse.ArgumentParser) -> None:

@@ -34,7 +34,7 @@ from engine.modes.machines.start_data import StartData, execution_id, key_digest
 from engine.modes.machines.states import MachineState
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
-from engine.store.principals import COVERS
+from engine.store.principals import COVERS, Standing, principal_standing
 
 MAX_KEY_CHARACTERS = 200
 """An idempotency key is the caller's text; its digest, never the key, is stored."""
@@ -59,7 +59,7 @@ class ExecutionNotFound(WaylineError):
 
 
 class AccessRefused(WaylineError):
-    """The caller is not the actor who submitted the execution."""
+    """The caller is not the actor who submitted the execution, or may not submit."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,19 @@ class Executions:
                 f"(execution {instance_id})"
             )
         return Submitted(instance_id, created, state)
+
+    async def require_standing(self, actor: str, team: str, scope: str) -> None:
+        """Refuse (AccessRefused) a submit for a team ``actor`` does not stand in with
+        ``scope``: every advance re-checks the submitter, so ``submit`` would accept it
+        only for the execution to end ``dead-authorization`` before its first step. The
+        command line's submit and ``wayline demo --machine`` call it before they write."""
+        if team == "" or scope not in COVERS:  # the engine's own team, or submit's refusal
+            return
+        standing = await principal_standing(self.client.store, actor, team, scope)
+        if standing is Standing.GONE:
+            raise AccessRefused(f"{actor} is not a member of team {team}: only a member may submit")
+        if standing is Standing.NARROWED:
+            raise AccessRefused(f"{actor}'s role in team {team} does not cover the scope {scope}")
 
     async def state(
         self,

@@ -39,7 +39,6 @@ from engine.store.dead_letters import (
 from engine.store.errors import CommitUnknown
 from engine.store.leases import WorkRequestInvalid
 
-LABEL = "wayline dead-letter"
 DEFAULT_LIST_LIMIT = 50
 """How many dead letters ``list`` shows unless told: a screenful, as a studio page."""
 INSTANT_EXAMPLE = "2031-06-07T08:00:00Z"
@@ -54,9 +53,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "Work the engine gave up on (its deadline passed, or a worker refused it): "
         "list it, then retry or discard each one with an audited command.",
     )
-    listing = add_command(
-        actions, "list", "list unresolved dead letters, oldest first", _list, LABEL
-    )
+    listing = add_command(actions, "list", "list unresolved dead letters, oldest first", _list)
     listing.add_argument("--code", help="only this failure code")
     listing.add_argument(
         "--team", type=team, help="only this team's (default: every team's; '' is the engine's own)"
@@ -68,7 +65,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_LIST_LIMIT,
         help=f"show at most N (default {DEFAULT_LIST_LIMIT}, at most {MAX_PAGE_ITEMS})",
     )
-    retry = add_command(actions, "retry", "readmit a dead letter's work (audited)", _retry, LABEL)
+    retry = add_command(actions, "retry", "readmit a dead letter's work (audited)", _retry)
     _fence(retry)
     retry.add_argument(
         "--at", type=instant, metavar="RFC3339", help="when it is due again (default: now)"
@@ -80,7 +77,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="its new deadline (default: a day after --at)",
     )
     discard = add_command(
-        actions, "discard", "resolve a dead letter without running it (audited)", _discard, LABEL
+        actions, "discard", "resolve a dead letter without running it (audited)", _discard
     )
     _fence(discard)
 

@@ -59,7 +59,7 @@ def register(commands: argparse._SubParsersAction) -> argparse._SubParsersAction
         description="Validate a definition file; list every problem with its JSON path.",
     )
     add_source(check, APP_HELP)
-    check.set_defaults(run=run_check, label="wayline definition check")
+    check.set_defaults(run=run_check)
     return actions
 
 

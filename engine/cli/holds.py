@@ -24,8 +24,6 @@ from engine.model.holds import parse_scope
 from engine.model.words import counted
 from engine.store.holds import Hold
 
-LABEL = "wayline hold"
-
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``hold`` and its three actions to the ``wayline`` parser."""
@@ -35,18 +33,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Incident holds: workers run none of the held work until it is released.",
     )
     actions = hold.add_subparsers(dest="action", required=True, metavar="ACTION")
-    place = add_command(actions, "place", "place a hold (audited)", _place, LABEL)
+    place = add_command(actions, "place", "place a hold (audited)", _place)
     scope = place.add_mutually_exclusive_group(required=True)
     scope.add_argument("--definition", metavar="NAME[@VERSION]", help="hold a name or a version")
     scope.add_argument("--whole-team", action="store_true", help="hold everything of the team")
     _audited(place)
-    release = add_command(actions, "release", "release a hold, or part of it", _release, LABEL)
+    release = add_command(actions, "release", "release a hold, or part of it", _release)
     release.add_argument("hold_id", metavar="ID")
     amount = release.add_mutually_exclusive_group()
     amount.add_argument("--count", type=int, help="resume this many instances; the hold stays")
     amount.add_argument("--rate", type=float, help="resume this many instances per second")
     _audited(release)
-    listing = add_command(actions, "list", "list holds and their backlogs", _list, LABEL)
+    listing = add_command(actions, "list", "list holds and their backlogs", _list)
     listing.add_argument("--active", action="store_true", help="only holds still in force")
     listing.add_argument("--json", action="store_true", help="one JSON object per hold")
     for parser in (place, release, listing):

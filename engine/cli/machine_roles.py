@@ -39,8 +39,6 @@ from engine.store import catalog
 from engine.store.store import Store
 from engine.worker import runner
 
-LABEL = "wayline machine roles"
-
 
 def register(actions: argparse._SubParsersAction) -> None:
     """Add ``roles`` to ``wayline machine``."""
@@ -51,7 +49,7 @@ def register(actions: argparse._SubParsersAction) -> None:
     roles.add_argument("--app", metavar="MODULE:APP", help="the machines this app registers")
     roles.add_argument("--to", metavar="LOGIN", help="the worker's login (default: CURRENT_USER)")
     roles.add_argument("--apply", action="store_true", help="run the SQL on --dsn")
-    roles.set_defaults(run=_run, label=LABEL)
+    roles.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -6,9 +6,9 @@ Thin shells over ``engine.Executions``: ``submit`` prints ``submitted <id> (new)
 (``--json``: one object); ``status`` one of the seven words; ``cancel`` records the
 audited cancel. The caller is ``--as`` (with ``--team``, default the engine's own team
 ''), and only the submitter may read or cancel an execution. A refusal or conflict
-prints ``wayline: <message>`` on stderr and exits 1; so does a submit for a team the
-actor is not a member of (with a role covering ``--scope``), which the engine would
-accept only for the execution to end dead at its first advance.
+prints ``wayline machine <action>: <message>`` on stderr and exits 1; so does a submit
+for a team the actor is not a member of (with a role covering ``--scope``), which the
+engine would accept only for the execution to end dead at its first advance.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ import argparse
 import json
 
 from engine.api.client import Client
-from engine.api.executions import AccessRefused, Executions, submit_key_problem
+from engine.api.executions import Executions, submit_key_problem
 from engine.cli import machine_roles
 from engine.cli.options import actor, checked_by, converted_by, reason, team
 from engine.cli.runtime import add_command, add_group, json_arg, require_owned
 from engine.model.identifiers import id_problem, name_problem, split_pin
 from engine.modes.machines.standing import StateValue
-from engine.store.principals import COVERS, Standing, principal_standing
+from engine.store.principals import COVERS
 
-LABEL = "wayline"
 DEFAULT_SCOPE = "operator"
 """The scope a command-line submit records: the role that starts instances."""
 
@@ -45,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "submit, inspect and cancel state-machine executions; provision their roles",
         "The host operations of state machines.",
     )
-    submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit, LABEL)
+    submit = add_command(actions, "submit", "submit an execution of NAME[@VERSION]", _submit)
     submit.add_argument("machine", metavar="NAME[@VERSION]", type=_pin)
     submit.add_argument(
         "--parent", required=True, type=checked_by(id_problem), help="id of the parent row"
@@ -64,7 +63,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("status", "print an execution's status", _status),
         ("cancel", "cancel an execution (audited)", _cancel),
     ):
-        action = add_command(actions, name, help, run, LABEL)
+        action = add_command(actions, name, help, run)
         action.add_argument("machine", metavar="NAME", type=_name)
         action.add_argument("execution", metavar="ID", type=_id)
         _caller(action)
@@ -86,8 +85,9 @@ def _caller(parser: argparse.ArgumentParser) -> None:
 async def _submit(client: Client, args: argparse.Namespace) -> int:
     name, version = args.machine
     await require_owned(client, name, args.team, "submits its own machines")
-    await _require_standing(client, args.actor, args.team, args.scope)
-    submitted = await Executions(client).submit(
+    executions = Executions(client)
+    await executions.require_standing(args.actor, args.team, args.scope)
+    submitted = await executions.submit(
         name,
         parent=args.parent,
         input=args.input,
@@ -99,19 +99,6 @@ async def _submit(client: Client, args: argparse.Namespace) -> int:
     )
     print(f"submitted {submitted.execution_id} ({'new' if submitted.created else 'existing'})")
     return 0
-
-
-async def _require_standing(client: Client, actor: str, team: str, scope: str) -> None:
-    """Refuse a submit for a team the actor does not stand in with ``scope``: every
-    advance re-checks the submitter, so the engine would accept it only for the
-    execution to end ``dead-authorization`` before its first step."""
-    if team == "" or scope not in COVERS:  # the engine's own team, or submit's own refusal
-        return
-    standing = await principal_standing(client.store, actor, team, scope)
-    if standing is Standing.GONE:
-        raise AccessRefused(f"{actor} is not a member of team {team}: only a member may submit")
-    if standing is Standing.NARROWED:
-        raise AccessRefused(f"{actor}'s role in team {team} does not cover the scope {scope}")
 
 
 async def _state(client: Client, args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ print the result, and map known errors to a clear message and a non-zero exit. T
 failures any command can meet (``CommandFailed`` and ``UsageError`` from
 ``engine.cli.options``, a database that cannot be reached, an engine error such as a
 definition name owned by another team) are printed in ``main``, once, as
-``wayline <command>: <message>``.
+``wayline <command>: <message>``, the command named in full as its usage errors name
+it (``wayline retention run: ...``).
 
 The engine's own subcommands are registered here; the packages above the engine add
 theirs through the ``wayline.commands`` entry points (``studio`` and ``user`` from

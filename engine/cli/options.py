@@ -64,6 +64,10 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = NEGATIVE_VALUE
+        # The innermost parser's default wins (argparse copies a subcommand's namespace
+        # over its parent's), so a command's own failures carry the prog its usage
+        # errors do: ``wayline retention run``, not ``wayline retention``.
+        self.set_defaults(label=self.prog)
 
     def parse_known_args(
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -105,9 +109,9 @@ def outcome_unknown(command_id: str) -> CommandFailed:
 
 
 def command_label(args: argparse.Namespace) -> str:
-    """How a command's messages begin: its parser's ``label`` default (``wayline
-    retention``), else ``wayline <command>``."""
-    return getattr(args, "label", "") or f"wayline {args.command}"
+    """How a command's messages begin: the prog of the parser that parsed its action
+    (``wayline retention run``), as its usage errors begin (``Parser``)."""
+    return str(args.label)
 
 
 def cannot_connect(what: str = "the database", option: str = "--dsn", env: str = DSN_ENV) -> str:

@@ -1,6 +1,8 @@
-"""`wayline retention set|list|run`: how long teams keep ended instances, and pruning.
+"""`wayline retention set|unset|list|run`: how long teams keep ended instances, and pruning.
 
-``set --team T --keep 90d --as WHO`` records a team's policy; ``list`` prints every
+``set --team T --keep 90d --as WHO`` records a team's policy (a keep from
+MIN_RETENTION_KEEP to MAX_RETENTION_KEEP); ``unset --team T`` removes it (a team with
+none is refused, exit 1), so the team keeps everything again; ``list`` prints every
 policy; ``run --export-dir DIR [--team T] [--batch N]`` exports and removes, team by
 team, the ended instances past their team's keep (``engine.store.retention``), writing
 ``DIR/<team>-<UTC time>.jsonl`` (``_engine-<UTC time>.jsonl`` for the engine's own team;
@@ -18,7 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.api.client import Client
-from engine.cli.options import UsageError, actor, converted_by, team, whole_number, writing
+from engine.cli.options import (
+    CommandFailed,
+    UsageError,
+    actor,
+    converted_by,
+    team,
+    whole_number,
+    writing,
+)
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant
 from engine.model.durations import format_duration, parse_duration
@@ -26,7 +36,6 @@ from engine.model.inputs import check_team
 from engine.store import retention
 from engine.store.retention import MAX_PRUNE_BATCH, Policy
 
-LABEL = "wayline retention"
 NO_TEAM = "(no team)"
 """How the engine's own team, '', is printed."""
 ENGINE_EXPORT = "_engine"
@@ -42,7 +51,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "how long teams keep ended instances; export and remove those past it",
         "Bounded history: per-team retention of ended instances.",
     )
-    chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set, LABEL)
+    chosen = add_command(actions, "set", "set how long a team keeps ended instances", _set)
     chosen.add_argument(
         "--team", default="", type=team, help="the team (default: the engine's own, '')"
     )
@@ -50,10 +59,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     chosen.add_argument(
         "--as", dest="actor", required=True, type=actor, metavar="ACTOR", help="who sets it"
     )
-    add_command(actions, "list", "print every team's retention policy", _list, LABEL)
-    run = add_command(
-        actions, "run", "export and remove ended instances past their keep", _run, LABEL
+    unset = add_command(
+        actions, "unset", "remove a team's policy: it keeps every ended instance", _unset
     )
+    unset.add_argument(
+        "--team", default="", type=team, help="the team (default: the engine's own, '')"
+    )
+    add_command(actions, "list", "print every team's retention policy", _list)
+    run = add_command(actions, "run", "export and remove ended instances past their keep", _run)
     run.add_argument("--export-dir", required=True, type=_export_dir, help="where the exports go")
     run.add_argument("--team", type=team, help="only this team (default: every team with a policy)")
     run.add_argument(
@@ -84,6 +97,20 @@ error before anything is written."""
 async def _set(client: Client, args: argparse.Namespace) -> int:
     policy = await retention.set_policy(client.store, args.team, args.keep, args.actor)
     print(f"team {_team(policy.tenant_id)} keeps ended instances {format_duration(policy.keep)}")
+    return 0
+
+
+async def _unset(client: Client, args: argparse.Namespace) -> int:
+    removed = await retention.remove_policy(client.store, args.team)
+    if removed is None:
+        raise CommandFailed(
+            f"team {_team(args.team)} has no retention policy, so there is none to unset "
+            "(`wayline retention list` shows every policy)"
+        )
+    print(
+        f"team {_team(removed.tenant_id)} keeps every ended instance again (its policy kept "
+        f"them {format_duration(removed.keep)}, {_who(removed)})"
+    )
     return 0
 
 

@@ -222,7 +222,7 @@ def _demo(args: argparse.Namespace) -> int:
     if not args.machine:
         return demo.run(dsn, args.schema)
     execution, status = machine_demo.run(dsn, args.schema, args.actor, args.team)
-    if status != "completed":  # e.g. dead: --as is no studio user of --team who may submit
+    if status != "completed":  # a submitter who may not is refused before it starts
         raise CommandFailed(
             f"{execution} ended {status}, not completed (`wayline inspect {execution}` says why)"
         )
@@ -231,9 +231,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
-    publish = add_command(
-        actions, "publish", "publish a definition version", _publish, "wayline definition publish"
-    )
+    publish = add_command(actions, "publish", "publish a definition version", _publish)
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
     publish.add_argument("--actor", default="cli")
     publish.add_argument(
@@ -255,7 +253,6 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
         "replay-check",
         "replay the journals of active runs of other versions against an app's code",
         _replay_check,
-        "wayline definition replay-check",
     )
     check.add_argument("--app", required=True, metavar="MODULE:APP")
     check.add_argument("--json", action="store_true", help="one JSON verdict per line")
@@ -274,13 +271,12 @@ def add_command(
     name: str,
     help: str,
     action: Callable[[Client, argparse.Namespace], Awaitable[int]],
-    label: str = "",
 ) -> Any:
     """A database-backed subcommand running ``action`` on a client; its failures are
-    reported as ``<label>: <message>`` (default ``wayline <command>``)."""
+    reported as ``<prog>: <message>`` (``wayline hold place: ...``, see ``Parser``)."""
     parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
     add_store_options(parser)
-    parser.set_defaults(run=lambda args: _run(args, action), label=label)
+    parser.set_defaults(run=lambda args: _run(args, action))
     return parser
 
 

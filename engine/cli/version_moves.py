@@ -42,7 +42,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         "migrate",
         "migrate instances to another version of their name along a declared edge",
         _migrate,
-        "wayline instance migrate",
     )
     move.add_argument("instances", nargs="+", metavar="ID", help=f"at most {MAX_BULK_INSTANCES}")
     move.add_argument("--to", required=True, metavar="VERSION", dest="to_version", type=version)
@@ -67,7 +66,6 @@ def register_edge(actions: argparse._SubParsersAction) -> None:
         "declare-edge",
         "declare that instances of NAME@FROM may be migrated to version TO",
         _declare_edge,
-        "wayline definition declare-edge",
     )
     edge.add_argument("source", metavar="NAME@FROM")
     edge.add_argument("to_version", metavar="TO", type=version)

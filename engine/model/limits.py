@@ -137,6 +137,10 @@ and judged, so a request stays bounded; a wider selection is narrowed or done in
 MAX_WAIT_TIMEOUT = timedelta(days=1)
 """The longest one ``Client.wait`` for an instance's end may last: a caller that waits
 longer waits again (the instance is read anew each time, nothing is lost)."""
+MIN_RETENTION_KEEP = timedelta(hours=1)
+"""The shortest a team's retention policy keeps ended instances: a shorter keep (``1ms``
+was accepted) removes an instance at the next run after it ends, before an operator or
+a caller waiting on its result could read it."""
 MAX_RETENTION_KEEP = timedelta(days=36_500)
 """The longest a team's retention policy keeps ended instances (100 years): longer is
 for ever in practice, and a cutoff further back than the calendar goes cannot be

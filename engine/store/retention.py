@@ -2,10 +2,11 @@
 
 History is append-only, so without retention the store grows for ever, and with it every
 index the claims and the studio's pages walk. A team says how long it keeps its ended
-instances (``set_policy``; a team without a policy keeps everything). ``prune`` then
-works in bounded batches: it picks ended instances archived before the cutoff that have
-no live work and no child still running (a running child reports to its parent, which
-must still be there), appends each one's whole history as one JSON line to the export
+instances (``set_policy``, at least MIN_RETENTION_KEEP; ``remove_policy`` takes it
+back, and a team without a policy keeps everything). ``prune`` then works in bounded
+batches: it picks ended instances archived before the cutoff that have no live work and
+no child still running (a running child reports to its parent, which must still be
+there), appends each one's whole history as one JSON line to the export
 (the array of its events, each as ``wayline history --json`` prints it), on disk before
 anything is removed (``ExportFile``), and then, in one short transaction, locks those still
 as they were exported and deletes their work, history, ledger, snapshot and row. Nothing waits on
@@ -35,9 +36,10 @@ from typing import Any, Protocol
 import psycopg
 
 from engine.decide.audit import actor_problem
+from engine.model.durations import format_duration
 from engine.model.events import event_to_json
 from engine.model.inputs import check_team
-from engine.model.limits import MAX_RETENTION_KEEP
+from engine.model.limits import MAX_RETENTION_KEEP, MIN_RETENTION_KEEP
 from engine.store import reads
 from engine.store.errors import StoreUnavailable
 from engine.store.statements import retention as sql
@@ -191,14 +193,30 @@ def check_batch(batch: int) -> int:
 
 
 def check_keep(keep: timedelta) -> timedelta:
-    """``keep`` when it is more than 0 and at most MAX_RETENTION_KEEP; ValueError saying
-    so otherwise."""
-    if not timedelta(0) < keep <= MAX_RETENTION_KEEP:
-        raise ValueError(
-            f"keep must be a positive duration of at most {MAX_RETENTION_KEEP.days} days "
-            "(MAX_RETENTION_KEEP), e.g. 90d"
-        )
-    return keep
+    """``keep`` when it is from MIN_RETENTION_KEEP to MAX_RETENTION_KEEP; ValueError
+    saying what was wrong and what is allowed otherwise."""
+    if MIN_RETENTION_KEEP <= keep <= MAX_RETENTION_KEEP:
+        return keep
+    if keep <= timedelta(0):
+        wrong = "keep must be positive"
+    elif keep < MIN_RETENTION_KEEP:
+        wrong = f"keep {_shown(keep)} is too short"
+    else:
+        wrong = f"keep {_shown(keep)} is too long"
+    raise ValueError(
+        f"{wrong}: it must be from {format_duration(MIN_RETENTION_KEEP)} "
+        f"(MIN_RETENTION_KEEP, so an ended instance is not removed before anyone can read "
+        f"it) to {MAX_RETENTION_KEEP.days}d (MAX_RETENTION_KEEP), e.g. 90d"
+    )
+
+
+def _shown(keep: timedelta) -> str:
+    """``keep`` as a command line writes it (``30m``), or in seconds when it has no
+    such form (finer than a millisecond, given through the API)."""
+    try:
+        return format_duration(keep)
+    except ValueError:
+        return f"{keep.total_seconds()}s"
 
 
 async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> Policy:
@@ -215,6 +233,20 @@ async def set_policy(store: Store, tenant: str, keep: timedelta, actor: str) -> 
 
     await transact(store, f"retention policy of team {tenant!r}", body, single_statement=True)
     return Policy(tenant, keep, actor, now)
+
+
+async def remove_policy(store: Store, tenant: str) -> Policy | None:
+    """Remove ``tenant``'s policy, so it keeps every ended instance again; the policy
+    removed, or None when the team had none."""
+    check_team(tenant)
+
+    async def body(conn: Any) -> Policy | None:
+        row = await (await conn.execute(sql.REMOVE_POLICY, {"tenant": tenant})).fetchone()
+        return None if row is None else Policy(*row)
+
+    return await transact(
+        store, f"removal of team {tenant!r}'s retention policy", body, single_statement=True
+    )
 
 
 async def policies(store: Store) -> list[Policy]:

@@ -89,12 +89,12 @@ async def test_dead_letters_are_listed_retried_replayed_and_discarded(e2e: Harne
     refused = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, *past)
     assert refused.code == 2
     assert one_line(refused) == (
-        "wayline dead-letter: the retry must be due now or later, not in the past"
+        "wayline dead-letter retry: the retry must be due now or later, not in the past"
     )
     late = ("--deadline", "2020-01-01T00:00:00Z")
     inverted = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, *late)
     assert one_line(inverted) == (
-        "wayline dead-letter: the new deadline must be after the retry is due"
+        "wayline dead-letter retry: the new deadline must be after the retry is due"
     )
     bad_time = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT, "--at", "tomorrow")
     assert "--at: must be an RFC 3339 instant with a time zone" in argument_error(bad_time)
@@ -116,7 +116,7 @@ async def test_dead_letters_are_listed_retried_replayed_and_discarded(e2e: Harne
     stale = await e2e.cli("dead-letter", "retry", *fence(first), *AUDIT)
     assert stale.code == 1
     assert one_line(stale) == (
-        f"wayline dead-letter: work {first.work_id} has no dead letter with token "
+        f"wayline dead-letter retry: work {first.work_id} has no dead letter with token "
         f"{first.token}: it was resolved, reclaimed or never dead-lettered"
     )
 
@@ -129,7 +129,7 @@ async def test_dead_letters_are_listed_retried_replayed_and_discarded(e2e: Harne
     ]
     reused = await e2e.cli(*discard, "--reason", "another reason", "--command-id", "cmd-2")
     assert one_line(reused) == (
-        "wayline dead-letter: command cmd-2 was already used for a different resolution"
+        "wayline dead-letter discard: command cmd-2 was already used for a different resolution"
     )
     assert await ok(e2e, "dead-letter", "list") == "no dead letters\n"
 
@@ -148,6 +148,6 @@ async def test_an_unknown_outcome_says_to_give_the_same_command_again(
     assert await asyncio.to_thread(cli_main.main, argv) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "wayline dead-letter: the outcome is unknown (the answer to the commit was lost): "
+        "wayline dead-letter discard: the outcome is unknown (the answer to the commit was lost): "
         "give the same command again with --command-id cmd-9 to learn it"
     ]

@@ -62,12 +62,17 @@ async def test_bad_hold_input_is_one_clear_line(e2e: Harness) -> None:
     """Bad input exits 2, a refusal of good input 1 (the hold commands said 1 for both)."""
     bad_name = await e2e.cli("hold", "place", "--definition", "no such/name", *AUDIT)
     assert bad_name.code == 2
-    assert one_line(bad_name).startswith("wayline hold: the definition name must be 1 to 200")
+    assert one_line(bad_name).startswith("wayline hold place: the definition name must be 1 to 200")
     unknown = await e2e.cli("hold", "release", "nope", *AUDIT)
-    assert (unknown.code, one_line(unknown)) == (1, "wayline hold: no hold nope in this team")
+    assert (unknown.code, one_line(unknown)) == (
+        1,
+        "wayline hold release: no hold nope in this team",
+    )
     placed = await ok(e2e, "hold", "place", "--whole-team", *AUDIT)
     zero = await e2e.cli("hold", "release", placed.split()[1], "--count", "0", *AUDIT)
-    assert one_line(zero) == "wayline hold: the count must be from 1 to 10000 instances, not 0"
+    assert (
+        one_line(zero) == "wayline hold release: the count must be from 1 to 10000 instances, not 0"
+    )
     assert zero.code == 2
     blank = await e2e.cli("hold", "place", "--whole-team", "--actor", "ann", "--reason", " ")
     assert blank.code == 2 and "a reason of 1 to 500 characters" in one_line(blank)

@@ -33,12 +33,14 @@ async def test_submit_is_idempotent_and_a_conflict_or_a_busy_parent_says_why(
     other = await e2e.cli(*SUBMIT, "--input", '"v2"', "--key", "r1", "--team", "default")
     assert other.code == 1
     assert one_line(other) == (
-        f"wayline: key r1 was already used with another input (execution {execution})"
+        "wayline machine submit: key r1 was already used with another input "
+        f"(execution {execution})"
     )
     busy = await e2e.cli(*SUBMIT, "--input", '"v1"', "--key", "r2", "--team", "default")
     assert busy.code == 1
     assert one_line(busy) == (
-        f"wayline: document_approval already has an active execution for parent doc-7: {execution}"
+        "wayline machine submit: document_approval already has an active execution for "
+        f"parent doc-7: {execution}"
     )
 
 
@@ -56,7 +58,8 @@ async def test_state_status_and_cancel_are_the_submitters(e2e: Harness) -> None:
     theirs = await e2e.cli("machine", "status", "document_approval", execution, "--as", "bob")
     assert theirs.code == 1
     assert one_line(theirs) == (
-        f"wayline: bob may not see or cancel {execution}: only the actor who submitted it may"
+        f"wayline machine status: bob may not see or cancel {execution}: only the actor who "
+        "submitted it may"
     )
     cancelled = await ok(e2e, "machine", "cancel", *mine, "--reason", "not needed")
     assert cancelled == f"cancel recorded on {execution} (cancelling)\n"
@@ -65,11 +68,13 @@ async def test_state_status_and_cancel_are_the_submitters(e2e: Harness) -> None:
 async def test_bad_arguments_get_one_line(e2e: Harness) -> None:
     await e2e.publish(document_approval.flow.definition)
     not_text = await e2e.cli(*SUBMIT, "--input", "7", "--key", "r1")
-    assert one_line(not_text) == ("wayline: the input must be text (the machine's input is text)")
+    assert one_line(not_text) == (
+        "wayline machine submit: the input must be text (the machine's input is text)"
+    )
     missing = await e2e.cli(*SUBMIT[:3], "--input", '"v1"', "--key", "r1", "--as", "admin")
     assert missing.code == 2 and "--parent" in missing.stderr
     unknown = await e2e.cli("machine", "status", "document_approval", "nope", "--as", "admin")
-    assert one_line(unknown) == "wayline: no execution nope in this team"
+    assert one_line(unknown) == "wayline machine status: no execution nope in this team"
     steps = await e2e.cli(
         "machine",
         "submit",
@@ -83,7 +88,7 @@ async def test_bad_arguments_get_one_line(e2e: Harness) -> None:
         "--as",
         "admin",
     )
-    assert steps.code == 1 and one_line(steps).startswith("wayline: ")
+    assert steps.code == 1 and one_line(steps).startswith("wayline machine submit: ")
 
 
 async def test_the_machine_demo_reviews_reminds_and_approves_a_document(e2e: Harness) -> None:

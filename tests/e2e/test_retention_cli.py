@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import resource
 import signal
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from engine.decide.operator_actions import Action
+from engine.model.limits import MIN_RETENTION_KEEP
 from tests.e2e.conftest import WAIT_SECONDS, WAYLINE, CliResult
 from tests.e2e.test_cli_e2e import ok, one_line
 from tests.integration.factories import DEFINITION
@@ -29,11 +31,12 @@ async def test_a_run_exports_and_removes_what_is_past_the_keep(e2e: Harness) -> 
     assert (
         await ok(e2e, "retention", "list") == "no retention policy: every ended instance is kept\n"
     )
-    assert await ok(e2e, "retention", "set", "--keep", "1ms", "--as", "alice") == (
-        "team (no team) keeps ended instances 1ms\n"
+    assert await ok(e2e, "retention", "set", "--keep", "1h", "--as", "alice") == (
+        "team (no team) keeps ended instances 1h\n"
     )
     listed = await ok(e2e, "retention", "list")
-    assert listed.startswith("(no team)\tkeep 1ms\tset by alice at ")
+    assert listed.startswith("(no team)\tkeep 1h\tset by alice at ")
+    await ended_an_hour_ago(e2e)
 
     exports = e2e.tmp / "exports"
     exports.mkdir()
@@ -60,7 +63,8 @@ async def test_a_team_called_engine_exports_apart_from_the_engines_own_team(
     for team, instance in (("", "own"), ("engine", "engine:theirs")):
         await e2e.client.start_or_join(DEFINITION.name, instance, None, None, team)
         await e2e.client.command(instance, Action.TERMINATE, "alice", "no longer needed")
-        await ok(e2e, "retention", "set", "--team", team, "--keep", "1ms", "--as", "alice")
+        await ok(e2e, "retention", "set", "--team", team, "--keep", "1h", "--as", "alice")
+    await ended_an_hour_ago(e2e)
     exports = e2e.tmp / "exports"
     exports.mkdir()
     await ok(e2e, "retention", "run", "--export-dir", str(exports))
@@ -71,6 +75,41 @@ async def test_a_team_called_engine_exports_apart_from_the_engines_own_team(
     assert exported == {"_engine": ["own"], "engine": ["engine:theirs"]}
 
 
+async def test_unset_takes_a_teams_policy_back_and_a_team_without_one_is_refused(
+    e2e: Harness,
+) -> None:
+    """A policy could be set and replaced but never taken back: a team that wanted to
+    keep everything again had to pick the longest keep instead."""
+    await ok(e2e, "retention", "set", "--team", "red", "--keep", "90d", "--as", "alice")
+    await ok(e2e, "retention", "set", "--keep", "7d", "--as", "bob")
+    out = await ok(e2e, "retention", "unset", "--team", "red")
+    assert re.fullmatch(
+        r"team 'red' keeps every ended instance again \(its policy kept them 90d, set by alice "
+        r"at \S+Z\)\n",
+        out,
+    ), out
+    listed = await ok(e2e, "retention", "list")
+    assert listed.startswith("(no team)\tkeep 7d\tset by bob at "), "the other team's stays"
+    assert len(listed.splitlines()) == 1
+
+    again = await e2e.cli("retention", "unset", "--team", "red")
+    assert again.code == 1
+    assert one_line(again) == (
+        "wayline retention unset: team 'red' has no retention policy, so there is none to "
+        "unset (`wayline retention list` shows every policy)"
+    )
+    assert (await ok(e2e, "retention", "unset")).startswith("team (no team) keeps every")
+    bad = await e2e.cli("retention", "unset", "--team", "Not A Team")
+    assert bad.code == 2
+    assert one_line(bad).startswith("wayline retention unset: error: argument --team: a team id")
+
+
+KEEPS_ALLOWED = (
+    "(MIN_RETENTION_KEEP, so an ended instance is not removed before anyone can read it) "
+    "to 36500d (MAX_RETENTION_KEEP), e.g. 90d"
+)
+
+
 async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     soon = await e2e.cli("retention", "set", "--keep", "soon", "--as", "alice")
     assert soon.code == 2 and "expected a duration" in soon.stderr
@@ -78,7 +117,7 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     assert missing.code == 2
     assert (
         one_line(missing)
-        == f"wayline retention: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
+        == f"wayline retention run: --export-dir {e2e.tmp / 'nowhere'} is not a directory"
     )
     empty = await e2e.cli("retention", "run", "--export-dir", "")
     assert empty.code == 2, "an empty --export-dir is not the working directory"
@@ -88,7 +127,8 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     )
     unset = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--team", "red")
     assert (
-        one_line(unset) == "wayline retention: team 'red' has no retention policy (set one first)"
+        one_line(unset)
+        == "wayline retention run: team 'red' has no retention policy (set one first)"
     )
     for given in ("0", "x"):
         batch = await e2e.cli("retention", "run", "--export-dir", str(e2e.tmp), "--batch", given)
@@ -99,17 +139,23 @@ async def test_bad_input_gets_one_line(e2e: Harness) -> None:
     never = await e2e.cli("retention", "set", "--keep", "0d", "--as", "alice")
     assert never.code == 2
     assert one_line(never) == (
-        "wayline retention set: error: argument --keep: keep must be a positive duration of "
-        "at most 36500 days (MAX_RETENTION_KEEP), e.g. 90d"
+        "wayline retention set: error: argument --keep: keep must be positive: it must be "
+        f"from 1h {KEEPS_ALLOWED}"
     )
+    for short in ("1ms", "59m"):
+        brief = await e2e.cli("retention", "set", "--keep", short, "--as", "alice")
+        assert brief.code == 2
+        assert one_line(brief) == (
+            f"wayline retention set: error: argument --keep: keep {short} is too short: it "
+            f"must be from 1h {KEEPS_ALLOWED}"
+        )
+    assert await e2e.query("SELECT * FROM retention_policies") == [], "nothing written"
 
 
 async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
     e2e: Harness,
 ) -> None:
-    refused = await e2e.cli(
-        "retention", "set", "--team", "../escaped", "--keep", "1ms", "--as", "a"
-    )
+    refused = await e2e.cli("retention", "set", "--team", "../escaped", "--keep", "1h", "--as", "a")
     assert refused.code == 2
     assert one_line(refused).startswith(
         "wayline retention set: error: argument --team: a team id has 1 to 63 characters"
@@ -125,7 +171,7 @@ async def test_a_team_that_is_no_team_id_never_names_an_export_outside_the_dir(
     inner.mkdir(parents=True)
     run = await e2e.cli("retention", "run", "--export-dir", str(inner))
     assert run.code == 1
-    assert one_line(run).startswith("wayline retention: a team id has 1 to 63 characters")
+    assert one_line(run).startswith("wayline retention run: a team id has 1 to 63 characters")
     assert list((e2e.tmp / "exports").rglob("*.jsonl")) == []
 
 
@@ -136,8 +182,20 @@ async def terminated(e2e: Harness, count: int) -> list[str]:
     for instance_id in ids:
         await e2e.start(DEFINITION, instance_id)
         await e2e.client.command(instance_id, Action.TERMINATE, "alice", "no longer needed")
-    await ok(e2e, "retention", "set", "--keep", "1ms", "--as", "alice")
+    await ok(e2e, "retention", "set", "--keep", "1h", "--as", "alice")
+    await ended_an_hour_ago(e2e)
     return ids
+
+
+async def ended_an_hour_ago(e2e: Harness) -> None:
+    """Every ended instance's end moved an hour back: past a keep of 1h, the shortest a
+    policy allows (MIN_RETENTION_KEEP)."""
+    async with e2e.store.connection() as conn:
+        await conn.execute(
+            "UPDATE instances SET archived_at = archived_at - %(keep)s"
+            " WHERE archived_at IS NOT NULL",
+            {"keep": MIN_RETENTION_KEEP},
+        )
 
 
 async def run_in_background(e2e: Harness, exports: Path) -> asyncio.subprocess.Process:
@@ -247,7 +305,7 @@ async def test_an_export_that_cannot_be_written_leaves_no_torn_file(e2e: Harness
     failed = CliResult(process.returncode or 0, out.decode(), err.decode())
     assert failed.code == 1
     assert one_line(failed) == (
-        f"wayline retention: the export directory {exports} cannot be written (File too large)"
+        f"wayline retention run: the export directory {exports} cannot be written (File too large)"
     )
     assert await e2e.query("SELECT count(*) FROM instances") == [(30,)]
     assert list(exports.iterdir()) == [], "no file holding part of a batch"

@@ -82,7 +82,8 @@ def test_a_team_cannot_submit_another_teams_machine(
     status, line = refused(capsys, *submit, "--key", "k2", "--as", "carl", "--team", "acme", *store)
     assert (status, line) == (
         1,
-        "wayline: document_approval is not published in team acme: a team submits its own machines",
+        "wayline machine submit: document_approval is not published in team acme: a team "
+        "submits its own machines",
     )
     assert crews not in line
     assert conn.execute("SELECT count(*) FROM instances").fetchone() == (1,)

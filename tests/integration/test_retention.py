@@ -14,7 +14,7 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
-from engine.model.limits import MAX_RETENTION_KEEP
+from engine.model.limits import MAX_RETENTION_KEEP, MIN_RETENTION_KEEP
 from engine.store import reads, retention
 from engine.store.clock import ManualClock
 from engine.store.retention import MAX_PRUNE_BATCH
@@ -150,11 +150,15 @@ async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -
     await retention.set_policy(store, "", timedelta(days=7), "carol")
     found = {p.tenant_id: (p.keep, p.set_by) for p in await retention.policies(store)}
     assert found == {"red": (KEEP * 2, "bob"), "": (timedelta(days=7), "carol")}
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="keep must be positive: it must be from 1h"):
         await retention.set_policy(store, "red", timedelta(0), "alice")
-    with pytest.raises(ValueError, match=r"at most 36500 days \(MAX_RETENTION_KEEP\)"):
+    too_short = r"keep 3599s is too short: it must be from 1h \(MIN_RETENTION_KEEP"
+    with pytest.raises(ValueError, match=too_short):
+        await retention.set_policy(store, "red", MIN_RETENTION_KEEP - timedelta(seconds=1), "a")
+    with pytest.raises(ValueError, match=r"keep 36501d is too long: .* to 36500d \(MAX_RETENTION"):
         await retention.set_policy(store, "red", MAX_RETENTION_KEEP + timedelta(1), "alice")
     await retention.set_policy(store, "red", MAX_RETENTION_KEEP, "alice")
+    await retention.set_policy(store, "red", MIN_RETENTION_KEEP, "alice")
     for nobody in ("", "a b"):
         with pytest.raises(ValueError, match="actor must be 1 to"):
             await retention.set_policy(store, "red", KEEP, nobody)

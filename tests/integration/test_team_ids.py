@@ -38,6 +38,7 @@ CALLS: dict[str, Callable[[Client], Awaitable[Any]]] = {
     "place_hold": lambda c: c.place_hold(HoldScope(BAD), "ada", "incident"),
     "release_hold": lambda c: c.release_hold(BAD, "h1", "ada", "over"),
     "retention policy": lambda c: retention.set_policy(c.store, BAD, timedelta(days=1), "ada"),
+    "retention policy removal": lambda c: retention.remove_policy(c.store, BAD),
     "bulk command": lambda c: BulkCommands(c).act(
         BulkCommand("b1", BAD, "pause", "", {}, "ada", "incident", ("x",))
     ),

@@ -13,6 +13,11 @@ ON CONFLICT (tenant_id) DO UPDATE
 SET keep = EXCLUDED.keep, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at
 """
 
+REMOVE_POLICY = """
+DELETE FROM retention_policies WHERE tenant_id = %(tenant)s
+RETURNING tenant_id, keep, set_by, set_at
+"""
+
 POLICIES = "SELECT tenant_id, keep, set_by, set_at FROM retention_policies ORDER BY tenant_id"
 
 EXPIRED = f"""
