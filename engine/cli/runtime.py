@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.client import Client
+from engine.api.waits import WaitTimedOut
 from engine.cli.definitions import AppUnusable, add_source, app_definitions, app_from
 from engine.cli.options import (
     DSN_ENV,
@@ -509,11 +510,16 @@ def _check_run_id(name: str, id: str) -> None:
 
 
 async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> int:
-    """With ``--wait``: print how the instance ended (0 only when it completed)."""
+    """With ``--wait``: print how the instance ended (0 only when it completed); one
+    that did not end in time is said with what it waits for now (as ``inspect`` says)."""
     if wait is None:
         return 0
     sys.stdout.flush()  # the start's line comes first, whatever follows on stderr
-    state = await client.wait(instance_id, wait)
+    try:
+        state = await client.wait(instance_id, wait)
+    except WaitTimedOut as waited:  # said with what it waits for: an operator, a signal
+        now = await client.awaiting(await client.inspect(instance_id))
+        raise CommandFailed(f"{waited}; now: {now}" if now else str(waited)) from None
     print(f"ended {state.instance_id} ({state.status.label})")
     if state.status is InstanceStatus.COMPLETED:
         return 0

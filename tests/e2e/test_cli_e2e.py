@@ -480,7 +480,8 @@ async def test_start_with_wait_prints_how_the_instance_ended_and_exits_by_it(
     e2e: Harness,
 ) -> None:
     """``--wait`` awaits the end (``Client.wait``): exit 0 only when it completed; a
-    failure or a timeout exits 1 with one line on stderr after the start's answer."""
+    failure or a timeout exits 1 with one line on stderr after the start's answer (a
+    timeout's says what the instance waits for: the user waited for nothing otherwise)."""
     await publish(e2e, d.THREE_STEPS)
     await publish(e2e, d.SIGNALLED)
     await e2e.spawn()
@@ -503,7 +504,8 @@ async def test_start_with_wait_prints_how_the_instance_ended_and_exits_by_it(
     assert failed.stderr == "wayline start: fails did not complete: it ended failed\n"
     assert (stuck.code, stuck.stdout) == (1, f"started stuck on {d.SIGNALLED.ref} (running)\n")
     assert stuck.stderr == (
-        "wayline start: instance stuck did not end within 0.3 s: it is running\n"
+        "wayline start: instance stuck did not end within 0.3 s: it is running; "
+        "now: waiting for signal go\n"
     )
 
 
