@@ -9,6 +9,7 @@ each event checked by replay on the way in).
 
 from __future__ import annotations
 
+import base64
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -209,3 +210,64 @@ def test_submit_a_machine_from_the_studio_and_cancel_it_with_a_reason(
 
     expect(page.locator("#machine-status")).to_have_text("cancelling")
     expect(page.locator("#audit-table")).to_contain_text("withdrawn by its author")
+
+
+ARROW_TIP = """edge => {
+    const path = document.querySelector(`#${edge} .edge`);
+    const length = path.getTotalLength();
+    const [tip, back] = [length, length - 1].map(at => path.getPointAtLength(at));
+    const m = path.getScreenCTM(), norm = Math.hypot(tip.x - back.x, tip.y - back.y);
+    const on = (p) => ({x: m.a * p.x + m.c * p.y + m.e, y: m.b * p.x + m.d * p.y + m.f});
+    return {tip: on(tip), dx: (tip.x - back.x) / norm, dy: (tip.y - back.y) / norm};
+}"""
+"""Where an edge's arrow points (screen pixels) and which way (a unit vector)."""
+PIXEL = """async ([png, x, y]) => {
+    const image = new Image();
+    image.src = "data:image/png;base64," + png;
+    await image.decode();
+    const canvas = document.createElement("canvas");
+    canvas.width = image.width; canvas.height = image.height;
+    const context = canvas.getContext("2d");
+    context.drawImage(image, 0, 0);
+    return [...context.getImageData(x, y, 1, 1).data.slice(0, 3)];
+}"""
+"""The colour of the pixel at (x, y) of a screenshot (base64 PNG), as the page decodes it."""
+
+
+def test_a_taken_edge_points_in_its_own_colour_at_the_usual_size(
+    page: Page, studio: LiveStudio
+) -> None:
+    """An arrowhead was drawn by its edge's width: a taken edge's (thicker) was twice the
+    size of the others' and stayed grey on a blue line."""
+    team = operator_with_approval(page, studio, "arrows", "approval_arrows")
+    execution = studio.start_machine(team, "approval_arrows", {"input": "doc", "parent": "p"})
+    studio.machine_event(
+        execution, K.STATE_ENTERED, step="InReview", attempt=1, data='{"reminders":0}'
+    )
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/instances/{execution}")
+    settled(page)
+    expect(page.locator("#edge-Submitted--InReview")).to_have_class(re.compile(r"\btaken\b"))
+    png = base64.b64encode(page.screenshot()).decode()
+
+    def colour(edge: str, back: float, aside: float) -> list[int]:
+        at = page.evaluate(ARROW_TIP, edge)
+        x = at["tip"]["x"] - back * at["dx"] - aside * at["dy"]
+        y = at["tip"]["y"] - back * at["dy"] + aside * at["dx"]
+        return page.evaluate(PIXEL, [png, round(x), round(y)])
+
+    def stroke(edge: str) -> list[int]:
+        css = page.locator(f"#{edge} .edge").evaluate("path => getComputedStyle(path).stroke")
+        return [int(n) for n in re.findall(r"\d+", css)[:3]]
+
+    line, plain = stroke("edge-Submitted--InReview"), stroke("edge-InReview--Approved")
+    assert not alike(line, plain)
+    assert alike(colour("edge-Submitted--InReview", 4, 2.5), line), "the head in the line's colour"
+    assert alike(colour("edge-InReview--Approved", 4, 2.5), plain)
+    beside = colour("edge-Submitted--InReview", 12, 3.5)  # past the usual head, off the line
+    assert not alike(beside, line), "a taken edge's head is no larger than the others'"
+
+
+def alike(one: list[int], other: list[int]) -> bool:
+    """Two colours that differ only by anti-aliasing."""
+    return all(abs(a - b) <= 40 for a, b in zip(one, other, strict=True))
