@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, Parameter
 
@@ -60,9 +61,10 @@ async def start_instance(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     data: Annotated[StartIn, examples.START],
-) -> InstanceDetailOut:
-    """Start an instance; the same id, version and input again returns it unchanged."""
-    started = await instances.start(
+) -> Response[InstanceDetailOut]:
+    """Start an instance (201); the same id, version and input again returns it
+    unchanged (200)."""
+    started, created = await instances.start(
         runtime,
         principal.team_id,
         data.definition,
@@ -70,7 +72,8 @@ async def start_instance(
         data.instance_id or "",
         _text(data.input),
     )
-    return await _detail(runtime.primary, principal.team_id, started.instance_id)
+    out = await _detail(runtime.primary, principal.team_id, started.instance_id)
+    return Response(out, status_code=201 if created else 200)
 
 
 async def _detail(reads: Reads, team_id: str, instance_id: str) -> InstanceDetailOut:

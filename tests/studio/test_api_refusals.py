@@ -138,3 +138,19 @@ def test_a_name_longer_than_any_id_is_cut_in_the_answer(api: SignedInClient) -> 
     assert missing.status_code == 404
     error = missing.json()["error"]
     assert "n" * 512 + "… (3000 characters)" in error and "n" * 513 not in error
+
+
+def test_a_repeated_start_answers_200_and_only_a_new_one_201(
+    api: SignedInClient, named: str
+) -> None:
+    """A CI job retrying its start was told 201 Created both times, as if a second
+    instance had been made; now, as publishing and machine submits do, 200 says it was
+    found started already (and the OpenAPI document declares that answer)."""
+    body = {"definition": named, "version": "1", "instance_id": f"again-{named}", "input": {}}
+    first = api.post("/api/instances", json=body)
+    assert first.status_code == 201, first.text
+    again = api.post("/api/instances", json=body)
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == first.json()["id"]
+    answers = api.get("/schema/openapi.json").json()["paths"]["/api/instances"]["post"]
+    assert {"200", "201"} <= set(answers["responses"])
