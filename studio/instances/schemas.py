@@ -48,7 +48,8 @@ class StartIn:
     version: str
     instance_id: str | None = None
     """Optional and idempotent: the same id, version and input again returns the
-    instance (200, where a new one is 201)."""
+    instance (200, where a new one is 201). Left out or null, one is made; an empty
+    one is refused, since a retry could not find the instance again."""
     input: Any = None
 
 

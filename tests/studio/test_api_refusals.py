@@ -154,3 +154,21 @@ def test_a_repeated_start_answers_200_and_only_a_new_one_201(
     assert again.json()["id"] == first.json()["id"]
     answers = api.get("/schema/openapi.json").json()["paths"]["/api/instances"]["post"]
     assert {"200", "201"} <= set(answers["responses"])
+
+
+def test_an_empty_instance_id_is_refused_not_replaced_by_a_made_up_one(
+    api: SignedInClient, named: str
+) -> None:
+    """``"instance_id": ""`` (a CI variable left unset) started an instance under a
+    made-up id, a new one on every retry; left out or null still makes one."""
+    before = api.get("/api/instances", params={"definition": named}).json()["items"]
+    for empty in ("", "   "):
+        body = {"definition": named, "version": "1", "instance_id": empty, "input": {}}
+        refused = api.post("/api/instances", json=body)
+        assert refused.status_code == 422, refused.text
+        (problem,) = refused.json()["problems"]
+        assert problem["path"] == "instance_id"
+        assert problem["message"].startswith("the instance id is empty: give the id to start")
+    assert api.get("/api/instances", params={"definition": named}).json()["items"] == before
+    made = api.post("/api/instances", json={"definition": named, "version": "1", "input": {}})
+    assert made.status_code == 201 and made.json()["id"].startswith(f"{named}-")
