@@ -109,7 +109,7 @@ def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
     effect: dict[str, Any] = {}
     if KINDS[action].needs_step:
         if not form.step:
-            raise Invalid(f"{action.value} needs the step it acts on")
+            raise Invalid.at("step", f"{action.value} needs the step it acts on")
         effect["step"] = form.step
     if action is Action.APPROVE:
         effect["payload"] = located("payload", parse_json, form.payload, "payload")

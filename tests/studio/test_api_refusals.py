@@ -172,3 +172,20 @@ def test_an_empty_instance_id_is_refused_not_replaced_by_a_made_up_one(
     assert api.get("/api/instances", params={"definition": named}).json()["items"] == before
     made = api.post("/api/instances", json={"definition": named, "version": "1", "input": {}})
     assert made.status_code == 201 and made.json()["id"].startswith(f"{named}-")
+
+
+def test_a_command_without_its_step_names_the_step_field(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """The API's problem had the path '' (not at any field); the confirmation form,
+    which carries the step hidden, says it above the form."""
+    instance = studio.start(team, named)
+    refused = api.post(
+        f"/api/instances/{instance}/actions", json={"action": "retry_activity", "reason": "r"}
+    )
+    assert refused.status_code == 422, refused.text
+    message = "retry_activity needs the step it acts on"
+    assert refused.json()["problems"] == [{"path": "step", "message": message}]
+    form = {"_csrf": api.csrf, "reason": "r", "step": ""}
+    page = api.post(f"/instances/{instance}/actions/retry_activity", data=form)
+    assert page.status_code == 422 and message in page.text
