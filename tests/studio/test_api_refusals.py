@@ -189,3 +189,19 @@ def test_a_command_without_its_step_names_the_step_field(
     form = {"_csrf": api.csrf, "reason": "r", "step": ""}
     page = api.post(f"/instances/{instance}/actions/retry_activity", data=form)
     assert page.status_code == 422 and message in page.text
+
+
+def test_a_reused_command_id_is_refused_naming_the_instance_as_the_team_knows_it(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """The conflict named the stored id, ``<team>:<id>``, which the API never shows."""
+    body = {"definition": named, "version": "1", "input": {}}
+    instance = api.post("/api/instances", json=body).json()["id"]
+    actions = f"/api/instances/{instance}/actions"
+    pause = {"action": "pause", "reason": "hold on", "command_id": "c-1"}
+    assert api.post(actions, json=pause).status_code == 200
+    clash = api.post(actions, json={**pause, "action": "resume"})
+    assert clash.status_code == 409, clash.text
+    error = clash.json()["error"]
+    assert f" on {instance}: a new command needs a new id" in error
+    assert f"{team}:" not in error
