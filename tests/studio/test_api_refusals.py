@@ -205,3 +205,49 @@ def test_a_reused_command_id_is_refused_naming_the_instance_as_the_team_knows_it
     error = clash.json()["error"]
     assert f" on {instance}: a new command needs a new id" in error
     assert f"{team}:" not in error
+
+
+def answers(name: str) -> dict[str, Any]:
+    wait = {"timeout": "1h", "input_limit": 1024}
+    return {
+        "name": name,
+        "version": "1",
+        "steps": [
+            {"name": "paid", "kind": "signal", "target": "paid", **wait},
+            {"name": "packed", "kind": "signal", "target": "packed", **wait},
+            {"name": "ok", "kind": "approval", "target": "manager", **wait},
+        ],
+    }
+
+
+def test_a_signal_or_approval_id_sent_again_with_other_content_is_a_conflict(
+    studio: LiveStudio, api: SignedInClient, team: str
+) -> None:
+    """The same signal id (or approval command id) and reason with another payload or
+    step answered 200 as if delivered, and what it carried was dropped."""
+    instance = studio.start(team, studio.publish_new(team, "answers", answers))
+    signals = f"/api/instances/{instance}/signals"
+    sent = {"step": "paid", "reason": "bank", "payload": {"amount": 5}, "signal_id": "s-1"}
+    assert api.post(signals, json=sent).status_code == 200
+    assert api.post(signals, json=sent).status_code == 200  # a retry acts once
+    other = api.post(signals, json={**sent, "payload": {"amount": 6}})
+    assert other.status_code == 409, other.text
+    assert other.json()["error"] == (
+        "signal s-1 already answered paid with another payload: a new signal needs a new id"
+    )
+    elsewhere = api.post(signals, json={**sent, "step": "packed"})
+    assert elsewhere.status_code == 409, elsewhere.text
+    assert "signal s-1 was already used for another step than packed" in elsewhere.json()["error"]
+    assert api.post(signals, json={**sent, "step": "packed", "signal_id": "s-2"}).status_code == 200
+    actions = f"/api/instances/{instance}/actions"
+    approve = {"action": "approve", "step": "ok", "reason": "fine", "payload": 1, "command_id": "a"}
+    assert api.post(actions, json=approve).status_code == 200
+    assert api.post(actions, json=approve).status_code == 200
+    again = api.post(actions, json={**approve, "payload": 2})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"].startswith("command id a already answered ok with another")
+    shown = api.get(f"/api/instances/{instance}").json()
+    assert [(s["step"], s["signal_id"]) for s in shown["signals"]][:2] == [
+        ("paid", "s-1"),
+        ("packed", "s-2"),
+    ]
