@@ -35,6 +35,7 @@ from studio.instances import bulk_pages as bulk_actions
 from studio.instances import intervention_pages as interventions
 from studio.instances import live_pages as instance_live
 from studio.instances import pages as instances
+from studio.instances.schemas import JOINED
 from studio.machines import api as api_machines
 from studio.machines import pages as machine_editor
 from studio.machines.schemas import RESUBMITTED
@@ -261,6 +262,7 @@ ROUTES: tuple[Route, ...] = (
         api_instances.start_instance,
         OP,
         errors=(NOT_FOUND, CONFLICT, INVALID),
+        also=JOINED,
     ),
     Route("POST", "/api/instances/bulk/preview", api_bulk.preview, OP, 200, (INVALID,)),
     Route("POST", "/api/instances/bulk", api_bulk.act, OP, 200, (CONFLICT, INVALID)),

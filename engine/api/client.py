@@ -428,6 +428,8 @@ class Client:
 
         def build(draft: Draft) -> tuple[str, ...] | None:
             if _recorded(draft.state, command_id, action, actor, reason):
+                if action in (Action.SIGNAL, Action.APPROVE):
+                    _same_answer(draft.state, command_id, action, effect)
                 return None
             if "step" in effect:
                 _require_step(draft.state, effect["step"], action)
@@ -675,6 +677,29 @@ def _recorded(state: Instance, command_id: str, action: Action, actor: str, reas
             )
         return True
     return False
+
+
+def _same_answer(state: Instance, command_id: str, action: Action, effect: Any) -> None:
+    """A signal or approval sent again (its command id recorded) repeats it only with
+    the same step and payload; another is CommandConflict rather than reported as
+    delivered, as ``signal`` refuses a signal id that carried another payload. A code
+    run's inbox, which keeps no signal by step, is not compared."""
+    if state.spec is None or state.spec.mode == Mode.CODE:
+        return
+    step = effect["step"]
+    named = f"signal {command_id}" if action is Action.SIGNAL else f"command id {command_id}"
+    existing = state.signals.get(step)
+    if existing is not None and existing.signal_id == command_id:
+        if existing.data == json_data(effect.get("payload")):
+            return
+        raise CommandConflict(
+            f"{named} already answered {step} with another payload: a new {action.value}"
+            " needs a new id"
+        )
+    raise CommandConflict(
+        f"{named} was already used for another step than {step}: a new {action.value}"
+        " needs a new id"
+    )
 
 
 def _require_step(state: Instance, step: Any, action: Action) -> None:

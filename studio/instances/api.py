@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, Parameter
 
@@ -17,6 +18,7 @@ from engine.decide.operator_actions import Action
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from studio import api_examples as examples
 from studio.choices import EventKindName
+from studio.errors import Invalid
 from studio.instance_urls import instance_id_of
 from studio.instances import detail as instance_detail
 from studio.instances import history as instance_history
@@ -60,9 +62,13 @@ async def start_instance(
     principal: NamedDependency[Principal],
     runtime: NamedDependency[Runtime],
     data: Annotated[StartIn, examples.START],
-) -> InstanceDetailOut:
-    """Start an instance; the same id, version and input again returns it unchanged."""
-    started = await instances.start(
+) -> Response[InstanceDetailOut]:
+    """Start an instance (201); the same id, version and input again returns it
+    unchanged (200). An id that is given must be one: an empty one would start a new
+    instance under a made-up id on every retry."""
+    if data.instance_id is not None and not data.instance_id.strip():
+        raise Invalid.at("instance_id", EMPTY_ID)
+    started, created = await instances.start(
         runtime,
         principal.team_id,
         data.definition,
@@ -70,7 +76,14 @@ async def start_instance(
         data.instance_id or "",
         _text(data.input),
     )
-    return await _detail(runtime.primary, principal.team_id, started.instance_id)
+    out = await _detail(runtime.primary, principal.team_id, started.instance_id)
+    return Response(out, status_code=201 if created else 200)
+
+
+EMPTY_ID = (
+    "the instance id is empty: give the id to start (a retry with it finds the same "
+    "instance), or leave instance_id out (or null) to have one made"
+)
 
 
 async def _detail(reads: Reads, team_id: str, instance_id: str) -> InstanceDetailOut:

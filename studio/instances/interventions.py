@@ -19,7 +19,7 @@ from engine import CommitUnknown
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
-from engine.model.identifiers import code_problem
+from engine.model.identifiers import code_problem, local_instance_id
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
 from engine.model.limits import MAX_PAYLOAD_BYTES
@@ -59,7 +59,7 @@ async def send_signal(
     limit = signal_limit(entry.state, signal.step)
     payload = located("payload", _payload, signal.payload, limit, signal.step)
     return await _run(
-        runtime, row.instance_id, Action.SIGNAL, actor, reason, signal.command_id,
+        runtime, team, row.instance_id, Action.SIGNAL, actor, reason, signal.command_id,
         "the instance does not take this signal now", step=signal.step, payload=payload,
     )  # fmt: skip
 
@@ -109,7 +109,7 @@ def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
     effect: dict[str, Any] = {}
     if KINDS[action].needs_step:
         if not form.step:
-            raise Invalid(f"{action.value} needs the step it acts on")
+            raise Invalid.at("step", f"{action.value} needs the step it acts on")
         effect["step"] = form.step
     if action is Action.APPROVE:
         effect["payload"] = located("payload", parse_json, form.payload, "payload")
@@ -158,12 +158,13 @@ async def command(
     row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
     refusal = "the instance does not allow this now"
     return await _run(
-        runtime, row.instance_id, action, actor, reason, form.command_id, refusal, **effect
+        runtime, team, row.instance_id, action, actor, reason, form.command_id, refusal, **effect
     )
 
 
 async def _run(
     runtime: Runtime,
+    team: str,
     instance_id: str,
     action: Action,
     actor: str,
@@ -188,8 +189,9 @@ async def _run(
         ) from None
     except DecisionRejected as refused:
         raise Conflict(f"{refusal}: {refused}") from None
-    except CommandConflict as clash:
-        raise Conflict(str(clash)) from None
+    except CommandConflict as clash:  # said with the team's id, as the caller knows it
+        shown = local_instance_id(team, instance_id)
+        raise Conflict(str(clash).replace(f" on {instance_id}: ", f" on {shown}: ")) from None
     except (ValueError, EventInvalid) as bad:  # a value the command's events cannot carry
         raise Invalid(str(bad)) from None
     runtime.watcher.nudge()

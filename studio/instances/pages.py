@@ -160,7 +160,7 @@ async def start_instance(
     if "@" in name and not version:  # the form's one select names both
         name, _, version = name.partition("@")
     try:
-        started = await instances.start(
+        started, _ = await instances.start(
             runtime,
             principal.team_id,
             name,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from litestar.openapi.datastructures import ResponseSpec
+
 from engine.api.queries import HistoryPage, InstanceRow
 from engine.decide.previews import Preview
 from engine.model.identifiers import local_instance_id
@@ -45,7 +47,9 @@ class StartIn:
     definition: str
     version: str
     instance_id: str | None = None
-    """Optional and idempotent: the same id, version and input again returns the instance."""
+    """Optional and idempotent: the same id, version and input again returns the
+    instance (200, where a new one is 201). Left out or null, one is made; an empty
+    one is refused, since a retry could not find the instance again."""
     input: Any = None
 
 
@@ -182,6 +186,16 @@ class InstanceDetailOut:
     """A code-first run's journal: its ``entries`` (what each durable call recorded),
     open ``waits``, signals ``set_aside`` and the ``divergence`` that parks it ('' if
     none); null for other modes."""
+
+
+JOINED = {
+    200: ResponseSpec(
+        data_container=InstanceDetailOut,
+        description="The same id, version and input had already started the instance: "
+        "nothing was started, and the instance is answered as it is now.",
+    )
+}
+"""The other success of starting: 201 starts the instance, 200 finds it started."""
 
 
 @dataclass

@@ -347,11 +347,13 @@ async def start(
     version: str,
     instance_id: str = "",
     input_text: str = "",
-) -> Instance:
-    """Start an instance of the team's ``name``@``version``.
+) -> tuple[Instance, bool]:
+    """Start an instance of the team's ``name``@``version``: the instance, and whether
+    this call started it.
 
     The same id with the same version and input again returns the existing instance
-    (so a form posted twice starts one instance); with anything else it is a conflict.
+    (so a form posted twice starts one instance) and False; with anything else it is a
+    conflict.
     The id is the team's own: another team's instance of the same id is another
     instance, and never a conflict.
     """
@@ -368,7 +370,7 @@ async def start(
     else:
         stored = await _start_id(runtime, team, chosen)
     try:
-        state = await _start(runtime, name, stored, value, version, team)
+        state, created = await _start(runtime, name, stored, value, version, team)
     except StartConflict:
         shown = local_instance_id(team, stored)  # a code run's is NAME/ID, as listed
         raise _at(
@@ -390,7 +392,7 @@ async def start(
             Conflict,
         ) from None
     runtime.watcher.nudge()
-    return state
+    return state, created
 
 
 def _start_input(definition: Definition, input_text: str) -> Any:
@@ -436,11 +438,12 @@ async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
 
 async def _start(
     runtime: Runtime, name: str, instance_id: str, value: Any, version: str, team: str
-) -> Instance:
-    """``Client.start``; an existing instance of a version this process has not loaded
-    yet is compared after reloading the registry."""
+) -> tuple[Instance, bool]:
+    """``Client.start_or_join``; an existing instance of a version this process has not
+    loaded yet is compared after reloading the registry."""
+    client = runtime.client
     try:
-        return await runtime.client.start(name, instance_id, value, version, tenant=team)
+        return await client.start_or_join(name, instance_id, value, version, tenant=team)
     except ReplayRejected:
-        await runtime.client.registries.refresh()
-        return await runtime.client.start(name, instance_id, value, version, tenant=team)
+        await client.registries.refresh()
+        return await client.start_or_join(name, instance_id, value, version, tenant=team)

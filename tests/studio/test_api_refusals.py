@@ -138,3 +138,116 @@ def test_a_name_longer_than_any_id_is_cut_in_the_answer(api: SignedInClient) -> 
     assert missing.status_code == 404
     error = missing.json()["error"]
     assert "n" * 512 + "… (3000 characters)" in error and "n" * 513 not in error
+
+
+def test_a_repeated_start_answers_200_and_only_a_new_one_201(
+    api: SignedInClient, named: str
+) -> None:
+    """A CI job retrying its start was told 201 Created both times, as if a second
+    instance had been made; now, as publishing and machine submits do, 200 says it was
+    found started already (and the OpenAPI document declares that answer)."""
+    body = {"definition": named, "version": "1", "instance_id": f"again-{named}", "input": {}}
+    first = api.post("/api/instances", json=body)
+    assert first.status_code == 201, first.text
+    again = api.post("/api/instances", json=body)
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == first.json()["id"]
+    answers = api.get("/schema/openapi.json").json()["paths"]["/api/instances"]["post"]
+    assert {"200", "201"} <= set(answers["responses"])
+
+
+def test_an_empty_instance_id_is_refused_not_replaced_by_a_made_up_one(
+    api: SignedInClient, named: str
+) -> None:
+    """``"instance_id": ""`` (a CI variable left unset) started an instance under a
+    made-up id, a new one on every retry; left out or null still makes one."""
+    before = api.get("/api/instances", params={"definition": named}).json()["items"]
+    for empty in ("", "   "):
+        body = {"definition": named, "version": "1", "instance_id": empty, "input": {}}
+        refused = api.post("/api/instances", json=body)
+        assert refused.status_code == 422, refused.text
+        (problem,) = refused.json()["problems"]
+        assert problem["path"] == "instance_id"
+        assert problem["message"].startswith("the instance id is empty: give the id to start")
+    assert api.get("/api/instances", params={"definition": named}).json()["items"] == before
+    made = api.post("/api/instances", json={"definition": named, "version": "1", "input": {}})
+    assert made.status_code == 201 and made.json()["id"].startswith(f"{named}-")
+
+
+def test_a_command_without_its_step_names_the_step_field(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """The API's problem had the path '' (not at any field); the confirmation form,
+    which carries the step hidden, says it above the form."""
+    instance = studio.start(team, named)
+    refused = api.post(
+        f"/api/instances/{instance}/actions", json={"action": "retry_activity", "reason": "r"}
+    )
+    assert refused.status_code == 422, refused.text
+    message = "retry_activity needs the step it acts on"
+    assert refused.json()["problems"] == [{"path": "step", "message": message}]
+    form = {"_csrf": api.csrf, "reason": "r", "step": ""}
+    page = api.post(f"/instances/{instance}/actions/retry_activity", data=form)
+    assert page.status_code == 422 and message in page.text
+
+
+def test_a_reused_command_id_is_refused_naming_the_instance_as_the_team_knows_it(
+    studio: LiveStudio, api: SignedInClient, team: str, named: str
+) -> None:
+    """The conflict named the stored id, ``<team>:<id>``, which the API never shows."""
+    body = {"definition": named, "version": "1", "input": {}}
+    instance = api.post("/api/instances", json=body).json()["id"]
+    actions = f"/api/instances/{instance}/actions"
+    pause = {"action": "pause", "reason": "hold on", "command_id": "c-1"}
+    assert api.post(actions, json=pause).status_code == 200
+    clash = api.post(actions, json={**pause, "action": "resume"})
+    assert clash.status_code == 409, clash.text
+    error = clash.json()["error"]
+    assert f" on {instance}: a new command needs a new id" in error
+    assert f"{team}:" not in error
+
+
+def answers(name: str) -> dict[str, Any]:
+    wait = {"timeout": "1h", "input_limit": 1024}
+    return {
+        "name": name,
+        "version": "1",
+        "steps": [
+            {"name": "paid", "kind": "signal", "target": "paid", **wait},
+            {"name": "packed", "kind": "signal", "target": "packed", **wait},
+            {"name": "ok", "kind": "approval", "target": "manager", **wait},
+        ],
+    }
+
+
+def test_a_signal_or_approval_id_sent_again_with_other_content_is_a_conflict(
+    studio: LiveStudio, api: SignedInClient, team: str
+) -> None:
+    """The same signal id (or approval command id) and reason with another payload or
+    step answered 200 as if delivered, and what it carried was dropped."""
+    instance = studio.start(team, studio.publish_new(team, "answers", answers))
+    signals = f"/api/instances/{instance}/signals"
+    sent = {"step": "paid", "reason": "bank", "payload": {"amount": 5}, "signal_id": "s-1"}
+    assert api.post(signals, json=sent).status_code == 200
+    assert api.post(signals, json=sent).status_code == 200  # a retry acts once
+    other = api.post(signals, json={**sent, "payload": {"amount": 6}})
+    assert other.status_code == 409, other.text
+    assert other.json()["error"] == (
+        "signal s-1 already answered paid with another payload: a new signal needs a new id"
+    )
+    elsewhere = api.post(signals, json={**sent, "step": "packed"})
+    assert elsewhere.status_code == 409, elsewhere.text
+    assert "signal s-1 was already used for another step than packed" in elsewhere.json()["error"]
+    assert api.post(signals, json={**sent, "step": "packed", "signal_id": "s-2"}).status_code == 200
+    actions = f"/api/instances/{instance}/actions"
+    approve = {"action": "approve", "step": "ok", "reason": "fine", "payload": 1, "command_id": "a"}
+    assert api.post(actions, json=approve).status_code == 200
+    assert api.post(actions, json=approve).status_code == 200
+    again = api.post(actions, json={**approve, "payload": 2})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"].startswith("command id a already answered ok with another")
+    shown = api.get(f"/api/instances/{instance}").json()
+    assert [(s["step"], s["signal_id"]) for s in shown["signals"]][:2] == [
+        ("paid", "s-1"),
+        ("packed", "s-2"),
+    ]
