@@ -66,6 +66,7 @@ from engine.store.dead_letters import Resolution, ResolutionResult
 from engine.store.errors import (
     DuplicateTransition,
     InstanceExists,
+    InstanceNotFound,
     SequenceConflict,
     StartVersionMoved,
 )
@@ -237,7 +238,9 @@ class Client:
         tenant: str = "",
     ) -> tuple[Instance, bool]:
         """``start``, and whether this call started it: False when the instance existed
-        already with the same definition and input (a retried start joins it)."""
+        already with the same input, of ``name`` at ``version`` when one is pinned and
+        at any version otherwise (a retried start joins it, also once its version was
+        deprecated or a newer one published)."""
         _check_texts(name=name, instance_id=instance_id, version=version or "")
         check_team(tenant)
         definition = self._latest.get(name) if version is None else None
@@ -248,16 +251,32 @@ class Client:
             with contextlib.suppress(StartVersionMoved, LimitExceeded):
                 started = await self.start_once(definition, instance_id, input, tenant, True)
         if started is None:
-            definition = await self.startable(name, version)
+            try:
+                definition = await self.startable(name, version)
+            except DefinitionNotFound:  # deprecated, or no active version: a retry joins
+                if (joined := await self._started_as(instance_id, name, version, input)) is None:
+                    raise
+                return joined, False
             if version is None:
                 self._latest[name] = definition
             started = await self.start_once(definition, instance_id, input, tenant)
         state, created = started
-        if not created and (state.definition != definition.ref or state.input != json_data(input)):
+        if not created and not _started_by(state, name, version, input):
             raise StartConflict(
                 f"instance {instance_id} already exists with another definition or input"
             )
         return state, created
+
+    async def _started_as(
+        self, instance_id: str, name: str, version: str | None, input: Any
+    ) -> Instance | None:
+        """The instance ``instance_id`` if a start of ``name`` (at ``version``) with
+        ``input`` made it, else None."""
+        try:
+            state = await self.inspect(instance_id)
+        except InstanceNotFound:
+            return None
+        return state if _started_by(state, name, version, input) else None
 
     async def start_run(
         self, name: str, input: Any = None, *, id: str, version: str | None = None, tenant: str = ""
@@ -627,6 +646,14 @@ class Client:
             return await reads.inspect(self.store, await self.registries.get(), instance_id)
         except ReplayRejected:  # a version or edge another process published since
             return await reads.inspect(self.store, await self.registries.refresh(), instance_id)
+
+
+def _started_by(state: Instance, name: str, version: str | None, input: Any) -> bool:
+    """Whether a start of ``name`` (pinned at ``version``, or the latest when None) with
+    ``input`` is the one that made ``state``: the same name, input and pinned version."""
+    pinned = state.definition
+    same_version = version is None or pinned.version == version
+    return pinned.name == name and same_version and state.input == json_data(input)
 
 
 def _check_texts(**texts: str) -> None:

@@ -66,6 +66,34 @@ async def test_starting_is_idempotent_per_id(store: Store) -> None:
         await client.start("store-single", "order-1", {"qty": 2})
 
 
+async def test_a_retried_start_joins_after_a_new_version_or_a_deprecation(store: Store) -> None:
+    """A start retried (the same id and input) finds the instance its first try made,
+    though meanwhile another version became the latest or its own was deprecated: a
+    client retrying after a lost answer was told of a conflict, or of a deprecated
+    version, about the very instance it had started."""
+    client = Client(store)
+    await client.publish(single_definition("1"))
+    await client.start("store-single", "order-1", {"qty": 1})
+    pinned, _ = await client.start_or_join("store-single", "order-2", {"qty": 1}, version="1")
+    await client.publish(single_definition("2"))
+
+    retrying = Client(store)  # another process, which never started it on version 1
+    again, created = await retrying.start_or_join("store-single", "order-1", {"qty": 1})
+    assert (again.instance_id, again.definition.version, created) == ("order-1", "1", False)
+    with pytest.raises(StartConflict, match="another definition or input"):
+        await client.start("store-single", "order-1", {"qty": 2})
+    with pytest.raises(StartConflict, match="another definition or input"):
+        await client.start("store-single", "order-2", {"qty": 1}, version="2")
+
+    await catalog.deprecate(store, "store-single", "1")
+    again, created = await client.start_or_join("store-single", "order-2", {"qty": 1}, "1")
+    assert (again.instance_id, created) == (pinned.instance_id, False)
+    with pytest.raises(DefinitionNotFound, match="deprecated and refuses new instances"):
+        await client.start("store-single", "order-2", {"qty": 2}, version="1")
+    with pytest.raises(DefinitionNotFound, match="deprecated and refuses new instances"):
+        await client.start("store-single", "order-3", {"qty": 1}, version="1")
+
+
 async def test_a_version_published_elsewhere_is_started_by_a_client_that_never_saw_it(
     store: Store,
 ) -> None:
