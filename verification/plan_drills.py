@@ -93,13 +93,16 @@ SELECT step, compensation, idempotency_key, count(*), count(*) FILTER (WHERE app
 FROM drill_effect_calls WHERE instance_id = %s
 GROUP BY step, compensation, idempotency_key ORDER BY min(call_id)
 """
-BODY_ENTRIES = """
+ENTRIES = """
 SELECT step, compensation, idempotency_key, count(*), NULL
 FROM drill_handler_entries WHERE instance_id = %s
 GROUP BY step, compensation, idempotency_key ORDER BY min(entry_id)
 """
-"""A code-first run's step bodies entered per step_id (``effects.BodyEntries``), in the
-shape of ``EFFECTS``: the effects are the team's code's, so none are counted."""
+"""The team's own code entered per key, in the shape of ``EFFECTS`` (the effects are
+its own, so none are counted): a code-first run's step bodies per step_id
+(``effects.BodyEntries``), or the team's handlers per idempotency key, each marked as it
+was entered (``effects.mark_entry``), so a call that raised, or whose worker died while
+it ran, is counted as the call it was."""
 HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
@@ -530,7 +533,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
         env.record.acked.remove(instance)
     async with env.store.connection() as conn:
-        calls = BODY_ENTRIES if drilled.code else EFFECTS
+        calls = ENTRIES if drilled.plan.app else EFFECTS
         effects = await (await conn.execute(calls, (instance,))).fetchall()
         history = await (await conn.execute(HISTORY, (instance, MAX_HISTORY_EVENTS))).fetchall()
         writes = await (await conn.execute(MACHINE_WRITES, (instance,))).fetchall()

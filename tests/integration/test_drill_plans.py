@@ -427,15 +427,16 @@ def test_a_machine_plan_catches_advances_that_write_outside_their_transition(
 
 
 def _with_order_handlers(
-    pin: str, dsn: str, tmp_path: Path
+    pin: str, dsn: str, tmp_path: Path, start: str = '{"amount": 3}'
 ) -> tuple[dict, list[dict], subprocess.CompletedProcess[str]]:
-    """One drill of the order example with its real handlers (``--app``) and ``pin``:
-    its scorecard entry, the effects its handlers wrote to their own file, the run."""
+    """One drill of the order example with its real handlers (``--app``), ``pin`` and
+    the input ``start``: its scorecard entry, the effects its handlers wrote to their
+    own file, the run."""
     effects, card = tmp_path / "effects.jsonl", tmp_path / "card.json"
     done = _drill(
         "run", "--definition", "examples/order_fulfillment.json",
         "--pin", pin, "--app", "examples.orders:app",
-        "--input", '{"amount": 3}', "--dsn", dsn, "--schema", "no_runs_here",
+        "--input", start, "--dsn", dsn, "--schema", "no_runs_here",
         "--json", str(card), "--artifacts", str(tmp_path),
         env={"WAYLINE_EFFECTS_FILE": str(effects)},
     )  # fmt: skip
@@ -479,6 +480,24 @@ def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effe
     # The scorecard does not make up how many of those calls applied an effect either.
     (line,) = [line for line in done.stdout.splitlines() if "effects called" in line]
     assert "applied: not seen (your handlers)" in line
+
+
+@pytest.mark.timeout(120)
+def test_a_teams_handler_that_raised_is_counted_as_the_call_it_was(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The example's charge fails its first attempt before any effect (the input
+    scripts it), then succeeds under the next key: both calls ran the handler, and
+    the drill says so per key, not only the call that returned."""
+    start = '{"amount": 3, "fail": {"payments.charge": 1}}'
+    result, _, done = _with_order_handlers("fraud_check:after_handler:kill", pg_dsn, tmp_path, start)
+    plan = result["extra"]["plan"]
+    assert "charge: SUCCEEDED after 2 attempts" in plan["state"]
+    charges = [(e["key"], e["calls"]) for e in plan["effects"] if e["step"] == "charge"]
+    assert charges == [("plan-1/charge/1", 1), ("plan-1/charge/2", 1)]
+    assert "key plan-1/charge/1: 1 call of your handler (its effects are in your system)" in (
+        done.stdout
+    )
 
 
 TEAM_APP = """
