@@ -488,6 +488,12 @@ def _why_unfired(pin: plans.Pin) -> str:
             "the step was never claimed (a step after an activity is usually handed on to "
             "the worker with that activity's outcome: eager dispatch)"
         )
+    if pin.boundary == Boundary.IN_LEASE_RENEWAL.value:
+        return (
+            f"the step's lease was never renewed {counted(pin.hit, 'time')} while its handler "
+            f"ran in one worker (a drill renews it every {plans.RENEWAL_EVERY_SECONDS:g} s: "
+            f"a handler must run at least {plans.RENEWAL_SLOW_SECONDS:g} s to reach it)"
+        )
     return f"the step never reached {pin.boundary} {counted(pin.hit, 'time')} in one worker"
 
 

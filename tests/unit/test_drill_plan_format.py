@@ -111,6 +111,16 @@ def test_a_slow_stub_makes_lease_renewal_pinnable() -> None:
     plans.check_against(plan, ORDER)
 
 
+def test_your_own_handlers_lease_renewal_is_pinnable_without_a_stub() -> None:
+    """A stub's time is the plan's, a team's handler's is its own: the pin is not
+    refused with advice to give a slow stub (which an app's plan may not have), and
+    the full matrix, not knowing how long the handlers take, leaves it out."""
+    plan = _plan(app="examples.orders:app", pins=["charge:in_lease_renewal:kill"])
+    plans.check_against(plan, ORDER)
+    full = plans.matrix(_plan(app="examples.orders:app"), ORDER)
+    assert not [p for p in full.pins if p.boundary == "in_lease_renewal"]
+
+
 def test_the_full_matrix_pins_every_applicable_cell_once_within_its_limit() -> None:
     full = plans.matrix(_plan(), ORDER)
     labels = [p.label for p in full.pins]
