@@ -639,7 +639,7 @@ def matrix(plan: Plan, definition: Definition, limit: int = MAX_PINS) -> Plan:
         for boundary in boundaries_of(definition, step)
         if boundary is not Boundary.AFTER_CLAIM or step == steps[0] or not eager
         if boundary is not Boundary.IN_LEASE_RENEWAL
-        or plan.stub(step).seconds >= RENEWAL_SLOW_SECONDS  # not your handlers': their time is theirs
+        or plan.stub(step).seconds >= RENEWAL_SLOW_SECONDS  # an app's handlers: time unknown
         for fault in FAULTS
         if not pin_problem(plan, definition, Pin(step, boundary.value, fault))
     ]

@@ -490,7 +490,8 @@ def test_a_teams_handler_that_raised_is_counted_as_the_call_it_was(
     scripts it), then succeeds under the next key: both calls ran the handler, and
     the drill says so per key, not only the call that returned."""
     start = '{"amount": 3, "fail": {"payments.charge": 1}}'
-    result, _, done = _with_order_handlers("fraud_check:after_handler:kill", pg_dsn, tmp_path, start)
+    pin = "fraud_check:after_handler:kill"
+    result, _, done = _with_order_handlers(pin, pg_dsn, tmp_path, start)
     plan = result["extra"]["plan"]
     assert "charge: SUCCEEDED after 2 attempts" in plan["state"]
     charges = [(e["key"], e["calls"]) for e in plan["effects"] if e["step"] == "charge"]
