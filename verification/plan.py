@@ -367,7 +367,16 @@ def _placed_pins(value: Any, problems: list[str]) -> list[tuple[int, Pin]]:
         if not _whole(hit, 1, MAX_HIT):
             problems.append(f"{path}.hit: must be a whole number from 1 to {MAX_HIT}")
             continue
-        pins.append((n, Pin(raw["step"], raw["boundary"], raw["fault"], hit)))
+        pin = Pin(raw["step"], raw["boundary"], raw["fault"], hit)
+        first = next((m for m, seen in pins if seen == pin), None)
+        if first is not None:
+            problems.append(
+                f"{path} {pin.label}: the same pin as pins[{first}], and a pin fires once: "
+                f"to fault the step again, pin another hit ({pin.step}:{pin.boundary}:"
+                f"{pin.fault}#N, N up to {MAX_HIT})"
+            )
+            continue
+        pins.append((n, pin))
     return pins
 
 

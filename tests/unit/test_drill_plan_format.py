@@ -37,7 +37,7 @@ def test_any_document_is_a_plan_or_refused_with_problems(document: object) -> No
 
 
 @given(
-    st.lists(st.sampled_from(plans.matrix(_plan(), ORDER).pins), max_size=6),
+    st.lists(st.sampled_from(plans.matrix(_plan(), ORDER).pins), max_size=6, unique=True),
     st.dictionaries(
         st.sampled_from(["reserve", "charge", "notify"]),
         st.builds(
@@ -103,6 +103,19 @@ def test_every_problem_is_named_with_its_path_and_what_is_allowed() -> None:
 )
 def test_a_pin_that_cannot_run_is_refused_saying_why(pin: str, problem: str) -> None:
     assert_pin_refused(_plan(pins=[pin]), ORDER, pin, problem)
+
+
+def test_the_same_pin_twice_is_refused_not_reported_fired_twice() -> None:
+    """A pin fires once: its twin never would, yet it was reported fired with it."""
+    with pytest.raises(plans.PlanInvalid) as caught:
+        _plan(pins=["charge:after_handler:kill", "reserve:after_handler:kill",
+                    {"step": "charge", "boundary": "after_handler", "fault": "kill"}])  # fmt: skip
+    assert caught.value.problems == [
+        "pins[2] charge:after_handler:kill: the same pin as pins[0], and a pin fires once: "
+        "to fault the step again, pin another hit (charge:after_handler:kill#N, N up to 100)"
+    ]
+    plans.check_against(_plan(pins=["charge:after_handler:kill", "charge:after_handler:kill#2"]),
+                        ORDER)  # fmt: skip
 
 
 def test_a_slow_stub_makes_lease_renewal_pinnable() -> None:
