@@ -215,18 +215,22 @@ def test_artifacts_given_relative_to_where_the_drill_is_run(pg_dsn: str, tmp_pat
 
 
 @pytest.mark.parametrize(
-    "flags", [("--drill", "D1"), ("--workload", "flow"), ("--hit", "2")], ids=lambda f: f[0]
+    "flags",
+    [("--drill", "D1"), ("--workload", "flow"), ("--hit", "2"), ("--profile", "deep")],
+    ids=lambda f: f[0],
 )
 def test_flags_of_the_harness_drills_are_refused_beside_a_plan(
     flags: tuple[str, str], pg_dsn: str
 ) -> None:
-    """``--plan P --drill D1`` ran the plan alone, and passed, as if D1 had run too."""
+    """``--plan P --drill D1`` ran the plan alone, and passed, as if D1 had run too
+    (``--profile deep`` ran it under the ci profile, which its scorecard named)."""
     plan = str(PLANS / "order_fulfillment.charge-in-doubt.json")
     done = _drill("run", "--plan", plan, *flags, "--dsn", pg_dsn)
     assert (done.returncode, done.stderr) == (
         2,
-        "wayline drill run: --drill, --workload and --hit choose the harness's own drills, "
-        "not a plan's (a plan runs its own pins): run them apart\n",
+        "wayline drill run: --drill, --workload, --hit and --profile choose the harness's "
+        "own drills, not a plan's (a plan runs its own pins, under the ci profile): run them "
+        "apart\n",
     )
     assert "drills:" not in done.stdout, "nothing ran"
 
