@@ -5,6 +5,7 @@ cannot edit."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -108,7 +109,11 @@ def test_a_restart_pin_is_saved_and_exported_but_runs_only_from_the_cli(
     refused = operator.form(f"{url}/crash/versions/1/run", {})
     assert refused.status_code == 422 and 'id="run-error"' in refused.text  # on the plans page
     assert "never to a server it was given, and the studio runs plans on its own" in (refused.text)
-    assert "wayline drill run --plan FILE` without --dsn" in refused.text
+    # The export names its definition NAME@VERSION, which only --dsn serves: the way
+    # that runs is said (the advice was to run the export as it is, which was refused).
+    said = html.unescape(refused.text)
+    assert 'put "definition_file": that file in place of "definition": "' in said
+    assert "and run `wayline drill run --plan crash.v1.json` without --dsn" in said
 
 
 def test_a_run_refused_says_why_on_the_plans_page_with_the_plan_kept(
