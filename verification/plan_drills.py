@@ -68,7 +68,7 @@ from engine.worker.faults import Action, Boundary, Fault
 from verification import plan as plans
 from verification import plan_machines as machines
 from verification.clocks import FileClock, keep_running
-from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
+from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillFailed, DrillSpec
 from verification.drills.boundaries import react, wait_fired
 from verification.drills.catalogue import drill_seed, strands
 from verification.effects import BODY_ENTRIES_ENV
@@ -303,7 +303,7 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
             return fired
         now = await _wait_any_fired(env, remaining, worker, drilled, answer)
         if not now and not worker.alive and not await _settled(env, drilled):
-            raise AssertionError(
+            raise DrillFailed(
                 f"worker {worker.name} exited with status {worker.returncode} before any pin "
                 f"fired: see {worker.log}"
             )

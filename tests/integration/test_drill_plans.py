@@ -636,6 +636,7 @@ def test_a_worker_that_cannot_start_fails_the_drill_saying_so(pg_dsn: str, tmp_p
     result, output = _team_drill(tmp_path, pg_dsn, env={"TEAM_APP_BROKEN": "1"})
     assert result["verdict"] == "failed", output
     assert "exited with status 3 before any pin fired" in json.dumps(result), output
+    assert result["failures"][0].startswith("worker "), "no exception type before it"
 
 
 @pytest.mark.timeout(120)
