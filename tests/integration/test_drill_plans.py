@@ -473,8 +473,9 @@ def test_a_teams_handler_called_twice_under_one_key_is_a_note_not_a_counted_effe
     assert "key plan-1/fraud_check/1: 2 calls of your handler (its effects are in your system)" in (
         done.stdout
     )
-    (note,) = plan["notes"]
-    assert note["step"] == "fraud_check"
+    # inventory_check, its parallel branch, may have been entered in the killed worker
+    # too: then it was called twice as well, and noted so.
+    (note,) = [n for n in plan["notes"] if n["step"] == "fraud_check"]
     assert (
         "your handler ran 2 times under one idempotency key (plan-1/fraud_check/1)"
         in (note["text"])
