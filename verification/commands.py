@@ -261,10 +261,10 @@ def _misplaced(args: argparse.Namespace) -> str:
     """Why flags of the other kind of run were given, or ''. A flag that would be
     ignored is refused: ``--plan P --drill D1`` ran the plan alone and said nothing."""
     if args.plan or args.definition:
-        if args.drill or args.workload or args.hit is not None:
+        if args.drill or args.workload or args.hit is not None or args.profile != "ci":
             return (
-                "--drill, --workload and --hit choose the harness's own drills, not a plan's "
-                "(a plan runs its own pins): run them apart"
+                "--drill, --workload, --hit and --profile choose the harness's own drills, "
+                "not a plan's (a plan runs its own pins, under the ci profile): run them apart"
             )
     elif args.pin or args.app or args.for_each_pin or args.input is not None:
         return "--pin, --app, --input and --for-each-pin go with --plan or --definition"

@@ -68,7 +68,7 @@ from engine.worker.faults import Action, Boundary, Fault
 from verification import plan as plans
 from verification import plan_machines as machines
 from verification.clocks import FileClock, keep_running
-from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillSpec
+from verification.drills.base import OPEN_WORK_COUNT, DrillEnv, DrillFailed, DrillSpec
 from verification.drills.boundaries import react, wait_fired
 from verification.drills.catalogue import drill_seed, strands
 from verification.effects import BODY_ENTRIES_ENV
@@ -93,13 +93,16 @@ SELECT step, compensation, idempotency_key, count(*), count(*) FILTER (WHERE app
 FROM drill_effect_calls WHERE instance_id = %s
 GROUP BY step, compensation, idempotency_key ORDER BY min(call_id)
 """
-BODY_ENTRIES = """
+ENTRIES = """
 SELECT step, compensation, idempotency_key, count(*), NULL
 FROM drill_handler_entries WHERE instance_id = %s
 GROUP BY step, compensation, idempotency_key ORDER BY min(entry_id)
 """
-"""A code-first run's step bodies entered per step_id (``effects.BodyEntries``), in the
-shape of ``EFFECTS``: the effects are the team's code's, so none are counted."""
+"""The team's own code entered per key, in the shape of ``EFFECTS`` (the effects are
+its own, so none are counted): a code-first run's step bodies per step_id
+(``effects.BodyEntries``), or the team's handlers per idempotency key, each marked as it
+was entered (``effects.mark_entry``), so a call that raised, or whose worker died while
+it ran, is counted as the call it was."""
 HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
@@ -300,7 +303,7 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
             return fired
         now = await _wait_any_fired(env, remaining, worker, drilled, answer)
         if not now and not worker.alive and not await _settled(env, drilled):
-            raise AssertionError(
+            raise DrillFailed(
                 f"worker {worker.name} exited with status {worker.returncode} before any pin "
                 f"fired: see {worker.log}"
             )
@@ -485,6 +488,12 @@ def _why_unfired(pin: plans.Pin) -> str:
             "the step was never claimed (a step after an activity is usually handed on to "
             "the worker with that activity's outcome: eager dispatch)"
         )
+    if pin.boundary == Boundary.IN_LEASE_RENEWAL.value:
+        return (
+            f"the step's lease was never renewed {counted(pin.hit, 'time')} while its handler "
+            f"ran in one worker (a drill renews it every {plans.RENEWAL_EVERY_SECONDS:g} s: "
+            f"a handler must run at least {plans.RENEWAL_SLOW_SECONDS:g} s to reach it)"
+        )
     return f"the step never reached {pin.boundary} {counted(pin.hit, 'time')} in one worker"
 
 
@@ -530,7 +539,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
         env.record.acked.remove(instance)
     async with env.store.connection() as conn:
-        calls = BODY_ENTRIES if drilled.code else EFFECTS
+        calls = ENTRIES if drilled.plan.app else EFFECTS
         effects = await (await conn.execute(calls, (instance,))).fetchall()
         history = await (await conn.execute(HISTORY, (instance, MAX_HISTORY_EVENTS))).fetchall()
         writes = await (await conn.execute(MACHINE_WRITES, (instance,))).fetchall()

@@ -30,6 +30,7 @@ from verification import capture, invariants, observations
 from verification.drills.base import (
     Campaign,
     DrillEnv,
+    DrillFailed,
     DrillNotRun,
     DrillResult,
     DrillSpec,
@@ -210,6 +211,8 @@ async def _scenario(env: DrillEnv) -> list[str]:
         return [f"timeout: {exc or 'the drill exceeded its budget'}"]
     except DrillNotRun:
         raise
+    except DrillFailed as exc:  # said for the user: no exception type before it
+        return [str(exc)]
     except Exception as exc:
         _keep_traceback(env)
         return [f"error: {type(exc).__name__}: {exc}"]

@@ -180,7 +180,20 @@ def check(document: dict[str, Any], definition: Definition) -> list[str]:
     if shaped.plan.definition != ref(definition):
         drills = f"this plan drills {ref(definition)}, not {shaped.plan.definition!r}"
         return [*shaped.problems, f"definition: {drills}"]
-    return plans.checked(shaped, definition)
+    problems = plans.checked(shaped, definition)
+    if shaped.plan.app and definition.mode is Mode.ORCHESTRATION:
+        problems.append(STUDIO_HANDLERS.format(app=shaped.plan.app))
+    return problems
+
+
+STUDIO_HANDLERS = (
+    "app: the studio drills a step list with the stubs of its activities and does not load "
+    "your code ({app}): leave app out here, and run your own handlers from the command line "
+    "where they can be imported (`wayline drill run --plan FILE` with app in FILE)"
+)
+"""A step list's plan naming the team's handlers: run from the studio, it ran them in the
+studio's drill workers when they happened to be importable there, else failed saying a
+worker exited; and the form, which has no app for a step list, dropped it on a save."""
 
 
 def from_form(form: FormData, definition: Definition, saving: bool = False) -> WorkingPlan:

@@ -44,8 +44,13 @@ MAX_PLAN_VERSION = 2**31 - 1
 """The highest plan version (the column is an integer)."""
 STUDIO_RESTART = (
     f"{plans.OWNED_SERVER_NEEDED}, and the studio runs plans on its own database: export "
-    "the plan and run `wayline drill run --plan FILE` without --dsn (a private cluster)"
+    "the plan and this version's JSON (Export JSON on the version's page), in the plan put "
+    '"definition_file": that file in place of "definition": "{ref}" (a private cluster has '
+    "no published versions), and run `{command}` without --dsn"
 )
+"""Said when a Run of a plan that restarts the server is refused: the exported plan names
+its definition as ``NAME@VERSION``, which the command line reads only from ``--dsn``,
+and ``--dsn`` refuses the restart, so the plan is runnable only with the file."""
 VERSION_DIGITS = re.compile(r"[0-9]{1,10}")
 """ASCII digits only: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
 
@@ -135,7 +140,8 @@ def run(
         raise Invalid("the drill plan cannot run", _located(problems))
     parsed = plans.parse(plan.document)
     if plans.restarts(parsed):
-        raise Invalid(f"{plan.label} cannot run here: {STUDIO_RESTART}")
+        why = STUDIO_RESTART.format(ref=plan.definition, command=run_command(plan))
+        raise Invalid(f"{plan.label} cannot run here: {why}")
     drilled = Drilled(parsed, definition)
     settings = runtime.settings
 

@@ -157,6 +157,24 @@ def test_a_plan_with_a_misshapen_part_lists_its_problems_against_the_definition_
     assert problems[2][1].startswith("ship:after_handler:kill: no step 'ship'; steps: ")
 
 
+def test_a_step_lists_plan_naming_your_handlers_is_refused_at_its_app(
+    operator: SignedInClient, base: str
+) -> None:
+    """The studio runs a step list's plan with stubs: a plan naming an app was saved,
+    and its Run ran the team's handlers in the studio's workers when they could be
+    imported there, else failed with "worker ... exited with status 1"."""
+    named = {**plan("handlers", "charge:after_handler:kill"), "stubs": {}, "app": "teamapp:app"}
+    answer = api(operator).post(base, json={"document": named})
+    assert answer.status_code == 422, answer.text
+    (problem,) = answer.json()["problems"]
+    assert problem["path"] == "app"
+    assert problem["message"].startswith(
+        "the studio drills a step list with the stubs of its activities and does not load "
+        "your code (teamapp:app): leave app out here"
+    )
+    assert api(operator).get(f"{base}/handlers").status_code == 404
+
+
 def test_a_viewer_reads_plans_but_cannot_save_or_run(
     operator: SignedInClient, viewer: SignedInClient, base: str
 ) -> None:

@@ -5,6 +5,7 @@ cannot edit."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -71,6 +72,28 @@ def test_a_bad_input_is_refused_and_the_plan_kept(operator: SignedInClient, url:
     assert 'name="pin" value="charge:after_handler:kill"' in refused.text
 
 
+def test_the_answers_say_a_signal_is_sent_as_the_instance_starts(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    """The drill sends a step list's signals as the instance starts (its history has
+    them received before the first attempt), and approves an approval once the instance
+    waits there: the page said both happen when the instance waits there."""
+
+    def confirmed(name: str) -> dict:
+        document = payments(name)
+        wait = {"kind": "signal", "target": "pay.confirm", "timeout": "1m"}
+        document["steps"].append({"name": "confirm", **wait})
+        return document
+
+    page = operator.get(plans_of(studio.publish_new(team, "signalled", confirmed)))
+    said = " ".join(html.unescape(page.text).split())
+    assert (
+        "The payload the drill sends each signal step as the instance starts (it keeps the "
+        "signal until it waits there), and approves each approval step with once the "
+        "instance waits there (JSON; null by default)."
+    ) in said
+
+
 def test_a_viewer_sees_no_editor(viewer: SignedInClient, url: str) -> None:
     assert viewer.get(f"{url}/compose", params={"step": "charge"}).status_code == 403
     assert viewer.form(url, fields(name="mine")).status_code == 403
@@ -108,7 +131,11 @@ def test_a_restart_pin_is_saved_and_exported_but_runs_only_from_the_cli(
     refused = operator.form(f"{url}/crash/versions/1/run", {})
     assert refused.status_code == 422 and 'id="run-error"' in refused.text  # on the plans page
     assert "never to a server it was given, and the studio runs plans on its own" in (refused.text)
-    assert "wayline drill run --plan FILE` without --dsn" in refused.text
+    # The export names its definition NAME@VERSION, which only --dsn serves: the way
+    # that runs is said (the advice was to run the export as it is, which was refused).
+    said = html.unescape(refused.text)
+    assert 'put "definition_file": that file in place of "definition": "' in said
+    assert "and run `wayline drill run --plan crash.v1.json` without --dsn" in said
 
 
 def test_a_run_refused_says_why_on_the_plans_page_with_the_plan_kept(

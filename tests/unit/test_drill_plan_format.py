@@ -37,7 +37,7 @@ def test_any_document_is_a_plan_or_refused_with_problems(document: object) -> No
 
 
 @given(
-    st.lists(st.sampled_from(plans.matrix(_plan(), ORDER).pins), max_size=6),
+    st.lists(st.sampled_from(plans.matrix(_plan(), ORDER).pins), max_size=6, unique=True),
     st.dictionaries(
         st.sampled_from(["reserve", "charge", "notify"]),
         st.builds(
@@ -105,10 +105,33 @@ def test_a_pin_that_cannot_run_is_refused_saying_why(pin: str, problem: str) -> 
     assert_pin_refused(_plan(pins=[pin]), ORDER, pin, problem)
 
 
+def test_the_same_pin_twice_is_refused_not_reported_fired_twice() -> None:
+    """A pin fires once: its twin never would, yet it was reported fired with it."""
+    with pytest.raises(plans.PlanInvalid) as caught:
+        _plan(pins=["charge:after_handler:kill", "reserve:after_handler:kill",
+                    {"step": "charge", "boundary": "after_handler", "fault": "kill"}])  # fmt: skip
+    assert caught.value.problems == [
+        "pins[2] charge:after_handler:kill: the same pin as pins[0], and a pin fires once: "
+        "to fault the step again, pin another hit (charge:after_handler:kill#N, N up to 100)"
+    ]
+    plans.check_against(_plan(pins=["charge:after_handler:kill", "charge:after_handler:kill#2"]),
+                        ORDER)  # fmt: skip
+
+
 def test_a_slow_stub_makes_lease_renewal_pinnable() -> None:
     plan = _plan(stubs={"charge": {"behaviour": "slow", "seconds": 1.2}},
                  pins=["charge:in_lease_renewal:kill"])  # fmt: skip
     plans.check_against(plan, ORDER)
+
+
+def test_your_own_handlers_lease_renewal_is_pinnable_without_a_stub() -> None:
+    """A stub's time is the plan's, a team's handler's is its own: the pin is not
+    refused with advice to give a slow stub (which an app's plan may not have), and
+    the full matrix, not knowing how long the handlers take, leaves it out."""
+    plan = _plan(app="examples.orders:app", pins=["charge:in_lease_renewal:kill"])
+    plans.check_against(plan, ORDER)
+    full = plans.matrix(_plan(app="examples.orders:app"), ORDER)
+    assert not [p for p in full.pins if p.boundary == "in_lease_renewal"]
 
 
 def test_the_full_matrix_pins_every_applicable_cell_once_within_its_limit() -> None:

@@ -75,6 +75,11 @@ class DrillNotRun(Exception):
     """The drill cannot run here (e.g. it needs a server the harness owns)."""
 
 
+class DrillFailed(Exception):
+    """The scenario cannot go on, for a reason its message says in the user's words (a
+    worker that exited before any pin fired): the drill's finding is that message."""
+
+
 class DrillTimeout(AssertionError):
     """A phase did not reach its state before its deadline; the message says where."""
 
