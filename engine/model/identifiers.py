@@ -31,7 +31,7 @@ STEP_ID_PATTERN = re.compile(
 """A code-first step's ``step_id``, ``<run>/<step>#<occurrence>.<try>``: the idempotency
 key of its attempts (``#`` is what ids may not contain, so it cannot be mistaken)."""
 NAME_RULE = (
-    f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits, '.', '_' or '-', "
+    f"1 to {MAX_IDENTIFIER_LENGTH} characters: ASCII letters, digits, '.', '_' or '-', "
     "starting with a letter or digit"
 )
 
@@ -39,7 +39,7 @@ NAME_RULE = (
 def _id_rule(length: int) -> str:
     """What ``ID_PATTERN`` admits, up to ``length`` characters, as a message says it."""
     return (
-        f"1 to {length} characters: letters, digits and . _ : @ / + -, "
+        f"1 to {length} characters: ASCII letters, digits and . _ : @ / + -, "
         "starting with a letter or digit"
     )
 

@@ -37,7 +37,7 @@ class FieldSpec:
         return "field-" + self.path.replace(".", "-")
 
 
-NAME = FieldSpec("name", "Name", help="letters, digits, '.', '_' or '-'")
+NAME = FieldSpec("name", "Name", help="ASCII letters, digits, '.', '_' or '-'")
 
 
 def _retry(prefix: str, group: str) -> tuple[FieldSpec, ...]:
@@ -81,7 +81,7 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
             "target",
             "Signal",
             help="the name senders deliver the signal under, e.g. payment.confirmed "
-            "(letters, digits, '.', '_' or '-'); the step waits for one signal of it",
+            "(ASCII letters, digits, '.', '_' or '-'); the step waits for one signal of it",
         ),
         _TIMEOUT,
         _INPUT_LIMIT,
@@ -92,7 +92,7 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
             "target",
             "Approval",
             help="what an approver is asked to approve, shown to them, e.g. order.refund "
-            "(letters, digits, '.', '_' or '-'); answered by an audited approve command",
+            "(ASCII letters, digits, '.', '_' or '-'); answered by an audited approve command",
         ),
         _TIMEOUT,
         _INPUT_LIMIT,

@@ -398,7 +398,7 @@ async def test_a_failed_compensation_is_resolved_from_the_command_line(e2e: Harn
         (
             ("approve", "--step", "bad name!"),
             1,
-            "the step must be 1 to 200 characters: letters, digits, '.', '_' or '-', "
+            "the step must be 1 to 200 characters: ASCII letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",
         ),
         (("approve", "--step", "nosuch"), 1, "'nosuch' is not a step of e2e.approved@1"),

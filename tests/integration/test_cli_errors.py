@@ -316,11 +316,11 @@ AUDITED_USAGE = {
     "an actor that is no id": (
         ["command", "o-1", "pause", "--actor", "ann smith", "--reason", "why"],
         "wayline command: error: argument --actor: actor must be 1 to 200 characters: "
-        "letters, digits and . _ : @ / + -, starting with a letter or digit",
+        "ASCII letters, digits and . _ : @ / + -, starting with a letter or digit",
     ),
     "an empty instance id": (
         ["start", "order.fulfillment", "--id", "", "--input", "{}"],
-        "wayline start: error: argument --id: must be 1 to 200 characters: letters, digits "
+        "wayline start: error: argument --id: must be 1 to 200 characters: ASCII letters, digits "
         "and . _ : @ / + -, starting with a letter or digit",
     ),
     "a missing option": (
@@ -329,12 +329,12 @@ AUDITED_USAGE = {
     ),
     "a signal id that is no id": (
         ["signal", "o-1", "shipped", "--signal-id", "pay 1"],
-        "wayline signal: error: argument --signal-id: must be 1 to 512 characters: letters, "
-        "digits and . _ : @ / + -, starting with a letter or digit",
+        "wayline signal: error: argument --signal-id: must be 1 to 512 characters: ASCII "
+        "letters, digits and . _ : @ / + -, starting with a letter or digit",
     ),
     "a signal name that is no name": (
         ["signal", "o-1", "ship it", "--signal-id", "s-1"],
-        "wayline signal: error: argument STEP: must be 1 to 200 characters: letters, digits, "
+        "wayline signal: error: argument STEP: must be 1 to 200 characters: ASCII letters, digits, "
         "'.', '_' or '-', starting with a letter or digit",
     ),
 }
@@ -554,7 +554,7 @@ def test_a_worker_id_that_is_no_id_is_refused_before_the_worker_runs(
     worker = ["worker", "--app", "examples.orders:app", *store, "--worker-id", "w ü 1"]
     assert refused(capsys, *worker) == (  # bad input: exit 2, as every other bad argument
         2,
-        "wayline worker: the worker id must be 1 to 200 characters: letters, digits and "
+        "wayline worker: the worker id must be 1 to 200 characters: ASCII letters, digits and "
         ". _ : @ / + -, starting with a letter or digit",
     )
     empty = refused(capsys, *worker[:-1], "")  # it silently became the default id

@@ -122,7 +122,7 @@ async def test_bad_input_is_one_line_and_changes_nothing(default_store: Store, c
         assert (typo.status, typo.out) == (2, "")
         assert typo.err == (
             "wayline instance migrate: error: argument --to: the version must be 1 to 200 "
-            "characters: letters, digits, '.', '_' or '-', starting with a letter or digit\n"
+            "characters: ASCII letters, digits, '.', '_' or '-', starting with a letter or digit\n"
         )
     for source, to in (("order@x/y", "2"), ("order@1", "x/y"), ("order@1", "")):
         typo = await cli(*edge, source, to)

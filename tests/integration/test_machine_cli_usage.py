@@ -21,7 +21,7 @@ CLOSED = "postgresql://postgres@127.0.0.1:1/x"
 """No server: a command that got past its arguments would fail here, with exit 1."""
 SUBMIT = ["machine", "submit", "document_approval", "--input", '"v1"', "--as", "ada"]
 ID_RULE = (
-    "must be 1 to 200 characters: letters, digits and . _ : @ / + -, starting with a "
+    "must be 1 to 200 characters: ASCII letters, digits and . _ : @ / + -, starting with a "
     "letter or digit"
 )
 USAGE = {

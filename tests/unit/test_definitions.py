@@ -157,10 +157,12 @@ def test_a_valid_document_becomes_a_definition() -> None:
 
 
 @pytest.mark.parametrize("field", ["name", "version"])
-@pytest.mark.parametrize("value", ["", "has space", "a/b", "a:b", "-lead", "x" * 201])
+@pytest.mark.parametrize("value", ["", "has space", "a/b", "a:b", "-lead", "x" * 201, "été"])
 def test_name_and_version_must_be_names(field: str, value: str) -> None:
+    """The rule says ASCII: a name of other letters (``été``) was refused by a message
+    that said letters were allowed."""
     document = definition(timer(), **{field: value})
-    assert_only_error(document, field, "1 to 200 characters", "letters, digits")
+    assert_only_error(document, field, "1 to 200 characters", "ASCII letters, digits")
 
 
 @pytest.mark.parametrize("field", ["name", "version", "steps"])

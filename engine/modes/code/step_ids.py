@@ -24,7 +24,7 @@ from dataclasses import dataclass
 MAX_STEP_NAME_LENGTH = 100
 STEP_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 STEP_NAME_RULE = (
-    f"1 to {MAX_STEP_NAME_LENGTH} characters: letters, digits, '_' or '-', "
+    f"1 to {MAX_STEP_NAME_LENGTH} characters: ASCII letters, digits, '_' or '-', "
     "starting with a letter or digit"
 )
 STEP_ID_PATTERN = re.compile(

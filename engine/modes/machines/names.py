@@ -21,7 +21,7 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH
 
 TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 TYPE_NAME_RULE = (
-    f"1 to {MAX_IDENTIFIER_LENGTH} characters: letters, digits or '_', starting with a letter"
+    f"1 to {MAX_IDENTIFIER_LENGTH} characters: ASCII letters, digits or '_', starting with a letter"
 )
 GRANT_KINDS = ("DbRead", "DbWrite")
 GRANT = re.compile(rf"^({'|'.join(GRANT_KINDS)})<([A-Za-z][A-Za-z0-9_]*)>$")
