@@ -22,6 +22,7 @@ from engine import (
     parse_scope,
 )
 from engine.api.queries import Hold
+from engine.decide.audit import reason_problem
 from engine.model.holds import release_amount
 from studio.errors import Conflict, Invalid, NotFound
 from studio.runtime import Runtime
@@ -53,9 +54,10 @@ async def place(
 ) -> Hold:
     """Place a hold on ``definition`` (NAME[@VERSION]) or, for scope ``team``, the team."""
     if scope not in SCOPES:
-        raise Invalid(f"a hold covers one of: {', '.join(SCOPES)}")
+        raise Invalid.at("scope", f"a hold covers one of: {', '.join(SCOPES)}")
     if scope == "definition" and not definition.strip():
-        raise Invalid("name the definition to hold, as NAME or NAME@VERSION")
+        raise Invalid.at("definition", "name the definition to hold, as NAME or NAME@VERSION")
+    _check_reason(reason)
     chosen = definition.strip() if scope == "definition" else None
     return await _refused(lambda: _place(runtime, team, actor, chosen, reason))
 
@@ -76,10 +78,18 @@ async def release(
     rate: float | None = None,
 ) -> Released:
     """Release the team's hold: all of it, ``count`` instances, or ``rate`` per second."""
+    _check_reason(reason)
     hold, due = await _refused(
         lambda: runtime.client.release_hold(team, hold_id, actor, reason, count=count, rate=rate)
     )
     return Released(hold, due)
+
+
+def _check_reason(reason: str) -> None:
+    """Invalid at ``reason`` for one the engine would refuse (its words), so the API
+    names the field and a form can say it beside it."""
+    if problem := reason_problem(reason):
+        raise Invalid.at("reason", problem)
 
 
 def form_amounts(mode: str, amount: str) -> tuple[int | None, float | None]:

@@ -77,7 +77,11 @@ def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStu
     assert post(release, {"reason": "why", "count": 0})[0] == 422
     status, refused = post(release, {"reason": "why", "count": 1, "rate": 2.0})
     assert (status, refused["error"]) == (422, "release by a count or by a rate, not both")
-    assert post("/api/holds", {"scope": "definition", "reason": "no name"})[0] == 422
+    status, nameless = post("/api/holds", {"scope": "definition", "reason": "no name"})
+    assert (status, nameless["problems"][0]["path"]) == (422, "definition")
+    for path, body in (("/api/holds", {"scope": "team"}), (release, {})):  # each says where
+        status, blank = post(path, {**body, "reason": "   "})
+        assert (status, [p["path"] for p in blank["problems"]]) == (422, ["reason"]), path
     both = {"scope": "team", "definition": "order.fulfillment", "reason": "which?"}
     status, contradictory = post("/api/holds", both)  # held the whole team, silently
     assert (status, contradictory["problems"][0]["path"]) == (422, "definition")
