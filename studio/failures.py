@@ -153,17 +153,19 @@ def handle_error(request: Request, error: Exception) -> Response:
 
 
 def _return_to(request: Request) -> str:
-    """Where signing in again goes on: the page asked for, or for a form sent (a POST,
-    which has no page of its own to come back to: most of its paths answer no GET) the
-    page it was sent from, which htmx names in ``HX-Current-URL`` and a browser in
-    ``Referer``; the sign-in form keeps only local paths of either."""
-    if request.method in ("GET", "HEAD"):
-        query = request.url.query
-        return request.url.path + (f"?{query}" if query else "")
+    """Where signing in again goes on: the page asked for; or, for a form sent (a POST,
+    most of whose paths answer no GET) and for a part of a page that htmx fetched (a
+    panel, no page to land on), the page they belong to, which htmx names in
+    ``HX-Current-URL`` and a browser in ``Referer``. The sign-in form keeps only local
+    paths of either."""
+    query = request.url.query
+    asked = request.url.path + (f"?{query}" if query else "")
+    if request.method in ("GET", "HEAD") and not is_htmx(request):
+        return asked
     sent_from = request.headers.get("hx-current-url") or request.headers.get("referer") or ""
     page_path = urlsplit(sent_from)
     if not page_path.path.startswith("/") or page_path.path.startswith("/login"):
-        return request.url.path
+        return asked
     return page_path.path + (f"?{page_path.query}" if page_path.query else "")
 
 

@@ -195,6 +195,9 @@ def test_a_form_sent_after_the_session_ended_signs_in_back_to_its_page(
     plain = replay.post("/dead-letters/resolve", headers={"Referer": f"{studio.url}/dead-letters"})
     assert plain.status_code == 401  # without JavaScript: a page whose link goes back
     assert 'href="/login?next=/dead-letters&amp;ended=1">Sign in' in plain.text
+    panel = replay.get("/instances/i-1/state", headers={
+        "HX-Request": "true", "HX-Current-URL": f"{studio.url}/instances/i-1"})  # fmt: skip
+    assert panel.headers["HX-Redirect"] == "/login?next=/instances/i-1&ended=1"
     told = replay.post("/holds/h-1/release", headers={"HX-Request": "true"})
     assert told.headers["HX-Redirect"] == "/login?next=/holds/h-1/release&ended=1"
     back = studio.client().get("/login?next=/instances/i-1%3Ftab%3Dhistory")
