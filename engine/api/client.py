@@ -289,7 +289,12 @@ class Client:
         _check_texts(name=name, id=id if isinstance(id, str) else "")
         check_team(tenant)
         instance_id = runs.run_id(name, id)
-        definition = await self.startable(name, version)
+        try:
+            definition = await self.startable(name, version)
+        except DefinitionNotFound:  # deprecated, or no active version: a retry joins
+            if await self._started_as(instance_id, name, version, ANY_INPUT) is None:
+                raise
+            return instance_id, False
         if definition.mode != Mode.CODE:
             kind = with_article(definition.mode)
             raise InputRefused(f"{definition.ref} is {kind} definition: use start")
@@ -648,12 +653,17 @@ class Client:
             return await reads.inspect(self.store, await self.registries.refresh(), instance_id)
 
 
+ANY_INPUT = object()
+"""A start that joins whatever input made the instance: a code run's (seed 001)."""
+
+
 def _started_by(state: Instance, name: str, version: str | None, input: Any) -> bool:
     """Whether a start of ``name`` (pinned at ``version``, or the latest when None) with
     ``input`` is the one that made ``state``: the same name, input and pinned version."""
     pinned = state.definition
     same_version = version is None or pinned.version == version
-    return pinned.name == name and same_version and state.input == json_data(input)
+    same_input = input is ANY_INPUT or state.input == json_data(input)
+    return pinned.name == name and same_version and same_input
 
 
 def _check_texts(**texts: str) -> None:

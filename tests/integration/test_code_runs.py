@@ -16,13 +16,14 @@ from engine.api.queries import Queries
 from engine.decide.operator_actions import Action
 from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
-from engine.model.errors import InputRefused
+from engine.model.errors import DefinitionNotFound, InputRefused
 from engine.model.events import EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
 from engine.modes.code.decide import CODE_RUNS_NEXT
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
+from engine.store import catalog
 from engine.store.clock import ManualClock
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
@@ -118,10 +119,18 @@ async def test_the_order_saga_settles_through_every_verb(
 
 
 async def test_a_retried_start_joins_the_run(client: Client, ctx: Context) -> None:
+    """Also once the run's version is deprecated (it was refused as deprecated: the
+    version was read before the run), while a new run of it is refused."""
     await started(client, ctx)
     assert await client.start_run("order-saga", {"other": 1}, id="o-42") == (RUN, False)
     status = await client.status(RUN)
     assert set(status) == {"kind", "seq", "at"} and status["kind"] == "wait_started"
+    version = (await client.inspect(RUN)).definition.version
+    await catalog.deprecate(client.store, "order-saga", version)
+    assert await client.start_run("order-saga", ORDER, id="o-42", version=version) == (RUN, False)
+    assert await client.start_run("order-saga", ORDER, id="o-42") == (RUN, False)
+    with pytest.raises(DefinitionNotFound):
+        await client.start_run("order-saga", ORDER, id="o-43")
 
 
 @pytest.mark.parametrize("bad", ["", "a/b"])
