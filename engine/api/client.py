@@ -449,9 +449,12 @@ class Client:
         for field, value in effect.items():
             check_value(value, f"the {field}")
         action = check_command(action, command_id, actor, reason, effect)
+        repeated = False
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            if _recorded(draft.state, command_id, action, actor, reason):
+            nonlocal repeated
+            repeated = _recorded(draft.state, command_id, action, actor, reason)
+            if repeated:
                 if action in (Action.SIGNAL, Action.APPROVE):
                     _same_answer(draft.state, command_id, action, effect)
                 return None
@@ -464,11 +467,27 @@ class Client:
 
         began = started_ns()
         state = await self._mutate(instance_id, build)
+        if repeated and "step" in effect and action not in (Action.SIGNAL, Action.APPROVE):
+            await self._same_step(state, command_id, action, effect["step"])
         if self.tracing is not None:
             step = {"wayline.step": effect["step"]} if "step" in effect else {}
             name = f"command {action.value}"
             self.tracing.record(name, state, began, **step, **{"wayline.command_id": command_id})
         return state
+
+    async def _same_step(self, state: Instance, command_id: str, action: Action, step: str) -> None:
+        """A step's command repeated (its id recorded) repeats it only on the same step;
+        on another it is CommandConflict, not reported as done while nothing happened.
+        The audit record holds no step: the event recorded with it (the next one) does."""
+        entry = next(a for a in state.audit if a.command_id == command_id)
+        after = entry.sequence
+        page = await reads.history_page(self.store, state.instance_id, after=after, limit=1)
+        done = page.events[0].step if page.events else ""
+        if done and done != step:
+            raise CommandConflict(
+                f"command id {command_id} was already used for {action.value} of step {done}"
+                f" on {state.instance_id}: a new command needs a new id"
+            )
 
     async def awaiting(self, state: Instance) -> str:
         """What the instance waits for now, in words, as its mode would decide on its

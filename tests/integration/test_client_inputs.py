@@ -15,13 +15,18 @@ from typing import Any
 import pytest
 
 from engine.api.client import Client
+from engine.decide.decisions import record_outcome
 from engine.decide.operator_actions import Action
 from engine.model.errors import CommandConflict, DecisionRejected, InputRefused, LimitExceeded
-from engine.model.instance import InstanceStatus
+from engine.model.events import EventKind
+from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.transitions import Draft, Transition
 from engine.model.validation import parse_definition
 from engine.store import reads
 from engine.store.errors import InstanceNotFound
-from tests.integration.transition_builders import SINGLE
+from tests.integration.transition_builders import SINGLE, catalog
+
+CATALOG = catalog()
 
 
 @pytest.fixture
@@ -194,3 +199,34 @@ async def test_a_lifecycle_action_the_status_does_not_allow_says_so_in_words(
     )
     audit = [a.command_id for a in (await client.inspect("running")).audit]
     assert audit == ["p1", "r1"]
+
+
+async def test_a_step_command_id_reused_on_another_step_is_refused(client: Client) -> None:
+    """A retry's id sent again for another step was answered as done, though that
+    step's unknown attempt was never retried: the audit record holds no step, so the
+    step is the one of the event it was recorded with."""
+    await client.publish(CATALOG.pair)
+    flow = CATALOG.flow(CATALOG.pair, "both-unknown")
+    state = await commit(client, flow.start())
+    for step in ("x", "y"):
+        state = await commit(client, flow.attempt_started(state, step))
+    for step in ("x", "y"):
+        draft = Draft(CATALOG.registry, state, client.store.now())
+        record_outcome(draft, step, 1, EventKind.ATTEMPT_UNKNOWN, code="lost")
+        state = await commit(client, draft.build())
+
+    retried = "retry x"
+    await client.command("both-unknown", Action.RETRY_ACTIVITY, "ops", retried, "r1", step="x")
+    again = await client.command(
+        "both-unknown", Action.RETRY_ACTIVITY, "ops", retried, "r1", step="x"
+    )
+    assert [a.command_id for a in again.audit] == ["r1"]  # the same retry: recorded once
+    with pytest.raises(CommandConflict, match="already used for retry_activity of step x"):
+        await client.command("both-unknown", Action.RETRY_ACTIVITY, "ops", retried, "r1", step="y")
+    state = await client.inspect("both-unknown")
+    assert state.activities["y"].status is AttemptStatus.UNKNOWN
+
+
+async def commit(client: Client, transition: Transition) -> Instance:
+    await client.store.commit(transition)
+    return await client.inspect(transition.instance_id)
