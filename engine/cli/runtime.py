@@ -767,7 +767,6 @@ async def _run_worker(client: Client, args: argparse.Namespace) -> int:
     except ValueError as bad:  # a concurrency or an id out of bounds: the command line's
         raise UsageError(str(bad)) from None
     metrics = Metrics()
-    logs.bind(worker_id=config.worker_id)
     worker = Worker(client.store, registry, config, faults=Faults.from_env(), metrics=metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+import psycopg.sql
 
 from engine.store.errors import StoreError, StoreUnavailable
 from engine.store.leases import WorkRequestInvalid, check_owner
@@ -33,6 +34,12 @@ SWEEP_BATCH = 500
 OWNER_LOCK_WAIT = timedelta(seconds=10)
 """How long ``hold_owner_lock`` waits for a sweeper's momentary hold on the same key
 before it decides that another live session already uses the owner id."""
+RESTART_GRACE = timedelta(seconds=30)
+"""How long after the database server started the dead-owner sweep spares a worker
+that took its owner lock before then: the restart ended its session, and it takes the
+lock again within its poll interval of the database coming back. Without it the first
+sweep after a restart expired the leases of every worker, and every attempt in flight
+across the restart was recorded unknown."""
 
 
 class OwnerLockHeld(StoreError):
@@ -64,7 +71,8 @@ async def hold_owner_lock(conn: psycopg.AsyncConnection, schema: str, owner: str
     that session, so closing or losing it lets the sweep expire this owner's leases at
     once. A sweeper holds the key only for its own short transaction, so this waits up
     to OWNER_LOCK_WAIT for it; longer means another live session uses the same owner id
-    (OwnerLockHeld). Take the lock before the first claim.
+    (OwnerLockHeld). Take the lock before the first claim. A registered owner's row
+    notes when (``workers.locked_at``: see ``RESTART_GRACE``).
     """
     check_owner(owner)
     if not conn.autocommit:
@@ -77,6 +85,9 @@ async def hold_owner_lock(conn: psycopg.AsyncConnection, schema: str, owner: str
         async with conn.transaction():
             await conn.execute(sql.LOCK_WAIT, {"wait": wait})
             await conn.execute(sql.TAKE_OWNER_LOCK, {"schema": schema, "owner": owner})
+        # After the lock's transaction, whose lock_timeout a heartbeat's row lock is not.
+        note = psycopg.sql.SQL(sql.NOTE_OWNER_LOCK).format(schema=psycopg.sql.Identifier(schema))
+        await conn.execute(note, {"owner": owner})
     except psycopg.errors.LockNotAvailable as exc:
         raise OwnerLockHeld(f"owner id {owner} is in use by another live session") from exc
     except psycopg.OperationalError as exc:
@@ -86,12 +97,13 @@ async def hold_owner_lock(conn: psycopg.AsyncConnection, schema: str, owner: str
 
 
 async def expire_leases_of_dead_owners(store: Store) -> int:
-    """Expire now every live lease of a registered worker whose owner lock is free.
+    """Expire now every live lease of a registered worker whose owner lock is free
+    (for ``RESTART_GRACE`` after the server started, only of one that took it since).
 
     Returns how many leases were expired; they are claimable at once. Only a speed-up
     over waiting out the leases: if the owner is alive after all, fencing rejects it.
     """
-    params = {"schema": store.schema, "now": store.clock.sql_now()}
+    params = {"schema": store.schema, "now": store.clock.sql_now(), "grace": RESTART_GRACE}
     return await transact(
         store, "dead-owner sweep", lambda conn: _rowcount(conn, sql.EXPIRE_DEAD_OWNERS, params)
     )

@@ -52,6 +52,7 @@ from engine.model.words import counted
 from engine.store import holds, leases, sweeps, workers
 from engine.store.errors import CommitUnknown, StaleLease, StoreError, StoreUnavailable
 from engine.store.store import Store
+from engine.worker import logs
 from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Boundary, Faults
 from engine.worker.handler_threads import HandlerThreads
@@ -155,7 +156,10 @@ class Worker:
         return self.ctx.metrics
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process work until ``stop`` is set, then drain."""
+        """Process work until ``stop`` is set, then drain. Its JSON log records name this
+        worker (``worker_id``), the tasks it starts inheriting it, wherever it runs (the
+        studio runs one as a task of its own)."""
+        logs.bind(worker_id=self.config.worker_id)
         background = [
             asyncio.create_task(self._listen(stop)),
             asyncio.create_task(self._every(self.config.heartbeat_every, self._heartbeat, stop)),

@@ -177,13 +177,15 @@ async def run_attempts(
             ctx.metrics.observe("step", time.perf_counter() - started, track=track.name)
             ctx.faults.reach(Boundary.AFTER_HANDLER, dispatch.step)
             kind = type(outcome).__name__.lower()
-            ctx.metrics.count("outcomes", kind=kind, track=track.name)
             if span is not None:
                 span.outcome(kind, getattr(outcome, "code", ""))
             eager = Eager(ctx, current.lease_for) if track is ACTIVITY else None
             record = _record(track, dispatch, outcome)
             with current.completing():
                 state = await commit(ctx, lease, record, eager=eager, known=state)
+                if state is not None:  # recorded: an outcome a lost lease kept from its
+                    # commit is counted once, as the redelivery settles it (unknown)
+                    ctx.metrics.count("outcomes", kind=kind, track=track.name)
                 if eager is None or eager.lease is None or state is None:
                     return False
                 current.lease = eager.lease

@@ -439,6 +439,23 @@ def one_slot_worker(
     return Worker(e2e.store, app, config)
 
 
+async def steal_mid_handler(e2e: Harness, victim: Worker, instance_id: str) -> leases.Lease:
+    """Start ``instance_id``, whose handler blocks on gate "only", and once the victim
+    runs it, have another owner claim its work as expired (its store clock runs past any
+    lease the victim can hold, so the claim takes the lease over in one statement)."""
+    await e2e.start(d.SINGLE, instance_id, script({"only": Behaviour(block=e2e.gate("only"))}))
+    await e2e.until(lambda: e2e.calls(instance_id), what="the handler running")
+    ahead = ManualClock(e2e.store.now() + victim.config.lease * 3)
+    thief = await Store.open(e2e.dsn, e2e.schema, clock=ahead)
+    try:
+        (stolen,) = await leases.claim(
+            thief, "thief", timedelta(minutes=5), 1, targets=[ACTIVITY_TARGET]
+        )
+    finally:
+        await thief.close()
+    return stolen
+
+
 async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harness) -> None:
     """In process, to see the worker's internals. Another owner claims the work as
     expired: its store clock runs past any lease the victim can hold, so the claim
@@ -449,16 +466,7 @@ async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harne
     stop = asyncio.Event()
     running = asyncio.create_task(victim.run(stop))
     try:
-        await e2e.start(d.SINGLE, "stolen", script({"only": Behaviour(block=e2e.gate("only"))}))
-        await e2e.until(lambda: e2e.calls("stolen"), what="the handler running")
-        ahead = ManualClock(e2e.store.now() + victim.config.lease * 3)
-        thief = await Store.open(e2e.dsn, e2e.schema, clock=ahead)
-        try:
-            (stolen,) = await leases.claim(
-                thief, "thief", timedelta(minutes=5), 1, targets=[ACTIVITY_TARGET]
-            )
-        finally:
-            await thief.close()
+        stolen = await steal_mid_handler(e2e, victim, "stolen")
         await e2e.until(lambda: victim.metrics.value("lease_lost"), what="the lease loss")
         e2e.release("only")
     finally:
@@ -472,6 +480,29 @@ async def test_lost_lease_cancels_the_processor_which_records_nothing(e2e: Harne
         "SELECT state, lease_owner, lease_token FROM work WHERE instance_id = 'stolen'"
     )
     assert row == (2, "thief", stolen.token), "the thief's lease is untouched"
+
+
+async def test_an_outcome_its_lost_lease_kept_from_its_commit_is_not_counted(
+    e2e: Harness,
+) -> None:
+    """The handler returns after its lease was taken over, before a renewal notices:
+    the commit is fenced out and nothing is recorded, so the attempt is no success in
+    ``wayline_outcomes_total`` (a dashboard counted it a success, and again unknown once
+    the redelivery settled it)."""
+    victim = one_slot_worker(e2e, "late", timedelta(seconds=30), timedelta(seconds=10))
+    stop = asyncio.Event()
+    running = asyncio.create_task(victim.run(stop))
+    try:
+        await steal_mid_handler(e2e, victim, "late")
+        e2e.release("only")
+        await e2e.until(lambda: victim.metrics.value("lease_lost"), what="the fenced commit")
+    finally:
+        stop.set()
+        await running
+
+    assert victim.metrics.value("outcomes", kind="succeeded", track="activity") == 0
+    history = await e2e.history("late")
+    assert history[-1].kind is K.ATTEMPT_STARTED, "the stale owner wrote no outcome"
 
 
 async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_is_lost(

@@ -23,8 +23,10 @@ from psycopg import sql
 from engine.model.transitions import WorkKind
 from engine.store import leases, sweeps, transactions
 from engine.store.clock import DatabaseClock, ManualClock
+from engine.store.embedded import EmbeddedPostgres
 from engine.store.errors import CommitOutcome, CommitUnknown, StaleLease, StoreError
 from engine.store.leases import Lease, WorkRequestInvalid
+from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from tests.integration.factories import adjust_work, open_store, seed_work, work_row
@@ -517,6 +519,36 @@ async def test_leases_of_a_dead_owner_expire_at_once(
             await leases.complete(db_store, claimed["dead"])  # fencing, if it was alive after all
         async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as revived:
             await sweeps.hold_owner_lock(revived, schema, "dead")  # the sweep kept no lock
+
+
+async def test_a_database_restart_does_not_make_every_worker_look_dead(
+    cluster: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart ends every worker's lock session: a worker that took its lock before the
+    server started keeps its leases for RESTART_GRACE (it is taking its lock again), while
+    one that took its lock on the running server and lost it is dead at once. Operators
+    saw every attempt in flight across a restart of a few seconds recorded unknown."""
+    dsn = cluster.start()
+    apply_migrations(dsn, "wayline")
+    before = await psycopg.AsyncConnection.connect(dsn, autocommit=True)  # lives on
+    async with open_store(dsn, "wayline") as store:
+        await seed_work(store, 2)
+        for owner in ("before", "after"):
+            await execute(store, REGISTER_WORKER, {"id": owner})
+        await sweeps.hold_owner_lock(before, "wayline", "before")
+        claimed = {o: await claim_one(store, o, timedelta(minutes=10)) for o in ("before", "after")}
+    cluster.stop()
+    cluster.start()
+    async with open_store(dsn, "wayline") as store:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as after:
+            await sweeps.hold_owner_lock(after, "wayline", "after")  # then it dies
+        assert await sweeps.expire_leases_of_dead_owners(store) == 1
+        assert (await work_row(store, claimed["before"].work_id))["lease_expires_at"] == claimed[
+            "before"
+        ].expires_at
+        monkeypatch.setattr(sweeps, "RESTART_GRACE", timedelta(0))  # it never came back
+        assert await sweeps.expire_leases_of_dead_owners(store) == 1
+    await before.close()
 
 
 async def test_the_owner_lock_needs_its_own_autocommit_session(pg_dsn: str, schema: str) -> None:
