@@ -138,6 +138,9 @@ def _validation(error: ValidationException, handler: object) -> list[dict[str, s
 def handle_error(request: Request, error: Exception) -> Response:
     handler = request.scope.get("route_handler")
     status, message, problems = describe(error, handler)
+    if handler is None:  # no route answered it, so no middleware timed it: counted here
+        unrouted = request.app.state.request_latencies.unrouted
+        unrouted.labels(request.method, str(status)).inc()
     if request.url.path.startswith("/api/"):
         if isinstance(error, NotFoundException) and handler is None:  # no route at all
             message = NO_SUCH_PATH

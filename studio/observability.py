@@ -3,8 +3,11 @@
 ``/healthz`` says the process answers; ``/readyz`` says whether it can serve (its
 database answers and its schema is current: the engine's ``store_readiness``), 503
 with the reason otherwise; ``/metrics`` is the Prometheus text of
-``wayline_studio_request_seconds``, a histogram of every request's latency by method,
-route template (never the path itself, which holds ids) and status. All three are
+``wayline_studio_request_seconds``, a histogram of every routed request's latency by
+method, route template (never the path itself, which holds ids) and status, and of
+``wayline_studio_unrouted_requests_total``, the requests no route answered (404, 405)
+by method and status: Litestar runs no middleware for those, so they are counted
+where their error is answered, untimed. All three are
 public routes (``studio.routes``) so an orchestrator or scraper needs no account: they
 show no instance, team or account data.
 """
@@ -20,7 +23,7 @@ from litestar.di import NamedDependency
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 
 from engine import store_readiness
 from engine.worker import tracing
@@ -29,8 +32,6 @@ from studio.runtime import Runtime
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """Seconds; a live page's stream is held open for minutes and lands in ``+Inf``."""
-UNMATCHED = "unmatched"
-"""The route label of a request no route matched (a 404 for an unknown address)."""
 
 
 class RequestLatencies(ASGIMiddleware):
@@ -45,6 +46,13 @@ class RequestLatencies(ASGIMiddleware):
             "Wayline studio: request latency by method, route template and status",
             ("method", "route", "status"),
             buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.unrouted = Counter(
+            "wayline_studio_unrouted_requests",
+            "Wayline studio: requests no route answered (an unknown address, a method the "
+            "address does not take), by method and status",
+            ("method", "status"),
             registry=self.registry,
         )
 
@@ -63,8 +71,7 @@ class RequestLatencies(ASGIMiddleware):
             status[0] = status_of(error, scope.get("route_handler"))
             raise
         finally:
-            route = scope.get("path_template") or UNMATCHED
-            labels = (scope.get("method", ""), route, str(status[0]))
+            labels = (scope.get("method", ""), scope.get("path_template", ""), str(status[0]))
             self.seconds.labels(*labels).observe(time.perf_counter() - started)
 
     def render(self) -> bytes:

@@ -72,6 +72,25 @@ def test_request_latencies_are_metrics_by_route_template(traced_studio: LiveStud
     assert instance_id not in text  # the template, never the ids in a path
 
 
+def test_requests_no_route_answered_are_counted(traced_studio: LiveStudio) -> None:
+    """An unknown address (404) or a method the address does not take (405) never
+    reaches a route's middleware: it was in no metric, so a burst of them was unseen."""
+    anonymous = traced_studio.client()
+
+    def count(method: str, status: int) -> float:
+        series = f'wayline_studio_unrouted_requests_total{{method="{method}",status="{status}"}}'
+        for line in anonymous.get("/metrics").text.splitlines():
+            if line.startswith(series + " "):
+                return float(line.rpartition(" ")[2])
+        return 0.0
+
+    before = (count("GET", 404), count("DELETE", 405))
+    assert anonymous.get("/no/such/page").status_code == 404
+    assert anonymous.get("/api/no-such-thing").status_code == 404
+    assert anonymous.request("DELETE", "/healthz").status_code == 405
+    assert (count("GET", 404), count("DELETE", 405)) == (before[0] + 2, before[1] + 1)
+
+
 def test_an_instance_page_links_to_its_trace(traced_studio: LiveStudio) -> None:
     instance_id, page = instance_page(traced_studio, "traced")
     link = TRACE_URL.replace("{trace_id}", trace_id_of(instance_id, "")).replace("&", "&amp;")
