@@ -29,8 +29,6 @@ class KnownBug:
         return named and all(any(s in line for s in known) for line in failures)
 
 
-LIVENESS = ("I1 no lost work", "I10 ownership", "I11 conservation", "every instance to end")
-
 KNOWN_BUGS: tuple[KnownBug, ...] = ()
 """None open. Found by the drills and fixed since:
 

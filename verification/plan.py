@@ -102,7 +102,6 @@ NO_COMMIT_LEFT = frozenset(
 """Where a cut COMMIT has nothing of this step's left to cut: its commit was answered."""
 PIN_PATTERN = re.compile(r"^([^:]+):([^:]+):([^:#]+)(?:#([0-9]{1,9}))?$")
 """``STEP:BOUNDARY:FAULT``, with ``#HIT`` past the first hit (as ``Pin.label`` writes it)."""
-STEP_LIST_MODES = frozenset({Mode.ORCHESTRATION})
 PLAN_MODES = frozenset({Mode.ORCHESTRATION, Mode.MACHINE, Mode.CODE})
 """The definition modes a plan drills."""
 PIN_PARTS = ("step", "boundary", "fault")

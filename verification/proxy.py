@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -75,14 +74,7 @@ class AmbiguousCommit:
     backend_pid: int
     sent_as: str
     """The message that carried the COMMIT: ``Q`` (a simple query) or ``E`` (an Execute)."""
-    cut_at: float = field(default_factory=time.monotonic)
     truth: Truth = Truth.UNKNOWN
-    answered_after: float | None = None
-    """Seconds from the cut until the server's verdict was seen."""
-
-    def settle(self, truth: Truth) -> None:
-        self.truth = truth
-        self.answered_after = time.monotonic() - self.cut_at
 
 
 class _Link:
@@ -374,7 +366,7 @@ class DrillProxy:
 
     def judge(self, commit: AmbiguousCommit, truth: Truth) -> None:
         """Record the server's verdict on a cut COMMIT and wake ``settled``."""
-        commit.settle(truth)
+        commit.truth = truth
         self._verdict.set()
 
     def blackhole(self, on: bool) -> None:

@@ -24,7 +24,6 @@ from engine.model.transitions import Draft, WorkKind
 K = EventKind
 ACTIVITY_OUTCOME_UNKNOWN = "activity-outcome-unknown"
 COMPENSATION_OUTCOME_UNKNOWN = "compensation-outcome-unknown"
-CHILD_START_OUTCOME_UNKNOWN = "child-start-outcome-unknown"
 
 
 def attempt_key(instance_id: str, step: str, attempt: int, track: str = "") -> str:

@@ -71,11 +71,6 @@ def check_start_input(definition: Definition, input: Any) -> None:
     check_size(input, limit, "the input", step)
 
 
-def start_transition_id(instance_id: str) -> str:
-    """Starting is idempotent per instance id: one id for every attempt to start it."""
-    return f"{instance_id}#start"
-
-
 def complete(draft: Draft, result: Any = None) -> None:
     draft.add(K.COMPLETED, data=json_data(result))
 

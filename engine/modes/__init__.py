@@ -1,8 +1,9 @@
 """Definition modes: the one place that says what each kind of workflow does its own way.
 
-A definition's ``mode`` names how it is written and advanced: today step lists (an
+A definition's ``mode`` names how it is written and advanced: step lists (an
 ``orchestration`` the engine walks step by step, or a ``choreography`` that outside
-events advance), later state machines and code-first journals. Everything else (the
+events advance), state machines (``machine``) and code-first journals (``code``), each
+a package here (``steps``, ``machines``, ``code``). Everything else (the
 store, transitions, leases, fencing, lifecycle, operator commands) is shared. What a
 mode does its own way is a ``DefinitionMode``: how its document is validated, which
 fold rules replay its events, the decision that follows an event, and how a worker

@@ -34,7 +34,7 @@ Any failure before COMMIT is NOT_COMMITTED. A failure of COMMIT itself is UNKNOW
 settled (``engine.store.transactions`` runs every transaction and calls ``settle``):
 ``pg_xact_status`` on the transaction id from a fresh connection says committed or
 aborted, checked against the ledger (after a failover the id may be another
-transaction's); if the server cannot say, the ledger is consulted (``reconcile``); a
+transaction's); if the server cannot say, the ledger is consulted (``reconcile_on``); a
 commit that wrote no transition but completed leases is settled by their work rows; if
 nothing answers, CommitUnknown is raised and the caller must reconcile before doing
 anything else.

@@ -338,18 +338,6 @@ async def complete_on(conn: psycopg.AsyncConnection, lease: Lease, now: datetime
     await _fenced(conn, sql.COMPLETE_LEASE, _held(lease, now), lease)
 
 
-async def retry_on(
-    conn: psycopg.AsyncConnection,
-    lease: Lease,
-    available_at: datetime,
-    code: str,
-    now: datetime | None,
-    channel: str = "",
-) -> None:
-    """``retry_at`` inside the caller's transaction; NOTIFY ``channel`` if due now."""
-    await _retry(conn, lease, _retry_params(lease, available_at, code, now), channel)
-
-
 async def dead_letter_on(
     conn: psycopg.AsyncConnection, lease: Lease, code: str, now: datetime | None
 ) -> None:

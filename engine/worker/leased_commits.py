@@ -14,7 +14,10 @@ still to come. Where the work's deadline comes first it is dead-lettered again
 (``DUE_AFTER_DEADLINE``): the operator chose that deadline, so the operator decides
 again (retry it with a deadline after the due time, or discard it). The
 processors of activities, timers and children (``engine.worker.processors``,
-``engine.decide.child_starts``) all commit through here, so none of them imports another.
+``engine.decide.child_starts``), of a machine's advances
+(``engine.modes.machines.advances``) and of a code run's decisions
+(``engine.modes.code.processor``) all commit through here, so none of them imports
+another.
 """
 
 from __future__ import annotations

@@ -87,7 +87,9 @@ def _log_failure(error: BaseException, what: str, *args: object) -> None:
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """Timing and capacity; every value is bounded (see ``check``)."""
+    """Timing and capacity. ``check`` bounds the id, concurrency, lease, renewal, poll
+    and drain, the values the command line takes; the heartbeat and sweep intervals,
+    which only the drill harness changes, are not checked."""
 
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     concurrency: int = 16

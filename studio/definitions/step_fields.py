@@ -121,7 +121,6 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
 }
 
 HAS_COMPENSATION = frozenset({"activity"})
-HAS_BRANCHES = frozenset({"parallel", "race", "join"})
 
 
 def specs_for(kind: str) -> tuple[FieldSpec, ...]:

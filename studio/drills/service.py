@@ -76,14 +76,14 @@ def catalogue_view(profile: str) -> list[Family]:
         families.setdefault(spec.family, []).append(
             DrillChoice(spec.id, spec.title, spec.owned_server)
         )
-        titles.setdefault(spec.family, _family_title(spec.id, spec.title))
+        titles.setdefault(spec.family, _family_title(spec.title))
     return [
         Family(f, titles[f], tuple(families[f]), about(f, titles[f]))
         for f in sorted(families, key=order)
     ]
 
 
-def _family_title(drill_id: str, title: str) -> str:
+def _family_title(title: str) -> str:
     """A family's title: its action for matrix families (``kill at ...`` -> ``kill``)."""
     return title.split(" at ")[0] if " at " in title else title
 

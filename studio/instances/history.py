@@ -20,7 +20,6 @@ from engine.model.events import Event, EventKind, event_to_json
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from studio.errors import Invalid
-from studio.instance_urls import instance_url
 from studio.instances.service import require_row
 from studio.reads import Reads
 
@@ -61,11 +60,6 @@ class HistoryFilter:
             values["limit"] = self.limit
         values.update(changes)
         return urlencode({k: v for k, v in values.items() if v}, doseq=True)
-
-
-def event_link(instance_id: str, sequence: int) -> str:
-    """The history page that starts at event ``sequence``, scrolled to it."""
-    return f"{instance_url(instance_id, '/history')}?after={sequence - 1}#event-{sequence}"
 
 
 async def history_page(

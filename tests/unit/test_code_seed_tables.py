@@ -32,6 +32,7 @@ from engine.modes.code.journal import (
     Verb,
     Waits,
 )
+from engine.modes.code.records import step_of
 from engine.modes.code.step_ids import step_id, step_id_after
 from tests.unit.code_journals import RUN_ID, entry_for, play
 
@@ -204,12 +205,16 @@ def test_step_options_row_retries_is_total_attempts_and_0_is_read_as_1(
 
 def test_step_options_row_backoff_is_2s_before_attempt_2_doubling_uncapped() -> None:
     """Step options, ``backoff`` (default 2s): wait before attempt 2, doubling after
-    that, uncapped (only the engine's 30-day bound applies)."""
+    that, uncapped (only the engine's 30-day bound applies), as the retry policy the
+    engine schedules a code step's retries by (``records.step_of``) has it."""
     options = only(decide(one_step)).options
     assert options.backoff == timedelta(seconds=2)
-    delays = [options.delay_before(attempt) for attempt in range(1, 6)]
-    assert delays == [timedelta(0), *(timedelta(seconds=2 * 2**n) for n in range(4))]
-    assert StepOptions(backoff=timedelta(days=1)).delay_before(40) == timedelta(days=30)
+    policy = step_of("one.1", options, "t").retry
+    assert policy is not None
+    delays = [policy.backoff(attempt) for attempt in range(1, 5)]  # before attempts 2 to 5
+    assert delays == [timedelta(seconds=2 * 2**n) for n in range(4)]
+    slow = step_of("one.1", StepOptions(backoff=timedelta(days=1)), "t").retry
+    assert slow is not None and slow.backoff(39) == timedelta(days=30)
 
 
 async def slow_step(ctx: Context, _: Any) -> Any:

@@ -26,9 +26,6 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from engine.model.durations import to_micros
-from engine.model.limits import MAX_RETRY_DELAY
-
 
 class Verb(StrEnum):
     """What a command asks for. The first five block the code until history resolves
@@ -70,15 +67,6 @@ class StepOptions:
     compensated: bool = False
     """Whether the step declared ``compensate=`` (undone in reverse when unwinding)."""
     on_unknown: OnUnknown = OnUnknown.HOLD
-
-    def delay_before(self, attempt: int) -> timedelta:
-        """The wait before ``attempt`` (from 1): none before the first, ``backoff``
-        before the second, doubling after that; uncapped by the seed, so only the
-        engine's ``MAX_RETRY_DELAY`` bounds it."""
-        if attempt <= 1:
-            return timedelta(0)
-        micros = to_micros(self.backoff) * 2 ** (attempt - 2)
-        return timedelta(microseconds=min(micros, to_micros(MAX_RETRY_DELAY)))
 
 
 @dataclass(frozen=True)

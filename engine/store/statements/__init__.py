@@ -4,8 +4,11 @@
 ``transitions`` (the ledger, history and instance writes of a commit), ``instances``
 (history and instance reads), ``catalog`` (definitions), ``dead_letters`` (listing and
 resolving them), ``work_views`` (operators' reads of work rows), ``workers``,
-``sessions`` (which backend a connection is, the server's clock) and ``migrations``
-(the migrations ledger). Statements are module constants built from shared
-fragments; the modules that run them read them as ``module.NAME`` at each use, so a
-statement has one definition and one name.
+``sessions`` (which backend a connection is, the server's clock), ``migrations``
+(the migrations ledger), ``snapshots``, ``retention`` (bounded history), ``holds``
+(incident holds), ``bulk_commands``, ``principals`` (a principal's standing), ``roles``
+(acting as a machine's database roles) and ``replication`` (a server's place in the
+WAL). Statements are module constants built from shared fragments; the modules that
+run them read them as ``module.NAME`` at each use, so a statement has one definition
+and one name.
 """

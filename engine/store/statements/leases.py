@@ -59,7 +59,7 @@ SET_HELD = held(member)
 
 
 def lease_columns(alias: str) -> str:
-    """The columns of a lease (``leases.lease_of`` reads them in this order) from the
+    """The columns of a lease (``leases._lease`` reads them in this order) from the
     work row ``alias``, with the store's clock as the claim time."""
     head = ("work_id", "kind", "instance_id", "sequence", "payload", "tenant_id", "target")
     lease = ("lease_owner", "lease_token", "attempts")
