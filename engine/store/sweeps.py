@@ -35,11 +35,12 @@ OWNER_LOCK_WAIT = timedelta(seconds=10)
 """How long ``hold_owner_lock`` waits for a sweeper's momentary hold on the same key
 before it decides that another live session already uses the owner id."""
 RESTART_GRACE = timedelta(seconds=30)
-"""How long after the database server started the dead-owner sweep spares a worker
-that took its owner lock before then: the restart ended its session, and it takes the
-lock again within its poll interval of the database coming back. Without it the first
-sweep after a restart expired the leases of every worker, and every attempt in flight
-across the restart was recorded unknown."""
+"""How long after the database server began serving the store (it started, or a standby
+was promoted: ``serving_since``, migration 0032) the dead-owner sweep spares a worker
+that took its owner lock before then: the restart or failover ended its session, and it
+takes the lock again within its poll interval of the database coming back. Without it
+the first sweep after a restart expired the leases of every worker, and every attempt in
+flight across the restart was recorded unknown."""
 
 
 class OwnerLockHeld(StoreError):
@@ -98,7 +99,8 @@ async def hold_owner_lock(conn: psycopg.AsyncConnection, schema: str, owner: str
 
 async def expire_leases_of_dead_owners(store: Store) -> int:
     """Expire now every live lease of a registered worker whose owner lock is free
-    (for ``RESTART_GRACE`` after the server started, only of one that took it since).
+    (for ``RESTART_GRACE`` after the server began serving the store, only of one that
+    took it since).
 
     Returns how many leases were expired; they are claimable at once. Only a speed-up
     over waiting out the leases: if the owner is alive after all, fencing rejects it.

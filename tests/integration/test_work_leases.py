@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -30,6 +31,7 @@ from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from tests.integration.factories import adjust_work, open_store, seed_work, work_row
+from verification.standby import StandbyPair
 
 T0 = datetime(2031, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -549,6 +551,50 @@ async def test_a_database_restart_does_not_make_every_worker_look_dead(
         monkeypatch.setattr(sweeps, "RESTART_GRACE", timedelta(0))  # it never came back
         assert await sweeps.expire_leases_of_dead_owners(store) == 1
     await before.close()
+
+
+async def test_a_failover_does_not_make_every_worker_look_dead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A promoted standby keeps its postmaster's start time, which may be days old: the
+    grace of a restart, counted from it, did not cover a failover, and the first sweep
+    on the promoted server expired every worker's leases (their lock sessions were on
+    the old primary). The grace now counts from when the server began serving the store
+    (``serving_since``): for a promotion, from the epoch the promoted server made."""
+    with StandbyPair.start(tmp_path, synchronous=True) as pair:
+        apply_migrations(pair.primary_dsn, "wayline")
+        async with open_store(pair.primary_dsn, "wayline") as store:
+            await seed_work(store, 2)
+            for owner in ("before", "after"):
+                await execute(store, REGISTER_WORKER, {"id": owner})
+            before = await psycopg.AsyncConnection.connect(pair.primary_dsn, autocommit=True)
+            await sweeps.hold_owner_lock(before, "wayline", "before")
+            claims = {
+                o: await claim_one(store, o, timedelta(minutes=10)) for o in ("before", "after")
+            }
+            # Claims commit without waiting for the standby; this commit waits for both.
+            await execute(store, "UPDATE workers SET heartbeat_at = now()")
+        with psycopg.connect(pair.standby_dsn, autocommit=True) as standby:
+            started, read_before = standby.execute(
+                "SELECT pg_postmaster_start_time(), now()"
+            ).fetchone()
+        pair.kill_primary()
+        pair.promote()
+        # Any grace the promoted server's postmaster start has already run out of.
+        monkeypatch.setattr(sweeps, "RESTART_GRACE", (read_before - started) / 2)
+        async with open_store(pair.standby_dsn, "wayline") as store:
+            async with await psycopg.AsyncConnection.connect(
+                pair.standby_dsn, autocommit=True
+            ) as after:
+                await sweeps.hold_owner_lock(after, "wayline", "after")  # then it dies
+            assert await sweeps.expire_leases_of_dead_owners(store) == 1
+            (since,) = (await execute(store, "SELECT serving_since()"))[0]
+            assert since > read_before
+            kept = await work_row(store, claims["before"].work_id)
+            assert kept["lease_expires_at"] == claims["before"].expires_at
+            monkeypatch.setattr(sweeps, "RESTART_GRACE", timedelta(0))  # it never came back
+            assert await sweeps.expire_leases_of_dead_owners(store) == 1
+        await before.close()
 
 
 async def test_the_owner_lock_needs_its_own_autocommit_session(pg_dsn: str, schema: str) -> None:

@@ -517,17 +517,24 @@ def _owner_lock_key(owner_sql: str) -> str:
 
 
 TAKE_OWNER_LOCK = f"SELECT pg_advisory_lock({_owner_lock_key('%(owner)s::text')})"
-NOTE_OWNER_LOCK = "UPDATE {schema}.workers SET locked_at = now() WHERE worker_id = %(owner)s"
-"""When the lock was taken, by the server's clock (``pg_postmaster_start_time`` is too):
-a registered worker's row, for ``EXPIRE_DEAD_OWNERS``; nothing for an ad-hoc owner. The
+NOTE_OWNER_LOCK = """
+UPDATE {schema}.workers SET locked_at = now()
+FROM (SELECT {schema}.serving_since()) served
+WHERE worker_id = %(owner)s
+"""
+"""When the lock was taken, by the server's clock (``serving_since`` is too): a
+registered worker's row, for ``EXPIRE_DEAD_OWNERS``; nothing for an ad-hoc owner. On a
+promoted standby, the first worker to take its lock there makes the store's epoch
+(``serving_since``) in this statement, so that every lock taken there counts as taken
+since the server began serving, not only those after the first claim or sweep. The
 owner's connection has no search_path: ``{schema}`` is the store's, as an identifier."""
 LOCK_WAIT = "SELECT set_config('lock_timeout', %(wait)s, true)"
 
 EXPIRE_DEAD_OWNERS = f"""
-WITH leasing AS MATERIALIZED (
-    SELECT r.worker_id FROM workers r
-    WHERE (r.locked_at IS NULL OR r.locked_at >= pg_postmaster_start_time()
-           OR pg_postmaster_start_time() < now() - %(grace)s::interval)
+WITH served AS MATERIALIZED (SELECT serving_since() AS since),
+leasing AS MATERIALIZED (
+    SELECT r.worker_id FROM workers r, served s
+    WHERE (r.locked_at IS NULL OR r.locked_at >= s.since OR s.since < now() - %(grace)s::interval)
       AND EXISTS (SELECT 1 FROM work w
                   WHERE w.state = {WorkState.LEASED} AND w.lease_owner = r.worker_id
                     AND w.lease_expires_at > {NOW})
@@ -542,7 +549,8 @@ WHERE w.lease_owner = d.worker_id AND w.state = {WorkState.LEASED} AND w.lease_e
 """
 """Only registered workers (rows in ``workers``) are considered: registering is a
 worker's promise that it holds its owner lock, so an ad-hoc owner that never took one
-is never mistaken for a dead one. A restart of the server ends every session: for
-``grace`` after it started, a worker that took its lock before then (``locked_at``) is
-not taken for dead, since it is most likely taking its lock again; its leases run out
-by themselves if it does not."""
+is never mistaken for a dead one. A restart of the server, or a failover to a standby,
+ends every session: for ``grace`` after the server began serving the store
+(``serving_since``, migration 0032: its start, or the promotion of a standby), a worker
+that took its lock before then (``locked_at``) is not taken for dead, since it is most
+likely taking its lock again; its leases run out by themselves if it does not."""
