@@ -17,6 +17,7 @@ import psycopg
 from engine.store.errors import StoreError
 from engine.store.migrations import MigrationError, check_schema_current_async
 from engine.store.store import Store
+from engine.store.sweeps import OWNER_LOCK_WAIT
 
 if TYPE_CHECKING:
     from engine.worker.loop import Worker
@@ -44,5 +45,13 @@ async def worker_readiness(worker: Worker) -> str:
     if why := await readiness(worker.store):
         return why
     if not worker.owner_locked.is_set():
-        return worker.shared_id or "the worker's owner lock is not held: it claims no work"
+        return worker.shared_id or NOT_LOCKED
     return ""
+
+
+NOT_LOCKED = (
+    "the worker's owner lock is not held: it claims no work until it takes it (when another "
+    f"live worker uses this --worker-id, this says so within {OWNER_LOCK_WAIT.seconds} s)"
+)
+"""Why a worker is not ready while it takes its lock (at its start, after reconnecting,
+and for ``OWNER_LOCK_WAIT`` before it concludes that another worker holds it)."""

@@ -14,7 +14,7 @@ from psycopg import sql
 
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
-from engine.worker.health import worker_readiness
+from engine.worker.health import NOT_LOCKED, worker_readiness
 from engine.worker.loop import SHARED_ID, Worker, WorkerConfig
 from tests.integration.factories import open_store
 from verification.proxy import DrillProxy
@@ -71,10 +71,7 @@ async def test_a_worker_is_ready_only_with_its_owner_lock_and_a_current_schema(
     finally:
         stop.set()
         await running
-    assert await get(port, "/readyz") == (
-        503,
-        "the worker's owner lock is not held: it claims no work\n",
-    )
+    assert await get(port, "/readyz") == (503, f"{NOT_LOCKED}\n")
     assert await get(port, "/healthz") == (200, "ok\n")  # the process still answers
     server.close()
     await server.wait_closed()
