@@ -11,6 +11,11 @@ long). It also stands for the admin who made it: it works only while that person
 ``creator_id``; for a token made with a token, that token's creator) is an admin of the
 token's team. Demote them or remove them from the team and their tokens stop working at
 once; make them admin again and the tokens work again, unless revoked meanwhile.
+
+A token made with a token lives no longer than the token that made it: it expires when
+that one does at the latest, and revoking a token revokes every token made with it (and
+with those). Otherwise a leaked admin token, once revoked, would leave behind whatever
+tokens were minted with it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ UNEXPIRED = "(t.expires_at IS NULL OR t.expires_at > now())"
 CREATE = f"""
 INSERT INTO studio_api_tokens AS t
     (token_id, token_hash, team_id, role, label, created_by, creator_id, expires_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, now() + %s::interval)
+VALUES (%s, %s, %s, %s, %s, %s, %s, LEAST(now() + %s::interval, %s::timestamptz))
 RETURNING {COLUMNS}, ''
 """
 FIND = f"""
@@ -55,9 +60,18 @@ FROM studio_api_tokens t WHERE team_id = %s AND revoked_at IS NULL
 ORDER BY created_at, token_id
 """
 REVOKE = """
-UPDATE studio_api_tokens SET revoked_at = now()
-WHERE token_id = %s AND team_id = %s AND revoked_at IS NULL RETURNING 1
+WITH RECURSIVE revoked AS (
+    SELECT token_id FROM studio_api_tokens
+    WHERE token_id = %s AND team_id = %s AND revoked_at IS NULL
+    UNION
+    SELECT t.token_id FROM studio_api_tokens t JOIN revoked r
+        ON t.created_by = 'token:' || r.token_id
+    WHERE t.revoked_at IS NULL
+)
+UPDATE studio_api_tokens t SET revoked_at = now() FROM revoked r
+WHERE t.token_id = r.token_id RETURNING 1
 """
+"""The token and every live token made with it, at any remove (``created_by``)."""
 
 
 class TokenRejected(ValueError):
@@ -92,8 +106,10 @@ async def create_token(
     created_by: str,
     creator_id: str,
     expires_in_days: int | None = None,
+    made_with: ApiToken | None = None,
 ) -> tuple[str, ApiToken]:
-    """A new token; returns the secret (to show once) and its record."""
+    """A new token; returns the secret (to show once) and its record. One ``made_with``
+    a token expires when that token does at the latest (see the module)."""
     label = label.strip()
     if not 1 <= len(label) <= MAX_LABEL:
         raise TokenRejected(
@@ -108,7 +124,8 @@ async def create_token(
     secret = f"{PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
     values = (token_id, secret_hash(secret), team_id, Role(role).value, label, created_by)
     async with store.connection() as conn:
-        row = await (await conn.execute(CREATE, (*values, creator_id, lifetime))).fetchone()
+        latest = made_with.expires_at if made_with else None
+        row = await (await conn.execute(CREATE, (*values, creator_id, lifetime, latest))).fetchone()
     return secret, _token(row)
 
 
@@ -128,7 +145,8 @@ async def list_tokens(store: Store, team_id: str) -> list[ApiToken]:
 
 
 async def revoke_token(store: Store, team_id: str, token_id: str) -> bool:
-    """Revoke a token of ``team_id``; False when there is no such live token there."""
+    """Revoke a token of ``team_id`` and the tokens made with it; False when there is no
+    such live token there."""
     async with store.connection() as conn:
         return await (await conn.execute(REVOKE, (token_id, team_id))).fetchone() is not None
 

@@ -121,7 +121,8 @@ async def tokens(store: Store, team: str) -> list[ApiToken]:
 async def create_token(
     store: Store, principal: Principal, label: str, role: str, expires_in_days: int | None = None
 ) -> tuple[str, ApiToken]:
-    """A token of the acting admin's team that works while that admin stays one."""
+    """A token of the acting admin's team that works while that admin stays one (and,
+    made with a token, while that token lives)."""
     try:
         return await api_tokens.create_token(
             store,
@@ -131,6 +132,7 @@ async def create_token(
             principal.actor,
             principal.person_id,
             expires_in_days,
+            made_with=principal.token,
         )
     except TokenRejected as rejected:
         raise Invalid(str(rejected)) from None

@@ -319,6 +319,28 @@ def test_an_api_token_works_only_while_its_creator_is_an_admin_of_the_team(
     assert [api.get("/api/me", headers=t).status_code for t in (first, second)] == [401, 401]
 
 
+def test_a_token_made_with_a_token_lives_no_longer_than_its_maker(studio: LiveStudio) -> None:
+    """A leaked admin token, once revoked, left behind whatever tokens were minted with
+    it, and those could be made to outlive its expiry."""
+    team = studio.team()
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    page = admin.form("/settings/tokens", {"label": "ci", "role": "admin", "expires_in_days": "7"})
+    first = _new_token(page)
+    api = studio.client()
+    made = api.post("/api/tokens", json={"label": "minted", "role": "admin"}, headers=first)
+    assert made.status_code == 201
+    assert made.json()["record"]["expires_at"] is not None  # never, asked; the maker's, given
+    second = {"Authorization": f"Bearer {made.json()['token']}"}
+    third = api.post("/api/tokens", json={"label": "again", "role": "viewer"}, headers=second)
+    chain = (first, second, {"Authorization": f"Bearer {third.json()['token']}"})
+    other = _new_token(admin.form("/settings/tokens", {"label": "other", "role": "viewer"}))
+    assert [api.get("/api/me", headers=t).status_code for t in (*chain, other)] == [200] * 4
+    first_id = first["Authorization"].split("_")[1]
+    assert admin.form(f"/settings/tokens/{first_id}/revoke").status_code == 303
+    assert [api.get("/api/me", headers=t).status_code for t in chain] == [401] * 3
+    assert api.get("/api/me", headers=other).status_code == 200  # made by a person
+
+
 def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None:
     team = studio.team()
     client = studio.client(studio.user(team, Role.VIEWER))
