@@ -16,7 +16,7 @@ from engine.api.queries import Queries
 from engine.decide.operator_actions import Action
 from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
-from engine.model.errors import DefinitionNotFound, InputRefused
+from engine.model.errors import CommandConflict, DefinitionNotFound, InputRefused
 from engine.model.events import EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
@@ -261,4 +261,23 @@ async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
         "incompatible order-saga/o-42 (v1): journal divergence: expected step 'charge' at "
         "position 2 (event 8), code reached step 'capture'",
     ]
+    assert await history(store, RUN) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"), [("paid", {"by": "eve"}), ("cancelled", {"by": "ada"})]
+)
+async def test_a_person_s_signal_sent_again_with_another_payload_or_name_is_refused(
+    client: Client, ctx: Context, store: Store, name: str, payload: dict
+) -> None:
+    """The studio's send form reused with its signal id for a corrected signal: the
+    inbox keeps the first, so the second is a conflict, never reported as delivered
+    while it is lost; the exact repeat still acts once."""
+    await started(client, ctx)
+    sent = ("ops", "paid at the till", "till-1")
+    await client.command(RUN, Action.SIGNAL, *sent, step="paid", payload={"by": "ada"})
+    before = await history(store, RUN)
+    with pytest.raises(CommandConflict, match="signal till-1 carried another name or payload"):
+        await client.command(RUN, Action.SIGNAL, *sent, step=name, payload=payload)
+    await client.command(RUN, Action.SIGNAL, *sent, step="paid", payload={"by": "ada"})
     assert await history(store, RUN) == before
