@@ -281,3 +281,17 @@ async def test_a_person_s_signal_sent_again_with_another_payload_or_name_is_refu
         await client.command(RUN, Action.SIGNAL, *sent, step=name, payload=payload)
     await client.command(RUN, Action.SIGNAL, *sent, step="paid", payload={"by": "ada"})
     assert await history(store, RUN) == before
+
+
+async def test_inspect_of_a_run_cancelled_at_its_race_says_the_wait_is_cancelled(
+    client: Client, ctx: Context
+) -> None:
+    """``wayline inspect`` of a run cancelled while it raced: the race will never
+    resume, so its line says cancelled and why, as a timer's does, never still open."""
+    await started(client, ctx)
+    await client.command(RUN, Action.CANCEL, "ops", "order void")
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert state.status is S.CANCELLED, state.status
+    lines = describe_instance(state).splitlines()
+    assert "  wait race.1: cancelled (the instance was cancelled) on paid, cancelled" in lines
