@@ -60,6 +60,7 @@ from engine.model.transitions import Draft
 from engine.model.words import with_article
 from engine.modes import Outcome, decide
 from engine.modes.code import runs
+from engine.modes.code import signals as code_signals
 from engine.modes.machines.manifest import MachineManifest
 from engine.store import catalog, compatibility, dead_letters, holds, reads
 from engine.store.dead_letters import Resolution, ResolutionResult
@@ -739,10 +740,16 @@ def _same_answer(state: Instance, command_id: str, action: Action, effect: Any) 
     """A signal or approval sent again (its command id recorded) repeats it only with
     the same step and payload; another is CommandConflict rather than reported as
     delivered, as ``signal`` refuses a signal id that carried another payload. A code
-    run's inbox, which keeps no signal by step, is not compared."""
-    if state.spec is None or state.spec.mode == Mode.CODE:
+    run's signal is compared with its inbox's, which keeps signals by id, not by step."""
+    if state.spec is None:
         return
     step = effect["step"]
+    if state.spec.mode == Mode.CODE:
+        try:
+            code_signals.already_received(state, step, command_id, effect.get("payload"))
+        except SignalConflict as exc:
+            raise CommandConflict(f"{exc}: a new {action.value} needs a new id") from None
+        return
     named = f"signal {command_id}" if action is Action.SIGNAL else f"command id {command_id}"
     existing = state.signals.get(step)
     if existing is not None and existing.signal_id == command_id:

@@ -16,7 +16,7 @@ from engine.model.canonical import format_instant
 from engine.model.definitions import StepKind
 from engine.model.events import Event, EventKind
 from engine.model.instance import AttemptStatus as A
-from engine.model.instance import Instance, InstanceStatus, TimerProgress
+from engine.model.instance import Instance, InstanceStatus, TimerProgress, WaitProgress
 
 S = InstanceStatus
 K = EventKind
@@ -66,6 +66,15 @@ def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
         return f"fired {format_instant(timer.fired_at)}"
     reason = never_happens(instance, timer.step)
     return f"cancelled ({reason})" if reason else "pending"
+
+
+def _wait_outcome(instance: Instance, wait: WaitProgress) -> str:
+    """A code-first run's wait: done, open, or cancelled with why once the run has
+    ended or unwinds (it will never resume from it), as a timer's line says."""
+    if wait.done:
+        return "done"
+    reason = ending(instance)
+    return f"cancelled ({reason})" if reason else "open"
 
 
 def _earlier(event: Event) -> str:
@@ -139,7 +148,7 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
     for r in state.journal:
         lines.append(f"  journal {r.position} {r.verb} {r.key} (event {r.sequence})")
     for w in state.waits.values():
-        lines.append(f"  wait {w.key}: {'done' if w.done else 'open'} on {', '.join(w.on)}")
+        lines.append(f"  wait {w.key}: {_wait_outcome(state, w)} on {', '.join(w.on)}")
     for s in state.inbox:
         left = "set aside" if state.status.terminal else "not taken yet"
         taken = f"taken by {s.consumed_by}" if s.consumed_by else left

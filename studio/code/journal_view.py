@@ -4,7 +4,8 @@ The journal is the run's memory: every durable verb its code reached, in order, 
 what each recorded. Replay gives it (``Instance.journal``, resolved by
 ``engine.modes.code.fold.entries``); this module adds what an operator reads beside
 it: each step's ``step_id`` and latest attempt (an unknown outcome shown as UNKNOWN,
-never as a failure), the waits still open with what they await and until when, and the
+never as a failure), the waits still open with what they await and until when (none
+once the run has ended or unwinds: a wait it left is cancelled, with why), and the
 signals nobody consumed, set aside rather than lost. It also colours the outline: each
 outline node takes the state of the latest journal entry it stands for, and the nodes
 of open entries are where the run stands.
@@ -16,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from engine.model.description import ending
 from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalRecord
 from engine.modes.code.cursor import StopKind
 from engine.modes.code.effects import (
@@ -85,7 +87,7 @@ def view(state: Instance) -> JournalView:
     waits = tuple(
         OpenWait(w.key, w.verb, w.on, format_when(w.due_at) if w.due_at else "")
         for w in state.waits.values()
-        if not w.done
+        if not w.done and not ending(state)
     )
     spare = tuple(s for s in state.inbox if not s.consumed_by)
     spawned = frozenset(r.key for r in state.journal if r.verb == Verb.SPAWN)
@@ -121,7 +123,7 @@ def standing(state: Instance) -> set[str]:
     return found - {""}
 
 
-_SETTLED = frozenset({"succeeded", "failed", "resolved"})
+_SETTLED = frozenset({"succeeded", "failed", "resolved", "cancelled"})
 
 
 def _entries(state: Instance) -> list[tuple[str, JournalRecord, StepState]]:
@@ -159,6 +161,8 @@ def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
         return StepState(label, f"run {child.child_id}" if child else "not started")
     if entry.state is EntryState.DONE:
         return StepState("succeeded", "recorded")
+    if ended := ending(state):  # a wait or sleep the run will never resume from
+        return StepState("cancelled", ended)
     if record.verb == Verb.SLEEP:
         return StepState("waiting-timer", "sleeping")
     return StepState("waiting-signal", "waiting for " + ", ".join(record.on or (record.name,)))

@@ -16,7 +16,7 @@ from engine.api.queries import Queries
 from engine.decide.operator_actions import Action
 from engine.model.canonical import format_instant
 from engine.model.description import describe_instance
-from engine.model.errors import DefinitionNotFound, InputRefused
+from engine.model.errors import CommandConflict, DefinitionNotFound, InputRefused
 from engine.model.events import EventKind
 from engine.model.frozen import evolve
 from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
@@ -262,3 +262,36 @@ async def test_replay_check_sorts_running_runs_into_compatible_and_divergent(
         "position 2 (event 8), code reached step 'capture'",
     ]
     assert await history(store, RUN) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"), [("paid", {"by": "eve"}), ("cancelled", {"by": "ada"})]
+)
+async def test_a_person_s_signal_sent_again_with_another_payload_or_name_is_refused(
+    client: Client, ctx: Context, store: Store, name: str, payload: dict
+) -> None:
+    """The studio's send form reused with its signal id for a corrected signal: the
+    inbox keeps the first, so the second is a conflict, never reported as delivered
+    while it is lost; the exact repeat still acts once."""
+    await started(client, ctx)
+    sent = ("ops", "paid at the till", "till-1")
+    await client.command(RUN, Action.SIGNAL, *sent, step="paid", payload={"by": "ada"})
+    before = await history(store, RUN)
+    with pytest.raises(CommandConflict, match="signal till-1 carried another name or payload"):
+        await client.command(RUN, Action.SIGNAL, *sent, step=name, payload=payload)
+    await client.command(RUN, Action.SIGNAL, *sent, step="paid", payload={"by": "ada"})
+    assert await history(store, RUN) == before
+
+
+async def test_inspect_of_a_run_cancelled_at_its_race_says_the_wait_is_cancelled(
+    client: Client, ctx: Context
+) -> None:
+    """``wayline inspect`` of a run cancelled while it raced: the race will never
+    resume, so its line says cancelled and why, as a timer's does, never still open."""
+    await started(client, ctx)
+    await client.command(RUN, Action.CANCEL, "ops", "order void")
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert state.status is S.CANCELLED, state.status
+    lines = describe_instance(state).splitlines()
+    assert "  wait race.1: cancelled (the instance was cancelled) on paid, cancelled" in lines

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from engine.api.client import Client
+from engine.decide.operator_actions import Action
 from studio.instance_urls import instance_url
 from tests.studio import code_app
 from tests.studio.live import LiveStudio, SignedInClient, csrf_token
@@ -110,6 +111,27 @@ def test_a_run_waiting_for_a_spawned_run_and_a_signal_offers_a_form_for_the_sign
     assert 'id="signal-form-received"' in text
     assert 'id="signal-form-spawn.1"' not in text and "Send spawn.1" not in text
     assert 'id="races-title"' not in text and "This definition has no race." not in text
+
+
+def test_a_cancelled_run_s_page_shows_its_race_cancelled_and_no_open_wait(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    """Cancelled while its race waited: the race will never resume, so its row says
+    cancelled and why, no wait is listed open with a time it times out, and no form
+    offers a signal it can no longer take."""
+    run = start(studio, team, "pages-saga", "c-1", {"sku": "mug"})
+    url = instance_url(run)
+    page_until(operator, url, lambda t: 'id="signal-form-paid"' in t)
+    cancel = Client.command
+    studio.run(lambda store: cancel(Client(store), run, Action.CANCEL, "ops", "order void"))
+    text = page_until(operator, url, lambda t: 'id="instance-status">cancelled' in t)
+    race = re.search(r'id="journal-1".*?</tr>', text, re.S)
+    assert race and race.group(0).startswith('id="journal-1" class="state-cancelled"')
+    assert "the instance was cancelled" in race.group(0)
+    assert "waiting for paid" not in race.group(0)
+    waits = re.search(r"<h3>Open waits</h3>(.*?)<h3>", text, re.S)
+    assert waits and waits.group(1).strip() == '<p class="empty">No wait is open.</p>'
+    assert 'id="signal-form-paid"' not in text
 
 
 def test_a_run_whose_code_raises_says_why_it_failed(

@@ -14,19 +14,30 @@ from typing import Any
 from engine.decide import decisions
 from engine.model.errors import LimitExceeded, SignalConflict
 from engine.model.events import json_data
+from engine.model.instance import Instance
 from engine.model.transitions import Draft
 from engine.modes.code.fold import MAX_INBOX_SIGNALS
+
+
+def already_received(state: Instance, name: str, signal_id: str, payload: Any) -> bool:
+    """Whether the inbox holds signal ``signal_id`` as sent again (an exact repeat, which
+    is success); SignalConflict when it holds that id with another name or payload,
+    which a repeat would otherwise report as delivered while the new one is lost. A
+    person's audited signal (its command id is the signal id) is held to this too."""
+    for signal in state.inbox:
+        if signal.signal_id == signal_id:
+            if signal.name == name and signal.data == json_data(payload):
+                return True
+            raise SignalConflict(f"signal {signal_id} carried another name or payload")
+    return False
 
 
 def accept_signal(draft: Draft, name: str, signal_id: str, payload: Any) -> tuple[str, ...] | None:
     """Record signal ``signal_id`` named ``name`` in the run's inbox (see the module)."""
     state = draft.state
     assert state is not None
-    for signal in state.inbox:
-        if signal.signal_id == signal_id:
-            if signal.name == name and signal.data == json_data(payload):
-                return None
-            raise SignalConflict(f"signal {signal_id} carried another name or payload")
+    if already_received(state, name, signal_id, payload):
+        return None
     if len(state.inbox) >= MAX_INBOX_SIGNALS:
         raise LimitExceeded(f"{state.instance_id} keeps at most {MAX_INBOX_SIGNALS} signals")
     decisions.accept_signal(draft, name, signal_id, payload)
