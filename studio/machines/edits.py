@@ -45,7 +45,9 @@ def new_machine(name: str, version: str = "1") -> dict[str, Any]:
 
 
 def parse_fields(text: str) -> dict[str, str]:
-    """``"by: text, count: integer"`` as a variant's fields (types are checked later)."""
+    """``"by: text, count: integer"`` as a variant's fields (types are checked later).
+    A field written twice is refused: a state holds one value per field, so keeping
+    either would drop the other without a word."""
     fields: dict[str, str] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -53,6 +55,8 @@ def parse_fields(text: str) -> dict[str, str]:
         name, colon, kind = (s.strip() for s in part.partition(":"))
         if not colon or not name or not kind:
             raise EditRejected(f"write each field as name: type, not {part!r}")
+        if name in fields:
+            raise EditRejected(f"the field {name} is written twice: give each field once")
         fields[name] = kind
     return fields
 

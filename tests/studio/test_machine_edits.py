@@ -48,6 +48,8 @@ def test_what_cannot_be_written_is_refused_and_what_is_wrong_is_kept() -> None:
         edits.add_state(doc, "Start", "")
     with pytest.raises(EditRejected, match="name: type"):
         edits.add_state(doc, "Review", "count")
+    with pytest.raises(EditRejected, match="the field by is written twice: give each field once"):
+        edits.add_state(doc, "Review", "by: text, count: integer, by: integer")
     with pytest.raises(EditRejected, match="Nowhere is not a state"):
         edits.add_edge(doc, "Start", "Nowhere")
     with pytest.raises(EditRejected, match="already"):

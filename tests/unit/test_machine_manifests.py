@@ -297,6 +297,27 @@ def test_a_field_of_no_type_does_not_hide_the_names_that_are_no_states() -> None
     ]
 
 
+TYPE_NAMES = "1 to 200 characters: ASCII letters, digits or '_', starting with a letter"
+
+
+def test_a_misnamed_or_repeated_variant_does_not_hide_the_other_problems() -> None:
+    """A state named "On hold" or one written twice made the whole family unreadable:
+    an initial state with fields, a timer on no state and a state no edge reaches went
+    unreported until the name was fixed (the studio's editor showed such states as
+    fine)."""
+    document = _variants({"name": "On hold"}, {"name": "Approved"}, initial_fields={"n": "text"})
+    document["timers"] = {"Expird": 5}
+    assert problems(document) == [
+        ("state.variants[5].name", f"must be {TYPE_NAMES}"),
+        ("state.variants[6].name", "duplicates variant 2"),
+        ("initial", "Submitted must have no fields"),
+        ("timers.Expird", "Expird is not a variant of Approval"),
+    ]
+    del document["timers"]["Expird"]
+    document["state"]["variants"][0]["fields"] = {}
+    assert ("transitions", "On hold is unreachable from Submitted") in problems(document)
+
+
 def check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     status = main(["definition", "check", str(path)])
     return status, capsys.readouterr().out.splitlines()

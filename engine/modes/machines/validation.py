@@ -67,7 +67,9 @@ CONCURRENCY_PROFILES = ("parent",)
 UNREAD_TYPE = ""
 """The type of a field whose declared type is none (its error recorded): the variant is
 still named, so ``initial``, ``terminal``, the timers and the edges are checked against
-the family too, all at once; the manifest itself is never built with it."""
+the family too, all at once; the manifest itself is never built with it. A variant
+whose name is text but no type name, or a name written twice, keeps the family
+readable the same way (by the name as written; a repeat counts once)."""
 
 
 def read(reader: SpecReader, top: dict[str, Any]) -> dict[str, Any] | None:
@@ -154,16 +156,19 @@ def _state(reader: SpecReader, raw: Any) -> tuple[str | None, list[Variant] | No
                 join(join(where, i), "name"), f"duplicates variant {positions[variant.name]}"
             )
         positions.setdefault(variant.name, i)
-    if None in variants or len(positions) < len(variants):
+    if None in variants:
         return family, None
-    return family, variants
+    return family, [variants[i] for i in positions.values()]
 
 
 def _variant(reader: SpecReader, raw: Any, path: str) -> Variant | None:
     obj = reader.object(raw, path, VARIANT_FIELDS)
     if obj is None:
         return None
+    written = obj.get("name")
     name = reader.string(obj, "name", path, type_name_problem)
+    if name is None and isinstance(written, str) and written:
+        name = written
     where = join(path, "fields")
     shape = f"an object of up to {MAX_STATE_FIELDS} field names and their types"
     fields = obj.get("fields", {})
