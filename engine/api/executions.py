@@ -22,7 +22,7 @@ from typing import Any
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Definition, Mode
-from engine.model.errors import InputRefused, ReplayRejected, WaylineError
+from engine.model.errors import FieldRefused, InputRefused, ReplayRejected, WaylineError
 from engine.model.events import json_data
 from engine.model.inputs import check_team, check_text
 from engine.model.instance import Instance
@@ -99,7 +99,7 @@ class Executions:
         if scope not in COVERS:  # no role covers it: every advance would be refused
             raise InputRefused(f"the scope is a role: one of {', '.join(COVERS)}")
         if problem := submit_key_problem(key):
-            raise InputRefused(f"the key {problem}")
+            raise FieldRefused("key", f"the key {problem}")
         definition = await self.client.startable(machine, version)
         if definition.mode != Mode.MACHINE:
             kind = with_article(definition.mode)
@@ -199,8 +199,11 @@ class Executions:
 def _require_texts(**texts: str) -> None:
     for name, text in texts.items():
         if not isinstance(text, str) or not text.strip():
-            raise InputRefused(f"the {name} must be non-empty text")
-        check_text(text, f"the {name}")
+            raise FieldRefused(name, f"the {name} must be non-empty text")
+        try:
+            check_text(text, f"the {name}")
+        except InputRefused as refused:
+            raise FieldRefused(name, str(refused)) from None
 
 
 def _start_data(state: Instance) -> StartData | None:

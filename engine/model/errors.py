@@ -89,6 +89,15 @@ class InputRefused(WaylineError, ValueError):
     holding text PostgreSQL cannot store (a NUL character, a lone surrogate)."""
 
 
+class FieldRefused(InputRefused):
+    """InputRefused for one named argument (``field``, as the caller sent it: ``parent``,
+    ``input``, ``key``), so that an API can say at which field it was refused."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class NotJSON(InputRefused):
     """Text that is not JSON at all (a syntax error, bytes that are not UTF-8)."""
 

@@ -19,7 +19,7 @@ from engine import CommitUnknown
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode, StepKind
 from engine.model.errors import CommandConflict, DecisionRejected, EventInvalid
-from engine.model.identifiers import code_problem, local_instance_id
+from engine.model.identifiers import code_problem, id_problem, local_instance_id, name_problem
 from engine.model.inputs import json_or_text
 from engine.model.instance import Instance
 from engine.model.limits import MAX_PAYLOAD_BYTES
@@ -55,6 +55,8 @@ async def send_signal(
     """Deliver ``signal`` (its ``step``, ``payload`` and ``reason``) as ``actor``, audited
     like any command: the signal id is its command id, so a repeat acts once."""
     reason = located("reason", operator_reason, signal.reason)
+    _check_name(signal.step)
+    _check_id("signal_id", signal.command_id)
     row, entry = await replayed(runtime.primary, team, instance_id)
     limit = signal_limit(entry.state, signal.step)
     payload = located("payload", _payload, signal.payload, limit, signal.step)
@@ -62,6 +64,20 @@ async def send_signal(
         runtime, team, row.instance_id, Action.SIGNAL, actor, reason, signal.command_id,
         "the instance does not take this signal now", step=signal.step, payload=payload,
     )  # fmt: skip
+
+
+def _check_name(step: str) -> None:
+    """A step (a signal's name) that no definition can name, refused at ``step`` as sent,
+    not by the event check after the instance was read."""
+    if problem := name_problem(step):
+        raise Invalid.at("step", f"the step {problem}")
+
+
+def _check_id(field: str, command_id: str) -> None:
+    """A command id (a signal's ``signal_id``) refused at the field that carried it, in
+    the caller's name for it; empty is fine: ``_run`` makes one."""
+    if command_id and (problem := id_problem(command_id)):
+        raise Invalid.at(field, f"the {field} {problem}")
 
 
 def _payload(text: str, limit: int, step: str) -> Any:
@@ -110,6 +126,7 @@ def effect_of(action: Action, form: CommandForm) -> dict[str, Any]:
     if KINDS[action].needs_step:
         if not form.step:
             raise Invalid.at("step", f"{action.value} needs the step it acts on")
+        _check_name(form.step)
         effect["step"] = form.step
     if action is Action.APPROVE:
         effect["payload"] = located("payload", parse_json, form.payload, "payload")
@@ -155,6 +172,7 @@ async def command(
     """Run an audited operator command; refused (409) when the state does not allow it."""
     action = parse_action(form.action)
     reason, effect = checked(action, form)
+    _check_id("command_id", form.command_id)
     row, _ = await replayed(runtime.primary, team, instance_id)  # the team owns it
     refusal = "the instance does not allow this now"
     return await _run(

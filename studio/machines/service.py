@@ -15,6 +15,7 @@ from engine import (
     ActiveExecutionExists,
     ExecutionNotFound,
     Executions,
+    FieldRefused,
     InputRefused,
     StateValue,
     SubmitConflict,
@@ -55,6 +56,8 @@ async def submit(
         )
     except (SubmitConflict, ActiveExecutionExists) as clash:
         raise Conflict(str(clash)) from None
+    except FieldRefused as refused:
+        raise Invalid.at(refused.field, str(refused)) from None
     except InputRefused as refused:
         raise Invalid(str(refused)) from None
     runtime.watcher.nudge()

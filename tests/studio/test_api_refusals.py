@@ -251,3 +251,28 @@ def test_a_signal_or_approval_id_sent_again_with_other_content_is_a_conflict(
         ("paid", "s-1"),
         ("packed", "s-2"),
     ]
+
+
+def test_a_bad_signal_or_command_id_or_step_is_refused_at_the_field_sent(
+    studio: LiveStudio, api: SignedInClient, team: str
+) -> None:
+    """A signal's bad ``signal_id`` was refused as a "command id" at no field, and a step
+    no definition can name with no field either: a script could not tell which to mend."""
+    instance = studio.start(team, studio.publish_new(team, "answers", answers))
+    signals = f"/api/instances/{instance}/signals"
+    sent = {"step": "paid", "reason": "bank", "payload": {"amount": 5}}
+    actions = f"/api/instances/{instance}/actions"
+    approve = {"action": "approve", "step": "ok", "reason": "fine", "payload": 1}
+    for url, body, field in (
+        (signals, {**sent, "signal_id": "bad id!"}, "signal_id"),
+        (signals, {**sent, "step": "no such step!"}, "step"),
+        (actions, {**approve, "command_id": "bad id!"}, "command_id"),
+        (actions, {**approve, "step": "no such step!"}, "step"),
+    ):
+        refused = api.post(url, json=body)
+        assert refused.status_code == 422, refused.text
+        (problem,) = refused.json()["problems"]
+        assert problem["path"] == field
+        assert problem["message"].startswith(f"the {field} must be 1 to")
+    shown = api.get(f"/api/instances/{instance}").json()
+    assert shown["signals"] == [] and shown["audit"] == []  # nothing was recorded

@@ -62,9 +62,13 @@ def test_bad_submits_are_refused_in_words(studio: LiveStudio) -> None:
     client = operator(studio, team)
     wrong_type = submit(client, name, input=7)
     assert wrong_type.status_code == 422
-    assert wrong_type.json()["error"] == "the input must be text (the machine's input is text)"
-    assert submit(client, name, key="").status_code == 422
-    assert submit(client, name, parent="").status_code == 422
+    said = "the input must be text (the machine's input is text)"
+    assert wrong_type.json()["error"] == said
+    assert wrong_type.json()["problems"] == [{"path": "input", "message": said}]
+    for field in ("key", "parent"):  # each refusal names the field a script sent
+        refused = submit(client, name, **{field: ""})
+        assert refused.status_code == 422
+        assert [p["path"] for p in refused.json()["problems"]] == [field], refused.text
     assert submit(client, "no_such_machine").status_code == 404
     assert submit(client, name, version="9").status_code == 404
     _, theirs = machine_team(studio)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.model.definitions import Definition
-from engine.model.errors import InputRefused
+from engine.model.errors import FieldRefused, InputRefused
 from engine.model.identifiers import id_problem
 from engine.modes.machines.field_types import value_problem
 from engine.modes.machines.manifest import MachineManifest
@@ -65,9 +65,11 @@ def read_start_data(manifest: MachineManifest, value: Any) -> StartData:
     if missing := [name for name in REQUIRED if name not in value]:
         raise InputRefused(f"a machine's start data needs {' and '.join(missing)}")
     if problem := id_problem(value["parent"]):
-        raise InputRefused(f"the parent {problem}")
+        raise FieldRefused("parent", f"the parent {problem}")
     if problem := value_problem(manifest.input, value["input"]):
-        raise InputRefused(f"the input {problem} (the machine's input is {manifest.input})")
+        raise FieldRefused(
+            "input", f"the input {problem} (the machine's input is {manifest.input})"
+        )
     for name in SUBMITTED:
         if not isinstance(value.get(name, ""), str):
             raise InputRefused(f"the start data's {name} must be text")
