@@ -34,6 +34,35 @@ NAMES = {
     "J3": "journal replays",
     "J4": "recorded bodies never re-run",
 }
+NOT_EXERCISED = {
+    "I1": "no start was acknowledged before a quiet phase",
+    "I2": "no attempt, compensation or timer event was recorded",
+    "I3": "no handler of the drill's stubs was called (machine advances are M1's, "
+    "code-first bodies J1's)",
+    "I4": "no instance was written",
+    "I5": "no lease was claimed or written under",
+    "I6": "no history was written",
+    "I7": "no signal was received",
+    "I8": "no instance was left waiting when checked (after a quiet phase every one has "
+    "ended: I1 names one stuck on a wait without work)",
+    "I9": "no history was replayed",
+    "I10": "no quiet phase: a lease held mid-run is not judged",
+    "I11": "no work was enqueued",
+    "U": "no attempt was recorded unknown",
+    "B": "no fault was planned at a boundary",
+    "A": "no COMMIT was cut or settled after its answer was lost",
+    "M1": "no machine state was entered or written",
+    "M2": "no machine execution was cancelled",
+    "M3": "no machine execution ran to a quiet phase",
+    "M4": "no two executions of a machine shared a parent",
+    "J1": "no code-first step started",
+    "J2": "no code-first attempt started",
+    "J3": "no code-first journal was replayed",
+    "J4": "no code-first step body was entered",
+}
+"""Why an invariant that checked nothing, in every drill of a campaign, proved nothing:
+what it takes to exercise it, which the drills run did not do. The scorecard says so
+instead of a passing 0/0."""
 
 
 @dataclass

@@ -14,18 +14,22 @@ the transitions ledger:
   requested (a cancellation fences the advance in flight);
 - **M3 ends**: each execution the drill started ended as the drill expects (completed
   in its final state after exactly its steps, cancelled, or dead);
-- **M4 parents**: at most one execution of a machine per parent is active (not yet
-  archived) at a time, read from each execution's start data rather than from the
-  ``parent_key`` column whose index is what keeps it.
+- **M4 parents**: at no moment of the drill were two executions of a machine active
+  for one parent, ended executions included: each execution's span is read from its
+  history (``Lifespan``) and its parent from its start data, rather than from the
+  ``parent_key`` column whose index is what keeps it. Executions alone with their
+  parent are not counted: only those that shared it exercise the invariant.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import psycopg
 
-from engine.model.events import EventKind
+from engine.model.events import TERMINAL_KINDS, EventKind
 from engine.model.instance import Instance, InstanceStatus
 from verification.findings import Findings
 from verification.workloads import Execution
@@ -57,15 +61,23 @@ WHERE h.kind = %(entered)s
 ORDER BY h.instance_id, h.sequence
 """
 CANCELLATIONS = "SELECT count(*) FROM history WHERE kind = %(cancel)s"
-ACTIVE_BY_PARENT = """
-SELECT i.definition_name, convert_from(h.data, 'UTF8')::json ->> 'parent', count(*)
+LIFESPANS = """
+SELECT i.instance_id, i.definition_name, convert_from(s.data, 'UTF8')::json ->> 'parent',
+       (SELECT h.occurred_at FROM history h
+        WHERE h.instance_id = i.instance_id AND h.sequence > t.committed_sequence
+        ORDER BY h.sequence LIMIT 1),
+       (SELECT h.occurred_at FROM history h
+        WHERE h.instance_id = i.instance_id AND h.kind = ANY(%(ends)s)
+        ORDER BY h.sequence LIMIT 1)
 FROM instances i
-JOIN history h ON h.instance_id = i.instance_id AND h.sequence = 1
 JOIN definitions d ON d.name = i.definition_name AND d.version = i.definition_version
-WHERE i.archived_at IS NULL AND d.spec ->> 'mode' = 'machine'
-GROUP BY 1, 2
+                  AND d.spec ->> 'mode' = 'machine'
+JOIN history s ON s.instance_id = i.instance_id AND s.sequence = 1
+JOIN transitions t ON t.instance_id = i.instance_id AND t.expected_sequence = 0
 """
-"""Active machine executions by machine and the parent their start data names."""
+"""Every machine execution, ended or not: its machine, the parent its start data names,
+the time of its first event after the transaction that started it, and of its end."""
+CHECKED_AT = "SELECT statement_timestamp()"
 
 
 async def writes(conn: psycopg.AsyncConnection, findings: Findings) -> None:
@@ -150,15 +162,86 @@ def ends(
     findings.add("M3", len(expected), problems)
 
 
-async def parents(conn: psycopg.AsyncConnection, findings: Findings) -> None:
-    """M4: at most one active execution per machine and parent."""
-    rows = await (await conn.execute(ACTIVE_BY_PARENT)).fetchall()
-    findings.add(
-        "M4",
-        sum(count for *_, count in rows),
-        [
-            f"{machine}: {count} active executions for parent {parent}"
-            for machine, parent, count in rows
-            if count > 1
-        ],
+@dataclass(frozen=True)
+class Lifespan:
+    """When one execution was surely active, as its history bounds it.
+
+    An event's time is taken by the process that decides it, on a clock that follows the
+    server's and is never ahead of it (``engine.store.clock``), before its transaction
+    commits. So the start's own time says nothing of when the execution became active:
+    a start may be stamped, then wait for the execution it must follow to end. Every
+    later transition is decided from the committed start, though (it expects the
+    start's position): the first event after the start was stamped once the execution
+    was active. And an end is stamped before it commits: the execution was active until
+    then at least.
+    """
+
+    execution: str
+    machine: str
+    parent: str
+    active_by: datetime | None
+    """Its first event after its start transaction; None: none yet."""
+    ended: datetime | None
+    """Its terminal event; None: still active."""
+
+
+NEVER = datetime.max.replace(tzinfo=UTC)
+"""The end of an execution still active."""
+
+
+def overlaps(lifespans: list[Lifespan], checked_at: datetime) -> tuple[int, list[str]]:
+    """M4 over a drill: how many executions shared their machine and parent with another
+    (the only ones that can break it), and each execution surely active at once with
+    another.
+
+    ``checked_at`` is when the check read the store, after every event it read: an
+    execution still active that made no move since its start was surely active then.
+    One that ended without a move after its start gives no moment it was surely active
+    and is never named (a machine's end is always a later transition than its start).
+    """
+    shared: defaultdict[tuple[str, str], list[Lifespan]] = defaultdict(list)
+    for lifespan in lifespans:
+        shared[(lifespan.machine, lifespan.parent)].append(lifespan)
+    now = max([checked_at, *(t for s in lifespans for t in (s.active_by, s.ended) if t)])
+    checked, problems = 0, []
+    for (machine, parent), spans in sorted(shared.items()):
+        if len(spans) < 2:
+            continue
+        checked += len(spans)
+        active = sorted((s.execution, _surely_active(s, now)) for s in spans)
+        for n, (execution, (since, until)) in enumerate(active):
+            along = [other for other, span in active[:n] if _at_once((since, until), span)]
+            if along:
+                problems.append(
+                    f"{machine}: {execution} ({_span(since, until)}) was active for "
+                    f"parent {parent} at once with {', '.join(along)}"
+                )
+    return checked, problems
+
+
+def _surely_active(lifespan: Lifespan, now: datetime) -> tuple[datetime, datetime]:
+    """[from, until): when ``lifespan``'s execution was surely active (empty if never)."""
+    until = lifespan.ended or NEVER
+    if lifespan.active_by is not None:
+        return lifespan.active_by, until
+    return (now, until) if lifespan.ended is None else (until, until)
+
+
+def _at_once(one: tuple[datetime, datetime], other: tuple[datetime, datetime]) -> bool:
+    return max(one[0], other[0]) < min(one[1], other[1])
+
+
+def _span(since: datetime, until: datetime) -> str:
+    return f"from {since.isoformat()} " + (
+        "still active" if until == NEVER else f"until {until.isoformat()}"
     )
+
+
+async def parents(conn: psycopg.AsyncConnection, findings: Findings) -> None:
+    """M4: never two executions of a machine active at once for one parent, over the
+    whole drill (``overlaps``)."""
+    params = {"ends": [int(k) for k in TERMINAL_KINDS]}
+    rows = await (await conn.execute(LIFESPANS, params)).fetchall()
+    (checked_at,) = await (await conn.execute(CHECKED_AT)).fetchone()
+    checked, problems = overlaps([Lifespan(*row) for row in rows], checked_at)
+    findings.add("M4", checked, problems)

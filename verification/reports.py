@@ -142,11 +142,21 @@ def _failover_lines(failover: dict[str, Any]) -> list[str]:
 
 
 def _invariant_lines(invariants: dict[str, Any]) -> list[str]:
-    cells = [f"{k} {v['name']} {_n(v['checked'])}/{v['violations']}" for k, v in invariants.items()]
+    """checked/violations of each invariant the drills exercised, four to a line; then
+    one line for each they did not, saying why, never a 0/0 that reads as passed."""
+    cells = [
+        f"{k} {v['name']} {_n(v['checked'])}/{v['violations']}"
+        for k, v in invariants.items()
+        if not v.get("not_exercised")  # absent from older scorecards
+    ]
     lines = []
     for start in range(0, len(cells), 4):
         prefix = "invariants " if start == 0 else "           "
         lines.append(prefix + "  ".join(cells[start : start + 4]))
+    for key, value in invariants.items():
+        if value.get("not_exercised"):
+            prefix = "invariants " if not lines else "           "
+            lines.append(f"{prefix}{key} {value['name']} not exercised: {value['not_exercised']}")
     for key, value in invariants.items():
         if value["first"]:
             first = value["first"]

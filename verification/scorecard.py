@@ -26,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from engine.store.migrations import DEFAULT_SCHEMA
 from engine.worker.faults import Action, Boundary
 from verification.drills.base import DrillResult
-from verification.findings import NAMES
+from verification.findings import NAMES, NOT_EXERCISED
 from verification.known_bugs import KNOWN_BUGS, classify
 from verification.runner import CampaignResult
 
@@ -304,6 +304,8 @@ def _failover(results: list[DrillResult]) -> dict[str, Any]:
 
 
 def _invariants(results: list[DrillResult]) -> dict[str, Any]:
+    """Per invariant, what the campaign's drills checked and broke; ``not_exercised``
+    says why one that checked nothing and found nothing proved nothing ('' otherwise)."""
     out = {}
     for key, name in NAMES.items():
         checked = sum(r.checks.get(key, (0, []))[0] for r in results)
@@ -313,6 +315,7 @@ def _invariants(results: list[DrillResult]) -> dict[str, Any]:
             "checked": checked,
             "violations": len(broken),
             "first": _first(*broken[0]) if broken else None,
+            "not_exercised": NOT_EXERCISED[key] if not (checked or broken) else "",
         }
     return out
 

@@ -13,7 +13,8 @@ history. The faults:
 - M2 ``submits``: while worker A runs, many clients, each on a connection of its own,
   submit executions for one parent at once, one key several times: exactly one is
   admitted, every other submit is refused naming it, the repeats of its key return
-  it; at most one execution is active per parent (invariant M4, checked right then);
+  it; at most one execution is active per parent (invariant M4, checked right then,
+  and again over the whole drill once both executions of the parent have ended);
   and once the admitted one ended, a new submit for the parent is admitted;
 - M4 ``pause``: A SIGSTOPped past its lease before an advance or inside its
   transaction; another worker takes over, then A resumes (a stale owner stopped before
