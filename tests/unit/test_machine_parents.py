@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from verification.machine_checks import Lifespan, overlaps
+from verification.machine_checks import CLOCK_SLACK, Lifespan, overlaps
 
 T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 CHECKED_AT = T0 + timedelta(hours=1)
@@ -77,3 +77,13 @@ def test_the_same_parent_of_another_machine_is_another_parent() -> None:
     other = Lifespan("b", "other.machine", "p", at(2), at(11))
 
     assert overlaps([span("a", 1, 10), other], CHECKED_AT) == (0, [])
+
+
+def test_an_overlap_within_the_clocks_slack_is_not_named() -> None:
+    """Event times are the deciding processes' clocks, each up to a round trip behind
+    the server's: b's first move stamped a little before a's end is not a violation."""
+    slack = CLOCK_SLACK.total_seconds()
+    near = overlaps([span("a", 1, 10), span("b", 10 - slack / 2, 20)], CHECKED_AT)
+    assert near == (2, [])
+    far = overlaps([span("a", 1, 10), span("b", 10 - 2 * slack, 20)], CHECKED_AT)
+    assert len(far[1]) == 1
