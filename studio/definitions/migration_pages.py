@@ -18,7 +18,7 @@ from litestar.response import Template
 from engine.api.queries import PublishedVersion
 from studio.definitions import migrations
 from studio.definitions.pages import show_version
-from studio.forms import REFUSALS, Posted, again, posted
+from studio.forms import REFUSALS, Posted, again, beside, posted
 from studio.instances import code_migration
 from studio.instances.interventions import new_id
 from studio.principal import Principal
@@ -133,8 +133,8 @@ async def migrate_instances(
         outcome = await migrations.migrate(
             runtime, principal, published_version, bulk_id, ids, reason
         )
-    except REFUSALS as refused:  # the preview again, with the reason typed
-        shown = again(refused, values)
+    except REFUSALS as refused:  # the preview again, the refusal beside the reason typed
+        shown = again(refused, values) | {"field_errors": beside(refused)}
         return await _preview(request, principal, runtime, published_version, ids, **shown)
     return page(
         request,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.model.identifiers import NAME_RULE
+
 DURATION_HELP = "a whole number and a unit: 500ms, 30s, 5m, 72h, 7d"
 
 
@@ -37,7 +39,9 @@ class FieldSpec:
         return "field-" + self.path.replace(".", "-")
 
 
-NAME = FieldSpec("name", "Name", help="ASCII letters, digits, '.', '_' or '-'")
+NAME = FieldSpec("name", "Name", help=NAME_RULE)
+"""Its help is the engine's whole rule: it said only which characters, so "_prep" or a
+name of 201 characters, which the hint admitted, was refused."""
 
 
 def _retry(prefix: str, group: str) -> tuple[FieldSpec, ...]:
@@ -81,7 +85,7 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
             "target",
             "Signal",
             help="the name senders deliver the signal under, e.g. payment.confirmed "
-            "(ASCII letters, digits, '.', '_' or '-'); the step waits for one signal of it",
+            f"({NAME_RULE}); the step waits for one signal of it",
         ),
         _TIMEOUT,
         _INPUT_LIMIT,
@@ -92,7 +96,7 @@ KIND_SPECS: dict[str, tuple[FieldSpec, ...]] = {
             "target",
             "Approval",
             help="what an approver is asked to approve, shown to them, e.g. order.refund "
-            "(ASCII letters, digits, '.', '_' or '-'); answered by an audited approve command",
+            f"({NAME_RULE}); answered by an audited approve command",
         ),
         _TIMEOUT,
         _INPUT_LIMIT,

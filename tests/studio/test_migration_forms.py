@@ -124,3 +124,30 @@ def test_an_instance_refused_as_it_is_migrated_is_told_why_once(studio: LiveStud
     assert stored not in re.sub(r'(value|href)="[^"]*"', "", text), "only in its links"
     state = studio.run(lambda store: Client(store).inspect(stored))
     assert state.definition.version == "1"
+
+
+def test_a_refused_migration_reason_is_said_beside_the_reason_field(studio: LiveStudio) -> None:
+    """A reason of spaces passes the browser's `required`: the preview comes back with
+    the refusal beside the reason field, which is marked invalid, described by it and
+    focused, as the bulk preview's is (it was an alert above the preview, and the field
+    said nothing)."""
+    team, name, instance_id = studio.one_running("blank")
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
+    studio.declare_migration(name, "v2 waits longer")
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    url = f"/definitions/{name}/versions/2"
+    preview = client.form(url + "/migrate/preview", {"instance": [instance_id]})
+    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+
+    chosen = {"instance": [instance_id], "bulk_id": bulk_id, "reason": "   "}
+    refused = client.form(url + "/migrate", chosen)
+
+    assert refused.status_code == 422
+    assert 'id="migration-error"' not in refused.text, "said once, beside its field"
+    said = re.search(
+        r'<p class="field-error" id="migration-reason-error" role="alert">([^<]*)<', refused.text
+    )
+    assert said and said.group(1) == f"a reason of 1 to {MAX_REASON_LENGTH} characters is required"
+    field = re.search(r'<textarea id="migration-reason"[^>]*>', refused.text).group(0)
+    assert 'aria-invalid="true"' in field and 'aria-describedby="migration-reason-error"' in field
+    assert "autofocus" in field
