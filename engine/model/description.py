@@ -16,7 +16,14 @@ from engine.model.canonical import format_instant
 from engine.model.definitions import StepKind
 from engine.model.events import Event, EventKind
 from engine.model.instance import AttemptStatus as A
-from engine.model.instance import Instance, InstanceStatus, TimerProgress, WaitProgress
+from engine.model.instance import (
+    ChildProgress,
+    ChildStatus,
+    Instance,
+    InstanceStatus,
+    TimerProgress,
+    WaitProgress,
+)
 
 S = InstanceStatus
 K = EventKind
@@ -59,6 +66,28 @@ def ending(instance: Instance) -> str:
 def never_happens(instance: Instance, step: str) -> str:
     """Why a wait that has not happened never will ('' while it still may)."""
     return lost_race(instance, step) or ending(instance)
+
+
+AWAITED = frozenset(
+    {
+        ChildStatus.SCHEDULED,
+        ChildStatus.START_RUNNING,
+        ChildStatus.ACTIVE,
+        ChildStatus.START_UNKNOWN,
+        ChildStatus.RETRY_WAITING,
+    }
+)
+"""A child's states in which its parent still awaits it (its start or its outcome)."""
+
+
+def unawaited_child(instance: Instance, child: ChildProgress) -> str:
+    """Why ``instance`` no longer awaits ``child`` ('' while it does, or once the child's
+    outcome is recorded). A child's end is reported to its parent only while the parent
+    has not ended (``engine.decide.child_outcomes``), so an ended parent's child keeps the
+    state it had then; the child's own history says how it ended."""
+    if child.status in AWAITED and instance.status.terminal:
+        return f"no longer awaited ({ending(instance)})"
+    return ""
 
 
 def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
@@ -136,7 +165,8 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
     for s in state.signals.values():
         lines.append(f"  signal {s.step}: received {s.signal_id}")
     for c in state.children.values():
-        lines.append(f"  child {c.step}: {c.status.label} instance {c.child_id}")
+        said = unawaited_child(state, c) or c.status.label
+        lines.append(f"  child {c.step}: {said} instance {c.child_id}")
     for race, winner in state.race_winners.items():
         lines.append(f"  race {race}: won by {winner}")
     if (m := state.machine) is not None:

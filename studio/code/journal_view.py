@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.model.description import ending
+from engine.model.description import ending, unawaited_child
 from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalRecord
 from engine.modes.code.cursor import StopKind
 from engine.modes.code.effects import (
@@ -157,8 +157,11 @@ def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
         return StepState(label, note)
     if record.verb == Verb.SPAWN:
         child = state.children.get(record.key)
-        label = CHILD_STATES.get(child.status, "running") if child else "scheduled"
-        return StepState(label, f"run {child.child_id}" if child else "not started")
+        if child is None:
+            return StepState("scheduled", "not started")
+        if unawaited := unawaited_child(state, child):
+            return StepState("cancelled", f"run {child.child_id}: {unawaited}")
+        return StepState(CHILD_STATES.get(child.status, "running"), f"run {child.child_id}")
     if entry.state is EntryState.DONE:
         return StepState("succeeded", "recorded")
     if ended := ending(state):  # a wait or sleep the run will never resume from

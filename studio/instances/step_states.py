@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Step, StepKind
-from engine.model.description import ending, lost_race, never_happens
+from engine.model.description import ending, lost_race, never_happens, unawaited_child
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import (
     AttemptProgress,
@@ -232,6 +232,8 @@ def _child(instance: Instance, step: Step, current: bool) -> StepState:
     child = instance.children.get(step.name)
     if child is None:
         return PENDING
+    if unawaited := unawaited_child(instance, child):
+        return StepState("cancelled", unawaited, child.child_id)
     return StepState(CHILD_STATES[child.status], child.status.label, child.child_id)
 
 

@@ -19,7 +19,7 @@ from engine.model.description import describe_instance
 from engine.model.errors import CommandConflict, DefinitionNotFound, InputRefused
 from engine.model.events import EventKind
 from engine.model.frozen import evolve
-from engine.model.instance import AttemptStatus, InstanceStatus, instance_to_json
+from engine.model.instance import AttemptStatus, ChildStatus, InstanceStatus, instance_to_json
 from engine.modes.code.decide import CODE_RUNS_NEXT
 from engine.modes.code.journal import EntryState, Verb
 from engine.modes.code.runs import RUN_ID_RULE
@@ -30,6 +30,7 @@ from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from examples import order_saga
 from examples.orders import EFFECTS_ENV
+from studio.code import journal_view
 from tests.fixtures.journal import renamed
 from tests.integration.code_runs import (
     effects,
@@ -295,3 +296,30 @@ async def test_inspect_of_a_run_cancelled_at_its_race_says_the_wait_is_cancelled
     assert state.status is S.CANCELLED, state.status
     lines = describe_instance(state).splitlines()
     assert "  wait race.1: cancelled (the instance was cancelled) on paid, cancelled" in lines
+
+
+async def test_an_ended_run_no_longer_awaits_the_child_it_spawned(
+    client: Client, ctx: Context
+) -> None:
+    """A parent hears of its child's end only while it has not ended: a child still
+    active when its parent ended kept reading "active" on the parent's page and in
+    ``inspect``, though nothing awaits it any more; it now says so, and why (the
+    child's own history says how it ended). An outcome recorded stays as it is."""
+    await started(client, ctx)
+    await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
+    await settle(ctx)
+    await client.command(RUN, Action.CANCEL, "ops", "order void")
+    await settle(ctx)
+    state = await client.inspect(RUN)
+    assert state.status is S.CANCELLED, state.status
+    recorded = f"  child spawn.1: failed instance {CHILD}"  # cancelled while it unwound
+    assert recorded in describe_instance(state).splitlines()
+    child = evolve(state.children["spawn.1"], status=ChildStatus.ACTIVE)
+    ended = evolve(state, children={**state.children, "spawn.1": child})  # ended first
+    said = f"  child spawn.1: no longer awaited (the instance was cancelled) instance {CHILD}"
+    assert said in describe_instance(ended).splitlines()
+    row = next(r for r in journal_view.view(ended).rows if r.record.key == "spawn.1")
+    assert (row.state.state, row.state.note) == (
+        "cancelled",
+        f"run {CHILD}: no longer awaited (the instance was cancelled)",
+    )
