@@ -42,9 +42,8 @@ CREATE OR REPLACE FUNCTION claim_epoch() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     current uuid := (current_store_epoch()).epoch;
 BEGIN
-    IF current IS NOT NULL THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
+    -- As before (migration 0029): only a claim that got an epoch skips the flush wait.
+    PERFORM set_config('synchronous_commit', 'off', true) WHERE current IS NOT NULL;
     RETURN current::text;
 END
 $$;

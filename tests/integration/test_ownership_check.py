@@ -9,6 +9,21 @@ from tests.integration.test_belonging import start
 from verification import sql_checks
 from verification.findings import Findings
 
+LEASE_ALL = "UPDATE work SET state = 2, lease_owner = %s, lease_token = 1, lease_expires_at = now()"
+
+
+async def leased_to(
+    pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection, owner: str, quiet: bool
+) -> Findings:
+    """I10's findings on an instance whose work is all leased to ``owner``, a live worker
+    unless after the quiet phase (when every worker has stopped)."""
+    await start(pg_dsn, schema, owner)
+    await aconn.execute(LEASE_ALL, [owner])
+    findings = Findings()
+    live = frozenset() if quiet else frozenset({owner})
+    await sql_checks.ownership(aconn, findings, quiet=quiet, live=live)
+    return findings
+
 
 async def test_after_the_quiet_phase_every_work_item_is_examined(
     pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
@@ -25,13 +40,7 @@ async def test_after_the_quiet_phase_every_work_item_is_examined(
 async def test_a_lease_still_held_after_the_quiet_phase_is_named(
     pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
 ) -> None:
-    await start(pg_dsn, schema, "held")
-    await aconn.execute(
-        "UPDATE work SET state = 2, lease_owner = 'gone', lease_token = 1, lease_expires_at = now()"
-    )
-    findings = Findings()
-
-    await sql_checks.ownership(aconn, findings, quiet=True, live=frozenset())
+    findings = await leased_to(pg_dsn, schema, aconn, "gone", quiet=True)
 
     assert any("still leased to gone" in v and "dead owner" in v for v in findings.violations)
 
@@ -39,12 +48,6 @@ async def test_a_lease_still_held_after_the_quiet_phase_is_named(
 async def test_mid_run_leases_are_not_judged_nor_counted(
     pg_dsn: str, schema: str, aconn: psycopg.AsyncConnection
 ) -> None:
-    await start(pg_dsn, schema, "busy")
-    await aconn.execute(
-        "UPDATE work SET state = 2, lease_owner = 'w', lease_token = 1, lease_expires_at = now()"
-    )
-    findings = Findings()
-
-    await sql_checks.ownership(aconn, findings, quiet=False, live=frozenset({"w"}))
+    findings = await leased_to(pg_dsn, schema, aconn, "w", quiet=False)
 
     assert (findings.checks["I10"].checked, findings.violations) == (0, [])

@@ -523,6 +523,17 @@ async def test_leases_of_a_dead_owner_expire_at_once(
             await sweeps.hold_owner_lock(revived, schema, "dead")  # the sweep kept no lock
 
 
+async def lock_and_die(store: Store, dsn: str, owner: str) -> None:
+    """``owner`` takes its lock in a session of its own, which then ends: once this
+    returns, the session is gone and its lock free (closing a connection only asks the
+    server to end it, and a sweep right after could still find the lock held)."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as session:
+        await sweeps.hold_owner_lock(session, "wayline", owner)
+        pid = session.info.backend_pid
+        (ended,) = (await execute(store, "SELECT pg_terminate_backend(%s::int, 5000)", [pid]))[0]
+        assert ended
+
+
 async def test_a_database_restart_does_not_make_every_worker_look_dead(
     cluster: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -542,8 +553,7 @@ async def test_a_database_restart_does_not_make_every_worker_look_dead(
     cluster.stop()
     cluster.start()
     async with open_store(dsn, "wayline") as store:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as after:
-            await sweeps.hold_owner_lock(after, "wayline", "after")  # then it dies
+        await lock_and_die(store, dsn, "after")
         assert await sweeps.expire_leases_of_dead_owners(store) == 1
         assert (await work_row(store, claimed["before"].work_id))["lease_expires_at"] == claimed[
             "before"
@@ -583,10 +593,7 @@ async def test_a_failover_does_not_make_every_worker_look_dead(
         # Any grace the promoted server's postmaster start has already run out of.
         monkeypatch.setattr(sweeps, "RESTART_GRACE", (read_before - started) / 2)
         async with open_store(pair.standby_dsn, "wayline") as store:
-            async with await psycopg.AsyncConnection.connect(
-                pair.standby_dsn, autocommit=True
-            ) as after:
-                await sweeps.hold_owner_lock(after, "wayline", "after")  # then it dies
+            await lock_and_die(store, pair.standby_dsn, "after")
             assert await sweeps.expire_leases_of_dead_owners(store) == 1
             (since,) = (await execute(store, "SELECT serving_since()"))[0]
             assert since > read_before

@@ -13,7 +13,7 @@ from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_REASON_LENGTH
 from studio.definitions.migrations import MAX_MIGRATIONS_PER_REQUEST
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import LiveStudio, SignedInClient, definition
 
 
 def test_the_forms_take_only_reported_instances_a_bounded_number_and_a_reason(
@@ -99,6 +99,20 @@ def test_a_refused_edge_declaration_comes_back_beside_its_reason(studio: LiveStu
     assert "Declare edge v1 → v2" in client.get(url).text, "nothing was declared"
 
 
+def previewed_v2(
+    studio: LiveStudio, team: str, name: str, instance_id: str
+) -> tuple[SignedInClient, str, str]:
+    """An operator's client, version 2's address and the bulk id of a migration preview
+    of ``instance_id`` to it (published judged, with a declared edge from 1)."""
+    studio.publish_judged(team, definition(name, "2", timeout="45s"))
+    studio.declare_migration(name, "v2 waits longer")
+    client = studio.client(studio.user(team, Role.OPERATOR))
+    url = f"/definitions/{name}/versions/2"
+    preview = client.form(url + "/migrate/preview", {"instance": [instance_id]})
+    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+    return client, url, bulk_id
+
+
 def test_an_instance_refused_as_it_is_migrated_is_told_why_once(studio: LiveStudio) -> None:
     """One that ended since the preview is refused on the results page by the judge's
     reason alone: its row names it as the team knows it, so the reason neither repeats
@@ -106,12 +120,7 @@ def test_an_instance_refused_as_it_is_migrated_is_told_why_once(studio: LiveStud
     team = studio.team("refusal")
     name = studio.publish_new(team, "refusal")
     stored = studio.start(team, name, team_instance_id(team, "order-7"))
-    studio.publish_judged(team, definition(name, "2", timeout="45s"))
-    studio.declare_migration(name, "v2 waits longer")
-    client = studio.client(studio.user(team, Role.OPERATOR))
-    url = f"/definitions/{name}/versions/2"
-    preview = client.form(url + "/migrate/preview", {"instance": [stored]})
-    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+    client, url, bulk_id = previewed_v2(studio, team, name, stored)
     studio.command(stored, Action.TERMINATE)
 
     done = client.form(url + "/migrate", {"instance": [stored], "bulk_id": bulk_id, "reason": "v2"})
@@ -132,12 +141,7 @@ def test_a_refused_migration_reason_is_said_beside_the_reason_field(studio: Live
     focused, as the bulk preview's is (it was an alert above the preview, and the field
     said nothing)."""
     team, name, instance_id = studio.one_running("blank")
-    studio.publish_judged(team, definition(name, "2", timeout="45s"))
-    studio.declare_migration(name, "v2 waits longer")
-    client = studio.client(studio.user(team, Role.OPERATOR))
-    url = f"/definitions/{name}/versions/2"
-    preview = client.form(url + "/migrate/preview", {"instance": [instance_id]})
-    bulk_id = re.search(r'name="bulk_id" value="(\w+)"', preview.text).group(1)
+    client, url, bulk_id = previewed_v2(studio, team, name, instance_id)
 
     chosen = {"instance": [instance_id], "bulk_id": bulk_id, "reason": "   "}
     refused = client.form(url + "/migrate", chosen)
