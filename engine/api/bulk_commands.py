@@ -103,7 +103,8 @@ class BulkCommands:
 
     async def act(self, bulk: BulkCommand) -> BulkOutcome:
         """Take ``bulk`` once (see the module); BulkConflict when its id was used for
-        another action or selection, ValueError for a request no instance could take."""
+        another bulk (action, selection, actor or reason), ValueError for a request no
+        instance could take."""
         require_id(bulk.bulk_id, "bulk id")
         check_team(bulk.tenant_id)
         check_selection(bulk.instance_ids)

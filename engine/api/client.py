@@ -151,9 +151,10 @@ class Client:
         registry = await self.registries.refresh()
         return await compatibility.judge_running(self.store, registry, definition, code)
 
-    async def deprecate(self, name: str, version: str) -> None:
-        """Refuse new instances of a version; running ones keep it."""
-        await catalog.deprecate(self.store, name, version)
+    async def deprecate(self, name: str, version: str, actor: str = "") -> None:
+        """Refuse new instances of a version; running ones keep it. ``actor`` is kept
+        with the version as who deprecated it, as ``publish`` keeps who published it."""
+        await catalog.deprecate(self.store, name, version, actor)
 
     async def resolve_dead_letter(self, command: Resolution) -> ResolutionResult:
         """Retry or discard a dead letter once, audited; ``command`` comes from

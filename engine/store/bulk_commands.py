@@ -27,7 +27,8 @@ OUTCOMES = ("done", "unchanged", "refused")
 
 
 class BulkConflict(WaylineError):
-    """The bulk id is already recorded for another action or selection."""
+    """The bulk id is already recorded for another bulk (another action, selection, actor
+    or reason, or another team's)."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,22 @@ async def record_bulk(store: Store, bulk: BulkCommand) -> BulkCommand:
     row = await transact(store, f"bulk {bulk.bulk_id}", body)
     stored = _bulk(row)
     if row[8] != bulk.fingerprint:
-        raise BulkConflict(
-            f"bulk command {bulk.bulk_id} was already confirmed for another action or selection"
-        )
+        raise BulkConflict(_taken(bulk, stored))
     return stored
+
+
+def _taken(bulk: BulkCommand, stored: BulkCommand) -> str:
+    """Why ``bulk`` cannot have its id: what it was confirmed as, by whom and why (the
+    actor or reason may be all that differs, and a caller must tell its own earlier
+    confirmation from someone else's); of another team's bulk, nothing but that."""
+    again = "a new bulk action needs a new bulk id (a preview draws one)"
+    if stored.tenant_id != bulk.tenant_id:
+        return f"bulk id {bulk.bulk_id} is taken: {again}"
+    count = len(stored.instance_ids)
+    return (
+        f"bulk command {bulk.bulk_id} was already confirmed as {stored.action} of {count} "
+        f"instance{'' if count == 1 else 's'} by {stored.actor}: {stored.reason}; {again}"
+    )
 
 
 async def record_result(store: Store, bulk_id: str, result: BulkResult) -> None:

@@ -46,6 +46,10 @@ class PublishedVersion:
     published_at: datetime
     published_by: str
     team_id: str = ""
+    deprecated_by: str = ""
+    """Who deprecated it (empty while it is active, and for a version deprecated before
+    this was kept); a second deprecation keeps the first's who and when."""
+    deprecated_at: datetime | None = None
 
 
 async def publish(
@@ -250,9 +254,11 @@ async def resolve_for_start(store: Store, name: str, version: str | None) -> Def
     return DefinitionRef(name, row[0], row[1])
 
 
-async def deprecate(store: Store, name: str, version: str) -> None:
+async def deprecate(store: Store, name: str, version: str, actor: str = "") -> None:
+    """Deprecate a version, recording who did and when (kept from the first time)."""
+
     async def body(conn: psycopg.AsyncConnection) -> tuple[Any, ...] | None:
-        params = {"name": name, "version": version}
+        params = {"name": name, "version": version, "actor": actor}
         return await (await conn.execute(sql.DEPRECATE, params)).fetchone()
 
     if await transact(store, f"deprecating {name}@{version}", body) is None:

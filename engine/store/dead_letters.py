@@ -66,6 +66,13 @@ ACTION_CODES = {ResolutionAction.RETRY: 1, ResolutionAction.DISCARD: 2}
 """How each action is stored in ``work_resolutions.action``."""
 
 
+RESOLUTION_KINDS = {
+    ResolutionAction.RETRY: "dead_letter_retried",
+    ResolutionAction.DISCARD: "dead_letter_discarded",
+}
+"""How ``Resolution.to_json`` names each action."""
+
+
 class ResolutionConflict(StoreError):
     """The command id or the fence was already used by a different resolution."""
 
@@ -147,6 +154,25 @@ class Resolution:
                 "deadline": _instant(self.deadline),
             }
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The exchange form, beside its instance's events in a retention export (no
+        event records a resolution): ``kind`` is ``dead_letter_retried`` or
+        ``dead_letter_discarded``, never an event's kind, and there is no ``sequence``."""
+        out: dict[str, Any] = {
+            "instance_id": self.instance_id,
+            "kind": RESOLUTION_KINDS[self.action],
+            "occurred_at": format_instant(self.occurred_at),
+            "command_id": self.command_id,
+            "work_id": self.work_id,
+            "fencing_token": self.token,
+            "actor": self.actor,
+            "reason": self.reason,
+        }
+        if self.retry_at is not None and self.deadline is not None:
+            out["retry_at"] = format_instant(self.retry_at)
+            out["deadline"] = format_instant(self.deadline)
+        return out
 
     def repeats(self, earlier: Resolution) -> bool:
         """Whether this command is ``earlier`` given again: the same command id, dead
@@ -268,6 +294,16 @@ async def find_resolution(
     async with store.connection() as conn:
         row = await (await conn.execute(sql.RESOLUTION_RECORD, key)).fetchone()
     return None if row is None else _resolution_record(row, actions)
+
+
+async def instance_resolutions(store: Store, instance_id: str) -> list[ResolutionRecord]:
+    """Every resolution of ``instance_id``'s dead letters, oldest first: the audit of them
+    that its history does not hold (retention exports it with the history)."""
+    actions = {code: action for action, code in ACTION_CODES.items()}
+    async with store.reading() as conn:
+        found = await conn.execute(sql.INSTANCE_RESOLUTIONS, {"instance": instance_id})
+        rows = await found.fetchall()
+    return [_resolution_record(row, actions) for row in rows]
 
 
 def _resolution_record(

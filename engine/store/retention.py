@@ -7,7 +7,8 @@ back, and a team without a policy keeps everything). ``prune`` then works in bou
 batches: it picks ended instances archived before the cutoff that have no live work and
 no child still running (a running child reports to its parent, which must still be
 there), appends each one's whole history as one JSON line to the export
-(the array of its events, each as ``wayline history --json`` prints it), on disk before
+(the array of its events, each as ``wayline history --json`` prints it, then the
+resolutions of its dead letters, which no event records), on disk before
 anything is removed (``ExportFile``), and then, in one short transaction, locks those still
 as they were exported and deletes their work, history, ledger, snapshot and row. Nothing waits on
 a worker: an ended instance has no due work, and a row another transaction holds is
@@ -40,7 +41,7 @@ from engine.model.durations import format_duration
 from engine.model.events import event_to_json
 from engine.model.inputs import check_team
 from engine.model.limits import MAX_RETENTION_KEEP, MIN_RETENTION_KEEP
-from engine.store import reads
+from engine.store import dead_letters, reads
 from engine.store.errors import StoreUnavailable
 from engine.store.statements import retention as sql
 from engine.store.store import Store
@@ -282,11 +283,15 @@ async def prune(
 
 
 async def _export(store: Store, instance_ids: list[str], export: Export) -> None:
-    """Each instance's events as one JSON line, on disk before anything is removed."""
+    """Each instance's events, then its dead letters' resolutions (who retried or
+    discarded which work and why: the removal deletes them, and no event holds them), as
+    one JSON line, on disk before anything is removed."""
     with export.batch() as write:
         for instance_id in instance_ids:
-            events = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
-            write(json.dumps(events, separators=(",", ":")) + "\n")
+            records = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
+            resolved = await dead_letters.instance_resolutions(store, instance_id)
+            records += [resolution.to_json() for resolution in resolved]
+            write(json.dumps(records, separators=(",", ":")) + "\n")
 
 
 async def _remove(store: Store, expired: list[tuple[str, int]]) -> int:

@@ -59,4 +59,4 @@ async def revoke_token(
     runtime: NamedDependency[Runtime],
     token_id: FromPath[str],
 ) -> None:
-    await accounts.revoke_token(runtime.store, principal.team_id, token_id)
+    await accounts.revoke_token(runtime.store, principal, token_id)

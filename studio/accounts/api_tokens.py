@@ -16,6 +16,10 @@ A token made with a token lives no longer than the token that made it: it expire
 that one does at the latest, and revoking a token revokes every token made with it (and
 with those). Otherwise a leaked admin token, once revoked, would leave behind whatever
 tokens were minted with it.
+
+A revoked token stays listed, with when and by whom it was revoked: its id is the actor
+(``token:<id>``) of every audit record it made, so a reviewer reading one must still
+find what the token was, who made it and who stopped it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ MAX_DAYS = 366
 """The longest expiry a token can be given, in days (a token may also never expire)."""
 
 COLUMNS = (
-    "token_id, team_id, role, label, created_by, creator_id, created_at, last_used_at, expires_at"
+    "token_id, team_id, role, label, created_by, creator_id, created_at, last_used_at, expires_at,"
+    " revoked_at, revoked_by"
 )
 CREATOR_IS_ADMIN = """EXISTS (
     SELECT 1 FROM studio_memberships m
@@ -53,12 +58,14 @@ RETURNING {COLUMNS}, ''
 """
 LIST = f"""
 SELECT {COLUMNS},
-       CASE WHEN NOT {UNEXPIRED} THEN 'expired'
+       CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
+            WHEN NOT {UNEXPIRED} THEN 'expired'
             WHEN NOT {CREATOR_IS_ADMIN} THEN 'its creator is no longer an admin of this team'
             ELSE '' END
-FROM studio_api_tokens t WHERE team_id = %s AND revoked_at IS NULL
-ORDER BY created_at, token_id
+FROM studio_api_tokens t WHERE team_id = %s
+ORDER BY revoked_at IS NOT NULL, created_at, token_id
 """
+"""Live tokens first, then the revoked ones (kept for the audit records they made)."""
 REVOKE = """
 WITH RECURSIVE revoked AS (
     SELECT token_id FROM studio_api_tokens
@@ -68,7 +75,7 @@ WITH RECURSIVE revoked AS (
         ON t.created_by = 'token:' || r.token_id
     WHERE t.revoked_at IS NULL
 )
-UPDATE studio_api_tokens t SET revoked_at = now() FROM revoked r
+UPDATE studio_api_tokens t SET revoked_at = now(), revoked_by = %s FROM revoked r
 WHERE t.token_id = r.token_id RETURNING 1
 """
 """The token and every live token made with it, at any remove (``created_by``)."""
@@ -94,8 +101,13 @@ class ApiToken:
     created_at: datetime
     last_used_at: datetime | None
     expires_at: datetime | None
+    revoked_at: datetime | None
+    revoked_by: str
+    """Who revoked it, as ``created_by`` names people (empty while it is not revoked;
+    also for a token revoked before the studio kept who did)."""
     inactive: str = ""
-    """Why a live (unrevoked) token does not work now, or empty when it does."""
+    """Why the token does not work now (revoked, expired, its creator no longer an
+    admin), or empty when it does."""
 
 
 async def create_token(
@@ -144,11 +156,12 @@ async def list_tokens(store: Store, team_id: str) -> list[ApiToken]:
     return [_token(row) for row in rows]
 
 
-async def revoke_token(store: Store, team_id: str, token_id: str) -> bool:
-    """Revoke a token of ``team_id`` and the tokens made with it; False when there is no
-    such live token there."""
+async def revoke_token(store: Store, team_id: str, token_id: str, revoked_by: str) -> bool:
+    """Revoke a token of ``team_id`` and the tokens made with it, recording ``revoked_by``
+    (an audit actor) on each; False when there is no such live token there."""
     async with store.connection() as conn:
-        return await (await conn.execute(REVOKE, (token_id, team_id))).fetchone() is not None
+        found = await conn.execute(REVOKE, (token_id, team_id, revoked_by))
+        return await found.fetchone() is not None
 
 
 def _token(row: tuple) -> ApiToken:

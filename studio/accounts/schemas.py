@@ -44,8 +44,12 @@ class TokenOut:
     created_at: datetime
     last_used_at: datetime | None
     expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str = ""
+    """Who revoked it (a username or ``token:<id>``); a revoked token stays listed, since
+    audit records name it as their actor."""
     inactive: str = ""
-    """Why the token does not work now (expired, its creator no longer an admin)."""
+    """Why the token does not work now (revoked, expired, its creator no longer an admin)."""
 
 
 @dataclass
@@ -69,5 +73,7 @@ def token_out(token: ApiToken) -> TokenOut:
         token.created_at,
         token.last_used_at,
         token.expires_at,
+        token.revoked_at,
+        token.revoked_by,
         token.inactive,
     )

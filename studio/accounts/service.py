@@ -138,8 +138,9 @@ async def create_token(
         raise Invalid(str(rejected)) from None
 
 
-async def revoke_token(store: Store, team: str, token_id: str) -> None:
-    if not await api_tokens.revoke_token(store, team, token_id):
+async def revoke_token(store: Store, principal: Principal, token_id: str) -> None:
+    """Revoke a token of the acting admin's team, recording who did (see api_tokens)."""
+    if not await api_tokens.revoke_token(store, principal.team_id, token_id, principal.actor):
         raise NotFound("no such token in this team")
 
 

@@ -143,5 +143,5 @@ async def revoke_token(
     runtime: NamedDependency[Runtime],
     token_id: FromPath[str],
 ) -> Redirect:
-    await accounts.revoke_token(runtime.store, principal.team_id, token_id)
+    await accounts.revoke_token(runtime.store, principal, token_id)
     return see_other("/settings")

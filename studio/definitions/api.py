@@ -74,7 +74,7 @@ async def deprecate(
     name: FromPath[str],
     version: FromPath[str],
 ) -> VersionOut:
-    await definitions.deprecate(runtime, principal.team_id, name, version)
+    await definitions.deprecate(runtime, principal.team_id, principal.actor, name, version)
     return version_out(await definitions.version_of(runtime, principal.team_id, name, version))
 
 

@@ -244,7 +244,7 @@ async def deprecate_version(
     name: FromPath[str],
     version: FromPath[str],
 ) -> Response:
-    await definitions.deprecate(runtime, principal.team_id, name, version)
+    await definitions.deprecate(runtime, principal.team_id, principal.actor, name, version)
     return go_to(request, f"/definitions/{name}")
 
 

@@ -43,6 +43,10 @@ class VersionOut:
     """A step list's steps (0 for a state machine or a code workflow: see ``size``)."""
     size: str
     """How big it is, in the words of its mode: "5 steps", "4 states", "7 durable calls"."""
+    deprecated_at: datetime | None = None
+    deprecated_by: str = ""
+    """Who deprecated it (empty while active, and for a version deprecated before the
+    studio kept who did)."""
 
 
 @dataclass
@@ -195,6 +199,8 @@ def version_out(published: PublishedVersion) -> VersionOut:
         published.published_by,
         len(d.steps),
         size(d),
+        published.deprecated_at,
+        published.deprecated_by,
     )
 
 

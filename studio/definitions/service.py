@@ -137,10 +137,11 @@ async def name_taken(runtime: Runtime, team: str, name: str) -> bool:
     return owner is not None and owner != team
 
 
-async def deprecate(runtime: Runtime, team: str, name: str, version: str) -> None:
-    """Refuse new instances of a version; running ones keep it (its fingerprint stays)."""
+async def deprecate(runtime: Runtime, team: str, actor: str, name: str, version: str) -> None:
+    """Refuse new instances of a version; running ones keep it (its fingerprint stays).
+    The version keeps who deprecated it (``actor``) and when."""
     await version_of(runtime, team, name, version)
-    await runtime.client.deprecate(name, version)
+    await runtime.client.deprecate(name, version, actor)
 
 
 async def compatibility_of(runtime: Runtime, published: PublishedVersion) -> StoredReport | None:

@@ -75,7 +75,9 @@ def test_removing_a_member_and_revoking_a_token_ask_first(page: Page, studio: Li
             expect(tokens).to_contain_text("to-revoke")
             expect(members).to_contain_text(member)
     expect(page.locator("#members-table")).not_to_contain_text(member)
-    expect(page.locator("body")).not_to_contain_text("to-revoke")
+    revoked = tokens.locator("tr", has_text="to-revoke")  # kept: audit records name it
+    expect(revoked).to_contain_text("revoked")
+    expect(revoked.get_by_role("button", name="Revoke")).to_have_count(0)
     assert len(asked) == 4 and "Revoke the token to-revoke" in asked[0]
     assert f"Remove {member}" in asked[1]
 

@@ -31,6 +31,7 @@ from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.validation import parse_definition
+from engine.store.bulk_commands import record_bulk
 from engine.store.store import Store
 from tests.e2e.conftest import until
 
@@ -255,3 +256,21 @@ async def test_a_selection_is_bounded_and_a_bulk_is_kept_with_its_results(
 
 async def _status(client: Client, instance_id: str, status: InstanceStatus) -> bool:
     return (await client.inspect(instance_id)).status is status
+
+
+async def test_a_bulk_id_taken_says_as_what_by_whom_and_why(db_store: Store) -> None:
+    """Confirmed again by someone else (the same action and selection), a bulk was refused
+    as 'already confirmed for another action or selection': neither was another, and the
+    caller could not tell whose confirmation stood. Another team learns nothing of it."""
+    await record_bulk(db_store, cancel_bulk("b9", ["o-1", "o-2"]))
+    with pytest.raises(BulkConflict) as clash:
+        await record_bulk(db_store, replace(cancel_bulk("b9", ["o-1", "o-2"]), actor="token:ab12"))
+    assert str(clash.value) == (
+        "bulk command b9 was already confirmed as cancel of 2 instances by alice: incident 42; "
+        "a new bulk action needs a new bulk id (a preview draws one)"
+    )
+    with pytest.raises(BulkConflict) as other_team:
+        await record_bulk(db_store, replace(cancel_bulk("b9", ["o-1"]), tenant_id="blue"))
+    assert str(other_team.value) == (
+        "bulk id b9 is taken: a new bulk action needs a new bulk id (a preview draws one)"
+    )

@@ -14,12 +14,14 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.canonical import format_instant
 from engine.model.limits import MAX_RETENTION_KEEP, MIN_RETENTION_KEEP
-from engine.store import reads, retention
+from engine.store import reads, retention, sweeps, work_views
 from engine.store.clock import ManualClock
+from engine.store.dead_letters import make_resolution, resolve
 from engine.store.retention import MAX_PRUNE_BATCH
 from engine.store.store import Store
-from tests.integration.factories import DEFINITION
+from tests.integration.factories import DEFINITION, adjust_work
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
 KEEP = timedelta(days=30)
@@ -142,6 +144,38 @@ async def test_an_instance_with_live_work_or_a_running_child_is_kept(
     assert (done.exported, done.removed) == (1, 1)
     assert list(export.instances()) == [free]
     assert await rows_of(store, busy) > 0 and await rows_of(store, parent) > 0
+
+
+async def test_the_export_keeps_who_resolved_a_dead_letter_and_why(
+    client: Client, store: Store, clock: ManualClock, export: Export
+) -> None:
+    """A dead letter's retry or discard is audited in its own table, not in the history:
+    the removal deleted those records and the export, events only, held none of them."""
+    await started(client, "stuck")
+    work = [w.work_id for w in await work_views.instance_work(store, "stuck")]
+    await adjust_work(store, work, deadline=clock.now() + timedelta(minutes=1))
+    clock.advance(timedelta(minutes=2))
+    assert await sweeps.sweep_expired_deadlines(store) == 1
+    (letter,) = await work_views.instance_work(store, "stuck")
+    fence = ("stuck", letter.work_id, letter.token)
+    await resolve(store, make_resolution("c-9", *fence, "discard", "carol", "INC-4", clock.now()))
+    await client.command("stuck", Action.TERMINATE, "alice", "done with it")
+    clock.advance(KEEP + timedelta(days=1))
+
+    assert (await retention.prune(store, "red", KEEP, export)).removed == 1
+
+    *events, discarded = export.instances()["stuck"]
+    assert events[-1]["kind"] == "terminated"
+    assert discarded == {
+        "instance_id": "stuck",
+        "kind": "dead_letter_discarded",
+        "occurred_at": format_instant(clock.now() - KEEP - timedelta(days=1)),
+        "command_id": "c-9",
+        "work_id": letter.work_id,
+        "fencing_token": letter.token,
+        "actor": "carol",
+        "reason": "INC-4",
+    }
 
 
 async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -> None:

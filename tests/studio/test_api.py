@@ -33,6 +33,27 @@ def test_publishing_is_idempotent_and_a_clash_is_a_clear_conflict(studio: LiveSt
     assert [(v["version"], v["fingerprint"]) for v in versions] == [("1", body["fingerprint"])]
 
 
+def test_a_deprecation_keeps_who_did_it_and_when(studio: LiveStudio) -> None:
+    """A version's publication names who and when, but its deprecation (which makes new
+    instances refuse it) was kept as a bare flag: nobody could tell who had done it."""
+    client, team = api_client(studio)
+    name = f"api.{uuid.uuid4().hex[:6]}"
+    assert client.post("/api/definitions", json={"document": definition(name)}).status_code == 201
+    active = client.get(f"/api/definitions/{name}").json()[0]
+    assert (active["deprecated_at"], active["deprecated_by"]) == (None, "")
+    actor = client.get("/api/me").json()["actor"]
+    first = client.post(f"/api/definitions/{name}/versions/1/deprecate").json()
+    assert first["deprecated"] is True and first["deprecated_by"] == actor
+    assert first["deprecated_at"] is not None
+    other = studio.client(studio.user(team, Role.AUTHOR))
+    again = other.form(f"/definitions/{name}/versions/1/deprecate")
+    assert again.status_code == 303
+    (kept,) = client.get(f"/api/definitions/{name}").json()
+    assert (kept["deprecated_by"], kept["deprecated_at"]) == (actor, first["deprecated_at"])
+    page = client.get(f"/definitions/{name}/versions/1").text
+    assert f", by {actor})" in page
+
+
 def test_require_compatible_refuses_a_version_a_running_instance_cannot_take(
     studio: LiveStudio,
 ) -> None:

@@ -341,6 +341,36 @@ def test_a_token_made_with_a_token_lives_no_longer_than_its_maker(studio: LiveSt
     assert api.get("/api/me", headers=other).status_code == 200  # made by a person
 
 
+def test_a_revoked_token_stays_listed_with_when_and_by_whom(studio: LiveStudio) -> None:
+    """Audit records name a token as their actor (``token:<id>``), yet a revoked token
+    vanished from the team's list, and nothing kept who revoked it: a reviewer could not
+    tell what the actor had been, nor who stopped it."""
+    team = studio.team()
+    admin_name = studio.user(team, Role.ADMIN)
+    admin = studio.client(admin_name)
+    first = _new_token(admin.form("/settings/tokens", {"label": "ci", "role": "admin"}))
+    api = studio.client()
+    made = api.post("/api/tokens", json={"label": "minted", "role": "viewer"}, headers=first)
+    other = _new_token(admin.form("/settings/tokens", {"label": "other", "role": "viewer"}))
+    first_id, other_id = (t["Authorization"].split("_")[1] for t in (first, other))
+    minted_id = made.json()["record"]["id"]
+    assert api.delete(f"/api/tokens/{other_id}", headers=first).status_code == 204
+    assert admin.form(f"/settings/tokens/{first_id}/revoke").status_code == 303
+
+    listed = {t["id"]: t for t in admin.get("/api/tokens").json()}
+    revokers = {i: (t["revoked_by"], t["inactive"]) for i, t in listed.items()}
+    assert revokers == {
+        first_id: (admin_name, "revoked"),
+        minted_id: (admin_name, "revoked"),  # with the token that made it
+        other_id: (f"token:{first_id}", "revoked"),
+    }
+    assert all(t["revoked_at"] is not None for t in listed.values())
+    page = admin.get("/settings").text
+    assert page.count("revoked ") >= 3 and f"by token:{first_id}" in page
+    assert f"/settings/tokens/{first_id}/revoke" not in page  # nothing left to revoke
+    assert admin.form(f"/settings/tokens/{first_id}/revoke").status_code == 404
+
+
 def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None:
     team = studio.team()
     client = studio.client(studio.user(team, Role.VIEWER))

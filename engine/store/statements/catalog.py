@@ -16,7 +16,8 @@ WHERE name = %(name)s ORDER BY (version = %(version)s) DESC LIMIT 1
 """
 
 ALL_VERSIONS = """
-SELECT spec, deprecated, published_at, published_by, team_id FROM definitions
+SELECT spec, deprecated, published_at, published_by, team_id, deprecated_by, deprecated_at
+FROM definitions
 WHERE %(team)s::text IS NULL OR team_id = %(team)s
 ORDER BY name, published_at, version
 """
@@ -42,7 +43,11 @@ WHERE name = %(name)s AND version = %(version)s AND fingerprint = %(fingerprint)
 """
 
 DEPRECATE = """
-UPDATE definitions SET deprecated = true WHERE name = %(name)s AND version = %(version)s
+UPDATE definitions
+SET deprecated = true,
+    deprecated_by = CASE WHEN deprecated THEN deprecated_by ELSE %(actor)s END,
+    deprecated_at = CASE WHEN deprecated THEN deprecated_at ELSE now() END
+WHERE name = %(name)s AND version = %(version)s
 RETURNING 1
 """
 
