@@ -467,6 +467,15 @@ class HandlerExecutor(Protocol):
         """``handler(request)``; TimeoutError ``timeout`` s after it started."""
 
 
+def _is_async(handler: Handler) -> bool:
+    """Whether ``handler(request)`` returns a coroutine: an ``async def`` (or a partial of
+    one), or an object whose ``__call__`` is one, which ``inspect.iscoroutinefunction``
+    does not see. Run in a thread, such a handler would only build its coroutine, and
+    its attempt be recorded unknown although none of its code ran."""
+    call = type(handler).__call__  # a function's is a slot wrapper: not a coroutine one
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
 async def run_handler(
     handler: Handler, request: ActivityRequest, timeout: float, executor: HandlerExecutor
 ) -> Outcome:
@@ -474,7 +483,7 @@ async def run_handler(
 
     A sync handler runs by ``executor``; its timeout counts from when it started."""
     try:
-        if inspect.iscoroutinefunction(handler):
+        if _is_async(handler):
             async with asyncio.timeout(timeout + TIMER_GRAIN_SECONDS):
                 value = await handler(request)
         else:
