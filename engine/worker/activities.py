@@ -467,7 +467,7 @@ class HandlerExecutor(Protocol):
         """``handler(request)``; TimeoutError ``timeout`` s after it started."""
 
 
-def _is_async(handler: Handler) -> bool:
+def is_async_handler(handler: Handler) -> bool:
     """Whether ``handler(request)`` returns a coroutine: an ``async def`` (or a partial of
     one), or an object whose ``__call__`` is one, which ``inspect.iscoroutinefunction``
     does not see. Run in a thread, such a handler would only build its coroutine, and
@@ -483,7 +483,7 @@ async def run_handler(
 
     A sync handler runs by ``executor``; its timeout counts from when it started."""
     try:
-        if _is_async(handler):
+        if is_async_handler(handler):
             async with asyncio.timeout(timeout + TIMER_GRAIN_SECONDS):
                 value = await handler(request)
         else:
