@@ -195,19 +195,19 @@ def recordable(outcome: Outcome, request: ActivityRequest, limit: int, what: str
         return outcome
     try:
         text = canonical_json(outcome.result)
+        size = len(text.encode())  # text with a lone surrogate is not UTF-8: ValueError
     except (TypeError, ValueError):
         _log_unknown(request, "returned a result that is not JSON", RESULT_NOT_JSON)
         return Unknown(RESULT_NOT_JSON)
-    if larger := too_large(text, limit, what):
-        _log_unknown(request, f"returned {len(text.encode())} bytes of JSON", RESULT_TOO_LARGE)
+    if larger := too_large(size, limit, what):
+        _log_unknown(request, f"returned {size} bytes of JSON", RESULT_TOO_LARGE)
         return larger
     return Succeeded(outcome.result, text)
 
 
-def too_large(text: str, limit: int, what: str) -> Unknown | None:
-    """The unknown outcome of a result whose canonical JSON ``text`` is larger than
-    ``limit`` bytes (saying its size and the limit), else None."""
-    size = len(text.encode())
+def too_large(size: int, limit: int, what: str) -> Unknown | None:
+    """The unknown outcome of a result whose canonical JSON is ``size`` bytes of UTF-8,
+    more than ``limit`` (saying its size and the limit), else None."""
     if size <= limit:
         return None
     message = f"the {what} returned {size} bytes of JSON; at most {limit} can be recorded"

@@ -110,3 +110,26 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(
     }
     other = (await client.inspect("order-2")).activities["other"]
     assert (other.status, other.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)
+
+
+async def test_a_result_whose_text_is_not_utf8_is_unknown_and_logs_no_payload(
+    db_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lone surrogate (what a bad decode of a gateway's bytes leaves in a str) passes
+    JSON encoding but not UTF-8: its encoding error ended the worker's task, its
+    traceback quoting the result in the log, and the attempt waited for its lease to
+    run out. It is a result that is not JSON, recorded unknown at once."""
+    app = ActivityRegistry()
+    app.register("odd.text", lambda request: {"name": "\ud800 hunter2"})
+    client = Client(db_store)
+    await client.publish(activity_steps("odd.one", ["text"]))
+    await client.start("odd.one", "order-1")
+    with caplog.at_level(logging.WARNING):
+        await run_due(Context(db_store, app, RegistrySource(db_store)))
+    text = (await client.inspect("order-1")).activities["text"]
+    assert (text.status, text.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)
+    assert [r.getMessage() for r in caplog.records] == [
+        "activity odd.text returned a result that is not JSON: attempt 1 of step text of "
+        f"order-1 is recorded unknown ({RESULT_NOT_JSON})"
+    ]
+    assert "hunter2" not in caplog.text

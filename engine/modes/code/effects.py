@@ -86,7 +86,8 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
         return Unknown(CRASH_CODE, {"error": type(exc).__name__})
     try:
         text = canonical_json(value)
+        size = len(text.encode())  # text with a lone surrogate is not UTF-8: ValueError
     except (TypeError, ValueError):
         return Unknown(RESULT_NOT_JSON)
     # too large, the event could not be written: unknown, saying why (as for step lists)
-    return too_large(text, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text), text)
+    return too_large(size, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text), text)
