@@ -495,7 +495,9 @@ async def run_handler(
         return Unknown(TIMEOUT_CODE)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # the effect may have happened: unknown, never a failure
+    except (Exception, SystemExit) as exc:  # the effect may have happened: unknown
+        # SystemExit too: a handler's sys.exit() (a CLI library's, say) ends its attempt,
+        # not the worker and every other attempt it runs.
         raised = (
             f"raised {type(exc).__name__}{_where(_own(traceback.extract_tb(exc.__traceback__)))}"
         )
