@@ -77,6 +77,23 @@ async def test_a_handler_reads_the_results_of_the_steps_that_succeeded_before_it
     }
 
 
+async def test_a_handler_may_return_the_results_it_was_given(db_store: Store) -> None:
+    """``request.results`` is a read-only Mapping, not a dict: a result holding it (a
+    step that passes on what came before) was recorded unknown, not JSON, after the
+    handler had done its work."""
+    app = ActivityRegistry()
+    app.register("results.quote", lambda request: {"amount": 12})
+    app.register("results.nothing", lambda request: {"before": request.results})
+    app.register("results.charge", lambda request: request.results["nothing"])
+    client = Client(db_store)
+    await client.publish(activity_steps("results.passed", STEPS))
+    await client.start("results.passed", "order-1")
+    await run_due(Context(db_store, app, RegistrySource(db_store)))
+    charge = (await client.inspect("order-1")).activities["charge"]
+    assert charge.status is AttemptStatus.SUCCEEDED
+    assert json.loads(charge.result or "null") == {"before": {"quote": {"amount": 12}}}
+
+
 async def test_a_result_too_large_to_record_is_unknown_and_says_why(
     db_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
