@@ -187,22 +187,37 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 def recordable(outcome: Outcome, request: ActivityRequest, limit: int, what: str) -> Outcome:
     """``outcome``, or, for a success whose result is not JSON or is larger than
     ``limit`` (the step's ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an
-    unknown outcome saying so (with its size and the limit): the handler ran, so its
-    effect may have happened, and an event carrying that result could not be written,
-    leaving the attempt to its lease's expiry. The worker's log says so too, as for a
-    handler that raised: its history holds only the code."""
+    unknown outcome saying so (what in it is not JSON; its size and the limit): the
+    handler ran, so its effect may have happened, and an event carrying that result
+    could not be written, leaving the attempt to its lease's expiry. The worker's log
+    says so too, as for a handler that raised."""
     if not isinstance(outcome, Succeeded) or outcome.result is None:
         return outcome
     try:
         text = canonical_json(outcome.result)
         size = len(text.encode())  # text with a lone surrogate is not UTF-8: ValueError
     except (TypeError, ValueError):
-        _log_unknown(request, "returned a result that is not JSON", RESULT_NOT_JSON)
-        return Unknown(RESULT_NOT_JSON)
+        unknown = not_json(outcome.result, what)
+        said = f"returned a result that is not JSON ({unknown.details['message']})"
+        _log_unknown(request, said, RESULT_NOT_JSON)
+        return unknown
     if larger := too_large(size, limit, what):
         _log_unknown(request, f"returned {size} bytes of JSON", RESULT_TOO_LARGE)
         return larger
     return Succeeded(outcome.result, text)
+
+
+def not_json(result: Any, what: str) -> Unknown:
+    """The unknown outcome of a result the encoder refused, saying what in it is not
+    JSON (``check_value``'s words: a type, as "holds a datetime", never a value), which
+    its developer could not otherwise tell from the code alone."""
+    try:
+        check_value(result, f"the {what}'s result")
+    except InputRefused as refused:
+        message = str(refused)
+    else:  # a cycle the encoder found
+        message = f"the {what}'s result is not JSON"
+    return Unknown(RESULT_NOT_JSON, {"message": message})
 
 
 def too_large(size: int, limit: int, what: str) -> Unknown | None:

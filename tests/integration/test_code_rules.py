@@ -145,6 +145,9 @@ async def test_a_result_whose_text_is_not_utf8_is_unknown_at_once(
     run = await start(client, ctx, "unpaired")
     odd = (await client.inspect(run)).activities["odd.1"]
     assert (odd.status, odd.code) == (A.UNKNOWN, RESULT_NOT_JSON)
+    assert json.loads(odd.result or "null") == {
+        "message": "the step's result contains a lone surrogate (\\ud800), not Unicode text"
+    }
     assert CALLS == [("odd", "unpaired/r1/odd#1.1")]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine.api.client import Client
+from engine.model.inputs import JSON_TYPES_WORDS
 from engine.model.instance import AttemptStatus
 from engine.store.store import Store
 from engine.worker.activities import (
@@ -114,7 +115,8 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(
         await run_due(ctx)
     said = sorted(r.getMessage() for r in caplog.records if r.name == "wayline.activities")
     assert said == [
-        "activity big.other returned a result that is not JSON: attempt 1 of step other of "
+        "activity big.other returned a result that is not JSON (the activity's result holds "
+        f"a set, which is not JSON: use {JSON_TYPES_WORDS}): attempt 1 of step other of "
         f"order-2 is recorded unknown ({RESULT_NOT_JSON})",
         "activity big.quote returned 1002 bytes of JSON: attempt 1 of step quote of "
         f"order-1 is recorded unknown ({RESULT_TOO_LARGE})",
@@ -127,6 +129,9 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(
     }
     other = (await client.inspect("order-2")).activities["other"]
     assert (other.status, other.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)
+    assert json.loads(other.result or "null") == {
+        "message": f"the activity's result holds a set, which is not JSON: use {JSON_TYPES_WORDS}"
+    }
 
 
 async def test_a_result_whose_text_is_not_utf8_is_unknown_and_logs_no_payload(
@@ -146,7 +151,8 @@ async def test_a_result_whose_text_is_not_utf8_is_unknown_and_logs_no_payload(
     text = (await client.inspect("order-1")).activities["text"]
     assert (text.status, text.code) == (AttemptStatus.UNKNOWN, RESULT_NOT_JSON)
     assert [r.getMessage() for r in caplog.records] == [
-        "activity odd.text returned a result that is not JSON: attempt 1 of step text of "
+        "activity odd.text returned a result that is not JSON (the activity's result "
+        "contains a lone surrogate (\\ud800), not Unicode text): attempt 1 of step text of "
         f"order-1 is recorded unknown ({RESULT_NOT_JSON})"
     ]
     assert "hunter2" not in caplog.text
