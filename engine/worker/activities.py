@@ -403,12 +403,28 @@ def load_app(spec: str) -> ActivityRegistry:
     except Exception as exc:  # the module's own code failed as it was imported
         problem = _failed_import(module_name, exc)
         raise ActivityAppNotFound(f"cannot load {spec}: {problem}") from None
-    registry = getattr(module, attribute, None)
-    if registry is None:
-        raise ActivityAppNotFound(f"cannot load {spec}: {module_name} has no {attribute}")
-    if not isinstance(registry, ActivityRegistry):
-        raise ActivityAppNotFound(f"{spec} is not an ActivityRegistry")
-    return registry
+    registry = getattr(module, attribute, _MISSING)
+    if isinstance(registry, ActivityRegistry):
+        return registry
+    if registry is _MISSING:
+        problem = f"{module_name} has no {attribute}"
+    else:
+        problem = f"{attribute} is a {type(registry).__name__}, not an ActivityRegistry"
+    raise ActivityAppNotFound(
+        f"cannot load {spec}: {problem}; {_registries_in(module_name, module)}"
+    )
+
+
+_MISSING = object()
+
+
+def _registries_in(module_name: str, module: object) -> str:
+    """What ``--app`` could name in ``module`` instead: its ActivityRegistry objects (a
+    typo, or the name of the module's function or class), or how to build one."""
+    names = [name for name, value in vars(module).items() if isinstance(value, ActivityRegistry)]
+    if not names:
+        return f"{module_name} holds no ActivityRegistry: build one (app = ActivityRegistry())"
+    return f"the ActivityRegistry in {module_name} is {' or '.join(names)}"
 
 
 def _import_problem(module_name: str, exc: ImportError) -> str:
