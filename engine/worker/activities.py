@@ -385,8 +385,6 @@ def load_app(spec: str) -> ActivityRegistry:
     ActivityAppNotFound, saying what was wrong, never with the import's traceback.
     """
     module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
     parts = module_name.split(".")
     if parts[-1] == "py" or not all(part.isidentifier() for part in (*parts, attribute)):
         raise ActivityAppNotFound(

@@ -41,7 +41,10 @@ from engine.worker.activities import load_app
         ),
         *(  # a file path was imported as a module: "importing ../x raised TypeError ..."
             (path, "a name in it, e.g. examples.orders:app (not a file path)")
-            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app")
+            for path in (
+                *("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app"),
+                *("examples.orders", "examples.orders:", ":app"),  # it said no more than that
+            )
         ),
     ],
 )
