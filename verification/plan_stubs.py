@@ -21,7 +21,6 @@ then does what the state's stub says (``verification.plan_machines``).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import time
@@ -42,6 +41,7 @@ from engine.model.validation import parse_definition
 from engine.modes.machines.declaration import Machine
 from engine.modes.machines.field_types import FIELD_TYPES
 from engine.modes.machines.manifest import MachineManifest
+from engine.worker.activities import is_async_handler
 from verification import plan_machines
 from verification.effects import mark_entry, record_effect
 from verification.plan import Stub
@@ -81,7 +81,7 @@ def stub_handler(stubs: dict[str, Stub]) -> Callable[[ActivityRequest], Any]:
 
 def recorded(handler: Callable[[ActivityRequest], Any]) -> Callable[[ActivityRequest], Any]:
     """A team's handler, its entry and effect recorded in the drill's ledger."""
-    if inspect.iscoroutinefunction(handler):
+    if is_async_handler(handler):
 
         async def run_async(request: ActivityRequest) -> Any:
             await asyncio.to_thread(mark_entry, request)

@@ -46,7 +46,7 @@ from engine.cli.options import (
 )
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
-from engine.model.description import ATTEMPT_ENDINGS, describe_instance
+from engine.model.description import ATTEMPT_ENDINGS, describe_instance, failure_line
 from engine.model.errors import (
     DefinitionInvalid,
     InputRefused,
@@ -523,8 +523,9 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     print(f"ended {state.instance_id} ({state.status.label})")
     if state.status is InstanceStatus.COMPLETED:
         return 0
+    why = f"; {failure_line(state)}" if state.failure_code else ""
     print(
-        f"wayline start: {instance_id} did not complete: it ended {state.status.label}",
+        f"wayline start: {instance_id} did not complete: it ended {state.status.label}{why}",
         file=sys.stderr,
     )
     return EXIT_FAILED

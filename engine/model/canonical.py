@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,11 +23,22 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL(value)
 
 
+def _as_dict(value: object) -> dict[Any, Any]:
+    """A Mapping that is not a dict (``ActivityRequest.results``, a ``MappingProxyType``)
+    as a dict: every value check takes a Mapping as JSON (``engine.model.inputs``), and a
+    handler that returned ``{"before": request.results}`` had its attempt recorded
+    unknown as not JSON. Anything else is not JSON: the encoder's TypeError."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 _CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_as_dict
 ).encode
 """One encoder for every call: ``json.dumps`` with options builds a new one each time,
-and every event, fingerprint and digest is encoded here."""
+and every event, fingerprint and digest is encoded here. ``default`` is asked only of
+values no JSON type is, so it costs nothing to the others."""
 
 
 def digest(value: Any) -> str:

@@ -134,6 +134,17 @@ def _said(data: str | None) -> str:
     return f": {message}" if message else ""
 
 
+def failure_line(state: Instance) -> str:
+    """``failure STEP: CODE: MESSAGE`` of a failed instance: the message its failure
+    recorded, else the one its failed activity's last attempt recorded (the
+    ``ActivityFailure``'s), so the line says why wherever it is read."""
+    message = failure_message(state)
+    failed = state.activities.get(state.failure_step)
+    if not message and failed is not None and failed.status is A.FAILED:
+        message = _said(failed.result).removeprefix(": ")
+    return f"failure {state.failure_step}: {state.failure_code}{': ' if message else ''}{message}"
+
+
 def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | None = None) -> str:
     """A human summary: status, pin, per-step progress, attempts, audit trail.
     ``earlier``: by step, the events that ended its attempts before the latest (from
@@ -144,10 +155,7 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
         f"position {state.sequence}, updated {format_instant(state.updated_at)}",
     ]
     if state.failure_code:
-        message = failure_message(state)
-        lines.append(
-            f"failure {state.failure_step}: {state.failure_code}{': ' if message else ''}{message}"
-        )
+        lines.append(failure_line(state))
     for p in state.activities.values():
         extra = f" code={p.code}" if p.code else ""
         if p.status in (A.FAILED, A.UNKNOWN):

@@ -187,27 +187,42 @@ def bounded_detail(detail: Any, limit: int) -> Any:
 def recordable(outcome: Outcome, request: ActivityRequest, limit: int, what: str) -> Outcome:
     """``outcome``, or, for a success whose result is not JSON or is larger than
     ``limit`` (the step's ``result_limit``, never above ``MAX_PAYLOAD_BYTES``), an
-    unknown outcome saying so (with its size and the limit): the handler ran, so its
-    effect may have happened, and an event carrying that result could not be written,
-    leaving the attempt to its lease's expiry. The worker's log says so too, as for a
-    handler that raised: its history holds only the code."""
+    unknown outcome saying so (what in it is not JSON; its size and the limit): the
+    handler ran, so its effect may have happened, and an event carrying that result
+    could not be written, leaving the attempt to its lease's expiry. The worker's log
+    says so too, as for a handler that raised."""
     if not isinstance(outcome, Succeeded) or outcome.result is None:
         return outcome
     try:
         text = canonical_json(outcome.result)
+        size = len(text.encode())  # text with a lone surrogate is not UTF-8: ValueError
     except (TypeError, ValueError):
-        _log_unknown(request, "returned a result that is not JSON", RESULT_NOT_JSON)
-        return Unknown(RESULT_NOT_JSON)
-    if larger := too_large(text, limit, what):
-        _log_unknown(request, f"returned {len(text.encode())} bytes of JSON", RESULT_TOO_LARGE)
+        unknown = not_json(outcome.result, what)
+        said = f"returned a result that is not JSON ({unknown.details['message']})"
+        _log_unknown(request, said, RESULT_NOT_JSON)
+        return unknown
+    if larger := too_large(size, limit, what):
+        _log_unknown(request, f"returned {size} bytes of JSON", RESULT_TOO_LARGE)
         return larger
     return Succeeded(outcome.result, text)
 
 
-def too_large(text: str, limit: int, what: str) -> Unknown | None:
-    """The unknown outcome of a result whose canonical JSON ``text`` is larger than
-    ``limit`` bytes (saying its size and the limit), else None."""
-    size = len(text.encode())
+def not_json(result: Any, what: str) -> Unknown:
+    """The unknown outcome of a result the encoder refused, saying what in it is not
+    JSON (``check_value``'s words: a type, as "holds a datetime", never a value), which
+    its developer could not otherwise tell from the code alone."""
+    try:
+        check_value(result, f"the {what}'s result")
+    except InputRefused as refused:
+        message = str(refused)
+    else:  # a cycle the encoder found
+        message = f"the {what}'s result is not JSON"
+    return Unknown(RESULT_NOT_JSON, {"message": message})
+
+
+def too_large(size: int, limit: int, what: str) -> Unknown | None:
+    """The unknown outcome of a result whose canonical JSON is ``size`` bytes of UTF-8,
+    more than ``limit`` (saying its size and the limit), else None."""
     if size <= limit:
         return None
     message = f"the {what} returned {size} bytes of JSON; at most {limit} can be recorded"
@@ -370,8 +385,6 @@ def load_app(spec: str) -> ActivityRegistry:
     ActivityAppNotFound, saying what was wrong, never with the import's traceback.
     """
     module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ActivityAppNotFound("--app must look like MODULE:REGISTRY")
     parts = module_name.split(".")
     if parts[-1] == "py" or not all(part.isidentifier() for part in (*parts, attribute)):
         raise ActivityAppNotFound(
@@ -388,12 +401,28 @@ def load_app(spec: str) -> ActivityRegistry:
     except Exception as exc:  # the module's own code failed as it was imported
         problem = _failed_import(module_name, exc)
         raise ActivityAppNotFound(f"cannot load {spec}: {problem}") from None
-    registry = getattr(module, attribute, None)
-    if registry is None:
-        raise ActivityAppNotFound(f"cannot load {spec}: {module_name} has no {attribute}")
-    if not isinstance(registry, ActivityRegistry):
-        raise ActivityAppNotFound(f"{spec} is not an ActivityRegistry")
-    return registry
+    registry = getattr(module, attribute, _MISSING)
+    if isinstance(registry, ActivityRegistry):
+        return registry
+    if registry is _MISSING:
+        problem = f"{module_name} has no {attribute}"
+    else:
+        problem = f"{attribute} is a {type(registry).__name__}, not an ActivityRegistry"
+    raise ActivityAppNotFound(
+        f"cannot load {spec}: {problem}; {_registries_in(module_name, module)}"
+    )
+
+
+_MISSING = object()
+
+
+def _registries_in(module_name: str, module: object) -> str:
+    """What ``--app`` could name in ``module`` instead: its ActivityRegistry objects (a
+    typo, or the name of the module's function or class), or how to build one."""
+    names = [name for name, value in vars(module).items() if isinstance(value, ActivityRegistry)]
+    if not names:
+        return f"{module_name} holds no ActivityRegistry: build one (app = ActivityRegistry())"
+    return f"the ActivityRegistry in {module_name} is {' or '.join(names)}"
 
 
 def _import_problem(module_name: str, exc: ImportError) -> str:
@@ -467,6 +496,15 @@ class HandlerExecutor(Protocol):
         """``handler(request)``; TimeoutError ``timeout`` s after it started."""
 
 
+def is_async_handler(handler: Handler) -> bool:
+    """Whether ``handler(request)`` returns a coroutine: an ``async def`` (or a partial of
+    one), or an object whose ``__call__`` is one, which ``inspect.iscoroutinefunction``
+    does not see. Run in a thread, such a handler would only build its coroutine, and
+    its attempt be recorded unknown although none of its code ran."""
+    call = type(handler).__call__  # a function's is a slot wrapper: not a coroutine one
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
 async def run_handler(
     handler: Handler, request: ActivityRequest, timeout: float, executor: HandlerExecutor
 ) -> Outcome:
@@ -474,7 +512,7 @@ async def run_handler(
 
     A sync handler runs by ``executor``; its timeout counts from when it started."""
     try:
-        if inspect.iscoroutinefunction(handler):
+        if is_async_handler(handler):
             async with asyncio.timeout(timeout + TIMER_GRAIN_SECONDS):
                 value = await handler(request)
         else:
@@ -486,7 +524,9 @@ async def run_handler(
         return Unknown(TIMEOUT_CODE)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # the effect may have happened: unknown, never a failure
+    except (Exception, SystemExit) as exc:  # the effect may have happened: unknown
+        # SystemExit too: a handler's sys.exit() (a CLI library's, say) ends its attempt,
+        # not the worker and every other attempt it runs.
         raised = (
             f"raised {type(exc).__name__}{_where(_own(traceback.extract_tb(exc.__traceback__)))}"
         )

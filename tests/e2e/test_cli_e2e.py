@@ -501,7 +501,10 @@ async def test_start_with_wait_prints_how_the_instance_ended_and_exits_by_it(
         1,
         [f"started fails on {d.THREE_STEPS.ref} (running)", "ended fails (failed)"],
     )
-    assert failed.stderr == "wayline start: fails did not complete: it ended failed\n"
+    assert failed.stderr == (  # it said no more than "it ended failed": not why
+        "wayline start: fails did not complete: it ended failed; "
+        "failure two: scripted-terminal: two cannot succeed\n"
+    )
     assert (stuck.code, stuck.stdout) == (1, f"started stuck on {d.SIGNALLED.ref} (running)\n")
     assert stuck.stderr == (
         "wayline start: instance stuck did not end within 0.3 s: it is running; "

@@ -144,6 +144,17 @@ def big(ctx: Context) -> str:
     return "x" * (STEP_RESULT_LIMIT - 1)  # with its quotes, STEP_RESULT_LIMIT + 1 bytes
 
 
+@app.workflow("unpaired", version="1")
+async def unpaired(ctx: Context, input: Any) -> str:
+    """A body whose result holds a lone surrogate: JSON encodes it, UTF-8 cannot."""
+    return await ctx.step("odd", lambda: odd(ctx))
+
+
+def odd(ctx: Context) -> str:
+    ran("odd", ctx)
+    return "\ud800"
+
+
 @app.workflow("many", version="1")
 async def many(ctx: Context, input: Any) -> list:
     """More commands and wait entries than one transition may record."""

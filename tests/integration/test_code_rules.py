@@ -24,7 +24,7 @@ from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.store.clock import ManualClock
 from engine.store.dead_letters import list_dead_letters, make_resolution
 from engine.store.store import Store
-from engine.worker.activities import RESULT_TOO_LARGE, ActivityRegistry
+from engine.worker.activities import RESULT_NOT_JSON, RESULT_TOO_LARGE, ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration import code_flows
 from tests.integration.code_flows import CALLS, SCRIPT
@@ -135,6 +135,20 @@ async def test_a_result_too_large_to_record_is_unknown_and_says_why(
         f"at most {STEP_RESULT_LIMIT} can be recorded"
     }
     assert CALLS == [("big", "oversized/r1/big#1.1")]
+
+
+async def test_a_result_whose_text_is_not_utf8_is_unknown_at_once(
+    client: Client, ctx: Context
+) -> None:
+    """Its encoding error ended the worker's task (a traceback quoting the result) and
+    left the step to its lease's expiry; it is a result that is not JSON."""
+    run = await start(client, ctx, "unpaired")
+    odd = (await client.inspect(run)).activities["odd.1"]
+    assert (odd.status, odd.code) == (A.UNKNOWN, RESULT_NOT_JSON)
+    assert json.loads(odd.result or "null") == {
+        "message": "the step's result contains a lone surrogate (\\ud800), not Unicode text"
+    }
+    assert CALLS == [("odd", "unpaired/r1/odd#1.1")]
 
 
 async def test_known_failures_take_new_step_ids_and_unwind_in_reverse(

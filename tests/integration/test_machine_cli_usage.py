@@ -100,5 +100,6 @@ def test_an_app_of_another_shape_is_a_usage_error_in_every_command_that_loads_on
     status, line = refused(capsys, *command, "--app", "refunds", *store)
     assert (status, line) == (
         2,
-        f"wayline {' '.join(command)}: --app must look like MODULE:REGISTRY",
+        f"wayline {' '.join(command)}: --app must look like MODULE:REGISTRY, a module as "
+        "Python imports it and a name in it, e.g. examples.orders:app (not a file path)",
     )

@@ -1,6 +1,7 @@
 """``--app MODULE:REGISTRY`` that cannot be loaded says which of the usual mistakes it
 is: a module not found from where the command runs, a name the module lacks, or a
-package the module imports that is not installed."""
+package the module imports that is not installed; and a name that is not the module's
+registry says which is (or how to build one)."""
 
 from __future__ import annotations
 
@@ -20,18 +21,30 @@ from engine.worker.activities import load_app
             "wayline_no_such_app.orders:app",
             "no module wayline_no_such_app in the working directory ({cwd}) or on PYTHONPATH",
         ),
-        ("examples.orders:nope", "examples.orders has no nope"),
+        (
+            "examples.orders:nope",
+            ("examples.orders has no nope; the ActivityRegistry in examples.orders is app"),
+        ),
+        (
+            "engine.model.canonical:app",
+            "engine.model.canonical has no app; engine.model.canonical holds no "
+            "ActivityRegistry: build one (app = ActivityRegistry())",
+        ),
         (
             "tests.fixtures.missing_dependency:app",
             "it imports wayline_fixture_not_installed, which is not installed",
         ),
         (
             "examples.orders:ActivityRegistry",
-            "examples.orders:ActivityRegistry is not an ActivityRegistry",
+            "ActivityRegistry is a type, not an ActivityRegistry; the ActivityRegistry in "
+            "examples.orders is app",
         ),
         *(  # a file path was imported as a module: "importing ../x raised TypeError ..."
             (path, "a name in it, e.g. examples.orders:app (not a file path)")
-            for path in ("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app")
+            for path in (
+                *("../x:app", "examples/orders.py:app", "examples.orders:app()", "x.py:app"),
+                *("examples.orders", "examples.orders:", ":app"),  # it said no more than that
+            )
         ),
     ],
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +17,7 @@ from engine.worker.activities import (
     CRASH_CODE,
     TIMEOUT_CODE,
     ActivityRequest,
+    Handler,
     Unknown,
     run_handler,
 )
@@ -61,4 +63,33 @@ async def test_a_handler_past_its_timeout_is_logged(caplog: pytest.LogCaptureFix
     assert [r.getMessage() for r in caplog.records] == [
         f"activity payments.charge did not finish within its timeout of 0.05 s: "
         f"{ABOUT} ({TIMEOUT_CODE})"
+    ]
+
+
+def exits(_: ActivityRequest) -> None:
+    sys.exit("usage: charge AMOUNT")
+
+
+async def exits_async(_: ActivityRequest) -> None:
+    sys.exit(2)
+
+
+@pytest.mark.parametrize("handler", [exits, exits_async])
+async def test_a_handler_that_calls_sys_exit_is_recorded_unknown_and_the_worker_runs_on(
+    handler: Handler, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SystemExit is not an Exception: it went past the handler's classification, out of
+    the worker's event loop, and ended the worker (its other attempts abandoned, to be
+    recorded unknown by another). It is the handler's crash, as any other raise."""
+    threads = HandlerThreads(1)
+    try:
+        with caplog.at_level(logging.WARNING, logger="wayline.activities"):
+            outcome = await run_handler(handler, REQUEST, 5.0, threads)
+    finally:
+        threads.close()
+    assert outcome == Unknown(CRASH_CODE, {"error": "SystemExit"})
+    line = handler.__code__.co_firstlineno + 1
+    assert [r.getMessage() for r in caplog.records] == [
+        f"activity payments.charge raised SystemExit at test_handler_logs.py line {line}: "
+        f"{ABOUT} ({CRASH_CODE})"
     ]

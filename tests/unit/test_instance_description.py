@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from engine.decide.operator_actions import Action
-from engine.model.description import describe_instance, never_happens
+from engine.model.description import describe_instance, failure_line, never_happens
 from engine.model.frozen import evolve
-from engine.model.instance import InstanceStatus
+from engine.model.instance import AttemptStatus, InstanceStatus
 from tests.unit.histories import Run
 
 
@@ -68,3 +68,25 @@ def test_a_failure_says_the_message_it_recorded() -> None:
         in described
     )
     assert "\nfailure workflow: workflow-error\n" in describe_instance(evolve(failed, result=None))
+
+
+def test_a_step_lists_failure_says_its_failed_attempts_message() -> None:
+    """A step list fails with its activity's code, the ``ActivityFailure``'s message
+    recorded on the attempt only: the failure's line (and ``start --wait``'s refusal,
+    which said only "it ended failed") read ``failure a: declined``, not why."""
+    state = at_the_race().state
+    declined = evolve(
+        state.activities["a"],
+        status=AttemptStatus.FAILED,
+        code="declined",
+        result='{"message":"card expired"}',
+    )
+    failed = evolve(
+        state,
+        status=InstanceStatus.FAILED,
+        failure_step="a",
+        failure_code="declined",
+        activities={**state.activities, "a": declined},
+    )
+    assert failure_line(failed) == "failure a: declined: card expired"
+    assert "\nfailure a: declined: card expired\n" in describe_instance(failed)

@@ -31,11 +31,11 @@ from engine.modes.code.fold import entries
 from engine.modes.code.records import STEP_RESULT_LIMIT
 from engine.worker.activities import (
     CRASH_CODE,
-    RESULT_NOT_JSON,
     Failed,
     Outcome,
     Succeeded,
     Unknown,
+    not_json,
     too_large,
 )
 
@@ -86,7 +86,8 @@ async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) ->
         return Unknown(CRASH_CODE, {"error": type(exc).__name__})
     try:
         text = canonical_json(value)
+        size = len(text.encode())  # text with a lone surrogate is not UTF-8: ValueError
     except (TypeError, ValueError):
-        return Unknown(RESULT_NOT_JSON)
+        return not_json(value, "step")
     # too large, the event could not be written: unknown, saying why (as for step lists)
-    return too_large(text, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text), text)
+    return too_large(size, STEP_RESULT_LIMIT, "step") or Succeeded(json.loads(text), text)
