@@ -18,6 +18,7 @@ from engine.worker.activities import (
     TIMEOUT_CODE,
     ActivityRequest,
     Handler,
+    Outcome,
     Unknown,
     run_handler,
 )
@@ -29,6 +30,16 @@ REQUEST = ActivityRequest(
 ABOUT = "attempt 2 of step charge of order-1 is recorded unknown"
 
 
+async def logged_run(handler: Handler, caplog: pytest.LogCaptureFixture) -> Outcome:
+    """``handler``'s outcome on a thread of its own, its warnings captured."""
+    threads = HandlerThreads(1)
+    try:
+        with caplog.at_level(logging.WARNING, logger="wayline.activities"):
+            return await run_handler(handler, REQUEST, 5.0, threads)
+    finally:
+        threads.close()
+
+
 def declines(_: ActivityRequest) -> None:
     raise RuntimeError("card 4111-1111 refused for secret=hunter2")
 
@@ -36,12 +47,7 @@ def declines(_: ActivityRequest) -> None:
 async def test_a_handler_that_raises_is_logged_with_its_type_and_place_not_its_text(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    threads = HandlerThreads(1)
-    try:
-        with caplog.at_level(logging.WARNING, logger="wayline.activities"):
-            outcome = await run_handler(declines, REQUEST, 5.0, threads)
-    finally:
-        threads.close()
+    outcome = await logged_run(declines, caplog)
     assert outcome == Unknown(CRASH_CODE, {"error": "RuntimeError"})
     (record,) = caplog.records
     line = declines.__code__.co_firstlineno + 1
@@ -81,12 +87,7 @@ async def test_a_handler_that_calls_sys_exit_is_recorded_unknown_and_the_worker_
     """SystemExit is not an Exception: it went past the handler's classification, out of
     the worker's event loop, and ended the worker (its other attempts abandoned, to be
     recorded unknown by another). It is the handler's crash, as any other raise."""
-    threads = HandlerThreads(1)
-    try:
-        with caplog.at_level(logging.WARNING, logger="wayline.activities"):
-            outcome = await run_handler(handler, REQUEST, 5.0, threads)
-    finally:
-        threads.close()
+    outcome = await logged_run(handler, caplog)
     assert outcome == Unknown(CRASH_CODE, {"error": "SystemExit"})
     line = handler.__code__.co_firstlineno + 1
     assert [r.getMessage() for r in caplog.records] == [
