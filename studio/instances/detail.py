@@ -267,7 +267,10 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
                 )
             )
     for key, carrier in carriers.items():
-        if key not in seen:
+        # A carrier of an attempt no newer than the step's last recorded one is an
+        # earlier attempt the log no longer keeps (it ended long ago), not one to come.
+        latest = entry.attempts.last(key[0], key[1])
+        if key not in seen and (latest is None or key[2] > latest.attempt):
             dead = carrier.state is WorkState.DEAD_LETTERED
             outcome = "dead-lettered" if dead else "scheduled"
             rows.append(

@@ -1,0 +1,60 @@
+"""A step retried more often than the attempts table keeps (``KEEP_PER_STEP``): what
+the instance page and its API say of its attempts, early and late.
+
+A real worker runs the retries (a millisecond apart), so every attempt has the work row
+a worker leaves behind, as on a long-running instance.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from engine import ActivityFailure, ActivityRegistry, ActivityRequest
+from engine.api.client import Client
+from studio.instance_urls import instance_url
+from studio.instances.attempts import KEEP_PER_STEP
+from tests.studio.live import LiveStudio, SignedInClient
+
+FAILURES = KEEP_PER_STEP + 5
+"""Attempts that fail before one succeeds: more than the table keeps."""
+TARGET = "retried.call"
+WAIT = timedelta(seconds=60)
+
+flaky = ActivityRegistry()
+
+
+@flaky.activity(TARGET)
+def call(request: ActivityRequest) -> Any:
+    if request.attempt <= FAILURES:
+        raise ActivityFailure("busy", f"attempt {request.attempt} busy", retryable=True)
+    return {"ok": request.attempt}
+
+
+@pytest.fixture(scope="module")
+def retried(studio: LiveStudio, team: str) -> str:
+    """An instance whose one step failed ``FAILURES`` times, then succeeded."""
+    name = f"retried-{uuid.uuid4().hex[:6]}"
+    retry = {"max_attempts": FAILURES + 1, "initial_delay": "1ms", "max_delay": "1ms"}
+    step = {"name": "call", "kind": "activity", "target": TARGET, "timeout": "30s"}
+    studio.publish(team, {"name": name, "version": "1", "steps": [step | {"retry": retry}]})
+    instance_id = studio.start(team, name)
+    with studio.worker(flaky):
+        studio.run(lambda store: Client(store).wait(instance_id, WAIT))
+    return instance_id
+
+
+def test_earlier_attempts_are_never_shown_as_scheduled(
+    retried: str, viewer: SignedInClient
+) -> None:
+    kept = list(range(FAILURES + 2 - KEEP_PER_STEP, FAILURES + 2))
+    attempts = viewer.get(f"/api{instance_url(retried)}").json()["attempts"]
+    assert [a["attempt"] for a in attempts] == kept
+    assert [a["outcome"] for a in attempts] == ["failed"] * (KEEP_PER_STEP - 1) + ["succeeded"]
+    page = viewer.get(instance_url(retried)).text
+    rows = re.findall(r'data-attempt="activity:call:(\d+)"', page)
+    assert [int(n) for n in rows] == kept
