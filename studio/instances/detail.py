@@ -53,6 +53,10 @@ class AttemptRow(AttemptIdentity):
     record: AttemptRecord | None
     work: WorkRow | None
     now: datetime
+    earlier_attempts: int = 0
+    """On the first listed attempt of a step whose log keeps only its newest attempts
+    (``KEEP_PER_STEP``), how many came before it: the table says they exist and where
+    to read them, rather than passing the newest off as every attempt."""
 
     @property
     def lease_live(self) -> bool:
@@ -260,10 +264,10 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
         for record in records:
             key = (track, step, record.attempt)
             seen.add(key)
-            outcome = record.outcome
+            earlier = record.attempt - 1 if record is records[0] else 0
             rows.append(
                 AttemptRow(
-                    track, step, record.attempt, record.key, outcome, record, carriers.get(key), now
+                    *key, record.key, record.outcome, record, carriers.get(key), now, earlier
                 )
             )
     for key, carrier in carriers.items():

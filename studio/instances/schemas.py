@@ -76,6 +76,9 @@ class AttemptOut:
     lease_owner: str | None
     fencing_token: int | None
     lease_expires_at: datetime | None
+    earlier_attempts: int
+    """On a step's first listed attempt, how many earlier ones the list leaves out (it
+    keeps each step's newest; the history has them all); else 0."""
 
 
 @dataclass

@@ -58,3 +58,20 @@ def test_earlier_attempts_are_never_shown_as_scheduled(
     page = viewer.get(instance_url(retried)).text
     rows = re.findall(r'data-attempt="activity:call:(\d+)"', page)
     assert [int(n) for n in rows] == kept
+
+
+def test_the_table_says_which_earlier_attempts_it_leaves_out_and_where_they_are(
+    retried: str, viewer: SignedInClient
+) -> None:
+    left_out = FAILURES + 1 - KEEP_PER_STEP
+    attempts = viewer.get(f"/api{instance_url(retried)}").json()["attempts"]
+    assert [a["earlier_attempts"] for a in attempts] == [left_out] + [0] * (KEEP_PER_STEP - 1)
+    page = viewer.get(instance_url(retried)).text
+    note = re.search(r'<tr class="earlier-attempts".*?</tr>', page, re.S)
+    assert note and f"attempts 1 to {left_out} are not listed here" in note.group(0)
+    history = re.search(r'href="([^"]+)">read them in its history', note.group(0))
+    assert history and history.group(1) == f"{instance_url(retried)}/history?step=call"
+    failed = viewer.get(f"/api{instance_url(retried)}/history?step=call&kind=attempt_failed")
+    assert [e["attempt"] for e in failed.json()["events"]][:left_out] == list(
+        range(1, left_out + 1)
+    )
