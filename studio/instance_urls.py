@@ -30,3 +30,10 @@ def instance_id_of(ref: str) -> str:
 def instance_url(instance_id: str, suffix: str = "") -> str:
     """The studio page of an instance (``suffix`` e.g. ``/history``)."""
     return f"/instances/{instance_ref(instance_id)}{suffix}"
+
+
+def event_url(instance_id: str, sequence: int) -> str:
+    """The history page that starts at event ``sequence``, scrolled to it: an event
+    cited anywhere on an instance's page is on that page's first history page only
+    while the history is short, so an in-page ``#event-N`` link would go nowhere."""
+    return instance_url(instance_id, f"/history?after={sequence - 1}#event-{sequence}")

@@ -28,7 +28,7 @@ from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
 from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
 from studio.formats import breakable, format_duration, format_when
-from studio.instance_urls import instance_ref, instance_url
+from studio.instance_urls import event_url, instance_ref, instance_url
 from studio.machines.diagram import seconds_text
 from studio.machines.views import size
 from studio.trace_links import trace_link
@@ -81,6 +81,7 @@ def _configure(engine: Any) -> None:
         verdict_pill=verdict_pill,
         ref=instance_ref,
         instance_url=team_instance_url,
+        event_url=team_event_url,
         local_id=team_local_id,
     )
     env.globals.update(
@@ -105,6 +106,12 @@ def team_instance_url(context: Context, instance_id: str, suffix: str = "") -> s
     """The page of an instance named by its stored id: the URL carries the id the
     viewer's team knows it by (``engine.model.identifiers.local_instance_id``)."""
     return instance_url(team_local_id(context, instance_id), suffix)
+
+
+@pass_context
+def team_event_url(context: Context, instance_id: str, sequence: int) -> str:
+    """Where event ``sequence`` of an instance named by its stored id is shown."""
+    return event_url(team_local_id(context, instance_id), sequence)
 
 
 @pass_context

@@ -18,6 +18,7 @@ from engine import ActivityFailure, ActivityRegistry, ActivityRequest
 from engine.api.client import Client
 from studio.instance_urls import instance_url
 from studio.instances.attempts import KEEP_PER_STEP
+from studio.instances.history import PAGE_EVENTS
 from tests.studio.live import LiveStudio, SignedInClient
 
 FAILURES = KEEP_PER_STEP + 5
@@ -75,3 +76,18 @@ def test_the_table_says_which_earlier_attempts_it_leaves_out_and_where_they_are(
     assert [e["attempt"] for e in failed.json()["events"]][:left_out] == list(
         range(1, left_out + 1)
     )
+
+
+def test_an_attempt_links_to_its_event_beyond_the_first_history_page(
+    retried: str, viewer: SignedInClient
+) -> None:
+    url = instance_url(retried)
+    page = viewer.get(url).text
+    last = re.search(rf'data-attempt="activity:call:{FAILURES + 1}".*?href="([^"]+)"', page, re.S)
+    assert last, "the newest attempt links to its attempt_started event"
+    started = viewer.get(f"/api{url}/history?kind=attempt_started&step=call&limit=1000")
+    sequence = started.json()["events"][-1]["sequence"]
+    assert sequence > PAGE_EVENTS, "the event is not on the instance page's history page"
+    assert last.group(1) == f"{url}/history?after={sequence - 1}#event-{sequence}"
+    target = viewer.get(last.group(1).partition("#")[0]).text
+    assert f'id="event-{sequence}"' in target
