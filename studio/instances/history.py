@@ -54,6 +54,24 @@ class HistoryFilter:
     def event_kinds(self) -> list[EventKind] | None:
         return [EventKind[k.upper()] for k in self.kinds] if self.kinds else None
 
+    def previous_query(self) -> str | None:
+        """The query of the events just before this page, as many as it holds (fewer
+        at the start, so no event is shown twice), or None on the first page or when
+        filters narrow the pages (their events are not contiguous: only reading
+        backwards would find where the previous page starts)."""
+        if self.narrowed or not self.after:
+            return None
+        start = max(0, self.after - self.limit)
+        return self.query(after=start, limit=self.after - start)
+
+    def latest_query(self, last: int) -> str | None:
+        """The query of the full page ending with event ``last``, the newest: a history
+        of thousands of events is otherwise as many pages away from where the instance
+        stands now. None when filters narrow the pages or this page reaches ``last``."""
+        if self.narrowed or self.after + self.limit >= last:
+            return None
+        return self.query(after=last - self.limit)
+
     def query(self, **changes: Any) -> str:
         values: dict[str, Any] = {"kind": list(self.kinds), "step": self.step}
         if self.limit != PAGE_EVENTS:

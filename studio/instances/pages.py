@@ -281,6 +281,7 @@ def _history_context(
         "history": history,
         "events": instance_history.event_views(history.events, row.tenant_id) if history else [],
         "chosen": chosen,
+        "last_sequence": row.sequence,
         "kinds": [k.label for k in EventKind],
         "steps": steps,
     }
