@@ -217,6 +217,38 @@ async def test_an_attempt_in_flight_finishes_and_records_and_its_next_step_waits
     assert running.calls("flying") == (1, 1)
 
 
+async def test_a_step_handed_on_into_a_hold_runs_after_it_and_is_not_in_doubt(
+    running: Running,
+) -> None:
+    """The attempt a finishing one hands on by eager dispatch is started in the outcome's
+    statement, whose work row the hold parks: no worker ever leased it. After the
+    release its claim took it for a redelivery and recorded it unknown, so every
+    instance in flight when the hold was placed waited for an operator to resolve a
+    step that never ran."""
+    direct = parse_definition(
+        {
+            "name": "hold.direct",
+            "version": "1",
+            "mode": "orchestration",
+            "steps": [
+                {"name": step, "kind": "activity", "target": f"hold.{step}", "timeout": "30s",
+                 "retry": RETRY, **LIMITS}
+                for step in ("reserve", "ship")
+            ],
+        }
+    )  # fmt: skip
+    await running.client.publish(direct)
+    await running.client.start(direct.name, "handed", {})
+    await running.effects.entered.wait()  # reserve is leased and running
+    hold = await running.client.place_hold(HoldScope("", direct.name), "ann", "payments down")
+    running.effects.gate.set()
+    await until(lambda: running.parked("handed"), what="ship handed on and parked")
+
+    await running.client.release_hold("", hold.hold_id, "bob", "all clear")
+    await running.completed("handed")
+    assert running.calls("handed") == (1, 1)
+
+
 async def test_a_timer_due_during_the_hold_fires_after_it(running: Running) -> None:
     running.effects.gate.set()
     await running.client.start(HELD.name, "cooling", {})
