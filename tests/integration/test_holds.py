@@ -309,6 +309,23 @@ async def test_release_by_rate_drains_the_backlog_and_ends_the_hold(running: Run
         await running.client.release_hold("", hold_id, "bob", "again")
 
 
+async def test_a_released_hold_has_no_backlog_while_another_hold_keeps_the_work(
+    running: Running,
+) -> None:
+    """Two operators held the same definition; once one hold was released, it still
+    showed the instances the other one keeps parked as its backlog (``hold list``, the
+    Holds page, the release's answer), as if releasing it had let nothing go."""
+    running.effects.gate.set()
+    first = await hold_on(running)
+    second = await hold_on(running)
+    await running.client.start(HELD.name, "twice", {})
+    hold, resumed = await running.client.release_hold("", first, "bob", "mine is done")
+    assert (hold.active, hold.backlog, resumed) == (False, 0, 0)
+    assert await running.backlog(first) == 0
+    assert await running.backlog(second) == 1
+    assert await running.parked("twice")
+
+
 async def test_holds_cover_a_version_or_a_team_and_belong_to_their_team(running: Running) -> None:
     client = running.client
     version = await client.place_hold(HoldScope("", HELD.name, "1"), "ann", "bad v1")

@@ -22,9 +22,10 @@ written or leased later is parked as it goes (the trigger)."""
 BACKLOG = f"""
 (SELECT count(DISTINCT i.instance_id) FROM work w
  JOIN instances i ON i.instance_id = w.instance_id
- WHERE w.state = {WorkState.HELD} AND hold_covers(h, i))
+ WHERE h.released_at IS NULL AND w.state = {WorkState.HELD} AND hold_covers(h, i))
 """
-"""How many instances of hold ``h`` have parked work and wait for a release."""
+"""How many instances of hold ``h`` have parked work and wait for its release: none once
+it is released, even while another hold over them keeps their work parked."""
 
 HOLD_COLUMNS = f"""
 SELECT h.hold_id, h.tenant_id, h.name, h.version, h.placed_by, h.reason, h.placed_at,
