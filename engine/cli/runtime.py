@@ -670,8 +670,7 @@ async def _print_standing(client: Client, state: Instance) -> None:
 async def _print_holds(store: Store, state: Instance, team: str) -> None:
     """The incident holds that park the instance's work: without them, "ready" work
     that no worker takes would read as a stuck engine."""
-    pin = state.definition
-    for hold in await holds.covering(store, team, pin.name, pin.version):
+    for hold in await holds.instance_holds(store, team, state.instance_id):
         print(
             f"  held by hold {hold.hold_id} on {hold.scope.label} ({hold.actor}: {hold.reason}):"
             f" no worker runs its work until the hold is released (wayline hold release)"

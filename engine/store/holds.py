@@ -182,9 +182,18 @@ async def recent(
 async def covering(store: Store, team: str, name: str = "", version: str = "") -> list[Hold]:
     """The active holds over the team's ``name`` (any version when ``version`` is ''),
     or over ``name@version``, or (``name`` '') the team's own team-wide ones."""
-    params = {"tenant": team, "name": name, "version": version}
+    return await _active(store, sql.COVERING, {"tenant": team, "name": name, "version": version})
+
+
+async def instance_holds(store: Store, team: str, instance_id: str) -> list[Hold]:
+    """The active holds that park the team's instance ``instance_id``: unlike ``covering``
+    its definition, not those whose gradual release let this instance go, which runs."""
+    return await _active(store, sql.INSTANCE_HOLDS, {"tenant": team, "instance": instance_id})
+
+
+async def _active(store: Store, statement: str, params: dict[str, Any]) -> list[Hold]:
     async with store.reading() as conn:
-        rows = await (await conn.execute(sql.COVERING, params)).fetchall()
+        rows = await (await conn.execute(statement, params)).fetchall()
     return [_hold(r) for r in rows]
 
 

@@ -137,3 +137,23 @@ def test_a_refused_hold_form_comes_back_with_what_was_typed(studio: LiveStudio) 
     assert f"the count must be from 1 to {MAX_RELEASE_COUNT} instances, not 20000" in too_many.text
     gone = operator.form("/holds/no-such-hold/release", {"mode": "all", "reason": "x"})
     assert gone.status_code == 404 and 'id="hold-error"' in gone.text, "said at the top"
+
+
+def test_an_instance_a_release_let_go_is_not_shown_as_held(studio: LiveStudio) -> None:
+    """After releasing one instance to try the provider again, its page still said
+    'On hold … Workers run none of its work' while it ran, as did ``wayline inspect``
+    with another hold in force: the banner named every hold over its definition,
+    including those whose release had let this instance go."""
+    team = studio.team("hold-let-go")
+    name = f"held.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    operator.form("/holds", {"scope": "definition", "definition": name, "reason": REASON})
+    first = studio.start(team, name, f"{name}-1")
+    second = studio.start(team, name, f"{name}-2")
+    [hold] = operator.get("/api/holds").json()
+    operator.form(
+        f"/holds/{hold['id']}/release", {"mode": "count", "amount": "1", "reason": "one first"}
+    )
+    assert banner(operator.get(f"/instances/{instance_ref(first)}").text) == ""
+    assert f"On hold: {name}" in banner(operator.get(f"/instances/{instance_ref(second)}").text)

@@ -60,6 +60,15 @@ ORDER BY h.placed_at, h.hold_id"""
 """The active holds over a name (any of its versions when ``version`` is '') or one of
 its versions: what a page about them shows. ``name`` '' asks for the team's holds."""
 
+INSTANCE_HOLDS = (
+    HOLD_COLUMNS
+    + """JOIN instances held ON held.instance_id = %(instance)s AND held.tenant_id = h.tenant_id
+WHERE h.released_at IS NULL AND h.tenant_id = %(tenant)s AND hold_covers(h, held)
+ORDER BY h.placed_at, h.hold_id"""
+)
+"""The active holds that park one instance's work: over its name, version or team, less
+those a gradual release let it go from (``hold_covers``)."""
+
 RELEASE_COLUMNS = """
 SELECT release_id, hold_id, mode, amount, released_by, reason, released_at
 FROM hold_releases
