@@ -4,7 +4,8 @@ Thin shells over ``Client.place_hold``, ``Client.release_hold`` and ``Queries.ho
 A hold covers ``--definition NAME[@VERSION]`` or, with ``--whole-team``, everything of
 the team (``--team``, default the engine's own team ''). A release lets everything go,
 or ``--count N`` instances, or ``--rate R`` instances per second; each answer shows the
-backlog left. Bad input prints one line on stderr and exits 2; a refusal exits 1.
+backlog left. ``list`` shows each hold's releases under it, with who, when and why.
+Bad input prints one line on stderr and exits 2; a refusal exits 1.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from engine.cli.options import UsageError, actor, reason, team
 from engine.cli.runtime import add_command
 from engine.model.canonical import format_instant
 from engine.model.errors import InputRefused
-from engine.model.holds import parse_scope
+from engine.model.holds import ReleaseMode, parse_scope
 from engine.model.words import counted
-from engine.store.holds import Hold
+from engine.store.holds import Hold, HoldRelease
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -79,7 +80,12 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
 async def _list(client: Client, args: argparse.Namespace) -> int:
     holds = await Queries(client.store).holds(args.team, active_only=args.active)
     for hold in holds:
-        print(json.dumps(_as_json(hold)) if args.json else _line(hold))
+        if args.json:
+            print(json.dumps(_as_json(hold)))
+            continue
+        print(_line(hold))
+        for release in hold.releases:
+            print(f"  {_release_line(release)}")
     if not holds and not args.json:
         print("no holds")
     return 0
@@ -110,6 +116,18 @@ def _line(hold: Hold) -> str:
     return f"{hold.hold_id}  {hold.scope.label}  {state}  {_left(hold)}  {placed}: {hold.reason}"
 
 
+def _release_line(release: HoldRelease) -> str:
+    """One release under its hold: how much it let go, who, when and why (without
+    them the list could not say who ended an incident's hold)."""
+    how_much = {
+        ReleaseMode.ALL: "everything",
+        ReleaseMode.COUNT: counted(int(release.amount), "instance"),
+        ReleaseMode.RATE: f"{release.amount:g}/s",
+    }[release.mode]
+    when = format_instant(release.released_at)
+    return f"released {how_much} by {release.actor} at {when}: {release.reason}"
+
+
 def _as_json(hold: Hold) -> dict:
     return {
         "id": hold.hold_id,
@@ -122,4 +140,14 @@ def _as_json(hold: Hold) -> dict:
         "released_at": format_instant(hold.released_at) if hold.released_at else None,
         "drain_rate": hold.drain_rate,
         "backlog": hold.backlog,
+        "releases": [
+            {
+                "mode": release.mode.value,
+                "amount": release.amount,
+                "released_by": release.actor,
+                "reason": release.reason,
+                "released_at": format_instant(release.released_at),
+            }
+            for release in hold.releases
+        ],
     }
