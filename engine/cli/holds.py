@@ -63,7 +63,7 @@ async def _place(client: Client, args: argparse.Namespace) -> int:
     with _bad_input_is_usage():
         scope = parse_scope(args.team, None if args.whole_team else args.definition)
         hold = await client.place_hold(scope, args.actor, args.reason)
-    print(f"hold {hold.hold_id} placed on {scope.label}; {_backlog(hold)}")
+    print(f"hold {hold.hold_id} placed on {scope.label}; {hold.left}")
     return 0
 
 
@@ -72,8 +72,7 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
         hold, due = await client.release_hold(
             args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
         )
-    state = "in force" if hold.active else "released"
-    print(f"hold {hold.hold_id}: {counted(due, 'work item')} due again; {_left(hold)}; {state}")
+    print(f"hold {hold.hold_id}: {hold.released_answer(due)}")
     return 0
 
 
@@ -101,19 +100,10 @@ def _bad_input_is_usage() -> Iterator[None]:
         raise UsageError(str(bad)) from None
 
 
-def _left(hold: Hold) -> str:
-    rate = f", draining at {hold.drain_rate:g}/s" if hold.drain_rate and hold.active else ""
-    return f"{_backlog(hold)}{rate}"
-
-
-def _backlog(hold: Hold) -> str:
-    return f"backlog {counted(hold.backlog, 'instance')}"
-
-
 def _line(hold: Hold) -> str:
     state = "active" if hold.active else f"released {format_instant(hold.released_at)}"
     placed = f"{hold.actor} at {format_instant(hold.placed_at)}"
-    return f"{hold.hold_id}  {hold.scope.label}  {state}  {_left(hold)}  {placed}: {hold.reason}"
+    return f"{hold.hold_id}  {hold.scope.label}  {state}  {hold.left}  {placed}: {hold.reason}"
 
 
 def _release_line(release: HoldRelease) -> str:

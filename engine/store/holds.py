@@ -24,6 +24,7 @@ import psycopg
 
 from engine.model.holds import HoldNotFound, HoldReleased, HoldScope, ReleaseMode
 from engine.model.limits import MAX_PAGE_ITEMS
+from engine.model.words import counted
 from engine.store.statements import holds as sql
 from engine.store.store import Store
 from engine.store.transactions import transact
@@ -62,6 +63,20 @@ class Hold:
     @property
     def active(self) -> bool:
         return self.released_at is None
+
+    @property
+    def left(self) -> str:
+        """Its backlog, and the rate it drains at while a release at a rate runs."""
+        rate = f", draining at {self.drain_rate:g}/s" if self.drain_rate and self.active else ""
+        return f"backlog {counted(self.backlog, 'instance')}{rate}"
+
+    def released_answer(self, due: int) -> str:
+        """What a release that made ``due`` work items due at once answers, on the
+        command line and in the studio alike: a release at a rate makes none due at
+        once, and only the backlog left and its rate say that it let work go."""
+        return f"{counted(due, 'work item')} due again; {self.left}; " + (
+            "in force" if self.active else "released"
+        )
 
 
 async def place(store: Store, scope: HoldScope, actor: str, reason: str) -> Hold:
