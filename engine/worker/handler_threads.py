@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.model.words import counted
 from engine.worker.runner import TIMER_GRAIN_SECONDS
 
 if TYPE_CHECKING:
@@ -85,12 +86,12 @@ class HandlerThreads:
                 self.lingering += 1
                 log.warning(
                     "the handler of attempt %d of step %s of %s still runs after its attempt"
-                    " ended: %s, so it runs at most %d attempts at a time until they return",
+                    " ended: %s, so it runs at most %s at a time until they return",
                     request.attempt,
                     request.step,
                     request.instance_id,
                     self._slots(),
-                    self.size - self.lingering,
+                    counted(self.size - self.lingering, "attempt"),
                 )
             raise
 

@@ -112,7 +112,8 @@ async def test_a_handler_outliving_its_attempt_is_logged_with_the_slots_it_holds
         await run_handler(lambda _: released.wait(), request("a"), 0.05, threads)
         assert (
             "the handler of attempt 1 of step a of i still runs after its attempt ended: "
-            "1 of the worker's 2 attempt slots are held by such handlers"
+            "1 of the worker's 2 attempt slots are held by such handlers, so it runs at most"
+            " 1 attempt at a time until they return"
         ) in caplog.text
         released.set()
         await asyncio.wait_for(freed.wait(), 5.0)
