@@ -144,6 +144,7 @@ class Queries:
     holds = _StoreRead(hold_reads.recent)
     hold = _StoreRead(hold_reads.find)
     holds_covering = _StoreRead(hold_reads.covering)
+    instance_holds = _StoreRead(hold_reads.instance_holds)
 
     # Replication: how far a replica's reads are behind its primary
     wal_position = _StoreRead(replication.wal_position)

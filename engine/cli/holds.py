@@ -4,7 +4,8 @@ Thin shells over ``Client.place_hold``, ``Client.release_hold`` and ``Queries.ho
 A hold covers ``--definition NAME[@VERSION]`` or, with ``--whole-team``, everything of
 the team (``--team``, default the engine's own team ''). A release lets everything go,
 or ``--count N`` instances, or ``--rate R`` instances per second; each answer shows the
-backlog left. Bad input prints one line on stderr and exits 2; a refusal exits 1.
+backlog left. ``list`` shows each hold's releases under it, with who, when and why.
+Bad input prints one line on stderr and exits 2; a refusal exits 1.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from engine.cli.options import UsageError, actor, reason, team
 from engine.cli.runtime import add_command
 from engine.model.canonical import format_instant
 from engine.model.errors import InputRefused
-from engine.model.holds import parse_scope
+from engine.model.holds import ReleaseMode, parse_scope
 from engine.model.words import counted
-from engine.store.holds import Hold
+from engine.store.holds import Hold, HoldRelease
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -62,7 +63,7 @@ async def _place(client: Client, args: argparse.Namespace) -> int:
     with _bad_input_is_usage():
         scope = parse_scope(args.team, None if args.whole_team else args.definition)
         hold = await client.place_hold(scope, args.actor, args.reason)
-    print(f"hold {hold.hold_id} placed on {scope.label}; {_backlog(hold)}")
+    print(f"hold {hold.hold_id} placed on {scope.label}; {hold.left}")
     return 0
 
 
@@ -71,15 +72,19 @@ async def _release(client: Client, args: argparse.Namespace) -> int:
         hold, due = await client.release_hold(
             args.team, args.hold_id, args.actor, args.reason, count=args.count, rate=args.rate
         )
-    state = "in force" if hold.active else "released"
-    print(f"hold {hold.hold_id}: {counted(due, 'work item')} due again; {_left(hold)}; {state}")
+    print(f"hold {hold.hold_id}: {hold.released_answer(due)}")
     return 0
 
 
 async def _list(client: Client, args: argparse.Namespace) -> int:
     holds = await Queries(client.store).holds(args.team, active_only=args.active)
     for hold in holds:
-        print(json.dumps(_as_json(hold)) if args.json else _line(hold))
+        if args.json:
+            print(json.dumps(_as_json(hold)))
+            continue
+        print(_line(hold))
+        for release in hold.releases:
+            print(f"  {_release_line(release)}")
     if not holds and not args.json:
         print("no holds")
     return 0
@@ -95,19 +100,22 @@ def _bad_input_is_usage() -> Iterator[None]:
         raise UsageError(str(bad)) from None
 
 
-def _left(hold: Hold) -> str:
-    rate = f", draining at {hold.drain_rate:g}/s" if hold.drain_rate and hold.active else ""
-    return f"{_backlog(hold)}{rate}"
-
-
-def _backlog(hold: Hold) -> str:
-    return f"backlog {counted(hold.backlog, 'instance')}"
-
-
 def _line(hold: Hold) -> str:
     state = "active" if hold.active else f"released {format_instant(hold.released_at)}"
     placed = f"{hold.actor} at {format_instant(hold.placed_at)}"
-    return f"{hold.hold_id}  {hold.scope.label}  {state}  {_left(hold)}  {placed}: {hold.reason}"
+    return f"{hold.hold_id}  {hold.scope.label}  {state}  {hold.left}  {placed}: {hold.reason}"
+
+
+def _release_line(release: HoldRelease) -> str:
+    """One release under its hold: how much it let go, who, when and why (without
+    them the list could not say who ended an incident's hold)."""
+    how_much = {
+        ReleaseMode.ALL: "everything",
+        ReleaseMode.COUNT: counted(int(release.amount), "instance"),
+        ReleaseMode.RATE: f"{release.amount:g}/s",
+    }[release.mode]
+    when = format_instant(release.released_at)
+    return f"released {how_much} by {release.actor} at {when}: {release.reason}"
 
 
 def _as_json(hold: Hold) -> dict:
@@ -122,4 +130,14 @@ def _as_json(hold: Hold) -> dict:
         "released_at": format_instant(hold.released_at) if hold.released_at else None,
         "drain_rate": hold.drain_rate,
         "backlog": hold.backlog,
+        "releases": [
+            {
+                "mode": release.mode.value,
+                "amount": release.amount,
+                "released_by": release.actor,
+                "reason": release.reason,
+                "released_at": format_instant(release.released_at),
+            }
+            for release in hold.releases
+        ],
     }

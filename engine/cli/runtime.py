@@ -74,6 +74,7 @@ from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
 from engine.store.store import DEFAULT_POOL_SIZE, Store
+from engine.store.work_views import WorkRow
 from engine.worker import logs, runner, tracing
 from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Faults
@@ -518,8 +519,13 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     try:
         state = await client.wait(instance_id, wait)
     except WaitTimedOut as waited:  # said with what it waits for: an operator, a signal
-        now = await client.awaiting(await client.inspect(instance_id))
-        raise CommandFailed(f"{waited}; now: {now}" if now else str(waited)) from None
+        state = await client.inspect(instance_id)
+        said = [str(waited)]
+        if now := await client.awaiting(state):
+            said.append(f"now: {now}")
+        rows = await work_views.instance_work(client.store, instance_id)
+        said += await _held_by(client.store, state, rows)
+        raise CommandFailed("; ".join(said)) from None
     print(f"ended {state.instance_id} ({state.status.label})")
     if state.status is InstanceStatus.COMPLETED:
         return 0
@@ -662,20 +668,21 @@ async def _print_standing(client: Client, state: Instance) -> None:
         print(f"  now: {waits}")
     if held:
         print(f"  {DEAD_LETTERS_WAIT}")
+    for line in await _held_by(client.store, state, rows):
+        print(f"  {line}")
+
+
+async def _held_by(store: Store, state: Instance, rows: list[WorkRow]) -> list[str]:
+    """The incident holds that park the instance's work (``rows``), a sentence each:
+    without them, "ready" work that no worker takes would read as a stuck engine."""
     parked = [row for row in rows if row.state is WorkState.HELD]
-    if parked and not state.status.terminal:
-        await _print_holds(client.store, state, parked[0].tenant_id)
-
-
-async def _print_holds(store: Store, state: Instance, team: str) -> None:
-    """The incident holds that park the instance's work: without them, "ready" work
-    that no worker takes would read as a stuck engine."""
-    pin = state.definition
-    for hold in await holds.covering(store, team, pin.name, pin.version):
-        print(
-            f"  held by hold {hold.hold_id} on {hold.scope.label} ({hold.actor}: {hold.reason}):"
-            f" no worker runs its work until the hold is released (wayline hold release)"
-        )
+    if not parked or state.status.terminal:
+        return []
+    return [
+        f"held by hold {hold.hold_id} on {hold.scope.label} ({hold.actor}: {hold.reason}):"
+        " no worker runs its work until the hold is released (wayline hold release)"
+        for hold in await holds.instance_holds(store, parked[0].tenant_id, state.instance_id)
+    ]
 
 
 DEAD_LETTERS_WAIT = (

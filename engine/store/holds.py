@@ -24,6 +24,7 @@ import psycopg
 
 from engine.model.holds import HoldNotFound, HoldReleased, HoldScope, ReleaseMode
 from engine.model.limits import MAX_PAGE_ITEMS
+from engine.model.words import counted
 from engine.store.statements import holds as sql
 from engine.store.store import Store
 from engine.store.transactions import transact
@@ -62,6 +63,20 @@ class Hold:
     @property
     def active(self) -> bool:
         return self.released_at is None
+
+    @property
+    def left(self) -> str:
+        """Its backlog, and the rate it drains at while a release at a rate runs."""
+        rate = f", draining at {self.drain_rate:g}/s" if self.drain_rate and self.active else ""
+        return f"backlog {counted(self.backlog, 'instance')}{rate}"
+
+    def released_answer(self, due: int) -> str:
+        """What a release that made ``due`` work items due at once answers, on the
+        command line and in the studio alike: a release at a rate makes none due at
+        once, and only the backlog left and its rate say that it let work go."""
+        return f"{counted(due, 'work item')} due again; {self.left}; " + (
+            "in force" if self.active else "released"
+        )
 
 
 async def place(store: Store, scope: HoldScope, actor: str, reason: str) -> Hold:
@@ -182,9 +197,18 @@ async def recent(
 async def covering(store: Store, team: str, name: str = "", version: str = "") -> list[Hold]:
     """The active holds over the team's ``name`` (any version when ``version`` is ''),
     or over ``name@version``, or (``name`` '') the team's own team-wide ones."""
-    params = {"tenant": team, "name": name, "version": version}
+    return await _active(store, sql.COVERING, {"tenant": team, "name": name, "version": version})
+
+
+async def instance_holds(store: Store, team: str, instance_id: str) -> list[Hold]:
+    """The active holds that park the team's instance ``instance_id``: unlike ``covering``
+    its definition, not those whose gradual release let this instance go, which runs."""
+    return await _active(store, sql.INSTANCE_HOLDS, {"tenant": team, "instance": instance_id})
+
+
+async def _active(store: Store, statement: str, params: dict[str, Any]) -> list[Hold]:
     async with store.reading() as conn:
-        rows = await (await conn.execute(sql.COVERING, params)).fetchall()
+        rows = await (await conn.execute(statement, params)).fetchall()
     return [_hold(r) for r in rows]
 
 

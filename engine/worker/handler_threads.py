@@ -6,7 +6,9 @@ without ever having run. Here every attempt the worker runs has a thread, and an
 attempt's timeout starts when its handler does. A thread cannot be stopped: a handler
 that outlives its attempt (timed out, or its lease lost) keeps its thread until it
 returns, and ``lingering`` counts those so the worker starts no attempt that would have
-to wait for one; ``on_free`` is called when one comes back.
+to wait for one; ``on_free`` is called when one comes back. Both are logged with how
+many of the worker's attempt slots such handlers hold: a worker whose handlers all hang
+(a provider that never answers) claims nothing, and holds no lease to show for it.
 
 The threads are the pool's own rather than a ``ThreadPoolExecutor``'s because every
 step of every instance crosses here twice. A handler's result reaches the event loop as
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import queue
 import threading
 import time
@@ -30,10 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.model.words import counted
 from engine.worker.runner import TIMER_GRAIN_SECONDS
 
 if TYPE_CHECKING:
     from engine.worker.activities import ActivityRequest, Handler
+
+log = logging.getLogger("wayline.worker")
 
 
 class HandlerThreads:
@@ -78,7 +84,22 @@ class HandlerThreads:
             if not call.withdraw() and not call.returned:  # running on: it keeps its thread
                 call.lingers = True
                 self.lingering += 1
+                log.warning(
+                    "the handler of attempt %d of step %s of %s still runs after its attempt"
+                    " ended: %s, so it runs at most %s at a time until they return",
+                    request.attempt,
+                    request.step,
+                    request.instance_id,
+                    self._slots(),
+                    counted(self.size - self.lingering, "attempt"),
+                )
             raise
+
+    def _slots(self) -> str:
+        """How much of the worker such handlers take: the number its log must carry."""
+        return (
+            f"{self.lingering} of the worker's {self.size} attempt slots are held by such handlers"
+        )
 
     def close(self) -> None:
         """Start no more handlers (those running finish in their threads)."""
@@ -105,6 +126,13 @@ class HandlerThreads:
         call.returned = True
         if call.lingers:
             self.lingering -= 1
+            log.info(
+                "the handler of attempt %d of step %s of %s returned: %s",
+                call.request.attempt,
+                call.request.step,
+                call.request.instance_id,
+                self._slots(),
+            )
             self.on_free()
         elif call.future.done():  # its caller was cancelled meanwhile
             pass

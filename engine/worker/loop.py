@@ -152,6 +152,7 @@ class Worker:
             Tracing.of(self.config.worker_id, tracer_provider),
         )
         self.metrics.declare_worker()
+        self.metrics.gauge("lingering_handlers", lambda: self.ctx.threads.lingering)
 
     @property
     def metrics(self) -> Metrics:

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import prometheus_client
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 
 PREFIX = "wayline_"
 SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -65,7 +65,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self._counts: dict[LabelKey, Callable[[float], None]] = {}
         self._observations: dict[LabelKey, Callable[[float], None]] = {}
-        self._families: dict[str, Counter | Histogram] = {}
+        self._families: dict[str, Counter | Histogram | Gauge] = {}
 
     def count(self, name: str, amount: int = 1, **labels: str) -> None:
         key = (name, tuple(labels.items()))  # a call site's own order: no sort
@@ -82,6 +82,16 @@ class Metrics:
             child = self._child(Histogram, f"{name}_{unit}", key[1])
             record = self._observations[key] = child.observe
         record(value)
+
+    def gauge(self, name: str, read: Callable[[], float]) -> None:
+        """The gauge ``wayline_<name>``, ``read()`` at each scrape: a state the worker
+        keeps (not an event it counts), shown as it is now."""
+        family = self._families.get(name)
+        if family is None:
+            help_text = f"Wayline worker: {name.replace('_', ' ')}"
+            family = self._families[name] = Gauge(PREFIX + name, help_text, registry=self.registry)
+        assert isinstance(family, Gauge)
+        family.set_function(read)
 
     def declare_worker(self) -> None:
         """Make every series the README lists for a worker, at zero, so that a scrape

@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from engine import modes
@@ -134,7 +134,7 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
     if dispatch is None:
         await ctx.dead_letter(lease, track.poison_code)
         return
-    start = StartOrSettle(track, dispatch, lease.claimed_at, ctx.hooks)
+    start = StartOrSettle(track, dispatch, lease, ctx.hooks)
     claimed = await _claimed_state(ctx, lease)
     began = started_ns()
     state = await commit(ctx, lease, start, finish=start.finishes, known=claimed)
@@ -142,6 +142,12 @@ async def _process_attempt(ctx: Context, track: Track, current: LeaseHolder) -> 
         _settled(ctx, state, track, dispatch, start.settled, began)
     if state is None or track.progress(state, dispatch.step).status is not A.RUNNING:
         return
+    if start.never_leased:
+        # Nothing was committed under this claim, which is not yet durable (see
+        # ``engine.store.leases``): a renewal's synchronous commit makes it so before the
+        # handler's effect can exist.
+        current.lease = await leases.renew(ctx.store, current.lease, current.lease_for)
+        leases.confirm(current.lease)
     if await run_attempts(ctx, track, current, state, dispatch):
         decide = modes.processor(current.lease.kind)
         assert decide is not None  # handed on only when this worker runs its code
@@ -229,19 +235,28 @@ class StartOrSettle:
 
     ``settled`` tells the commit to finish the lease: a settled redelivery has nothing
     left to run, while a started attempt keeps its lease for the handler. An attempt
-    whose retry time has not come when the work was claimed (``claimed_at``) waits.
+    whose retry time has not come when the work was claimed (``lease.claimed_at``) waits.
     ``hooks`` see the redelivery's outcome and the start (``engine.worker.hooks``).
+
+    An attempt found started under the first lease its work ever had (token 1) is not a
+    redelivery: eager dispatch started it in the statement whose work row an incident
+    hold parked unleased (``migrations/0017_holds.sql``), so no worker ran its handler,
+    and it runs now under its own key (``never_leased``). Every other path to a started
+    attempt leased its row first, so a crash or a lost lease always leaves a later token.
     """
 
     def __init__(
-        self, track: Track, dispatch: Dispatch, claimed_at: datetime, hooks: WorkerHooks
+        self, track: Track, dispatch: Dispatch, lease: leases.Lease, hooks: WorkerHooks
     ) -> None:
         self.track = track
         self.dispatch = dispatch
-        self.claimed_at = claimed_at
+        self.claimed_at = lease.claimed_at
+        self.first_lease = lease.token == 1
         self.hooks = hooks
         self.settled: Outcome | None = None
         """The outcome a settled redelivery records (None: the attempt starts)."""
+        self.never_leased = False
+        """Whether the attempt was started already, by a hand-on no worker leased."""
 
     def finishes(self) -> bool:
         """Whether the commit of the last build finishes the lease (a settled redelivery)."""
@@ -252,8 +267,13 @@ class StartOrSettle:
         state = draft.state
         progress = track.progress(state, dispatch.step)
         self.settled = None
+        self.never_leased = False
         startable = (A.READY, A.RETRY_WAITING)
         if redelivered(state, progress, dispatch.attempt, A.RUNNING, startable, track.statuses):
+            if self.first_lease:
+                self.never_leased = True
+                self.hooks.attempt_starting(functools.partial(_request, state, track, dispatch))
+                return
             # Durably started by an earlier owner that vanished: its effect may exist.
             outcome = self.hooks.redelivered_in_flight(Unknown(track.unknown_code))
             if outcome is not None:

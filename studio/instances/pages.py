@@ -220,8 +220,7 @@ async def _whole_page(
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
     context |= await _history_section(reads, team, row.instance_id, row, chosen)
-    pin = row.definition
-    context["holds_shown"] = await holds.banner(runtime, team, pin.name, pin.version)
+    context["holds_shown"] = await runtime.queries.instance_holds(team, row.instance_id)
     return page(
         request,
         PAGE,
@@ -242,8 +241,9 @@ async def state_panel(
     """The replayed state of the page (graph, sections), fetched after a long history."""
     detail = await instance_detail.detail(reads, principal.team_id, instance_id_of(ref))
     htmx = is_htmx(request)
-    pin = detail.row.definition
-    shown = None if htmx else await holds.banner(runtime, principal.team_id, pin.name, pin.version)
+    shown = None
+    if not htmx:
+        shown = await runtime.queries.instance_holds(principal.team_id, detail.row.instance_id)
     return page(
         request,
         "instances/_state.html" if htmx else PAGE,

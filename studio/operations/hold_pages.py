@@ -32,7 +32,9 @@ async def holds_page(
 ) -> Template:
     notice = f"Hold {placed} placed." if placed else ""
     if released:
-        notice = f"Hold {released}: {counted(due, 'work item')} due again."
+        hold = await runtime.queries.hold(principal.team_id, released)
+        answer = hold.released_answer(due) if hold else f"{counted(due, 'work item')} due again"
+        notice = f"Hold {released}: {answer}."
     return await _render(request, principal, runtime, notice=notice)
 
 

@@ -217,6 +217,38 @@ async def test_an_attempt_in_flight_finishes_and_records_and_its_next_step_waits
     assert running.calls("flying") == (1, 1)
 
 
+async def test_a_step_handed_on_into_a_hold_runs_after_it_and_is_not_in_doubt(
+    running: Running,
+) -> None:
+    """The attempt a finishing one hands on by eager dispatch is started in the outcome's
+    statement, whose work row the hold parks: no worker ever leased it. After the
+    release its claim took it for a redelivery and recorded it unknown, so every
+    instance in flight when the hold was placed waited for an operator to resolve a
+    step that never ran."""
+    direct = parse_definition(
+        {
+            "name": "hold.direct",
+            "version": "1",
+            "mode": "orchestration",
+            "steps": [
+                {"name": step, "kind": "activity", "target": f"hold.{step}", "timeout": "30s",
+                 "retry": RETRY, **LIMITS}
+                for step in ("reserve", "ship")
+            ],
+        }
+    )  # fmt: skip
+    await running.client.publish(direct)
+    await running.client.start(direct.name, "handed", {})
+    await running.effects.entered.wait()  # reserve is leased and running
+    hold = await running.client.place_hold(HoldScope("", direct.name), "ann", "payments down")
+    running.effects.gate.set()
+    await until(lambda: running.parked("handed"), what="ship handed on and parked")
+
+    await running.client.release_hold("", hold.hold_id, "bob", "all clear")
+    await running.completed("handed")
+    assert running.calls("handed") == (1, 1)
+
+
 async def test_a_timer_due_during_the_hold_fires_after_it(running: Running) -> None:
     running.effects.gate.set()
     await running.client.start(HELD.name, "cooling", {})
@@ -275,6 +307,23 @@ async def test_release_by_rate_drains_the_backlog_and_ends_the_hold(running: Run
     assert [(r.mode, r.amount) for r in hold.releases] == [(ReleaseMode.RATE, 4.0)]
     with pytest.raises(HoldReleased):
         await running.client.release_hold("", hold_id, "bob", "again")
+
+
+async def test_a_released_hold_has_no_backlog_while_another_hold_keeps_the_work(
+    running: Running,
+) -> None:
+    """Two operators held the same definition; once one hold was released, it still
+    showed the instances the other one keeps parked as its backlog (``hold list``, the
+    Holds page, the release's answer), as if releasing it had let nothing go."""
+    running.effects.gate.set()
+    first = await hold_on(running)
+    second = await hold_on(running)
+    await running.client.start(HELD.name, "twice", {})
+    hold, resumed = await running.client.release_hold("", first, "bob", "mine is done")
+    assert (hold.active, hold.backlog, resumed) == (False, 0, 0)
+    assert await running.backlog(first) == 0
+    assert await running.backlog(second) == 1
+    assert await running.parked("twice")
 
 
 async def test_holds_cover_a_version_or_a_team_and_belong_to_their_team(running: Running) -> None:

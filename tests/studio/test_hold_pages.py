@@ -54,7 +54,9 @@ def test_a_hold_placed_in_the_studio_shows_on_every_affected_page(studio: LiveSt
     )
     assert released.status_code == 303
     page = operator.get(released.headers["location"]).text
-    assert f"Hold {hold['id']}: 1 work item due again." in page
+    assert (
+        notice(page) == f"Hold {hold['id']}: 1 work item due again; backlog 0 instances; in force."
+    )
     [hold] = operator.get("/api/holds").json()
     assert (hold["backlog"], hold["active"]) == (0, True)
     assert [(r["mode"], r["amount"], r["released_by"]) for r in hold["releases"]] == [
@@ -137,3 +139,50 @@ def test_a_refused_hold_form_comes_back_with_what_was_typed(studio: LiveStudio) 
     assert f"the count must be from 1 to {MAX_RELEASE_COUNT} instances, not 20000" in too_many.text
     gone = operator.form("/holds/no-such-hold/release", {"mode": "all", "reason": "x"})
     assert gone.status_code == 404 and 'id="hold-error"' in gone.text, "said at the top"
+
+
+def test_an_instance_a_release_let_go_is_not_shown_as_held(studio: LiveStudio) -> None:
+    """After releasing one instance to try the provider again, its page still said
+    'On hold … Workers run none of its work' while it ran, as did ``wayline inspect``
+    with another hold in force: the banner named every hold over its definition,
+    including those whose release had let this instance go."""
+    team = studio.team("hold-let-go")
+    name = f"held.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    operator.form("/holds", {"scope": "definition", "definition": name, "reason": REASON})
+    first = studio.start(team, name, f"{name}-1")
+    second = studio.start(team, name, f"{name}-2")
+    [hold] = operator.get("/api/holds").json()
+    operator.form(
+        f"/holds/{hold['id']}/release", {"mode": "count", "amount": "1", "reason": "one first"}
+    )
+    assert banner(operator.get(f"/instances/{instance_ref(first)}").text) == ""
+    assert f"On hold: {name}" in banner(operator.get(f"/instances/{instance_ref(second)}").text)
+
+
+def notice(html: str) -> str:
+    """The text of the holds page's notice after a post."""
+    return re.search(r'id="hold-notice">([^<]*)<', html).group(1)
+
+
+def test_a_release_at_a_rate_says_the_backlog_drains_at_it(studio: LiveStudio) -> None:
+    """Released at 2 per second, the page answered only 'Hold ID: 0 work items due
+    again.', which read as a release that let nothing go, right when an incident
+    commander had just chosen how fast the backlog may come back."""
+    team = studio.team("hold-drain")
+    name = f"held.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    placed = operator.form("/holds", {"scope": "definition", "definition": name, "reason": "x"})
+    hold_id = placed.headers["location"].removeprefix("/holds?placed=")
+    for n in range(3):
+        studio.start(team, name, f"{name}-{n}")
+    released = operator.form(
+        f"/holds/{hold_id}/release", {"mode": "rate", "amount": "0.01", "reason": "slowly"}
+    )
+    page = operator.get(released.headers["location"]).text
+    assert notice(page) == (
+        f"Hold {hold_id}: 0 work items due again; backlog 3 instances, draining at 0.01/s;"
+        " in force."
+    )

@@ -4,6 +4,7 @@ handler that outlives its attempt keeps its thread, counted, until it returns.""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -94,6 +95,29 @@ async def test_a_handler_outliving_its_timeout_keeps_its_thread_until_it_returns
         released.set()
         await asyncio.wait_for(freed.wait(), 5.0)
         assert threads.lingering == 0
+
+
+async def test_a_handler_outliving_its_attempt_is_logged_with_the_slots_it_holds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A worker whose handlers hung past their timeouts (a payment provider that never
+    answers) claimed nothing more, while its log said only that each attempt timed out
+    and the workers page showed it live without a lease: nothing said its attempt
+    slots were all taken by handlers still running."""
+    caplog.set_level(logging.INFO, logger="wayline.worker")
+    freed = asyncio.Event()
+    threads = HandlerThreads(2, on_free=freed.set)
+    released = threading.Event()
+    with let_go(threads, released):
+        await run_handler(lambda _: released.wait(), request("a"), 0.05, threads)
+        assert (
+            "the handler of attempt 1 of step a of i still runs after its attempt ended: "
+            "1 of the worker's 2 attempt slots are held by such handlers, so it runs at most"
+            " 1 attempt at a time until they return"
+        ) in caplog.text
+        released.set()
+        await asyncio.wait_for(freed.wait(), 5.0)
+        assert "returned: 0 of the worker's 2 attempt slots are held" in caplog.text
 
 
 @pytest.mark.parametrize("size", [1, 3])

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
 
@@ -117,3 +121,13 @@ async def test_a_probe_that_connects_and_closes_is_no_error() -> None:
         await server.wait_closed()
         loop.set_exception_handler(None)
     assert errors == []
+
+
+def test_a_worker_shows_how_many_of_its_slots_hung_handlers_hold() -> None:
+    """Handlers that hang past their attempts' timeouts (a provider that never answers)
+    keep the worker's slots until they return: once they held all of them the worker
+    claimed nothing, and no series said so (its counters only stopped moving)."""
+    worker = Worker(cast(Store, None), ActivityRegistry(), WorkerConfig(worker_id="w"))
+    assert "wayline_lingering_handlers 0.0" in worker.metrics.render()
+    worker.ctx.threads.lingering = 3
+    assert "wayline_lingering_handlers 3.0" in worker.metrics.render()

@@ -22,9 +22,10 @@ written or leased later is parked as it goes (the trigger)."""
 BACKLOG = f"""
 (SELECT count(DISTINCT i.instance_id) FROM work w
  JOIN instances i ON i.instance_id = w.instance_id
- WHERE w.state = {WorkState.HELD} AND hold_covers(h, i))
+ WHERE h.released_at IS NULL AND w.state = {WorkState.HELD} AND hold_covers(h, i))
 """
-"""How many instances of hold ``h`` have parked work and wait for a release."""
+"""How many instances of hold ``h`` have parked work and wait for its release: none once
+it is released, even while another hold over them keeps their work parked."""
 
 HOLD_COLUMNS = f"""
 SELECT h.hold_id, h.tenant_id, h.name, h.version, h.placed_by, h.reason, h.placed_at,
@@ -58,6 +59,15 @@ ORDER BY h.placed_at, h.hold_id"""
 )
 """The active holds over a name (any of its versions when ``version`` is '') or one of
 its versions: what a page about them shows. ``name`` '' asks for the team's holds."""
+
+INSTANCE_HOLDS = (
+    HOLD_COLUMNS
+    + """JOIN instances held ON held.instance_id = %(instance)s AND held.tenant_id = h.tenant_id
+WHERE h.released_at IS NULL AND h.tenant_id = %(tenant)s AND hold_covers(h, held)
+ORDER BY h.placed_at, h.hold_id"""
+)
+"""The active holds that park one instance's work: over its name, version or team, less
+those a gradual release let it go from (``hold_covers``)."""
 
 RELEASE_COLUMNS = """
 SELECT release_id, hold_id, mode, amount, released_by, reason, released_at
