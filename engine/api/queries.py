@@ -145,6 +145,7 @@ class Queries:
     hold = _StoreRead(hold_reads.find)
     holds_covering = _StoreRead(hold_reads.covering)
     instance_holds = _StoreRead(hold_reads.instance_holds)
+    started_under_hold = _StoreRead(hold_reads.started_under_hold)
 
     # Replication: how far a replica's reads are behind its primary
     wal_position = _StoreRead(replication.wal_position)

@@ -46,7 +46,12 @@ from engine.cli.options import (
 )
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
-from engine.model.description import ATTEMPT_ENDINGS, describe_instance, failure_line
+from engine.model.description import (
+    ATTEMPT_ENDINGS,
+    HeldStarts,
+    describe_instance,
+    failure_line,
+)
 from engine.model.errors import (
     DefinitionInvalid,
     InputRefused,
@@ -521,9 +526,10 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
     except WaitTimedOut as waited:  # said with what it waits for: an operator, a signal
         state = await client.inspect(instance_id)
         said = [str(waited)]
-        if now := await client.awaiting(state):
-            said.append(f"now: {now}")
         rows = await work_views.instance_work(client.store, instance_id)
+        held = await holds.started_under_hold(client.store, state, rows)
+        if now := await _now(client, state, held):
+            said.append(f"now: {now}")
         said += await _held_by(client.store, state, rows)
         raise CommandFailed("; ".join(said)) from None
     print(f"ended {state.instance_id} ({state.status.label})")
@@ -626,8 +632,10 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
     else:
-        print(describe_instance(state, await _earlier_attempts(client.store, state)))
-        await _print_standing(client, state)
+        rows = await work_views.instance_work(client.store, state.instance_id)
+        held = await holds.started_under_hold(client.store, state, rows)
+        print(describe_instance(state, await _earlier_attempts(client.store, state), held))
+        await _print_standing(client, state, rows, held)
     return 0
 
 
@@ -644,11 +652,12 @@ async def _earlier_attempts(store: Store, state: Instance) -> dict[str, tuple[Ev
     return found
 
 
-async def _print_standing(client: Client, state: Instance) -> None:
+async def _print_standing(
+    client: Client, state: Instance, rows: list[WorkRow], held: HeldStarts
+) -> None:
     """Its dead letters, each with the fence a retry takes, then where it stands now:
     stopped at a dead letter when no other work of it is to run, else what it waits for
     (and, with a dead letter beside, that it runs again only once resolved)."""
-    rows = await work_views.instance_work(client.store, state.instance_id)
     letters = [row for row in rows if row.state is WorkState.DEAD_LETTERED]
     moving = any(row.state in MOVING for row in rows)
     for letter in letters:
@@ -657,19 +666,26 @@ async def _print_standing(client: Client, state: Instance) -> None:
         what = work_label(letter.kind, letter.step)
         resolved = "discarded " if letter.discarded else ""
         print(f"  {resolved}dead letter {what} {fence}: {letter.failure_code}{detail}")
-    held = any(letter.unresolved for letter in letters) and not state.status.terminal
-    if held and not moving:
+    held_back = any(letter.unresolved for letter in letters) and not state.status.terminal
+    if held_back and not moving:
         print(f"  now: {STOPPED_AT_DEAD_LETTER}")
         return
     if letters and not moving and not state.status.terminal:
         print(f"  now: {STOPPED_AT_DISCARDED}")
         return
-    if waits := await client.awaiting(state):
+    if waits := await _now(client, state, held):
         print(f"  now: {waits}")
-    if held:
+    if held_back:
         print(f"  {DEAD_LETTERS_WAIT}")
     for line in await _held_by(client.store, state, rows):
         print(f"  {line}")
+
+
+async def _now(client: Client, state: Instance, held: HeldStarts) -> str:
+    """What the instance waits for now: the engine's decision on its state, unless an
+    attempt it records started is one an incident hold keeps from running (the decision,
+    which reads history alone, would call it running)."""
+    return held.position(state) or await client.awaiting(state)
 
 
 async def _held_by(store: Store, state: Instance, rows: list[WorkRow]) -> list[str]:

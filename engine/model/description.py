@@ -9,7 +9,8 @@ so every description asks ``never_happens`` before it says a wait is still open.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.canonical import format_instant
@@ -24,6 +25,7 @@ from engine.model.instance import (
     TimerProgress,
     WaitProgress,
 )
+from engine.model.transitions import WorkKind
 
 S = InstanceStatus
 K = EventKind
@@ -90,6 +92,78 @@ def unawaited_child(instance: Instance, child: ChildProgress) -> str:
     return ""
 
 
+IN_FLIGHT_POSITIONS = frozenset({S.RUNNING, S.CANCELLING, S.FAILING})
+"""The statuses whose decision waits on an attempt in flight (a paused instance's
+position is its pause, an ended one's its end)."""
+TRACKS = {WorkKind.ACTIVITY: "activity", WorkKind.COMPENSATION: "compensation"}
+"""The track of an attempt, by the kind of work that carries it."""
+
+
+@dataclass(frozen=True)
+class HeldStarts:
+    """Attempts recorded started that no handler has run: eager dispatch started each in
+    the statement that recorded the step before it, and an incident hold parked its work
+    before any worker leased it (token 0; ``engine.worker.processors.StartOrSettle``
+    runs it under its own key once the hold is released). Replay says such an attempt
+    is running, since history records its start; while the hold keeps it, it waits for
+    the release and has not run, and ``wayline inspect`` and the studio say so."""
+
+    attempts: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """By (track, step): the attempt recorded started and parked unleased."""
+    holds: tuple[str, ...] = ()
+    """What each hold that parks the instance covers (``HoldScope.label``)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.attempts)
+
+    @property
+    def waiting(self) -> str:
+        """``waiting for the hold on NAME: not run yet`` (what an attempt's line says)."""
+        if not self.holds:  # released between the reads: its work is due again
+            return "waiting for an incident hold's release: not run yet"
+        what = "the holds" if len(self.holds) > 1 else "the hold"
+        return f"waiting for {what} on {' and '.join(self.holds)}: not run yet"
+
+    def of(self, track: str, step: str, attempt: int = 0) -> str:
+        """The words for the step's attempt (``attempt``, when given) if it is held so,
+        else ''."""
+        held = self.attempts.get((track, step))
+        return self.waiting if held is not None and attempt in (0, held) else ""
+
+    def position(self, state: Instance) -> str:
+        """Where ``state`` stands while the hold keeps these attempts: ``activity ship
+        attempt 1 is recorded started, waiting for the hold on NAME: not run yet``, in
+        place of the decision's ``activity ship is running``. '' with none, and when
+        its position is not an attempt in flight (paused, ended)."""
+        if state.status not in IN_FLIGHT_POSITIONS:
+            return ""
+        said = [
+            f"{'compensation of' if track == 'compensation' else 'activity'} {step}"
+            f" attempt {attempt}"
+            for (track, step), attempt in self.attempts.items()
+        ]
+        if not said:
+            return ""
+        verb = "are" if len(said) > 1 else "is"
+        return f"{' and '.join(said)} {verb} recorded started, {self.waiting}"
+
+
+def held_starts(
+    state: Instance, parked: Iterable[tuple[WorkKind | int, str, int]], holds: Sequence[str] = ()
+) -> HeldStarts:
+    """Of the attempts whose work an incident hold ``parked`` before any worker leased it
+    (kind, step, attempt), those the instance records started and not ended."""
+    found = {}
+    for kind, step, attempt in parked:
+        track = TRACKS.get(kind)  # type: ignore[call-overload]
+        if track is None:
+            continue
+        progress = (state.activities if track == "activity" else state.compensations).get(step)
+        if progress is not None and progress.status is A.RUNNING and progress.attempt == attempt:
+            found[track, step] = attempt
+    return HeldStarts(found, tuple(holds))
+
+
 def _timer_outcome(instance: Instance, timer: TimerProgress) -> str:
     if timer.fired_at is not None:
         return f"fired {format_instant(timer.fired_at)}"
@@ -145,10 +219,17 @@ def failure_line(state: Instance) -> str:
     return f"failure {state.failure_step}: {state.failure_code}{': ' if message else ''}{message}"
 
 
-def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | None = None) -> str:
+def describe_instance(
+    state: Instance,
+    earlier: Mapping[str, Sequence[Event]] | None = None,
+    held: HeldStarts | None = None,
+) -> str:
     """A human summary: status, pin, per-step progress, attempts, audit trail.
     ``earlier``: by step, the events that ended its attempts before the latest (from
-    its history, ``ATTEMPT_ENDINGS``), each said under the step's line."""
+    its history, ``ATTEMPT_ENDINGS``), each said under the step's line. ``held``: the
+    attempts recorded started that an incident hold keeps from running, whose lines
+    say so rather than "running"."""
+    held = held or HeldStarts()
     lines = [
         f"instance {state.instance_id}: {state.status.label}",
         f"definition {state.definition} {state.definition.fingerprint}",
@@ -160,14 +241,21 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
         extra = f" code={p.code}" if p.code else ""
         if p.status in (A.FAILED, A.UNKNOWN):
             extra += _said(p.result)
+        waiting = held.of("activity", p.step)
+        status = "held" if waiting else p.status.label
+        extra += f" (recorded started, {waiting})" if waiting else ""
         lines.append(
-            f"  activity {p.step}: {p.status.label} attempt {p.attempt} "
+            f"  activity {p.step}: {status} attempt {p.attempt} "
             f"key={p.idempotency_key or '-'}{extra}"
         )
         ended = (earlier or {}).get(p.step, ())
         lines += [_earlier(e) for e in ended if e.attempt < p.attempt]
     for p in state.compensations.values():
-        lines.append(f"  compensation {p.step}: {p.status.label} attempt {p.attempt}")
+        waiting = held.of("compensation", p.step)
+        status = f"held attempt {p.attempt} (recorded started, {waiting})" if waiting else ""
+        lines.append(
+            f"  compensation {p.step}: {status or f'{p.status.label} attempt {p.attempt}'}"
+        )
     for t in state.timers.values():
         lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {_timer_outcome(state, t)}")
     for s in state.signals.values():

@@ -16,18 +16,22 @@ hold ends. Each placement and release is kept with who, why and when.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
+from engine.model.description import HeldStarts, held_starts
 from engine.model.holds import HoldNotFound, HoldReleased, HoldScope, ReleaseMode
+from engine.model.instance import Instance
 from engine.model.limits import MAX_PAGE_ITEMS
 from engine.model.words import counted
 from engine.store.statements import holds as sql
 from engine.store.store import Store
 from engine.store.transactions import transact
+from engine.store.work_views import WorkRow
 
 MAX_DRAINS_PER_SWEEP = 20
 """Draining holds one sweep spends the rate of; the rest wait for the next sweep."""
@@ -204,6 +208,20 @@ async def instance_holds(store: Store, team: str, instance_id: str) -> list[Hold
     """The active holds that park the team's instance ``instance_id``: unlike ``covering``
     its definition, not those whose gradual release let this instance go, which runs."""
     return await _active(store, sql.INSTANCE_HOLDS, {"tenant": team, "instance": instance_id})
+
+
+async def started_under_hold(store: Store, state: Instance, work: Sequence[WorkRow]) -> HeldStarts:
+    """The attempts of ``state`` recorded started that a hold keeps from running, with
+    what the holds that park the instance cover: of its ``work`` (its rows as read),
+    those an incident hold parked before any worker leased them. The holds are read
+    only when there is such an attempt."""
+    parked = [(row.kind, row.step, row.attempt) for row in work if row.held_unleased]
+    found = held_starts(state, parked)
+    if not found:
+        return found
+    team = next(row.tenant_id for row in work if row.held_unleased)
+    holds = await instance_holds(store, team, state.instance_id)
+    return held_starts(state, parked, [hold.scope.label for hold in holds])
 
 
 async def _active(store: Store, statement: str, params: dict[str, Any]) -> list[Hold]:

@@ -64,6 +64,12 @@ class WorkRow:
         value = self.payload.get("attempt", 0)
         return value if isinstance(value, int) else 0
 
+    @property
+    def held_unleased(self) -> bool:
+        """Parked by an incident hold before any worker ever leased it (token 0): no
+        handler has run under it, whatever history says of its attempt's start."""
+        return self.state is WorkState.HELD and self.token == 0
+
     def lease_live(self, now: datetime) -> bool:
         """Leased and not yet expired at ``now`` (the store's clock)."""
         return (

@@ -18,7 +18,7 @@ from typing import Any
 from engine.api.queries import InstanceRow, WorkRow, WorkState
 from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
-from engine.model.description import never_happens
+from engine.model.description import HeldStarts, never_happens
 from engine.model.errors import DecisionRejected
 from engine.model.instance import ChildProgress, Instance, InstanceStatus
 from engine.model.limits import MAX_PAYLOAD_BYTES
@@ -57,6 +57,10 @@ class AttemptRow(AttemptIdentity):
     """On the first listed attempt of a step whose log keeps only its newest attempts
     (``KEEP_PER_STEP``), how many came before it: the table says they exist and where
     to read them, rather than passing the newest off as every attempt."""
+    held: str = ""
+    """For an attempt recorded started that an incident hold keeps from running (its
+    outcome ``held``), what it waits for: ``waiting for the hold on NAME: not run yet``
+    (``engine.model.description.HeldStarts``), rather than "running"."""
 
     @property
     def lease_live(self) -> bool:
@@ -187,6 +191,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
     state = entry.state
     now = reads.store.now()
     work = await reads.queries.instance_work(state.instance_id, WORK_SHOWN)
+    held = await reads.queries.started_under_hold(state, work)
     registry = await reads.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
@@ -198,10 +203,12 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
     return InstanceDetail(
         row=row,
         replayed=entry,
-        states=drawing_of(state.spec).states(state),
+        states=held_states(drawing_of(state.spec).states(state), held),
         offers=offers(state, registry, now),
-        position=machine.position if machine else position(state, registry, now),
-        attempts=attempt_rows(entry, work, now),
+        position=(
+            machine.position if machine else held.position(state) or position(state, registry, now)
+        ),
+        attempts=attempt_rows(entry, work, now, held),
         work=work,
         now=now,
         signal_slots=signal_slots(state, journal),
@@ -209,6 +216,19 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         journal=journal,
         unserved=await unserved(reads, work, now),
     )
+
+
+def held_states(states: dict[str, StepState], held: HeldStarts) -> dict[str, StepState]:
+    """The steps' states, with an activity whose attempt an incident hold keeps from
+    running (recorded started, never run) shown scheduled, saying what it waits for:
+    replay alone would colour it running."""
+    states = dict(states)
+    for (track, step), attempt in held.attempts.items():
+        if track == ACTIVITY and step in states and states[step].state == "running":
+            states[step] = StepState(
+                "scheduled", f"attempt {attempt} recorded started, {held.waiting}"
+            )
+    return states
 
 
 async def unserved(reads: Reads, work: list[WorkRow], now: datetime) -> tuple[str, ...]:
@@ -254,9 +274,14 @@ def signal_slots(state: Instance, journal: JournalView | None = None) -> list[Si
     ]
 
 
-def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[AttemptRow]:
-    """Every attempt in history, plus scheduled ones not started yet, in step order."""
+def attempt_rows(
+    entry: Replayed, work: list[WorkRow], now: datetime, held: HeldStarts | None = None
+) -> list[AttemptRow]:
+    """Every attempt in history, plus scheduled ones not started yet, in step order. A
+    step's latest attempt that ``held`` names is ``held``, not running: it is recorded
+    started, but an incident hold parked its work before any handler ran it."""
     state = entry.state
+    held = held or HeldStarts()
     carriers = {(TRACK_KINDS[w.kind], w.step, w.attempt): w for w in work if w.kind in TRACK_KINDS}
     rows: list[AttemptRow] = []
     seen: set[tuple[str, str, int]] = set()
@@ -265,10 +290,11 @@ def attempt_rows(entry: Replayed, work: list[WorkRow], now: datetime) -> list[At
             key = (track, step, record.attempt)
             seen.add(key)
             earlier = record.attempt - 1 if record is records[0] else 0
+            waiting = held.of(track, step, record.attempt) if record.outcome == "running" else ""
+            outcome = "held" if waiting else record.outcome
+            carrier = carriers.get(key)
             rows.append(
-                AttemptRow(
-                    *key, record.key, record.outcome, record, carriers.get(key), now, earlier
-                )
+                AttemptRow(*key, record.key, outcome, record, carrier, now, earlier, waiting)
             )
     for key, carrier in carriers.items():
         # A carrier of an attempt no newer than the step's last recorded one is an

@@ -68,7 +68,9 @@ class AttemptOut:
     attempt: int
     idempotency_key: str
     outcome: str
-    """running, succeeded, failed, unknown (in doubt), resolved: ..., scheduled, dead-lettered."""
+    """running, succeeded, failed, unknown (in doubt), resolved: ..., scheduled,
+    dead-lettered, or held (recorded started, but an incident hold parked its work before
+    any handler ran it: it runs once the hold is released)."""
     code: str
     started_at: datetime | None
     next_attempt_at: datetime | None

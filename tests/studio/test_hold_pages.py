@@ -1,14 +1,26 @@
 """Incident holds over HTTP: placing and releasing from the Holds page and the JSON API,
-the banner every affected page shows (who, why, backlog), and clear refusals."""
+the banner every affected page shows (who, why, backlog), and clear refusals; and a
+step handed on into a hold, which the instance page and ``wayline inspect`` say waits
+for it and has not run."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
+from typing import Any
 
+import pytest
+
+from engine.cli.main import main
 from engine.model.holds import MAX_RELEASE_COUNT, MAX_RELEASE_RATE
+from engine.store import work_views
+from engine.store.rows import WorkState
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
 from studio.instance_urls import instance_ref
 from studio.roles import Role
+from tests.e2e.conftest import until
 from tests.studio.live import LiveStudio, definition
 
 REASON = "INC-7: the payment provider is down"
@@ -186,3 +198,78 @@ def test_a_release_at_a_rate_says_the_backlog_drains_at_it(studio: LiveStudio) -
         f"Hold {hold_id}: 0 work items due again; backlog 3 instances, draining at 0.01/s;"
         " in force."
     )
+
+
+def text_of(html: str) -> str:
+    """Markup dropped, spaces collapsed."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
+
+
+def test_a_step_handed_on_into_a_hold_reads_as_waiting_for_it_not_running(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker finished reserve while a hold covered the instance and handed ship on by
+    eager dispatch: ship's attempt is recorded started, but the hold parked its work
+    before any worker leased it. The page's Position line, its attempts table and
+    ``wayline inspect`` all said "running", beside the hold's banner, though no handler
+    ran it."""
+    team = studio.team("hold-handed")
+    name = f"handed.{uuid.uuid4().hex[:6]}"
+    activity = {"kind": "activity", "timeout": "30s", "input_limit": 1024, "result_limit": 1024}
+    steps = [{"name": s, "target": f"{name}.{s}", **activity} for s in ("reserve", "ship")]
+    studio.publish(team, {"name": name, "version": "1", "mode": "orchestration", "steps": steps})
+    entered, gate = studio.run(two_events)
+    app = ActivityRegistry()
+
+    async def reserve(request: Any) -> dict:
+        entered.set()
+        await gate.wait()
+        return {}
+
+    app.register(f"{name}.reserve", reserve)
+    app.register(f"{name}.ship", lambda request: {})
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    with studio.worker(app):  # it runs both steps, so it hands ship on to itself
+        instance_id = studio.start(team, name)
+        studio.run(lambda store: entered.wait())  # reserve is leased and running
+        operator.form("/holds", {"scope": "definition", "definition": name, "reason": REASON})
+        studio.run(lambda store: set_event(gate))
+        [ship] = studio.run(lambda store: until(lambda: parked(store, instance_id)))
+    assert (ship.step, ship.token) == ("ship", 0), "handed on, parked, never leased"
+
+    waiting = f"waiting for the hold on {name}: not run yet"
+    page = operator.get(f"/instances/{instance_ref(instance_id)}").text
+    position = re.search(r'id="instance-position">(.*?)</dd>', page, re.S).group(1)
+    assert position == f"event 6 · activity ship attempt 1 is recorded started, {waiting}"
+    row = re.search(r'<tr class="[^"]*" data-attempt="activity:ship:1">.*?</tr>', page, re.S)
+    assert "running" not in row.group(0) and waiting in text_of(row.group(0))
+    step = re.search(r'<tr id="step-row-ship".*?</tr>', page, re.S).group(0)
+    assert text_of(step) == f"activity ship scheduled attempt 1 recorded started, {waiting}"
+    detail = operator.get(f"/api/instances/{instance_id}").json()
+    assert detail["position"] == position.removeprefix("event 6 · ")
+    assert [a["outcome"] for a in detail["attempts"]] == ["succeeded", "held"]
+
+    store = ["--dsn", studio.dsn, "--schema", studio.schema]
+    assert main(["inspect", instance_id, *store]) == 0
+    said = capsys.readouterr().out
+    assert (
+        f"  activity ship: held attempt 1 key={instance_id}/ship/1 (recorded started, "
+        f"{waiting})" in said.splitlines()
+    )
+    assert f"  now: activity ship attempt 1 is recorded started, {waiting}" in said.splitlines()
+    assert "running" not in said.replace(f"{instance_id}: running", "")
+
+
+async def two_events(store: Store) -> tuple[asyncio.Event, asyncio.Event]:
+    """Events made on the seeding loop, where the worker's handlers run."""
+    return asyncio.Event(), asyncio.Event()
+
+
+async def set_event(event: asyncio.Event) -> None:
+    event.set()
+
+
+async def parked(store: Store, instance_id: str) -> list[work_views.WorkRow]:
+    """The instance's work an incident hold parked ([] while none is)."""
+    rows = await work_views.instance_work(store, instance_id)
+    return [row for row in rows if row.state is WorkState.HELD]
