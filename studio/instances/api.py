@@ -118,7 +118,11 @@ async def get_history(
     step: FromQuery[str] = "",
     limit: Annotated[int, Parameter(ge=1, le=MAX_HISTORY_PAGE_EVENTS)] = MAX_HISTORY_PAGE_EVENTS,
 ) -> HistoryOut:
-    """One page of events after sequence ``after``, narrowed by kinds and step."""
+    """One page of events after sequence ``after``, narrowed by kinds and step.
+
+    ``after`` is a position of this instance's history, from 0 (its first page) to its
+    last event (the end: no newer event yet); past that (a cursor copied from a longer
+    instance) is 422, its problem at ``after`` saying how many events there are."""
     chosen = HistoryFilter(tuple(kind or ()), step, after, limit)
     page = await instance_history.history_page(
         reads, principal.team_id, instance_id_of(ref), chosen

@@ -19,6 +19,7 @@ from engine.api.queries import HistoryPage
 from engine.model.events import Event, EventKind, event_to_json
 from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
+from engine.model.words import counted
 from studio.errors import Invalid
 from studio.instances.service import require_row
 from studio.reads import Reads
@@ -80,10 +81,26 @@ class HistoryFilter:
         return urlencode({k: v for k, v in values.items() if v}, doseq=True)
 
 
+def check_cursor(chosen: HistoryFilter, last: int) -> None:
+    """Refuse (Invalid at ``after``) a cursor past the instance's last event ``last``: a
+    position copied from a longer instance, or typed, names no page of this one, and an
+    empty page would read as a history with nothing there. ``after`` equal to ``last``
+    is the end itself (nothing newer yet), which is a page."""
+    if chosen.after > last:
+        raise Invalid.at(
+            "after",
+            f"after {chosen.after} is past the end of this history: the instance has "
+            f"{counted(last, 'event')}, so after is from 0 (the first page) to {last}",
+        )
+
+
 async def history_page(
     reads: Reads, team: str, instance_id: str, chosen: HistoryFilter
 ) -> HistoryPage:
+    """The page of the instance's history ``chosen`` names; Invalid when its cursor is
+    past the instance's last event (``check_cursor``)."""
     row = await require_row(reads, team, instance_id)
+    check_cursor(chosen, row.sequence)
     return await reads.queries.history_page(
         row.instance_id,
         chosen.after,

@@ -25,6 +25,7 @@ from engine.model.identifiers import local_instance_id
 from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
+from studio.errors import Invalid
 from studio.forms import REFUSALS, again, beside, shown
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import bulk, family, list_order
@@ -220,6 +221,10 @@ async def _whole_page(
     # Read after the state: the page follows live from the state's sequence, so the
     # history must hold at least that much (rows seen twice are not appended twice).
     context |= await _history_section(reads, team, row.instance_id, row, chosen)
+    if (
+        "history_refused" in context and status == 200
+    ):  # the page, with its history's cursor refused
+        status = 422
     context["holds_shown"] = await runtime.queries.instance_holds(team, row.instance_id)
     return page(
         request,
@@ -291,9 +296,13 @@ async def _history_section(
     reads: Reads, team: str, instance_id: str, row: InstanceRow, chosen: HistoryFilter
 ) -> dict[str, Any]:
     """The history section's context: one page of the history, filtered as ``chosen``
-    says, and the steps the filter offers (the pinned version's)."""
-    found = await instance_history.history_page(reads, team, instance_id, chosen)
+    says, and the steps the filter offers (the pinned version's). A cursor past the
+    last event is ``refused`` in the section (no page, and links to pages that are)."""
     steps = [s.name for s in (await instances.pinned_definition(reads, row)).steps]
+    try:
+        found = await instance_history.history_page(reads, team, instance_id, chosen)
+    except Invalid as refused:
+        return _history_context(row, None, chosen, steps) | {"history_refused": str(refused)}
     return _history_context(row, found, chosen, steps)
 
 
@@ -307,7 +316,8 @@ async def history(
     """One filtered history page: the history section for htmx, else its own page."""
     section = await _history_section(reads, principal.team_id, row.instance_id, row, chosen)
     template = "instances/_history.html" if is_htmx(request) else "instances/history.html"
-    return page(request, template, "instances", row=row, **section)
+    status = 422 if "history_refused" in section else 200
+    return page(request, template, "instances", status=status, row=row, **section)
 
 
 async def export_history(
