@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 import os
+import shlex
 import signal
 import sys
 import uuid
@@ -63,7 +64,9 @@ from engine.model.identifiers import split_pin, team_id_problem, team_instance_i
 from engine.model.inputs import json_or_text, read_json
 from engine.model.instance import Instance, InstanceStatus, instance_to_json
 from engine.model.limits import (
+    MAX_HISTORY_PAGE_EVENTS,
     MAX_LEASE_DURATION,
+    MAX_SEQUENCE,
     MAX_WAIT_TIMEOUT,
     MAX_WORKER_CONCURRENCY,
     MAX_WORKER_DRAIN,
@@ -72,6 +75,7 @@ from engine.model.limits import (
     MIN_WORKER_POLL_INTERVAL,
 )
 from engine.model.transitions import work_label
+from engine.model.words import counted
 from engine.modes.code.runs import run_id
 from engine.modes.steps.fold.activities import RESOLUTIONS
 from engine.store import catalog, holds, reads, work_views
@@ -155,6 +159,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     history = add_command(commands, "history", "print an instance's history", _history)
     history.add_argument("instance")
     history.add_argument("--json", action="store_true", help="one JSON event per line")
+    history.add_argument(
+        "--after",
+        type=history_position,
+        default=0,
+        metavar="POSITION",
+        help="print the events after this position (default 0: from the first); "
+        "the line after a page that is not the last gives the next one",
+    )
+    history.add_argument(
+        "--limit",
+        type=history_limit,
+        default=MAX_HISTORY_PAGE_EVENTS,
+        metavar="N",
+        help=f"print at most N events (default and most: {MAX_HISTORY_PAGE_EVENTS})",
+    )
+    history.add_argument("--step", help="only the events of this step (its attempts, its waits)")
 
 
 def _operator_command(commands: argparse._SubParsersAction) -> None:
@@ -718,10 +738,54 @@ MOVING = (WorkState.AVAILABLE, WorkState.LEASED, WorkState.HELD)
 
 
 async def _history(client: Client, args: argparse.Namespace) -> int:
-    async for event in reads.export_history(client.store, args.instance):
+    """One page of the history: the events after ``--after``, at most ``--limit`` (of
+    ``--step`` only, when given), then, when more follow, a line with the command that
+    prints the next page (on stderr with ``--json``, which keeps stdout to events). A
+    position past the last event is refused, as the studio and the API refuse it."""
+    store = client.store
+    last = (await reads.get_instance(store, args.instance)).sequence
+    if args.after > last:
+        raise UsageError(
+            f"argument --after: {args.after} is past the end of this history: "
+            f"{args.instance} has {counted(last, 'event')}, so --after is from 0 "
+            f"(from the first) to {last}"
+        )
+    page = await reads.history_page(store, args.instance, args.after, args.limit, step=args.step)
+    for event in page.events:
         record = event_to_json(event)
         print(json.dumps(record, sort_keys=True) if args.json else history_line(record))
+    if page.next_after is not None:
+        print(_next_page(args, page.next_after, last), file=sys.stderr if args.json else None)
+    elif not page.events and not args.json:
+        print(f"no events after {args.after}" + (f" of step {args.step}" if args.step else ""))
     return 0
+
+
+def _next_page(args: argparse.Namespace, after: int, last: int) -> str:
+    """The line after a page that is not the last: where it stopped, and the command
+    that prints the next page (the same options, from there)."""
+    again = ["wayline", "history", args.instance, "--after", str(after)]
+    if args.limit != MAX_HISTORY_PAGE_EVENTS:
+        again += ["--limit", str(args.limit)]
+    if args.step:
+        again += ["--step", args.step]
+    if args.json:
+        again.append("--json")
+    return f"more events after {after} (the last is {last}): {shlex.join(again)}"
+
+
+def history_position(text: str) -> int:
+    """argparse type for ``history --after``: a position, 0 or more (the events after
+    it are printed; 0 prints from the first)."""
+    rule = "must be a position in the history, a whole number of at least 0 (0: from the first)"
+    return whole_number(text, 0, MAX_SEQUENCE, rule)
+
+
+def history_limit(text: str) -> int:
+    """argparse type for ``history --limit``: 1 to MAX_HISTORY_PAGE_EVENTS, as a page of
+    the history holds in the studio and the API."""
+    rule = f"must be a whole number from 1 to {MAX_HISTORY_PAGE_EVENTS} (MAX_HISTORY_PAGE_EVENTS)"
+    return whole_number(text, 1, MAX_HISTORY_PAGE_EVENTS, rule)
 
 
 def history_line(record: dict[str, Any]) -> str:
