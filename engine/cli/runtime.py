@@ -659,16 +659,30 @@ async def _inspect(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+EARLIER_ATTEMPTS_SHOWN = 10
+"""At most this many events that ended a step's earlier attempts ``wayline inspect``
+lists under the step, the newest (a step retried hundreds of times would bury the rest
+of the state); a line before them says which attempts are not listed and the
+``wayline history`` command that lists them."""
+ENDINGS_OF_LATEST = 2
+"""Events that may end a step's latest attempt (``unknown``, then ``resolved``), which
+the read of its earlier attempts' endings skips."""
+
+
 async def _earlier_attempts(store: Store, state: Instance) -> dict[str, tuple[Event, ...]]:
-    """By activity on a later attempt than its first, the events that ended its
-    attempts (a page of its history filtered to them: attempts are bounded by the
-    step's retry policy, far below a page)."""
+    """By activity on a later attempt than its first, the newest events that ended its
+    earlier attempts, at most ``EARLIER_ATTEMPTS_SHOWN`` (one read of its history's end,
+    filtered to them)."""
     kinds = list(ATTEMPT_ENDINGS)
+    limit = EARLIER_ATTEMPTS_SHOWN + ENDINGS_OF_LATEST
     found = {}
     for p in state.activities.values():
         if p.attempt > 1:
-            page = await reads.history_page(store, state.instance_id, kinds=kinds, step=p.step)
-            found[p.step] = page.events
+            events = await reads.newest_events(
+                store, state.instance_id, limit, kinds=kinds, step=p.step
+            )
+            earlier = [e for e in events if e.attempt < p.attempt]
+            found[p.step] = tuple(earlier[-EARLIER_ATTEMPTS_SHOWN:])
     return found
 
 

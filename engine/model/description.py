@@ -9,6 +9,7 @@ so every description asks ``never_happens`` before it says a wait is still open.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,6 +187,14 @@ def _earlier(event: Event) -> str:
     return f"    attempt {event.attempt}: {ATTEMPT_ENDINGS[event.kind]}{code}{said}"
 
 
+def _unlisted(instance_id: str, step: str, before: int) -> str:
+    """The line that says a step's attempts 1 to ``before`` are not listed under it (only
+    its newest earlier ones are), and the command that lists them all."""
+    which = "attempt 1 is" if before == 1 else f"attempts 1 to {before} are"
+    command = shlex.join(["wayline", "history", instance_id, "--step", step])
+    return f"    {which} not listed here: {command} lists them"
+
+
 def failure_message(state: Instance) -> str:
     """The message the failure recorded ('' when none): a code workflow's own exception
     (``TypeError: ...``), shown with the failure so its reason is read where it is."""
@@ -226,7 +235,9 @@ def describe_instance(
 ) -> str:
     """A human summary: status, pin, per-step progress, attempts, audit trail.
     ``earlier``: by step, the events that ended its attempts before the latest (from
-    its history, ``ATTEMPT_ENDINGS``), each said under the step's line. ``held``: the
+    its history, ``ATTEMPT_ENDINGS``), each said under the step's line, after a line
+    naming the attempts before the first of them and the ``wayline history`` command
+    that lists them (when only the newest are given). ``held``: the
     attempts recorded started that an incident hold keeps from running, whose lines
     say so rather than "running"."""
     held = held or HeldStarts()
@@ -248,8 +259,10 @@ def describe_instance(
             f"  activity {p.step}: {status} attempt {p.attempt} "
             f"key={p.idempotency_key or '-'}{extra}"
         )
-        ended = (earlier or {}).get(p.step, ())
-        lines += [_earlier(e) for e in ended if e.attempt < p.attempt]
+        ended = [e for e in (earlier or {}).get(p.step, ()) if e.attempt < p.attempt]
+        if ended and ended[0].attempt > 1:
+            lines.append(_unlisted(state.instance_id, p.step, ended[0].attempt - 1))
+        lines += [_earlier(e) for e in ended]
     for p in state.compensations.values():
         waiting = held.of("compensation", p.step)
         status = f"held attempt {p.attempt} (recorded started, {waiting})" if waiting else ""

@@ -107,6 +107,32 @@ async def history_page(
     return _page(instance_id, after, rows, limit, contiguous=not filtered)
 
 
+async def newest_events(
+    store: Store,
+    instance_id: str,
+    limit: int,
+    kinds: list[EventKind] | None = None,
+    step: str | None = None,
+) -> tuple[Event, ...]:
+    """The newest ``limit`` events the filters keep, oldest first: the end of what
+    ``history_page`` would page through, read without paging from the start (the
+    latest attempts of a step retried many times). InstanceNotFound when there is no
+    such instance."""
+    if not 1 <= limit <= MAX_HISTORY_PAGE_EVENTS:
+        raise ValueError(f"limit must be from 1 to {MAX_HISTORY_PAGE_EVENTS}")
+    params = {
+        "instance": instance_id,
+        "limit": limit,
+        "step": step,
+        "kinds": None if kinds is None else [int(k) for k in kinds],
+    }
+    async with store.reading() as conn:
+        rows = await (await conn.execute(sql.HISTORY_NEWEST, params)).fetchall()
+        if not rows:
+            await _require_instance(conn, instance_id)
+    return tuple(event_from_row(r) for r in reversed(rows))
+
+
 def _page(
     instance_id: str, after: int, rows: Sequence[tuple], limit: int, contiguous: bool
 ) -> HistoryPage:

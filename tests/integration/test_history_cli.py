@@ -3,7 +3,8 @@
 ``wayline history`` printed every event of an instance, however many, with no way to
 read it a page at a time; it now pages as the studio and the API do (``--after``,
 ``--limit`` up to ``MAX_HISTORY_PAGE_EVENTS``, a last line with the command for the
-next page).
+next page). ``wayline inspect`` printed every earlier attempt of a step under it; it now
+lists the newest ``EARLIER_ATTEMPTS_SHOWN`` and names the command that lists the rest.
 
 Each command runs through the ``wayline`` entry point (``engine.cli.main.main``) in
 this process, against the real PostgreSQL of the integration fixtures.
@@ -14,15 +15,21 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from engine import ActivityFailure, ActivityRegistry, ActivityRequest, Worker, WorkerConfig
 from engine.api.client import Client
 from engine.cli.main import main
+from engine.cli.runtime import EARLIER_ATTEMPTS_SHOWN
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
 from engine.model.limits import MAX_HISTORY_PAGE_EVENTS
 from engine.model.transitions import Draft
+from engine.model.validation import parse_definition
+from engine.store.store import Store
 from tests.integration.factories import open_store
 from tests.integration.test_cli_errors import EXAMPLE, argument_refused, refused
 
@@ -30,6 +37,8 @@ LENGTH = 57
 """About how long the padded history is (a pause or a resume adds two events): not a
 multiple of the page size below, so the last page is a short one."""
 PAGE = 10
+FAILURES = EARLIER_ATTEMPTS_SHOWN + 4
+"""Attempts of the flaky step that fail before one succeeds: more than inspect lists."""
 
 
 @pytest.fixture
@@ -131,3 +140,58 @@ def test_history_refuses_a_position_or_a_limit_it_cannot_page_by(
     )
     for bad in ("-1", "first", "1.5"):
         assert argument_refused(capsys, *history, "--after", bad) == after_rule, bad
+
+
+flaky = ActivityRegistry()
+
+
+@flaky.activity("history.flaky")
+def call(request: ActivityRequest) -> Any:
+    if request.attempt <= FAILURES:
+        raise ActivityFailure("busy", f"attempt {request.attempt} busy", retryable=True)
+    return {"ok": request.attempt}
+
+
+async def test_inspect_lists_the_newest_earlier_attempts_and_the_command_for_the_rest(
+    db_store: Store, store_options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step retried hundreds of times buried the rest of ``inspect`` under a line per
+    attempt."""
+    retry = {"max_attempts": FAILURES + 1, "initial_delay": "1ms", "max_delay": "1ms"}
+    step = {"name": "call", "kind": "activity", "target": "history.flaky", "timeout": "30s"}
+    client = Client(db_store)
+    flow = {"name": "flaky", "version": "1", "steps": [step | {"retry": retry}]}
+    await client.publish(parse_definition(flow))
+    await client.start("flaky", "f-1", None)
+    stop = asyncio.Event()
+    config = WorkerConfig(worker_id="flaky-worker", poll_interval=timedelta(milliseconds=20))
+    worker = asyncio.create_task(Worker(db_store, flaky, config).run(stop))
+    try:
+        await client.wait("f-1", timedelta(seconds=60))
+    finally:
+        stop.set()
+        await worker
+
+    assert await asyncio.to_thread(main, ["inspect", "f-1", *store_options]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index(
+        f"  activity call: succeeded attempt {FAILURES + 1} key=f-1/call/{FAILURES + 1}"
+    )
+    unlisted = FAILURES - EARLIER_ATTEMPTS_SHOWN
+    assert lines[at + 1] == (
+        f"    attempts 1 to {unlisted} are not listed here: "
+        "wayline history f-1 --step call lists them"
+    )
+    shown = [line for line in lines if line.startswith("    attempt ")]
+    assert shown == [
+        f"    attempt {n}: failed code=busy: attempt {n} busy"
+        for n in range(unlisted + 1, FAILURES + 1)
+    ]
+    assert lines[at + 2 : at + 2 + EARLIER_ATTEMPTS_SHOWN] == shown, "under the step"
+
+    argv = ["history", "f-1", "--step", "call", *store_options]
+    assert await asyncio.to_thread(main, argv) == 0
+    failed = [line for line in capsys.readouterr().out.splitlines() if " attempt_failed " in line]
+    assert [line.split("attempt=")[1].split()[0] for line in failed] == [
+        str(n) for n in range(1, FAILURES + 1)
+    ], "the command it names lists every attempt"

@@ -15,6 +15,17 @@ ORDER BY sequence
 LIMIT %(limit)s
 """
 
+HISTORY_NEWEST = f"""
+SELECT {HISTORY_COLUMNS} FROM history
+WHERE instance_id = %(instance)s
+  AND (%(kinds)s::smallint[] IS NULL OR kind = ANY(%(kinds)s::smallint[]))
+  AND (%(step)s::text IS NULL OR step_name = %(step)s)
+ORDER BY sequence DESC
+LIMIT %(limit)s
+"""
+"""The newest events of an instance that the filters keep, newest first (the key
+read backwards from the end, as ``HISTORY_PAGE`` reads it forwards)."""
+
 INSTANCE_COLUMNS = (
     "instance_id, definition_name, definition_version, definition_fingerprint, status, "
     "sequence, tenant_id, created_at, updated_at, archived_at"
