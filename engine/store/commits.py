@@ -58,6 +58,7 @@ import msgspec
 import psycopg
 
 from engine.model.events import EventKind
+from engine.model.pinned_code import pinned_targets
 from engine.model.transitions import Transition
 from engine.store import sessions, snapshots
 from engine.store.errors import (
@@ -333,6 +334,7 @@ def one_statement(transition: Transition) -> bool:
     return (
         not (transition.terminal and transition.work)
         and not _resumes(transition)
+        and transition.migration_target is None
         and not snapshots.carried(transition)
     )
 
@@ -343,12 +345,18 @@ def _resumes(transition: Transition) -> bool:
 
 async def _after_write(conn: psycopg.AsyncConnection, transition: Transition, channel: str) -> None:
     """The rare follow-ups a transition statement cannot do itself: retiring work an
-    ending transition made, re-arming parked work on resume (with the work a hold parked
-    that no hold covers once a migration moved the instance), and the snapshot of a
-    transition that crosses an interval (``engine.store.snapshots``)."""
+    ending transition made, moving the work of a migrated instance's code to its new
+    version (``engine.model.pinned_code``), re-arming parked work on resume (with the
+    work a hold parked that no hold covers once a migration moved the instance), and the
+    snapshot of a transition that crosses an interval (``engine.store.snapshots``)."""
     at = {"at": transition.events[-1].occurred_at, "instance": transition.instance_id}
     if transition.terminal and transition.work:  # ``retired`` cannot see rows it wrote
         await conn.execute(sql.RETIRE_OPEN_WORK, at)
+    if (moved_to := transition.migration_target) is not None:
+        pinned = pinned_targets(transition.definition)
+        await conn.execute(
+            sql.RETARGET_PINNED_WORK, {**at, "pinned": pinned, "version": moved_to.version}
+        )
     if _resumes(transition):
         rearmed = (await conn.execute(sql.REARM_PARKED_WORK, at)).rowcount
         now = {**at, "now": at["at"]}  # the store's clock: the transition's time

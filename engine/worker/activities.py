@@ -27,9 +27,8 @@ from engine.model.canonical import canonical_json
 from engine.model.errors import ActivityAppNotFound, InputRefused
 from engine.model.identifiers import code_problem, name_problem
 from engine.model.inputs import check_text, check_value
+from engine.model.pinned_code import MACHINE_PREFIX, WORKFLOW_PREFIX, parse_pinned, pinned_target
 from engine.modes.code.declaration import CodeWorkflow, WorkflowFunction, declare
-from engine.modes.code.records import TARGET_PREFIX as WORKFLOW_TARGET_PREFIX
-from engine.modes.code.records import target_of
 from engine.worker.runner import TIMER_GRAIN_SECONDS
 
 if TYPE_CHECKING:
@@ -230,14 +229,13 @@ def too_large(size: int, limit: int, what: str) -> Unknown | None:
 
 
 class ActivityRegistry:
-    """Maps activity targets to handlers, the names a state machine's manifest gives
-    its ``function`` and ``compensation`` to the machine whose code this worker runs,
-    and code workflows' names and versions to their code. Build one explicitly;
-    nothing registers itself."""
+    """Maps activity targets to handlers, and the names and versions of state machines
+    and code workflows to their code (``engine.model.pinned_code``: their work names
+    the version it runs). Build one explicitly; nothing registers itself."""
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
-        self._machines: dict[str, Machine] = {}
+        self._machines: dict[tuple[str, str], Machine] = {}
         self._workflows: dict[tuple[str, str], CodeWorkflow] = {}
 
     def workflow(
@@ -261,15 +259,15 @@ class ActivityRegistry:
 
     def workflow_at(self, target: str) -> CodeWorkflow | None:
         """The code workflow whose work names ``target`` (``workflow:<name>@<version>``)."""
-        name, at, version = target.removeprefix(WORKFLOW_TARGET_PREFIX).partition("@")
-        if not target.startswith(WORKFLOW_TARGET_PREFIX) or not at:
-            return None
-        return self.workflow_for(name, version)
+        pinned = parse_pinned(target, WORKFLOW_PREFIX)
+        return None if pinned is None else self.workflow_for(*pinned)
 
     def runs(self, target: str) -> bool:
-        """Whether this worker runs work that names ``target``: an activity's, or a code
-        workflow's (its steps and decisions)."""
-        return target in self._handlers or self.workflow_at(target) is not None
+        """Whether this worker runs work that names ``target``: an activity's, a code
+        workflow's (its steps and decisions) or a machine's."""
+        return target in self._handlers or any(
+            found is not None for found in (self.workflow_at(target), self.machine_for(target))
+        )
 
     @property
     def workflows(self) -> list[CodeWorkflow]:
@@ -278,29 +276,31 @@ class ActivityRegistry:
 
     def machine(self, flow: Machine) -> Machine:
         """Run ``flow``'s advance (and compensation) here: this worker claims the work
-        that names them. Its advance must be registered (``@flow.advance``) first."""
-        manifest = flow.definition.manifest
+        of executions pinned to its version (``machine:<name>@<version>``). Its advance
+        must be registered (``@flow.advance``) first; several versions of one machine
+        may each be registered, once."""
+        manifest, ref = flow.definition.manifest, flow.definition.ref
         if flow.advance_function is None:
-            raise ValueError(f"{flow.definition.ref} has no advance: decorate one with @advance")
+            raise ValueError(f"{ref} has no advance: decorate one with @advance")
         if manifest.compensation is not None and flow.compensation_function is None:
             raise ValueError(
-                f"{flow.definition.ref} declares compensation {manifest.compensation}: "
-                "decorate it with @compensate"
+                f"{ref} declares compensation {manifest.compensation}: decorate it with @compensate"
             )
-        for name in filter(None, (manifest.function, manifest.compensation)):
-            if name in self._handlers or self._machines.get(name, flow) is not flow:
-                raise ValueError(f"target {name} is registered twice")
-            self._machines[name] = flow
+        if self._machines.get((ref.name, ref.version), flow) is not flow:
+            raise ValueError(f"machine {ref} is registered twice")
+        self._machines[(ref.name, ref.version)] = flow
         return flow
 
     def machine_for(self, target: str) -> Machine | None:
-        """The machine whose ``function`` or ``compensation`` is ``target``, if any."""
-        return self._machines.get(target)
+        """The machine whose executions' work names ``target``
+        (``machine:<name>@<version>``), if this worker runs it."""
+        pinned = parse_pinned(target, MACHINE_PREFIX)
+        return None if pinned is None else self._machines.get(pinned)
 
     @property
     def machines(self) -> list[Machine]:
-        """Every machine whose code this worker runs, each once."""
-        return list({id(flow): flow for flow in self._machines.values()}.values())
+        """Every machine whose code this worker runs, each version once."""
+        return list(self._machines.values())
 
     def register(self, target: str, handler: Handler) -> None:
         """Run ``handler`` for the work that names ``target``. A target that is not a
@@ -312,7 +312,7 @@ class ActivityRegistry:
             raise ValueError(f"activity target {problem}")
         if problem := handler_problem(handler):
             raise ValueError(f"activity target {target}: {problem}")
-        if target in self._handlers or target in self._machines:
+        if target in self._handlers:
             raise ValueError(f"activity target {target} is registered twice")
         self._handlers[target] = handler
 
@@ -347,10 +347,11 @@ class ActivityRegistry:
 
     @property
     def targets(self) -> list[str]:
-        """Every target this worker runs: activities', its machines' code, and its code
-        workflows' (``workflow:<name>@<version>``)."""
-        code = [target_of(flow.ref) for flow in self._workflows.values()]
-        return sorted([*self._handlers, *self._machines, *code])
+        """Every target this worker runs: activities', and its machines' and code
+        workflows' versions (``machine:<name>@<version>``, ``workflow:<name>@<version>``)."""
+        code = [pinned_target(WORKFLOW_PREFIX, flow.ref) for flow in self._workflows.values()]
+        machines = [pinned_target(MACHINE_PREFIX, m.definition.ref) for m in self.machines]
+        return sorted([*self._handlers, *machines, *code])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.targets)

@@ -141,6 +141,13 @@ DIVERGED = (
 NOT_LOADED = "the code of order-saga@2 is not loaded here, so its journal cannot be replayed"
 
 
+async def open_targets(store: Store, instance_id: str) -> list[str]:
+    """The targets of the instance's unfinished work."""
+    query = "SELECT target FROM work WHERE instance_id = %s AND state <> 3"
+    async with store.connection() as conn:
+        return [row[0] for row in await (await conn.execute(query, [instance_id])).fetchall()]
+
+
 async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Store, cli) -> None:
     client = await code_runs.published(default_store, order_saga.app)
     ctx = worker_context(default_store, order_saga.app)
@@ -192,6 +199,9 @@ async def test_code_runs_migrate_when_app_loads_the_new_code(default_store: Stor
     state = await client.inspect("order-saga/o-1")
     assert state.definition == v2.ref and state.status is InstanceStatus.RUNNING
     assert [a.action for a in state.audit] == ["pause", "migrate", "resume"]
+    assert await open_targets(default_store, "order-saga/o-1") == ["workflow:order-saga@2"], (
+        "the race's timeout is decided by version 2's workers"
+    )
     assert (await client.inspect("order-saga/o-2")).definition.version == "1"
     nowhere = await cli(*migrate, "order-saga/o-1", "--app", "no_such_module:app")
     assert nowhere.status == 2, "an app that does not load is a usage error"

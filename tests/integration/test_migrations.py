@@ -395,3 +395,51 @@ def test_rekeying_by_instance_keeps_every_row(
                 "INSERT INTO work_resolutions VALUES ('c3', repeat('e', 64), 'i1#2#activity#a',"
                 " 1, 2, 'bob', 'other', now(), NULL, NULL, 'i2')"
             )
+
+
+MACHINE_VERSIONS = "0036_machine_work_names_its_version.sql"
+
+
+def test_a_machine_s_unfinished_work_made_before_0036_names_its_execution_s_version(
+    pg_dsn: str, schema_name: str, tmp_path: Path
+) -> None:
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < MACHINE_VERSIONS:
+            shutil.copy(path, before / path.name)
+    apply_migrations(pg_dsn, schema_name, directory=before)
+    rows = [  # work id, kind, target, state: machine advances (7) and an activity (1)
+        ("due", 7, "documents.advance", 1),
+        ("dead", 7, "documents.compensate", 4),
+        ("done", 7, "documents.advance", 3),
+        ("step", 1, "charge-card", 1),
+    ]
+    with psycopg.connect(pg_dsn) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema_name)))
+        conn.execute(
+            "INSERT INTO instances (instance_id, definition_name, definition_version,"
+            " definition_fingerprint, status, sequence, created_at, updated_at)"
+            " VALUES ('document_approval/doc-1', 'document_approval', '3', %s, 1, 2, now(), now())",
+            [FINGERPRINT],
+        )
+        for work_id, kind, target, state in rows:
+            conn.execute(
+                "INSERT INTO work (work_id, kind, instance_id, sequence, available_at, deadline,"
+                " target, state, completed_at)"
+                " VALUES (%s, %s, 'document_approval/doc-1', 1, now(), now() + interval '1h',"
+                " %s, %s, CASE WHEN %s IN (3, 4) THEN now() END)",
+                [work_id, kind, target, state, state],
+            )
+    assert apply_migrations(pg_dsn, schema_name) == [
+        m.name for m in load_migrations() if m.name >= MACHINE_VERSIONS
+    ]
+    with psycopg.connect(pg_dsn) as conn:
+        query = sql.SQL("SELECT work_id, target FROM {} ORDER BY work_id")
+        found = dict(conn.execute(query.format(sql.Identifier(schema_name, "work"))).fetchall())
+    assert found == {
+        "due": "machine:document_approval@3",
+        "dead": "machine:document_approval@3",
+        "done": "documents.advance",
+        "step": "charge-card",
+    }

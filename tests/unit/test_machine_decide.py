@@ -54,7 +54,7 @@ def the_advance(draft: Draft) -> WorkItem:
 def test_a_start_asks_for_the_first_advance_at_once() -> None:
     draft, _ = started(approval_document())
     work = the_advance(draft)
-    assert (work.available_at, work.target) == (T0, "documents.advance")
+    assert (work.available_at, work.target) == (T0, "machine:document_approval@1")
     assert json.loads(work.payload or "") == {
         "attempt": 1,
         "transitions": 0,
@@ -85,7 +85,7 @@ def test_a_cancellation_runs_the_declared_compensation() -> None:
     draft, registry = started(approval_document())
     cancelling = cancel(registry, draft.state)
     assert cancelling.state is not None and cancelling.state.status is S.CANCELLING
-    assert the_advance(cancelling).target == "documents.compensate"
+    assert the_advance(cancelling).target == "machine:document_approval@1", "the version's code"
     assert json.loads(cancelling.work[0].payload or "")["compensate"] is True
 
 

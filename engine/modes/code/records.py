@@ -9,9 +9,9 @@ data, and replay builds from them the ``Step`` that the shared attempt rules che
 (``Instance.dynamic_steps``), so a code step has the same retries, timeouts, unknown
 outcomes and compensation as a declared one.
 
-Work for a code-first run names its code as ``workflow:<name>@<version>``: a target no
-activity can have (names hold neither ``:`` nor ``@``), so only a worker whose app
-registers that workflow claims it.
+Work for a code-first run names its code as ``workflow:<name>@<version>``
+(``engine.model.pinned_code``), so only a worker whose app registers that workflow
+claims it.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from engine.model.definitions import (
 )
 from engine.model.durations import to_micros
 from engine.model.limits import MAX_PAYLOAD_BYTES, MAX_RETRY_DELAY, MAX_STEP_TIMEOUT
+from engine.model.pinned_code import WORKFLOW_PREFIX, pinned_target
 from engine.modes.code.journal import Command, OnUnknown, StepOptions, Verb
 
-TARGET_PREFIX = "workflow:"
 STEP_RESULT_LIMIT = MAX_PAYLOAD_BYTES
 """What a code step's result (or failure detail) and a spawned run's result may weigh."""
 NO_TIMEOUT = MAX_STEP_TIMEOUT
@@ -40,7 +40,7 @@ NO_TIMEOUT = MAX_STEP_TIMEOUT
 
 def target_of(ref: DefinitionRef) -> str:
     """The work target of a code-first definition: ``workflow:order-saga@1``."""
-    return f"{TARGET_PREFIX}{ref.name}@{ref.version}"
+    return pinned_target(WORKFLOW_PREFIX, ref)
 
 
 def micros(value: timedelta | None) -> int | None:

@@ -10,6 +10,8 @@ settled like every other commit. Each attempt:
 1. checks the work is still wanted (``gate``): the state it was made for, the attempt
    that is next, not before its retry is due or its timer fired (the timer's
    ``timer_fired`` is recorded with the attempt); a paused execution parks the work;
+   an execution migrated to another version since the claim releases it, to the
+   workers of that version (the migration moved the work's target there);
 2. re-checks, in that transaction, that whoever submitted the execution still stands
    (``engine.store.principals``: still in the team, with a role that covers the scope
    of the submit), or ends it dead (``dead-authorization``); decodes the start data and
@@ -77,6 +79,7 @@ from engine.store.principals import Standing, standing_on
 from engine.worker.leased_commits import (
     Context,
     LeaseHolder,
+    NotDue,
     Obsolete,
     Park,
     commit,
@@ -154,6 +157,8 @@ class _Attempt:
         module); record the timer that fired for it."""
         state, order = draft.state, self.order
         assert state is not None
+        if state.definition != self.flow.definition.ref:  # migrated since the claim
+            raise NotDue(draft.now)
         now = progress_of(state)
         if state.status.terminal or now.transitions != order.transitions:
             raise Obsolete

@@ -13,8 +13,9 @@ twice:
 - a cancellation runs the manifest's compensation, or cancels at once without one; a
   compensation that succeeded cancels.
 
-The work (``WorkKind.ADVANCE``) names the machine's ``function`` (or ``compensation``)
-as its target, so only a worker that has the machine's code claims it, and its payload
+The work (``WorkKind.ADVANCE``) names the machine's version as its target
+(``machine:<name>@<version>``, ``engine.model.pinned_code``), so only a worker that has
+that version's code claims it, and its payload
 names the attempt and the state it is for (by the transitions used when it was made):
 a redelivery after that state was left finds it obsolete. An advance's payload also
 names that state as its ``step``: the worker's fault points count hits per step
@@ -29,6 +30,7 @@ from typing import Any
 from engine.decide import lifecycle
 from engine.model.events import Event, EventKind
 from engine.model.limits import WORK_CLAIM_WINDOW
+from engine.model.pinned_code import MACHINE_PREFIX, pinned_target
 from engine.model.transitions import Draft, WorkKind
 from engine.modes import Decision, Outcome
 from engine.modes.machines.fold import manifest_of, progress_of
@@ -110,9 +112,7 @@ def _advance_work(
 ) -> None:
     """The work that runs the advance (or the compensation), due at ``due``."""
     assert draft.state is not None
-    manifest = manifest_of(draft.state)
-    target = manifest.compensation if compensate else manifest.function
-    assert target is not None
+    target = pinned_target(MACHINE_PREFIX, draft.state.definition)
     now = progress_of(draft.state)
     payload: dict[str, Any] = {"attempt": attempt, "transitions": now.transitions}
     payload |= {"compensate": True} if compensate else {"compensate": False, "step": now.state}

@@ -311,6 +311,14 @@ UPDATE work
 SET {retired_values(param)}
 WHERE instance_id = %(instance)s AND state IN ({OPEN})
 """
+RETARGET_PINNED_WORK = f"""
+UPDATE work SET target = left(target, strpos(target, '@')) || %(version)s
+WHERE instance_id = %(instance)s
+  AND {found_by_key(f"target = ANY(%(pinned)s) AND state <> {WorkState.COMPLETED}")}
+"""
+"""A migration's: the instance's unfinished work that names its old version's code
+(``engine.model.pinned_code``) names the new version instead, so that version's
+workers claim it (a dead letter retried later too)."""
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
 CURRENT_XACT = "SELECT pg_current_xact_id()::text"
