@@ -397,10 +397,10 @@ def test_rekeying_by_instance_keeps_every_row(
             )
 
 
-MACHINE_VERSIONS = "0036_machine_work_names_its_version.sql"
+MACHINE_VERSIONS = "0034_machine_work_names_its_version.sql"
 
 
-def test_a_machine_s_unfinished_work_made_before_0036_names_its_execution_s_version(
+def test_a_machine_s_unfinished_work_made_before_0034_names_its_execution_s_version(
     pg_dsn: str, schema_name: str, tmp_path: Path
 ) -> None:
     before = tmp_path / "before"
