@@ -44,6 +44,7 @@ from engine.model.errors import (
     CommandConflict,
     DecisionRejected,
     DefinitionNotFound,
+    FieldRefused,
     InputRefused,
     LimitExceeded,
     ReplayRejected,
@@ -205,6 +206,9 @@ class Client:
         HoldNotFound, HoldReleased; InputRefused for a bad amount, actor or reason."""
         check_team(team)
         _check_texts(hold_id=hold_id)
+        if not hold_id.strip():
+            said = "the hold's id is empty: give one that wayline hold list or the Holds page shows"
+            raise FieldRefused("hold_id", said)
         if count is not None and rate is not None:
             raise InputRefused("release by a count or by a rate, not both")
         mode = ReleaseMode.COUNT if count is not None else ReleaseMode.ALL

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.model.errors import InputRefused, WaylineError
+from engine.model.errors import FieldRefused, InputRefused, WaylineError
 from engine.model.identifiers import name_problem, split_pin
 
 MAX_RELEASE_COUNT = 10_000
@@ -80,24 +80,30 @@ def check_scope(scope: HoldScope) -> HoldScope:
 
 def release_amount(mode: ReleaseMode, amount: float | None) -> float:
     """The checked amount of a release: a count of instances from 1 to
-    MAX_RELEASE_COUNT, a rate above 0 up to MAX_RELEASE_RATE per second, none for all."""
+    MAX_RELEASE_COUNT, a rate above 0 up to MAX_RELEASE_RATE per second, none for all.
+    FieldRefused names the field refused (``count`` or ``rate``)."""
     if mode is ReleaseMode.ALL:
         if amount is not None:
             raise InputRefused("a release of everything takes no count or rate")
         return 0.0
     if mode is ReleaseMode.COUNT:
         if isinstance(amount, bool) or not isinstance(amount, int):
-            raise InputRefused(f"the count must be a whole number from 1 to {MAX_RELEASE_COUNT}")
+            raise FieldRefused(
+                "count", f"the count must be a whole number from 1 to {MAX_RELEASE_COUNT}"
+            )
         if not 1 <= amount <= MAX_RELEASE_COUNT:
-            raise InputRefused(
-                f"the count must be from 1 to {MAX_RELEASE_COUNT} instances, not {amount}"
+            raise FieldRefused(
+                "count", f"the count must be from 1 to {MAX_RELEASE_COUNT} instances, not {amount}"
             )
         return float(amount)
     if isinstance(amount, bool) or not isinstance(amount, int | float):
-        raise InputRefused(f"the rate must be a number above 0 and at most {MAX_RELEASE_RATE:g}")
+        raise FieldRefused(
+            "rate", f"the rate must be a number above 0 and at most {MAX_RELEASE_RATE:g}"
+        )
     if not 0 < amount <= MAX_RELEASE_RATE:
-        raise InputRefused(
+        raise FieldRefused(
+            "rate",
             f"the rate must be above 0 and at most {MAX_RELEASE_RATE:g} instances per second, "
-            f"not {amount:g}"
+            f"not {amount:g}",
         )
     return float(amount)

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from engine import (
     DefinitionNotFound,
+    FieldRefused,
     HoldNotFound,
     HoldReleased,
     InputRefused,
@@ -106,7 +107,7 @@ def form_amounts(mode: str, amount: str) -> tuple[int | None, float | None]:
     try:
         release_amount(chosen, count if rate is None else rate)
     except InputRefused as refused:
-        raise Invalid(str(refused)) from None
+        raise Invalid.at("amount", str(refused)) from None
     return count, rate
 
 
@@ -127,5 +128,7 @@ async def _refused(action: Callable[[], Awaitable[T]]) -> T:
         raise NotFound(str(missing)) from None
     except HoldReleased as released:
         raise Conflict(str(released)) from None
+    except FieldRefused as refused:
+        raise Invalid.at(refused.field, str(refused)) from None
     except (InputRefused, DefinitionNotFound) as refused:
         raise Invalid(str(refused)) from None

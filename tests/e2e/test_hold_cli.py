@@ -68,6 +68,12 @@ async def test_bad_hold_input_is_one_clear_line(e2e: Harness) -> None:
         1,
         "wayline hold release: no hold nope in this team",
     )
+    nameless = await e2e.cli("hold", "release", " ", *AUDIT)
+    assert (nameless.code, one_line(nameless)) == (
+        2,
+        "wayline hold release: the hold's id is empty: "
+        "give one that wayline hold list or the Holds page shows",
+    )
     placed = await ok(e2e, "hold", "place", "--whole-team", *AUDIT)
     zero = await e2e.cli("hold", "release", placed.split()[1], "--count", "0", *AUDIT)
     assert (

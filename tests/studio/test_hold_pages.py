@@ -88,7 +88,9 @@ def test_the_api_places_and_releases_holds_and_refuses_bad_input(studio: LiveStu
     status, hold = post("/api/holds", {"scope": "team", "reason": "freeze everything"})
     assert (status, hold["definition"], hold["backlog"]) == (201, "", 0)
     release = f"/api/holds/{hold['id']}/release"
-    assert post(release, {"reason": "why", "count": 0})[0] == 422
+    for field, amount in (("count", 0), ("count", 10_001), ("rate", -1), ("rate", 1001)):
+        status, refused = post(release, {"reason": "why", field: amount})
+        assert (status, [p["path"] for p in refused["problems"]]) == (422, [field]), amount
     status, refused = post(release, {"reason": "why", "count": 1, "rate": 2.0})
     assert (status, refused["error"]) == (422, "release by a count or by a rate, not both")
     status, nameless = post("/api/holds", {"scope": "definition", "reason": "no name"})
