@@ -42,15 +42,24 @@ def migration_reason(reason: str, source: DefinitionRef, target: DefinitionRef) 
     version and fingerprint to which (``ship v2 (order@1 3f2a… -> order@2 9bc1…)``), so
     the audit trail says who, why, and from what to what. InputRefused when the
     operator's reason leaves no room for the versions within MAX_REASON_LENGTH."""
-    moved = (
+    text = f"{reason.strip()} ({_moved(source, target)})"
+    if len(text) > MAX_REASON_LENGTH:
+        room = reason_room(source, target)
+        raise InputRefused(f"the reason of a migration must be at most {room} characters")
+    return text
+
+
+def reason_room(source: DefinitionRef, target: DefinitionRef) -> int:
+    """The most characters an operator's reason for a migration from ``source`` to
+    ``target`` may have: what MAX_REASON_LENGTH leaves beside the versions it names."""
+    return MAX_REASON_LENGTH - len(_moved(source, target)) - len(" ()")
+
+
+def _moved(source: DefinitionRef, target: DefinitionRef) -> str:
+    return (
         f"{source} {source.fingerprint[:SHOWN_FINGERPRINT]}… -> "
         f"{target} {target.fingerprint[:SHOWN_FINGERPRINT]}…"
     )
-    text = f"{reason.strip()} ({moved})"
-    if len(text) > MAX_REASON_LENGTH:
-        room = MAX_REASON_LENGTH - len(moved) - 3
-        raise InputRefused(f"the reason of a migration must be at most {room} characters")
-    return text
 
 
 def record_migration(

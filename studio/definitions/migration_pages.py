@@ -16,6 +16,8 @@ from litestar.params import FromPath
 from litestar.response import Template
 
 from engine.api.queries import PublishedVersion
+from engine.decide.migrations import reason_room
+from engine.model.limits import MAX_REASON_LENGTH
 from studio.definitions import migrations
 from studio.definitions.pages import show_version
 from studio.forms import REFUSALS, Posted, again, beside, posted
@@ -104,6 +106,7 @@ async def _preview(
     refused, and the bulk id it was drawn with, so a repeat still acts once; a code
     run refused for its code with the command that migrates it)."""
     found = await migrations.preview(runtime, published, ids)
+    rooms = [reason_room(p.definition, published.definition.ref) for p in found.previews]
     return page(
         request,
         "definitions/migrate_preview.html",
@@ -111,6 +114,7 @@ async def _preview(
         status=status,
         published=published,
         found=found,
+        reason_room=min(rooms, default=MAX_REASON_LENGTH),
         code_commands=await code_migration.for_previews(runtime, principal, found.previews),
         bulk_id=values.get("bulk_id") or new_id(),
         values=values,

@@ -8,6 +8,7 @@ import re
 from html import unescape
 
 from engine.api.client import Client
+from engine.decide.migrations import reason_room
 from engine.decide.operator_actions import Action
 from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_REASON_LENGTH
@@ -155,3 +156,18 @@ def test_a_refused_migration_reason_is_said_beside_the_reason_field(studio: Live
     field = re.search(r'<textarea id="migration-reason"[^>]*>', refused.text).group(0)
     assert 'aria-invalid="true"' in field and 'aria-describedby="migration-reason-error"' in field
     assert "autofocus" in field
+
+
+def test_the_reason_box_holds_as_much_as_a_migration_can_record(studio: LiveStudio) -> None:
+    """The reason box stopped at 400 characters, while a migration takes what the
+    versions it names leave of MAX_REASON_LENGTH (its refusal says how many): the box
+    now stops exactly there."""
+    team, name, instance_id = studio.one_running("room")
+    client, url, _ = previewed_v2(studio, team, name, instance_id)
+    preview = client.form(url + "/migrate/preview", {"instance": [instance_id]})
+    field = re.search(r'<textarea id="migration-reason"[^>]*>', preview.text).group(0)
+    state = studio.run(lambda store: Client(store).inspect(instance_id))
+    target = studio.run(lambda store: Client(store).startable(name, "2"))
+    room = reason_room(state.definition, target.ref)
+    assert f'maxlength="{room}"' in field
+    assert 400 < room < MAX_REASON_LENGTH
