@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -613,15 +614,27 @@ async def _operator(client: Client, args: argparse.Namespace) -> int:
     effect = operator_effect(action, args)
     command_id = args.command_id or uuid.uuid4().hex
     reason = args.reason.strip()
+    repeat = args.command_id is not None and await _recorded_as(client, args.instance, command_id)
     try:
         state = await client.command(
             args.instance, action, args.actor, reason, command_id, **effect
         )
     except CommitUnknown:
         raise outcome_unknown(command_id) from None
-    print(f"{args.action} recorded on {state.instance_id} ({state.status.label})")
+    done = "was recorded already (nothing recorded again)" if repeat else "recorded"
+    print(f"{args.action} {done} on {state.instance_id} ({state.status.label})")
     print(f"command id: {command_id}")
     return 0
+
+
+async def _recorded_as(client: Client, instance_id: str, command_id: str) -> bool:
+    """Whether the instance's audit trail holds ``command_id`` already: a command given
+    again with its id records nothing (the client answers with the state), and the
+    line printed says so rather than "recorded"."""
+    with contextlib.suppress(InstanceNotFound):
+        state = await client.inspect(instance_id)
+        return any(record.command_id == command_id for record in state.audit)
+    return False
 
 
 def operator_effect(action: Action, args: argparse.Namespace) -> dict[str, Any]:

@@ -222,7 +222,9 @@ async def test_an_operator_command_prints_its_id_and_that_id_records_it_once(
     pause = ("command", "twice", "pause", "--actor", "ops", "--reason", "hold on")
     command_id = (await ok(e2e, *pause)).splitlines()[1].removeprefix("command id: ")
     again = await ok(e2e, *pause, "--command-id", command_id)
-    assert recorded(again) == "pause recorded on twice (paused)"
+    assert (
+        recorded(again) == "pause was recorded already (nothing recorded again) on twice (paused)"
+    )
     state = json.loads(await ok(e2e, "inspect", "twice", "--json"))
     assert [a["action"] for a in state["audit"]] == ["pause"]
 
