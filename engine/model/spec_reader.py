@@ -12,8 +12,12 @@ from typing import Any, TypeVar
 
 from engine.model.durations import parse_duration
 from engine.model.errors import FieldError
+from engine.model.words import clipped
 
 T = TypeVar("T")
+UNKNOWN_KEY_SHOWN = 64
+"""At most this many characters of an unknown field's name are said back in its path
+(a document may hold a key of any length; every known field's name is far shorter)."""
 
 
 def join(path: str, key: str | int) -> str:
@@ -38,9 +42,8 @@ class SpecReader:
             self.error(path, "must be a JSON object")
             return None
         for key in sorted(set(value) - allowed):
-            self.error(
-                join(path, str(key)), f"unknown field; allowed: {', '.join(sorted(allowed))}"
-            )
+            named = join(path, clipped(str(key), UNKNOWN_KEY_SHOWN))
+            self.error(named, f"unknown field; allowed: {', '.join(sorted(allowed))}")
         return value
 
     def required_object(

@@ -19,10 +19,10 @@ from engine.model.identifiers import name_problem
 from engine.model.spec_reader import SpecReader
 
 HEAD_FIELDS = frozenset({"name", "version", "mode", "deprecated"})
+"""The fields of every definition document, whatever its mode."""
 DEFAULT_MODE = "orchestration"
 """A document's ``mode`` when it names none: a step list the engine advances. The
 canonical form always writes it, so leaving it out does not change a fingerprint."""
-"""The fields of every definition document, whatever its mode."""
 
 
 def parse_definition(document: Any) -> Definition:

@@ -25,6 +25,7 @@ from engine.model.errors import (
 )
 from engine.model.limits import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY
 from engine.model.registry import MigrationEdge, Registry
+from engine.model.spec_reader import UNKNOWN_KEY_SHOWN
 from engine.model.validation import parse_definition
 
 Document = dict[str, Any]
@@ -640,6 +641,17 @@ def test_unknown_fields_are_reported_once_with_what_is_allowed(
     document: Document, path: str, allowed: str
 ) -> None:
     assert_only_error(document, path, f"unknown field; allowed: {allowed}")
+
+
+def test_an_unknown_field_with_a_long_name_is_named_by_its_start() -> None:
+    """A key thousands of characters long was said back whole in its error's path."""
+    key = "k" * 5000
+    shown = "k" * UNKNOWN_KEY_SHOWN + "…"
+    assert_only_error(
+        {**definition(activity()), key: 1},
+        shown,
+        "unknown field; allowed: deprecated, mode, name, steps, version",
+    )
 
 
 def test_every_field_error_is_reported_at_once() -> None:
