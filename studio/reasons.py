@@ -9,9 +9,9 @@ from studio.errors import Invalid
 
 
 def operator_reason(text: str) -> str:
-    """``text`` without its surrounding spaces; Invalid unless 1 to MAX_REASON_LENGTH
-    characters are left."""
+    """``text`` without its surrounding spaces; Invalid at ``reason`` (the field every
+    form and API body holds it in) unless 1 to MAX_REASON_LENGTH characters are left."""
     reason = text.strip()
     if not reason or len(reason) > MAX_REASON_LENGTH:
-        raise Invalid(f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
+        raise Invalid.at("reason", f"a reason of 1 to {MAX_REASON_LENGTH} characters is required")
     return reason

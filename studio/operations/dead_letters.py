@@ -155,26 +155,31 @@ class ItemResult:
 def _times(resolution: Resolution, now: datetime) -> tuple[datetime | None, datetime | None]:
     if resolution.action == ResolutionAction.DISCARD:
         return None, None
-    retry_in = _within(resolution.retry_in or DEFAULT_RETRY_IN, "retry after", MAX_RETRY_IN)
+    retry_in = _within(resolution.retry_in or DEFAULT_RETRY_IN, "retry_in", MAX_RETRY_IN)
     deadline_in = _within(
-        resolution.deadline_in or DEFAULT_DEADLINE_IN, "the new deadline", MAX_DEADLINE_IN
+        resolution.deadline_in or DEFAULT_DEADLINE_IN, "deadline_in", MAX_DEADLINE_IN
     )
     if deadline_in <= timedelta(0):
-        raise Invalid("the new deadline must be after the retry: more than 0s")
+        raise Invalid.at("deadline_in", "the new deadline must be after the retry: more than 0s")
     retry_at = now + retry_in
     return retry_at, retry_at + deadline_in
 
 
-def _within(text: str, what: str, limit: timedelta) -> timedelta:
-    """The duration ``text``; Invalid, saying what is allowed, unless it is one of at
-    most ``limit``."""
-    rule = f"a duration of at most {format_duration(limit)} ({ALLOWED})"
+DURATION_FIELDS = {"retry_in": "retry after", "deadline_in": "the new deadline"}
+"""The resolution's durations, by the field that holds each (in the form and the API),
+with the words its refusal names it by."""
+
+
+def _within(text: str, field: str, limit: timedelta) -> timedelta:
+    """The duration ``text`` of ``field``; Invalid at that field, saying what is
+    allowed, unless it is one of at most ``limit``."""
+    rule = f"{DURATION_FIELDS[field]} must be a duration of at most {format_duration(limit)}"
     try:
         value = parse_duration(text.strip())
     except ValueError:
-        raise Invalid(f"{what} must be {rule}") from None
+        raise Invalid.at(field, f"{rule} ({ALLOWED})") from None
     if value > limit:
-        raise Invalid(f"{what} must be {rule}, not {text.strip()}")
+        raise Invalid.at(field, f"{rule} ({ALLOWED}), not {text.strip()}")
     return value
 
 
@@ -182,7 +187,7 @@ def _check(resolution: Resolution, fences: list[Fence]) -> ResolutionAction:
     try:
         action = ResolutionAction(resolution.action)
     except ValueError:
-        raise Invalid("action is retry or discard") from None
+        raise Invalid.at("action", "action is retry or discard") from None
     operator_reason(resolution.reason)
     if not resolution.command_id:
         raise Invalid("the form carries no command id; reload the page")
@@ -194,9 +199,10 @@ def check_item_count(count: int) -> None:
     """Invalid unless 1 to MAX_PAGE_ITEMS dead letters are chosen (checked before the
     API reads anything for them)."""
     if not count:
-        raise Invalid(f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve")
+        message = f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve"
+        raise Invalid.at("items", message)
     if count > MAX_PAGE_ITEMS:
-        raise Invalid(f"at most {MAX_PAGE_ITEMS} dead letters at a time")
+        raise Invalid.at("items", f"at most {MAX_PAGE_ITEMS} dead letters at a time")
 
 
 LOST_ANSWER = (

@@ -193,3 +193,28 @@ def test_a_refused_resolution_keeps_every_choice_and_field(studio: LiveStudio) -
     assert f"no dead letter was chosen: choose 1 to {MAX_PAGE_ITEMS} to resolve" in none
     assert 'value="discard" checked' in none and 'value="retry" checked' not in none
     assert fences(operator.get("/dead-letters").text) == [fence], "nothing was resolved"
+
+
+def test_the_api_names_the_field_of_a_refused_resolution(studio: LiveStudio) -> None:
+    """A resolution refused for its reason, its retry or deadline durations or its item
+    count answered 422 with a message and no ``problems[].path``: a client could not tell
+    which field to mend."""
+    team = studio.team("field-paths")
+    operator = studio.client(studio.user(team, Role.OPERATOR))
+    item = {"instance_id": "o-1", "work_id": "o-1#2#activity#charge", "token": 1}
+    retry = {"action": "retry", "reason": "provider back", "items": [item]}
+    for change, field in (
+        ({"reason": "  "}, "reason"),
+        ({"retry_in": "soon"}, "retry_in"),
+        ({"retry_in": "400d"}, "retry_in"),
+        ({"deadline_in": "0s"}, "deadline_in"),
+        ({"deadline_in": "9999d"}, "deadline_in"),
+        ({"items": []}, "items"),
+    ):
+        answer = operator.post(
+            "/api/dead-letters/resolve",
+            json={**retry, **change},
+            headers={"X-CSRF-Token": operator.csrf},
+        )
+        assert answer.status_code == 422, change
+        assert [p["path"] for p in answer.json()["problems"]] == [field], change
