@@ -146,7 +146,8 @@ def failure_line(state: Instance) -> str:
 
 
 def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | None = None) -> str:
-    """A human summary: status, pin, per-step progress, attempts, audit trail.
+    """A human summary: status, pin, who started it, per-step progress, attempts, audit
+    trail.
     ``earlier``: by step, the events that ended its attempts before the latest (from
     its history, ``ATTEMPT_ENDINGS``), each said under the step's line."""
     lines = [
@@ -154,6 +155,8 @@ def describe_instance(state: Instance, earlier: Mapping[str, Sequence[Event]] | 
         f"definition {state.definition} {state.definition.fingerprint}",
         f"position {state.sequence}, updated {format_instant(state.updated_at)}",
     ]
+    if state.started_by:
+        lines.append(f"started {format_instant(state.started_at)} by {state.started_by}")
     if state.failure_code:
         lines.append(failure_line(state))
     for p in state.activities.values():

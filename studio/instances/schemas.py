@@ -205,6 +205,10 @@ class InstanceDetailOut:
     children: list[dict[str, Any]]
     compensations: list[dict[str, Any]]
     audit: list[AuditOut]
+    started_by: str | None = None
+    """Who started it: a username, ``token:<id>`` for an API token, or the command
+    line's actor (``cli`` unless it named one); null when nobody was recorded (a child,
+    started by its parent, or a start older than the record)."""
     dead_letter_resolutions: list[ResolutionAuditOut] = field(default_factory=list)
     """Who retried or discarded its dead letters, when and why, newest first (the newest
     50): the rest of its operator audit trail, beside ``audit``."""
@@ -326,6 +330,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         sequence=state.sequence,
         position=detail.position,
         started_at=state.started_at,
+        started_by=state.started_by or None,
         updated_at=state.updated_at,
         input=state.value("input"),
         result=state.value("result"),
