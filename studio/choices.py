@@ -16,6 +16,7 @@ from engine.api.queries import ResolutionAction
 from engine.decide.operator_actions import Action
 from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
+from studio.accounts.account_audit import AccountAction
 from studio.instances.action_offers import KINDS, RESOLUTIONS
 from studio.instances.service import VIEWS
 from studio.roles import Role
@@ -35,6 +36,8 @@ CommandAction = one_of(a.value for a in KINDS)
 OutcomeResolution = one_of(RESOLUTIONS)
 DeadLetterAction = one_of(a.value for a in ResolutionAction)
 RoleName = one_of(r.value for r in Role)
+AccountActionName = one_of(a.value for a in AccountAction)
+"""What the audit of account actions records (``studio.accounts.account_audit``)."""
 DrillProfile = one_of(PROFILES)
 DrillJobStatus = Literal["running", "finished", "stopped", "error"]
 DrillRunStatus = Literal["running", "passed", "failed", "error", "stopped"]

@@ -298,6 +298,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/api/holds", api_holds.place_hold, OP, errors=(INVALID,)),
     Route("POST", "/api" + HOLD + "/release", api_holds.release_hold, OP, 200, (CONFLICT, INVALID)),
     Route("GET", "/api/members", api_people.list_members, V),
+    Route("GET", "/api/members/audit", api_people.list_account_audit, V, errors=(INVALID,)),
     Route("GET", "/api/tokens", api_people.list_tokens, ADM),
     Route("POST", "/api/tokens", api_people.create_token, ADM, errors=(INVALID,)),
     Route("DELETE", "/api/tokens/{token_id:str}", api_people.revoke_token, ADM),

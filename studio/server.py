@@ -35,7 +35,7 @@ from engine import (
     load_definition,
 )
 from engine.worker import logs, tracing
-from studio.accounts import people
+from studio.accounts import account_audit, people
 from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.app import create_app
 from studio.roles import Role
@@ -250,7 +250,9 @@ def create_user(
         user = await people.create_user(
             store, username, secret, display_name, must_change_password=generated
         )
-        await people.set_membership(store, user.user_id, team, Role(role))
+        await people.set_membership(
+            store, user.user_id, team, Role(role), account_audit.COMMAND_LINE
+        )
         return user.username
 
     try:

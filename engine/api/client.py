@@ -225,14 +225,17 @@ class Client:
         input: Any = None,
         version: str | None = None,
         tenant: str = "",
+        started_by: str = "",
     ) -> Instance:
         """Start an instance of ``name`` (latest active version unless pinned).
 
         ``tenant`` is the owning team: lists filter by it and claims are fair across it.
         An input larger than the smallest ``input_limit`` of the version's activities is
         refused (LimitExceeded) rather than written as an instance that fails at once.
+        ``started_by`` is who starts it, an actor as audit records name one (kept on its
+        ``instance_started``: ``Event.started_by``); '' records nobody.
         """
-        state, _ = await self.start_or_join(name, instance_id, input, version, tenant)
+        state, _ = await self.start_or_join(name, instance_id, input, version, tenant, started_by)
         return state
 
     async def start_or_join(
@@ -242,20 +245,24 @@ class Client:
         input: Any = None,
         version: str | None = None,
         tenant: str = "",
+        started_by: str = "",
     ) -> tuple[Instance, bool]:
         """``start``, and whether this call started it: False when the instance existed
         already with the same input, of ``name`` at ``version`` when one is pinned and
         at any version otherwise (a retried start joins it, also once its version was
-        deprecated or a newer one published)."""
+        deprecated or a newer one published: who started it is who first did)."""
         _check_texts(name=name, instance_id=instance_id, version=version or "")
         check_team(tenant)
+        _check_starter(started_by)
         definition = self._latest.get(name) if version is None else None
         started = None
         if definition is not None:
             # Nothing written when the version moved, or when the input is too large for
             # it (a newer version may take it): read which version is latest, then start.
             with contextlib.suppress(StartVersionMoved, LimitExceeded):
-                started = await self.start_once(definition, instance_id, input, tenant, True)
+                started = await self.start_once(
+                    definition, instance_id, input, tenant, True, started_by
+                )
         if started is None:
             try:
                 definition = await self.startable(name, version)
@@ -265,7 +272,9 @@ class Client:
                 return joined, False
             if version is None:
                 self._latest[name] = definition
-            started = await self.start_once(definition, instance_id, input, tenant)
+            started = await self.start_once(
+                definition, instance_id, input, tenant, started_by=started_by
+            )
         state, created = started
         if not created and not _started_by(state, name, version, input):
             raise StartConflict(
@@ -285,7 +294,14 @@ class Client:
         return state if _started_by(state, name, version, input) else None
 
     async def start_run(
-        self, name: str, input: Any = None, *, id: str, version: str | None = None, tenant: str = ""
+        self,
+        name: str,
+        input: Any = None,
+        *,
+        id: str,
+        version: str | None = None,
+        tenant: str = "",
+        started_by: str = "",
     ) -> tuple[str, bool]:
         """Start run ``id`` of code-first workflow ``name`` (its latest active version
         unless ``version`` pins one):
@@ -294,6 +310,7 @@ class Client:
         InputRefused with the seed's text for an id that is empty or holds ``/``."""
         _check_texts(name=name, id=id if isinstance(id, str) else "")
         check_team(tenant)
+        _check_starter(started_by)
         instance_id = runs.run_id(name, id)
         try:
             definition = await self.startable(name, version)
@@ -304,7 +321,9 @@ class Client:
         if definition.mode != Mode.CODE:
             kind = with_article(definition.mode)
             raise InputRefused(f"{definition.ref} is {kind} definition: use start")
-        state, created = await self.start_once(definition, instance_id, input, tenant)
+        state, created = await self.start_once(
+            definition, instance_id, input, tenant, started_by=started_by
+        )
         return state.instance_id, created
 
     async def wait(self, instance_id: str, timeout: timedelta) -> Instance:
@@ -356,10 +375,12 @@ class Client:
         input: Any,
         tenant: str = "",
         latest_only: bool = False,
+        started_by: str = "",
     ) -> tuple[Instance, bool]:
         """Start ``instance_id`` on ``definition`` unless it exists: the instance, and
         whether this call created it (an existing one is returned as it is, whatever it
-        started with: the caller compares). ActiveExecutionExists when another active
+        started with and whoever started it: the caller compares). ``started_by``: who
+        starts it (see ``start``). ActiveExecutionExists when another active
         instance holds the start's key (a machine's parent). ``latest_only``: written
         only while ``definition`` is its name's latest active version (StartVersionMoved
         otherwise, with nothing written). A code workflow's ``instance_id`` must be a
@@ -368,12 +389,15 @@ class Client:
             runs.check_run_instance(definition.name, instance_id)
         check_value(input, "the input")
         lifecycle.check_start_input(definition, input)
+        _check_starter(started_by)
         if self.tracing is None:
-            return await self._start(definition, instance_id, input, tenant, "", latest_only)
+            return await self._start(
+                definition, instance_id, input, tenant, "", latest_only, started_by
+            )
         ref = definition.ref
         with self.tracing.start(ref.name, ref.version, instance_id) as trace_context:
             return await self._start(
-                definition, instance_id, input, tenant, trace_context, latest_only
+                definition, instance_id, input, tenant, trace_context, latest_only, started_by
             )
 
     async def _start(
@@ -384,11 +408,18 @@ class Client:
         tenant: str,
         trace_context: str,
         latest_only: bool,
+        started_by: str = "",
     ) -> tuple[Instance, bool]:
         registry = await self.registries.get()
         now = self.store.now()
         draft = lifecycle.start_draft(
-            registry, definition, instance_id, now, input, trace_context=trace_context
+            registry,
+            definition,
+            instance_id,
+            now,
+            input,
+            trace_context=trace_context,
+            started_by=started_by,
         )
         decide(draft)
         transition = draft.build("start")
@@ -689,6 +720,13 @@ def _started_by(state: Instance, name: str, version: str | None, input: Any) -> 
     same_version = version is None or pinned.version == version
     same_input = input is ANY_INPUT or state.input == json_data(input)
     return pinned.name == name and same_version and same_input
+
+
+def _check_starter(started_by: str) -> None:
+    """Refuse (InputRefused) a ``started_by`` no audit record could name as an actor
+    ('' is allowed: nobody recorded)."""
+    if started_by and (problem := actor_problem(started_by)):
+        raise InputRefused(f"who starts it: {problem}")
 
 
 def _check_texts(**texts: str) -> None:

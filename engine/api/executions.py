@@ -107,7 +107,7 @@ class Executions:
         wanted = StartData(input, parent, actor, team, scope, key_digest(key))
         instance_id = execution_id(machine, team, actor, key)
         state, created = await self.client.start_once(
-            definition, instance_id, wanted.document(), team
+            definition, instance_id, wanted.document(), team, started_by=actor
         )
         if not created and (differs := _differences(state, definition, wanted)):
             raise SubmitConflict(

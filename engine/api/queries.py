@@ -139,6 +139,7 @@ class Queries:
     dead_letter_groups = _StoreRead(dead_letter_reads.dead_letter_groups)
     recent_resolutions = _StoreRead(dead_letter_reads.recent_resolutions)
     resolution = _StoreRead(dead_letter_reads.find_resolution)
+    instance_resolutions = _StoreRead(dead_letter_reads.latest_instance_resolutions)
 
     # Incident holds
     holds = _StoreRead(hold_reads.recent)

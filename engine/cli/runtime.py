@@ -93,6 +93,8 @@ from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
 METRICS_HOST = "127.0.0.1"
+COMMAND_LINE_ACTOR = "cli"
+"""Who a command line publish or start is recorded as, unless ``--actor`` names someone."""
 """Where ``--metrics-port`` listens: this host only."""
 EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.PAUSE: {},
@@ -128,6 +130,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "names the run NAME/ID and a retried start joins it",
     )
     start.add_argument("--input", default="null", type=json_arg, help="input as JSON")
+    start.add_argument(
+        "--actor",
+        default=COMMAND_LINE_ACTOR,
+        type=actor,
+        help=f"who starts it, kept with its start (default: {COMMAND_LINE_ACTOR})",
+    )
     start.add_argument(
         "--team",
         default="",
@@ -261,7 +269,7 @@ def register_definition_actions(actions: argparse._SubParsersAction) -> None:
     """``definition publish FILE.json|--app MODULE:APP`` and ``definition list``."""
     publish = add_command(actions, "publish", "publish a definition version", _publish)
     add_source(publish, "publish what the ActivityRegistry at MODULE:APP declares")
-    publish.add_argument("--actor", default="cli")
+    publish.add_argument("--actor", default=COMMAND_LINE_ACTOR)
     publish.add_argument(
         "--team",
         default="",
@@ -499,14 +507,16 @@ async def _start(client: Client, args: argparse.Namespace) -> int:
     if mode == Mode.CODE:
         _check_run_id(name, args.id)
         run, started = await client.start_run(
-            name, args.input, id=args.id, version=version, tenant=args.team
+            name, args.input, id=args.id, version=version, tenant=args.team, started_by=args.actor
         )
         print(f"run: {run}\nstarted: {str(started).lower()}")
         return await _ended(client, run, args.wait)
     if problem := team_id_problem(args.team, args.id):
         raise UsageError(f"argument --id: the id {problem}")
     stored = team_instance_id(args.team, args.id)
-    state, created = await client.start_or_join(name, stored, args.input, version, args.team)
+    state, created = await client.start_or_join(
+        name, stored, args.input, version, args.team, args.actor
+    )
     verb = "started" if created else "already started: joined"
     print(f"{verb} {state.instance_id} on {state.definition} ({state.status.label})")
     return await _ended(client, state.instance_id, args.wait)
@@ -663,7 +673,10 @@ def _flags(names: set[str]) -> str:
 async def _inspect(client: Client, args: argparse.Namespace) -> int:
     state = await client.inspect(args.instance)
     if args.json:
-        print(json.dumps(instance_to_json(state), indent=2, sort_keys=True))
+        document = instance_to_json(state)  # the digest's fields, and who started it
+        if state.started_by:
+            document["started_by"] = state.started_by
+        print(json.dumps(document, indent=2, sort_keys=True))
     else:
         rows = await work_views.instance_work(client.store, state.instance_id)
         held = await holds.started_under_hold(client.store, state, rows)
@@ -818,11 +831,13 @@ def history_limit(text: str) -> int:
 def history_line(record: dict[str, Any]) -> str:
     """One event as ``wayline history`` prints it: position, time, kind, then what
     tells it apart (its step, attempt and code; the version a start or a migration
-    pins; who commanded what and why, for an operator's command)."""
+    pins, and who started it; who commanded what and why, for an operator's command)."""
     parts = [f"{record['sequence']:>6}", record["occurred_at"], record["kind"]]
     parts += [f"{k}={record[k]}" for k in ("step", "attempt", "code") if k in record]
     if pin := record.get("definition"):  # a start's, a migration's
         parts.append(f"definition={pin['name']}@{pin['version']}")
+    if starter := record.get("started_by"):
+        parts.append(f"by {starter}")
     if record["kind"] == EventKind.OPERATOR_COMMAND_RECORDED.label:
         audit = record["data"]
         parts.append(f"{audit['action']} by {audit['actor']}: {audit['reason']}")

@@ -29,6 +29,7 @@ def start_draft(
     input: Any = None,
     parent: tuple[str, str] = ("", ""),
     trace_context: str = "",
+    started_by: str = "",
 ) -> Draft:
     """A draft whose first event starts the instance; decide() can add its first step.
 
@@ -36,7 +37,8 @@ def start_draft(
     its outcome can be reported back and the studio can link both ways. The mode checks
     ``input`` first (InputRefused) and names the key the start holds while the instance
     is active (``DefinitionMode.admit``: a machine's parent). ``trace_context`` is the
-    starting caller's ``traceparent`` (``Event.trace_context``), or '' for none.
+    starting caller's ``traceparent`` (``Event.trace_context``), or '' for none;
+    ``started_by`` who starts it (``Event.started_by``), or '' for nobody recorded.
     """
     require_id(instance_id, "instance id")
     admit = modes.of(definition).admit
@@ -49,6 +51,7 @@ def start_draft(
         successor_id=parent[0],
         step=parent[1],
         trace_context=trace_context,
+        started_by=started_by,
     )
     return draft
 

@@ -233,7 +233,8 @@ def describe_instance(
     earlier: Mapping[str, Sequence[Event]] | None = None,
     held: HeldStarts | None = None,
 ) -> str:
-    """A human summary: status, pin, per-step progress, attempts, audit trail.
+    """A human summary: status, pin, who started it, per-step progress, attempts, audit
+    trail.
     ``earlier``: by step, the events that ended its attempts before the latest (from
     its history, ``ATTEMPT_ENDINGS``), each said under the step's line, after a line
     naming the attempts before the first of them and the ``wayline history`` command
@@ -246,6 +247,8 @@ def describe_instance(
         f"definition {state.definition} {state.definition.fingerprint}",
         f"position {state.sequence}, updated {format_instant(state.updated_at)}",
     ]
+    if state.started_by:
+        lines.append(f"started {format_instant(state.started_at)} by {state.started_by}")
     if state.failure_code:
         lines.append(failure_line(state))
     for p in state.activities.values():

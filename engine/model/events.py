@@ -28,6 +28,13 @@ caller's span that started it, so that the spans of every worker that runs a ste
 the caller's trace (``engine.worker.tracing``). It is an observation, not a fact of the
 run: replay, the transition's fingerprint and the exchange form leave it out, so a
 start retried from another trace is the same start, and old histories replay as before.
+
+An ``instance_started`` may carry ``started_by``: who started the instance (an actor
+as audit records name one: a studio user, ``token:<id>`` for an API token, the command
+line's ``--actor``). It too is an observation: replay and the transition's fingerprint
+leave it out (a start retried by another caller joins the instance the first one made,
+as before), but the exchange form keeps it (``event_to_json``), so ``wayline history
+--json`` and a retention export say who started what.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from engine.decide.audit import audit_problem
+from engine.decide.audit import actor_problem, audit_problem
 from engine.model.canonical import canonical_json, format_instant, parse_instant, utc
 from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid
@@ -219,6 +226,8 @@ class Event:
     data: str | None = None
     trace_context: str = ""
     """The starting caller's ``traceparent`` (``instance_started`` only; see the module)."""
+    started_by: str = ""
+    """Who started the instance (``instance_started`` only; see the module)."""
 
     def value(self) -> Any:
         """``data`` decoded from JSON (None when absent)."""
@@ -284,6 +293,11 @@ def _check_values(event: Event, where: str) -> None:
         _check_data(event, where)
     if event.trace_context:
         _check_trace_context(event, where)
+    if event.started_by:
+        if event.kind is not K.INSTANCE_STARTED:
+            raise EventInvalid(f"{where}: may not carry started_by")
+        if problem := actor_problem(event.started_by):
+            raise EventInvalid(f"{where}: started_by: {problem}")
 
 
 def _check_trace_context(event: Event, where: str) -> None:
@@ -321,9 +335,12 @@ def _check_data(event: Event, where: str) -> None:
         raise EventInvalid(f"{where}: data must be a JSON object of the state's fields")
 
 
-def event_to_json(event: Event, data: Callable[[str], Any] = json.loads) -> dict[str, Any]:
+def event_to_json(
+    event: Event, data: Callable[[str], Any] = json.loads, observations: bool = True
+) -> dict[str, Any]:
     """The exchange form: fields that are set, instants as ISO text, data as JSON (as
-    ``data`` reads the event's canonical text: the fingerprint keeps the text itself)."""
+    ``data`` reads the event's canonical text: the fingerprint keeps the text itself).
+    ``observations``: with ``started_by`` when set (the fingerprint leaves it out)."""
     out: dict[str, Any] = {
         "sequence": event.sequence,
         "instance_id": event.instance_id,
@@ -341,6 +358,8 @@ def event_to_json(event: Event, data: Callable[[str], Any] = json.loads) -> dict
         elif name == "data":
             value = data(value)
         out[name] = value
+    if observations and event.started_by:
+        out["started_by"] = event.started_by
     return out
 
 

@@ -270,6 +270,9 @@ class Instance:
     trace_context: str = field(default="", compare=False, repr=False)
     """The ``traceparent`` its start carried (``Event.trace_context``): where its spans
     join the starting caller's trace. Not part of the state: the digest leaves it out."""
+    started_by: str = field(default="", compare=False, repr=False)
+    """Who started it (``Event.started_by``; '' when nobody was recorded: a child, or a
+    start older than the record). Not part of the state: the digest leaves it out."""
 
     @cached_property
     def digest(self) -> str:

@@ -278,13 +278,13 @@ def transition_to_json(
     transition: Transition, data: Callable[[str], Any] = json.loads
 ) -> dict[str, Any]:
     """The complete content, as fingerprinted and as exported (``event_to_json``'s
-    ``data``)."""
+    ``data``), without the observations of its events (``started_by``)."""
     return {
         "transition_id": transition.transition_id,
         "instance_id": transition.instance_id,
         "expected_sequence": transition.expected_sequence,
         "definition": transition.definition.to_json(),
-        "events": [event_to_json(e, data) for e in transition.events],
+        "events": [event_to_json(e, data, observations=False) for e in transition.events],
         "work": [work_to_json(w) for w in transition.work],
     }
 

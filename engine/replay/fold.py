@@ -94,6 +94,7 @@ def _start(registry: Registry, event: Event) -> Instance:
         parent_step=event.step,
         spec=spec,
         trace_context=event.trace_context,
+        started_by=event.started_by,
     )
 
 

@@ -306,6 +306,22 @@ async def instance_resolutions(store: Store, instance_id: str) -> list[Resolutio
     return [_resolution_record(row, actions) for row in rows]
 
 
+async def latest_instance_resolutions(
+    store: Store, instance_id: str, limit: int = MAX_PAGE_ITEMS
+) -> list[ResolutionRecord]:
+    """The newest ``limit`` resolutions of ``instance_id``'s dead letters, newest first:
+    the part of its operators' audit trail that its history does not hold."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise WorkRequestInvalid(f"limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
+    actions = {code: action for action, code in ACTION_CODES.items()}
+    async with store.reading() as conn:
+        found = await conn.execute(
+            sql.LATEST_INSTANCE_RESOLUTIONS, {"instance": instance_id, "limit": limit}
+        )
+        rows = await found.fetchall()
+    return [_resolution_record(row, actions) for row in rows]
+
+
 def _resolution_record(
     row: tuple[Any, ...], actions: dict[int, ResolutionAction]
 ) -> ResolutionRecord:

@@ -15,6 +15,17 @@ a worker: an ended instance has no due work, and a row another transaction holds
 skipped, to be taken by a later run; a crash between export and removal only exports
 some instances twice (each line names its instance).
 
+"As they were exported" covers the resolutions too, which no event records and so no
+position counts: an operator may retry or discard an ended instance's dead letter while
+its line is written. The removal therefore also locks the instance's work rows (a
+resolution holds the lock of the work row it resolves until it commits,
+``dead_letters.resolve``, so one in flight commits first and the removal then sees it),
+and removes only the instances whose resolutions are still exactly the ones exported
+(resolutions are only ever added, so their number says it). One resolved meanwhile is
+kept, and the next run exports it again, resolution and all; a resolution that comes
+after the removal finds no dead letter (``StaleLease``). No resolution is removed
+without having been exported.
+
 One run at a time works on a team (``exclusive``): two runs started together (a cron job
 that overlaps the previous one) would pick the same instances, export them both, and
 one would find them gone half way through its export.
@@ -273,8 +284,10 @@ async def prune(
             expired = await (await conn.execute(sql.EXPIRED, params)).fetchall()
         if not expired:
             return done
-        await _export(store, [instance_id for instance_id, _ in expired], export)
-        removed = await _remove(store, expired)
+        resolved = await _export(store, [instance_id for instance_id, _ in expired], export)
+        removed = await _remove(
+            store, [(instance_id, at, resolved[instance_id]) for instance_id, at in expired]
+        )
         done.exported += len(expired)
         done.removed += removed
         done.skipped += len(expired) - removed
@@ -282,25 +295,38 @@ async def prune(
             return done  # what is left is in use now, or there is nothing more
 
 
-async def _export(store: Store, instance_ids: list[str], export: Export) -> None:
+async def _export(store: Store, instance_ids: list[str], export: Export) -> dict[str, int]:
     """Each instance's events, then its dead letters' resolutions (who retried or
     discarded which work and why: the removal deletes them, and no event holds them), as
-    one JSON line, on disk before anything is removed."""
+    one JSON line, on disk before anything is removed; how many resolutions each line
+    holds, by instance (what ``_remove`` may remove)."""
+    exported: dict[str, int] = {}
     with export.batch() as write:
         for instance_id in instance_ids:
             records = [event_to_json(e) async for e in reads.export_history(store, instance_id)]
             resolved = await dead_letters.instance_resolutions(store, instance_id)
             records += [resolution.to_json() for resolution in resolved]
             write(json.dumps(records, separators=(",", ":")) + "\n")
+            exported[instance_id] = len(resolved)
+    return exported
 
 
-async def _remove(store: Store, expired: list[tuple[str, int]]) -> int:
-    """Remove the instances of ``expired`` still at their exported position; how many."""
-    ids, sequences = (list(column) for column in zip(*expired, strict=True))
+async def _remove(store: Store, exported: list[tuple[str, int, int]]) -> int:
+    """Remove the instances of ``exported`` (instance id, position, resolutions) that are
+    still as exported: at that position and with that many resolutions; how many."""
+    ids, sequences, _ = (list(column) for column in zip(*exported, strict=True))
+    resolutions = {instance_id: count for instance_id, _, count in exported}
 
     async def body(conn: Any) -> int:
         locked = await conn.execute(sql.LOCK_UNCHANGED, {"ids": ids, "sequences": sequences})
         chosen = [row[0] for row in await locked.fetchall()]
+        if chosen:  # a resolution in flight holds its work row: it commits first
+            await conn.execute(sql.LOCK_WORK, {"ids": chosen})
+            counts = [resolutions[instance_id] for instance_id in chosen]
+            kept = await conn.execute(
+                sql.RESOLUTIONS_AS_EXPORTED, {"ids": chosen, "counts": counts}
+            )
+            chosen = [row[0] for row in await kept.fetchall()]
         if chosen:
             for statement in sql.REMOVE:
                 await conn.execute(statement, {"ids": chosen})

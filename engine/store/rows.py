@@ -35,6 +35,7 @@ HISTORY_FIELDS = (
     *("instance_id", "sequence", "kind", "occurred_at", "definition_name"),
     *("definition_version", "definition_fingerprint", "successor_id", "step_name"),
     *("attempt", "idempotency_key", "due_at", "code", "retryable", "data", "trace_context"),
+    "started_by",
 )
 """The history table's columns, in ``event_row`` order."""
 WORK_FIELDS = (
@@ -79,6 +80,7 @@ def event_row(event: Event) -> tuple[Any, ...]:
         event.retryable,
         bytea_text(event.data),
         event.trace_context or None,
+        event.started_by or None,
     )
 
 
@@ -107,6 +109,7 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
         retryable,
         data,
         trace_context,
+        started_by,
     ) = row
     try:
         return make_event(
@@ -124,6 +127,7 @@ def event_from_row(row: tuple[Any, ...]) -> Event:
             retryable=retryable,
             data=None if data is None else bytes(data).decode(),
             trace_context=trace_context or "",
+            started_by=started_by or "",
         )
     except (EventInvalid, ValueError, UnicodeDecodeError) as exc:
         raise CorruptStore(f"history row {sequence} of an instance is not a valid event") from exc

@@ -1,23 +1,29 @@
-"""``/api/me``, ``/api/members``, ``/api/tokens``: who is asking, the team, its tokens."""
+"""``/api/me``, ``/api/members``, ``/api/members/audit``, ``/api/tokens``: who is asking,
+the team, what was done to its members and invitations (and by whom), its tokens."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 
+from engine.model.limits import MAX_PAGE_ITEMS
 from studio import api_examples as examples
+from studio.accounts import account_audit
 from studio.accounts import service as accounts
 from studio.accounts.schemas import (
+    AccountAuditOut,
     MemberOut,
     MeOut,
     TokenCreatedOut,
     TokenIn,
     TokenOut,
+    account_audit_out,
     member_out,
     token_out,
 )
+from studio.errors import Invalid
 from studio.principal import Principal
 from studio.runtime import Runtime
 
@@ -35,6 +41,21 @@ async def list_members(
     principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
 ) -> list[MemberOut]:
     return [member_out(m) for m in await accounts.members(runtime.store, principal.team_id)]
+
+
+async def list_account_audit(
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    before: FromQuery[int | None] = None,
+    limit: FromQuery[int] = account_audit.SHOWN,
+) -> AccountAuditOut:
+    """Who invited whom, withdrew an invitation, changed a member's role or removed a
+    member (and who joined, or was added from the command line), and when: newest first,
+    ``limit`` at a time (1 to 100); ``before`` the previous page's ``next_cursor``."""
+    if not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise Invalid(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
+    found = await accounts.account_audit_page(runtime.store, principal.team_id, before, limit)
+    return account_audit_out(found)
 
 
 async def list_tokens(

@@ -7,7 +7,8 @@ redeems the code at ``/login/join``: with their password when they have an accou
 or by choosing one, which creates it. Only then do they become a member.
 
 An invitation lasts ``VALID_FOR``; inviting the same username again replaces it, and
-an admin can withdraw it. Redeeming deletes it, so a code works once.
+an admin can withdraw it. Redeeming deletes it, so a code works once. Inviting and
+withdrawing are audited (``studio.accounts.account_audit``) in their own transactions.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from engine import Store
+from studio.accounts import account_audit
+from studio.accounts.account_audit import AccountAction
 from studio.accounts.sessions import secret_hash
 from studio.roles import Role
 
@@ -41,7 +44,10 @@ SELECT {COLUMNS} FROM studio_invitations
 WHERE code_hash = %s AND username = %s AND expires_at > now()
 """
 TAKE = "DELETE FROM studio_invitations WHERE invitation_id = %s RETURNING 1"
-WITHDRAW = "DELETE FROM studio_invitations WHERE invitation_id = %s AND team_id = %s RETURNING 1"
+WITHDRAW = """
+DELETE FROM studio_invitations WHERE invitation_id = %s AND team_id = %s
+RETURNING username, role
+"""
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,8 @@ class Invitation:
 async def invite(
     store: Store, team_id: str, username: str, display_name: str, role: Role, created_by: str
 ) -> tuple[str, Invitation]:
-    """A new invitation (replacing one for the same username); returns its code too."""
+    """A new invitation (replacing one for the same username), audited as made by
+    ``created_by``; returns its code too."""
     code = secrets.token_urlsafe(18)
     values = (secrets.token_hex(6), secret_hash(code), team_id, username, display_name)
     async with store.connection() as conn:
@@ -71,6 +78,9 @@ async def invite(
         row = await (
             await conn.execute(CREATE, (*values, Role(role).value, created_by, VALID_FOR))
         ).fetchone()
+        await account_audit.record(
+            conn, team_id, created_by, AccountAction.INVITED, username, to_role=role
+        )
     return code, _invitation(row)
 
 
@@ -95,10 +105,16 @@ async def take(store: Store, invitation: Invitation) -> bool:
         return await (await conn.execute(TAKE, (invitation.invitation_id,))).fetchone() is not None
 
 
-async def withdraw(store: Store, team_id: str, invitation_id: str) -> bool:
-    """Withdraw a pending invitation of ``team_id``; False when there is none."""
+async def withdraw(store: Store, team_id: str, invitation_id: str, actor: str) -> bool:
+    """Withdraw a pending invitation of ``team_id``, audited as done by ``actor``; False
+    when there is none."""
     async with store.connection() as conn:
         found = await (await conn.execute(WITHDRAW, (invitation_id, team_id))).fetchone()
+        if found is not None:
+            username, role = found
+            await account_audit.record(
+                conn, team_id, actor, AccountAction.INVITATION_WITHDRAWN, username, role
+            )
     return found is not None
 
 

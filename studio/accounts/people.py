@@ -16,6 +16,8 @@ import psycopg
 
 from engine import Store
 from engine.model.identifiers import TEAM_PATTERN, TEAM_RULE
+from studio.accounts import account_audit
+from studio.accounts.account_audit import AccountAction
 from studio.accounts.passwords import generate_password, hash_password
 from studio.roles import Role
 
@@ -42,6 +44,10 @@ MEMBERSHIPS = """
 SELECT t.team_id, t.name, m.role FROM studio_memberships m
 JOIN studio_teams t USING (team_id) WHERE m.user_id = %s ORDER BY t.name, t.team_id
 """
+LOCK_USER = "SELECT username FROM studio_users WHERE user_id = %s FOR NO KEY UPDATE"
+"""Taken first by every change of a user's memberships, so that the role each one reads
+as the former role (and records) is the one it replaces."""
+ROLE_IN_TEAM = "SELECT role FROM studio_memberships WHERE user_id = %s AND team_id = %s"
 SET_MEMBERSHIP = """
 INSERT INTO studio_memberships (user_id, team_id, role) VALUES (%s, %s, %s)
 ON CONFLICT (user_id, team_id) DO UPDATE SET role = EXCLUDED.role
@@ -203,14 +209,81 @@ async def memberships(store: Store, user_id: str) -> list[Membership]:
     return [Membership(Team(team_id, name), Role(role)) for team_id, name, role in rows]
 
 
-async def set_membership(store: Store, user_id: str, team_id: str, role: Role) -> None:
+async def set_membership(
+    store: Store,
+    user_id: str,
+    team_id: str,
+    role: Role,
+    actor: str,
+    added: AccountAction = AccountAction.ADDED,
+    keep_role: bool = False,
+) -> bool:
+    """Make the user a member of the team with ``role``, audited as done by ``actor``
+    (``studio.accounts.account_audit``): ``added`` (or how they came, such as
+    ``joined``) when they were not a member, ``role_changed`` when they had another
+    role. ``keep_role``: a member keeps the role they have (an invitation redeemed by
+    someone made a member since, who could otherwise change their own role: an admin
+    who made themselves a viewer left a team without one). Whether anything changed;
+    PeopleError when there is no such user."""
+    role = Role(role)
     async with store.connection() as conn:
-        await conn.execute(SET_MEMBERSHIP, (user_id, team_id, Role(role).value))
+        username = await _lock_user(conn, user_id)
+        former = await _role_in(conn, user_id, team_id)
+        if former == role or (former is not None and keep_role):
+            return False
+        await conn.execute(SET_MEMBERSHIP, (user_id, team_id, role.value))
+        action = added if former is None else AccountAction.ROLE_CHANGED
+        await account_audit.record(conn, team_id, actor, action, username, former or "", role)
+    return True
 
 
-async def remove_membership(store: Store, user_id: str, team_id: str) -> None:
+async def change_role(
+    store: Store, team_id: str, user_id: str, role: Role, actor: str
+) -> tuple[str, Role] | None:
+    """Give a member of the team ``role``, audited as done by ``actor`` (nothing is
+    recorded when it is the role they have): their username and former role, or None
+    when they are no member of the team (nothing changes)."""
+    role = Role(role)
     async with store.connection() as conn:
+        username = await _lock_user(conn, user_id, missing_ok=True)
+        former = None if username is None else await _role_in(conn, user_id, team_id)
+        if username is None or former is None:
+            return None
+        if former != role:
+            await conn.execute(SET_MEMBERSHIP, (user_id, team_id, role.value))
+            await account_audit.record(
+                conn, team_id, actor, AccountAction.ROLE_CHANGED, username, former, role
+            )
+    return username, former
+
+
+async def remove_membership(
+    store: Store, user_id: str, team_id: str, actor: str
+) -> tuple[str, Role] | None:
+    """Take the user out of the team, audited as done by ``actor``: their username and
+    the role they had, or None when they were no member (nothing changes)."""
+    async with store.connection() as conn:
+        username = await _lock_user(conn, user_id, missing_ok=True)
+        former = None if username is None else await _role_in(conn, user_id, team_id)
+        if username is None or former is None:
+            return None
         await conn.execute(REMOVE_MEMBERSHIP, (user_id, team_id))
+        await account_audit.record(conn, team_id, actor, AccountAction.REMOVED, username, former)
+    return username, former
+
+
+async def _lock_user(
+    conn: psycopg.AsyncConnection, user_id: str, missing_ok: bool = False
+) -> str | None:
+    row = await (await conn.execute(LOCK_USER, (user_id,))).fetchone()
+    if row is None and not missing_ok:
+        raise PeopleError("there is no such user")
+    return None if row is None else row[0]
+
+
+async def _role_in(conn: psycopg.AsyncConnection, user_id: str, team_id: str) -> Role | None:
+    row = await (await conn.execute(ROLE_IN_TEAM, (user_id, team_id))).fetchone()
+    return None if row is None else Role(row[0])
 
 
 async def team_members(store: Store, team_id: str) -> list[Member]:
@@ -238,4 +311,12 @@ async def bootstrap_admin(store: Store) -> str | None:
             INSERT_USER, (user_id, FIRST_ADMIN, "Administrator", password_hash, True)
         )
         await conn.execute(SET_MEMBERSHIP, (user_id, DEFAULT_TEAM, Role.ADMIN.value))
+        await account_audit.record(
+            conn,
+            DEFAULT_TEAM,
+            account_audit.FIRST_START,
+            AccountAction.ADDED,
+            FIRST_ADMIN,
+            to_role=Role.ADMIN,
+        )
     return password

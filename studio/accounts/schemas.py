@@ -1,4 +1,5 @@
-"""The JSON shapes of the accounts API: who is asking, the team's members, API tokens."""
+"""The JSON shapes of the accounts API: who is asking, the team's members and the audit
+of what was done to them, API tokens."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from studio.accounts.account_audit import AccountEntry, AccountPage
 from studio.accounts.api_tokens import ApiToken
 from studio.accounts.people import Member
-from studio.choices import RoleName
+from studio.choices import AccountActionName, RoleName
 
 
 @dataclass
@@ -57,6 +59,48 @@ class TokenCreatedOut:
     token: str
     """The secret: shown this once, stored only as a hash."""
     record: TokenOut
+
+
+@dataclass
+class AccountEntryOut:
+    """One account action: who (``actor``) did what (``action``) to whom (``username``),
+    from and to which role, and when."""
+
+    id: int
+    occurred_at: datetime
+    actor: str
+    """A username, ``token:<id>`` for an API token, or ``command line`` / ``first start``."""
+    action: AccountActionName
+    username: str
+    """The member, or the username invited."""
+    from_role: RoleName | None
+    """The role before: a changed or removed member's, a withdrawn invitation's."""
+    to_role: RoleName | None
+    """The role after: a changed member's, an invitation's, a new member's."""
+
+
+@dataclass
+class AccountAuditOut:
+    items: list[AccountEntryOut]
+    """Newest first."""
+    next_cursor: int | None
+    """Pass as ``before`` for the older entries; null when there are none."""
+
+
+def account_audit_out(found: AccountPage) -> AccountAuditOut:
+    return AccountAuditOut([account_entry_out(e) for e in found.entries], found.before)
+
+
+def account_entry_out(entry: AccountEntry) -> AccountEntryOut:
+    return AccountEntryOut(
+        entry.entry_id,
+        entry.occurred_at,
+        entry.actor,
+        entry.action.value,
+        entry.username,
+        entry.from_role or None,
+        entry.to_role or None,
+    )
 
 
 def member_out(member: Member) -> MemberOut:

@@ -4,7 +4,8 @@ Team management is for the team's admins: they invite people by username (an
 invitation with a one-time code, the same answer whether the account exists or not,
 see ``studio.accounts.invitations``), change roles and remove members, and issue or revoke API
 tokens. An admin cannot remove or demote themselves, so a team always keeps the admin
-who is acting.
+who is acting. Every change to a member or an invitation is audited, with who made it
+(``studio.accounts.account_audit``), and every member of the team may read that audit.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import Store
-from studio.accounts import api_tokens, invitations, people, sessions
+from studio.accounts import account_audit, api_tokens, invitations, people, sessions
+from studio.accounts.account_audit import AccountPage
 from studio.accounts.api_tokens import ApiToken, TokenRejected
 from studio.accounts.invitations import Invitation
 from studio.accounts.password_policy import PasswordRejected
@@ -91,27 +93,44 @@ async def pending_invitations(store: Store, team: str) -> list[Invitation]:
     return await invitations.pending(store, team)
 
 
-async def withdraw_invitation(store: Store, team: str, invitation_id: str) -> None:
-    if not await invitations.withdraw(store, team, invitation_id):
+async def withdraw_invitation(store: Store, principal: Principal, invitation_id: str) -> None:
+    if not await invitations.withdraw(store, principal.team_id, invitation_id, principal.actor):
         raise NotFound("no such pending invitation in this team")
 
 
 async def set_role(store: Store, principal: Principal, user_id: str, role: str) -> str:
-    """Give a member ``role``; returns their username, for the page to say who changed."""
-    member = await _member(store, principal, user_id)
+    """Give a member ``role``, audited; returns their username, for the page to say who
+    changed."""
+    await _member(store, principal, user_id)
     if principal.user is not None and user_id == principal.user.user_id:
         raise Invalid("you cannot change your own role")
-    await people.set_membership(store, user_id, principal.team_id, _role(role))
-    return member.user.username
+    changed = await people.change_role(
+        store, principal.team_id, user_id, _role(role), principal.actor
+    )
+    if changed is None:  # removed meanwhile
+        raise NotFound("no such member in this team")
+    return changed[0]
 
 
 async def remove_member(store: Store, principal: Principal, user_id: str) -> str:
-    """Take a member out of the team; returns their username, for the page to say who."""
-    member = await _member(store, principal, user_id)
+    """Take a member out of the team, audited; returns their username, for the page to
+    say who."""
+    await _member(store, principal, user_id)
     if principal.user is not None and user_id == principal.user.user_id:
         raise Invalid("you cannot remove yourself from the team")
-    await people.remove_membership(store, user_id, principal.team_id)
-    return member.user.username
+    removed = await people.remove_membership(store, user_id, principal.team_id, principal.actor)
+    if removed is None:  # removed meanwhile
+        raise NotFound("no such member in this team")
+    return removed[0]
+
+
+async def account_audit_page(
+    store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
+) -> AccountPage:
+    """The team's audit of account actions, newest first (older than entry ``before``)."""
+    if before is not None and before < 1:
+        raise Invalid("before is an audit entry's id: a whole number of at least 1")
+    return await account_audit.page(store, team, before, limit)
 
 
 async def tokens(store: Store, team: str) -> list[ApiToken]:

@@ -1,4 +1,6 @@
-"""The Settings page: the team's members, invitations and API tokens (managed by admins)."""
+"""The Settings page: the team's members, invitations and API tokens (managed by admins),
+and the audit of what was done to its members and invitations, by whom and when (read by
+every member, as instances' audit trails are)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from typing import Any
 
 from litestar import Request
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from studio.accounts import service as accounts
@@ -20,10 +22,17 @@ from studio.runtime import Runtime
 
 
 async def _settings(
-    request: Request, principal: Principal, runtime: Runtime, status: int = 200, **extra: Any
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    status: int = 200,
+    audit_before: int | None = None,
+    **extra: Any,
 ) -> Template:
     """The page; ``refused`` ('invite' or 'token') names the form whose ``error`` it is,
-    shown beside that form with what was ``typed`` in it (it came back empty)."""
+    shown beside that form with what was ``typed`` in it (it came back empty).
+    ``audit_before``: the account audit shows the entries older than that one (a keyset
+    page), else the newest."""
     extra.setdefault("refused", "")
     extra.setdefault("typed", {})
     store = runtime.store
@@ -38,6 +47,7 @@ async def _settings(
         invitations=await accounts.pending_invitations(store, principal.team_id)
         if is_admin
         else [],
+        account_audit=await accounts.account_audit_page(store, principal.team_id, audit_before),
         max_display_name=MAX_DISPLAY_NAME,
         roles=[r.value for r in Role],
         token_max_days=MAX_DAYS,
@@ -46,9 +56,12 @@ async def _settings(
 
 
 async def settings_page(
-    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+    request: Request,
+    principal: NamedDependency[Principal],
+    runtime: NamedDependency[Runtime],
+    audit_before: FromQuery[int | None] = None,
 ) -> Template:
-    return await _settings(request, principal, runtime)
+    return await _settings(request, principal, runtime, audit_before=audit_before)
 
 
 async def invite_member(
@@ -75,8 +88,7 @@ async def withdraw_invitation(
     runtime: NamedDependency[Runtime],
     invitation_id: FromPath[str],
 ) -> Redirect:
-    team = principal.team_id
-    await accounts.withdraw_invitation(runtime.store, team, invitation_id)
+    await accounts.withdraw_invitation(runtime.store, principal, invitation_id)
     return see_other("/settings")
 
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from engine import Store
 from studio.accounts import invitations, people, sessions, signin_limits
+from studio.accounts.account_audit import AccountAction
 from studio.accounts.invitations import Invitation
 from studio.accounts.password_policy import PasswordRejected
 from studio.accounts.passwords import needs_rehash, rehash_password, verify_password
@@ -107,17 +108,16 @@ async def join(attempt: Attempt, username: str, code: str, password: str) -> Sig
     user = found[0] if found else await _create(store, invitation, password)
     if not await invitations.take(store, invitation):
         raise JoinFailed("that invitation was used or withdrawn meanwhile")
-    if not await _member(store, user, invitation.team_id):
-        await people.set_membership(store, user.user_id, invitation.team_id, invitation.role)
+    await people.set_membership(
+        store,
+        user.user_id,
+        invitation.team_id,
+        invitation.role,
+        user.username,
+        added=AccountAction.JOINED,
+        keep_role=True,  # see set_membership: an invitation never changes a member's role
+    )
     return await _open(store, user, invitation.team_id, attempt.ttl)
-
-
-async def _member(store: Store, user: User, team_id: str) -> bool:
-    """Whether ``user`` is a member of ``team_id`` already: an invitation then keeps
-    their role. Inviting a member is refused, but one made a member another way after
-    the invitation (``wayline user create --team``) could otherwise redeem it to change
-    their own role, as an admin who made themselves a viewer left a team without one."""
-    return any(m.team.team_id == team_id for m in await people.memberships(store, user.user_id))
 
 
 async def _create(store: Store, invitation: Invitation, password: str) -> User:

@@ -75,6 +75,7 @@ async def start_instance(
         data.version,
         data.instance_id or "",
         _text(data.input),
+        principal.actor,
     )
     out = await _detail(runtime.primary, principal.team_id, started.instance_id)
     return Response(out, status_code=201 if created else 200)

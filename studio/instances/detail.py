@@ -15,7 +15,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from engine.api.queries import InstanceRow, WorkRow, WorkState
+from engine.api.queries import (
+    InstanceRow,
+    ResolutionAction,
+    ResolutionRecord,
+    WorkRow,
+    WorkState,
+)
 from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.description import HeldStarts, never_happens
@@ -79,6 +85,79 @@ class AttemptRow(AttemptIdentity):
         return "outcome-" + self.outcome.split(":")[0].replace(" ", "-")
 
 
+RESOLVED_AS = {
+    ResolutionAction.RETRY: "dead_letter_retried",
+    ResolutionAction.DISCARD: "dead_letter_discarded",
+}
+"""How the audit trail names a dead letter's resolution: as a retention export does."""
+
+
+@dataclass(frozen=True)
+class TrailRow:
+    """One row of the operator audit trail: an audited command from the history, or the
+    resolution of one of the instance's dead letters, which no event records (it is kept
+    beside the work it resolved, ``work_resolutions``), so a person who retried or
+    discarded this instance's work is named on its page with the others."""
+
+    occurred_at: datetime
+    actor: str
+    action: str
+    reason: str
+    command_id: str
+    sequence: int | None = None
+    """The command's event (None for a resolution: no event records it)."""
+    resolution: ResolutionRecord | None = None
+    work: WorkRow | None = None
+    """The resolved work as the page lists it (None for a command, or work not listed)."""
+
+    @property
+    def what(self) -> str:
+        """What a resolution acted on, in words ('' for a command): the step (or target)
+        and kind of the work, its fencing token, and a retry's new times."""
+        found = self.resolution
+        if found is None:
+            return ""
+        work = self.work
+        kind = getattr(work.kind, "label", "") if work is not None else ""
+        named = (work.step or work.target) if work is not None else ""
+        subject = f"{kind} {named}".strip() or f"work {found.work_id}"
+        times = ""
+        if found.retry_at is not None and found.deadline is not None:
+            times = f", due {format_when(found.retry_at)}, deadline {format_when(found.deadline)}"
+        return f"{subject} (token {found.token}){times}"
+
+
+def trail(
+    state: Instance, resolutions: list[ResolutionRecord], work: list[WorkRow]
+) -> list[TrailRow]:
+    """The operator audit trail, newest first: the commands the history records and the
+    resolutions of the instance's dead letters, by when each happened."""
+    rows = [
+        TrailRow(a.occurred_at, a.actor, a.action, a.reason, a.command_id, a.sequence)
+        for a in state.audit
+    ]
+    rows += resolution_rows(resolutions, work)
+    return sorted(rows, key=lambda r: r.occurred_at, reverse=True)
+
+
+def resolution_rows(resolutions: list[ResolutionRecord], work: list[WorkRow]) -> list[TrailRow]:
+    """Dead letters' resolutions as rows of the audit trail, each with its work when the
+    page lists it (in the order given)."""
+    by_id = {w.work_id: w for w in work}
+    return [
+        TrailRow(
+            r.occurred_at,
+            r.actor,
+            RESOLVED_AS[r.action],
+            r.reason,
+            r.command_id,
+            resolution=r,
+            work=by_id.get(r.work_id),
+        )
+        for r in resolutions
+    ]
+
+
 @dataclass(frozen=True)
 class SignalSlot:
     """A signal the instance takes (a send form): a signal step that has not received
@@ -113,6 +192,8 @@ class InstanceDetail:
     """A code-first run's journal (None for other modes)."""
     unserved: tuple[str, ...] = ()
     """Targets of the instance's due work that no running worker runs (``unserved``)."""
+    resolutions: list[ResolutionRecord] = field(default_factory=list)
+    """The newest resolutions of its dead letters (at most ``AUDIT_SHOWN``), newest first."""
 
     @property
     def state(self) -> Instance:
@@ -137,9 +218,20 @@ class InstanceDetail:
         return list(self.state.children.values())
 
     @property
-    def audit(self) -> list[Any]:
-        """The newest audit entries first (the rest is in the history)."""
-        return list(reversed(self.state.audit))[:AUDIT_SHOWN]
+    def audit(self) -> list[TrailRow]:
+        """The newest entries of the operator audit trail first, dead letters'
+        resolutions among the commands (the rest of the commands are in the history)."""
+        return trail(self.state, self.resolutions, self.work)[:AUDIT_SHOWN]
+
+    @property
+    def resolved(self) -> list[TrailRow]:
+        """The resolutions of its dead letters as trail rows, newest first."""
+        return resolution_rows(self.resolutions, self.work)
+
+    @property
+    def audit_total(self) -> int:
+        """How many entries the trail has (at least: the resolutions read are bounded)."""
+        return len(self.state.audit) + len(self.resolutions)
 
     @property
     def dead_letters(self) -> list[WorkRow]:
@@ -192,6 +284,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
     now = reads.store.now()
     work = await reads.queries.instance_work(state.instance_id, WORK_SHOWN)
     held = await reads.queries.started_under_hold(state, work)
+    resolutions = await reads.queries.instance_resolutions(state.instance_id, AUDIT_SHOWN)
     registry = await reads.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
@@ -215,6 +308,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         machine=machine,
         journal=journal,
         unserved=await unserved(reads, work, now),
+        resolutions=resolutions,
     )
 
 

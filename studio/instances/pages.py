@@ -168,6 +168,7 @@ async def start_instance(
             version,
             values.get("instance_id", ""),
             values.get("input", ""),
+            principal.actor,
         )
     except REFUSALS as refused:  # the form again, with what was typed, each reason at its field
         shown = again(refused, values) | {"field_errors": beside(refused)}

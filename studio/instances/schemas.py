@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from litestar.openapi.datastructures import ResponseSpec
 
@@ -18,7 +18,7 @@ from engine.decide.previews import Preview
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import instance_to_json
 from studio.choices import ActionName, CommandAction, InstanceStatusName, OutcomeResolution
-from studio.instances.detail import AttemptRow, InstanceDetail
+from studio.instances.detail import AttemptRow, InstanceDetail, TrailRow
 from studio.instances.history import event_document
 from studio.projection import projected
 
@@ -164,6 +164,27 @@ class AuditOut:
 
 
 @dataclass
+class ResolutionAuditOut:
+    """A resolution of one of the instance's dead letters: part of its operator audit
+    trail that no event records (its ``audit`` holds the commands its history records)."""
+
+    kind: Literal["dead_letter_retried", "dead_letter_discarded"]
+    """As a retention export names it."""
+    command_id: str
+    actor: str
+    reason: str
+    occurred_at: datetime
+    work_id: str
+    fencing_token: int
+    step: str | None = None
+    """The step of the resolved work (null for work of no step, or no longer listed)."""
+    retry_at: datetime | None = None
+    """A retry's: when the work was due again."""
+    deadline: datetime | None = None
+    """A retry's: the work's new deadline."""
+
+
+@dataclass
 class InstanceDetailOut:
     id: str
     status: InstanceStatusName
@@ -186,6 +207,13 @@ class InstanceDetailOut:
     children: list[dict[str, Any]]
     compensations: list[dict[str, Any]]
     audit: list[AuditOut]
+    started_by: str | None = None
+    """Who started it: a username, ``token:<id>`` for an API token, or the command
+    line's actor (``cli`` unless it named one); null when nobody was recorded (a child,
+    started by its parent, or a start older than the record)."""
+    dead_letter_resolutions: list[ResolutionAuditOut] = field(default_factory=list)
+    """Who retried or discarded its dead letters, when and why, newest first (the newest
+    50): the rest of its operator audit trail, beside ``audit``."""
     actions: list[OfferOut] = field(default_factory=list)
     journal: dict[str, Any] | None = None
     """A code-first run's journal: its ``entries`` (what each durable call recorded),
@@ -304,6 +332,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         sequence=state.sequence,
         position=detail.position,
         started_at=state.started_at,
+        started_by=state.started_by or None,
         updated_at=state.updated_at,
         input=state.value("input"),
         result=state.value("result"),
@@ -321,6 +350,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         children=document["children"],
         compensations=compensations,
         audit=[projected(AuditOut, a) for a in state.audit],
+        dead_letter_resolutions=[_resolution_out(row) for row in detail.resolved],
         journal=_journal_out(detail),
         actions=[
             OfferOut(
@@ -346,3 +376,20 @@ def _step_out(detail: InstanceDetail, name: str, kind: str, team: str) -> StepSt
 
 def history_out(page: HistoryPage, team: str) -> HistoryOut:
     return HistoryOut([event_document(e, team) for e in page.events], page.next_after)
+
+
+def _resolution_out(row: TrailRow) -> ResolutionAuditOut:
+    found = row.resolution
+    assert found is not None
+    return ResolutionAuditOut(
+        kind=row.action,
+        command_id=found.command_id,
+        actor=found.actor,
+        reason=found.reason,
+        occurred_at=found.occurred_at,
+        work_id=found.work_id,
+        fencing_token=found.token,
+        step=(row.work.step or None) if row.work is not None else None,
+        retry_at=found.retry_at,
+        deadline=found.deadline,
+    )

@@ -347,9 +347,11 @@ async def start(
     version: str,
     instance_id: str = "",
     input_text: str = "",
+    started_by: str = "",
 ) -> tuple[Instance, bool]:
-    """Start an instance of the team's ``name``@``version``: the instance, and whether
-    this call started it.
+    """Start an instance of the team's ``name``@``version`` as ``started_by`` (the
+    principal's actor, kept with its start): the instance, and whether this call
+    started it.
 
     The same id with the same version and input again returns the existing instance
     (so a form posted twice starts one instance) and False; with anything else it is a
@@ -370,7 +372,7 @@ async def start(
     else:
         stored = await _start_id(runtime, team, chosen)
     try:
-        state, created = await _start(runtime, name, stored, value, version, team)
+        state, created = await _start(runtime, name, stored, value, version, team, started_by)
     except StartConflict:
         shown = local_instance_id(team, stored)  # a code run's is NAME/ID, as listed
         raise _at(
@@ -437,13 +439,20 @@ async def _start_id(runtime: Runtime, team: str, chosen: str) -> str:
 
 
 async def _start(
-    runtime: Runtime, name: str, instance_id: str, value: Any, version: str, team: str
+    runtime: Runtime,
+    name: str,
+    instance_id: str,
+    value: Any,
+    version: str,
+    team: str,
+    started_by: str = "",
 ) -> tuple[Instance, bool]:
     """``Client.start_or_join``; an existing instance of a version this process has not
     loaded yet is compared after reloading the registry."""
     client = runtime.client
+    args = (name, instance_id, value, version, team, started_by)
     try:
-        return await client.start_or_join(name, instance_id, value, version, tenant=team)
+        return await client.start_or_join(*args)
     except ReplayRejected:
         await client.registries.refresh()
-        return await client.start_or_join(name, instance_id, value, version, tenant=team)
+        return await client.start_or_join(*args)

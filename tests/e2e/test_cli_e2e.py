@@ -206,7 +206,7 @@ async def test_signal_pause_and_resume_drive_an_instance_to_completion(e2e: Harn
     assert kinds[0] == "instance_started" and kinds[-1] == "completed"
     assert kinds.index("paused") < kinds.index("signal_received") < kinds.index("resumed")
     lines = (await ok(e2e, "history", "flow")).splitlines()
-    assert lines[0].endswith(" instance_started definition=e2e.signalled@1")
+    assert lines[0].endswith(" instance_started definition=e2e.signalled@1 by cli")  # who
     pause, resume = [line for line in lines if " operator_command_recorded " in line]
     assert pause.endswith(" operator_command_recorded pause by ops: hold on"), "who, what, why"
     assert resume.endswith(" operator_command_recorded resume by ops: go on")

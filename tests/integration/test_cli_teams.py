@@ -11,6 +11,8 @@ real PostgreSQL of the integration fixtures.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 
 import pytest
 
@@ -119,3 +121,31 @@ def test_a_team_that_is_no_team_id_is_a_usage_error(
         "error: argument --team: a team id has 1 to 63 characters: a-z, 0-9 or '-', starting "
         "with a letter or digit (or is empty: the engine's own team)"
     )
+
+
+def test_a_start_keeps_who_started_it_and_inspect_and_history_say_so(
+    pg_dsn: str, schema: str, store_options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Who started an instance was kept nowhere: inspect, history and the studio named
+    who paused or cancelled it but not who set it going. A start now keeps its actor
+    (--actor, 'cli' by default); a retried start by someone else joins the instance and
+    keeps who first started it."""
+    assert main(["definition", "publish", str(EXAMPLE), *store_options]) == 0
+    start = ["start", NAME, "--input", "{}", *store_options]
+    assert main([*start, "--id", "o-1", "--actor", "ann"]) == 0
+    assert main([*start, "--id", "o-1", "--actor", "bob"]) == 0  # joined
+    assert main([*start, "--id", "o-2"]) == 0
+    capsys.readouterr()
+
+    assert main(["inspect", "o-1", *store_options]) == 0
+    assert re.search(r"^started \S+Z by ann$", capsys.readouterr().out, re.M)
+    assert main(["inspect", "o-1", "--json", *store_options]) == 0
+    assert json.loads(capsys.readouterr().out)["started_by"] == "ann"
+    assert main(["history", "o-1", *store_options]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(f"definition={NAME}@1 by ann")
+    assert main(["history", "o-1", "--json", *store_options]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["started_by"] == "ann"
+    assert main(["inspect", "o-2", *store_options]) == 0
+    assert re.search(r"^started \S+Z by cli$", capsys.readouterr().out, re.M)
+    refusal = argument_refused(capsys, *start, "--id", "o-3", "--actor", "ann smith")
+    assert refusal.startswith("wayline start: error: argument --actor: actor must be")

@@ -4,24 +4,34 @@ nothing of another team and nothing changed since its export is touched."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
 from engine.model.canonical import format_instant
 from engine.model.limits import MAX_RETENTION_KEEP, MIN_RETENTION_KEEP
-from engine.store import reads, retention, sweeps, work_views
+from engine.store import dead_letters, reads, retention, sweeps, work_views
 from engine.store.clock import ManualClock
-from engine.store.dead_letters import make_resolution, resolve
+from engine.store.dead_letters import (
+    Resolution,
+    instance_resolutions,
+    make_resolution,
+    resolve,
+)
 from engine.store.retention import MAX_PRUNE_BATCH
 from engine.store.store import Store
-from tests.integration.factories import DEFINITION, adjust_work
+from tests.integration.factories import DEFINITION, adjust_work, open_store
 
 T0 = datetime(2031, 6, 7, 8, 9, 10, tzinfo=UTC)
 KEEP = timedelta(days=30)
@@ -120,7 +130,7 @@ async def test_an_instance_changed_since_its_export_is_kept_for_a_later_run(
 ) -> None:
     await ended(client, "moving")
     clock.advance(KEEP * 2)
-    expired = [("moving", 1)]  # exported at an older position than it now has
+    expired = [("moving", 1, 0)]  # exported at an older position than it now has
     assert await retention._remove(store, expired) == 0
     assert await rows_of(store, "moving") > 0
 
@@ -176,6 +186,120 @@ async def test_the_export_keeps_who_resolved_a_dead_letter_and_why(
         "actor": "carol",
         "reason": "INC-4",
     }
+
+
+async def dead_lettered_then_ended(
+    client: Client, store: Store, clock: ManualClock, instance_id: str
+) -> tuple[str, str, int]:
+    """An instance whose work missed its deadline, terminated with the dead letter still
+    unresolved (retention takes it: its work is finished), and past the keep; the fence
+    of its dead letter."""
+    await started(client, instance_id)
+    work = [w.work_id for w in await work_views.instance_work(store, instance_id)]
+    await adjust_work(store, work, deadline=clock.now() + timedelta(minutes=1))
+    clock.advance(timedelta(minutes=2))
+    assert await sweeps.sweep_expired_deadlines(store) == 1
+    (letter,) = await work_views.instance_work(store, instance_id)
+    await client.command(instance_id, Action.TERMINATE, "alice", "done with it")
+    clock.advance(KEEP + timedelta(days=1))
+    return instance_id, letter.work_id, letter.token
+
+
+def discard(fence: tuple[str, str, int], at: datetime) -> Resolution:
+    return make_resolution("late", *fence, "discard", "carol", "INC-5", at)
+
+
+class ResolvedAfterItsBatch(Export):
+    """An export during which an operator discards a dead letter on another connection,
+    committed when the batch is on disk: after the export read the instance's
+    resolutions, before the removal. ``batch`` is called from the event loop's thread,
+    so the discard runs to its commit on a thread (and loop and store) of its own."""
+
+    def __init__(self, path: Path, dsn: str, schema: str, command: Resolution) -> None:
+        super().__init__(path)
+        self.dsn, self.schema, self.command = dsn, schema, command
+
+    @contextmanager
+    def batch(self) -> Iterator[Callable[[str], None]]:
+        with super().batch() as write:
+            yield write
+        failed: list[BaseException] = []
+        thread = threading.Thread(target=self._discard, args=(failed,))
+        thread.start()
+        thread.join()
+        assert not failed, failed
+
+    def _discard(self, failed: list[BaseException]) -> None:
+        async def resolved() -> None:
+            async with open_store(self.dsn, self.schema) as other:
+                await resolve(other, self.command)
+
+        try:
+            asyncio.run(resolved())
+        except BaseException as error:
+            failed.append(error)
+
+
+async def test_a_resolution_committed_after_the_export_is_not_removed_unexported(
+    client: Client, store: Store, clock: ManualClock, pg_dsn: str, schema: str, tmp_path: Path
+) -> None:
+    """The removal deleted every resolution of an instance still at its exported
+    position: one committed after the export had read them (a discard takes no event)
+    was removed without ever being exported. The instance is now kept, and the next run
+    exports it again with that resolution before it removes it."""
+    fence = await dead_lettered_then_ended(client, store, clock, "stuck")
+    with ResolvedAfterItsBatch(
+        tmp_path / "export.jsonl", pg_dsn, schema, discard(fence, clock.now())
+    ) as racing:
+        done = await retention.prune(store, "red", KEEP, racing)
+        assert (done.exported, done.removed, done.skipped) == (1, 0, 1)
+        assert [r["kind"] for r in racing.instances()["stuck"]][-1] == "terminated"
+        assert [r.command_id for r in await instance_resolutions(store, "stuck")] == ["late"]
+
+    with Export(tmp_path / "later.jsonl") as later:
+        assert (await retention.prune(store, "red", KEEP, later)).removed == 1
+        *events, discarded = later.instances()["stuck"]
+    assert events[-1]["kind"] == "terminated"
+    assert (discarded["kind"], discarded["command_id"]) == ("dead_letter_discarded", "late")
+    assert await rows_of(store, "stuck") == 0
+
+
+async def test_a_resolution_in_flight_during_the_removal_is_waited_for_and_kept(
+    client: Client, store: Store, clock: ManualClock, pg_dsn: str, schema: str, export: Export
+) -> None:
+    """A discard whose transaction had locked its dead letter and recorded itself, but
+    not yet committed, when the removal began: the removal did not see it, and its
+    DELETE of the work then waited for that lock and failed on the resolution's foreign
+    key once it committed (the whole batch with it). The removal now waits for the
+    resolution before it judges what is as exported, and keeps the instance."""
+    fence = await dead_lettered_then_ended(client, store, clock, "stuck")
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as resolver:
+        await resolver.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        replayed = await dead_letters._resolve_on(
+            resolver, discard(fence, clock.now()), None, store.channel
+        )
+        assert not replayed  # recorded in the open transaction, which holds the dead letter
+        pruning = asyncio.ensure_future(retention.prune(store, "red", KEEP, export))
+        await blocked_by(pg_dsn, resolver, pruning)
+        await resolver.commit()
+    done = await pruning
+
+    assert (done.exported, done.removed, done.skipped) == (1, 0, 1)
+    assert [r.command_id for r in await instance_resolutions(store, "stuck")] == ["late"]
+    assert await rows_of(store, "stuck") > 0
+
+
+async def blocked_by(
+    dsn: str, holder: psycopg.AsyncConnection, task: asyncio.Future[object]
+) -> None:
+    """Returns once a backend waits on a lock ``holder`` holds (the removal, behind the
+    open resolution); the task ending first is a failure (it never waited)."""
+    waiting = "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+    pid = holder.info.backend_pid
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as watch:
+        while not (await (await watch.execute(waiting, [pid])).fetchone())[0]:
+            assert not task.done(), "the removal never waited for the resolution"
+            await asyncio.sleep(0.01)
 
 
 async def test_policies_are_kept_per_team_and_bad_values_refused(store: Store) -> None:

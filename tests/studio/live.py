@@ -137,7 +137,7 @@ class LiveStudio:
                 display_name or username.title(),
                 must_change_password=must_change,
             )
-            await people.set_membership(store, user.user_id, team, Role(role))
+            await people.set_membership(store, user.user_id, team, Role(role), "seed")
 
         self.run(create)
         return username

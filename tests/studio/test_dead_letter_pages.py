@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from engine.decide.operator_actions import Action
 from engine.model.durations import ALLOWED, format_duration
 from engine.model.identifiers import team_instance_id
 from engine.model.limits import MAX_PAGE_ITEMS
@@ -218,3 +219,60 @@ def test_the_api_names_the_field_of_a_refused_resolution(studio: LiveStudio) -> 
         )
         assert answer.status_code == 422, change
         assert [p["path"] for p in answer.json()["problems"]] == [field], change
+
+
+def test_a_dead_letters_resolution_is_on_its_instances_audit_trail(studio: LiveStudio) -> None:
+    """Retrying or discarding a dead letter was recorded (the dead letters page and a
+    retention export show it) but the instance's own audit trail, the list of what
+    operators did to it, left it out: its page said nobody had acted on it. Each
+    resolution is now a row of that trail (who, when, what and why), among the
+    commands by time, and in the API's instance detail."""
+    team = studio.team("trail")
+    name = f"dl.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, definition(name))
+    retried, discarded = studio.start(team, name), studio.start(team, name)
+    assert studio.overdue(retried) == 1 and studio.overdue(discarded) == 1
+    studio.command(retried, Action.PAUSE, "while the fleet is down")
+    operator_name = studio.user(team, Role.OPERATOR)
+    operator = studio.client(operator_name)
+    listed = {i["instance_id"]: i for i in operator.get("/api/dead-letters").json()["items"]}
+    for instance_id, action, reason in (
+        (retried, "retry", "the worker fleet is back"),
+        (discarded, "discard", "obsolete order"),
+    ):
+        item = {k: listed[instance_id][k] for k in ("instance_id", "work_id", "token")}
+        answer = operator.post(
+            "/api/dead-letters/resolve",
+            json={"action": action, "reason": reason, "items": [item], "retry_in": "1h"}
+            if action == "retry"
+            else {"action": action, "reason": reason, "items": [item]},
+            headers={"X-CSRF-Token": operator.csrf},
+        )
+        assert [r["ok"] for r in answer.json()] == [True], answer.text
+
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    page = viewer.get(instance_url(retried)).text
+    table = re.search(r'id="audit-table".*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    rows = re.findall(r"<tr data-command=.*?</tr>", table.replace("<wbr>", ""), re.S)
+    assert len(rows) == 2
+    newest, older = rows
+    assert f"<td>{operator_name}</td>" in newest and ">dead_letter_retried<" in newest
+    assert "the worker fleet is back" in newest
+    assert re.search(r"activity \w+ \(token \d+\), due \d{4}-.* UTC, deadline ", newest)
+    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", newest)
+    assert ">pause<" in older and "while the fleet is down" in older
+    page = viewer.get(instance_url(discarded)).text.replace("<wbr>", "")
+    assert "No operator has acted on this instance." not in page
+    assert ">dead_letter_discarded<" in page and "obsolete order" in page
+
+    detail = viewer.get(f"/api/instances/{retried}").json()
+    (resolution,) = detail["dead_letter_resolutions"]
+    assert (resolution["kind"], resolution["actor"], resolution["reason"]) == (
+        "dead_letter_retried",
+        operator_name,
+        "the worker fleet is back",
+    )
+    assert resolution["work_id"] == listed[retried]["work_id"]
+    assert resolution["fencing_token"] == listed[retried]["token"]
+    assert resolution["step"] and resolution["retry_at"] and resolution["deadline"]
+    assert [a["action"] for a in detail["audit"]] == ["pause"]

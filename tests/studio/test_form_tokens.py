@@ -140,7 +140,7 @@ async def join_team(store: Store, username: str, team: str) -> None:
     """A second membership, so the page header offers its team switcher."""
     found = await people.find_login(store, username)
     assert found is not None
-    await people.set_membership(store, found[0].user_id, team, Role.VIEWER)
+    await people.set_membership(store, found[0].user_id, team, Role.VIEWER, "seed")
 
 
 def signalled(name: str) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class World:
     def _member(self) -> str:
         async def create(store) -> str:
             user = await people.create_user(store, f"member-{uuid.uuid4().hex[:8]}", PASSWORD)
-            await people.set_membership(store, user.user_id, self.team, Role.VIEWER)
+            await people.set_membership(store, user.user_id, self.team, Role.VIEWER, "seed")
             return user.user_id
 
         return self.studio.run(create)

@@ -57,7 +57,8 @@ def test_an_admin_invites_a_new_person_who_joins_by_choosing_a_password(
     assert removed.status_code == 200
     assert f"{said}{newcomer} is no longer a member of this team.</p>" in removed.text
     assert "member-changed" not in admin.get("/settings").text
-    assert newcomer not in admin.get("/settings").text
+    members = admin.get("/settings").text.split('id="members-table"')[1].split("</table>")[0]
+    assert newcomer not in members  # (the audit below the table names them)
 
 
 def test_inviting_an_existing_name_answers_exactly_as_for_an_unknown_one(
@@ -128,7 +129,7 @@ def test_switching_teams_changes_what_is_visible(studio: LiveStudio) -> None:
     name = studio.publish_new(second, "beta.only")
     username = studio.user(first, Role.VIEWER)
     user_id = _user_id(studio, username)
-    studio.run(lambda store: people.set_membership(store, user_id, second, Role.AUTHOR))
+    studio.run(lambda store: people.set_membership(store, user_id, second, Role.AUTHOR, "seed"))
     client = studio.client(username)
     assert name not in client.get("/definitions").text
     switched = client.form("/account/team", {"team": second, "next": "/definitions"})
@@ -245,7 +246,7 @@ def test_an_invitation_redeemed_by_a_member_keeps_their_role(studio: LiveStudio)
     elsewhere = studio.user(studio.team("elsewhere"), Role.VIEWER)
     code = _code(admin.form("/settings/members", {"username": elsewhere, "role": "viewer"}))
     user_id = _user_id(studio, elsewhere)
-    studio.run(lambda store: people.set_membership(store, user_id, team, Role.ADMIN))
+    studio.run(lambda store: people.set_membership(store, user_id, team, Role.ADMIN, "seed"))
     person = studio.client()
     assert _join(person, elsewhere, code, PASSWORD).status_code == 303
     assert person.get("/api/me").json()["role"] == "admin"
@@ -279,3 +280,77 @@ def test_an_admins_own_row_says_it_is_theirs_and_why_it_has_no_controls(
     assert page.count("(you)") == 1
     other = re.search(rf"<tr>\s*<td>{colleague}</td>(.*?)</tr>", page, re.S).group(1)
     assert "Remove" in other and "cannot change" not in other
+
+
+def test_every_change_to_a_member_or_invitation_is_audited_with_who_and_when(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Changing a member's role, removing a member or inviting someone recorded nothing
+    of who did it or when: a reviewer saw the members a team has, not how they came to
+    have them. Each change is now an entry (who, what, to whom, from and to which role,
+    when), on the Settings page and in GET /api/members/audit, for every member."""
+    team = studio.team("audited")
+    admin_name = studio.user(team, Role.ADMIN)
+    admin = studio.client(admin_name)
+    reviewer = studio.client(studio.user(team, Role.VIEWER))
+    newcomer = f"rosa-{uuid.uuid4().hex[:6]}"
+    code = _code(admin.form("/settings/members", {"username": newcomer, "role": "author"}))
+    assert _join(studio.client(), newcomer, code, PASSWORD).status_code == 303
+    user_id = _user_id(studio, newcomer)
+    assert admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"}).status_code == 200
+    assert admin.form(f"/settings/members/{user_id}/role", {"role": "viewer"}).status_code == 200
+    passer = f"passer-{uuid.uuid4().hex[:6]}"
+    admin.form("/settings/members", {"username": passer, "role": "operator"})
+    pending = admin.get("/settings").text
+    (invitation,) = re.findall(r"/settings/invitations/([^/]+)/withdraw", pending)
+    assert admin.form(f"/settings/invitations/{invitation}/withdraw").status_code in (200, 303)
+    assert admin.form(f"/settings/members/{user_id}/remove").status_code == 200
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    added = f"cli-{uuid.uuid4().hex[:6]}"
+    assert main(["user", "create", added, "--team", team, "--role", "author", *database]) == 0
+    capsys.readouterr()
+
+    answer = reviewer.get("/api/members/audit")
+    assert answer.status_code == 200, answer.text
+    entries = [
+        (e["actor"], e["action"], e["username"], e["from_role"], e["to_role"])
+        for e in answer.json()["items"]
+        if e["actor"] != "seed"  # the test's own set-up
+    ]
+    assert entries == [
+        ("command line", "added", added, None, "author"),
+        (admin_name, "removed", newcomer, "viewer", None),
+        (admin_name, "invitation_withdrawn", passer, "operator", None),
+        (admin_name, "invited", passer, None, "operator"),
+        (admin_name, "role_changed", newcomer, "author", "viewer"),  # once: then no change
+        (newcomer, "joined", newcomer, None, "author"),
+        (admin_name, "invited", newcomer, None, "author"),
+    ]
+    assert all(e["occurred_at"] for e in answer.json()["items"])
+    assert answer.json()["next_cursor"] is None
+
+    page = reviewer.get("/settings").text
+    table = re.search(r'id="account-audit-table">(.*?)</table>', page, re.S).group(1)
+    assert (
+        f'<td data-label="Who">{admin_name}</td><td data-label="Action">removed</td>'
+        f'<td data-label="Member">{newcomer}</td><td data-label="From role">viewer</td>'
+    ) in table
+    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", table)
+    stranger = studio.client(studio.user(studio.team("stranger"), Role.ADMIN))
+    assert newcomer not in stranger.get("/api/members/audit").text
+    assert newcomer not in stranger.get("/settings").text
+
+
+def test_the_account_audit_pages_newest_first(studio: LiveStudio) -> None:
+    team = studio.team("audit-pages")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    names = [f"p{i}-{uuid.uuid4().hex[:6]}" for i in range(3)]
+    for name in names:
+        admin.form("/settings/members", {"username": name, "role": "viewer"})
+    first = admin.get("/api/members/audit", params={"limit": 2}).json()
+    assert [e["username"] for e in first["items"]] == names[:0:-1]
+    rest = admin.get("/api/members/audit", params={"limit": 2, "before": first["next_cursor"]})
+    assert rest.json()["items"][0]["username"] == names[0]
+    assert admin.get("/api/members/audit", params={"limit": 0}).status_code == 422
+    page = admin.get("/settings", params={"audit_before": first["next_cursor"]}).text
+    assert names[0] in page and names[2] not in page.split('id="account-audit-table"')[1]

@@ -199,3 +199,32 @@ def test_versions_are_listed_by_name_newest_first_and_a_name_opens_on_its_latest
     assert listed == [f"{other}@1", f"{name}@10", f"{name}@2", f"{name}@1"]
     assert re.findall(r'<option value="([^"]+)"[^>]*\bselected>', page) == [f"{name}@10"]
     assert f'<optgroup label="{name}">' in page
+
+
+def test_an_instance_says_who_started_it_from_the_form_or_with_a_token(
+    studio: LiveStudio,
+) -> None:
+    """Who started an instance was kept nowhere: its page and the API named who
+    paused or cancelled it, never who set it going. The person (or the API token, as
+    every audit record names one) is now kept with its start and shown; a retry by
+    someone else joins it and keeps who first started it."""
+    team = studio.team("starters")
+    name = studio.publish_new(team, "starters")
+    operator_name = studio.user(team, Role.OPERATOR)
+    operator = studio.client(operator_name)
+    fields = {"definition": f"{name}@1", "instance_id": "by-form", "input": "{}"}
+    assert operator.form("/instances", fields).status_code == 303
+    other = studio.client(studio.user(team, Role.OPERATOR))
+    assert other.form("/instances", fields).status_code == 303  # joined
+    page = operator.get(instance_url("by-form")).text
+    assert f'<span id="instance-started-by">by {operator_name}</span>' in page
+
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    made = admin.form("/settings/tokens", {"label": "ci-start", "role": "operator"})
+    secret = re.search(r'id="new-token">([^<]+)<', made.text).group(1)
+    bearer = {"Authorization": f"Bearer {secret}"}
+    body = {"definition": name, "version": "1", "instance_id": "by-token", "input": {}}
+    answer = studio.client().post("/api/instances", json=body, headers=bearer)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["started_by"] == f"token:{secret.split('_')[1]}"
+    assert operator.get("/api/instances/by-form").json()["started_by"] == operator_name

@@ -65,6 +65,16 @@ ORDER BY r.occurred_at, r.command_id
 """
 """Every resolution of one instance's dead letters, oldest first."""
 
+LATEST_INSTANCE_RESOLUTIONS = """
+SELECT r.command_id, r.work_id, r.instance_id, r.lease_token, r.action, r.actor, r.reason,
+       r.occurred_at, r.retry_at, r.deadline
+FROM work_resolutions r
+WHERE r.instance_id = %(instance)s
+ORDER BY r.occurred_at DESC, r.command_id DESC
+LIMIT %(limit)s
+"""
+"""The newest resolutions of one instance's dead letters, newest first (its audit trail)."""
+
 RESOLUTION_BY_COMMAND = """
 SELECT fingerprint FROM work_resolutions
 WHERE instance_id = %(instance)s AND command_id = %(command)s

@@ -50,7 +50,26 @@ JOIN unnest(%(ids)s::text[], %(sequences)s::bigint[]) AS c (instance_id, sequenc
 WHERE i.archived_at IS NOT NULL
 FOR UPDATE OF i SKIP LOCKED
 """
-"""The exported instances still as exported, locked; one being changed is skipped."""
+"""The exported instances still at their exported position, locked; one being changed is
+skipped."""
+
+LOCK_WORK = """
+SELECT 1 FROM work WHERE instance_id = ANY(%(ids)s) ORDER BY instance_id, work_id FOR UPDATE
+"""
+"""The chosen instances' work rows, locked (in key order): a dead letter's resolution holds
+its work row's lock until it commits (``dead_letters.LOCK_DEAD_LETTER``), so once these are
+held every resolution of theirs has committed (and the next statement sees it) or waits,
+to find no dead letter once they are removed. An ended instance has no live work, so
+only such a resolution can hold one, and only for its own short transaction."""
+
+RESOLUTIONS_AS_EXPORTED = """
+SELECT c.instance_id
+FROM unnest(%(ids)s::text[], %(counts)s::bigint[]) AS c (instance_id, exported)
+WHERE (SELECT count(*) FROM work_resolutions r WHERE r.instance_id = c.instance_id)
+      = c.exported
+"""
+"""The chosen instances that have exactly the resolutions their export holds (they are
+only ever added, so the number says it): one resolved since its export is kept."""
 
 REMOVE = (
     "DELETE FROM work_resolutions WHERE instance_id = ANY(%(ids)s)",

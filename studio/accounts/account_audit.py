@@ -1,0 +1,139 @@
+"""The audit of account actions: who did what to a team's members, and when.
+
+An instance's operator commands are audited in its history; what admins do to a team's
+people is audited here (table ``studio_account_audit``, migration 0035): an invitation
+(to whom, with which role), its withdrawal, a role changed (from and to), a member
+removed (and the role they had), a person joining with an invitation, and a member added
+from the command line (``wayline user create --team``) or by the studio's first start.
+Each entry is written by the statement list that makes the change, in its transaction
+(``record`` on the change's own connection), so a change is never without its entry and
+an entry never names a change that did not happen. A change that changes nothing (a role
+set to the role the member has) records nothing.
+
+The actor is named as every audit field names one (``Principal.actor``: a username, or
+``token:<id>`` for an API token); the command line and the first start, which have no
+account, are named by a phrase with a space (``COMMAND_LINE``, ``FIRST_START``), which
+no username can be. Every member of the team may read the team's entries (a reviewer
+needs no admin role): the Settings page shows the newest, ``GET /api/members/audit``
+pages through all of them, newest first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+import psycopg
+
+from engine import Store
+from engine.model.limits import MAX_PAGE_ITEMS
+from studio.roles import Role
+
+COMMAND_LINE = "command line"
+"""The actor of a change made with ``wayline user create``."""
+FIRST_START = "first start"
+"""The actor of the first admin the studio's first start creates."""
+SHOWN = 50
+"""Entries the Settings page shows (the API pages through the rest)."""
+
+
+class AccountAction(StrEnum):
+    INVITED = "invited"
+    INVITATION_WITHDRAWN = "invitation_withdrawn"
+    JOINED = "joined"
+    ADDED = "added"
+    ROLE_CHANGED = "role_changed"
+    REMOVED = "removed"
+
+    @property
+    def words(self) -> str:
+        """What the Settings page says for it."""
+        return self.value.replace("_", " ")
+
+
+COLUMNS = "entry_id, team_id, occurred_at, actor, action, username, from_role, to_role"
+RECORD = """
+INSERT INTO studio_account_audit (team_id, actor, action, username, from_role, to_role)
+VALUES (%(team)s, %(actor)s, %(action)s, %(username)s, %(from_role)s, %(to_role)s)
+"""
+PAGE = f"""
+SELECT {COLUMNS} FROM studio_account_audit
+WHERE team_id = %(team)s AND (%(before)s::bigint IS NULL OR entry_id < %(before)s)
+ORDER BY entry_id DESC
+LIMIT %(limit)s
+"""
+"""A team's entries before an entry, newest first (``studio_account_audit_team_idx``)."""
+
+
+@dataclass(frozen=True)
+class AccountEntry:
+    """One account action, as recorded when it was made."""
+
+    entry_id: int
+    team_id: str
+    occurred_at: datetime
+    actor: str
+    """Who did it, as audit fields name people: a username, ``token:<id>``, or one of
+    ``COMMAND_LINE`` and ``FIRST_START``."""
+    action: AccountAction
+    username: str
+    """The member, or the username invited."""
+    from_role: str
+    """The role before ('' for an invitation, a join or an addition)."""
+    to_role: str
+    """The role after ('' for a removal or a withdrawn invitation)."""
+
+
+@dataclass(frozen=True)
+class AccountPage:
+    entries: list[AccountEntry]
+    before: int | None
+    """Where the next (older) page starts, or None when there is none."""
+
+
+async def record(
+    conn: psycopg.AsyncConnection,
+    team_id: str,
+    actor: str,
+    action: AccountAction,
+    username: str,
+    from_role: Role | str = "",
+    to_role: Role | str = "",
+) -> None:
+    """Record ``action`` in the transaction of ``conn``, the one that makes the change."""
+    await conn.execute(
+        RECORD,
+        {
+            "team": team_id,
+            "actor": actor,
+            "action": AccountAction(action).value,
+            "username": username,
+            "from_role": _role(from_role),
+            "to_role": _role(to_role),
+        },
+    )
+
+
+async def page(
+    store: Store, team_id: str, before: int | None = None, limit: int = SHOWN
+) -> AccountPage:
+    """The team's entries older than entry ``before`` (from the newest when None), newest
+    first, at most ``limit`` (1 to MAX_PAGE_ITEMS)."""
+    if not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise ValueError(f"limit must be from 1 to {MAX_PAGE_ITEMS}")
+    params = {"team": team_id, "before": before, "limit": limit + 1}
+    async with store.connection() as conn:
+        rows = await (await conn.execute(PAGE, params)).fetchall()
+    entries = [_entry(row) for row in rows[:limit]]
+    more = len(rows) > limit
+    return AccountPage(entries, entries[-1].entry_id if more else None)
+
+
+def _role(role: Role | str) -> str:
+    return Role(role).value if role else ""
+
+
+def _entry(row: tuple) -> AccountEntry:
+    entry_id, team_id, occurred_at, actor, action, *rest = row
+    return AccountEntry(entry_id, team_id, occurred_at, actor, AccountAction(action), *rest)
