@@ -8,7 +8,7 @@ never depends on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import psycopg
 
@@ -51,6 +51,16 @@ async def list_workers(store: Store, limit: int = 100) -> list[WorkerInfo]:
     async with store.connection() as conn:
         rows = await (await conn.execute(sql.LIST_WORKERS, {"limit": limit})).fetchall()
     return [WorkerInfo(r[0], tuple(r[1]), *r[2:]) for r in rows]
+
+
+RUNNING_WITHIN = timedelta(minutes=15)
+"""A worker that sent a heartbeat within this long counts as running its targets."""
+
+
+async def running_targets(store: Store) -> list[str]:
+    """The targets running workers run: what an instance's open work needs one of
+    (``engine.store.work_views.unserved``)."""
+    return await advertised_targets(store, store.now() - RUNNING_WITHIN)
 
 
 async def advertised_targets(store: Store, since: datetime) -> list[str]:
