@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.api.queries import Queries
 from engine.model.instance import InstanceStatus
 from examples import documents as approval
 from tests.e2e.test_cli_e2e import ok
@@ -58,3 +59,5 @@ async def test_a_stopped_worker_no_longer_counts_as_running_its_version(e2e: Har
     said = await ok(e2e, "inspect", "exec-1")
     assert "  now: waiting for the timer of InReview until " in said
     assert said.endswith(STOPPED_V1)
+    [stopped] = [w for w in await Queries(e2e.store).workers() if w.worker_id == old.worker_id]
+    assert stopped.stopped_at is not None, "the Workers page says it stopped, not live"
