@@ -4,12 +4,13 @@ worker will ever take that work, rather than read as waiting for the next step."
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from engine.api.queries import Queries
 from engine.model.instance import InstanceStatus
 from examples import documents as approval
-from tests.e2e.test_cli_e2e import ok
+from tests.e2e.test_cli_e2e import ok, one_line
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Harness
@@ -61,3 +62,33 @@ async def test_a_stopped_worker_no_longer_counts_as_running_its_version(e2e: Har
     assert said.endswith(STOPPED_V1)
     [stopped] = [w for w in await Queries(e2e.store).workers() if w.worker_id == old.worker_id]
     assert stopped.stopped_at is not None, "the Workers page says it stopped, not live"
+
+
+async def test_a_version_published_from_the_command_line_can_be_deprecated_there(
+    e2e: Harness,
+) -> None:
+    """Deprecating was the studio's and the API's alone, which act for a team: a version
+    published by ``wayline definition publish`` (team '', which no account belongs to)
+    could not be deprecated at all, so version 1 kept taking new starts after the deploy."""
+    await e2e.publish(approval.flow.definition)
+    said = await ok(e2e, "definition", "deprecate", "document_approval@1", "--actor", "ann")
+    assert said == (
+        "deprecated document_approval@1 (by ann): new instances of it are refused;"
+        " instances already on it keep it until they end or are migrated\n"
+    )
+    assert "document_approval@1 " in (listed := await ok(e2e, "definition", "list"))
+    assert listed.rstrip().endswith("deprecated")
+    start = json.dumps({"input": "v1", "parent": "doc-1"})
+    refused = await e2e.cli("start", "document_approval@1", "--id", "x", "--input", start)
+    assert (refused.code, one_line(refused)) == (
+        1,
+        "wayline start: document_approval@1 is deprecated and refuses new instances",
+    )
+
+    theirs = await e2e.cli(
+        "definition", "deprecate", "document_approval@1", "--actor", "ann", "--team", "other"
+    )
+    assert (theirs.code, one_line(theirs)) == (
+        1,
+        "wayline definition deprecate: document_approval@1 is not published",
+    )
