@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     definition_actions = definitions.register(commands)
     runtime.register_definition_actions(definition_actions)
     version_moves.register_edge(definition_actions)
+    version_moves.register_deprecate(definition_actions)
     migrate.register(commands)
     runtime.register(commands)
     version_moves.register(commands)

@@ -75,11 +75,12 @@ from engine.model.limits import (
     MIN_LEASE_DURATION,
     MIN_WORKER_POLL_INTERVAL,
 )
+from engine.model.pinned_code import PREFIXES
 from engine.model.transitions import work_label
 from engine.model.words import counted
 from engine.modes.code.runs import run_id
 from engine.modes.steps.fold.activities import RESOLUTIONS
-from engine.store import catalog, holds, reads, work_views
+from engine.store import catalog, holds, reads, work_views, workers
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
@@ -562,6 +563,7 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
         if now := await _now(client, state, held):
             said.append(f"now: {now}")
         said += await _held_by(client.store, state, rows)
+        said += await _unserved(client.store, state, rows)
         raise CommandFailed("; ".join(said)) from None
     print(f"ended {state.instance_id} ({state.status.label})")
     if state.status is InstanceStatus.COMPLETED:
@@ -739,6 +741,8 @@ async def _print_standing(
         print(f"  {DEAD_LETTERS_WAIT}")
     for line in await _held_by(client.store, state, rows):
         print(f"  {line}")
+    for line in await _unserved(client.store, state, rows):
+        print(f"  {line}")
 
 
 async def _now(client: Client, state: Instance, held: HeldStarts) -> str:
@@ -759,6 +763,25 @@ async def _held_by(store: Store, state: Instance, rows: list[WorkRow]) -> list[s
         " no worker runs its work until the hold is released (wayline hold release)"
         for hold in await holds.instance_holds(store, parked[0].tenant_id, state.instance_id)
     ]
+
+
+async def _unserved(store: Store, state: Instance, rows: list[WorkRow]) -> list[str]:
+    """A sentence per target of the instance's open work that no running worker runs
+    (``work_views.unserved``): without it, an instance whose old version's workers were
+    stopped reads as waiting for its next step, which no worker will ever take."""
+    if state.status.terminal or not any(row.state is WorkState.AVAILABLE for row in rows):
+        return []
+    running = await workers.running_targets(store)
+    return [unserved_line(target) for target in work_views.unserved(rows, running)]
+
+
+def unserved_line(target: str) -> str:
+    """What ``inspect`` says of ``target``, which no running worker runs."""
+    cure = "a worker whose app registers it starts (wayline worker --app MODULE:REGISTRY)"
+    if any(target.startswith(prefix) for prefix in PREFIXES):
+        cure += " or the instance is migrated to a version a running worker runs"
+        cure += " (wayline instance migrate)"
+    return f"no worker: no running worker runs {target}: its work waits until {cure}"
 
 
 DEAD_LETTERS_WAIT = (

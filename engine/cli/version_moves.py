@@ -27,9 +27,11 @@ from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
 from engine.decide.previews import Preview, Verdict
+from engine.model.errors import DefinitionNotFound
 from engine.model.identifiers import name_problem
 from engine.model.limits import MAX_BULK_INSTANCES
 from engine.modes.code.replay_gate import NOT_LOADED
+from engine.store import catalog
 
 AUDITED = "recorded in the audit trail"
 
@@ -73,15 +75,44 @@ def register_edge(actions: argparse._SubParsersAction) -> None:
     edge.add_argument("--reason", required=True, type=reason, help=f"why they may move ({AUDITED})")
 
 
-def edge_source(text: str) -> tuple[str, str]:
+def register_deprecate(actions: argparse._SubParsersAction) -> None:
+    """``definition deprecate``, beside ``definition publish``: the studio's and the API's
+    deprecate, for a name published from the command line (team '', which no studio
+    account belongs to) or by ``--team T``."""
+    retire = add_command(
+        actions,
+        "deprecate",
+        "refuse new instances of NAME@VERSION; instances already on it keep it",
+        _deprecate,
+    )
+    retire.add_argument("pin", metavar="NAME@VERSION")
+    retire.add_argument("--actor", required=True, type=actor, help="who deprecates it (kept)")
+    retire.add_argument("--team", default="", type=team, help="the team that published it")
+
+
+async def _deprecate(client: Client, args: argparse.Namespace) -> int:
+    """Deprecate a version the team published; another team's is refused as if it were
+    not published, as the studio refuses it."""
+    name, at_version = edge_source(args.pin, "version to deprecate")
+    if await catalog.name_owner(client.store, name) not in (args.team, None):
+        raise DefinitionNotFound(f"{name}@{at_version} is not published")
+    await client.deprecate(name, at_version, args.actor)
+    print(
+        f"deprecated {name}@{at_version} (by {args.actor}): new instances of it are refused;"
+        " instances already on it keep it until they end or are migrated"
+    )
+    return 0
+
+
+def edge_source(text: str, what_it_is: str = "edge's source") -> tuple[str, str]:
     """``NAME@FROM`` as (name, version); UsageError naming the expected shape, or what
     a name or version may be (``order@1 2`` is not published, ``order@x/y`` is no version)."""
     name, at, source = text.rpartition("@")
     if not at or not name or not source:
-        raise UsageError(f"give the edge's source as NAME@VERSION, not {text!r}")
+        raise UsageError(f"give the {what_it_is} as NAME@VERSION, not {text!r}")
     for what, value in (("definition name", name), ("version", source)):
         if problem := name_problem(value):
-            raise UsageError(f"in the edge's source {text!r}, the {what} {problem}")
+            raise UsageError(f"in the {what_it_is} {text!r}, the {what} {problem}")
     return name, source
 
 

@@ -10,7 +10,7 @@ view, never a fence).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -145,4 +145,24 @@ def _work_row(row: tuple[Any, ...]) -> WorkRow:
         tenant_id=tenant,
         failure_detail=detail,
         discarded=bool(discarded),
+    )
+
+
+def unserved(rows: Iterable[WorkRow], running: Iterable[str]) -> tuple[str, ...]:
+    """The targets of an instance's open work (``rows``) that no running worker runs
+    (``running``, ``engine.store.workers.running_targets``): that work waits, due now or
+    later, until a worker whose app registers its target starts, or (a machine's or a
+    code workflow's version) until the instance is migrated to a version one runs. A
+    rolling deploy that stops the old version's workers leaves exactly this behind, and
+    nothing else says it: the instance only reads as waiting for its next step. Work
+    without a target (a step list's timer) is run by any worker."""
+    served = set(running)
+    return tuple(
+        sorted(
+            {
+                row.target
+                for row in rows
+                if row.state is WorkState.AVAILABLE and row.target and row.target not in served
+            }
+        )
     )

@@ -168,15 +168,19 @@ class Worker:
             asyncio.create_task(self._every(self.config.heartbeat_every, self._heartbeat, stop)),
             asyncio.create_task(self._every(self.config.sweep_every, self._sweep, stop, now=True)),
         ]
+        drained = False
         try:
             await self._heartbeat()
             await self._loop(stop)
             self.ctx.draining = True
             await self._drain()
+            drained = True
         finally:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            if drained:  # after the last heartbeat, which would count it as running again
+                await self._stopped()
             await self.ctx.commits.close()
             self.ctx.threads.close()
 
@@ -363,6 +367,15 @@ class Worker:
             socket.gethostname(),
             os.getpid(),
         )
+
+    async def _stopped(self) -> None:
+        """Record the clean stop, so this worker's targets stop counting as running at
+        once (``workers.stopped``); a store that does not answer is only logged: the
+        heartbeat then goes stale within ``workers.RUNNING_WITHIN`` anyway."""
+        try:
+            await workers.stopped(self.store, self.config.worker_id, os.getpid())
+        except (StoreError, psycopg.Error, OSError) as error:
+            _log_failure(error, "record of the stop")
 
     async def _sweep(self) -> None:
         self.ctx.faults.reach(Boundary.IN_RECOVERY)

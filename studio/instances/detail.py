@@ -22,6 +22,7 @@ from engine.api.queries import (
     WorkRow,
     WorkState,
 )
+from engine.api.queries import unserved as unserved_of
 from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.description import HeldStarts, never_happens
@@ -40,7 +41,6 @@ from studio.instances.service import require_row
 from studio.instances.step_states import StepState
 from studio.machines import overlay as machine_overlay
 from studio.machines.overlay import MachineView
-from studio.operations.workers import known_targets
 from studio.reads import Reads
 
 WORK_SHOWN = 200
@@ -307,7 +307,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         signal_slots=signal_slots(state, journal),
         machine=machine,
         journal=journal,
-        unserved=await unserved(reads, work, now),
+        unserved=await unserved(reads, work),
         resolutions=resolutions,
     )
 
@@ -325,16 +325,14 @@ def held_states(states: dict[str, StepState], held: HeldStarts) -> dict[str, Ste
     return states
 
 
-async def unserved(reads: Reads, work: list[WorkRow], now: datetime) -> tuple[str, ...]:
-    """Targets of due ``work`` that no running worker runs: it waits for a worker that
-    registers them (an app not deployed, a machine's code no worker loads), which
-    nothing else on the page says. The workers are read only when something is due."""
-    due = {
-        w.target
-        for w in work
-        if w.state is WorkState.AVAILABLE and w.target and w.available_at <= now
-    }
-    return tuple(sorted(due - set(await known_targets(reads.queries)))) if due else ()
+async def unserved(reads: Reads, work: list[WorkRow]) -> tuple[str, ...]:
+    """Targets of the instance's open ``work``, due now or later, that no running worker
+    runs (``engine.store.work_views.unserved``): it waits for a worker that registers
+    them (an app not deployed, a version's code whose workers were stopped), which
+    nothing else on the page says. The workers are read only when work is open."""
+    if not any(w.state is WorkState.AVAILABLE for w in work):
+        return ()
+    return unserved_of(work, await reads.queries.running_targets())
 
 
 def position(state: Instance, registry: Any, now: datetime) -> str:

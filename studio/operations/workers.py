@@ -25,7 +25,9 @@ class WorkerView:
 
     @property
     def live(self) -> bool:
-        return self.now - self.info.heartbeat_at < LIVE_WITHIN
+        """Beating, and not stopped: a worker stopped cleanly (``stopped_at``) is not
+        live however fresh its last heartbeat, as its targets no longer count."""
+        return self.info.stopped_at is None and self.now - self.info.heartbeat_at < LIVE_WITHIN
 
     @property
     def silent_for(self) -> timedelta:
