@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from engine.api.client import Client
 from engine.api.executions import Executions, submit_key_problem
 from engine.cli import machine_roles
 from engine.cli.options import actor, checked_by, converted_by, reason, team
-from engine.cli.runtime import add_command, add_group, json_arg, require_owned
+from engine.cli.runtime import add_command, add_group, json_arg, require_owned, unserved_lines
 from engine.model.identifiers import id_problem, name_problem, split_pin
-from engine.modes.machines.standing import StateValue
+from engine.modes.machines.standing import StateValue, status_of
+from engine.store import work_views
 from engine.store.principals import COVERS
 
 DEFAULT_SCOPE = "operator"
@@ -115,8 +117,14 @@ async def _state(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _status(client: Client, args: argparse.Namespace) -> int:
-    executions = Executions(client)
-    print(await executions.status(args.execution, args.actor, args.team, machine=args.machine))
+    """The status word (the seed's answer, alone on stdout), and on stderr a line per
+    target of its open work that no running worker runs, as ``inspect`` says it: a
+    ``running`` execution whose version's workers were all stopped moves no further."""
+    state = await Executions(client).owned(args.execution, args.actor, args.team, args.machine)
+    print(status_of(state, client.store.now()))
+    rows = await work_views.instance_work(client.store, state.instance_id)
+    for line in await unserved_lines(client.store, state, rows):
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -563,7 +563,7 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
         if now := await _now(client, state, held):
             said.append(f"now: {now}")
         said += await _held_by(client.store, state, rows)
-        said += await _unserved(client.store, state, rows)
+        said += await unserved_lines(client.store, state, rows)
         raise CommandFailed("; ".join(said)) from None
     print(f"ended {state.instance_id} ({state.status.label})")
     if state.status is InstanceStatus.COMPLETED:
@@ -741,7 +741,7 @@ async def _print_standing(
         print(f"  {DEAD_LETTERS_WAIT}")
     for line in await _held_by(client.store, state, rows):
         print(f"  {line}")
-    for line in await _unserved(client.store, state, rows):
+    for line in await unserved_lines(client.store, state, rows):
         print(f"  {line}")
 
 
@@ -765,7 +765,7 @@ async def _held_by(store: Store, state: Instance, rows: list[WorkRow]) -> list[s
     ]
 
 
-async def _unserved(store: Store, state: Instance, rows: list[WorkRow]) -> list[str]:
+async def unserved_lines(store: Store, state: Instance, rows: list[WorkRow]) -> list[str]:
     """A sentence per target of the instance's open work that no running worker runs
     (``work_views.unserved``): without it, an instance whose old version's workers were
     stopped reads as waiting for its next step, which no worker will ever take."""

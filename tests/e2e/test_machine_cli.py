@@ -53,7 +53,13 @@ async def test_state_status_and_cancel_are_the_submitters(e2e: Harness) -> None:
     assert await ok(e2e, "machine", "state", *mine, "--json") == (
         '{"fields": {}, "variant": "Submitted"}\n'
     )
-    assert await ok(e2e, "machine", "status", *mine) == "running\n"
+    status = await e2e.cli("machine", "status", *mine)
+    assert (status.code, status.stdout) == (0, "running\n"), "the seed's word, alone on stdout"
+    assert status.stderr == (
+        "no worker: no running worker runs machine:document_approval@1: its work waits until "
+        "a worker whose app registers it starts (wayline worker --app MODULE:REGISTRY) or the "
+        "instance is migrated to a version a running worker runs (wayline instance migrate)\n"
+    ), "a 'running' execution no worker will advance says so"
 
     theirs = await e2e.cli("machine", "status", "document_approval", execution, "--as", "bob")
     assert theirs.code == 1
