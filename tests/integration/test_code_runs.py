@@ -193,7 +193,7 @@ async def test_a_run_no_worker_has_decided_says_so_and_its_early_signal_waits(
     await client.start_run("order-saga", ORDER, id="o-42")
     await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
     early = await client.inspect(RUN)
-    assert await client.awaiting(early) == CODE_RUNS_NEXT
+    assert await client.awaiting(early) == CODE_RUNS_NEXT.format(target="workflow:order-saga@1")
     assert "  inbox paid pay-1: not taken yet" in describe_instance(early).splitlines()
     await settle(ctx)
     taken = await client.inspect(RUN)

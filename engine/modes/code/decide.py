@@ -136,10 +136,11 @@ def _waiting_reason(state: Instance) -> Said:
         if timer.fired_at is None
     ]
     if not pending:  # nothing recorded is open: the code itself runs next (its decision is due)
-        return (CODE_RUNS_NEXT,)
+        return (CODE_RUNS_NEXT.format(target=records.target_of(state.definition)),)
     listed = [part for n, item in enumerate(pending) for part in ((", ",) if n else ()) + item]
     return ("waiting for ", *listed)
 
 
-CODE_RUNS_NEXT = "waiting for a worker with its app to run its code"
-"""Where a code run stands when no step, wait or timer of it is open."""
+CODE_RUNS_NEXT = "waiting for a worker that runs {target} to run its code"
+"""Where a code run stands when no step, wait or timer of it is open: named by the
+target its app registers (``workflow:order-saga@1``), as a worker's log lists it."""
