@@ -22,6 +22,7 @@ from litestar.response import Template
 from engine.model.definitions import Definition, Mode
 from studio.drills.jobs import DrillJob
 from studio.errors import Invalid, StudioError
+from studio.formats import attachment
 from studio.plans import diff as plan_diff
 from studio.plans import documents, outcome, outline_nodes, saved
 from studio.plans import service as plans
@@ -267,7 +268,7 @@ async def export_plan(planned: NamedDependency[tuple[Definition, SavedPlan]]) ->
     return Response(
         json.dumps(found.document, indent=2) + "\n",
         media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )
 
 
