@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import Store
+from engine.model.limits import MAX_SEQUENCE
 from studio.accounts import account_audit, api_tokens, invitations, people, sessions
 from studio.accounts.account_audit import AccountPage
 from studio.accounts.api_tokens import ApiToken, TokenRejected
@@ -128,8 +129,8 @@ async def account_audit_page(
     store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
 ) -> AccountPage:
     """The team's audit of account actions, newest first (older than entry ``before``)."""
-    if before is not None and before < 1:
-        raise Invalid("before is an audit entry's id: a whole number of at least 1")
+    if before is not None and not 1 <= before <= MAX_SEQUENCE:  # a bigint, like the ids
+        raise Invalid(f"before is an audit entry's id: a whole number from 1 to {MAX_SEQUENCE}")
     return await account_audit.page(store, team, before, limit)
 
 
