@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from litestar import Request, Response
 from litestar.di import NamedDependency
@@ -258,7 +259,8 @@ async def save_plan(
     except Invalid as invalid:
         return await _page(request, principal, runtime, drilled, working, status=422,
                            errors={"": str(invalid)})  # fmt: skip
-    return see_other(f"{plans_url(drilled)}?plan={kept.name}&v={kept.version}&saved_notice=1")
+    shown = urlencode({"plan": kept.name, "v": kept.version, "saved_notice": 1})
+    return see_other(f"{plans_url(drilled)}?{shown}")
 
 
 async def export_plan(planned: NamedDependency[tuple[Definition, SavedPlan]]) -> Response[str]:

@@ -207,3 +207,17 @@ def test_a_plan_name_with_a_line_break_is_refused(operator: SignedInClient, url:
     assert "printable characters" in refused.json()["error"]
     saved = operator.form(url, fields("charge:after_handler:kill", name="weekly\tplan"))
     assert saved.status_code == 422 and "printable characters" in saved.text
+
+
+def test_saving_a_plan_named_with_query_characters_opens_that_plan(
+    operator: SignedInClient, url: str
+) -> None:
+    """The redirect after a save put the name into its query as typed: a plan named
+    ``smoke&v=9 #x`` led to a page asking for plan ``smoke``, version 9."""
+    saved = operator.form(url, fields("charge:after_handler:kill", name="smoke&v=9 #x"))
+    assert saved.status_code == 303
+    location = saved.headers["location"]
+    assert location.endswith("?plan=smoke%26v%3D9+%23x&v=1&saved_notice=1"), location
+    opened = operator.get(location)
+    assert opened.status_code == 200
+    assert 'data-plan="smoke&amp;v=9 #x" data-version="1"' in opened.text
