@@ -66,10 +66,12 @@
       appendEvents(data.events);
       root.dataset.sequence = String(data.sequence);
     });
-    source.addEventListener("end", function () {
+    source.addEventListener("end", function (event) {
       source.close();
       root.dataset.live = "ended";
-      say("ended");
+      // "access-ended": the session was signed out (or the token revoked, the person
+      // removed from the team) while the page was open; reloading leads to sign-in.
+      say(event.data === "access-ended" ? "stopped: signed out, reload to sign in" : "ended");
     });
     source.addEventListener("error", function () {
       if (source.readyState === EventSource.CONNECTING) say("reconnecting…");

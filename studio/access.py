@@ -47,15 +47,38 @@ async def current_principal(connection: ASGIConnection) -> Principal | None:
     cached = state.get("principal", _UNRESOLVED)
     if cached is not _UNRESOLVED:
         return cached  # type: ignore[return-value]
-    store = connection.app.state.store
-    found = None
-    authorization = connection.headers.get("authorization", "")
-    if authorization:
-        found = await principals.from_bearer(store, authorization)
-    elif cookie := connection.cookies.get(COOKIE):
-        found = await principals.from_session(store, cookie)
+    found = await resolve_principal(connection)
     state["principal"] = found
     return found
+
+
+async def resolve_principal(connection: ASGIConnection) -> Principal | None:
+    """Who the request's credentials name now, read afresh from the store (not the
+    answer ``current_principal`` keeps for the rest of the request)."""
+    store = connection.app.state.store
+    authorization = connection.headers.get("authorization", "")
+    if authorization:
+        return await principals.from_bearer(store, authorization)
+    if cookie := connection.cookies.get(COOKIE):
+        return await principals.from_session(store, cookie)
+    return None
+
+
+async def still_allowed(connection: ASGIConnection, team_id: str, access: Access) -> bool:
+    """Whether the request's credentials still give ``access`` in ``team_id``.
+
+    The guard judges a request once, when it arrives. A response that goes on sending
+    long after (an instance page's live stream, up to ``live_stream_limit``) asks again
+    before each thing it sends: its session may have been signed out or ended by a
+    password change, its token revoked, or its person removed from the team (or moved
+    to another team in another tab) meanwhile, and none of them may go on reading."""
+    principal = await resolve_principal(connection)
+    return (
+        principal is not None
+        and principal.team_id == team_id
+        and not principal.must_change_password
+        and allows(principal.role, access)
+    )
 
 
 def _unauthorized(authorization: str, path: str) -> str:

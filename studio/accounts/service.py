@@ -13,13 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import Store
-from studio.accounts import account_audit, api_tokens, invitations, people, sessions
+from engine.model.limits import MAX_SEQUENCE
+from studio.accounts import account_audit, api_tokens, invitations, people, sessions, signin_limits
 from studio.accounts.account_audit import AccountPage
 from studio.accounts.api_tokens import ApiToken, TokenRejected
 from studio.accounts.invitations import Invitation
 from studio.accounts.password_policy import PasswordRejected
 from studio.accounts.passwords import verify_password
 from studio.accounts.people import Member, PeopleError
+from studio.accounts.signin import Attempt
+from studio.accounts.signin_limits import SignInThrottled
 from studio.errors import Invalid, NotFound
 from studio.principal import Principal
 from studio.roles import Role
@@ -32,17 +35,43 @@ class Invited:
     """The one-time code, shown once to the admin to hand on."""
 
 
+class PasswordGuessesThrottled(Invalid):
+    """Too many wrong current passwords: said beside that field, answered 429."""
+
+    status = 429
+
+    def __init__(self, throttled: SignInThrottled) -> None:
+        message = (
+            "too many wrong current passwords; try again in "
+            f"{throttled.retry_after} s (your password stays as it is)"
+        )
+        super().__init__(message, [{"path": "current", "message": message}])
+        self.retry_after = throttled.retry_after
+
+
 async def change_password(
-    store: Store, principal: Principal, current: str, new: str, confirm: str
+    attempt: Attempt, principal: Principal, current: str, new: str, confirm: str
 ) -> None:
     """Set a new password after checking the current one; other sessions end. A
-    refusal names the field it concerns (``current``, ``new`` or ``confirm``)."""
+    refusal names the field it concerns (``current``, ``new`` or ``confirm``).
+
+    The current password is checked as a sign-in's is, under the same limits
+    (``studio.accounts.signin_limits``, counted for this username from this address):
+    the check is what keeps someone who holds a session, not the password, from
+    taking the account over, so it must not be guessable without limit.
+    PasswordGuessesThrottled when over a limit, before any check."""
+    store = attempt.store
     user = principal.user
     if user is None or principal.session is None:
         raise Invalid("only people signed in with a password can change it")
+    try:
+        key = await attempt.reserve(user.username)
+    except SignInThrottled as throttled:
+        raise PasswordGuessesThrottled(throttled) from None
     found = await people.find_login(store, user.username)
     if found is None or not await verify_password(found[1], current):
         raise Invalid.at("current", "the current password is wrong")
+    await signin_limits.succeeded(store, key, attempt.client)
     if new != confirm:
         raise Invalid.at("confirm", "the new password and its confirmation differ")
     if new == current:
@@ -128,8 +157,8 @@ async def account_audit_page(
     store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
 ) -> AccountPage:
     """The team's audit of account actions, newest first (older than entry ``before``)."""
-    if before is not None and before < 1:
-        raise Invalid("before is an audit entry's id: a whole number of at least 1")
+    if before is not None and not 1 <= before <= MAX_SEQUENCE:  # a bigint, like the ids
+        raise Invalid(f"before is an audit entry's id: a whole number from 1 to {MAX_SEQUENCE}")
     return await account_audit.page(store, team, before, limit)
 
 

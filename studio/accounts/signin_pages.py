@@ -205,17 +205,20 @@ async def change_password(
     values = await form_values(request)
     try:
         await accounts.change_password(
-            runtime.store,
+            _attempt(request, runtime),
             principal,
             values.get("current", ""),
             values.get("new", ""),
             values.get("confirm", ""),
         )
     except Invalid as invalid:  # said beside its field; a password is never shown again
-        return page(
-            request, "signin/account.html", "settings", status=422, error=str(invalid),
-            field_errors=beside(invalid),
+        refused = page(
+            request, "signin/account.html", "settings", status=invalid.status,
+            error=str(invalid), field_errors=beside(invalid),
         )  # fmt: skip
+        if isinstance(invalid, accounts.PasswordGuessesThrottled):
+            refused.headers["Retry-After"] = str(invalid.retry_after)
+        return refused
     # A first password (replacing the one-time one) was the only thing in the way: go on.
     return see_other(HOME if principal.must_change_password else "/account?changed=1")
 

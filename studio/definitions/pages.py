@@ -28,6 +28,7 @@ from studio.definitions.graph import node_classes
 from studio.definitions.problems import check_document
 from studio.drawings import drawing_of_document
 from studio.errors import Invalid
+from studio.formats import attachment
 from studio.forms import REFUSALS, posted, shown
 from studio.instances import code_migration
 from studio.machines.edits import new_machine
@@ -221,7 +222,7 @@ async def export_version(published_version: NamedDependency[PublishedVersion]) -
     return Response(
         content=body,
         media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )
 
 

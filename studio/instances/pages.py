@@ -26,6 +26,7 @@ from engine.model.limits import MAX_BULK_INSTANCES
 from studio.accounts import saved_views
 from studio.definitions import service as definitions
 from studio.errors import Invalid
+from studio.formats import attachment
 from studio.forms import REFUSALS, again, beside, shown
 from studio.instance_urls import instance_id_of, instance_url
 from studio.instances import bulk, family, list_order
@@ -330,5 +331,5 @@ async def export_history(
     return Stream(
         body,
         media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{filename}.history.json"'},
+        headers={"Content-Disposition": attachment(f"{filename}.history.json")},
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from litestar import Request, Response
 from litestar.di import NamedDependency
@@ -22,6 +23,7 @@ from litestar.response import Template
 from engine.model.definitions import Definition, Mode
 from studio.drills.jobs import DrillJob
 from studio.errors import Invalid, StudioError
+from studio.formats import attachment
 from studio.plans import diff as plan_diff
 from studio.plans import documents, outcome, outline_nodes, saved
 from studio.plans import service as plans
@@ -257,7 +259,8 @@ async def save_plan(
     except Invalid as invalid:
         return await _page(request, principal, runtime, drilled, working, status=422,
                            errors={"": str(invalid)})  # fmt: skip
-    return see_other(f"{plans_url(drilled)}?plan={kept.name}&v={kept.version}&saved_notice=1")
+    shown = urlencode({"plan": kept.name, "v": kept.version, "saved_notice": 1})
+    return see_other(f"{plans_url(drilled)}?{shown}")
 
 
 async def export_plan(planned: NamedDependency[tuple[Definition, SavedPlan]]) -> Response[str]:
@@ -267,7 +270,7 @@ async def export_plan(planned: NamedDependency[tuple[Definition, SavedPlan]]) ->
     return Response(
         json.dumps(found.document, indent=2) + "\n",
         media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )
 
 

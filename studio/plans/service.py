@@ -84,9 +84,17 @@ def run_command(plan: saved.SavedPlan) -> str:
 
 
 def plan_name(name: str) -> str:
+    """The plan's name, stripped; Invalid when empty, too long or holding a control
+    character (a tab, a line break): the name is shown, put in a command to copy and in
+    the export's file name, where a line break made no sense and broke the download."""
     name = name.strip()
     if not name or len(name) > MAX_PLAN_NAME:
         raise Invalid(f"name the plan (1 to {MAX_PLAN_NAME} characters)")
+    if not name.isprintable():
+        raise Invalid(
+            f"name the plan with 1 to {MAX_PLAN_NAME} printable characters "
+            "(no tab, line break or other control character)"
+        )
     return name
 
 

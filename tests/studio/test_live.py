@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import httpx
@@ -21,6 +23,7 @@ from engine.decide.operator_actions import Action
 from engine.model.validation import parse_definition
 from engine.store.store import Store
 from studio.instances.live import InstanceWatcher
+from studio.instances.live_pages import ACCESS_ENDED
 from studio.instances.replays import replay_cache
 from studio.roles import Role
 from tests.e2e.conftest import until
@@ -83,11 +86,20 @@ async def test_idle_pages_share_one_row_probe_and_no_page_costs_nothing(store: S
     await watcher.close()
 
 
-def read_stream(client: SignedInClient, url: str, found: list[tuple[str, str]]) -> None:
-    """Collect (event, data) pairs from an SSE stream until it ends."""
+def read_stream(
+    client: SignedInClient,
+    url: str,
+    found: list[tuple[str, str]],
+    opened: threading.Event | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Collect (event, data) pairs from an SSE stream until it ends; ``opened`` is set
+    once its answer's status is in."""
     event, data = "", []
-    with client.stream("GET", url, timeout=httpx.Timeout(30.0)) as response:
+    with client.stream("GET", url, timeout=httpx.Timeout(30.0), headers=headers) as response:
         found.append(("status", str(response.status_code)))
+        if opened is not None:
+            opened.set()
         for line in response.iter_lines():
             if line.startswith("event:"):
                 event = line.split(":", 1)[1].strip()
@@ -126,3 +138,63 @@ def test_the_stream_sends_changed_parts_and_ends_with_the_instance(studio: LiveS
 
     ended = viewer.get(f"/instances/{instance_id}/live?after={updates[-1]['sequence']}")
     assert "event: end" in ended.text  # an ended instance: the stream says so and stops
+
+
+def follow_until_access_ends_in(
+    studio: LiveStudio,
+    team: str,
+    reader: SignedInClient,
+    end_access: Callable[[], None],
+    headers: dict[str, str] | None = None,
+) -> list[tuple[str, str]]:
+    """Open the live stream of a new instance of ``team`` as ``reader`` (a session, or
+    ``headers`` with a token), ``end_access`` while it is open, then move the instance
+    on (paused, then terminated, which ends any stream): what the stream sent."""
+    instance_id = studio.start(team, studio.publish_new(team, "gone"))
+    found: list[tuple[str, str]] = []
+    opened = threading.Event()
+    sequence = reader.get(f"/api/instances/{instance_id}", headers=headers).json()["sequence"]
+    url = f"/instances/{instance_id}/live?after={sequence}"
+    thread = threading.Thread(
+        target=read_stream, args=(reader, url, found, opened, headers), daemon=True
+    )
+    thread.start()
+    assert opened.wait(WAIT_SECONDS) and found[0] == ("status", "200"), found
+    end_access()
+    studio.command(instance_id, Action.PAUSE, "after access ended")
+    studio.command(instance_id, Action.TERMINATE, "after access ended")
+    thread.join(WAIT_SECONDS)
+    assert not thread.is_alive(), found
+    return found
+
+
+def test_a_signed_out_pages_stream_ends_and_sends_nothing_more(studio: LiveStudio) -> None:
+    """Before, a page left open went on receiving its instance's updates (payloads,
+    history, audit) after its session was signed out, for up to the stream's limit."""
+    team = studio.team("gone")
+    viewer = studio.client(studio.user(team, Role.VIEWER))
+    twin = studio.client()  # the same session in another tab, which signs out
+    twin.cookies.set("wayline_session", viewer.cookies["wayline_session"])
+    twin.csrf = viewer.csrf
+
+    def sign_out() -> None:
+        assert twin.form("/logout").status_code == 303
+        assert twin.get("/api/me").status_code == 401
+
+    found = follow_until_access_ends_in(studio, team, viewer, sign_out)
+    assert found[1:] == [("end", ACCESS_ENDED)], found
+
+
+def test_a_revoked_tokens_stream_ends_and_sends_nothing_more(studio: LiveStudio) -> None:
+    team = studio.team("gone")
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    page = admin.form("/settings/tokens", {"label": "watch", "role": "viewer"})
+    token = re.search(r'id="new-token">([^<]+)<', page.text).group(1)
+
+    def revoke() -> None:
+        revoked = admin.form(f"/settings/tokens/{token.split('_')[1]}/revoke")
+        assert revoked.status_code == 303
+
+    bearer = {"Authorization": f"Bearer {token}"}
+    found = follow_until_access_ends_in(studio, team, studio.client(), revoke, bearer)
+    assert found[1:] == [("end", ACCESS_ENDED)], found

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -180,3 +181,43 @@ def test_a_plan_saved_through_the_api_with_text_pins_opens_on_the_page(
     assert opened.status_code == 200, opened.text[-300:]
     assert 'name="pin" value="reserve:before_commit:raise#2"' in opened.text
     assert 'data-pin="charge:after_handler:kill"' in opened.text
+
+
+def test_a_plan_named_in_any_script_downloads_under_its_name(
+    operator: SignedInClient, url: str
+) -> None:
+    """The export's file name went into its header as typed: a name with a letter
+    beyond Latin-1 could not be sent, and its download answered 500."""
+    posted = plan("計画 nightly", "charge:after_handler:kill")
+    assert api(operator).post("/api" + url, json={"document": posted}).status_code == 201
+    exported = operator.get(f"{url}/{quote('計画 nightly')}/versions/1/export")
+    assert exported.status_code == 200, exported.text[-300:]
+    disposition = exported.headers["content-disposition"]
+    assert disposition.startswith('attachment; filename="__ nightly.v1.json"')
+    assert "filename*=UTF-8''%E8%A8%88%E7%94%BB%20nightly.v1.json" in disposition
+    assert json.loads(exported.text)["name"] == "計画 nightly"
+
+
+def test_a_plan_name_with_a_line_break_is_refused(operator: SignedInClient, url: str) -> None:
+    """A name is shown, copied into a command and named the download: one with a line
+    break was saved, and its download cut the connection."""
+    posted = plan("nightly\r\nSet-Cookie: taken=1", "charge:after_handler:kill")
+    refused = api(operator).post("/api" + url, json={"document": posted})
+    assert refused.status_code == 422, refused.text
+    assert "printable characters" in refused.json()["error"]
+    saved = operator.form(url, fields("charge:after_handler:kill", name="weekly\tplan"))
+    assert saved.status_code == 422 and "printable characters" in saved.text
+
+
+def test_saving_a_plan_named_with_query_characters_opens_that_plan(
+    operator: SignedInClient, url: str
+) -> None:
+    """The redirect after a save put the name into its query as typed: a plan named
+    ``smoke&v=9 #x`` led to a page asking for plan ``smoke``, version 9."""
+    saved = operator.form(url, fields("charge:after_handler:kill", name="smoke&v=9 #x"))
+    assert saved.status_code == 303
+    location = saved.headers["location"]
+    assert location.endswith("?plan=smoke%26v%3D9+%23x&v=1&saved_notice=1"), location
+    opened = operator.get(location)
+    assert opened.status_code == 200
+    assert 'data-plan="smoke&amp;v=9 #x" data-version="1"' in opened.text

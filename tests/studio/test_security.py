@@ -59,6 +59,33 @@ def test_sign_in_attempts_are_rate_limited(studio: LiveStudio) -> None:
     assert int(throttled.headers["retry-after"]) > 0
 
 
+def test_guessing_the_current_password_on_the_account_page_is_rate_limited(
+    studio: LiveStudio,
+) -> None:
+    """Someone holding a session (a browser left signed in) could try current passwords
+    on the password change form without limit, and take the account over by the first
+    right one: it is counted as a sign-in is, and stopped after as many failures; the
+    right one forgives the failures before it, as a sign-in does."""
+    username = studio.user(studio.team(), Role.VIEWER)
+    client = studio.client(username)
+
+    def change(current: str, new: str) -> httpx.Response:
+        return client.form("/account/password", {"current": current, "new": new, "confirm": new})
+
+    better, best = "a much better password", "the best password so far"
+    for _ in range(4):
+        assert change("not it", better).status_code == 422
+    assert change(PASSWORD, better).status_code == 303  # the owner is never held up
+    for guess in range(5):
+        wrong = change(f"guess {guess}", best)
+        assert wrong.status_code == 422 and "the current password is wrong" in wrong.text
+    throttled = change(better, best)  # even the right one waits now
+    assert throttled.status_code == 429, throttled.text[-300:]
+    assert "too many wrong current passwords" in throttled.text
+    assert int(throttled.headers["retry-after"]) > 0
+    assert studio.client().sign_in(username, better).status_code == 429  # the same limits
+
+
 def test_the_sign_in_form_needs_its_own_token(studio: LiveStudio) -> None:
     team = studio.team()
     username = studio.user(team, Role.VIEWER)

@@ -354,3 +354,15 @@ def test_the_account_audit_pages_newest_first(studio: LiveStudio) -> None:
     assert admin.get("/api/members/audit", params={"limit": 0}).status_code == 422
     page = admin.get("/settings", params={"audit_before": first["next_cursor"]}).text
     assert names[0] in page and names[2] not in page.split('id="account-audit-table"')[1]
+
+
+def test_an_audit_cursor_past_any_entry_id_is_refused_not_a_server_error(
+    studio: LiveStudio,
+) -> None:
+    """A ``before`` beyond PostgreSQL's bigint reached the query and answered 500."""
+    viewer = studio.client(studio.user(studio.team("audit-cursor"), Role.VIEWER))
+    huge = str(2**63)
+    refused = viewer.get("/api/members/audit", params={"before": huge})
+    assert refused.status_code == 422, refused.text
+    assert "from 1 to 9223372036854775807" in refused.json()["error"]
+    assert viewer.get("/settings", params={"audit_before": huge}).status_code == 422
