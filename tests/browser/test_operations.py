@@ -409,3 +409,25 @@ def test_the_list_shows_children_under_their_parents(
     child_row = parent_row.locator("xpath=following-sibling::tr[1]")
     expect(child_row).to_have_attribute("data-parent", parent_id)
     expect(child_row.locator("td.child-row")).to_contain_text(f"↳ {parent_id}/ship")
+
+
+def test_an_open_page_stops_following_once_its_session_is_signed_out(
+    page: Page, studio: LiveStudio, shop: str
+) -> None:
+    """An instance page left open went on receiving the instance's updates after its
+    session was signed out in another tab; its live badge now says it stopped, and the
+    page takes no update made after the sign-out."""
+    instance_id, _ = open_at_approval(page, studio, shop, Role.VIEWER)
+    expect(page.locator("#live-badge")).to_have_text(re.compile("live"))
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url(re.compile("/login"))
+    studio.command(
+        instance_id, Action.APPROVE, "approved after the sign-out", step="manager_approval"
+    )
+    expect(page.locator("#live-badge")).to_have_text("stopped: signed out, reload to sign in")
+    expect(page.locator("#step-manager_approval")).to_have_class(
+        re.compile(r"state-waiting-approval")
+    )
+    expect(page.locator("main")).not_to_contain_text("approved after the sign-out")
