@@ -43,8 +43,9 @@ NOT_EXERCISED = {
     "I5": "no lease was claimed or written under",
     "I6": "no history was written",
     "I7": "no signal was received",
-    "I8": "no instance was left waiting when checked (after a quiet phase every one has "
-    "ended: I1 names one stuck on a wait without work)",
+    "I8": "no instance was read at its stored position (every one the drill touched is "
+    "examined, ended ones too: a live one's pending waits for their work, an ended one "
+    "for work left for it and, once completed, for a wait it never closed)",
     "I9": "no history was replayed",
     "I10": "no quiet phase: a lease held mid-run is not judged",
     "I11": "no work was enqueued",

@@ -9,8 +9,9 @@ I1 no lost work, I2 exactly-once checkpoint, I3 side effects within the activity
 promise (ledger vs history), I4 terminal exactly once and archived with it, I5 fencing
 (zero stale-token writes accepted; claims bump the token by one and never steal a live
 lease), I6 history integrity (contiguous, ledger hash chain, every row belongs to its
-instance), I7 signal dedupe, I8 no orphan waits, I9 replay determinism, I10 no
-stranded ownership (no lease held by a dead owner), I11 queue conservation. Besides:
+instance), I7 signal dedupe, I8 no orphan waits (of every instance, ended ones too:
+``verification.wait_checks``), I9 replay determinism, I10 no stranded ownership (no
+lease held by a dead owner), I11 queue conservation. Besides:
 every planned boundary was reached, every ambiguous commit was resolved, truthfully,
 and (U) every attempt recorded unknown had its handler started: unknown means "may have
 happened", never "this worker dropped it". State machine executions have their own
@@ -26,13 +27,19 @@ from typing import Any
 import psycopg
 
 from engine.model.events import EventKind
-from engine.model.instance import AttemptStatus, Instance, InstanceStatus
+from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
-from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState
 from engine.store.store import Store
 from engine.worker.faults import Fault
-from verification import code_checks, journal_replay, machine_checks, replay_check, sql_checks
+from verification import (
+    code_checks,
+    journal_replay,
+    machine_checks,
+    replay_check,
+    sql_checks,
+    wait_checks,
+)
 from verification.drill_app import app
 from verification.fault_plan import BoundaryReport
 from verification.findings import Findings
@@ -81,7 +88,7 @@ async def check(ctx: CheckContext) -> Findings:
         await sql_checks.signals(conn, findings)
         await sql_checks.work_changes(conn, findings, ctx.db_clock)
         await sql_checks.fenced_writes(conn, findings, ctx.observations)
-        await _waits(conn, findings, states)
+        await wait_checks.check(conn, findings, states, ctx.quiet)
         await sql_checks.ownership(conn, findings, ctx.quiet, ctx.live_owners)
         await sql_checks.conservation(conn, findings, ctx.quiet)
         await sql_checks.belonging(conn, findings)
@@ -115,14 +122,6 @@ def _replay_all(ctx: CheckContext, findings: Findings) -> dict[str, Instance]:
 
 INSTANCE_ROWS = "SELECT instance_id, status, sequence, archived_at IS NOT NULL FROM instances"
 DEAD_WORK = f"SELECT DISTINCT instance_id FROM work WHERE state = {WorkState.DEAD_LETTERED}"
-OPEN_WORK_ITEMS = f"""
-SELECT i.instance_id, i.sequence, w.kind, w.payload FROM instances i
-LEFT JOIN work w ON w.instance_id = i.instance_id
-  AND w.state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, {WorkState.HELD})
-"""
-"""Open work (held work too) with its instance's position, read in one snapshot: an
-instance that moved since its history was captured (workers still run) is judged at
-its next check."""
 
 
 async def _instances(
@@ -173,41 +172,6 @@ def _count_outcomes(findings: Findings, states: dict[str, Instance], dead: set[s
         findings.stats["instances"] += 1
         findings.stats[state.status.label] += 1
         findings.stats["dead_lettered"] += state.instance_id in dead
-
-
-async def _waits(
-    conn: psycopg.AsyncConnection, findings: Findings, states: dict[str, Instance]
-) -> None:
-    """I8: every pending timer and every unfinished attempt of a live instance has work."""
-    rows = await (await conn.execute(OPEN_WORK_ITEMS)).fetchall()
-    open_work = {(i, WorkKind(k), _step(p)) for i, _, k, p in rows if k is not None}
-    positions = {i: sequence for i, sequence, _, _ in rows}
-    problems, checked = [], 0
-    for state in states.values():
-        if state.status.terminal or state.status is InstanceStatus.PAUSED:
-            continue
-        if positions.get(state.instance_id) != state.sequence:
-            continue  # moved on since its capture: its work is of a later position
-        for timer in state.timers.values():
-            if timer.fired_at is None:
-                checked += 1
-                if (state.instance_id, WorkKind.TIMER, timer.step) not in open_work:
-                    problems.append(f"{state.instance_id}: timer {timer.step} has no due work")
-        for progress in state.activities.values():
-            if progress.status in (AttemptStatus.READY, AttemptStatus.RETRY_WAITING):
-                checked += 1
-                if (state.instance_id, WorkKind.ACTIVITY, progress.step) not in open_work:
-                    problems.append(f"{state.instance_id}: {progress.step} has no due work")
-    findings.add("I8", checked, problems)
-
-
-def _step(payload: bytes | None) -> str:
-    import json
-
-    try:
-        return str(json.loads(bytes(payload or b"{}"))["step"])
-    except (ValueError, KeyError, TypeError):
-        return ""
 
 
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"

@@ -225,6 +225,29 @@ def _terminal_without_archive(app: ActivityRegistry) -> Build:
     )
 
 
+# An end that leaves its work open ---------------------------------------------------------
+
+
+def _end_leaves_work(app: ActivityRegistry) -> Build:
+    """An instance's end completes without retiring the work nobody holds (a losing
+    race's timer, a wait's timeout wake-up): it stays due for an instance that is over."""
+    from engine.store.statements import leases, transitions
+
+    retire, never = re.escape("AND %(retire)s"), "AND false"
+    open_work = f"state IN ({transitions.OPEN})"
+    kept_open = f"{open_work} {never}"
+    return Build(
+        statement_filter=StatementRewrites(
+            [
+                Rewrite(transitions, "WRITE_TRANSITION", retire, never),
+                Rewrite(leases, "FENCED_WRITE", retire, never),
+                Rewrite(leases, "FENCED_SET", re.escape("AND i.retire"), never),
+                Rewrite(transitions, "RETIRE_OPEN_WORK", re.escape(open_work), kept_open),
+            ]
+        )
+    )
+
+
 # Settlement by guessing ----------------------------------------------------------------------
 
 
@@ -374,6 +397,13 @@ MUTANTS: dict[str, Mutant] = {
             "a terminal event commits without archiving its instance",
             ("D1-kill-after_handler-s0",),
             _terminal_without_archive,
+        ),
+        Mutant(
+            "end-leaves-work",
+            "an instance's end leaves the work nobody holds due, waiting for an instance "
+            "that is over",
+            ("C6-cancels-s0",),
+            _end_leaves_work,
         ),
         Mutant(
             "settle-guesses-aborted",

@@ -1,10 +1,14 @@
 """Coverage of a version's steps by drills: per step, each boundary x fault cell, drilled
 or not, when, and with what verdict, across the team's saved plans and finished runs.
 
-A cell is ``passed`` or ``failed`` by the newest run whose pin there fired, ``never
-fired`` when runs pinned it but it never fired, ``planned`` when only a saved plan pins
-it, empty when nothing does, and not applicable when the harness cannot pin that fault
-there (``verification.plan.pin_problem``), so the untested corners are the empty cells.
+A cell is drilled by the newest run whose pin there fired, with that cell's own verdict
+in that run (``studio.plans.attribution``), never the run's as a whole: ``passed``
+(nothing the run found is about its step), ``failed`` (a finding is), or
+``unattributed`` (the run found something it cannot put on one fired cell, and says
+why). It is ``never fired`` when runs pinned it but it never fired, ``planned`` when
+only a saved plan pins it, empty when nothing does, and not applicable when the harness
+cannot pin that fault there (``verification.plan.pin_problem``), so the untested
+corners are the empty cells.
 """
 
 from __future__ import annotations
@@ -13,13 +17,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine.model.definitions import Definition, Mode
+from studio.plans import attribution
 from studio.plans.documents import stubbed_steps
 from studio.plans.saved import PlanRun, SavedPlan
 from verification import plan as plans
 from verification import plan_code
 
-SYMBOLS = {"passed": "✓", "failed": "✗", "never fired": "∅", "planned": "○", "": "·"}
+SYMBOLS = {
+    "passed": "✓", "failed": "✗", "unattributed": "?", "never fired": "∅", "planned": "○",
+    "": "·",
+}  # fmt: skip
 """How a cell shows its status (the page's legend explains them)."""
+DRILLED = frozenset({attribution.PASSED, attribution.FAILED, attribution.UNATTRIBUTED})
+"""The statuses of a cell a run's fault fired at."""
 HEAT_LEVELS = 4
 """A node's colour steps: the share of its applicable cells that a run drilled."""
 
@@ -30,7 +40,9 @@ class Cell:
     fault: str
     applicable: bool
     status: str = ""
-    """passed, failed, never fired, planned, or '' (not drilled)."""
+    """passed, failed, unattributed, never fired, planned, or '' (not drilled)."""
+    why: str = ""
+    """Why a drilled cell has its verdict (``attribution.CellVerdict.why``)."""
     when: datetime | None = None
     source: str = ""
     """The plan version, and the run when one drilled it."""
@@ -38,7 +50,7 @@ class Cell:
 
     @property
     def drilled(self) -> bool:
-        return self.status in ("passed", "failed")
+        return self.status in DRILLED
 
     @property
     def symbol(self) -> str:
@@ -131,7 +143,8 @@ def _from_runs(by_step: dict[str, StepCoverage], runs: list[PlanRun]) -> None:
             if cell is None or cell.drilled:
                 continue
             if pin.get("fired"):
-                cell.status = run.verdict
+                own = attribution.from_record(run.verdict, run.pins, pin)
+                cell.status, cell.why = own.verdict, own.why
             elif not cell.status:
                 cell.status = "never fired"
             else:

@@ -2,8 +2,9 @@
 
 Saving never overwrites: it adds the next version of the plan's name, so an earlier
 version stays what it was when a run or a comparison named it. A plan's finished run
-keeps, per pin, whether it fired and the drill's verdict, so the coverage heatmap reads
-one table instead of every run's scorecard.
+keeps the drill's verdict and, per pin, whether it fired and, when it did, its cell's
+own verdict and why (``studio.plans.attribution``), so the coverage heatmap reads one
+table instead of every run's scorecard.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class SavedPlan:
 
 @dataclass(frozen=True)
 class PlanRun:
-    """A finished run of a plan version: its verdict and, per pin, whether it fired."""
+    """A finished run of a plan version: its verdict and, per pin, whether it fired (and
+    a fired one's ``verdict`` and ``why``: its cell's own, in runs recorded since)."""
 
     run_id: str
     plan_name: str

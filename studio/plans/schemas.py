@@ -52,6 +52,10 @@ class CellOut:
     boundary: str
     fault: str
     status: str
+    """passed, failed, unattributed (a fault fired there, and what its run found cannot
+    be put on this cell: ``why`` says so), never fired, planned or not drilled."""
+    why: str | None
+    """Why a drilled cell has its verdict (a finding about its step, or why none is)."""
     when: datetime | None
     source: str
     run_id: str | None
@@ -95,7 +99,15 @@ def run_out(job: DrillJob, view: RunView, run_id: str) -> PlanRunOut:
 
 def coverage_out(step: StepCoverage) -> StepCoverageOut:
     cells = [
-        CellOut(c.boundary, c.fault, c.status or "not drilled", c.when, c.source, c.run_id or None)
+        CellOut(
+            c.boundary,
+            c.fault,
+            c.status or "not drilled",
+            c.why or None,
+            c.when,
+            c.source,
+            c.run_id or None,
+        )
         for c in step.cells.values()
         if c.applicable
     ]

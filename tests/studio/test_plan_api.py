@@ -226,6 +226,40 @@ def test_a_duplicate_effect_is_explained_on_its_node(
     assert not node(run, "reserve")["findings"] and not run["findings"]
 
 
+def test_each_fired_cell_of_a_run_has_its_own_verdict_in_the_coverage(
+    studio: LiveStudio, operator: SignedInClient, team: str
+) -> None:
+    """Two faults fire in one run and only one leads to a violation: a worker killed after
+    ``charge``'s handler ran, retried under its key on a service that ignores keys, charges
+    twice; one killed when it had just claimed ``reserve`` leaves nothing behind. Its cell
+    fails, the other's passes, though the run as a whole failed."""
+    name = f"pay.{uuid.uuid4().hex[:6]}"
+    studio.publish(team, payments(name, on_unknown="retry_same_key"))
+    base = "/api" + plans_of(name)
+    client = api(operator)
+    document = plan("two faults", "reserve:after_claim:kill", "charge:after_handler:kill")
+    document["stubs"] = {"charge": {"behaviour": "succeed", "idempotent": False}}
+    client.post(base, json={"document": document})
+    run = finished_run(client, base, client.post(f"{base}/two faults/versions/1/run"))
+    assert run["verdict"] == "failed"
+    assert [p["state"] for step in ("reserve", "charge") for p in node(run, step)["pins"]] == [
+        "fired",
+        "fired",
+    ], run["nodes"]
+    assert node(run, "charge")["findings"] and not node(run, "reserve")["findings"]
+
+    cells = coverage_cells(client, base)
+    assert cells[("charge", "after_handler", "kill")] == "failed"
+    assert cells[("reserve", "after_claim", "kill")] == "passed"
+    why = {
+        (c["boundary"], c["fault"]): c["why"]
+        for s in client.get(f"{base}/coverage").json()
+        if s["step"] == "charge"
+        for c in s["cells"]
+    }
+    assert "its effect happened 2 times under one idempotency key" in why[("after_handler", "kill")]
+
+
 def test_saves_of_one_name_at_once_each_get_their_own_version(
     operator: SignedInClient, base: str
 ) -> None:
