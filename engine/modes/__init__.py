@@ -118,8 +118,9 @@ class DefinitionMode:
     None when they are activity handlers, run by target."""
     propagate: Callable[[Any, Any, Any], Awaitable[list[Any]]] | None = None
     """The transitions (built, not committed) that carry a client's change of an
-    instance to the instances it started, committed with it: a code-first run's cancel
-    cancels the runs it spawned. Called with the client's cache, registries and draft."""
+    instance to the instances it started, committed with it: a cancel or terminate of a
+    step list or a code-first run cancels or terminates the children it started. Called
+    with the client's cache, registries and draft."""
     accept_signal: Callable[[Any, str, str, Any], tuple[str, ...] | None] | None = None
     """Records a signal in a draft the mode's own way (a code-first run's inbox): the
     transition id's parts, or None for an exact repeat (SignalConflict when it

@@ -12,8 +12,9 @@ Running it: ``records`` says how commands become history, ``fold`` replays that 
 into the journal the driver replays the code against, ``decide`` and ``waits`` decide
 what needs no code (retries, waits, when to run the code, unwinding), ``processor``
 replays the code on a worker (DECISION work) and ``commands`` records what it asked
-for, ``effects`` runs step bodies as attempts, ``signals`` keeps the inbox, ``spawns``
-propagates a cancel to spawned runs, and ``runs`` names and starts runs.
+for, ``effects`` runs step bodies as attempts, ``signals`` keeps the inbox, and
+``runs`` names and starts runs (``engine.decide.child_cascade`` cancels or terminates
+spawned runs with their run, as it does a step list's children).
 """
 
 from __future__ import annotations

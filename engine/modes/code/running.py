@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.decide.child_cascade import end_children
 from engine.model.transitions import WorkKind
-from engine.modes.code import CODE, decide, fold, replay_gate, signals, spawns
+from engine.modes.code import CODE, decide, fold, replay_gate, signals
 from engine.modes.code.effects import run_effect
 from engine.modes.code.processor import process_decision
 
@@ -21,7 +22,7 @@ CODE_RUNNING = replace(
     fold=fold.RULES,
     decide=decide.decide,
     accept_signal=signals.accept_signal,
-    propagate=spawns.cancel_spawned,
+    propagate=end_children,
     work={WorkKind.DECISION: process_decision},
     effect=run_effect,
     judge=replay_gate.judge,

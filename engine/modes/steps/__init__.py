@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.decide.child_cascade import end_children
 from engine.model.definitions import Mode
 from engine.modes import DefinitionMode
 from engine.modes.steps import compatibility, fold, orchestration, validation, work
@@ -22,5 +23,6 @@ ORCHESTRATION = DefinitionMode(
     decide=orchestration.decide,
     work=work.PROCESSORS,
     judge=compatibility.judge,
+    propagate=end_children,
 )
 CHOREOGRAPHY = replace(ORCHESTRATION, name=Mode.CHOREOGRAPHY, decide=None)
