@@ -280,7 +280,12 @@ def _resolution(state: Instance, verb: Verb, record: JournalRecord) -> tuple[Ent
         return (EntryState.OPEN if timer.fired_at is None else EntryState.DONE), None, ""
     if verb in WAIT_VERBS:
         wait = state.waits[record.key]
-        return (EntryState.DONE, wait_value(wait), "") if wait.done else (EntryState.OPEN, None, "")
+        if not wait.done:
+            return EntryState.OPEN, None, ""
+        failed = spawn_failure(state, wait)
+        return (
+            (EntryState.FAILED, None, failed) if failed else (EntryState.DONE, wait_value(wait), "")
+        )
     if verb is Verb.SPAWN:  # the handle is usable at once; its end resolves waits on it
         return EntryState.DONE, None, ""
     return EntryState.DONE, _json(record.value), ""
@@ -312,6 +317,24 @@ def _reason(progress: AttemptProgress) -> str:
     if isinstance(detail, dict) and isinstance(detail.get("message"), str):
         return detail["message"]
     return progress.code
+
+
+def spawn_failure(state: Instance, wait: WaitProgress) -> str:
+    """Why a wait that is done raises into the code ('' when it returns): an entry it
+    gives the code is a spawned run that did not complete (it failed, was cancelled or
+    terminated, or never started). Such a run has no result, and giving the code None
+    for it, as for a timeout, let an order with a failed line item complete as if the
+    line had been packed; the code now gets ``StepFailed`` (which it may catch), naming
+    the run and how it ended. A race raises only when its winner is such a run."""
+    given = wait.resolved if wait.verb == Verb.ALL else wait.resolved[:1]
+    for entry in given:
+        if entry.by != BY_SPAWN:
+            continue
+        child = state.children.get(entry.name)
+        if child is not None and child.status is not ChildStatus.SUCCEEDED:
+            how = child.code or child.status.label
+            return f"spawned run '{entry.name}' ({child.definition.name}) did not complete: {how}"
+    return ""
 
 
 def wait_value(wait: WaitProgress) -> Any:
