@@ -249,6 +249,8 @@ def describe_instance(
     ]
     if state.started_by:
         lines.append(f"started {format_instant(state.started_at)} by {state.started_by}")
+    if state.parent_id:  # as the studio's page says it: a child is found from its parent
+        lines.append(f"parent {state.parent_id} (its step {state.parent_step})")
     if state.failure_code:
         lines.append(failure_line(state))
     for p in state.activities.values():

@@ -15,6 +15,7 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from engine.model.description import describe_instance
 from engine.model.instance import ChildStatus, InstanceStatus
 from engine.model.validation import parse_definition
 from engine.modes.code.context import Context as RunContext
@@ -132,3 +133,15 @@ async def test_terminating_a_code_run_terminates_the_runs_it_spawned(
     await settle(ctx)
     assert [(await client.inspect(s)).status for s in spawned] == [S.TERMINATED] * 2
     assert await _open_work(store, run) == []
+
+
+async def test_inspect_of_a_child_names_its_parent(client: Client, ctx: Context) -> None:
+    """``wayline inspect`` of a child said nothing of its parent (the studio's page links
+    it): from the child alone nobody could tell whose line item it was."""
+    await _parent_waiting_on_its_child(client, ctx)
+    lines = describe_instance(await client.inspect("order-1/line")).splitlines()
+    assert "parent order-1 (its step line)" in lines, lines
+    assert not any(
+        line.startswith("parent")
+        for line in describe_instance(await client.inspect("order-1")).splitlines()
+    )
