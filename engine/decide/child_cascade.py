@@ -30,8 +30,10 @@ from engine import modes
 from engine.decide.decisions import record_child_outcome
 from engine.decide.operator_actions import Action
 from engine.decide.operator_commands import record_command
+from engine.model.canonical import digest
 from engine.model.events import EventKind
 from engine.model.instance import ChildStatus, InstanceStatus
+from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.model.transitions import Draft, Transition
 from engine.modes import follow
 from engine.store.errors import InstanceNotFound
@@ -75,7 +77,7 @@ async def end_children(
         if started.status not in applies or started.parent_id != state.instance_id:
             continue
         child_draft = Draft(await registries.get(), started, max(draft.now, started.updated_at))
-        command_id = f"{command.command_id}/{child.step}"
+        command_id = child_command_id(command.command_id, child.step)
         record_command(child_draft, command_id, action, command.actor, command.reason)
         follow(child_draft)
         propagate = modes.of(started.spec).propagate  # a child of any mode
@@ -85,3 +87,12 @@ async def end_children(
         if ended is not None and ended.status.terminal and not draft.state.status.terminal:
             record_child_outcome(draft, child, False, code=f"child-{ended.status.label}")
     return out
+
+
+def child_command_id(command_id: str, step: str) -> str:
+    """The id of a child's command, derived from its parent's (``<id>/<step>``), so a
+    repeat of the parent's command repeats the child's. One that would be longer than an
+    id may be (a long parent id, a long step name, or a cascade several levels deep) is
+    the SHA-256 of that text instead: still derived, and within the limit."""
+    joined = f"{command_id}/{step}"
+    return joined if len(joined) <= MAX_IDENTIFIER_LENGTH else digest(joined)

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from engine.api.client import Client
+from engine.decide.child_cascade import child_command_id
 from engine.decide.operator_actions import Action
 from engine.model.description import describe_instance
 from engine.model.instance import ChildStatus, InstanceStatus
+from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.model.validation import parse_definition
 from engine.modes.code.context import Context as RunContext
 from engine.store.store import Store
@@ -145,3 +147,20 @@ async def test_inspect_of_a_child_names_its_parent(client: Client, ctx: Context)
         line.startswith("parent")
         for line in describe_instance(await client.inspect("order-1")).splitlines()
     )
+
+
+async def test_a_cancel_under_the_longest_command_id_still_cancels_the_children(
+    client: Client, ctx: Context
+) -> None:
+    """A child's command id is the parent's with the step after it: a parent's command
+    id of the longest length allowed made the child's too long, and the parent's cancel
+    was refused as a whole."""
+    await _parent_waiting_on_its_child(client, ctx)
+    longest = "c" * MAX_IDENTIFIER_LENGTH
+    await client.command("order-1", Action.CANCEL, "ann", "customer left", longest)
+    await settle(ctx)
+    child = await client.inspect("order-1/line")
+    assert child.status is S.CANCELLED, child.status
+    (audit,) = child.audit
+    assert len(audit.command_id) <= MAX_IDENTIFIER_LENGTH
+    assert audit.command_id == child_command_id(longest, "line"), "derived, so a repeat is one"
