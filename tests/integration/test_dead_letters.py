@@ -288,8 +288,9 @@ async def test_inspect_says_stopped_only_when_no_other_work_is_left(
     clock.set(clock.now() + 2 * MINUTE)
     assert await sweeps.sweep_expired_deadlines(store) == 1
     shown = await inspect_lines(pg_dsn, schema, "fork-1")
-    assert shown[-1] == f"  {DEAD_LETTERS_WAIT}"
-    assert shown[-2].startswith("  now: ")
+    assert shown[-2] == f"  {DEAD_LETTERS_WAIT}"
+    assert shown[-3].startswith("  now: ")
+    assert shown[-1].startswith("  no worker: no running worker runs t.a: "), "none runs here"
     await adjust_work(store, rows[1:], deadline=clock.now() + MINUTE)
     clock.set(clock.now() + 2 * MINUTE)
     assert await sweeps.sweep_expired_deadlines(store) == 1
