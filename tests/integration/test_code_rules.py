@@ -238,14 +238,20 @@ async def test_cancel_propagates_down_every_generation(client: Client, ctx: Cont
     assert ("unbook", "top/r1/spawn.1/book#1.1") in CALLS
 
 
-async def test_a_spawned_run_that_ends_wins_the_race(client: Client, ctx: Context) -> None:
+async def test_a_spawned_run_cancelled_first_wins_the_race_and_raises(
+    client: Client, ctx: Context
+) -> None:
+    """A spawned run that ends wins the race; one that did not complete (cancelled
+    here) raises StepFailed into the code rather than giving ``None``, which a timeout
+    gives: uncaught, the run fails and unwinds what it booked."""
     run = await start(client, ctx, "parent")
     spawned = f"{run}/spawn.1"
     await client.command(spawned, Action.CANCEL, "ops", "not needed")
     await settle(ctx)
     state = await client.inspect(run)
-    assert state.status is S.COMPLETED
-    assert state.value("result") == [None, "spawn.1"]
+    assert (state.status, state.failure_code) == (S.FAILED, "step-failed")
+    assert "spawned run 'spawn.1' (child) did not complete: child-cancelled" in state.result
+    assert CALLS == [("book", "parent/r1/book#1.1"), ("unbook", "parent/r1/book#1.1")]
 
 
 async def test_journaled_values_replay_and_all_times_out_entry_by_entry(
