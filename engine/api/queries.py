@@ -43,7 +43,7 @@ from engine.store.reads import HistoryPage, InstancePage, InstanceRow, InstanceV
 from engine.store.replication import WalPosition
 from engine.store.rows import WorkState
 from engine.store.store import Store
-from engine.store.work_views import WorkRow, unserved
+from engine.store.work_views import WorkRow
 from engine.store.workers import WorkerInfo
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "WorkRow",
     "WorkState",
     "WorkerInfo",
-    "unserved",
 ]
 
 
@@ -135,6 +134,7 @@ class Queries:
     workers = _StoreRead(worker_reads.list_workers)
     advertised_targets = _StoreRead(worker_reads.advertised_targets)
     running_targets = _StoreRead(worker_reads.running_targets)
+    unserved_targets = _StoreRead(work_views.unserved_targets)
 
     # Dead letters
     dead_letters = _StoreRead(dead_letter_reads.list_dead_letters)

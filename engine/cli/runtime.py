@@ -80,7 +80,7 @@ from engine.model.transitions import work_label
 from engine.model.words import counted
 from engine.modes.code.runs import run_id
 from engine.modes.steps.fold.activities import RESOLUTIONS
-from engine.store import catalog, holds, reads, work_views, workers
+from engine.store import catalog, holds, reads, work_views
 from engine.store.catalog import DefinitionConflict, conflict_message
 from engine.store.errors import CommitUnknown, InstanceNotFound
 from engine.store.rows import WorkState
@@ -769,10 +769,9 @@ async def unserved_lines(store: Store, state: Instance, rows: list[WorkRow]) -> 
     """A sentence per target of the instance's open work that no running worker runs
     (``work_views.unserved``): without it, an instance whose old version's workers were
     stopped reads as waiting for its next step, which no worker will ever take."""
-    if state.status.terminal or not any(row.state is WorkState.AVAILABLE for row in rows):
+    if state.status.terminal:
         return []
-    running = await workers.running_targets(store)
-    return [unserved_line(target) for target in work_views.unserved(rows, running)]
+    return [unserved_line(target) for target in await work_views.unserved_targets(store, rows)]
 
 
 def unserved_line(target: str) -> str:

@@ -20,6 +20,7 @@ from engine.model.transitions import WorkKind
 from engine.store.rows import WorkState, payload_fields, work_kind
 from engine.store.statements import work_views as sql
 from engine.store.store import Store
+from engine.store.workers import running_targets
 
 MAX_VIEW_ROWS = 500
 
@@ -166,3 +167,12 @@ def unserved(rows: Iterable[WorkRow], running: Iterable[str]) -> tuple[str, ...]
             }
         )
     )
+
+
+async def unserved_targets(store: Store, rows: Iterable[WorkRow]) -> tuple[str, ...]:
+    """``unserved`` of the instance's work ``rows`` against the workers running now,
+    which are read only when some of that work is open (most instance reads have none)."""
+    rows = list(rows)
+    if not any(row.state is WorkState.AVAILABLE for row in rows):
+        return ()
+    return unserved(rows, await running_targets(store))

@@ -22,7 +22,6 @@ from engine.api.queries import (
     WorkRow,
     WorkState,
 )
-from engine.api.queries import unserved as unserved_of
 from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.description import HeldStarts, never_happens
@@ -191,7 +190,10 @@ class InstanceDetail:
     journal: JournalView | None = None
     """A code-first run's journal (None for other modes)."""
     unserved: tuple[str, ...] = ()
-    """Targets of the instance's due work that no running worker runs (``unserved``)."""
+    """Targets of the instance's open work, due now or later, that no running worker
+    runs (``engine.store.work_views.unserved``): it waits for a worker that registers
+    them (an app not deployed, a version's code whose workers were stopped), which
+    nothing else on the page says."""
     resolutions: list[ResolutionRecord] = field(default_factory=list)
     """The newest resolutions of its dead letters (at most ``AUDIT_SHOWN``), newest first."""
 
@@ -307,7 +309,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         signal_slots=signal_slots(state, journal),
         machine=machine,
         journal=journal,
-        unserved=await unserved(reads, work),
+        unserved=await reads.queries.unserved_targets(work),
         resolutions=resolutions,
     )
 
@@ -323,16 +325,6 @@ def held_states(states: dict[str, StepState], held: HeldStarts) -> dict[str, Ste
                 "scheduled", f"attempt {attempt} recorded started, {held.waiting}"
             )
     return states
-
-
-async def unserved(reads: Reads, work: list[WorkRow]) -> tuple[str, ...]:
-    """Targets of the instance's open ``work``, due now or later, that no running worker
-    runs (``engine.store.work_views.unserved``): it waits for a worker that registers
-    them (an app not deployed, a version's code whose workers were stopped), which
-    nothing else on the page says. The workers are read only when work is open."""
-    if not any(w.state is WorkState.AVAILABLE for w in work):
-        return ()
-    return unserved_of(work, await reads.queries.running_targets())
 
 
 def position(state: Instance, registry: Any, now: datetime) -> str:
