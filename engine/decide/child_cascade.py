@@ -18,10 +18,10 @@ child went on picking, waiting and charging for an order that no longer existed,
 nothing but its own page said so.
 
 A child whose start is still to come never starts: its start is obsolete once the parent
-no longer runs (``engine.decide.child_starts``). One whose start a worker is making at
-this moment (attempted, not yet created) cannot be reached here, and is passed over
-rather than failing the parent's command: the creation is not atomic with the parent's
-state, so such a child can still start after its parent ended (a known gap).
+no longer runs. One whose start a worker is making at this moment (attempted, not yet
+created) is passed over here: its creation commits with the parent's ``child_started``,
+so it either committed before this command (and is found) or builds again after it on
+a parent that no longer runs, and is not created (``engine.decide.child_starts``).
 """
 
 from __future__ import annotations

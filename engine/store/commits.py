@@ -201,7 +201,8 @@ def _check_replay(transition: Transition, fingerprint: str) -> None:
 
 def _duplicate(transition: Transition) -> DuplicateTransition:
     return DuplicateTransition(
-        f"transition {transition.transition_id} was already committed with other content"
+        f"transition {transition.transition_id} was already committed with other content",
+        transition.instance_id,
     )
 
 

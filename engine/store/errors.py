@@ -67,7 +67,12 @@ class StartVersionMoved(StoreError):
 
 
 class DuplicateTransition(StoreError):
-    """The transition id was already committed with other content."""
+    """The transition id was already committed with other content: of ``instance_id``'s
+    ledger, when the statement that found it knew which ('' when settling a COMMIT)."""
+
+    def __init__(self, message: str, instance_id: str = "") -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
 
 
 class InstanceNotFound(StoreError):

@@ -514,7 +514,8 @@ async def stage(
     statement. Without a transition on an existing instance to carry it, the lease is
     checked first and settled last by statements of its own; when the carrying
     statement wrote nothing (an exact replay), it still proved the lease, which is
-    then settled on its own.
+    then settled on its own. A start among them (a child created with its parent's news
+    of it) belongs to the lease's team, as every instance a worker creates does.
     """
     now = store.clock.sql_now()
     carried = _carries(transitions)
@@ -529,7 +530,9 @@ async def stage(
             written, xid = await commits.written_by(conn, transition, channel, row)
             next_lease, settled = _handed_on_by(fence, row) if written else None, written
         else:
-            written, xid = await commits.stage(conn, transition, channel, ended=store.ended_channel)
+            written, xid = await commits.stage(
+                conn, transition, channel, fence.lease.tenant_id, ended=store.ended_channel
+            )
         results.append(CommitResult(transition.transition_id, replayed=not written))
     if not settled:
         next_lease = await _settle(conn, fence, now)

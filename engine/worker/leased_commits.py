@@ -28,7 +28,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -233,6 +233,7 @@ async def commit(
     eager: Eager | None = None,
     known: Instance | None = None,
     within: Within | None = None,
+    companions: Callable[[Draft], Sequence[Transition]] | None = None,
 ) -> Instance | None:
     """Build on the latest state and commit fenced by the lease; retry on conflicts.
 
@@ -249,6 +250,11 @@ async def commit(
     ``within`` completes the draft inside the commit's own PostgreSQL transaction, with
     its connection (``leases.commit_built``): what it writes there commits exactly when
     the transition does, and any failure of it rolls both back and propagates.
+
+    ``companions`` names, for the draft ``build`` made, the starts of new instances
+    committed in the same transaction (a child created with its parent's news of it,
+    so it exists exactly when its parent knows it does). A start that cannot be written
+    is not the instance's conflict to build again: its error propagates.
     """
     for _ in range(MAX_CONFLICT_RETRIES):
         guessed = known is not None
@@ -288,11 +294,14 @@ async def commit(
         fence = leases.LeaseFence(lease, finish() if callable(finish) else finish)
         if eager is not None:
             fence = eager.prepare(draft, fence)
+        started = companions(draft) if companions is not None else ()
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT, step_of(lease))
         try:
-            committed = await _write(ctx, transitions, fence)
-        except (SequenceConflict, DuplicateTransition):
+            committed = await _write(ctx, [*transitions, *started], fence)
+        except (SequenceConflict, DuplicateTransition) as conflict:
+            if any(getattr(conflict, "instance_id", "") == t.instance_id for t in started):
+                raise
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
             continue

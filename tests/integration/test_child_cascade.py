@@ -15,14 +15,19 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.child_cascade import child_command_id
+from engine.decide.child_starts import CHILD_PARENT_NOT_RUNNING
 from engine.decide.operator_actions import Action
+from engine.model.definitions import DefinitionRef
 from engine.model.description import describe_instance
 from engine.model.instance import ChildStatus, InstanceStatus
 from engine.model.limits import MAX_IDENTIFIER_LENGTH
+from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes.code.context import Context as RunContext
+from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
+from engine.worker.instance_cache import RegistrySource
 from engine.worker.leased_commits import Context
 from tests.integration.code_runs import settle
 
@@ -62,18 +67,14 @@ CHILD = _steps(
     _activity("pick"),
     {"name": "go", "kind": "signal", "target": "cascade.go", "timeout": "1h"},
 )
-PARENT = _steps(
-    "cascade.parent",
-    _activity("charge"),
-    {
-        "name": "line",
-        "kind": "child",
-        "target": CHILD.ref.name,
-        "timeout": "1m",
-        "child_definition": CHILD.ref.to_json(),
-    },
-    _activity("notify"),
-)
+LINE = {
+    "name": "line",
+    "kind": "child",
+    "target": CHILD.ref.name,
+    "timeout": "1m",
+    "child_definition": CHILD.ref.to_json(),
+}
+PARENT = _steps("cascade.parent", _activity("charge"), LINE, _activity("notify"))
 
 
 async def _parent_waiting_on_its_child(client: Client, ctx: Context) -> None:
@@ -164,3 +165,87 @@ async def test_a_cancel_under_the_longest_command_id_still_cancels_the_children(
     (audit,) = child.audit
     assert len(audit.command_id) <= MAX_IDENTIFIER_LENGTH
     assert audit.command_id == child_command_id(longest, "line"), "derived, so a repeat is one"
+
+
+class _CommandWhileCreating(RegistrySource):
+    """The catalog a worker reads while it creates a child, and the moment an operator
+    gives the parent a command (cancel, terminate, pause): after the worker recorded its
+    start attempt, before the child's creation commits."""
+
+    def __init__(self, store: Store, client: Client, action: Action) -> None:
+        super().__init__(store)
+        self.client, self.action, self.fired = client, action, False
+
+    async def holding(self, ref: DefinitionRef) -> Registry:
+        if ref == CHILD.ref and not self.fired:
+            self.fired = True
+            await self.client.command("order-1", self.action, "ann", "customer left")
+        return await super().holding(ref)
+
+
+@pytest.mark.parametrize("action", [Action.CANCEL, Action.TERMINATE])
+async def test_a_parent_ended_while_its_child_is_being_created_never_starts_it(
+    client: Client, store: Store, action: Action
+) -> None:
+    """The child's creation committed apart from the parent's news of it, so a parent
+    ended between its worker's start attempt and the creation (the cascade could not see
+    a child that did not exist yet) left the child running for an order that no longer
+    existed. The creation now commits with ``child_started`` or not at all."""
+    for definition in (CHILD, PARENT):
+        await client.publish(definition, "tests")
+    await client.start(PARENT.ref.name, "order-1", {"sku": "mug"})
+    registries = _CommandWhileCreating(store, client, action)
+    ctx = Context(store, APP, registries)
+    await settle(ctx)
+    assert registries.fired, "the worker never created the child"
+    with pytest.raises(InstanceNotFound):
+        await client.inspect("order-1/line")
+    parent = await client.inspect("order-1")
+    assert parent.status.terminal, parent.status
+    line = parent.children["line"]
+    assert line.status is not ChildStatus.ACTIVE, line
+    assert await _open_work(store, "order-1") == []
+
+
+async def test_a_child_whose_parent_paused_while_creating_it_starts_on_resume(
+    client: Client, store: Store
+) -> None:
+    """A pause between the start attempt and the creation holds the creation back (a
+    paused parent makes no progress); resumed, the same attempt creates the child."""
+    for definition in (CHILD, PARENT):
+        await client.publish(definition, "tests")
+    await client.start(PARENT.ref.name, "order-1", {"sku": "mug"})
+    ctx = Context(store, APP, _CommandWhileCreating(store, client, Action.PAUSE))
+    await settle(ctx)
+    with pytest.raises(InstanceNotFound):
+        await client.inspect("order-1/line")
+    await client.command("order-1", Action.RESUME, "ann", "go on")
+    await settle(ctx)
+    line = (await client.inspect("order-1")).children["line"]
+    assert (line.status, line.attempt) == (ChildStatus.ACTIVE, 1), line
+    assert (await client.inspect("order-1/line")).status is S.RUNNING
+
+
+async def test_a_parent_unwinding_when_its_child_would_be_created_records_it_not_started(
+    client: Client, store: Store
+) -> None:
+    """A cancel that unwinds (its charge is refunded) leaves the parent cancelling, not
+    ended, while its worker creates the child: the start is recorded failed, known
+    absent (``child-parent-not-running``), and the parent finishes its unwinding."""
+    refunded = _steps(
+        "cascade.refunded",
+        {**_activity("charge"), "compensation": {"target": "cascade.work", "timeout": "30s"}},
+        LINE,
+    )
+    for definition in (CHILD, refunded):
+        await client.publish(definition, "tests")
+    await client.start(refunded.ref.name, "order-1", {"sku": "mug"})
+    ctx = Context(store, APP, _CommandWhileCreating(store, client, Action.CANCEL))
+    await settle(ctx)
+    with pytest.raises(InstanceNotFound):
+        await client.inspect("order-1/line")
+    parent = await client.inspect("order-1")
+    assert parent.status is S.CANCELLED, parent.status
+    line = parent.children["line"]
+    assert (line.status, line.code) == (ChildStatus.START_FAILED, CHILD_PARENT_NOT_RUNNING)
+    assert await _open_work(store, "order-1") == []
