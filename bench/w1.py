@@ -282,15 +282,26 @@ def _dbos_setup(
         str(worker_concurrency),
     )
     setup.expect("ready", timeout=120)
-    if meter:
-        meter.checkpoint()
-        meter.begin()
+    if meter is None:
+        return _enqueued(setup), None
+    return _measured(meter, lambda: _enqueued(setup))
+
+
+def _enqueued(setup: procs.Worker) -> float:
+    """Let a peer's setup process (ready, waiting for ``go``) enqueue its workflows; the
+    seconds it reports they took."""
     setup.send("go")
-    result = setup.result(timeout=300)
-    if meter:
-        meter.mark_end()
-        return float(result["enqueue_seconds"]), meter.finish()
-    return float(result["enqueue_seconds"]), None
+    return float(setup.result(timeout=300)["enqueue_seconds"])
+
+
+def _measured(meter: Meter, create: Callable[[], float]) -> tuple[float, Window]:
+    """The seconds ``create`` reports creating a run's instances took, and the server's
+    work meanwhile: a window of its own, begun right after a checkpoint."""
+    meter.checkpoint()
+    meter.begin()
+    seconds = create()
+    meter.mark_end()
+    return seconds, meter.finish()
 
 
 def _dbos_args(cluster: Cluster, schema: str, queue: str) -> list[str]:
@@ -353,11 +364,9 @@ def wayline_throughput(
 ) -> Throughput:
     schema = f"wl_{tag}"
     asyncio.run(_prepare_wayline(cluster.dsn, schema))
-    meter.checkpoint()
-    meter.begin()
-    creation_seconds = asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
-    meter.mark_end()
-    creation = meter.finish()
+    creation_seconds, creation = _measured(
+        meter, lambda: asyncio.run(_create_wayline(cluster.dsn, schema, W1_DEFINITION, n))
+    )
     workers = [
         procs.wayline_worker(f"{schema}-{k}", cluster.dsn, schema, concurrency)
         for k in range(processes)
@@ -399,12 +408,7 @@ def procrastinate_throughput(
         f"{schema}-setup", "setup", *_procrastinate_args(cluster, schema), "--n", str(n)
     )
     setup.expect("ready", timeout=120)
-    meter.checkpoint()
-    meter.begin()
-    setup.send("go")
-    creation_seconds = float(setup.result(timeout=300)["enqueue_seconds"])
-    meter.mark_end()
-    creation = meter.finish()
+    creation_seconds, creation = _measured(meter, lambda: _enqueued(setup))
     workers = [
         procs.procrastinate(
             f"{schema}-{k}",

@@ -52,6 +52,13 @@ class Invalid(StudioError):
         (``studio.forms.beside``)."""
         return cls(message, [{"path": field, "message": message}])
 
+    @classmethod
+    def of(cls, problems: list[dict[str, str]]) -> Invalid:
+        """Refused for every one of ``problems`` at once (each a ``path`` and a
+        ``message``): the message says them all, in order, and a form says each beside
+        its field, so one answer lists all there is to correct."""
+        return cls("; ".join(p["message"] for p in problems), problems)
+
 
 class Forbidden(StudioError):
     """The principal may see that the object exists but may not act on it (another

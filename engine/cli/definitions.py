@@ -26,7 +26,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine.cli.options import UsageError
+from engine.cli.options import UsageError, print_invalid
 from engine.model.definitions import Definition
 from engine.model.errors import (
     ActivityAppNotFound,
@@ -108,8 +108,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"wayline definition check: {exc}", file=sys.stderr)
         return 1
     except DefinitionInvalid as exc:
-        for error in exc.errors:
-            print(f"{error.path or '(document)'}: {error.message}")
+        print_invalid(exc)
         return 1
     print(f"ok {definition.ref} {definition.fingerprint}")
     return 0

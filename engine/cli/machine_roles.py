@@ -24,6 +24,7 @@ from engine.cli.options import (
     UsageError,
     add_store_options,
     cannot_connect,
+    print_invalid,
     resolve_dsn,
 )
 from engine.model.definitions import Definition
@@ -58,8 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return runner.run(_roles(args))
     except DefinitionInvalid as invalid:
-        for problem in invalid.errors:
-            print(f"{problem.path or '(document)'}: {problem.message}", file=sys.stderr)
+        print_invalid(invalid, sys.stderr)
         return EXIT_FAILED
     except psycopg.Error as error:
         raise CommandFailed(_refusal(error, args.to)) from None

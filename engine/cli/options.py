@@ -17,12 +17,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from engine.decide.audit import actor_problem, reason_problem
+from engine.model.errors import DefinitionInvalid
 from engine.model.identifiers import (
     code_problem,
     id_problem,
@@ -112,6 +113,14 @@ def command_label(args: argparse.Namespace) -> str:
     """How a command's messages begin: the prog of the parser that parsed its action
     (``wayline retention run``), as its usage errors begin (``Parser``)."""
     return str(args.label)
+
+
+def print_invalid(invalid: DefinitionInvalid, file: TextIO | None = None) -> None:
+    """Each problem of an invalid definition on a line of its own, where it is first
+    (``(document)`` for the whole document), as every command that reads a definition
+    file says them (``file``: standard output when None)."""
+    for problem in invalid.errors:
+        print(f"{problem.path or '(document)'}: {problem.message}", file=file)
 
 
 def cannot_connect(what: str = "the database", option: str = "--dsn", env: str = DSN_ENV) -> str:

@@ -38,6 +38,7 @@ from engine.cli.options import (
     outcome_code,
     outcome_unknown,
     port_or_none,
+    print_invalid,
     reason,
     resolve_dsn,
     schema_name,
@@ -446,8 +447,7 @@ async def _publish(client: Client, args: argparse.Namespace) -> int:
         try:
             definitions = [load_definition(args.file)]
         except DefinitionInvalid as exc:
-            for error in exc.errors:
-                print(f"{error.path or '(document)'}: {error.message}")
+            print_invalid(exc)
             return EXIT_FAILED
     reports = [await client.check_compatibility(d, codes.get(d.ref)) for d in definitions]
     for report in reports:

@@ -112,9 +112,13 @@ _FAILURE = frozenset({"step", "attempt", "code"})
 _Rules = tuple[frozenset[str], frozenset[str]]
 
 
-def _attempts(*, started: K, succeeded: K, failed: K, unknown: K, retry: K) -> dict[K, _Rules]:
-    """The kinds of one attempt machine: activities and compensations follow the same."""
+def _attempts(
+    *, scheduled: K, started: K, succeeded: K, failed: K, unknown: K, retry: K
+) -> dict[K, _Rules]:
+    """The kinds of one attempt machine, from its scheduling on: activities and
+    compensations follow the same."""
     return {
+        scheduled: (frozenset({"step"}), frozenset({"data", "idempotency_key"})),
         started: (_START, frozenset()),
         succeeded: (_ATTEMPT, frozenset({"data"})),
         failed: (_FAILURE, frozenset({"retryable", "data"})),
@@ -134,8 +138,8 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.TERMINATED: (frozenset(), frozenset()),
     K.DEFINITION_MIGRATED: (frozenset({"definition"}), frozenset({"data"})),
     K.CONTINUED_AS_NEW: (frozenset({"definition", "successor_id"}), frozenset({"data"})),
-    K.ACTIVITY_SCHEDULED: (frozenset({"step"}), frozenset({"data", "idempotency_key"})),
     **_attempts(
+        scheduled=K.ACTIVITY_SCHEDULED,
         started=K.ATTEMPT_STARTED,
         succeeded=K.ATTEMPT_SUCCEEDED,
         failed=K.ATTEMPT_FAILED,
@@ -145,8 +149,8 @@ FIELD_RULES: dict[EventKind, _Rules] = {
     K.TIMER_SCHEDULED: (frozenset({"step", "due_at"}), frozenset()),
     K.TIMER_FIRED: (frozenset({"step"}), frozenset()),
     K.SIGNAL_RECEIVED: (frozenset({"step", "idempotency_key"}), frozenset({"data"})),
-    K.COMPENSATION_SCHEDULED: (frozenset({"step"}), frozenset({"data", "idempotency_key"})),
     **_attempts(
+        scheduled=K.COMPENSATION_SCHEDULED,
         started=K.COMPENSATION_ATTEMPT_STARTED,
         succeeded=K.COMPENSATION_SUCCEEDED,
         failed=K.COMPENSATION_FAILED,

@@ -64,6 +64,8 @@ class ResolutionAction(StrEnum):
 
 ACTION_CODES = {ResolutionAction.RETRY: 1, ResolutionAction.DISCARD: 2}
 """How each action is stored in ``work_resolutions.action``."""
+ACTION_OF_CODE = {code: action for action, code in ACTION_CODES.items()}
+"""Each stored ``work_resolutions.action`` read back as its action."""
 
 
 RESOLUTION_KINDS = {
@@ -216,8 +218,7 @@ async def list_dead_letters(
     resolution removes a row, a new dead letter is added at the end). ``tenant`` keeps
     one team's (``work_tenant_dead_letter_idx``), ``failure_code`` one kind of failure.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
-        raise WorkRequestInvalid(f"page limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
+    _check_limit(limit, "page limit")
     params = {
         "tenant": tenant,
         "code": failure_code,
@@ -274,13 +275,11 @@ async def recent_resolutions(
     store: Store, tenant: str | None = None, limit: int = MAX_PAGE_ITEMS
 ) -> list[ResolutionRecord]:
     """The newest ``limit`` resolutions (of ``tenant``'s work when given)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
-        raise WorkRequestInvalid(f"limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
-    actions = {code: action for action, code in ACTION_CODES.items()}
+    _check_limit(limit)
     async with store.connection() as conn:
         cur = await conn.execute(sql.RECENT_RESOLUTIONS, {"tenant": tenant, "limit": limit})
         rows = await cur.fetchall()
-    return [_resolution_record(row, actions) for row in rows]
+    return [_resolution_record(row) for row in rows]
 
 
 async def find_resolution(
@@ -289,21 +288,19 @@ async def find_resolution(
     """The committed resolution with this command id on work of ``instance_id``, if any
     (a caller whose repeat was refused as a conflict learns whether it was its own
     command that had acted)."""
-    actions = {code: action for action, code in ACTION_CODES.items()}
     key = {"instance": instance_id, "command": command_id}
     async with store.connection() as conn:
         row = await (await conn.execute(sql.RESOLUTION_RECORD, key)).fetchone()
-    return None if row is None else _resolution_record(row, actions)
+    return None if row is None else _resolution_record(row)
 
 
 async def instance_resolutions(store: Store, instance_id: str) -> list[ResolutionRecord]:
     """Every resolution of ``instance_id``'s dead letters, oldest first: the audit of them
     that its history does not hold (retention exports it with the history)."""
-    actions = {code: action for action, code in ACTION_CODES.items()}
     async with store.reading() as conn:
         found = await conn.execute(sql.INSTANCE_RESOLUTIONS, {"instance": instance_id})
         rows = await found.fetchall()
-    return [_resolution_record(row, actions) for row in rows]
+    return [_resolution_record(row) for row in rows]
 
 
 async def latest_instance_resolutions(
@@ -311,27 +308,31 @@ async def latest_instance_resolutions(
 ) -> list[ResolutionRecord]:
     """The newest ``limit`` resolutions of ``instance_id``'s dead letters, newest first:
     the part of its operators' audit trail that its history does not hold."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
-        raise WorkRequestInvalid(f"limit must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
-    actions = {code: action for action, code in ACTION_CODES.items()}
+    _check_limit(limit)
     async with store.reading() as conn:
         found = await conn.execute(
             sql.LATEST_INSTANCE_RESOLUTIONS, {"instance": instance_id, "limit": limit}
         )
         rows = await found.fetchall()
-    return [_resolution_record(row, actions) for row in rows]
+    return [_resolution_record(row) for row in rows]
 
 
-def _resolution_record(
-    row: tuple[Any, ...], actions: dict[int, ResolutionAction]
-) -> ResolutionRecord:
+def _check_limit(limit: int, what: str = "limit") -> None:
+    """WorkRequestInvalid unless ``limit`` is a whole number of rows from 1 to
+    MAX_PAGE_ITEMS (a bool is not one), as every list of dead letters and resolutions
+    takes."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_ITEMS:
+        raise WorkRequestInvalid(f"{what} must be from 1 to MAX_PAGE_ITEMS ({MAX_PAGE_ITEMS})")
+
+
+def _resolution_record(row: tuple[Any, ...]) -> ResolutionRecord:
     command, work, instance, token, action, actor, reason, at, retry, deadline = row
     return ResolutionRecord(
         command,
         instance,
         work,
         token,
-        actions[action],
+        ACTION_OF_CODE[action],
         actor,
         reason,
         utc(at),

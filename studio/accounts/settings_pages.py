@@ -55,6 +55,21 @@ async def _settings(
     )
 
 
+async def _refused(
+    request: Request,
+    principal: Principal,
+    runtime: Runtime,
+    invalid: Invalid,
+    form: str = "",
+    typed: dict[str, str] | None = None,
+) -> Template:
+    """The page again (422) saying why a change was refused: beside ``form``, filled with
+    what was ``typed`` in it, for the two forms that take typing; else above the page."""
+    return await _settings(
+        request, principal, runtime, 422, error=str(invalid), refused=form, typed=typed or {}
+    )
+
+
 async def settings_page(
     request: Request,
     principal: NamedDependency[Principal],
@@ -77,9 +92,7 @@ async def invite_member(
             values.get("display_name", ""),
         )
     except Invalid as invalid:
-        return await _settings(
-            request, principal, runtime, 422, error=str(invalid), refused="invite", typed=values
-        )
+        return await _refused(request, principal, runtime, invalid, "invite", values)
     return await _settings(request, principal, runtime, invited=invited)
 
 
@@ -103,7 +116,7 @@ async def set_role(
     try:
         username = await accounts.set_role(runtime.store, principal, user_id, role)
     except Invalid as invalid:
-        return await _settings(request, principal, runtime, 422, error=str(invalid))
+        return await _refused(request, principal, runtime, invalid)
     return await _settings(request, principal, runtime, done=f"{username} is now {role}.")
 
 
@@ -116,7 +129,7 @@ async def remove_member(
     try:
         username = await accounts.remove_member(runtime.store, principal, user_id)
     except Invalid as invalid:
-        return await _settings(request, principal, runtime, 422, error=str(invalid))
+        return await _refused(request, principal, runtime, invalid)
     done = f"{username} is no longer a member of this team."
     return await _settings(request, principal, runtime, done=done)
 
@@ -134,9 +147,7 @@ async def create_token(
             _days(values.get("expires_in_days", "")),
         )
     except Invalid as invalid:
-        return await _settings(
-            request, principal, runtime, 422, error=str(invalid), refused="token", typed=values
-        )
+        return await _refused(request, principal, runtime, invalid, "token", values)
     return await _settings(request, principal, runtime, new_token=secret, new_token_record=token)
 
 

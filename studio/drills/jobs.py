@@ -103,7 +103,7 @@ def _check_names(wanted: list[str]) -> None:
         if (why := _name_problem(name))
     ]
     if problems:
-        raise Invalid("; ".join(p["message"] for p in problems), problems)
+        raise Invalid.of(problems)
 
 
 def _name_problem(name: str) -> str:

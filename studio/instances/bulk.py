@@ -168,7 +168,7 @@ async def chosen(
     if request is not None and selection is not None:
         problems += await _undeclared_version(runtime, team, request, selection)
     if problems or request is None or selection is None:
-        raise Invalid("; ".join(p["message"] for p in problems), problems)
+        raise Invalid.of(problems)
     return request, selection
 
 

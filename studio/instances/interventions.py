@@ -162,7 +162,7 @@ def checked(action: Action, form: CommandForm) -> tuple[str, dict[str, Any]]:
     except Invalid as wrong:
         problems += wrong.problems or [{"path": "", "message": str(wrong)}]
     if problems:
-        raise Invalid("; ".join(p["message"] for p in problems), problems)
+        raise Invalid.of(problems)
     return reason, effect
 
 

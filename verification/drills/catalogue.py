@@ -9,6 +9,7 @@ reruns exactly that drill.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from engine.worker.faults import Action, Boundary
@@ -27,7 +28,7 @@ from verification.drills import (
     stateful,
     unknowns,
 )
-from verification.drills.base import DrillSpec
+from verification.drills.base import DrillEnv, DrillSpec
 from verification.profiles import Profile
 
 NAMED = (
@@ -193,12 +194,7 @@ MACHINE_FAULT_TITLES = {
 
 def machine_drills(profile: Profile, master: int) -> list[DrillSpec]:
     """The machine drills (families M1-M6), ``profile.machine_seeds`` times each."""
-    cells = [
-        (f"{head}-{action.value}-{boundary.value}", f"{MACHINE_FAULT_TITLES[head]} at {where}",
-         machines.boundary_drill, {"boundary": boundary.value, "action": action.value},
-         strands(boundary, action))
-        for head, boundary, action, where in MACHINE_FAULTS
-    ]  # fmt: skip
+    cells = _fault_cells(MACHINE_FAULTS, MACHINE_FAULT_TITLES, machines.boundary_drill)
     submits = ("M2-submits", "concurrent submits for one parent", machines.submits)
     cancels = ("M6-cancels", "duplicate cancels, one during an advance", machines.cancels)
     cells += [(*submits, {}, False), (*cancels, {}, False)]
@@ -233,14 +229,24 @@ CODE_NAMED = (
 
 def code_drills(profile: Profile, master: int) -> list[DrillSpec]:
     """The code-first drills (families C1-C7), ``profile.code_seeds`` times each."""
-    cells = [
-        (f"{head}-{action.value}-{boundary.value}", f"{CODE_FAULT_TITLES[head]} at {where}",
-         code.boundary_drill, {"boundary": boundary.value, "action": action.value},
-         strands(boundary, action))
-        for head, boundary, action, where in CODE_FAULTS
-    ]  # fmt: skip
+    cells = _fault_cells(CODE_FAULTS, CODE_FAULT_TITLES, code.boundary_drill)
     cells += [(name, title, scenario, {}, False) for name, title, scenario in CODE_NAMED]
     return _seeded(cells, profile.code_seeds, master)
+
+
+def _fault_cells(
+    faults: tuple[tuple[str, Boundary, Action, str], ...],
+    titles: dict[str, str],
+    scenario: Callable[[DrillEnv], Awaitable[None]],
+) -> list[tuple[Any, ...]]:
+    """The cells of a family table of faults at a worker boundary (``MACHINE_FAULTS``,
+    ``CODE_FAULTS``): each run by its workload's ``scenario`` with the boundary and action
+    as params, named and titled as the matrix's drills are."""
+    return [
+        (f"{head}-{action.value}-{boundary.value}", f"{titles[head]} at {where}", scenario,
+         {"boundary": boundary.value, "action": action.value}, strands(boundary, action))
+        for head, boundary, action, where in faults
+    ]  # fmt: skip
 
 
 HOLD_CELLS = (
