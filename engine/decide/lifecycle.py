@@ -16,7 +16,7 @@ from engine.model.identifiers import require_id
 from engine.model.inputs import check_size
 from engine.model.limits import MAX_PAYLOAD_BYTES
 from engine.model.registry import Registry
-from engine.model.transitions import Draft, Transition
+from engine.model.transitions import Draft
 
 K = EventKind
 
@@ -93,10 +93,11 @@ def cancelled(draft: Draft) -> None:
 
 def continue_as_new(
     draft: Draft, successor_id: str, definition: DefinitionRef, input: Any = None
-) -> Transition:
-    """End this instance in favour of a new one (started by its own transition)."""
+) -> None:
+    """End this instance in favour of ``successor_id`` on ``definition``, started with
+    ``input`` by a transition of its own in the same PostgreSQL transaction
+    (``engine.modes.code.continuation``)."""
     require_id(successor_id, "successor id")
     draft.add(
         K.CONTINUED_AS_NEW, successor_id=successor_id, definition=definition, data=json_data(input)
     )
-    return draft.build("continued-as-new")

@@ -251,6 +251,8 @@ def describe_instance(
         lines.append(f"started {format_instant(state.started_at)} by {state.started_by}")
     if state.parent_id:  # as the studio's page says it: a child is found from its parent
         lines.append(f"parent {state.parent_id} (its step {state.parent_step})")
+    if state.successor_id:  # as the studio's page says it: "Continued as"
+        lines.append(f"continued as {state.successor_id}")
     if state.failure_code:
         lines.append(failure_line(state))
     for p in state.activities.values():

@@ -22,6 +22,7 @@ from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalR
 from engine.modes.code.cursor import StopKind
 from engine.modes.code.effects import (
     SPAWN_NOT_FOUND,
+    SUCCESSOR_ID_TAKEN,
     WORKFLOW_CODE_DIFFERS,
     WORKFLOW_CODE_MISSING,
 )
@@ -206,6 +207,10 @@ PARKINGS = {
     SPAWN_NOT_FOUND: Parking(
         "a workflow it spawns has no published version to start.",
         "Publish that workflow (in this team)",
+    ),
+    SUCCESSOR_ID_TAKEN: Parking(
+        "it continues as new, and another instance holds its successor's id.",
+        "Cancel the run, or start its successor under another id",
     ),
 }
 """What each code a parked decision carries means (``engine.modes.code``); any other

@@ -254,7 +254,6 @@ def test_continue_as_new_needs_a_registered_successor_definition() -> None:
     unknown = definition([signal_doc("wait")], name="life", version="9").ref
     with pytest.raises(ReplayRejected, match="not registered"):
         lifecycle.continue_as_new(draft, "successor", unknown)
-    successor = lifecycle.continue_as_new(
-        Draft(REGISTRY, fresh(), T0 + timedelta(seconds=1)), "successor", V2.ref
-    )
-    assert successor.terminal
+    ending = Draft(REGISTRY, fresh(), T0 + timedelta(seconds=1))
+    lifecycle.continue_as_new(ending, "successor", V2.ref)
+    assert ending.build().terminal

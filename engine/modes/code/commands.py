@@ -14,7 +14,8 @@ Each new command becomes its event (``records``) and the work that resolves it:
 - ``now``/``random``/``uuid4``: ``value_recorded``, the value the code was given.
 
 Then: a code that returned completes the run with its value; a code that raised fails
-it, unwinding its compensations first when a compensated step succeeded.
+it, unwinding its compensations first when a compensated step succeeded; a code that
+continued as new ends the run in favour of its successor (``continuation``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from typing import Any
 from engine.decide import decisions, lifecycle
 from engine.model.canonical import canonical_json
 from engine.model.definitions import DefinitionRef
+from engine.model.errors import InputRefused
 from engine.model.events import EventKind, json_data
 from engine.model.limits import WORK_CLAIM_WINDOW
 from engine.model.transitions import Draft, WorkKind
-from engine.modes.code import records
+from engine.modes.code import continuation, records
 from engine.modes.code.decide import decision_work
-from engine.modes.code.journal import Command, Raised, Returned, Verb, Waits
+from engine.modes.code.journal import Command, ContinuedAsNew, Raised, Returned, Verb, Waits
 from engine.modes.code.step_ids import step_id
 from engine.modes.steps.orchestration import compensable
 
@@ -44,6 +46,9 @@ rest are recorded by the next decision, which replays past these, so a transitio
 stays within ``MAX_TRANSITION_EVENTS``."""
 RESULT_NOT_JSON = "result-not-json"
 INPUT_NOT_JSON = "spawn-input-not-json"
+CONTINUATION_NOT_JSON = "continuation-input-not-json"
+SUCCESSOR_ID_REFUSED = "successor-id-refused"
+"""A run continued as new whose successor's id cannot be one (too long)."""
 
 
 class NotJson(Exception):
@@ -59,10 +64,13 @@ class SpawnUnresolved(Exception):
 
 
 def record(
-    draft: Draft, advance: Waits | Returned | Raised, spawns: Mapping[str, DefinitionRef]
+    draft: Draft,
+    advance: Waits | Returned | Raised | ContinuedAsNew,
+    spawns: Mapping[str, DefinitionRef],
 ) -> None:
     """Append the advance's new commands and its ending to ``draft`` (see the module);
-    ``spawns`` pins spawned definitions by name (SpawnUnresolved names a missing one)."""
+    ``spawns`` pins the definitions new runs start on (a spawn's, a continuation's) by
+    name (SpawnUnresolved names a missing one)."""
     try:
         for command in advance.new[:MAX_NEW_COMMANDS]:
             _record_command(draft, command, spawns)
@@ -81,6 +89,31 @@ def record(
         lifecycle.complete(draft, value)
     elif isinstance(advance, Raised):
         fail(draft, advance.code, advance.message)
+    elif isinstance(advance, ContinuedAsNew):
+        _continue(draft, advance, spawns)
+
+
+def _continue(draft: Draft, advance: ContinuedAsNew, spawns: Mapping[str, DefinitionRef]) -> None:
+    """End the run continued as new on its workflow's latest published version."""
+    state = draft.state
+    assert state is not None
+    name = state.definition.name
+    latest = spawns.get(name)
+    if latest is None:
+        raise SpawnUnresolved(name)
+    try:
+        input = json.loads(canonical_json(advance.input))
+    except (TypeError, ValueError):
+        fail(
+            draft,
+            CONTINUATION_NOT_JSON,
+            "the workflow continued as new with an input that is not JSON",
+        )
+        return
+    try:
+        continuation.record(draft, input, latest)
+    except InputRefused as refused:  # its id would be too long
+        fail(draft, SUCCESSOR_ID_REFUSED, str(refused))
 
 
 def fail(draft: Draft, code: str, message: str) -> None:

@@ -33,6 +33,8 @@ Verbs and what they return, as the seed's tables say:
   journaled, so a replay returns the recorded value. A new value is recorded in the
   command in JSON form (ISO text, float, uuid text); the recorded value is accepted in
   either form.
+- ``continue_as_new(input)``: never returns; the run ends continued as new, and its
+  successor run starts with ``input`` (``engine.modes.code.continuation``).
 - ``run_id``; ``step_id`` (only inside a step body, see ``step_ids``).
 
 Durations are ``"30s"``-style text, ``timedelta`` or a number of seconds. Bad arguments
@@ -52,7 +54,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from engine.model.durations import ALLOWED, parse_duration
 from engine.model.identifiers import name_problem
@@ -61,6 +63,7 @@ from engine.modes.code.cursor import Cursor, StopKind
 from engine.modes.code.determinism import unguarded
 from engine.modes.code.failures import (
     STEP_ID_OUTSIDE_BODY,
+    ContinueAsNew,
     JournalDivergence,
     NestedStep,
     NotInStep,
@@ -320,6 +323,17 @@ class Context:
             if entry is None:
                 self._cursor.take_new(command)
             return Handle(command.key, definition)
+
+    def continue_as_new(self, input: Any = None) -> NoReturn:
+        """End this run and start its successor with ``input``: a run whose journal
+        would grow without end (a loop that polls or renews) goes on afresh. The
+        successor is ``<run id>+2`` (then ``+3``, ...) on the workflow's latest published
+        version, started in the transaction that ends this run
+        (``engine.modes.code.continuation``). Code after it never runs; an ``except
+        Exception`` does not catch it."""
+        with unguarded():
+            self._refuse_nesting("continue_as_new", "...")
+        raise ContinueAsNew(input)
 
     def now(self) -> datetime:
         """The current time (aware, UTC), as recorded the first time."""

@@ -6,7 +6,8 @@ that match their entries get the recorded values (bodies never run), so the code
 the path it walked before; it stops at the first new blocking command (or an open
 entry), and the non-blocking commands it reached past the journal before that
 (``now``/``random``/``uuid4``/``spawn``) come back in ``new`` with it. The result says
-what the code did: ``Waits``, ``Returned``, ``Raised`` (``code`` is ``step-failed`` for
+what the code did: ``Waits``, ``Returned``, ``ContinuedAsNew`` (``ctx.continue_as_new``),
+``Raised`` (``code`` is ``step-failed`` for
 an uncaught ``StepFailed``, ``workflow-error`` for the code's own exception,
 ``journal-full`` past ``MAX_JOURNAL_COMMANDS``) or ``Diverged`` (``code``
 ``journal-divergence``, or ``not-deterministic`` when the determinism guard refused the
@@ -42,6 +43,7 @@ from engine.modes.code.cursor import Cursor, StopKind, describe
 from engine.modes.code.determinism import Guard
 from engine.modes.code.failures import (
     AWAITED_FOREIGN,
+    ContinueAsNew,
     StepFailed,
     StepTimedOut,
     divergence_text,
@@ -50,6 +52,7 @@ from engine.modes.code.failures import (
 from engine.modes.code.journal import (
     Advance,
     Command,
+    ContinuedAsNew,
     Diverged,
     Entry,
     Raised,
@@ -180,6 +183,8 @@ def _advance(cursor: Cursor, ending: _Ending) -> Advance:
     if ending.returned:
         return Returned(new, ending.value)
     error = ending.error
+    if isinstance(error, ContinueAsNew):
+        return ContinuedAsNew(new, error.input)
     if isinstance(error, StepFailed):
         return Raised(new, "step-failed", str(error))
     return Raised(new, "workflow-error", f"{type(error).__name__}: {error}")

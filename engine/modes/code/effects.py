@@ -49,6 +49,8 @@ WORKFLOW_CODE_MISSING = "workflow-code-missing"
 WORKFLOW_CODE_DIFFERS = "workflow-code-differs"
 SPAWN_NOT_FOUND = "spawn-definition-not-found"
 """A decision's spawn names a workflow with no published version to start."""
+SUCCESSOR_ID_TAKEN = "successor-id-taken"
+"""A run continued as new whose successor's id another instance holds."""
 
 
 async def run_effect(ctx: Any, state: Instance, key: str, compensation: bool) -> Outcome:

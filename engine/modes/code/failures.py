@@ -6,9 +6,10 @@ Two kinds of exception live here, on purpose on two sides of ``Exception``:
   raises to declare a *known* failure, ``StepFailed`` raised into the code after the
   last attempt, ``StepTimedOut``, ``NestedStep``, ``NotInStep``);
 - the ones that stop replay (``JournalDivergence``, ``NotDeterministic``,
-  ``ReplayStopped``). They derive from ``BaseException`` so an ``except Exception`` in
-  workflow code cannot swallow them; the driver also records them before raising, so
-  even code that catches ``BaseException`` cannot hide a divergence.
+  ``ReplayStopped``), and ``ContinueAsNew``, which ends the run on purpose. They derive
+  from ``BaseException`` so an ``except Exception`` in workflow code cannot swallow
+  them; the driver also records the refusals before raising, so even code that catches
+  ``BaseException`` cannot hide a divergence.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ class NestedStep(RuntimeError):
 
 class NotInStep(RuntimeError):
     """``ctx.step_id`` was read outside a step body."""
+
+
+class ContinueAsNew(BaseException):
+    """Raised by ``ctx.continue_as_new``: the run ends here, continued by a successor run
+    started with ``input`` (``engine.modes.code.continuation``)."""
+
+    def __init__(self, input: object) -> None:
+        super().__init__("the run continues as new")
+        self.input = input
 
 
 class JournalDivergence(BaseException):

@@ -149,6 +149,14 @@ class Returned:
 
 
 @dataclass(frozen=True)
+class ContinuedAsNew:
+    """The code asked to end the run in favour of a successor started with ``input``."""
+
+    new: tuple[Command, ...]
+    input: Any
+
+
+@dataclass(frozen=True)
 class Raised:
     """The code raised (a ``StepFailed`` it did not catch, or its own exception)."""
 
@@ -170,4 +178,4 @@ class Diverged:
     ctx's): both park the run until matching code is deployed."""
 
 
-Advance = Waits | Returned | Raised | Diverged
+Advance = Waits | Returned | Raised | ContinuedAsNew | Diverged

@@ -16,7 +16,8 @@ replay cannot reproduce) records nothing: the work becomes a dead letter with th
 ``failure_detail``, and the run stays running, parked visibly. Retrying the dead letter
 after deploying code that matches replays it again. Code whose fingerprint is not the
 run's pin is refused the same way (``workflow-code-differs``), never run, and so is a
-decision the engine's rules refuse to record (``decision-refused``, with the rule).
+decision the engine's rules refuse to record (``decision-refused``, with the rule), and
+a continuation whose successor's id another instance holds (``successor-id-taken``).
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ from engine.model.definitions import DefinitionRef
 from engine.model.errors import EventInvalid, ReplayRejected, TransitionInvalid, WaylineError
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.transitions import Draft
-from engine.modes.code import commands, waits
+from engine.modes.code import commands, continuation, waits
 from engine.modes.code.decide import WAKE
 from engine.modes.code.declaration import CodeWorkflow
 from engine.modes.code.driver import drive
-from engine.modes.code.effects import SPAWN_NOT_FOUND
+from engine.modes.code.effects import SPAWN_NOT_FOUND, SUCCESSOR_ID_TAKEN
 from engine.modes.code.effects import WORKFLOW_CODE_DIFFERS as CODE_DIFFERS
 from engine.modes.code.effects import WORKFLOW_CODE_MISSING as CODE_MISSING
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Diverged
 from engine.store import catalog, leases
 from engine.store.catalog import conflict_message
+from engine.store.errors import DuplicateTransition, InstanceExists
 from engine.worker import processors
 from engine.worker.hooks import WorkerHooks
 from engine.worker.leased_commits import (
@@ -87,7 +89,9 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
         try:
             with current.completing():
                 build = _decision(flow, spawns, lease, ctx.hooks)
-                state = await commit(ctx, lease, build, eager=eager)
+                state = await commit(
+                    ctx, lease, build, eager=eager, companions=continuation.successor_start
+                )
         except commands.SpawnUnresolved as missing:
             try:
                 found = await catalog.resolve_for_start(ctx.store, missing.name, None)
@@ -96,8 +100,13 @@ async def _decide(ctx: Context, current: LeaseHolder) -> bool:
                 detail = f"spawn of {missing.name!r}: no published version can start"
                 await ctx.dead_letter(lease, SPAWN_NOT_FOUND, detail)
                 return False
+            await ctx.registries.holding(found)  # a continuation's successor starts on it
             spawns[missing.name] = found
             continue
+        except (InstanceExists, DuplicateTransition):  # raised for its successor's start
+            detail = f"{continuation.successor_of(lease.instance_id)} exists already"
+            await ctx.dead_letter(lease, SUCCESSOR_ID_TAKEN, detail)
+            return False
         except (ReplayRejected, EventInvalid, TransitionInvalid) as refused:
             # what the code asked for cannot be recorded (a bound it ran into): park it
             log.warning("%s parked: %s", lease.instance_id, refused)

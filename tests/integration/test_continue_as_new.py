@@ -1,0 +1,90 @@
+"""A code-first run continues as new (``ctx.continue_as_new``): it ends, and its
+successor starts in the same transaction, against a real PostgreSQL on a manual clock.
+
+Before, ``continued_as_new`` was an event and a status that nothing could produce: a run
+that loops for months (a poll, a renewal) had no way to keep its history short."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from engine.api.client import Client
+from engine.model.description import describe_instance
+from engine.model.instance import InstanceStatus
+from engine.modes.code.context import Context as RunContext
+from engine.modes.code.continuation import successor_of
+from engine.modes.code.effects import SUCCESSOR_ID_TAKEN
+from engine.store.dead_letters import list_dead_letters
+from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
+from engine.worker.leased_commits import Context
+from tests.integration.code_runs import settle
+
+T0 = datetime(2031, 6, 7, 8, 0, tzinfo=UTC)
+S = InstanceStatus
+APP = ActivityRegistry()
+TICKS: list[int] = []
+
+
+def _tick(n: int) -> int:
+    TICKS.append(n)
+    return n
+
+
+@APP.workflow("renewal", version="1")
+async def renewal(ctx: RunContext, state: dict) -> Any:
+    n = await ctx.step("tick", lambda: _tick(state["n"]))
+    if n < state["until"]:
+        try:
+            ctx.continue_as_new({"n": n + 1, "until": state["until"]})
+        except Exception:  # workflow code's own handler: must not swallow the continuation
+            return "swallowed"
+    return {"last": n}
+
+
+@pytest.fixture
+def code_app() -> ActivityRegistry:
+    return APP
+
+
+@pytest.fixture(autouse=True)
+def _fresh_ticks() -> None:
+    TICKS.clear()
+
+
+async def test_a_run_continues_as_new_until_it_returns(client: Client, ctx: Context) -> None:
+    first, _ = await client.start_run("renewal", {"n": 1, "until": 3}, id="r")
+    await settle(ctx)
+    assert first == "renewal/r"
+    chain = [first, "renewal/r+2", "renewal/r+3"]
+    states = [await client.inspect(run) for run in chain]
+    assert [s.status for s in states] == [S.CONTINUED_AS_NEW, S.CONTINUED_AS_NEW, S.COMPLETED]
+    assert [s.successor_id for s in states[:2]] == chain[1:]
+    assert states[2].value("input") == {"n": 3, "until": 3}
+    assert states[2].result == '{"last":3}'
+    assert TICKS == [1, 2, 3], "each run's step ran once, in its own run"
+    assert len(states[2].journal) == 1, "the successor's journal starts empty"
+    assert "continued as renewal/r+2" in describe_instance(states[0]).splitlines()
+
+
+async def test_a_successor_id_another_instance_holds_parks_the_run(
+    client: Client, ctx: Context, store: Store
+) -> None:
+    taken, _ = await client.start_run("renewal", {"n": 9, "until": 9}, id="t+2")
+    await client.start_run("renewal", {"n": 1, "until": 2}, id="t")
+    await settle(ctx)
+    run = await client.inspect("renewal/t")
+    assert run.status is S.RUNNING, "no successor started, so the run has not ended"
+    (letter,) = (await list_dead_letters(store)).items
+    assert (letter.instance_id, letter.failure_code) == ("renewal/t", SUCCESSOR_ID_TAKEN)
+    assert (await client.inspect(taken)).value("input") == {"n": 9, "until": 9}
+
+
+def test_a_successor_id_counts_generations() -> None:
+    assert successor_of("renewal/r") == "renewal/r+2"
+    assert successor_of("renewal/r+2") == "renewal/r+3"
+    assert successor_of("renewal/v1.5") == "renewal/v1.5+2"
+    assert successor_of("renewal/a+b") == "renewal/a+b+2"
