@@ -6,7 +6,15 @@ import asyncio
 
 from engine.modes.code.context import Context, Handle
 from engine.modes.code.driver import drive, find_command, run_body
-from engine.modes.code.journal import Diverged, Entry, EntryState, Returned, Verb, Waits
+from engine.modes.code.journal import (
+    ContinuedAsNew,
+    Diverged,
+    Entry,
+    EntryState,
+    Returned,
+    Verb,
+    Waits,
+)
 from tests.unit.code_journals import RUN_ID, entry_for, keys, play
 
 BODY_RUNS: list[str] = []
@@ -108,3 +116,26 @@ def test_changed_options_are_not_divergence_history_already_says_what_happened()
     assert drive(changed_options, None, played.entries, run_id=RUN_ID) == Returned(
         (), ({"signal": "paid"}, "paid")
     )
+
+
+async def renewing(ctx: Context, n: int) -> int:
+    await ctx.step("tick", lambda: n)
+    ctx.continue_as_new(n + 1)
+    return -1  # never reached
+
+
+def test_continue_as_new_ends_the_replay_with_the_successors_input() -> None:
+    first = drive(renewing, 1, [], run_id=RUN_ID)
+    assert isinstance(first, Waits)
+    ended = drive(renewing, 1, [entry_for(first.new[0], value=1)], run_id=RUN_ID)
+    assert ended == ContinuedAsNew((), 2)
+
+
+def test_continue_as_new_before_the_journal_is_consumed_diverges() -> None:
+    async def hasty(ctx: Context, n: int) -> int:
+        ctx.continue_as_new(n)
+        return n
+
+    first = drive(renewing, 1, [], run_id=RUN_ID)
+    recorded = [entry_for(first.new[0], value=1)]
+    assert isinstance(drive(hasty, 1, recorded, run_id=RUN_ID), Diverged)
