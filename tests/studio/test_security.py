@@ -21,6 +21,7 @@ from tests.studio.live import (
     csrf_token,
     definition,
     login_token,
+    serve_studio,
 )
 
 EXPIRY = "expires_in_days"
@@ -426,9 +427,22 @@ def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None
             assert response.headers.get(name) == value, (path, response.status_code, name)
         stored = path.startswith("/static/")  # only the studio's own files may be kept
         assert (response.headers.get("cache-control") == "no-store") is not stored, path
+        assert "strict-transport-security" not in response.headers, "not served over HTTPS"
     anonymous = studio.client().get("/api/me")
     assert anonymous.status_code == 401
     assert anonymous.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_studio_served_over_https_tells_browsers_to_keep_to_https(pg_dsn: str) -> None:
+    """``--secure-cookies`` says the studio is behind HTTPS: every response (a page, the
+    API, a 404, a static file) asks the browser to come back over HTTPS only, for a
+    year and for this host alone (the domain's other hosts are not the studio's)."""
+    with serve_studio(pg_dsn, secure_cookies=True) as secure:
+        client = secure.client()
+        for path in ("/login", "/api/me", "/no-such-page", "/static/studio.css"):
+            response = client.get(path)
+            assert response.headers.get("strict-transport-security") == "max-age=31536000", path
+            assert response.headers["x-frame-options"] == "DENY", "beside the others"
 
 
 def test_the_content_security_policy_allows_no_inline_script_or_style() -> None:
