@@ -159,9 +159,11 @@ async def remove_member(store: Store, principal: Principal, user_id: str) -> str
 async def account_audit_page(
     store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
 ) -> AccountPage:
-    """The team's audit of account actions, newest first (older than entry ``before``)."""
+    """The team's audit of account actions, newest first (older than entry ``before``),
+    with the invitations that lapsed since it was last read (``invitations.lapse``)."""
     if before is not None and not 1 <= before <= MAX_SEQUENCE:  # a bigint, like the ids
         raise Invalid(f"before is an audit entry's id: a whole number from 1 to {MAX_SEQUENCE}")
+    await invitations.lapse(store, team)
     return await account_audit.page(store, team, before, limit)
 
 
