@@ -18,3 +18,8 @@ COMMENT ON COLUMN studio_account_audit.token_id IS
     'The API token a token_created or token_revoked entry concerns (wl_<id>_...), else empty.';
 COMMENT ON COLUMN studio_account_audit.token_label IS
     'That token''s label when the entry was written, else empty.';
+
+-- One name for the command line wherever it acts: the engine records it as 'cli' (an
+-- instance's started_by, every audited command), whose actors are ids, so the members
+-- audit's 'command line' becomes 'cli' too, old entries with it (the same actor).
+UPDATE studio_account_audit SET actor = 'cli' WHERE actor = 'command line';

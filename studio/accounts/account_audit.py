@@ -18,9 +18,10 @@ and records the lapse in that transaction (``invitations.lapse``), dated when it
 by ``TIME_LIMIT``; its entry may so come after entries that are newer than it.
 
 The actor is named as every audit field names one (``Principal.actor``: a username, or
-``token:<id>`` for an API token); the command line and the first start, which have no
-account, are named by a phrase with a space (``COMMAND_LINE``, ``FIRST_START``, and
-``TIME_LIMIT`` for a lapse), which no username can be. Every member of the team may
+``token:<id>`` for an API token); the command line is named as everywhere it acts,
+``cli`` (``engine.decide.audit.COMMAND_LINE_ACTOR``, a username nobody may take), and
+the first start and a lapse, which happen by no one's command, by a phrase with a space
+(``FIRST_START``, ``TIME_LIMIT``), which no username can be. Every member of the team may
 read the team's entries (a reviewer needs no admin role): the Settings page shows the
 newest, ``GET /api/members/audit`` pages through all of them, newest first.
 """
@@ -37,8 +38,6 @@ from engine import Store
 from engine.model.limits import MAX_PAGE_ITEMS
 from studio.roles import Role
 
-COMMAND_LINE = "command line"
-"""The actor of a change made with ``wayline user create``."""
 FIRST_START = "first start"
 """The actor of the first admin the studio's first start creates."""
 TIME_LIMIT = "time limit"
@@ -91,8 +90,8 @@ class AccountEntry:
     team_id: str
     occurred_at: datetime
     actor: str
-    """Who did it, as audit fields name people: a username, ``token:<id>``, or one of
-    ``COMMAND_LINE`` and ``FIRST_START``."""
+    """Who did it, as audit fields name people: a username, ``token:<id>``, ``cli``
+    (the command line), or one of ``FIRST_START`` and ``TIME_LIMIT``."""
     action: AccountAction
     username: str
     """The member, or the username invited."""

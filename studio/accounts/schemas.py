@@ -69,8 +69,8 @@ class AccountEntryOut:
     id: int
     occurred_at: datetime
     actor: str
-    """A username, ``token:<id>`` for an API token, ``command line`` / ``first start``, or
-    ``time limit`` for an invitation that lapsed."""
+    """A username, ``token:<id>`` for an API token, ``cli`` for the command line,
+    ``first start``, or ``time limit`` for an invitation that lapsed."""
     action: AccountActionName
     username: str
     """The member, the username invited, or the member a token stands for."""

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from engine.cli.main import main
+from engine.decide.audit import COMMAND_LINE_ACTOR
 from engine.store.store import Store
 from studio.accounts import people
 from studio.accounts.api_tokens import MAX_DAYS
@@ -320,7 +321,7 @@ def test_every_change_to_a_member_or_invitation_is_audited_with_who_and_when(
         if e["actor"] != "seed"  # the test's own set-up
     ]
     assert entries == [
-        ("command line", "added", added, None, "author"),
+        ("cli", "added", added, None, "author"),  # as the command line's starts say
         (admin_name, "removed", newcomer, "viewer", None),
         (admin_name, "invitation_withdrawn", passer, "operator", None),
         (admin_name, "invited", passer, None, "operator"),
@@ -406,6 +407,26 @@ def _pending(page: str) -> str:
     """The Settings page's list of pending invitations (empty when there is none)."""
     found = re.search(r'id="invitations-table">(.*?)</table>', page, re.S)
     return found.group(1) if found else ""
+
+
+def test_the_command_line_is_one_actor_and_nobody_may_take_its_name(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line started instances as ``cli`` and added members as ``command
+    line``: one actor under two names. It is ``cli`` in both, and a person may not be
+    called ``cli`` (an invitation, a join, ``wayline user create``), or the audit would
+    name them and the command line alike."""
+    team = studio.team("cli-actor")
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    added = f"cli-{uuid.uuid4().hex[:6]}"
+    assert main(["user", "create", added, "--team", team, "--role", "viewer", *database]) == 0
+    assert main(["user", "create", "CLI", "--team", team, *database]) == 1
+    assert "the username cli is reserved" in capsys.readouterr().err
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    audit = admin.get("/api/members/audit").json()["items"]
+    assert [e["actor"] for e in audit if e["username"] == added] == [COMMAND_LINE_ACTOR]
+    refused = admin.form("/settings/members", {"username": "cli", "role": "viewer"})
+    assert refused.status_code == 422 and "the username cli is reserved" in refused.text
 
 
 def test_the_account_audit_pages_newest_first(studio: LiveStudio) -> None:
