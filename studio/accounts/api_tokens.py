@@ -70,9 +70,10 @@ FROM studio_api_tokens t WHERE team_id = %s
 ORDER BY revoked_at IS NOT NULL, created_at, token_id
 """
 """Live tokens first, then the revoked ones (kept for the audit records they made)."""
-MEMBER = "COALESCE((SELECT username FROM studio_users WHERE user_id = {creator}), {creator})"
-"""The member a token stands for, as its audit entries name them: their username (the
-creator's id should the account be gone, since an entry always names someone)."""
+MEMBER = "COALESCE((SELECT username FROM studio_users WHERE user_id = {creator}), {made_by})"
+"""The member a token stands for, as its audit entries name them: their username, or
+who made the token when no account is known (a token made before 0009 knew its
+creator), since an entry always names someone."""
 REVOKE = f"""
 WITH RECURSIVE revoked AS (
     SELECT token_id FROM studio_api_tokens
@@ -84,11 +85,12 @@ WITH RECURSIVE revoked AS (
 )
 UPDATE studio_api_tokens t SET revoked_at = now(), revoked_by = %s FROM revoked r
 WHERE t.token_id = r.token_id
-RETURNING t.token_id, t.label, t.role, t.team_id, {MEMBER.format(creator="t.creator_id")}
+RETURNING t.token_id, t.label, t.role, t.team_id,
+          {MEMBER.format(creator="t.creator_id", made_by="t.created_by")}
 """
 """The token and every live token made with it, at any remove (``created_by``), each
 with what its audit entry names (the member it stands for)."""
-MEMBER_OF = "SELECT " + MEMBER.format(creator="%(creator)s")
+MEMBER_OF = "SELECT " + MEMBER.format(creator="%(creator)s", made_by="%(made_by)s")
 
 
 class TokenRejected(ValueError):
@@ -149,7 +151,8 @@ async def create_token(
         latest = made_with.expires_at if made_with else None
         row = await (await conn.execute(CREATE, (*values, creator_id, lifetime, latest))).fetchone()
         made = _token(row)
-        member = await (await conn.execute(MEMBER_OF, {"creator": creator_id})).fetchone()
+        found = {"creator": creator_id, "made_by": created_by}
+        member = await (await conn.execute(MEMBER_OF, found)).fetchone()
         await account_audit.record(
             conn, team_id, created_by, AccountAction.TOKEN_CREATED, member[0],
             to_role=made.role, token=(made.token_id, made.label),
