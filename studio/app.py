@@ -33,7 +33,7 @@ from studio.rendering import template_config
 from studio.request_bodies import close_request_schemas
 from studio.routes import route_handlers
 from studio.runtime import Runtime
-from studio.security_headers import add_security_headers
+from studio.security_headers import security_headers
 from studio.settings import MAX_BODY_BYTES, StudioSettings
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -103,7 +103,7 @@ def create_app(settings: StudioSettings) -> Litestar:
         ),
         middleware=[latencies, CallerTrace(), InputChecks()],
         before_request=check_request_fields,
-        before_send=[add_security_headers, add_read_lag_header],
+        before_send=[security_headers(settings.secure_cookies), add_read_lag_header],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,
     )

@@ -47,7 +47,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     studio.add_argument("--host", default="127.0.0.1", help="address to listen on")
     studio.add_argument("--port", type=port, default=8080, help="port to listen on")
     studio.add_argument(
-        "--secure-cookies", action="store_true", help="mark cookies Secure (behind HTTPS)"
+        "--secure-cookies",
+        action="store_true",
+        help="served over HTTPS: mark cookies Secure and send Strict-Transport-Security",
     )
     studio.add_argument(
         "--live-interval",

@@ -177,6 +177,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", DRAFT + "/machine/bounds", machine_editor.set_bounds, A),
     # Instances: list, start, inspect, follow, act
     Route("GET", "/instances", instances.list_page, V),
+    Route("POST", "/instances/view", instances.save_view, V),
     Route("GET", "/instances/new", instances.start_page, OP),
     Route("POST", "/instances", instances.start_instance, OP),
     Route("GET", "/instances/bulk", bulk_actions.preview_page, OP),

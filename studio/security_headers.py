@@ -18,7 +18,7 @@ its replacement for a transition; ``studio.js`` restores the zoom after a swap a
 from __future__ import annotations
 
 from litestar.datastructures import MutableScopeHeaders
-from litestar.types import Message, Scope
+from litestar.types import BeforeMessageSendHookHandler, Message, Scope
 
 CONTENT_SECURITY_POLICY = "; ".join(
     (
@@ -40,6 +40,14 @@ SECURITY_HEADERS: dict[str, str] = {
     "Cross-Origin-Opener-Policy": "same-origin",
 }
 """``X-Frame-Options`` repeats ``frame-ancestors 'none'`` for browsers that predate it."""
+STRICT_TRANSPORT_SECURITY = "max-age=31536000"
+"""Sent only by a studio served over HTTPS (``wayline studio --secure-cookies``): for a
+year, the browser reaches this host over HTTPS only, so a network attacker cannot strip
+the studio down to plain HTTP and read its cookie. Not ``includeSubDomains``: the studio
+is one host of a domain it does not own, and the header would stop the browser from
+reaching every other host under that name over plain HTTP (nor ``preload``, for the same
+reason). Over plain HTTP it would be ignored by browsers, and a studio reached that way
+sends none: a development studio must not pin ``localhost`` to HTTPS."""
 
 
 STATIC_PREFIX = "/static/"
@@ -51,13 +59,22 @@ its first copy on Back: a draft at an old revision, whose next edit was then ref
 if made in another window."""
 
 
-async def add_security_headers(message: Message, scope: Scope) -> None:
-    """Before-send hook: give a response's start message every header it lacks."""
-    if message["type"] != "http.response.start":
-        return
-    headers = MutableScopeHeaders.from_message(message)
-    for name, value in SECURITY_HEADERS.items():
-        if name not in headers:
-            headers[name] = value
-    if "Cache-Control" not in headers and not scope["path"].startswith(STATIC_PREFIX):
-        headers["Cache-Control"] = NOT_STORED
+def security_headers(https: bool) -> BeforeMessageSendHookHandler:
+    """The before-send hook of a studio, served over HTTPS (``https``, which adds
+    ``Strict-Transport-Security``) or not: it gives a response's start message every
+    header it lacks."""
+    required = SECURITY_HEADERS | (
+        {"Strict-Transport-Security": STRICT_TRANSPORT_SECURITY} if https else {}
+    )
+
+    async def add_security_headers(message: Message, scope: Scope) -> None:
+        if message["type"] != "http.response.start":
+            return
+        headers = MutableScopeHeaders.from_message(message)
+        for name, value in required.items():
+            if name not in headers:
+                headers[name] = value
+        if "Cache-Control" not in headers and not scope["path"].startswith(STATIC_PREFIX):
+            headers["Cache-Control"] = NOT_STORED
+
+    return add_security_headers

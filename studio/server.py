@@ -34,8 +34,9 @@ from engine import (
     install_signal_handlers,
     load_definition,
 )
+from engine.decide.audit import COMMAND_LINE_ACTOR
 from engine.worker import logs, tracing
-from studio.accounts import account_audit, people
+from studio.accounts import people
 from studio.accounts.people import DEFAULT_TEAM, FIRST_ADMIN, PeopleError
 from studio.app import create_app
 from studio.roles import Role
@@ -250,9 +251,7 @@ def create_user(
         user = await people.create_user(
             store, username, secret, display_name, must_change_password=generated
         )
-        await people.set_membership(
-            store, user.user_id, team, Role(role), account_audit.COMMAND_LINE
-        )
+        await people.set_membership(store, user.user_id, team, Role(role), COMMAND_LINE_ACTOR)
         return user.username
 
     try:

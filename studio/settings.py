@@ -26,7 +26,9 @@ class StudioSettings:
     """A replica the list, instance, history and drill-report pages read from
     (``studio.reads``); empty: they read the primary like everything else."""
     secure_cookies: bool = False
-    """Mark cookies Secure; turn on whenever the studio is served over HTTPS."""
+    """The studio is served over HTTPS: cookies are marked Secure and every response
+    carries ``Strict-Transport-Security`` (``studio.security_headers``); turn on whenever
+    the studio is served over HTTPS."""
     session_ttl: timedelta = timedelta(hours=12)
     signin_limits: SignInLimits = field(default_factory=SignInLimits)
     trusted_proxies: tuple[str, ...] = ()

@@ -47,6 +47,7 @@ from engine.cli.options import (
     team,
     whole_number,
 )
+from engine.decide.audit import COMMAND_LINE_ACTOR
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Mode
 from engine.model.description import (
@@ -95,8 +96,6 @@ from engine.worker.loop import Worker, WorkerConfig
 from engine.worker.metrics import Metrics
 
 METRICS_HOST = "127.0.0.1"
-COMMAND_LINE_ACTOR = "cli"
-"""Who a command line publish or start is recorded as, unless ``--actor`` names someone."""
 """Where ``--metrics-port`` listens: this host only."""
 EFFECT_OPTIONS: dict[Action, dict[str, bool]] = {
     Action.PAUSE: {},

@@ -67,6 +67,14 @@ def audit_problem(record: object) -> str | None:
     return None
 
 
+COMMAND_LINE_ACTOR = "cli"
+"""Who the command line acts as when it is not told (``wayline start``, ``definition
+publish``; ``--actor`` names someone else) and what the studio's members audit names it
+(``wayline user create``): one name wherever the command line is an actor. An id, as
+every actor the engine records must be (a phrase such as ``command line`` is not one);
+the studio keeps it from being anybody's username, so it names no person."""
+
+
 def actor_problem(actor: object) -> str | None:
     """Why ``actor`` cannot be recorded as who acted, or None: it is an id (an
     authenticated principal, so no surrounding spaces), as for every audited command."""

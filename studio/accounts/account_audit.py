@@ -1,21 +1,29 @@
 """The audit of account actions: who did what to a team's members, and when.
 
 An instance's operator commands are audited in its history; what admins do to a team's
-people is audited here (table ``studio_account_audit``, migration 0035): an invitation
-(to whom, with which role), its withdrawal, a role changed (from and to), a member
-removed (and the role they had), a person joining with an invitation, and a member added
-from the command line (``wayline user create --team``) or by the studio's first start.
-Each entry is written by the statement list that makes the change, in its transaction
-(``record`` on the change's own connection), so a change is never without its entry and
-an entry never names a change that did not happen. A change that changes nothing (a role
-set to the role the member has) records nothing.
+people is audited here (table ``studio_account_audit``, migrations 0035 and 0038): an
+invitation (to whom, with which role), its withdrawal or its lapse, a role changed (from
+and to), a member removed (and the role they had), a person joining with an invitation,
+a member added from the command line (``wayline user create --team``) or by the studio's
+first start, and an API token made or revoked (by its id and label, never its secret;
+the member is the one the token stands for, and a revocation records each token it takes
+with it). Each entry is written by the statement list that makes the change, in its
+transaction (``record`` on the change's own connection), so a change is never without its
+entry and an entry never names a change that did not happen. A change that changes
+nothing (a role set to the role the member has) records nothing.
+
+An invitation lapses by itself, in no transaction of ours: the first read of the team's
+people after it lapsed (its pending invitations, its audit, a new invitation) deletes it
+and records the lapse in that transaction (``invitations.lapse``), dated when it lapsed,
+by ``TIME_LIMIT``; its entry may so come after entries that are newer than it.
 
 The actor is named as every audit field names one (``Principal.actor``: a username, or
-``token:<id>`` for an API token); the command line and the first start, which have no
-account, are named by a phrase with a space (``COMMAND_LINE``, ``FIRST_START``), which
-no username can be. Every member of the team may read the team's entries (a reviewer
-needs no admin role): the Settings page shows the newest, ``GET /api/members/audit``
-pages through all of them, newest first.
+``token:<id>`` for an API token); the command line is named as everywhere it acts,
+``cli`` (``engine.decide.audit.COMMAND_LINE_ACTOR``, a username nobody may take), and
+the first start and a lapse, which happen by no one's command, by a phrase with a space
+(``FIRST_START``, ``TIME_LIMIT``), which no username can be. Every member of the team may
+read the team's entries (a reviewer needs no admin role): the Settings page shows the
+newest, ``GET /api/members/audit`` pages through all of them, newest first.
 """
 
 from __future__ import annotations
@@ -30,10 +38,10 @@ from engine import Store
 from engine.model.limits import MAX_PAGE_ITEMS
 from studio.roles import Role
 
-COMMAND_LINE = "command line"
-"""The actor of a change made with ``wayline user create``."""
 FIRST_START = "first start"
 """The actor of the first admin the studio's first start creates."""
+TIME_LIMIT = "time limit"
+"""The actor of an invitation that lapsed unused (``invitations.VALID_FOR``)."""
 SHOWN = 50
 """Entries the Settings page shows (the API pages through the rest)."""
 
@@ -41,10 +49,13 @@ SHOWN = 50
 class AccountAction(StrEnum):
     INVITED = "invited"
     INVITATION_WITHDRAWN = "invitation_withdrawn"
+    INVITATION_EXPIRED = "invitation_expired"
     JOINED = "joined"
     ADDED = "added"
     ROLE_CHANGED = "role_changed"
     REMOVED = "removed"
+    TOKEN_CREATED = "token_created"
+    TOKEN_REVOKED = "token_revoked"
 
     @property
     def words(self) -> str:
@@ -52,10 +63,15 @@ class AccountAction(StrEnum):
         return self.value.replace("_", " ")
 
 
-COLUMNS = "entry_id, team_id, occurred_at, actor, action, username, from_role, to_role"
+COLUMNS = (
+    "entry_id, team_id, occurred_at, actor, action, username, from_role, to_role, token_id,"
+    " token_label"
+)
 RECORD = """
-INSERT INTO studio_account_audit (team_id, actor, action, username, from_role, to_role)
-VALUES (%(team)s, %(actor)s, %(action)s, %(username)s, %(from_role)s, %(to_role)s)
+INSERT INTO studio_account_audit
+    (team_id, occurred_at, actor, action, username, from_role, to_role, token_id, token_label)
+VALUES (%(team)s, COALESCE(%(at)s::timestamptz, now()), %(actor)s, %(action)s, %(username)s,
+        %(from_role)s, %(to_role)s, %(token_id)s, %(token_label)s)
 """
 PAGE = f"""
 SELECT {COLUMNS} FROM studio_account_audit
@@ -74,8 +90,8 @@ class AccountEntry:
     team_id: str
     occurred_at: datetime
     actor: str
-    """Who did it, as audit fields name people: a username, ``token:<id>``, or one of
-    ``COMMAND_LINE`` and ``FIRST_START``."""
+    """Who did it, as audit fields name people: a username, ``token:<id>``, ``cli``
+    (the command line), or one of ``FIRST_START`` and ``TIME_LIMIT``."""
     action: AccountAction
     username: str
     """The member, or the username invited."""
@@ -83,6 +99,10 @@ class AccountEntry:
     """The role before ('' for an invitation, a join or an addition)."""
     to_role: str
     """The role after ('' for a removal or a withdrawn invitation)."""
+    token_id: str = ""
+    """The API token made or revoked (``wl_<id>_...``); '' for the other actions."""
+    token_label: str = ""
+    """That token's label."""
 
 
 @dataclass(frozen=True)
@@ -100,17 +120,24 @@ async def record(
     username: str,
     from_role: Role | str = "",
     to_role: Role | str = "",
+    token: tuple[str, str] = ("", ""),
+    at: datetime | None = None,
 ) -> None:
-    """Record ``action`` in the transaction of ``conn``, the one that makes the change."""
+    """Record ``action`` in the transaction of ``conn``, the one that makes the change:
+    ``token`` is the id and label of the token it concerns, ``at`` when it happened
+    (now when None: a lapse is recorded after it happened)."""
     await conn.execute(
         RECORD,
         {
             "team": team_id,
+            "at": at,
             "actor": actor,
             "action": AccountAction(action).value,
             "username": username,
             "from_role": _role(from_role),
             "to_role": _role(to_role),
+            "token_id": token[0],
+            "token_label": token[1],
         },
     )
 

@@ -19,7 +19,9 @@ tokens were minted with it.
 
 A revoked token stays listed, with when and by whom it was revoked: its id is the actor
 (``token:<id>``) of every audit record it made, so a reviewer reading one must still
-find what the token was, who made it and who stopped it.
+find what the token was, who made it and who stopped it. Making a token and revoking one
+(each token a revocation takes with it) are also entries of the members audit
+(``studio.accounts.account_audit``), written in the same transaction, by id and label.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from engine import Store
+from studio.accounts import account_audit
+from studio.accounts.account_audit import AccountAction
 from studio.accounts.sessions import secret_hash
 from studio.roles import Role
 
@@ -66,7 +70,11 @@ FROM studio_api_tokens t WHERE team_id = %s
 ORDER BY revoked_at IS NOT NULL, created_at, token_id
 """
 """Live tokens first, then the revoked ones (kept for the audit records they made)."""
-REVOKE = """
+MEMBER = "COALESCE((SELECT username FROM studio_users WHERE user_id = {creator}), {made_by})"
+"""The member a token stands for, as its audit entries name them: their username, or
+who made the token when no account is known (a token made before 0009 knew its
+creator), since an entry always names someone."""
+REVOKE = f"""
 WITH RECURSIVE revoked AS (
     SELECT token_id FROM studio_api_tokens
     WHERE token_id = %s AND team_id = %s AND revoked_at IS NULL
@@ -76,9 +84,13 @@ WITH RECURSIVE revoked AS (
     WHERE t.revoked_at IS NULL
 )
 UPDATE studio_api_tokens t SET revoked_at = now(), revoked_by = %s FROM revoked r
-WHERE t.token_id = r.token_id RETURNING 1
+WHERE t.token_id = r.token_id
+RETURNING t.token_id, t.label, t.role, t.team_id,
+          {MEMBER.format(creator="t.creator_id", made_by="t.created_by")}
 """
-"""The token and every live token made with it, at any remove (``created_by``)."""
+"""The token and every live token made with it, at any remove (``created_by``), each
+with what its audit entry names (the member it stands for)."""
+MEMBER_OF = "SELECT " + MEMBER.format(creator="%(creator)s", made_by="%(made_by)s")
 
 
 class TokenRejected(ValueError):
@@ -138,7 +150,14 @@ async def create_token(
     async with store.connection() as conn:
         latest = made_with.expires_at if made_with else None
         row = await (await conn.execute(CREATE, (*values, creator_id, lifetime, latest))).fetchone()
-    return secret, _token(row)
+        made = _token(row)
+        found = {"creator": creator_id, "made_by": created_by}
+        member = await (await conn.execute(MEMBER_OF, found)).fetchone()
+        await account_audit.record(
+            conn, team_id, created_by, AccountAction.TOKEN_CREATED, member[0],
+            to_role=made.role, token=(made.token_id, made.label),
+        )  # fmt: skip
+    return secret, made
 
 
 async def find_token(store: Store, secret: str) -> ApiToken | None:
@@ -160,8 +179,13 @@ async def revoke_token(store: Store, team_id: str, token_id: str, revoked_by: st
     """Revoke a token of ``team_id`` and the tokens made with it, recording ``revoked_by``
     (an audit actor) on each; False when there is no such live token there."""
     async with store.connection() as conn:
-        found = await conn.execute(REVOKE, (token_id, team_id, revoked_by))
-        return await found.fetchone() is not None
+        revoked = await (await conn.execute(REVOKE, (token_id, team_id, revoked_by))).fetchall()
+        for revoked_id, label, role, team, member in revoked:
+            await account_audit.record(
+                conn, team, revoked_by, AccountAction.TOKEN_REVOKED, member,
+                from_role=role, token=(revoked_id, label),
+            )  # fmt: skip
+    return bool(revoked)
 
 
 def _token(row: tuple) -> ApiToken:

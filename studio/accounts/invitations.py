@@ -8,7 +8,9 @@ or by choosing one, which creates it. Only then do they become a member.
 
 An invitation lasts ``VALID_FOR``; inviting the same username again replaces it, and
 an admin can withdraw it. Redeeming deletes it, so a code works once. Inviting and
-withdrawing are audited (``studio.accounts.account_audit``) in their own transactions.
+withdrawing are audited (``studio.accounts.account_audit``) in their own transactions;
+a lapse, which happens in none, is audited by the first read of the team's invitations
+or members audit after it (``lapse``), which deletes the lapsed invitation.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+import psycopg
 
 from engine import Store
 from studio.accounts import account_audit
@@ -44,6 +48,10 @@ SELECT {COLUMNS} FROM studio_invitations
 WHERE code_hash = %s AND username = %s AND expires_at > now()
 """
 TAKE = "DELETE FROM studio_invitations WHERE invitation_id = %s RETURNING 1"
+LAPSED = """
+DELETE FROM studio_invitations WHERE team_id = %s AND expires_at <= now()
+RETURNING username, role, expires_at
+"""
 WITHDRAW = """
 DELETE FROM studio_invitations WHERE invitation_id = %s AND team_id = %s
 RETURNING username, role
@@ -74,6 +82,7 @@ async def invite(
     code = secrets.token_urlsafe(18)
     values = (secrets.token_hex(6), secret_hash(code), team_id, username, display_name)
     async with store.connection() as conn:
+        await _lapse(conn, team_id)  # a lapsed one replaced is recorded as lapsed first
         await conn.execute(REPLACE, (team_id, username))
         row = await (
             await conn.execute(CREATE, (*values, Role(role).value, created_by, VALID_FOR))
@@ -85,9 +94,28 @@ async def invite(
 
 
 async def pending(store: Store, team_id: str) -> list[Invitation]:
+    """The team's invitations still open (those that lapsed are recorded so, ``lapse``)."""
     async with store.connection() as conn:
+        await _lapse(conn, team_id)
         rows = await (await conn.execute(LIST, (team_id,))).fetchall()
     return [_invitation(row) for row in rows]
+
+
+async def lapse(store: Store, team_id: str) -> None:
+    """Record each invitation of the team that lapsed unused in the members audit, dated
+    when it lapsed, by ``account_audit.TIME_LIMIT``, and delete it: a lapse happens in no
+    transaction, so it is recorded by the first look at the team's people after it.
+    Deleting is what makes it recorded once, whoever looks at the same time."""
+    async with store.connection() as conn:
+        await _lapse(conn, team_id)
+
+
+async def _lapse(conn: psycopg.AsyncConnection, team_id: str) -> None:
+    for username, role, lapsed_at in await (await conn.execute(LAPSED, (team_id,))).fetchall():
+        await account_audit.record(
+            conn, team_id, account_audit.TIME_LIMIT, AccountAction.INVITATION_EXPIRED,
+            username, role, at=lapsed_at,
+        )  # fmt: skip
 
 
 async def find(store: Store, username: str, code: str) -> Invitation | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import psycopg
 
 from engine import Store
+from engine.decide.audit import COMMAND_LINE_ACTOR
 from engine.model.identifiers import TEAM_PATTERN, TEAM_RULE
 from studio.accounts import account_audit
 from studio.accounts.account_audit import AccountAction
@@ -107,12 +108,17 @@ class Member:
 
 
 def normalize_username(username: str) -> str:
+    """The username as stored; PeopleError when it breaks the rule, or is the name the
+    command line acts as (``COMMAND_LINE_ACTOR``): audit trails name both alike, so a
+    person of that name could not be told from the command line."""
     name = username.strip().lower()
     if not USERNAME.fullmatch(name):
         raise PeopleError(
             "a username has 1 to 63 characters: a-z, 0-9, '.', '_' or '-', "
             "starting with a letter or digit"
         )
+    if name == COMMAND_LINE_ACTOR:
+        raise PeopleError(f"the username {name} is reserved: audit trails name the command line so")
     return name
 
 

@@ -1,8 +1,11 @@
 """A person's last view of a list (its URL query), per team, to open it with again.
 
-The Instances page saves the query of every view a signed-in person opens (filters and
-order, never a page cursor) and, opened with no query at all, goes back to the saved
-one. Only people are remembered: an API token's requests save nothing.
+The Instances page saves the view a signed-in person chooses on it (filters and order,
+never a page cursor) and, opened with no query at all, goes back to the saved one.
+Choosing is a POST (the Filter form, a tab, a column's order, Clear), checked for the
+session's CSRF token like every other change: a GET of the list with a query only shows
+that view, so a link from another site (or an old bookmark) cannot change what the
+person's list opens with. Only people are remembered: an API token saves nothing.
 """
 
 from __future__ import annotations
@@ -38,16 +41,18 @@ async def load(store: Store, user_id: str, team_id: str, page: str) -> str:
     return row[0] if row else ""
 
 
-async def remembered(store: Store, principal: Principal, path: str, asked: str, shown: str) -> str:
-    """Where a list opened at ``path`` with the query ``asked`` should go instead: the
-    person's saved view when ``asked`` is empty and one is saved. Otherwise '' (show
-    this view), after saving ``shown``, its query without a page cursor."""
-    user = principal.user
-    if user is None or principal.team is None:
+async def remember(store: Store, principal: Principal, path: str, query: str) -> None:
+    """Save ``query`` as the person's view of the list at ``path`` in their team
+    (nothing for an API token, or someone in no team)."""
+    if principal.user is not None and principal.team is not None:
+        await save(store, principal.user.user_id, principal.team.team_id, path, query)
+
+
+async def remembered(store: Store, principal: Principal, path: str, asked: str) -> str:
+    """Where the list at ``path``, opened with the query ``asked``, should go instead:
+    the person's saved view of it when ``asked`` is empty and one is saved; else ''
+    (show the view asked for, saving nothing)."""
+    if asked or principal.user is None or principal.team is None:
         return ""
-    team = principal.team.team_id
-    if not asked:
-        saved = await load(store, user.user_id, team, path)
-        return f"{path}?{saved}" if saved else ""
-    await save(store, user.user_id, team, path, shown)
-    return ""
+    saved = await load(store, principal.user.user_id, principal.team.team_id, path)
+    return f"{path}?{saved}" if saved else ""

@@ -69,14 +69,20 @@ class AccountEntryOut:
     id: int
     occurred_at: datetime
     actor: str
-    """A username, ``token:<id>`` for an API token, or ``command line`` / ``first start``."""
+    """A username, ``token:<id>`` for an API token, ``cli`` for the command line,
+    ``first start``, or ``time limit`` for an invitation that lapsed."""
     action: AccountActionName
     username: str
-    """The member, or the username invited."""
+    """The member, the username invited, or the member a token stands for."""
     from_role: RoleName | None
-    """The role before: a changed or removed member's, a withdrawn invitation's."""
+    """The role before: a changed or removed member's, a withdrawn or lapsed invitation's,
+    a revoked token's."""
     to_role: RoleName | None
-    """The role after: a changed member's, an invitation's, a new member's."""
+    """The role after: a changed member's, an invitation's, a new member's, a new token's."""
+    token_id: str | None
+    """The token made or revoked (``wl_<id>_...``; never its secret); null otherwise."""
+    token_label: str | None
+    """That token's label; null otherwise."""
 
 
 @dataclass
@@ -100,6 +106,8 @@ def account_entry_out(entry: AccountEntry) -> AccountEntryOut:
         entry.username,
         entry.from_role or None,
         entry.to_role or None,
+        entry.token_id or None,
+        entry.token_label if entry.token_id else None,
     )
 
 

@@ -51,9 +51,11 @@ class PasswordGuessesThrottled(Invalid):
 
 async def change_password(
     attempt: Attempt, principal: Principal, current: str, new: str, confirm: str
-) -> None:
-    """Set a new password after checking the current one; other sessions end. A
-    refusal names the field it concerns (``current``, ``new`` or ``confirm``).
+) -> str:
+    """Set a new password after checking the current one; returns the cookie of a new
+    session for this browser, since every session of the person ends, this one too
+    (``sessions.renew_every_session``). A refusal names the field it concerns
+    (``current``, ``new`` or ``confirm``).
 
     The current password is checked as a sign-in's is, under the same limits
     (``studio.accounts.signin_limits``, counted for this username from this address):
@@ -80,7 +82,8 @@ async def change_password(
         await people.set_password(store, user, new)
     except PasswordRejected as rejected:
         raise Invalid.at("new", str(rejected)) from None
-    await sessions.end_other_sessions(store, user.user_id, principal.session.session_hash)
+    cookie, _ = await sessions.renew_every_session(store, principal.session, attempt.ttl)
+    return cookie
 
 
 async def switch_team(store: Store, principal: Principal, team_id: str) -> None:
@@ -156,9 +159,11 @@ async def remove_member(store: Store, principal: Principal, user_id: str) -> str
 async def account_audit_page(
     store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
 ) -> AccountPage:
-    """The team's audit of account actions, newest first (older than entry ``before``)."""
+    """The team's audit of account actions, newest first (older than entry ``before``),
+    with the invitations that lapsed since it was last read (``invitations.lapse``)."""
     if before is not None and not 1 <= before <= MAX_SEQUENCE:  # a bigint, like the ids
         raise Invalid(f"before is an audit entry's id: a whole number from 1 to {MAX_SEQUENCE}")
+    await invitations.lapse(store, team)
     return await account_audit.page(store, team, before, limit)
 
 

@@ -4,6 +4,12 @@ A session names its user and the team they are working in, and carries the CSRF 
 that every state-changing request of that session must echo (a form field or the
 ``X-CSRF-Token`` header htmx sends). A stolen database does not yield usable cookies,
 and signing out deletes the row, so the cookie is dead at once.
+
+A session id is never kept across a change of who may use it: signing in (or joining)
+opens a new one and ends the one the browser sent, so a cookie value known before (one
+planted in the browser, or left from an earlier sign-in) names nobody afterwards; a
+password change ends every session of its person, the one it was made in too (its
+cookie may be what leaked), and opens a new one for that browser.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+import psycopg
 
 from engine import Store
 
@@ -28,7 +36,7 @@ SELECT user_id, team_id, csrf_token, expires_at FROM studio_sessions
 WHERE session_hash = %s AND expires_at > now()
 """
 DELETE = "DELETE FROM studio_sessions WHERE session_hash = %s"
-DELETE_OTHERS = "DELETE FROM studio_sessions WHERE user_id = %s AND session_hash <> %s"
+DELETE_ALL = "DELETE FROM studio_sessions WHERE user_id = %s"
 SWITCH_TEAM = "UPDATE studio_sessions SET team_id = %s WHERE session_hash = %s"
 
 
@@ -50,15 +58,38 @@ def secret_hash(secret: str) -> str:
 
 
 async def create_session(
-    store: Store, user_id: str, team_id: str | None, ttl: timedelta
+    store: Store, user_id: str, team_id: str | None, ttl: timedelta, replaces: str = ""
 ) -> tuple[str, Session]:
-    """A new session; returns the cookie value (shown to nobody else) and the session."""
+    """A new session; returns the cookie value (shown to nobody else) and the session.
+
+    ``replaces``: the cookie value the browser sent with the sign-in, whatever session
+    it names (or none), which ends in the same transaction: the browser holds only the
+    new value afterwards, and the old one must not outlive it elsewhere."""
+    async with store.connection() as conn:
+        if replaces:
+            await conn.execute(DELETE, (secret_hash(replaces),))
+        return await _open(conn, user_id, team_id, ttl)
+
+
+async def renew_every_session(
+    store: Store, session: Session, ttl: timedelta
+) -> tuple[str, Session]:
+    """After a password change: end every session of ``session``'s person, this one too,
+    and open a new one in its team for the browser that made the change (returned as
+    ``create_session`` returns it). One transaction, so no old session outlives it."""
+    async with store.connection() as conn:
+        await conn.execute(DELETE_ALL, (session.user_id,))
+        return await _open(conn, session.user_id, session.team_id, ttl)
+
+
+async def _open(
+    conn: psycopg.AsyncConnection, user_id: str, team_id: str | None, ttl: timedelta
+) -> tuple[str, Session]:
     token = secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     digest = secret_hash(token)
-    async with store.connection() as conn:
-        await conn.execute(PURGE_EXPIRED)
-        row = await (await conn.execute(CREATE, (digest, user_id, team_id, csrf, ttl))).fetchone()
+    await conn.execute(PURGE_EXPIRED)
+    row = await (await conn.execute(CREATE, (digest, user_id, team_id, csrf, ttl))).fetchone()
     return token, Session(digest, user_id, team_id, csrf, row[0])
 
 
@@ -75,12 +106,6 @@ async def load_session(store: Store, token: str) -> Session | None:
 async def end_session(store: Store, session_hash: str) -> None:
     async with store.connection() as conn:
         await conn.execute(DELETE, (session_hash,))
-
-
-async def end_other_sessions(store: Store, user_id: str, keep_hash: str) -> None:
-    """After a password change: every other session of the user is signed out."""
-    async with store.connection() as conn:
-        await conn.execute(DELETE_OTHERS, (user_id, keep_hash))
 
 
 async def switch_team(store: Store, session_hash: str, team_id: str) -> None:

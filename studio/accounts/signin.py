@@ -51,12 +51,14 @@ class SignedIn:
 @dataclass(frozen=True)
 class Attempt:
     """Where a sign-in or a join comes from and what bounds it: the store, the studio's
-    limits and session lifetime, and the client's address the limits count by."""
+    limits and session lifetime, the client's address the limits count by, and the
+    session cookie the browser sent (``''``: none), which the session it opens replaces."""
 
     store: Store
     limits: SignInLimits
     ttl: timedelta
     client: str
+    cookie: str = ""
 
     async def reserve(self, username: str) -> str:
         """Count the attempt before any password is checked; returns its key."""
@@ -84,7 +86,7 @@ async def sign_in(attempt: Attempt, username: str, password: str) -> SignedIn:
             store, user.user_id, await rehash_password(password), user.must_change_password
         )
     teams = await people.memberships(store, user.user_id)
-    return await _open(store, user, teams[0].team.team_id if teams else None, attempt.ttl)
+    return await _open(attempt, user, teams[0].team.team_id if teams else None)
 
 
 async def join(attempt: Attempt, username: str, code: str, password: str) -> SignedIn:
@@ -117,7 +119,7 @@ async def join(attempt: Attempt, username: str, code: str, password: str) -> Sig
         added=AccountAction.JOINED,
         keep_role=True,  # see set_membership: an invitation never changes a member's role
     )
-    return await _open(store, user, invitation.team_id, attempt.ttl)
+    return await _open(attempt, user, invitation.team_id)
 
 
 async def _create(store: Store, invitation: Invitation, password: str) -> User:
@@ -129,8 +131,11 @@ async def _create(store: Store, invitation: Invitation, password: str) -> User:
         raise JoinRejected(str(rejected)) from None
 
 
-async def _open(store: Store, user: User, team: str | None, ttl: timedelta) -> SignedIn:
-    cookie, session = await sessions.create_session(store, user.user_id, team, ttl)
+async def _open(attempt: Attempt, user: User, team: str | None) -> SignedIn:
+    """A new session, never the one the browser had: that one ends (``create_session``)."""
+    cookie, session = await sessions.create_session(
+        attempt.store, user.user_id, team, attempt.ttl, replaces=attempt.cookie
+    )
     return SignedIn(cookie, session, user)
 
 

@@ -109,15 +109,19 @@ def _attempt(request: Request, runtime: Runtime) -> signin.Attempt:
     """This request as a sign-in attempt, bounded by the studio's settings."""
     settings = runtime.settings
     return signin.Attempt(
-        runtime.store, settings.signin_limits, settings.session_ttl, _client(request)
+        runtime.store,
+        settings.signin_limits,
+        settings.session_ttl,
+        _client(request),
+        request.cookies.get(COOKIE, ""),
     )
 
 
-def _session_cookie(request: Request, done: signin.SignedIn) -> Cookie:
+def _session_cookie(request: Request, value: str) -> Cookie:
     settings = request.app.state.settings
     return Cookie(
         key=COOKIE,
-        value=done.cookie,
+        value=value,
         path="/",
         httponly=True,
         samesite="lax",
@@ -149,7 +153,7 @@ async def login(request: Request, runtime: NamedDependency[Runtime]) -> Template
     except signin.SignInFailed:
         return _login_page(request, next_path, "Wrong username or password.", 401, username)
     target = "/account" if done.user.must_change_password else next_path
-    return Redirect(target, status_code=303, cookies=[_session_cookie(request, done)])
+    return Redirect(target, status_code=303, cookies=[_session_cookie(request, done.cookie)])
 
 
 async def join_page(request: Request) -> Template:
@@ -178,7 +182,7 @@ async def join(request: Request, runtime: NamedDependency[Runtime]) -> Template 
         return _throttled(page, throttled)
     except (signin.JoinFailed, signin.JoinRejected) as refused:
         return _join_page(request, 422, username, code, _sentence(refused))
-    return Redirect(HOME, status_code=303, cookies=[_session_cookie(request, done)])
+    return Redirect(HOME, status_code=303, cookies=[_session_cookie(request, done.cookie)])
 
 
 async def logout(
@@ -204,7 +208,7 @@ async def change_password(
 ) -> Template | Redirect:
     values = await form_values(request)
     try:
-        await accounts.change_password(
+        cookie = await accounts.change_password(
             _attempt(request, runtime),
             principal,
             values.get("current", ""),
@@ -220,7 +224,9 @@ async def change_password(
             refused.headers["Retry-After"] = str(invalid.retry_after)
         return refused
     # A first password (replacing the one-time one) was the only thing in the way: go on.
-    return see_other(HOME if principal.must_change_password else "/account?changed=1")
+    done = see_other(HOME if principal.must_change_password else "/account?changed=1")
+    done.cookies.append(_session_cookie(request, cookie))
+    return done
 
 
 async def switch_team(

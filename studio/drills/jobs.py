@@ -37,11 +37,11 @@ KEEP_JOBS = 50
 STOP_WAIT_SECONDS = 30.0
 MAX_DRILL_NAME = 100
 """The longest drill id or family a start takes (the catalogue's are under 60)."""
-BUSY = (
-    "another drill job (a campaign or a plan's run) is under way in this studio; one runs "
-    "at a time, so start this one when it has finished"
-)
-"""Why a start is refused while a job runs: plan runs and campaigns share the one slot."""
+BUSY = "a drill is running in this studio (one runs at a time); try again later"
+"""Why a start is refused while a job runs (plan runs and campaigns share the one slot),
+whichever team's it is: the refusal says no more than that, never what runs or whose,
+since another team's drills are none of the caller's business. The Drills and plans
+pages link a job of the caller's own team beside it."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ actions and signals in ``studio.instances.intervention_pages``.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from litestar import Request, Response
@@ -55,6 +56,10 @@ from studio.rendering import form_values, is_htmx, page, see_other
 from studio.runtime import Runtime
 
 PAGE = "instances/page.html"
+LIST = "/instances"
+"""The list's path, which names its saved view (``studio.accounts.saved_views``)."""
+FILTER_FIELDS = frozenset(f.name for f in fields(InstanceFilters))
+"""The fields of a posted view that are the list's own (not ``_csrf``)."""
 
 
 async def list_page(
@@ -65,13 +70,24 @@ async def list_page(
     filters: NamedDependency[InstanceFilters],
     after: FromQuery[str | None] = None,
 ) -> Template | Redirect:
-    asked = request.url.query
-    saved = await saved_views.remembered(
-        runtime.store, principal, "/instances", asked, filters.query()
-    )
-    if saved:
+    """The list as the query asks (it saves nothing: ``save_view`` does); with no query
+    at all, the person's saved view."""
+    if saved := await saved_views.remembered(runtime.store, principal, LIST, request.url.query):
         return see_other(saved)
     return await show_list(request, principal, runtime, reads, filters, after)
+
+
+async def save_view(
+    request: Request, principal: NamedDependency[Principal], runtime: NamedDependency[Runtime]
+) -> Redirect:
+    """Remember the view the person chose on the list (the Filter form's fields, or a
+    tab's, a column heading's or Clear's) as their view of it, and show it. A view whose
+    filters cannot be taken is refused (422, saying which) and not saved."""
+    values = await form_values(request)
+    filters = InstanceFilters(**{k: v for k, v in values.items() if k in FILTER_FIELDS})
+    query = filters.query()
+    await saved_views.remember(runtime.store, principal, LIST, query)
+    return see_other(f"{LIST}?{query}")
 
 
 async def show_list(

@@ -117,10 +117,15 @@ class InstanceFilters:
         """The filters that are set, as URL parameters (the view always)."""
         return {k: v for k, v in vars(self).items() if v or k == "view"}
 
+    def chosen(self, **changes: str) -> dict[str, str]:
+        """This list's parameters that are set, with ``changes`` applied (a tab, a
+        cursor): a link's URL query, or the view a tab or a heading saves."""
+        values = {**self.active, **changes}
+        return {k: v for k, v in values.items() if v}
+
     def query(self, **changes: str) -> str:
         """This list's URL query, with ``changes`` applied (a tab, a cursor)."""
-        values = {**self.active, **changes}
-        return urlencode({k: v for k, v in values.items() if v})
+        return urlencode(self.chosen(**changes))
 
     @property
     def narrowed(self) -> bool:

@@ -31,11 +31,11 @@ def test_newest_first_sort_by_column_and_search_by_id_start(page: Page, studio: 
     expect(page.locator("#instances-table tbody tr")).to_have_count(3)
     assert shown(page) == [third, second, first]  # newest first
 
-    page.locator("#instances-table thead").get_by_role("link", name="Instance").click()
+    page.locator("#instances-table thead").get_by_role("button", name="Instance").click()
     expect(page).to_have_url(re.compile(r"sort=id"))
     assert shown(page) == [second, first, third]
     expect(page.locator("#instances-table th[aria-sort='ascending']")).to_contain_text("Instance")
-    page.locator("#instances-table thead").get_by_role("link", name="Instance").click()
+    page.locator("#instances-table thead").get_by_role("button", name="Instance").click()
     expect(page).to_have_url(re.compile(r"sort=-id"))
     assert shown(page) == [third, first, second]
 
@@ -73,6 +73,15 @@ def test_the_list_opens_with_the_persons_last_view(page: Page, studio: LiveStudi
     expect(page).to_have_url(re.compile(r"instance=kept"))
     assert shown(page) == [kept]
 
-    page.get_by_role("link", name="Clear").click()  # a view of its own, remembered too
+    page.get_by_role("button", name="Clear").click()  # a view of its own, remembered too
+    expect(page.locator("#instances-table tbody tr")).to_have_count(2)
     page.goto("/instances")
     expect(page.locator("#instances-table tbody tr")).to_have_count(2)
+
+    page.locator("#instances-table thead").get_by_role("button", name="Instance").click()
+    expect(page).to_have_url(re.compile(r"sort=id"))  # a heading chose the order: kept
+    page.goto(f"/instances?view=all&instance=other-{name}")  # a link: shown, not kept
+    assert shown(page) == [f"other-{name}"]
+    page.goto("/instances")
+    expect(page).to_have_url(re.compile(r"view=active&sort=id$"))
+    assert shown(page) == [kept, f"other-{name}"]

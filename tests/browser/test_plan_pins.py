@@ -78,7 +78,8 @@ def test_a_run_while_another_runs_says_why_above_the_plans(page: Page, studio: L
     page.goto(url)
     with run_under_way(client, f"/api{url}"):
         page.locator("tr[data-plan='second']").get_by_role("button", name="Run").click()
-        expect(page.locator("#run-error")).to_contain_text("second v1 not started: another")
+        refused = page.locator("#run-error")
+        expect(refused).to_contain_text("second v1 not started: a drill is running")
         expect(page.locator("#run-under-way")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/plans\?plan=second&v=1$"))
     expect(page.locator("#plan-pins")).to_contain_text("charge:after_handler:kill")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.model.definitions import DefinitionRef
 from engine.model.events import EventKind, event_to_json, make_event
+from studio.drills.jobs import BUSY as JOBS_BUSY
 from studio.roles import Role
 from tests.studio.live import LiveStudio
 from tests.studio.plan_workspace import plans_of
@@ -176,9 +177,33 @@ def test_a_campaign_started_while_a_drill_job_runs_is_refused_beside_the_form(
     with run_under_way(api(operator), base) as job_id:
         refused = operator.form("/drills/runs", {"profile": "ci", "drill": ["D7"]})
     assert refused.status_code == 409
-    assert 'id="drill-error"' in refused.text and "another drill job" in refused.text
+    assert 'id="drill-error"' in refused.text and JOBS_BUSY in refused.text
     assert re.findall(r'name="drill" value="([\w-]+)" checked', refused.text) == ["D7"]
     assert f'href="{base.removeprefix("/api")}/jobs/{job_id}"' in refused.text  # the plan's run
+
+
+def test_a_start_refused_for_another_teams_drill_says_nothing_of_that_team(
+    studio: LiveStudio,
+) -> None:
+    """One drill job runs at a time in a studio, whoever started it. A start refused
+    because of another team's said "another drill job (a campaign or a plan's run)":
+    the refusal, on the page as in the API, says only that a drill is running here and
+    to try again later, and nothing of the job, its plan or its team."""
+    theirs = studio.team("drillbusytheirs")
+    owner = studio.client(studio.user(theirs, Role.OPERATOR))
+    base = "/api" + plans_of(studio.publish_new(theirs, "pay", payments))
+    ours = studio.client(studio.user(studio.team("drillbusyours"), Role.OPERATOR))
+    with run_under_way(api(owner), base) as job_id:
+        page = ours.form("/drills/runs", {"profile": "ci", "drill": ["D7"]})
+        answer = api(ours).post("/api/drills/runs", json={"drills": ["D7"]})
+    said = "a drill is running in this studio (one runs at a time); try again later"
+    assert (page.status_code, answer.status_code) == (409, 409)
+    assert answer.json()["error"] == said
+    error = re.search(r'id="drill-error">(.*?)</p>', page.text).group(1)
+    assert error == f"Not started: {said}."
+    for text in (page.text, answer.text):
+        assert job_id not in text and "slow charge" not in text and theirs not in text
+    assert 'id="running-job"' not in page.text, "their job is no banner of ours"
 
 
 def test_a_blank_or_overlong_drill_name_is_refused_saying_which(studio: LiveStudio) -> None:

@@ -85,12 +85,37 @@ def test_the_list_keeps_filters_in_the_url_and_pages_by_keyset(
     assert [i["id"] for i in archived] == [ids[1]]
     page = viewer.get(f"/instances?view=all&definition={flow}&status=terminated")
     assert page.status_code == 200 and ids[1] in page.text and ids[0] not in page.text
-    assert "status=terminated" in page.text  # the tabs keep the filters
+    tabs = re.search(r'<nav class="tabs".*?</nav>', page.text, re.S).group(0)
+    assert tabs.count('name="status" value="terminated"') == 3  # the tabs keep the filters
     empty = viewer.get(f"/instances?definition={flow}&started_before=2000-01-01")
     assert "match these filters" in empty.text
     assert viewer.get("/instances?status=sleeping").status_code == 422
     refused = viewer.get("/api/instances?status=sleeping")  # the same filters, the same rule
     assert refused.status_code == 422 and "status is one of running, " in refused.text
+
+
+def test_only_a_chosen_view_is_saved_never_one_a_link_opens(
+    studio: LiveStudio, team: str, flow: str
+) -> None:
+    """A plain GET of the list with a query (a link from another site, say) changed the
+    view the person's list opens with. Only a view chosen on the list is saved: a POST
+    (the Filter form, a tab, a heading, Clear) carrying the session's CSRF token."""
+    person = studio.client(studio.user(team, Role.VIEWER))
+    linked = "/instances?view=archived&status=failed"
+    shown = person.get(linked)
+    assert shown.status_code == 200 and 'value="failed" selected' in shown.text
+    assert person.get("/instances").status_code == 200, "the link saved nothing"
+    chosen = person.form("/instances/view", {"definition": flow, "sort": "id", "after": "x"})
+    assert chosen.headers["location"] == f"/instances?view=active&definition={flow}&sort=id"
+    assert person.get(linked).status_code == 200
+    assert person.get("/instances").headers["location"] == chosen.headers["location"]
+    forged = person.post("/instances/view", data={"view": "all"})  # no CSRF token
+    refused = person.form("/instances/view", {"view": "all", "status": "sleeping"})
+    assert (forged.status_code, refused.status_code) == (403, 422)
+    assert "status is one of running, " in refused.text
+    assert person.get("/instances").headers["location"] == chosen.headers["location"]
+    assert person.form("/instances/view", {"view": "all"}).status_code == 303  # a tab
+    assert person.get("/instances").headers["location"] == "/instances?view=all"
 
 
 def test_an_instance_page_shows_the_replayed_state_and_other_teams_get_404(

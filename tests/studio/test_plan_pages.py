@@ -149,7 +149,7 @@ def test_a_run_refused_says_why_on_the_plans_page_with_the_plan_kept(
     with run_under_way(api(operator), "/api" + url) as job_id:
         refused = operator.form(f"{url}/second/versions/1/run", {})
     assert refused.status_code == 409
-    assert 'id="run-error"' in refused.text and "second v1 not started: another drill job" in (
+    assert 'id="run-error"' in refused.text and "second v1 not started: a drill is running" in (
         refused.text
     )
     assert f'href="{url}/jobs/{job_id}" id="run-under-way"' in refused.text  # the plan's run page

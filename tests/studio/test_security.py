@@ -14,7 +14,15 @@ from studio.accounts import people
 from studio.accounts.signin_pages import SESSION_ENDED
 from studio.roles import Role
 from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
-from tests.studio.live import PASSWORD, LiveStudio, SignedInClient, definition, login_token
+from tests.studio.live import (
+    PASSWORD,
+    LiveStudio,
+    SignedInClient,
+    csrf_token,
+    definition,
+    login_token,
+    serve_studio,
+)
 
 EXPIRY = "expires_in_days"
 EXPIRE = "UPDATE studio_api_tokens SET expires_at = now() - interval '1 s' WHERE token_id = %s"
@@ -76,6 +84,7 @@ def test_guessing_the_current_password_on_the_account_page_is_rate_limited(
     for _ in range(4):
         assert change("not it", better).status_code == 422
     assert change(PASSWORD, better).status_code == 303  # the owner is never held up
+    client.csrf = csrf_token(client.get("/account"))  # the change renewed the session
     for guess in range(5):
         wrong = change(f"guess {guess}", best)
         assert wrong.status_code == 422 and "the current password is wrong" in wrong.text
@@ -418,9 +427,22 @@ def test_every_response_carries_the_security_headers(studio: LiveStudio) -> None
             assert response.headers.get(name) == value, (path, response.status_code, name)
         stored = path.startswith("/static/")  # only the studio's own files may be kept
         assert (response.headers.get("cache-control") == "no-store") is not stored, path
+        assert "strict-transport-security" not in response.headers, "not served over HTTPS"
     anonymous = studio.client().get("/api/me")
     assert anonymous.status_code == 401
     assert anonymous.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_studio_served_over_https_tells_browsers_to_keep_to_https(pg_dsn: str) -> None:
+    """``--secure-cookies`` says the studio is behind HTTPS: every response (a page, the
+    API, a 404, a static file) asks the browser to come back over HTTPS only, for a
+    year and for this host alone (the domain's other hosts are not the studio's)."""
+    with serve_studio(pg_dsn, secure_cookies=True) as secure:
+        client = secure.client()
+        for path in ("/login", "/api/me", "/no-such-page", "/static/studio.css"):
+            response = client.get(path)
+            assert response.headers.get("strict-transport-security") == "max-age=31536000", path
+            assert response.headers["x-frame-options"] == "DENY", "beside the others"
 
 
 def test_the_content_security_policy_allows_no_inline_script_or_style() -> None:
@@ -429,3 +451,52 @@ def test_the_content_security_policy_allows_no_inline_script_or_style() -> None:
     )
     assert policy["script-src"] == "'self'" and policy["style-src"] == "'self'"
     assert policy["frame-ancestors"] == "'none'" and policy["object-src"] == "'none'"
+
+
+def test_a_password_change_ends_every_session_and_renews_the_one_it_was_made_in(
+    studio: LiveStudio,
+) -> None:
+    """Someone who learnt the old password and signed in elsewhere, or who copied the
+    cookie of the very browser the owner changes it in, is signed out by the change;
+    that browser goes on with a new session."""
+    username = studio.user(studio.team(), Role.VIEWER)
+    changer, elsewhere = studio.client(username), studio.client(username)
+    bystander = studio.client(studio.user(studio.team(), Role.VIEWER))
+    copied = changer.cookies.get("wayline_session")
+    new = "a much better password"
+    changed = changer.form("/account/password", {"current": PASSWORD, "new": new, "confirm": new})
+    assert changed.status_code == 303
+    assert changer.cookies.get("wayline_session") != copied
+    assert "other sessions were signed out" in changer.get(changed.headers["location"]).text
+    for ended in (elsewhere, _with_cookie(studio, copied)):
+        sent = ended.get("/definitions").headers["location"]
+        assert sent == "/login?next=/definitions&ended=1"
+    assert bystander.get("/definitions").status_code == 200, "only that person's sessions end"
+
+
+def test_signing_in_issues_a_fresh_session_and_ends_the_one_the_browser_had(
+    studio: LiveStudio,
+) -> None:
+    """A session id known before the sign-in (planted in the browser, or left from an
+    earlier sign-in) names nobody after it: signing in never keeps a cookie value."""
+    username = studio.user(studio.team(), Role.VIEWER)
+    known = studio.client(username).cookies.get("wayline_session")
+    browser = studio.client()
+    token = login_token(browser.get("/login"))
+    browser.cookies.set("wayline_session", known)
+    signed_in = browser.post(
+        "/login", data={"_login": token, "username": username, "password": PASSWORD}
+    )
+    assert signed_in.status_code == 303
+    fresh = signed_in.cookies.get("wayline_session")
+    assert fresh and fresh != known
+    assert _with_cookie(studio, fresh).get("/definitions").status_code == 200
+    sent = _with_cookie(studio, known).get("/definitions").headers["location"]
+    assert sent == "/login?next=/definitions&ended=1"
+
+
+def _with_cookie(studio: LiveStudio, cookie: str | None) -> SignedInClient:
+    """A browser holding nothing but the session cookie ``cookie``."""
+    client = studio.client()
+    client.cookies.set("wayline_session", cookie or "")
+    return client

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import uuid
 
@@ -10,6 +11,8 @@ import httpx
 import pytest
 
 from engine.cli.main import main
+from engine.decide.audit import COMMAND_LINE_ACTOR
+from engine.store.store import Store
 from studio.accounts import people
 from studio.accounts.api_tokens import MAX_DAYS
 from studio.accounts.people import MAX_DISPLAY_NAME
@@ -318,7 +321,7 @@ def test_every_change_to_a_member_or_invitation_is_audited_with_who_and_when(
         if e["actor"] != "seed"  # the test's own set-up
     ]
     assert entries == [
-        ("command line", "added", added, None, "author"),
+        ("cli", "added", added, None, "author"),  # as the command line's starts say
         (admin_name, "removed", newcomer, "viewer", None),
         (admin_name, "invitation_withdrawn", passer, "operator", None),
         (admin_name, "invited", passer, None, "operator"),
@@ -339,6 +342,91 @@ def test_every_change_to_a_member_or_invitation_is_audited_with_who_and_when(
     stranger = studio.client(studio.user(studio.team("stranger"), Role.ADMIN))
     assert newcomer not in stranger.get("/api/members/audit").text
     assert newcomer not in stranger.get("/settings").text
+
+
+LAPSE = "UPDATE studio_invitations SET expires_at = now() - interval '1 hour' WHERE username = %s"
+
+
+def test_tokens_made_and_revoked_and_invitations_lapsed_are_in_the_members_audit(
+    studio: LiveStudio,
+) -> None:
+    """The members audit said nothing of API tokens (which act for the team) nor of an
+    invitation that lapsed unused. Each is an entry: who made or revoked which token (by
+    id and label, never its secret; each token the revocation took with it too), and the
+    lapse, dated when the invitation lapsed."""
+    team = studio.team("audited-tokens")
+    admin_name = studio.user(team, Role.ADMIN)
+    admin = studio.client(admin_name)
+    made = admin.form("/settings/tokens", {"label": "ci deploys", "role": "admin"})
+    secret = re.search(r'id="new-token">([^<]+)<', made.text).group(1)
+    token_id = secret.split("_")[1]
+    bearer = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    minted = studio.client().post("/api/tokens", headers=bearer, content=json.dumps(
+        {"label": "minted", "role": "viewer"}))  # fmt: skip
+    assert minted.status_code == 201, minted.text
+    minted_id = minted.json()["record"]["id"]
+    assert admin.form(f"/settings/tokens/{token_id}/revoke").status_code == 303
+    lapsing = f"late-{uuid.uuid4().hex[:6]}"
+    admin.form("/settings/members", {"username": lapsing, "role": "author"})
+    studio.run(lambda store: _lapse(store, lapsing))
+
+    answer = studio.client(studio.user(team, Role.VIEWER)).get("/api/members/audit")
+    items = [e for e in answer.json()["items"] if e["actor"] != "seed"]
+    entries = [
+        (e["actor"], e["action"], e["username"], e["from_role"], e["to_role"], e["token_id"],
+         e["token_label"])
+        for e in items
+    ]  # fmt: skip
+    revoked = {
+        (admin_name, "token_revoked", admin_name, "admin", None, token_id, "ci deploys"),
+        (admin_name, "token_revoked", admin_name, "viewer", None, minted_id, "minted"),
+    }
+    assert entries[0] == ("time limit", "invitation_expired", lapsing, "author", None, None, None)
+    assert entries[1] == (admin_name, "invited", lapsing, None, "author", None, None)
+    assert set(entries[2:4]) == revoked
+    assert entries[4:] == [
+        (f"token:{token_id}", "token_created", admin_name, None, "viewer", minted_id, "minted"),
+        (admin_name, "token_created", admin_name, None, "admin", token_id, "ci deploys"),
+    ]
+    assert items[0]["occurred_at"] < items[1]["occurred_at"], "dated when it lapsed"
+    page = admin.get("/settings").text
+    table = re.search(r'id="account-audit-table">(.*?)</table>', page, re.S).group(1)
+    assert f"token created <code>wl_{token_id}_…</code> ci deploys" in table
+    assert "invitation expired" in table and lapsing not in _pending(page)
+    assert secret.rsplit("_", 1)[1] not in answer.text + page, "never the secret"
+    again = admin.get("/api/members/audit").json()["items"]
+    assert [e["action"] for e in again].count("invitation_expired") == 1, "recorded once"
+
+
+async def _lapse(store: Store, username: str) -> None:
+    async with store.connection() as conn:
+        await conn.execute(LAPSE, (username,))
+
+
+def _pending(page: str) -> str:
+    """The Settings page's list of pending invitations (empty when there is none)."""
+    found = re.search(r'id="invitations-table">(.*?)</table>', page, re.S)
+    return found.group(1) if found else ""
+
+
+def test_the_command_line_is_one_actor_and_nobody_may_take_its_name(
+    studio: LiveStudio, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line started instances as ``cli`` and added members as ``command
+    line``: one actor under two names. It is ``cli`` in both, and a person may not be
+    called ``cli`` (an invitation, a join, ``wayline user create``), or the audit would
+    name them and the command line alike."""
+    team = studio.team("cli-actor")
+    database = ["--dsn", studio.dsn, "--schema", studio.schema]
+    added = f"cli-{uuid.uuid4().hex[:6]}"
+    assert main(["user", "create", added, "--team", team, "--role", "viewer", *database]) == 0
+    assert main(["user", "create", "CLI", "--team", team, *database]) == 1
+    assert "the username cli is reserved" in capsys.readouterr().err
+    admin = studio.client(studio.user(team, Role.ADMIN))
+    audit = admin.get("/api/members/audit").json()["items"]
+    assert [e["actor"] for e in audit if e["username"] == added] == [COMMAND_LINE_ACTOR]
+    refused = admin.form("/settings/members", {"username": "cli", "role": "viewer"})
+    assert refused.status_code == 422 and "the username cli is reserved" in refused.text
 
 
 def test_the_account_audit_pages_newest_first(studio: LiveStudio) -> None:
