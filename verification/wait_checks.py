@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import psycopg
 
 from engine.model.definitions import Mode
-from engine.model.description import AWAITED, lost_race
+from engine.model.description import lost_race
+from engine.model.fan_out import AWAITED
 from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.model.transitions import WorkKind, work_label
 from engine.store.rows import WorkState

@@ -118,6 +118,7 @@ class Queries:
     instances = _StoreRead(reads.list_instances)
     instance_rows = _StoreRead(reads.get_instances)
     parents = _StoreRead(reads.parents_of)
+    fan_out = _StoreRead(reads.fan_out)
     history_page = _StoreRead(reads.history_page)
     history = _StoreRead(reads.export_history)
 

@@ -673,15 +673,19 @@ def _flags(names: set[str]) -> str:
 
 async def _inspect(client: Client, args: argparse.Namespace) -> int:
     state = await client.inspect(args.instance)
+    children = await reads.fan_out(client.store, state)
     if args.json:
         document = instance_to_json(state)  # the digest's fields, and who started it
         if state.started_by:
             document["started_by"] = state.started_by
+        if progress := children.to_json():
+            document["children_progress"] = progress
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
         rows = await work_views.instance_work(client.store, state.instance_id)
         held = await holds.started_under_hold(client.store, state, rows)
-        print(describe_instance(state, await _earlier_attempts(client.store, state), held))
+        earlier = await _earlier_attempts(client.store, state)
+        print(describe_instance(state, earlier, held, children))
         await _print_standing(client, state, rows, held)
     return 0
 

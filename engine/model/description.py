@@ -16,16 +16,11 @@ from typing import Any
 
 from engine.model.canonical import format_instant
 from engine.model.definitions import StepKind
+from engine.model.endings import ending
 from engine.model.events import Event, EventKind
+from engine.model.fan_out import FanOut
 from engine.model.instance import AttemptStatus as A
-from engine.model.instance import (
-    ChildProgress,
-    ChildStatus,
-    Instance,
-    InstanceStatus,
-    TimerProgress,
-    WaitProgress,
-)
+from engine.model.instance import Instance, InstanceStatus, TimerProgress, WaitProgress
 from engine.model.transitions import WorkKind
 
 S = InstanceStatus
@@ -38,16 +33,6 @@ ATTEMPT_ENDINGS = {
 }
 """How an activity's attempt ended, by the event that says so: what an earlier
 attempt's line reads (the replayed instance keeps only each step's latest attempt)."""
-ENDINGS = {
-    S.COMPLETED: "the instance completed",
-    S.FAILED: "the instance failed",
-    S.CANCELLED: "the instance was cancelled",
-    S.TERMINATED: "the instance was terminated",
-    S.CONTINUED_AS_NEW: "the instance continued as new",
-    S.CANCELLING: "the instance is being cancelled",
-    S.FAILING: "the instance is failing",
-}
-"""Why nothing more happens, by status: every status but running and paused."""
 
 
 def lost_race(instance: Instance, step: str) -> str:
@@ -61,36 +46,9 @@ def lost_race(instance: Instance, step: str) -> str:
     return f"race {owner} was won by {winner}" if winner and winner != step else ""
 
 
-def ending(instance: Instance) -> str:
-    """Why the instance moves no further ('' while it is running or paused)."""
-    return ENDINGS.get(instance.status, "")
-
-
 def never_happens(instance: Instance, step: str) -> str:
     """Why a wait that has not happened never will ('' while it still may)."""
     return lost_race(instance, step) or ending(instance)
-
-
-AWAITED = frozenset(
-    {
-        ChildStatus.SCHEDULED,
-        ChildStatus.START_RUNNING,
-        ChildStatus.ACTIVE,
-        ChildStatus.START_UNKNOWN,
-        ChildStatus.RETRY_WAITING,
-    }
-)
-"""A child's states in which its parent still awaits it (its start or its outcome)."""
-
-
-def unawaited_child(instance: Instance, child: ChildProgress) -> str:
-    """Why ``instance`` no longer awaits ``child`` ('' while it does, or once the child's
-    outcome is recorded). A child's end is reported to its parent only while the parent
-    has not ended (``engine.decide.child_outcomes``), so an ended parent's child keeps the
-    state it had then; the child's own history says how it ended."""
-    if child.status in AWAITED and instance.status.terminal:
-        return f"no longer awaited ({ending(instance)})"
-    return ""
 
 
 IN_FLIGHT_POSITIONS = frozenset({S.RUNNING, S.CANCELLING, S.FAILING})
@@ -232,6 +190,7 @@ def describe_instance(
     state: Instance,
     earlier: Mapping[str, Sequence[Event]] | None = None,
     held: HeldStarts | None = None,
+    fan_out: FanOut | None = None,
 ) -> str:
     """A human summary: status, pin, who started it, per-step progress, attempts, audit
     trail.
@@ -240,8 +199,11 @@ def describe_instance(
     naming the attempts before the first of them and the ``wayline history`` command
     that lists them (when only the newest are given). ``held``: the
     attempts recorded started that an incident hold keeps from running, whose lines
-    say so rather than "running"."""
+    say so rather than "running". ``fan_out``: its children with their own statuses
+    (``engine.store.reads.fan_out``), said after a line counting them by outcome;
+    without it each child is said from this instance's history alone."""
     held = held or HeldStarts()
+    fan_out = fan_out or FanOut(state)
     lines = [
         f"instance {state.instance_id}: {state.status.label}",
         f"definition {state.definition} {state.definition.fingerprint}",
@@ -280,9 +242,10 @@ def describe_instance(
         lines.append(f"  timer {t.step}: due {format_instant(t.due_at)} {_timer_outcome(state, t)}")
     for s in state.signals.values():
         lines.append(f"  signal {s.step}: received {s.signal_id}")
-    for c in state.children.values():
-        said = unawaited_child(state, c) or c.status.label
-        lines.append(f"  child {c.step}: {said} instance {c.child_id}")
+    if fan_out.children:
+        lines.append(f"  {fan_out.summary}")
+    for c in fan_out.children:
+        lines.append(f"  child {c.step}: {fan_out.line(c)} instance {c.child_id}")
     for race, winner in state.race_winners.items():
         lines.append(f"  race {race}: won by {winner}")
     if (m := state.machine) is not None:

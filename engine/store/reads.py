@@ -19,6 +19,7 @@ import psycopg
 
 from engine.model.definitions import DefinitionRef
 from engine.model.events import Event, EventKind
+from engine.model.fan_out import FanOut
 from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import (
     MAX_HISTORY_PAGE_EVENTS,
@@ -358,6 +359,20 @@ async def parents_of(store: Store, instance_ids: Collection[str]) -> dict[str, s
     if len(ids) > MAX_INSTANCE_ROWS:
         raise ValueError(f"at most {MAX_INSTANCE_ROWS} instances at a time")
     return dict(await store.read_ids(sql.PARENTS, ids))
+
+
+async def fan_out(store: Store, state: Instance) -> FanOut:
+    """The children of ``state`` with the status each child instance has now, read in
+    statements of at most MAX_INSTANCE_ROWS ids: what ``wayline inspect`` and the
+    studio say of a parent's children and count of its fan-out (``engine.model.
+    fan_out``), since the parent's history stops hearing of a child once it has ended."""
+    ids = sorted({c.child_id for c in state.children.values()})
+    statuses: dict[str, InstanceStatus] = {}
+    for start in range(0, len(ids), MAX_INSTANCE_ROWS):
+        chunk = ids[start : start + MAX_INSTANCE_ROWS]
+        rows = await store.read_ids(sql.STATUSES, chunk)
+        statuses.update((child_id, InstanceStatus(status)) for child_id, status in rows)
+    return FanOut(state, statuses)
 
 
 def _instance_row(row: tuple) -> InstanceRow:

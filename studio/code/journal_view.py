@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.model.description import ending, unawaited_child
+from engine.model.description import ending
+from engine.model.fan_out import FanOut
 from engine.model.instance import AttemptStatus, InboxSignal, Instance, JournalRecord
 from engine.modes.code.cursor import StopKind
 from engine.modes.code.effects import (
@@ -81,10 +82,12 @@ class JournalView:
         return tuple(dict.fromkeys(names))
 
 
-def view(state: Instance) -> JournalView:
-    """The journal, open waits and set-aside signals of a code-first run."""
+def view(state: Instance, fan_out: FanOut | None = None) -> JournalView:
+    """The journal, open waits and set-aside signals of a code-first run; ``fan_out``:
+    the runs it spawned with their own statuses, which its spawns' rows say."""
     pairs = zip(state.journal, entries(state), strict=True)
-    rows = tuple(_row(state, record, entry) for record, entry in pairs)
+    fan_out = fan_out or FanOut(state)
+    rows = tuple(_row(state, record, entry, fan_out) for record, entry in pairs)
     waits = tuple(
         OpenWait(w.key, w.verb, w.on, format_when(w.due_at) if w.due_at else "")
         for w in state.waits.values()
@@ -138,15 +141,17 @@ def _entries(state: Instance) -> list[tuple[str, JournalRecord, StepState]]:
     return found
 
 
-def _row(state: Instance, record: JournalRecord, entry: Entry) -> JournalRow:
+def _row(state: Instance, record: JournalRecord, entry: Entry, fan_out: FanOut) -> JournalRow:
     progress = state.activities.get(record.key) if record.verb == Verb.STEP else None
     step_id = ""
     if progress is not None:
         step_id = progress.idempotency_key or progress.next_key
-    return JournalRow(record, _state(state, record, entry), step_id, _recorded(entry))
+    return JournalRow(record, _state(state, record, entry, fan_out), step_id, _recorded(entry))
 
 
-def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
+def _state(
+    state: Instance, record: JournalRecord, entry: Entry, fan_out: FanOut | None = None
+) -> StepState:
     if entry.state is EntryState.FAILED:
         return StepState("failed", entry.failure)
     if record.verb == Verb.STEP:
@@ -160,8 +165,8 @@ def _state(state: Instance, record: JournalRecord, entry: Entry) -> StepState:
         child = state.children.get(record.key)
         if child is None:
             return StepState("scheduled", "not started")
-        if unawaited := unawaited_child(state, child):
-            return StepState("cancelled", f"run {child.child_id}: {unawaited}")
+        if said := (fan_out or FanOut(state)).said(child):
+            return StepState("cancelled", f"run {child.child_id}: {said}")
         return StepState(CHILD_STATES.get(child.status, "running"), f"run {child.child_id}")
     if entry.state is EntryState.DONE:
         return StepState("succeeded", "recorded")

@@ -26,7 +26,8 @@ from engine.decide.previews import standing
 from engine.model.definitions import Definition, Mode, StepKind
 from engine.model.description import HeldStarts, never_happens
 from engine.model.errors import DecisionRejected
-from engine.model.instance import ChildProgress, Instance, InstanceStatus
+from engine.model.fan_out import FanOut
+from engine.model.instance import Instance, InstanceStatus
 from engine.model.limits import MAX_PAYLOAD_BYTES
 from engine.model.transitions import WorkKind
 from studio.code import journal_view
@@ -184,6 +185,9 @@ class InstanceDetail:
     attempts: list[AttemptRow]
     work: list[WorkRow]
     now: datetime
+    fan_out: FanOut
+    """Its children with each one's own status (``engine.store.reads.fan_out``): the
+    children table's statuses and the count above it, as ``wayline inspect`` says them."""
     signal_slots: list[SignalSlot] = field(default_factory=list)
     machine: MachineView | None = None
     """A machine's state panel (None for other modes)."""
@@ -214,10 +218,6 @@ class InstanceDetail:
     def compensations(self) -> list[Any]:
         """Compensations in the order they were scheduled (the order unwinding ran)."""
         return sorted(self.state.compensations.values(), key=lambda p: p.scheduled_sequence)
-
-    @property
-    def children(self) -> list[ChildProgress]:
-        return list(self.state.children.values())
 
     @property
     def audit(self) -> list[TrailRow]:
@@ -290,11 +290,12 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
     registry = await reads.registries.get()
     if row.sequence != state.sequence:  # the row moved on while we replayed
         row = replace(row, sequence=state.sequence, status=state.status)
+    fan_out = await reads.queries.fan_out(state)
     machine = journal = None
     if state.spec is not None and state.spec.mode == Mode.MACHINE:
         machine = machine_overlay.view(state, entry.walk, now)
     if state.spec is not None and state.spec.mode == Mode.CODE:
-        journal = journal_view.view(state)
+        journal = journal_view.view(state, fan_out)
     return InstanceDetail(
         row=row,
         replayed=entry,
@@ -306,6 +307,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         attempts=attempt_rows(entry, work, now, held),
         work=work,
         now=now,
+        fan_out=fan_out,
         signal_slots=signal_slots(state, journal),
         machine=machine,
         journal=journal,

@@ -185,6 +185,20 @@ class ResolutionAuditOut:
 
 
 @dataclass
+class ChildrenProgressOut:
+    """An instance's children counted by outcome (``engine.model.fan_out``)."""
+
+    total: int
+    done: int
+    """Children that change no more: ended, never to start, or removed since."""
+    counts: dict[str, int]
+    """By outcome: an instance status (``completed``, ``running``...), ``failed to
+    start``, ``not started``, ``starting`` or ``removed``; only those there are."""
+    summary: str
+    """``children: 2 of 3 done (1 failed), 1 running``"""
+
+
+@dataclass
 class InstanceDetailOut:
     id: str
     status: InstanceStatusName
@@ -219,6 +233,12 @@ class InstanceDetailOut:
     """A code-first run's journal: its ``entries`` (what each durable call recorded),
     open ``waits``, signals ``set_aside`` and the ``divergence`` that parks it ('' if
     none); null for other modes."""
+    children_progress: ChildrenProgressOut | None = None
+    """How far its fan-out has got, as the page's line above its children says it; null
+    when it started no child. Each of ``children`` has its own ``instance_status`` (null
+    while it was never created), its ``outcome`` (one of the keys ``counts`` takes) and
+    what is ``said`` of it (``cancelled with its parent``, ``no longer awaited (...)``,
+    or '')."""
 
 
 JOINED = {
@@ -322,8 +342,11 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
     state = detail.state
     ref = state.definition
     document = instance_to_json(state)
-    for child in document["children"]:
+    fan_out = detail.fan_out
+    for child, seen in zip(document["children"], fan_out.children, strict=True):
+        child.update(fan_out.child_json(seen))
         child["child_id"] = local_instance_id(team, child["child_id"])
+    progress = fan_out.to_json()
     compensations = sorted(document["compensations"], key=lambda c: c["scheduled_sequence"])
     return InstanceDetailOut(
         id=local_instance_id(team, state.instance_id),
@@ -352,6 +375,7 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         audit=[projected(AuditOut, a) for a in state.audit],
         dead_letter_resolutions=[_resolution_out(row) for row in detail.resolved],
         journal=_journal_out(detail),
+        children_progress=ChildrenProgressOut(**progress) if progress else None,
         actions=[
             OfferOut(
                 action=o.action.value,

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from engine.decide.operator_actions import Action
 from engine.model.definitions import Step, StepKind
-from engine.model.description import ending, lost_race, never_happens, unawaited_child
+from engine.model.description import ending, lost_race, never_happens
+from engine.model.fan_out import FanOut
 from engine.model.identifiers import local_instance_id
 from engine.model.instance import (
     AttemptProgress,
@@ -232,8 +233,8 @@ def _child(instance: Instance, step: Step, current: bool) -> StepState:
     child = instance.children.get(step.name)
     if child is None:
         return PENDING
-    if unawaited := unawaited_child(instance, child):
-        return StepState("cancelled", unawaited, child.child_id)
+    if said := FanOut(instance).said(child):
+        return StepState("cancelled", said, child.child_id)
     return StepState(CHILD_STATES[child.status], child.status.label, child.child_id)
 
 

@@ -8,12 +8,15 @@ would ever read what they did."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from engine.api.client import Client
+from engine.cli import main as cli_main
 from engine.decide.child_cascade import child_command_id
 from engine.decide.child_starts import CHILD_PARENT_NOT_RUNNING
 from engine.decide.operator_actions import Action
@@ -24,6 +27,7 @@ from engine.model.limits import MAX_IDENTIFIER_LENGTH
 from engine.model.registry import Registry
 from engine.model.validation import parse_definition
 from engine.modes.code.context import Context as RunContext
+from engine.store import reads
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
 from engine.worker.activities import ActivityRegistry
@@ -41,12 +45,20 @@ APP.register("cascade.work", lambda request: {"done": request.step})
 @APP.workflow("cascade-line", version="1")
 async def line(ctx: RunContext, item: Any) -> Any:
     await ctx.wait_signal("go")
+    if item == "bad":
+        raise ValueError("no such item")
     return item
 
 
 @APP.workflow("cascade-order", version="1")
 async def order(ctx: RunContext, items: list) -> list:
     return await ctx.all(*[ctx.spawn("cascade-line", item) for item in items])
+
+
+@APP.workflow("cascade-errand", version="1")
+async def errand(ctx: RunContext, item: Any) -> Any:
+    await ctx.race(ctx.spawn("cascade-line", item), "enough")  # whichever comes first
+    return item
 
 
 @pytest.fixture
@@ -249,3 +261,86 @@ async def test_a_parent_unwinding_when_its_child_would_be_created_records_it_not
     line = parent.children["line"]
     assert (line.status, line.code) == (ChildStatus.START_FAILED, CHILD_PARENT_NOT_RUNNING)
     assert await _open_work(store, "order-1") == []
+
+
+async def _described(client: Client, instance_id: str) -> list[str]:
+    """``wayline inspect``'s lines for the instance, its children read as it reads them."""
+    state = await client.inspect(instance_id)
+    children = await reads.fan_out(client.store, state)
+    return describe_instance(state, fan_out=children).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("action", "ended"), [(Action.CANCEL, "cancelled"), (Action.TERMINATE, "terminated")]
+)
+async def test_a_parent_ended_with_its_child_says_the_child_ended_with_it(
+    client: Client, ctx: Context, action: Action, ended: str
+) -> None:
+    """The cascade ends a parent's children in its own transaction, yet ``inspect`` of
+    the parent called the child "no longer awaited (the instance was cancelled)", as if
+    it ran on unwatched: it says what happened to it, and counts it."""
+    await _parent_waiting_on_its_child(client, ctx)
+    await client.command("order-1", action, "ann", "customer left")
+    await settle(ctx)
+    lines = await _described(client, "order-1")
+    assert f"  child line: {ended} with its parent instance order-1/line" in lines, lines
+    assert f"  children: 1 of 1 done (1 {ended})" in lines, lines
+    alone = describe_instance(await client.inspect("order-1")).splitlines()
+    assert f"  child line: {ended} with its parent instance order-1/line" in alone, (
+        "the parent's history alone says so too (the studio's steps table reads it)"
+    )
+
+
+async def test_a_fan_out_is_counted_by_outcome(client: Client, ctx: Context) -> None:
+    """Three runs spawned, one completed, one failed, one still running: the count says
+    where the fan-out got, by outcome."""
+    run, _ = await client.start_run("cascade-order", ["a", "bad", "c"], id="o-1")
+    await settle(ctx)
+    for n in (1, 2):
+        await client.signal(f"{run}/spawn.{n}", "go", f"go-{n}", None)
+        await settle(ctx)
+    lines = await _described(client, run)
+    assert "  children: 2 of 3 done (1 failed), 1 running" in lines, lines
+    assert f"  child spawn.1: completed instance {run}/spawn.1" in lines, lines
+    assert f"  child spawn.2: failed instance {run}/spawn.2" in lines, lines
+    assert f"  child spawn.3: running instance {run}/spawn.3" in lines, lines
+
+
+async def test_a_run_that_returned_before_its_spawned_run_ended_no_longer_awaits_it(
+    client: Client, ctx: Context
+) -> None:
+    """A run may return before a run it spawned ends (a race another branch won);
+    nothing cancels that run, so "no longer awaited" is what is true of it, with where
+    it is now."""
+    run, _ = await client.start_run("cascade-errand", "x", id="e-1")
+    await settle(ctx)
+    await client.signal(run, "enough", "enough-1", None)
+    await settle(ctx)
+    assert (await client.inspect(run)).status is S.COMPLETED
+    lines = await _described(client, run)
+    said = "no longer awaited (the instance completed), now running"
+    assert f"  child spawn.1: {said} instance {run}/spawn.1" in lines, lines
+    assert "  children: 0 of 1 done, 1 running" in lines, lines
+
+
+async def test_inspect_on_the_command_line_counts_the_children(
+    client: Client, ctx: Context, pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``wayline inspect`` reads the children as the studio does: the count, each
+    child's end, and the same count in its JSON."""
+    await _parent_waiting_on_its_child(client, ctx)
+    await client.command("order-1", Action.TERMINATE, "ann", "stuck")
+    store_options = ["--dsn", pg_dsn, "--schema", schema]
+    assert await asyncio.to_thread(cli_main.main, ["inspect", "order-1", *store_options]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  children: 1 of 1 done (1 terminated)" in lines, lines
+    assert "  child line: terminated with its parent instance order-1/line" in lines, lines
+    argv = ["inspect", "order-1", "--json", *store_options]
+    assert await asyncio.to_thread(cli_main.main, argv) == 0
+    progress = json.loads(capsys.readouterr().out)["children_progress"]
+    assert progress == {
+        "total": 1,
+        "done": 1,
+        "counts": {"terminated": 1},
+        "summary": "children: 1 of 1 done (1 terminated)",
+    }

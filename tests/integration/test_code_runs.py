@@ -303,8 +303,8 @@ async def test_an_ended_run_no_longer_awaits_the_child_it_spawned(
 ) -> None:
     """A parent hears of its child's end only while it has not ended: a child still
     active when its parent ended kept reading "active" on the parent's page and in
-    ``inspect``, though nothing awaits it any more; it now says so, and why (the
-    child's own history says how it ended). An outcome recorded stays as it is."""
+    ``inspect``, though nothing awaits it any more; it now says so, and why. A child
+    its parent's cancel ended (the outcome recorded as the parent unwound) says that."""
     await started(client, ctx)
     await client.signal(RUN, "paid", "pay-1", {"by": "ada"})
     await settle(ctx)
@@ -312,14 +312,14 @@ async def test_an_ended_run_no_longer_awaits_the_child_it_spawned(
     await settle(ctx)
     state = await client.inspect(RUN)
     assert state.status is S.CANCELLED, state.status
-    recorded = f"  child spawn.1: failed instance {CHILD}"  # cancelled while it unwound
+    recorded = f"  child spawn.1: cancelled with its parent instance {CHILD}"  # as it unwound
     assert recorded in describe_instance(state).splitlines()
     child = evolve(state.children["spawn.1"], status=ChildStatus.ACTIVE)
-    ended = evolve(state, children={**state.children, "spawn.1": child})  # ended first
-    said = f"  child spawn.1: no longer awaited (the instance was cancelled) instance {CHILD}"
+    ended = evolve(state, status=S.COMPLETED, audit=(), children={"spawn.1": child})
+    said = f"  child spawn.1: no longer awaited (the instance completed) instance {CHILD}"
     assert said in describe_instance(ended).splitlines()
     row = next(r for r in journal_view.view(ended).rows if r.record.key == "spawn.1")
     assert (row.state.state, row.state.note) == (
         "cancelled",
-        f"run {CHILD}: no longer awaited (the instance was cancelled)",
+        f"run {CHILD}: no longer awaited (the instance completed)",
     )

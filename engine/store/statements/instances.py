@@ -79,6 +79,9 @@ matches one id exactly and ``prefixes`` every id that starts with one of them.""
 
 INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = ANY(%(ids)s)"
 
+STATUSES = "SELECT instance_id, status FROM instances WHERE instance_id = ANY(%(ids)s)"
+"""The status of each of several instances that exists: a parent's children."""
+
 PARENTS = """
 SELECT instance_id, successor_id FROM history
 WHERE instance_id = ANY(%(ids)s) AND sequence = 1 AND successor_id <> ''
