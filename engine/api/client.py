@@ -452,6 +452,11 @@ class Client:
         check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
+            if successor := draft.state.successor_id:  # it continued as new
+                raise InputRefused(
+                    f"instance {draft.instance_id} continued as new: its successor "
+                    f"{successor} takes its signals now"
+                )
             accept = modes.of(draft.state.spec).accept_signal or _accept_step_signal
             return accept(draft, step, signal_id, payload)
 

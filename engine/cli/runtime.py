@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -548,12 +549,34 @@ def _check_run_id(name: str, id: str) -> None:
 
 async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> int:
     """With ``--wait``: print how the instance ended (0 only when it completed); one
-    that did not end in time is said with what it waits for now (as ``inspect`` says)."""
+    that did not end in time is said with what it waits for now (as ``inspect`` says).
+    A run that continued as new is followed to its successor, within the same wait."""
     if wait is None:
         return 0
     sys.stdout.flush()  # the start's line comes first, whatever follows on stderr
+    deadline = time.monotonic() + wait.total_seconds()
+    state = await _waited(client, instance_id, wait)
+    while state.status is InstanceStatus.CONTINUED_AS_NEW and state.successor_id:
+        print(f"{state.instance_id} continued as {state.successor_id}")
+        left = timedelta(seconds=max(deadline - time.monotonic(), 0.001))
+        instance_id = state.successor_id
+        state = await _waited(client, instance_id, left)
+    print(f"ended {state.instance_id} ({state.status.label})")
+    if state.status is InstanceStatus.COMPLETED:
+        return 0
+    why = f"; {failure_line(state)}" if state.failure_code else ""
+    print(
+        f"wayline start: {instance_id} did not complete: it ended {state.status.label}{why}",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
+async def _waited(client: Client, instance_id: str, wait: timedelta) -> Instance:
+    """The instance once it ended within ``wait``; CommandFailed, saying what it waits
+    for now, when it did not."""
     try:
-        state = await client.wait(instance_id, wait)
+        return await client.wait(instance_id, wait)
     except WaitTimedOut as waited:  # said with what it waits for: an operator, a signal
         state = await client.inspect(instance_id)
         said = [str(waited)]
@@ -564,15 +587,6 @@ async def _ended(client: Client, instance_id: str, wait: timedelta | None) -> in
         said += await _held_by(client.store, state, rows)
         said += await unserved_lines(client.store, state, rows)
         raise CommandFailed("; ".join(said)) from None
-    print(f"ended {state.instance_id} ({state.status.label})")
-    if state.status is InstanceStatus.COMPLETED:
-        return 0
-    why = f"; {failure_line(state)}" if state.failure_code else ""
-    print(
-        f"wayline start: {instance_id} did not complete: it ended {state.status.label}{why}",
-        file=sys.stderr,
-    )
-    return EXIT_FAILED
 
 
 def seconds_up_to(

@@ -6,13 +6,16 @@ that loops for months (a poll, a renewal) had no way to keep its history short."
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from engine.api.client import Client
+from engine.cli import main as cli_main
 from engine.model.description import describe_instance
+from engine.model.errors import InputRefused
 from engine.model.instance import InstanceStatus
 from engine.modes.code.context import Context as RunContext
 from engine.modes.code.continuation import successor_of
@@ -68,6 +71,10 @@ async def test_a_run_continues_as_new_until_it_returns(client: Client, ctx: Cont
     assert TICKS == [1, 2, 3], "each run's step ran once, in its own run"
     assert len(states[2].journal) == 1, "the successor's journal starts empty"
     assert "continued as renewal/r+2" in describe_instance(states[0]).splitlines()
+    with pytest.raises(
+        InputRefused, match=r"renewal/r continued as new: its successor renewal/r\+2"
+    ):
+        await client.signal(first, "go", "s-1")
 
 
 async def test_a_successor_id_another_instance_holds_parks_the_run(
@@ -88,3 +95,21 @@ def test_a_successor_id_counts_generations() -> None:
     assert successor_of("renewal/r+2") == "renewal/r+3"
     assert successor_of("renewal/v1.5") == "renewal/v1.5+2"
     assert successor_of("renewal/a+b") == "renewal/a+b+2"
+
+
+async def test_start_wait_follows_the_run_to_its_last_successor(
+    client: Client, ctx: Context, pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``wayline start --wait`` said a run that continued as new "did not complete"
+    (exit 1) though its successors went on to complete: it follows them now."""
+    await client.start_run("renewal", {"n": 1, "until": 3}, id="w")
+    await settle(ctx)
+    argv = ["start", "renewal", "--id", "w", "--input", '{"n": 1, "until": 3}', "--wait", "5"]
+    argv += ["--dsn", pg_dsn, "--schema", schema]
+    assert await asyncio.to_thread(cli_main.main, argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3:] == [
+        "renewal/w continued as renewal/w+2",
+        "renewal/w+2 continued as renewal/w+3",
+        "ended renewal/w+3 (completed)",
+    ], lines
