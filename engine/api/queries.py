@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.model.arguments import check_arguments
+from engine.modes.code import continuation
 from engine.store import bulk_commands as bulk_reads
 from engine.store import catalog, reads, replication, work_views
 from engine.store import dead_letters as dead_letter_reads
@@ -119,6 +120,7 @@ class Queries:
     instance_rows = _StoreRead(reads.get_instances)
     parents = _StoreRead(reads.parents_of)
     fan_out = _StoreRead(reads.fan_out)
+
     history_page = _StoreRead(reads.history_page)
     history = _StoreRead(reads.export_history)
 
@@ -157,3 +159,12 @@ class Queries:
     # Bulk operator actions
     bulk_command = _StoreRead(bulk_reads.find_bulk)
     recent_bulk_commands = _StoreRead(bulk_reads.recent_bulks)
+
+    async def predecessor(self, instance_id: str) -> str:
+        """The run ``instance_id`` continues (it was started as that run's successor:
+        ``engine.modes.code.continuation``), '' for none."""
+        candidate = continuation.predecessor_of(instance_id)
+        if not candidate:
+            return ""
+        continued = await reads.continued_as(self.store, candidate)
+        return candidate if continued == instance_id else ""

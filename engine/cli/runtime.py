@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api.client import Client
+from engine.api.queries import Queries
 from engine.api.waits import WaitTimedOut
 from engine.cli.definitions import AppUnusable, add_source, app_definitions, app_from
 from engine.cli.options import (
@@ -688,18 +689,21 @@ def _flags(names: set[str]) -> str:
 async def _inspect(client: Client, args: argparse.Namespace) -> int:
     state = await client.inspect(args.instance)
     children = await reads.fan_out(client.store, state)
+    predecessor = await Queries(client.store).predecessor(state.instance_id)
     if args.json:
         document = instance_to_json(state)  # the digest's fields, and who started it
         if state.started_by:
             document["started_by"] = state.started_by
         if progress := children.to_json():
             document["children_progress"] = progress
+        if predecessor:
+            document["predecessor_id"] = predecessor
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
         rows = await work_views.instance_work(client.store, state.instance_id)
         held = await holds.started_under_hold(client.store, state, rows)
         earlier = await _earlier_attempts(client.store, state)
-        print(describe_instance(state, earlier, held, children))
+        print(describe_instance(state, earlier, held, children, predecessor))
         await _print_standing(client, state, rows, held)
     return 0
 

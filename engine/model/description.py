@@ -191,6 +191,7 @@ def describe_instance(
     earlier: Mapping[str, Sequence[Event]] | None = None,
     held: HeldStarts | None = None,
     fan_out: FanOut | None = None,
+    predecessor: str = "",
 ) -> str:
     """A human summary: status, pin, who started it, per-step progress, attempts, audit
     trail.
@@ -201,7 +202,8 @@ def describe_instance(
     attempts recorded started that an incident hold keeps from running, whose lines
     say so rather than "running". ``fan_out``: its children with their own statuses
     (``engine.store.reads.fan_out``), said after a line counting them by outcome;
-    without it each child is said from this instance's history alone."""
+    without it each child is said from this instance's history alone. ``predecessor``:
+    the run this one continues, as ``Queries.predecessor`` reads it ('' for none)."""
     held = held or HeldStarts()
     fan_out = fan_out or FanOut(state)
     lines = [
@@ -213,7 +215,9 @@ def describe_instance(
         lines.append(f"started {format_instant(state.started_at)} by {state.started_by}")
     if state.parent_id:  # as the studio's page says it: a child is found from its parent
         lines.append(f"parent {state.parent_id} (its step {state.parent_step})")
-    if state.successor_id:  # as the studio's page says it: "Continued as"
+    if predecessor:  # as the studio's page says them: "Continued from", "Continued as"
+        lines.append(f"continued from {predecessor}")
+    if state.successor_id:
         lines.append(f"continued as {state.successor_id}")
     if state.failure_code:
         lines.append(failure_line(state))

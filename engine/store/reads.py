@@ -361,6 +361,13 @@ async def parents_of(store: Store, instance_ids: Collection[str]) -> dict[str, s
     return dict(await store.read_ids(sql.PARENTS, ids))
 
 
+async def continued_as(store: Store, instance_id: str) -> str:
+    """The successor ``instance_id`` continued as new as ('' when it did not)."""
+    async with store.reading() as conn:
+        row = await (await conn.execute(sql.CONTINUED_AS, {"instance": instance_id})).fetchone()
+    return "" if row is None else row[0]
+
+
 async def fan_out(store: Store, state: Instance) -> FanOut:
     """The children of ``state`` with the status each child instance has now, read in
     statements of at most MAX_INSTANCE_ROWS ids: what ``wayline inspect`` and the

@@ -200,6 +200,8 @@ class InstanceDetail:
     nothing else on the page says."""
     resolutions: list[ResolutionRecord] = field(default_factory=list)
     """The newest resolutions of its dead letters (at most ``AUDIT_SHOWN``), newest first."""
+    predecessor: str = ""
+    """The run it continues (``Queries.predecessor``), '' for none."""
 
     @property
     def state(self) -> Instance:
@@ -313,6 +315,7 @@ async def detail_of(reads: Reads, row: InstanceRow, entry: Replayed) -> Instance
         journal=journal,
         unserved=await reads.queries.unserved_targets(work),
         resolutions=resolutions,
+        predecessor=await reads.queries.predecessor(state.instance_id),
     )
 
 

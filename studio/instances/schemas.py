@@ -225,6 +225,10 @@ class InstanceDetailOut:
     """Who started it: a username, ``token:<id>`` for an API token, or the command
     line's actor (``cli`` unless it named one); null when nobody was recorded (a child,
     started by its parent, or a start older than the record)."""
+    successor_id: str | None = None
+    """The run it continued as new as (``ctx.continue_as_new``); null when it did not."""
+    predecessor_id: str | None = None
+    """The run it continues (it was started as that run's successor); null for none."""
     dead_letter_resolutions: list[ResolutionAuditOut] = field(default_factory=list)
     """Who retried or discarded its dead letters, when and why, newest first (the newest
     50): the rest of its operator audit trail, beside ``audit``."""
@@ -363,6 +367,8 @@ def detail_out(detail: InstanceDetail, team: str) -> InstanceDetailOut:
         failure_step=state.failure_step,
         parent_id=local_instance_id(team, state.parent_id) or None,
         parent_step=state.parent_step or None,
+        successor_id=local_instance_id(team, state.successor_id) or None,
+        predecessor_id=local_instance_id(team, detail.predecessor) or None,
         steps=[
             _step_out(detail, step.name, step.kind.value, team) for step in detail.definition.steps
         ],

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from engine.api.client import Client
+from engine.api.queries import Queries
 from engine.cli import main as cli_main
 from engine.model.description import describe_instance
 from engine.model.errors import InputRefused
 from engine.model.instance import InstanceStatus
 from engine.modes.code.context import Context as RunContext
-from engine.modes.code.continuation import successor_of
+from engine.modes.code.continuation import predecessor_of, successor_of
 from engine.modes.code.effects import SUCCESSOR_ID_TAKEN
 from engine.store.dead_letters import list_dead_letters
 from engine.store.store import Store
@@ -71,6 +72,8 @@ async def test_a_run_continues_as_new_until_it_returns(client: Client, ctx: Cont
     assert TICKS == [1, 2, 3], "each run's step ran once, in its own run"
     assert len(states[2].journal) == 1, "the successor's journal starts empty"
     assert "continued as renewal/r+2" in describe_instance(states[0]).splitlines()
+    queries = Queries(client.store)
+    assert [await queries.predecessor(run) for run in chain] == ["", *chain[:2]]
     with pytest.raises(
         InputRefused, match=r"renewal/r continued as new: its successor renewal/r\+2"
     ):
@@ -88,6 +91,7 @@ async def test_a_successor_id_another_instance_holds_parks_the_run(
     (letter,) = (await list_dead_letters(store)).items
     assert (letter.instance_id, letter.failure_code) == ("renewal/t", SUCCESSOR_ID_TAKEN)
     assert (await client.inspect(taken)).value("input") == {"n": 9, "until": 9}
+    assert await Queries(store).predecessor(taken) == "", "named like a successor, started by hand"
 
 
 def test_a_successor_id_counts_generations() -> None:
@@ -95,6 +99,9 @@ def test_a_successor_id_counts_generations() -> None:
     assert successor_of("renewal/r+2") == "renewal/r+3"
     assert successor_of("renewal/v1.5") == "renewal/v1.5+2"
     assert successor_of("renewal/a+b") == "renewal/a+b+2"
+    for run in ("renewal/r", "renewal/r+2", "renewal/a+b"):
+        assert predecessor_of(successor_of(run)) == run
+    assert [predecessor_of(r) for r in ("renewal/r", "renewal/r+1", "renewal/a+b")] == [""] * 3
 
 
 async def test_start_wait_follows_the_run_to_its_last_successor(
@@ -113,3 +120,7 @@ async def test_start_wait_follows_the_run_to_its_last_successor(
         "renewal/w+2 continued as renewal/w+3",
         "ended renewal/w+3 (completed)",
     ], lines
+    inspect = ["inspect", "renewal/w+2", "--dsn", pg_dsn, "--schema", schema]
+    assert await asyncio.to_thread(cli_main.main, inspect) == 0
+    described = capsys.readouterr().out.splitlines()
+    assert {"continued from renewal/w", "continued as renewal/w+3"} <= set(described), described

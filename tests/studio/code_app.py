@@ -11,6 +11,7 @@ is unknown and held for an operator, after which the run waits for ``done``.
 ``pages-ghostly`` spawns a workflow nobody published: its decision is parked.
 ``pages-parcel`` spawns ``pages-leg`` (which waits for ``picked-up``) and waits for all
 of that run and a ``received`` signal.
+``pages-renewal`` continues as new until its input reaches 2, then returns it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ async def pages_leg(ctx: Context, _: Any) -> Any:
     return await ctx.wait_signal("picked-up")
 
 
+async def pages_renewal(ctx: Context, n: int) -> int:
+    if n < 2:
+        ctx.continue_as_new(n + 1)
+    return n
+
+
 def lost_connection() -> None:
     """A body whose effect may or may not have happened: not a declared failure."""
     raise ConnectionError("the gateway hung up after the request was sent")
@@ -75,3 +82,4 @@ app.workflow("pages-raises", version="1")(pages_raises)
 app.workflow("pages-ghostly", version="1")(pages_ghostly)
 app.workflow("pages-parcel", version="1")(pages_parcel)
 app.workflow("pages-leg", version="1")(pages_leg)
+app.workflow("pages-renewal", version="1")(pages_renewal)

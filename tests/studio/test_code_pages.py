@@ -146,6 +146,20 @@ def test_a_run_whose_code_raises_says_why_it_failed(
     )
 
 
+def test_a_run_that_continued_as_new_links_to_its_successor_and_back(
+    studio: LiveStudio, team: str, operator: SignedInClient
+) -> None:
+    first = start(studio, team, "pages-renewal", "n-1", 1)
+    successor = f"{first}+2"
+    text = page_until(operator, instance_url(first), lambda t: 'id="successor-link"' in t)
+    assert f'<a href="{instance_url(successor)}" id="successor-link">' in text
+    back = page_until(operator, instance_url(successor), lambda t: "status-completed" in t)
+    assert f'<a href="{instance_url(first)}" id="predecessor-link">' in back
+    assert 'id="successor-link"' not in back
+    shown = operator.get(f"/api{instance_url(successor)}").json()
+    assert (shown["predecessor_id"], shown["successor_id"]) == (first, None)
+
+
 def test_a_run_whose_spawn_nobody_published_says_so_not_that_its_code_differs(
     studio: LiveStudio, team: str, operator: SignedInClient
 ) -> None:

@@ -38,6 +38,19 @@ def successor_of(instance_id: str) -> str:
     return run_id(name, successor)
 
 
+def predecessor_of(instance_id: str) -> str:
+    """The id of the run ``instance_id`` would continue if it is a successor (``ID`` for
+    ``ID+2``, ``ID+2`` for ``ID+3``), '' when it cannot be one. Only a name: a run may be
+    started as ``ID+2`` by hand, so whether it continued one is read
+    (``engine.api.queries.Queries.predecessor``)."""
+    name, _, id = instance_id.partition("/")
+    found = GENERATION.fullmatch(id)
+    if not name or found is None or int(found["n"]) < 2:
+        return ""
+    n = int(found["n"])
+    return f"{name}/{found['id']}" if n == 2 else f"{name}/{found['id']}+{n - 1}"
+
+
 def record(draft: Draft, input: object, latest: DefinitionRef) -> None:
     """End the run continued as new by ``successor_of`` it, on ``latest``, with ``input``
     (JSON). InputRefused when the successor's id would be too long."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.model.instance import InstanceStatus
 from engine.store.rows import HISTORY_COLUMNS
 
 INSTANCE_EXISTS = "SELECT 1 FROM instances WHERE instance_id = %(instance)s"
@@ -81,6 +82,14 @@ INSTANCE_ROWS = f"SELECT {INSTANCE_COLUMNS} FROM instances WHERE instance_id = A
 
 STATUSES = "SELECT instance_id, status FROM instances WHERE instance_id = ANY(%(ids)s)"
 """The status of each of several instances that exists: a parent's children."""
+
+CONTINUED_AS = f"""
+SELECT h.successor_id FROM instances i
+JOIN history h ON h.instance_id = i.instance_id AND h.sequence = i.sequence
+WHERE i.instance_id = %(instance)s AND i.status = {InstanceStatus.CONTINUED_AS_NEW.value}
+"""
+"""The successor an instance that continued as new names in its last event (its key
+and the instance's own row: no scan of its history)."""
 
 PARENTS = """
 SELECT instance_id, successor_id FROM history
