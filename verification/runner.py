@@ -251,6 +251,8 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         xid_horizon=env.record.extra.get("xid_horizon", 0),
     )
     findings = await invariants.check(context)
+    for invariant, checked in env.record.checked_apart.items():
+        findings.add(invariant, checked)  # its violations failed the drill already
     failures = failures + env.record.expectations + findings.violations
     result = _result(env.spec, "failed" if failures else "passed", started, failures)
     result.record = env.record

@@ -52,6 +52,8 @@ def test_ci_profile_runs_every_drill(campaign: tuple[str, dict, Path]) -> None:
         "machine and code drills"
     )
     assert card["faults"]["never_reached"] == []
+    (stateful,) = [d for d in card["drills"] if d["family"] == "D9"]
+    assert sum(n for n, _ in stateful["invariants"].values()) > 0, "D9 checks after each rule"
     assert junit.read_text().startswith("<?xml")
 
 

@@ -140,6 +140,9 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
     machines: dict[str, Execution] = field(default_factory=dict)
     """The machine executions the drill started (how each may end: M3)."""
+    checked_apart: Counter[str] = field(default_factory=Counter)
+    """By invariant, what the drill checked in worlds of its own (D9's examples, each in
+    a schema of its own), which the drill's final check of its own schema cannot see."""
 
 
 class DrillEnv:

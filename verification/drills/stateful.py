@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -60,6 +61,8 @@ class Stats:
     crashes: int = 0
     failing: list[str] = field(default_factory=list)
     schemas: itertools.count = field(default_factory=itertools.count)
+    checked: Counter[str] = field(default_factory=Counter)
+    """By invariant, what the checks after every rule examined, over all examples."""
 
 
 async def scenario(env: DrillEnv) -> None:
@@ -71,6 +74,7 @@ async def scenario(env: DrillEnv) -> None:
         env.record.stats["steps"] += stats.steps
         env.record.env_faults["process_crashes"] += stats.crashes
         env.record.extra["failing_blobs"] = stats.failing
+        env.record.checked_apart.update(stats.checked)
         env.record.extra["shrinking"] = not env.campaign.profile.derandomize
     env.expect(not stats.failing, f"hypothesis found a failing example: {stats.failing[:1]}")
 
@@ -230,6 +234,7 @@ class DrillMachine(RuleBasedStateMachine):
 
     def _check(self, quiet: bool) -> None:
         findings = self._do(self._findings(quiet))
+        self.stats.checked.update({k: c.checked for k, c in findings.checks.items()})
         assert not findings.violations, findings.violations[:3]
 
     async def _findings(self, quiet: bool) -> Findings:
