@@ -300,8 +300,9 @@ async def commit(
         try:
             committed = await _write(ctx, [*transitions, *started], fence)
         except (SequenceConflict, DuplicateTransition) as conflict:
-            if any(getattr(conflict, "instance_id", "") == t.instance_id for t in started):
-                raise
+            new = {t.instance_id for t in started}
+            if isinstance(conflict, DuplicateTransition) and conflict.instance_id in new:
+                raise  # a companion's id is taken: not this instance's to build again
             for transition in transitions:
                 ctx.cache.forget(transition.instance_id)
             continue
