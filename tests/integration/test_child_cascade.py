@@ -18,7 +18,7 @@ import pytest
 from engine.api.client import Client
 from engine.cli import main as cli_main
 from engine.decide.child_cascade import child_command_id
-from engine.decide.child_starts import CHILD_PARENT_NOT_RUNNING
+from engine.decide.child_starts import CHILD_ID_TAKEN, CHILD_PARENT_NOT_RUNNING
 from engine.decide.operator_actions import Action
 from engine.model.definitions import DefinitionRef
 from engine.model.description import describe_instance
@@ -344,3 +344,20 @@ async def test_inspect_on_the_command_line_counts_the_children(
         "counts": {"terminated": 1},
         "summary": "children: 1 of 1 done (1 terminated)",
     }
+
+
+async def test_a_child_id_another_instance_holds_fails_the_start_and_creates_nothing(
+    client: Client, ctx: Context
+) -> None:
+    """The child's start commits with its parent's report: an id already taken by an
+    instance that is not this parent's child fails that transaction, and the start is
+    recorded failed (``child-id-taken``), known absent, the other instance untouched."""
+    for definition in (CHILD, PARENT):
+        await client.publish(definition, "tests")
+    await client.start(CHILD.ref.name, "order-1/line", {"sku": "someone else's"})
+    await client.start(PARENT.ref.name, "order-1", {"sku": "mug"})
+    await settle(ctx)
+    line = (await client.inspect("order-1")).children["line"]
+    assert (line.status, line.code) == (ChildStatus.START_FAILED, CHILD_ID_TAKEN), line
+    other = await client.inspect("order-1/line")
+    assert (other.parent_id, other.value("input")) == ("", {"sku": "someone else's"})
