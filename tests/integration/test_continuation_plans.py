@@ -1,0 +1,75 @@
+"""A team's own code-first workflow that continues as new, drilled as a team drills it.
+
+``renewal`` (``tests/fixtures/continuations/renewals.py``) renews one period per run and
+continues as new for the next, so one start is three runs: ``renewal/plan-1``, then
+``+2`` and ``+3``. Its plan kills the worker after the first run's step body, cuts the
+COMMIT of the second run's step and makes a worker exit after the third's. Through
+``wayline drill run --plan``, the drill must pass: the drilled run is done when its last
+successor completed (not lost at its first run's end), each run's step_ids and effects
+are its own, and J5 holds every continuation to its successor. Under a broken build that
+starts the successor apart from the run's end (or not at all), the same plan must fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.drills.drill_command import drill
+from verification.campaigns import target_for
+from verification.self_test import plan_self_test
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = ROOT / "tests" / "fixtures" / "continuations" / "renewal.recovers.json"
+CHAIN = ["renewal/plan-1", "renewal/plan-1+2", "renewal/plan-1+3"]
+
+
+@pytest.mark.timeout(120)
+def test_a_workflow_that_continues_as_new_is_drilled_without_false_findings(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    card = tmp_path / "card.json"
+    done = drill(
+        "run", "--plan", str(PLAN), "--dsn", pg_dsn, "--schema", "no_runs_here",
+        "--json", str(card), "--artifacts", str(tmp_path), timeout=100,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.strip().endswith("drills: 1 passed, 0 failed"), done.stdout[-3000:]
+    (result,) = json.loads(card.read_text())["drills"]
+    plan = result["extra"]["plan"]
+    assert [pin["fired"] for pin in plan["pins"]] == [True, True, True]
+    assert plan["state"][:2] == [
+        "instance: COMPLETED",
+        f"continued as new 2 times: {' -> '.join(CHAIN)}",
+    ]
+    assert [e["key"] for e in plan["effects"]] == [f"{run}/renew#1.1" for run in CHAIN]
+    assert [e["run"] for e in plan["history"] if e["kind"] == "instance_started"] == CHAIN
+    assert result["invariants"]["I1"] == [1, 0], "one start, ended by its last run"
+    assert result["invariants"]["J5"] == [4, 0], "two continuations, two successors named"
+    assert f"  history  {CHAIN[0]}: 1 instance_started;" in done.stdout
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("mutant", "caught_by"),
+    [
+        ("successor-started-apart", "J5 continuation chained: renewal/plan-1 continued as new "
+         "as renewal/plan-1+2, started by transaction"),
+        ("successor-dropped", "I1 no lost work: renewal/plan-1: continued as new as "
+         "renewal/plan-1+2, which does not exist"),
+    ],
+)  # fmt: skip
+def test_the_plan_fails_on_an_engine_that_breaks_a_continuation(
+    mutant: str, caught_by: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    async def run() -> tuple[list[str], object]:
+        async with target_for(pg_dsn) as target:
+            return await plan_self_test(target, 1, tmp_path, PLAN, mutant)
+
+    control, verdict = asyncio.run(run())
+    assert control == []
+    assert verdict.caught, verdict.evidence
+    assert caught_by in verdict.evidence
