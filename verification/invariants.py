@@ -34,6 +34,7 @@ from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.store.rows import WorkState
 from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Fault
 from verification import (
     code_checks,
@@ -78,6 +79,9 @@ class CheckContext:
     """After a failover, the first transaction id the promoted standby had not seen:
     a transaction of the lost primary at or past it never reached the standby, so it
     did not commit here (the promoted server gives such ids out again, to others)."""
+    code: ActivityRegistry = app
+    """The app whose code-first workflows J3 replays runs of: the drill app's, or a drill
+    plan's team app (its own code, ``verification.plan_drills``)."""
 
 
 async def check(ctx: CheckContext) -> Findings:
@@ -103,7 +107,7 @@ async def check(ctx: CheckContext) -> Findings:
         await code_checks.check(conn, findings, ctx.histories, ctx.strands)
         await continuations.check(conn, findings)
     machine_checks.ends(findings, states, ctx.machines, ctx.quiet)
-    journal_replay.check(findings, states, app)
+    journal_replay.check(findings, states, ctx.code)
     _boundaries(ctx, findings)
     return findings
 

@@ -185,6 +185,8 @@ def _strands(pin: plans.Pin) -> bool:
 async def scenario(env: DrillEnv) -> None:
     drilled: Drilled = env.spec.params["drilled"]
     plan, definition = drilled.plan, drilled.definition
+    if drilled.code:  # its runs' journals replay against the team's code (J3)
+        env.code = load_app(drilled.plan.app)
     for published in _published(drilled):
         await env.client.publish(published, ACTOR)
     clock = asyncio.create_task(keep_running(FileClock(env.clock_file))) if env.clock_file else None

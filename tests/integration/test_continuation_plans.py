@@ -49,6 +49,7 @@ def test_a_workflow_that_continues_as_new_is_drilled_without_false_findings(
     assert [e["run"] for e in plan["history"] if e["kind"] == "instance_started"] == CHAIN
     assert result["invariants"]["I1"] == [1, 0], "one start, ended by its last run"
     assert result["invariants"]["J5"] == [4, 0], "two continuations, two successors named"
+    assert result["invariants"]["J3"] == [3, 0], "each run's journal against the team's code"
     assert f"  history  {CHAIN[0]}: 1 instance_started;" in done.stdout
 
 
