@@ -130,16 +130,8 @@ async def workflow(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
     carried = data[CARRIED]
     worked = [*carried["work"]]
     while len(worked) < WORK_PASSES:
-        worked.append(await _work(ctx, data))
-    finished = await ctx.step(
-        "finish",
-        lambda: effect(ctx, data, "finish"),
-        retries=ATTEMPTS,
-        backoff=BACKOFF,
-        timeout=STEP_TIMEOUT,
-        on_unknown="retry_same_key",
-    )
-    return {**carried, "work": worked, "finish": finished}
+        worked.append(await _step(ctx, data, "work"))
+    return {**carried, "work": worked, "finish": await _step(ctx, data, "finish")}
 
 
 async def _first(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
@@ -155,14 +147,15 @@ async def _first(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
     )
     await ctx.sleep(COOL)
     go = await ctx.wait_signal(SIGNAL, timeout=SIGNAL_TIMEOUT)
-    return {"reserved": reserved, "go": go, "work": [await _work(ctx, data)]}
+    return {"reserved": reserved, "go": go, "work": [await _step(ctx, data, "work")]}
 
 
-async def _work(ctx: Context, data: dict[str, Any]) -> Any:
-    """One pass of ``work``."""
+async def _step(ctx: Context, data: dict[str, Any], name: str) -> Any:
+    """Step ``name`` (``work`` or ``finish``: every step but the compensated first one),
+    its body ``effect``."""
     return await ctx.step(
-        "work",
-        lambda: effect(ctx, data, "work"),
+        name,
+        lambda: effect(ctx, data, name),
         retries=ATTEMPTS,
         backoff=BACKOFF,
         timeout=STEP_TIMEOUT,
