@@ -98,12 +98,12 @@ SELECT step, compensation, idempotency_key, count(*), NULL
 FROM drill_handler_entries WHERE instance_id = ANY(%s)
 GROUP BY step, compensation, idempotency_key ORDER BY min(entry_id)
 """
-"""The team's own code entered per key (of every run of the drilled one's chain), in
-the shape of ``EFFECTS`` (the effects are
+"""The team's own code entered per key, in the shape of ``EFFECTS`` (the effects are
 its own, so none are counted): a code-first run's step bodies per step_id
 (``effects.BodyEntries``), or the team's handlers per idempotency key, each marked as it
 was entered (``effects.mark_entry``), so a call that raised, or whose worker died while
-it ran, is counted as the call it was."""
+it ran, is counted as the call it was. Both read every run of the drilled instance's
+chain (one that continued as new, and its successors: ``verification.continuations``)."""
 HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
@@ -524,7 +524,8 @@ def describe(state: Instance, definition: Definition) -> list[str]:
 def describe_chain(chain: list[Instance], definition: Definition) -> list[str]:
     """``describe`` of a drilled run and the successors it continued as new as: the
     chain's end first (the last run's), then the runs, then each run's steps under its
-    id (a step's key is its own in each run). A run that did not continue is ``describe``."""
+    id (a step's key is its own in each run). A chain of one run is said as ``describe``
+    says it."""
     *before, last = chain
     lines = describe(last, definition)
     if not before:
