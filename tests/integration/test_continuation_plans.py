@@ -51,6 +51,7 @@ def test_a_workflow_that_continues_as_new_is_drilled_without_false_findings(
     assert result["invariants"]["J5"] == [4, 0], "two continuations, two successors named"
     assert result["invariants"]["J3"] == [3, 0], "each run's journal against the team's code"
     assert f"  history  {CHAIN[0]}: 1 instance_started;" in done.stdout
+    assert "completed 1 (+ 2 continued as new)  failed 0" in done.stdout
 
 
 @pytest.mark.timeout(180)
