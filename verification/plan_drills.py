@@ -652,9 +652,10 @@ def _machine_effects(
     definition: Definition, writes: list[tuple[Any, ...]], history: list[tuple[Any, ...]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """A machine's effects (its advances' committed rows, per transition, named by the
-    state each advanced from) and the findings among them: a transition whose write
+    state each advanced from in ``history``, rows of (run, sequence, kind, step,
+    attempt)) and the findings among them: a transition whose write
     committed more than once."""
-    entered = [step for _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
+    entered = [step for _, _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
     left = [machines.manifest_of(definition).initial, *entered]
     per_key = [
         {
