@@ -119,11 +119,13 @@ def predecessor_of(instance_id: str) -> str:
 
 
 async def check(conn: psycopg.AsyncConnection, findings: Findings) -> None:
-    """J5 (see the module), over every run of the schema."""
+    """J5 (see the module), over every run of the schema. The runs are read first: a
+    successor is committed with its continuation, so one read then has its continuation
+    read after it, even while workers still run (a mid-drill check)."""
+    runs = {run for (run,) in await (await conn.execute(CODE_RUNS)).fetchall()}
     rows = await (await conn.execute(CONTINUATIONS)).fetchall()
     continuations = [Continuation(*row) for row in rows]
     problems = [p for c in continuations for p in c.problems()]
-    runs = {run for (run,) in await (await conn.execute(CODE_RUNS)).fetchall()}
     continued = {c.run: c.successor for c in continuations}
     named = {run: before for run in runs if (before := predecessor_of(run)) in runs}
     problems += [
