@@ -8,10 +8,12 @@ its rules meets the history that breaks it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from engine.api.client import Client
 from engine.store.store import Store
@@ -20,6 +22,7 @@ from engine.worker.leased_commits import Context
 from tests.fixtures.continuations.renewals import app
 from tests.integration.code_runs import settle
 from verification import continuations
+from verification.effects import LEDGER_DSN_ENV
 from verification.findings import Check, Findings
 from verification.mutants import MUTANTS
 
@@ -79,6 +82,24 @@ async def test_a_continuation_without_its_successor_is_caught(
     assert [run.instance_id for run in await continuations.live_chain(store, "renewal/d")] == [
         "renewal/d"
     ]
+
+
+async def test_a_successor_started_apart_from_its_runs_end_is_caught(
+    client: Client, ctx: Context, store: Store, pg_dsn: str, schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The broken build ``successor-started-apart`` starts it once the end committed, in
+    a transaction of its own (on a store of its own, opened from the drill ledger's DSN)."""
+    monkeypatch.setenv(LEDGER_DSN_ENV, make_conninfo(pg_dsn, options=f"-c search_path={schema}"))
+    apart = replace(ctx, hooks=MUTANTS["successor-started-apart"].build(app).worker_hooks)
+    await client.start_run("renewal", {"period": 1, "until": 2}, id="a")
+    await settle(apart)
+    (violation,) = (await _j5(store)).violations
+    assert re.fullmatch(
+        r"renewal/a continued as new as renewal/a\+2, started by transaction \d+, not by \d+ "
+        "that ended the run: apart from it",
+        violation,
+    ), violation
 
 
 def test_a_successor_names_the_run_it_continues() -> None:

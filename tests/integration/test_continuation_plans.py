@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -54,19 +55,24 @@ def test_a_workflow_that_continues_as_new_is_drilled_without_false_findings(
     assert "completed 1 (+ 2 continued as new)  failed 0" in done.stdout
 
 
+APART = r"J5 continuation chained: renewal/plan-1(\+\d)? continued as new as \S+, started by"
+GAP = r"I1 no lost work: renewal/plan-1: continued as new as renewal/plan-1\+\d, still running"
+LOST = r"I1 no lost work: renewal/plan-1: continued as new as renewal/plan-1\+2, which does not"
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(
     ("mutant", "caught_by"),
-    [
-        ("successor-started-apart", "J5 continuation chained: renewal/plan-1 continued as new "
-         "as renewal/plan-1+2, started by transaction"),
-        ("successor-dropped", "I1 no lost work: renewal/plan-1: continued as new as "
-         "renewal/plan-1+2, which does not exist"),
-    ],
-)  # fmt: skip
+    [("successor-started-apart", (APART, GAP)), ("successor-dropped", (LOST,))],
+)
 def test_the_plan_fails_on_an_engine_that_breaks_a_continuation(
-    mutant: str, caught_by: str, pg_dsn: str, tmp_path: Path
+    mutant: str, caught_by: tuple[str, ...], pg_dsn: str, tmp_path: Path
 ) -> None:
+    """Started apart, a successor is either seen started by another transaction (J5),
+    or the drill settles in the moment a run of the chain had ended with no successor,
+    and the successor started after the workers stopped never runs (I1): either is the
+    drill's first failure, and both are the broken build's fault."""
+
     async def run() -> tuple[list[str], object]:
         async with target_for(pg_dsn) as target:
             return await plan_self_test(target, 1, tmp_path, PLAN, mutant)
@@ -74,4 +80,4 @@ def test_the_plan_fails_on_an_engine_that_breaks_a_continuation(
     control, verdict = asyncio.run(run())
     assert control == []
     assert verdict.caught, verdict.evidence
-    assert caught_by in verdict.evidence
+    assert any(re.search(found, verdict.evidence) for found in caught_by), verdict.evidence
