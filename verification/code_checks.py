@@ -22,9 +22,11 @@ effect it performs by step_id. Against history:
   its attempt late), and no step_id was entered more often than attempts under it were
   started.
 
-J1, J4 and U read the drill workflow's ledger, so they hold for its runs; a drill plan's
-run of a team's own workflow has no such ledger (its bodies are the team's), and J2 and
-J3 hold for every code-first run.
+Everything is per run: a run that continued as new and its successor are two runs
+(each step_id names its run), so each generation's effects and attempts are held
+against its own history. J1, J4 and U read the drill workflow's ledger, so they hold
+for its runs; a drill plan's run of a team's own workflow has no such ledger (its
+bodies are the team's), and J2 and J3 hold for every code-first run.
 
 The flow checks that read the activities' ledger (I3's "success without effect", U's
 handler entries) and one signal per step (I7) do not apply to code-first runs, whose

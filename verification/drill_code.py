@@ -2,8 +2,13 @@
 ``ctx.step_id``, scripted by the run's input.
 
 ``drill.code`` reserves (a compensated step: cancelling a run undoes it), sleeps a
-moment (so timers are reached), waits for the signal ``go``, works twice in a loop (one
-step name, two occurrences, so two step_ids) and finishes. Every step retries an
+moment (so timers are reached), waits for the signal ``go``, works once and continues
+as new (``ctx.continue_as_new``, carrying what it did under ``carried``): its successor
+``drill.code/ID+2`` works the second pass (a loop: in a run that works twice, one step
+name, two occurrences, so two step_ids) and finishes, returning the whole chain's result.
+So every fault the C drills inject also meets a continuation: the decision that ends a
+run and starts its successor in one transaction, and a second generation whose step_ids
+name its own run. Every step retries an
 unknown outcome with the same key (``on_unknown="retry_same_key"``), so a crash never
 leaves a run waiting for an operator and the quiet phase can demand that every run
 ends.
@@ -58,6 +63,8 @@ DEPLOYMENT = os.environ.get(DEPLOY_ENV, "")
 FIRST_STEP = "reserve"
 RENAMED_FIRST_STEP = "hold"
 STEPS = (FIRST_STEP, "work", "finish")
+CARRIED = "carried"
+"""The input key under which a run's successor gets what its first run did."""
 
 CODE_TABLES = """
 CREATE TABLE IF NOT EXISTS drill_code_entries (
@@ -115,7 +122,20 @@ def first_step() -> str:
 
 
 async def workflow(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-    """Reserve, cool down, wait for ``go``, work twice, finish."""
+    """Reserve, cool down, wait for ``go``, work once and continue as new; the
+    successor works the other passes and finishes, and returns what the whole chain did
+    (see the module)."""
+    if CARRIED not in data:
+        ctx.continue_as_new({**data, CARRIED: await _first(ctx, data)})
+    carried = data[CARRIED]
+    worked = [*carried["work"]]
+    while len(worked) < WORK_PASSES:
+        worked.append(await _step(ctx, data, "work"))
+    return {**carried, "work": worked, "finish": await _step(ctx, data, "finish")}
+
+
+async def _first(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+    """The first run's part: reserve, cool down, wait for ``go``, one pass of work."""
     reserved = await ctx.step(
         first_step(),
         lambda: effect(ctx, data, FIRST_STEP),
@@ -127,26 +147,20 @@ async def workflow(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
     )
     await ctx.sleep(COOL)
     go = await ctx.wait_signal(SIGNAL, timeout=SIGNAL_TIMEOUT)
-    worked = []
-    for _ in range(WORK_PASSES):
-        done = await ctx.step(
-            "work",
-            lambda: effect(ctx, data, "work"),
-            retries=ATTEMPTS,
-            backoff=BACKOFF,
-            timeout=STEP_TIMEOUT,
-            on_unknown="retry_same_key",
-        )
-        worked.append(done)
-    finished = await ctx.step(
-        "finish",
-        lambda: effect(ctx, data, "finish"),
+    return {"reserved": reserved, "go": go, "work": [await _step(ctx, data, "work")]}
+
+
+async def _step(ctx: Context, data: dict[str, Any], name: str) -> Any:
+    """Step ``name`` (``work`` or ``finish``: every step but the compensated first one),
+    its body ``effect``."""
+    return await ctx.step(
+        name,
+        lambda: effect(ctx, data, name),
         retries=ATTEMPTS,
         backoff=BACKOFF,
         timeout=STEP_TIMEOUT,
         on_unknown="retry_same_key",
     )
-    return {"reserved": reserved, "go": go, "work": worked, "finish": finished}
 
 
 async def effect(ctx: Context, data: dict[str, Any], name: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ NAMES = {
     "J2": "step_id stable",
     "J3": "journal replays",
     "J4": "recorded bodies never re-run",
+    "J5": "continuation chained",
 }
 NOT_EXERCISED = {
     "I1": "no start was acknowledged before a quiet phase",
@@ -60,6 +61,7 @@ NOT_EXERCISED = {
     "J2": "no code-first attempt started",
     "J3": "no code-first journal was replayed",
     "J4": "no code-first step body was entered",
+    "J5": "no code-first run continued as new",
 }
 """Why an invariant that checked nothing, in every drill of a campaign, proved nothing:
 what it takes to exercise it, which the drills run did not do. The scorecard says so

@@ -17,6 +17,9 @@ and (U) every attempt recorded unknown had its handler started: unknown means "m
 happened", never "this worker dropped it". State machine executions have their own
 (M1-M3, ``verification.machine_checks``): one application write per committed
 transition, in its transaction; no state entered after a cancellation; ends as expected.
+Code-first runs have J1-J5 (``verification.code_checks``, ``verification.journal_replay``,
+``verification.continuations``); a run that continued as new is carried on by its
+successor, so I1 follows the chain to its last run.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from engine.model.instance import Instance, InstanceStatus
 from engine.model.registry import Registry
 from engine.store.rows import WorkState
 from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Fault
 from verification import (
     code_checks,
+    continuations,
     journal_replay,
     machine_checks,
     replay_check,
@@ -74,6 +79,9 @@ class CheckContext:
     """After a failover, the first transaction id the promoted standby had not seen:
     a transaction of the lost primary at or past it never reached the standby, so it
     did not commit here (the promoted server gives such ids out again, to others)."""
+    code: ActivityRegistry = app
+    """The app whose code-first workflows J3 replays runs of: the drill app's, or a drill
+    plan's team app (its own code, ``verification.plan_drills``)."""
 
 
 async def check(ctx: CheckContext) -> Findings:
@@ -97,8 +105,9 @@ async def check(ctx: CheckContext) -> Findings:
         await machine_checks.cancellation(conn, findings)
         await machine_checks.parents(conn, findings)
         await code_checks.check(conn, findings, ctx.histories, ctx.strands)
+        await continuations.check(conn, findings)
     machine_checks.ends(findings, states, ctx.machines, ctx.quiet)
-    journal_replay.check(findings, states, app)
+    journal_replay.check(findings, states, ctx.code)
     _boundaries(ctx, findings)
     return findings
 
@@ -130,7 +139,9 @@ async def _instances(
     findings: Findings,
     states: dict[str, Instance],
 ) -> None:
-    """I1 (acknowledged starts end), I4 (row agrees with history, archived iff terminal)."""
+    """I1 (acknowledged starts end: a run that continued as new, when the last run of its
+    chain ended, ``verification.continuations``), I4 (row agrees with history, archived
+    iff terminal)."""
     rows = {r[0]: r[1:] for r in await (await conn.execute(INSTANCE_ROWS)).fetchall()}
     dead = {r[0] for r in await (await conn.execute(DEAD_WORK)).fetchall()}
     problems = []
@@ -151,20 +162,24 @@ async def _instances(
     findings.add("I4", len(rows), problems)
     _count_outcomes(findings, states, dead)
     if ctx.quiet:
-        lost = [
-            f"{i}: {_where(states.get(i), rows.get(i))}"
-            for i in ctx.acked
-            if i not in dead and not (states.get(i) and states[i].status.terminal)
-        ]
+        lost = []
+        for acked in ctx.acked:
+            runs = continuations.chain(states, acked)
+            last = states.get(runs[-1])
+            if dead.isdisjoint(runs) and not (last and last.status.terminal):
+                lost.append(f"{acked}: {_where(runs, last, rows.get(runs[-1]))}")
         findings.add("I1", len(ctx.acked), lost)
 
 
-def _where(state: Instance | None, row: Any) -> str:
+def _where(runs: list[str], state: Instance | None, row: Any) -> str:
+    """Where the acknowledged start of ``runs[0]`` is stuck: its last run (``runs``: it
+    and the successors it continued as new as) and that run's ``state`` and ``row``."""
+    said = f"continued as new as {runs[-1]}, " if len(runs) > 1 else ""
     if row is None:
-        return "acknowledged but absent"
+        return f"{said}which does not exist" if said else "acknowledged but absent"
     if state is None:
-        return "history does not replay"
-    return f"still {state.status.label} at sequence {state.sequence}"
+        return f"{said}history does not replay"
+    return f"{said}still {state.status.label} at sequence {state.sequence}"
 
 
 def _count_outcomes(findings: Findings, states: dict[str, Instance], dead: set[str]) -> None:

@@ -6,8 +6,10 @@ and drives the code the run is pinned to (its definition's name and version, as 
 drill app declares it) against them, with the engine's driver, in the harness's own
 process. Whatever a worker did, the code must walk the journal without a divergence;
 a completed run's code must return, with nothing new, exactly the result history
-recorded; a failed run's code must raise. A journal that only some other code explains
-(a divergent deploy's decisions accepted) fails here.
+recorded; a failed run's code must raise; a run that continued as new must continue,
+with nothing new (its successor's input is J5's, ``verification.continuations``). A
+journal that only some other code explains (a divergent deploy's decisions accepted)
+fails here.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from engine.model.canonical import canonical_json
 from engine.model.instance import Instance, InstanceStatus
 from engine.modes.code.driver import drive
 from engine.modes.code.fold import entries
-from engine.modes.code.journal import Advance, Diverged, Raised, Returned
+from engine.modes.code.journal import Advance, ContinuedAsNew, Diverged, Raised, Returned
 from engine.worker.activities import ActivityRegistry
 from verification.findings import Findings
 
@@ -56,4 +58,8 @@ def _problem(state: Instance, advance: Advance) -> str:
             return f"completed with {state.result}, but its code returns {advance.value!r}"
     if state.status is InstanceStatus.FAILED and not isinstance(advance, Raised):
         return f"failed, but its code replays to {type(advance).__name__}"
+    if state.status is InstanceStatus.CONTINUED_AS_NEW and (
+        not isinstance(advance, ContinuedAsNew) or advance.new
+    ):
+        return f"continued as new, but its code replays to {type(advance).__name__}"
     return ""

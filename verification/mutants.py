@@ -24,21 +24,24 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg.abc import Query
+from psycopg.conninfo import conninfo_to_dict
 
 from engine.model.instance import Instance
+from engine.model.transitions import Transition
 from engine.modes.code.driver import find_command, run_body
 from engine.modes.code.fold import entries
 from engine.modes.code.journal import Advance, Diverged, EntryState, Verb, Waits
 from engine.modes.code.step_ids import parse_step_id, step_id
 from engine.store.errors import StoreError
 from engine.store.seams import StatementFilter, StoreHooks, Unanswered
+from engine.store.store import Store
 from engine.worker.activities import (
     ActivityRegistry,
     ActivityRequest,
@@ -361,6 +364,49 @@ class _DivergenceAccepted(WorkerHooks):
         return Waits()
 
 
+# Continuing as new: the successor's start apart from the run's end ------------------------
+
+
+def _successors(started: Sequence[Transition]) -> list[Transition]:
+    """The starts among ``started`` of a continued run's successor: an instance started
+    with no parent (a spawned child names its parent in its first event)."""
+    return [t for t in started if not t.events[0].successor_id]
+
+
+class _SuccessorDropped(WorkerHooks):
+    """A continuation commits the run's end without its successor's start: the run is
+    over, and nothing carries it on."""
+
+    def starting_with(self, started: Sequence[Transition]) -> Sequence[Transition]:
+        dropped = _successors(started)
+        return [t for t in started if t not in dropped]
+
+
+class _SuccessorStartedApart(_SuccessorDropped):
+    """A continuation commits the run's end, then starts its successor in a transaction
+    of its own (on a store of its own): the "start the next run once this one is safely
+    over" design, which a crash in between leaves with no successor."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, Transition] = {}
+
+    def starting_with(self, started: Sequence[Transition]) -> Sequence[Transition]:
+        self.pending.update((t.instance_id, t) for t in _successors(started))
+        return super().starting_with(started)
+
+    async def journal_replayed(self, function: Callable[..., Any], state: Instance) -> None:
+        start = self.pending.pop(state.successor_id, None)
+        if start is None:
+            return
+        dsn = os.environ[LEDGER_DSN_ENV]
+        options = str(conninfo_to_dict(dsn).get("options", ""))
+        store = await Store.open(dsn, options.rpartition("search_path=")[2], max_size=1)
+        try:
+            await store.commit(start)
+        finally:
+            await store.close()
+
+
 def _worker(hooks: Callable[[], WorkerHooks]) -> Callable[[ActivityRegistry], Build]:
     return lambda app: Build(worker_hooks=points_of(hooks()))
 
@@ -458,6 +504,18 @@ MUTANTS: dict[str, Mutant] = {
             "a code-first step retried after an unknown outcome runs under a new step_id",
             ("C1-kill-after_handler-s0",),
             _worker(_StepIdChangesAcrossCrash),
+        ),
+        Mutant(
+            "successor-dropped",
+            "a code-first run continued as new ends without its successor's start",
+            ("C1-kill-after_commit-s0",),
+            _worker(_SuccessorDropped),
+        ),
+        Mutant(
+            "successor-started-apart",
+            "a code-first run's successor starts in a transaction of its own, after the run's end",
+            ("C1-kill-after_commit-s0",),
+            _worker(_SuccessorStartedApart),
         ),
         Mutant(
             "divergence-accepted",

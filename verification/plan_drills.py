@@ -62,9 +62,9 @@ from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.model.words import counted
 from engine.modes.machines.fold import progress_of
 from engine.modes.machines.grants import role_of
-from engine.store import catalog, reads
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
+from verification import continuations
 from verification import plan as plans
 from verification import plan_machines as machines
 from verification.clocks import FileClock, keep_running
@@ -90,19 +90,20 @@ MAX_HISTORY_EVENTS = 500
 """Events of the drilled instance kept in the result (its history is short)."""
 EFFECTS = """
 SELECT step, compensation, idempotency_key, count(*), count(*) FILTER (WHERE applied)
-FROM drill_effect_calls WHERE instance_id = %s
+FROM drill_effect_calls WHERE instance_id = ANY(%s)
 GROUP BY step, compensation, idempotency_key ORDER BY min(call_id)
 """
 ENTRIES = """
 SELECT step, compensation, idempotency_key, count(*), NULL
-FROM drill_handler_entries WHERE instance_id = %s
+FROM drill_handler_entries WHERE instance_id = ANY(%s)
 GROUP BY step, compensation, idempotency_key ORDER BY min(entry_id)
 """
 """The team's own code entered per key, in the shape of ``EFFECTS`` (the effects are
 its own, so none are counted): a code-first run's step bodies per step_id
 (``effects.BodyEntries``), or the team's handlers per idempotency key, each marked as it
 was entered (``effects.mark_entry``), so a call that raised, or whose worker died while
-it ran, is counted as the call it was."""
+it ran, is counted as the call it was. Both read every run of the drilled instance's
+chain (one that continued as new, and its successors: ``verification.continuations``)."""
 HISTORY = """
 SELECT sequence, kind, step_name, attempt FROM history WHERE instance_id = %s
 ORDER BY sequence LIMIT %s
@@ -184,6 +185,8 @@ def _strands(pin: plans.Pin) -> bool:
 async def scenario(env: DrillEnv) -> None:
     drilled: Drilled = env.spec.params["drilled"]
     plan, definition = drilled.plan, drilled.definition
+    if drilled.code:  # its runs' journals replay against the team's code (J3)
+        env.code = load_app(drilled.plan.app)
     for published in _published(drilled):
         await env.client.publish(published, ACTOR)
     clock = asyncio.create_task(keep_running(FileClock(env.clock_file))) if env.clock_file else None
@@ -428,9 +431,9 @@ async def _approve(env: DrillEnv, instance: str, step: str, payload: Any) -> boo
 
 
 async def _settled(env: DrillEnv, drilled: Drilled) -> bool:
-    """No open work, and the instance ended or waits for an operator by design."""
-    registry = await catalog.load_registry(env.store)
-    state = await reads.inspect(env.store, registry, drilled.instance)
+    """No open work, and the instance ended or waits for an operator by design (one
+    that continued as new: the last run of its chain)."""
+    *_, state = await continuations.live_chain(env.store, drilled.instance)
     if drilled.machine:
         _pass_timer(env, state)
     elif drilled.code:
@@ -518,6 +521,20 @@ def describe(state: Instance, definition: Definition) -> list[str]:
     return lines
 
 
+def describe_chain(chain: list[Instance], definition: Definition) -> list[str]:
+    """``describe`` of a drilled run and the successors it continued as new as: the
+    chain's end first (the last run's), then the runs, then each run's steps under its
+    id (a step's key is its own in each run). A chain of one run is said as ``describe``
+    says it."""
+    *before, last = chain
+    lines = describe(last, definition)
+    if not before:
+        return lines
+    runs = " -> ".join(run.instance_id for run in chain)
+    steps = [f"{run.instance_id} {line}" for run in chain for line in describe(run, definition)[1:]]
+    return [lines[0], f"continued as new {counted(len(before), 'time')}: {runs}", *steps]
+
+
 def _describe_machine(state: Instance) -> list[str]:
     """The execution's end, and the state it is in (named first, as an activity's line
     is, so a studio shows it on that state's node)."""
@@ -534,14 +551,19 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
     """The plan's verdicts per pin, in ``record.extra["plan"]`` (see the module)."""
     fired |= {p.label for p in _fired(env, drilled.plan.pins)}  # fired as the instance ended
     instance = drilled.instance
-    state = await reads.inspect(env.store, await catalog.load_registry(env.store), instance)
-    doubt = in_doubt(state, drilled.definition)
+    chain = await continuations.live_chain(env.store, instance)
+    runs = [run.instance_id for run in chain]
+    doubt = in_doubt(chain[-1], drilled.definition)
     if doubt:  # by design: not a lost instance (I1), an operator's to resolve
         env.record.acked.remove(instance)
     async with env.store.connection() as conn:
         calls = ENTRIES if drilled.plan.app else EFFECTS
-        effects = await (await conn.execute(calls, (instance,))).fetchall()
-        history = await (await conn.execute(HISTORY, (instance, MAX_HISTORY_EVENTS))).fetchall()
+        effects = await (await conn.execute(calls, (runs,))).fetchall()
+        history = [
+            (run, *event)
+            for run in runs
+            for event in await (await conn.execute(HISTORY, (run, MAX_HISTORY_EVENTS))).fetchall()
+        ]
         writes = await (await conn.execute(MACHINE_WRITES, (instance,))).fetchall()
     per_key = [
         {"step": f"{s} compensation" if c else s, "key": k, "calls": n, "effects": applied}
@@ -575,7 +597,7 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         "pins": [
             {**p.as_json(), "label": p.label, "fired": p.label in fired} for p in drilled.plan.pins
         ],
-        "state": describe(state, drilled.definition),
+        "state": describe_chain(chain, drilled.definition),
         "in_doubt": doubt,
         "recovery_seconds": round(env.record.recovery_seconds[-1], 2)
         if env.record.recovery_seconds
@@ -583,8 +605,8 @@ async def _result(env: DrillEnv, drilled: Drilled, fired: set[str]) -> None:
         "effects": per_key,
         "server_down_seconds": env.record.extra.get("server_down_seconds", []),
         "history": [
-            {"seq": q, "kind": EventKind(k).name.lower(), "step": s or "", "attempt": a}
-            for q, k, s, a in history
+            {"run": r, "seq": q, "kind": EventKind(k).name.lower(), "step": s or "", "attempt": a}
+            for r, q, k, s, a in history
         ],
     }
 
@@ -630,9 +652,10 @@ def _machine_effects(
     definition: Definition, writes: list[tuple[Any, ...]], history: list[tuple[Any, ...]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """A machine's effects (its advances' committed rows, per transition, named by the
-    state each advanced from) and the findings among them: a transition whose write
+    state each advanced from in ``history``, rows of (run, sequence, kind, step,
+    attempt)) and the findings among them: a transition whose write
     committed more than once."""
-    entered = [step for _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
+    entered = [step for _, _, kind, step, _ in history if kind == EventKind.STATE_ENTERED]
     left = [machines.manifest_of(definition).initial, *entered]
     per_key = [
         {

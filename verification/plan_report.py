@@ -62,11 +62,25 @@ def _invariants(checks: dict[str, list[int]]) -> str:
 
 
 def _history(events: list[dict[str, Any]]) -> list[str]:
-    words = [f"{e['seq']} {e['kind']}{' ' + e['step'] if e['step'] else ''}" for e in events]
+    """The events, a dozen to a line; a run that continued as new is followed by its
+    successors' events, each run's first one named by its run (``run``, absent from
+    older scorecards)."""
+    chained = len({e.get("run") for e in events}) > 1
+    words = [
+        f"{_run_of(events, n) if chained else ''}{e['seq']} {e['kind']}"
+        f"{' ' + e['step'] if e['step'] else ''}"
+        for n, e in enumerate(events)
+    ]
     return [
         f"  history  {'; '.join(words[n : n + HISTORY_LINE_EVENTS])}"
         for n in range(0, len(words), HISTORY_LINE_EVENTS)
     ]
+
+
+def _run_of(events: list[dict[str, Any]], n: int) -> str:
+    """``RUN: `` before the first event of each run, '' before the others."""
+    run = events[n].get("run")
+    return f"{run}: " if n == 0 or events[n - 1].get("run") != run else ""
 
 
 def effect_line(effect: dict[str, Any]) -> str:

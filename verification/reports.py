@@ -67,6 +67,14 @@ def _family_order(item: tuple[str, int]) -> tuple[int, str]:
     return (int(family[1:]) if family[1:].isdigit() else 99, family)
 
 
+def _continued(workload: dict[str, Any]) -> str:
+    """``  (+ N continued as new)`` after the runs that completed, when runs continued
+    as new (each is carried on by its successor, counted where its chain ended); '' for
+    none, and for a scorecard older than continuations."""
+    continued = workload.get("continued_as_new", 0)
+    return f" (+ {_n(continued)} continued as new)" if continued else ""
+
+
 def _body(card: dict[str, Any]) -> list[str]:
     w, a, le, r, rp, p, c = (
         card[k]
@@ -74,8 +82,8 @@ def _body(card: dict[str, Any]) -> list[str]:
     )
     lines = [
         f"workload   started {_n(w['started'])}  acked {_n(w['acknowledged'])}  completed "
-        f"{_n(w['completed'])}  failed {_n(w['failed'])}  dead-lettered {_n(w['dead_lettered'])}  "
-        f"checkpoints {_n(w['checkpoints'])}  events {_n(w['events'])}",
+        f"{_n(w['completed'])}{_continued(w)}  failed {_n(w['failed'])}  dead-lettered "
+        f"{_n(w['dead_lettered'])}  checkpoints {_n(w['checkpoints'])}  events {_n(w['events'])}",
         f"           signals sent {_n(w['signals_sent'])} accepted {_n(w['signals_accepted'])} "
         f"deduplicated {_n(w['signals_deduplicated'])}  {_effects(w)}  work items "
         f"{_n(w['work_items'])}",

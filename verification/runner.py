@@ -249,6 +249,7 @@ async def _check(env: DrillEnv, quiet: bool, failures: list[str], started: float
         strands=env.spec.strands,
         machines=env.record.machines,
         xid_horizon=env.record.extra.get("xid_horizon", 0),
+        code=env.code,
     )
     findings = await invariants.check(context)
     for invariant, checked in env.record.checked_apart.items():

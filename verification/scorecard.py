@@ -192,7 +192,8 @@ def _totals(results: list[DrillResult]) -> Counter[str]:
 
 def _workload(totals: Counter[str], results: list[DrillResult]) -> dict[str, int]:
     keys = (
-        "started", "completed", "failed", "cancelled", "dead_lettered", "checkpoints",
+        "started", "completed", "continued_as_new", "failed", "cancelled", "dead_lettered",
+        "checkpoints",
         "signals_sent", "signals_accepted", "signals_redelivered", "events", "effect_calls",
         "effects_applied", "effect_calls_unseen", "code_bodies_entered", "work_items",
         "instances",

@@ -25,7 +25,9 @@ an ended instance
 
 A wait of an instance cut short (cancelled, failed, terminated) is not pending but
 cancelled by that end (``engine.model.description.never_happens``), and a dead letter
-stays for an operator's decision: neither is an orphan. An instance that moved after
+stays for an operator's decision: neither is an orphan. A code-first run that continued
+as new ended as at a return (its successor has work of its own, judged as its own
+instance): no work may be left for it. An instance that moved after
 its history was captured (workers still run) is judged at its next check.
 """
 

@@ -11,12 +11,13 @@ store's statement filter and hooks (``engine.store.seams``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
 
 from engine.model.instance import Instance
+from engine.model.transitions import Transition
 from engine.modes.code.journal import Advance, Diverged
 from engine.worker.activities import ActivityRequest, HandlerExecutor, Outcome, Unknown
 
@@ -75,6 +76,13 @@ class WorkerHooks:
         """A decision replayed a code-first run's code (``function``) against its journal
         and committed what it asked next (``state``: the run after that); no recorded
         step's body ran again."""
+
+    def starting_with(self, started: Sequence[Transition]) -> Sequence[Transition]:
+        """The starts of new instances a commit writes in its own PostgreSQL transaction
+        (``started``: a child created with its parent's news of it, a continued run's
+        successor), which the worker commits with it: what one of them exists exactly
+        when is the transaction's to decide."""
+        return started
 
     def journal_diverged(self, advance: Diverged) -> Advance:
         """A decision's replay found the code differs from the journal: what the decision

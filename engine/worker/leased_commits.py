@@ -294,7 +294,7 @@ async def commit(
         fence = leases.LeaseFence(lease, finish() if callable(finish) else finish)
         if eager is not None:
             fence = eager.prepare(draft, fence)
-        started = companions(draft) if companions is not None else ()
+        started = ctx.hooks.starting_with(companions(draft)) if companions is not None else ()
         transitions = [draft.build(), *await parent_transitions(ctx.cache, ctx.registries, draft)]
         ctx.faults.reach(Boundary.BEFORE_COMMIT, step_of(lease))
         try:

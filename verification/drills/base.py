@@ -37,6 +37,7 @@ from engine.store.errors import StoreError
 from engine.store.migrations import apply_migrations
 from engine.store.rows import WorkState
 from engine.store.store import Store
+from engine.worker.activities import ActivityRegistry
 from engine.worker.faults import Fault
 from verification import (
     drill_app,
@@ -166,6 +167,9 @@ class DrillEnv:
         """The app every worker of this drill runs (the drill app when '')."""
         self.variables: dict[str, str] = {}
         """More environment for this drill's processes."""
+        self.code: ActivityRegistry = drill_app.app
+        """The app whose code-first workflows J3 replays runs of (a drill plan's: the
+        team's; the drill app's otherwise)."""
         self._stores: list[Store] = []
 
     @classmethod

@@ -25,6 +25,9 @@ against its code. The faults:
   ``journal-divergence`` dead letter, nothing recorded past the journal), and after
   the matching code is deployed again and the dead letters retried, every run ends.
 
+Every run continues as new once, after its first pass of work
+(``verification.drill_code``): the run a drill started is done when its successor ended,
+and J5 (``verification.continuations``) holds each continuation to its successor.
 Whatever happened, a fresh worker B runs the quiet phase and every run must end.
 """
 
@@ -39,7 +42,7 @@ from engine.decide.operator_actions import Action as Command
 from engine.model.events import EventKind
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
-from verification import drill_code
+from verification import continuations, drill_code
 from verification.drills.base import DrillEnv
 from verification.drills.boundaries import SEVERS
 from verification.drills.leases import one_fault_recovered
@@ -51,6 +54,9 @@ four steps each, one failed attempt, their decisions)."""
 WAIT_SECONDS = 20.0
 DUPLICATES = 6
 """Clients that deliver one signal at once (C5)."""
+SIGNALLED_WORK = 1.0
+"""How long C5's work takes: its second click, sent once the duplicates are answered,
+must find the run it signals still running (it continues as new after one pass)."""
 K = EventKind
 DIVERGENCE = "journal-divergence"
 EXPECTED_DIVERGENCE = (
@@ -74,7 +80,7 @@ async def boundary_drill(env: DrillEnv) -> None:
 
 async def duplicate_signals(env: DrillEnv) -> None:
     """C5 (see the module)."""
-    early, waiting = CodeWorkload(env.spec.id, count=2).runs()
+    early, waiting = CodeWorkload(env.spec.id, count=2, slow=SIGNALLED_WORK).runs()
     await env.start_runs([early, waiting])
     await _deliver_at_once(env, early)
     env.worker("a")
@@ -122,12 +128,13 @@ async def _consumed_once(env: DrillEnv, run: CodeRun) -> None:
         (received, ids) == (2, 2),
         f"{run.run_id}: {received} signals recorded under {ids} ids, not the two sent",
     )
-    state = await env.client.inspect(run.run_id)
-    result = state.value("result") if state.result is not None else {}
+    *_, last = await continuations.live_chain(env.store, run.run_id)
+    result = last.value("result") if last.result is not None else {}
     env.expect(
         result.get("go") == run.signal_payload,
         f"{run.run_id}: the wait returned {result.get('go')!r}, not the first signal",
     )
+    state = await env.client.inspect(run.run_id)
     consumed = {s.signal_id: s.consumed_by for s in state.inbox}
     env.expect(
         bool(consumed.get(run.signal_id)) and consumed.get(_extra(run)) == "",
