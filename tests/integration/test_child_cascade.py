@@ -195,6 +195,23 @@ class _CommandWhileCreating(RegistrySource):
         return await super().holding(ref)
 
 
+async def _commanded_while_creating(
+    client: Client, store: Store, action: Action, parent: Any = PARENT
+) -> Context:
+    """Start ``parent``'s ``order-1`` and run it while ``action`` lands as its worker
+    creates the child; no child exists afterwards. The worker's context, to go on with."""
+    for definition in (CHILD, parent):
+        await client.publish(definition, "tests")
+    await client.start(parent.ref.name, "order-1", {"sku": "mug"})
+    registries = _CommandWhileCreating(store, client, action)
+    ctx = Context(store, APP, registries)
+    await settle(ctx)
+    assert registries.fired, "the worker never created the child"
+    with pytest.raises(InstanceNotFound):
+        await client.inspect("order-1/line")
+    return ctx
+
+
 @pytest.mark.parametrize("action", [Action.CANCEL, Action.TERMINATE])
 async def test_a_parent_ended_while_its_child_is_being_created_never_starts_it(
     client: Client, store: Store, action: Action
@@ -203,15 +220,7 @@ async def test_a_parent_ended_while_its_child_is_being_created_never_starts_it(
     ended between its worker's start attempt and the creation (the cascade could not see
     a child that did not exist yet) left the child running for an order that no longer
     existed. The creation now commits with ``child_started`` or not at all."""
-    for definition in (CHILD, PARENT):
-        await client.publish(definition, "tests")
-    await client.start(PARENT.ref.name, "order-1", {"sku": "mug"})
-    registries = _CommandWhileCreating(store, client, action)
-    ctx = Context(store, APP, registries)
-    await settle(ctx)
-    assert registries.fired, "the worker never created the child"
-    with pytest.raises(InstanceNotFound):
-        await client.inspect("order-1/line")
+    await _commanded_while_creating(client, store, action)
     parent = await client.inspect("order-1")
     assert parent.status.terminal, parent.status
     line = parent.children["line"]
@@ -224,13 +233,7 @@ async def test_a_child_whose_parent_paused_while_creating_it_starts_on_resume(
 ) -> None:
     """A pause between the start attempt and the creation holds the creation back (a
     paused parent makes no progress); resumed, the same attempt creates the child."""
-    for definition in (CHILD, PARENT):
-        await client.publish(definition, "tests")
-    await client.start(PARENT.ref.name, "order-1", {"sku": "mug"})
-    ctx = Context(store, APP, _CommandWhileCreating(store, client, Action.PAUSE))
-    await settle(ctx)
-    with pytest.raises(InstanceNotFound):
-        await client.inspect("order-1/line")
+    ctx = await _commanded_while_creating(client, store, Action.PAUSE)
     await client.command("order-1", Action.RESUME, "ann", "go on")
     await settle(ctx)
     line = (await client.inspect("order-1")).children["line"]
@@ -249,13 +252,7 @@ async def test_a_parent_unwinding_when_its_child_would_be_created_records_it_not
         {**_activity("charge"), "compensation": {"target": "cascade.work", "timeout": "30s"}},
         LINE,
     )
-    for definition in (CHILD, refunded):
-        await client.publish(definition, "tests")
-    await client.start(refunded.ref.name, "order-1", {"sku": "mug"})
-    ctx = Context(store, APP, _CommandWhileCreating(store, client, Action.CANCEL))
-    await settle(ctx)
-    with pytest.raises(InstanceNotFound):
-        await client.inspect("order-1/line")
+    await _commanded_while_creating(client, store, Action.CANCEL, refunded)
     parent = await client.inspect("order-1")
     assert parent.status is S.CANCELLED, parent.status
     line = parent.children["line"]
