@@ -30,7 +30,7 @@ import psycopg
 
 from engine.model.events import EventKind
 from engine.model.instance import Instance, InstanceStatus
-from engine.modes.code.continuation import GENERATION
+from engine.modes.code.continuation import predecessor_of
 from engine.store import catalog, reads
 from engine.store.errors import InstanceNotFound
 from engine.store.store import Store
@@ -105,17 +105,6 @@ def _same(one: bytes | None, other: bytes | None) -> bool:
     if one is None or other is None:
         return one is other
     return json.loads(bytes(one)) == json.loads(bytes(other))
-
-
-def predecessor_of(instance_id: str) -> str:
-    """The run ``instance_id`` would continue, were it a successor ('' for a first run's
-    id): ``NAME/ID`` for ``NAME/ID+2``, ``NAME/ID+2`` for ``NAME/ID+3``."""
-    name, _, id = instance_id.partition("/")
-    found = GENERATION.fullmatch(id)
-    if found is None or int(found["n"]) < 2:
-        return ""
-    n = int(found["n"])
-    return f"{name}/{found['id']}" + (f"+{n - 1}" if n > 2 else "")
 
 
 async def check(conn: psycopg.AsyncConnection, findings: Findings) -> None:

@@ -100,11 +100,3 @@ async def test_a_successor_started_apart_from_its_runs_end_is_caught(
         "that ended the run: apart from it",
         violation,
     ), violation
-
-
-def test_a_successor_names_the_run_it_continues() -> None:
-    assert continuations.predecessor_of("renewal/r+2") == "renewal/r"
-    assert continuations.predecessor_of("renewal/r+3") == "renewal/r+2"
-    assert continuations.predecessor_of("renewal/a+b+2") == "renewal/a+b"
-    assert continuations.predecessor_of("renewal/r") == ""
-    assert continuations.predecessor_of("renewal/r+1") == ""

@@ -99,7 +99,8 @@ def test_a_successor_id_counts_generations() -> None:
     assert successor_of("renewal/r+2") == "renewal/r+3"
     assert successor_of("renewal/v1.5") == "renewal/v1.5+2"
     assert successor_of("renewal/a+b") == "renewal/a+b+2"
-    for run in ("renewal/r", "renewal/r+2", "renewal/a+b"):
+    assert successor_of("renewal/x+1") == "renewal/x+1+2", "a generation starts at 2"
+    for run in ("renewal/r", "renewal/r+2", "renewal/a+b", "renewal/x+1", "renewal/x+01"):
         assert predecessor_of(successor_of(run)) == run
     assert [predecessor_of(r) for r in ("renewal/r", "renewal/r+1", "renewal/a+b")] == [""] * 3
 

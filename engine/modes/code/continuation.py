@@ -10,7 +10,8 @@ and no successor starts for a run that did not end.
 The successor of run ``NAME/ID`` is ``NAME/ID+2``, then ``+3`` and on (``successor_of``):
 derived, so a redelivered decision names the same one. It runs the workflow's latest
 published version, so a long-lived run picks up new code at each continuation, and has
-no parent: a run's children, waits and compensations end with it, as at a return.
+no parent. As at a return, the run's open waits end with it and its compensations are
+not run; runs it spawned go on, no longer awaited.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from engine.model.transitions import Draft, Transition
 from engine.modes import decide
 from engine.modes.code.runs import run_id
 
-GENERATION = re.compile(r"^(?P<id>.+)\+(?P<n>[0-9]+)$")
+GENERATION = re.compile(r"^(?P<id>.+)\+(?P<n>[1-9][0-9]*)$")
 """A successor's run id: its first run's id, ``+`` and its generation (2 and up)."""
 
 
@@ -33,9 +34,8 @@ def successor_of(instance_id: str) -> str:
     a first run, the next generation for a successor. InputRefused when it would be
     longer than an id may be."""
     name, _, id = instance_id.partition("/")
-    found = GENERATION.fullmatch(id)
-    successor = f"{found['id']}+{int(found['n']) + 1}" if found else f"{id}+2"
-    return run_id(name, successor)
+    first, generation = _generation(id)
+    return run_id(name, f"{first}+{generation + 1}")
 
 
 def predecessor_of(instance_id: str) -> str:
@@ -44,11 +44,20 @@ def predecessor_of(instance_id: str) -> str:
     started as ``ID+2`` by hand, so whether it continued one is read
     (``engine.api.queries.Queries.predecessor``)."""
     name, _, id = instance_id.partition("/")
-    found = GENERATION.fullmatch(id)
-    if not name or found is None or int(found["n"]) < 2:
+    first, generation = _generation(id)
+    if not name or generation < 2:
         return ""
-    n = int(found["n"])
-    return f"{name}/{found['id']}" if n == 2 else f"{name}/{found['id']}+{n - 1}"
+    return f"{name}/{first}" if generation == 2 else f"{name}/{first}+{generation - 1}"
+
+
+def _generation(id: str) -> tuple[str, int]:
+    """A run id as (its first run's id, its generation): ``("r", 3)`` for ``r+3``, and
+    ``(id, 1)`` for an id that names no successor (``r``, ``r+1``, ``r+b``), so that
+    ``successor_of`` and ``predecessor_of`` undo each other."""
+    found = GENERATION.fullmatch(id)
+    if found is None or int(found["n"]) < 2:
+        return id, 1
+    return found["id"], int(found["n"])
 
 
 def record(draft: Draft, input: object, latest: DefinitionRef) -> None:
