@@ -452,13 +452,16 @@ class Client:
         check_value(payload, "the payload")
 
         def build(draft: Draft) -> tuple[str, ...] | None:
-            if successor := draft.state.successor_id:  # it continued as new
-                raise InputRefused(
-                    f"instance {draft.instance_id} continued as new: its successor "
-                    f"{successor} takes its signals now"
-                )
             accept = modes.of(draft.state.spec).accept_signal or _accept_step_signal
-            return accept(draft, step, signal_id, payload)
+            try:
+                return accept(draft, step, signal_id, payload)
+            except ReplayRejected:  # a new signal for an instance that ended
+                if successor := draft.state.successor_id:
+                    raise InputRefused(
+                        f"instance {draft.instance_id} continued as new: its successor "
+                        f"{successor} takes its signals now"
+                    ) from None
+                raise
 
         began = started_ns()
         state = await self._mutate(instance_id, build)

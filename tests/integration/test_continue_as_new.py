@@ -61,6 +61,7 @@ def _fresh_ticks() -> None:
 
 async def test_a_run_continues_as_new_until_it_returns(client: Client, ctx: Context) -> None:
     first, _ = await client.start_run("renewal", {"n": 1, "until": 3}, id="r")
+    await client.signal(first, "go", "s-0")  # set aside in its inbox: nothing waits for it
     await settle(ctx)
     assert first == "renewal/r"
     chain = [first, "renewal/r+2", "renewal/r+3"]
@@ -78,6 +79,8 @@ async def test_a_run_continues_as_new_until_it_returns(client: Client, ctx: Cont
         InputRefused, match=r"renewal/r continued as new: its successor renewal/r\+2"
     ):
         await client.signal(first, "go", "s-1")
+    again = await client.signal(first, "go", "s-0")  # a retry of one it took: answered
+    assert again.status is S.CONTINUED_AS_NEW
 
 
 async def test_a_successor_id_another_instance_holds_parks_the_run(

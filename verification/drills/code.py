@@ -55,8 +55,8 @@ WAIT_SECONDS = 20.0
 DUPLICATES = 6
 """Clients that deliver one signal at once (C5)."""
 SIGNALLED_WORK = 1.0
-"""How long C5's work takes: its second click, sent once the duplicates are answered,
-must find the run it signals still running (it continues as new after one pass)."""
+"""How long C5's work takes: the waiting run's second click, sent once the duplicates
+are answered, must find it still running (it continues as new after one pass)."""
 K = EventKind
 DIVERGENCE = "journal-divergence"
 EXPECTED_DIVERGENCE = (
@@ -83,13 +83,12 @@ async def duplicate_signals(env: DrillEnv) -> None:
     early, waiting = CodeWorkload(env.spec.id, count=2, slow=SIGNALLED_WORK).runs()
     await env.start_runs([early, waiting])
     await _deliver_at_once(env, early)
+    await _click_again(env, early)  # before any worker runs it: it cannot have moved on
     env.worker("a")
     await _until_waiting(env, waiting)
     env.mark_fault("duplicate-signals")
     await _deliver_at_once(env, waiting)
-    for run in (early, waiting):  # a second click: another id, set aside
-        await env.client.signal(run.run_id, drill_code.SIGNAL, _extra(run), None)
-        env.record.stats["signals_sent"] += 1
+    await _click_again(env, waiting)  # within its work's SIGNALLED_WORK: still running
     await env.quiesce()
     await env.stop_processes()
     for run in (early, waiting):
@@ -104,6 +103,14 @@ async def _deliver_at_once(env: DrillEnv, run: CodeRun) -> None:
     )
     failed = [a for a in answers if isinstance(a, BaseException)]
     env.expect(not failed, f"{run.run_id}: duplicate deliveries were refused: {failed[:2]}")
+
+
+async def _click_again(env: DrillEnv, run: CodeRun) -> None:
+    """``run``'s second click, after its first signal was answered: another id, which
+    the run's wait (taking the oldest) leaves set aside. Sent while the run still runs:
+    once it continued as new, a new signal is refused and names its successor."""
+    await env.client.signal(run.run_id, drill_code.SIGNAL, _extra(run), None)
+    env.record.stats["signals_sent"] += 1
 
 
 def _extra(run: CodeRun) -> str:
