@@ -193,13 +193,13 @@ async def get_user(store: Store, user_id: str) -> User | None:
     return None if row is None else User(*row)
 
 
-async def set_password(
-    store: Store, user: User, password: str, must_change_password: bool = False
-) -> None:
-    """PasswordRejected when the password does not meet the rules (nothing changes)."""
-    password_hash = await hash_password(password, user.username)
-    async with store.connection() as conn:
-        await conn.execute(SET_PASSWORD, (password_hash, must_change_password, user.user_id))
+async def set_password(conn: psycopg.AsyncConnection, user_id: str, password_hash: str) -> None:
+    """Store the hash of a password its person chose (so none is left to change), in the
+    transaction of ``conn``: a password change ends the person's sessions in that same
+    transaction (``service.change_password``), so the new password never stands while
+    the sessions opened before it still work. The hash is made (``hash_password``)
+    before the transaction begins, which then holds its locks for no argon2 work."""
+    await conn.execute(SET_PASSWORD, (password_hash, False, user_id))
 
 
 async def store_rehash(store: Store, user_id: str, password_hash: str, must_change: bool) -> None:

@@ -19,7 +19,7 @@ from studio.accounts.account_audit import AccountPage
 from studio.accounts.api_tokens import ApiToken, TokenRejected
 from studio.accounts.invitations import Invitation
 from studio.accounts.password_policy import PasswordRejected
-from studio.accounts.passwords import verify_password
+from studio.accounts.passwords import hash_password, verify_password
 from studio.accounts.people import Member, PeopleError
 from studio.accounts.signin import Attempt
 from studio.accounts.signin_limits import SignInThrottled
@@ -57,6 +57,11 @@ async def change_password(
     (``sessions.renew_every_session``). A refusal names the field it concerns
     (``current``, ``new`` or ``confirm``).
 
+    The new password, the end of every session and the new one are one transaction: a
+    password stored while the sessions opened before it go on (the database lost in
+    between) would leave whoever changed it believing that the old password's holders,
+    and an attacker's session among them, were shut out.
+
     The current password is checked as a sign-in's is, under the same limits
     (``studio.accounts.signin_limits``, counted for this username from this address):
     the check is what keeps someone who holds a session, not the password, from
@@ -79,10 +84,12 @@ async def change_password(
     if new == current:
         raise Invalid.at("new", "choose a password different from the current one")
     try:
-        await people.set_password(store, user, new)
+        password_hash = await hash_password(new, user.username)
     except PasswordRejected as rejected:
         raise Invalid.at("new", str(rejected)) from None
-    cookie, _ = await sessions.renew_every_session(store, principal.session, attempt.ttl)
+    async with store.connection() as conn:
+        await people.set_password(conn, user.user_id, password_hash)
+        cookie, _ = await sessions.renew_every_session(conn, principal.session, attempt.ttl)
     return cookie
 
 

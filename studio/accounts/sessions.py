@@ -72,14 +72,15 @@ async def create_session(
 
 
 async def renew_every_session(
-    store: Store, session: Session, ttl: timedelta
+    conn: psycopg.AsyncConnection, session: Session, ttl: timedelta
 ) -> tuple[str, Session]:
-    """After a password change: end every session of ``session``'s person, this one too,
+    """For a password change: end every session of ``session``'s person, this one too,
     and open a new one in its team for the browser that made the change (returned as
-    ``create_session`` returns it). One transaction, so no old session outlives it."""
-    async with store.connection() as conn:
-        await conn.execute(DELETE_ALL, (session.user_id,))
-        return await _open(conn, session.user_id, session.team_id, ttl)
+    ``create_session`` returns it), in the transaction of ``conn``, the one that sets
+    the new password (``service.change_password``): the password and the sessions
+    change together or not at all, so no old session outlives the old password."""
+    await conn.execute(DELETE_ALL, (session.user_id,))
+    return await _open(conn, session.user_id, session.team_id, ttl)
 
 
 async def _open(

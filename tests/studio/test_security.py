@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import replace
+from datetime import timedelta
 
 import httpx
+import psycopg
+import pytest
 
 from engine.model.validation import parse_definition
 from engine.store.store import Store
 from studio.access import AUTHORIZATION_SHAPE, NO_TOKEN, TOKEN_REFUSED
 from studio.accounts import people
+from studio.accounts import service as accounts
+from studio.accounts.signin import Attempt
+from studio.accounts.signin_limits import SignInLimits
 from studio.accounts.signin_pages import SESSION_ENDED
+from studio.principal import from_session
 from studio.roles import Role
 from studio.security_headers import CONTENT_SECURITY_POLICY, SECURITY_HEADERS
 from tests.studio.live import (
@@ -472,6 +480,39 @@ def test_a_password_change_ends_every_session_and_renews_the_one_it_was_made_in(
         sent = ended.get("/definitions").headers["location"]
         assert sent == "/login?next=/definitions&ended=1"
     assert bystander.get("/definitions").status_code == 200, "only that person's sessions end"
+
+
+def test_a_password_change_that_cannot_open_the_new_session_changes_nothing(
+    studio: LiveStudio,
+) -> None:
+    """The new password was committed on its own, and the person's sessions ended in a
+    second transaction: had that one failed (the database lost between them), the new
+    password stood while every session opened before it, an attacker's too, still
+    worked. Both are one transaction now. Here the new session cannot be opened (the
+    team its browser worked in is gone: the insert breaks a foreign key), so nothing
+    changes: the old password still signs in, the new one does not, and the sessions
+    opened before go on."""
+    username = studio.user(studio.team(), Role.VIEWER)
+    changer, elsewhere = studio.client(username), studio.client(username)
+    cookie = changer.cookies.get("wayline_session") or ""
+    new = "a much better password"
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        studio.run(lambda store: _change_from_a_gone_team(store, cookie, new))
+    for before in (changer, elsewhere):
+        assert before.get("/definitions").status_code == 200, "its session still works"
+    assert studio.client().sign_in(username, new).status_code == 401
+    assert studio.client().sign_in(username).status_code == 303
+
+
+async def _change_from_a_gone_team(store: Store, cookie: str, new: str) -> None:
+    """Change the password from the session ``cookie`` names, as the account page does,
+    but with that session working in a team that does not exist."""
+    principal = await from_session(store, cookie)
+    assert principal is not None and principal.session is not None
+    gone = replace(principal.session, team_id=f"gone-{uuid.uuid4().hex[:8]}")
+    attempt = Attempt(store, SignInLimits(), timedelta(hours=1), "192.0.2.1")
+    changing = replace(principal, session=gone)
+    await accounts.change_password(attempt, changing, PASSWORD, new, new)
 
 
 def test_signing_in_issues_a_fresh_session_and_ends_the_one_the_browser_had(
