@@ -1,29 +1,34 @@
 """The audit of account actions: who did what to a team's members, and when.
 
 An instance's operator commands are audited in its history; what admins do to a team's
-people is audited here (table ``studio_account_audit``, migrations 0035 and 0038): an
-invitation (to whom, with which role), its withdrawal or its lapse, a role changed (from
-and to), a member removed (and the role they had), a person joining with an invitation,
-a member added from the command line (``wayline user create --team``) or by the studio's
-first start, and an API token made or revoked (by its id and label, never its secret;
-the member is the one the token stands for, and a revocation records each token it takes
-with it). Each entry is written by the statement list that makes the change, in its
-transaction (``record`` on the change's own connection), so a change is never without its
-entry and an entry never names a change that did not happen. A change that changes
-nothing (a role set to the role the member has) records nothing.
+people is audited here (table ``studio_account_audit``, migrations 0035, 0038 and
+0039): an invitation (to whom, with which role), its withdrawal or its lapse, a role
+changed (from and to), a member removed (and the role they had), a person joining with
+an invitation, a member added from the command line (``wayline user create --team``) or
+by the studio's first start, and an API token made, revoked or expired (by its id and
+label, never its secret; the member is the one the token stands for, and a revocation
+records each token it takes with it). Each entry is written by the statement list that
+makes the change, in its transaction (``record`` on the change's own connection), so a
+change is never without its entry and an entry never names a change that did not
+happen. A change that changes nothing (a role set to the role the member has) records
+nothing.
 
 An invitation lapses by itself, in no transaction of ours: the first read of the team's
 people after it lapsed (its pending invitations, its audit, a new invitation) deletes it
 and records the lapse in that transaction (``invitations.lapse``), dated when it lapsed,
-by ``TIME_LIMIT``; its entry may so come after entries that are newer than it.
+by ``TIME_LIMIT``; its entry may so come after entries that are newer than it. A token
+expires by itself too, and the first read of the team's audit after it records the
+expiry the same way (``api_tokens.record_expiries``), unless the token was revoked
+before.
 
 The actor is named as every audit field names one (``Principal.actor``: a username, or
 ``token:<id>`` for an API token); the command line is named as everywhere it acts,
 ``cli`` (``engine.decide.audit.COMMAND_LINE_ACTOR``, a username nobody may take), and
-the first start and a lapse, which happen by no one's command, by a phrase with a space
-(``FIRST_START``, ``TIME_LIMIT``), which no username can be. Every member of the team may
-read the team's entries (a reviewer needs no admin role): the Settings page shows the
-newest, ``GET /api/members/audit`` pages through all of them, newest first.
+the first start, a lapse and an expiry, which happen by no one's command, by a phrase
+with a space (``FIRST_START``, ``TIME_LIMIT``), which no username can be. Every member
+of the team may read the team's entries (a reviewer needs no admin role): the Settings
+page shows the newest, ``GET /api/members/audit`` pages through all of them, newest
+first.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from studio.roles import Role
 FIRST_START = "first start"
 """The actor of the first admin the studio's first start creates."""
 TIME_LIMIT = "time limit"
-"""The actor of an invitation that lapsed unused (``invitations.VALID_FOR``)."""
+"""The actor of an invitation that lapsed unused (``invitations.VALID_FOR``) and of a
+token that expired."""
 SHOWN = 50
 """Entries the Settings page shows (the API pages through the rest)."""
 
@@ -56,6 +62,7 @@ class AccountAction(StrEnum):
     REMOVED = "removed"
     TOKEN_CREATED = "token_created"
     TOKEN_REVOKED = "token_revoked"
+    TOKEN_EXPIRED = "token_expired"
 
     @property
     def words(self) -> str:
@@ -100,7 +107,8 @@ class AccountEntry:
     to_role: str
     """The role after ('' for a removal or a withdrawn invitation)."""
     token_id: str = ""
-    """The API token made or revoked (``wl_<id>_...``); '' for the other actions."""
+    """The API token made, revoked or expired (``wl_<id>_...``); '' for the other
+    actions."""
     token_label: str = ""
     """That token's label."""
 

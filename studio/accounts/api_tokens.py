@@ -22,6 +22,8 @@ A revoked token stays listed, with when and by whom it was revoked: its id is th
 find what the token was, who made it and who stopped it. Making a token and revoking one
 (each token a revocation takes with it) are also entries of the members audit
 (``studio.accounts.account_audit``), written in the same transaction, by id and label.
+So is a token's expiry, which happens in no transaction: the first read of the audit
+after it records it (``record_expiries``), as an invitation's lapse is recorded.
 """
 
 from __future__ import annotations
@@ -91,6 +93,20 @@ RETURNING t.token_id, t.label, t.role, t.team_id,
 """The token and every live token made with it, at any remove (``created_by``), each
 with what its audit entry names (the member it stands for)."""
 MEMBER_OF = "SELECT " + MEMBER.format(creator="%(creator)s", made_by="%(made_by)s")
+EXPIRED = f"""
+WITH expired AS (
+    UPDATE studio_api_tokens t SET expiry_audited = true
+    WHERE team_id = %s AND expires_at <= now() AND NOT expiry_audited
+      AND (revoked_at IS NULL OR revoked_at > expires_at)
+    RETURNING t.token_id, t.label, t.role, t.expires_at,
+              {MEMBER.format(creator="t.creator_id", made_by="t.created_by")} AS member
+)
+SELECT * FROM expired ORDER BY expires_at, token_id
+"""
+"""The team's tokens that expired and whose expiry is not yet in the audit, each with
+what its entry names, in the order they expired; marked, so that each is recorded
+once. Not a token revoked before it expired: the revocation stopped it, and is its
+entry."""
 
 
 class TokenRejected(ValueError):
@@ -186,6 +202,22 @@ async def revoke_token(store: Store, team_id: str, token_id: str, revoked_by: st
                 from_role=role, token=(revoked_id, label),
             )  # fmt: skip
     return bool(revoked)
+
+
+async def record_expiries(store: Store, team_id: str) -> None:
+    """Record each token of the team that expired in the members audit, dated when it
+    expired, by ``account_audit.TIME_LIMIT``: an expiry happens in no transaction, so
+    it is recorded by the first read of the audit after it, as an invitation's lapse is
+    (``invitations.lapse``). Marking the token is what makes it recorded once, whoever
+    reads at the same time: the second waits for the first's row locks and then finds
+    the token marked."""
+    async with store.connection() as conn:
+        expired = await (await conn.execute(EXPIRED, (team_id,))).fetchall()
+        for token_id, label, role, expired_at, member in expired:
+            await account_audit.record(
+                conn, team_id, account_audit.TIME_LIMIT, AccountAction.TOKEN_EXPIRED, member,
+                from_role=role, token=(token_id, label), at=expired_at,
+            )  # fmt: skip
 
 
 def _token(row: tuple) -> ApiToken:

@@ -70,17 +70,19 @@ class AccountEntryOut:
     occurred_at: datetime
     actor: str
     """A username, ``token:<id>`` for an API token, ``cli`` for the command line,
-    ``first start``, or ``time limit`` for an invitation that lapsed."""
+    ``first start``, or ``time limit`` for an invitation that lapsed or a token that
+    expired."""
     action: AccountActionName
     username: str
     """The member, the username invited, or the member a token stands for."""
     from_role: RoleName | None
     """The role before: a changed or removed member's, a withdrawn or lapsed invitation's,
-    a revoked token's."""
+    a revoked or expired token's."""
     to_role: RoleName | None
     """The role after: a changed member's, an invitation's, a new member's, a new token's."""
     token_id: str | None
-    """The token made or revoked (``wl_<id>_...``; never its secret); null otherwise."""
+    """The token made, revoked or expired (``wl_<id>_...``; never its secret); null
+    otherwise."""
     token_label: str | None
     """That token's label; null otherwise."""
 

@@ -167,10 +167,12 @@ async def account_audit_page(
     store: Store, team: str, before: int | None = None, limit: int = account_audit.SHOWN
 ) -> AccountPage:
     """The team's audit of account actions, newest first (older than entry ``before``),
-    with the invitations that lapsed since it was last read (``invitations.lapse``)."""
+    with the invitations that lapsed and the tokens that expired since it was last read
+    (``invitations.lapse``, ``api_tokens.record_expiries``)."""
     if before is not None and not 1 <= before <= MAX_SEQUENCE:  # a bigint, like the ids
         raise Invalid(f"before is an audit entry's id: a whole number from 1 to {MAX_SEQUENCE}")
     await invitations.lapse(store, team)
+    await api_tokens.record_expiries(store, team)
     return await account_audit.page(store, team, before, limit)
 
 

@@ -6,6 +6,7 @@ import io
 import json
 import re
 import uuid
+from datetime import datetime
 
 import httpx
 import pytest
@@ -368,7 +369,7 @@ def test_tokens_made_and_revoked_and_invitations_lapsed_are_in_the_members_audit
     assert admin.form(f"/settings/tokens/{token_id}/revoke").status_code == 303
     lapsing = f"late-{uuid.uuid4().hex[:6]}"
     admin.form("/settings/members", {"username": lapsing, "role": "author"})
-    studio.run(lambda store: _lapse(store, lapsing))
+    studio.run(lambda store: _execute(store, LAPSE, lapsing))
 
     answer = studio.client(studio.user(team, Role.VIEWER)).get("/api/members/audit")
     items = [e for e in answer.json()["items"] if e["actor"] != "seed"]
@@ -398,9 +399,61 @@ def test_tokens_made_and_revoked_and_invitations_lapsed_are_in_the_members_audit
     assert [e["action"] for e in again].count("invitation_expired") == 1, "recorded once"
 
 
-async def _lapse(store: Store, username: str) -> None:
+EXPIRE = "UPDATE studio_api_tokens SET expires_at = now() - interval '1 hour' WHERE token_id = %s"
+REVOKED_BEFORE = """
+UPDATE studio_api_tokens
+SET expires_at = now() - interval '1 hour', revoked_at = now() - interval '2 hours'
+WHERE token_id = %s
+"""
+"""A token revoked, and then its expiry passed."""
+
+
+def test_a_token_that_expired_is_in_the_members_audit_dated_when_it_expired(
+    studio: LiveStudio,
+) -> None:
+    """A token made or revoked is an entry of the members audit, an invitation that
+    lapsed too, but a token that expired stopped acting for the team without one. Its
+    expiry is an entry now, recorded as a lapse is, by the first read after it: by
+    ``time limit``, dated when it expired, by id and label (never the secret), once. A
+    token revoked before it expired has its revocation and no expiry."""
+    team = studio.team("audited-expiry")
+    admin_name = studio.user(team, Role.ADMIN)
+    admin = studio.client(admin_name)
+    made = {"role": "viewer", "expires_in_days": "30"}
+    expiring = admin.form("/settings/tokens", {"label": "nightly", **made})
+    secret = re.search(r'id="new-token">([^<]+)<', expiring.text).group(1)
+    expiring_id = secret.split("_")[1]
+    retired = admin.form("/settings/tokens", {"label": "retired", **made})
+    retired_id = re.search(r'id="new-token">wl_([^_]+)_', retired.text).group(1)
+    assert admin.form(f"/settings/tokens/{retired_id}/revoke").status_code == 303
+    studio.run(lambda store: _execute(store, EXPIRE, expiring_id))
+    studio.run(lambda store: _execute(store, REVOKED_BEFORE, retired_id))
+
+    answer = studio.client(studio.user(team, Role.VIEWER)).get("/api/members/audit")
+    items = [e for e in answer.json()["items"] if e["actor"] != "seed"]
+    expired = [e for e in items if e["action"] == "token_expired"]
+    assert [
+        (e["actor"], e["username"], e["from_role"], e["to_role"], e["token_id"], e["token_label"])
+        for e in expired
+    ] == [("time limit", admin_name, "viewer", None, expiring_id, "nightly")]
+    listed = {t["id"]: t for t in admin.get("/api/tokens").json()}
+    expired_at = datetime.fromisoformat(listed[expiring_id]["expires_at"])
+    assert datetime.fromisoformat(expired[0]["occurred_at"]) == expired_at, "dated so"
+    assert [e["action"] for e in items if e["token_id"] == retired_id] == [
+        "token_revoked", "token_created",
+    ]  # fmt: skip
+    page = admin.get("/settings").text
+    table = re.search(r'id="account-audit-table">(.*?)</table>', page, re.S).group(1)
+    assert f"token expired <code>wl_{expiring_id}_…</code> nightly" in table
+    assert secret.rsplit("_", 1)[1] not in answer.text + page, "never the secret"
+    again = admin.get("/api/members/audit").json()["items"]
+    assert [e["action"] for e in again].count("token_expired") == 1, "recorded once"
+
+
+async def _execute(store: Store, statement: str, key: str) -> None:
+    """Run ``statement`` for one invitation's username or one token's id."""
     async with store.connection() as conn:
-        await conn.execute(LAPSE, (username,))
+        await conn.execute(statement, (key,))
 
 
 def _pending(page: str) -> str:
