@@ -60,7 +60,7 @@ import psycopg
 from engine.model.events import EventKind
 from engine.model.pinned_code import pinned_targets
 from engine.model.transitions import Transition
-from engine.store import sessions, snapshots
+from engine.store import offers, sessions, snapshots
 from engine.store.errors import (
     ActiveExecutionExists,
     CommitUnknown,
@@ -147,6 +147,8 @@ async def _start(
         "parent_key": transition.parent_key,
         "latest_only": transition.latest_only,
     }
+    if params["notify"] and params["channel"] == channel:  # its new work, announced
+        params["payload"] = offers.payload(transition, tenant, params["history"], params["work"])
     with id_taken(transition):
         row = await (await conn.execute(sql.START_TRANSITION, params)).fetchone()
     xid, existing, created, _, startable = row

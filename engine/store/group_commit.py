@@ -213,9 +213,11 @@ class CommitGroup:
 
 
 def _batchable(group: list[_Member]) -> bool:
-    """Every member is one statement, and all are fenced (a worker's) or none is."""
+    """Every member is one statement, and all are fenced (a worker's) or none is; none
+    takes an offered lease (``leases.TAKING_WRITE`` has no set form)."""
     fenced = {m.fence is not None for m in group}
-    return len(fenced) == 1 and all(_one_write(m) for m in group)
+    untaken = any(m.fence is not None and leases.untaken(m.fence.lease) for m in group)
+    return len(fenced) == 1 and not untaken and all(_one_write(m) for m in group)
 
 
 def _one_write(member: _Member) -> bool:

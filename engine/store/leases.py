@@ -100,7 +100,7 @@ from engine.model.events import Event
 from engine.model.identifiers import id_problem
 from engine.model.limits import MAX_FAILURE_DETAIL_LENGTH, MAX_LEASE_DURATION, MAX_WORK_CLAIM_ITEMS
 from engine.model.transitions import Transition, WorkKind
-from engine.store import batches, commits, seams
+from engine.store import batches, commits, offers, seams
 from engine.store.commits import CommitResult
 from engine.store.errors import CorruptStore, StaleLease, StoreError
 from engine.store.rows import event_from_row, payload_text, work_kind
@@ -141,6 +141,10 @@ class Lease:
     """Set when the claim committed without waiting for its flush (see the module);
     None when the lease was durable from the start (a synchronous claim, or handed on
     by a fenced write)."""
+    offer: Offer | None = field(default=None, compare=False)
+    """Set when this lease was offered to the worker rather than claimed
+    (``engine.store.offers``): until its first write is committed, the worker does not
+    hold it, and that write takes it (``TAKING_WRITE``)."""
 
 
 @dataclass
@@ -154,12 +158,46 @@ class PendingClaim:
     durable: bool = False
 
 
+@dataclass
+class Offer:
+    """A lease offered to the worker with a new instance's first step, taken by the
+    worker's first write under it. ``taken`` once that write committed; shared by every
+    copy of the lease, like ``PendingClaim``."""
+
+    taken: bool = False
+
+
 def confirm(lease: Lease) -> None:
     """Note that a synchronous commit under ``lease`` has succeeded: its claim is
     durable, and later writes no longer require the epoch it was claimed in (a crash
-    after this point must not cost the holder a lease the server still has)."""
+    after this point must not cost the holder a lease the server still has); an offered
+    lease is held from then on."""
     if lease.pending is not None:
         lease.pending.durable = True
+    if lease.offer is not None:
+        lease.offer.taken = True
+
+
+def offered(text: str, owner: str, lease_for: timedelta, now: datetime) -> Lease | None:
+    """The lease ``owner`` would hold for ``lease_for`` by taking the offer a NOTIFY
+    payload ``text`` makes (``engine.store.offers``), untaken; None when it offers
+    nothing due ``now``."""
+    offer = offers.read(text, now)
+    if offer is None:
+        return None
+    work = offer.work
+    deadline = work["deadline"]
+    return Lease(
+        *(work["work_id"], WorkKind(work["kind"]), work["instance_id"], work["sequence"]),
+        *(payload_text(work["payload"]), offer.tenant, work["target"], owner, 1, 1, now),
+        *(min(now + lease_for, deadline), deadline, offer.events),
+        offer=Offer(),
+    )
+
+
+def untaken(lease: Lease) -> bool:
+    """Whether ``lease`` is an offer no write has taken yet: the worker does not hold it."""
+    return lease.offer is not None and not lease.offer.taken
 
 
 # Claiming -----------------------------------------------------------------------------
@@ -519,6 +557,11 @@ async def stage(
     """
     now = store.clock.sql_now()
     carried = _carries(transitions)
+    if untaken(fence.lease) and not (carried and _takes(fence)):
+        raise StaleLease(
+            f"work {fence.lease.work_id} was offered to {fence.lease.owner}, who never took "
+            "it: only a transition that starts the work takes an offer"
+        )
     if not carried and not fence.finish:  # a finishing write proves the lease itself
         await check_on(conn, fence.lease, now)
     results, next_lease, settled = [], None, False
@@ -626,7 +669,16 @@ async def _write_fenced(
     """``write`` with the lease's parts (``FENCED_WRITE``); StaleLease if not held."""
     with commits.id_taken(write.transition):
         params = {**write.params, **fence.params(now)}
+        if untaken(fence.lease):  # leased as the offer said: its expiry is the worker's
+            params["expires"] = fence.lease.expires_at
+            return await _fenced(conn, sql.TAKING_WRITE, params, fence.lease)
         return await _fenced(conn, sql.FENCED_WRITE, params, fence.lease)
+
+
+def _takes(fence: LeaseFence) -> bool:
+    """Whether a write fenced by ``fence`` may take an offered lease: one that keeps the
+    lease and hands nothing on (``TAKING_WRITE`` never settles it)."""
+    return not (fence.finish or fence.lease_next)
 
 
 def _handed_on_by(fence: LeaseFence, row: tuple[Any, ...]) -> Lease | None:

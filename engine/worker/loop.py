@@ -137,6 +137,8 @@ class Worker:
         self.config = config or WorkerConfig()
         self.config.check()
         self.tasks: set[asyncio.Task] = set()
+        self.offers: list[leases.Lease] = []
+        """Offered leases being taken: the claim waits for them (it would race them)."""
         self.wake = asyncio.Event()
         self.owner_locked = asyncio.Event()
         self.shared_id = ""
@@ -191,7 +193,8 @@ class Worker:
             self.wake.clear()
             free = self.config.concurrency - len(self.tasks) - self.ctx.threads.lingering
             ready = self.owner_locked.is_set()
-            claimed = await self._claim(free) if free > 0 and ready else []
+            taking = any(leases.untaken(lease) for lease in self.offers)
+            claimed = await self._claim(free) if free > 0 and ready and not taking else []
             if claimed and len(claimed) == min(free, MAX_WORK_CLAIM_ITEMS):
                 continue  # there may be more due right now
             waiters = [
@@ -249,7 +252,7 @@ class Worker:
             await processor
             self.metrics.count("completed", kind=work_label(lease.kind))
         except StaleLease:
-            self.metrics.count("lease_lost")
+            self.metrics.count("offers_missed" if leases.untaken(lease) else "lease_lost")
         except asyncio.CancelledError:
             if renewer.done():
                 self.metrics.count("lease_lost")
@@ -263,6 +266,10 @@ class Worker:
         finally:
             renewer.cancel()
             self.metrics.observe("processing", time.perf_counter() - started)
+            if lease.offer is not None:
+                self.offers.remove(lease)
+            if leases.untaken(lease):  # its work is where the offer found it, or taken
+                self.wake.set()
 
     async def _renew(self, current: LeaseHolder, processor: asyncio.Task) -> None:
         """Keep whichever lease the processor works under alive; cancel it when lost.
@@ -327,8 +334,9 @@ class Worker:
                     self.shared_id = ""
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
-                    async for _ in conn.notifies():
-                        self.wake.set()
+                    async for notice in conn.notifies():
+                        if not self._take(notice.payload, stop):
+                            self.wake.set()
             except sweeps.OwnerLockHeld:
                 self.metrics.count("listen_failures")
                 if not self.shared_id:  # said once, not at every try
@@ -340,6 +348,22 @@ class Worker:
                 self.owner_locked.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.config.poll_interval.total_seconds())
+
+    def _take(self, payload: str, stop: asyncio.Event) -> bool:
+        """Process the lease a start offers with its NOTIFY (``engine.store.offers``),
+        when this worker has nothing else in hand and can run it; whether it did. Its
+        first write takes the lease, or, taken elsewhere, wakes the claim."""
+        if self.tasks or self.ctx.threads.lingering or stop.is_set() or not payload:
+            return False
+        lease = leases.offered(
+            payload, self.config.worker_id, self.config.lease, self.store.clock.now()
+        )
+        if lease is None or not (lease.target == "" or self.ctx.activities.runs(lease.target)):
+            return False
+        self.metrics.count("offered")
+        self.offers.append(lease)
+        self._start(lease)
+        return True
 
     async def _every(
         self, interval: timedelta, action, stop: asyncio.Event, now: bool = False

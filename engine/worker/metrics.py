@@ -31,6 +31,8 @@ SIZE_BUCKETS = (1, 2, 4, 8, 16, 32)
 
 WORKER_COUNTERS = (
     "claimed",
+    "offered",
+    "offers_missed",
     "eager_dispatches",
     "recovered_leases",
     "readmitted",

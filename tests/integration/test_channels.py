@@ -7,6 +7,7 @@ transition that makes work due or ends an instance.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -60,4 +61,6 @@ async def test_a_store_on_the_longest_schema_name_announces_work_and_ends(
         finally:
             await listener.close()
     assert ended.status is InstanceStatus.TERMINATED
-    assert heard == [(store.channel, ""), (store.ended_channel, "long-1")]
+    (work_channel, offer), end = heard  # the start offers its first step (engine.store.offers)
+    assert (work_channel, end) == (store.channel, (store.ended_channel, "long-1"))
+    assert [row["instance_id"] for row in json.loads(offer)["work"]] == ["long-1"]

@@ -21,6 +21,7 @@ PARSE_CACHED_PARAMETERS = _queries.MAX_CACHED_STATEMENT_PARAMS
     "name, statement",
     [
         ("FENCED_WRITE", lease_sql.FENCED_WRITE),
+        ("TAKING_WRITE", lease_sql.TAKING_WRITE),
         ("WRITE_TRANSITION", transition_sql.WRITE_TRANSITION),
         ("START_TRANSITION", transition_sql.START_TRANSITION),
         ("CLAIM", lease_sql.CLAIM),

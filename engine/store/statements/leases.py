@@ -302,31 +302,41 @@ an instance's end completes unleased rows too, but marks them ``RETIRED_CODE``."
 
 # A transition fenced by its lease -----------------------------------------------------
 
-FENCED_WRITE = one_line(
-    write_transition(
-        LeaseParts(
-            held=f"""
+
+def _fenced_write(held: str, finish: str) -> str:
+    """A transition written under a lease ``held`` names, with ``finish`` settling it:
+    the parts the fenced writes share."""
+    return one_line(
+        write_transition(
+            LeaseParts(
+                held=held,
+                work_insert=insert_rows(
+                    "work",
+                    WORK_FIELDS,
+                    sent_rows("work", "work"),
+                    extra=leased_on(param, "%(lease)s::interval"),
+                    returning=LEASE_COLUMNS,
+                ),
+                finish=finish,
+                columns=", next_lease.*",
+                join="LEFT JOIN new_work next_lease ON next_lease.work_id = %(next_id)s",
+            )
+        )
+    )
+
+
+FENCED_WRITE = _fenced_write(
+    f"""
 held AS MATERIALIZED (
     SELECT w.work_id FROM work w WHERE {HELD} FOR UPDATE
 ),""",
-            work_insert=insert_rows(
-                "work",
-                WORK_FIELDS,
-                sent_rows("work", "work"),
-                extra=leased_on(param, "%(lease)s::interval"),
-                returning=LEASE_COLUMNS,
-            ),
-            finish=f"""
+    f"""
 finished AS (
     UPDATE work w
     SET {COMPLETED_BY_HOLDER}
     WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s AND %(finish)s
       AND EXISTS (SELECT 1 FROM ok)
 ),""",
-            columns=", next_lease.*",
-            join="LEFT JOIN new_work next_lease ON next_lease.work_id = %(next_id)s",
-        )
-    )
 )
 """A transition written only while the lease is held, in one statement with what the
 lease's holder does at that point: the work row is locked first (``held``); when the
@@ -334,6 +344,37 @@ transition is written, the lease is completed (``finished``, for an outcome) and
 next activity's work row, which the transition creates, is inserted already leased to
 the same owner with token 1 (eager dispatch), as a claim would have left it. Without
 the lease, nothing is written and no row comes back (StaleLease)."""
+
+FRESH = (
+    f"w.state = {WorkState.AVAILABLE} AND w.lease_token = 0"
+    f" AND w.available_at <= {NOW} AND w.deadline > {NOW}"
+)
+"""Work no one has leased yet that is due: what an offer leases (token 0 to 1)."""
+
+TAKING_WRITE = _fenced_write(
+    f"""
+taken AS (
+    UPDATE work w
+    SET state = {WorkState.LEASED}, attempts = 1, lease_token = 1, lease_owner = %(owner)s,
+        lease_expires_at = LEAST(%(expires)s, w.deadline)
+    WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s
+      AND {found_by_key(FRESH)}
+      AND EXISTS (SELECT 1 FROM locked WHERE {at_position(param)})
+      AND NOT EXISTS (SELECT 1 FROM prior)
+    RETURNING w.state
+),
+held AS (
+    SELECT 1 FROM taken WHERE state = {WorkState.LEASED}
+),""",
+    "",
+)
+"""``FENCED_WRITE`` of a worker that takes an offered lease (``engine.store.offers``)
+with the transition it writes under it: the work row is leased to it (``taken``, as a
+claim would lease it) only where the transition will be written, and the transition
+only where it was leased. An incident hold parks the row instead (migration 0017's
+trigger), which leases nothing. So either both commit, durably, or neither, and no row
+comes back (StaleLease: another worker took the work, or the instance moved on). It
+never finishes its lease: the write that takes it starts the work."""
 
 MEMBER_FIELDS: tuple[tuple[str, str], ...] = (
     ("m", "int"),

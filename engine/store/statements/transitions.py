@@ -225,8 +225,10 @@ class LeaseParts:
     ``write_transition``."""
 
     held: str
-    """A CTE named ``held`` that locks the lease's work row while the lease is held: the
-    transition is written only then, and the statement returns no row otherwise."""
+    """A CTE named ``held`` that locks the lease's work row while the lease is held (or
+    takes an offered lease, ``statements.leases.TAKING_WRITE``): the transition is
+    written only then, and the statement returns no row otherwise. It follows
+    ``locked`` and ``prior``, and may read them."""
     work_insert: str
     """The insert of the work rows (it may lease one of them on as it inserts it)."""
     finish: str
@@ -252,10 +254,10 @@ WITH locked AS MATERIALIZED (
     SELECT sequence, definition_name, definition_version, definition_fingerprint, tenant_id
     FROM instances WHERE instance_id = %(instance)s
     FOR UPDATE
-),{lease.held}
+),
 prior AS MATERIALIZED (
     {LEDGER_READ}
-),
+),{lease.held}
 ok AS MATERIALIZED (
     SELECT tenant_id FROM locked
     WHERE {at_position(param)}
