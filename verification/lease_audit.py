@@ -12,7 +12,8 @@ Two sources, both in the drill schema:
   in one message) is seen by the store's ``lease_writes`` hook (``FencingOracle``). Before
   the engine's statement runs, the oracle reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
-  same clock the statement uses). If the engine's statement then succeeds, a row is
+  same clock the statement uses; a write that takes an offered lease, whether the work
+  is due and was never leased). If the engine's statement then succeeds, a row is
   inserted *in the same transaction*, so it is durable exactly when the write is (a
   write the engine sends alone in autocommit is wrapped in a transaction of the
   oracle's for that, rolled back when the write found no lease: the engine sees its
@@ -32,7 +33,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from engine.store.rows import WorkState
-from engine.store.seams import LeaseWrites, Row
+from engine.store.seams import LeaseWrite, LeaseWrites, Row
 from verification import observations
 
 AUDIT_TABLES = f"""
@@ -99,16 +100,27 @@ SELECT w.state = {WorkState.LEASED} AND w.lease_owner = %(owner)s AND w.lease_to
 FROM work w WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s
 FOR UPDATE
 """
+TAKES = f"""
+SELECT w.state = {WorkState.AVAILABLE} AND w.lease_token = 0 AND %(token)s::bigint = 1
+       AND w.available_at <= COALESCE(%(now)s::timestamptz, statement_timestamp())
+       AND w.deadline > COALESCE(%(now)s::timestamptz, statement_timestamp())
+FROM work w WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s
+FOR UPDATE
+"""
+"""``HOLDS`` for a write that takes an offered lease: the work is due and was never
+leased, and the writer names the token taking it gives it (1)."""
 RECORD_WRITE = """
 INSERT INTO drill_fenced_writes (work_id, owner, token, statement, held, pid)
 VALUES (%(work_id)s, %(owner)s, %(token)s, %(statement)s, %(held)s, %(pid)s)
 """
 
 
-def statement_name(statement: str) -> str:
-    """A short name for a fenced statement: its first keyword and table."""
-    words = statement.split()
-    return " ".join(words[:2]).lower() if words else "?"
+def statement_name(write: LeaseWrite) -> str:
+    """A short name for a fenced statement: its first keyword and table, and whether it
+    takes an offered lease."""
+    words = write.statement.split()
+    name = " ".join(words[:2]).lower() if words else "?"
+    return f"{name} (taking)" if write.takes else name
 
 
 class FencingOracle(observations.Observer):
@@ -128,7 +140,7 @@ class FencingOracle(observations.Observer):
 
     async def _audited(self, sent: LeaseWrites) -> Sequence[Row | None]:
         conn, writes = sent.conn, sent.writes
-        audits = [(statement_name(w.statement), await _holds(conn, w.params)) for w in writes]
+        audits = [(statement_name(w), await _holds(conn, w)) for w in writes]
         try:
             rows = await self.inner.lease_writes(sent)
         except Exception:
@@ -143,9 +155,10 @@ class FencingOracle(observations.Observer):
         return rows
 
 
-async def _holds(conn: psycopg.AsyncConnection, params: Mapping[str, Any]) -> bool:
-    """The oracle's own verdict, read before the engine's statement runs (locking the row)."""
-    row = await (await conn.execute(HOLDS, params)).fetchone()
+async def _holds(conn: psycopg.AsyncConnection, write: LeaseWrite) -> bool:
+    """The oracle's own verdict, read before the engine's statement runs (locking the
+    row): the writer holds the lease, or (``LeaseWrite.takes``) may take it."""
+    row = await (await conn.execute(TAKES if write.takes else HOLDS, write.params)).fetchone()
     return bool(row and row[0])
 
 

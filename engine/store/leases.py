@@ -433,11 +433,21 @@ def _held(lease: Lease, now: datetime | None) -> dict[str, Any]:
 
 
 async def _fenced(
-    conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], lease: Lease
+    conn: psycopg.AsyncConnection,
+    statement: str,
+    params: dict[str, Any],
+    lease: Lease,
+    takes: bool = False,
 ) -> tuple[Any, ...]:
-    """Run a statement guarded by ``HELD``; no row means the lease is no longer held."""
-    row = await seams.lease_write(conn, statement, params)
+    """Run a statement guarded by ``HELD`` (``takes``: one that takes an offered lease,
+    ``TAKING_WRITE``); no row means the lease is no longer held (or was never taken)."""
+    row = await seams.lease_write(conn, statement, params, takes)
     if row is None:
+        if takes:
+            raise StaleLease(
+                f"work {lease.work_id} offered to {lease.owner} was taken by another "
+                "worker, or its instance moved on, before the offer was taken"
+            )
         raise StaleLease(
             f"lease {lease.token} of {lease.owner} on work {lease.work_id} is no longer "
             "held: it expired, was reclaimed or was finished"
@@ -671,7 +681,7 @@ async def _write_fenced(
         params = {**write.params, **fence.params(now)}
         if untaken(fence.lease):  # leased as the offer said: its expiry is the worker's
             params["expires"] = fence.lease.expires_at
-            return await _fenced(conn, sql.TAKING_WRITE, params, fence.lease)
+            return await _fenced(conn, sql.TAKING_WRITE, params, fence.lease, takes=True)
         return await _fenced(conn, sql.FENCED_WRITE, params, fence.lease)
 
 

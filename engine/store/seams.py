@@ -40,10 +40,13 @@ placeholders, or bytes, or a composed statement) and returns what is sent instea
 class LeaseWrite:
     """A lease holder's write: its statement and parameters, which name the lease
     (``work_instance`` and ``work_id``, the work's key; ``owner``, ``token``) and the
-    store clock's ``now``."""
+    store clock's ``now``. ``takes``: the write takes an offered lease
+    (``engine.store.offers``), so the worker may write while no one holds the work yet
+    (it is due and was never leased), and holds it under ``token`` once it has."""
 
     statement: str
     params: Mapping[str, Any]
+    takes: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,10 +145,11 @@ def hooks_of(conn: psycopg.AsyncConnection) -> StoreHooks | None:
 
 
 async def lease_write(
-    conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any]
+    conn: psycopg.AsyncConnection, statement: str, params: dict[str, Any], takes: bool = False
 ) -> Row | None:
     """Run one lease holder's write on ``conn``: its row, None when the lease was not
-    held. Through the store's ``lease_writes`` hook, when it has one."""
+    held (``takes``: not takeable, ``LeaseWrite``). Through the store's ``lease_writes``
+    hook, when it has one."""
     if hooks_of(conn) is None:
         return await (await conn.execute(statement, params)).fetchone()
 
@@ -153,7 +157,7 @@ async def lease_write(
         return [await (await conn.execute(statement, params)).fetchone()]
 
     alone = conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE
-    (row,) = await lease_writes(conn, [LeaseWrite(statement, params)], send, alone)
+    (row,) = await lease_writes(conn, [LeaseWrite(statement, params, takes)], send, alone)
     return row
 
 

@@ -335,8 +335,8 @@ class Worker:
                     self.owner_locked.set()
                     await conn.execute(f"LISTEN {self.store.channel}")
                     async for notice in conn.notifies():
-                        if not self._take(notice.payload, stop):
-                            self.wake.set()
+                        self._take(notice.payload, stop)
+                        self.wake.set()  # a claim waits while an offer is being taken
             except sweeps.OwnerLockHeld:
                 self.metrics.count("listen_failures")
                 if not self.shared_id:  # said once, not at every try
@@ -349,21 +349,20 @@ class Worker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.config.poll_interval.total_seconds())
 
-    def _take(self, payload: str, stop: asyncio.Event) -> bool:
+    def _take(self, payload: str, stop: asyncio.Event) -> None:
         """Process the lease a start offers with its NOTIFY (``engine.store.offers``),
-        when this worker has nothing else in hand and can run it; whether it did. Its
-        first write takes the lease, or, taken elsewhere, wakes the claim."""
+        when this worker has nothing else in hand and can run it. Its first write takes
+        the lease; if it finds it taken elsewhere, the claim runs (``_process``)."""
         if self.tasks or self.ctx.threads.lingering or stop.is_set() or not payload:
-            return False
+            return
         lease = leases.offered(
             payload, self.config.worker_id, self.config.lease, self.store.clock.now()
         )
         if lease is None or not (lease.target == "" or self.ctx.activities.runs(lease.target)):
-            return False
+            return
         self.metrics.count("offered")
         self.offers.append(lease)
         self._start(lease)
-        return True
 
     async def _every(
         self, interval: timedelta, action, stop: asyncio.Event, now: bool = False

@@ -531,10 +531,12 @@ async def test_a_failed_processors_lease_is_redelivered_even_if_a_cancellation_i
     monkeypatch.setattr(leases, "renew", renew_losing_one_cancellation)
     monkeypatch.setattr(loop, "process", failing_processor)
     worker = one_slot_worker(e2e, "failing", timedelta(seconds=1), timedelta(milliseconds=100))
+    # Started before the worker runs, so that its claim leases it (an idle worker would
+    # be offered it, and an offer that fails before it is taken leaves no lease behind)
+    await e2e.start(d.SINGLE, "redelivered", script({}))
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     try:
-        await e2e.start(d.SINGLE, "redelivered", script({}))
         await e2e.until(lambda: len(failures) >= 2, what="the work delivered again")
     finally:
         stop.set()

@@ -8,6 +8,9 @@ boundaries are planned into worker A; ``before_signal_ack`` is a client boundary
 the plan goes to one of the signal subprocesses, and a signal whose sender died or
 hung is redelivered by the harness, as a message broker would.
 
+The cells of ``OFFERED`` run again with worker A idle before the workload starts, so the
+fault meets the write that takes the first start's offer (``engine.store.offers``).
+
 Whatever happened, a fresh worker B is started for the quiet phase ("the harness
 restarts a worker") and every instance must end.
 """
@@ -19,7 +22,7 @@ import json
 from engine.store import store as store_module
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
-from verification import processes
+from verification import observations, processes
 from verification.drills.base import DrillEnv, DrillTimeout
 from verification.fault_plan import BoundaryReport, choose_hit
 from verification.processes import DrillProcess
@@ -72,20 +75,67 @@ def applicable(boundary: Boundary, action: Action) -> bool:
     return not (boundary is Boundary.BEFORE_SIGNAL_ACK and action in SEVERS)
 
 
+OFFERED = (
+    (Boundary.AFTER_COMMIT, Action.KILL),
+    (Boundary.AFTER_COMMIT, Action.EXIT),
+    (Boundary.AFTER_COMMIT, Action.RAISE),
+    (Boundary.AFTER_COMMIT, Action.PAUSE),
+    (Boundary.BEFORE_COMMIT, Action.SEVER_BEFORE_COMMIT),
+    (Boundary.BEFORE_COMMIT, Action.SEVER_AFTER_COMMIT),
+)
+"""The cells drilled again on an offer's write (``engine.store.offers``): the worker is
+idle when the workload starts, so its first commit is the write that takes the first
+start's offer, and the fault hits that write (its COMMIT cut either way) or follows it
+(a crash, an error, a stall once the take committed)."""
+LISTENING = """
+SELECT count(*) FROM pg_stat_activity
+WHERE application_name = %s AND query LIKE 'LISTEN %%' AND state = 'idle'
+"""
+
+
 async def boundary_drill(env: DrillEnv) -> None:
     boundary = Boundary(env.spec.params["boundary"])
     action = Action(env.spec.params["action"])
-    planned = await env.start_workload(Workload(env.spec.id))
     proxy = await env.proxy() if action in SEVERS else None
     if proxy is not None:
         proxy.target_kind = CUT_KINDS.get(boundary, "transition")
-    if boundary is Boundary.BEFORE_SIGNAL_ACK:
-        await _client_fault(env, planned, action)
+    if env.spec.params.get("offered"):
+        await _offered_fault(env, boundary, action, proxy)
+    elif boundary is Boundary.BEFORE_SIGNAL_ACK:
+        await _client_fault(env, await env.start_workload(Workload(env.spec.id)), action)
     else:
+        planned = await env.start_workload(Workload(env.spec.id))
         await _worker_fault(env, planned, boundary, action, proxy)
     env.worker("b")
     await env.quiesce()
     await env.stop_processes()
+
+
+async def _offered_fault(
+    env: DrillEnv, boundary: Boundary, action: Action, proxy: DrillProxy | None
+) -> None:
+    """The fault at worker A's first commit, which takes the first start's offer: A is
+    idle and listening before anything starts."""
+    fault = Fault(boundary, 1, action)
+    worker = env.worker("a", plan=[fault], proxy=proxy)
+    name = env.worker_id("a")
+    await env.until(lambda: _listening(env, name), FIRE_SECONDS, f"{name} listening")
+    for item in await env.start_workload(Workload(env.spec.id)):
+        await env.signal(item)
+    await wait_fired(env, fault, worker)
+    env.mark_fault(action.value)
+    taking = [o for o in observations.read(env.process_env.observations) if _takes(o)]
+    env.expect(bool(taking), f"{name} did not write to take an offer: the fault missed it")
+    await react(env, worker, action)
+
+
+async def _listening(env: DrillEnv, name: str) -> bool:
+    return await env.scalar(LISTENING, [name]) > 0
+
+
+def _takes(observed: dict) -> bool:
+    """An observed lease-holder write that takes an offered lease (``lease_audit``)."""
+    return observed.get("kind") == "fenced" and "(taking)" in observed.get("statement", "")
 
 
 async def _worker_fault(

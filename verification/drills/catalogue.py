@@ -127,26 +127,33 @@ def drill_seed(master: int, drill_id: str) -> int:
 
 
 def matrix(profile: Profile, master: int) -> list[DrillSpec]:
-    """Every boundary x action (where it applies), ``profile.seeds`` times."""
+    """Every boundary x action (where it applies), ``profile.seeds`` times; then the
+    cells drilled on an offer's write (``boundaries.OFFERED``), as often."""
+    cells = [
+        (boundary, action, False)
+        for action in Action
+        for boundary in Boundary
+        if boundaries.applicable(boundary, action)
+    ]
+    cells += [(boundary, action, True) for boundary, action in boundaries.OFFERED]
     specs = []
-    for action in Action:
+    for boundary, action, offered in cells:
         family = boundaries.FAMILY[action]
-        for boundary in Boundary:
-            if not boundaries.applicable(boundary, action):
-                continue
-            for n in range(profile.seeds):
-                drill_id = f"{family}-{action.value}-{boundary.value}-s{n}"
-                specs.append(
-                    DrillSpec(
-                        drill_id,
-                        family,
-                        f"{action.value} at {boundary.value}",
-                        drill_seed(master, drill_id),
-                        boundaries.boundary_drill,
-                        params={"boundary": boundary.value, "action": action.value},
-                        strands=strands(boundary, action),
-                    )
+        where = f"{boundary.value}-offered" if offered else boundary.value
+        for n in range(profile.seeds):
+            drill_id = f"{family}-{action.value}-{where}-s{n}"
+            params = {"boundary": boundary.value, "action": action.value, "offered": offered}
+            specs.append(
+                DrillSpec(
+                    drill_id,
+                    family,
+                    f"{action.value} at {boundary.value}" + (" taking an offer" if offered else ""),
+                    drill_seed(master, drill_id),
+                    boundaries.boundary_drill,
+                    params=params,
+                    strands=strands(boundary, action),
                 )
+            )
     return specs
 
 
