@@ -13,7 +13,7 @@ Two sources, both in the drill schema:
   the engine's statement runs, the oracle reads the row itself and decides whether the
   writer still holds the lease (owner, token, unexpired, before the deadline, by the
   same clock the statement uses; a write that takes an offered lease, whether the work
-  is due and was never leased). If the engine's statement then succeeds, a row is
+  was never leased). If the engine's statement then succeeds, a row is
   inserted *in the same transaction*, so it is durable exactly when the write is (a
   write the engine sends alone in autocommit is wrapped in a transaction of the
   oracle's for that, rolled back when the write found no lease: the engine sees its
@@ -102,13 +102,13 @@ FOR UPDATE
 """
 TAKES = f"""
 SELECT w.state = {WorkState.AVAILABLE} AND w.lease_token = 0 AND %(token)s::bigint = 1
-       AND w.available_at <= COALESCE(%(now)s::timestamptz, statement_timestamp())
        AND w.deadline > COALESCE(%(now)s::timestamptz, statement_timestamp())
 FROM work w WHERE w.instance_id = %(work_instance)s AND w.work_id = %(work_id)s
 FOR UPDATE
 """
-"""``HOLDS`` for a write that takes an offered lease: the work is due and was never
-leased, and the writer names the token taking it gives it (1)."""
+"""``HOLDS`` for a write that takes an offered lease: the work was never leased and its
+deadline has not passed, and the writer names the token taking it gives it (1). When the
+work falls due is the offer's to judge (``engine.store.statements.leases.FRESH``)."""
 RECORD_WRITE = """
 INSERT INTO drill_fenced_writes (work_id, owner, token, statement, held, pid)
 VALUES (%(work_id)s, %(owner)s, %(token)s, %(statement)s, %(held)s, %(pid)s)

@@ -186,11 +186,21 @@ def offered(text: str, owner: str, lease_for: timedelta, now: datetime) -> Lease
     if offer is None:
         return None
     work = offer.work
-    deadline = work["deadline"]
     return Lease(
-        *(work["work_id"], WorkKind(work["kind"]), work["instance_id"], work["sequence"]),
-        *(payload_text(work["payload"]), offer.tenant, work["target"], owner, 1, 1, now),
-        *(min(now + lease_for, deadline), deadline, offer.events),
+        work_id=work["work_id"],
+        kind=WorkKind(work["kind"]),
+        instance_id=work["instance_id"],
+        sequence=work["sequence"],
+        payload=payload_text(work["payload"]),
+        tenant_id=offer.tenant,
+        target=work["target"],
+        owner=owner,
+        token=1,  # as ``TAKING_WRITE`` leases it: the work's first lease, and attempt
+        attempt=1,
+        claimed_at=now,
+        expires_at=min(now + lease_for, work["deadline"]),
+        deadline=work["deadline"],
+        events=offer.events,
         offer=Offer(),
     )
 

@@ -10,12 +10,13 @@ the work as it records the start (``statements.leases.TAKING_WRITE``): one durab
 round trip from hearing of the instance to running its first handler.
 
 A payload is a hint, never the truth: the write takes the work only if it is still
-due and unleased and the instance still where the payload left it, and writes nothing
-otherwise (another worker took it, an operator acted first, an incident hold parked
-it), after which the worker claims as it would have. Every idle worker that hears an
-offer tries it and one wins; a worker with work in hand leaves offers to the claim, so
-the losers' statements are spent only while workers have nothing else to do. A start
-whose rows do not fit a NOTIFY payload (``MAX_OFFER_BYTES``) offers nothing.
+unleased (the worker judges it due) and the instance still where the payload left it,
+and writes nothing otherwise (another worker took it, an operator acted first, an
+incident hold parked it), after which the worker claims as it would have. Every idle
+worker that hears an offer tries it and one wins; a worker with work in hand leaves
+offers to the claim, so the losers' statements are spent only while workers have
+nothing else to do. A start whose rows do not fit a NOTIFY payload (``MAX_OFFER_BYTES``)
+offers nothing.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def read(text: str, now: datetime) -> Offered | None:
         rows = (_in_order(HISTORY_FIELDS, _decoded(row)) for row in offer["history"])
         offered = Offered(offer["tenant"], tuple(event_from_row(row) for row in rows), work)
         due = work["available_at"] <= now < work["deadline"]
-    except (ValueError, KeyError, TypeError, CorruptStore):
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError, CorruptStore):
+        return None  # not an offer of this build's making: a claim finds the work
     return offered if due and work["kind"] == WorkKind.ACTIVITY else None
 
 

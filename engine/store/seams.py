@@ -42,7 +42,8 @@ class LeaseWrite:
     (``work_instance`` and ``work_id``, the work's key; ``owner``, ``token``) and the
     store clock's ``now``. ``takes``: the write takes an offered lease
     (``engine.store.offers``), so the worker may write while no one holds the work yet
-    (it is due and was never leased), and holds it under ``token`` once it has."""
+    (it was never leased, and the worker judges it due), and holds it under ``token``
+    once it has."""
 
     statement: str
     params: Mapping[str, Any]

@@ -345,11 +345,11 @@ next activity's work row, which the transition creates, is inserted already leas
 the same owner with token 1 (eager dispatch), as a claim would have left it. Without
 the lease, nothing is written and no row comes back (StaleLease)."""
 
-FRESH = (
-    f"w.state = {WorkState.AVAILABLE} AND w.lease_token = 0"
-    f" AND w.available_at <= {NOW} AND w.deadline > {NOW}"
-)
-"""Work no one has leased yet that is due: what an offer leases (token 0 to 1)."""
+FRESH = f"w.state = {WorkState.AVAILABLE} AND w.lease_token = 0 AND w.deadline > {NOW}"
+"""Work no one has leased yet, before its deadline: what an offer leases (token 0 to 1).
+Whether it is due is the offer's to judge (``offers.read``, on the worker's estimate of
+the store clock): its start made it due at once by the starter's estimate, which may run
+a little ahead of the server's clock, and a claim would then leave it for a moment."""
 
 TAKING_WRITE = _fenced_write(
     f"""
