@@ -219,6 +219,7 @@ def spawn_worker(
     concurrency: int = 4,
     name: str = "",
     deployment: str = "",
+    poll_seconds: float = 0.1,
 ) -> DrillProcess:
     """A drill worker; ``name`` (default: the worker id) names its log."""
     command = [
@@ -229,6 +230,8 @@ def spawn_worker(
         str(lease_seconds),
         "--concurrency",
         str(concurrency),
+        "--poll-seconds",
+        str(poll_seconds),
         *(["--app", env.app] if env.app else []),
     ]
     process = spawn(env, name or worker_id, command, dsn, plan, sever, clock_jump, deployment)

@@ -196,7 +196,7 @@ def _workload(totals: Counter[str], results: list[DrillResult]) -> dict[str, int
         "checkpoints",
         "signals_sent", "signals_accepted", "signals_redelivered", "events", "effect_calls",
         "effects_applied", "effect_calls_unseen", "code_bodies_entered", "work_items",
-        "instances",
+        "instances", "offers_taken", "offers_lost",
     )  # fmt: skip
     workload = {k: totals.get(k, 0) for k in keys}
     workload["acknowledged"] = sum(len(r.record.acked) for r in results)
