@@ -62,6 +62,7 @@ from engine.model.instance import AttemptStatus, Instance, InstanceStatus
 from engine.model.words import counted
 from engine.modes.machines.fold import progress_of
 from engine.modes.machines.grants import role_of
+from engine.store.clock import NOW_SQL
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import continuations
@@ -114,6 +115,12 @@ SELECT min(available_at) FILTER (WHERE state = {WorkState.AVAILABLE}),
 FROM work
 """
 """The earliest work to claim, and how much is in hand."""
+LIVE_LEASES = f"""
+SELECT count(*) FROM work WHERE state = {WorkState.LEASED} AND lease_expires_at > {NOW_SQL}
+"""
+"""Leases not yet run out (on the drill's clock)."""
+LEASE_LAPSE_SECONDS = 30.0
+"""How long a restarted server may take to show the stopped worker's lease run out."""
 MACHINE_WRITES = """
 SELECT compensation, transitions, count(*) FROM drill_machine_writes WHERE execution = %s
 GROUP BY compensation, transitions ORDER BY compensation, transitions
@@ -323,11 +330,24 @@ async def _fault_phase(env: DrillEnv, drilled: Drilled) -> set[str]:
 async def _restart_database(env: DrillEnv, worker: DrillProcess) -> None:
     """With ``worker`` stopped at its pin's boundary, crash the server (``pg_ctl stop
     -m immediate``) and start it again, then let the worker go on, as D10 does to the
-    whole engine: what it held in the server is gone, and it must recover."""
+    whole engine: what it held in the server is gone, and it must recover.
+
+    The worker goes on once its lease has run out: an outage longer than a lease. Whether
+    a lease outlives a restart is a race of the restart's length (1 to 7 s on these
+    hosts) against the lease's (1.5 s), and a drill's verdict and state must not follow
+    it: a step stopped after its body ran is then in doubt every time, never sometimes
+    written by the worker that resumed in time."""
     await worker.wait_paused(10.0)
     down = await env.target.restart_immediate()
     env.record.env_faults["pg_restart_immediate"] += 1
     env.record.extra.setdefault("server_down_seconds", []).append(round(down, 3))
+    clock = FileClock(env.clock_file) if env.clock_file else None
+
+    async def lapsed() -> bool:
+        now = clock.sql_now() if clock else None
+        return not await env.scalar(LIVE_LEASES, {"now": now})
+
+    await env.until(lapsed, LEASE_LAPSE_SECONDS, "the stopped worker's lease to run out")
     worker.resume()
 
 
