@@ -24,7 +24,7 @@ import psycopg
 from engine.store.embedded import EmbeddedPostgres
 from engine.store.migrations import DEFAULT_SCHEMA, apply_migrations
 from engine.store.store import Store
-from verification import plan_drills, reports, runs, scorecard
+from verification import attribution, plan_drills, reports, runs, scorecard
 from verification.drills.base import DrillResult, DrillSpec
 from verification.drills.catalogue import catalogue, select
 from verification.plan_drills import Drilled
@@ -121,6 +121,7 @@ async def run_plans(
     return await run_specs(
         dsn, specs, PROFILES["ci"], seed, progress_callback, schema=schema,
         artifacts=artifacts, requested=[s.id for s in specs], team=team, recording=recording,
+        judge=lambda card: attribution.annotate(card, drilled),
     )  # fmt: skip
 
 
@@ -136,9 +137,11 @@ async def run_specs(
     requested: list[str],
     team: str = "",
     recording: Recording | None = None,
+    judge: Callable[[dict[str, Any]], None] | None = None,
 ) -> Outcome:
     """Run ``specs`` on ``dsn`` (a private cluster when None) and record the run
-    (``recording`` says whether it was kept).
+    (``recording`` says whether it was kept); ``judge`` adds its verdicts to the
+    scorecard before it is recorded (a plan's, per pin).
 
     ``artifacts`` is made absolute here: the drill's processes run in the project's
     directory, and a relative ``--artifacts`` sent their boundary reports and stub
@@ -155,7 +158,7 @@ async def run_specs(
             return await _recorded(
                 target, recorder, specs, chosen, seed, directory, progress_callback,
                 requested=requested, team=team, recording=recording,
-                where=scorecard.server_options(dsn, schema),
+                where=scorecard.server_options(dsn, schema), judge=judge,
             )  # fmt: skip
         finally:
             if recorder:
@@ -174,6 +177,7 @@ async def _recorded(
     team: str,
     recording: Recording,
     where: str,
+    judge: Callable[[dict[str, Any]], None] | None,
 ) -> Outcome:
     """The campaign, recorded as it starts, as each drill ends, and when it ends;
     ``where`` names its server in the reproductions (``scorecard.server_options``)."""
@@ -190,6 +194,8 @@ async def _recorded(
         )
         await progress.flush()
         card = scorecard.build(result, await _server_version(target.dsn), where)
+        if judge:
+            judge(card)
         text = reports.text(card)
         if recorder:
             await runs.finish_run(recorder, run_id, card, text)

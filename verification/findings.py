@@ -7,6 +7,7 @@ invariants by ``NAMES``.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -66,6 +67,41 @@ NOT_EXERCISED = {
 """Why an invariant that checked nothing, in every drill of a campaign, proved nothing:
 what it takes to exercise it, which the drills run did not do. The scorecard says so
 instead of a passing 0/0."""
+
+
+SEQUENCE_PATTERNS = (
+    (re.compile(r"after sequence (\d+)"), 1),
+    (re.compile(r"\bevent (\d+)"), 0),
+    (re.compile(r"@(\d+)\b"), 0),
+    (re.compile(r"\bat (\d+)\b"), 0),
+)
+"""How violation texts name a position: (pattern, offset to the event that shows it)."""
+
+
+@dataclass(frozen=True)
+class Named:
+    """The drill instance and the event a violation names ('' and 0: none)."""
+
+    instance_id: str = ""
+    sequence: int = 0
+
+
+def named(text: str) -> Named:
+    """Read the instance and position a violation names.
+
+    Checker violations read ``<invariant> <name>: <instance>: <what>``; the position is
+    ``after sequence N`` (the event after N shows it), ``event N``, ``status@N`` or
+    ``at N``. Texts that name no instance name nothing.
+    """
+    _, _, rest = text.partition(": ")
+    candidate, sep, what = rest.partition(": ")
+    if not sep or " " in candidate or not candidate:
+        return Named()
+    for pattern, offset in SEQUENCE_PATTERNS:
+        match = pattern.search(what)
+        if match:
+            return Named(candidate, int(match.group(1)) + offset)
+    return Named(candidate)
 
 
 @dataclass

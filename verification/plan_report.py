@@ -1,10 +1,12 @@
 """A drill plan's verdicts as text: per drill, per pin, in the operator's words.
 
-Printed above the scorecard by ``wayline drill run --plan``: which pins fired, the
-instance's final state (``charge: UNKNOWN (in doubt), waiting for an operator``), the
-invariants checked, held and broken, the recovery time, the effects per idempotency
-key, the history and the drill's findings, so a CI log answers "what happens to our
-workflow if ..." alone (the scorecard's FAILED line below then names the drill only).
+Printed above the scorecard by ``wayline drill run --plan``: which pins fired and each
+fired pin's own verdict (``verification.attribution``: with several pins fired, a
+cell's verdict rests on the findings about its step), the instance's final state
+(``charge: UNKNOWN (in doubt), waiting for an operator``), the invariants checked, held
+and broken, the recovery time, the effects per idempotency key, the history and the
+drill's findings, so a CI log answers "what happens to our workflow if ..." alone (the
+scorecard's FAILED line below then names the drill only).
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
     recovery = plan.get("recovery_seconds")
     head = f"plan {drill['title']}  {drill['verdict'].upper()}  {drill['seconds']} s"
     lines = [head + (f"  recovered in {recovery} s" if recovery is not None else "")]
-    for pin in plan["pins"]:
-        lines.append(f"  pin {pin['label']}: {'fired' if pin['fired'] else 'NEVER FIRED'}")
+    lines += [f"  pin {pin['label']}: {pin_outcome(pin)}" for pin in plan["pins"]]
     downs = plan.get("server_down_seconds") or []
     if downs:
         restarts = counted(len(downs), "time")
@@ -51,6 +52,23 @@ def _drill(drill: dict[str, Any], plan: dict[str, Any]) -> list[str]:
     lines += [f"  finding  {failure}" for failure in drill["failures"]]
     lines += [f"  note  {note['text']}" for note in plan.get("notes", [])]
     return lines
+
+
+def pin_outcome(pin: dict[str, Any]) -> str:
+    """Whether a pin fired and, when it did, its cell's own verdict and why
+    (``verification.attribution``; absent from older scorecards). A finding it rests on
+    is among the drill's findings below, not quoted again."""
+    if not pin["fired"]:
+        return "NEVER FIRED"
+    verdict = pin.get("verdict")
+    if verdict is None:
+        return "fired"
+    reason = pin.get("reason", "")
+    if verdict == "passed":
+        return f"fired, passed: {reason}"
+    shown = "FAILED" if verdict == "failed" else "? not attributable"
+    finding = "its finding is below" if pin.get("why", "") != reason else ""
+    return f"fired, {shown}: " + "; ".join(part for part in (reason, finding) if part)
 
 
 def _invariants(checks: dict[str, list[int]]) -> str:

@@ -11,7 +11,6 @@ captured history, event by event, for as long as the artifacts are kept.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -25,17 +24,11 @@ from studio.errors import Invalid, NotFound
 from studio.instance_urls import instance_ref
 from studio.paging import format_cursor, parse_cursor
 from verification import runs
+from verification.findings import named
 from verification.runs import RunDetail, RunSummary
 
 RUNS_PAGE = 25
 CORPUS = "corpus.jsonl"
-SEQUENCE_PATTERNS = (
-    (re.compile(r"after sequence (\d+)"), 1),
-    (re.compile(r"\bevent (\d+)"), 0),
-    (re.compile(r"@(\d+)\b"), 0),
-    (re.compile(r"\bat (\d+)\b"), 0),
-)
-"""How violation texts name a position: (pattern, offset to the event that shows it)."""
 
 
 @dataclass(frozen=True)
@@ -181,21 +174,9 @@ class Finding:
 
 
 def finding(text: str) -> Finding:
-    """Read the instance and position a violation names.
-
-    Checker violations read ``<invariant> <name>: <instance>: <what>``; the position is
-    ``after sequence N`` (the event after N shows it), ``event N``, ``status@N`` or
-    ``at N``. Texts that name no instance stay plain text.
-    """
-    _, _, rest = text.partition(": ")
-    candidate, sep, what = rest.partition(": ")
-    if not sep or " " in candidate or not candidate:
-        return Finding(text)
-    for pattern, offset in SEQUENCE_PATTERNS:
-        match = pattern.search(what)
-        if match:
-            return Finding(text, candidate, int(match.group(1)) + offset)
-    return Finding(text, candidate)
+    """A violation with the instance and position it names (``findings.named``)."""
+    where = named(text)
+    return Finding(text, where.instance_id, where.sequence)
 
 
 def findings(drill: dict[str, Any]) -> list[Finding]:

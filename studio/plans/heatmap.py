@@ -2,7 +2,7 @@
 or not, when, and with what verdict, across the team's saved plans and finished runs.
 
 A cell is drilled by the newest run whose pin there fired, with that cell's own verdict
-in that run (``studio.plans.attribution``), never the run's as a whole: ``passed``
+in that run (``verification.attribution``), never the run's as a whole: ``passed``
 (nothing the run found is about its step), ``failed`` (a finding is), or
 ``unattributed`` (the run found something it cannot put on one fired cell, and says
 why). It is ``never fired`` when runs pinned it but it never fired, ``planned`` when
@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from engine.model.definitions import Definition, Mode
-from studio.plans import attribution
 from studio.plans.documents import stubbed_steps
 from studio.plans.saved import PlanRun, SavedPlan
+from verification import attribution, plan_code
 from verification import plan as plans
-from verification import plan_code
 
 SYMBOLS = {
     "passed": "✓", "failed": "✗", "unattributed": "?", "never fired": "∅", "planned": "○",

@@ -3,7 +3,7 @@
 Saving never overwrites: it adds the next version of the plan's name, so an earlier
 version stays what it was when a run or a comparison named it. A plan's finished run
 keeps the drill's verdict and, per pin, whether it fired and, when it did, its cell's
-own verdict and why (``studio.plans.attribution``), so the coverage heatmap reads one
+own verdict and why (``verification.attribution``), so the coverage heatmap reads one
 table instead of every run's scorecard.
 """
 

@@ -7,7 +7,7 @@ harness's own rules before it is saved and again before it runs. A run is a dril
 (``studio.drills.jobs``): the harness publishes the version into a throwaway schema,
 runs the instance there with stubbed activities and drops the schema afterwards, so it
 never touches the team's instances. When the run is recorded, each fired pin keeps its
-cell's own verdict (``studio.plans.attribution``) for the heatmap (``studio.plans.saved``).
+cell's own verdict (``verification.attribution``) for the heatmap (``studio.plans.saved``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from studio.definitions import service as definitions
 from studio.drills import service as drills
 from studio.drills.jobs import DrillJob
 from studio.errors import Invalid, NotFound
-from studio.plans import attribution, documents, heatmap, outcome, saved
+from studio.plans import documents, heatmap, outcome, saved
 from studio.plans.documents import WorkingPlan
 from studio.principal import Principal
 from studio.runtime import Runtime
@@ -157,8 +157,7 @@ def run(
         """On the job's own loop: the studio's pool belongs to the studio's loop."""
         drill = (outcome_.card.get("drills") or [{}])[0]
         result = (drill.get("extra") or {}).get("plan") or {}
-        verdicts = attribution.attribute(drill, definition)
-        pins = [_with_verdict(pin, verdicts) for pin in result.get("pins", [])]
+        pins = result.get("pins", [])  # each fired one with its cell's verdict
         store = await Store.open(settings.dsn, settings.schema)
         try:
             await saved.record_run(
@@ -169,14 +168,6 @@ def run(
             await store.close()
 
     return runtime.drills.start_plan(principal.team_id, principal.actor, drilled, plan, finished)
-
-
-def _with_verdict(
-    pin: dict[str, Any], verdicts: dict[attribution.Cell, attribution.CellVerdict]
-) -> dict[str, Any]:
-    """A pin as a run records it: a fired one with its cell's own verdict and why."""
-    found = verdicts.get(attribution.cell_of(pin)) if pin.get("fired") else None
-    return {**pin, "verdict": found.verdict, "why": found.why} if found else pin
 
 
 def job_of(runtime: Runtime, team: str, job_id: str) -> DrillJob:

@@ -109,6 +109,10 @@ def test_a_shipped_plan_gives_its_expected_verdict(name: str, pg_dsn: str, tmp_p
     # exit: a pin that fired is never reported "never reached".
     assert scorecard["faults"]["never_reached"] == [], scorecard["faults"]
     assert set(state) <= set(plan["state"]), plan["state"]
+    own = "FAILED: the only fault its run fired; its finding is below" if finding else "passed: "
+    for pin in plan["pins"]:  # each fired pin's own verdict, kept and printed beside it
+        assert pin["verdict"] == verdict, pin
+        assert f"  pin {pin['label']}: fired, {own}" in done.stdout, done.stdout
     assert any(finding in f for f in result["failures"]) if finding else not result["failures"]
     assert [f["step"] for f in plan["findings"]] == (["fraud_check"] if finding else [])
     for failure in result["failures"]:  # in the plan's section, not again in the scorecard

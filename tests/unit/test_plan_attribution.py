@@ -10,8 +10,17 @@ from typing import Any
 
 from engine.model.files import load_definition
 from studio.plans import heatmap
-from studio.plans.attribution import FAILED, PASSED, UNATTRIBUTED, attribute, from_record
 from studio.plans.saved import PlanRun
+from verification.attribution import (
+    FAILED,
+    PASSED,
+    UNATTRIBUTED,
+    annotate,
+    attribute,
+    from_record,
+)
+from verification.plan_drills import Drilled
+from verification.plan_report import pin_outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = load_definition(ROOT / "examples" / "order_fulfillment.json")
@@ -185,3 +194,30 @@ def test_a_run_recorded_before_cells_had_verdicts_lends_its_own_only_where_it_ca
     steps = {s.step: s for s in heatmap.coverage(ORDER, [], [run("failed", two)])}
     cell = steps["charge"].cells[("after_handler", "kill")]
     assert (cell.status, cell.symbol, cell.drilled) == ("unattributed", "?", True)
+
+
+def test_the_command_line_prints_each_fired_pins_own_verdict_beside_it() -> None:
+    """``wayline drill run`` keeps each fired pin's verdict in the scorecard and prints
+    it beside the pin; the finding it rests on is printed once, among the findings."""
+    entry = drill(
+        [
+            pin("reserve:after_handler:kill"),
+            pin("charge:after_handler:kill"),
+            pin("notify:after_claim:kill", fired=False),
+        ],
+        own=[{"step": "charge", "text": DUPLICATE}],
+    )
+    entry["extra"]["plan"]["definition"] = "order.fulfillment@1"
+    annotate({"drills": [entry]}, [Drilled(plan=None, definition=ORDER)])  # type: ignore[arg-type]
+
+    pins = entry["extra"]["plan"]["pins"]
+    assert [(p["label"], pin_outcome(p)) for p in pins] == [
+        (
+            "reserve:after_handler:kill",
+            "fired, passed: nothing the run found is about this step (its findings are other "
+            "steps' where their pins fired)",
+        ),
+        ("charge:after_handler:kill", "fired, FAILED: its finding is below"),
+        ("notify:after_claim:kill", "NEVER FIRED"),
+    ]
+    assert pins[1]["why"] == DUPLICATE  # the studio's heatmap shows the finding itself

@@ -1,4 +1,5 @@
-"""Each fired cell's own verdict in a plan run, for the coverage heatmap.
+"""Each fired cell's own verdict in a plan run: printed by ``wayline drill run`` beside
+each pin, kept with the run, and shown by the studio's coverage heatmap.
 
 A run's verdict is about everything it fired at once: one violation fails it, whichever
 pin led there. The heatmap's cells are (step, boundary, fault), so a cell is given the
@@ -38,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.model.definitions import Definition, Mode
-from studio.drills.service import finding
 from verification import plan_machines
-from verification.plan_drills import INSTANCE
+from verification.findings import named
+from verification.plan_drills import INSTANCE, Drilled
 
 PASSED, FAILED, UNATTRIBUTED = "passed", "failed", "unattributed"
 UNREACHED = re.compile(r"B boundaries reached: \S+ at (\S+) hit (\d+) never happened")
@@ -54,11 +55,37 @@ Cell = tuple[str, str, str]
 class CellVerdict:
     verdict: str
     """passed, failed or unattributed."""
-    why: str
+    reason: str
+    finding: str = ""
+    """The finding the verdict rests on, when one does."""
+
+    @property
+    def why(self) -> str:
+        """The reason, and the finding it quotes."""
+        return ": ".join(part for part in (self.reason, self.finding) if part)
 
 
 def cell_of(pin: dict[str, Any]) -> Cell:
     return (str(pin["step"]), str(pin["boundary"]), str(pin["fault"]))
+
+
+def annotate(card: dict[str, Any], drilled: list[Drilled]) -> None:
+    """Give each fired pin of the plan drills in ``card`` its cell's own ``verdict``
+    and ``why``, as the run keeps them (``from_record`` reads them back)."""
+    definitions = {d.ref: d.definition for d in drilled}
+    for drill in card["drills"]:
+        result = (drill.get("extra") or {}).get("plan")
+        if result is None or result.get("definition") not in definitions:
+            continue
+        verdicts = attribute(drill, definitions[result["definition"]])
+        result["pins"] = [_with_verdict(pin, verdicts) for pin in result.get("pins", [])]
+
+
+def _with_verdict(pin: dict[str, Any], verdicts: dict[Cell, CellVerdict]) -> dict[str, Any]:
+    found = verdicts.get(cell_of(pin)) if pin.get("fired") else None
+    if found is None:
+        return pin
+    return {**pin, "verdict": found.verdict, "why": found.why, "reason": found.reason}
 
 
 def attribute(drill: dict[str, Any], definition: Definition) -> dict[Cell, CellVerdict]:
@@ -80,7 +107,7 @@ def attribute(drill: dict[str, Any], definition: Definition) -> dict[Cell, CellV
 def _alone(found: list[tuple[str, str]]) -> CellVerdict:
     if not found:
         return CellVerdict(PASSED, "the only fault its run fired; the run found nothing")
-    return CellVerdict(FAILED, f"the only fault its run fired: {found[0][1]}")
+    return CellVerdict(FAILED, "the only fault its run fired", found[0][1])
 
 
 def _among(fired: list[Cell], found: list[tuple[str, str]]) -> dict[Cell, CellVerdict]:
@@ -91,19 +118,20 @@ def _among(fired: list[Cell], found: list[tuple[str, str]]) -> dict[Cell, CellVe
         step = cell[0]
         mine = [text for about, text in found if about == step]
         if mine and on_step[step] == 1:
-            verdicts[cell] = CellVerdict(FAILED, mine[0])
+            verdicts[cell] = CellVerdict(FAILED, "", mine[0])
         elif mine:
             others = [":".join(c[1:]) for c in fired if c[0] == step and c != cell]
             verdicts[cell] = CellVerdict(
                 UNATTRIBUTED,
-                f"a finding on {step}, where {', '.join(others)} fired too, could be "
-                f"either's: {mine[0]}",
+                f"a finding on {step}, where {', '.join(others)} fired too, could be either's",
+                mine[0],
             )
         elif stray:
             verdicts[cell] = CellVerdict(
                 UNATTRIBUTED,
                 f"{len(stray)} of the run's findings name no step a pin fired on, so any "
-                f"fault could have led there: {stray[0]}",
+                "fault could have led there",
+                stray[0],
             )
         else:
             verdicts[cell] = CellVerdict(
@@ -134,8 +162,8 @@ def _findings(
         b = UNREACHED.fullmatch(text)
         if text in said or (b is not None and b.groups() in unreached):
             continue
-        named = finding(text)
-        yield (steps.get(named.sequence, "") if named.instance_id == instance else ""), text
+        where = named(text)
+        yield (steps.get(where.sequence, "") if where.instance_id == instance else ""), text
 
 
 def _steps_at(history: list[dict[str, Any]], definition: Definition) -> dict[int, str]:
