@@ -22,6 +22,16 @@ def format_when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def when_markup(value: datetime | None) -> Markup:
+    """``format_when`` on a page: a line may break before the time, never inside the
+    date (a narrow column wrapped ``2026-12-`` away from ``07`` at its hyphen). Text
+    only: an attribute takes ``format_when``."""
+    date, space, rest = format_when(value).partition(" ")
+    if not space:
+        return Markup(escape(date))
+    return Markup('<span class="date">{}</span> {}').format(date, rest)
+
+
 def format_duration(value: timedelta | float | None) -> str:
     """A duration in its largest sensible unit: ``850 ms``, ``12.4 s``, ``3 min 5 s``."""
     if value is None:

@@ -27,7 +27,7 @@ from studio.access import maybe_principal
 from studio.definitions.graph import FITS_LABEL, MAX_MARKERS, shorten
 from studio.definitions.service import short_fingerprint
 from studio.errors import Invalid
-from studio.formats import breakable, format_duration, format_when
+from studio.formats import breakable, format_duration, format_when, when_markup
 from studio.instance_urls import event_url, instance_ref, instance_url
 from studio.machines.diagram import seconds_text
 from studio.machines.views import size
@@ -71,7 +71,8 @@ def _configure(engine: Any) -> None:
     env.lstrip_blocks = True
     env.filters.update(
         short=short_fingerprint,
-        when=format_when,
+        when=when_markup,
+        when_text=format_when,
         breakable=breakable,
         duration=format_duration,
         size=size,

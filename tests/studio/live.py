@@ -43,6 +43,8 @@ from studio.roles import Role
 from studio.settings import StudioSettings
 
 PASSWORD = "correct horse battery"
+WHEN_HTML = r'<span class="date">\d{4}-\d\d-\d\d</span> \d\d:\d\d:\d\d UTC'
+"""A time as a page shows it (``studio.formats.when_markup``), as a regular expression."""
 OVERDUE = """
 UPDATE work SET available_at = now() - interval '2 days', deadline = now() - interval '1 day'
 WHERE instance_id = %(instance)s AND state IN (1, 2)

@@ -13,7 +13,7 @@ from engine.store.reads import MAX_INSTANCE_ROWS
 from studio.instance_urls import instance_url
 from studio.operations.dead_letters import MAX_DEADLINE_IN, MAX_RETRY_IN
 from studio.roles import Role
-from tests.studio.live import LiveStudio, definition
+from tests.studio.live import WHEN_HTML, LiveStudio, definition
 
 
 def fences(html: str) -> list[str]:
@@ -259,7 +259,7 @@ def test_a_dead_letters_resolution_is_on_its_instances_audit_trail(studio: LiveS
     assert f"<td>{operator_name}</td>" in newest and ">dead_letter_retried<" in newest
     assert "the worker fleet is back" in newest
     assert re.search(r"activity \w+ \(token \d+\), due \d{4}-.* UTC, deadline ", newest)
-    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", newest)
+    assert re.search(f"<td>{WHEN_HTML}</td>", newest)
     assert ">pause<" in older and "while the fleet is down" in older
     page = viewer.get(instance_url(discarded)).text.replace("<wbr>", "")
     assert "No operator has acted on this instance." not in page

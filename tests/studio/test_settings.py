@@ -20,6 +20,7 @@ from studio.accounts.people import MAX_DISPLAY_NAME
 from studio.roles import Role
 from tests.studio.live import (
     PASSWORD,
+    WHEN_HTML,
     LiveStudio,
     SignedInClient,
     login_token,
@@ -102,7 +103,7 @@ def _invited_block(page: httpx.Response, name: str) -> str:
     )
     assert match, "no invitation was answered"
     block = match.group(0).replace(name, "NAME").replace(_code(page), "CODE")
-    return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "TIME", block)
+    return re.sub(WHEN_HTML, "TIME", block)
 
 
 def _join(client: SignedInClient, username: str, code: str, password: str) -> httpx.Response:
@@ -339,7 +340,7 @@ def test_every_change_to_a_member_or_invitation_is_audited_with_who_and_when(
         f'<td data-label="Who">{admin_name}</td><td data-label="Action">removed</td>'
         f'<td data-label="Member">{newcomer}</td><td data-label="From role">viewer</td>'
     ) in table
-    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", table)
+    assert re.search(f"<td>{WHEN_HTML}</td>", table)
     stranger = studio.client(studio.user(studio.team("stranger"), Role.ADMIN))
     assert newcomer not in stranger.get("/api/members/audit").text
     assert newcomer not in stranger.get("/settings").text
