@@ -70,8 +70,10 @@ def cell_of(pin: dict[str, Any]) -> Cell:
 
 
 def annotate(card: dict[str, Any], drilled: list[Drilled]) -> None:
-    """Give each fired pin of the plan drills in ``card`` its cell's own ``verdict``
-    and ``why``, as the run keeps them (``from_record`` reads them back)."""
+    """Give each fired pin of the plan drills in ``card`` its cell's own ``verdict``,
+    ``why`` and ``reason`` (the why without the finding it quotes, which the command
+    line prints among the drill's findings), as the run keeps them (``from_record``
+    reads them back)."""
     definitions = {d.ref: d.definition for d in drilled}
     for drill in card["drills"]:
         result = (drill.get("extra") or {}).get("plan")

@@ -254,6 +254,10 @@ async def opening(
         snapshot, rows = await snapshots.opening(conn, instance_id, limit + 1)
         if snapshot is None and not rows:
             await _require_instance(conn, instance_id)
+            # It was started between the two statements (a start writes its row and its
+            # first events in one transaction): read it as it is now. Taken for an
+            # instance with no history, it was reported as a corrupt store.
+            snapshot, rows = await snapshots.opening(conn, instance_id, limit + 1)
     if snapshot is None:
         return Opening(None, _page(instance_id, 0, rows, limit, contiguous=True))
     state = restore(registry, snapshot)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import timedelta
 
 import psycopg
 import pytest
+from psycopg.abc import Query
 from psycopg.pq import TransactionStatus
 
 from engine.decide.operator_actions import Action
@@ -13,6 +16,7 @@ from engine.model.events import EventKind
 from engine.model.instance import InstanceStatus
 from engine.store import reads
 from engine.store.errors import CorruptStore, HistoryLimitExceeded, InstanceNotFound
+from engine.store.statements import instances as instance_sql
 from engine.store.store import Store
 from tests.integration.factories import open_store
 from tests.integration.transition_builders import BASE_TIME, Catalog, catalog
@@ -167,3 +171,44 @@ async def test_a_read_opens_no_transaction_and_the_connection_goes_back_transact
             await conn.execute("SELECT 1")
             assert conn.info.transaction_status is TransactionStatus.INTRANS
             await conn.rollback()
+
+
+async def test_an_instance_started_while_it_is_opened_is_read_as_started(
+    pg_dsn: str, schema: str, defs: Catalog
+) -> None:
+    """Opening an instance reads its history, and asks whether it exists only when it
+    found none. One started between the two statements (a start commits its row and
+    its first events together) was taken for an instance without history, and the
+    read said the store was corrupt (seen by a drill reading a successor as it started)."""
+    start = defs.flow(defs.single, "racing").start({"n": 1})
+
+    def commit_start() -> None:
+        async def commit() -> None:
+            async with open_store(pg_dsn, schema) as other:
+                await other.commit(start)
+
+        asyncio.run(commit())
+
+    class StartsBetweenTheReads:
+        """Commits the start, from another connection, as the reader asks whether the
+        instance exists."""
+
+        def __init__(self) -> None:
+            self.started = False
+
+        def __call__(self, statement: Query) -> Query:
+            if statement == instance_sql.INSTANCE_EXISTS and not self.started:
+                self.started = True
+                starter = threading.Thread(target=commit_start)
+                starter.start()
+                starter.join()
+            return statement
+
+    between = StartsBetweenTheReads()
+    reader = await Store.open(pg_dsn, schema, statement_filter=between)
+    try:
+        state = await reads.inspect(reader, defs.registry, "racing")
+    finally:
+        await reader.close()
+    assert between.started, "the instance was not started between the two reads"
+    assert state.sequence == start.committed_sequence
