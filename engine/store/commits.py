@@ -35,9 +35,10 @@ settled (``engine.store.transactions`` runs every transaction and calls ``settle
 ``pg_xact_status`` on the transaction id from a fresh connection says committed or
 aborted, checked against the ledger (after a failover the id may be another
 transaction's); if the server cannot say, the ledger is consulted (``reconcile_on``); a
-commit that wrote no transition but completed leases is settled by their work rows; if
-nothing answers, CommitUnknown is raised and the caller must reconcile before doing
-anything else.
+commit that wrote no transition but completed leases is settled by their work rows; a
+commit found committed is said committed only once the server confirms it durable,
+synchronous standbys included (``durable``); if nothing answers, CommitUnknown is raised
+and the caller must reconcile before doing anything else.
 
 A transition that needs only step 1 and commits alone is sent as that one statement in
 autocommit (``Store``): it is its own transaction. A failure the server answers wrote
@@ -423,13 +424,18 @@ async def current_xact_id(conn: psycopg.AsyncConnection) -> str:
 
 
 async def settle(
-    connect, written: list[Transition], xid: str, finished: Sequence[FinishedLease] = ()
+    connect,
+    written: list[Transition],
+    xid: str,
+    finished: Sequence[FinishedLease] = (),
+    within: float | None = None,
 ) -> None:
     """Decide an unknown COMMIT: return (committed), or raise NOT_COMMITTED / CommitUnknown.
 
     ``finished``: the leases the commit completes. When it wrote no transition, their
     work rows decide (``_leases_done``), since no ledger row can show the transaction
-    id's answer to be another transaction's (``_reused``)."""
+    id's answer to be another transaction's (``_reused``). Committed is said only once
+    it is also durable (``durable``, within ``within`` seconds)."""
     label = _label(written)
     try:
         async with connect() as conn:
@@ -438,18 +444,52 @@ async def settle(
                 if status != "in progress":
                     break
                 await asyncio.sleep(SETTLE_INTERVAL_SECONDS)
+            if status == "in progress":
+                raise CommitUnknown(
+                    f"commit of {label} is still in progress: reconcile before retrying"
+                )
             verdicts = await _verdicts(conn, written)
-            done = None if written or not finished else await _leases_done(conn, finished)
+            if written or not finished:
+                _judge_commit(label, written, status, verdicts)
+            else:
+                _judge_leases(label, *await _leases_done(conn, finished))
+            await durable(conn, label, within)
     except (psycopg.Error, OSError, TimeoutError) as exc:
         raise CommitUnknown(
             f"commit of {label} has an unknown outcome: reconcile before retrying"
         ) from exc
-    if status == "in progress":
-        raise CommitUnknown(f"commit of {label} is still in progress: reconcile before retrying")
-    if done is not None:
-        _judge_leases(label, *done)
-    elif status != "committed" or _reused(verdicts):
+
+
+def _judge_commit(
+    label: str, written: list[Transition], status: str | None, verdicts: list[Reconciliation]
+) -> None:
+    """Return when the transaction committed what it wrote; raise otherwise (``_judge``)."""
+    if status != "committed" or _reused(verdicts):
         _judge(label, written, verdicts, told=status is not None)
+
+
+async def durable(conn: psycopg.AsyncConnection, label: str, within: float | None) -> None:
+    """Return once what the server committed so far is as durable as an engine commit
+    must be; CommitUnknown when that is not confirmed ``within`` seconds.
+
+    A transaction the server says committed may exist on it alone: PostgreSQL commits it
+    locally, visible there, when its wait for a synchronous standby ends early (a
+    client's deadline ran out and psycopg cancelled the COMMIT, a settlement ended the
+    session that ran it, or the server's postmaster died and an orphaned backend still
+    answers). A standby promoted then lacks it, so "committed" would be a write that can
+    be lost. The mark (``DURABLE_MARK``) commits a WAL record of its own, after the one
+    settled; its COMMIT returns once the local flush and every synchronous standby have
+    it, and WAL reaches them in order."""
+    try:
+        await conn.commit()  # the settlement's reads: the mark is a transaction of its own
+        async with asyncio.timeout(within):
+            await conn.execute(sql.DURABLE_MARK)
+            await conn.commit()
+    except (psycopg.Error, OSError, TimeoutError) as exc:
+        raise CommitUnknown(
+            f"commit of {label} took effect on the server, which did not confirm it "
+            "durable (a synchronous standby may lack it): reconcile before retrying"
+        ) from exc
 
 
 def _reused(verdicts: list[Reconciliation]) -> bool:
@@ -483,27 +523,29 @@ def _judge_leases(label: str, completed: int, named: int) -> None:
     raise CommitUnknown(f"commit of {label} has an unknown outcome")
 
 
-async def settle_session(connect, written: list[Transition], session: Session | None) -> None:
+async def settle_session(
+    connect, written: list[Transition], session: Session | None, within: float | None = None
+) -> None:
     """Decide a write sent as one autocommit statement whose answer was lost.
 
     There is no transaction id to ask about (see ``engine.store.sessions``): the session
-    that ran it is ended and waited for, and then the ledger says whether it committed.
-    Returns (committed), or raises NOT_COMMITTED / CommitUnknown like ``settle``.
+    that ran it is ended and waited for, and then the ledger says whether it committed
+    (and ``durable`` whether it is durable, within ``within`` seconds). Returns
+    (committed), or raises NOT_COMMITTED / CommitUnknown like ``settle``.
     """
     label = _label(written)
     if session is None:  # a connection the pool did not open: nothing names its backend
         raise CommitUnknown(f"write of {label} has an unknown outcome: reconcile it")
     try:
         async with connect() as conn:
-            gone = await sessions.end(conn, session)
-            verdicts = await _verdicts(conn, written) if gone else []
+            if not await sessions.end(conn, session):
+                raise CommitUnknown(f"write of {label} is still running: reconcile before retrying")
+            _judge(label, written, await _verdicts(conn, written), told=False)
+            await durable(conn, label, within)
     except (psycopg.Error, OSError, TimeoutError) as exc:
         raise CommitUnknown(
             f"write of {label} has an unknown outcome: reconcile before retrying"
         ) from exc
-    if not gone:
-        raise CommitUnknown(f"write of {label} is still running: reconcile before retrying")
-    _judge(label, written, verdicts, told=False)
 
 
 def _label(written: list[Transition]) -> str:

@@ -397,7 +397,9 @@ class Store:
             await seams.settle(
                 self.seams.hooks,
                 seams.Unanswered([transition], pid=session.pid if session else 0),
-                lambda: commits.settle_session(self.settling, [transition], session),
+                lambda: commits.settle_session(
+                    self.settling, [transition], session, self.deadlines.operation
+                ),
             )
             return [CommitResult(transition.transition_id, replayed=False)], ""
 
@@ -427,7 +429,9 @@ class Store:
         await seams.settle(
             self.seams.hooks,
             seams.Unanswered(written, xid=xid),
-            lambda: commits.settle(self.settling, list(written), xid, finished),
+            lambda: commits.settle(
+                self.settling, list(written), xid, finished, self.deadlines.operation
+            ),
         )
 
     async def stage_all(

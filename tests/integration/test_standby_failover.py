@@ -23,7 +23,7 @@ from psycopg import sql
 from engine.store.embedded import EmbeddedPostgresError, find_pg_bin
 from engine.store.errors import CommitUnknown, StoreError
 from engine.store.migrations import apply_migrations
-from engine.store.store import Store
+from engine.store.store import Deadlines, Store
 from tests.integration.transition_builders import catalog, ledger
 from verification.standby import StandbyPair
 
@@ -286,3 +286,39 @@ async def reuse(dsn: str, xid: str) -> None:
             taken = (await (await conn.execute("SELECT pg_current_xact_id()::text")).fetchone())[0]
             if int(taken) >= int(xid):
                 return
+
+
+UNCONFIRMED_DEADLINE = 1.0
+"""The store's client-side deadline in the test that lets it run out on a COMMIT."""
+
+
+@pytest.mark.parametrize("alone", [True, False], ids=["a-lone-write", "a-transaction"])
+async def test_a_commit_its_synchronous_standby_never_confirmed_is_not_settled_committed(
+    sync_pair: StandbyPair, alone: bool
+) -> None:
+    """The store's deadline runs out while the COMMIT waits for the standby, which
+    receives nothing. Ending that wait (psycopg cancels the statement; the settlement of
+    a lone write ends its session) makes PostgreSQL commit the transaction on the
+    primary alone, visible there but not on the standby, so it is lost if the standby
+    takes over: its outcome is unknown, never committed."""
+    apply_migrations(sync_pair.multi_host_dsn, SCHEMA)
+    deadlines = Deadlines(operation=UNCONFIRMED_DEADLINE)
+    store = await Store.open(sync_pair.multi_host_dsn, SCHEMA, deadlines=deadlines)
+    flow = CATALOG.flow(CATALOG.pair, "unconfirmed")
+    begun = flow.start({"order": "unconfirmed"})
+    step = flow.attempt_started(flow.after(begun), "x")
+    companion = CATALOG.flow(CATALOG.pair, "companion").start({"order": "companion"})
+    try:
+        await store.commit(begun)
+        sync_pair.wait_caught_up()
+        sync_pair.pause_shipping()
+        with pytest.raises(CommitUnknown):
+            await store.commit_all([step] if alone else [step, companion])
+    finally:
+        await store.close()
+    sync_pair.kill_primary()
+    await asyncio.to_thread(sync_pair.promote)
+    async with await psycopg.AsyncConnection.connect(
+        sync_pair.standby_dsn, autocommit=True, options=f"-c search_path={SCHEMA}"
+    ) as check:
+        assert len((await ledger(check, "unconfirmed")).transitions) == 1

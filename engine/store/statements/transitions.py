@@ -324,3 +324,7 @@ workers claim it (a dead letter retried later too)."""
 NOTIFY_WORK = "SELECT pg_notify(%(channel)s, '')"
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
 CURRENT_XACT = "SELECT pg_current_xact_id()::text"
+DURABLE_MARK = "SELECT pg_logical_emit_message(true, 'wayline.durable', '')"
+"""A WAL record in a transaction of its own: its COMMIT waits for the local flush and
+for the synchronous standbys, as every engine commit does (``commits.durable``). A
+transactional message writes nothing a table or a reader sees."""
