@@ -144,12 +144,12 @@ class FencingOracle(observations.Observer):
         try:
             rows = await self.inner.lease_writes(sent)
         except Exception:
-            for name, held in audits:
-                observations.note("fenced", statement=name, held=held, accepted=False)
+            for write, (name, held) in zip(writes, audits, strict=True):
+                _note(write.params, name, held, accepted=False)
             raise
         for write, row, (name, held) in zip(writes, rows, audits, strict=True):
             if row is None:  # no row: the lease was not held, nothing written
-                observations.note("fenced", statement=name, held=held, accepted=False)
+                _note(write.params, name, held, accepted=False)
             else:
                 await _record(conn, write.params, name, held)
         return rows
@@ -169,4 +169,11 @@ async def _record(
     await conn.execute(
         RECORD_WRITE, {**params, "statement": name, "held": held, "pid": os.getpid()}
     )
-    observations.note("fenced", statement=name, held=held, accepted=True)
+    _note(params, name, held, accepted=True)
+
+
+def _note(params: Mapping[str, Any], name: str, held: bool, accepted: bool) -> None:
+    """Observe a lease holder's write with the lease it named (work, token, and the
+    epoch a claim not yet durable requires), for a finding to be traced write by write."""
+    lease = {key: params.get(key) for key in ("work_id", "token", "epoch")}
+    observations.note("fenced", statement=name, held=held, accepted=accepted, **lease)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,14 @@ OBSERVATIONS_ENV = "WAYLINE_DRILL_OBSERVATIONS"
 
 
 def note(kind: str, **fields: Any) -> None:
-    """Append one observation (no-op outside a drill process)."""
+    """Append one observation (no-op outside a drill process), with the time it was
+    made (``at``), so that a rare finding can be placed against the drill's fault and
+    its processes' logs."""
     path = os.environ.get(OBSERVATIONS_ENV)
     if not path:
         return
-    line = json.dumps({"kind": kind, "pid": os.getpid(), **fields}, default=str) + "\n"
+    at = datetime.now(UTC).isoformat()
+    line = json.dumps({"kind": kind, "pid": os.getpid(), "at": at, **fields}, default=str) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
