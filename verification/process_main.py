@@ -37,6 +37,7 @@ from engine.worker import runner
 from engine.worker.faults import Faults
 from engine.worker.loop import Worker, WorkerConfig
 from verification import clocks, effects, lease_audit, mutants, observations
+from verification.processes import WORKER_CONCURRENCY, WORKER_LEASE_SECONDS, WORKER_POLL_SECONDS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,9 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     _common(worker)
     worker.add_argument("--app", default="verification.drill_app:app")
     worker.add_argument("--worker-id", required=True)
-    worker.add_argument("--concurrency", type=int, default=4)
-    worker.add_argument("--lease-seconds", type=float, default=1.5)
-    worker.add_argument("--poll-seconds", type=float, default=0.1)
+    worker.add_argument("--concurrency", type=int, default=WORKER_CONCURRENCY)
+    worker.add_argument("--lease-seconds", type=float, default=WORKER_LEASE_SECONDS)
+    worker.add_argument("--poll-seconds", type=float, default=WORKER_POLL_SECONDS)
     worker.add_argument("--sweep-seconds", type=float, default=0.25)
     worker.add_argument("--drain-seconds", type=float, default=2.0)
     worker.set_defaults(run=_worker)

@@ -30,6 +30,11 @@ from verification.observations import OBSERVATIONS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_SECONDS = 0.02
+WORKER_LEASE_SECONDS = 1.5
+"""A drill worker's lease: short, so that a drill's recoveries take seconds."""
+WORKER_CONCURRENCY = 4
+WORKER_POLL_SECONDS = 0.1
+"""How often an idle drill worker claims when no wake-up came."""
 
 
 class ProcessTimeout(RuntimeError):
@@ -215,11 +220,11 @@ def spawn_worker(
     plan: list[Fault] = (),
     sever: str = "",
     clock_jump: str = "",
-    lease_seconds: float = 1.5,
-    concurrency: int = 4,
+    lease_seconds: float = WORKER_LEASE_SECONDS,
+    concurrency: int = WORKER_CONCURRENCY,
     name: str = "",
     deployment: str = "",
-    poll_seconds: float = 0.1,
+    poll_seconds: float = WORKER_POLL_SECONDS,
 ) -> DrillProcess:
     """A drill worker; ``name`` (default: the worker id) names its log."""
     command = [

@@ -19,6 +19,7 @@ from verification.attribution import (
     attribute,
     from_record,
 )
+from verification.plan import Plan
 from verification.plan_drills import Drilled
 from verification.plan_report import pin_outcome
 
@@ -208,7 +209,7 @@ def test_the_command_line_prints_each_fired_pins_own_verdict_beside_it() -> None
         own=[{"step": "charge", "text": DUPLICATE}],
     )
     entry["extra"]["plan"]["definition"] = "order.fulfillment@1"
-    annotate({"drills": [entry]}, [Drilled(plan=None, definition=ORDER)])  # type: ignore[arg-type]
+    annotate({"drills": [entry]}, [Drilled(Plan("order.fulfillment@1"), ORDER)])
 
     pins = entry["extra"]["plan"]["pins"]
     assert [(p["label"], pin_outcome(p)) for p in pins] == [
