@@ -190,12 +190,13 @@ def _count_outcomes(findings: Findings, states: dict[str, Instance], dead: set[s
 
 
 XACT_STATUS = "SELECT pg_xact_status(%(xid)s::xid8)"
-LEDGER_XIDS = """
-SELECT t.transition_id, t.xact_id::text
+LEDGER_ROWS = """
+SELECT t.transition_id, t.xact_id::text, t.fingerprint
 FROM unnest(%(instances)s::text[], %(ids)s::text[]) AS k (instance_id, transition_id)
 JOIN transitions t ON t.instance_id = k.instance_id AND t.transition_id = k.transition_id
 """
-"""The ledger rows of a settlement's transitions, by the ledger's key."""
+"""The ledger rows of a settlement's transitions, by the ledger's key: the id, the
+transaction that wrote it and the content's fingerprint."""
 VERDICT_TRUTH = {"committed": "committed", "aborted": "aborted", "conflicting": "aborted"}
 """What PostgreSQL must say about a settled COMMIT ("conflicting": not committed, and
 another transaction's content holds the id)."""
@@ -244,8 +245,8 @@ async def _settlement(
         return [f"the engine settled commit {xid} as {verdict}, PostgreSQL says {truth}"]
     if verdict == "unknown":
         findings.stats[f"resolved_later_{truth}"] += 1
-    rows = await _ledger_xids(conn, record)
-    by_xid = {t for t, x in rows if x == xid}
+    rows = await _ledger_rows(conn, record)
+    by_xid = {t for t, x, _ in rows if x == xid}
     missing = set(record["transitions"]) - by_xid
     if truth == "committed" and missing:
         return [f"commit {xid} committed but the ledger lacks {sorted(missing)}"]
@@ -256,24 +257,33 @@ async def _settlement(
 
 async def _committed_by_another(conn: psycopg.AsyncConnection, record: dict[str, Any]) -> bool:
     """The engine's "committed" is about its transitions: every one of them in the
-    ledger (``commits.settle`` checked their content), whichever transaction put it
+    ledger with the content the settled commit wrote, whichever transaction put it
     there. After a failover that can be another: its own COMMIT never reached the
-    promoted server, while a worker there committed the same transitions (their ids are
-    deterministic), and the id it asks about may have been given out again. The
-    engine's caller then goes on from transitions that are durable, which is the truth
-    the verdict claims. A verdict about no transition (a lease-only update) is not
-    covered by this: the engine settles it by the lease's work row, which agrees with
-    the id's truth here."""
-    transitions = set(record["transitions"])
-    return bool(transitions) and {t for t, _ in await _ledger_xids(conn, record)} == transitions
+    promoted server, while the same transitions were committed there again, and the id
+    it asks about may have been given out again. The engine's caller then goes on from
+    transitions that are durable, which is the truth the verdict claims. Other content
+    under the same ids (the same attempt started again by another lease) is not that:
+    the caller would go on from a start that is not its own. A verdict about no
+    transition (a lease-only update) is not covered by this: the engine settles it by
+    the lease's work row, which agrees with the id's truth here."""
+    rows = await _ledger_rows(conn, record)
+    found = {t for t, _, _ in rows}
+    return bool(found) and found == set(record["transitions"]) and not _foreign(rows, record)
 
 
-async def _ledger_xids(
+async def _ledger_rows(
     conn: psycopg.AsyncConnection, record: dict[str, Any]
-) -> list[tuple[str, str]]:
-    """(transition id, xid) of each of the settled record's transitions in the ledger."""
+) -> list[tuple[str, str, str]]:
+    """(transition id, xid, fingerprint) of each of the settled record's transitions in
+    the ledger."""
     params = {"instances": record["instances"], "ids": record["transitions"]}
-    return await (await conn.execute(LEDGER_XIDS, params)).fetchall()
+    return await (await conn.execute(LEDGER_ROWS, params)).fetchall()
+
+
+def _foreign(rows: list[tuple[str, str, str]], record: dict[str, Any]) -> list[str]:
+    """The settled record's transitions the ledger holds with other content."""
+    written = dict(zip(record["transitions"], record["fingerprints"], strict=True))
+    return sorted(t for t, _, fingerprint in rows if fingerprint != written[t])
 
 
 async def _session_settlement(
@@ -291,8 +301,8 @@ async def _session_settlement(
     verdict, ids = record["verdict"], record["transitions"]
     findings.stats["settled_by_session"] += 1
     cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
-    rows = await _ledger_xids(conn, record)
-    missing = set(ids) - {t for t, _ in rows}
+    rows = await _ledger_rows(conn, record)
+    missing = set(ids) - {t for t, _, _ in rows}
     if not cuts:
         findings.stats["settled_by_session_without_cut"] += 1
     elif verdict != "unknown" and VERDICT_TRUTH[verdict] != cuts[-1].truth.value:
@@ -302,6 +312,9 @@ async def _session_settlement(
         findings.stats["settled_without_effect"] += 1
     if verdict == "committed" and missing:
         return [f"the write of {ids} settled as committed but the ledger lacks {sorted(missing)}"]
+    if verdict == "committed" and (foreign := _foreign(rows, record)):
+        return [f"the write of {ids} settled as committed but the ledger holds {foreign} "
+                "with other content"]  # fmt: skip
     return []
 
 

@@ -83,6 +83,7 @@ class SettlementRecorder(Observer):
             **named,
             "transitions": [t.transition_id for t in written],
             "instances": [t.instance_id for t in written],
+            "fingerprints": [t.fingerprint for t in written],
         }
         try:
             await self.inner.settle(unanswered, decide)

@@ -434,7 +434,7 @@ async def settle(
 
     ``finished``: the leases the commit completes. When it wrote no transition, their
     work rows decide (``_leases_done``), since no ledger row can show the transaction
-    id's answer to be another transaction's (``_reused``). Committed is said only once
+    id's answer to be another transaction's (``_judge_commit``). Committed is said only once
     it is also durable (``durable``, within ``within`` seconds)."""
     label = _label(written)
     try:
@@ -463,9 +463,19 @@ async def settle(
 def _judge_commit(
     label: str, written: list[Transition], status: str | None, verdicts: list[Reconciliation]
 ) -> None:
-    """Return when the transaction committed what it wrote; raise otherwise (``_judge``)."""
-    if status != "committed" or _reused(verdicts):
-        _judge(label, written, verdicts, told=status is not None)
+    """Return when the transaction committed what it wrote; raise otherwise (``_judge``).
+
+    PostgreSQL's "committed" is believed only where the ledger holds every transition
+    as written: a standby promoted after its primary was lost gives out again the ids
+    that primary used and never sent it, so the id's answer may be another
+    transaction's. That one wrote nothing of the lost commit (the ledger lacks it), or
+    wrote another transition under the same id (the work was claimed again on the
+    promoted server and the same attempt started there at another time): either way the
+    lost commit did not take effect. (A lease-only update writes no ledger row; what it
+    wrote is read instead, ``_leases_done``.)"""
+    if status == "committed" and all(v is Reconciliation.COMMITTED for v in verdicts):
+        return
+    _judge(label, written, verdicts, told=status is not None)
 
 
 async def durable(conn: psycopg.AsyncConnection, label: str, within: float | None) -> None:
@@ -490,14 +500,6 @@ async def durable(conn: psycopg.AsyncConnection, label: str, within: float | Non
             f"commit of {label} took effect on the server, which did not confirm it "
             "durable (a synchronous standby may lack it): reconcile before retrying"
         ) from exc
-
-
-def _reused(verdicts: list[Reconciliation]) -> bool:
-    """PostgreSQL says the id committed, but the ledger lacks what that transaction wrote:
-    it is another transaction's id. A standby promoted after its primary was lost gives
-    out again the ids that primary used and never sent it. (A lease-only update writes
-    no ledger row; what it wrote is read instead, ``_leases_done``.)"""
-    return any(v is Reconciliation.MISSING for v in verdicts)
 
 
 async def _leases_done(

@@ -313,8 +313,12 @@ async def renew(store: Store, lease: Lease, extend: timedelta) -> Lease:
     """Extend a held lease to ``min(now + extend, deadline)``; the token is unchanged.
 
     StaleLease when the lease expired (even with no competitor), was reclaimed or was
-    finished.
+    finished, or is an offer no write has taken: its worker does not hold it, and its
+    owner and token may name a lease the same worker holds under a claim of its own
+    (the work claimed again after a failover lost the write that took the offer).
     """
+    if untaken(lease):
+        raise StaleLease(f"work {lease.work_id} was offered to {lease.owner}, who never took it")
     _check_duration("lease extension", extend)
     params = {**_held(lease, store.clock.sql_now()), "extend": extend}
 

@@ -282,6 +282,8 @@ class Worker:
             await asyncio.sleep(self.config.renew_every.total_seconds())
             self.ctx.faults.reach(Boundary.IN_LEASE_RENEWAL, step_of(current.lease))
             lease = current.lease
+            if leases.untaken(lease):
+                continue  # not held yet: the write that takes it leases it
             try:
                 await leases.renew(self.store, lease, self.config.lease)
                 leases.confirm(lease)

@@ -118,6 +118,22 @@ async def test_an_offer_taken_once_is_not_taken_again(
     assert (await history_kinds(store, flow)).count(EventKind.ATTEMPT_STARTED) == 1
 
 
+async def test_an_offer_never_taken_renews_nothing_of_its_workers_own_claim(
+    store: Store, aconn: psycopg.AsyncConnection
+) -> None:
+    """A failover lost the write that took the offer; the same worker then claimed the
+    work on the promoted server, which leases it under the same owner and token. The
+    processor of the offer holds nothing, and must not keep the claim's lease alive
+    (it would then run the attempt the claim's processor started)."""
+    _, payload = await started_with_offer(store, aconn, "offer-7")
+    lease = offered(payload, "worker-1")
+    [claimed] = await leases.claim(store, "worker-1", LEASE, 1)
+    assert (claimed.owner, claimed.token) == (lease.owner, lease.token)
+    with pytest.raises(StaleLease, match="never took it"):
+        await leases.renew(store, lease, LEASE * 2)
+    assert (await work_rows(aconn, "offer-7"))["a"][4] == claimed.expires_at
+
+
 async def test_an_offer_of_an_instance_that_moved_on_writes_nothing(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:

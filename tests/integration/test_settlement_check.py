@@ -1,10 +1,10 @@
 """The harness's check of the engine's settlements (invariant A) on a real ledger.
 
 A settlement the engine calls "committed" says its transitions are durable. After a
-failover its own COMMIT may be lost while a worker on the promoted server committed the
-same transitions (their ids are deterministic): the verdict is true of them, though not
-of the transaction id it asked about. A "committed" whose transitions are not in the
-ledger stays a violation.
+failover its own COMMIT may be lost while the same transitions were committed again on
+the promoted server: the verdict is true of them, though not of the transaction id it
+asked about. A "committed" whose transitions are not in the ledger, or are there with
+other content (the same attempt started again by another lease), stays a violation.
 """
 
 import psycopg
@@ -32,8 +32,13 @@ async def aborted_xid(aconn: psycopg.AsyncConnection) -> str:
     return row[0]
 
 
-def committed_settlement(xid: str) -> dict:
-    return {"xid": xid, "transitions": ["i1#1"], "instances": ["i1"], "verdict": "committed"}
+WRITTEN = "0" * 64
+"""The fingerprint of the settled commit's transition (``LEDGER_ROW``'s)."""
+
+
+def committed_settlement(xid: str, fingerprint: str = WRITTEN) -> dict:
+    transition = {"transitions": ["i1#1"], "instances": ["i1"], "fingerprints": [fingerprint]}
+    return {"xid": xid, **transition, "verdict": "committed"}
 
 
 async def test_committed_is_true_when_another_transaction_committed_the_transitions(aconn):
@@ -54,6 +59,19 @@ async def test_committed_is_a_violation_when_the_ledger_lacks_the_transitions(ac
     findings = Findings()
 
     problems = await invariants._settlement(aconn, committed_settlement(xid), findings, 0)
+
+    assert problems == [f"the engine settled commit {xid} as committed, PostgreSQL says aborted"]
+    assert findings.stats["settled_committed_by_another"] == 0
+
+
+async def test_committed_is_a_violation_when_the_ledger_holds_other_content_under_the_id(aconn):
+    await aconn.execute(NEW_INSTANCE)
+    xid = await aborted_xid(aconn)
+    await aconn.execute(LEDGER_ROW)  # the same transition id, with another content
+    findings = Findings()
+
+    settled = committed_settlement(xid, fingerprint="1" * 64)
+    problems = await invariants._settlement(aconn, settled, findings, 0)
 
     assert problems == [f"the engine settled commit {xid} as committed, PostgreSQL says aborted"]
     assert findings.stats["settled_committed_by_another"] == 0

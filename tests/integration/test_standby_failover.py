@@ -12,8 +12,9 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -21,7 +22,7 @@ import pytest
 from psycopg import sql
 
 from engine.store.embedded import EmbeddedPostgresError, find_pg_bin
-from engine.store.errors import CommitUnknown, StoreError
+from engine.store.errors import CommitUnknown, DuplicateTransition, StoreError
 from engine.store.migrations import apply_migrations
 from engine.store.store import Deadlines, Store
 from tests.integration.transition_builders import catalog, ledger
@@ -38,6 +39,7 @@ SCHEMA = "failover"
 RECOVER_SECONDS = 20.0
 """How long the store may take to reach the promoted server."""
 APPLY_DELAY = 1.0
+LATER = timedelta(seconds=1)
 
 
 @pytest.fixture
@@ -189,10 +191,16 @@ async def start(store: Store, instance_id: str) -> None:
 async def until_committed(store: Store, instance_id: str) -> int:
     """Start ``instance_id`` until it commits; how many attempts failed, each known not
     to have committed (an unknown outcome fails the test)."""
+    return await until_written(lambda: start(store, instance_id))
+
+
+async def until_written(write: Callable[[], Awaitable[object]]) -> int:
+    """``write`` until it commits; how many tries failed, each known not to have
+    committed (an unknown outcome fails the test)."""
     failed, deadline = 0, time.monotonic() + RECOVER_SECONDS
     while True:
         try:
-            await start(store, instance_id)
+            await write()
             return failed
         except CommitUnknown:
             raise
@@ -232,17 +240,22 @@ async def test_a_store_on_a_multi_host_conninfo_follows_the_promotion(
         await store.close()
 
 
+@pytest.mark.parametrize("rebuilt", [False, True], ids=["nothing-under-its-id", "a-rebuilt-start"])
 async def test_a_commit_lost_with_the_primary_is_settled_not_committed_on_the_promoted_one(
-    sync_pair: StandbyPair,
+    sync_pair: StandbyPair, rebuilt: bool
 ) -> None:
     """The COMMIT waits for the standby, which receives nothing, when the primary dies:
     the new primary never saw the transaction's id and soon gives it to another
-    transaction, which commits. The settlement must not believe that one's status."""
+    transaction, which commits. The settlement must not believe that one's status, whether
+    the ledger lacks the lost transition or holds another under its id (``rebuilt``: the
+    work was claimed again on the promoted server and the same attempt started there,
+    at another time, as a drill's second worker did)."""
     apply_migrations(sync_pair.multi_host_dsn, SCHEMA)
     store = await Store.open(sync_pair.multi_host_dsn, SCHEMA)
     flow = CATALOG.flow(CATALOG.pair, "lost")
     begun = flow.start({"order": "lost"})
     step = flow.attempt_started(flow.after(begun), "x")
+    again = flow.attempt_started(flow.after(begun), "x", at=step.events[0].occurred_at + LATER)
     try:
         await store.commit(begun)
         sync_pair.wait_caught_up()
@@ -258,11 +271,17 @@ async def test_a_commit_lost_with_the_primary_is_settled_not_committed_on_the_pr
         with pytest.raises(psycopg.Error):
             await committing
         await asyncio.to_thread(sync_pair.promote)
+        if rebuilt:
+            await until_written(lambda: store.commit(again))
         await until_committed(store, "other")  # the new primary hands the same xids out
         await reuse(sync_pair.standby_dsn, xid)
-        with pytest.raises(StoreError, match="safe to retry"):
-            await store.settle_commit([step], xid)
-        await store.commit(step)
+        if rebuilt:
+            with pytest.raises(DuplicateTransition):
+                await store.settle_commit([step], xid)
+        else:
+            with pytest.raises(StoreError, match="safe to retry"):
+                await store.settle_commit([step], xid)
+            await store.commit(step)
         async with store.connection() as check:
             assert len((await ledger(check, "lost")).transitions) == 2
     finally:
