@@ -484,10 +484,9 @@ async def durable(conn: psycopg.AsyncConnection, label: str, within: float | Non
 
     A transaction the server says committed may exist on it alone: PostgreSQL commits it
     locally, visible there, when its wait for a synchronous standby ends early (a
-    client's deadline ran out and psycopg cancelled the COMMIT, a settlement ended the
-    session that ran it, or the server's postmaster died and an orphaned backend still
-    answers). A standby promoted then lacks it, so "committed" would be a write that can
-    be lost. The mark (``DURABLE_MARK``) commits a WAL record of its own, after the one
+    client's deadline ran out and psycopg cancelled the COMMIT, or a settlement ended
+    the session that ran it). A standby promoted then lacks it, so "committed" would be
+    a write that can be lost. The mark (``DURABLE_MARK``) commits a WAL record of its own, after the one
     settled; its COMMIT returns once the local flush and every synchronous standby have
     it, and WAL reaches them in order."""
     try:
