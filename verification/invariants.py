@@ -223,7 +223,7 @@ async def _settlements(
         if "xid" in record:
             problems.extend(await _settlement(conn, record, findings, ctx.xid_horizon))
         else:
-            problems.extend(await _session_settlement(conn, record, ctx, findings))
+            problems.extend(await _session_settlement(conn, record, ctx.ambiguous, findings))
     findings.add("A", len(ctx.ambiguous) + len(settled), problems)
 
 
@@ -287,7 +287,10 @@ def _foreign(rows: list[tuple[str, str, str]], record: dict[str, Any]) -> list[s
 
 
 async def _session_settlement(
-    conn: psycopg.AsyncConnection, record: dict[str, Any], ctx: CheckContext, findings: Findings
+    conn: psycopg.AsyncConnection,
+    record: dict[str, Any],
+    ambiguous: list[AmbiguousCommit],
+    findings: Findings,
 ) -> list[str]:
     """A write sent alone in autocommit, settled by ending its session (no xid): the
     proxy's cut on that backend knows the truth. Without such a cut (the server went
@@ -300,7 +303,7 @@ async def _session_settlement(
     server's "committed" agrees with it."""
     verdict, ids = record["verdict"], record["transitions"]
     findings.stats["settled_by_session"] += 1
-    cuts = [c for c in ctx.ambiguous if c.backend_pid == record["pid"]]
+    cuts = [c for c in ambiguous if c.backend_pid == record["pid"]]
     rows = await _ledger_rows(conn, record)
     missing = set(ids) - {t for t, _, _ in rows}
     if not cuts:

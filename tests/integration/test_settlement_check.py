@@ -36,9 +36,11 @@ WRITTEN = "0" * 64
 """The fingerprint of the settled commit's transition (``LEDGER_ROW``'s)."""
 
 
-def committed_settlement(xid: str, fingerprint: str = WRITTEN) -> dict:
+def committed_settlement(fingerprint: str = WRITTEN, **named: object) -> dict:
+    """A "committed" settlement of ``LEDGER_ROW``'s transition, as written with
+    ``fingerprint``; ``named``: its xid, or the pid of a lone write's session."""
     transition = {"transitions": ["i1#1"], "instances": ["i1"], "fingerprints": [fingerprint]}
-    return {"xid": xid, **transition, "verdict": "committed"}
+    return {**named, **transition, "verdict": "committed"}
 
 
 async def test_committed_is_true_when_another_transaction_committed_the_transitions(aconn):
@@ -47,7 +49,7 @@ async def test_committed_is_true_when_another_transaction_committed_the_transiti
     await aconn.execute(LEDGER_ROW)  # the same transition, committed by another transaction
     findings = Findings()
 
-    problems = await invariants._settlement(aconn, committed_settlement(xid), findings, 0)
+    problems = await invariants._settlement(aconn, committed_settlement(xid=xid), findings, 0)
 
     assert problems == []
     assert findings.stats["settled_committed_by_another"] == 1
@@ -58,7 +60,7 @@ async def test_committed_is_a_violation_when_the_ledger_lacks_the_transitions(ac
     xid = await aborted_xid(aconn)
     findings = Findings()
 
-    problems = await invariants._settlement(aconn, committed_settlement(xid), findings, 0)
+    problems = await invariants._settlement(aconn, committed_settlement(xid=xid), findings, 0)
 
     assert problems == [f"the engine settled commit {xid} as committed, PostgreSQL says aborted"]
     assert findings.stats["settled_committed_by_another"] == 0
@@ -70,8 +72,21 @@ async def test_committed_is_a_violation_when_the_ledger_holds_other_content_unde
     await aconn.execute(LEDGER_ROW)  # the same transition id, with another content
     findings = Findings()
 
-    settled = committed_settlement(xid, fingerprint="1" * 64)
+    settled = committed_settlement("1" * 64, xid=xid)
     problems = await invariants._settlement(aconn, settled, findings, 0)
 
     assert problems == [f"the engine settled commit {xid} as committed, PostgreSQL says aborted"]
     assert findings.stats["settled_committed_by_another"] == 0
+
+
+async def test_a_write_settled_committed_by_its_session_with_other_content_is_a_violation(aconn):
+    await aconn.execute(NEW_INSTANCE)
+    await aconn.execute(LEDGER_ROW)  # the same transition id, with another content
+    settled = committed_settlement("1" * 64, pid=1)
+
+    problems = await invariants._session_settlement(aconn, settled, [], Findings())
+
+    assert problems == [
+        "the write of ['i1#1'] settled as committed but the ledger holds ['i1#1'] with other "
+        "content"
+    ]
