@@ -12,7 +12,8 @@ workers and the checker, through one multi-host connection string
   the promoted server by themselves, every COMMIT whose answer was lost must be settled
   there like any other unknown commit (none of them reached the standby, so none may be
   taken for committed, even when the promoted server gives its transaction id to
-  another), and every invariant must hold on the promoted server. The record gives the
+  another, and the same attempt was started again there under the same transition id),
+  and every invariant must hold on the promoted server. The record gives the
   time to resume (kill to the first new commit on the promoted server), the COMMITs in
   flight at the kill and how many of them the engine settled.
 - ``F1-async``: the standby is asynchronous. Its WAL shipping is paused, a client starts
