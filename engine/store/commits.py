@@ -486,9 +486,9 @@ async def durable(conn: psycopg.AsyncConnection, label: str, within: float | Non
     locally, visible there, when its wait for a synchronous standby ends early (a
     client's deadline ran out and psycopg cancelled the COMMIT, or a settlement ended
     the session that ran it). A standby promoted then lacks it, so "committed" would be
-    a write that can be lost. The mark (``DURABLE_MARK``) commits a WAL record of its own, after the one
-    settled; its COMMIT returns once the local flush and every synchronous standby have
-    it, and WAL reaches them in order."""
+    a write that can be lost. The mark (``DURABLE_MARK``) commits a WAL record of its
+    own, after the one settled; its COMMIT returns once the local flush and every
+    synchronous standby have it, and WAL reaches them in order."""
     try:
         await conn.commit()  # the settlement's reads: the mark is a transaction of its own
         async with asyncio.timeout(within):
