@@ -313,12 +313,8 @@ async def renew(store: Store, lease: Lease, extend: timedelta) -> Lease:
     """Extend a held lease to ``min(now + extend, deadline)``; the token is unchanged.
 
     StaleLease when the lease expired (even with no competitor), was reclaimed or was
-    finished, or is an offer no write has taken: its worker does not hold it, and its
-    owner and token may name a lease the same worker holds under a claim of its own
-    (the work claimed again after a failover lost the write that took the offer).
+    finished, or is an offer no write has taken (``_fenced``).
     """
-    if untaken(lease):
-        raise StaleLease(f"work {lease.work_id} was offered to {lease.owner}, who never took it")
     _check_duration("lease extension", extend)
     params = {**_held(lease, store.clock.sql_now()), "extend": extend}
 
@@ -454,7 +450,14 @@ async def _fenced(
     takes: bool = False,
 ) -> tuple[Any, ...]:
     """Run a statement guarded by ``HELD`` (``takes``: one that takes an offered lease,
-    ``TAKING_WRITE``); no row means the lease is no longer held (or was never taken)."""
+    ``TAKING_WRITE``); no row means the lease is no longer held (or was never taken).
+
+    An offer no write has taken holds nothing, so only a taking write runs under it: its
+    owner and token can name a lease the same worker holds under a claim of its own (the
+    work claimed again after a failover lost the write that took the offer), which a
+    renewal, a release or a completion under the offer would then act on."""
+    if untaken(lease) and not takes:
+        raise StaleLease(f"work {lease.work_id} was offered to {lease.owner}, who never took it")
     row = await seams.lease_write(conn, statement, params, takes)
     if row is None:
         if takes:

@@ -118,20 +118,28 @@ async def test_an_offer_taken_once_is_not_taken_again(
     assert (await history_kinds(store, flow)).count(EventKind.ATTEMPT_STARTED) == 1
 
 
-async def test_an_offer_never_taken_renews_nothing_of_its_workers_own_claim(
+async def test_an_offer_never_taken_acts_on_nothing_of_its_workers_own_claim(
     store: Store, aconn: psycopg.AsyncConnection
 ) -> None:
     """A failover lost the write that took the offer; the same worker then claimed the
     work on the promoted server, which leases it under the same owner and token. The
-    processor of the offer holds nothing, and must not keep the claim's lease alive
-    (it would then run the attempt the claim's processor started)."""
+    processor of the offer holds nothing: it must not keep the claim's lease alive (it
+    would then run the attempt the claim's processor started), nor release, finish or
+    dead-letter the claim's work."""
     _, payload = await started_with_offer(store, aconn, "offer-7")
     lease = offered(payload, "worker-1")
     [claimed] = await leases.claim(store, "worker-1", LEASE, 1)
     assert (claimed.owner, claimed.token) == (lease.owner, lease.token)
-    with pytest.raises(StaleLease, match="never took it"):
-        await leases.renew(store, lease, LEASE * 2)
-    assert (await work_rows(aconn, "offer-7"))["a"][4] == claimed.expires_at
+    leased = await work_rows(aconn, "offer-7")
+    for write in (
+        leases.renew(store, lease, LEASE * 2),
+        leases.retry_at(store, lease, datetime.now(UTC), "not-yet-due"),
+        leases.complete(store, lease),
+        leases.dead_letter(store, lease, "poison"),
+    ):
+        with pytest.raises(StaleLease, match="never took it"):
+            await write
+    assert await work_rows(aconn, "offer-7") == leased
 
 
 async def test_an_offer_of_an_instance_that_moved_on_writes_nothing(
