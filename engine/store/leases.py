@@ -210,6 +210,11 @@ def untaken(lease: Lease) -> bool:
     return lease.offer is not None and not lease.offer.taken
 
 
+def _never_taken(lease: Lease, why: str = "") -> StaleLease:
+    """The refusal of a write under an offer no write has taken (``why`` says more)."""
+    return StaleLease(f"work {lease.work_id} was offered to {lease.owner}, who never took it{why}")
+
+
 # Claiming -----------------------------------------------------------------------------
 
 
@@ -457,7 +462,7 @@ async def _fenced(
     work claimed again after a failover lost the write that took the offer), which a
     renewal, a release or a completion under the offer would then act on."""
     if untaken(lease) and not takes:
-        raise StaleLease(f"work {lease.work_id} was offered to {lease.owner}, who never took it")
+        raise _never_taken(lease)
     row = await seams.lease_write(conn, statement, params, takes)
     if row is None:
         if takes:
@@ -585,10 +590,7 @@ async def stage(
     now = store.clock.sql_now()
     carried = _carries(transitions)
     if untaken(fence.lease) and not (carried and _takes(fence)):
-        raise StaleLease(
-            f"work {fence.lease.work_id} was offered to {fence.lease.owner}, who never took "
-            "it: only a transition that starts the work takes an offer"
-        )
+        raise _never_taken(fence.lease, ": only a transition that starts the work takes an offer")
     if not carried and not fence.finish:  # a finishing write proves the lease itself
         await check_on(conn, fence.lease, now)
     results, next_lease, settled = [], None, False

@@ -51,11 +51,10 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _without_flushes(dsn: str) -> None:
     """The session's private cluster does not flush its writes to disk (``fsync`` off):
     every commit of the suite otherwise waits for the disk (about 1.3 ms on these hosts,
-    most of a test's commit). Nothing here loses what the OS holds in its cache: the
-    tests kill processes, the server's or a worker's, never the machine, and PostgreSQL
-    then recovers from the same WAL. The clusters that are themselves crashed and
-    restarted (a drill's, ``cluster``, a standby pair) keep the default, as does the
-    benchmark's."""
+    most of a test's commit). No test crashes the machine, only processes, whose writes
+    the OS keeps, and none crashes this cluster. The clusters that are themselves
+    crashed and restarted (a drill's, ``cluster``, a standby pair) keep the default, as
+    does the benchmark's."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET fsync = off")
         conn.execute("SELECT pg_reload_conf()")
