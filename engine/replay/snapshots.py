@@ -38,11 +38,11 @@ never looks at. The first line is the canonical JSON of the instance's fields bu
 mappings (its progress by step); each mapping that is not empty follows as a section:
 a line ``[field, [key, ...]]``, then one line per entry, the canonical JSON of that
 entry alone (canonical JSON escapes every line break inside it). ``restore`` decodes the
-first line and checks the sections' shape; each entry becomes a ``DeferredMap`` entry,
-decoded when it is first read (``engine.model.deferred``), and a snapshot of a state
-restored that way copies the text of every entry not changed since instead of encoding
-it again. A snapshot written before sections existed is the first line alone, with its
-mappings inline as pairs, and restores as it always did.
+first line and checks the sections' shape; each mapping becomes a ``LayeredMap`` over
+its entries' texts, each decoded when it is first read (``engine.model.deferred``), and
+a snapshot of a state restored that way copies the text of every entry not changed
+since instead of encoding it again. A snapshot written before sections existed is the
+first line alone, with its mappings inline as pairs, and restores as it always did.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from enum import Enum, IntEnum
 from typing import Any
 
 from engine.model.canonical import canonical_json, format_instant
-from engine.model.deferred import DeferredMap
+from engine.model.deferred import LayeredMap, restored
 from engine.model.durations import to_micros
 from engine.model.errors import RegistryError
 from engine.model.instance import Instance
@@ -150,9 +150,9 @@ class _EntryTexts:
 
     def lines(self, mapping: Mapping[str, Any], encode_entry: Encode) -> list[str]:
         """The lines of ``mapping``'s entries, in its order: for each, the text it was
-        restored from when it is unchanged since (``DeferredMap.encoded``), the text the
+        restored from when it is unchanged since (``LayeredMap.encoded``), the text the
         previous snapshot gave the same entry, or its canonical JSON."""
-        if type(mapping) is not DeferredMap:
+        if type(mapping) is not LayeredMap:
             return [self._text(entry, encode_entry) for entry in mapping.values()]
         return [mapping.encoded(key) or self._text(mapping[key], encode_entry) for key in mapping]
 
@@ -165,10 +165,10 @@ class _EntryTexts:
         return text
 
 
-def _deferred(lines: list[str], inline: Collection[str]) -> dict[str, DeferredMap[Any]]:
+def _deferred(lines: list[str], inline: Collection[str]) -> dict[str, LayeredMap[Any]]:
     """The mappings the sections of ``lines`` hold, their entries left encoded; refused
     (ValueError) unless every section is whole, of a mapping field, and not given twice."""
-    out: dict[str, DeferredMap[Any]] = {}
+    out: dict[str, LayeredMap[Any]] = {}
     position = 0
     while position < len(lines):
         name, keys = json.loads(lines[position])
@@ -178,7 +178,7 @@ def _deferred(lines: list[str], inline: Collection[str]) -> dict[str, DeferredMa
         encoded = dict(zip(keys, entries, strict=True))
         if not entries or len(encoded) != len(keys):
             raise ValueError(f"mapping {name!r} is cut short or repeats a key")
-        out[name] = DeferredMap(encoded, _SECTIONS[name][1])
+        out[name] = restored(encoded, _SECTIONS[name][1])
         position += 1 + len(keys)
     return out
 
