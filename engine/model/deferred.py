@@ -56,6 +56,17 @@ class Encoded(Mapping[str, V]):
         value = decoded[key] = self._decode(self._texts[key])
         return value
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """``Mapping.get`` without its exception: a decision looks up every step."""
+        decoded = self._decoded
+        if key in decoded:
+            return decoded[key]
+        text = self._texts.get(key)
+        if text is None:
+            return default
+        value = decoded[key] = self._decode(text)
+        return value
+
     def __contains__(self, key: object) -> bool:
         return key in self._texts
 
