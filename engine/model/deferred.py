@@ -34,6 +34,7 @@ SMALL = 64
 """A plain dict of fewer entries than this is copied to set one (see the module)."""
 MIN_RECENT = 16
 """The fewest changes ``recent`` holds before it is merged into ``older``."""
+_ABSENT = object()
 
 
 class Encoded(Mapping[str, V]):
@@ -99,15 +100,13 @@ class LayeredMap(Mapping[str, V]):
         self._length = len(base) if length is None else length
 
     def __getitem__(self, key: str) -> V:
-        recent = self._recent
-        if key in recent:
-            return recent[key]
-        older = self._older
-        if key in older:
-            return older[key]
-        return self._base[key]
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The newest entry of ``key``: changed recently, changed earlier, or the base's."""
         recent = self._recent
         if key in recent:
             return recent[key]
