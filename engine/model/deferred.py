@@ -37,6 +37,13 @@ MIN_RECENT = 16
 _ABSENT = object()
 
 
+def _found(value: Any, key: str) -> Any:
+    """``value`` as ``get`` gave it for ``key``; KeyError when it was absent."""
+    if value is _ABSENT:
+        raise KeyError(key)
+    return value
+
+
 class Encoded(Mapping[str, V]):
     """A snapshot's entries as texts, each decoded the first time it is read.
 
@@ -51,11 +58,7 @@ class Encoded(Mapping[str, V]):
         self._decoded: dict[str, V] = {}
 
     def __getitem__(self, key: str) -> V:
-        decoded = self._decoded
-        if key in decoded:
-            return decoded[key]
-        value = decoded[key] = self._decode(self._texts[key])
-        return value
+        return _found(self.get(key, _ABSENT), key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """``Mapping.get`` without its exception: a decision looks up every step."""
@@ -100,10 +103,7 @@ class LayeredMap(Mapping[str, V]):
         self._length = len(base) if length is None else length
 
     def __getitem__(self, key: str) -> V:
-        value = self.get(key, _ABSENT)
-        if value is _ABSENT:
-            raise KeyError(key)
-        return value
+        return _found(self.get(key, _ABSENT), key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The newest entry of ``key``: changed recently, changed earlier, or the base's."""
