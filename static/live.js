@@ -3,8 +3,23 @@
 // with it, a running instance's page follows the instance in place: node classes and
 // titles change (and a state diagram's edge counts), changed parts are swapped (only when their digest differs), and new
 // history rows are appended while the page shows the end of the history.
+// Every state-bearing answer says the sequence it was drawn at (a live update, an
+// action's notice, each part): the page never takes state older than it shows, since
+// an action's response and the live stream race and either may arrive last.
 (function () {
   "use strict";
+
+  function shown(element) {
+    return Number((element && element.dataset.sequence) || 0);
+  }
+
+  // The graph's nodes, when `sequence` is not older than what the graph shows.
+  function applyNodesAt(nodes, sequence) {
+    var root = document.getElementById("instance-page");
+    if (root && sequence < shown(root)) return;
+    applyNodes(nodes);
+    if (root) root.dataset.sequence = String(sequence);
+  }
 
   function applyNodes(nodes) {
     (nodes || []).forEach(function (node) {
@@ -30,6 +45,7 @@
       var part = parts[id];
       if (!current || current.dataset.digest === part.digest) return;
       var fresh = fromHtml(part.html);
+      if (shown(fresh) < shown(current)) return;
       current.replaceWith(fresh);
       if (window.htmx) window.htmx.process(fresh);
     });
@@ -61,10 +77,9 @@
     source.addEventListener("open", function () { say("live"); });
     source.addEventListener("update", function (event) {
       var data = JSON.parse(event.data);
-      applyNodes(data.nodes);
+      applyNodesAt(data.nodes, data.sequence);
       applyParts(data.parts);
       appendEvents(data.events);
-      root.dataset.sequence = String(data.sequence);
     });
     source.addEventListener("end", function (event) {
       source.close();
@@ -99,7 +114,15 @@
     var root = event.target;
     var holders = Array.prototype.slice.call(root.querySelectorAll("[data-nodes]"));
     if (root.dataset && root.dataset.nodes) holders.push(root);
-    holders.forEach(function (holder) { applyNodes(JSON.parse(holder.dataset.nodes)); });
+    holders.forEach(function (holder) { applyNodesAt(JSON.parse(holder.dataset.nodes), shown(holder)); });
+  });
+
+  // An action's response swaps every part out of band: not over a part drawn later.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var fresh = event.detail.fragment && event.detail.fragment.firstElementChild;
+    if (fresh && fresh.dataset && fresh.dataset.sequence && shown(fresh) < shown(event.detail.target)) {
+      event.detail.shouldSwap = false;
+    }
   });
 
   document.addEventListener("DOMContentLoaded", function () {

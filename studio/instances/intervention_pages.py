@@ -224,6 +224,7 @@ def _answer(request: Request, detail: InstanceDetail, message: str) -> Markup:
         "instances/_notice.html",
         message=message,
         nodes=json.dumps(node_updates(detail)),
+        sequence=detail.state.sequence,
     )
     parts: list[Any] = [notice, *(s.html for s in render_sections(request, detail, True).values())]
     return Markup("").join(parts)

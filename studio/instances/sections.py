@@ -6,9 +6,12 @@ timers, signals, races, children, compensations, audit). Each part is rendered b
 own template into an element with a stable id and a digest of its content, so a live
 update (or an action's response) can replace exactly the parts that changed, and a
 browser skips a part whose digest it already shows: a form someone is typing in is
-never replaced by an identical copy. The graph is never re-rendered after the page
-opens: only its nodes' classes and titles change (``node_updates``; for a machine,
-every state's and edge's mark, with the edges' counts).
+never replaced by an identical copy. Each part also carries the sequence it was drawn
+at, and a browser never replaces a part with one drawn earlier: an action's response
+and the live stream race, and whichever arrives last must not paint older state. The
+graph is never re-rendered after the page opens: only its nodes' classes and titles
+change (``node_updates``; for a machine, every state's and edge's mark, with the edges'
+counts).
 """
 
 from __future__ import annotations
@@ -84,9 +87,9 @@ def render_section(
     body = fragment(request, f"instances/_{name}.html", d=detail, **shown)
     digest = hashlib.sha256(body.encode()).hexdigest()[:16]
     swap = Markup(' hx-swap-oob="true"') if oob else ""
-    html = Markup('<div id="{}" class="live-part" data-digest="{}"{}>{}</div>').format(
-        element_id, digest, swap, body
-    )
+    html = Markup(
+        '<div id="{}" class="live-part" data-digest="{}" data-sequence="{}"{}>{}</div>'
+    ).format(element_id, digest, detail.state.sequence, swap, body)
     return Section(element_id, html, digest)
 
 

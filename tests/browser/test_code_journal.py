@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import APIResponse, Page, Request, Route, expect
 
 from studio.roles import Role
 from tests.browser.conftest import screenshot, settled, sign_in
@@ -66,6 +66,48 @@ def test_start_a_run_send_its_signals_and_watch_the_journal_grow(
         expect(page.locator("#instance-status")).to_have_text("completed", timeout=WORK_SECONDS)
         expect(page.locator("#live-badge")).to_have_text("ended")
         still_same_document(page)
+
+
+HELD = "wayline-test: answer held"
+
+
+def test_an_answer_that_arrives_after_a_newer_live_update_paints_nothing_older(
+    page: Page, studio: LiveStudio, team: str
+) -> None:
+    """An action's answer is drawn when the action commits; the live stream may bring
+    what the worker did next before that answer arrives. Here the answer to "send paid"
+    is held until the page shows the charge done, then let through: the graph and the
+    journal keep the newer state (before, the charge's node turned back to pending)."""
+    sign_in(page, studio.user(team, Role.OPERATOR))
+    with studio.worker(code_app.app):
+        start_from_the_form(page, "pages-saga", "h-1", '{"sku": "mug"}')
+        journal = page.locator("#journal-table")
+        expect(journal.locator("#journal-1")).to_contain_text("race.1", timeout=WORK_SECONDS)
+    held: list[tuple[Route, APIResponse]] = []
+
+    def hold(route: Route, request: Request) -> None:
+        if request.method != "POST":
+            route.continue_()
+            return
+        held.append((route, route.fetch()))
+        page.evaluate(f"console.log({HELD!r})")
+
+    page.route("**/*", hold)
+    with page.expect_console_message(lambda message: message.text == HELD):
+        send(page, "paid", '{"by": "ada"}')
+    with studio.worker(code_app.app):
+        expect(journal.locator("#journal-3")).to_contain_text(
+            "await.shipped.1", timeout=WORK_SECONDS
+        )
+        expect(page.locator("#code-2")).to_have_class(re.compile(r"\bstate-succeeded\b"))
+    route, answer = held.pop()
+    route.fulfill(response=answer)
+    expect(page.locator("#action-panel")).to_contain_text("Signal paid delivered")
+    settled(page)
+    expect(page.locator("#code-2")).to_have_class(re.compile(r"\bstate-succeeded\b"))
+    expect(journal.locator("#journal-3")).to_contain_text("await.shipped.1")
+    page.unroute("**/*", hold)
+    still_same_document(page)
 
 
 def test_an_unknown_outcome_is_shown_as_such_and_resolved_with_a_reason(
