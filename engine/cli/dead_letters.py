@@ -24,7 +24,15 @@ from typing import Any
 
 from engine.api.client import Client
 from engine.api.queries import Queries
-from engine.cli.options import UsageError, actor, outcome_unknown, reason, team, whole_number
+from engine.cli.options import (
+    UsageError,
+    actor,
+    named_instance,
+    outcome_unknown,
+    reason,
+    team,
+    whole_number,
+)
 from engine.cli.runtime import add_command, add_group
 from engine.model.canonical import format_instant, parse_instant
 from engine.model.limits import MAX_PAGE_ITEMS, MAX_SEQUENCE
@@ -84,7 +92,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _fence(parser: argparse.ArgumentParser) -> None:
     """The dead letter as ``list`` shows it, and the audit every resolution carries."""
-    parser.add_argument("instance", metavar="INSTANCE", help="the instance id as listed")
+    parser.add_argument(
+        "instance", metavar="INSTANCE", type=named_instance, help="the instance id as listed"
+    )
     parser.add_argument("work_id", metavar="WORK_ID", help="the work id as listed")
     parser.add_argument(
         "--token", required=True, type=fencing_token, help="the fencing token as listed"

@@ -27,6 +27,7 @@ from engine.model.errors import DefinitionInvalid
 from engine.model.identifiers import (
     code_problem,
     id_problem,
+    key_problem,
     name_problem,
     signal_id_problem,
     team_problem,
@@ -269,6 +270,10 @@ reason = checked_by(reason_problem)
 MAX_REASON_LENGTH characters."""
 instance_id = checked_by(id_problem)
 """argparse type for a new instance's ``--id``."""
+named_instance = checked_by(lambda text: (found := key_problem(text)) and f"an instance id {found}")
+"""argparse type for the instance a command names: an id, or a child's id derived from
+its parent's (up to MAX_KEY_LENGTH); refused before connecting, so an empty or spaced id
+is said to be one rather than looked up."""
 version = checked_by(lambda text: (found := name_problem(text)) and f"the version {found}")
 """argparse type for a version a command names (``instance migrate --to``, the target
 of ``definition declare-edge``): a name, as every published version is."""

@@ -36,6 +36,7 @@ from engine.cli.options import (
     actor,
     add_store_options,
     instance_id,
+    named_instance,
     optional_dsn,
     outcome_code,
     outcome_unknown,
@@ -156,9 +157,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     status = add_command(
         commands, "status", "print {kind, seq, at} of an instance's newest event", _status
     )
-    status.add_argument("instance")
+    status.add_argument("instance", type=named_instance)
     sig = add_command(commands, "signal", "deliver a signal to a waiting step", _signal)
-    sig.add_argument("instance")
+    sig.add_argument("instance", type=named_instance)
     sig.add_argument("step", metavar="STEP", type=signal_name, help="the signal's name")
     sig.add_argument(
         "--signal-id", required=True, type=signal_id, help="deduplication id of this signal"
@@ -166,10 +167,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     sig.add_argument("--payload", default="null", type=json_arg, help="payload as JSON")
     _operator_command(commands)
     inspect = add_command(commands, "inspect", "show an instance's replayed state", _inspect)
-    inspect.add_argument("instance")
+    inspect.add_argument("instance", type=named_instance)
     inspect.add_argument("--json", action="store_true", help="print the full state as JSON")
     history = add_command(commands, "history", "print an instance's history", _history)
-    history.add_argument("instance")
+    history.add_argument("instance", type=named_instance)
     history.add_argument("--json", action="store_true", help="one JSON event per line")
     history.add_argument(
         "--after",
@@ -192,7 +193,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _operator_command(commands: argparse._SubParsersAction) -> None:
     """``wayline command INSTANCE ACTION``: every operator action the studio offers."""
     cmd = add_command(commands, "command", "an audited operator command", _operator)
-    cmd.add_argument("instance")
+    cmd.add_argument("instance", type=named_instance)
     cmd.add_argument("action", choices=[verb(action) for action in EFFECT_OPTIONS])
     cmd.add_argument(
         "--actor", required=True, type=actor, help="who acts (recorded in the audit trail)"

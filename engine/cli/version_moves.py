@@ -22,7 +22,15 @@ import uuid
 from engine.api.bulk_commands import BulkCommand, BulkCommands
 from engine.api.client import Client
 from engine.cli.definitions import app_from
-from engine.cli.options import EXIT_FAILED, UsageError, actor, reason, team, version
+from engine.cli.options import (
+    EXIT_FAILED,
+    UsageError,
+    actor,
+    named_instance,
+    reason,
+    team,
+    version,
+)
 from engine.cli.runtime import add_command, add_group
 from engine.decide.bulk_actions import bulk_request
 from engine.decide.operator_actions import Action
@@ -45,7 +53,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "migrate instances to another version of their name along a declared edge",
         _migrate,
     )
-    move.add_argument("instances", nargs="+", metavar="ID", help=f"at most {MAX_BULK_INSTANCES}")
+    move.add_argument(
+        "instances",
+        nargs="+",
+        metavar="ID",
+        type=named_instance,
+        help=f"at most {MAX_BULK_INSTANCES}",
+    )
     move.add_argument("--to", required=True, metavar="VERSION", dest="to_version", type=version)
     move.add_argument("--actor", required=True, type=actor, help=f"who migrates them ({AUDITED})")
     move.add_argument(

@@ -323,6 +323,21 @@ AUDITED_USAGE = {
         "wayline start: error: argument --id: must be 1 to 200 characters: ASCII letters, digits "
         "and . _ : @ / + -, starting with a letter or digit",
     ),
+    "an empty instance to act on": (
+        ["command", "", "pause", "--actor", "ann", "--reason", "why"],
+        "wayline command: error: argument instance: an instance id must be 1 to 512 "
+        "characters: ASCII letters, digits and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "a spaced instance to signal": (
+        ["signal", "o 1", "shipped", "--signal-id", "s-1"],
+        "wayline signal: error: argument instance: an instance id must be 1 to 512 "
+        "characters: ASCII letters, digits and . _ : @ / + -, starting with a letter or digit",
+    ),
+    "an empty instance to inspect": (
+        ["inspect", ""],
+        "wayline inspect: error: argument instance: an instance id must be 1 to 512 "
+        "characters: ASCII letters, digits and . _ : @ / + -, starting with a letter or digit",
+    ),
     "a missing option": (
         ["command", "o-1", "pause", "--actor", "ann"],
         "wayline command: error: the following arguments are required: --reason",
