@@ -862,7 +862,7 @@ def _floor(v: View) -> list[str]:
             f"; half of DBOS's best shape ({peers.label(dbos.engine, dbos.shape)}, "
             f"{1000 * dbos.median:.1f} ms) is {500 * dbos.median:.1f} ms"
         )
-    return ["", text + "."]
+    return ["", text + ".", ""]
 
 
 MARKS_NOTE = (

@@ -99,3 +99,15 @@ def test_the_report_sets_the_path_against_one_commit_at_this_hosts_floor():
     text = report.render_latency(found)
     assert "at 100 transactions/s (`-R 100`: the machine idle" in text
     assert "one took 1.10 ms, and 2 such are 2.2 ms" in text
+
+
+def test_the_floor_paragraph_ends_before_the_next_heading():
+    ours = Latency("wayline", [0.008], [0.002], marks=[{"commit 1 answered": 4.0}])
+    found = Results("latency", SIZES, "2026-12-05 00:00 UTC")
+    found.latency = {ours.key: ours}
+    found.pgbench_before = [PgbenchRun(1, 5, 1250.0, 0.8, Window())]
+    lines = report.render(found).splitlines()
+    assert any(line.startswith("The floor on this host") for line in lines)
+    for number, line in enumerate(lines[1:], start=1):
+        if line.startswith("## "):
+            assert lines[number - 1] == "", f"no blank line before {line!r}"
