@@ -52,14 +52,18 @@ def test_the_graph_opens_at_the_current_step(page: Page, studio: LiveStudio) -> 
     page.wait_for_function(INSIDE, arg=[node.element_handle(), canvas])
 
 
-def test_a_long_value_wraps_in_the_steps_table(page: Page, studio: LiveStudio) -> None:
+def test_a_long_value_wraps_in_the_steps_and_signals_tables(page: Page, studio: LiveStudio) -> None:
+    """A signal id without separators (the 32 hex digits of the command id an approval
+    gets) ran out of the signals card, which takes a third of the page's width."""
     team, instance_id, _ = far_along(studio, first_signal="k" * 150)
     sign_in(page, studio.user(team, Role.VIEWER))
     page.goto(f"/instances/{instance_id}")
     row = page.locator("#step-row-s0")
     expect(row).to_contain_text("k" * 150)
+    expect(page.locator("#signals-table")).to_contain_text("k" * 150)
     fits = "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth + 1"
     assert page.locator("#steps-table").evaluate(fits)
+    assert page.locator("#signals-table").evaluate(fits)
 
 
 def test_a_long_input_wraps_in_the_history(page: Page, studio: LiveStudio) -> None:

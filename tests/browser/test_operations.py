@@ -63,11 +63,21 @@ def open_at_approval(page: Page, studio: LiveStudio, team: str, role: Role) -> t
     return instance_id, open_as(page, studio, team, role, instance_id)
 
 
+ONE_LIST = """() => {
+  const said = document.querySelector("#confirm-effect li");
+  const detail = document.querySelector("#confirm-preview .preview-details li");
+  return !detail || said.getBoundingClientRect().left === detail.getBoundingClientRect().left;
+}"""
+"""Whether what an action does, in words, and the details of its dry run under them
+start at one indent (they read as one list; the details stood further left)."""
+
+
 def act(page: Page, offer: str, reason: str) -> None:
     """Open an action's confirmation, read its effect, give the reason and confirm."""
     settled(page)
     page.locator(f"[data-offer='{offer}']").click()
     expect(page.locator("#confirm-effect")).to_be_visible()
+    assert page.evaluate(ONE_LIST), "the effect and its details are indented alike"
     settled(page)
     page.locator("#confirm-form").get_by_label("Reason").fill(reason)
     page.locator("#confirm-button").click()
