@@ -44,6 +44,15 @@ def test_families_are_in_order_and_each_is_described(page: Page, studio: LiveStu
     expect(abouts).to_have_count(len(ids))
     texts = abouts.all_inner_texts()
     assert all(len(t.strip()) > 20 for t in texts), dict(zip(ids, texts, strict=True))
+    legends = families.locator("legend").all_inner_texts()
+    said_twice = {
+        family: legend
+        for family, legend, about in zip(ids, legends, texts, strict=True)
+        if about.strip()[:20].lower() in legend.lower()
+    }
+    assert not said_twice, "a family's heading restates what it tests"
+    first = families.first.locator("legend input")
+    expect(first).to_have_accessible_description(texts[0].strip())
 
 
 def test_scorecard_figures_carry_units(page: Page, studio: LiveStudio, tmp_path: Path) -> None:
