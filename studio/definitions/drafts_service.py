@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from engine.model.definitions import definition_to_json
+from engine.model.definitions import Mode, definition_to_json
 from engine.model.errors import DefinitionInvalid
 from engine.model.validation import parse_definition
 from studio.definitions import drafts
@@ -26,6 +26,7 @@ from studio.definitions.draft_edits import (
     set_header,
 )
 from studio.definitions.drafts import Draft, DraftChanged
+from studio.definitions.problems import FROM_ITS_CODE
 from studio.definitions.service import PublishOutcome
 from studio.errors import Invalid
 from studio.runtime import Runtime
@@ -47,6 +48,8 @@ async def create_from_version(
 ) -> Draft:
     """A draft of the next version, starting from the content of ``name@version``."""
     published = await definitions.version_of(runtime, team, name, version)
+    if published.definition.mode is Mode.CODE:
+        raise Invalid(f"{name}@{version} is not drafted here: {FROM_ITS_CODE}")
     taken = {v.definition.version for v in await definitions.versions_of(runtime, team, name)}
     document = definition_to_json(published.definition)
     document["version"] = next_version(version, taken)

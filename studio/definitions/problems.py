@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.model.definitions import Definition
+from engine.model.definitions import Definition, Mode
 from engine.model.errors import DefinitionInvalid, FieldError
 from engine.model.validation import parse_definition
 from engine.model.words import clipped
@@ -23,6 +23,11 @@ from studio.definitions.structure import raw_steps, shape_of, step_refs
 
 TARGET_SHOWN = 40
 """How much of a target a warning repeats (one too long is refused at its field too)."""
+FROM_ITS_CODE = (
+    "a code workflow is published from its code, where it is linted and its running "
+    "journals replayed against it: wayline definition publish --app MODULE:APP"
+)
+"""Why the studio drafts, imports and publishes step lists and state machines only."""
 _STEP_PATH = re.compile(r"^steps\[(\d+)\](?:\.(.*))?$")
 _LIST_INDEX = re.compile(r"\[\d+\]")
 
@@ -107,6 +112,8 @@ def check_document(document: Any, known_targets: Iterable[str] | None = None) ->
         definition = parse_definition(document)
     except DefinitionInvalid as invalid:
         errors = list(invalid.errors)
+    if definition is not None and definition.mode is Mode.CODE:
+        definition, errors = None, [FieldError("mode", FROM_ITS_CODE)]
     items = [locate(e, document) for e in errors]
     if known_targets is not None:
         items.extend(unknown_targets(document, set(known_targets)))

@@ -13,7 +13,9 @@ import pytest
 
 from engine.api.client import Client
 from engine.decide.operator_actions import Action
+from studio.definitions.problems import FROM_ITS_CODE
 from studio.instance_urls import instance_url
+from studio.roles import Role
 from tests.studio import code_app
 from tests.studio.live import LiveStudio, SignedInClient, csrf_token
 
@@ -227,3 +229,28 @@ def test_the_json_api_starts_signals_and_reads_a_code_run(
     history = operator.get(f"{api}/history").json()
     kinds = [event["kind"] for event in history["events"]]
     assert "wait_resolved" in kinds and "activity_scheduled" in kinds
+
+
+def test_a_code_workflow_is_published_from_its_code_never_drafted_here(
+    studio: LiveStudio, team: str
+) -> None:
+    """ "New draft from this version" opened a code workflow in the step-list editor as
+    an empty, valid draft, which published as a copy that no lint or journal replay
+    had checked; a new version of a code workflow comes from its code."""
+    author = studio.client(studio.user(team, Role.AUTHOR))
+    author.headers["X-CSRF-Token"] = author.csrf
+    page = author.get("/definitions/pages-saga/versions/1").text
+    assert "New draft from this version" not in page
+    assert "wayline definition publish --app MODULE:APP" in page
+    refused = author.form("/definitions/pages-saga/versions/1/draft", follow_redirects=True)
+    assert refused.status_code == 422 and "pages-saga@1 is not drafted here" in refused.text
+    answer = author.post("/api/drafts", json={"from_name": "pages-saga", "from_version": "1"})
+    assert answer.status_code == 422 and FROM_ITS_CODE in answer.json()["error"]
+    document = author.get("/definitions/pages-saga/versions/1/export").json()
+    document["version"] = "2"
+    checked = author.post("/api/definitions/validate", json={"document": document}).json()
+    assert not checked["valid"] and [p["message"] for p in checked["problems"]] == [FROM_ITS_CODE]
+    published = author.post("/api/definitions", json={"document": document})
+    assert published.status_code == 422, published.text
+    versions = author.get("/api/definitions/pages-saga").json()
+    assert [v["version"] for v in versions] == ["1"]
