@@ -323,7 +323,7 @@ def test_run_a_crash_drill_and_read_its_scorecard(
     page.set_viewport_size({"width": 1400, "height": 1000})
     sign_in(page, studio.user(shop, Role.OPERATOR))
     page.goto("/drills")
-    family = page.locator("fieldset.family").filter(has_text="D1 kill")
+    family = page.locator("fieldset.family").filter(has=page.locator("legend input[value='D1']"))
     family.get_by_text("Choose single drills").click()
     family.get_by_label(re.compile(re.escape(drill))).check()
     page.get_by_role("button", name="Run the chosen drills").click()
