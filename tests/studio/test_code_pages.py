@@ -234,9 +234,9 @@ def test_the_json_api_starts_signals_and_reads_a_code_run(
 def test_a_code_workflow_is_published_from_its_code_never_drafted_here(
     studio: LiveStudio, team: str
 ) -> None:
-    """ "New draft from this version" opened a code workflow in the step-list editor as
-    an empty, valid draft, which published as a copy that no lint or journal replay
-    had checked; a new version of a code workflow comes from its code."""
+    """The version page's *New draft from this version* opened a code workflow in the
+    step-list editor as an empty, valid draft, which published as a copy that no lint
+    or journal replay had checked; a new version of a code workflow comes from its code."""
     author = studio.client(studio.user(team, Role.AUTHOR))
     author.headers["X-CSRF-Token"] = author.csrf
     page = author.get("/definitions/pages-saga/versions/1").text
