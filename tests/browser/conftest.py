@@ -47,10 +47,12 @@ expect.set_options(timeout=TIMEOUT_MS)
 
 
 _served = contextlib.ExitStack()
-"""The live studio: closed after the last browser test (``pytest_runtest_teardown``),
-not at the session's end. Its in-process worker runs the engine's own functions, which
-tests after this directory patch for a worker of theirs: left running, it once handed
-a studio instance's due timer to such a test's patched processor."""
+"""The live studio and Chromium: closed after the last browser test
+(``pytest_runtest_teardown``), not at the session's end. The studio's in-process worker
+runs the engine's own functions, which tests after this directory patch for a worker of
+theirs: left running, it once handed a studio instance's due timer to such a test's
+patched processor. While Playwright's sync API is active its event loop counts as
+running, and the async tests after this directory need theirs."""
 
 
 @pytest.fixture(scope="session")
@@ -61,9 +63,11 @@ def studio(pg_dsn: str) -> Iterator[LiveStudio]:  # noqa: F811
     _served.close()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Close the studio once the next test is not a browser test (pytest runs a
-    directory's tests together, so none of them needs it again)."""
+    """Close the studio and Chromium once the next test is not a browser test (pytest runs a
+    directory's tests together, so none of them needs it again): last, after the test's
+    own fixtures (its page's context) are torn down."""
     if nextitem is None or nextitem.path.parent != Path(__file__).parent:
         _served.close()
 
@@ -77,21 +81,18 @@ def shop(studio: LiveStudio) -> str:
     return team
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Chromium for one test module (about a second to start).
-
-    Not for the whole session: while Playwright's sync API is active its event loop
-    counts as running, and the async tests that run after this directory need theirs.
-    """
+@pytest.fixture(scope="session")
+def browser() -> Browser:
+    """One Chromium for every browser test (each test opens a context of its own):
+    started once, not once a module, as it takes a second or more on a loaded host."""
     if not os.path.exists(CHROMIUM):
         pytest.fail(
             f"Chromium is missing at {CHROMIUM}: run WAYLINE_NEEDS_CHROMIUM=1 scripts/bootstrap.sh"
         )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    playwright = _served.enter_context(sync_playwright())
+    launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    _served.callback(launched.close)
+    return launched
 
 
 @pytest.fixture
