@@ -30,7 +30,7 @@ from engine.store import reads
 from engine.store.store import Store
 from examples.orders import EFFECTS_ENV
 from tests.e2e.app import read_records
-from tests.integration.conftest import pg_dsn, schema, schema_name  # noqa: F401
+from tests.integration.conftest import pg_dsn, schema, schema_name, schema_pool  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 WAYLINE = str(ROOT / ".venv" / "bin" / "wayline")

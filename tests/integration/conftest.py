@@ -2,8 +2,10 @@
 
 One server per test session: a private cluster started with `EmbeddedPostgres` under
 pytest's tmp dir (random port, its own socket dir, so it never clashes with a server on
-5432), or the server named by `WAYLINE_TEST_DSN`. Each test gets its own freshly migrated
-schema, which is much cheaper than a database per test and still fully isolated.
+5432), or the server named by `WAYLINE_TEST_DSN`. Each test gets a migrated schema of its own,
+much cheaper than a database per test and still fully isolated: one an earlier test used,
+emptied and renamed (``tests/integration/schema_pool.py``), or one migrated when none is
+spare.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from psycopg import sql
 from engine.api.client import Client
 from engine.store.clock import DatabaseClock, ManualClock
 from engine.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, find_pg_bin
-from engine.store.migrations import apply_migrations
 from engine.store.store import DEFAULT_POOL_SIZE, Store
 from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration.code_runs import published, worker_context
 from tests.integration.factories import open_store
+from tests.integration.schema_pool import SchemaPool
 from tests.integration.transition_builders import SINGLE, single_definition
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
@@ -90,11 +92,21 @@ def schema_name(pg_dsn: str) -> Iterator[str]:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
+@pytest.fixture(scope="session")
+def schema_pool(pg_dsn: str) -> Iterator[SchemaPool]:
+    """The session's migrated schemas, handed from one test to the next."""
+    pool = SchemaPool(pg_dsn)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def schema(pg_dsn: str, schema_name: str) -> str:
-    """A fresh schema with every migration applied."""
-    apply_migrations(pg_dsn, schema_name)
-    return schema_name
+def schema(schema_pool: SchemaPool, schema_name: str) -> Iterator[str]:
+    """A schema with every migration applied, as a fresh migration makes it, though most
+    often one an earlier test used and the pool emptied (``schema_pool``)."""
+    schema_pool.take(schema_name)
+    yield schema_name
+    schema_pool.give_back(schema_name)
 
 
 @pytest.fixture

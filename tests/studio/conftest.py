@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from studio.roles import Role
-from tests.integration.conftest import default_store, pg_dsn, schema, schema_name  # noqa: F401
+from tests.integration.conftest import default_store, pg_dsn, schema, schema_name, schema_pool  # noqa: F401
 from tests.studio.live import LiveStudio, SignedInClient, serve_studio
 
 
