@@ -25,8 +25,8 @@ REMADE = "store_epoch"
 """The table a migration fills with a row of its moment (0032: a new store's epoch,
 dated when it is made): made anew, as a new store's, not copied from the template."""
 EMPTYING_LOCK_TIMEOUT = "2s"
-"""How long emptying waits for a lock a finished test's connection still holds; past it
-the schema is dropped instead (the drop then waits as it always did)."""
+"""How long emptying waits for the tables while a connection the test left still uses
+one; past it the schema is dropped instead (the drop then waits as it always did)."""
 
 CATALOG = """
 SELECT md5(string_agg(replace(item, %(name)s, '$schema'), E'\\n' ORDER BY item))
@@ -86,8 +86,9 @@ of their schema (0026, 0029, 0032), which a rename must follow."""
 class SchemaPool:
     """A session's migrated schemas: ``take`` one under a test's name, ``give_back`` it."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, lock_timeout: str = EMPTYING_LOCK_TIMEOUT) -> None:
         self.dsn = dsn
+        self.lock_timeout = lock_timeout
         self.template = f"t_template_{uuid.uuid4().hex[:12]}"
         apply_migrations(dsn, self.template)
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -115,7 +116,7 @@ class SchemaPool:
             with psycopg.connect(self.dsn, autocommit=True) as conn, conn.transaction():
                 if _catalog(conn, name) != self.catalog:
                     return
-                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(EMPTYING_LOCK_TIMEOUT))
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(self.lock_timeout))
                 self._empty(conn, name)
                 conn.execute(_alter_schema(name, spare))
         except (psycopg.errors.LockNotAvailable, psycopg.errors.InvalidSchemaName):
@@ -130,12 +131,16 @@ class SchemaPool:
         self.spare.clear()
 
     def _empty(self, conn: psycopg.Connection, name: str) -> None:
-        """One round trip: every row deleted (a referencing table before the table it
+        """One round trip: every table locked (a statement of a connection the test
+        left, still running, ends first, and none writes until the schema has its
+        spare name), every row deleted (a referencing table before the table it
         references), the migrations' rows back, the sequences restarted. Deleting the
         few rows a test wrote costs less than truncating: no table gets new files."""
+        tables = [sql.Identifier(name, table) for table in self.tables]
         statements = [
-            sql.SQL("DELETE FROM {}").format(sql.Identifier(name, t)) for t in self.tables
+            sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.SQL(", ").join(tables))
         ]
+        statements += [sql.SQL("DELETE FROM {}").format(table) for table in tables]
         statements += [
             sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
                 sql.Identifier(name, table), sql.Identifier(self.template, table)

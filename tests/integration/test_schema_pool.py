@@ -110,3 +110,20 @@ def test_a_schema_whose_catalog_a_test_changed_is_not_handed_on(
             "SELECT to_regclass(%s) IS NOT NULL", (f"{next_one}.extra",)
         ).fetchone()
         assert handed == (False,)
+
+
+def test_a_schema_a_left_connection_still_uses_is_not_handed_on(
+    pool: SchemaPool, pg_dsn: str, names: list[str]
+) -> None:
+    pool.lock_timeout = "100ms"
+    used, next_one, _ = names
+    pool.take(used)
+    with psycopg.connect(pg_dsn) as left:  # a transaction open on one of its tables
+        left.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(used, "work")))
+        pool.give_back(used)
+    pool.take(next_one)
+
+    assert pool.spare == []
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        kept = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (used,)).fetchone()
+        assert kept == (True,)  # left where it was, for the test's teardown to drop
