@@ -43,7 +43,7 @@ from engine.model.events import EventKind
 from engine.store.rows import WorkState
 from engine.worker.faults import Action, Boundary, Fault
 from verification import continuations, drill_code
-from verification.drills.base import DrillEnv
+from verification.drills.base import DrillEnv, DrillFailed
 from verification.drills.boundaries import SEVERS
 from verification.drills.leases import one_fault_recovered
 from verification.workloads import CodeRun, CodeWorkload
@@ -292,22 +292,42 @@ DEAD_DECISIONS = """
 SELECT instance_id, work_id, lease_token, failure_code, failure_detail FROM work
 WHERE state = %(dead)s AND instance_id = ANY(%(runs)s)
 """
+DECIDING = f"""
+SELECT DISTINCT instance_id FROM work
+WHERE state IN ({WorkState.AVAILABLE}, {WorkState.LEASED}, {WorkState.HELD})
+  AND instance_id = ANY(%(runs)s) AND (lease_token > 0 OR available_at < now() + %(soon)s)
+"""
+"""Runs whose work may still move: due within the wait (a server's clock may run behind
+the worker's), held by a worker, or put back by one. A run's wake-up at its wait's
+timeout (``drill_code.SIGNAL_TIMEOUT``), never claimed, is not."""
 
 
 async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, str, int]]:
-    """Until every run's decision is dead-lettered; each one's fence (instance id, work
-    id and token),
-    once checked to name the divergence and to leave its run running."""
-    params = {"dead": int(WorkState.DEAD_LETTERED), "runs": [r.run_id for r in runs]}
+    """Until every run's signal decision settled; each one's fence (instance id, work id
+    and token), once checked to be parked: dead-lettered as the divergence, its run
+    still running. A decision that settled otherwise (an engine that took the divergent
+    code as waiting) fails the drill at once, rather than at the quiet phase's timeout."""
+    params = {
+        "dead": int(WorkState.DEAD_LETTERED),
+        "runs": [r.run_id for r in runs],
+        "soon": timedelta(seconds=WAIT_SECONDS),
+    }
     found: list[tuple[str, str, int, str, str]] = []
 
-    async def parked() -> bool:
+    async def settled() -> bool:
         nonlocal found
         async with env.store.connection() as conn:
             found = await (await conn.execute(DEAD_DECISIONS, params)).fetchall()
-        return {row[0] for row in found} == set(params["runs"])
+            deciding = await (await conn.execute(DECIDING, params)).fetchall()
+        dead = {row[0] for row in found}
+        return not {row[0] for row in deciding} - dead
 
-    await env.until(parked, WAIT_SECONDS, "every run's decision to park as a journal divergence")
+    await env.until(settled, WAIT_SECONDS, "every run's decision to settle")
+    if unparked := sorted(set(params["runs"]) - {row[0] for row in found}):
+        raise DrillFailed(
+            f"{', '.join(unparked)}: the signal's decision settled without parking the run "
+            "as a journal divergence"
+        )
     for run_id, _, _, code, detail in found:
         env.expect(
             code == DIVERGENCE and (detail or "").startswith(EXPECTED_DIVERGENCE),
