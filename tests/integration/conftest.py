@@ -28,7 +28,7 @@ from engine.worker.activities import ActivityRegistry
 from engine.worker.leased_commits import Context
 from tests.integration.code_runs import published, worker_context
 from tests.integration.factories import open_store
-from tests.integration.schema_pool import SchemaPool
+from tests.integration.schema_pool import SchemaPool, drop_schema
 from tests.integration.transition_builders import SINGLE, single_definition
 
 TEST_DSN_ENV = "WAYLINE_TEST_DSN"
@@ -89,7 +89,7 @@ def schema_name(pg_dsn: str) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     yield name
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+        drop_schema(conn, name)
 
 
 @pytest.fixture(scope="session")

@@ -29,12 +29,12 @@ EMPTYING_LOCK_TIMEOUT = "2s"
 one; past it the schema is dropped instead (the drop then waits as it always did)."""
 
 CATALOG = """
-SELECT md5(string_agg(replace(item, %(name)s, '$schema'), E'\\n' ORDER BY item))
+SELECT md5(string_agg(replace(item, %(name)s::text, '$schema'), E'\\n' ORDER BY item))
 FROM (
-    SELECT format('schema %%s', nspacl) FROM pg_namespace WHERE oid = %(ns)s
+    SELECT format('schema %%s', nspacl) FROM pg_namespace WHERE oid = %(name)s::regnamespace
     UNION ALL
     SELECT format('class %%s %%s %%s %%s', relname, relkind, relpersistence, relacl)
-    FROM pg_class WHERE relnamespace = %(ns)s
+    FROM pg_class WHERE relnamespace = %(name)s::regnamespace
     UNION ALL
     SELECT format('column %%s.%%s %%s %%s %%s %%s', c.relname, a.attname,
                   a.atttypid::regtype, a.attnotnull, a.attisdropped,
@@ -42,25 +42,27 @@ FROM (
     FROM pg_attribute a
     JOIN pg_class c ON c.oid = a.attrelid
     LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-    WHERE c.relnamespace = %(ns)s AND a.attnum > 0
+    WHERE c.relnamespace = %(name)s::regnamespace AND a.attnum > 0
     UNION ALL
     SELECT format('index %%s', pg_get_indexdef(i.indexrelid))
-    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relnamespace = %(ns)s
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE c.relnamespace = %(name)s::regnamespace
     UNION ALL
     SELECT format('constraint %%s %%s', conname, pg_get_constraintdef(oid))
-    FROM pg_constraint WHERE connamespace = %(ns)s
+    FROM pg_constraint WHERE connamespace = %(name)s::regnamespace
     UNION ALL
     SELECT format('function %%s %%s %%s %%s', oid::regprocedure, md5(prosrc), proconfig, proacl)
-    FROM pg_proc WHERE pronamespace = %(ns)s
+    FROM pg_proc WHERE pronamespace = %(name)s::regnamespace
     UNION ALL
     SELECT format('trigger %%s %%s %%s', tgrelid::regclass, tgname, tgenabled)
     FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-    WHERE c.relnamespace = %(ns)s AND NOT t.tgisinternal
+    WHERE c.relnamespace = %(name)s::regnamespace AND NOT t.tgisinternal
     UNION ALL
-    SELECT format('type %%s', typname) FROM pg_type WHERE typnamespace = %(ns)s
+    SELECT format('type %%s', typname) FROM pg_type WHERE typnamespace = %(name)s::regnamespace
     UNION ALL
     SELECT format('policy %%s %%s', polrelid::regclass, polname)
-    FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid WHERE c.relnamespace = %(ns)s
+    FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+    WHERE c.relnamespace = %(name)s::regnamespace
 ) AS catalog (item)
 """
 """A digest of what a schema's catalog holds, its own name written as ``$schema``: the
@@ -127,7 +129,7 @@ class SchemaPool:
         """Drop the template and every spare schema."""
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             for name in [self.template, *self.spare]:
-                conn.execute(_drop(name))
+                drop_schema(conn, name)
         self.spare.clear()
 
     def _empty(self, conn: psycopg.Connection, name: str) -> None:
@@ -158,8 +160,7 @@ class SchemaPool:
 
 
 def _catalog(conn: psycopg.Connection, name: str) -> str:
-    (ns,) = conn.execute("SELECT %s::regnamespace::oid", (name,)).fetchone() or (None,)
-    (digest,) = conn.execute(CATALOG, {"ns": ns, "name": name}).fetchone() or (None,)
+    (digest,) = conn.execute(CATALOG, {"name": name}).fetchone() or (None,)
     return str(digest)
 
 
@@ -194,8 +195,9 @@ def _rename(conn: psycopg.Connection, old: str, new: str) -> None:
         )
 
 
-def _drop(name: str) -> sql.Composed:
-    return sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
+def drop_schema(conn: psycopg.Connection, name: str) -> None:
+    """Drop schema ``name`` and all in it, if it is there."""
+    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 def _alter_schema(old: str, new: str) -> sql.Composed:

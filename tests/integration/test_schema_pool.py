@@ -15,7 +15,7 @@ from psycopg import sql
 from engine.api.client import Client
 from engine.store.migrations import apply_migrations
 from tests.integration.factories import open_store
-from tests.integration.schema_pool import SchemaPool
+from tests.integration.schema_pool import SchemaPool, drop_schema
 from tests.integration.transition_builders import SINGLE, single_definition
 
 
@@ -34,7 +34,7 @@ def names(pg_dsn: str) -> Iterator[list[str]]:
     yield made
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         for name in made:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+            drop_schema(conn, name)
 
 
 def _contents(conn: psycopg.Connection, schema: str) -> dict[str, list[tuple[object, ...]]]:

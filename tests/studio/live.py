@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 import httpx
 import psycopg
 import uvicorn
-from psycopg import sql
 
 from engine.api.client import Client
 from engine.decide.lifecycle import start_draft
@@ -41,6 +40,7 @@ from studio.accounts.signin_limits import SignInLimits
 from studio.app import create_app
 from studio.roles import Role
 from studio.settings import StudioSettings
+from tests.integration.schema_pool import drop_schema
 
 PASSWORD = "correct horse battery"
 WHEN_HTML = r'<span class="date">\d{4}-\d\d-\d\d</span> \d\d:\d\d:\d\d UTC'
@@ -375,4 +375,4 @@ def serve_studio(dsn: str, schema: str = "", **settings: Any) -> Iterator[LiveSt
         server.should_exit = True
         thread.join(15)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            drop_schema(conn, schema)
