@@ -10,7 +10,9 @@ scripted per step by the instance input, so one definition serves every drill:
 - ``{"slow": {"work": 0.8}}``: ``work`` takes 0.8 s in its thread (the lease is renewed
   meanwhile);
 - ``{"block": {"finish": 3}}``: the first attempt of ``finish`` (an async handler)
-  blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5).
+  blocks the worker's event loop for 3 s, so its lease cannot be renewed (D5); it
+  blocks once no transaction of the harness's fencing oracle is open
+  (``lease_audit.until_no_wrapped_write``).
 
 The app also runs the drills' state machine (``verification.drill_machine``) and their
 code-first workflow (``verification.drill_code``).
@@ -23,7 +25,7 @@ import time
 from typing import Any
 
 from engine.worker.activities import ActivityFailure, ActivityRegistry, ActivityRequest
-from verification import drill_code
+from verification import drill_code, lease_audit
 from verification.drill_machine import flow as machine_flow
 from verification.effects import mark_entry, record_effect
 
@@ -66,8 +68,9 @@ async def loop_effect(request: ActivityRequest) -> dict[str, Any]:
     """An async handler; scripted to block the event loop on its first attempt."""
     await asyncio.to_thread(mark_entry, request)
     _fail_early(request)
-    if request.attempt == 1:
-        time.sleep(float(_script(request, "block") or 0))  # deliberately blocks the loop
+    if request.attempt == 1 and (block := float(_script(request, "block") or 0)):
+        await lease_audit.until_no_wrapped_write()  # the harness's lock would outlive it
+        time.sleep(block)  # deliberately blocks the loop
     return _result(request, await asyncio.to_thread(record_effect, request))
 
 

@@ -25,8 +25,10 @@ Two sources, both in the drill schema:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -115,6 +117,34 @@ VALUES (%(work_id)s, %(owner)s, %(token)s, %(statement)s, %(held)s, %(pid)s)
 """
 
 
+WRAPPED_POLL_SECONDS = 0.01
+_open_wrapped = [0]
+"""How many of the oracle's own transactions (around lone writes) are open here."""
+
+
+@contextlib.contextmanager
+def wrapped_write() -> Iterator[None]:
+    """One of the oracle's own transactions is open while this lasts."""
+    _open_wrapped[0] += 1
+    try:
+        yield
+    finally:
+        _open_wrapped[0] -= 1
+
+
+async def until_no_wrapped_write() -> None:
+    """Return once none of the oracle's own transactions is open in this process.
+
+    Such a transaction holds its work row locked across round trips that the engine's
+    lone write, one statement, does not make: a handler that blocks the event loop (D5)
+    while one is open keeps the row locked for the whole block, so no other worker can
+    take the lease over, as it could from the engine alone. The check and the caller's
+    next synchronous step run with no await between them, so no such transaction can
+    open in between."""
+    while _open_wrapped[0]:
+        await asyncio.sleep(WRAPPED_POLL_SECONDS)
+
+
 def statement_name(write: LeaseWrite) -> str:
     """A short name for a fenced statement: its first keyword and table, and whether it
     takes an offered lease."""
@@ -129,10 +159,11 @@ class FencingOracle(observations.Observer):
     async def lease_writes(self, sent: LeaseWrites) -> Sequence[Row | None]:
         conn = sent.conn
         if sent.alone:  # its own transaction: the oracle's rows go in one of the oracle's
-            async with conn.transaction() as transaction:
-                rows = await self._audited(sent)
-                if None in rows:  # nothing written: no COMMIT, whose loss would look unknown
-                    raise psycopg.Rollback(transaction)
+            with wrapped_write():
+                async with conn.transaction() as transaction:
+                    rows = await self._audited(sent)
+                    if None in rows:  # nothing written: no COMMIT, whose loss looks unknown
+                        raise psycopg.Rollback(transaction)
             return rows
         if conn.autocommit and conn.info.transaction_status is TransactionStatus.IDLE:
             await conn.execute("BEGIN")  # the group's own transaction: the engine commits it
