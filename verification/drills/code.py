@@ -317,8 +317,10 @@ async def _parked(env: DrillEnv, runs: list[CodeRun]) -> list[tuple[str, str, in
     async def settled() -> bool:
         nonlocal found
         async with env.store.connection() as conn:
-            found = await (await conn.execute(DEAD_DECISIONS, params)).fetchall()
+            # deciding first: a run not deciding then has settled, and if it was
+            # dead-lettered, the read after it finds it so
             deciding = await (await conn.execute(DECIDING, params)).fetchall()
+            found = await (await conn.execute(DEAD_DECISIONS, params)).fetchall()
         dead = {row[0] for row in found}
         return not {row[0] for row in deciding} - dead
 
